@@ -1,0 +1,61 @@
+// Generates TypeScript types from the project's two schema sources, so types are never written
+// twice by hand: src/contract/openapi.json → src/contract/types.gen.ts (the customer contract)
+// and src/config/schema.json → src/config/types.gen.ts (the config file, after defaults).
+// `npm run gen:types` rewrites them; a test fails when either is out of date.
+import { readFile, writeFile } from 'node:fs/promises';
+import { compile } from 'json-schema-to-typescript';
+
+const root = new URL('../', import.meta.url);
+const options = (banner) => ({
+  bannerComment: `/* Generated from ${banner} by scripts/generate-types.mjs. Do not edit. */`,
+  additionalProperties: false,
+  unreachableDefinitions: true,
+  format: false,
+  maxItems: -1,
+  strictIndexSignatures: true,
+});
+
+function rewriteRefs(node) {
+  if (Array.isArray(node)) return node.forEach(rewriteRefs);
+  if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') node[k] = v.replace('#/components/schemas/', '#/definitions/');
+      else rewriteRefs(v);
+    }
+  }
+}
+
+/** After defaults are applied every property that has a default is present: mark it required. */
+function requireDefaulted(node) {
+  if (Array.isArray(node)) return node.forEach(requireDefaulted);
+  if (!node || typeof node !== 'object') return;
+  if (node.properties) {
+    const withDefault = Object.entries(node.properties).filter(([, s]) => s && 'default' in s).map(([k]) => k);
+    node.required = [...new Set([...(node.required ?? []), ...withDefault])];
+  }
+  for (const v of Object.values(node)) requireDefaulted(v);
+}
+
+export async function generateTypes() {
+  const doc = JSON.parse(await readFile(new URL('src/contract/openapi.json', root), 'utf8'));
+  const definitions = structuredClone(doc.components.schemas);
+  rewriteRefs(definitions);
+  const contract = {
+    title: 'Contract', type: 'object', definitions, additionalProperties: false,
+    properties: Object.fromEntries(Object.keys(definitions).map((k) => [k, { $ref: `#/definitions/${k}` }])),
+  };
+  const configSchema = JSON.parse(await readFile(new URL('src/config/schema.json', root), 'utf8'));
+  delete configSchema.$id;
+  requireDefaulted(configSchema);
+  return {
+    'src/contract/types.gen.ts': await compile(contract, 'Contract', options('src/contract/openapi.json')),
+    'src/config/types.gen.ts': await compile(configSchema, 'PosternConfig', options('src/config/schema.json')),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const [file, text] of Object.entries(await generateTypes())) {
+    await writeFile(new URL(file, root), text);
+    console.log('wrote', file);
+  }
+}

@@ -1,0 +1,73 @@
+import type { Details, ErrorDetail } from '../contract/errors.js';
+import { detailOrder, validateMessageBody } from '../contract/validators.js';
+import type { Message } from '../contract/types.gen.js';
+
+/** Limits of the contract that a JSON Schema cannot say (cross-field, clock-bound, decoded sizes). */
+export const MESSAGE_LIMITS = {
+  maxRecipients: 50,
+  maxAttachmentBytes: 10 * 1024 * 1024,
+  maxAttachmentsTotalBytes: 25 * 1024 * 1024,
+  maxScheduleAheadMs: 72 * 3600 * 1000,
+} as const;
+
+function decodedBase64Length(s: string): number {
+  const pad = s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0;
+  return Math.floor((s.length * 3) / 4) - pad;
+}
+
+function count(value: unknown): number {
+  if (value === undefined || value === null) return 0;
+  return Array.isArray(value) ? value.length : 1;
+}
+
+function crossFieldRules(body: Record<string, unknown>, now: number): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  const present = (v: unknown) => v !== undefined && v !== null;
+  if (!present(body.html) && !present(body.text)) details.push({ field: 'body', code: 'body:required' });
+  if (count(body.to) + count(body.cc) + count(body.bcc) > MESSAGE_LIMITS.maxRecipients) {
+    details.push({ field: 'recipients', code: 'recipients:too_many' });
+  }
+  if (typeof body.scheduled_at === 'string') {
+    const at = Date.parse(body.scheduled_at);
+    if (Number.isFinite(at)) {
+      if (at <= now) details.push({ field: 'scheduled_at', code: 'scheduled_at:too_soon' });
+      else if (at > now + MESSAGE_LIMITS.maxScheduleAheadMs) details.push({ field: 'scheduled_at', code: 'scheduled_at:too_far' });
+    }
+  }
+  if (Array.isArray(body.attachments)) {
+    let total = 0;
+    body.attachments.forEach((a: unknown, i) => {
+      if (typeof a !== 'object' || a === null) return;
+      const att = a as Record<string, unknown>;
+      if (typeof att.content === 'string') {
+        if (att.content.length % 4 === 1) details.push({ field: `attachments.${i}.content`, code: 'attachments:invalid_base64' });
+        const size = decodedBase64Length(att.content);
+        total += size;
+        if (size > MESSAGE_LIMITS.maxAttachmentBytes) details.push({ field: `attachments.${i}.content`, code: 'attachments:too_large' });
+      }
+      if (att.disposition === 'inline' && (att.content_id === undefined || att.content_id === null)) {
+        details.push({ field: `attachments.${i}.content_id`, code: 'attachments:content_id_required' });
+      }
+    });
+    if (total > MESSAGE_LIMITS.maxAttachmentsTotalBytes) details.push({ field: 'attachments', code: 'attachments:total_too_large' });
+  }
+  return details;
+}
+
+export type MessageCheck = { ok: true; message: Message } | { ok: false; details: Details };
+
+/**
+ * Every body rule of the contract's Message table: the compiled schema, then the cross-field
+ * rules. One entry per failing field; a field already failing the schema is not reported twice.
+ */
+export function checkMessageBody(body: unknown, now: number): MessageCheck {
+  const schema = validateMessageBody(body);
+  if (!schema.ok && schema.details[0]?.code === 'body:invalid_type') return schema;
+  const record = body as Record<string, unknown>;
+  const schemaDetails = schema.ok ? [] : schema.details;
+  const failing = new Set(schemaDetails.map((d) => d.field));
+  const extra = crossFieldRules(record, now).filter((d) => !failing.has(d.field));
+  const details = [...schemaDetails, ...extra];
+  if (details.length === 0) return { ok: true, message: record as unknown as Message };
+  return { ok: false, details: details.sort(detailOrder) as Details };
+}

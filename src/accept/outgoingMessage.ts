@@ -1,0 +1,74 @@
+import { toMailbox, type Mailbox } from '../contract/address.js';
+import type { Address, Message, Recipients } from '../contract/types.gen.js';
+
+/** A validated message in Postern's own terms: what composition, policy and the index need. */
+export interface OutgoingMessage {
+  from: Mailbox;
+  to: Mailbox[];
+  cc: Mailbox[];
+  bcc: Mailbox[];
+  replyTo: Mailbox[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: OutgoingAttachment[];
+  tags: string[];
+  metadata: Record<string, string>;
+  category: string | null;
+  /** The request's instant, echoed verbatim, and its time in ms. */
+  scheduledAt: { raw: string; at: number } | null;
+  paused: boolean;
+  routing: { provider: string | string[] | null; strategy: string | null };
+  providerOptions: Record<string, Record<string, string>> | null;
+}
+
+export interface OutgoingAttachment {
+  filename: string;
+  content: Buffer;
+  contentType: string | null;
+  contentId: string | null;
+  disposition: 'attachment' | 'inline';
+}
+
+function list(value: Recipients | undefined): Mailbox[] {
+  if (value === undefined) return [];
+  return (Array.isArray(value) ? (value as Address[]) : [value]).map(toMailbox);
+}
+
+/** Normalises a body that has passed every validation rule. */
+export function toOutgoingMessage(body: Message): OutgoingMessage {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(body.headers ?? {})) if (v !== undefined) headers[k] = v;
+  const metadata: Record<string, string> = {};
+  for (const [k, v] of Object.entries(body.metadata ?? {})) if (v !== undefined) metadata[k] = v;
+  return {
+    from: toMailbox(body.from),
+    to: list(body.to),
+    cc: list(body.cc),
+    bcc: list(body.bcc),
+    replyTo: list(body.reply_to),
+    subject: body.subject,
+    html: body.html ?? null,
+    text: body.text ?? null,
+    headers,
+    attachments: (body.attachments ?? []).map((a) => ({
+      filename: a.filename,
+      content: Buffer.from(a.content, 'base64'),
+      contentType: a.content_type ?? null,
+      contentId: a.content_id ?? null,
+      disposition: a.disposition ?? (a.content_id ? 'inline' : 'attachment'),
+    })),
+    tags: body.tags ?? [],
+    metadata,
+    category: body.category ?? null,
+    scheduledAt: body.scheduled_at ? { raw: body.scheduled_at, at: Date.parse(body.scheduled_at) } : null,
+    paused: body.paused === true,
+    routing: { provider: body.routing?.provider ?? null, strategy: body.routing?.strategy ?? null },
+    providerOptions: (body.provider_options as Record<string, Record<string, string>> | null | undefined) ?? null,
+  };
+}
+
+export function envelopeRecipients(m: OutgoingMessage): string[] {
+  return [...m.to, ...m.cc, ...m.bcc].map((r) => r.email);
+}

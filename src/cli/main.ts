@@ -1,0 +1,135 @@
+import { createReadStream } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { clockFromEnvironment } from '../clock.js';
+import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { OperatorError } from '../operator/errors.js';
+import { openDatabase } from '../store/db.js';
+import { Spool } from '../spool/spool.js';
+import type { Command, CommandGroup, OptionSpec, Values } from './command.js';
+import { keyCommands } from './key.js';
+import { messageCommands, RawFile } from './message.js';
+import { projectCommands } from './project.js';
+import { providerCommands } from './provider.js';
+import { runStart } from './start.js';
+import { suppressionCommands } from './suppression.js';
+
+const groups: Record<string, CommandGroup> = {
+  project: projectCommands,
+  key: keyCommands,
+  provider: providerCommands,
+  suppression: suppressionCommands,
+  message: messageCommands,
+};
+
+const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
+
+/** Exit codes: 0 done, 1 refused (not found, conflict, invalid value), 2 usage, 78 bad config. */
+export const EXIT = { ok: 0, refused: 1, usage: 2, config: 78 } as const;
+
+class UsageError extends Error {}
+
+function usageText(): string {
+  const lines = ['usage: postern [--config FILE] [--json] COMMAND', '', '  start [--config FILE]'];
+  for (const [, group] of Object.entries(groups)) for (const cmd of Object.values(group)) lines.push(`  ${cmd.usage}`);
+  return lines.join('\n');
+}
+
+export interface Output {
+  json: boolean;
+  print(value: unknown): void;
+  fail(code: string, message: string, extra?: Record<string, unknown>): void;
+}
+
+function output(json: boolean): Output {
+  return {
+    json,
+    print(value) {
+      process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human(value)}\n`);
+    },
+    fail(code, message, extra = {}) {
+      if (json) process.stdout.write(`${JSON.stringify({ error: { code, message, ...extra } })}\n`);
+      else process.stderr.write(`postern: ${message}\n`);
+    },
+  };
+}
+
+function human(value: unknown, indent = ''): string {
+  if (value === null || typeof value !== 'object') return `${indent}${String(value)}`;
+  const lines: string[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    if (Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null)) {
+      lines.push(`${indent}${k}: ${v.length === 0 ? '(none)' : ''}`);
+      for (const item of v) lines.push(`${indent}  - ${Object.entries(item).map(([ik, iv]) => `${ik}=${typeof iv === 'object' ? JSON.stringify(iv) : String(iv)}`).join(' ')}`);
+    } else {
+      lines.push(`${indent}${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+function parseCommand(cmd: Command, args: string[]): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...GLOBAL, ...cmd.options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\nusage: postern ${cmd.usage}`);
+  }
+  const expected = cmd.positionals ?? [];
+  if (parsed.positionals.length !== expected.length) {
+    throw new UsageError(`expected ${expected.length ? expected.join(' ') : 'no positional arguments'}\nusage: postern ${cmd.usage}`);
+  }
+  for (const name of cmd.required ?? []) {
+    if (parsed.values[name] === undefined) throw new UsageError(`--${name} is required\nusage: postern ${cmd.usage}`);
+  }
+  return { values: parsed.values as Values, positionals: parsed.positionals };
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  const json = argv.includes('--json');
+  const out = output(json);
+  const [groupName, verb, ...rest] = argv;
+  try {
+    if (!groupName || groupName === '--help' || groupName === '-h' || groupName === 'help') {
+      process.stdout.write(`${usageText()}\n`);
+      return groupName ? EXIT.ok : EXIT.usage;
+    }
+    if (groupName === 'start') {
+      const { values } = parseCommand({ usage: 'start [--config FILE] [--json]', run: () => undefined }, argv.slice(1));
+      return await runStart(resolveConfigPath(values.config as string | undefined), out);
+    }
+    const group = groups[groupName];
+    const cmd = group && verb ? group[verb] : undefined;
+    if (!cmd) throw new UsageError(`unknown command "${[groupName, verb].filter(Boolean).join(' ')}"\n${usageText()}`);
+    const { values, positionals } = parseCommand(cmd, rest);
+    const config: PosternConfig = loadConfig(resolveConfigPath(values.config as string | undefined));
+    const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
+    const db = openDatabase(config.state_dir, logger);
+    try {
+      const result = await cmd.run({ db, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
+      if (result instanceof RawFile) {
+        await new Promise<void>((resolve, reject) => createReadStream(result.path).on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
+      } else {
+        out.print(result);
+      }
+      return EXIT.ok;
+    } finally {
+      db.close();
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      out.fail('usage', err.message);
+      return EXIT.usage;
+    }
+    if (err instanceof ConfigError) {
+      out.fail('config_invalid', err.message, { key: err.key });
+      return EXIT.config;
+    }
+    if (err instanceof OperatorError) {
+      out.fail(err.code, err.message);
+      return EXIT.refused;
+    }
+    out.fail('internal', (err as Error).message);
+    return EXIT.refused;
+  }
+}

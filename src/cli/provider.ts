@@ -1,0 +1,40 @@
+import { attachProvider, detachProvider, listProviders } from '../operator/providers.js';
+import { str, type CommandGroup } from './command.js';
+
+export const providerCommands: CommandGroup = {
+  attach: {
+    usage:
+      'provider attach --project ID --slug SLUG [--host H --port N --user U --pass P --tls starttls|implicit|none --endpoint URL --api-key K --region R --free-quota N --priority N]',
+    options: {
+      project: { type: 'string' },
+      slug: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      user: { type: 'string' },
+      pass: { type: 'string' },
+      tls: { type: 'string' },
+      endpoint: { type: 'string' },
+      'api-key': { type: 'string' },
+      region: { type: 'string' },
+      'free-quota': { type: 'string' },
+      priority: { type: 'string' },
+    },
+    required: ['project', 'slug'],
+    run: (ctx, v) =>
+      attachProvider(ctx, str(v.project)!, {
+        slug: str(v.slug)!,
+        host: str(v.host),
+        port: str(v.port),
+        user: str(v.user),
+        pass: str(v.pass),
+        tls: str(v.tls),
+        endpoint: str(v.endpoint),
+        apiKey: str(v['api-key']),
+        region: str(v.region),
+        freeQuota: str(v['free-quota']),
+        priority: str(v.priority),
+      }),
+  },
+  list: { usage: 'provider list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => listProviders(ctx, str(v.project)!) },
+  detach: { usage: 'provider detach ID', positionals: ['ID'], run: (ctx, _v, [id]) => detachProvider(ctx, id) },
+};

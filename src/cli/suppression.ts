@@ -1,0 +1,18 @@
+import { suppress, suppressionList, unsuppress } from '../operator/suppressions.js';
+import { str, type CommandGroup } from './command.js';
+
+export const suppressionCommands: CommandGroup = {
+  add: {
+    usage: 'suppression add --project ID --email E [--reason R]',
+    options: { project: { type: 'string' }, email: { type: 'string' }, reason: { type: 'string' } },
+    required: ['project', 'email'],
+    run: (ctx, v) => suppress(ctx, str(v.project)!, str(v.email)!, str(v.reason)),
+  },
+  remove: {
+    usage: 'suppression remove --project ID --email E',
+    options: { project: { type: 'string' }, email: { type: 'string' } },
+    required: ['project', 'email'],
+    run: (ctx, v) => unsuppress(ctx, str(v.project)!, str(v.email)!),
+  },
+  list: { usage: 'suppression list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => suppressionList(ctx, str(v.project)!) },
+};

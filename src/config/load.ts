@@ -1,0 +1,86 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import schema from './schema.json' with { type: 'json' };
+import type { PosternConfig } from './types.gen.js';
+
+export type { PosternConfig };
+export type ListenerConfig = PosternConfig['listeners'][number];
+
+/** A config problem, naming the offending key; the process exits non-zero before touching state. */
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    readonly key: string | null,
+  ) {
+    super(message);
+  }
+}
+
+const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true });
+const validate = ajv.compile<PosternConfig>(schema);
+
+/** The config shipped with Postern; `postern start` with no flags uses it. */
+export const defaultConfigPath = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
+
+export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(flag ?? env.POSTERN_CONFIG ?? defaultConfigPath);
+}
+
+function dotted(err: ErrorObject): string {
+  const base = err.instancePath.slice(1).replace(/\//g, '.');
+  const extra =
+    err.keyword === 'additionalProperties' ? String(err.params.additionalProperty)
+    : err.keyword === 'required' ? String(err.params.missingProperty)
+    : '';
+  return [base, extra].filter(Boolean).join('.') || '(root)';
+}
+
+/** Reads, defaults, overrides from the environment and validates the config file. */
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): PosternConfig {
+  if (!existsSync(file)) throw new ConfigError(`config file ${file} does not exist`, null);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`, null);
+  }
+  return buildConfig(raw, env, file);
+}
+
+export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, source = 'config'): PosternConfig {
+  const candidate = structuredClone(raw);
+  if (!validate(candidate)) {
+    const err = validate.errors![0];
+    const key = dotted(err);
+    throw new ConfigError(`${source}: ${key} ${err.message ?? 'is invalid'}`, key);
+  }
+  const config = candidate;
+  applyEnvironment(config, env);
+  const names = new Set<string>();
+  config.listeners.forEach((l, i) => {
+    if (names.has(l.name)) throw new ConfigError(`${source}: listeners.${i}.name "${l.name}" is used twice`, `listeners.${i}.name`);
+    names.add(l.name);
+  });
+  config.state_dir = path.resolve(config.state_dir);
+  return config;
+}
+
+export function listenerEnvName(name: string): string {
+  return `POSTERN_LISTEN_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+}
+
+function applyEnvironment(config: PosternConfig, env: NodeJS.ProcessEnv): void {
+  if (env.POSTERN_STATE_DIR) config.state_dir = env.POSTERN_STATE_DIR;
+  for (const listener of config.listeners) {
+    const variable = listenerEnvName(listener.name);
+    const value = env[variable];
+    if (value === undefined || value === '') continue;
+    const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
+    const port = m ? Number(m[3]) : NaN;
+    if (!m || port > 65535) throw new ConfigError(`${variable} must be host:port (got "${value}")`, variable);
+    listener.host = m[1] ?? (m[2] || listener.host);
+    listener.port = port;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The error-code catalogue: every error either door can give, with its HTTP status and type.
+ * The SMTP door maps the same entries to reply codes, so both doors say the same thing.
+ */
+import type { ErrorDetail, ErrorEnvelope, ErrorType } from './types.gen.js';
+
+export type { ErrorDetail, ErrorEnvelope, ErrorType };
+
+/** `details` is never empty: the top-level code is its first entry's. */
+export type Details = [ErrorDetail, ...ErrorDetail[]];
+
+export function asDetails(list: ErrorDetail[], fallback: ErrorDetail): Details {
+  return list.length > 0 ? (list as Details) : [fallback];
+}
+
+interface CatalogueEntry {
+  status: number;
+  type: ErrorType;
+  message: string;
+}
+
+export const errorCatalogue = {
+  missing_api_key: { status: 401, type: 'authentication_error', message: 'Provide your API key as "Authorization: Bearer <key>".' },
+  invalid_api_key: { status: 401, type: 'authentication_error', message: 'The API key matches no active key.' },
+  key_expired: { status: 401, type: 'authentication_error', message: 'The API key has expired.' },
+  mode_mismatch: { status: 401, type: 'authentication_error', message: 'Live keys work only on the production host and test keys only on the sandbox host.' },
+  monthly_quota_exceeded: { status: 402, type: 'quota_error', message: "The plan's monthly message quota is spent." },
+  throughput_quota_exceeded: { status: 402, type: 'quota_error', message: "The plan's monthly data volume is spent." },
+  no_providers_configured: { status: 422, type: 'permission_error', message: 'The project has no attached provider.' },
+  routing_provider_not_configured: { status: 422, type: 'validation_error', message: 'A pinned provider is not attached to the project.' },
+  suppressed_recipient: { status: 422, type: 'validation_error', message: "A recipient is on the project's suppression list." },
+  'sender_domain:limit_reached': { status: 422, type: 'validation_error', message: "The sender domain is new and the plan's sender-domain cap is reached." },
+  'category:limit_reached': { status: 422, type: 'validation_error', message: 'The project already has the maximum number of distinct categories.' },
+  'idempotency_key:invalid': { status: 422, type: 'validation_error', message: 'Idempotency-Key may contain only A-Z, a-z, 0-9, "_" and "-".' },
+  'idempotency_key:invalid_length': { status: 422, type: 'validation_error', message: 'Idempotency-Key must be 12 to 40 characters long.' },
+  validation_failed: { status: 422, type: 'validation_error', message: 'The request body is invalid.' },
+  'body:invalid_json': { status: 400, type: 'validation_error', message: 'The request body is not valid JSON.' },
+  'body:too_large': { status: 413, type: 'validation_error', message: 'The request body exceeds the size limit.' },
+  'body:unsupported_media_type': { status: 415, type: 'validation_error', message: 'Send the request body as application/json.' },
+  rate_limited: { status: 429, type: 'rate_limit_error', message: 'Too many requests; retry after the number of seconds in Retry-After.' },
+  daily_send_cap_exceeded: { status: 429, type: 'rate_limit_error', message: "The plan's daily send ceiling is reached; it resets at 00:00 UTC." },
+  server_error: { status: 500, type: 'api_error', message: 'The message could not be stored; nothing was accepted. Retry with the same Idempotency-Key.' },
+  not_found: { status: 404, type: 'api_error', message: 'No such endpoint.' },
+  method_not_allowed: { status: 405, type: 'api_error', message: 'Method not allowed on this endpoint.' },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+/** A refusal travelling through the pipeline; each door renders it in its own protocol. */
+export class ContractError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly details?: Details;
+  readonly headers?: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    opts: { message?: string; details?: Details; headers?: Record<string, string>; displayCode?: string } = {},
+  ) {
+    const entry: CatalogueEntry = errorCatalogue[code];
+    super(opts.message ?? entry.message);
+    this.status = entry.status;
+    this.type = entry.type;
+    this.code = opts.displayCode ?? code;
+    this.details = opts.details;
+    this.headers = opts.headers;
+  }
+
+  /** A field-validation failure: the top-level code is the first detail's code. */
+  static validation(details: Details, message?: string): ContractError {
+    const first = details[0];
+    const summary = message ?? `Invalid request: ${details.map((d) => `${d.field} (${d.code.slice(d.code.indexOf(':') + 1)})`).join(', ')}.`;
+    return new ContractError('validation_failed', { details, message: summary, displayCode: first.code });
+  }
+
+  toEnvelope(): ErrorEnvelope {
+    const error: ErrorEnvelope['error'] = { type: this.type, code: this.code, message: this.message };
+    if (this.details) error.details = this.details;
+    return { error };
+  }
+}

@@ -1,0 +1,98 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AcceptPipeline } from './accept/acceptMessage.js';
+import { systemClock, type Clock } from './clock.js';
+import type { PosternConfig } from './config/load.js';
+import { createHttpServer } from './http/app.js';
+import type { Logger } from './log.js';
+import { reconcileSpool } from './spool/reconcile.js';
+import { Spool, syncDirectory } from './spool/spool.js';
+import { openDatabase, type Db } from './store/db.js';
+import { GroupCommitter } from './store/groupCommit.js';
+import { pruneIdempotencyKeys } from './store/idempotency.js';
+
+export interface BoundListener {
+  name: string;
+  protocol: 'http';
+  environment: 'production' | 'sandbox';
+  host: string;
+  port: number;
+  url: string;
+}
+
+export interface RunningPostern {
+  listeners: BoundListener[];
+  db: Db;
+  pipeline: AcceptPipeline;
+  close(): Promise<void>;
+}
+
+const HOUR = 3600_000;
+
+/** Wiring: config → store → spool reconciliation → pipeline → listeners → housekeeping. */
+export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
+  const db = openDatabase(config.state_dir, logger);
+  const spool = new Spool(config.state_dir);
+  reconcileSpool(db, spool, logger, clock.now());
+  const committer = new GroupCommitter(db, async (dirs) => {
+    await Promise.all([...dirs].map(syncDirectory));
+  });
+  const pipeline = new AcceptPipeline({ db, spool, committer, clock, logger });
+
+  const prune = () => {
+    const removed = pruneIdempotencyKeys(db, clock.now(), config.retention_days);
+    if (removed > 0) logger.info({ removed }, 'expired idempotency keys pruned');
+  };
+  prune();
+  const janitor = setInterval(prune, HOUR);
+  janitor.unref();
+
+  const servers: Server[] = [];
+  const listeners: BoundListener[] = [];
+  try {
+    for (const listener of config.listeners) {
+      const server = createHttpServer({ db, pipeline, clock, logger, config }, listener);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(listener.port, listener.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      servers.push(server);
+      const port = (server.address() as AddressInfo).port;
+      const hostForUrl = listener.host.includes(':') ? `[${listener.host}]` : listener.host;
+      const bound: BoundListener = { name: listener.name, protocol: listener.protocol, environment: listener.environment, host: listener.host, port, url: `http://${hostForUrl}:${port}` };
+      listeners.push(bound);
+      logger.info(bound, 'listening');
+    }
+  } catch (err) {
+    await Promise.all(servers.map((s) => closeServer(s)));
+    clearInterval(janitor);
+    db.close();
+    throw err;
+  }
+
+  let closed = false;
+  return {
+    listeners,
+    db,
+    pipeline,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(janitor);
+      await Promise.all(servers.map((s) => closeServer(s)));
+      db.close();
+      logger.info('stopped');
+    },
+  };
+}
+
+/** Stops accepting, lets in-flight requests finish, then drops idle keep-alive sockets. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

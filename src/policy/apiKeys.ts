@@ -1,0 +1,73 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { ContractError } from '../contract/errors.js';
+import { newKeyId, randomAlphanumeric } from '../ids.js';
+import { findKeyByHash, insertApiKey, type ApiKeyRow } from '../store/apiKeys.js';
+import type { Db } from '../store/db.js';
+import type { ProjectRow } from '../store/projects.js';
+
+export type Environment = 'production' | 'sandbox';
+export type KeyMode = 'live' | 'test';
+
+export const KEY_PATTERN = /^ps_(live|test)_[A-Za-z0-9]{40}$/;
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+export const modeForEnvironment: Record<Environment, KeyMode> = { production: 'live', sandbox: 'test' };
+
+/**
+ * Keys carry ~238 random bits, so a single SHA-256 is a sound verifier: there is nothing to
+ * brute-force that a slow hash would protect, and lookups stay cheap on the hot path.
+ */
+export function hashApiKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+export interface CreatedKey {
+  row: ApiKeyRow;
+  key: string;
+}
+
+export function createApiKey(db: Db, projectId: string, mode: KeyMode, now: number, expiresAt: number | null): CreatedKey {
+  const key = `ps_${mode}_${randomAlphanumeric(40)}`;
+  const row: ApiKeyRow = {
+    id: newKeyId(),
+    project_id: projectId,
+    mode,
+    key_hash: hashApiKey(key),
+    hint: `ps_${mode}_…${key.slice(-4)}`,
+    created_at: now,
+    expires_at: expiresAt,
+    revoked_at: null,
+  };
+  insertApiKey(db, row);
+  return { row, key };
+}
+
+export interface AuthContext {
+  project: ProjectRow;
+  keyId: string;
+  environment: Environment;
+}
+
+/** The bearer key in an Authorization header, or null when the header is not of the expected form. */
+export function bearerKey(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = BEARER.exec(header);
+  return m && KEY_PATTERN.test(m[1]) ? m[1] : null;
+}
+
+/**
+ * The contract's authentication table, in this order: missing_api_key → invalid_api_key
+ * (unknown, revoked, project deleted) → key_expired → mode_mismatch.
+ */
+export function authenticate(db: Db, key: string | null, environment: Environment, clock: Clock): AuthContext {
+  if (!key) throw new ContractError('missing_api_key');
+  const hash = hashApiKey(key);
+  const found = findKeyByHash(db, hash);
+  if (!found || !timingSafeEqual(found.key.key_hash, hash) || found.key.revoked_at !== null || found.project.deleted_at !== null) {
+    throw new ContractError('invalid_api_key');
+  }
+  if (found.key.expires_at !== null && found.key.expires_at <= clock.now()) throw new ContractError('key_expired');
+  if (found.key.mode !== modeForEnvironment[environment]) throw new ContractError('mode_mismatch');
+  return { project: found.project, keyId: found.key.id, environment };
+}

@@ -1,0 +1,54 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import { migrations } from './migrations.js';
+
+export type Db = Database.Database;
+
+/**
+ * Opens the index. WAL with synchronous=FULL: a committed transaction survives power loss,
+ * which is what a 202 promises. busy_timeout lets the CLI and the server share the file.
+ */
+export function openDatabase(stateDir: string, logger: Logger): Db {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const db = new Database(path.join(stateDir, 'postern.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 10000');
+  migrate(db, logger);
+  return db;
+}
+
+function migrate(db: Db, logger: Logger): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+  for (const m of migrations) {
+    if (applied.has(m.version)) continue;
+    db.transaction(() => {
+      // Re-check inside the write lock: the CLI and the server may start together.
+      if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+      logger.info({ version: m.version, name: m.name }, 'migration applied');
+    }).immediate();
+  }
+}
+
+const statementCache = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/** A prepared statement, compiled once per connection. */
+export function sql(db: Db, text: string): Database.Statement {
+  let cache = statementCache.get(db);
+  if (!cache) {
+    cache = new Map();
+    statementCache.set(db, cache);
+  }
+  let stmt = cache.get(text);
+  if (!stmt) {
+    stmt = db.prepare(text);
+    cache.set(text, stmt);
+  }
+  return stmt;
+}

@@ -1,0 +1,93 @@
+import { sql, type Db } from './db.js';
+
+export type MessageStatus =
+  | 'queued' | 'scheduled' | 'paused' | 'captured'
+  | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'cancelled';
+
+export type HoldReason = 'request' | 'project' | null;
+
+export interface MessageRow {
+  id: string;
+  project_id: string;
+  environment: 'production' | 'sandbox';
+  source: 'http' | 'smtp';
+  status: MessageStatus;
+  hold_reason: HoldReason;
+  from_email: string;
+  /** JSON `{to, cc, bcc}`: arrays of addresses, the delivery envelope. */
+  recipients: string;
+  subject: string;
+  tags: string;
+  metadata: string;
+  category: string | null;
+  routing: string;
+  provider_options: string | null;
+  scheduled_at: number | null;
+  spool_path: string;
+  size_bytes: number;
+  idempotency_key: string | null;
+  created_at: number;
+  updated_at: number;
+  attempts: number;
+  next_attempt_at: number | null;
+  lease_until: number | null;
+  provider_slug: string | null;
+  provider_message_id: string | null;
+  last_error: string | null;
+}
+
+export type NewMessageRow = Omit<MessageRow, 'attempts' | 'lease_until' | 'provider_slug' | 'provider_message_id' | 'last_error'>;
+
+export function insertMessage(db: Db, row: NewMessageRow): void {
+  sql(
+    db,
+    `INSERT INTO messages (id, project_id, environment, source, status, hold_reason, from_email, recipients, subject, tags,
+       metadata, category, routing, provider_options, scheduled_at, spool_path, size_bytes, idempotency_key, created_at,
+       updated_at, next_attempt_at)
+     VALUES (@id, @project_id, @environment, @source, @status, @hold_reason, @from_email, @recipients, @subject, @tags,
+       @metadata, @category, @routing, @provider_options, @scheduled_at, @spool_path, @size_bytes, @idempotency_key,
+       @created_at, @updated_at, @next_attempt_at)`,
+  ).run(row);
+}
+
+export function getMessage(db: Db, id: string): MessageRow | undefined {
+  return sql(db, 'SELECT * FROM messages WHERE id = ?').get(id) as MessageRow | undefined;
+}
+
+export function listMessages(db: Db, projectId: string, status: string | undefined, limit: number): MessageRow[] {
+  if (status) {
+    return sql(db, 'SELECT * FROM messages WHERE project_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(
+      projectId, status, limit,
+    ) as MessageRow[];
+  }
+  return sql(db, 'SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(projectId, limit) as MessageRow[];
+}
+
+/** Moves a message between states only from one of `from`; false when it was not in one of them. */
+export function transitionMessage(
+  db: Db,
+  id: string,
+  from: MessageStatus[],
+  to: { status: MessageStatus; hold_reason: HoldReason; next_attempt_at: number | null; last_error?: string | null },
+  now: number,
+): boolean {
+  const placeholders = from.map(() => '?').join(', ');
+  return (
+    sql(
+      db,
+      `UPDATE messages SET status = ?, hold_reason = ?, next_attempt_at = ?, last_error = COALESCE(?, last_error), updated_at = ?
+        WHERE id = ? AND status IN (${placeholders})`,
+    ).run(to.status, to.hold_reason, to.next_attempt_at, to.last_error ?? null, now, id, ...from).changes === 1
+  );
+}
+
+/** Messages held only because their project was paused, released when it resumes. */
+export function projectHeldMessages(db: Db, projectId: string): Pick<MessageRow, 'id' | 'scheduled_at'>[] {
+  return sql(db, "SELECT id, scheduled_at FROM messages WHERE project_id = ? AND status = 'paused' AND hold_reason = 'project'").all(
+    projectId,
+  ) as Pick<MessageRow, 'id' | 'scheduled_at'>[];
+}
+
+export function messageExists(db: Db, id: string): boolean {
+  return sql(db, 'SELECT 1 FROM messages WHERE id = ?').get(id) !== undefined;
+}

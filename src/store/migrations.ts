@@ -1,0 +1,103 @@
+/** Numbered, append-only schema migrations, run in order at start. Never edit a released one. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'projects, keys, providers, suppressions, messages, idempotency, events',
+    sql: `
+      CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        paused INTEGER NOT NULL DEFAULT 0,
+        strategy TEXT NOT NULL DEFAULT 'fallback',
+        retention_days INTEGER,
+        created_at INTEGER NOT NULL,
+        deleted_at INTEGER
+      );
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        mode TEXT NOT NULL CHECK (mode IN ('live', 'test')),
+        key_hash BLOB NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        revoked_at INTEGER
+      );
+      CREATE INDEX api_keys_project ON api_keys(project_id);
+      CREATE TABLE provider_accounts (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        slug TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        secrets TEXT NOT NULL,
+        priority INTEGER NOT NULL DEFAULT 100,
+        free_quota INTEGER,
+        created_at INTEGER NOT NULL,
+        detached_at INTEGER
+      );
+      CREATE INDEX provider_accounts_project ON provider_accounts(project_id, detached_at);
+      CREATE TABLE suppressions (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        email TEXT NOT NULL COLLATE NOCASE,
+        reason TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, email)
+      );
+      CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        environment TEXT NOT NULL CHECK (environment IN ('production', 'sandbox')),
+        source TEXT NOT NULL CHECK (source IN ('http', 'smtp')),
+        status TEXT NOT NULL,
+        hold_reason TEXT,
+        from_email TEXT NOT NULL,
+        recipients TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        category TEXT,
+        routing TEXT NOT NULL,
+        provider_options TEXT,
+        scheduled_at INTEGER,
+        spool_path TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        idempotency_key TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER,
+        lease_until INTEGER,
+        provider_slug TEXT,
+        provider_message_id TEXT,
+        last_error TEXT
+      );
+      CREATE INDEX messages_project_created ON messages(project_id, created_at);
+      CREATE INDEX messages_status_due ON messages(status, next_attempt_at);
+      CREATE TABLE idempotency_keys (
+        project_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX idempotency_created ON idempotency_keys(created_at);
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        project_id TEXT NOT NULL,
+        message_id TEXT,
+        type TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX events_message ON events(message_id);
+    `,
+  },
+];

@@ -1,0 +1,39 @@
+import { sql, type Db } from './db.js';
+
+export interface ProviderAccountRow {
+  id: string;
+  project_id: string;
+  slug: string;
+  /** JSON: host, port, user, tls, endpoint, region. */
+  settings: string;
+  /** JSON: pass, api_key. Needed in clear to authenticate to the provider; never printed. */
+  secrets: string;
+  priority: number;
+  free_quota: number | null;
+  created_at: number;
+  detached_at: number | null;
+}
+
+export function insertProviderAccount(db: Db, row: Omit<ProviderAccountRow, 'detached_at'>): void {
+  sql(
+    db,
+    `INSERT INTO provider_accounts (id, project_id, slug, settings, secrets, priority, free_quota, created_at)
+     VALUES (@id, @project_id, @slug, @settings, @secrets, @priority, @free_quota, @created_at)`,
+  ).run(row);
+}
+
+export function listProviderAccounts(db: Db, projectId: string): ProviderAccountRow[] {
+  return sql(db, 'SELECT * FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL ORDER BY priority, created_at').all(
+    projectId,
+  ) as ProviderAccountRow[];
+}
+
+export function detachProviderAccount(db: Db, id: string, now: number): boolean {
+  return sql(db, 'UPDATE provider_accounts SET detached_at = ? WHERE id = ? AND detached_at IS NULL').run(now, id).changes === 1;
+}
+
+/** The distinct slugs a project has attached, for routing checks. */
+export function attachedSlugs(db: Db, projectId: string): Set<string> {
+  const rows = sql(db, 'SELECT DISTINCT slug FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL').pluck().all(projectId) as string[];
+  return new Set(rows);
+}

@@ -1,0 +1,198 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { buildConfig, type PosternConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/log.js';
+import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
+import type { OperatorContext } from '../../src/operator/context.js';
+import { createKey } from '../../src/operator/keys.js';
+import { createProject, type ProjectView } from '../../src/operator/projects.js';
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+export const cliPath = path.join(repoRoot, 'bin', 'postern.js');
+
+export function tempStateDir(prefix = 'postern-test-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+export interface TestPostern {
+  running: RunningPostern;
+  config: PosternConfig;
+  /** Base URL of the production and sandbox HTTP listeners. */
+  production: string;
+  sandbox: string;
+  stateDir: string;
+  ctx: OperatorContext;
+  close(): Promise<void>;
+}
+
+/** A real Postern (real SQLite, real spool, real sockets on ephemeral ports) inside the test process. */
+export async function startTestPostern(opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string } = {}): Promise<TestPostern> {
+  const stateDir = opts.stateDir ?? tempStateDir();
+  const ownsDir = opts.stateDir === undefined;
+  const config = buildConfig(
+    {
+      state_dir: stateDir,
+      listeners: [
+        { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
+        { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
+      ],
+      ...opts.config,
+    },
+    {},
+  );
+  const clock = opts.clock ?? systemClock;
+  const running = await startPostern(config, silentLogger(), clock);
+  const url = (env: string) => running.listeners.find((l) => l.environment === env)!.url;
+  return {
+    running,
+    config,
+    production: url('production'),
+    sandbox: url('sandbox'),
+    stateDir,
+    ctx: { db: running.db, clock, config, spoolRoot: path.join(stateDir, 'spool') },
+    async close() {
+      await running.close();
+      if (ownsDir) rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ProjectWithKeys {
+  project: ProjectView;
+  liveKey: string;
+  testKey: string;
+}
+
+export function createProjectWithKeys(ctx: OperatorContext, name = 'test project', plan = 'free'): ProjectWithKeys {
+  const project = createProject(ctx, name, plan);
+  return { project, liveKey: createKey(ctx, project.id, 'live').key, testKey: createKey(ctx, project.id, 'test').key };
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  body: any;
+  text: string;
+}
+
+/** POSTs JSON (or a raw string) with an optional bearer key. */
+export async function post(
+  baseUrl: string,
+  pathname: string,
+  opts: { key?: string | null; json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<HttpResult> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  const res = await fetch(baseUrl + pathname, { method: 'POST', headers, body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)) });
+  return toResult(res);
+}
+
+export async function get(baseUrl: string, pathname: string): Promise<HttpResult> {
+  return toResult(await fetch(baseUrl + pathname));
+}
+
+async function toResult(res: Response): Promise<HttpResult> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+/** A minimal valid Message, to be varied by each test. */
+export function validMessage(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'Hello', text: 'Hello there', ...overrides };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON when it is one JSON object. */
+  json: any;
+}
+
+/** Runs the real `postern` CLI as a child process. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      let json: unknown;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        json = undefined;
+      }
+      resolve({ code: code ?? -1, stdout, stderr, json });
+    });
+  });
+}
+
+export interface SpawnedPostern {
+  child: ChildProcess;
+  listeners: BoundListener[];
+  production: string;
+  sandbox: string;
+  stderr(): string;
+  /** SIGTERM and wait for a clean exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: the crash the durability promise is about. */
+  kill(): Promise<void>;
+}
+
+/** `postern start --json` as a real process on ephemeral ports. */
+export async function spawnPostern(stateDir: string, env: Record<string, string> = {}, args: string[] = []): Promise<SpawnedPostern> {
+  const child = spawn(process.execPath, [cliPath, 'start', '--json', ...args], {
+    env: {
+      ...process.env,
+      POSTERN_STATE_DIR: stateDir,
+      POSTERN_LISTEN_HTTP_PRODUCTION: '127.0.0.1:0',
+      POSTERN_LISTEN_HTTP_SANDBOX: '127.0.0.1:0',
+      POSTERN_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const first = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', (line) => {
+      rl.close();
+      resolve(line);
+    });
+    void exited.then((code) => reject(new Error(`postern start exited with ${code}: ${stderr}`)));
+  });
+  const started = JSON.parse(first) as { listeners: BoundListener[] };
+  const url = (env: string) => started.listeners.find((l) => l.environment === env)!.url;
+  return {
+    child,
+    listeners: started.listeners,
+    production: url('production'),
+    sandbox: url('sandbox'),
+    stderr: () => stderr,
+    async stop() {
+      child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
