@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 // The operator CLI. Compiled output lives in dist/ (npm run build).
-import { runCli } from '../dist/src/cli/main.js';
+// Durable writes are fsync-bound and run on libuv's thread pool: more threads let the
+// filesystem journal batch concurrent fsyncs. Set before anything touches the pool.
+process.env.UV_THREADPOOL_SIZE ??= '16';
+const { runCli } = await import('../dist/src/cli/main.js');
 
 process.exitCode = await runCli(process.argv.slice(2));

@@ -54,8 +54,19 @@ export async function generateTypes() {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  const check = process.argv.includes('--check');
+  let stale = 0;
   for (const [file, text] of Object.entries(await generateTypes())) {
-    await writeFile(new URL(file, root), text);
-    console.log('wrote', file);
+    if (check) {
+      const current = await readFile(new URL(file, root), 'utf8').catch(() => '');
+      if (current !== text) {
+        console.error(`${file} is out of date: run npm run gen:types`);
+        stale++;
+      }
+    } else {
+      await writeFile(new URL(file, root), text);
+      console.log('wrote', file);
+    }
   }
+  process.exitCode = stale ? 1 : 0;
 }

@@ -56,15 +56,15 @@ export class AcceptPipeline {
   constructor(private readonly deps: AcceptDeps) {}
 
   /**
-   * Runs `attempt` at most once per (project, Idempotency-Key) at a time: a repeat gets the
+   * Runs `attempt` at most once per (project, environment, Idempotency-Key) at a time: a repeat gets the
    * stored 202 body (the first body wins, even if the repeat's body differs or is invalid);
    * a concurrent repeat waits for the first and shares its outcome when it succeeds.
    */
   async idempotent(auth: AuthContext, key: string | null, attempt: () => Promise<SendAccepted>): Promise<SendAccepted> {
     if (key === null) return attempt();
-    const slot = `${auth.project.id}\u0000${key}`;
+    const slot = `${auth.project.id}\u0000${auth.environment}\u0000${key}`;
     for (;;) {
-      const stored = findIdempotentResponse(this.deps.db, auth.project.id, key);
+      const stored = findIdempotentResponse(this.deps.db, auth.project.id, auth.environment, key);
       if (stored) return JSON.parse(stored) as SendAccepted;
       const running = this.inFlight.get(slot);
       if (!running) break;
@@ -115,7 +115,7 @@ export class AcceptPipeline {
     try {
       outcome = await committer.submit([dir], () => {
         if (opts.idempotencyKey !== null) {
-          const existing = findIdempotentResponse(db, auth.project.id, opts.idempotencyKey);
+          const existing = findIdempotentResponse(db, auth.project.id, auth.environment, opts.idempotencyKey);
           if (existing) return { duplicateOf: existing };
         }
         insertMessage(db, {
@@ -142,7 +142,7 @@ export class AcceptPipeline {
           next_attempt_at: state.status === 'queued' ? now : state.status === 'scheduled' ? message.scheduledAt!.at : null,
         });
         if (opts.idempotencyKey !== null) {
-          insertIdempotencyKey(db, { project_id: auth.project.id, key: opts.idempotencyKey, message_id: id, response: JSON.stringify(response), created_at: now });
+          insertIdempotencyKey(db, { project_id: auth.project.id, environment: auth.environment, key: opts.idempotencyKey, message_id: id, response: JSON.stringify(response), created_at: now });
         }
         insertEvent(db, {
           project_id: auth.project.id,

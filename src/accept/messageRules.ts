@@ -29,7 +29,9 @@ function crossFieldRules(body: Record<string, unknown>, now: number): ErrorDetai
   }
   if (typeof body.scheduled_at === 'string') {
     const at = Date.parse(body.scheduled_at);
-    if (Number.isFinite(at)) {
+    // The schema admits shapes Date cannot place (a leap second): refuse rather than lose the time.
+    if (!Number.isFinite(at)) details.push({ field: 'scheduled_at', code: 'scheduled_at:invalid' });
+    else {
       if (at <= now) details.push({ field: 'scheduled_at', code: 'scheduled_at:too_soon' });
       else if (at > now + MESSAGE_LIMITS.maxScheduleAheadMs) details.push({ field: 'scheduled_at', code: 'scheduled_at:too_far' });
     }
@@ -65,7 +67,8 @@ export function checkMessageBody(body: unknown, now: number): MessageCheck {
   if (!schema.ok && schema.details[0]?.code === 'body:invalid_type') return schema;
   const record = body as Record<string, unknown>;
   const schemaDetails = schema.ok ? [] : schema.details;
-  const failing = new Set(schemaDetails.map((d) => d.field));
+  // A field the schema already failed is not reported twice (unknown keys name no rule's field).
+  const failing = new Set(schemaDetails.filter((d) => d.code !== 'body:unknown_key').map((d) => d.field));
   const extra = crossFieldRules(record, now).filter((d) => !failing.has(d.field));
   const details = [...schemaDetails, ...extra];
   if (details.length === 0) return { ok: true, message: record as unknown as Message };

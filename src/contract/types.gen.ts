@@ -150,7 +150,7 @@ metadata?: ({
 } | null)
 category?: (string | null)
 /**
- * RFC 3339 / ISO 8601 instant with an offset
+ * an ISO 8601 / RFC 3339 instant with an offset: YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)
  */
 scheduled_at?: (string | null)
 paused?: (boolean | null)

@@ -152,19 +152,25 @@ function candidateFor(root: SchemaNode, err: ErrorObject): Candidate | null {
   return { segments: fieldSegments, code, rank: weak ? 0 : 2 };
 }
 
+/** Not an address of any form (null, a number, a nested list): a type error, not a bad address. */
+const notAnAddress = (value: Json) => value === null || Array.isArray(value) || (typeof value !== 'string' && typeof value !== 'object');
+
+function addressDetail(field: string, path: string, value: Json): ErrorDetail[] {
+  if (notAnAddress(value)) return [{ field: path, code: `${field}:invalid_type` }];
+  return validateAddress(value) ? [] : [{ field: path, code: `${field}:invalid_address` }];
+}
+
 function addressDetails(field: string, value: Json, list: boolean): ErrorDetail[] {
   if (list && Array.isArray(value)) {
     if (value.length === 0) return [{ field, code: `${field}:too_few` }];
-    const out: ErrorDetail[] = [];
-    value.forEach((item, i) => {
-      if (!validateAddress(item)) out.push({ field: `${field}.${i}`, code: `${field}:invalid_address` });
-    });
-    return out;
+    return value.flatMap((item, i) => addressDetail(field, `${field}.${i}`, item));
   }
-  return validateAddress(value) ? [] : [{ field, code: `${field}:invalid_address` }];
+  return addressDetail(field, field, value);
 }
 
 function orderKey(d: ErrorDetail): [number, string] {
+  // Unknown keys come last, even one that happens to be named like a rule (`body`, `recipients`).
+  if (d.code === 'body:unknown_key') return [FIELD_ORDER.length, d.field];
   const top = d.field.split('.')[0];
   const idx = FIELD_ORDER.indexOf(top);
   return [idx === -1 ? FIELD_ORDER.length : idx, d.field];

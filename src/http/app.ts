@@ -10,7 +10,7 @@ import { ContractError } from '../contract/errors.js';
 import { openapiDocument, idempotencyKeyError, validateBatchEnvelope } from '../contract/validators.js';
 import type { Logger } from '../log.js';
 import { authenticate, bearerKey, type AuthContext } from '../policy/apiKeys.js';
-import type { Db } from '../store/db.js';
+import { sql, type Db } from '../store/db.js';
 import { readJsonBody } from './jsonBody.js';
 import { sendError, sendJson } from './respond.js';
 
@@ -85,7 +85,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
 
   app
     .get('/healthz', (_req, res) => {
-      const ok = db.prepare('SELECT 1').pluck().get() === 1;
+      const ok = sql(db, 'SELECT 1').pluck().get() === 1;
       sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment });
     })
     .get('/openapi.json', (_req, res) => {

@@ -22,6 +22,9 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
   if (Number.isFinite(declared) && declared > limit) {
     return Promise.reject(new ContractError('body:too_large', { message: `The request body exceeds ${limit} bytes.` }));
   }
+  // @polka/parse matches the media type case-sensitively; it has been checked above, so
+  // normalise it rather than let "Application/JSON" be skipped as an empty body.
+  req.headers['content-type'] = req.headers['content-type']!.toLowerCase();
   const parse = json({ limit });
   return new Promise((resolve, reject) => {
     let settled = false;

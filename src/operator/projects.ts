@@ -53,6 +53,11 @@ export function setPaused(ctx: OperatorContext, id: string, paused: boolean): Pr
     const now = ctx.clock.now();
     let released = 0;
     for (const m of projectHeldMessages(ctx.db, id)) {
+      if (m.status === 'captured') {
+        // A sandbox message stays captured; it is simply no longer held by the pause.
+        transitionMessage(ctx.db, m.id, ['captured'], { status: 'captured', hold_reason: null, next_attempt_at: null }, now);
+        continue;
+      }
       const scheduled = m.scheduled_at !== null && m.scheduled_at > now;
       if (transitionMessage(ctx.db, m.id, ['paused'], { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : now }, now)) released++;
     }

@@ -1,13 +1,23 @@
 import { sql, type Db } from './db.js';
 
-export function findIdempotentResponse(db: Db, projectId: string, key: string): string | undefined {
-  return sql(db, 'SELECT response FROM idempotency_keys WHERE project_id = ? AND key = ?').pluck().get(projectId, key) as
+/**
+ * Keys are unique per project and environment: a sandbox rehearsal must never answer for (and
+ * so silently swallow) the production send that reuses its key after promotion.
+ */
+export function findIdempotentResponse(db: Db, projectId: string, environment: string, key: string): string | undefined {
+  return sql(db, 'SELECT response FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ?').pluck().get(projectId, environment, key) as
     | string
     | undefined;
 }
 
-export function insertIdempotencyKey(db: Db, row: { project_id: string; key: string; message_id: string; response: string; created_at: number }): void {
-  sql(db, 'INSERT INTO idempotency_keys (project_id, key, message_id, response, created_at) VALUES (@project_id, @key, @message_id, @response, @created_at)').run(row);
+export function insertIdempotencyKey(
+  db: Db,
+  row: { project_id: string; environment: string; key: string; message_id: string; response: string; created_at: number },
+): void {
+  sql(
+    db,
+    'INSERT INTO idempotency_keys (project_id, environment, key, message_id, response, created_at) VALUES (@project_id, @environment, @key, @message_id, @response, @created_at)',
+  ).run(row);
 }
 
 /** Forgets keys older than their project's retention (the window of the contract). */

@@ -82,10 +82,10 @@ export function transitionMessage(
 }
 
 /** Messages held only because their project was paused, released when it resumes. */
-export function projectHeldMessages(db: Db, projectId: string): Pick<MessageRow, 'id' | 'scheduled_at'>[] {
-  return sql(db, "SELECT id, scheduled_at FROM messages WHERE project_id = ? AND status = 'paused' AND hold_reason = 'project'").all(
+export function projectHeldMessages(db: Db, projectId: string): Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[] {
+  return sql(db, "SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND status IN ('paused', 'captured')").all(
     projectId,
-  ) as Pick<MessageRow, 'id' | 'scheduled_at'>[];
+  ) as Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[];
 }
 
 export function messageExists(db: Db, id: string): boolean {

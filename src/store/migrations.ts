@@ -82,11 +82,12 @@ export const migrations: Migration[] = [
       CREATE INDEX messages_status_due ON messages(status, next_attempt_at);
       CREATE TABLE idempotency_keys (
         project_id TEXT NOT NULL,
+        environment TEXT NOT NULL,
         key TEXT NOT NULL,
         message_id TEXT NOT NULL,
         response TEXT NOT NULL,
         created_at INTEGER NOT NULL,
-        PRIMARY KEY (project_id, key)
+        PRIMARY KEY (project_id, environment, key)
       ) WITHOUT ROWID;
       CREATE INDEX idempotency_created ON idempotency_keys(created_at);
       CREATE TABLE events (
