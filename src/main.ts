@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
@@ -89,10 +89,22 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   };
 }
 
-/** Stops accepting, lets in-flight requests finish, then drops idle keep-alive sockets. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Stops accepting connections and lets in-flight requests finish. Keep-alive clients that
+ * keep sending are answered once more with `Connection: close`; whatever is still open after
+ * the grace period is cut (its request was never acknowledged, so nothing is lost).
+ */
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => resolve());
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    force.unref();
+    server.on('request', (_req, res: ServerResponse) => res.setHeader('Connection', 'close'));
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }

@@ -555,7 +555,10 @@ describe('SIGTERM under load', () => {
     // Each loop ends either because the server went away (a transport error after the process
     // exited) or because its own 10 s budget ran out; a server that keeps serving new requests
     // on open keep-alive connections after SIGTERM never exits while clients send.
-    assert.deepEqual(load.endings, { stopped: 0, server_gone: 20, budget: 0 });
+    // Whether a loop noticed the exit itself or was stopped just after it is a race; what
+    // matters is that the server went away before any client's own budget ran out.
+    assert.equal(load.endings.budget, 0, JSON.stringify(load.endings));
+    assert.equal(load.endings.stopped + load.endings.server_gone, 20);
   });
 });
 

@@ -9,16 +9,14 @@ export async function runStart(configPath: string, out: Output): Promise<number>
   // A bad config throws ConfigError here, before the state directory is touched.
   const config = loadConfig(configPath);
   const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? config.log.level);
+  // Handlers first: a supervisor may signal the moment it reads the ready line.
+  let signalled: (signal: string) => void = () => undefined;
+  const stopRequested = new Promise<string>((resolve) => (signalled = resolve));
+  process.once('SIGTERM', () => signalled('SIGTERM'));
+  process.once('SIGINT', () => signalled('SIGINT'));
   const running = await startPostern(config, logger, clockFromEnvironment());
   out.print({ status: 'listening', state_dir: config.state_dir, listeners: running.listeners });
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
-      resolve();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  logger.info({ signal: await stopRequested }, 'shutting down');
   await running.close();
   logger.flush();
   return 0;
