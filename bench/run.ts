@@ -8,6 +8,7 @@ import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
 import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
+import { measureDiskCeiling } from './diskCeiling.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 10) * 1000;
@@ -78,12 +79,13 @@ async function main(): Promise<void> {
   const env = { POSTERN_STATE_DIR: stateDir };
   const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
-  const server = await spawnPostern(stateDir, { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' });
+  const server = await spawnPostern(stateDir, { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
   try {
     const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
     const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
     const sendHeaders = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
 
+    const disk = await measureDiskCeiling(`${stateDir}/disk-probe`, 4, 3);
     const noop = await load(new URL('/healthz', server.production), 'GET', {}, null, 200, DURATION_MS);
     const send = await load(new URL('/v1/send', server.production), 'POST', sendHeaders, body, 202, DURATION_MS);
     const rss = peakRssMb(server.child.pid!);
@@ -108,13 +110,16 @@ async function main(): Promise<void> {
       },
       noop: { requests_per_s: Math.round(noopRate), p50_ms: +percentile(noop.latenciesMs, 50).toFixed(2), p99_ms: +percentile(noop.latenciesMs, 99).toFixed(2) },
       send_to_noop_ratio: +(sendRate / noopRate).toFixed(3),
+      disk_fsynced_files_per_s: Math.round(disk),
+      send_to_disk_ratio: +(sendRate / disk).toFixed(3),
       server_peak_rss_mb: +rss.toFixed(1),
       rows_stored: stored,
     };
     console.log(`machine: ${report.machine}`);
     console.log(`POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${report.seconds}s): ${report.send.accepts_per_s} durable accepts/s, p50 ${report.send.p50_ms} ms, p99 ${report.send.p99_ms} ms, errors ${report.send.errors}`);
     console.log(`GET /healthz (no-op, same stack): ${report.noop.requests_per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`);
-    console.log(`ratio send/no-op: ${report.send_to_noop_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB; rows stored ${stored}`);
+    console.log(`disk ceiling (create+write+fsync+rename of 1.5 KB, 4 threads, no server): ${report.disk_fsynced_files_per_s} files/s`);
+    console.log(`ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB; rows stored ${stored}`);
     console.log(JSON.stringify(report));
   } finally {
     if (server.child.exitCode === null) await server.kill();

@@ -6,9 +6,10 @@ import type { PosternConfig } from './config/load.js';
 import { createHttpServer } from './http/app.js';
 import type { Logger } from './log.js';
 import { reconcileSpool } from './spool/reconcile.js';
-import { Spool, syncDirectory } from './spool/spool.js';
+import { Spool } from './spool/spool.js';
+import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
-import { GroupCommitter } from './store/groupCommit.js';
+import { IndexWriter } from './store/indexWriter.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 
 export interface BoundListener {
@@ -34,10 +35,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const db = openDatabase(config.state_dir, logger);
   const spool = new Spool(config.state_dir);
   reconcileSpool(db, spool, logger, clock.now());
-  const committer = new GroupCommitter(db, async (dirs) => {
-    await Promise.all([...dirs].map(syncDirectory));
-  });
-  const pipeline = new AcceptPipeline({ db, spool, committer, clock, logger });
+  const indexWriter = new IndexWriter(config.state_dir, logger);
+  const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
+  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger });
 
   const prune = () => {
     const removed = pruneIdempotencyKeys(db, clock.now(), config.retention_days);
@@ -69,6 +69,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   } catch (err) {
     await Promise.all(servers.map((s) => closeServer(s)));
     clearInterval(janitor);
+    await writers.close();
+    await indexWriter.close();
     db.close();
     throw err;
   }
@@ -83,6 +85,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       closed = true;
       clearInterval(janitor);
       await Promise.all(servers.map((s) => closeServer(s)));
+      await writers.close();
+      await indexWriter.close();
       db.close();
       logger.info('stopped');
     },

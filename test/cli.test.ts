@@ -169,6 +169,13 @@ describe('postern key', () => {
     ]);
   });
 
+  test('an --expires naming a day that does not exist is refused, not rolled over into the next month', async () => {
+    await Promise.all([
+      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-02-30'], 1, 'invalid_argument'),
+      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-04-31T00:00:00Z'], 1, 'invalid_argument'),
+    ]);
+  });
+
   test('the key is stored only as its SHA-256: the key string occurs nowhere in the database files', async () => {
     const dir2 = freshStateDir();
     const pid = (await ok(dir2, ['project', 'create', '--name', 'hash'])).id;

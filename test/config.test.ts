@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -135,22 +136,21 @@ describe('environment overrides', () => {
     assert.equal(existsSync(fromFile), false);
   });
 
-  test('the started line reports the overridden state dir and the bound listeners', async () => {
-    const fromFile = unusedPath('state-from-file');
-    const fromEnv = unusedPath('state-from-env');
-    const file = writeConfig({ state_dir: fromFile, listeners: [listener('web', 'production', 0)] });
-    // A listener not named in the environment keeps its configured address.
-    const p = await spawnPostern(fromEnv, {}, ['--config', file]);
+  test('listeners not named in the environment keep their configured address', async () => {
+    const stateDir = unusedPath('state');
+    // Names no POSTERN_LISTEN_* variable matches: the ports in the file (0, ephemeral) are used.
+    const file = writeConfig({ listeners: [listener('web', 'production', 0), listener('web-test', 'sandbox', 0)] });
+    const p = await spawnPostern(stateDir, {}, ['--config', file]);
     try {
-      assert.equal(p.listeners.length, 1);
-      assert.deepEqual(p.listeners[0], {
-        name: 'web',
-        protocol: 'http',
-        environment: 'production',
-        host: '127.0.0.1',
-        port: p.listeners[0].port,
-        url: `http://127.0.0.1:${p.listeners[0].port}`,
-      });
+      assert.deepEqual(
+        p.listeners.map((l) => ({ ...l, port: 0, url: l.url.replace(/:\d+$/, '') })),
+        [
+          { name: 'web', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0, url: 'http://127.0.0.1' },
+          { name: 'web-test', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0, url: 'http://127.0.0.1' },
+        ],
+      );
+      for (const l of p.listeners) assert.equal(l.url, `http://127.0.0.1:${l.port}`);
+      assert.deepEqual((await get(p.sandbox, '/healthz')).body, { status: 'ok', environment: 'sandbox' });
     } finally {
       assert.equal(await p.stop(), 0);
     }
@@ -184,6 +184,31 @@ describe('postern start', () => {
     }
     assert.equal(exit, 0);
     assert.equal(p.child.exitCode, 0);
+  });
+  test('SIGINT stops it with exit 0 too', async () => {
+    const p = await spawnPostern(unusedPath('state'));
+    assert.equal((await get(p.production, '/healthz')).status, 200);
+    const exited = new Promise<number | null>((resolve) => p.child.once('exit', (code) => resolve(code)));
+    p.child.kill('SIGINT');
+    assert.equal(await exited, 0);
+  });
+
+  test('a listener address already in use makes it exit non-zero with a JSON error', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const r = await runCli(['start', '--json'], {
+        POSTERN_STATE_DIR: unusedPath('state'),
+        POSTERN_LISTEN_HTTP_PRODUCTION: `127.0.0.1:${port}`,
+        POSTERN_LISTEN_HTTP_SANDBOX: '127.0.0.1:0',
+      });
+      assert.notEqual(r.code, 0);
+      assert.deepEqual(r.json, { error: { code: r.json.error.code, message: r.json.error.message } });
+      assert.ok(r.json.error.message.includes(`127.0.0.1:${port}`), r.json.error.message);
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
   });
 });
 

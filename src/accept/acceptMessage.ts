@@ -5,18 +5,19 @@ import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { AuthContext } from '../policy/apiKeys.js';
 import type { Db } from '../store/db.js';
-import { insertEvent } from '../store/events.js';
-import type { GroupCommitter } from '../store/groupCommit.js';
-import { findIdempotentResponse, insertIdempotencyKey } from '../store/idempotency.js';
-import { insertMessage, type HoldReason } from '../store/messages.js';
+import type { AcceptanceOutcome } from '../store/acceptance.js';
+import { findIdempotentResponse } from '../store/idempotency.js';
+import type { IndexWriter } from '../store/indexWriter.js';
+import type { HoldReason } from '../store/messages.js';
 import type { Spool } from '../spool/spool.js';
-import { composeMime } from './composeMime.js';
+import type { SpoolWriters } from '../spool/writers.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 
 export interface AcceptDeps {
   db: Db;
   spool: Spool;
-  committer: GroupCommitter;
+  writers: SpoolWriters;
+  indexWriter: IndexWriter;
   clock: Clock;
   logger: Logger;
 }
@@ -84,7 +85,7 @@ export class AcceptPipeline {
   }
 
   async accept(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<SendAccepted> {
-    const { db, spool, committer, clock, logger } = this.deps;
+    const { spool, writers, indexWriter, clock, logger } = this.deps;
     const now = clock.now();
     const id = newMessageId(now);
     const state = initialState(auth, message);
@@ -97,28 +98,21 @@ export class AcceptPipeline {
       project_id: auth.project.id,
       routing: { provider: message.routing.provider, strategy: message.routing.strategy },
     };
-    const relPath = spool.relativePathFor(id, now);
+    let relPath: string;
     let dir: string;
     let size: number;
     try {
-      const mime = await composeMime(id, message, new Date(now));
-      size = mime.length;
-      dir = await spool.write(relPath, mime);
+      ({ relPath, dir, size } = await writers.write(id, message, now));
     } catch (err) {
-      await spool.remove(relPath).catch(() => undefined);
       logger.error({ err, message_id: id }, 'spool write failed');
       throw new ContractError('server_error');
     }
 
     const recipients = { to: message.to.map((m) => m.email), cc: message.cc.map((m) => m.email), bcc: message.bcc.map((m) => m.email) };
-    let outcome: { duplicateOf: string } | { accepted: SendAccepted };
+    let outcome: AcceptanceOutcome;
     try {
-      outcome = await committer.submit([dir], () => {
-        if (opts.idempotencyKey !== null) {
-          const existing = findIdempotentResponse(db, auth.project.id, auth.environment, opts.idempotencyKey);
-          if (existing) return { duplicateOf: existing };
-        }
-        insertMessage(db, {
+      outcome = await indexWriter.submit([dir], {
+        message: {
           id,
           project_id: auth.project.id,
           environment: auth.environment,
@@ -140,11 +134,9 @@ export class AcceptPipeline {
           created_at: now,
           updated_at: now,
           next_attempt_at: state.status === 'queued' ? now : state.status === 'scheduled' ? message.scheduledAt!.at : null,
-        });
-        if (opts.idempotencyKey !== null) {
-          insertIdempotencyKey(db, { project_id: auth.project.id, environment: auth.environment, key: opts.idempotencyKey, message_id: id, response: JSON.stringify(response), created_at: now });
-        }
-        insertEvent(db, {
+        },
+        idempotency: opts.idempotencyKey === null ? null : { key: opts.idempotencyKey, response: JSON.stringify(response) },
+        event: {
           project_id: auth.project.id,
           message_id: id,
           type: 'mail.accepted',
@@ -162,20 +154,18 @@ export class AcceptPipeline {
             status: state.status,
             environment: auth.environment,
           }),
-        });
-        return { accepted: response };
+        },
       });
     } catch (err) {
       await spool.remove(relPath).catch(() => undefined);
-      if (err instanceof ContractError) throw err;
       logger.error({ err, message_id: id }, 'index commit failed');
       throw new ContractError('server_error');
     }
-    if ('duplicateOf' in outcome) {
+    if (outcome.kind === 'duplicate') {
       await spool.remove(relPath).catch(() => undefined);
-      return JSON.parse(outcome.duplicateOf) as SendAccepted;
+      return JSON.parse(outcome.response) as SendAccepted;
     }
     logger.debug({ message_id: id, project_id: auth.project.id, status: state.status, source: opts.source, size }, 'message accepted');
-    return outcome.accepted;
+    return response;
   }
 }

@@ -45,6 +45,12 @@ headers_timeout_ms: number
 request_timeout_ms: number
 keep_alive_timeout_ms: number
 }
+spool: {
+/**
+ * Worker threads that compose MIME and write spool files (CPU work and fsync waits kept off the event loop).
+ */
+writer_threads: number
+}
 /**
  * Default message and Idempotency-Key retention for projects that set none.
  */

@@ -10,14 +10,14 @@ export type Db = Database.Database;
  * Opens the index. WAL with synchronous=FULL: a committed transaction survives power loss,
  * which is what a 202 promises. busy_timeout lets the CLI and the server share the file.
  */
-export function openDatabase(stateDir: string, logger: Logger): Db {
+export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean } = {}): Db {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const db = new Database(path.join(stateDir, 'postern.db'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 10000');
-  migrate(db, logger);
+  if (opts.migrate !== false) migrate(db, logger);
   return db;
 }
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -155,7 +155,14 @@ export interface SpawnedPostern {
 }
 
 /** `postern start --json` as a real process on ephemeral ports. */
-export async function spawnPostern(stateDir: string, env: Record<string, string> = {}, args: string[] = []): Promise<SpawnedPostern> {
+export async function spawnPostern(
+  stateDir: string,
+  env: Record<string, string> = {},
+  args: string[] = [],
+  opts: { logFile?: string } = {},
+): Promise<SpawnedPostern> {
+  // A log file keeps a chatty server from costing the parent CPU (benchmarks).
+  const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
   const child = spawn(process.execPath, [cliPath, 'start', '--json', ...args], {
     env: {
       ...process.env,
@@ -165,10 +172,11 @@ export async function spawnPostern(stateDir: string, env: Record<string, string>
       POSTERN_LOG_LEVEL: 'warn',
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
   });
+  if (logFd !== null) closeSync(logFd);
   let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stderr?.on('data', (d) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const first = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });

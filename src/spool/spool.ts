@@ -1,0 +1,70 @@
+import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, readdirSync, rmSync, type ReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * MIME files on disk: where they live, and how they are read and removed. A file becomes
+ * visible under its final name only after its bytes are on disk (temp → fsync → rename, in the
+ * spool writer threads); the directory fsync that makes the rename durable is done by the
+ * index writer, once per directory per commit, before the index row is committed.
+ */
+export class Spool {
+  readonly root: string;
+  private readonly tmpDir: string;
+
+  constructor(stateDir: string) {
+    this.root = path.join(stateDir, 'spool');
+    this.tmpDir = path.join(this.root, 'tmp');
+    mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Day directories keep each commit's renames in one directory, so one fsync covers them. */
+  relativePathFor(id: string, nowMs: number): string {
+    return path.join(new Date(nowMs).toISOString().slice(0, 10), `${id}.eml`);
+  }
+
+  absolute(relPath: string): string {
+    return path.join(this.root, relPath);
+  }
+
+  /** Temp files live in one directory on the same filesystem, so the rename is atomic. */
+  tempPathFor(relPath: string): string {
+    return path.join(this.tmpDir, `${path.basename(relPath)}.${process.pid}.tmp`);
+  }
+
+  async remove(relPath: string): Promise<void> {
+    await rm(this.absolute(relPath), { force: true });
+  }
+
+  removeSync(relPath: string): void {
+    rmSync(this.absolute(relPath), { force: true });
+  }
+
+  read(relPath: string): ReadStream {
+    return createReadStream(this.absolute(relPath));
+  }
+
+  /** Removes half-written temp files left by a crash; returns their names. */
+  removeTempFiles(): string[] {
+    const names = readdirSync(this.tmpDir);
+    for (const name of names) rmSync(path.join(this.tmpDir, name), { force: true });
+    return names;
+  }
+
+  /** Every spooled file as a path relative to the root (day directories only). */
+  *listFiles(): Generator<string> {
+    for (const day of readdirSync(this.root, { withFileTypes: true })) {
+      if (!day.isDirectory() || !/^\d{4}-\d{2}-\d{2}$/.test(day.name)) continue;
+      for (const name of readdirSync(path.join(this.root, day.name))) yield path.join(day.name, name);
+    }
+  }
+}
+
+export function syncDirectorySync(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,39 @@
+import type { Db } from './db.js';
+import { insertEvent, type EventRow } from './events.js';
+import { findIdempotentResponse, insertIdempotencyKey } from './idempotency.js';
+import { insertMessage, type NewMessageRow } from './messages.js';
+
+/** Everything one acceptance commits, as plain data (it crosses to the index writer thread). */
+export interface AcceptanceRecord {
+  message: NewMessageRow;
+  /** The 202 body to remember under the Idempotency-Key, when one was sent. */
+  idempotency: { key: string; response: string } | null;
+  event: Omit<EventRow, 'seq'>;
+}
+
+export type AcceptanceOutcome = { kind: 'stored' } | { kind: 'duplicate'; response: string };
+
+/**
+ * Commits one acceptance: the message row, its Idempotency-Key and its `mail.accepted` event.
+ * Runs inside the writer's transaction, so the key check cannot race another insert.
+ */
+export function recordAcceptance(db: Db, record: AcceptanceRecord): AcceptanceOutcome {
+  const m = record.message;
+  if (record.idempotency) {
+    const existing = findIdempotentResponse(db, m.project_id, m.environment, record.idempotency.key);
+    if (existing) return { kind: 'duplicate', response: existing };
+  }
+  insertMessage(db, m);
+  if (record.idempotency) {
+    insertIdempotencyKey(db, {
+      project_id: m.project_id,
+      environment: m.environment,
+      key: record.idempotency.key,
+      message_id: m.id,
+      response: record.idempotency.response,
+      created_at: m.created_at,
+    });
+  }
+  insertEvent(db, record.event);
+  return { kind: 'stored' };
+}

@@ -1,0 +1,59 @@
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
+import type { CommitResult, CommitUnit } from './indexWriterThread.js';
+
+/**
+ * The event loop's side of the index writer thread. Units submitted in one tick travel in one
+ * message; each promise resolves once its unit is committed durably (or rejects alone).
+ */
+export class IndexWriter {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (o: AcceptanceOutcome) => void; reject: (e: Error) => void }>();
+  private outbox: CommitUnit[] = [];
+  private seq = 0;
+  private closed = false;
+
+  constructor(stateDir: string, logger: Logger) {
+    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir } });
+    this.worker.on('message', (results: CommitResult[]) => {
+      for (const r of results) {
+        const waiter = this.pending.get(r.seq);
+        if (!waiter) continue;
+        this.pending.delete(r.seq);
+        if (r.ok) waiter.resolve(r.outcome);
+        else waiter.reject(new Error(r.error));
+      }
+    });
+    this.worker.on('error', (err) => logger.fatal({ err }, 'index writer thread failed'));
+    this.worker.on('exit', (code) => {
+      for (const waiter of this.pending.values()) waiter.reject(new Error(`index writer exited with code ${code}`));
+      this.pending.clear();
+      if (!this.closed) logger.fatal({ code }, 'index writer thread exited; acceptances will fail until restart');
+    });
+  }
+
+  /** Commits `record` after fsyncing `dirs`; resolves when both are durable. */
+  submit(dirs: string[], record: AcceptanceRecord): Promise<AcceptanceOutcome> {
+    if (this.closed) return Promise.reject(new Error('index writer closed'));
+    const seq = ++this.seq;
+    return new Promise<AcceptanceOutcome>((resolve, reject) => {
+      this.pending.set(seq, { resolve, reject });
+      if (this.outbox.length === 0) queueMicrotask(() => this.send());
+      this.outbox.push({ seq, dirs, record });
+    });
+  }
+
+  private send(): void {
+    const units = this.outbox;
+    this.outbox = [];
+    this.worker.postMessage(units);
+  }
+
+  /** Waits for every submitted unit, then stops the thread. */
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.pending.size > 0) await new Promise((r) => setTimeout(r, 5));
+    await this.worker.terminate();
+  }
+}
