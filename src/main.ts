@@ -10,6 +10,8 @@ import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
 import { IndexWriter } from './store/indexWriter.js';
+import { limitSettings } from './policy/usageLimits.js';
+import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 
 export interface BoundListener {
@@ -35,9 +37,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const db = openDatabase(config.state_dir, logger);
   const spool = new Spool(config.state_dir);
   reconcileSpool(db, spool, logger, clock.now());
-  const indexWriter = new IndexWriter(config.state_dir, logger);
+  const limits = limitSettings(config);
+  const indexWriter = new IndexWriter(config.state_dir, limits, logger);
   const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
-  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger });
+  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits });
 
   const prune = () => {
     const removed = pruneIdempotencyKeys(db, clock.now(), config.retention_days);
@@ -47,11 +50,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const janitor = setInterval(prune, HOUR);
   janitor.unref();
 
+  const admission = new Admission(db, clock, config);
   const servers: Server[] = [];
   const listeners: BoundListener[] = [];
   try {
     for (const listener of config.listeners) {
-      const server = createHttpServer({ db, pipeline, clock, logger, config }, listener);
+      const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, listener);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(listener.port, listener.host, () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { createKey, revokeKey } from '../src/operator/keys.js';
-import { createProject, deleteProject } from '../src/operator/projects.js';
+import { deleteProject } from '../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from './support/postern.js';
 
 const ENDPOINTS = ['/v1/send', '/v1/send/batch'] as const;
@@ -118,7 +118,7 @@ describe('authentication (401 authentication_error)', () => {
       });
 
       test('a revoked key gives invalid_api_key, on its own host and on the other', async () => {
-        const project = createProject(p.ctx, 'revoked');
+        const project = createProjectWithKeys(p.ctx, 'revoked').project;
         const live = createKey(p.ctx, project.id, 'live');
         const test = createKey(p.ctx, project.id, 'test');
         assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, endpoint === '/v1/send' ? 202 : 207);
@@ -131,7 +131,7 @@ describe('authentication (401 authentication_error)', () => {
       });
 
       test('revoking one key leaves the project\'s other keys working', async () => {
-        const project = createProject(p.ctx, 'two keys');
+        const project = createProjectWithKeys(p.ctx, 'two keys').project;
         const first = createKey(p.ctx, project.id, 'live');
         const second = createKey(p.ctx, project.id, 'live');
         revokeKey(p.ctx, first.id);
@@ -203,7 +203,7 @@ describe('authentication with expiring keys (ManualClock)', () => {
 
   for (const endpoint of ENDPOINTS) {
     test(`${endpoint}: a key works until its expiry, then gives key_expired`, async () => {
-      const project = createProject(p.ctx, 'expiring');
+      const project = createProjectWithKeys(p.ctx, 'expiring').project;
       const expires = new Date(clock.now() + HOUR).toISOString();
       const live = createKey(p.ctx, project.id, 'live', expires);
       const test = createKey(p.ctx, project.id, 'test', expires);
@@ -225,7 +225,7 @@ describe('authentication with expiring keys (ManualClock)', () => {
     });
 
     test(`${endpoint}: expiry is checked before the mode (an expired live key on the sandbox is key_expired)`, async () => {
-      const project = createProject(p.ctx, 'expired order');
+      const project = createProjectWithKeys(p.ctx, 'expired order').project;
       const live = createKey(p.ctx, project.id, 'live', new Date(clock.now() + HOUR).toISOString());
       assert401(await post(p.sandbox, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'mode_mismatch');
       clock.advance(2 * HOUR);
@@ -233,7 +233,7 @@ describe('authentication with expiring keys (ManualClock)', () => {
     });
 
     test(`${endpoint}: revocation is checked before expiry (a revoked, expired key is invalid_api_key)`, async () => {
-      const project = createProject(p.ctx, 'revoked and expired');
+      const project = createProjectWithKeys(p.ctx, 'revoked and expired').project;
       const live = createKey(p.ctx, project.id, 'live', new Date(clock.now() + HOUR).toISOString());
       revokeKey(p.ctx, live.id);
       clock.advance(2 * HOUR);

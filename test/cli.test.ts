@@ -342,7 +342,8 @@ describe('postern message, against the state dir of a running server', () => {
     dir = freshStateDir();
     server = await startTestPostern({ stateDir: dir });
     // Project and keys come from the CLI while the server runs; the server honours them.
-    projectId = (await ok(dir, ['project', 'create', '--name', 'messages'])).id;
+    projectId = (await ok(dir, ['project', 'create', '--name', 'messages', '--plan', 'pro'])).id;
+    await ok(dir, ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--host', 'smtp.example.net']);
     liveKey = (await ok(dir, ['key', 'create', '--project', projectId, '--mode', 'live'])).key;
     testKey = (await ok(dir, ['key', 'create', '--project', projectId, '--mode', 'test'])).key;
     ids.captured = (await send(server.sandbox, testKey, { subject: 'captured one' })).id;

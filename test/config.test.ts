@@ -223,6 +223,7 @@ describe('logs', () => {
     const env = { POSTERN_STATE_DIR: stateDir };
     const project = await runCli(['project', 'create', '--name', 'logs', '--json'], env);
     assert.equal(project.code, 0, project.stdout + project.stderr);
+    assert.equal((await runCli(['provider', 'attach', '--project', project.json.id, '--slug', 'smtp', '--host', 'smtp.example.net', '--json'], env)).code, 0);
     const key = await runCli(['key', 'create', '--project', project.json.id, '--mode', 'live', '--json'], env);
     assert.equal(key.code, 0, key.stdout + key.stderr);
     const liveKey: string = key.json.key;

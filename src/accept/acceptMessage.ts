@@ -1,11 +1,14 @@
 import type { Clock } from '../clock.js';
+import { domainOf } from '../contract/address.js';
 import { ContractError } from '../contract/errors.js';
 import type { SendAccepted, Status } from '../contract/types.gen.js';
 import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { AuthContext } from '../policy/apiKeys.js';
+import { checkProjectPolicy } from '../policy/projectPolicy.js';
+import { usageRefusal, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from '../store/acceptance.js';
 import type { Db } from '../store/db.js';
-import type { AcceptanceOutcome } from '../store/acceptance.js';
 import { findIdempotentResponse } from '../store/idempotency.js';
 import type { IndexWriter } from '../store/indexWriter.js';
 import type { HoldReason } from '../store/messages.js';
@@ -20,6 +23,7 @@ export interface AcceptDeps {
   indexWriter: IndexWriter;
   clock: Clock;
   logger: Logger;
+  limits: LimitSettings;
 }
 
 export interface AcceptOptions {
@@ -46,10 +50,26 @@ export function initialState(auth: AuthContext, message: OutgoingMessage): Initi
   return { status: message.scheduledAt ? 'scheduled' : 'queued', paused, holdReason };
 }
 
+export function refusalError(refusal: Refusal): ContractError {
+  return new ContractError(refusal.code, {
+    message: refusal.message,
+    headers: refusal.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(refusal.retryAfterSeconds) },
+  });
+}
+
+/** A message whose MIME file is on disk, waiting for its index commit. */
+interface Spooled {
+  response: SendAccepted;
+  relPath: string;
+  dir: string;
+  record: AcceptanceRecord;
+}
+
 /**
- * The accept pipeline's last step, shared by both doors: compose, write the MIME file durably,
- * then commit the index row, Idempotency-Key, and `mail.accepted` event in one transaction.
- * It resolves only after both are durable, so the caller may acknowledge.
+ * The accept pipeline, shared by both doors: project policy → cheap quota pre-check → compose
+ * and write the MIME file durably → commit the index row, Idempotency-Key, usage and
+ * `mail.accepted` event in one transaction, where the caps and quotas are checked again
+ * authoritatively. It resolves only after both file and row are durable.
  */
 export class AcceptPipeline {
   private readonly inFlight = new Map<string, Promise<SendAccepted>>();
@@ -57,9 +77,9 @@ export class AcceptPipeline {
   constructor(private readonly deps: AcceptDeps) {}
 
   /**
-   * Runs `attempt` at most once per (project, environment, Idempotency-Key) at a time: a repeat gets the
-   * stored 202 body (the first body wins, even if the repeat's body differs or is invalid);
-   * a concurrent repeat waits for the first and shares its outcome when it succeeds.
+   * Runs `attempt` at most once per (project, environment, Idempotency-Key) at a time: a repeat
+   * gets the stored 202 body (the first body wins, even if the repeat's body differs or is
+   * invalid); a concurrent repeat waits for the first and shares its outcome when it succeeds.
    */
   async idempotent(auth: AuthContext, key: string | null, attempt: () => Promise<SendAccepted>): Promise<SendAccepted> {
     if (key === null) return attempt();
@@ -85,7 +105,44 @@ export class AcceptPipeline {
   }
 
   async accept(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<SendAccepted> {
-    const { spool, writers, indexWriter, clock, logger } = this.deps;
+    this.checkPolicy(auth, message);
+    const spooled = await this.spool(auth, message, opts);
+    const [outcome] = await this.commit([spooled]);
+    if (outcome instanceof ContractError) throw outcome;
+    return outcome;
+  }
+
+  /**
+   * Many messages of one request: each is checked and written on its own, then all are
+   * committed in request order, so a cap that runs out part-way refuses exactly the later ones.
+   * Each slot is the message's 202 body or its own error.
+   */
+  async acceptMany(auth: AuthContext, messages: OutgoingMessage[], opts: AcceptOptions): Promise<(SendAccepted | ContractError)[]> {
+    const spooled = await Promise.all(
+      messages.map(async (message) => {
+        try {
+          this.checkPolicy(auth, message);
+          return await this.spool(auth, message, opts);
+        } catch (err) {
+          return asContractError(err);
+        }
+      }),
+    );
+    const ready = spooled.filter((s): s is Spooled => !(s instanceof ContractError));
+    const outcomes = await this.commit(ready);
+    return spooled.map((s) => (s instanceof ContractError ? s : outcomes[ready.indexOf(s)]));
+  }
+
+  private checkPolicy(auth: AuthContext, message: OutgoingMessage): void {
+    const { db, clock, limits } = this.deps;
+    if (!limits.enabled) return;
+    checkProjectPolicy(db, auth, message);
+    const refusal = usageRefusal(db, usageFacts(auth, message, 0), auth.project.plan, limits, clock.now());
+    if (refusal) throw refusalError(refusal);
+  }
+
+  private async spool(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<Spooled> {
+    const { writers, clock, logger } = this.deps;
     const now = clock.now();
     const id = newMessageId(now);
     const state = initialState(auth, message);
@@ -98,74 +155,90 @@ export class AcceptPipeline {
       project_id: auth.project.id,
       routing: { provider: message.routing.provider, strategy: message.routing.strategy },
     };
-    let relPath: string;
-    let dir: string;
-    let size: number;
+    let written;
     try {
-      ({ relPath, dir, size } = await writers.write(id, message, now));
+      written = await writers.write(id, message, now);
     } catch (err) {
       logger.error({ err, message_id: id }, 'spool write failed');
       throw new ContractError('server_error');
     }
-
     const recipients = { to: message.to.map((m) => m.email), cc: message.cc.map((m) => m.email), bcc: message.bcc.map((m) => m.email) };
-    let outcome: AcceptanceOutcome;
-    try {
-      outcome = await indexWriter.submit([dir], {
-        message: {
-          id,
-          project_id: auth.project.id,
-          environment: auth.environment,
-          source: opts.source,
+    const record: AcceptanceRecord = {
+      message: {
+        id,
+        project_id: auth.project.id,
+        environment: auth.environment,
+        source: opts.source,
+        status: state.status,
+        hold_reason: state.holdReason,
+        from_email: message.from.email,
+        recipients: JSON.stringify(recipients),
+        subject: message.subject,
+        tags: JSON.stringify(message.tags),
+        metadata: JSON.stringify(message.metadata),
+        category: message.category,
+        routing: JSON.stringify(message.routing),
+        provider_options: message.providerOptions ? JSON.stringify(message.providerOptions) : null,
+        scheduled_at: message.scheduledAt?.at ?? null,
+        spool_path: written.relPath,
+        size_bytes: written.size,
+        idempotency_key: opts.idempotencyKey,
+        created_at: now,
+        updated_at: now,
+        next_attempt_at: state.status === 'queued' ? now : state.status === 'scheduled' ? message.scheduledAt!.at : null,
+      },
+      idempotency: opts.idempotencyKey === null ? null : { key: opts.idempotencyKey, response: JSON.stringify(response) },
+      usage: usageFacts(auth, message, written.size),
+      event: {
+        project_id: auth.project.id,
+        message_id: id,
+        type: 'mail.accepted',
+        created_at: now,
+        data: JSON.stringify({
+          mail: {
+            uid: id,
+            subject: message.subject,
+            from: message.from.email,
+            to: recipients.to,
+            project: { uid: auth.project.id, name: auth.project.name },
+            tags: message.tags,
+            metadata: message.metadata,
+          },
           status: state.status,
-          hold_reason: state.holdReason,
-          from_email: message.from.email,
-          recipients: JSON.stringify(recipients),
-          subject: message.subject,
-          tags: JSON.stringify(message.tags),
-          metadata: JSON.stringify(message.metadata),
-          category: message.category,
-          routing: JSON.stringify(message.routing),
-          provider_options: message.providerOptions ? JSON.stringify(message.providerOptions) : null,
-          scheduled_at: message.scheduledAt?.at ?? null,
-          spool_path: relPath,
-          size_bytes: size,
-          idempotency_key: opts.idempotencyKey,
-          created_at: now,
-          updated_at: now,
-          next_attempt_at: state.status === 'queued' ? now : state.status === 'scheduled' ? message.scheduledAt!.at : null,
-        },
-        idempotency: opts.idempotencyKey === null ? null : { key: opts.idempotencyKey, response: JSON.stringify(response) },
-        event: {
-          project_id: auth.project.id,
-          message_id: id,
-          type: 'mail.accepted',
-          created_at: now,
-          data: JSON.stringify({
-            mail: {
-              uid: id,
-              subject: message.subject,
-              from: message.from.email,
-              to: recipients.to,
-              project: { uid: auth.project.id, name: auth.project.name },
-              tags: message.tags,
-              metadata: message.metadata,
-            },
-            status: state.status,
-            environment: auth.environment,
-          }),
-        },
-      });
-    } catch (err) {
-      await spool.remove(relPath).catch(() => undefined);
-      logger.error({ err, message_id: id }, 'index commit failed');
-      throw new ContractError('server_error');
-    }
-    if (outcome.kind === 'duplicate') {
-      await spool.remove(relPath).catch(() => undefined);
-      return JSON.parse(outcome.response) as SendAccepted;
-    }
-    logger.debug({ message_id: id, project_id: auth.project.id, status: state.status, source: opts.source, size }, 'message accepted');
-    return response;
+          environment: auth.environment,
+        }),
+      },
+    };
+    return { response, relPath: written.relPath, dir: written.dir, record };
   }
+
+  /** Commits in order; a refused, duplicate or failed unit removes its own file. */
+  private async commit(units: Spooled[]): Promise<(SendAccepted | ContractError)[]> {
+    const { spool, indexWriter, logger } = this.deps;
+    const settled = await Promise.allSettled(indexWriter.submitMany(units.map((u) => ({ dirs: [u.dir], record: u.record }))));
+    return Promise.all(
+      settled.map(async (result, i): Promise<SendAccepted | ContractError> => {
+        const unit = units[i];
+        const outcome: AcceptanceOutcome | null = result.status === 'fulfilled' ? result.value : null;
+        if (outcome?.kind === 'stored') {
+          const m = unit.record.message;
+          logger.debug({ message_id: m.id, project_id: m.project_id, status: m.status, source: m.source, size: m.size_bytes }, 'message accepted');
+          return unit.response;
+        }
+        await spool.remove(unit.relPath).catch(() => undefined);
+        if (outcome?.kind === 'duplicate') return JSON.parse(outcome.response) as SendAccepted;
+        if (outcome?.kind === 'refused') return refusalError(outcome.refusal);
+        logger.error({ err: result.status === 'rejected' ? result.reason : undefined, message_id: unit.response.id }, 'index commit failed');
+        return new ContractError('server_error');
+      }),
+    );
+  }
+}
+
+function usageFacts(auth: AuthContext, message: OutgoingMessage, bytes: number): UsageFacts {
+  return { projectId: auth.project.id, environment: auth.environment, senderDomain: domainOf(message.from.email), category: message.category, bytes };
+}
+
+function asContractError(err: unknown): ContractError {
+  return err instanceof ContractError ? err : new ContractError('server_error');
 }

@@ -1,13 +1,14 @@
-import { changePlan, createProject, deleteProject, setPaused } from '../operator/projects.js';
+import { changePlan, createProject, deleteProject, setPaused, showProject } from '../operator/projects.js';
 import { str, type CommandGroup } from './command.js';
 
 export const projectCommands: CommandGroup = {
   create: {
-    usage: 'project create --name NAME [--plan free|pro]',
+    usage: 'project create --name NAME [--plan PLAN]',
     options: { name: { type: 'string' }, plan: { type: 'string' } },
     required: ['name'],
     run: (ctx, v) => createProject(ctx, str(v.name)!, str(v.plan)),
   },
+  show: { usage: 'project show ID', positionals: ['ID'], run: (ctx, _v, [id]) => showProject(ctx, id) },
   pause: { usage: 'project pause ID', positionals: ['ID'], run: (ctx, _v, [id]) => setPaused(ctx, id, true) },
   resume: { usage: 'project resume ID', positionals: ['ID'], run: (ctx, _v, [id]) => setPaused(ctx, id, false) },
   plan: {

@@ -7,6 +7,7 @@ import type { PosternConfig } from './types.gen.js';
 
 export type { PosternConfig };
 export type ListenerConfig = PosternConfig['listeners'][number];
+export type PlanConfig = NonNullable<PosternConfig['plans'][string]>;
 
 /** A config problem, naming the offending key; the process exits non-zero before touching state. */
 export class ConfigError extends Error {
@@ -63,6 +64,9 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
     if (names.has(l.name)) throw new ConfigError(`${source}: listeners.${i}.name "${l.name}" is used twice`, `listeners.${i}.name`);
     names.add(l.name);
   });
+  if (!config.plans[config.default_plan]) {
+    throw new ConfigError(`${source}: default_plan "${config.default_plan}" is not one of plans (${Object.keys(config.plans).join(', ')})`, 'default_plan');
+  }
   config.state_dir = path.resolve(config.state_dir);
   return config;
 }

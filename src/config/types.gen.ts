@@ -55,6 +55,71 @@ writer_threads: number
  * Default message and Idempotency-Key retention for projects that set none.
  */
 retention_days: number
+/**
+ * Plans by name. A project names its plan; `postern project plan` changes it and the new limits apply to the next request.
+ */
+plans: {
+[k: string]: {
+/**
+ * Messages per calendar month (UTC). Refused with 402 monthly_quota_exceeded when reached, unless overage is true.
+ */
+monthly_messages: number
+/**
+ * Paid plans: accept past monthly_messages and record the overage instead of refusing.
+ */
+overage: boolean
+/**
+ * Daily send ceiling (UTC day); 429 daily_send_cap_exceeded when reached. null: none.
+ */
+daily_messages: (number | null)
+/**
+ * Bytes of accepted MIME per calendar month; 402 throughput_quota_exceeded beyond it (plus the grace margin).
+ */
+monthly_bytes: number
+/**
+ * Extra data volume allowed past monthly_bytes before refusing.
+ */
+bytes_grace_percent: number
+/**
+ * Distinct sender domains a project may use (subdomains count separately); null: no cap.
+ */
+sender_domains: (number | null)
+} | undefined
+}
+/**
+ * The plan of a project created without --plan.
+ */
+default_plan: string
+limits: {
+/**
+ * Distinct categories per project (the contract says 100).
+ */
+categories_per_project: number
+}
+/**
+ * Sliding-window request limits; 429 rate_limited with a truthful Retry-After.
+ */
+rate_limits: {
+window_seconds: number
+/**
+ * POST /v1/send per key per window.
+ */
+send_per_key: number
+/**
+ * POST /v1/send/batch per key per window.
+ */
+batch_per_key: number
+/**
+ * Requests without a valid key, per client IP per window; once spent, that IP is refused before any key lookup.
+ */
+unauthenticated_per_ip: number
+}
+policy: {
+/**
+ * false turns off rate limits, plans, quotas and project policy. For benchmarks only.
+ */
+enabled: boolean
+}
 log: {
 level: ("fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent")
 }

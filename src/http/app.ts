@@ -9,7 +9,8 @@ import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { openapiDocument, idempotencyKeyError, validateBatchEnvelope } from '../contract/validators.js';
 import type { Logger } from '../log.js';
-import { authenticate, bearerKey, type AuthContext } from '../policy/apiKeys.js';
+import type { Admission, Route } from '../policy/admission.js';
+import type { AuthContext } from '../policy/apiKeys.js';
 import { sql, type Db } from '../store/db.js';
 import { readJsonBody } from './jsonBody.js';
 import { sendError, sendJson } from './respond.js';
@@ -17,6 +18,7 @@ import { sendError, sendJson } from './respond.js';
 export interface HttpDeps {
   db: Db;
   pipeline: AcceptPipeline;
+  admission: Admission;
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -28,11 +30,13 @@ const openapiBody = JSON.stringify(openapiDocument);
 
 /** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
 export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
-  const { db, pipeline, clock, logger, config } = deps;
+  const { db, pipeline, admission, clock, logger, config } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
 
-  const auth = (req: IncomingMessage): AuthContext => authenticate(db, bearerKey(req.headers.authorization), environment, clock);
+  // Authentication, then rate limits (see Admission); both before the body is read.
+  const admit = (req: IncomingMessage, route: Route): AuthContext =>
+    admission.admit(req.socket.remoteAddress ?? 'unknown', req.headers.authorization, environment, route);
 
   const guarded =
     (handler: Handler) =>
@@ -48,7 +52,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     };
 
   const send: Handler = async (req, res) => {
-    const context = auth(req);
+    const context = admit(req, 'send');
     const idempotencyKey = headerValue(req, 'idempotency-key');
     if (idempotencyKey !== null) {
       const code = idempotencyKeyError(idempotencyKey);
@@ -64,7 +68,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   };
 
   const sendBatch: Handler = async (req, res) => {
-    const context = auth(req);
+    const context = admit(req, 'batch');
     const body = await readJsonBody(req, config.http.max_batch_body_bytes);
     const envelope = validateBatchEnvelope(body);
     if (!envelope.ok) throw ContractError.validation(envelope.details);

@@ -20,10 +20,18 @@ function keyView(ctx: OperatorContext, k: ApiKeyRow): KeyView {
   return { id: k.id, project_id: k.project_id, mode: k.mode, hint: k.hint, created_at: iso(k.created_at)!, expires_at: iso(k.expires_at), revoked_at: iso(k.revoked_at), state };
 }
 
+const ISO_EXPIRY = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+
+/** A date (midnight UTC) or an instant with an offset; an impossible day is refused, never rolled over. */
 function parseExpiry(ctx: OperatorContext, expires: string | undefined): number | null {
   if (expires === undefined) return null;
-  const at = Date.parse(expires);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(expires) || !Number.isFinite(at)) throw new OperatorError('invalid_argument', `--expires must be an ISO 8601 date or instant (got "${expires}")`);
+  const m = ISO_EXPIRY.exec(expires);
+  const at = m ? Date.parse(m[0].length === 10 ? `${expires}T00:00:00Z` : expires) : NaN;
+  const day = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
+  const real = day !== null && day.getUTCFullYear() === Number(m![1]) && day.getUTCMonth() === Number(m![2]) - 1 && day.getUTCDate() === Number(m![3]);
+  if (!real || !Number.isFinite(at)) {
+    throw new OperatorError('invalid_argument', `--expires must be an ISO 8601 date (YYYY-MM-DD, midnight UTC) or instant with an offset (got "${expires}")`);
+  }
   if (at <= ctx.clock.now()) throw new OperatorError('invalid_argument', '--expires must be in the future');
   return at;
 }

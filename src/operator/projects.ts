@@ -2,6 +2,8 @@ import { newProjectId } from '../ids.js';
 import { getProject, insertProject, markProjectDeleted, setProjectPaused, setProjectPlan, type ProjectRow } from '../store/projects.js';
 import { projectHeldMessages, transitionMessage } from '../store/messages.js';
 import { iso, type OperatorContext } from './context.js';
+import { planFor, limitSettings } from '../policy/usageLimits.js';
+import { categoryCount, dayPeriod, monthPeriod, senderDomains, usageFor } from '../store/usage.js';
 import { notFound, OperatorError } from './errors.js';
 
 export interface ProjectView {
@@ -22,12 +24,9 @@ export const projectView = (p: ProjectRow): ProjectView => ({
   created_at: iso(p.created_at)!,
 });
 
-export const PLAN_NAMES = ['free', 'pro'] as const;
-
-function checkPlan(plan: string): void {
-  if (!(PLAN_NAMES as readonly string[]).includes(plan)) {
-    throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${PLAN_NAMES.join(', ')})`);
-  }
+function checkPlan(ctx: OperatorContext, plan: string): void {
+  const names = Object.keys(ctx.config.plans);
+  if (!names.includes(plan)) throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${names.join(', ')})`);
 }
 
 export function requireProject(ctx: OperatorContext, id: string): ProjectRow {
@@ -36,9 +35,9 @@ export function requireProject(ctx: OperatorContext, id: string): ProjectRow {
   return project;
 }
 
-export function createProject(ctx: OperatorContext, name: string, plan = 'free'): ProjectView {
+export function createProject(ctx: OperatorContext, name: string, plan = ctx.config.default_plan): ProjectView {
   if (name.trim() === '') throw new OperatorError('invalid_argument', 'project name must not be empty');
-  checkPlan(plan);
+  checkPlan(ctx, plan);
   const id = newProjectId();
   insertProject(ctx.db, { id, name, plan, created_at: ctx.clock.now() });
   return projectView(requireProject(ctx, id));
@@ -65,8 +64,9 @@ export function setPaused(ctx: OperatorContext, id: string, paused: boolean): Pr
   }).immediate();
 }
 
+/** Takes effect on the next request: a 402 of the old plan is lifted at once. */
 export function changePlan(ctx: OperatorContext, id: string, plan: string): ProjectView {
-  checkPlan(plan);
+  checkPlan(ctx, plan);
   requireProject(ctx, id);
   setProjectPlan(ctx.db, id, plan);
   return projectView(requireProject(ctx, id));
@@ -77,4 +77,23 @@ export function deleteProject(ctx: OperatorContext, id: string): { id: string; d
   requireProject(ctx, id);
   markProjectDeleted(ctx.db, id, ctx.clock.now());
   return { id, deleted: true };
+}
+
+/** A project with its plan's limits and this period's usage (UTC month and day). */
+export function showProject(ctx: OperatorContext, id: string) {
+  const project = requireProject(ctx, id);
+  const now = ctx.clock.now();
+  const plan = planFor(limitSettings(ctx.config), project.plan);
+  const month = usageFor(ctx.db, id, monthPeriod(now));
+  const day = usageFor(ctx.db, id, dayPeriod(now));
+  return {
+    ...projectView(project),
+    limits: plan,
+    usage: {
+      month: { period: monthPeriod(now).slice(2), messages: month.messages, bytes: month.bytes, overage_messages: plan.overage ? Math.max(0, month.messages - plan.monthly_messages) : 0 },
+      day: { period: dayPeriod(now).slice(2), messages: day.messages },
+      sender_domains: senderDomains(ctx.db, id),
+      categories: categoryCount(ctx.db, id),
+    },
+  };
 }

@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import { usageRefusal, recordUsage, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
+import { sql, type Db } from './db.js';
 import { insertEvent, type EventRow } from './events.js';
 import { findIdempotentResponse, insertIdempotencyKey } from './idempotency.js';
 import { insertMessage, type NewMessageRow } from './messages.js';
@@ -8,21 +9,27 @@ export interface AcceptanceRecord {
   message: NewMessageRow;
   /** The 202 body to remember under the Idempotency-Key, when one was sent. */
   idempotency: { key: string; response: string } | null;
+  usage: UsageFacts;
   event: Omit<EventRow, 'seq'>;
 }
 
-export type AcceptanceOutcome = { kind: 'stored' } | { kind: 'duplicate'; response: string };
+export type AcceptanceOutcome = { kind: 'stored' } | { kind: 'duplicate'; response: string } | { kind: 'refused'; refusal: Refusal };
 
 /**
- * Commits one acceptance: the message row, its Idempotency-Key and its `mail.accepted` event.
- * Runs inside the writer's transaction, so the key check cannot race another insert.
+ * Commits one acceptance: the message row, its Idempotency-Key, its usage and its
+ * `mail.accepted` event. Runs inside the writer's transaction, so neither the key check nor
+ * the caps and quotas (read with the project's current plan) can race another insert.
  */
-export function recordAcceptance(db: Db, record: AcceptanceRecord): AcceptanceOutcome {
+export function recordAcceptance(db: Db, record: AcceptanceRecord, limits: LimitSettings): AcceptanceOutcome {
   const m = record.message;
   if (record.idempotency) {
     const existing = findIdempotentResponse(db, m.project_id, m.environment, record.idempotency.key);
     if (existing) return { kind: 'duplicate', response: existing };
   }
+  const plan = sql(db, 'SELECT plan FROM projects WHERE id = ?').pluck().get(m.project_id) as string;
+  const refusal = usageRefusal(db, record.usage, plan, limits, m.created_at);
+  if (refusal) return { kind: 'refused', refusal };
+  recordUsage(db, record.usage, limits, m.created_at);
   insertMessage(db, m);
   if (record.idempotency) {
     insertIdempotencyKey(db, {

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
+import type { LimitSettings } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import type { CommitResult, CommitUnit } from './indexWriterThread.js';
 
@@ -14,8 +15,8 @@ export class IndexWriter {
   private seq = 0;
   private closed = false;
 
-  constructor(stateDir: string, logger: Logger) {
-    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir } });
+  constructor(stateDir: string, limits: LimitSettings, logger: Logger) {
+    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits } });
     this.worker.on('message', (results: CommitResult[]) => {
       for (const r of results) {
         const waiter = this.pending.get(r.seq);
@@ -33,14 +34,19 @@ export class IndexWriter {
     });
   }
 
-  /** Commits `record` after fsyncing `dirs`; resolves when both are durable. */
-  submit(dirs: string[], record: AcceptanceRecord): Promise<AcceptanceOutcome> {
-    if (this.closed) return Promise.reject(new Error('index writer closed'));
-    const seq = ++this.seq;
-    return new Promise<AcceptanceOutcome>((resolve, reject) => {
-      this.pending.set(seq, { resolve, reject });
-      if (this.outbox.length === 0) queueMicrotask(() => this.send());
-      this.outbox.push({ seq, dirs, record });
+  /**
+   * Commits each record after fsyncing its `dirs`; each promise resolves when its unit is
+   * durable. Units submitted together are committed in the order given.
+   */
+  submitMany(units: { dirs: string[]; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
+    return units.map(({ dirs, record }) => {
+      if (this.closed) return Promise.reject(new Error('index writer closed'));
+      const seq = ++this.seq;
+      return new Promise<AcceptanceOutcome>((resolve, reject) => {
+        this.pending.set(seq, { resolve, reject });
+        if (this.outbox.length === 0) queueMicrotask(() => this.send());
+        this.outbox.push({ seq, dirs, record });
+      });
     });
   }
 

@@ -9,6 +9,7 @@ import { silentLogger } from '../log.js';
 import { syncDirectorySync } from '../spool/spool.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase } from './db.js';
+import type { LimitSettings } from '../policy/usageLimits.js';
 
 export interface CommitUnit {
   seq: number;
@@ -19,8 +20,9 @@ export interface CommitUnit {
 export type CommitResult = { seq: number; ok: true; outcome: AcceptanceOutcome } | { seq: number; ok: false; error: string };
 
 const MAX_BATCH = 512;
-const db = openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false });
-const runUnit = db.transaction((record: AcceptanceRecord) => recordAcceptance(db, record));
+const { stateDir, limits } = workerData as { stateDir: string; limits: LimitSettings };
+const db = openDatabase(stateDir, silentLogger(), { migrate: false });
+const runUnit = db.transaction((record: AcceptanceRecord) => recordAcceptance(db, record, limits));
 const queue: CommitUnit[] = [];
 let scheduled = false;
 

@@ -101,4 +101,29 @@ export const migrations: Migration[] = [
       CREATE INDEX events_message ON events(message_id);
     `,
   },
+  {
+    version: 2,
+    name: 'usage counters, sender domains, categories',
+    sql: `
+      CREATE TABLE usage_counters (
+        project_id TEXT NOT NULL,
+        period TEXT NOT NULL,
+        messages INTEGER NOT NULL DEFAULT 0,
+        bytes INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (project_id, period)
+      ) WITHOUT ROWID;
+      CREATE TABLE sender_domains (
+        project_id TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        first_used_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, domain)
+      ) WITHOUT ROWID;
+      CREATE TABLE categories (
+        project_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        first_used_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, name)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

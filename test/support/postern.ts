@@ -11,6 +11,7 @@ import { startPostern, type BoundListener, type RunningPostern } from '../../src
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
+import { attachProvider } from '../../src/operator/providers.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 export const cliPath = path.join(repoRoot, 'bin', 'postern.js');
@@ -41,6 +42,9 @@ export async function startTestPostern(opts: { clock?: Clock; config?: Record<st
         { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
         { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
       ],
+      // Generous request limits: suites about other rules must not trip them (the rate-limit
+      // suite sets its own).
+      rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 },
       ...opts.config,
     },
     {},
@@ -68,8 +72,13 @@ export interface ProjectWithKeys {
   testKey: string;
 }
 
-export function createProjectWithKeys(ctx: OperatorContext, name = 'test project', plan = 'free'): ProjectWithKeys {
+/**
+ * A project with a live and a test key. By default on the `pro` plan with an `smtp` provider
+ * attached, so sends are not refused by plan or policy unless a test sets that up.
+ */
+export function createProjectWithKeys(ctx: OperatorContext, name = 'test project', plan = 'pro', opts: { provider?: boolean } = {}): ProjectWithKeys {
   const project = createProject(ctx, name, plan);
+  if (opts.provider !== false) attachProvider(ctx, project.id, { slug: 'smtp', host: 'smtp.example.net' });
   return { project, liveKey: createKey(ctx, project.id, 'live').key, testKey: createKey(ctx, project.id, 'test').key };
 }
 
@@ -187,7 +196,7 @@ export async function spawnPostern(
     void exited.then((code) => reject(new Error(`postern start exited with ${code}: ${stderr}`)));
   });
   const started = JSON.parse(first) as { listeners: BoundListener[] };
-  const url = (env: string) => started.listeners.find((l) => l.environment === env)!.url;
+  const url = (env: string) => started.listeners.find((l) => l.environment === env)?.url ?? '';
   return {
     child,
     listeners: started.listeners,

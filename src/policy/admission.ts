@@ -1,0 +1,60 @@
+import type { Clock } from '../clock.js';
+import type { PosternConfig } from '../config/load.js';
+import { ContractError } from '../contract/errors.js';
+import type { Db } from '../store/db.js';
+import { authenticate, bearerKey, type AuthContext, type Environment } from './apiKeys.js';
+import { SlidingWindowLimiter } from './rateLimiter.js';
+
+export type Route = 'send' | 'batch';
+
+function rateLimited(waitMs: number): ContractError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new ContractError('rate_limited', {
+    message: `Too many requests; retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
+    headers: { 'Retry-After': String(seconds) },
+  });
+}
+
+/**
+ * Who may send right now: authentication, then rate limits. Requests without a valid key
+ * share a tight per-IP window; once an IP has spent it, it is refused before any key lookup,
+ * so a flood of bad keys costs almost nothing. Valid keys have their own window per route.
+ */
+export class Admission {
+  private readonly unauthenticated: SlidingWindowLimiter;
+  private readonly perKey: Record<Route, SlidingWindowLimiter>;
+  private readonly enforce: boolean;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    config: PosternConfig,
+  ) {
+    const windowMs = config.rate_limits.window_seconds * 1000;
+    this.enforce = config.policy.enabled;
+    this.unauthenticated = new SlidingWindowLimiter(config.rate_limits.unauthenticated_per_ip, windowMs, clock);
+    this.perKey = {
+      send: new SlidingWindowLimiter(config.rate_limits.send_per_key, windowMs, clock),
+      batch: new SlidingWindowLimiter(config.rate_limits.batch_per_key, windowMs, clock),
+    };
+  }
+
+  admit(clientIp: string, authorization: string | undefined, environment: Environment, route: Route): AuthContext {
+    if (this.enforce) {
+      const wait = this.unauthenticated.waitMs(clientIp);
+      if (wait > 0) throw rateLimited(wait);
+    }
+    let auth: AuthContext;
+    try {
+      auth = authenticate(this.db, bearerKey(authorization), environment, this.clock);
+    } catch (err) {
+      if (this.enforce) this.unauthenticated.record(clientIp);
+      throw err;
+    }
+    if (this.enforce) {
+      const wait = this.perKey[route].take(auth.keyId);
+      if (wait > 0) throw rateLimited(wait);
+    }
+    return auth;
+  }
+}
