@@ -3,7 +3,7 @@
  * and, in the same run, the requests/s of a no-op route (GET /healthz) on the same HTTP stack.
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
@@ -11,7 +11,7 @@ import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
 import { measureDiskCeiling } from './diskCeiling.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
-const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 10) * 1000;
+const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
 const WARMUP_MS = 2000;
 
 interface LoadResult {
@@ -74,57 +74,101 @@ function machine(): string {
   return `${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
 }
 
-async function main(): Promise<void> {
-  const stateDir = tempStateDir('postern-bench-');
-  const env = { POSTERN_STATE_DIR: stateDir };
-  const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
-  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
-  const server = await spawnPostern(stateDir, { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
-  try {
-    const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
-    const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
-    const sendHeaders = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+interface Phase {
+  policy: boolean;
+  result: LoadResult;
+  peakRssMb: number;
+}
 
-    const disk = await measureDiskCeiling(`${stateDir}/disk-probe`, 4, 3);
-    const noop = await load(new URL('/healthz', server.production), 'GET', {}, null, 200, DURATION_MS);
-    const send = await load(new URL('/v1/send', server.production), 'POST', sendHeaders, body, 202, DURATION_MS);
+/** One server process per phase, on its own state dir, so phases do not inherit each other's index. */
+async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
+  const stateDir = tempStateDir('postern-bench-');
+  const configFile = `${stateDir}/bench.json`;
+  // Rate limits stay on (their cost is measured) but far above the offered load.
+  writeFileSync(configFile, JSON.stringify({ policy: { enabled: policy }, rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 } }));
+  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
+  const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
+  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', 'smtp.example.net', '--json'], env);
+  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  const server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
+  try {
+    const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+    const result = await load(new URL('/v1/send', server.production), 'POST', headers, body, 202, DURATION_MS);
     const rss = peakRssMb(server.child.pid!);
     await server.stop();
-
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
     const stored = db.prepare('SELECT COUNT(*) AS c FROM messages').pluck().get() as number;
     db.close();
-
-    const sendRate = send.ok / send.seconds;
-    const noopRate = noop.ok / noop.seconds;
-    const report = {
-      machine: machine(),
-      concurrency: CONCURRENCY,
-      seconds: DURATION_MS / 1000,
-      send: {
-        accepts_per_s: Math.round(sendRate),
-        p50_ms: +percentile(send.latenciesMs, 50).toFixed(2),
-        p99_ms: +percentile(send.latenciesMs, 99).toFixed(2),
-        errors: send.errors,
-        body_bytes: body.length,
-      },
-      noop: { requests_per_s: Math.round(noopRate), p50_ms: +percentile(noop.latenciesMs, 50).toFixed(2), p99_ms: +percentile(noop.latenciesMs, 99).toFixed(2) },
-      send_to_noop_ratio: +(sendRate / noopRate).toFixed(3),
-      disk_fsynced_files_per_s: Math.round(disk),
-      send_to_disk_ratio: +(sendRate / disk).toFixed(3),
-      server_peak_rss_mb: +rss.toFixed(1),
-      rows_stored: stored,
-    };
-    console.log(`machine: ${report.machine}`);
-    console.log(`POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${report.seconds}s): ${report.send.accepts_per_s} durable accepts/s, p50 ${report.send.p50_ms} ms, p99 ${report.send.p99_ms} ms, errors ${report.send.errors}`);
-    console.log(`GET /healthz (no-op, same stack): ${report.noop.requests_per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`);
-    console.log(`disk ceiling (create+write+fsync+rename of 1.5 KB, 4 threads, no server): ${report.disk_fsynced_files_per_s} files/s`);
-    console.log(`ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB; rows stored ${stored}`);
-    console.log(JSON.stringify(report));
+    if (stored < result.ok) throw new Error(`only ${stored} rows for ${result.ok} acknowledged sends`);
+    return { policy, result, peakRssMb: rss };
   } finally {
     if (server.child.exitCode === null) await server.kill();
     rmSync(stateDir, { recursive: true, force: true });
   }
+}
+
+async function noopPhase(): Promise<LoadResult> {
+  const stateDir = tempStateDir('postern-bench-');
+  const server = await spawnPostern(stateDir, { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
+  try {
+    return await load(new URL('/healthz', server.production), 'GET', {}, null, 200, DURATION_MS);
+  } finally {
+    await server.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+const summary = (r: LoadResult) => ({
+  per_s: Math.round(r.ok / r.seconds),
+  p50_ms: +percentile(r.latenciesMs, 50).toFixed(2),
+  p99_ms: +percentile(r.latenciesMs, 99).toFixed(2),
+  errors: r.errors,
+});
+
+async function main(): Promise<void> {
+  const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
+  const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
+  const probeDir = tempStateDir('postern-disk-');
+  const disk = await measureDiskCeiling(`${probeDir}/probe`, 4, 3);
+  rmSync(probeDir, { recursive: true, force: true });
+  const noop = await noopPhase();
+  // Policy off and on, interleaved twice, so disk and CPU drift hits both alike.
+  const phases: Phase[] = [];
+  for (const policy of [false, true, false, true]) phases.push(await sendPhase(policy, body));
+  const merged = (policy: boolean): LoadResult => {
+    const rs = phases.filter((p) => p.policy === policy).map((p) => p.result);
+    return {
+      requests: rs.reduce((a, r) => a + r.requests, 0),
+      ok: rs.reduce((a, r) => a + r.ok, 0),
+      errors: rs.reduce((a, r) => a + r.errors, 0),
+      seconds: rs.reduce((a, r) => a + r.seconds, 0),
+      latenciesMs: rs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
+    };
+  };
+  const on = summary(merged(true));
+  const off = summary(merged(false));
+  const report = {
+    machine: machine(),
+    concurrency: CONCURRENCY,
+    seconds_per_phase: DURATION_MS / 1000,
+    body_bytes: body.length,
+    send_policy_on: on,
+    send_policy_off: off,
+    policy_cost_percent: +((1 - on.per_s / off.per_s) * 100).toFixed(1),
+    noop: summary(noop),
+    send_to_noop_ratio: +(on.per_s / summary(noop).per_s).toFixed(3),
+    disk_fsynced_files_per_s: Math.round(disk),
+    send_to_disk_ratio: +(on.per_s / disk).toFixed(3),
+    server_peak_rss_mb: +Math.max(...phases.map((p) => p.peakRssMb)).toFixed(1),
+  };
+  console.log(`machine: ${report.machine}`);
+  console.log(`POST /v1/send, policy on  (1 KB text, ${CONCURRENCY} clients, 2×${report.seconds_per_phase}s): ${on.per_s} durable accepts/s, p50 ${on.p50_ms} ms, p99 ${on.p99_ms} ms, errors ${on.errors}`);
+  console.log(`POST /v1/send, policy off (same, interleaved):          ${off.per_s} durable accepts/s, p50 ${off.p50_ms} ms, p99 ${off.p99_ms} ms, errors ${off.errors}`);
+  console.log(`policy cost: ${report.policy_cost_percent}% of accepts/s`);
+  console.log(`GET /healthz (no-op, same stack): ${report.noop.per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`);
+  console.log(`disk ceiling (create+write+fsync+rename of 1.5 KB on 4 threads, no server): ${report.disk_fsynced_files_per_s} files/s`);
+  console.log(`ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB`);
+  console.log(JSON.stringify(report));
 }
 
 await main();
