@@ -10,16 +10,19 @@ import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
 import { IndexWriter } from './store/indexWriter.js';
+import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
+import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 
 export interface BoundListener {
   name: string;
-  protocol: 'http';
+  protocol: 'http' | 'smtp';
   environment: 'production' | 'sandbox';
   host: string;
   port: number;
+  /** `http://…` for HTTP listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP. */
   url: string;
 }
 
@@ -27,6 +30,8 @@ export interface RunningPostern {
   listeners: BoundListener[];
   db: Db;
   pipeline: AcceptPipeline;
+  /** Re-reads the SMTP certificate and key (SIGHUP); sessions in progress keep theirs. */
+  reloadTls(): void;
   close(): Promise<void>;
 }
 
@@ -52,31 +57,47 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
 
   const admission = new Admission(db, clock, config);
   const servers: Server[] = [];
+  const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
-  try {
-    for (const listener of config.listeners) {
-      const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, listener);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(listener.port, listener.host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
-      servers.push(server);
-      const port = (server.address() as AddressInfo).port;
-      const hostForUrl = listener.host.includes(':') ? `[${listener.host}]` : listener.host;
-      const bound: BoundListener = { name: listener.name, protocol: listener.protocol, environment: listener.environment, host: listener.host, port, url: `http://${hostForUrl}:${port}` };
-      listeners.push(bound);
-      logger.info(bound, 'listening');
-    }
-  } catch (err) {
-    await Promise.all(servers.map((s) => closeServer(s)));
+  let tls: TlsMaterial | null = null;
+  const shutdown = async () => {
+    await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     clearInterval(janitor);
     await writers.close();
     await indexWriter.close();
     db.close();
-    throw err;
+  };
+  try {
+    for (const listener of config.listeners) {
+      let port: number;
+      let scheme: string;
+      if (listener.protocol === 'http') {
+        const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, listener);
+        servers.push(server);
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(listener.port, listener.host, () => {
+            server.off('error', reject);
+            resolve();
+          });
+        });
+        port = (server.address() as AddressInfo).port;
+        scheme = 'http';
+      } else {
+        tls ??= await loadTlsMaterial(config, logger);
+        const server = createSmtpServer({ db, pipeline, admission, spool, clock, logger, config }, listener, tls);
+        smtpServers.push(server);
+        port = await server.listen();
+        scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
+      }
+      const hostForUrl = listener.host.includes(':') ? `[${listener.host}]` : listener.host;
+      const bound: BoundListener = { name: listener.name, protocol: listener.protocol, environment: listener.environment, host: listener.host, port, url: `${scheme}://${hostForUrl}:${port}` };
+      listeners.push(bound);
+      logger.info(bound, 'listening');
+    }
+  } catch (err) {
+    await shutdown();
+    throw listenError(err);
   }
 
   let closed = false;
@@ -84,17 +105,30 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     listeners,
     db,
     pipeline,
+    reloadTls() {
+      if (!tls) return;
+      tls = reloadTlsMaterial(tls);
+      for (const s of smtpServers) s.updateTls(tls);
+      logger.info({ cert: tls.certPath }, 'TLS certificate reloaded');
+    },
     async close() {
       if (closed) return;
       closed = true;
-      clearInterval(janitor);
-      await Promise.all(servers.map((s) => closeServer(s)));
-      await writers.close();
-      await indexWriter.close();
-      db.close();
+      await shutdown();
       logger.info('stopped');
     },
   };
+}
+
+/** A port below 1024 without the privilege to bind it is the common first-start failure: say so. */
+function listenError(err: unknown): unknown {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e.code === 'EACCES' && typeof e.port === 'number' && e.port < 1024) {
+    return new Error(
+      `cannot listen on ${e.address}:${e.port}: ports below 1024 need root or CAP_NET_BIND_SERVICE; change the port in the config or set ${'POSTERN_LISTEN_<NAME>'}=host:port`,
+    );
+  }
+  return err;
 }
 
 const SHUTDOWN_GRACE_MS = 10_000;

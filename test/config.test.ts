@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { get, post, runCli, spawnPostern, validMessage, type CliResult, type SpawnedPostern } from './support/postern.js';
+import { ephemeralListenerEnv, get, post, runCli, spawnPostern, validMessage, type CliResult, type SpawnedPostern } from './support/postern.js';
 
 /** One scratch directory for this file: config files and state dirs live under it. */
 const scratch = mkdtempSync(path.join(tmpdir(), 'postern-config-'));
@@ -159,7 +159,7 @@ describe('environment overrides', () => {
   test('an invalid POSTERN_LISTEN_* value fails with an error naming the variable', async () => {
     const results = await Promise.all(
       ['nonsense', '127.0.0.1:99999', '127.0.0.1:'].map((value) =>
-        rejectsConfig(['start'], 'POSTERN_LISTEN_HTTP_PRODUCTION', { POSTERN_LISTEN_HTTP_PRODUCTION: value, POSTERN_LISTEN_HTTP_SANDBOX: '127.0.0.1:0' }),
+        rejectsConfig(['start'], 'POSTERN_LISTEN_HTTP_PRODUCTION', { ...ephemeralListenerEnv(), POSTERN_LISTEN_HTTP_PRODUCTION: value }),
       ),
     );
     assert.match(results[0].json.error.message, /host:port/);
@@ -200,8 +200,8 @@ describe('postern start', () => {
     try {
       const r = await runCli(['start', '--json'], {
         POSTERN_STATE_DIR: unusedPath('state'),
+        ...ephemeralListenerEnv(),
         POSTERN_LISTEN_HTTP_PRODUCTION: `127.0.0.1:${port}`,
-        POSTERN_LISTEN_HTTP_SANDBOX: '127.0.0.1:0',
       });
       assert.notEqual(r.code, 0);
       assert.deepEqual(r.json, { error: { code: r.json.error.code, message: r.json.error.message } });

@@ -21,6 +21,7 @@ import {
   validMessage,
   type ProjectWithKeys,
   type SpawnedPostern,
+  ephemeralListenerEnv,
 } from './support/postern.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -573,8 +574,7 @@ describe('postern start and SIGTERM', () => {
         env: {
           ...process.env,
           POSTERN_STATE_DIR: stateDir,
-          POSTERN_LISTEN_HTTP_PRODUCTION: '127.0.0.1:0',
-          POSTERN_LISTEN_HTTP_SANDBOX: '127.0.0.1:0',
+          ...ephemeralListenerEnv(),
           POSTERN_LOG_LEVEL: 'warn',
         },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -246,6 +246,16 @@ describe('project policy and caps', () => {
       assertRefused(await send(proj, validMessage({ from: 'c@c.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' })));
     });
+
+    test('concurrent sends from 10 new domains register exactly 2', async () => {
+      const proj = createProjectWithKeys(p.ctx, 'domains concurrent', 'two_domains');
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ from: `s@d${i}.example` }))));
+      const accepted = results.filter((r) => r.status === 202);
+      assert.equal(accepted.length, 2);
+      for (const r of results.filter((r) => r.status !== 202)) assertRefused(r, 422, 'validation_error', 'sender_domain:limit_reached');
+      assert.equal(showProject(p.ctx, proj.project.id).usage.sender_domains.length, 2);
+      assert.equal(footprint(proj.project.id).messages, 2);
+    });
   });
 
   describe('category:limit_reached (limits.categories_per_project 3)', () => {
@@ -265,6 +275,15 @@ describe('project policy and caps', () => {
       assertAccepted(await send(proj, validMessage({ category: null })));
       assertAccepted(await send(proj, validMessage()));
       assert.equal(showProject(p.ctx, proj.project.id).usage.categories, 3);
+    });
+
+    test('concurrent sends with 10 new categories register exactly 3', async () => {
+      const proj = createProjectWithKeys(p.ctx, 'categories concurrent');
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ category: `c${i}` }))));
+      assert.equal(results.filter((r) => r.status === 202).length, 3);
+      for (const r of results.filter((r) => r.status !== 202)) assertRefused(r, 422, 'validation_error', 'category:limit_reached');
+      assert.equal(showProject(p.ctx, proj.project.id).usage.categories, 3);
+      assert.equal(footprint(proj.project.id).messages, 3);
     });
 
     test('the category cap applies in the sandbox and is per project', async () => {

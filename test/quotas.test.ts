@@ -95,6 +95,21 @@ describe('plan quotas (ManualClock)', () => {
       assert.equal(before.usage.month.overage_messages, 0);
     });
 
+    test('a repeated Idempotency-Key still gets its original 202 once the quota is spent', async () => {
+      clock.set('2026-01-15T12:00:00Z');
+      const proj = createProjectWithKeys(p.ctx, 'idempotent repeat', 'five');
+      const headers = { 'idempotency-key': 'quota-repeat-0001' };
+      const first = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage(), headers });
+      assertAccepted(first);
+      for (let i = 0; i < 4; i++) assertAccepted(await send(proj));
+      assert402(await send(proj), 'monthly_quota_exceeded');
+      const repeat = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage(), headers });
+      assert.equal(repeat.status, 202, repeat.text);
+      assert.deepEqual(repeat.body, first.body);
+      assert.equal(messageCount(p, proj.project.id), 5);
+      assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 5);
+    });
+
     test('a paid plan (overage) accepts past the quota and counts the excess as overage', async () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = createProjectWithKeys(p.ctx, 'paid', 'paid3');

@@ -13,8 +13,8 @@ import { findIdempotentResponse } from '../store/idempotency.js';
 import type { IndexWriter } from '../store/indexWriter.js';
 import type { HoldReason } from '../store/messages.js';
 import type { Spool } from '../spool/spool.js';
-import type { SpoolWriters } from '../spool/writers.js';
-import type { OutgoingMessage } from './outgoingMessage.js';
+import type { SpooledMessage, SpoolWriters } from '../spool/writers.js';
+import type { MessageFacts, OutgoingMessage } from './outgoingMessage.js';
 
 export interface AcceptDeps {
   db: Db;
@@ -31,6 +31,17 @@ export interface AcceptOptions {
   idempotencyKey: string | null;
 }
 
+/**
+ * Where a message's MIME comes from: composed from JSON (HTTP), or already streamed to a temp
+ * file by the SMTP door, which fixed the id when it wrote the Message-ID header.
+ */
+export interface MimeSource {
+  id?: string;
+  write(id: string, nowMs: number): Promise<SpooledMessage>;
+  /** Called when the message is refused before its MIME was written (the door cleans up). */
+  discard?(): Promise<void>;
+}
+
 interface InitialState {
   status: Status;
   paused: boolean;
@@ -42,7 +53,7 @@ interface InitialState {
  * held one is `paused` (the request's flag or the project's pause); a future `scheduled_at`
  * is `scheduled`; otherwise `queued`. `paused` reports the held state whatever the status.
  */
-export function initialState(auth: AuthContext, message: OutgoingMessage): InitialState {
+export function initialState(auth: AuthContext, message: MessageFacts): InitialState {
   const holdReason: HoldReason = message.paused ? 'request' : auth.project.paused ? 'project' : null;
   const paused = holdReason !== null;
   if (auth.environment === 'sandbox') return { status: 'captured', paused, holdReason };
@@ -104,12 +115,27 @@ export class AcceptPipeline {
     }
   }
 
-  async accept(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<SendAccepted> {
-    this.checkPolicy(auth, message);
-    const spooled = await this.spool(auth, message, opts);
+  /** An HTTP send: composed from JSON by the spool writer threads. */
+  accept(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<SendAccepted> {
+    return this.acceptFrom(auth, message, opts, this.composed(message));
+  }
+
+  /** Any door: policy, then `source` writes the MIME, then the durable commit. */
+  async acceptFrom(auth: AuthContext, facts: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<SendAccepted> {
+    try {
+      this.checkPolicy(auth, facts);
+    } catch (err) {
+      await source.discard?.();
+      throw err;
+    }
+    const spooled = await this.spool(auth, facts, opts, source);
     const [outcome] = await this.commit([spooled]);
     if (outcome instanceof ContractError) throw outcome;
     return outcome;
+  }
+
+  private composed(message: OutgoingMessage): MimeSource {
+    return { write: (id, now) => this.deps.writers.write(id, message, now) };
   }
 
   /**
@@ -122,7 +148,7 @@ export class AcceptPipeline {
       messages.map(async (message) => {
         try {
           this.checkPolicy(auth, message);
-          return await this.spool(auth, message, opts);
+          return await this.spool(auth, message, opts, this.composed(message));
         } catch (err) {
           return asContractError(err);
         }
@@ -133,7 +159,7 @@ export class AcceptPipeline {
     return spooled.map((s) => (s instanceof ContractError ? s : outcomes[ready.indexOf(s)]));
   }
 
-  private checkPolicy(auth: AuthContext, message: OutgoingMessage): void {
+  private checkPolicy(auth: AuthContext, message: MessageFacts): void {
     const { db, clock, limits } = this.deps;
     if (!limits.enabled) return;
     checkProjectPolicy(db, auth, message);
@@ -141,10 +167,10 @@ export class AcceptPipeline {
     if (refusal) throw refusalError(refusal);
   }
 
-  private async spool(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<Spooled> {
-    const { writers, clock, logger } = this.deps;
+  private async spool(auth: AuthContext, message: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<Spooled> {
+    const { clock, logger } = this.deps;
     const now = clock.now();
-    const id = newMessageId(now);
+    const id = source.id ?? newMessageId(now);
     const state = initialState(auth, message);
     const response: SendAccepted = {
       id,
@@ -157,7 +183,7 @@ export class AcceptPipeline {
     };
     let written;
     try {
-      written = await writers.write(id, message, now);
+      written = await source.write(id, now);
     } catch (err) {
       logger.error({ err, message_id: id }, 'spool write failed');
       throw new ContractError('server_error');
@@ -235,7 +261,7 @@ export class AcceptPipeline {
   }
 }
 
-function usageFacts(auth: AuthContext, message: OutgoingMessage, bytes: number): UsageFacts {
+function usageFacts(auth: AuthContext, message: MessageFacts, bytes: number): UsageFacts {
   return { projectId: auth.project.id, environment: auth.environment, senderDomain: domainOf(message.from.email), category: message.category, bytes };
 }
 

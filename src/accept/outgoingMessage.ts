@@ -1,18 +1,15 @@
 import { toMailbox, type Mailbox } from '../contract/address.js';
 import type { Address, Message, Recipients } from '../contract/types.gen.js';
 
-/** A validated message in Postern's own terms: what composition, policy and the index need. */
-export interface OutgoingMessage {
+/** What policy and the index need of a validated message, whichever door it came through. */
+export interface MessageFacts {
   from: Mailbox;
   to: Mailbox[];
   cc: Mailbox[];
+  /** Envelope-only recipients: delivered to, never written into headers. */
   bcc: Mailbox[];
   replyTo: Mailbox[];
   subject: string;
-  html: string | null;
-  text: string | null;
-  headers: Record<string, string>;
-  attachments: OutgoingAttachment[];
   tags: string[];
   metadata: Record<string, string>;
   category: string | null;
@@ -21,6 +18,14 @@ export interface OutgoingMessage {
   paused: boolean;
   routing: { provider: string | string[] | null; strategy: string | null };
   providerOptions: Record<string, Record<string, string>> | null;
+}
+
+/** An HTTP send: the facts plus the content MailComposer turns into MIME. */
+export interface OutgoingMessage extends MessageFacts {
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: OutgoingAttachment[];
 }
 
 export interface OutgoingAttachment {
@@ -69,6 +74,6 @@ export function toOutgoingMessage(body: Message): OutgoingMessage {
   };
 }
 
-export function envelopeRecipients(m: OutgoingMessage): string[] {
+export function envelopeRecipients(m: MessageFacts): string[] {
   return [...m.to, ...m.cc, ...m.bcc].map((r) => r.email);
 }

@@ -15,6 +15,13 @@ export async function runStart(configPath: string, out: Output): Promise<number>
   process.once('SIGTERM', () => signalled('SIGTERM'));
   process.once('SIGINT', () => signalled('SIGINT'));
   const running = await startPostern(config, logger, clockFromEnvironment());
+  process.on('SIGHUP', () => {
+    try {
+      running.reloadTls();
+    } catch (err) {
+      logger.error({ err }, 'TLS reload failed; keeping the current certificate');
+    }
+  });
   out.print({ status: 'listening', state_dir: config.state_dir, listeners: running.listeners });
   logger.info({ signal: await stopRequested }, 'shutting down');
   await running.close();

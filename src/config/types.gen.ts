@@ -15,16 +15,24 @@ state_dir: string
  */
 listeners: [{
 name: string
-protocol: "http"
+protocol: ("http" | "smtp")
 environment: ("production" | "sandbox")
 host: string
 port: number
+/**
+ * SMTP listeners only: STARTTLS on a plain connection, or TLS from the first byte (465-style).
+ */
+tls: ("starttls" | "implicit")
 }, ...({
 name: string
-protocol: "http"
+protocol: ("http" | "smtp")
 environment: ("production" | "sandbox")
 host: string
 port: number
+/**
+ * SMTP listeners only: STARTTLS on a plain connection, or TLS from the first byte (465-style).
+ */
+tls: ("starttls" | "implicit")
 })[]]
 http: {
 /**
@@ -50,6 +58,54 @@ spool: {
  * Worker threads that compose MIME and write spool files (CPU work and fsync waits kept off the event loop).
  */
 writer_threads: number
+}
+smtp: {
+/**
+ * Name in the greeting and EHLO reply; null: the machine host name.
+ */
+hostname: (string | null)
+/**
+ * SIZE advertised and enforced (40 MiB: the contract's 25 MB of attachments as base64 plus 2 MB html and text).
+ */
+max_message_bytes: number
+/**
+ * RCPT TO per message (452 4.5.3 beyond).
+ */
+max_recipients: number
+/**
+ * Concurrent connections over all SMTP listeners of the process, per listener.
+ */
+max_clients: number
+max_clients_per_ip: number
+/**
+ * A session silent this long is closed.
+ */
+idle_timeout_ms: number
+/**
+ * No session lasts longer than this.
+ */
+session_timeout_ms: number
+max_messages_per_session: number
+max_unauthenticated_commands: number
+/**
+ * Failed AUTH attempts in a session answered at once; later ones wait 1 s more each.
+ */
+auth_failures_before_delay: number
+auth_failures_before_disconnect: number
+/**
+ * On SIGTERM, in-flight DATA may finish for this long; new sessions get 421.
+ */
+shutdown_grace_ms: number
+tls: {
+/**
+ * PEM certificate chain; null: <state_dir>/certs/postern.crt, self-signed on first start.
+ */
+cert: (string | null)
+/**
+ * PEM private key; null: <state_dir>/certs/postern.key.
+ */
+key: (string | null)
+}
 }
 /**
  * Default message and Idempotency-Key retention for projects that set none.

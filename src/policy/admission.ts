@@ -39,22 +39,34 @@ export class Admission {
     };
   }
 
+  /** An HTTP request: its bearer key, then its route's window. */
   admit(clientIp: string, authorization: string | undefined, environment: Environment, route: Route): AuthContext {
-    if (this.enforce) {
-      const wait = this.unauthenticated.waitMs(clientIp);
-      if (wait > 0) throw rateLimited(wait);
-    }
-    let auth: AuthContext;
+    const auth = this.authenticateClient(clientIp, bearerKey(authorization), environment);
+    this.takeRequest(auth, route);
+    return auth;
+  }
+
+  /** Milliseconds this IP must wait before its next request without a valid key is even looked at. */
+  unauthenticatedWaitMs(clientIp: string): number {
+    return this.enforce ? this.unauthenticated.waitMs(clientIp) : 0;
+  }
+
+  /** Authenticates a key (HTTP bearer or SMTP AUTH password); failures count against the IP. */
+  authenticateClient(clientIp: string, key: string | null, environment: Environment): AuthContext {
+    const wait = this.unauthenticatedWaitMs(clientIp);
+    if (wait > 0) throw rateLimited(wait);
     try {
-      auth = authenticate(this.db, bearerKey(authorization), environment, this.clock);
+      return authenticate(this.db, key, environment, this.clock);
     } catch (err) {
       if (this.enforce) this.unauthenticated.record(clientIp);
       throw err;
     }
-    if (this.enforce) {
-      const wait = this.perKey[route].take(auth.keyId);
-      if (wait > 0) throw rateLimited(wait);
-    }
-    return auth;
+  }
+
+  /** One request (an HTTP call, or one SMTP message) in the key's window for `route`. */
+  takeRequest(auth: AuthContext, route: Route): void {
+    if (!this.enforce) return;
+    const wait = this.perKey[route].take(auth.keyId);
+    if (wait > 0) throw rateLimited(wait);
   }
 }

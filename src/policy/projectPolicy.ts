@@ -1,4 +1,4 @@
-import type { OutgoingMessage } from '../accept/outgoingMessage.js';
+import type { MessageFacts } from '../accept/outgoingMessage.js';
 import { ContractError } from '../contract/errors.js';
 import type { Db } from '../store/db.js';
 import { attachedSlugs } from '../store/providerAccounts.js';
@@ -11,7 +11,7 @@ import type { AuthContext } from './apiKeys.js';
  * (both environments, so a request that passes in the sandbox passes in production), and
  * suppressed recipients among to, cc and bcc (case-insensitive).
  */
-export function checkProjectPolicy(db: Db, auth: AuthContext, message: OutgoingMessage): void {
+export function checkProjectPolicy(db: Db, auth: AuthContext, message: MessageFacts): void {
   const projectId = auth.project.id;
   const slugs = attachedSlugs(db, projectId);
   if (auth.environment === 'production' && slugs.size === 0) {

@@ -1,5 +1,5 @@
 import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, readdirSync, rmSync, type ReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -30,6 +30,25 @@ export class Spool {
   /** Temp files live in one directory on the same filesystem, so the rename is atomic. */
   tempPathFor(relPath: string): string {
     return path.join(this.tmpDir, `${path.basename(relPath)}.${process.pid}.tmp`);
+  }
+
+  /**
+   * Makes a temp file written elsewhere (the SMTP door streams into one) a spool file: fsync,
+   * rename into its day directory. Returns the directory whose fsync makes the rename durable.
+   */
+  async adoptTemp(tmpPath: string, relPath: string): Promise<{ dir: string; size: number }> {
+    const handle = await open(tmpPath, 'r+');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    const finalPath = this.absolute(relPath);
+    const dir = path.dirname(finalPath);
+    // A day directory made here needs its own entry made durable too (rare: once a day).
+    if ((await mkdir(dir, { recursive: true, mode: 0o700 })) !== undefined) syncDirectorySync(this.root);
+    await rename(tmpPath, finalPath);
+    return { dir, size: (await stat(finalPath)).size };
   }
 
   async remove(relPath: string): Promise<void> {

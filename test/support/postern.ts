@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { systemClock, type Clock } from '../../src/clock.js';
-import { buildConfig, type PosternConfig } from '../../src/config/load.js';
+import { buildConfig, listenerEnvName, type PosternConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
 import type { OperatorContext } from '../../src/operator/context.js';
@@ -26,21 +26,29 @@ export interface TestPostern {
   /** Base URL of the production and sandbox HTTP listeners. */
   production: string;
   sandbox: string;
+  /** SMTP ports on 127.0.0.1 (0 unless started with `smtp: true`). */
+  smtp: Record<'production' | 'sandbox', { starttls: number; implicit: number }>;
   stateDir: string;
   ctx: OperatorContext;
   close(): Promise<void>;
 }
 
 /** A real Postern (real SQLite, real spool, real sockets on ephemeral ports) inside the test process. */
-export async function startTestPostern(opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string } = {}): Promise<TestPostern> {
+export async function startTestPostern(opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string; smtp?: boolean } = {}): Promise<TestPostern> {
   const stateDir = opts.stateDir ?? tempStateDir();
   const ownsDir = opts.stateDir === undefined;
+  const smtpListeners = opts.smtp
+    ? (['production', 'sandbox'] as const).flatMap((environment) =>
+        (['starttls', 'implicit'] as const).map((tls) => ({ name: `smtp-${environment}-${tls}`, protocol: 'smtp', environment, host: '127.0.0.1', port: 0, tls })),
+      )
+    : [];
   const config = buildConfig(
     {
       state_dir: stateDir,
       listeners: [
         { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
         { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
+        ...smtpListeners,
       ],
       // Generous request limits: suites about other rules must not trip them (the rate-limit
       // suite sets its own).
@@ -51,12 +59,17 @@ export async function startTestPostern(opts: { clock?: Clock; config?: Record<st
   );
   const clock = opts.clock ?? systemClock;
   const running = await startPostern(config, silentLogger(), clock);
-  const url = (env: string) => running.listeners.find((l) => l.environment === env)!.url;
+  const url = (env: string) => running.listeners.find((l) => l.environment === env && l.protocol === 'http')!.url;
+  const smtpPort = (name: string) => running.listeners.find((l) => l.name === name)?.port ?? 0;
   return {
     running,
     config,
     production: url('production'),
     sandbox: url('sandbox'),
+    smtp: {
+      production: { starttls: smtpPort('smtp-production-starttls'), implicit: smtpPort('smtp-production-implicit') },
+      sandbox: { starttls: smtpPort('smtp-sandbox-starttls'), implicit: smtpPort('smtp-sandbox-implicit') },
+    },
     stateDir,
     ctx: { db: running.db, clock, config, spoolRoot: path.join(stateDir, 'spool') },
     async close() {
@@ -163,6 +176,12 @@ export interface SpawnedPostern {
   kill(): Promise<void>;
 }
 
+/** POSTERN_LISTEN_* = host:0 for every listener of the default config: parallel test servers never collide. */
+export function ephemeralListenerEnv(): Record<string, string> {
+  const config = JSON.parse(readFileSync(path.join(repoRoot, 'config', 'default.json'), 'utf8')) as { listeners: { name: string; host: string }[] };
+  return Object.fromEntries(config.listeners.map((l) => [listenerEnvName(l.name), `${l.host}:0`]));
+}
+
 /** `postern start --json` as a real process on ephemeral ports. */
 export async function spawnPostern(
   stateDir: string,
@@ -176,8 +195,7 @@ export async function spawnPostern(
     env: {
       ...process.env,
       POSTERN_STATE_DIR: stateDir,
-      POSTERN_LISTEN_HTTP_PRODUCTION: '127.0.0.1:0',
-      POSTERN_LISTEN_HTTP_SANDBOX: '127.0.0.1:0',
+      ...ephemeralListenerEnv(),
       POSTERN_LOG_LEVEL: 'warn',
       ...env,
     },
@@ -196,7 +214,7 @@ export async function spawnPostern(
     void exited.then((code) => reject(new Error(`postern start exited with ${code}: ${stderr}`)));
   });
   const started = JSON.parse(first) as { listeners: BoundListener[] };
-  const url = (env: string) => started.listeners.find((l) => l.environment === env)?.url ?? '';
+  const url = (env: string) => started.listeners.find((l) => l.environment === env && l.protocol === 'http')?.url ?? '';
   return {
     child,
     listeners: started.listeners,

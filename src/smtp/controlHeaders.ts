@@ -1,0 +1,74 @@
+/**
+ * `X-Service-*` control headers: the contract features SMTP has no verb for. Each is turned
+ * into the Message field it stands for, so the HTTP rules (and codes) validate it.
+ *
+ *   X-Service-Tags: welcome, onboarding          → tags (comma-separated)
+ *   X-Service-Metadata: {"user_id":"42"}          → metadata (a JSON object of strings)
+ *   X-Service-Category: Password reset            → category
+ *   X-Service-Scheduled-At: 2026-11-23T09:00:00Z  → scheduled_at
+ *   X-Service-Paused: true                        → paused (true|false)
+ *   X-Service-Provider: smtp, provider-b-api      → routing.provider (one slug, or a list)
+ *   X-Service-Strategy: round-robin               → routing.strategy
+ *   X-Service-Idempotency-Key: order-1234-confirm → the Idempotency-Key
+ */
+export const CONTROL_HEADERS = [
+  'x-service-tags',
+  'x-service-metadata',
+  'x-service-category',
+  'x-service-scheduled-at',
+  'x-service-paused',
+  'x-service-provider',
+  'x-service-strategy',
+  'x-service-idempotency-key',
+] as const;
+
+export type ControlHeader = (typeof CONTROL_HEADERS)[number];
+
+export interface ControlFields {
+  /** Message fields for the HTTP validator. */
+  body: Record<string, unknown>;
+  idempotencyKey: string | null;
+  /** Field-level problems found while reading the headers themselves. */
+  details: { field: string; code: string }[];
+}
+
+const list = (value: string) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+
+export function readControlHeaders(values: Map<ControlHeader, string>, unknown: string[]): ControlFields {
+  const body: Record<string, unknown> = {};
+  const details: { field: string; code: string }[] = [];
+  const tags = values.get('x-service-tags');
+  if (tags !== undefined) body.tags = list(tags);
+  const metadata = values.get('x-service-metadata');
+  if (metadata !== undefined) {
+    try {
+      body.metadata = JSON.parse(metadata) as unknown;
+    } catch {
+      details.push({ field: 'metadata', code: 'metadata:invalid_format' });
+    }
+  }
+  const category = values.get('x-service-category');
+  if (category !== undefined) body.category = category.trim();
+  const scheduledAt = values.get('x-service-scheduled-at');
+  if (scheduledAt !== undefined) body.scheduled_at = scheduledAt.trim();
+  const paused = values.get('x-service-paused');
+  if (paused !== undefined) {
+    const v = paused.trim().toLowerCase();
+    if (v === 'true' || v === 'false') body.paused = v === 'true';
+    else details.push({ field: 'paused', code: 'paused:invalid_type' });
+  }
+  const provider = values.get('x-service-provider');
+  const strategy = values.get('x-service-strategy');
+  if (provider !== undefined || strategy !== undefined) {
+    const routing: Record<string, unknown> = {};
+    if (provider !== undefined) {
+      const slugs = list(provider);
+      routing.provider = slugs.length === 1 ? slugs[0] : slugs;
+    }
+    if (strategy !== undefined) routing.strategy = strategy.trim();
+    body.routing = routing;
+  }
+  for (const name of unknown) details.push({ field: `headers.${name}`, code: 'headers:reserved' });
+  const key = values.get('x-service-idempotency-key');
+  return { body, idempotencyKey: key === undefined ? null : key.trim(), details };
+}

@@ -1,0 +1,252 @@
+import { rmSync } from 'node:fs';
+import os from 'node:os';
+import type { Readable } from 'node:stream';
+import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
+import type { AcceptPipeline } from '../accept/acceptMessage.js';
+import { messageIdHeader } from '../accept/composeMime.js';
+import type { Clock } from '../clock.js';
+import type { ListenerConfig, PosternConfig } from '../config/load.js';
+import { ContractError } from '../contract/errors.js';
+import { idempotencyKeyError } from '../contract/validators.js';
+import { newMessageId } from '../ids.js';
+import type { Logger } from '../log.js';
+import type { Admission } from '../policy/admission.js';
+import { authenticate, KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
+import type { Db } from '../store/db.js';
+import type { Spool } from '../spool/spool.js';
+import type { TlsMaterial } from './certificates.js';
+import { ingestMessage } from './ingest.js';
+import { replyFor, replyForUnknown, smtpError } from './replies.js';
+import { judgeSmtpMessage } from './smtpMessage.js';
+import './replyCode.js';
+
+export interface SmtpDeps {
+  db: Db;
+  pipeline: AcceptPipeline;
+  admission: Admission;
+  spool: Spool;
+  clock: Clock;
+  logger: Logger;
+  config: PosternConfig;
+}
+
+interface SessionState {
+  started: number;
+  ip: string;
+  authFailures: number;
+  messages: number;
+  /** The AUTH password (the API key), re-checked at every MAIL FROM: a revoked key stops at once. */
+  key: string | null;
+}
+
+/** A live connection as smtp-server keeps it (only what the session sweep uses). */
+interface LiveConnection {
+  session: SMTPServerSession;
+  send(code: number, text: string): void;
+  close(): void;
+}
+
+export interface PosternSmtpServer {
+  server: SMTPServer;
+  listen(): Promise<number>;
+  close(): Promise<void>;
+  updateTls(tls: TlsMaterial): void;
+}
+
+const FROM_EMAIL = /<?([^\s<>@]+@[^\s<>]+?)>?\s*$/;
+
+/**
+ * One SMTP listener (smtp-server) in front of the accept pipeline. TLS on every port (STARTTLS
+ * or implicit); AUTH PLAIN/LOGIN only after TLS, the password being the API key; no MAIL
+ * without AUTH; DATA streamed to a spool temp file while parsed, then judged by the HTTP rules.
+ */
+export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
+  const { db, pipeline, admission, spool, clock, logger, config } = deps;
+  const limits = config.smtp;
+  const environment = listener.environment;
+  const log = logger.child({ listener: listener.name });
+  const sessions = new Map<string, SessionState>();
+  const perIp = new Map<string, number>();
+  let closing = false;
+
+  const connectionOf = (session: SMTPServerSession): LiveConnection | undefined => {
+    for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) if (c.session === session) return c;
+    return undefined;
+  };
+  const drop = (session: SMTPServerSession, text: string) =>
+    setImmediate(() => {
+      const c = connectionOf(session);
+      if (!c) return;
+      c.send(421, text);
+      c.close();
+    });
+
+  const server: SMTPServer = new SMTPServer({
+    secure: listener.tls === 'implicit',
+    key: tls.key,
+    cert: tls.cert,
+    name: limits.hostname ?? os.hostname(),
+    banner: 'Postern ESMTP',
+    size: limits.max_message_bytes,
+    authMethods: ['PLAIN', 'LOGIN'],
+    allowInsecureAuth: false,
+    authOptional: false,
+    authRequiredMessage: 'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password',
+    hideENHANCEDSTATUSCODES: false,
+    hideDSN: true,
+    hideREQUIRETLS: true,
+    maxClients: limits.max_clients,
+    maxRecipients: limits.max_recipients,
+    socketTimeout: limits.idle_timeout_ms,
+    closeTimeout: limits.shutdown_grace_ms,
+    maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
+    logger: false,
+
+    onConnect(session, callback) {
+      const ip = session.remoteAddress;
+      if (closing) return callback(smtpError(421, 'Server shutting down'));
+      const count = perIp.get(ip) ?? 0;
+      if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
+      const wait = admission.unauthenticatedWaitMs(ip);
+      if (wait > 0) return callback(smtpError(421, `rate_limited: too many failed authentications from this address; retry in ${Math.ceil(wait / 1000)} seconds`));
+      perIp.set(ip, count + 1);
+      sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
+      callback();
+    },
+
+    onClose(session) {
+      const state = sessions.get(session.id);
+      if (!state) return;
+      sessions.delete(session.id);
+      const left = (perIp.get(state.ip) ?? 1) - 1;
+      if (left <= 0) perIp.delete(state.ip);
+      else perIp.set(state.ip, left);
+    },
+
+    onAuth(auth: SMTPServerAuthentication, session, callback) {
+      const state = sessions.get(session.id)!;
+      const key = typeof auth.password === 'string' && KEY_PATTERN.test(auth.password) ? auth.password : null;
+      let context: AuthContext;
+      try {
+        context = admission.authenticateClient(state.ip, key, environment);
+      } catch (err) {
+        state.authFailures++;
+        const reply = replyForUnknown(err);
+        if (state.authFailures >= limits.auth_failures_before_disconnect) {
+          callback(reply);
+          drop(session, 'Too many failed authentication attempts');
+          return;
+        }
+        // Repeated failures are answered ever more slowly, then dropped (above).
+        const delay = Math.max(0, state.authFailures - limits.auth_failures_before_delay) * 1000;
+        if (delay === 0) callback(reply);
+        else setTimeout(() => callback(reply), delay).unref();
+        return;
+      }
+      state.key = key;
+      callback(null, { user: context });
+    },
+
+    onMailFrom(_address, session, callback) {
+      const state = sessions.get(session.id)!;
+      if (state.messages >= limits.max_messages_per_session) {
+        callback(smtpError(421, 'Too many messages in one session; reconnect'));
+        drop(session, 'Too many messages in one session');
+        return;
+      }
+      try {
+        // Fresh on every message: revocation, expiry and project pause apply mid-session.
+        const context = authenticate(db, state.key, environment, clock);
+        session.user = context as unknown as string;
+        admission.takeRequest(context, 'send');
+      } catch (err) {
+        return callback(replyForUnknown(err));
+      }
+      callback();
+    },
+
+    onData(stream: Readable, session, callback) {
+      const state = sessions.get(session.id)!;
+      state.messages++;
+      const auth = session.user as unknown as AuthContext;
+      receive(stream, session, auth)
+        .then((id) => callback(null, `OK queued as ${id}`))
+        .catch((err: unknown) => {
+          if (!(err instanceof ContractError)) log.error({ err }, 'SMTP message not accepted');
+          callback(replyForUnknown(err));
+        });
+    },
+  });
+
+  async function receive(stream: Readable, session: SMTPServerSession, auth: AuthContext): Promise<string> {
+    const now = clock.now();
+    const id = newMessageId(now);
+    const relPath = spool.relativePathFor(id, now);
+    const tmpPath = spool.tempPathFor(relPath);
+    let adopted = false;
+    try {
+      const mail = await ingestMessage(stream, {
+        tmpPath,
+        messageIdFor: (from) => messageIdHeader(id, FROM_EMAIL.exec(from)?.[1] ?? `postern@${limits.hostname ?? os.hostname()}`),
+      });
+      if ((stream as Readable & { sizeExceeded?: boolean }).sizeExceeded) {
+        // smtp-server answers 552 5.3.4 itself; nothing is kept.
+        throw smtpError(552, `Message exceeds ${limits.max_message_bytes} bytes`);
+      }
+      const recipients = session.envelope.rcptTo.map((r) => r.address);
+      const judged = judgeSmtpMessage(mail, recipients, clock.now());
+      if (judged.idempotencyKey !== null) {
+        const code = idempotencyKeyError(judged.idempotencyKey);
+        if (code) throw new ContractError(code);
+      }
+      const accepted = await pipeline.idempotent(auth, judged.idempotencyKey, () =>
+        pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
+          id,
+          write: async () => {
+            const { dir, size } = await spool.adoptTemp(tmpPath, relPath);
+            adopted = true;
+            return { relPath, dir, size };
+          },
+        }),
+      );
+      return accepted.id;
+    } finally {
+      if (!adopted) rmSync(tmpPath, { force: true });
+    }
+  }
+
+  // Sessions have a total lifetime as well as an idle timeout.
+  const sweep = setInterval(() => {
+    const now = clock.now();
+    for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) {
+      const state = sessions.get(c.session.id);
+      if (state && now - state.started > limits.session_timeout_ms) {
+        c.send(421, 'Session too long; reconnect');
+        c.close();
+      }
+    }
+  }, Math.min(5000, limits.session_timeout_ms));
+  sweep.unref();
+
+  server.on('error', (err) => log.warn({ err }, 'SMTP listener error'));
+
+  return {
+    server,
+    listen: () =>
+      new Promise<number>((resolve, reject) => {
+        const onError = (err: Error) => reject(err);
+        server.server.once('error', onError);
+        server.listen(listener.port, listener.host, () => {
+          server.server.off('error', onError);
+          resolve((server.server.address() as { port: number }).port);
+        });
+      }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        clearInterval(sweep);
+        server.close(() => resolve());
+      }),
+    updateTls: (material) => server.updateSecureContext({ key: material.key, cert: material.cert }),
+  };
+}

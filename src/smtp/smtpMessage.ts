@@ -1,0 +1,81 @@
+import type { AddressObject } from 'mailparser';
+import { toOutgoingMessage, type MessageFacts } from '../accept/outgoingMessage.js';
+import { checkMessageBody, MESSAGE_LIMITS } from '../accept/messageRules.js';
+import { ContractError, asDetails, type ErrorDetail } from '../contract/errors.js';
+import { detailOrder } from '../contract/validators.js';
+import type { Message } from '../contract/types.gen.js';
+import { readControlHeaders } from './controlHeaders.js';
+import type { ParsedMail } from './ingest.js';
+
+const MAX_ATTACHMENTS = 20;
+
+function addresses(obj: AddressObject | undefined): { email: string; name?: string }[] {
+  if (!obj) return [];
+  return obj.value.filter((a) => a.address).map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
+}
+
+/** The size rules on attachments, with the HTTP codes (the parts are already decoded here). */
+function attachmentDetails(sizes: number[]): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  if (sizes.length > MAX_ATTACHMENTS) details.push({ field: 'attachments', code: 'attachments:too_many' });
+  sizes.forEach((size, i) => {
+    if (size > MESSAGE_LIMITS.maxAttachmentBytes) details.push({ field: `attachments.${i}.content`, code: 'attachments:too_large' });
+  });
+  if (sizes.reduce((a, b) => a + b, 0) > MESSAGE_LIMITS.maxAttachmentsTotalBytes && !details.some((d) => d.field === 'attachments')) {
+    details.push({ field: 'attachments', code: 'attachments:total_too_large' });
+  }
+  return details;
+}
+
+export interface SmtpAcceptance {
+  facts: MessageFacts;
+  idempotencyKey: string | null;
+}
+
+/**
+ * Judges a received message by the HTTP rules: its headers and control headers are mapped to
+ * the Message fields they stand for and run through the same validator, so both doors refuse
+ * the same things with the same codes. Recipients come from the envelope: those named in To
+ * or Cc keep their header role, the rest are Bcc (delivered, never written into headers).
+ */
+export function judgeSmtpMessage(mail: ParsedMail, envelopeRecipients: string[], now: number): SmtpAcceptance {
+  const control = readControlHeaders(mail.control, mail.unknownControl);
+  const envelope = new Map(envelopeRecipients.map((r) => [r.toLowerCase(), r]));
+  const inEnvelope = (list: { email: string; name?: string }[]) => list.filter((a) => envelope.has(a.email.toLowerCase()));
+  const to = inEnvelope(addresses(mail.to));
+  const cc = inEnvelope(addresses(mail.cc));
+  const named = new Set([...to, ...cc].map((a) => a.email.toLowerCase()));
+  const bcc = [...envelope.entries()].filter(([lower]) => !named.has(lower)).map(([, email]) => ({ email }));
+  const from = addresses(mail.from);
+  const replyTo = addresses(mail.replyTo);
+
+  const body: Record<string, unknown> = {
+    // More than one From address is not a single address: validated as the list it is.
+    from: from.length === 1 ? from[0] : from.length === 0 ? undefined : from,
+    // An SMTP message may name no visible recipient; its envelope recipients stand in for `to`.
+    to: to.length > 0 ? to : bcc,
+    subject: mail.subject,
+    ...(cc.length ? { cc } : {}),
+    ...(to.length > 0 && bcc.length ? { bcc } : {}),
+    ...(replyTo.length ? { reply_to: replyTo } : {}),
+    ...(mail.text !== undefined ? { text: mail.text } : {}),
+    ...(mail.html !== undefined ? { html: mail.html } : {}),
+    ...control.body,
+  };
+  if (body.from === undefined) delete body.from;
+  if (body.subject === undefined) delete body.subject;
+  const check = checkMessageBody(body, now);
+  const details = [...(check.ok ? [] : check.details), ...control.details, ...attachmentDetails(mail.attachmentSizes)];
+  if (details.length > 0) {
+    const unique = new Map(details.map((d) => [d.field, d]));
+    throw ContractError.validation(asDetails([...unique.values()].sort(detailOrder), details[0]));
+  }
+  const message = toOutgoingMessage(check.ok ? check.message : (body as unknown as Message));
+  const facts: MessageFacts = {
+    ...message,
+    // Validation saw the envelope-only recipients as `to` when no header named anyone.
+    to: to.length > 0 ? message.to : [],
+    bcc: bcc.map((b) => ({ email: b.email })),
+  };
+  return { facts, idempotencyKey: control.idempotencyKey };
+}
