@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { createKey, revokeKey } from '../src/operator/keys.js';
 import { deleteProject } from '../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from './support/postern.js';
+import { spoolFiles } from './support/assertions.js';
 
 const ENDPOINTS = ['/v1/send', '/v1/send/batch'] as const;
 
@@ -26,19 +25,6 @@ function assert401(res: HttpResult, code: string): void {
   assert.deepEqual(res.body, { error: { type: 'authentication_error', code, message: res.body.error.message } });
 }
 
-/** Every file under the spool (including its tmp directory). */
-function spoolFiles(stateDir: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else out.push(full);
-    }
-  };
-  walk(path.join(stateDir, 'spool'));
-  return out;
-}
 
 interface StoreCounts {
   messages: number;

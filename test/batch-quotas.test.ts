@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { showProject } from '../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { assertErrorEnvelope } from './support/assertions.js';
 
 const GIB = 1024 ** 3;
 const HUGE = 1_000_000_000_000;
@@ -32,11 +33,6 @@ function emlFiles(stateDir: string): string[] {
   return out;
 }
 
-function assertEnvelope(res: HttpResult, status: number, type: string, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(typeof res.body?.error?.message, 'string', res.text);
-  assert.deepEqual(res.body, { error: { type, code, message: res.body.error.message } });
-}
 
 describe('batch sends against plan caps', () => {
   let p: TestPostern;
@@ -102,7 +98,7 @@ describe('batch sends against plan caps', () => {
     const before = totals();
     const res = await batch(proj, hundred('d'));
     const single = await send(proj);
-    assertEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+    assertErrorEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
     assert.equal(single.headers.get('retry-after'), String(8 * 3600 + 30 * 60));
     assertCutAt(res, proj, 'd', 37, 100, single.body);
     const after = totals();
@@ -120,7 +116,7 @@ describe('batch sends against plan caps', () => {
     const before = totals();
     const res = await batch(proj, hundred('m'));
     const single = await send(proj);
-    assertEnvelope(single, 402, 'quota_error', 'monthly_quota_exceeded');
+    assertErrorEnvelope(single, 402, 'quota_error', 'monthly_quota_exceeded');
     assertCutAt(res, proj, 'm', 60, 100, single.body);
     const after = totals();
     assert.deepEqual(after, { rows: before.rows + 60, events: before.events + 60, files: before.files + 60, tmp: before.tmp });
@@ -151,7 +147,7 @@ describe('batch sends against plan caps', () => {
     assert.equal(res.status, 207, res.text);
     const data = res.body.data as any[];
     const single = await send(proj);
-    assertEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+    assertErrorEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
     const rows = rowsBySubject(proj.project.id);
     const acceptedAt = [0, 2, 4, 5, 6];
     for (let i = 0; i < 10; i++) {
@@ -225,7 +221,7 @@ describe('batch sends against plan caps', () => {
     assert.equal((await batch(proj, [validMessage()])).status, 207);
     const before = totals();
     const res = await batch(proj, hundred('r'));
-    assertEnvelope(res, 429, 'rate_limit_error', 'rate_limited');
+    assertErrorEnvelope(res, 429, 'rate_limit_error', 'rate_limited');
     assert.equal(res.headers.get('retry-after'), '60');
     assert.deepEqual(totals(), before);
     clock.advance(60_000);

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { spoolFiles } from './support/assertions.js';
 
 const ID = /^m\.[0-9a-z]{26}$/;
 const HOUR = 3600_000;
@@ -12,18 +13,6 @@ interface Detail {
   code: string;
 }
 
-function spoolFiles(stateDir: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else out.push(full);
-    }
-  };
-  walk(path.join(stateDir, 'spool'));
-  return out;
-}
 
 /** The exact validation envelope for `details`, taking the human message from `actual`. */
 function validationEnvelope(actual: any, details: Detail[]) {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { spoolFiles } from './support/assertions.js';
 
 let seq = 0;
 /** A fresh, valid Idempotency-Key per call (so tests never share one by accident). */
@@ -11,18 +10,6 @@ function freshKey(label = 'k'): string {
   return `${label}-${process.pid}-${seq}-${Date.now().toString(36)}`.slice(0, 40).padEnd(12, 'x');
 }
 
-function spoolFiles(stateDir: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else out.push(full);
-    }
-  };
-  walk(path.join(stateDir, 'spool'));
-  return out;
-}
 
 function assertIdemError(res: HttpResult, code: string): void {
   assert.equal(res.status, 422, res.text);

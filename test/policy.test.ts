@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { createKey } from '../src/operator/keys.js';
@@ -8,6 +6,7 @@ import { showProject } from '../src/operator/projects.js';
 import { detachProvider, listProviders, PROVIDER_SLUGS } from '../src/operator/providers.js';
 import { suppress, unsuppress } from '../src/operator/suppressions.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { assertAccepted, assertErrorEnvelope, emlCount } from './support/assertions.js';
 
 const GIB = 1024 ** 3;
 
@@ -19,35 +18,13 @@ const PLANS = {
   one_message: { monthly_messages: 1, overage: false, daily_messages: null, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: null },
 };
 
-function emlCount(stateDir: string): number {
-  let n = 0;
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.eml')) n++;
-    }
-  };
-  walk(path.join(stateDir, 'spool'));
-  return n;
-}
 
-/** An exact envelope without details, taking the human message from the response. */
-function assertRefused(res: HttpResult, status: number, type: string, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(typeof res.body?.error?.message, 'string', res.text);
-  assert.deepEqual(res.body, { error: { type, code, message: res.body.error.message } });
-}
 
 function assertValidation(res: HttpResult, details: { field: string; code: string }[]): void {
   assert.equal(res.status, 422, res.text);
   assert.deepEqual(res.body, { error: { type: 'validation_error', code: details[0].code, message: res.body.error.message, details } });
 }
 
-function assertAccepted(res: HttpResult, status = 'queued'): void {
-  assert.equal(res.status, 202, res.text);
-  assert.equal(res.body.status, status, res.text);
-}
 
 /** The provider slugs a message names, as a sorted list. */
 function slugsNamed(message: string): string[] {
@@ -90,7 +67,7 @@ describe('project policy and caps', () => {
       const proj = createProjectWithKeys(p.ctx, 'no providers', 'pro', { provider: false });
       const before = footprint(proj.project.id);
       const res = await send(proj, validMessage());
-      assertRefused(res, 422, 'permission_error', 'no_providers_configured');
+      assertErrorEnvelope(res, 422, 'permission_error', 'no_providers_configured');
       assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing');
     });
 
@@ -103,7 +80,7 @@ describe('project policy and caps', () => {
       const proj = createProjectWithKeys(p.ctx, 'detached provider');
       assertAccepted(await send(proj, validMessage()));
       for (const account of listProviders(p.ctx, proj.project.id).providers) detachProvider(p.ctx, account.id);
-      assertRefused(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
+      assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
   });
 
@@ -117,14 +94,14 @@ describe('project policy and caps', () => {
       test(`${env}: a pin (string) to an unattached provider is refused, naming it`, async () => {
         const before = footprint(proj.project.id);
         const res = await send(proj, validMessage({ routing: { provider: 'provider-b-api' } }), env);
-        assertRefused(res, 422, 'validation_error', 'routing_provider_not_configured');
+        assertErrorEnvelope(res, 422, 'validation_error', 'routing_provider_not_configured');
         assert.deepEqual(slugsNamed(res.body.error.message), ['provider-b-api'], res.body.error.message);
         assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing');
       });
 
       test(`${env}: a list pin names exactly the missing slugs, not the attached one`, async () => {
         const res = await send(proj, validMessage({ routing: { provider: ['provider-c-smtp', 'smtp', 'provider-a-api'], strategy: 'fallback' } }), env);
-        assertRefused(res, 422, 'validation_error', 'routing_provider_not_configured');
+        assertErrorEnvelope(res, 422, 'validation_error', 'routing_provider_not_configured');
         assert.deepEqual(slugsNamed(res.body.error.message), ['provider-a-api', 'provider-c-smtp'], res.body.error.message);
       });
 
@@ -138,13 +115,13 @@ describe('project policy and caps', () => {
     test('sandbox: a project without providers still gets routing_provider_not_configured for a pin', async () => {
       const bare = createProjectWithKeys(p.ctx, 'bare pins', 'pro', { provider: false });
       const res = await send(bare, validMessage({ routing: { provider: 'smtp' } }), 'sandbox');
-      assertRefused(res, 422, 'validation_error', 'routing_provider_not_configured');
+      assertErrorEnvelope(res, 422, 'validation_error', 'routing_provider_not_configured');
       assert.deepEqual(slugsNamed(res.body.error.message), ['smtp'], res.body.error.message);
     });
 
     test('production: no providers at all wins over a missing pin', async () => {
       const bare = createProjectWithKeys(p.ctx, 'bare pins prod', 'pro', { provider: false });
-      assertRefused(await send(bare, validMessage({ routing: { provider: 'provider-b-api' } })), 422, 'permission_error', 'no_providers_configured');
+      assertErrorEnvelope(await send(bare, validMessage({ routing: { provider: 'provider-b-api' } })), 422, 'permission_error', 'no_providers_configured');
     });
 
     test('duplicate slugs in a routing list are body validation routing:duplicate_provider, before the pin check', async () => {
@@ -171,7 +148,7 @@ describe('project policy and caps', () => {
           const before = footprint(proj.project.id);
           const message = validMessage(field === 'to' ? { to: 'Foo <foo@example.com>' } : { [field]: ['ok@example.org', 'foo@example.com'] });
           const res = await send(proj, message, env);
-          assertRefused(res, 422, 'validation_error', 'suppressed_recipient');
+          assertErrorEnvelope(res, 422, 'validation_error', 'suppressed_recipient');
           assert.deepEqual(addressesNamed(res.body.error.message), ['foo@example.com'], res.body.error.message);
           assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing');
         });
@@ -180,13 +157,13 @@ describe('project policy and caps', () => {
 
     test('the address stored lower-case matches an upper-case recipient', async () => {
       const res = await send(proj, validMessage({ to: ['BAR@EXAMPLE.NET'] }));
-      assertRefused(res, 422, 'validation_error', 'suppressed_recipient');
+      assertErrorEnvelope(res, 422, 'validation_error', 'suppressed_recipient');
       assert.deepEqual(addressesNamed(res.body.error.message), ['bar@example.net'], res.body.error.message);
     });
 
     test('the message names every suppressed recipient across to, cc and bcc, and no other', async () => {
       const res = await send(proj, validMessage({ to: ['clean@example.org', 'FOO@example.com'], cc: 'other@example.org', bcc: ['Bar@Example.Net'] }));
-      assertRefused(res, 422, 'validation_error', 'suppressed_recipient');
+      assertErrorEnvelope(res, 422, 'validation_error', 'suppressed_recipient');
       assert.deepEqual(addressesNamed(res.body.error.message), ['bar@example.net', 'foo@example.com'], res.body.error.message);
     });
 
@@ -197,7 +174,7 @@ describe('project policy and caps', () => {
     test('after unsuppress the same send is accepted', async () => {
       const other = createProjectWithKeys(p.ctx, 'unsuppress');
       suppress(p.ctx, other.project.id, 'Foo@Example.COM');
-      assertRefused(await send(other, validMessage({ to: 'foo@example.com' })), 422, 'validation_error', 'suppressed_recipient');
+      assertErrorEnvelope(await send(other, validMessage({ to: 'foo@example.com' })), 422, 'validation_error', 'suppressed_recipient');
       unsuppress(p.ctx, other.project.id, 'foo@example.com');
       assertAccepted(await send(other, validMessage({ to: 'foo@example.com' })));
     });
@@ -215,7 +192,7 @@ describe('project policy and caps', () => {
       assertAccepted(await send(proj, validMessage({ from: 'Bee <b@b.example>' })));
       const before = footprint(proj.project.id);
       const refused = await send(proj, validMessage({ from: 'c@c.example' }));
-      assertRefused(refused, 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(refused, 422, 'validation_error', 'sender_domain:limit_reached');
       assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing and registers no domain');
       assertAccepted(await send(proj, validMessage({ from: 'other@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'x@B.EXAMPLE' })), 'queued');
@@ -226,8 +203,8 @@ describe('project policy and caps', () => {
       const proj = createProjectWithKeys(p.ctx, 'subdomains', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'a@mail.a.example' })));
-      assertRefused(await send(proj, validMessage({ from: 'b@b.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
-      assertRefused(await send(proj, validMessage({ from: 'a@news.a.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 'b@b.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 'a@news.a.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
       assert.deepEqual([...showProject(p.ctx, proj.project.id).usage.sender_domains].sort(), ['a.example', 'mail.a.example']);
     });
 
@@ -235,15 +212,15 @@ describe('project policy and caps', () => {
       const proj = createProjectWithKeys(p.ctx, 'subdomain refused', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' })));
-      assertRefused(await send(proj, validMessage({ from: 'a@mail.a.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 'a@mail.a.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
     });
 
     test('the cap applies in the sandbox too, and sandbox sends register domains', async () => {
       const proj = createProjectWithKeys(p.ctx, 'domains sandbox', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' }), 'sandbox'), 'captured');
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' }), 'sandbox'), 'captured');
-      assertRefused(await send(proj, validMessage({ from: 'c@c.example' }), 'sandbox'), 422, 'validation_error', 'sender_domain:limit_reached');
-      assertRefused(await send(proj, validMessage({ from: 'c@c.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 'c@c.example' }), 'sandbox'), 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 'c@c.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' })));
     });
 
@@ -252,7 +229,7 @@ describe('project policy and caps', () => {
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ from: `s@d${i}.example` }))));
       const accepted = results.filter((r) => r.status === 202);
       assert.equal(accepted.length, 2);
-      for (const r of results.filter((r) => r.status !== 202)) assertRefused(r, 422, 'validation_error', 'sender_domain:limit_reached');
+      for (const r of results.filter((r) => r.status !== 202)) assertErrorEnvelope(r, 422, 'validation_error', 'sender_domain:limit_reached');
       assert.equal(showProject(p.ctx, proj.project.id).usage.sender_domains.length, 2);
       assert.equal(footprint(proj.project.id).messages, 2);
     });
@@ -267,8 +244,8 @@ describe('project policy and caps', () => {
         assert.equal(res.body.category, category);
       }
       const before = footprint(proj.project.id);
-      assertRefused(await send(proj, validMessage({ category: 'Digest' })), 422, 'validation_error', 'category:limit_reached');
-      assertRefused(await send(proj, validMessage({ category: 'WELCOME' })), 422, 'validation_error', 'category:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ category: 'Digest' })), 422, 'validation_error', 'category:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ category: 'WELCOME' })), 422, 'validation_error', 'category:limit_reached');
       assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing and registers no category');
       assertAccepted(await send(proj, validMessage({ category: 'welcome' })));
       assertAccepted(await send(proj, validMessage({ category: 'Welcome' })));
@@ -281,7 +258,7 @@ describe('project policy and caps', () => {
       const proj = createProjectWithKeys(p.ctx, 'categories concurrent');
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ category: `c${i}` }))));
       assert.equal(results.filter((r) => r.status === 202).length, 3);
-      for (const r of results.filter((r) => r.status !== 202)) assertRefused(r, 422, 'validation_error', 'category:limit_reached');
+      for (const r of results.filter((r) => r.status !== 202)) assertErrorEnvelope(r, 422, 'validation_error', 'category:limit_reached');
       assert.equal(showProject(p.ctx, proj.project.id).usage.categories, 3);
       assert.equal(footprint(proj.project.id).messages, 3);
     });
@@ -289,8 +266,8 @@ describe('project policy and caps', () => {
     test('the category cap applies in the sandbox and is per project', async () => {
       const proj = createProjectWithKeys(p.ctx, 'categories sandbox');
       for (const category of ['a', 'b', 'c']) assertAccepted(await send(proj, validMessage({ category }), 'sandbox'), 'captured');
-      assertRefused(await send(proj, validMessage({ category: 'd' }), 'sandbox'), 422, 'validation_error', 'category:limit_reached');
-      assertRefused(await send(proj, validMessage({ category: 'd' })), 422, 'validation_error', 'category:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ category: 'd' }), 'sandbox'), 422, 'validation_error', 'category:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ category: 'd' })), 422, 'validation_error', 'category:limit_reached');
       const other = createProjectWithKeys(p.ctx, 'categories other');
       assertAccepted(await send(other, validMessage({ category: 'd' })));
     });
@@ -299,9 +276,9 @@ describe('project policy and caps', () => {
   describe('order of checks', () => {
     test('invalid key + invalid body → 401', async () => {
       const res = await post(p.production, '/v1/send', { key: 'ps_live_' + 'x'.repeat(40), raw: '{not json' });
-      assertRefused(res, 401, 'authentication_error', 'invalid_api_key');
+      assertErrorEnvelope(res, 401, 'authentication_error', 'invalid_api_key');
       const missing = await post(p.production, '/v1/send', { json: { subject: 5 } });
-      assertRefused(missing, 401, 'authentication_error', 'missing_api_key');
+      assertErrorEnvelope(missing, 401, 'authentication_error', 'missing_api_key');
     });
 
     test('invalid body + suppressed recipient → 422 body validation with details', async () => {
@@ -314,23 +291,23 @@ describe('project policy and caps', () => {
     test('no providers + quota spent → no_providers_configured', async () => {
       const proj = createProjectWithKeys(p.ctx, 'order providers quota', 'one_message');
       assertAccepted(await send(proj, validMessage()));
-      assertRefused(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
+      assertErrorEnvelope(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
       for (const account of listProviders(p.ctx, proj.project.id).providers) detachProvider(p.ctx, account.id);
-      assertRefused(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
+      assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
 
     test('suppressed + quota spent → suppressed_recipient', async () => {
       const proj = createProjectWithKeys(p.ctx, 'order suppressed quota', 'one_message');
       suppress(p.ctx, proj.project.id, 'blocked@example.org');
       assertAccepted(await send(proj, validMessage()));
-      assertRefused(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
-      assertRefused(await send(proj, validMessage({ to: 'blocked@example.org' })), 422, 'validation_error', 'suppressed_recipient');
+      assertErrorEnvelope(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
+      assertErrorEnvelope(await send(proj, validMessage({ to: 'blocked@example.org' })), 422, 'validation_error', 'suppressed_recipient');
     });
 
     test('missing pin + suppressed recipient → routing_provider_not_configured', async () => {
       const proj = createProjectWithKeys(p.ctx, 'order pin suppressed');
       suppress(p.ctx, proj.project.id, 'blocked@example.org');
-      assertRefused(
+      assertErrorEnvelope(
         await send(proj, validMessage({ to: 'blocked@example.org', routing: { provider: 'provider-f-api' } })),
         422,
         'validation_error',
@@ -343,24 +320,24 @@ describe('project policy and caps', () => {
       suppress(p.ctx, proj.project.id, 'blocked@example.org');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' })));
-      assertRefused(await send(proj, validMessage({ from: 'c@c.example', to: 'blocked@example.org' })), 422, 'validation_error', 'suppressed_recipient');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 'c@c.example', to: 'blocked@example.org' })), 422, 'validation_error', 'suppressed_recipient');
     });
 
     test('sender domain over the cap + category over the cap → sender_domain:limit_reached', async () => {
       const proj = createProjectWithKeys(p.ctx, 'order domain category', 'two_domains');
       for (const [i, category] of ['x', 'y', 'z'].entries()) assertAccepted(await send(proj, validMessage({ from: `s@d${i % 2}.example`, category })));
-      assertRefused(await send(proj, validMessage({ from: 's@d9.example', category: 'new' })), 422, 'validation_error', 'sender_domain:limit_reached');
-      assertRefused(await send(proj, validMessage({ from: 's@d0.example', category: 'new' })), 422, 'validation_error', 'category:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 's@d9.example', category: 'new' })), 422, 'validation_error', 'sender_domain:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ from: 's@d0.example', category: 'new' })), 422, 'validation_error', 'category:limit_reached');
     });
 
     test('category over the cap + quota spent → category:limit_reached', async () => {
       const proj = createProjectWithKeys(p.ctx, 'order category quota', 'one_message');
       assertAccepted(await send(proj, validMessage({ category: 'a' })));
-      assertRefused(await send(proj, validMessage({ category: 'a' })), 402, 'quota_error', 'monthly_quota_exceeded');
+      assertErrorEnvelope(await send(proj, validMessage({ category: 'a' })), 402, 'quota_error', 'monthly_quota_exceeded');
       // Fill the category cap through the sandbox (not metered), then a new category wins over the 402.
       assertAccepted(await send(proj, validMessage({ category: 'b' }), 'sandbox'), 'captured');
       assertAccepted(await send(proj, validMessage({ category: 'c' }), 'sandbox'), 'captured');
-      assertRefused(await send(proj, validMessage({ category: 'd' })), 422, 'validation_error', 'category:limit_reached');
+      assertErrorEnvelope(await send(proj, validMessage({ category: 'd' })), 422, 'validation_error', 'category:limit_reached');
     });
   });
 });
@@ -379,18 +356,18 @@ describe('order of checks: rate limit before body validation', () => {
     assertAccepted(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
     const before = p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get();
     const unparseable = await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json' });
-    assertRefused(unparseable, 429, 'rate_limit_error', 'rate_limited');
+    assertErrorEnvelope(unparseable, 429, 'rate_limit_error', 'rate_limited');
     assert.match(unparseable.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
     const invalid = await post(p.production, '/v1/send', { key: proj.liveKey, json: { from: 'nope' } });
-    assertRefused(invalid, 429, 'rate_limit_error', 'rate_limited');
+    assertErrorEnvelope(invalid, 429, 'rate_limit_error', 'rate_limited');
     assert.equal(p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), before);
   });
 
   test('rate-limited + suppressed recipient → 429 rate_limited', async () => {
     const proj = createProjectWithKeys(p.ctx, 'rate order suppressed');
     suppress(p.ctx, proj.project.id, 'blocked@example.org');
-    assertRefused(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ to: 'blocked@example.org' }) }), 422, 'validation_error', 'suppressed_recipient');
-    assertRefused(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ to: 'blocked@example.org' }) }), 429, 'rate_limit_error', 'rate_limited');
+    assertErrorEnvelope(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ to: 'blocked@example.org' }) }), 422, 'validation_error', 'suppressed_recipient');
+    assertErrorEnvelope(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ to: 'blocked@example.org' }) }), 429, 'rate_limit_error', 'rate_limited');
   });
 
   test('a second key of the same project is not rate limited by the first', async () => {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { changePlan, showProject } from '../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { assertAccepted, assertErrorEnvelope, emlCount } from './support/assertions.js';
 
 const GIB = 1024 ** 3;
 const HUGE = 1_000_000_000_000;
@@ -23,34 +22,13 @@ const plan = (fields: { monthly_messages: number; overage?: boolean; daily_messa
   ...fields,
 });
 
-function emlCount(stateDir: string): number {
-  let n = 0;
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.eml')) n++;
-    }
-  };
-  walk(path.join(stateDir, 'spool'));
-  return n;
-}
 
-function assertRefused(res: HttpResult, status: number, type: string, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(typeof res.body?.error?.message, 'string', res.text);
-  assert.deepEqual(res.body, { error: { type, code, message: res.body.error.message } });
-}
 
 const assert402 = (res: HttpResult, code: 'monthly_quota_exceeded' | 'throughput_quota_exceeded') => {
-  assertRefused(res, 402, 'quota_error', code);
+  assertErrorEnvelope(res, 402, 'quota_error', code);
   assert.equal(res.headers.get('retry-after'), null, 'a 402 is a billing state, not a retry hint');
 };
 
-function assertAccepted(res: HttpResult, status = 'queued'): void {
-  assert.equal(res.status, 202, res.text);
-  assert.equal(res.body.status, status, res.text);
-}
 
 const messageCount = (p: TestPostern, projectId: string) => p.ctx.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
 
@@ -153,11 +131,11 @@ describe('plan quotas (ManualClock)', () => {
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
       const before = { rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir) };
       const refused = await send(proj);
-      assertRefused(refused, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+      assertErrorEnvelope(refused, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(refused.headers.get('retry-after'), String(2 * 3600 + 45 * 60));
       clock.set('2026-03-10T23:59:59Z');
       const last = await send(proj);
-      assertRefused(last, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+      assertErrorEnvelope(last, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(last.headers.get('retry-after'), '1');
       assert.deepEqual({ rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir) }, before);
       clock.set('2026-03-11T00:00:00Z');
@@ -171,7 +149,7 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-03-20T10:00:00Z');
       const proj = createProjectWithKeys(p.ctx, 'daily then monthly', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
-      assertRefused(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+      assertErrorEnvelope(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       clock.set('2026-03-21T10:00:00Z');
       assertAccepted(await send(proj));
       assertAccepted(await send(proj));
@@ -188,7 +166,7 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-04-02T08:00:00Z');
       const proj = createProjectWithKeys(p.ctx, 'sandbox unmetered', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
-      assertRefused(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+      assertErrorEnvelope(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       const usage = showProject(p.ctx, proj.project.id).usage;
       for (let i = 0; i < 6; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
       assert.deepEqual(showProject(p.ctx, proj.project.id).usage, usage);
@@ -222,7 +200,7 @@ describe('plan quotas (ManualClock)', () => {
         assert.equal(refused.length, 100);
         for (const r of refused) {
           if (planName === 'cap100m') assert402(r, 'monthly_quota_exceeded');
-          else assertRefused(r, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+          else assertErrorEnvelope(r, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
         }
         assert.equal(new Set(accepted.map((r) => r.body.id)).size, 100);
         const usage = showProject(p.ctx, proj.project.id).usage;

@@ -1,43 +1,25 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { createKey, revokeKey } from '../src/operator/keys.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from './support/postern.js';
+import { assertErrorEnvelope, emlCount } from './support/assertions.js';
 
 const SECOND = 1000;
 const HOUR = 3600 * SECOND;
 
-function emlCount(stateDir: string): number {
-  let n = 0;
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.eml')) n++;
-    }
-  };
-  walk(path.join(stateDir, 'spool'));
-  return n;
-}
 
-function assertEnvelope(res: HttpResult, status: number, type: string, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.equal(typeof res.body?.error?.message, 'string', res.text);
-  assert.deepEqual(res.body, { error: { type, code, message: res.body.error.message } });
-}
 
 /** 429 rate_limited with an integer Retry-After; returns the seconds. */
 function assertRateLimited(res: HttpResult, retryAfter?: number): number {
-  assertEnvelope(res, 429, 'rate_limit_error', 'rate_limited');
+  assertErrorEnvelope(res, 429, 'rate_limit_error', 'rate_limited');
   const header = res.headers.get('retry-after') ?? '';
   assert.match(header, /^[1-9][0-9]*$/, `Retry-After is an integer number of seconds: "${header}"`);
   if (retryAfter !== undefined) assert.equal(Number(header), retryAfter);
   return Number(header);
 }
 
-const assert401 = (res: HttpResult, code: string) => assertEnvelope(res, 401, 'authentication_error', code);
+const assert401 = (res: HttpResult, code: string) => assertErrorEnvelope(res, 401, 'authentication_error', code);
 
 function assertAccepted(res: HttpResult): void {
   assert.equal(res.status, 202, res.text);

@@ -4,13 +4,12 @@
  * nothing behind (no `messages` row, no `events` row, no file under the spool).
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { attachProvider } from '../src/operator/providers.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from './support/postern.js';
+import { spoolFiles } from './support/assertions.js';
 
 /** The server's clock is fixed, so scheduled_at boundaries are exact. */
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -38,19 +37,13 @@ interface Snapshot {
   files: string[];
 }
 
-function spoolFiles(root: string): string[] {
-  return readdirSync(root, { recursive: true, withFileTypes: true })
-    .filter((d) => d.isFile())
-    .map((d) => path.join(d.parentPath ?? d.path, d.name))
-    .sort();
-}
 
 function snapshot(t: TestPostern = p): Snapshot {
   const count = (sql: string) => (t.ctx.db.prepare(sql).get() as { c: number }).c;
   return {
     rows: count('SELECT COUNT(*) c FROM messages'),
     events: count('SELECT COUNT(*) c FROM events'),
-    files: spoolFiles(t.ctx.spoolRoot),
+    files: spoolFiles(t.stateDir),
   };
 }
 

@@ -16,7 +16,7 @@ import type { Db } from '../store/db.js';
 import type { Spool } from '../spool/spool.js';
 import type { TlsMaterial } from './certificates.js';
 import { ingestMessage } from './ingest.js';
-import { replyFor, replyForUnknown, smtpError } from './replies.js';
+import { replyForUnknown, smtpError } from './replies.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
 import './replyCode.js';
 

@@ -1,0 +1,278 @@
+import Database from 'better-sqlite3';
+import assert from 'node:assert/strict';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import nodemailer, { type Transporter } from 'nodemailer';
+import { systemClock } from '../src/clock.js';
+import { buildConfig } from '../src/config/load.js';
+import { silentLogger } from '../src/log.js';
+import type { OperatorContext } from '../src/operator/context.js';
+import { openDatabase } from '../src/store/db.js';
+import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
+
+// ---------------------------------------------------------------------------------------------
+// Local helpers
+// ---------------------------------------------------------------------------------------------
+
+const ACCEPTED_RE = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
+const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
+const MiB = 1024 * 1024;
+
+/** A project on the `pro` plan (50 GiB a month: room for big messages) with an smtp provider. */
+function seedProject(stateDir: string): ProjectWithKeys {
+  const db = openDatabase(stateDir, silentLogger());
+  try {
+    const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
+    const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    return createProjectWithKeys(ctx, 'smtp stream project', 'pro');
+  } finally {
+    db.close();
+  }
+}
+
+function transportFor(port: number, key: string): Transporter {
+  return nodemailer.createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    requireTLS: true,
+    tls: { rejectUnauthorized: false },
+    auth: { user: 'stream-test', pass: key },
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 60_000,
+  });
+}
+
+/** Resident set size of a process, in bytes (VmRSS, or VmHWM for the peak). */
+function memoryOf(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
+  if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(m[1]) * 1024;
+}
+
+/** Resets the kernel's peak-RSS counter (VmHWM) of a process we own; false if not supported. */
+function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `size` bytes of attachment content produced 64 KiB at a time: the test process never holds
+ * the message whole either. The bytes vary (a counter mixed into a pattern) so nothing along
+ * the way can shrink them.
+ */
+function generatedContent(size: number, seed: number): Readable {
+  let produced = 0;
+  let counter = seed;
+  return new Readable({
+    read() {
+      if (produced >= size) {
+        this.push(null);
+        return;
+      }
+      const n = Math.min(64 * 1024, size - produced);
+      const chunk = Buffer.allocUnsafe(n);
+      for (let i = 0; i < n; i += 4) {
+        counter = (counter * 1103515245 + 12345) >>> 0;
+        chunk.writeUInt32LE(counter, i); // n is a multiple of 4 (all sizes used here are)
+      }
+      produced += n;
+      this.push(chunk);
+    },
+  });
+}
+
+interface Row {
+  id: string;
+  status: string;
+  source: string;
+  spool_path: string;
+  size_bytes: number;
+  environment: string;
+}
+
+function readRows(stateDir: string): Map<string, Row> {
+  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT id, status, source, spool_path, size_bytes, environment FROM messages').all() as Row[];
+    return new Map(rows.map((r) => [r.id, r]));
+  } finally {
+    db.close();
+  }
+}
+
+function spoolSnapshot(stateDir: string): { tmpFiles: string[]; dayFiles: string[] } {
+  const root = path.join(stateDir, 'spool');
+  const tmpDir = path.join(root, 'tmp');
+  const tmpFiles = existsSync(tmpDir) ? readdirSync(tmpDir) : [];
+  const dayFiles: string[] = [];
+  for (const entry of readdirSync(root, { withFileTypes: true })) {
+    if (!entry.isDirectory() || !DAY_RE.test(entry.name)) continue;
+    for (const name of readdirSync(path.join(root, entry.name))) dayFiles.push(path.join(entry.name, name));
+  }
+  return { tmpFiles, dayFiles: dayFiles.sort() };
+}
+
+/** The SMTP refusal nodemailer reports, reduced to what the server said. */
+async function refusalOf(promise: Promise<unknown>): Promise<{ responseCode: number | undefined; response: string | undefined }> {
+  try {
+    await promise;
+  } catch (err) {
+    const e = err as { responseCode?: number; response?: string };
+    return { responseCode: e.responseCode, response: e.response };
+  }
+  throw new Error('the message was accepted');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suite
+// ---------------------------------------------------------------------------------------------
+
+describe('SMTP DATA is streamed to the spool, never held whole', () => {
+  const stateDir = tempStateDir('postern-smtp-stream-');
+  let server: SpawnedPostern;
+  let keys: ProjectWithKeys;
+  let port: number;
+  let transport: Transporter;
+
+  before(async () => {
+    keys = seedProject(stateDir);
+    server = await spawnPostern(stateDir);
+    const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+    assert.ok(listener, 'the default config has a production STARTTLS listener');
+    port = listener.port;
+    transport = transportFor(port, keys.liveKey);
+  });
+
+  after(async () => {
+    transport?.close();
+    if (server && server.child.exitCode === null && server.child.signalCode === null) await server.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  test("a ~33 MB message (1 MB text, three 8 MB attachments) streams through with the server's RSS growing by less than 64 MB", async (t) => {
+    const pid = server.child.pid!;
+    // Warm-up: the first message pays for TLS, parser and pipeline set-up, not for its size.
+    const warm = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'warm-up', text: 'warm-up' });
+    assert.match(String(warm.response), ACCEPTED_RE);
+    const baseline = memoryOf(pid, 'VmRSS');
+    const peakReset = resetPeakRss(pid);
+
+    let polledPeak = baseline;
+    const poll = setInterval(() => {
+      try {
+        polledPeak = Math.max(polledPeak, memoryOf(pid, 'VmRSS'));
+      } catch {
+        // the process is gone; the send below fails and says so
+      }
+    }, 20);
+
+    const text = 'Streaming is the whole point of this line. '.repeat(24_000); // ~1 MB, under 2 MiB
+    const attachmentBytes = 8_000_000; // each under the 10 MiB cap, 24 MB together under 25 MiB
+    let response = '';
+    try {
+      const info = await transport.sendMail({
+        from: 'Sender <sender@example.com>',
+        to: 'rcpt@example.org',
+        subject: 'A very large message',
+        text,
+        attachments: [0, 1, 2].map((n) => ({
+          filename: `blob-${n}.bin`,
+          contentType: 'application/octet-stream',
+          content: generatedContent(attachmentBytes, n + 1),
+        })),
+      });
+      response = String(info.response);
+    } finally {
+      clearInterval(poll);
+    }
+    const hwm = peakReset ? memoryOf(pid, 'VmHWM') : polledPeak;
+    const peak = Math.max(polledPeak, hwm);
+
+    const m = ACCEPTED_RE.exec(response);
+    assert.ok(m, `250 reply with the id: ${response}`);
+    const id = m[1];
+    const row = readRows(stateDir).get(id);
+    assert.ok(row, 'the message has its index row');
+    const file = path.join(stateDir, 'spool', row.spool_path);
+    const size = statSync(file).size;
+    t.diagnostic(
+      `stored ${size} bytes; server RSS baseline ${(baseline / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB ` +
+        `(polled ${(polledPeak / MiB).toFixed(1)}, VmHWM ${peakReset ? (hwm / MiB).toFixed(1) : 'not resettable'}), growth ${((peak - baseline) / MiB).toFixed(1)} MiB`,
+    );
+    assert.deepEqual({ status: row.status, source: row.source, environment: row.environment }, { status: 'queued', source: 'smtp', environment: 'production' });
+    assert.ok(size >= 30_000_000, `the stored file is at least 30,000,000 bytes (${size})`);
+    assert.equal(row.size_bytes, size, "the row's size_bytes is the file's size");
+    assert.ok(peak - baseline < 64 * MiB, `RSS grew by ${((peak - baseline) / MiB).toFixed(1)} MiB`);
+
+    // The stored MIME is the message as sent, with its parts intact to the last boundary.
+    const head = Buffer.alloc(64 * 1024);
+    const tail = Buffer.alloc(4 * 1024);
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, head, 0, head.length, 0);
+      readSync(fd, tail, 0, tail.length, size - tail.length);
+    } finally {
+      closeSync(fd);
+    }
+    const headText = head.toString('latin1');
+    assert.match(headText, /^Subject: A very large message\r$/m);
+    assert.equal(/^Content-Type: multipart\/mixed; boundary="?([^"\r\n;]+)"?/m.test(headText), true, 'a multipart/mixed message');
+    const boundary = /^Content-Type: multipart\/mixed;\s*boundary="?([^"\r\n;]+)"?/m.exec(headText)![1];
+    assert.match(tail.toString('latin1'), new RegExp(`--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}--\\r?\\n?$`));
+  });
+
+  test('a message with an 11 MiB attachment is refused 554 5.6.0 attachments:too_large and leaves nothing in the spool', async () => {
+    const before = spoolSnapshot(stateDir);
+    const rowsBefore = readRows(stateDir).size;
+    const refusal = await refusalOf(
+      transport.sendMail({
+        from: 'Sender <sender@example.com>',
+        to: 'rcpt@example.org',
+        subject: 'Too large',
+        text: 'one attachment over the cap',
+        attachments: [{ filename: 'huge.bin', contentType: 'application/octet-stream', content: generatedContent(11 * MiB, 7) }],
+      }),
+    );
+    assert.equal(refusal.responseCode, 554, refusal.response);
+    assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:too_large: /);
+    assert.ok(refusal.response!.includes('attachments.0.content: attachments:too_large'), refusal.response);
+    const afterSnap = spoolSnapshot(stateDir);
+    assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
+    assert.equal(readRows(stateDir).size, rowsBefore, 'no new index row');
+  });
+
+  test('attachments of 9 MiB each, 27 MiB together, are refused 554 5.6.0 attachments:total_too_large and leave nothing in the spool', async () => {
+    const before = spoolSnapshot(stateDir);
+    const rowsBefore = readRows(stateDir).size;
+    const refusal = await refusalOf(
+      transport.sendMail({
+        from: 'Sender <sender@example.com>',
+        to: 'rcpt@example.org',
+        subject: 'Too large together',
+        text: 'three attachments, each allowed, over the total',
+        attachments: [0, 1, 2].map((n) => ({ filename: `part-${n}.bin`, contentType: 'application/octet-stream', content: generatedContent(9 * MiB, 11 + n) })),
+      }),
+    );
+    assert.equal(refusal.responseCode, 554, refusal.response);
+    assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:total_too_large: /);
+    const afterSnap = spoolSnapshot(stateDir);
+    assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
+    assert.equal(readRows(stateDir).size, rowsBefore, 'no new index row');
+  });
+
+  test('after the refusals a normal message is still accepted', async () => {
+    const info = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'after', text: 'still here' });
+    const m = ACCEPTED_RE.exec(String(info.response));
+    assert.ok(m, String(info.response));
+    assert.equal(readRows(stateDir).get(m[1])?.status, 'queued');
+  });
+});
