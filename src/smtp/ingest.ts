@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
+import libmime from 'libmime';
 import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 
@@ -51,7 +52,8 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
           const key = line.key.toLowerCase();
           if (!key.startsWith('x-service-')) continue;
           if (isControl(key)) {
-            if (!control.has(key)) control.set(key, headers.getFirst(key));
+            // Clients encode non-ASCII or JSON-ish values as RFC 2047 words: judge the text itself.
+            if (!control.has(key)) control.set(key, libmime.decodeWords(headers.getFirst(key)));
           } else if (!unknownControl.some((u) => u.toLowerCase() === key)) {
             unknownControl.push(line.line.slice(0, line.line.indexOf(':')).trim());
           }

@@ -43,6 +43,9 @@ export function replyFor(err: ContractError): SmtpReplyError {
   }
 }
 
+/** A contract refusal mapped by the table, an SMTP reply as it is, anything else a 451 server fault. */
 export function replyForUnknown(err: unknown): SmtpReplyError {
-  return err instanceof ContractError ? replyFor(err) : replyFor(new ContractError('server_error'));
+  if (err instanceof ContractError) return replyFor(err);
+  if (err instanceof Error && typeof (err as Partial<SmtpReplyError>).responseCode === 'number') return err as SmtpReplyError;
+  return replyFor(new ContractError('server_error'));
 }

@@ -100,6 +100,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     socketTimeout: limits.idle_timeout_ms,
     closeTimeout: limits.shutdown_grace_ms,
     maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
+    // Refuse a message over SIZE even when the client did not declare its size.
+    rejectOversized: true,
     logger: false,
 
     onConnect(session, callback) {
@@ -111,6 +113,13 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       if (wait > 0) return callback(smtpError(421, `rate_limited: too many failed authentications from this address; retry in ${Math.ceil(wait / 1000)} seconds`));
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
+      // AUTH is not even offered until the connection is encrypted (onSecure lifts this).
+      if (listener.tls !== 'implicit') session.disabledCommands = ['AUTH'];
+      callback();
+    },
+
+    onSecure(_socket, session, callback) {
+      session.disabledCommands = [];
       callback();
     },
 
@@ -149,6 +158,10 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
 
     onMailFrom(_address, session, callback) {
       const state = sessions.get(session.id)!;
+      // smtp-server only checks this itself while AUTH is offered, i.e. after TLS.
+      if (!session.user || state.key === null) {
+        return callback(smtpError(530, 'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password'));
+      }
       if (state.messages >= limits.max_messages_per_session) {
         callback(smtpError(421, 'Too many messages in one session; reconnect'));
         drop(session, 'Too many messages in one session');
