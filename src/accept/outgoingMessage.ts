@@ -73,7 +73,3 @@ export function toOutgoingMessage(body: Message): OutgoingMessage {
     providerOptions: (body.provider_options as Record<string, Record<string, string>> | null | undefined) ?? null,
   };
 }
-
-export function envelopeRecipients(m: MessageFacts): string[] {
-  return [...m.to, ...m.cc, ...m.bcc].map((r) => r.email);
-}

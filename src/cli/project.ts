@@ -1,4 +1,4 @@
-import { changePlan, createProject, deleteProject, setPaused, showProject } from '../operator/projects.js';
+import { changePlan, createProject, deleteProject, projectList, setPaused, showProject } from '../operator/projects.js';
 import { str, type CommandGroup } from './command.js';
 
 export const projectCommands: CommandGroup = {
@@ -8,6 +8,7 @@ export const projectCommands: CommandGroup = {
     required: ['name'],
     run: (ctx, v) => createProject(ctx, str(v.name)!, str(v.plan)),
   },
+  list: { usage: 'project list', run: (ctx) => projectList(ctx) },
   show: { usage: 'project show ID', positionals: ['ID'], run: (ctx, _v, [id]) => showProject(ctx, id) },
   pause: { usage: 'project pause ID', positionals: ['ID'], run: (ctx, _v, [id]) => setPaused(ctx, id, true) },
   resume: { usage: 'project resume ID', positionals: ['ID'], run: (ctx, _v, [id]) => setPaused(ctx, id, false) },

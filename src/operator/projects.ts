@@ -1,5 +1,5 @@
 import { newProjectId } from '../ids.js';
-import { getProject, insertProject, markProjectDeleted, setProjectPaused, setProjectPlan, type ProjectRow } from '../store/projects.js';
+import { getProject, insertProject, listProjects, markProjectDeleted, setProjectPaused, setProjectPlan, type ProjectRow } from '../store/projects.js';
 import { projectHeldMessages, transitionMessage } from '../store/messages.js';
 import { iso, type OperatorContext } from './context.js';
 import { planFor, limitSettings } from '../policy/usageLimits.js';
@@ -27,6 +27,10 @@ export const projectView = (p: ProjectRow): ProjectView => ({
 function checkPlan(ctx: OperatorContext, plan: string): void {
   const names = Object.keys(ctx.config.plans);
   if (!names.includes(plan)) throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${names.join(', ')})`);
+}
+
+export function projectList(ctx: OperatorContext): { projects: ProjectView[] } {
+  return { projects: listProjects(ctx.db).map(projectView) };
 }
 
 export function requireProject(ctx: OperatorContext, id: string): ProjectRow {

@@ -1,4 +1,4 @@
-import { closeSync, createReadStream, fsyncSync, mkdirSync, openSync, readdirSync, rmSync, type ReadStream } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -59,9 +59,6 @@ export class Spool {
     rmSync(this.absolute(relPath), { force: true });
   }
 
-  read(relPath: string): ReadStream {
-    return createReadStream(this.absolute(relPath));
-  }
 
   /** Removes half-written temp files left by a crash; returns their names. */
   removeTempFiles(): string[] {
