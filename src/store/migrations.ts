@@ -126,4 +126,48 @@ export const migrations: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 3,
+    name: 'delivery attempts, recipient outcomes, provider usage, DKIM keys',
+    sql: `
+      CREATE TABLE attempts (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id TEXT NOT NULL,
+        provider_account_id TEXT,
+        provider_slug TEXT,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('sent', 'temporary', 'account', 'permanent')),
+        reply TEXT
+      );
+      CREATE INDEX attempts_message ON attempts(message_id);
+      CREATE TABLE recipient_outcomes (
+        message_id TEXT NOT NULL,
+        email TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('bounced', 'suppressed')),
+        reply TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (message_id, email)
+      ) WITHOUT ROWID;
+      CREATE TABLE provider_usage (
+        provider_account_id TEXT NOT NULL,
+        period TEXT NOT NULL,
+        messages INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (provider_account_id, period)
+      ) WITHOUT ROWID;
+      CREATE TABLE dkim_keys (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        domain TEXT NOT NULL,
+        selector TEXT NOT NULL,
+        algorithm TEXT NOT NULL CHECK (algorithm IN ('rsa-sha256', 'ed25519-sha256')),
+        private_key TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        removed_at INTEGER
+      );
+      CREATE UNIQUE INDEX dkim_keys_active ON dkim_keys(project_id, domain) WHERE removed_at IS NULL;
+      CREATE INDEX messages_status_lease ON messages(status, lease_until);
+    `,
+  },
 ];

@@ -1,0 +1,175 @@
+/**
+ * SMTP ingest benchmark: 2 KB messages over STARTTLS + AUTH from `SESSIONS` concurrent
+ * sessions against a real Postern process, each session sending up to `MESSAGES_PER_SESSION`
+ * messages before it reconnects (and pays for STARTTLS and AUTH again).
+ *
+ * The load generator is nodemailer (pooled SMTP transports, one connection each). The
+ * messages are pre-built 2 KB MIME sent as `raw` (no Message-ID: the server adds its own), so
+ * the generator's CPU goes to the protocol, not to composing MIME; it still shares the
+ * machine's cores with the server. Postfix's `smtp-source` cannot be used: it speaks neither
+ * STARTTLS nor AUTH, and Postern refuses MAIL FROM without both.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import nodemailer, { type Transporter } from 'nodemailer';
+import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
+
+export const SMTP_SESSIONS = Number(process.env.BENCH_SMTP_SESSIONS ?? 20);
+export const SMTP_MESSAGES_PER_SESSION = Number(process.env.BENCH_SMTP_MESSAGES_PER_SESSION ?? 100);
+const MESSAGE_BYTES = 2048;
+
+export interface SmtpIngestResult {
+  sessions: number;
+  messages_per_session: number;
+  message_bytes: number;
+  seconds: number;
+  /** Messages answered `250 2.0.0 OK queued as m.…` in the measured window. */
+  accepted: number;
+  /** Refusals and connection failures in the measured window. */
+  errors: number;
+  /** Sessions opened (TLS handshake + AUTH) during the whole run, warm-up included. */
+  sessions_opened: number;
+  latenciesMs: number[];
+  server_peak_rss_mb: number;
+  /** CPU seconds per wall-clock second during the measured window (2.0 = two cores busy). */
+  server_cpu: number;
+  generator_cpu: number;
+  rows_stored: number;
+  error_samples: string[];
+}
+
+/** One pre-built message of exactly `MESSAGE_BYTES`, its subject made unique by `tag`. */
+function buildMessage(tag: string, filler: string): string {
+  const head =
+    'From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\n' +
+    `Subject: SMTP benchmark ${tag}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n`;
+  const room = MESSAGE_BYTES - head.length - 2;
+  const lines: string[] = [];
+  let used = 0;
+  while (used < room) {
+    const line = filler.slice(0, Math.min(72, room - used - 2));
+    lines.push(line);
+    used += line.length + 2;
+  }
+  return `${head}${lines.join('\r\n')}\r\n`.slice(0, MESSAGE_BYTES - 2) + '\r\n';
+}
+
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** utime + stime of a process, in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+}
+
+export async function smtpIngestPhase(durationMs: number, warmupMs: number): Promise<SmtpIngestResult> {
+  const stateDir = tempStateDir('postern-bench-smtp-');
+  const configFile = `${stateDir}/bench.json`;
+  // Rate limits stay on but far above the offered load.
+  writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 } }));
+  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
+  const project = (await runCli(['project', 'create', '--name', 'bench-smtp', '--plan', 'pro', '--json'], env)).json as { id: string };
+  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', 'smtp.example.net', '--json'], env);
+  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  const server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
+  const pid = server.child.pid!;
+  const transports: Transporter[] = [];
+  try {
+    const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+    if (!listener) throw new Error('no production STARTTLS listener');
+    let sessionsOpened = 0;
+    const filler = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ';
+    const result: SmtpIngestResult = {
+      sessions: SMTP_SESSIONS,
+      messages_per_session: SMTP_MESSAGES_PER_SESSION,
+      message_bytes: MESSAGE_BYTES,
+      seconds: durationMs / 1000,
+      accepted: 0,
+      errors: 0,
+      sessions_opened: 0,
+      latenciesMs: [],
+      server_peak_rss_mb: NaN,
+      server_cpu: NaN,
+      generator_cpu: NaN,
+      rows_stored: 0,
+      error_samples: [],
+    };
+    const started = performance.now();
+    const measureFrom = started + warmupMs;
+    const stopAt = measureFrom + durationMs;
+    let cpuAtStart: { server: number; generator: number } | null = null;
+    const cpuTimer = setTimeout(() => {
+      const u = process.cpuUsage();
+      cpuAtStart = { server: cpuSeconds(pid), generator: (u.user + u.system) / 1e6 };
+    }, warmupMs);
+    let acceptedTotal = 0;
+    await Promise.all(
+      Array.from({ length: SMTP_SESSIONS }, async (_, n) => {
+        const transport = nodemailer.createTransport({
+          host: listener.host,
+          port: listener.port,
+          secure: false,
+          requireTLS: true,
+          tls: { rejectUnauthorized: false },
+          auth: { user: `bench-${n}`, pass: key.key },
+          pool: true,
+          maxConnections: 1,
+          maxMessages: SMTP_MESSAGES_PER_SESSION,
+        });
+        transport.on('error', () => {});
+        transports.push(transport);
+        for (let i = 0; ; i++) {
+          const t0 = performance.now();
+          if (t0 >= stopAt) return;
+          const raw = buildMessage(`${n}.${i}`, filler);
+          let ok = false;
+          let failure = '';
+          try {
+            const info = await transport.sendMail({ envelope: { from: 'bench@example.com', to: ['rcpt@example.org'] }, raw });
+            ok = /^250 2\.0\.0 OK queued as m\.[0-9a-z]{26}$/.test(String(info.response));
+            if (!ok) failure = String(info.response);
+          } catch (err) {
+            failure = String((err as { response?: string }).response ?? (err as Error).message);
+          }
+          const t1 = performance.now();
+          if (ok) acceptedTotal++;
+          // One connection per loop, `maxMessages` per connection: a new session (STARTTLS + AUTH) every that many.
+          if (i % SMTP_MESSAGES_PER_SESSION === 0) sessionsOpened++;
+          if (t0 < measureFrom) continue;
+          result.latenciesMs.push(t1 - t0);
+          if (ok) result.accepted++;
+          else {
+            result.errors++;
+            if (result.error_samples.length < 5) result.error_samples.push(failure);
+          }
+        }
+      }),
+    );
+    clearTimeout(cpuTimer);
+    const wall = (performance.now() - measureFrom) / 1000;
+    if (cpuAtStart !== null) {
+      const start = cpuAtStart as { server: number; generator: number };
+      const u = process.cpuUsage();
+      result.server_cpu = +((cpuSeconds(pid) - start.server) / wall).toFixed(2);
+      result.generator_cpu = +(((u.user + u.system) / 1e6 - start.generator) / wall).toFixed(2);
+    }
+    result.sessions_opened = sessionsOpened;
+    result.server_peak_rss_mb = +peakRssMb(pid).toFixed(1);
+    for (const t of transports) t.close();
+    await server.stop();
+    const db = new Database(`${stateDir}/postern.db`, { readonly: true });
+    result.rows_stored = db.prepare("SELECT COUNT(*) FROM messages WHERE source = 'smtp'").pluck().get() as number;
+    db.close();
+    if (result.rows_stored < acceptedTotal) throw new Error(`only ${result.rows_stored} rows for ${acceptedTotal} acknowledged SMTP messages`);
+    result.latenciesMs.sort((a, b) => a - b);
+    return result;
+  } finally {
+    for (const t of transports) t.close();
+    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
