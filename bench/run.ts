@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: durable accepts/s and latency of POST /v1/send against a real Postern process,
- * and, in the same run, the requests/s of a no-op route (GET /healthz) on the same HTTP stack.
+ * and, in the same run, the requests/s of a no-op route (GET /healthz) on the same HTTP stack,
+ * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions).
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,6 +10,7 @@ import os from 'node:os';
 import Database from 'better-sqlite3';
 import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
 import { measureDiskCeiling } from './diskCeiling.js';
+import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
@@ -85,10 +87,10 @@ async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
   const stateDir = tempStateDir('postern-bench-');
   const configFile = `${stateDir}/bench.json`;
   // Rate limits stay on (their cost is measured) but far above the offered load.
-  writeFileSync(configFile, JSON.stringify({ policy: { enabled: policy }, rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 } }));
+  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, policy: { enabled: policy }, rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 } }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
-  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', 'smtp.example.net', '--json'], env);
+  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
   const server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
   try {
@@ -145,6 +147,16 @@ async function main(): Promise<void> {
       latenciesMs: rs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
     };
   };
+  // SMTP ingest, two phases (fresh server each) merged, for the same reason.
+  const smtpPhases: SmtpIngestResult[] = [];
+  for (let i = 0; i < 2; i++) smtpPhases.push(await smtpIngestPhase(DURATION_MS, WARMUP_MS));
+  const smtpMerged: LoadResult = {
+    requests: smtpPhases.reduce((a, r) => a + r.accepted + r.errors, 0),
+    ok: smtpPhases.reduce((a, r) => a + r.accepted, 0),
+    errors: smtpPhases.reduce((a, r) => a + r.errors, 0),
+    seconds: smtpPhases.reduce((a, r) => a + r.seconds, 0),
+    latenciesMs: smtpPhases.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
+  };
   const on = summary(merged(true));
   const off = summary(merged(false));
   const report = {
@@ -160,7 +172,26 @@ async function main(): Promise<void> {
     disk_fsynced_files_per_s: Math.round(disk),
     send_to_disk_ratio: +(on.per_s / disk).toFixed(3),
     server_peak_rss_mb: +Math.max(...phases.map((p) => p.peakRssMb)).toFixed(1),
+    smtp_ingest: {
+      ...summary(smtpMerged),
+      sessions: smtpPhases[0].sessions,
+      messages_per_session: smtpPhases[0].messages_per_session,
+      message_bytes: smtpPhases[0].message_bytes,
+      seconds: smtpMerged.seconds,
+      sessions_opened: smtpPhases.reduce((a, r) => a + r.sessions_opened, 0),
+      server_peak_rss_mb: Math.max(...smtpPhases.map((r) => r.server_peak_rss_mb)),
+      server_cpu_cores: +(smtpPhases.reduce((a, r) => a + r.server_cpu, 0) / smtpPhases.length).toFixed(2),
+      generator_cpu_cores: +(smtpPhases.reduce((a, r) => a + r.generator_cpu, 0) / smtpPhases.length).toFixed(2),
+      acknowledged_total: smtpPhases.reduce((a, r) => a + r.acknowledged_total, 0),
+      rows_stored: smtpPhases.reduce((a, r) => a + r.rows_stored, 0),
+      error_samples: smtpPhases.flatMap((r) => r.error_samples).slice(0, 5),
+    },
+    smtp_to_send_ratio: 0,
+    smtp_to_disk_ratio: 0,
   };
+  report.smtp_to_send_ratio = +(report.smtp_ingest.per_s / on.per_s).toFixed(3);
+  report.smtp_to_disk_ratio = +(report.smtp_ingest.per_s / disk).toFixed(3);
+  const smtp = report.smtp_ingest;
   console.log(`machine: ${report.machine}`);
   console.log(`POST /v1/send, policy on  (1 KB text, ${CONCURRENCY} clients, 2×${report.seconds_per_phase}s): ${on.per_s} durable accepts/s, p50 ${on.p50_ms} ms, p99 ${on.p99_ms} ms, errors ${on.errors}`);
   console.log(`POST /v1/send, policy off (same, interleaved):          ${off.per_s} durable accepts/s, p50 ${off.p50_ms} ms, p99 ${off.p99_ms} ms, errors ${off.errors}`);
@@ -168,6 +199,14 @@ async function main(): Promise<void> {
   console.log(`GET /healthz (no-op, same stack): ${report.noop.per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`);
   console.log(`disk ceiling (create+write+fsync+rename of 1.5 KB on 4 threads, no server): ${report.disk_fsynced_files_per_s} files/s`);
   console.log(`ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB`);
+  console.log(
+    `SMTP ingest (2 KB, ${smtp.sessions} sessions, ${smtp.messages_per_session} messages per session, STARTTLS + AUTH, 2×${report.seconds_per_phase}s): ` +
+      `${smtp.per_s} messages/s, p50 ${smtp.p50_ms} ms, p99 ${smtp.p99_ms} ms, errors ${smtp.errors}; ` +
+      `server peak RSS ${smtp.server_peak_rss_mb} MiB, CPU ${smtp.server_cpu_cores} cores (generator ${smtp.generator_cpu_cores}); ` +
+      `${smtp.sessions_opened} sessions; ${smtp.rows_stored} rows stored for ${smtp.acknowledged_total} acknowledged`,
+  );
+  console.log(`ratios: smtp/send ${report.smtp_to_send_ratio}, smtp/disk ${report.smtp_to_disk_ratio}`);
+  if (smtp.error_samples.length > 0) console.log(`SMTP errors (first ${smtp.error_samples.length}): ${smtp.error_samples.join(' | ')}`);
   console.log(JSON.stringify(report));
 }
 

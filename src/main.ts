@@ -1,4 +1,6 @@
+import { createReadStream } from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
+import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
@@ -12,6 +14,9 @@ import { openDatabase, type Db } from './store/db.js';
 import { IndexWriter } from './store/indexWriter.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
+import { DeliveryScheduler } from './delivery/scheduler.js';
+import { SmtpRelayAdapter } from './providers/smtpRelay.js';
+import { dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
@@ -55,6 +60,19 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const janitor = setInterval(prune, HOUR);
   janitor.unref();
 
+  const relay = new SmtpRelayAdapter({ timeoutMs: config.delivery.smtp_timeout_ms, poolSize: config.delivery.smtp_pool_size, name: config.smtp.hostname ?? os.hostname() });
+  const scheduler = new DeliveryScheduler({
+    db,
+    spoolRoot: spool.root,
+    clock,
+    logger,
+    config,
+    // HTTP API adapters arrive with the provider-adapters release; until then those accounts
+    // are skipped as unusable and the next candidate is tried.
+    adapterFor: (slug) => (slug === 'smtp' || slug.endsWith('-smtp') ? relay : undefined),
+    sign: (projectId, domain, mimePath) => dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)),
+  });
+
   const admission = new Admission(db, clock, config);
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -62,6 +80,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   let tls: TlsMaterial | null = null;
   const shutdown = async () => {
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
+    await scheduler.stop();
+    await relay.close();
     clearInterval(janitor);
     await writers.close();
     await indexWriter.close();
@@ -99,6 +119,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await shutdown();
     throw listenError(err);
   }
+  if (config.delivery.enabled) scheduler.start();
 
   let closed = false;
   return {

@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { systemClock } from '../src/clock.js';
 import { buildConfig } from '../src/config/load.js';
+import configSchema from '../src/config/schema.json' with { type: 'json' };
 import { silentLogger } from '../src/log.js';
 import type { OperatorContext } from '../src/operator/context.js';
 import { openDatabase } from '../src/store/db.js';
@@ -37,14 +38,17 @@ function newStateDir(): string {
   return dir;
 }
 
+/** Relaying turned off where the config knows about it: accepted messages stay `queued`. */
+const NO_DELIVERY = 'delivery' in configSchema.properties ? { delivery: { enabled: false } } : {};
+
 /**
  * A project on `pro` with an smtp provider, made through the operator functions, and a config
  * file whose request limits are far above the offered load (the default 600 sends a minute
- * would refuse part of it with 451).
+ * would refuse part of it with 451) and which relays nothing (what is checked is the spool).
  */
 function seed(stateDir: string): { keys: ProjectWithKeys; configFile: string } {
   const configFile = path.join(stateDir, 'crash.json');
-  writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 } }));
+  writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 }, ...NO_DELIVERY }));
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { systemClock } from '../src/clock.js';
 import { buildConfig } from '../src/config/load.js';
+import configSchema from '../src/config/schema.json' with { type: 'json' };
 import { silentLogger } from '../src/log.js';
 import type { OperatorContext } from '../src/operator/context.js';
 import { openDatabase } from '../src/store/db.js';
@@ -19,6 +20,9 @@ import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys
 const ACCEPTED_RE = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 const MiB = 1024 * 1024;
+
+/** Relaying turned off where the config knows about it: accepted messages stay `queued`. */
+const NO_DELIVERY = 'delivery' in configSchema.properties ? { delivery: { enabled: false } } : {};
 
 /** A project on the `pro` plan (50 GiB a month: room for big messages) with an smtp provider. */
 function seedProject(stateDir: string): ProjectWithKeys {
@@ -145,7 +149,9 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
 
   before(async () => {
     keys = seedProject(stateDir);
-    server = await spawnPostern(stateDir);
+    const configFile = path.join(stateDir, 'stream.json');
+    writeFileSync(configFile, JSON.stringify(NO_DELIVERY));
+    server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile });
     const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
     assert.ok(listener, 'the default config has a production STARTTLS listener');
     port = listener.port;

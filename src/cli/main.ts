@@ -7,12 +7,14 @@ import { OperatorError } from '../operator/errors.js';
 import { openDatabase } from '../store/db.js';
 import { Spool } from '../spool/spool.js';
 import type { Command, CommandGroup, OptionSpec, Values } from './command.js';
+import { dkimCommands } from './dkim.js';
 import { keyCommands } from './key.js';
 import { messageCommands, RawFile } from './message.js';
 import { projectCommands } from './project.js';
 import { providerCommands } from './provider.js';
 import { runStart } from './start.js';
 import { suppressionCommands } from './suppression.js';
+import { strategyCommands } from './strategy.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -20,6 +22,7 @@ const groups: Record<string, CommandGroup> = {
   provider: providerCommands,
   suppression: suppressionCommands,
   message: messageCommands,
+  dkim: dkimCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };

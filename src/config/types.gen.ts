@@ -108,6 +108,53 @@ key: (string | null)
 }
 }
 /**
+ * The scheduler that relays spooled messages through the project's provider accounts.
+ */
+delivery: {
+/**
+ * false: accept and store only (nothing is relayed).
+ */
+enabled: boolean
+/**
+ * How often the scheduler looks for due messages when idle.
+ */
+poll_interval_ms: number
+/**
+ * Messages leased per look.
+ */
+batch_size: number
+/**
+ * A leased message not finished by then (a crash) is due again: delivery is at-least-once.
+ */
+lease_ms: number
+/**
+ * Messages in hand-off at once, overall.
+ */
+concurrency: number
+/**
+ * Messages in hand-off at once per provider account.
+ */
+per_account_concurrency: number
+/**
+ * Waits after the 1st, 2nd, … all-candidates-failed attempt; the last repeats until max_age.
+ * 
+ * @minItems 1
+ */
+retry_ladder_seconds: [number, ...(number)[]]
+/**
+ * A message older than this (72 h) ends failed, in every state.
+ */
+max_age_seconds: number
+/**
+ * Connection, greeting and socket timeout towards SMTP relays.
+ */
+smtp_timeout_ms: number
+/**
+ * Pooled connections per SMTP relay account.
+ */
+smtp_pool_size: number
+}
+/**
  * Default message and Idempotency-Key retention for projects that set none.
  */
 retention_days: number

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { attemptsFor, recipientOutcomesFor } from '../store/delivery.js';
 import { eventsForMessage } from '../store/events.js';
 import { getMessage, listMessages, transitionMessage, type MessageRow, type MessageStatus } from '../store/messages.js';
 import { iso, type OperatorContext } from './context.js';
@@ -60,6 +61,15 @@ export function messageShow(ctx: OperatorContext, id: string) {
     provider_message_id: m.provider_message_id,
     last_error: m.last_error,
     updated_at: iso(m.updated_at)!,
+    attempts_log: attemptsFor(ctx.db, id).map((a) => ({
+      provider: a.provider_slug,
+      provider_account_id: a.provider_account_id,
+      started_at: iso(a.started_at)!,
+      finished_at: iso(a.finished_at)!,
+      outcome: a.outcome,
+      reply: a.reply,
+    })),
+    recipient_outcomes: recipientOutcomesFor(ctx.db, id),
     events: eventsForMessage(ctx.db, id).map((e) => ({ type: e.type, created_at: iso(e.created_at)! })),
   };
 }

@@ -1,5 +1,5 @@
 import { newProjectId } from '../ids.js';
-import { getProject, insertProject, listProjects, markProjectDeleted, setProjectPaused, setProjectPlan, type ProjectRow } from '../store/projects.js';
+import { getProject, insertProject, listProjects, markProjectDeleted, setProjectPaused, setProjectPlan, setProjectStrategy, type ProjectRow } from '../store/projects.js';
 import { projectHeldMessages, transitionMessage } from '../store/messages.js';
 import { iso, type OperatorContext } from './context.js';
 import { planFor, limitSettings } from '../policy/usageLimits.js';
@@ -66,6 +66,16 @@ export function setPaused(ctx: OperatorContext, id: string, paused: boolean): Pr
     }
     return { ...projectView(requireProject(ctx, id)), released };
   }).immediate();
+}
+
+const STRATEGIES = ['fallback', 'round-robin', 'random', 'free-first'];
+
+/** The project's default routing strategy; a message's `routing.strategy` overrides it. */
+export function setStrategy(ctx: OperatorContext, id: string, strategy: string): ProjectView {
+  if (!STRATEGIES.includes(strategy)) throw new OperatorError('invalid_argument', `--strategy must be one of: ${STRATEGIES.join(', ')}`);
+  requireProject(ctx, id);
+  setProjectStrategy(ctx.db, id, strategy);
+  return projectView(requireProject(ctx, id));
 }
 
 /** Takes effect on the next request: a 402 of the old plan is lifted at once. */

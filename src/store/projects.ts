@@ -31,6 +31,10 @@ export function setProjectPlan(db: Db, id: string, plan: string): boolean {
   return sql(db, 'UPDATE projects SET plan = ? WHERE id = ? AND deleted_at IS NULL').run(plan, id).changes === 1;
 }
 
+export function setProjectStrategy(db: Db, id: string, strategy: string): boolean {
+  return sql(db, 'UPDATE projects SET strategy = ? WHERE id = ? AND deleted_at IS NULL').run(strategy, id).changes === 1;
+}
+
 export function markProjectDeleted(db: Db, id: string, now: number): boolean {
   return sql(db, 'UPDATE projects SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL').run(now, id).changes === 1;
 }

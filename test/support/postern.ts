@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -53,6 +53,8 @@ export async function startTestPostern(opts: { clock?: Clock; config?: Record<st
       // Generous request limits: suites about other rules must not trip them (the rate-limit
       // suite sets its own).
       rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 },
+      // Accepted messages stay as accepted unless a suite turns delivery on (with its own sink).
+      delivery: { enabled: false },
       ...opts.config,
     },
     {},
@@ -91,7 +93,8 @@ export interface ProjectWithKeys {
  */
 export function createProjectWithKeys(ctx: OperatorContext, name = 'test project', plan = 'pro', opts: { provider?: boolean } = {}): ProjectWithKeys {
   const project = createProject(ctx, name, plan);
-  if (opts.provider !== false) attachProvider(ctx, project.id, { slug: 'smtp', host: 'smtp.example.net' });
+  // A loopback relay nobody listens on: nothing ever leaves this machine.
+  if (opts.provider !== false) attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
   return { project, liveKey: createKey(ctx, project.id, 'live').key, testKey: createKey(ctx, project.id, 'test').key };
 }
 
@@ -187,10 +190,17 @@ export async function spawnPostern(
   stateDir: string,
   env: Record<string, string> = {},
   args: string[] = [],
-  opts: { logFile?: string } = {},
+  opts: { logFile?: string; delivery?: boolean } = {},
 ): Promise<SpawnedPostern> {
   // A log file keeps a chatty server from costing the parent CPU (benchmarks).
   const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
+  // Without a config of the test's own, delivery stays off unless asked for.
+  if (!env.POSTERN_CONFIG && !opts.delivery) {
+    mkdirSync(stateDir, { recursive: true });
+    const file = path.join(stateDir, 'test-config.json');
+    writeFileSync(file, JSON.stringify({ delivery: { enabled: false } }));
+    env = { ...env, POSTERN_CONFIG: file };
+  }
   const child = spawn(process.execPath, [cliPath, 'start', '--json', ...args], {
     env: {
       ...process.env,

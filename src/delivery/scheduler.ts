@@ -1,0 +1,272 @@
+import path from 'node:path';
+import type { Clock } from '../clock.js';
+import type { PosternConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import type { DeliveryJob, ProviderAdapter, SendResult } from '../providers/adapter.js';
+import { sql, type Db } from '../store/db.js';
+import {
+  addProviderUsage, expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, providerUsage,
+} from '../store/delivery.js';
+import { insertEvent, type EventType } from '../store/events.js';
+import type { MessageRow } from '../store/messages.js';
+import { getProject, type ProjectRow } from '../store/projects.js';
+import { listProviderAccounts, type ProviderAccountRow } from '../store/providerAccounts.js';
+import { addSuppression, suppressedAmong } from '../store/suppressions.js';
+import { monthPeriod } from '../store/usage.js';
+import { orderCandidates, type Strategy } from './routing.js';
+
+export interface SchedulerDeps {
+  db: Db;
+  spoolRoot: string;
+  clock: Clock;
+  logger: Logger;
+  config: PosternConfig;
+  adapterFor(slug: string): ProviderAdapter | undefined;
+  /** DKIM-Signature header lines for the message, or null when no key applies. */
+  sign(projectId: string, fromDomain: string, mimePath: string): Promise<string | null>;
+}
+
+/** Counts in-flight hand-offs per account, so one account never has more than its share. */
+class Slots {
+  private readonly used = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+  constructor(private readonly limit: number) {}
+  async acquire(key: string): Promise<void> {
+    while ((this.used.get(key) ?? 0) >= this.limit) {
+      await new Promise<void>((resolve) => {
+        const list = this.waiting.get(key) ?? [];
+        list.push(resolve);
+        this.waiting.set(key, list);
+      });
+    }
+    this.used.set(key, (this.used.get(key) ?? 0) + 1);
+  }
+  release(key: string): void {
+    this.used.set(key, (this.used.get(key) ?? 1) - 1);
+    this.waiting.get(key)?.shift()?.();
+  }
+}
+
+/**
+ * The delivery scheduler: leases due messages from the index (never the whole queue), hands
+ * each to its candidates in routing order, and records every attempt and outcome. Temporary
+ * and account-level failures move to the next candidate at once; when all failed, the message
+ * waits on the retry ladder until its maximum age. A crash leaves leased messages `sending`;
+ * their lease runs out and they are delivered again: at-least-once, never lost.
+ */
+export class DeliveryScheduler {
+  private timer: NodeJS.Timeout | null = null;
+  private stopping = false;
+  private inFlight = 0;
+  private readonly idle: (() => void)[] = [];
+  private readonly slots: Slots;
+  private readonly rotation = new Map<string, number>();
+  private lastExpirySweep = 0;
+  private pendingWrites: (() => void)[] = [];
+
+  constructor(private readonly deps: SchedulerDeps) {
+    this.slots = new Slots(deps.config.delivery.per_account_concurrency);
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Wakes the scheduler now (new or released messages). */
+  kick(): void {
+    if (!this.stopping) this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
+    this.flushWrites();
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopping) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = null;
+    const { db, clock, config, logger } = this.deps;
+    const now = clock.now();
+    try {
+      if (now - this.lastExpirySweep >= 1000) {
+        this.lastExpirySweep = now;
+        this.expire(now);
+      }
+      const free = config.delivery.concurrency - this.inFlight;
+      if (free > 0) {
+        const leased = leaseDueMessages(db, now, now + config.delivery.lease_ms, Math.min(free, config.delivery.batch_size));
+        for (const row of leased) void this.deliver(row);
+        if (leased.length === Math.min(free, config.delivery.batch_size)) return this.schedule(0);
+      }
+    } catch (err) {
+      logger.error({ err }, 'delivery scheduler tick failed');
+    }
+    this.schedule(config.delivery.poll_interval_ms);
+  }
+
+  /** Messages past their maximum age end `failed` whatever state holds them. */
+  private expire(now: number): void {
+    const { db, config } = this.deps;
+    const rows = expiredMessages(db, now - config.delivery.max_age_seconds * 1000, 500);
+    if (rows.length === 0) return;
+    db.transaction(() => {
+      for (const row of rows) {
+        if (failExpired(db, row.id, now)) this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } });
+      }
+    })();
+  }
+
+  private async deliver(row: MessageRow): Promise<void> {
+    this.inFlight++;
+    try {
+      await this.handOff(row);
+    } catch (err) {
+      this.deps.logger.error({ err, message_id: row.id }, 'delivery failed unexpectedly; retrying later');
+      this.write(() => this.retryOrFail(row, this.deps.clock.now(), `internal error: ${(err as Error).message}`));
+    } finally {
+      this.inFlight--;
+      if (this.inFlight === 0) this.idle.splice(0).forEach((r) => r());
+      this.kick();
+    }
+  }
+
+  private async handOff(row: MessageRow): Promise<void> {
+    const { db, clock, spoolRoot } = this.deps;
+    const project = getProject(db, row.project_id);
+    const recipients = JSON.parse(row.recipients) as { to: string[]; cc: string[]; bcc: string[] };
+    const all = [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
+    // Suppression is checked again at hand-off: an address may have bounced since acceptance.
+    const suppressed = new Set(suppressedAmong(db, row.project_id, all).map((e) => e.toLowerCase()));
+    const deliverTo = all.filter((e) => !suppressed.has(e.toLowerCase()));
+    const now = clock.now();
+    if (suppressed.size > 0) {
+      this.write(() => {
+        for (const email of all.filter((e) => suppressed.has(e.toLowerCase()))) {
+          insertRecipientOutcome(db, { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now });
+          this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } });
+        }
+        if (deliverTo.length === 0) finishSending(db, row.id, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now);
+      });
+      if (deliverTo.length === 0) return;
+    }
+    if (!project) {
+      this.write(() => finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now));
+      return;
+    }
+    const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
+    const accounts = listProviderAccounts(db, row.project_id);
+    const candidates = orderCandidates(accounts, routing.provider, (routing.strategy ?? project.strategy) as Strategy, {
+      nextRotation: (id) => {
+        const n = this.rotation.get(id) ?? 0;
+        this.rotation.set(id, n + 1);
+        return n;
+      },
+      hasFreeAllowance: (a) => a.free_quota !== null && providerUsage(db, a.id, monthPeriod(now)) < a.free_quota,
+      random: Math.random,
+    }, row.project_id);
+    if (candidates.length === 0) {
+      this.write(() => this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured'));
+      return;
+    }
+    const mimePath = path.join(spoolRoot, row.spool_path);
+    const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mimePath);
+    const job: DeliveryJob = {
+      messageId: row.id,
+      mimePath,
+      prependHeaders: signature ?? '',
+      envelope: { from: row.from_email, to: deliverTo },
+      providerOptions: row.provider_options ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>) : null,
+    };
+    let last = 'no attempt';
+    for (const account of candidates) {
+      const adapter = this.deps.adapterFor(account.slug);
+      const started = clock.now();
+      let result: SendResult;
+      if (!adapter) {
+        result = { kind: 'account', reply: `no adapter for ${account.slug} in this release` };
+      } else {
+        await this.slots.acquire(account.id);
+        try {
+          result = await adapter.send(job, account);
+        } finally {
+          this.slots.release(account.id);
+        }
+      }
+      const finished = clock.now();
+      this.write(() =>
+        insertAttempt(db, { message_id: row.id, provider_account_id: account.id, provider_slug: account.slug, started_at: started, finished_at: finished, outcome: result.kind, reply: result.reply }),
+      );
+      last = `${account.slug}: ${result.reply}`;
+      if (result.kind === 'sent' || result.kind === 'permanent') {
+        this.write(() => this.finish(row, project, account, result, finished));
+        return;
+      }
+    }
+    this.write(() => this.retryOrFail(row, clock.now(), last));
+  }
+
+  private finish(row: MessageRow, project: ProjectRow, account: ProviderAccountRow, result: SendResult, now: number): void {
+    const { db } = this.deps;
+    const rejected = result.kind === 'sent' || result.kind === 'permanent' ? (result.rejected ?? []) : [];
+    for (const r of rejected) {
+      insertRecipientOutcome(db, { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now });
+      addSuppression(db, { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now });
+      this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } });
+    }
+    if (result.kind === 'sent') {
+      if (!finishSending(db, row.id, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null }, now)) return;
+      addProviderUsage(db, account.id, monthPeriod(now));
+      this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId });
+    } else {
+      if (!finishSending(db, row.id, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now)) return;
+      this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } });
+    }
+  }
+
+  private retryOrFail(row: MessageRow, now: number, reason: string): void {
+    const { db, config } = this.deps;
+    const ladder = config.delivery.retry_ladder_seconds;
+    const wait = ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000;
+    if (now + wait - row.created_at > config.delivery.max_age_seconds * 1000) {
+      if (finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: reason }, now)) {
+        this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } });
+      }
+      return;
+    }
+    finishSending(db, row.id, { status: 'queued', next_attempt_at: now + wait, last_error: reason }, now);
+  }
+
+  private event(row: MessageRow, type: EventType, now: number, extra: Record<string, unknown>): void {
+    const { db } = this.deps;
+    const accepted = sql(db, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(row.id) as string | undefined;
+    const mail = accepted ? (JSON.parse(accepted) as { mail: unknown }).mail : { uid: row.id, subject: row.subject, from: row.from_email };
+    insertEvent(db, { project_id: row.project_id, message_id: row.id, type, created_at: now, data: JSON.stringify({ mail, ...extra }) });
+  }
+
+  /** Outcome bookkeeping is batched into one transaction per turn of the event loop. */
+  private write(fn: () => void): void {
+    this.pendingWrites.push(fn);
+    if (this.pendingWrites.length === 1) setImmediate(() => this.flushWrites());
+  }
+
+  private flushWrites(): void {
+    const fns = this.pendingWrites.splice(0);
+    if (fns.length === 0) return;
+    try {
+      this.deps.db.transaction(() => {
+        for (const fn of fns) fn();
+      })();
+    } catch (err) {
+      // Not acknowledged to anyone: the lease runs out and the message is tried again.
+      this.deps.logger.error({ err }, 'delivery bookkeeping failed; leases will expire and retry');
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import type { ProviderAccountRow } from '../store/providerAccounts.js';
+
+/** One hand-off: the stored MIME (with headers to prepend) and its SMTP envelope. */
+export interface DeliveryJob {
+  messageId: string;
+  mimePath: string;
+  /** Header lines prepended at hand-off (DKIM-Signature, provider option headers), each ending CRLF. */
+  prependHeaders: string;
+  envelope: { from: string; to: string[] };
+  providerOptions: Record<string, Record<string, string>> | null;
+}
+
+/**
+ * What an adapter reports. `temporary` (connection errors, timeouts, 4xx, 429/5xx) and
+ * `account` (bad credentials, suspended account, sender refused) move to the next candidate;
+ * `permanent` ends the message (the content itself was refused). `sent` may carry recipients
+ * the provider refused individually (they bounce; the others were accepted).
+ */
+export type SendResult =
+  | { kind: 'sent'; providerMessageId: string | null; reply: string; rejected: { email: string; reply: string }[] }
+  | { kind: 'temporary'; reply: string }
+  | { kind: 'account'; reply: string }
+  | { kind: 'permanent'; reply: string; rejected?: { email: string; reply: string }[] };
+
+export interface AccountSettings {
+  host: string | null;
+  port: number | null;
+  user: string | null;
+  tls: 'starttls' | 'implicit' | 'none' | null;
+  endpoint: string | null;
+  region: string | null;
+}
+
+export interface AccountSecrets {
+  pass?: string;
+  api_key?: string;
+}
+
+export interface ProviderAdapter {
+  send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,133 @@
+import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { ProviderAccountRow } from '../store/providerAccounts.js';
+import type { AccountSecrets, AccountSettings, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+
+interface SmtpDefaults {
+  host: (region: string | null) => string;
+  port: number;
+  tls: 'starttls' | 'implicit';
+}
+
+/**
+ * Default relay endpoints of the `provider-*-smtp` slugs (any of them can be overridden with
+ * --host/--port/--tls). a: Amazon SES (regional), b: SendGrid, c: Mailgun (region `eu` for its
+ * EU host), d: Resend, e: Postmark, f: Brevo, g: Gmail / Google Workspace.
+ */
+export const SMTP_DEFAULTS: Record<string, SmtpDefaults> = {
+  'provider-a-smtp': { host: (r) => `email-smtp.${r ?? 'us-east-1'}.amazonaws.com`, port: 587, tls: 'starttls' },
+  'provider-b-smtp': { host: () => 'smtp.sendgrid.net', port: 587, tls: 'starttls' },
+  'provider-c-smtp': { host: (r) => (r === 'eu' ? 'smtp.eu.mailgun.org' : 'smtp.mailgun.org'), port: 587, tls: 'starttls' },
+  'provider-d-smtp': { host: () => 'smtp.resend.com', port: 587, tls: 'starttls' },
+  'provider-e-smtp': { host: () => 'smtp.postmarkapp.com', port: 587, tls: 'starttls' },
+  'provider-f-smtp': { host: () => 'smtp-relay.brevo.com', port: 587, tls: 'starttls' },
+  'provider-g-smtp': { host: () => 'smtp.gmail.com', port: 587, tls: 'starttls' },
+};
+
+/** provider_options a relay understands as headers: SES configuration sets, Postmark message streams. */
+export function providerOptionHeaders(slug: string, options: Record<string, Record<string, string>> | null): string {
+  if (!options) return '';
+  if (slug === 'provider-a-smtp' && options['provider-a-api']?.configuration_set) return `X-SES-CONFIGURATION-SET: ${options['provider-a-api'].configuration_set}\r\n`;
+  if (slug === 'provider-e-smtp' && options['provider-e-api']?.message_stream) return `X-PM-Message-Stream: ${options['provider-e-api'].message_stream}\r\n`;
+  return '';
+}
+
+interface SmtpError extends Error {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  command?: string;
+  rejected?: string[];
+  rejectedErrors?: SmtpError[];
+}
+
+const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EPROTOCOL', 'ECONNRESET', 'ECONNREFUSED', 'EHOSTUNREACH']);
+
+function rejectedOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }): { email: string; reply: string }[] {
+  return (err.rejected ?? []).map((email, i) => ({ email, reply: err.rejectedErrors?.[i]?.response ?? 'rejected' }));
+}
+
+/** How an SMTP failure moves the message on: see SendResult. */
+export function classifySmtpError(err: SmtpError): SendResult {
+  const reply = err.response ?? err.message;
+  const code = err.responseCode ?? 0;
+  if (code >= 400 && code < 500) return { kind: 'temporary', reply };
+  if (err.code === 'EAUTH') return { kind: 'account', reply };
+  if (TEMPORARY_CODES.has(err.code ?? '') || code === 0) return { kind: 'temporary', reply };
+  if (err.code === 'EENVELOPE') {
+    const rejected = rejectedOf(err);
+    // Every recipient refused permanently: they bounce. A refused sender is the account's problem.
+    if (rejected.length > 0) return { kind: 'permanent', reply, rejected };
+    return { kind: 'account', reply };
+  }
+  if (/^MAIL FROM/i.test(err.command ?? '')) return { kind: 'account', reply };
+  return { kind: 'permanent', reply };
+}
+
+/**
+ * The `smtp` and `provider-*-smtp` adapter: nodemailer's pooled SMTP transport per account,
+ * STARTTLS or implicit TLS, AUTH, the envelope from the index (Bcc included), and the stored
+ * MIME streamed from the spool with the hand-off headers in front.
+ */
+export class SmtpRelayAdapter implements ProviderAdapter {
+  private readonly transports = new Map<string, Transporter>();
+
+  constructor(private readonly opts: { timeoutMs: number; poolSize: number; name: string }) {}
+
+  private transportFor(account: ProviderAccountRow): Transporter {
+    const key = `${account.id}\u0000${account.settings}\u0000${account.secrets}`;
+    let transport = this.transports.get(key);
+    if (transport) return transport;
+    const settings = JSON.parse(account.settings) as AccountSettings;
+    const secrets = JSON.parse(account.secrets) as AccountSecrets;
+    const defaults = SMTP_DEFAULTS[account.slug];
+    const tls = settings.tls ?? defaults?.tls ?? 'starttls';
+    transport = nodemailer.createTransport({
+      pool: true,
+      maxConnections: this.opts.poolSize,
+      maxMessages: 1000,
+      host: settings.host ?? defaults?.host(settings.region) ?? 'localhost',
+      port: settings.port ?? defaults?.port ?? (tls === 'implicit' ? 465 : 587),
+      secure: tls === 'implicit',
+      requireTLS: tls === 'starttls',
+      ignoreTLS: tls === 'none',
+      auth: settings.user || secrets.pass ? { user: settings.user ?? '', pass: secrets.pass ?? '' } : undefined,
+      name: this.opts.name,
+      connectionTimeout: this.opts.timeoutMs,
+      greetingTimeout: this.opts.timeoutMs,
+      socketTimeout: this.opts.timeoutMs,
+      // Relays inside a private network commonly present self-signed certificates; TLS still
+      // encrypts. Verification is the operator's choice per account in a later release.
+      tls: { rejectUnauthorized: false },
+    });
+    this.transports.set(key, transport);
+    return transport;
+  }
+
+  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+    const headers = job.prependHeaders + providerOptionHeaders(account.slug, job.providerOptions);
+    const raw = Readable.from(
+      (async function* () {
+        if (headers) yield Buffer.from(headers);
+        yield* createReadStream(job.mimePath);
+      })(),
+    );
+    try {
+      const info = (await this.transportFor(account).sendMail({ envelope: job.envelope, raw })) as {
+        response: string;
+        rejected?: string[];
+        rejectedErrors?: SmtpError[];
+      };
+      const m = /queued as\s+(\S+)/i.exec(info.response ?? '');
+      return { kind: 'sent', providerMessageId: m ? m[1] : null, reply: info.response ?? '250', rejected: rejectedOf(info) };
+    } catch (err) {
+      return classifySmtpError(err as SmtpError);
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.transports.values()) t.close();
+    this.transports.clear();
+  }
+}

@@ -1,0 +1,105 @@
+import { sql, type Db } from './db.js';
+import type { MessageRow } from './messages.js';
+
+/**
+ * Claims up to `limit` due messages with a lease: queued or scheduled ones whose time has come,
+ * and `sending` ones whose lease ran out (their worker died). Paused projects are skipped.
+ * One statement, so two claimers can never take the same message.
+ */
+export function leaseDueMessages(db: Db, now: number, leaseUntil: number, limit: number): MessageRow[] {
+  return sql(
+    db,
+    `UPDATE messages SET status = 'sending', lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
+      WHERE id IN (
+        SELECT m.id FROM messages m JOIN projects p ON p.id = m.project_id
+         WHERE ((m.status IN ('queued', 'scheduled') AND m.next_attempt_at <= @now) OR (m.status = 'sending' AND m.lease_until <= @now))
+           AND p.paused = 0
+         ORDER BY m.next_attempt_at LIMIT @limit)
+      RETURNING *`,
+  ).all({ now, leaseUntil, limit }) as MessageRow[];
+}
+
+/** Messages past their maximum age in a state that will not deliver them, at most `limit`. */
+export function expiredMessages(db: Db, createdBefore: number, limit: number): MessageRow[] {
+  return sql(
+    db,
+    `SELECT * FROM messages WHERE status IN ('queued', 'scheduled', 'paused', 'captured') AND created_at < ? ORDER BY created_at LIMIT ?`,
+  ).all(createdBefore, limit) as MessageRow[];
+}
+
+/** Ends a hand-off: only a message still `sending` (leased by us) moves. */
+export function finishSending(
+  db: Db,
+  id: string,
+  to: { status: 'sent' | 'queued' | 'failed' | 'suppressed'; next_attempt_at: number | null; provider_slug?: string | null; provider_message_id?: string | null; last_error: string | null },
+  now: number,
+): boolean {
+  return (
+    sql(
+      db,
+      `UPDATE messages SET status = @status, next_attempt_at = @next_attempt_at, lease_until = NULL,
+         provider_slug = COALESCE(@provider_slug, provider_slug), provider_message_id = COALESCE(@provider_message_id, provider_message_id),
+         last_error = @last_error, updated_at = @now
+       WHERE id = @id AND status = 'sending'`,
+    ).run({ id, now, provider_slug: null, provider_message_id: null, ...to }).changes === 1
+  );
+}
+
+export function failExpired(db: Db, id: string, now: number): boolean {
+  return (
+    sql(db, `UPDATE messages SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, hold_reason = NULL, updated_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'paused', 'captured')`).run(
+      now,
+      id,
+    ).changes === 1
+  );
+}
+
+export interface AttemptRow {
+  message_id: string;
+  provider_account_id: string | null;
+  provider_slug: string | null;
+  started_at: number;
+  finished_at: number;
+  outcome: 'sent' | 'temporary' | 'account' | 'permanent';
+  reply: string | null;
+}
+
+export function insertAttempt(db: Db, row: AttemptRow): void {
+  sql(
+    db,
+    `INSERT INTO attempts (message_id, provider_account_id, provider_slug, started_at, finished_at, outcome, reply)
+     VALUES (@message_id, @provider_account_id, @provider_slug, @started_at, @finished_at, @outcome, @reply)`,
+  ).run(row);
+}
+
+export function attemptsFor(db: Db, messageId: string): AttemptRow[] {
+  return sql(db, 'SELECT * FROM attempts WHERE message_id = ? ORDER BY seq').all(messageId) as AttemptRow[];
+}
+
+export function insertRecipientOutcome(db: Db, row: { message_id: string; email: string; status: 'bounced' | 'suppressed'; reply: string | null; created_at: number }): void {
+  sql(
+    db,
+    `INSERT INTO recipient_outcomes (message_id, email, status, reply, created_at) VALUES (@message_id, @email, @status, @reply, @created_at)
+     ON CONFLICT (message_id, email) DO UPDATE SET status = excluded.status, reply = excluded.reply`,
+  ).run(row);
+}
+
+export function recipientOutcomesFor(db: Db, messageId: string): { email: string; status: string; reply: string | null }[] {
+  return sql(db, 'SELECT email, status, reply FROM recipient_outcomes WHERE message_id = ? ORDER BY email').all(messageId) as {
+    email: string;
+    status: string;
+    reply: string | null;
+  }[];
+}
+
+export function providerUsage(db: Db, accountId: string, period: string): number {
+  return (sql(db, 'SELECT messages FROM provider_usage WHERE provider_account_id = ? AND period = ?').pluck().get(accountId, period) as number | undefined) ?? 0;
+}
+
+export function addProviderUsage(db: Db, accountId: string, period: string): void {
+  sql(
+    db,
+    `INSERT INTO provider_usage (provider_account_id, period, messages) VALUES (?, ?, 1)
+     ON CONFLICT (provider_account_id, period) DO UPDATE SET messages = messages + 1`,
+  ).run(accountId, period);
+}
