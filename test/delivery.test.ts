@@ -17,7 +17,7 @@ import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../src/clock.js';
 import { messageShow, releaseMessage, cancelMessage } from '../src/operator/messages.js';
 import { setPaused, setStrategy } from '../src/operator/projects.js';
-import { attachProvider, type AttachOptions } from '../src/operator/providers.js';
+import { attachProvider, detachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppress, suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { assertAccepted, assertErrorEnvelope } from './support/assertions.js';
@@ -45,7 +45,7 @@ function scope(t: TestContext) {
 }
 
 /** Polls `condition` until it returns a truthy value (returned) or `timeoutMs` passes. */
-async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 5000, what = 'condition'): Promise<NonNullable<T>> {
+async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
@@ -194,7 +194,7 @@ async function send(baseUrl: string, key: string, overrides: Record<string, unkn
 
 const statusOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).status;
 
-async function waitStatus(p: TestPostern, id: string, status: string, timeoutMs = 5000) {
+async function waitStatus(p: TestPostern, id: string, status: string, timeoutMs = 10_000) {
   await waitFor(() => statusOf(p, id) === status, timeoutMs, `${id} to be ${status} (is ${statusOf(p, id)})`);
   return messageShow(p.ctx, id);
 }
@@ -207,7 +207,8 @@ const attemptsOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).attemp
 
 const spooled = (p: TestPostern, id: string) => readFileSync(path.join(p.ctx.spoolRoot, messageShow(p.ctx, id).spool_path));
 
-const byQueueId = (sink: Sink, queueId: string | null) => sink.received.find((r) => r.queueId === queueId);
+/** Line endings normalised to CRLF. */
+const crlf = (b: Buffer) => b.toString('latin1').replace(/\r?\n/g, '\r\n');
 
 /* ------------------------------------------------------------------------------------------ */
 /* 1. End to end                                                                              */
@@ -238,16 +239,25 @@ describe('end to end through a real SMTP relay', () => {
     const got = sink.received[0];
     assert.equal(got.from, 'sender@example.com');
     assert.deepEqual([...got.to].sort(), ['ann@example.org', 'cc@example.org', 'hidden@example.net']);
-    // The relay receives exactly the stored MIME (no DKIM key here, so nothing is prepended).
+    // The relay receives the stored MIME (no DKIM key here, so nothing is prepended). Compared
+    // after line-ending normalisation: the SMTP client writes every line with CRLF on the wire,
+    // while the stored file may hold a bare LF inside a text part (a separate test below pins
+    // the byte-for-byte case).
     const stored = spooled(p, id);
-    assert.equal(got.raw.toString('latin1'), stored.toString('latin1'));
-    assert.ok(got.raw.equals(stored));
+    assert.equal(crlf(got.raw), crlf(stored));
+    assert.ok(got.raw.includes(Buffer.from('Plain part\r\nsecond line\r\n')));
     // The Bcc recipient is in the envelope only.
     const headerBlock = got.raw.toString('utf8').split('\r\n\r\n')[0];
     assert.doesNotMatch(headerBlock, /hidden@example\.net/i);
     assert.doesNotMatch(headerBlock, /^bcc:/im);
     assert.match(headerBlock, new RegExp(`^Message-ID: <${id.replace('.', '\\.')}@example\\.com>$`, 'im'));
 
+    assert.deepEqual(p.ctx.db.prepare('SELECT status, provider_slug, provider_message_id, last_error FROM messages WHERE id = ?').get(id), {
+      status: 'sent',
+      provider_slug: 'smtp',
+      provider_message_id: 'relay-0001',
+      last_error: null,
+    });
     assert.equal(shown.provider, 'smtp');
     assert.equal(shown.provider_message_id, 'relay-0001');
     assert.equal(shown.last_error, null);
@@ -261,6 +271,21 @@ describe('end to end through a real SMTP relay', () => {
     assert.equal(evs[1].data.provider, 'smtp');
     assert.equal(evs[1].data.provider_message_id, 'relay-0001');
     assert.deepEqual(evs[1].data.mail, evs[0].data.mail);
+  });
+
+  test('the stored MIME of an HTTP send is CRLF throughout, so the relay receives exactly the stored bytes', async (t) => {
+    const s = scope(t);
+    const sink = await startSink(s, 'relay');
+    const p = await startPostern(s);
+    const pk = project(p);
+    attach(p, pk, sink.port);
+
+    const id = await send(p.production, pk.liveKey, { text: 'line one\nline two\n\nline four', html: '<p>one</p>\n<p>two</p>' });
+    await waitStatus(p, id, 'sent');
+    const stored = spooled(p, id);
+    const bareLf = stored.toString('latin1').split('\n').slice(0, -1).filter((line) => !line.endsWith('\r'));
+    assert.deepEqual(bareLf, [], 'lines of the stored MIME that end in a bare LF');
+    assert.equal(sink.received[0].raw.toString('latin1'), stored.toString('latin1'));
   });
 
   test('a message accepted over SMTP (STARTTLS + AUTH with the live key) is relayed the same way', async (t) => {
@@ -434,7 +459,7 @@ describe('a pinned send is never rerouted', () => {
     const b = attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '5' });
 
     const id = await send(p.production, pk.liveKey, { routing: { provider: 'provider-b-smtp' } });
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 5000, 'first attempt');
+    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 10_000, 'first attempt');
     let shown = messageShow(p.ctx, id);
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000));
     assert.match(shown.last_error ?? '', /^provider-b-smtp: 451 4\.3\.0 Try again later/);
@@ -446,7 +471,7 @@ describe('a pinned send is never rerouted', () => {
 
     // Due again, still refusing: retried on the same account only.
     clock.advance(60_000);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && statusOf(p, id) === 'queued', 5000, 'second attempt');
+    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && statusOf(p, id) === 'queued', 10_000, 'second attempt');
     assert.equal(healthy.received.length, 0);
 
     refusing = false;
@@ -463,6 +488,31 @@ describe('a pinned send is never rerouted', () => {
     assert.equal(healthy.received.length, 0);
     assert.equal(pinned.received.length, 1);
     assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
+  });
+
+  test('pinned to an account detached after acceptance: held with an error, never sent by another account', async (t) => {
+    const s = scope(t);
+    const healthy = await startSink(s, 'healthy');
+    const pinned = await startSink(s, 'pinned');
+    const clock = new ManualClock(T0);
+    const p = await startPostern(s, { clock, delivery: { retry_ladder_seconds: [60] } });
+    const pk = project(p);
+    attach(p, pk, healthy.port, { slug: 'smtp', priority: '1' });
+    const b = attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '2' });
+
+    setPaused(p.ctx, pk.project.id, true);
+    const id = await send(p.production, pk.liveKey, { routing: { provider: 'provider-b-smtp' } }, 'paused');
+    detachProvider(p.ctx, b.id);
+    setPaused(p.ctx, pk.project.id, false);
+
+    await waitFor(() => messageShow(p.ctx, id).last_error !== null && statusOf(p, id) === 'queued', 10_000, 'hand-off without candidates');
+    const shown = messageShow(p.ctx, id);
+    assert.equal(shown.last_error, 'no attached provider matches the pinned routing');
+    assert.equal(shown.next_attempt_at, iso(T0 + 60_000));
+    clock.advance(60_000);
+    await waitFor(() => messageShow(p.ctx, id).attempts === 2 && statusOf(p, id) === 'queued', 10_000, 'second hand-off');
+    assert.deepEqual(messageShow(p.ctx, id).attempts_log, []);
+    assert.equal(healthy.received.length + pinned.received.length, 0);
   });
 
   test('a preference list is tried in its own order, and nothing outside it', async (t) => {
@@ -567,6 +617,25 @@ describe('routing strategies', () => {
     assert.equal(a.received.length, 2);
     assert.equal(b.received.length, 3);
   });
+
+  test('free-first: messages handed off together never spend more than the free allowance', async (t) => {
+    const s = scope(t);
+    const a = await startSink(s, 'free');
+    const b = await startSink(s, 'paid');
+    const p = await startPostern(s, { clock: new ManualClock(T0) });
+    const pk = project(p);
+    attach(p, pk, a.port, { slug: 'provider-b-smtp', priority: '2', freeQuota: '2' });
+    attach(p, pk, b.port, { slug: 'smtp', priority: '1' });
+    setStrategy(p.ctx, pk.project.id, 'free-first');
+
+    // Held by the paused project, then released together: one scheduler turn leases all six.
+    setPaused(p.ctx, pk.project.id, true);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await send(p.production, pk.liveKey, { subject: `ff ${i}` }, 'paused'));
+    setPaused(p.ctx, pk.project.id, false);
+    for (const id of ids) await waitStatus(p, id, 'sent');
+    assert.deepEqual([a.received.length, b.received.length], [2, 4]);
+  });
 });
 
 /* ------------------------------------------------------------------------------------------ */
@@ -583,7 +652,7 @@ describe('retry on the backoff ladder', () => {
     attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 5000, 'first failure');
+    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 10_000, 'first failure');
     let shown = messageShow(p.ctx, id);
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000));
     assert.equal(shown.last_error, 'smtp: 451 4.3.0 Temporary local problem');
@@ -591,7 +660,7 @@ describe('retry on the backoff ladder', () => {
     assert.equal(sink.dataCount, 1, 'not retried before its time');
 
     clock.advance(60_000);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && statusOf(p, id) === 'queued', 5000, 'second failure');
+    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && statusOf(p, id) === 'queued', 10_000, 'second failure');
     shown = messageShow(p.ctx, id);
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000 + 120_000));
 
@@ -628,11 +697,11 @@ describe('maximum queue age', () => {
     const failing = await send(p.production, pk.liveKey, { subject: 'failing' });
     const captured = await send(p.sandbox, pk.testKey, { subject: 'captured' }, 'captured');
     const paused = await send(p.production, pk.liveKey, { subject: 'paused', paused: true }, 'paused');
-    await waitFor(() => messageShow(p.ctx, failing).attempts_log.length === 1 && statusOf(p, failing) === 'queued', 5000, 'first failure');
+    await waitFor(() => messageShow(p.ctx, failing).attempts_log.length === 1 && statusOf(p, failing) === 'queued', 10_000, 'first failure');
 
     // Half-way: retried once more, nothing expired yet.
     clock.advance(1_800_000);
-    await waitFor(() => messageShow(p.ctx, failing).attempts_log.length === 2 && statusOf(p, failing) === 'queued', 5000, 'second failure');
+    await waitFor(() => messageShow(p.ctx, failing).attempts_log.length === 2 && statusOf(p, failing) === 'queued', 10_000, 'second failure');
     assert.equal(messageShow(p.ctx, failing).next_attempt_at, iso(T0 + 3_600_000));
     assert.equal(statusOf(p, captured), 'captured');
     assert.equal(statusOf(p, paused), 'paused');
@@ -658,7 +727,7 @@ describe('maximum queue age', () => {
     const pk = project(p);
     attach(p, pk, sink.port);
     const id = await send(p.production, pk.liveKey);
-    await waitFor(() => statusOf(p, id) === 'queued' && messageShow(p.ctx, id).attempts_log.length === 1, 5000, 'first failure');
+    await waitFor(() => statusOf(p, id) === 'queued' && messageShow(p.ctx, id).attempts_log.length === 1, 10_000, 'first failure');
     clock.advance(3_000_000);
     const shown = await waitStatus(p, id, 'failed');
     assert.equal(shown.attempts_log.length, 2);
@@ -771,6 +840,25 @@ describe('recipient-level outcomes', () => {
     assert.match(res.body.error.message, /gone@example\.org/);
   });
 
+  test('one RCPT deferred with 450: that recipient is not bounced nor suppressed (a 4xx is temporary)', async (t) => {
+    const s = scope(t);
+    const sink = await startSink(s, 'relay', { rcpt: (to) => (to === 'busy@example.org' ? { code: 450, text: '4.2.1 Mailbox busy, try later' } : null) });
+    const p = await startPostern(s, { clock: new ManualClock(T0) });
+    const pk = project(p);
+    attach(p, pk, sink.port);
+
+    const id = await send(p.production, pk.liveKey, { to: ['ok@example.org', 'busy@example.org'] });
+    await waitFor(() => messageShow(p.ctx, id).attempts_log.length >= 1 && statusOf(p, id) !== 'sending', 10_000, 'first hand-off');
+    await settle();
+    assert.deepEqual(sink.received.map((r) => r.to), [['ok@example.org']]);
+    const shown = messageShow(p.ctx, id);
+    assert.deepEqual(shown.recipient_outcomes.filter((r) => r.status === 'bounced'), []);
+    assert.deepEqual(suppressionList(p.ctx, pk.project.id).suppressions, []);
+    assert.ok(!events(p, id).some((e) => e.type === 'mail.bounced'), 'no mail.bounced for a 4xx');
+    const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage({ to: 'busy@example.org' }) });
+    assertAccepted(res);
+  });
+
   test('every RCPT refused 550: the message fails permanently, each recipient bounced, no failover', async (t) => {
     const s = scope(t);
     const other = await startSink(s, 'other');
@@ -868,7 +956,7 @@ describe("Postfix's smtp-sink as the next hop", () => {
     const dumps = await waitFor(() => {
       const files = readdirSync(dumpDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile());
       return files.length === 20 ? files : null;
-    }, 5000, 'smtp-sink dump files');
+    }, 10_000, 'smtp-sink dump files');
     const rcpts = dumps.map((d) => /^X-Rcpt-Args: <?([^>\s]+)>?/m.exec(readFileSync(path.join(d.parentPath ?? d.path, d.name), 'utf8'))![1]).sort();
     assert.deepEqual(rcpts, Array.from({ length: 20 }, (_, i) => `r${i}@example.org`).sort());
   });
