@@ -34,5 +34,8 @@ export async function composeMime(id: string, message: OutgoingMessage, date: Da
       contentDisposition: a.disposition,
     })),
   });
-  return composer.compile().build();
+  // The spool holds exactly what goes on the wire: CRLF line ends, even where the request's
+  // text and html used bare LF (so DKIM signs the bytes the relay sends).
+  const built = await composer.compile().build();
+  return Buffer.from(built.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 }

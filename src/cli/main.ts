@@ -23,6 +23,7 @@ const groups: Record<string, CommandGroup> = {
   suppression: suppressionCommands,
   message: messageCommands,
   dkim: dkimCommands,
+  strategy: strategyCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };

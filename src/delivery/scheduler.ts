@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import type { DeliveryJob, ProviderAdapter, SendResult } from '../providers/adapter.js';
+import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
 import { sql, type Db } from '../store/db.js';
 import {
   addProviderUsage, expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, providerUsage,
@@ -63,6 +63,7 @@ export class DeliveryScheduler {
   private readonly rotation = new Map<string, number>();
   private lastExpirySweep = 0;
   private pendingWrites: (() => void)[] = [];
+  private readonly reserved = new Map<string, number>();
 
   constructor(private readonly deps: SchedulerDeps) {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
@@ -139,10 +140,11 @@ export class DeliveryScheduler {
   }
 
   private async handOff(row: MessageRow): Promise<void> {
-    const { db, clock, spoolRoot } = this.deps;
+    const { db, clock } = this.deps;
     const project = getProject(db, row.project_id);
     const recipients = JSON.parse(row.recipients) as { to: string[]; cc: string[]; bcc: string[] };
-    const all = [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
+    // After a partial hand-off only the recipients still owed one are tried.
+    const all = row.pending_recipients ? (JSON.parse(row.pending_recipients) as string[]) : [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
     // Suppression is checked again at hand-off: an address may have bounced since acceptance.
     const suppressed = new Set(suppressedAmong(db, row.project_id, all).map((e) => e.toLowerCase()));
     const deliverTo = all.filter((e) => !suppressed.has(e.toLowerCase()));
@@ -169,13 +171,28 @@ export class DeliveryScheduler {
         this.rotation.set(id, n + 1);
         return n;
       },
-      hasFreeAllowance: (a) => a.free_quota !== null && providerUsage(db, a.id, monthPeriod(now)) < a.free_quota,
+      hasFreeAllowance: (a) => a.free_quota !== null && providerUsage(db, a.id, monthPeriod(now)) + (this.reserved.get(a.id) ?? 0) < a.free_quota,
       random: Math.random,
     }, row.project_id);
     if (candidates.length === 0) {
       this.write(() => this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured'));
       return;
     }
+    // The intended account's free allowance is reserved at once (before any await), so
+    // messages handed off together never spend more of it than there is. Released in the
+    // same batch of bookkeeping that counts the usage of a sent message.
+    const reservedOn = candidates[0].free_quota !== null ? candidates[0].id : null;
+    if (reservedOn) this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 0) + 1);
+    try {
+      await this.tryCandidates(row, project, candidates, deliverTo, all);
+    } finally {
+      if (reservedOn) this.write(() => this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1));
+    }
+  }
+
+  /** Hands the message to each candidate in turn until one takes it (or refuses it for good). */
+  private async tryCandidates(row: MessageRow, project: ProjectRow, candidates: ProviderAccountRow[], deliverTo: string[], all: string[]): Promise<void> {
+    const { db, clock, spoolRoot } = this.deps;
     const mimePath = path.join(spoolRoot, row.spool_path);
     const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mimePath);
     const job: DeliveryJob = {
@@ -201,47 +218,68 @@ export class DeliveryScheduler {
         }
       }
       const finished = clock.now();
+      const outcome = result;
       this.write(() =>
-        insertAttempt(db, { message_id: row.id, provider_account_id: account.id, provider_slug: account.slug, started_at: started, finished_at: finished, outcome: result.kind, reply: result.reply }),
+        insertAttempt(db, { message_id: row.id, provider_account_id: account.id, provider_slug: account.slug, started_at: started, finished_at: finished, outcome: outcome.kind, reply: outcome.reply }),
       );
       last = `${account.slug}: ${result.reply}`;
-      if (result.kind === 'sent' || result.kind === 'permanent') {
-        this.write(() => this.finish(row, project, account, result, finished));
+      const bounced = 'bounced' in result ? (result.bounced ?? []) : [];
+      if (bounced.length > 0) {
+        this.write(() => this.bounce(row, project, account, bounced, finished));
+        const gone = new Set(bounced.map((b) => b.email.toLowerCase()));
+        job.envelope.to = job.envelope.to.filter((e) => !gone.has(e.toLowerCase()));
+      }
+      if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0) {
+        this.write(() => this.finish(row, account, outcome, finished));
         return;
       }
     }
-    this.write(() => this.retryOrFail(row, clock.now(), last));
+    const remaining = job.envelope.to;
+    this.write(() => this.retryOrFail(row, clock.now(), last, remaining.length === all.length ? undefined : remaining));
   }
 
-  private finish(row: MessageRow, project: ProjectRow, account: ProviderAccountRow, result: SendResult, now: number): void {
+  /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
+  private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccountRow, bounced: RecipientRefusal[], now: number): void {
     const { db } = this.deps;
-    const rejected = result.kind === 'sent' || result.kind === 'permanent' ? (result.rejected ?? []) : [];
-    for (const r of rejected) {
+    for (const r of bounced) {
       insertRecipientOutcome(db, { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now });
       addSuppression(db, { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now });
       this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } });
     }
+  }
+
+  private finish(row: MessageRow, account: ProviderAccountRow, result: SendResult, now: number): void {
+    const { db } = this.deps;
     if (result.kind === 'sent') {
-      if (!finishSending(db, row.id, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null }, now)) return;
       addProviderUsage(db, account.id, monthPeriod(now));
       this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId });
+      if (result.deferred.length > 0) {
+        // The provider took it for the others; the deferred recipients wait for a retry.
+        this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
+          provider_slug: account.slug,
+          provider_message_id: result.providerMessageId,
+        });
+        return;
+      }
+      finishSending(db, row.id, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now);
     } else {
+      // Permanently refused, or every recipient bounced.
       if (!finishSending(db, row.id, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now)) return;
       this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } });
     }
   }
 
-  private retryOrFail(row: MessageRow, now: number, reason: string): void {
+  private retryOrFail(row: MessageRow, now: number, reason: string, pending?: string[], provider?: { provider_slug: string; provider_message_id: string | null }): void {
     const { db, config } = this.deps;
     const ladder = config.delivery.retry_ladder_seconds;
     const wait = ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000;
     if (now + wait - row.created_at > config.delivery.max_age_seconds * 1000) {
-      if (finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: reason }, now)) {
+      if (finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now)) {
         this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } });
       }
       return;
     }
-    finishSending(db, row.id, { status: 'queued', next_attempt_at: now + wait, last_error: reason }, now);
+    finishSending(db, row.id, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
   }
 
   private event(row: MessageRow, type: EventType, now: number, extra: Record<string, unknown>): void {

@@ -16,11 +16,20 @@ export interface DeliveryJob {
  * `permanent` ends the message (the content itself was refused). `sent` may carry recipients
  * the provider refused individually (they bounce; the others were accepted).
  */
+export interface RecipientRefusal {
+  email: string;
+  reply: string;
+}
+
+/**
+ * Recipient-level refusals ride along: `bounced` (5xx at RCPT: permanent for that address) and
+ * `deferred` (4xx at RCPT: that address is tried again later, the others are done).
+ */
 export type SendResult =
-  | { kind: 'sent'; providerMessageId: string | null; reply: string; rejected: { email: string; reply: string }[] }
-  | { kind: 'temporary'; reply: string }
+  | { kind: 'sent'; providerMessageId: string | null; reply: string; bounced: RecipientRefusal[]; deferred: RecipientRefusal[] }
+  | { kind: 'temporary'; reply: string; bounced?: RecipientRefusal[] }
   | { kind: 'account'; reply: string }
-  | { kind: 'permanent'; reply: string; rejected?: { email: string; reply: string }[] };
+  | { kind: 'permanent'; reply: string; bounced?: RecipientRefusal[] };
 
 export interface AccountSettings {
   host: string | null;

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
-import type { AccountSecrets, AccountSettings, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+import type { AccountSecrets, AccountSettings, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
 
 interface SmtpDefaults {
   host: (region: string | null) => string;
@@ -44,8 +44,17 @@ interface SmtpError extends Error {
 
 const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EPROTOCOL', 'ECONNRESET', 'ECONNREFUSED', 'EHOSTUNREACH']);
 
-function rejectedOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }): { email: string; reply: string }[] {
-  return (err.rejected ?? []).map((email, i) => ({ email, reply: err.rejectedErrors?.[i]?.response ?? 'rejected' }));
+/** Recipients refused at RCPT, split by reply class: 5xx bounce, 4xx (or unknown) wait for a retry. */
+function refusalsOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }): { bounced: RecipientRefusal[]; deferred: RecipientRefusal[] } {
+  const bounced: RecipientRefusal[] = [];
+  const deferred: RecipientRefusal[] = [];
+  (err.rejected ?? []).forEach((email, i) => {
+    const e = err.rejectedErrors?.[i];
+    const refusal = { email, reply: e?.response ?? 'rejected' };
+    if ((e?.responseCode ?? 0) >= 500) bounced.push(refusal);
+    else deferred.push(refusal);
+  });
+  return { bounced, deferred };
 }
 
 /** How an SMTP failure moves the message on: see SendResult. */
@@ -56,9 +65,11 @@ export function classifySmtpError(err: SmtpError): SendResult {
   if (err.code === 'EAUTH') return { kind: 'account', reply };
   if (TEMPORARY_CODES.has(err.code ?? '') || code === 0) return { kind: 'temporary', reply };
   if (err.code === 'EENVELOPE') {
-    const rejected = rejectedOf(err);
-    // Every recipient refused permanently: they bounce. A refused sender is the account's problem.
-    if (rejected.length > 0) return { kind: 'permanent', reply, rejected };
+    const { bounced, deferred } = refusalsOf(err);
+    // Every recipient refused: the 5xx ones bounce; any 4xx one makes the rest wait for a retry.
+    if (deferred.length > 0) return { kind: 'temporary', reply, bounced };
+    if (bounced.length > 0) return { kind: 'permanent', reply, bounced };
+    // No recipient named: the sender was refused, which is the account's problem.
     return { kind: 'account', reply };
   }
   if (/^MAIL FROM/i.test(err.command ?? '')) return { kind: 'account', reply };
@@ -120,7 +131,7 @@ export class SmtpRelayAdapter implements ProviderAdapter {
         rejectedErrors?: SmtpError[];
       };
       const m = /queued as\s+(\S+)/i.exec(info.response ?? '');
-      return { kind: 'sent', providerMessageId: m ? m[1] : null, reply: info.response ?? '250', rejected: rejectedOf(info) };
+      return { kind: 'sent', providerMessageId: m ? m[1] : null, reply: info.response ?? '250', ...refusalsOf(info) };
     } catch (err) {
       return classifySmtpError(err as SmtpError);
     }

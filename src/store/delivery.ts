@@ -31,17 +31,37 @@ export function expiredMessages(db: Db, createdBefore: number, limit: number): M
 export function finishSending(
   db: Db,
   id: string,
-  to: { status: 'sent' | 'queued' | 'failed' | 'suppressed'; next_attempt_at: number | null; provider_slug?: string | null; provider_message_id?: string | null; last_error: string | null },
+  to: {
+    status: 'sent' | 'queued' | 'failed' | 'suppressed';
+    next_attempt_at: number | null;
+    provider_slug?: string | null;
+    provider_message_id?: string | null;
+    last_error: string | null;
+    /** Recipients still owed a hand-off (a partial one); omitted: unchanged. */
+    pending_recipients?: string[] | null;
+  },
   now: number,
 ): boolean {
+  const pending = to.pending_recipients === undefined ? undefined : to.pending_recipients === null ? null : JSON.stringify(to.pending_recipients);
   return (
     sql(
       db,
       `UPDATE messages SET status = @status, next_attempt_at = @next_attempt_at, lease_until = NULL,
          provider_slug = COALESCE(@provider_slug, provider_slug), provider_message_id = COALESCE(@provider_message_id, provider_message_id),
-         last_error = @last_error, updated_at = @now
+         last_error = @last_error, updated_at = @now,
+         pending_recipients = CASE WHEN @keep_pending THEN pending_recipients ELSE @pending END
        WHERE id = @id AND status = 'sending'`,
-    ).run({ id, now, provider_slug: null, provider_message_id: null, ...to }).changes === 1
+    ).run({
+      id,
+      now,
+      status: to.status,
+      next_attempt_at: to.next_attempt_at,
+      provider_slug: to.provider_slug ?? null,
+      provider_message_id: to.provider_message_id ?? null,
+      last_error: to.last_error,
+      keep_pending: pending === undefined ? 1 : 0,
+      pending: pending ?? null,
+    }).changes === 1
   );
 }
 

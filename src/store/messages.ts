@@ -34,9 +34,11 @@ export interface MessageRow {
   provider_slug: string | null;
   provider_message_id: string | null;
   last_error: string | null;
+  /** JSON array of the recipients still owed a hand-off after a partial one; null: all. */
+  pending_recipients: string | null;
 }
 
-export type NewMessageRow = Omit<MessageRow, 'attempts' | 'lease_until' | 'provider_slug' | 'provider_message_id' | 'last_error'>;
+export type NewMessageRow = Omit<MessageRow, 'attempts' | 'lease_until' | 'provider_slug' | 'provider_message_id' | 'last_error' | 'pending_recipients'>;
 
 export function insertMessage(db: Db, row: NewMessageRow): void {
   sql(

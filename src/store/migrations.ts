@@ -168,6 +168,8 @@ export const migrations: Migration[] = [
       );
       CREATE UNIQUE INDEX dkim_keys_active ON dkim_keys(project_id, domain) WHERE removed_at IS NULL;
       CREATE INDEX messages_status_lease ON messages(status, lease_until);
+      -- Recipients still owed a hand-off after a partial one (a 4xx at RCPT); NULL: all of them.
+      ALTER TABLE messages ADD COLUMN pending_recipients TEXT;
     `,
   },
 ];

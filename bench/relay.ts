@@ -1,0 +1,510 @@
+/**
+ * End-to-end relay benchmark: 2 KB messages accepted over HTTP (POST /v1/send) and SMTP
+ * (STARTTLS + AUTH, nodemailer pools) by a real Postern process with delivery on, relayed to a
+ * local sink (Postfix's `smtp-sink` when it is installed, else an smtp-server in this process).
+ * Delivered = rows recorded `sent` (the sink answered 250) in the measured window.
+ *
+ * Second measurement: a queue of `BENCH_QUEUE` (default 100,000) messages accepted with
+ * delivery off (batches of 100, 8 in flight), then a restart with delivery on: the server's
+ * RSS while the scheduler works through that queue (time-bounded by BENCH_DRAIN_SECONDS).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import Database from 'better-sqlite3';
+import nodemailer, { type Transporter } from 'nodemailer';
+import { SMTPServer } from 'smtp-server';
+import { runCli, spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+
+const MESSAGE_BYTES = 2048;
+export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
+export const RELAY_HTTP_CLIENTS = Number(process.env.BENCH_RELAY_HTTP_CLIENTS ?? 40);
+export const RELAY_SMTP_SESSIONS = Number(process.env.BENCH_RELAY_SMTP_SESSIONS ?? 10);
+export const QUEUE_SIZE = Number(process.env.BENCH_QUEUE ?? 100_000);
+export const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
+const WARMUP_MS = 2000;
+
+/** Delivery tuned for a local sink: wide concurrency, a pool of 20 connections, a short idle poll. */
+const DELIVERY = { enabled: true, poll_interval_ms: 20, batch_size: 100, concurrency: 100, per_account_concurrency: 100, smtp_pool_size: 20 };
+const RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
+
+const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ';
+/** The text of an HTTP message: with the headers Postern composes, the stored MIME is about 2 KB. */
+const HTTP_TEXT = FILLER.repeat(Math.ceil(MESSAGE_BYTES / FILLER.length)).slice(0, 1680);
+
+function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------
+// The sink
+// ---------------------------------------------------------------------------------------------
+
+interface Sink {
+  kind: 'smtp-sink' | 'smtp-server';
+  port: number;
+  pid: number | null;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+async function waitForPort(port: number, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) throw new Error(`smtp-sink exited with ${child.exitCode}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`smtp-sink did not listen on ${port}`);
+}
+
+function smtpSinkPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v smtp-sink || ls /usr/sbin/smtp-sink 2>/dev/null'], { encoding: 'utf8' });
+  const p = found.stdout.trim().split('\n')[0];
+  return p ? p : null;
+}
+
+/** Postfix's smtp-sink (a separate process: the bench process stays free) or, without it, an smtp-server here. */
+export async function startSink(): Promise<Sink> {
+  const bin = smtpSinkPath();
+  if (bin) {
+    const port = await freePort();
+    const args = [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), '-m', '512', `127.0.0.1:${port}`, '1024'];
+    const child = spawn(bin, args, { stdio: 'ignore' });
+    await waitForPort(port, child);
+    return {
+      kind: 'smtp-sink',
+      port,
+      pid: child.pid ?? null,
+      async stop() {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        child.kill('SIGTERM');
+        await exited;
+      },
+    };
+  }
+  let n = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    maxClients: 512,
+    onData(stream, _session, callback) {
+      stream.on('data', () => {});
+      stream.on('end', () => callback(null, `OK queued as ${++n}`));
+    },
+  });
+  server.on('error', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    kind: 'smtp-server',
+    port: (server.server.address() as AddressInfo).port,
+    pid: null,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Set-up
+// ---------------------------------------------------------------------------------------------
+
+interface Setup {
+  stateDir: string;
+  key: string;
+  configOn: string;
+  configOff: string;
+}
+
+async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
+  const stateDir = tempStateDir(prefix);
+  const configOn = `${stateDir}/relay-on.json`;
+  const configOff = `${stateDir}/relay-off.json`;
+  writeFileSync(configOn, JSON.stringify({ rate_limits: RATE_LIMITS, delivery: DELIVERY }));
+  writeFileSync(configOff, JSON.stringify({ rate_limits: RATE_LIMITS, delivery: { ...DELIVERY, enabled: false } }));
+  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff };
+  const project = (await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)).json as { id: string };
+  const attached = await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', String(sinkPort), '--tls', 'none', '--json'], env);
+  if (attached.code !== 0) throw new Error(`provider attach failed: ${attached.stderr}`);
+  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  return { stateDir, key: key.key, configOn, configOff };
+}
+
+function start(setup: Setup, config: string): Promise<SpawnedPostern> {
+  return spawnPostern(setup.stateDir, { POSTERN_CONFIG: config, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${setup.stateDir}/postern.log` });
+}
+
+function countByStatus(stateDir: string): Record<string, number> {
+  const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    const rows = db.prepare('SELECT status, COUNT(*) AS c FROM messages GROUP BY status').all() as { status: string; c: number }[];
+    return Object.fromEntries(rows.map((r) => [r.status, r.c]));
+  } finally {
+    db.close();
+  }
+}
+
+function averageSize(stateDir: string): number {
+  const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
+  try {
+    return Math.round((db.prepare('SELECT AVG(size_bytes) FROM messages').pluck().get() as number | null) ?? 0);
+  } finally {
+    db.close();
+  }
+}
+
+function countSent(stateDir: string): number {
+  const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    return db.prepare("SELECT COUNT(*) FROM messages WHERE status = 'sent'").pluck().get() as number;
+  } finally {
+    db.close();
+  }
+}
+
+/** A 2 KB message for POST /v1/send: the stored MIME is about 2 KB. */
+function httpBody(tag: string): Buffer {
+  const head = { from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: `Relay benchmark ${tag}` };
+  return Buffer.from(JSON.stringify({ ...head, text: HTTP_TEXT }));
+}
+
+/** A 2,048-byte MIME message for SMTP (no Message-ID: Postern adds one). */
+function smtpMessage(tag: string): string {
+  const head = `From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\nSubject: Relay benchmark ${tag}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n`;
+  const lines: string[] = [];
+  let used = head.length;
+  while (used < MESSAGE_BYTES - 2) {
+    const line = FILLER.slice(0, Math.min(72, MESSAGE_BYTES - used - 2));
+    lines.push(line);
+    used += line.length + 2;
+  }
+  return `${head}${lines.join('\r\n')}\r\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Throughput: accept over HTTP and SMTP while relaying to the sink
+// ---------------------------------------------------------------------------------------------
+
+export interface RelayThroughputResult {
+  sink: string;
+  seconds: number;
+  http_clients: number;
+  smtp_sessions: number;
+  message_bytes: number;
+  accepted_http_per_s: number;
+  accepted_smtp_per_s: number;
+  accepted_per_s: number;
+  delivered_per_s: number;
+  /** Accepted but not yet sent when the window closed (growth means delivery lags acceptance). */
+  backlog_at_start: number;
+  backlog_at_end: number;
+  errors: number;
+  error_samples: string[];
+  server_peak_rss_mb: number;
+  server_cpu_cores: number;
+  generator_cpu_cores: number;
+  sink_cpu_cores: number;
+  /** After the load stopped: seconds until every accepted message was sent (bounded to 30 s), and the rate of that drain. */
+  drain_after_load_s: number;
+  delivered_after_load_per_s: number;
+  /** Average stored MIME size of the messages (HTTP and SMTP). */
+  stored_message_bytes_avg: number;
+  final_statuses: Record<string, number>;
+}
+
+interface Snapshot {
+  sent: number;
+  accepted: number;
+  serverCpu: number;
+  sinkCpu: number;
+  genCpu: number;
+}
+
+export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<RelayThroughputResult> {
+  const sink = await startSink();
+  const setup = await setUp(sink.port, 'postern-bench-relay-');
+  const server = await start(setup, setup.configOn);
+  const pid = server.child.pid!;
+  const transports: Transporter[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: RELAY_HTTP_CLIENTS });
+  try {
+    const smtpListener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+    if (!smtpListener) throw new Error('no production STARTTLS listener');
+    const url = new URL('/v1/send', server.production);
+    const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
+    const measureFrom = performance.now() + WARMUP_MS;
+    const stopAt = measureFrom + seconds * 1000;
+    let httpOk = 0;
+    let smtpOk = 0;
+    let errors = 0;
+    const errorSamples: string[] = [];
+    const fail = (why: string) => {
+      errors++;
+      if (errorSamples.length < 5) errorSamples.push(why);
+    };
+    let acceptedTotal = 0;
+    const snap = (): Snapshot => {
+      const u = process.cpuUsage();
+      return {
+        sent: countSent(setup.stateDir),
+        accepted: acceptedTotal,
+        serverCpu: cpuSeconds(pid),
+        sinkCpu: sink.pid ? cpuSeconds(sink.pid) : 0,
+        genCpu: (u.user + u.system) / 1e6,
+      };
+    };
+    const marks: { begin?: Snapshot } = {};
+    const snapTimer = setTimeout(() => (marks.begin = snap()), WARMUP_MS);
+    const post = (body: Buffer) =>
+      new Promise<number>((resolve) => {
+        const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', () => resolve(0));
+        req.end(body);
+      });
+    const httpLoop = async (n: number) => {
+      for (let i = 0; ; i++) {
+        const t0 = performance.now();
+        if (t0 >= stopAt) return;
+        const code = await post(httpBody(`h${n}.${i}`));
+        if (code === 202) acceptedTotal++;
+        if (t0 < measureFrom) continue;
+        if (code === 202) httpOk++;
+        else fail(`HTTP ${code}`);
+      }
+    };
+    const smtpLoop = async (n: number) => {
+      const transport = nodemailer.createTransport({
+        host: smtpListener.host,
+        port: smtpListener.port,
+        secure: false,
+        requireTLS: true,
+        tls: { rejectUnauthorized: false },
+        auth: { user: `relay-${n}`, pass: setup.key },
+        pool: true,
+        maxConnections: 1,
+        maxMessages: 1000,
+      });
+      transport.on('error', () => {});
+      transports.push(transport);
+      for (let i = 0; ; i++) {
+        const t0 = performance.now();
+        if (t0 >= stopAt) return;
+        let ok = false;
+        let why = '';
+        try {
+          const info = await transport.sendMail({ envelope: { from: 'bench@example.com', to: ['rcpt@example.org'] }, raw: smtpMessage(`s${n}.${i}`) });
+          ok = /^250 2\.0\.0 OK queued as m\./.test(String(info.response));
+          if (!ok) why = String(info.response);
+        } catch (err) {
+          why = String((err as { response?: string }).response ?? (err as Error).message);
+        }
+        if (ok) acceptedTotal++;
+        if (t0 < measureFrom) continue;
+        if (ok) smtpOk++;
+        else fail(why);
+      }
+    };
+    await Promise.all([...Array.from({ length: RELAY_HTTP_CLIENTS }, (_, n) => httpLoop(n)), ...Array.from({ length: RELAY_SMTP_SESSIONS }, (_, n) => smtpLoop(n))]);
+    clearTimeout(snapTimer);
+    const end = snap();
+    const wall = (performance.now() - measureFrom) / 1000;
+    const begin = marks.begin ?? end;
+    for (const t of transports) t.close();
+    agent.destroy();
+    // Let the backlog drain, bounded.
+    const drainStart = performance.now();
+    let sent = end.sent;
+    while (sent < acceptedTotal && performance.now() - drainStart < 30_000) {
+      await sleep(100);
+      sent = countSent(setup.stateDir);
+    }
+    const drainSeconds = (performance.now() - drainStart) / 1000;
+    const rss = status(pid, 'VmHWM');
+    await server.stop();
+    return {
+      sink: sink.kind,
+      seconds: +wall.toFixed(2),
+      http_clients: RELAY_HTTP_CLIENTS,
+      smtp_sessions: RELAY_SMTP_SESSIONS,
+      message_bytes: MESSAGE_BYTES,
+      accepted_http_per_s: Math.round(httpOk / wall),
+      accepted_smtp_per_s: Math.round(smtpOk / wall),
+      accepted_per_s: Math.round((httpOk + smtpOk) / wall),
+      delivered_per_s: Math.round((end.sent - begin.sent) / wall),
+      backlog_at_start: begin.accepted - begin.sent,
+      backlog_at_end: end.accepted - end.sent,
+      errors,
+      error_samples: errorSamples,
+      server_peak_rss_mb: +rss.toFixed(1),
+      server_cpu_cores: +((end.serverCpu - begin.serverCpu) / wall).toFixed(2),
+      generator_cpu_cores: +((end.genCpu - begin.genCpu) / wall).toFixed(2),
+      sink_cpu_cores: +((end.sinkCpu - begin.sinkCpu) / wall).toFixed(2),
+      drain_after_load_s: sent >= acceptedTotal ? +drainSeconds.toFixed(2) : NaN,
+      delivered_after_load_per_s: Math.round((sent - end.sent) / drainSeconds),
+      stored_message_bytes_avg: averageSize(setup.stateDir),
+      final_statuses: countByStatus(setup.stateDir),
+    };
+  } finally {
+    for (const t of transports) t.close();
+    agent.destroy();
+    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
+    await sink.stop();
+    rmSync(setup.stateDir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A queue of 100,000: accept with delivery off, then let the scheduler work through it
+// ---------------------------------------------------------------------------------------------
+
+export interface RelayQueueResult {
+  queued: number;
+  enqueue_seconds: number;
+  enqueue_per_s: number;
+  /** Peak RSS of the server that accepted the queue (delivery off). */
+  enqueue_peak_rss_mb: number;
+  /** The restarted server, delivery on, with the whole queue due. */
+  drain_seconds: number;
+  drained: number;
+  drained_per_s: number;
+  remaining: number;
+  rss_at_start_mb: number;
+  rss_samples_mb: number[];
+  drain_peak_rss_mb: number;
+  statuses: Record<string, number>;
+}
+
+export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRAIN_SECONDS): Promise<RelayQueueResult> {
+  const sink = await startSink();
+  const setup = await setUp(sink.port, 'postern-bench-queue-');
+  let server: SpawnedPostern | null = null;
+  try {
+    server = await start(setup, setup.configOff);
+    const url = new URL('/v1/send/batch', server.production);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    const text = HTTP_TEXT;
+    const batches = Math.ceil(queueSize / 100);
+    let next = 0;
+    let queued = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (;;) {
+          const b = next++;
+          if (b >= batches) return;
+          const n = Math.min(100, queueSize - b * 100);
+          const body = Buffer.from(
+            JSON.stringify({ messages: Array.from({ length: n }, (_, i) => ({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: `Queued ${b}.${i}`, text })) }),
+          );
+          const answer = await new Promise<{ status: number; text: string }>((resolve) => {
+            const req = http.request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json', 'content-length': String(body.length) } }, (res) => {
+              const chunks: Buffer[] = [];
+              res.on('data', (c: Buffer) => chunks.push(c));
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+            });
+            req.on('error', (err) => resolve({ status: 0, text: err.message }));
+            req.end(body);
+          });
+          if (answer.status !== 207) throw new Error(`batch ${b}: ${answer.status} ${answer.text.slice(0, 200)}`);
+          queued += (JSON.parse(answer.text) as { data: { status?: string }[] }).data.filter((d) => d.status === 'queued').length;
+        }
+      }),
+    );
+    agent.destroy();
+    const enqueueSeconds = (performance.now() - t0) / 1000;
+    const enqueueRss = status(server.child.pid!, 'VmHWM');
+    await server.stop();
+
+    server = await start(setup, setup.configOn);
+    const pid = server.child.pid!;
+    const rssAtStart = status(pid, 'VmRSS');
+    const samples: number[] = [];
+    const d0 = performance.now();
+    let sent = 0;
+    let lastSample = 0;
+    while (performance.now() - d0 < drainSeconds * 1000) {
+      await sleep(250);
+      const rss = status(pid, 'VmRSS');
+      if (performance.now() - lastSample >= 1000) {
+        samples.push(+rss.toFixed(1));
+        lastSample = performance.now();
+      }
+      sent = countSent(setup.stateDir);
+      if (sent >= queued) break;
+    }
+    const drainWall = (performance.now() - d0) / 1000;
+    const peak = status(pid, 'VmHWM');
+    await server.stop();
+    const statuses = countByStatus(setup.stateDir);
+    sent = statuses.sent ?? 0;
+    return {
+      queued,
+      enqueue_seconds: +enqueueSeconds.toFixed(1),
+      enqueue_per_s: Math.round(queued / enqueueSeconds),
+      enqueue_peak_rss_mb: +enqueueRss.toFixed(1),
+      drain_seconds: +drainWall.toFixed(1),
+      drained: sent,
+      drained_per_s: Math.round(sent / drainWall),
+      remaining: queued - sent,
+      rss_at_start_mb: +rssAtStart.toFixed(1),
+      rss_samples_mb: samples,
+      drain_peak_rss_mb: +peak.toFixed(1),
+      statuses,
+    };
+  } finally {
+    if (server && server.child.exitCode === null && server.child.signalCode === null) await server.kill();
+    await sink.stop();
+    rmSync(setup.stateDir, { recursive: true, force: true });
+  }
+}
+
+/** Human-readable lines in the style of bench/run.ts. */
+export function relayLines(t: RelayThroughputResult, q: RelayQueueResult): string[] {
+  return [
+    `relay end to end (2 KB, stored ${t.stored_message_bytes_avg} B avg, ${t.http_clients} HTTP clients + ${t.smtp_sessions} SMTP sessions, delivery to ${t.sink}, ${t.seconds}s): ` +
+      `${t.delivered_per_s} delivered messages/s while accepting ${t.accepted_per_s}/s (HTTP ${t.accepted_http_per_s}, SMTP ${t.accepted_smtp_per_s}), errors ${t.errors}; ` +
+      `backlog ${t.backlog_at_start} → ${t.backlog_at_end}, then ${t.delivered_after_load_per_s} delivered/s without load (${Number.isNaN(t.drain_after_load_s) ? 'not drained within 30 s' : `drained in ${t.drain_after_load_s}s`}); ` +
+      `server peak RSS ${t.server_peak_rss_mb} MiB, CPU ${t.server_cpu_cores} cores (generator ${t.generator_cpu_cores}, sink ${t.sink_cpu_cores})`,
+    `relay queue of ${q.queued} (accepted in batches of 100 at ${q.enqueue_per_s}/s in ${q.enqueue_seconds}s, peak RSS ${q.enqueue_peak_rss_mb} MiB): ` +
+      `restarted with delivery on, ${q.drained} delivered in ${q.drain_seconds}s (${q.drained_per_s}/s), ${q.remaining} left; ` +
+      `server RSS ${q.rss_at_start_mb} MiB at start, peak ${q.drain_peak_rss_mb} MiB while working through the queue`,
+    ...(t.error_samples.length > 0 ? [`relay errors (first ${t.error_samples.length}): ${t.error_samples.join(' | ')}`] : []),
+  ];
+}
