@@ -499,12 +499,12 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
 export function relayLines(t: RelayThroughputResult, q: RelayQueueResult): string[] {
   return [
     `relay end to end (2 KB, stored ${t.stored_message_bytes_avg} B avg, ${t.http_clients} HTTP clients + ${t.smtp_sessions} SMTP sessions, delivery to ${t.sink}, ${t.seconds}s): ` +
-      `${t.delivered_per_s} delivered messages/s while accepting ${t.accepted_per_s}/s (HTTP ${t.accepted_http_per_s}, SMTP ${t.accepted_smtp_per_s}), errors ${t.errors}; ` +
+      `${t.delivered_per_s} delivered messages/s (target 1,000) while accepting ${t.accepted_per_s}/s (HTTP ${t.accepted_http_per_s}, SMTP ${t.accepted_smtp_per_s}), errors ${t.errors}; ` +
       `backlog ${t.backlog_at_start} → ${t.backlog_at_end}, then ${t.delivered_after_load_per_s} delivered/s without load (${Number.isNaN(t.drain_after_load_s) ? 'not drained within 30 s' : `drained in ${t.drain_after_load_s}s`}); ` +
       `server peak RSS ${t.server_peak_rss_mb} MiB, CPU ${t.server_cpu_cores} cores (generator ${t.generator_cpu_cores}, sink ${t.sink_cpu_cores})`,
     `relay queue of ${q.queued} (accepted in batches of 100 at ${q.enqueue_per_s}/s in ${q.enqueue_seconds}s, peak RSS ${q.enqueue_peak_rss_mb} MiB): ` +
       `restarted with delivery on, ${q.drained} delivered in ${q.drain_seconds}s (${q.drained_per_s}/s), ${q.remaining} left; ` +
-      `server RSS ${q.rss_at_start_mb} MiB at start, peak ${q.drain_peak_rss_mb} MiB while working through the queue`,
+      `server RSS ${q.rss_at_start_mb} MiB at start, peak ${q.drain_peak_rss_mb} MiB while working through the queue (target: under 256 MiB)`,
     ...(t.error_samples.length > 0 ? [`relay errors (first ${t.error_samples.length}): ${t.error_samples.join(' | ')}`] : []),
   ];
 }

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
 import { measureDiskCeiling } from './diskCeiling.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
+import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
@@ -207,7 +208,10 @@ async function main(): Promise<void> {
   );
   console.log(`ratios: smtp/send ${report.smtp_to_send_ratio}, smtp/disk ${report.smtp_to_disk_ratio}`);
   if (smtp.error_samples.length > 0) console.log(`SMTP errors (first ${smtp.error_samples.length}): ${smtp.error_samples.join(' | ')}`);
-  console.log(JSON.stringify(report));
+  // End-to-end relay (bench/relay.ts): accepted over HTTP and SMTP, delivered to a local sink; then a queue of BENCH_QUEUE.
+  const relay = { throughput: await relayThroughputPhase(), queue: await relayQueuePhase() };
+  for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
+  console.log(JSON.stringify({ ...report, relay }));
 }
 
 await main();

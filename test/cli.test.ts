@@ -80,6 +80,26 @@ describe('postern project', () => {
     assert.ok(after.message.includes(p.id));
   });
 
+  test('project list and show print the projects, and show adds the plan limits and usage', async () => {
+    const p = await ok(dir, ['project', 'create', '--name', 'listed']);
+    const list = await ok(dir, ['project', 'list']);
+    assert.ok(list.projects.some((x: { id: string }) => x.id === p.id));
+    const shown = await ok(dir, ['project', 'show', p.id]);
+    assert.deepEqual(shown.limits, { monthly_messages: 3000, overage: false, daily_messages: 100, monthly_bytes: 1073741824, bytes_grace_percent: 0, sender_domains: 1 });
+    assert.deepEqual(shown.usage.month.messages, 0);
+    assert.deepEqual(shown.usage.sender_domains, []);
+  });
+
+  test('strategy set changes the project default routing strategy; an unknown one is refused', async () => {
+    const p = await ok(dir, ['project', 'create', '--name', 'routing']);
+    for (const strategy of ['round-robin', 'random', 'free-first', 'fallback']) {
+      const changed = await ok(dir, ['strategy', 'set', '--project', p.id, '--strategy', strategy]);
+      assert.deepEqual(changed, { ...p, strategy });
+    }
+    await refused(dir, ['strategy', 'set', '--project', p.id, '--strategy', 'cheapest'], 1, 'invalid_argument');
+    await refused(dir, ['strategy', 'set', '--project', 'p.missing', '--strategy', 'random'], 1, 'not_found');
+  });
+
   test('an unknown plan or an empty name is refused with exit 1', async () => {
     const p = await ok(dir, ['project', 'create', '--name', 'plans']);
     await Promise.all([
