@@ -102,10 +102,13 @@ export class DeliveryScheduler {
         this.expire(now);
       }
       const free = config.delivery.concurrency - this.inFlight;
-      if (free > 0) {
-        const leased = leaseDueMessages(db, now, now + config.delivery.lease_ms, Math.min(free, config.delivery.batch_size));
+      const want = Math.min(free, config.delivery.batch_size);
+      // Lease in batches: when busy, wait until a good share of the slots is free, so one
+      // claim (one small transaction) feeds many hand-offs.
+      if (want > 0 && (this.inFlight === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
+        const leased = leaseDueMessages(db, now, now + config.delivery.lease_ms, want);
         for (const row of leased) void this.deliver(row);
-        if (leased.length === Math.min(free, config.delivery.batch_size)) return this.schedule(0);
+        if (leased.length === want) return this.schedule(0);
       }
     } catch (err) {
       logger.error({ err }, 'delivery scheduler tick failed');
@@ -292,7 +295,8 @@ export class DeliveryScheduler {
   /** Outcome bookkeeping is batched into one transaction per turn of the event loop. */
   private write(fn: () => void): void {
     this.pendingWrites.push(fn);
-    if (this.pendingWrites.length === 1) setImmediate(() => this.flushWrites());
+    // A few milliseconds of grouping: one transaction (one WAL fsync) for many outcomes.
+    if (this.pendingWrites.length === 1) setTimeout(() => this.flushWrites(), 5).unref();
   }
 
   private flushWrites(): void {

@@ -4,19 +4,32 @@ import type { MessageRow } from './messages.js';
 /**
  * Claims up to `limit` due messages with a lease: queued or scheduled ones whose time has come,
  * and `sending` ones whose lease ran out (their worker died). Paused projects are skipped.
- * One statement, so two claimers can never take the same message.
+ * Each claim is one UPDATE, so two claimers can never take the same message, and each walks
+ * its own index to the limit — the cost does not grow with the queue.
  */
 export function leaseDueMessages(db: Db, now: number, leaseUntil: number, limit: number): MessageRow[] {
-  return sql(
-    db,
-    `UPDATE messages SET status = 'sending', lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
-      WHERE id IN (
-        SELECT m.id FROM messages m JOIN projects p ON p.id = m.project_id
-         WHERE ((m.status IN ('queued', 'scheduled') AND m.next_attempt_at <= @now) OR (m.status = 'sending' AND m.lease_until <= @now))
-           AND p.paused = 0
-         ORDER BY m.next_attempt_at LIMIT @limit)
-      RETURNING *`,
-  ).all({ now, leaseUntil, limit }) as MessageRow[];
+  return db.transaction(() => {
+    const expired = sql(
+      db,
+      `UPDATE messages SET lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
+        WHERE id IN (SELECT id FROM messages INDEXED BY messages_status_lease
+                      WHERE status = 'sending' AND lease_until <= @now
+                        AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
+                      LIMIT @limit)
+        RETURNING *`,
+    ).all({ now, leaseUntil, limit }) as MessageRow[];
+    if (expired.length >= limit) return expired;
+    const due = sql(
+      db,
+      `UPDATE messages SET status = 'sending', lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
+        WHERE id IN (SELECT id FROM messages INDEXED BY messages_status_due
+                      WHERE status IN ('queued', 'scheduled') AND next_attempt_at <= @now
+                        AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
+                      LIMIT @limit)
+        RETURNING *`,
+    ).all({ now, leaseUntil, limit: limit - expired.length }) as MessageRow[];
+    return [...expired, ...due];
+  })();
 }
 
 /** Messages past their maximum age in a state that will not deliver them, at most `limit`. */
