@@ -386,7 +386,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     agent.destroy();
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
-    rmSync(setup.stateDir, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP) rmSync(setup.stateDir, { recursive: true, force: true });
   }
 }
 
@@ -491,7 +491,7 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
   } finally {
     if (server && server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
-    rmSync(setup.stateDir, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP) rmSync(setup.stateDir, { recursive: true, force: true });
   }
 }
 

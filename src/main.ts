@@ -16,7 +16,7 @@ import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/cer
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
 import { SmtpRelayAdapter } from './providers/smtpRelay.js';
-import { dkimSignatureFor } from './dkim/sign.js';
+import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
@@ -70,7 +70,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     // HTTP API adapters arrive with the provider-adapters release; until then those accounts
     // are skipped as unusable and the next candidate is tried.
     adapterFor: (slug) => (slug === 'smtp' || slug.endsWith('-smtp') ? relay : undefined),
-    sign: (projectId, domain, mimePath) => dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)),
+    // The file is opened only when a key applies (most messages have none), and streamed.
+    sign: (projectId, domain, mimePath) =>
+      dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)) : Promise.resolve(null),
   });
 
   const admission = new Admission(db, clock, config);
