@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { spawn as spawnChild } from 'node:child_process';
@@ -23,13 +22,13 @@ import {
   type SpawnedPostern,
   ephemeralListenerEnv,
 } from './support/postern.js';
+import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
 // ---------------------------------------------------------------------------------------------
 
 const ID_RE = /^m\.[0-9a-z]{26}$/;
-const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -202,23 +201,7 @@ async function waitForLoad(run: LoadRun, minAcked: number, minMs: number, maxMs:
   }
 }
 
-interface SpoolSnapshot {
-  tmpFiles: string[];
-  /** Relative paths (`YYYY-MM-DD/<id>.eml`) of every file under a day directory. */
-  dayFiles: string[];
-}
 
-function snapshotSpool(stateDir: string): SpoolSnapshot {
-  const root = path.join(stateDir, 'spool');
-  const tmpDir = path.join(root, 'tmp');
-  const tmpFiles = existsSync(tmpDir) ? readdirSync(tmpDir) : [];
-  const dayFiles: string[] = [];
-  for (const entry of readdirSync(root, { withFileTypes: true })) {
-    if (!entry.isDirectory() || !DAY_RE.test(entry.name)) continue;
-    for (const name of readdirSync(path.join(root, entry.name))) dayFiles.push(path.join(entry.name, name));
-  }
-  return { tmpFiles, dayFiles };
-}
 
 interface Row {
   id: string;
@@ -228,31 +211,14 @@ interface Row {
   last_error: string | null;
 }
 
-function readRows(stateDir: string): Map<string, Row> {
-  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-  try {
-    const rows = db.prepare('SELECT id, status, spool_path, size_bytes, last_error FROM messages').all() as Row[];
-    return new Map(rows.map((r) => [r.id, r]));
-  } finally {
-    db.close();
-  }
-}
 
-function acceptedEventIds(stateDir: string): Set<string> {
-  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-  try {
-    return new Set(db.prepare("SELECT message_id FROM events WHERE type = 'mail.accepted'").pluck().all() as string[]);
-  } finally {
-    db.close();
-  }
-}
 
 /**
  * The durability promise, checked on a stopped server's state dir: every acknowledged id is a
  * queued row with its MIME file; no file without a row; no temp file; no row without a file.
  */
 function assertSpoolIntact(stateDir: string, acked: string[]): void {
-  const rows = readRows(stateDir);
+  const rows = readMessageRows<Row>(stateDir);
   const events = acceptedEventIds(stateDir);
   const spoolRoot = path.join(stateDir, 'spool');
 
@@ -277,7 +243,7 @@ function assertSpoolIntact(stateDir: string, acked: string[]): void {
   }
   assert.deepEqual(problems, [], 'every acknowledged message is queued with a complete MIME file');
 
-  const snap = snapshotSpool(stateDir);
+  const snap = spoolSnapshot(stateDir);
   assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
   const orphans = snap.dayFiles.filter((rel) => {
     const row = rows.get(path.basename(rel, '.eml'));
@@ -313,8 +279,8 @@ describe('SIGKILL under load', () => {
       await killed;
       await load.done;
 
-      const debris = snapshotSpool(stateDir);
-      const rowsAfterKill = readRows(stateDir);
+      const debris = spoolSnapshot(stateDir);
+      const rowsAfterKill = readMessageRows<Row>(stateDir);
       const orphansAfterKill = debris.dayFiles.filter((rel) => !rowsAfterKill.has(path.basename(rel, '.eml'))).length;
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.length} acknowledged, ${load.transportErrors} unacknowledged (connection cut); ` +
@@ -387,7 +353,7 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
     await p.close();
   }
 
-  const rows = readRows(stateDir);
+  const rows = readMessageRows<Row>(stateDir);
   for (const id of missingIds) unlinkSync(path.join(stateDir, 'spool', rows.get(id)!.spool_path));
 
   const tmpFile = path.join(stateDir, 'spool', 'tmp', 'm.0000000000halfwritten0000.eml.4242.tmp');
@@ -402,7 +368,7 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
 function assertReconciled(stateDir: string, planted: Planted): void {
   assert.equal(existsSync(planted.tmpFile), false, 'the half-written temp file is removed');
   assert.equal(existsSync(planted.orphanFile), false, 'the .eml without an index row is removed');
-  const rows = readRows(stateDir);
+  const rows = readMessageRows<Row>(stateDir);
   for (const id of planted.missingIds) {
     const row = rows.get(id)!;
     assert.deepEqual({ id, status: row.status, last_error: row.last_error }, { id, status: 'failed', last_error: 'spool_file_missing' });
@@ -457,7 +423,7 @@ describe('spool reconciliation at start', () => {
       byMsg('removed spool file without an index row (unacknowledged write)').map((l) => ({ level: l.level, file: l.file })),
       [{ level: 'warn', file: planted.orphanRel }],
     );
-    const rows = readRows(stateDir);
+    const rows = readMessageRows<Row>(stateDir);
     assert.deepEqual(
       byMsg('index row without its spool file; message failed')
         .map((l) => ({ level: l.level, message_id: l.message_id, file: l.file }))
@@ -531,8 +497,8 @@ describe('SIGTERM under load', () => {
   });
 
   test('a graceful stop leaves no temp file and no spooled file without its row', () => {
-    const rows = readRows(stateDir);
-    const snap = snapshotSpool(stateDir);
+    const rows = readMessageRows<Row>(stateDir);
+    const snap = spoolSnapshot(stateDir);
     assert.deepEqual(snap.tmpFiles, []);
     assert.deepEqual(
       snap.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))),
@@ -545,7 +511,7 @@ describe('SIGTERM under load', () => {
     assert.equal(await stopWhenServing(restarted), 0);
     assertSpoolIntact(stateDir, load.acked);
     // A graceful stop leaves nothing for reconciliation to repair.
-    const rows = readRows(stateDir);
+    const rows = readMessageRows<Row>(stateDir);
     assert.deepEqual(
       [...rows.values()].filter((r) => r.status !== 'queued').map((r) => r.id),
       [],

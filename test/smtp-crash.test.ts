@@ -1,6 +1,5 @@
-import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
@@ -10,13 +9,13 @@ import { silentLogger } from '../src/log.js';
 import type { OperatorContext } from '../src/operator/context.js';
 import { openDatabase } from '../src/store/db.js';
 import { createProjectWithKeys, get, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
+import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
 // ---------------------------------------------------------------------------------------------
 
 const ACCEPTED_RE = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
-const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 const SESSIONS = 20;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -213,40 +212,12 @@ interface Row {
   last_error: string | null;
 }
 
-function readRows(stateDir: string): Map<string, Row> {
-  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-  try {
-    const rows = db.prepare('SELECT id, status, source, spool_path, size_bytes, subject, last_error FROM messages').all() as Row[];
-    return new Map(rows.map((r) => [r.id, r]));
-  } finally {
-    db.close();
-  }
-}
 
-function acceptedEventIds(stateDir: string): Set<string> {
-  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-  try {
-    return new Set(db.prepare("SELECT message_id FROM events WHERE type = 'mail.accepted'").pluck().all() as string[]);
-  } finally {
-    db.close();
-  }
-}
 
-function snapshotSpool(stateDir: string): { tmpFiles: string[]; dayFiles: string[] } {
-  const root = path.join(stateDir, 'spool');
-  const tmpDir = path.join(root, 'tmp');
-  const tmpFiles = existsSync(tmpDir) ? readdirSync(tmpDir) : [];
-  const dayFiles: string[] = [];
-  for (const entry of readdirSync(root, { withFileTypes: true })) {
-    if (!entry.isDirectory() || !DAY_RE.test(entry.name)) continue;
-    for (const name of readdirSync(path.join(root, entry.name))) dayFiles.push(path.join(entry.name, name));
-  }
-  return { tmpFiles, dayFiles };
-}
 
 /** Every acknowledged message: a queued smtp row, its event, and its complete MIME file; no debris. */
 function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
-  const rows = readRows(stateDir);
+  const rows = readMessageRows<Row>(stateDir);
   const events = acceptedEventIds(stateDir);
   const spoolRoot = path.join(stateDir, 'spool');
 
@@ -281,7 +252,7 @@ function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
   }
   assert.deepEqual(problems, [], 'every acknowledged message is a queued smtp row with its complete MIME file');
 
-  const snap = snapshotSpool(stateDir);
+  const snap = spoolSnapshot(stateDir);
   assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
   const orphans = snap.dayFiles.filter((rel) => {
     const row = rows.get(path.basename(rel, '.eml'));
@@ -315,8 +286,8 @@ describe('SIGKILL during concurrent SMTP DATA', () => {
       await killed;
       await load.done;
 
-      const debris = snapshotSpool(stateDir);
-      const rowsAfterKill = readRows(stateDir);
+      const debris = spoolSnapshot(stateDir);
+      const rowsAfterKill = readMessageRows<Row>(stateDir);
       const orphansAfterKill = debris.dayFiles.filter((rel) => !rowsAfterKill.has(path.basename(rel, '.eml'))).length;
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.size} answered 250, ${load.transportErrors} cut off; left behind by the kill: ` +

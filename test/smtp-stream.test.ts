@@ -1,6 +1,5 @@
-import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -11,13 +10,13 @@ import { silentLogger } from '../src/log.js';
 import type { OperatorContext } from '../src/operator/context.js';
 import { openDatabase } from '../src/store/db.js';
 import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
+import { readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
 // ---------------------------------------------------------------------------------------------
 
 const ACCEPTED_RE = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
-const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 const MiB = 1024 * 1024;
 
 /** Relaying turned off where the config knows about it: accepted messages stay `queued`. */
@@ -102,27 +101,7 @@ interface Row {
   environment: string;
 }
 
-function readRows(stateDir: string): Map<string, Row> {
-  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-  try {
-    const rows = db.prepare('SELECT id, status, source, spool_path, size_bytes, environment FROM messages').all() as Row[];
-    return new Map(rows.map((r) => [r.id, r]));
-  } finally {
-    db.close();
-  }
-}
 
-function spoolSnapshot(stateDir: string): { tmpFiles: string[]; dayFiles: string[] } {
-  const root = path.join(stateDir, 'spool');
-  const tmpDir = path.join(root, 'tmp');
-  const tmpFiles = existsSync(tmpDir) ? readdirSync(tmpDir) : [];
-  const dayFiles: string[] = [];
-  for (const entry of readdirSync(root, { withFileTypes: true })) {
-    if (!entry.isDirectory() || !DAY_RE.test(entry.name)) continue;
-    for (const name of readdirSync(path.join(root, entry.name))) dayFiles.push(path.join(entry.name, name));
-  }
-  return { tmpFiles, dayFiles: dayFiles.sort() };
-}
 
 /** The SMTP refusal nodemailer reports, reduced to what the server said. */
 async function refusalOf(promise: Promise<unknown>): Promise<{ responseCode: number | undefined; response: string | undefined }> {
@@ -205,7 +184,7 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     const m = ACCEPTED_RE.exec(response);
     assert.ok(m, `250 reply with the id: ${response}`);
     const id = m[1];
-    const row = readRows(stateDir).get(id);
+    const row = readMessageRows<Row>(stateDir).get(id);
     assert.ok(row, 'the message has its index row');
     const file = path.join(stateDir, 'spool', row.spool_path);
     const size = statSync(file).size;
@@ -237,7 +216,7 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
 
   test('a message with an 11 MiB attachment is refused 554 5.6.0 attachments:too_large and leaves nothing in the spool', async () => {
     const before = spoolSnapshot(stateDir);
-    const rowsBefore = readRows(stateDir).size;
+    const rowsBefore = readMessageRows<Row>(stateDir).size;
     const refusal = await refusalOf(
       transport.sendMail({
         from: 'Sender <sender@example.com>',
@@ -252,12 +231,12 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:too_large: .+ \[attachments\.0\.content: attachments:too_large\]$/);
     const afterSnap = spoolSnapshot(stateDir);
     assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
-    assert.equal(readRows(stateDir).size, rowsBefore, 'no new index row');
+    assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
   });
 
   test('attachments of 9 MiB each, 27 MiB together, are refused 554 5.6.0 attachments:total_too_large and leave nothing in the spool', async () => {
     const before = spoolSnapshot(stateDir);
-    const rowsBefore = readRows(stateDir).size;
+    const rowsBefore = readMessageRows<Row>(stateDir).size;
     const refusal = await refusalOf(
       transport.sendMail({
         from: 'Sender <sender@example.com>',
@@ -271,13 +250,13 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:total_too_large: .+ \[attachments: attachments:total_too_large\]$/);
     const afterSnap = spoolSnapshot(stateDir);
     assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
-    assert.equal(readRows(stateDir).size, rowsBefore, 'no new index row');
+    assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
   });
 
   test('after the refusals a normal message is still accepted', async () => {
     const info = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'after', text: 'still here' });
     const m = ACCEPTED_RE.exec(String(info.response));
     assert.ok(m, String(info.response));
-    assert.equal(readRows(stateDir).get(m[1])?.status, 'queued');
+    assert.equal(readMessageRows<Row>(stateDir).get(m[1])?.status, 'queued');
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { HttpResult } from './postern.js';
 
@@ -26,4 +27,40 @@ export function assertErrorEnvelope(res: HttpResult, status: number, type: strin
 export function assertAccepted(res: HttpResult, status = 'queued'): void {
   assert.equal(res.status, 202, res.text);
   assert.equal(res.body.status, status, res.text);
+}
+
+const DAY_DIR = /^\d{4}-\d{2}-\d{2}$/;
+
+/** What a spool holds: temp files, and stored files as `<day>/<name>` (sorted). */
+export function spoolSnapshot(stateDir: string): { tmpFiles: string[]; dayFiles: string[] } {
+  const root = path.join(stateDir, 'spool');
+  const tmpDir = path.join(root, 'tmp');
+  const tmpFiles = existsSync(tmpDir) ? readdirSync(tmpDir) : [];
+  const dayFiles: string[] = [];
+  for (const entry of readdirSync(root, { withFileTypes: true })) {
+    if (!entry.isDirectory() || !DAY_DIR.test(entry.name)) continue;
+    for (const name of readdirSync(path.join(root, entry.name))) dayFiles.push(path.join(entry.name, name));
+  }
+  return { tmpFiles, dayFiles: dayFiles.sort() };
+}
+
+/** Every message row of a (stopped or running) server's index, by id, read-only. */
+export function readMessageRows<Row extends { id: string }>(stateDir: string): Map<string, Row> {
+  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT * FROM messages').all() as Row[];
+    return new Map(rows.map((r) => [r.id, r]));
+  } finally {
+    db.close();
+  }
+}
+
+/** Ids of the messages that have their `mail.accepted` event. */
+export function acceptedEventIds(stateDir: string): Set<string> {
+  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
+  try {
+    return new Set(db.prepare("SELECT message_id FROM events WHERE type = 'mail.accepted'").pluck().all() as string[]);
+  } finally {
+    db.close();
+  }
 }
