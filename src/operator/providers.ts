@@ -1,6 +1,6 @@
 import { openapiDocument } from '../contract/validators.js';
 import { newProviderAccountId } from '../ids.js';
-import { detachProviderAccount, insertProviderAccount, listProviderAccounts, type ProviderAccountRow } from '../store/providerAccounts.js';
+import { detachProviderAccount, insertProviderAccount, listProviderAccounts, type ProviderAccountRow, type ProviderAccountSecrets, type ProviderAccountSettings } from '../store/providerAccounts.js';
 import { sql } from '../store/db.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
@@ -22,16 +22,9 @@ export interface AttachOptions {
   priority?: string;
 }
 
-interface Settings {
-  host: string | null;
-  port: number | null;
-  user: string | null;
-  tls: 'starttls' | 'implicit' | 'none' | null;
-  endpoint: string | null;
-  region: string | null;
-}
 
-export interface ProviderAccountView extends Settings {
+
+export interface ProviderAccountView extends ProviderAccountSettings {
   id: string;
   project_id: string;
   slug: string;
@@ -42,8 +35,8 @@ export interface ProviderAccountView extends Settings {
 }
 
 function view(row: ProviderAccountRow): ProviderAccountView {
-  const settings = JSON.parse(row.settings) as Settings;
-  const secrets = JSON.parse(row.secrets) as { pass?: string; api_key?: string };
+  const settings = JSON.parse(row.settings) as ProviderAccountSettings;
+  const secrets = JSON.parse(row.secrets) as ProviderAccountSecrets;
   return {
     id: row.id,
     project_id: row.project_id,
@@ -80,11 +73,11 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OperatorError('invalid_argument', '--endpoint must be an http(s) URL');
   }
-  const settings: Settings = {
+  const settings: ProviderAccountSettings = {
     host: opts.host ?? null,
     port: integer('port', opts.port, 1, 65535),
     user: opts.user ?? null,
-    tls: (opts.tls as Settings['tls']) ?? null,
+    tls: (opts.tls as ProviderAccountSettings['tls']) ?? null,
     endpoint: opts.endpoint ?? null,
     region: opts.region ?? null,
   };

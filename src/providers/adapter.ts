@@ -31,19 +31,6 @@ export type SendResult =
   | { kind: 'account'; reply: string }
   | { kind: 'permanent'; reply: string; bounced?: RecipientRefusal[] };
 
-export interface AccountSettings {
-  host: string | null;
-  port: number | null;
-  user: string | null;
-  tls: 'starttls' | 'implicit' | 'none' | null;
-  endpoint: string | null;
-  region: string | null;
-}
-
-export interface AccountSecrets {
-  pass?: string;
-  api_key?: string;
-}
 
 export interface ProviderAdapter {
   send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult>;

@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import nodemailer, { type Transporter } from 'nodemailer';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
-import type { AccountSecrets, AccountSettings, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
+import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
+import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
 
 interface SmtpDefaults {
   host: (region: string | null) => string;
@@ -90,8 +90,8 @@ export class SmtpRelayAdapter implements ProviderAdapter {
     const key = `${account.id}\u0000${account.settings}\u0000${account.secrets}`;
     let transport = this.transports.get(key);
     if (transport) return transport;
-    const settings = JSON.parse(account.settings) as AccountSettings;
-    const secrets = JSON.parse(account.secrets) as AccountSecrets;
+    const settings = JSON.parse(account.settings) as ProviderAccountSettings;
+    const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
     const defaults = SMTP_DEFAULTS[account.slug];
     const tls = settings.tls ?? defaults?.tls ?? 'starttls';
     transport = nodemailer.createTransport({

@@ -1,5 +1,21 @@
 import { sql, type Db } from './db.js';
 
+/** The `settings` column, as JSON. */
+export interface ProviderAccountSettings {
+  host: string | null;
+  port: number | null;
+  user: string | null;
+  tls: 'starttls' | 'implicit' | 'none' | null;
+  endpoint: string | null;
+  region: string | null;
+}
+
+/** The `secrets` column, as JSON: needed in clear to authenticate to the provider; never printed. */
+export interface ProviderAccountSecrets {
+  pass?: string;
+  api_key?: string;
+}
+
 export interface ProviderAccountRow {
   id: string;
   project_id: string;
