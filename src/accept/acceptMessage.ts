@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import { domainOf } from '../contract/address.js';
 import { ContractError } from '../contract/errors.js';
+import { idempotencyKeyError } from '../contract/validators.js';
 import type { SendAccepted, Status } from '../contract/types.gen.js';
 import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
@@ -88,12 +89,15 @@ export class AcceptPipeline {
   constructor(private readonly deps: AcceptDeps) {}
 
   /**
-   * Runs `attempt` at most once per (project, environment, Idempotency-Key) at a time: a repeat
+   * Checks the key's format, then runs `attempt` at most once per (project, environment,
+   * Idempotency-Key) at a time: a repeat
    * gets the stored 202 body (the first body wins, even if the repeat's body differs or is
    * invalid); a concurrent repeat waits for the first and shares its outcome when it succeeds.
    */
   async idempotent(auth: AuthContext, key: string | null, attempt: () => Promise<SendAccepted>): Promise<SendAccepted> {
     if (key === null) return attempt();
+    const formatError = idempotencyKeyError(key);
+    if (formatError) throw new ContractError(formatError);
     const slot = `${auth.project.id}\u0000${auth.environment}\u0000${key}`;
     for (;;) {
       const stored = findIdempotentResponse(this.deps.db, auth.project.id, auth.environment, key);

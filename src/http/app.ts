@@ -7,7 +7,7 @@ import { toOutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { openapiDocument, idempotencyKeyError, validateBatchEnvelope } from '../contract/validators.js';
+import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
 import type { Logger } from '../log.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
@@ -54,10 +54,6 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   const send: Handler = async (req, res) => {
     const context = admit(req, 'send');
     const idempotencyKey = headerValue(req, 'idempotency-key');
-    if (idempotencyKey !== null) {
-      const code = idempotencyKeyError(idempotencyKey);
-      if (code) throw new ContractError(code);
-    }
     const accepted = await pipeline.idempotent(context, idempotencyKey, async () => {
       const body = await readJsonBody(req, config.http.max_body_bytes);
       const check = checkMessageBody(body, clock.now());

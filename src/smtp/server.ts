@@ -7,7 +7,6 @@ import { messageIdHeader } from '../accept/composeMime.js';
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { idempotencyKeyError } from '../contract/validators.js';
 import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
@@ -208,10 +207,6 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       }
       const recipients = session.envelope.rcptTo.map((r) => r.address);
       const judged = judgeSmtpMessage(mail, recipients, clock.now());
-      if (judged.idempotencyKey !== null) {
-        const code = idempotencyKeyError(judged.idempotencyKey);
-        if (code) throw new ContractError(code);
-      }
       const accepted = await pipeline.idempotent(auth, judged.idempotencyKey, () =>
         pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
           id,
