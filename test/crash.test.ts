@@ -1,27 +1,21 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { spawn as spawnChild } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { systemClock } from '../src/clock.js';
-import { buildConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/log.js';
-import type { OperatorContext } from '../src/operator/context.js';
-import { openDatabase } from '../src/store/db.js';
 import {
   cliPath,
   createProjectWithKeys,
   get,
   post,
-  spawnPostern,
   startTestPostern,
-  tempStateDir,
   validMessage,
   type ProjectWithKeys,
   type SpawnedPostern,
   ephemeralListenerEnv,
 } from './support/postern.js';
+import { ProcessScope, sleep, withClosedIndex } from './support/processes.js';
 import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -30,47 +24,15 @@ import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/asse
 
 const ID_RE = /^m\.[0-9a-z]{26}$/;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const scope = new ProcessScope();
+after(() => scope.cleanup());
 
-const dirsToRemove: string[] = [];
-const childrenToReap: SpawnedPostern[] = [];
-
-after(async () => {
-  for (const child of childrenToReap) {
-    if (child.child.exitCode === null && child.child.signalCode === null) await child.kill();
-  }
-  for (const dir of dirsToRemove) rmSync(dir, { recursive: true, force: true });
-});
-
-function newStateDir(): string {
-  const dir = tempStateDir('postern-crash-');
-  dirsToRemove.push(dir);
-  return dir;
-}
+const newStateDir = () => scope.stateDir('postern-crash-');
 
 /** Creates a project with keys in a state dir through the operator functions, then closes the index. */
-function seedProject(stateDir: string): ProjectWithKeys {
-  const db = openDatabase(stateDir, silentLogger());
-  try {
-    const config = buildConfig(
-      {
-        state_dir: stateDir,
-        listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }],
-      },
-      {},
-    );
-    const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    return createProjectWithKeys(ctx, 'crash project');
-  } finally {
-    db.close();
-  }
-}
+const seedProject = (stateDir: string): ProjectWithKeys => withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'crash project'));
 
-async function spawn(stateDir: string, env: Record<string, string> = {}): Promise<SpawnedPostern> {
-  const child = await spawnPostern(stateDir, env);
-  childrenToReap.push(child);
-  return child;
-}
+const spawn = (stateDir: string, env: Record<string, string> = {}): Promise<SpawnedPostern> => scope.spawn(stateDir, env);
 
 /**
  * SIGTERM after one /healthz round trip: the answer proves the process is past its start-up

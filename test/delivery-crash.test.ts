@@ -6,20 +6,16 @@
  */
 import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { SMTPServer } from 'smtp-server';
-import { systemClock } from '../src/clock.js';
-import { buildConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/log.js';
-import type { OperatorContext } from '../src/operator/context.js';
 import { createKey } from '../src/operator/keys.js';
 import { createProject } from '../src/operator/projects.js';
 import { attachProvider } from '../src/operator/providers.js';
-import { openDatabase } from '../src/store/db.js';
-import { post, spawnPostern, tempStateDir, validMessage, type SpawnedPostern } from './support/postern.js';
+import { post, validMessage, type SpawnedPostern } from './support/postern.js';
+import { ProcessScope, sleep, withClosedIndex } from './support/processes.js';
 
 const TOTAL = 1000;
 const BATCH = 100;
@@ -30,18 +26,12 @@ const SINK_DELAY_MS = 4;
 const LEASE_MS = 2000;
 const ID_RE = /^m\.[0-9a-z]{26}$/;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-const dirsToRemove: string[] = [];
-const children: SpawnedPostern[] = [];
+const scope = new ProcessScope();
 const sinks: SMTPServer[] = [];
 
 after(async () => {
-  for (const child of children) {
-    if (child.child.exitCode === null && child.child.signalCode === null) await child.kill();
-  }
+  await scope.cleanup();
   for (const sink of sinks) await new Promise<void>((resolve) => sink.close(() => resolve()));
-  for (const dir of dirsToRemove) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Every complete message the sink received, in order: its Message-ID and the queue number it was given. */
@@ -89,16 +79,11 @@ async function startCountingSink(): Promise<CountingSink> {
 
 /** A pro project with an `smtp` provider pointing at the sink and a live key, written with the operator functions on an index closed afterwards. */
 function seedProject(stateDir: string, sinkPort: number): { projectId: string; liveKey: string } {
-  const db = openDatabase(stateDir, silentLogger());
-  try {
-    const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
-    const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+  return withClosedIndex(stateDir, (ctx) => {
     const project = createProject(ctx, 'delivery crash', 'pro');
     attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
     return { projectId: project.id, liveKey: createKey(ctx, project.id, 'live').key };
-  } finally {
-    db.close();
-  }
+  });
 }
 
 function writeConfig(stateDir: string, name: string, delivery: Record<string, unknown>): string {
@@ -107,11 +92,7 @@ function writeConfig(stateDir: string, name: string, delivery: Record<string, un
   return file;
 }
 
-async function spawn(stateDir: string, configFile: string): Promise<SpawnedPostern> {
-  const child = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile });
-  children.push(child);
-  return child;
-}
+const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
 
 function readRows(stateDir: string): { id: string; status: string; provider_message_id: string | null }[] {
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
@@ -124,8 +105,7 @@ function readRows(stateDir: string): { id: string; status: string; provider_mess
 
 describe('SIGKILL while 1,000 messages are being relayed', () => {
   test('after a restart every accepted message reaches the sink at least once, none is lost, and only messages leased by the killed process are repeated', async (t) => {
-    const stateDir = tempStateDir('postern-delivery-crash-');
-    dirsToRemove.push(stateDir);
+    const stateDir = scope.stateDir('postern-delivery-crash-');
     const sink = await startCountingSink();
     const { liveKey } = seedProject(stateDir, sink.port);
     const off = writeConfig(stateDir, 'delivery-off.json', { enabled: false });

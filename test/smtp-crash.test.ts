@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
-import { systemClock } from '../src/clock.js';
-import { buildConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/log.js';
-import type { OperatorContext } from '../src/operator/context.js';
-import { openDatabase } from '../src/store/db.js';
-import { createProjectWithKeys, get, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
+import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
+import { ProcessScope, sleep, withClosedIndex } from './support/processes.js';
 import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -18,23 +14,10 @@ import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/asse
 const ACCEPTED_RE = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const SESSIONS = 20;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const scope = new ProcessScope();
+after(() => scope.cleanup());
 
-const dirsToRemove: string[] = [];
-const childrenToReap: SpawnedPostern[] = [];
-
-after(async () => {
-  for (const child of childrenToReap) {
-    if (child.child.exitCode === null && child.child.signalCode === null) await child.kill();
-  }
-  for (const dir of dirsToRemove) rmSync(dir, { recursive: true, force: true });
-});
-
-function newStateDir(): string {
-  const dir = tempStateDir('postern-smtp-crash-');
-  dirsToRemove.push(dir);
-  return dir;
-}
+const newStateDir = () => scope.stateDir('postern-smtp-crash-');
 
 /** Relaying turned off where the config knows about it: accepted messages stay `queued`. */
 const NO_DELIVERY = { delivery: { enabled: false } };
@@ -47,21 +30,10 @@ const NO_DELIVERY = { delivery: { enabled: false } };
 function seed(stateDir: string): { keys: ProjectWithKeys; configFile: string } {
   const configFile = path.join(stateDir, 'crash.json');
   writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 }, ...NO_DELIVERY }));
-  const db = openDatabase(stateDir, silentLogger());
-  try {
-    const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
-    const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    return { keys: createProjectWithKeys(ctx, 'smtp crash project', 'pro'), configFile };
-  } finally {
-    db.close();
-  }
+  return { keys: withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'smtp crash project', 'pro')), configFile };
 }
 
-async function spawn(stateDir: string, configFile: string): Promise<SpawnedPostern> {
-  const child = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile });
-  childrenToReap.push(child);
-  return child;
-}
+const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
 
 /** SIGTERM after one /healthz round trip (the process is past its start-up code). */
 async function stopWhenServing(server: SpawnedPostern): Promise<number | null> {

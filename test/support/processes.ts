@@ -1,0 +1,49 @@
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { systemClock } from '../../src/clock.js';
+import { buildConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/log.js';
+import type { OperatorContext } from '../../src/operator/context.js';
+import { openDatabase } from '../../src/store/db.js';
+import { spawnPostern, tempStateDir, type SpawnedPostern } from './postern.js';
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs operator functions against a state directory's index and closes it again, so a child
+ * `postern start` can own the directory afterwards (setting up before spawning).
+ */
+export function withClosedIndex<T>(stateDir: string, fn: (ctx: OperatorContext) => T): T {
+  const db = openDatabase(stateDir, silentLogger());
+  try {
+    const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
+    return fn({ db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
+  } finally {
+    db.close();
+  }
+}
+
+/** The state directories and child servers of a test file, all removed or killed by `cleanup()`. */
+export class ProcessScope {
+  private readonly dirs: string[] = [];
+  private readonly children: SpawnedPostern[] = [];
+
+  stateDir(prefix: string): string {
+    const dir = tempStateDir(prefix);
+    this.dirs.push(dir);
+    return dir;
+  }
+
+  async spawn(...args: Parameters<typeof spawnPostern>): Promise<SpawnedPostern> {
+    const child = await spawnPostern(...args);
+    this.children.push(child);
+    return child;
+  }
+
+  async cleanup(): Promise<void> {
+    for (const child of this.children) {
+      if (child.child.exitCode === null && child.child.signalCode === null) await child.kill();
+    }
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
