@@ -16,7 +16,7 @@ import {
   ephemeralListenerEnv,
 } from './support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from './support/processes.js';
-import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/assertions.js';
+import { acceptedEventIds, assertSpoolConsistent, readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -205,20 +205,7 @@ function assertSpoolIntact(stateDir: string, acked: string[]): void {
   }
   assert.deepEqual(problems, [], 'every acknowledged message is queued with a complete MIME file');
 
-  const snap = spoolSnapshot(stateDir);
-  assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
-  const orphans = snap.dayFiles.filter((rel) => {
-    const row = rows.get(path.basename(rel, '.eml'));
-    return !rel.endsWith('.eml') || row === undefined || row.spool_path !== rel;
-  });
-  assert.deepEqual(orphans, [], 'every spooled file has its index row');
-
-  const withoutFile = [...rows.values()].filter((r) => r.last_error === 'spool_file_missing' || !existsSync(path.join(spoolRoot, r.spool_path)));
-  assert.deepEqual(
-    withoutFile.map((r) => r.id),
-    [],
-    'no index row lacks its file',
-  );
+  assertSpoolConsistent(stateDir, rows);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from './support/processes.js';
-import { acceptedEventIds, readMessageRows, spoolSnapshot } from './support/assertions.js';
+import { acceptedEventIds, assertSpoolConsistent, readMessageRows, spoolSnapshot } from './support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -224,18 +224,7 @@ function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
   }
   assert.deepEqual(problems, [], 'every acknowledged message is a queued smtp row with its complete MIME file');
 
-  const snap = spoolSnapshot(stateDir);
-  assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
-  const orphans = snap.dayFiles.filter((rel) => {
-    const row = rows.get(path.basename(rel, '.eml'));
-    return !rel.endsWith('.eml') || row === undefined || row.spool_path !== rel;
-  });
-  assert.deepEqual(orphans, [], 'every spooled file has its index row');
-  assert.deepEqual(
-    [...rows.values()].filter((r) => r.last_error === 'spool_file_missing' || !existsSync(path.join(spoolRoot, r.spool_path))).map((r) => r.id),
-    [],
-    'no index row lacks its file',
-  );
+  assertSpoolConsistent(stateDir, rows);
 }
 
 // ---------------------------------------------------------------------------------------------

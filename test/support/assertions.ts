@@ -64,3 +64,19 @@ export function acceptedEventIds(stateDir: string): Set<string> {
     db.close();
   }
 }
+
+/**
+ * What reconciliation leaves behind after a crash: nothing in spool/tmp, no stored file without
+ * its index row, no row without its file.
+ */
+export function assertSpoolConsistent(stateDir: string, rows: Map<string, { spool_path: string; last_error: string | null }>): void {
+  const snap = spoolSnapshot(stateDir);
+  assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
+  const orphans = snap.dayFiles.filter((rel) => {
+    const row = rows.get(path.basename(rel, '.eml'));
+    return !rel.endsWith('.eml') || row === undefined || row.spool_path !== rel;
+  });
+  assert.deepEqual(orphans, [], 'every spooled file has its index row');
+  const withoutFile = [...rows.entries()].filter(([, r]) => r.last_error === 'spool_file_missing' || !existsSync(path.join(stateDir, 'spool', r.spool_path)));
+  assert.deepEqual(withoutFile.map(([id]) => id), [], 'no index row lacks its file');
+}
