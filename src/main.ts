@@ -1,6 +1,5 @@
 import { createReadStream } from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
-import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
@@ -15,7 +14,7 @@ import { IndexWriter } from './store/indexWriter.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
-import { SmtpRelayAdapter } from './providers/smtpRelay.js';
+import { createAdapterRegistry } from './providers/registry.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
@@ -60,16 +59,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const janitor = setInterval(prune, HOUR);
   janitor.unref();
 
-  const relay = new SmtpRelayAdapter({ timeoutMs: config.delivery.smtp_timeout_ms, poolSize: config.delivery.smtp_pool_size, name: config.smtp.hostname ?? os.hostname() });
+  const adapters = createAdapterRegistry({ clock, logger, config });
   const scheduler = new DeliveryScheduler({
     db,
     spoolRoot: spool.root,
     clock,
     logger,
     config,
-    // HTTP API adapters arrive with the provider-adapters release; until then those accounts
-    // are skipped as unusable and the next candidate is tried.
-    adapterFor: (slug) => (slug === 'smtp' || slug.endsWith('-smtp') ? relay : undefined),
+    adapterFor: (slug) => adapters.adapterFor(slug),
     // The file is opened only when a key applies (most messages have none), and streamed.
     sign: (projectId, domain, mimePath) =>
       dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)) : Promise.resolve(null),
@@ -83,7 +80,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const shutdown = async () => {
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     await scheduler.stop();
-    await relay.close();
+    await adapters.close();
     clearInterval(janitor);
     await writers.close();
     await indexWriter.close();

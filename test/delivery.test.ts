@@ -22,6 +22,7 @@ import { suppress, suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { assertAccepted, assertErrorEnvelope } from './support/assertions.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { scope, settle, waitFor } from './support/waiting.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
@@ -29,34 +30,6 @@ import { createProjectWithKeys, post, startTestPostern, validMessage, type Proje
 
 const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
-
-/** Resources closed after the test, last opened first (Postern before the sinks it relays to). */
-function scope(t: TestContext) {
-  const closers: (() => Promise<unknown> | unknown)[] = [];
-  t.after(async () => {
-    for (const close of closers.reverse()) await close();
-  });
-  return {
-    add<T>(value: T, close: (v: T) => Promise<unknown> | unknown): T {
-      closers.push(() => close(value));
-      return value;
-    },
-  };
-}
-
-/** Polls `condition` until it returns a truthy value (returned) or `timeoutMs` passes. */
-async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** A few scheduler poll intervals of real time: to show that something does NOT happen. */
-const settle = (ms = 250) => new Promise((r) => setTimeout(r, ms));
 
 interface SmtpReply {
   code: number;

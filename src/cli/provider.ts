@@ -4,7 +4,7 @@ import { str, type CommandGroup } from './command.js';
 export const providerCommands: CommandGroup = {
   attach: {
     usage:
-      'provider attach --project ID --slug SLUG [--host H --port N --user U --pass P --tls starttls|implicit|none --endpoint URL --api-key K --region R --free-quota N --priority N]',
+      'provider attach --project ID --slug SLUG [--host H --port N --user U --pass P --tls starttls|implicit|none --endpoint URL --api-key K --region R --domain D --webhook-secret S --webhook-public-key K --free-quota N --priority N]',
     options: {
       project: { type: 'string' },
       slug: { type: 'string' },
@@ -16,6 +16,9 @@ export const providerCommands: CommandGroup = {
       endpoint: { type: 'string' },
       'api-key': { type: 'string' },
       region: { type: 'string' },
+      domain: { type: 'string' },
+      'webhook-secret': { type: 'string' },
+      'webhook-public-key': { type: 'string' },
       'free-quota': { type: 'string' },
       priority: { type: 'string' },
     },
@@ -31,6 +34,9 @@ export const providerCommands: CommandGroup = {
         endpoint: str(v.endpoint),
         apiKey: str(v['api-key']),
         region: str(v.region),
+        domain: str(v.domain),
+        webhookSecret: str(v['webhook-secret']),
+        webhookPublicKey: str(v['webhook-public-key']),
         freeQuota: str(v['free-quota']),
         priority: str(v.priority),
       }),

@@ -153,6 +153,27 @@ smtp_timeout_ms: number
  * Pooled connections per SMTP relay account.
  */
 smtp_pool_size: number
+/**
+ * Whole-request timeout towards provider HTTP APIs; a timeout is a temporary failure.
+ */
+api_timeout_ms: number
+}
+/**
+ * Provider feedback endpoints (POST /v1/feedback/<account id>): delivery, bounce and complaint notifications from provider accounts.
+ */
+feedback: {
+/**
+ * Largest notification body accepted (413 beyond).
+ */
+max_body_bytes: number
+/**
+ * Signed notifications older (or newer) than this are refused as stale.
+ */
+tolerance_seconds: number
+/**
+ * Directory of SNS signing certificates (PEM, named by the last path segment of SigningCertURL) used instead of fetching them; for hosts without outbound HTTPS, and tests.
+ */
+sns_certificate_dir: (string | null)
 }
 /**
  * Default message and Idempotency-Key retention for projects that set none.

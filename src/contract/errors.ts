@@ -40,6 +40,11 @@ export const errorCatalogue = {
   rate_limited: { status: 429, type: 'rate_limit_error', message: 'Too many requests; retry after the number of seconds in Retry-After.' },
   daily_send_cap_exceeded: { status: 429, type: 'rate_limit_error', message: "The plan's daily send ceiling is reached; it resets at 00:00 UTC." },
   server_error: { status: 500, type: 'api_error', message: 'The message could not be stored; nothing was accepted. Retry with the same Idempotency-Key.' },
+  // Provider feedback endpoints (not customer-facing; see the README's provider feedback section).
+  'feedback:unauthenticated': { status: 401, type: 'authentication_error', message: 'The notification is not authenticated for this provider account.' },
+  'feedback:stale': { status: 401, type: 'authentication_error', message: 'The notification timestamp is outside the accepted tolerance.' },
+  'feedback:replayed': { status: 406, type: 'authentication_error', message: 'The notification token was already used.' },
+  'feedback:malformed': { status: 400, type: 'validation_error', message: 'The notification body is not in the provider format.' },
   not_found: { status: 404, type: 'api_error', message: 'No such endpoint.' },
   method_not_allowed: { status: 405, type: 'api_error', message: 'Method not allowed on this endpoint.' },
 } as const satisfies Record<string, CatalogueEntry>;

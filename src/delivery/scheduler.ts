@@ -3,11 +3,11 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
-import { sql, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import {
   addProviderUsage, expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, providerUsage,
 } from '../store/delivery.js';
-import { insertEvent, type EventType } from '../store/events.js';
+import { insertMailEvent, type EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts, type ProviderAccountRow } from '../store/providerAccounts.js';
@@ -64,6 +64,8 @@ export class DeliveryScheduler {
   private lastExpirySweep = 0;
   private pendingWrites: (() => void)[] = [];
   private readonly reserved = new Map<string, number>();
+  /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
+  private readonly throttledUntil = new Map<string, number>();
 
   constructor(private readonly deps: SchedulerDeps) {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
@@ -204,14 +206,23 @@ export class DeliveryScheduler {
       prependHeaders: signature ?? '',
       envelope: { from: row.from_email, to: deliverTo },
       providerOptions: row.provider_options ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>) : null,
+      recipients: JSON.parse(row.recipients) as DeliveryJob['recipients'],
+      tags: JSON.parse(row.tags) as string[],
+      metadata: JSON.parse(row.metadata) as Record<string, string>,
+      category: row.category,
     };
     let last = 'no attempt';
     for (const account of candidates) {
       const adapter = this.deps.adapterFor(account.slug);
       const started = clock.now();
       let result: SendResult;
+      const throttled = this.throttledUntil.get(account.id);
       if (!adapter) {
         result = { kind: 'account', reply: `no adapter for ${account.slug} in this release` };
+      } else if (throttled !== undefined && throttled > started) {
+        // Not an attempt the provider sees: it asked us to wait.
+        last = `${account.slug}: throttled until ${new Date(throttled).toISOString()}`;
+        continue;
       } else {
         await this.slots.acquire(account.id);
         try {
@@ -222,8 +233,20 @@ export class DeliveryScheduler {
       }
       const finished = clock.now();
       const outcome = result;
+      if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
+        this.throttledUntil.set(account.id, finished + result.retryAfterMs);
+      }
       this.write(() =>
-        insertAttempt(db, { message_id: row.id, provider_account_id: account.id, provider_slug: account.slug, started_at: started, finished_at: finished, outcome: outcome.kind, reply: outcome.reply }),
+        insertAttempt(db, {
+          message_id: row.id,
+          provider_account_id: account.id,
+          provider_slug: account.slug,
+          started_at: started,
+          finished_at: finished,
+          outcome: outcome.kind,
+          reply: outcome.reply,
+          provider_message_id: outcome.kind === 'sent' ? outcome.providerMessageId : null,
+        }),
       );
       last = `${account.slug}: ${result.reply}`;
       const bounced = 'bounced' in result ? (result.bounced ?? []) : [];
@@ -238,7 +261,11 @@ export class DeliveryScheduler {
       }
     }
     const remaining = job.envelope.to;
-    this.write(() => this.retryOrFail(row, clock.now(), last, remaining.length === all.length ? undefined : remaining));
+    // A throttled candidate is not due again before its reset: the retry waits at least that long.
+    const now = clock.now();
+    const resets = candidates.map((a) => this.throttledUntil.get(a.id) ?? 0);
+    const notBefore = resets.every((t) => t > now) ? Math.min(...resets) : 0;
+    this.write(() => this.retryOrFail(row, now, last, remaining.length === all.length ? undefined : remaining, undefined, notBefore));
   }
 
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
@@ -272,10 +299,17 @@ export class DeliveryScheduler {
     }
   }
 
-  private retryOrFail(row: MessageRow, now: number, reason: string, pending?: string[], provider?: { provider_slug: string; provider_message_id: string | null }): void {
+  private retryOrFail(
+    row: MessageRow,
+    now: number,
+    reason: string,
+    pending?: string[],
+    provider?: { provider_slug: string; provider_message_id: string | null },
+    notBefore = 0,
+  ): void {
     const { db, config } = this.deps;
     const ladder = config.delivery.retry_ladder_seconds;
-    const wait = ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000;
+    const wait = Math.max(ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000, notBefore - now);
     if (now + wait - row.created_at > config.delivery.max_age_seconds * 1000) {
       if (finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now)) {
         this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } });
@@ -286,10 +320,7 @@ export class DeliveryScheduler {
   }
 
   private event(row: MessageRow, type: EventType, now: number, extra: Record<string, unknown>): void {
-    const { db } = this.deps;
-    const accepted = sql(db, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(row.id) as string | undefined;
-    const mail = accepted ? (JSON.parse(accepted) as { mail: unknown }).mail : { uid: row.id, subject: row.subject, from: row.from_email };
-    insertEvent(db, { project_id: row.project_id, message_id: row.id, type, created_at: now, data: JSON.stringify({ mail, ...extra }) });
+    insertMailEvent(this.deps.db, row, type, now, extra);
   }
 
   /** Outcome bookkeeping is batched into one transaction per turn of the event loop. */

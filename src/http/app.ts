@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
 import { sql, type Db } from '../store/db.js';
+import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
 import { sendError, sendJson } from './respond.js';
 
@@ -72,6 +73,8 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     sendJson(res, 207, { data });
   };
 
+  const feedback = createFeedbackHandler({ db, clock, logger: log, config }) as Handler;
+
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
     sendError(res, new ContractError('method_not_allowed'), { Allow: allow });
 
@@ -94,6 +97,8 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     })
     .post('/v1/send', guarded(send))
     .post('/v1/send/batch', guarded(sendBatch))
+    .post('/v1/feedback/:account', guarded(feedback))
+    .post('/v1/feedback/:account/:token', guarded(feedback))
     .all('/v1/send', methodNotAllowed('POST'))
     .all('/v1/send/batch', methodNotAllowed('POST'));
 

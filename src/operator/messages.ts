@@ -68,6 +68,7 @@ export function messageShow(ctx: OperatorContext, id: string) {
       finished_at: iso(a.finished_at)!,
       outcome: a.outcome,
       reply: a.reply,
+      provider_message_id: a.provider_message_id,
     })),
     recipient_outcomes: recipientOutcomesFor(ctx.db, id),
     events: eventsForMessage(ctx.db, id).map((e) => ({ type: e.type, created_at: iso(e.created_at)! })),

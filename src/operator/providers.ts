@@ -18,6 +18,9 @@ export interface AttachOptions {
   endpoint?: string;
   apiKey?: string;
   region?: string;
+  domain?: string;
+  webhookSecret?: string;
+  webhookPublicKey?: string;
   freeQuota?: string;
   priority?: string;
 }
@@ -30,7 +33,9 @@ export interface ProviderAccountView extends ProviderAccountSettings {
   slug: string;
   priority: number;
   free_quota: number | null;
-  credentials: { pass: boolean; api_key: boolean };
+  credentials: { pass: boolean; api_key: boolean; webhook_secret: boolean };
+  /** Where this account's provider posts its delivery/bounce/complaint notifications (append to the public base URL). */
+  feedback_path: string;
   created_at: string;
 }
 
@@ -44,7 +49,8 @@ function view(row: ProviderAccountRow): ProviderAccountView {
     ...settings,
     priority: row.priority,
     free_quota: row.free_quota,
-    credentials: { pass: Boolean(secrets.pass), api_key: Boolean(secrets.api_key) },
+    credentials: { pass: Boolean(secrets.pass), api_key: Boolean(secrets.api_key), webhook_secret: Boolean(secrets.webhook_secret) },
+    feedback_path: `/v1/feedback/${row.id}`,
     created_at: iso(row.created_at)!,
   };
 }
@@ -80,10 +86,14 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     tls: (opts.tls as ProviderAccountSettings['tls']) ?? null,
     endpoint: opts.endpoint ?? null,
     region: opts.region ?? null,
+    domain: opts.domain ?? null,
+    webhook_public_key: opts.webhookPublicKey ?? null,
   };
+  if (opts.slug === 'provider-c-api' && !opts.domain) throw new OperatorError('invalid_argument', 'provider-c-api needs --domain (the sending domain of the account)');
   const secrets: Record<string, string> = {};
   if (opts.pass !== undefined) secrets.pass = opts.pass;
   if (opts.apiKey !== undefined) secrets.api_key = opts.apiKey;
+  if (opts.webhookSecret !== undefined) secrets.webhook_secret = opts.webhookSecret;
   const id = newProviderAccountId();
   insertProviderAccount(ctx.db, {
     id,

@@ -8,10 +8,20 @@ export interface DeliveryJob {
   prependHeaders: string;
   envelope: { from: string; to: string[] };
   providerOptions: Record<string, Record<string, string>> | null;
+  /**
+   * What JSON APIs need beyond the MIME: the recipients as the sender addressed them (To/Cc
+   * headers; Bcc lives only here and in the envelope), and the tags, metadata and category
+   * the message was sent with.
+   */
+  recipients: { to: string[]; cc: string[]; bcc: string[] };
+  tags: string[];
+  metadata: Record<string, string>;
+  category: string | null;
 }
 
 /**
- * What an adapter reports. `temporary` (connection errors, timeouts, 4xx, 429/5xx) and
+ * What an adapter reports. A `temporary` result may carry `retryAfterMs` (a 429 with reset
+ * headers): the account is not tried again before then. `temporary` (connection errors, timeouts, 4xx, 429/5xx) and
  * `account` (bad credentials, suspended account, sender refused) move to the next candidate;
  * `permanent` ends the message (the content itself was refused). `sent` may carry recipients
  * the provider refused individually (they bounce; the others were accepted).
@@ -27,7 +37,7 @@ export interface RecipientRefusal {
  */
 export type SendResult =
   | { kind: 'sent'; providerMessageId: string | null; reply: string; bounced: RecipientRefusal[]; deferred: RecipientRefusal[] }
-  | { kind: 'temporary'; reply: string; bounced?: RecipientRefusal[] }
+  | { kind: 'temporary'; reply: string; bounced?: RecipientRefusal[]; retryAfterMs?: number }
   | { kind: 'account'; reply: string }
   | { kind: 'permanent'; reply: string; bounced?: RecipientRefusal[] };
 

@@ -95,13 +95,15 @@ export interface AttemptRow {
   finished_at: number;
   outcome: 'sent' | 'temporary' | 'account' | 'permanent';
   reply: string | null;
+  /** The provider's id for a `sent` hand-off: provider feedback is matched on it. */
+  provider_message_id: string | null;
 }
 
 export function insertAttempt(db: Db, row: AttemptRow): void {
   sql(
     db,
-    `INSERT INTO attempts (message_id, provider_account_id, provider_slug, started_at, finished_at, outcome, reply)
-     VALUES (@message_id, @provider_account_id, @provider_slug, @started_at, @finished_at, @outcome, @reply)`,
+    `INSERT INTO attempts (message_id, provider_account_id, provider_slug, started_at, finished_at, outcome, reply, provider_message_id)
+     VALUES (@message_id, @provider_account_id, @provider_slug, @started_at, @finished_at, @outcome, @reply, @provider_message_id)`,
   ).run(row);
 }
 
@@ -109,7 +111,9 @@ export function attemptsFor(db: Db, messageId: string): AttemptRow[] {
   return sql(db, 'SELECT * FROM attempts WHERE message_id = ? ORDER BY seq').all(messageId) as AttemptRow[];
 }
 
-export function insertRecipientOutcome(db: Db, row: { message_id: string; email: string; status: 'bounced' | 'suppressed'; reply: string | null; created_at: number }): void {
+export type RecipientStatus = 'bounced' | 'suppressed' | 'delivered' | 'soft_bounced' | 'complained' | 'failed';
+
+export function insertRecipientOutcome(db: Db, row: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number }): void {
   sql(
     db,
     `INSERT INTO recipient_outcomes (message_id, email, status, reply, created_at) VALUES (@message_id, @email, @status, @reply, @created_at)

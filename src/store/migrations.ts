@@ -172,4 +172,33 @@ export const migrations: Migration[] = [
       ALTER TABLE messages ADD COLUMN pending_recipients TEXT;
     `,
   },
+  {
+    version: 4,
+    name: 'provider feedback: receipts, per-attempt provider ids, recipient delivery outcomes',
+    sql: `
+      -- Feedback is matched to the attempt that produced the provider's message id.
+      ALTER TABLE attempts ADD COLUMN provider_message_id TEXT;
+      CREATE INDEX attempts_provider_message ON attempts(provider_message_id) WHERE provider_message_id IS NOT NULL;
+      -- One row per feedback item already applied: the same notification twice changes nothing.
+      CREATE TABLE feedback_receipts (
+        provider_account_id TEXT NOT NULL,
+        receipt_key TEXT NOT NULL,
+        received_at INTEGER NOT NULL,
+        PRIMARY KEY (provider_account_id, receipt_key)
+      ) WITHOUT ROWID;
+      CREATE INDEX feedback_receipts_received ON feedback_receipts(received_at);
+      -- Recipient outcomes now also come from provider feedback.
+      CREATE TABLE recipient_outcomes_v4 (
+        message_id TEXT NOT NULL,
+        email TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('bounced', 'suppressed', 'delivered', 'soft_bounced', 'complained', 'failed')),
+        reply TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (message_id, email)
+      ) WITHOUT ROWID;
+      INSERT INTO recipient_outcomes_v4 SELECT message_id, email, status, reply, created_at FROM recipient_outcomes;
+      DROP TABLE recipient_outcomes;
+      ALTER TABLE recipient_outcomes_v4 RENAME TO recipient_outcomes;
+    `,
+  },
 ];

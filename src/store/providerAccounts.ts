@@ -8,12 +8,18 @@ export interface ProviderAccountSettings {
   tls: 'starttls' | 'implicit' | 'none' | null;
   endpoint: string | null;
   region: string | null;
+  /** The sending domain, for APIs addressed per domain (provider-c: Mailgun). */
+  domain?: string | null;
+  /** The provider's public key that signs its feedback notifications (provider-b: SendGrid's ECDSA key). */
+  webhook_public_key?: string | null;
 }
 
 /** The `secrets` column, as JSON: needed in clear to authenticate to the provider; never printed. */
 export interface ProviderAccountSecrets {
   pass?: string;
   api_key?: string;
+  /** Verifies feedback notifications: a signing key (Mailgun, Resend), or the token / basic-auth password in the feedback URL (Postmark, Brevo). */
+  webhook_secret?: string;
 }
 
 export interface ProviderAccountRow {

@@ -1,0 +1,73 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '../clock.js';
+import type { PosternConfig } from '../config/load.js';
+import { ContractError } from '../contract/errors.js';
+import { applyFeedback } from '../delivery/feedback.js';
+import type { Logger } from '../log.js';
+import { providerOf, type FeedbackContext } from '../providers/feedback.js';
+import { feedbackVerifiers } from '../providers/feedbackVerifiers.js';
+import { sql, type Db } from '../store/db.js';
+import { recordReceipt } from '../store/feedback.js';
+import type { ProviderAccountRow } from '../store/providerAccounts.js';
+import { sendJson } from './respond.js';
+
+export interface FeedbackDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  config: PosternConfig;
+}
+
+/** Reads the raw body up to `limit` bytes: signatures are over the exact bytes. */
+function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(new ContractError('body:too_large', { message: `The notification exceeds ${limit} bytes.` }));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new ContractError('body:too_large', { message: `The notification exceeds ${limit} bytes.` }));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * `POST /v1/feedback/<account id>[/<token>]`: where a provider account posts its delivery,
+ * bounce and complaint notifications. The provider's own authenticity check runs first;
+ * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
+ */
+export function createFeedbackHandler(deps: FeedbackDeps) {
+  const { db, clock, logger, config } = deps;
+  const log = logger.child({ component: 'feedback' });
+  const ctx: FeedbackContext = {
+    clock,
+    logger: log,
+    config: config.feedback,
+    rememberOnce: (account, key) => recordReceipt(db, account.id, `once:${key}`, clock.now()),
+  };
+  return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
+    const accountId = req.params?.account ?? '';
+    const account = sql(db, 'SELECT * FROM provider_accounts WHERE id = ?').get(accountId) as ProviderAccountRow | undefined;
+    const verifier = account ? feedbackVerifiers[providerOf(account.slug)] : undefined;
+    // Detached accounts still take feedback: their messages were sent before the detach.
+    if (!account || !verifier) throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
+    const rawBody = await readRawBody(req, config.feedback.max_body_bytes);
+    const verdict = await verifier.verify({ headers: req.headers, rawBody, token: req.params?.token ?? null, url: req.url ?? '/' }, account, ctx);
+    if (!verdict.ok) {
+      log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip: req.socket.remoteAddress }, 'provider feedback refused');
+      throw new ContractError(verdict.code, { message: verdict.reason });
+    }
+    const tally = applyFeedback(db, account, verdict.items, clock.now(), log);
+    if (tally.received > 0 || verdict.note) log.info({ provider_account_id: account.id, ...tally, note: verdict.note }, 'provider feedback applied');
+    sendJson(res, 200, { ...tally, ...(verdict.note ? { note: verdict.note } : {}) });
+  };
+}

@@ -1,0 +1,70 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Clock } from '../clock.js';
+import type { PosternConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import type { ProviderAccountRow } from '../store/providerAccounts.js';
+
+/** A notification as it arrived at `POST /v1/feedback/<account id>[/<token>]`. */
+export interface FeedbackRequest {
+  headers: IncomingHttpHeaders;
+  /** The exact bytes received: signatures are computed over them. */
+  rawBody: Buffer;
+  /** The path segment after the account id (a secret token in the URL), if any. */
+  token: string | null;
+  /** The full request URL as the provider called it (path and query). */
+  url: string;
+}
+
+/**
+ * What a provider reported, normalized:
+ * - `delivered`: the recipient's server took the message → `mail.delivered`;
+ * - `hard_bounce`: permanent for that address → `mail.bounced` + suppression (hard_bounce);
+ * - `soft_bounce`: temporary; recorded on the message, no event;
+ * - `complaint`: the recipient marked it spam → `mail.complained` + suppression (complaint);
+ * - `failed`: the provider itself rejected or dropped it → `mail.failed`.
+ */
+export type FeedbackKind = 'delivered' | 'hard_bounce' | 'soft_bounce' | 'complaint' | 'failed';
+
+export interface FeedbackItem {
+  /** Unique per notification item at this provider (its event id, or a digest of the item): the same item twice is applied once. */
+  receiptKey: string;
+  kind: FeedbackKind;
+  /** The id the provider answered at hand-off, in the form the adapter stored it. */
+  providerMessageId: string | null;
+  /** Our `m.` id when the provider echoes it back (custom args, metadata, tags); tried when the provider id matches nothing. */
+  messageId: string | null;
+  recipient: string;
+  occurredAt: number;
+  /** The provider's own words: bounce type and subtype, diagnostic code, SMTP reply. */
+  detail: { type?: string; subtype?: string; code?: string; reply?: string };
+}
+
+export type FeedbackVerdict =
+  | {
+      ok: true;
+      items: FeedbackItem[];
+      /** Notifications that are not feedback (opens, clicks, subscription handshakes) acknowledged with a note. */
+      note?: string;
+    }
+  | { ok: false; code: 'feedback:unauthenticated' | 'feedback:stale' | 'feedback:replayed' | 'feedback:malformed'; reason: string };
+
+export interface FeedbackContext {
+  clock: Clock;
+  logger: Logger;
+  config: PosternConfig['feedback'];
+  /**
+   * Records `key` for this account if it was never seen; false if it was (a replayed token).
+   * Durable: a restart does not forget.
+   */
+  rememberOnce(account: ProviderAccountRow, key: string): boolean;
+}
+
+/** One per provider (all its slugs: `provider-a-api` and `provider-a-smtp` get the same notifications). */
+export interface FeedbackVerifier {
+  verify(req: FeedbackRequest, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict>;
+}
+
+/** The provider a slug belongs to: `provider-a-api` and `provider-a-smtp` → `provider-a`. */
+export function providerOf(slug: string): string {
+  return slug.replace(/-(api|smtp)$/, '');
+}
