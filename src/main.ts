@@ -19,6 +19,7 @@ import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
+import { pruneReceipts } from './store/feedback.js';
 
 export interface BoundListener {
   name: string;
@@ -54,6 +55,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const prune = () => {
     const removed = pruneIdempotencyKeys(db, clock.now(), config.retention_days);
     if (removed > 0) logger.info({ removed }, 'expired idempotency keys pruned');
+    // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
+    const receipts = pruneReceipts(db, clock.now() - config.retention_days * 24 * HOUR);
+    if (receipts > 0) logger.info({ removed: receipts }, 'old provider feedback receipts pruned');
   };
   prune();
   const janitor = setInterval(prune, HOUR);

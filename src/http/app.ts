@@ -73,7 +73,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     sendJson(res, 207, { data });
   };
 
-  const feedback = createFeedbackHandler({ db, clock, logger: log, config }) as Handler;
+  const feedback = createFeedbackHandler({ db, admission, clock, logger: log, config }) as Handler;
 
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
     sendError(res, new ContractError('method_not_allowed'), { Allow: allow });

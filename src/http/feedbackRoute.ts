@@ -4,6 +4,7 @@ import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { applyFeedback } from '../delivery/feedback.js';
 import type { Logger } from '../log.js';
+import type { Admission } from '../policy/admission.js';
 import { providerOf, type FeedbackContext } from '../providers/feedback.js';
 import { feedbackVerifiers } from '../providers/feedbackVerifiers.js';
 import { sql, type Db } from '../store/db.js';
@@ -13,6 +14,7 @@ import { sendJson } from './respond.js';
 
 export interface FeedbackDeps {
   db: Db;
+  admission: Admission;
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -46,7 +48,7 @@ function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
  * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
  */
 export function createFeedbackHandler(deps: FeedbackDeps) {
-  const { db, clock, logger, config } = deps;
+  const { db, admission, clock, logger, config } = deps;
   const log = logger.child({ component: 'feedback' });
   const ctx: FeedbackContext = {
     clock,
@@ -55,15 +57,22 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
     rememberOnce: (account, key) => recordReceipt(db, account.id, `once:${key}`, clock.now()),
   };
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
+    // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
+    const ip = req.socket.remoteAddress ?? 'unknown';
+    admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
     const account = sql(db, 'SELECT * FROM provider_accounts WHERE id = ?').get(accountId) as ProviderAccountRow | undefined;
     const verifier = account ? feedbackVerifiers[providerOf(account.slug)] : undefined;
     // Detached accounts still take feedback: their messages were sent before the detach.
-    if (!account || !verifier) throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
+    if (!account || !verifier) {
+      admission.recordUnauthenticatedFailure(ip);
+      throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
+    }
     const rawBody = await readRawBody(req, config.feedback.max_body_bytes);
     const verdict = await verifier.verify({ headers: req.headers, rawBody, token: req.params?.token ?? null, url: req.url ?? '/' }, account, ctx);
     if (!verdict.ok) {
-      log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip: req.socket.remoteAddress }, 'provider feedback refused');
+      if (verdict.code !== 'feedback:malformed') admission.recordUnauthenticatedFailure(ip);
+      log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip }, 'provider feedback refused');
       throw new ContractError(verdict.code, { message: verdict.reason });
     }
     const tally = applyFeedback(db, account, verdict.items, clock.now(), log);

@@ -51,6 +51,19 @@ export class Admission {
     return this.enforce ? this.unauthenticated.waitMs(clientIp) : 0;
   }
 
+  /**
+   * Requests authenticated some other way (provider feedback signatures) share the same per-IP
+   * window: refused while it is spent; `failed` records a refusal in it.
+   */
+  admitUnauthenticated(clientIp: string): void {
+    const wait = this.unauthenticatedWaitMs(clientIp);
+    if (wait > 0) throw rateLimited(wait);
+  }
+
+  recordUnauthenticatedFailure(clientIp: string): void {
+    if (this.enforce) this.unauthenticated.record(clientIp);
+  }
+
   /** Authenticates a key (HTTP bearer or SMTP AUTH password); failures count against the IP. */
   authenticateClient(clientIp: string, key: string | null, environment: Environment): AuthContext {
     const wait = this.unauthenticatedWaitMs(clientIp);
