@@ -1,3 +1,4 @@
+import { ContractError } from '../contract/errors.js';
 import type { Logger } from '../log.js';
 import type { FeedbackItem } from '../providers/feedback.js';
 import type { Db } from '../store/db.js';
@@ -23,10 +24,23 @@ const FINAL = new Set(['bounced', 'complained', 'failed', 'delivered']);
  * message's status, a lifecycle event and, for hard bounces and complaints, a suppression.
  * Items whose message is unknown are logged and acknowledged (providers retry otherwise),
  * without a receipt, so a notification that raced ahead of our bookkeeping can still apply.
+ * `onceKeys` (signature tokens the verifier saw unused) are recorded first; if another request
+ * recorded one meanwhile, nothing is applied (`feedback:replayed`, the transaction rolls back).
  */
-export function applyFeedback(db: Db, account: ProviderAccountRow, items: FeedbackItem[], now: number, logger: Logger): FeedbackTally {
+export function applyFeedback(
+  db: Db,
+  account: ProviderAccountRow,
+  items: FeedbackItem[],
+  now: number,
+  logger: Logger,
+  onceKeys: string[] = [],
+): FeedbackTally {
   const tally: FeedbackTally = { received: items.length, applied: 0, duplicates: 0, unknown: 0 };
-  db.transaction(() => {
+  return db.transaction((): FeedbackTally => {
+    // The notification's one-time keys commit with its effects, or not at all.
+    for (const key of onceKeys) {
+      if (!recordReceipt(db, account.id, key, now)) throw new ContractError('feedback:replayed');
+    }
     for (const item of items) {
       const message = messageForFeedback(db, account.project_id, item.providerMessageId, item.messageId);
       if (!message) {
@@ -79,6 +93,6 @@ export function applyFeedback(db: Db, account: ProviderAccountRow, items: Feedba
           break;
       }
     }
+    return tally;
   })();
-  return tally;
 }

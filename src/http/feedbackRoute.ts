@@ -8,7 +8,7 @@ import type { Admission } from '../policy/admission.js';
 import { providerOf, type FeedbackContext } from '../providers/feedback.js';
 import { feedbackVerifiers } from '../providers/feedbackVerifiers.js';
 import { sql, type Db } from '../store/db.js';
-import { recordReceipt } from '../store/feedback.js';
+import { receiptExists } from '../store/feedback.js';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
 import { sendJson } from './respond.js';
 
@@ -50,12 +50,6 @@ function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 export function createFeedbackHandler(deps: FeedbackDeps) {
   const { db, admission, clock, logger, config } = deps;
   const log = logger.child({ component: 'feedback' });
-  const ctx: FeedbackContext = {
-    clock,
-    logger: log,
-    config: config.feedback,
-    rememberOnce: (account, key) => recordReceipt(db, account.id, `once:${key}`, clock.now()),
-  };
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
     // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
     const ip = req.socket.remoteAddress ?? 'unknown';
@@ -69,13 +63,27 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
     }
     const rawBody = await readRawBody(req, config.feedback.max_body_bytes);
+    // One-time keys (signature tokens) are checked now but recorded only in the transaction
+    // that applies the feedback: a notification that fails to apply can be delivered again.
+    const onceKeys: string[] = [];
+    const ctx: FeedbackContext = {
+      clock,
+      logger: log,
+      config: config.feedback,
+      rememberOnce: (acct, key) => {
+        const receipt = `once:${key}`;
+        if (onceKeys.includes(receipt) || receiptExists(db, acct.id, receipt)) return false;
+        onceKeys.push(receipt);
+        return true;
+      },
+    };
     const verdict = await verifier.verify({ headers: req.headers, rawBody, token: req.params?.token ?? null, url: req.url ?? '/' }, account, ctx);
     if (!verdict.ok) {
       if (verdict.code !== 'feedback:malformed') admission.recordUnauthenticatedFailure(ip);
       log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip }, 'provider feedback refused');
       throw new ContractError(verdict.code, { message: verdict.reason });
     }
-    const tally = applyFeedback(db, account, verdict.items, clock.now(), log);
+    const tally = applyFeedback(db, account, verdict.items, clock.now(), log, onceKeys);
     if (tally.received > 0 || verdict.note) log.info({ provider_account_id: account.id, ...tally, note: verdict.note }, 'provider feedback applied');
     sendJson(res, 200, { ...tally, ...(verdict.note ? { note: verdict.note } : {}) });
   };

@@ -3,6 +3,12 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { ProviderAdapter } from './adapter.js';
+import { BrevoApiAdapter } from './brevoApi.js';
+import { MailgunApiAdapter } from './mailgunApi.js';
+import { PostmarkApiAdapter } from './postmarkApi.js';
+import { ResendApiAdapter } from './resendApi.js';
+import { SendgridApiAdapter } from './sendgridApi.js';
+import { SesApiAdapter } from './sesApi.js';
 import { SmtpRelayAdapter } from './smtpRelay.js';
 
 export interface AdapterDeps {
@@ -17,7 +23,14 @@ export interface AdapterRegistry {
 }
 
 /** The HTTP API adapters, one per `provider-*-api` slug, each speaking its provider's public API. */
-const apiAdapters: Record<string, (deps: AdapterDeps) => ProviderAdapter> = {};
+const apiAdapters: Record<string, (deps: AdapterDeps) => ProviderAdapter> = {
+  'provider-a-api': (deps) => new SesApiAdapter(deps),
+  'provider-b-api': (deps) => new SendgridApiAdapter(deps),
+  'provider-c-api': (deps) => new MailgunApiAdapter({ clock: deps.clock, timeoutMs: deps.config.delivery.api_timeout_ms }),
+  'provider-d-api': (deps) => new ResendApiAdapter(deps),
+  'provider-e-api': (deps) => new PostmarkApiAdapter({ clock: deps.clock, timeoutMs: deps.config.delivery.api_timeout_ms }),
+  'provider-f-api': (deps) => new BrevoApiAdapter({ clock: deps.clock, timeoutMs: deps.config.delivery.api_timeout_ms }),
+};
 
 /** Every adapter of this release: the SMTP relay for `smtp` and `provider-*-smtp`, and the API ones. */
 export function createAdapterRegistry(deps: AdapterDeps): AdapterRegistry {

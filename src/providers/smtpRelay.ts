@@ -77,6 +77,17 @@ export function classifySmtpError(err: SmtpError): SendResult {
 }
 
 /**
+ * The id a relay gives the message in its final 250: Postfix-style `queued as ID`, and Amazon
+ * SES's `250 Ok <SES message id>` (the id its SNS feedback quotes).
+ */
+export function relayMessageId(slug: string, response: string): string | null {
+  const queued = /queued as\s+(\S+)/i.exec(response);
+  if (queued) return queued[1];
+  if (slug === 'provider-a-smtp') return /^250\s+Ok\s+(\S+)/i.exec(response)?.[1] ?? null;
+  return null;
+}
+
+/**
  * The `smtp` and `provider-*-smtp` adapter: nodemailer's pooled SMTP transport per account,
  * STARTTLS or implicit TLS, AUTH, the envelope from the index (Bcc included), and the stored
  * MIME streamed from the spool with the hand-off headers in front.
@@ -130,8 +141,7 @@ export class SmtpRelayAdapter implements ProviderAdapter {
         rejected?: string[];
         rejectedErrors?: SmtpError[];
       };
-      const m = /queued as\s+(\S+)/i.exec(info.response ?? '');
-      return { kind: 'sent', providerMessageId: m ? m[1] : null, reply: info.response ?? '250', ...refusalsOf(info) };
+      return { kind: 'sent', providerMessageId: relayMessageId(account.slug, info.response ?? ''), reply: info.response ?? '250', ...refusalsOf(info) };
     } catch (err) {
       return classifySmtpError(err as SmtpError);
     }

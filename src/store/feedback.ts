@@ -24,6 +24,10 @@ export function recordReceipt(db: Db, accountId: string, key: string, now: numbe
   return sql(db, 'INSERT OR IGNORE INTO feedback_receipts (provider_account_id, receipt_key, received_at) VALUES (?, ?, ?)').run(accountId, key, now).changes === 1;
 }
 
+export function receiptExists(db: Db, accountId: string, key: string): boolean {
+  return sql(db, 'SELECT 1 FROM feedback_receipts WHERE provider_account_id = ? AND receipt_key = ?').get(accountId, key) !== undefined;
+}
+
 /** Receipts older than the window a provider could still resend within are dropped. */
 export function pruneReceipts(db: Db, before: number): number {
   return sql(db, 'DELETE FROM feedback_receipts WHERE received_at < ?').run(before).changes;

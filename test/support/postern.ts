@@ -114,12 +114,18 @@ export async function post(
 ): Promise<HttpResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-  const res = await fetch(baseUrl + pathname, { method: 'POST', headers, body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)) });
+  const res = await fetch(baseUrl + pathname, {
+    method: 'POST',
+    headers,
+    body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
+    // A stuck server fails the test in seconds instead of stalling the whole file.
+    signal: AbortSignal.timeout(30_000),
+  });
   return toResult(res);
 }
 
 export async function get(baseUrl: string, pathname: string): Promise<HttpResult> {
-  return toResult(await fetch(baseUrl + pathname));
+  return toResult(await fetch(baseUrl + pathname, { signal: AbortSignal.timeout(30_000) }));
 }
 
 async function toResult(res: Response): Promise<HttpResult> {

@@ -114,6 +114,7 @@ export async function postFeedback(
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: body as BodyInit,
+    signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
   let parsed: unknown;

@@ -1,0 +1,69 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ProviderAccountRow, ProviderAccountSecrets } from '../../store/providerAccounts.js';
+import type { FeedbackRequest, FeedbackVerdict } from '../feedback.js';
+import { headerOf } from '../jsonMapping.js';
+
+/**
+ * How a provider that does not sign its notifications (Postmark, Brevo) proves it knows the
+ * account's `webhook_secret`: the secret as the token path segment
+ * (`/v1/feedback/<account>/<secret>`), as the password of HTTP basic auth credentials written
+ * into the webhook URL (`https://any:<secret>@host/v1/feedback/<account>`; the username is not
+ * checked), or as a bearer token (`Authorization: Bearer <secret>`, Brevo's token option).
+ */
+export type UrlSecretScheme = 'token' | 'basic' | 'bearer';
+
+/** Compares two strings in time independent of where they differ (digests of equal length). */
+export function secretsEqual(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given, 'utf8').digest();
+  const b = createHash('sha256').update(expected, 'utf8').digest();
+  return timingSafeEqual(a, b);
+}
+
+export function webhookSecretOf(account: ProviderAccountRow): string | null {
+  try {
+    const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
+    return typeof secrets.webhook_secret === 'string' && secrets.webhook_secret !== '' ? secrets.webhook_secret : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The credentials a request presents, by scheme (only those the provider can send). */
+function presented(req: FeedbackRequest, schemes: UrlSecretScheme[]): { scheme: UrlSecretScheme; value: string }[] {
+  const out: { scheme: UrlSecretScheme; value: string }[] = [];
+  if (schemes.includes('token') && req.token !== null) {
+    let token = req.token;
+    try {
+      token = decodeURIComponent(token);
+    } catch {
+      // A malformed escape is compared as it came.
+    }
+    out.push({ scheme: 'token', value: token });
+  }
+  const authorization = headerOf(req.headers, 'authorization')?.trim() ?? '';
+  const [kind, ...rest] = authorization.split(/\s+/);
+  const credential = rest.join(' ');
+  if (schemes.includes('basic') && /^basic$/i.test(kind ?? '') && credential) {
+    const decoded = Buffer.from(credential, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    out.push({ scheme: 'basic', value: colon >= 0 ? decoded.slice(colon + 1) : '' });
+  }
+  if (schemes.includes('bearer') && /^bearer$/i.test(kind ?? '') && credential) out.push({ scheme: 'bearer', value: credential });
+  return out;
+}
+
+/**
+ * Null when the request carries the account's webhook secret by one of `schemes`; otherwise
+ * the refusal. Every credential presented must match (a right token beside a wrong password is
+ * refused): a provider configured one way sends one of them.
+ */
+export function checkUrlSecret(req: FeedbackRequest, account: ProviderAccountRow, schemes: UrlSecretScheme[]): Extract<FeedbackVerdict, { ok: false }> | null {
+  const secret = webhookSecretOf(account);
+  if (!secret) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook_secret to check notifications against' };
+  const given = presented(req, schemes);
+  if (given.length === 0) return { ok: false, code: 'feedback:unauthenticated', reason: `no credentials (expected the webhook secret by ${schemes.join(', ')})` };
+  // Every comparison runs, so the time taken does not say which one failed.
+  const results = given.map((g) => secretsEqual(g.value, secret));
+  if (results.every(Boolean)) return null;
+  return { ok: false, code: 'feedback:unauthenticated', reason: `the ${given.filter((_, i) => !results[i]).map((g) => g.scheme).join(', ')} credential does not match the webhook secret` };
+}

@@ -1,0 +1,154 @@
+/**
+ * What the provider API suites (provider-b, provider-d) share: an in-process Postern with
+ * delivery on, a send over real HTTP, and reading back what became of the message.
+ */
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import { ManualClock } from '../../../src/clock.js';
+import { messageShow } from '../../../src/operator/messages.js';
+import type { AttachOptions, ProviderAccountView } from '../../../src/operator/providers.js';
+import { suppressionList } from '../../../src/operator/suppressions.js';
+import { eventsForMessage } from '../../../src/store/events.js';
+import { assertAccepted } from '../assertions.js';
+import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../postern.js';
+import type { ProviderEmulator } from '../providerEmulator.js';
+import { scope, settle, waitFor } from '../waiting.js';
+
+type Scope = ReturnType<typeof scope>;
+
+/** Postern with delivery on (20 ms polls, a 60 s ladder unless told otherwise), closed after the test. */
+export async function deliveringPostern(s: Scope, clock?: ManualClock, delivery: Record<string, unknown> = {}): Promise<TestPostern> {
+  const p = await startTestPostern({ clock, config: { delivery: { enabled: true, poll_interval_ms: 20, retry_ladder_seconds: [60], ...delivery } } });
+  return s.add(p, (x) => x.close());
+}
+
+/** `POST /v1/send` with the project's live key; the message id. */
+export async function sendOver(p: TestPostern, pk: ProjectWithKeys, overrides: Record<string, unknown> = {}, status = 'queued'): Promise<string> {
+  const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage(overrides) });
+  assertAccepted(res, status);
+  return res.body.id as string;
+}
+
+export async function statusReached(p: TestPostern, id: string, status: string) {
+  await waitFor(() => messageShow(p.ctx, id).status === status, 10_000, `${id} to be ${status} (is ${messageShow(p.ctx, id).status})`);
+  return messageShow(p.ctx, id);
+}
+
+/** The message's event types, in order. */
+export const eventTypes = (p: TestPostern, id: string) => eventsForMessage(p.ctx.db, id).map((e) => e.type);
+
+/** [account id, outcome] of each attempt. */
+export const attemptOutcomes = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
+
+/** Everything feedback can change: events, the project's suppressions, the recipients' outcomes, the status. */
+export function feedbackState(p: TestPostern, pk: ProjectWithKeys, id: string) {
+  const shown = messageShow(p.ctx, id);
+  return {
+    status: shown.status,
+    events: eventTypes(p, id),
+    suppressions: suppressionList(p.ctx, pk.project.id)
+      .suppressions.map((x) => [x.email, x.reason])
+      .sort(),
+    outcomes: shown.recipient_outcomes,
+  };
+}
+
+/* Scenarios every API provider runs -------------------------------------------------------- */
+
+export const T0 = Date.parse('2026-03-02T10:00:00.000Z');
+
+/** How a suite starts its provider's emulator and attaches an account to it. */
+export interface ApiKit<E extends ProviderEmulator> {
+  start(s: Scope): Promise<E>;
+  attach(p: TestPostern, pk: ProjectWithKeys, emu: E, opts?: Partial<AttachOptions>): ProviderAccountView;
+  /** The provider id the emulator gives the first message it accepts. */
+  firstId: string;
+}
+
+/**
+ * Two accounts of the provider: the first answers as `arrange` scripts it (returning attach
+ * options, e.g. a wrong key), the second takes the message in the same hand-off.
+ */
+export async function failsOverToSecond<E extends ProviderEmulator>(t: TestContext, kit: ApiKit<E>, arrange: (first: E) => Partial<AttachOptions> | void, outcome: string) {
+  const s = scope(t);
+  const first = await kit.start(s);
+  const second = await kit.start(s);
+  const opts = arrange(first) ?? {};
+  const p = await deliveringPostern(s, new ManualClock(T0));
+  const pk = createProjectWithKeys(p.ctx, 'failover', 'pro', { provider: false });
+  const a1 = kit.attach(p, pk, first, { priority: '1', ...opts });
+  const a2 = kit.attach(p, pk, second, { priority: '2' });
+  const id = await sendOver(p, pk);
+  const shown = await statusReached(p, id, 'sent');
+  assert.deepEqual(attemptOutcomes(p, id), [
+    [a1.id, outcome],
+    [a2.id, 'sent'],
+  ]);
+  assert.equal(shown.attempts, 1, 'one hand-off: no retry wait');
+  assert.equal(shown.provider_message_id, kit.firstId);
+  assert.equal(first.requests.length, 1);
+  assert.equal(second.requests.length, 1);
+}
+
+/** The first account refuses the message itself: it fails, the second account never sees it. Its last error. */
+export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestContext, kit: ApiKit<E>): Promise<string | null> {
+  const s = scope(t);
+  const first = await kit.start(s);
+  const second = await kit.start(s);
+  first.behave('reject');
+  const p = await deliveringPostern(s, new ManualClock(T0));
+  const pk = createProjectWithKeys(p.ctx, 'reject', 'pro', { provider: false });
+  const a1 = kit.attach(p, pk, first, { priority: '1' });
+  kit.attach(p, pk, second, { priority: '2' });
+  const id = await sendOver(p, pk);
+  const shown = await statusReached(p, id, 'failed');
+  assert.deepEqual(attemptOutcomes(p, id), [[a1.id, 'permanent']]);
+  assert.equal(second.requests.length, 0);
+  assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.failed']);
+  return shown.last_error;
+}
+
+/**
+ * The only account throttles once, saying when to come back (`waitMs` from T0): the retry
+ * waits for that, not for the ladder's 10 s, and then sends. The first attempt's error.
+ */
+export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestContext, kit: ApiKit<E>, throttling: (s: Scope, clock: ManualClock) => Promise<E>, waitMs: number): Promise<string | null> {
+  const s = scope(t);
+  const clock = new ManualClock(T0);
+  const emu = await throttling(s, clock);
+  emu.behave('throttle');
+  const p = await deliveringPostern(s, clock, { retry_ladder_seconds: [10] });
+  const pk = createProjectWithKeys(p.ctx, 'reset', 'pro', { provider: false });
+  kit.attach(p, pk, emu);
+  const id = await sendOver(p, pk);
+  await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
+  const first = messageShow(p.ctx, id);
+  assert.equal(first.next_attempt_at, new Date(T0 + waitMs).toISOString());
+  clock.advance(waitMs / 2);
+  await settle(200);
+  assert.equal(emu.requests.length, 1, 'nothing before the reset');
+  clock.advance(waitMs / 2);
+  const shown = await statusReached(p, id, 'sent');
+  assert.equal(emu.requests.length, 2);
+  assert.deepEqual(
+    shown.attempts_log.map((a) => a.outcome),
+    ['temporary', 'sent'],
+  );
+  return first.last_error;
+}
+
+/** Posts `body` with each set of headers; each is refused with its status and code, and nothing changes. */
+export async function assertRefused(
+  postIt: (body: string, headers: Record<string, string>) => Promise<{ status: number; body: any; text: string }>,
+  body: string,
+  cases: [Record<string, string>, number, string][],
+  state: () => unknown,
+): Promise<void> {
+  const before = state();
+  for (const [headers, status, code] of cases) {
+    const res = await postIt(body, headers);
+    assert.equal(res.status, status, res.text);
+    assert.equal(res.body.error.code, code, res.text);
+  }
+  assert.deepEqual(state(), before);
+}
