@@ -12,6 +12,7 @@ import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
 import { measureDiskCeiling } from './diskCeiling.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
+import { webhookBench, webhookLines } from './webhooks.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
@@ -129,6 +130,13 @@ const summary = (r: LoadResult) => ({
 });
 
 async function main(): Promise<void> {
+  if (process.env.BENCH_ONLY === 'webhooks') {
+    const webhooks = await webhookBench();
+    console.log(`machine: ${machine()}`);
+    for (const line of webhookLines(webhooks)) console.log(line);
+    console.log(JSON.stringify({ machine: machine(), webhooks }));
+    return;
+  }
   const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
   const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
   const probeDir = tempStateDir('postern-disk-');
@@ -211,7 +219,10 @@ async function main(): Promise<void> {
   // End-to-end relay (bench/relay.ts): accepted over HTTP and SMTP, delivered to a local sink; then a queue of BENCH_QUEUE.
   const relay = { throughput: await relayThroughputPhase(), queue: await relayQueuePhase() };
   for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay }));
+  // Outbound webhooks (bench/webhooks.ts): delivery rate, and acceptance with the dispatcher idle and working.
+  const webhooks = await webhookBench();
+  for (const line of webhookLines(webhooks)) console.log(line);
+  console.log(JSON.stringify({ ...report, relay, webhooks }));
 }
 
 await main();

@@ -20,6 +20,7 @@ import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 import { pruneReceipts } from './store/feedback.js';
+import { createWebhookDispatcher } from './events/host.js';
 
 export interface BoundListener {
   name: string;
@@ -76,6 +77,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)) : Promise.resolve(null),
   });
 
+  // Outbound webhooks: its own thread and connection, reading the events outbox (src/events/host.ts).
+  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config }) : null;
+
   const admission = new Admission(db, clock, config);
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -84,6 +88,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const shutdown = async () => {
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     await scheduler.stop();
+    await webhooks?.stop();
     await adapters.close();
     clearInterval(janitor);
     await writers.close();
@@ -123,6 +128,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     throw listenError(err);
   }
   if (config.delivery.enabled) scheduler.start();
+  webhooks?.start();
 
   let closed = false;
   return {

@@ -247,17 +247,22 @@ describe('postern provider', () => {
       endpoint: null,
       region: null,
       priority: 100,
+      domain: null,
+      webhook_public_key: null,
       free_quota: null,
-      credentials: { pass: true, api_key: false },
+      credentials: { pass: true, api_key: false, webhook_secret: false },
+      feedback_path: `/v1/feedback/${smtp.id}`,
       created_at: smtp.created_at,
     });
 
-    const apiRun = await runCli(['provider', 'attach', '--project', projectId, '--slug', 'provider-a-api', '--api-key', apiKey, '--priority', '5', '--json'], {
+    const webhookSecret = 'FeedbackSecretMarker8Kp02';
+    const apiRun = await runCli(['provider', 'attach', '--project', projectId, '--slug', 'provider-a-api', '--api-key', apiKey, '--webhook-secret', webhookSecret, '--priority', '5', '--json'], {
       POSTERN_STATE_DIR: dir,
     });
     assert.equal(apiRun.code, 0, apiRun.stdout + apiRun.stderr);
     const api = oneJsonObject(apiRun);
     assert.equal(apiRun.stdout.includes(apiKey), false);
+    assert.equal(apiRun.stdout.includes(webhookSecret), false);
     assert.deepEqual(api, {
       id: api.id,
       project_id: projectId,
@@ -269,8 +274,11 @@ describe('postern provider', () => {
       endpoint: null,
       region: null,
       priority: 5,
+      domain: null,
+      webhook_public_key: null,
       free_quota: null,
-      credentials: { pass: false, api_key: true },
+      credentials: { pass: false, api_key: true, webhook_secret: true },
+      feedback_path: `/v1/feedback/${api.id}`,
       created_at: api.created_at,
     });
 
@@ -279,6 +287,7 @@ describe('postern provider', () => {
     assert.deepEqual(oneJsonObject(listRun), { providers: [api, smtp] });
     assert.equal(listRun.stdout.includes(pass), false);
     assert.equal(listRun.stdout.includes(apiKey), false);
+    assert.equal(listRun.stdout.includes(webhookSecret), false);
     const humanList = await runCli(['provider', 'list', '--project', projectId], { POSTERN_STATE_DIR: dir });
     assert.equal(humanList.code, 0);
     assert.equal(humanList.stdout.includes(pass), false);

@@ -15,6 +15,7 @@ import { providerCommands } from './provider.js';
 import { runStart } from './start.js';
 import { suppressionCommands } from './suppression.js';
 import { strategyCommands } from './strategy.js';
+import { webhookCommands } from './webhook.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -24,6 +25,7 @@ const groups: Record<string, CommandGroup> = {
   message: messageCommands,
   dkim: dkimCommands,
   strategy: strategyCommands,
+  webhook: webhookCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };

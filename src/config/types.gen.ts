@@ -247,4 +247,68 @@ enabled: boolean
 log: {
 level: ("fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent")
 }
+/**
+ * Outbound lifecycle webhooks: the dispatcher that fans events out to the registered endpoints and delivers them, signed, at least once.
+ */
+webhooks: {
+/**
+ * false: events are still recorded (and delivered once this is true again), nothing is sent.
+ */
+enabled: boolean
+/**
+ * true allows endpoints on loopback, private, link-local, CGNAT and ULA addresses, and plain http:// towards those (never towards public addresses). Checked at `webhook add` and on every resolved address before every delivery.
+ */
+allow_private_targets: boolean
+/**
+ * A delivery counts only if a 2xx status arrives within this time (connect and TLS included).
+ */
+timeout_ms: number
+/**
+ * Waits after the 1st, 2nd, … failed attempt; attempts = length + 1 (default: 6 attempts over about 9 h 11 min). After the last one the delivery is failed.
+ * 
+ * @minItems 0
+ * @maxItems 50
+ */
+retry_ladder_seconds: number[]
+/**
+ * Each wait is multiplied by a random factor in [1 - jitter, 1 + jitter].
+ */
+retry_jitter: number
+/**
+ * An endpoint whose every attempt has failed for this long (no success in between) is disabled; `postern webhook enable` resumes it.
+ */
+disable_after_seconds: number
+/**
+ * After `webhook rotate-secret` the previous secret keeps signing (a second v1 entry) for this long.
+ */
+secret_rotation_grace_seconds: number
+/**
+ * Deliveries in flight at once, overall.
+ */
+concurrency: number
+/**
+ * Deliveries in flight at once per endpoint: a slow endpoint holds at most this many slots.
+ */
+per_endpoint_concurrency: number
+/**
+ * How often the dispatcher looks for new events and due retries when idle.
+ */
+poll_interval_ms: number
+/**
+ * Events fanned out per transaction.
+ */
+batch_size: number
+/**
+ * A claimed delivery whose outcome is not recorded by then (a crash) is due again; raised to timeout_ms + 2 s when lower.
+ */
+lease_ms: number
+/**
+ * Delivered and failed deliveries are deleted this long after they finished.
+ */
+retention_days: number
+/**
+ * The dispatcher runs in its own thread at this nice value (Linux): on a saturated machine acceptance gets the CPU first and webhooks catch up afterwards. 0: the process priority.
+ */
+nice: number
+}
 }

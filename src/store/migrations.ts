@@ -201,4 +201,53 @@ export const migrations: Migration[] = [
       ALTER TABLE recipient_outcomes_v4 RENAME TO recipient_outcomes;
     `,
   },
+  {
+    version: 5,
+    name: 'webhook endpoints, webhook deliveries, the dispatcher cursor over events',
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        url TEXT NOT NULL,
+        event_types TEXT,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_secret_expires_at INTEGER,
+        -- Only events after this seq (the newest when the endpoint was added) are delivered.
+        from_seq INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        disabled_at INTEGER,
+        disabled_reason TEXT,
+        failing_since INTEGER,
+        last_success_at INTEGER,
+        last_failure_at INTEGER,
+        removed_at INTEGER
+      );
+      CREATE INDEX webhook_endpoints_project ON webhook_endpoints(project_id);
+      -- One row per (endpoint, event): the durable outbox of outgoing webhooks.
+      CREATE TABLE webhook_deliveries (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id),
+        event_seq INTEGER,
+        type TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER,
+        created_at INTEGER NOT NULL,
+        last_attempt_at INTEGER,
+        last_status INTEGER,
+        last_error TEXT,
+        completed_at INTEGER
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint_id, next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_completed ON webhook_deliveries(completed_at) WHERE status <> 'pending';
+      -- The newest event already fanned out (written with the fan-out; past events no endpoint wants, every few seconds).
+      CREATE TABLE webhook_cursor (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        event_seq INTEGER NOT NULL
+      );
+      INSERT INTO webhook_cursor (id, event_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM events;
+    `,
+  },
 ];

@@ -1,0 +1,77 @@
+import { Worker } from 'node:worker_threads';
+import { ManualClock, type Clock } from '../clock.js';
+import type { PosternConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import { WebhookDispatcher } from './dispatcher.js';
+
+export interface WebhookDispatcherHandle {
+  start(): void;
+  /** Lets attempts in flight finish (each has its deadline), records their outcomes, stops. */
+  stop(): Promise<void>;
+}
+
+const RESTART_DELAY_MS = 1000;
+
+/**
+ * The dispatcher runs in its own worker thread, at a lower priority (`webhooks.nice`), so its
+ * HTTP, signing and bookkeeping never take event-loop time from the doors and, on a saturated
+ * machine, acceptance gets the CPU first (webhooks then lag, and catch up when it frees).
+ * A ManualClock cannot cross threads: with one (tests of time-dependent rules) the same
+ * dispatcher runs on the event loop instead.
+ */
+export function createWebhookDispatcher(deps: { stateDir: string; clock: Clock; logger: Logger; config: PosternConfig }): WebhookDispatcherHandle {
+  if (deps.clock instanceof ManualClock) return new WebhookDispatcher(deps);
+  return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config);
+}
+
+class ThreadedDispatcher implements WebhookDispatcherHandle {
+  private worker: Worker | null = null;
+  private stopping = false;
+  private restart: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly stateDir: string,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly config: PosternConfig,
+  ) {}
+
+  start(): void {
+    if (this.worker || this.stopping) return;
+    const worker = new Worker(new URL('./dispatcherThread.js', import.meta.url), {
+      workerData: {
+        stateDir: this.stateDir,
+        config: this.config,
+        // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
+        clockOffsetMs: Math.round(this.clock.now() - Date.now()),
+        logLevel: this.logger.level,
+      },
+    });
+    this.worker = worker;
+    worker.on('error', (err) => this.logger.error({ err }, 'webhook dispatcher thread failed'));
+    worker.on('exit', (code) => {
+      this.worker = null;
+      if (this.stopping) return;
+      // Nothing is lost (deliveries are rows; claims expire): start it again.
+      this.logger.error({ code }, `webhook dispatcher thread exited; restarting in ${RESTART_DELAY_MS} ms`);
+      this.restart = setTimeout(() => {
+        this.restart = null;
+        this.start();
+      }, RESTART_DELAY_MS);
+      this.restart.unref();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.restart) clearTimeout(this.restart);
+    const worker = this.worker;
+    if (!worker) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage('stop');
+    // In-flight attempts end by their deadline; past that (and a margin) the thread is stopped.
+    const force = setTimeout(() => void worker.terminate(), this.config.webhooks.timeout_ms + 5000);
+    await exited;
+    clearTimeout(force);
+  }
+}
