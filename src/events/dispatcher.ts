@@ -8,7 +8,7 @@ import {
   type WebhookEndpointRow,
 } from '../store/webhooks.js';
 import { envelopeBody } from './envelope.js';
-import { newDeliveryId } from './ids.js';
+import { newDeliveryId } from '../ids.js';
 import { retryDelayMs } from './ladder.js';
 import { WebhookSender, type AttemptResult } from './sender.js';
 import type { Resolver } from './targets.js';

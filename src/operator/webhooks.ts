@@ -1,5 +1,5 @@
 import { envelopeBody, MAIL_EVENT_TYPES, TEST_EVENT_TYPE } from '../events/envelope.js';
-import { newDeliveryId, newEndpointId } from '../events/ids.js';
+import { newDeliveryId, newEndpointId } from '../ids.js';
 import { WebhookSender } from '../events/sender.js';
 import { newWebhookSecret } from '../events/signing.js';
 import { parseTargetUrl, resolveTarget, TargetError, type Resolver } from '../events/targets.js';
