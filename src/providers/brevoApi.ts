@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
 import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
-import { baseUrl, callProviderApi, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject } from './jsonMapping.js';
+import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
 
 export const BREVO_API = 'https://api.brevo.com';
@@ -88,13 +88,7 @@ export class BrevoApiAdapter implements ProviderAdapter {
     const { apiKey, endpoint } = apiCredentials(account);
     if (!apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);
-    const res = await callProviderApi({
-      method: 'POST',
-      url: `${baseUrl(endpoint, BREVO_API)}/v3/smtp/email`,
-      headers: { accept: 'application/json', 'content-type': 'application/json', 'api-key': apiKey },
-      body: JSON.stringify(brevoBody(parts, job)),
-      timeoutMs: this.deps.timeoutMs,
-    });
+    const res = await postJson(`${baseUrl(endpoint, BREVO_API)}/v3/smtp/email`, { 'api-key': apiKey }, brevoBody(parts, job), this.deps.timeoutMs);
     if (!isResponse(res)) return res;
     const reply = replyText(res);
     if (res.status !== 201 && res.status !== 200 && res.status !== 202) return classifyBrevo(res, reply, this.deps.clock.now());

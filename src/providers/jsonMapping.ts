@@ -87,16 +87,18 @@ export function base64Attachments(parts: MessageParts): Base64Attachment[] {
   }));
 }
 
-/** POSTs a JSON body with the account's bearer key. */
-export function postJson(url: string, apiKey: string, body: unknown, timeoutMs: number, extraHeaders: Record<string, string> = {}) {
+/** POSTs a JSON body; `auth` holds the provider's credential header(s) and any extra request headers. */
+export function postJson(url: string, auth: Record<string, string>, body: unknown, timeoutMs: number) {
   return callProviderApi({
     method: 'POST',
     url,
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/json', ...extraHeaders },
+    headers: { ...auth, 'content-type': 'application/json', accept: 'application/json' },
     body: JSON.stringify(body),
     timeoutMs,
   });
 }
+
+export const bearer = (apiKey: string): Record<string, string> => ({ authorization: `Bearer ${apiKey}` });
 
 export function parseJsonObject(text: string): Record<string, unknown> | null {
   try {

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
-import { baseUrl, callProviderApi, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject } from './jsonMapping.js';
+import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject, postJson } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
 
 export const POSTMARK_API = 'https://api.postmarkapp.com';
@@ -113,13 +113,7 @@ export class PostmarkApiAdapter implements ProviderAdapter {
     const { apiKey, endpoint } = apiCredentials(account);
     if (!apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);
-    const res = await callProviderApi({
-      method: 'POST',
-      url: `${baseUrl(endpoint, POSTMARK_API)}/email`,
-      headers: { accept: 'application/json', 'content-type': 'application/json', 'x-postmark-server-token': apiKey },
-      body: JSON.stringify(postmarkBody(parts, job)),
-      timeoutMs: this.deps.timeoutMs,
-    });
+    const res = await postJson(`${baseUrl(endpoint, POSTMARK_API)}/email`, { 'x-postmark-server-token': apiKey }, postmarkBody(parts, job), this.deps.timeoutMs);
     if (!isResponse(res)) return res;
     const reply = replyText(res);
     const answer = res.status === 200 ? parseJsonObject(res.text) : null;

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, isResponse, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, nameAddr, parseJsonObject, postJson } from './jsonMapping.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, nameAddr, parseJsonObject, postJson, bearer } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
 import type { AdapterDeps } from './registry.js';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
@@ -145,9 +145,8 @@ export class ResendApiAdapter implements ProviderAdapter {
   }
 
   private async post(url: string, apiKey: string, parts: MessageParts, messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): Promise<SendResult> {
-    const res = await postJson(url, apiKey, resendEmail(parts, messageId, rcpt), this.deps.config.delivery.api_timeout_ms, {
-      'idempotency-key': idempotencyKey(messageId, rcpt),
-    });
+    const auth = { ...bearer(apiKey), 'idempotency-key': idempotencyKey(messageId, rcpt) };
+    const res = await postJson(url, auth, resendEmail(parts, messageId, rcpt), this.deps.config.delivery.api_timeout_ms);
     if (!isResponse(res)) return res;
     return classifyResend(res, this.deps.clock.now());
   }

@@ -6,7 +6,7 @@
  */
 import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, isResponse, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson } from './jsonMapping.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson, bearer } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
 import type { AdapterDeps } from './registry.js';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
@@ -101,7 +101,7 @@ export class SendgridApiAdapter implements ProviderAdapter {
     if (!creds.apiKey) return missingApiKey(account.slug);
     const body = sendgridMailSend(await readMessageParts(job), job);
     const base = baseUrl(creds.endpoint, creds.region?.toLowerCase() === 'eu' ? SENDGRID_API_EU : SENDGRID_API);
-    const res = await postJson(`${base}/v3/mail/send`, creds.apiKey, body, this.deps.config.delivery.api_timeout_ms);
+    const res = await postJson(`${base}/v3/mail/send`, bearer(creds.apiKey), body, this.deps.config.delivery.api_timeout_ms);
     if (!isResponse(res)) return res;
     return classifySendgrid(res, this.deps.clock.now());
   }
