@@ -15,7 +15,8 @@ import net, { type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { runCli, spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { BENCH_RATE_LIMITS, countByStatus, startBenchPostern } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
 export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
@@ -27,7 +28,6 @@ const WARMUP_MS = 2000;
 
 /** Delivery tuned for a local sink: wide concurrency, a pool of 20 connections, a short idle poll. */
 const DELIVERY = { enabled: true, poll_interval_ms: 20, batch_size: 100, concurrency: 100, per_account_concurrency: 100, smtp_pool_size: 20 };
-const RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
 
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ';
 /** The text of an HTTP message: with the headers Postern composes, the stored MIME is about 2 KB. */
@@ -152,8 +152,8 @@ async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
   const stateDir = tempStateDir(prefix);
   const configOn = `${stateDir}/relay-on.json`;
   const configOff = `${stateDir}/relay-off.json`;
-  writeFileSync(configOn, JSON.stringify({ rate_limits: RATE_LIMITS, delivery: DELIVERY }));
-  writeFileSync(configOff, JSON.stringify({ rate_limits: RATE_LIMITS, delivery: { ...DELIVERY, enabled: false } }));
+  writeFileSync(configOn, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: DELIVERY }));
+  writeFileSync(configOff, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { ...DELIVERY, enabled: false } }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff };
   const project = (await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)).json as { id: string };
   const attached = await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', String(sinkPort), '--tls', 'none', '--json'], env);
@@ -163,18 +163,7 @@ async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
 }
 
 function start(setup: Setup, config: string): Promise<SpawnedPostern> {
-  return spawnPostern(setup.stateDir, { POSTERN_CONFIG: config, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${setup.stateDir}/postern.log` });
-}
-
-function countByStatus(stateDir: string): Record<string, number> {
-  const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
-  try {
-    db.pragma('busy_timeout = 5000');
-    const rows = db.prepare('SELECT status, COUNT(*) AS c FROM messages GROUP BY status').all() as { status: string; c: number }[];
-    return Object.fromEntries(rows.map((r) => [r.status, r.c]));
-  } finally {
-    db.close();
-  }
+  return startBenchPostern(setup.stateDir, config);
 }
 
 function averageSize(stateDir: string): number {
@@ -379,7 +368,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       drain_after_load_s: sent >= acceptedTotal ? +drainSeconds.toFixed(2) : NaN,
       delivered_after_load_per_s: Math.round((sent - end.sent) / drainSeconds),
       stored_message_bytes_avg: averageSize(setup.stateDir),
-      final_statuses: countByStatus(setup.stateDir),
+      final_statuses: countByStatus(setup.stateDir, 'messages'),
     };
   } finally {
     for (const t of transports) t.close();
@@ -472,7 +461,7 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
     const drainWall = (performance.now() - d0) / 1000;
     const peak = status(pid, 'VmHWM');
     await server.stop();
-    const statuses = countByStatus(setup.stateDir);
+    const statuses = countByStatus(setup.stateDir, 'messages');
     sent = statuses.sent ?? 0;
     return {
       queued,

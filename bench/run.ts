@@ -8,7 +8,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
-import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
+import { runCli, tempStateDir } from '../test/support/postern.js';
+import { BENCH_RATE_LIMITS, startBenchPostern } from './benchServer.js';
 import { measureDiskCeiling } from './diskCeiling.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
@@ -89,12 +90,12 @@ async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
   const stateDir = tempStateDir('postern-bench-');
   const configFile = `${stateDir}/bench.json`;
   // Rate limits stay on (their cost is measured) but far above the offered load.
-  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, policy: { enabled: policy }, rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 } }));
+  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, policy: { enabled: policy }, rate_limits: BENCH_RATE_LIMITS }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
   await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
-  const server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
+  const server = await startBenchPostern(stateDir, configFile);
   try {
     const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
     const result = await load(new URL('/v1/send', server.production), 'POST', headers, body, 202, DURATION_MS);
@@ -113,7 +114,7 @@ async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
 
 async function noopPhase(): Promise<LoadResult> {
   const stateDir = tempStateDir('postern-bench-');
-  const server = await spawnPostern(stateDir, { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
+  const server = await startBenchPostern(stateDir);
   try {
     return await load(new URL('/healthz', server.production), 'GET', {}, null, 200, DURATION_MS);
   } finally {

@@ -12,7 +12,8 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
-import { runCli, spawnPostern, tempStateDir } from '../test/support/postern.js';
+import { runCli, tempStateDir } from '../test/support/postern.js';
+import { BENCH_RATE_LIMITS, startBenchPostern } from './benchServer.js';
 
 export const SMTP_SESSIONS = Number(process.env.BENCH_SMTP_SESSIONS ?? 20);
 export const SMTP_MESSAGES_PER_SESSION = Number(process.env.BENCH_SMTP_MESSAGES_PER_SESSION ?? 100);
@@ -73,12 +74,12 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
   const configFile = `${stateDir}/bench.json`;
   // Rate limits stay on but far above the offered load; nothing is relayed (ingest is measured,
   // and the provider below is a placeholder).
-  writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 }, delivery: { enabled: false } }));
+  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false } }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', 'bench-smtp', '--plan', 'pro', '--json'], env)).json as { id: string };
   await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
-  const server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${stateDir}/postern.log` });
+  const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
   const transports: Transporter[] = [];
   try {

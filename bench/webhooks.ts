@@ -26,7 +26,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { systemClock } from '../src/clock.js';
 import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
@@ -36,7 +35,8 @@ import { attachProvider } from '../src/operator/providers.js';
 import { addWebhook, removeWebhook } from '../src/operator/webhooks.js';
 import { openDatabase } from '../src/store/db.js';
 import { insertEvent } from '../src/store/events.js';
-import { spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { BENCH_RATE_LIMITS, countByStatus, startBenchPostern } from './benchServer.js';
 
 export const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -48,7 +48,6 @@ const WARMUP_MS = 5000;
 const RECEIVER_NICE = Number(process.env.BENCH_RECEIVER_NICE ?? 10);
 /** Webhook settings to try instead of the defaults (JSON), e.g. BENCH_WEBHOOK_CONFIG='{"nice":0}'. */
 const EXTRA_WEBHOOK_CONFIG = JSON.parse(process.env.BENCH_WEBHOOK_CONFIG ?? '{}') as Record<string, unknown>;
-const RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -186,23 +185,12 @@ async function setUp(receiverUrl: string | null): Promise<Setup> {
 
 function writeConfig(setup: Setup, name: string, webhooks: Record<string, unknown>): string {
   const file = `${setup.stateDir}/${name}`;
-  writeFileSync(file, JSON.stringify({ rate_limits: RATE_LIMITS, delivery: { enabled: false }, webhooks }));
+  writeFileSync(file, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, webhooks }));
   return file;
 }
 
 function start(setup: Setup, config: string): Promise<SpawnedPostern> {
-  return spawnPostern(setup.stateDir, { POSTERN_CONFIG: config, POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' }, [], { logFile: `${setup.stateDir}/postern.log` });
-}
-
-function deliveryCounts(stateDir: string): Record<string, number> {
-  const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
-  try {
-    db.pragma('busy_timeout = 5000');
-    const rows = db.prepare('SELECT status, COUNT(*) AS c FROM webhook_deliveries GROUP BY status').all() as { status: string; c: number }[];
-    return Object.fromEntries(rows.map((r) => [r.status, r.c]));
-  } finally {
-    db.close();
-  }
+  return startBenchPostern(setup.stateDir, config);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,7 +277,7 @@ export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<W
         receiver_cpu_cores: +((cpu1.receiver - cpu0.receiver) / wall).toFixed(2),
         server_peak_rss_mb: +rss.toFixed(1),
         per_endpoint_concurrency: buildConfig({}, {}).webhooks.per_endpoint_concurrency,
-        final_statuses: deliveryCounts(setup.stateDir),
+        final_statuses: countByStatus(setup.stateDir, 'webhook_deliveries'),
       };
     } finally {
       if (server.child.exitCode === null) await server.kill();

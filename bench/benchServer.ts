@@ -1,0 +1,25 @@
+/** What every bench section shares: its server process, its rate limits, and reading back the index. */
+import Database from 'better-sqlite3';
+import { spawnPostern, type SpawnedPostern } from '../test/support/postern.js';
+
+/** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
+export const BENCH_RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
+
+/** A Postern process on `stateDir` with `configFile`, logging to `<stateDir>/postern.log`. */
+export function startBenchPostern(stateDir: string, configFile?: string): Promise<SpawnedPostern> {
+  const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' };
+  if (configFile) env.POSTERN_CONFIG = configFile;
+  return spawnPostern(stateDir, env, [], { logFile: `${stateDir}/postern.log` });
+}
+
+/** Rows of `table` by status, read while the server may still be writing. */
+export function countByStatus(stateDir: string, table: 'messages' | 'webhook_deliveries'): Record<string, number> {
+  const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    const rows = db.prepare(`SELECT status, COUNT(*) AS c FROM ${table} GROUP BY status`).all() as { status: string; c: number }[];
+    return Object.fromEntries(rows.map((r) => [r.status, r.c]));
+  } finally {
+    db.close();
+  }
+}
