@@ -18,24 +18,18 @@ import { messageShow } from '../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
-import { assertAccepted } from './support/assertions.js';
 import { parseMultipart, signedMailgunWebhook, startMailgunEmulator } from './support/emulators/mailgun.js';
+import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from './support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from './support/providerEmulator.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { scope, settle, waitFor } from './support/waiting.js';
 
-const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 const API_KEY = 'key-3ax6xnjp29jd6fds4gc373sgvjxteol0';
 const DOMAIN = 'mg.example.com';
 const SIGNING_KEY = 'whsec-mailgun-signing-key-4f1c2d';
 const fixtures = fileURLToPath(new URL('../../test/fixtures/providers/c/', import.meta.url));
 
 type Scope = ReturnType<typeof scope>;
-
-async function startPostern(s: Scope, clock: ManualClock): Promise<TestPostern> {
-  const p = await startTestPostern({ clock, config: { delivery: { enabled: true, poll_interval_ms: 20, retry_ladder_seconds: [60] } } });
-  return s.add(p, (x) => x.close());
-}
 
 async function emulator(s: Scope, opts: { apiKey?: string; domain?: string; retryAfterSeconds?: number } = {}): Promise<ProviderEmulator> {
   const emu = await startMailgunEmulator({ apiKey: opts.apiKey ?? API_KEY, domain: opts.domain ?? DOMAIN, retryAfterSeconds: opts.retryAfterSeconds });
@@ -46,19 +40,6 @@ function attach(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts
   return attachProvider(p.ctx, pk.project.id, { slug: 'provider-c-api', apiKey: API_KEY, domain: DOMAIN, endpoint: emu.url, webhookSecret: SIGNING_KEY, ...opts });
 }
 
-async function send(p: TestPostern, pk: ProjectWithKeys, overrides: Record<string, unknown> = {}): Promise<string> {
-  const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage(overrides) });
-  assertAccepted(res, 'queued');
-  return res.body.id as string;
-}
-
-async function waitStatus(p: TestPostern, id: string, status: string) {
-  await waitFor(() => messageShow(p.ctx, id).status === status, 10_000, `${id} to be ${status} (is ${messageShow(p.ctx, id).status})`);
-  return messageShow(p.ctx, id);
-}
-
-const attemptsOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
-const eventTypes = (p: TestPostern, id: string) => eventsForMessage(p.ctx.db, id).map((e) => e.type);
 const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
 const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
 
@@ -81,12 +62,12 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     const s = scope(t);
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'mailgun', 'pro', { provider: false });
     const key = addDkimKey(p.ctx, pk.project.id, { domain: 'example.com', selector: 'pm2026' });
     const account = attach(p, pk, emu);
 
-    const id = await send(p, pk, {
+    const id = await sendOver(p, pk, {
       from: 'Sender Name <sender@example.com>',
       to: ['Ann <ann@example.org>', 'bob@example.org'],
       cc: 'cc@example.org',
@@ -104,7 +85,7 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
       tags: ['welcome', 'onboarding', 'spring'],
       metadata: { order: '1234', customer: 'c-42' },
     });
-    const shown = await waitStatus(p, id, 'sent');
+    const shown = await statusReached(p, id, 'sent');
 
     assert.equal(emu.requests.length, 1);
     const req = emu.requests[0];
@@ -156,13 +137,13 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     const s = scope(t);
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'mailgun-domain', 'pro', { provider: false });
     const wrongDomain = attach(p, pk, emu, { domain: 'other.example.com', priority: '1' });
     const good = attach(p, pk, emu, { priority: '2' });
-    const id = await send(p, pk);
-    await waitStatus(p, id, 'sent');
-    assert.deepEqual(attemptsOf(p, id), [
+    const id = await sendOver(p, pk);
+    await statusReached(p, id, 'sent');
+    assert.deepEqual(attemptOutcomes(p, id), [
       [wrongDomain.id, 'account'],
       [good.id, 'sent'],
     ]);
@@ -176,30 +157,30 @@ describe('provider-c-api errors drive the delivery engine', () => {
     const clock = new ManualClock(T0);
     const throttled = await emulator(s, { retryAfterSeconds: 120 });
     const spare = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'throttle', 'pro', { provider: false });
     const a = attach(p, pk, throttled, { priority: '1' });
     const b = attach(p, pk, spare, { priority: '2' });
 
     throttled.behave('throttle', 1);
-    const first = await send(p, pk);
-    await waitStatus(p, first, 'sent');
-    assert.deepEqual(attemptsOf(p, first), [
+    const first = await sendOver(p, pk);
+    await statusReached(p, first, 'sent');
+    assert.deepEqual(attemptOutcomes(p, first), [
       [a.id, 'temporary'],
       [b.id, 'sent'],
     ]);
     assert.match(messageShow(p.ctx, first).attempts_log[0].reply ?? '', /^429 \{"message":"Too many requests"\}/);
 
     // Within the reset window the throttled account is skipped without a request.
-    const second = await send(p, pk);
-    await waitStatus(p, second, 'sent');
-    assert.deepEqual(attemptsOf(p, second), [[b.id, 'sent']]);
+    const second = await sendOver(p, pk);
+    await statusReached(p, second, 'sent');
+    assert.deepEqual(attemptOutcomes(p, second), [[b.id, 'sent']]);
     assert.equal(throttled.requests.length, 1);
 
     clock.advance(120_000);
-    const third = await send(p, pk);
-    await waitStatus(p, third, 'sent');
-    assert.deepEqual(attemptsOf(p, third), [[a.id, 'sent']]);
+    const third = await sendOver(p, pk);
+    await statusReached(p, third, 'sent');
+    assert.deepEqual(attemptOutcomes(p, third), [[a.id, 'sent']]);
     assert.equal(throttled.requests.length, 2);
   });
 
@@ -207,12 +188,12 @@ describe('provider-c-api errors drive the delivery engine', () => {
     const s = scope(t);
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'ladder', 'pro', { provider: false });
     const a = attach(p, pk, emu);
 
     emu.behave('throttle', 1).behave('server_error', 1);
-    const id = await send(p, pk);
+    const id = await sendOver(p, pk);
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
     assert.equal(messageShow(p.ctx, id).next_attempt_at, new Date(T0 + 60_000).toISOString());
     await settle();
@@ -221,8 +202,8 @@ describe('provider-c-api errors drive the delivery engine', () => {
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && messageShow(p.ctx, id).status === 'queued', 10_000, 'second attempt');
     assert.match(messageShow(p.ctx, id).last_error ?? '', /^provider-c-api: 503 \{"message":"Service Unavailable"\}/);
     clock.advance(60_000);
-    await waitStatus(p, id, 'sent');
-    assert.deepEqual(attemptsOf(p, id), [
+    await statusReached(p, id, 'sent');
+    assert.deepEqual(attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [a.id, 'temporary'],
       [a.id, 'sent'],
@@ -236,7 +217,7 @@ describe('provider-c-api errors drive the delivery engine', () => {
     const wrongKey = await emulator(s, { apiKey: 'key-someone-else' });
     const sandbox = await emulator(s);
     const good = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'failover', 'pro', { provider: false });
     const a = attach(p, pk, down, { priority: '1' });
     const b = attach(p, pk, wrongKey, { priority: '2' });
@@ -245,9 +226,9 @@ describe('provider-c-api errors drive the delivery engine', () => {
     down.behave('server_error', 1);
     sandbox.behave('suspended', 1);
 
-    const id = await send(p, pk);
-    const shown = await waitStatus(p, id, 'sent');
-    assert.deepEqual(attemptsOf(p, id), [
+    const id = await sendOver(p, pk);
+    const shown = await statusReached(p, id, 'sent');
+    assert.deepEqual(attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [b.id, 'account'],
       [c.id, 'account'],
@@ -260,22 +241,8 @@ describe('provider-c-api errors drive the delivery engine', () => {
   });
 
   test('a 400 refusing the message ends it failed, without trying another account', async (t) => {
-    const s = scope(t);
-    const clock = new ManualClock(T0);
-    const refusing = await emulator(s);
-    const spare = await emulator(s);
-    const p = await startPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'reject', 'pro', { provider: false });
-    const a = attach(p, pk, refusing, { priority: '1' });
-    attach(p, pk, spare, { priority: '2' });
-    refusing.behave('reject', 1);
-
-    const id = await send(p, pk);
-    const shown = await waitStatus(p, id, 'failed');
-    assert.deepEqual(attemptsOf(p, id), [[a.id, 'permanent']]);
-    assert.equal(spare.requests.length, 0);
-    assert.match(shown.last_error ?? '', /^400 \{"message":"'from' parameter is not a valid address/);
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.failed']);
+    const lastError = await failsWithoutFailover(t, { start: (s) => emulator(s), attach });
+    assert.match(lastError ?? '', /^400 \{"message":"'from' parameter is not a valid address/);
   });
 });
 
@@ -283,11 +250,11 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
   async function sent(s: Scope) {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'feedback', 'pro', { provider: false });
     const account = attach(p, pk, emu);
-    const id = await send(p, pk, { to: ['Ann <ann@example.org>', 'bob@example.org'], cc: 'cc@example.org', bcc: 'dan@example.net' });
-    const providerId = (await waitStatus(p, id, 'sent')).provider_message_id!;
+    const id = await sendOver(p, pk, { to: ['Ann <ann@example.org>', 'bob@example.org'], cc: 'cc@example.org', bcc: 'dan@example.net' });
+    const providerId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const deliver = (body: string) => postFeedback(p.production, account.id, body);
     return { clock, p, pk, account, id, providerId, deliver };
   }

@@ -16,21 +16,16 @@ import { suppress, suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { assertAccepted } from './support/assertions.js';
 import { startPostmarkEmulator, type PostmarkEmulatorOptions } from './support/emulators/postmark.js';
+import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from './support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from './support/providerEmulator.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, post, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { scope, settle, waitFor } from './support/waiting.js';
 
-const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 const SERVER_TOKEN = 'c6a3c0e2-6c34-4b34-9e80-4b4f3b1e4a61';
 const WEBHOOK_SECRET = 'pm-webhook-9d7e1c0b55a2';
 const fixtures = fileURLToPath(new URL('../../test/fixtures/providers/e/', import.meta.url));
 
 type Scope = ReturnType<typeof scope>;
-
-async function startPostern(s: Scope, clock: ManualClock): Promise<TestPostern> {
-  const p = await startTestPostern({ clock, config: { delivery: { enabled: true, poll_interval_ms: 20, retry_ladder_seconds: [60] } } });
-  return s.add(p, (x) => x.close());
-}
 
 async function emulator(s: Scope, opts: Partial<PostmarkEmulatorOptions> = {}): Promise<ProviderEmulator> {
   return s.add(await startPostmarkEmulator({ serverToken: SERVER_TOKEN, ...opts }), (e) => e.close());
@@ -40,19 +35,6 @@ function attach(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts
   return attachProvider(p.ctx, pk.project.id, { slug: 'provider-e-api', apiKey: SERVER_TOKEN, endpoint: emu.url, webhookSecret: WEBHOOK_SECRET, ...opts });
 }
 
-async function send(p: TestPostern, pk: ProjectWithKeys, overrides: Record<string, unknown> = {}): Promise<string> {
-  const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage(overrides) });
-  assertAccepted(res, 'queued');
-  return res.body.id as string;
-}
-
-async function waitStatus(p: TestPostern, id: string, status: string) {
-  await waitFor(() => messageShow(p.ctx, id).status === status, 10_000, `${id} to be ${status} (is ${messageShow(p.ctx, id).status})`);
-  return messageShow(p.ctx, id);
-}
-
-const attemptsOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
-const eventTypes = (p: TestPostern, id: string) => eventsForMessage(p.ctx.db, id).map((e) => e.type);
 const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
 const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
 const basic = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
@@ -71,11 +53,11 @@ describe('provider-e-api sends through Postmark /email', () => {
   test('the request is the documented single-email call: server token, From/To/Cc/Bcc, Tag, bodies, ReplyTo, Metadata, Headers, Attachments with an inline ContentID, MessageStream', async (t) => {
     const s = scope(t);
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark', 'pro', { provider: false });
     const account = attach(p, pk, emu);
 
-    const id = await send(p, pk, {
+    const id = await sendOver(p, pk, {
       from: 'sender@example.com',
       to: 'receiver@example.com',
       cc: 'copied@example.com',
@@ -93,7 +75,7 @@ describe('provider-e-api sends through Postmark /email', () => {
         { filename: 'image.jpg', content: TEST_CONTENT, content_type: 'image/jpeg', content_id: 'image.jpg', disposition: 'inline' },
       ],
     });
-    const shown = await waitStatus(p, id, 'sent');
+    const shown = await statusReached(p, id, 'sent');
 
     assert.equal(emu.requests.length, 1);
     const req = emu.requests[0];
@@ -115,10 +97,10 @@ describe('provider-e-api sends through Postmark /email', () => {
   test('names, several tags, long metadata and a message stream from provider_options: what Postmark can carry is carried, in its limits', async (t) => {
     const s = scope(t);
     const emu = await emulator(s, { streams: ['outbound', 'receipts'] });
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark-map', 'pro', { provider: false });
     attach(p, pk, emu);
-    const id = await send(p, pk, {
+    const id = await sendOver(p, pk, {
       from: 'Shop, Inc. <shop@example.com>',
       to: ['Ann Smith <ann@example.org>', 'bob@example.org'],
       subject: 'Ünïcode',
@@ -127,7 +109,7 @@ describe('provider-e-api sends through Postmark /email', () => {
       metadata: { short: 'kept', this_key_is_too_long_for_postmark: 'dropped', value: 'v'.repeat(81) },
       provider_options: { 'provider-e-api': { message_stream: 'receipts' } },
     });
-    await waitStatus(p, id, 'sent');
+    await statusReached(p, id, 'sent');
     const body = JSON.parse(emu.requests[0].body.toString('utf8'));
     assert.deepEqual(body, {
       From: '"Shop, Inc." <shop@example.com>',
@@ -144,7 +126,7 @@ describe('provider-e-api sends through Postmark /email', () => {
   test('a hand-off owing only Bcc recipients goes without To, as Postmark allows', async (t) => {
     const s = scope(t);
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark-bcc', 'pro', { provider: false });
     attach(p, pk, emu);
     // The To recipient is suppressed after acceptance: at hand-off only the Bcc one is owed.
@@ -153,7 +135,7 @@ describe('provider-e-api sends through Postmark /email', () => {
     const id = res.body.id as string;
     suppress(p.ctx, pk.project.id, 'gone@example.org');
     releaseMessage(p.ctx, id);
-    await waitStatus(p, id, 'sent');
+    await statusReached(p, id, 'sent');
     assert.equal(emu.requests.length, 1);
     const body = JSON.parse(emu.requests[0].body.toString('utf8'));
     assert.equal(body.To, undefined);
@@ -167,16 +149,16 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const limited = await emulator(s);
     const broken = await emulator(s);
     const good = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark-failover', 'pro', { provider: false });
     const a = attach(p, pk, limited, { priority: '1' });
     const b = attach(p, pk, broken, { priority: '2' });
     const c = attach(p, pk, good, { priority: '3' });
     limited.behave('throttle', 1);
     broken.behave('server_error', 1);
-    const id = await send(p, pk);
-    const shown = await waitStatus(p, id, 'sent');
-    assert.deepEqual(attemptsOf(p, id), [
+    const id = await sendOver(p, pk);
+    const shown = await statusReached(p, id, 'sent');
+    assert.deepEqual(attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [b.id, 'temporary'],
       [c.id, 'sent'],
@@ -188,17 +170,17 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const s = scope(t);
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'postmark-ladder', 'pro', { provider: false });
     attach(p, pk, emu);
     emu.behave('throttle', 1);
-    const id = await send(p, pk);
+    const id = await sendOver(p, pk);
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
     assert.equal(messageShow(p.ctx, id).next_attempt_at, new Date(T0 + 60_000).toISOString());
     await settle();
     assert.equal(emu.requests.length, 1);
     clock.advance(60_000);
-    await waitStatus(p, id, 'sent');
+    await statusReached(p, id, 'sent');
     assert.equal(emu.requests.length, 2);
   });
 
@@ -208,16 +190,16 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const broke = await emulator(s, { streams: ['outbound', 'receipts'] });
     const noStream = await emulator(s);
     const good = await emulator(s, { streams: ['outbound', 'receipts'] });
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark-accounts', 'pro', { provider: false });
     const a = attach(p, pk, wrongToken, { priority: '1' });
     const b = attach(p, pk, broke, { priority: '2' });
     const c = attach(p, pk, noStream, { priority: '3' });
     const d = attach(p, pk, good, { priority: '4' });
     broke.behave('suspended', 1);
-    const id = await send(p, pk, { provider_options: { 'provider-e-api': { message_stream: 'receipts' } } });
-    const shown = await waitStatus(p, id, 'sent');
-    assert.deepEqual(attemptsOf(p, id), [
+    const id = await sendOver(p, pk, { provider_options: { 'provider-e-api': { message_stream: 'receipts' } } });
+    const shown = await statusReached(p, id, 'sent');
+    assert.deepEqual(attemptOutcomes(p, id), [
       [a.id, 'account'],
       [b.id, 'account'],
       [c.id, 'account'],
@@ -234,41 +216,29 @@ describe('provider-e-api errors drive the delivery engine', () => {
   });
 
   test('an invalid email request (ErrorCode 300) ends the message failed without another account', async (t) => {
-    const s = scope(t);
-    const refusing = await emulator(s);
-    const spare = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-reject', 'pro', { provider: false });
-    const a = attach(p, pk, refusing, { priority: '1' });
-    attach(p, pk, spare, { priority: '2' });
-    refusing.behave('reject', 1);
-    const id = await send(p, pk);
-    const shown = await waitStatus(p, id, 'failed');
-    assert.deepEqual(attemptsOf(p, id), [[a.id, 'permanent']]);
-    assert.equal(spare.requests.length, 0);
-    assert.match(shown.last_error ?? '', /^422 \{"ErrorCode":300,"Message":"Error parsing 'To'/);
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.failed']);
+    const lastError = await failsWithoutFailover(t, { start: (s) => emulator(s), attach });
+    assert.match(lastError ?? '', /^422 \{"ErrorCode":300,"Message":"Error parsing 'To'/);
   });
 
   test('inactive recipients (ErrorCode 406) bounce and are suppressed; the others are still owed the message', async (t) => {
     const s = scope(t);
     const emu = await emulator(s, { inactive: ['dead@example.org', 'gone@example.org'] });
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark-inactive', 'pro', { provider: false });
     attach(p, pk, emu, { priority: '1' });
     const spare = await emulator(s);
     attach(p, pk, spare, { priority: '2' });
 
-    const mixed = await send(p, pk, { to: ['dead@example.org', 'alive@example.org'] });
-    const shown = await waitStatus(p, mixed, 'sent');
+    const mixed = await sendOver(p, pk, { to: ['dead@example.org', 'alive@example.org'] });
+    const shown = await statusReached(p, mixed, 'sent');
     assert.deepEqual(shown.attempts_log.map((a) => a.outcome), ['temporary', 'sent']);
     assert.deepEqual(shown.recipient_outcomes.map((o) => [o.email, o.status]), [['dead@example.org', 'bounced']]);
     assert.equal(JSON.parse(spare.requests[0].body.toString('utf8')).To, 'alive@example.org');
     assert.deepEqual(suppressions(p, pk), [['dead@example.org', 'hard_bounce']]);
 
     // Every recipient inactive: they bounce, and nobody is left to send to.
-    const onlyDead = await send(p, pk, { to: 'Gone <GONE@example.org>' });
-    const failed = await waitStatus(p, onlyDead, 'failed');
+    const onlyDead = await sendOver(p, pk, { to: 'Gone <GONE@example.org>' });
+    const failed = await statusReached(p, onlyDead, 'failed');
     assert.deepEqual(failed.attempts_log.map((a) => a.outcome), ['permanent']);
     assert.deepEqual(failed.recipient_outcomes.map((o) => [o.email, o.status]), [['GONE@example.org', 'bounced']]);
     assert.deepEqual(eventTypes(p, onlyDead), ['mail.accepted', 'mail.bounced', 'mail.failed']);
@@ -279,11 +249,11 @@ describe('provider-e-api errors drive the delivery engine', () => {
 describe('Postmark webhooks at /v1/feedback/<account>', () => {
   async function sent(s: Scope) {
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'postmark-feedback', 'pro', { provider: false });
     const account = attach(p, pk, emu);
-    const id = await send(p, pk, { to: ['ann@example.org', 'bob@example.org'], cc: 'cc@example.org', bcc: 'dan@example.net' });
-    const providerId = (await waitStatus(p, id, 'sent')).provider_message_id!;
+    const id = await sendOver(p, pk, { to: ['ann@example.org', 'bob@example.org'], cc: 'cc@example.org', bcc: 'dan@example.net' });
+    const providerId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const vars = (recipient: string) => ({ recipient, provider_message_id: providerId, postern_message_id: id });
     return { p, pk, account, id, providerId, vars };
   }

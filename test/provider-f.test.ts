@@ -15,23 +15,17 @@ import { messageShow, releaseMessage } from '../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppress, suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
-import { assertAccepted } from './support/assertions.js';
 import { startBrevoEmulator, type BrevoEmulatorOptions } from './support/emulators/brevo.js';
+import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from './support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from './support/providerEmulator.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { scope, settle, waitFor } from './support/waiting.js';
 
-const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 const API_KEY = 'xkeysib-0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5-AbCdEfGhIjKlMnOp';
 const WEBHOOK_SECRET = 'brevo-hook-2b8f0c61d9';
 const fixtures = fileURLToPath(new URL('../../test/fixtures/providers/f/', import.meta.url));
 
 type Scope = ReturnType<typeof scope>;
-
-async function startPostern(s: Scope, clock: ManualClock): Promise<TestPostern> {
-  const p = await startTestPostern({ clock, config: { delivery: { enabled: true, poll_interval_ms: 20, retry_ladder_seconds: [60] } } });
-  return s.add(p, (x) => x.close());
-}
 
 async function emulator(s: Scope, opts: Partial<BrevoEmulatorOptions> = {}): Promise<ProviderEmulator> {
   return s.add(await startBrevoEmulator({ apiKey: API_KEY, ...opts }), (e) => e.close());
@@ -41,19 +35,6 @@ function attach(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts
   return attachProvider(p.ctx, pk.project.id, { slug: 'provider-f-api', apiKey: API_KEY, endpoint: emu.url, webhookSecret: WEBHOOK_SECRET, ...opts });
 }
 
-async function send(p: TestPostern, pk: ProjectWithKeys, overrides: Record<string, unknown> = {}, status = 'queued'): Promise<string> {
-  const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage(overrides) });
-  assertAccepted(res, status);
-  return res.body.id as string;
-}
-
-async function waitStatus(p: TestPostern, id: string, status: string) {
-  await waitFor(() => messageShow(p.ctx, id).status === status, 10_000, `${id} to be ${status} (is ${messageShow(p.ctx, id).status})`);
-  return messageShow(p.ctx, id);
-}
-
-const attemptsOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
-const eventTypes = (p: TestPostern, id: string) => eventsForMessage(p.ctx.db, id).map((e) => e.type);
 const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
 const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
 const bodyOf = (emu: ProviderEmulator, i: number) => JSON.parse(emu.requests[i].body.toString('utf8'));
@@ -73,11 +54,11 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
   test('the request is the documented transactional email: api-key, sender, to/cc/bcc with names, replyTo, subject, both bodies, attachments, custom headers, tags', async (t) => {
     const s = scope(t);
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'brevo', 'pro', { provider: false });
     const account = attach(p, pk, emu);
 
-    const id = await send(p, pk, {
+    const id = await sendOver(p, pk, {
       from: 'Sender Alex <senderalex@example.com>',
       to: 'John Doe <testmail@example.com>',
       cc: 'Copy Reader <copied@example.com>',
@@ -95,7 +76,7 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
       tags: ['tag1', 'tag2'],
       metadata: { order: '1234' },
     });
-    const shown = await waitStatus(p, id, 'sent');
+    const shown = await statusReached(p, id, 'sent');
 
     assert.equal(emu.requests.length, 1);
     const req = emu.requests[0];
@@ -116,16 +97,16 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
   test('owing only Bcc recipients, each gets a message version addressed to them alone; owing only Cc, the Cc become the To', async (t) => {
     const s = scope(t);
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'brevo-bcc', 'pro', { provider: false });
     attach(p, pk, emu);
-    const bccOnly = await send(p, pk, { to: 'gone@example.org', bcc: ['b1@example.net', 'b2@example.net'], paused: true }, 'paused');
-    const ccOnly = await send(p, pk, { to: 'gone@example.org', cc: ['C One <c1@example.net>', 'c2@example.net'], paused: true }, 'paused');
+    const bccOnly = await sendOver(p, pk, { to: 'gone@example.org', bcc: ['b1@example.net', 'b2@example.net'], paused: true }, 'paused');
+    const ccOnly = await sendOver(p, pk, { to: 'gone@example.org', cc: ['C One <c1@example.net>', 'c2@example.net'], paused: true }, 'paused');
     suppress(p.ctx, pk.project.id, 'gone@example.org');
     releaseMessage(p.ctx, bccOnly);
-    const shown = await waitStatus(p, bccOnly, 'sent');
+    const shown = await statusReached(p, bccOnly, 'sent');
     releaseMessage(p.ctx, ccOnly);
-    await waitStatus(p, ccOnly, 'sent');
+    await statusReached(p, ccOnly, 'sent');
 
     const first = bodyOf(emu, 0);
     assert.equal(first.to, undefined);
@@ -145,45 +126,45 @@ describe('provider-f-api errors drive the delivery engine', () => {
     const clock = new ManualClock(T0);
     const throttled = await emulator(s, { rateLimitResetSeconds: 90 });
     const spare = await emulator(s);
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'brevo-throttle', 'pro', { provider: false });
     const a = attach(p, pk, throttled, { priority: '1' });
     const b = attach(p, pk, spare, { priority: '2' });
     throttled.behave('throttle', 1);
 
-    const first = await send(p, pk);
-    await waitStatus(p, first, 'sent');
-    assert.deepEqual(attemptsOf(p, first), [
+    const first = await sendOver(p, pk);
+    await statusReached(p, first, 'sent');
+    assert.deepEqual(attemptOutcomes(p, first), [
       [a.id, 'temporary'],
       [b.id, 'sent'],
     ]);
     assert.equal(messageShow(p.ctx, first).attempts_log[0].reply, '429 {"code":"too_many_requests","message":"Too many requests"}');
-    const second = await send(p, pk);
-    await waitStatus(p, second, 'sent');
-    assert.deepEqual(attemptsOf(p, second), [[b.id, 'sent']]);
+    const second = await sendOver(p, pk);
+    await statusReached(p, second, 'sent');
+    assert.deepEqual(attemptOutcomes(p, second), [[b.id, 'sent']]);
     assert.equal(throttled.requests.length, 1);
     clock.advance(90_000);
-    const third = await send(p, pk);
-    await waitStatus(p, third, 'sent');
-    assert.deepEqual(attemptsOf(p, third), [[a.id, 'sent']]);
+    const third = await sendOver(p, pk);
+    await statusReached(p, third, 'sent');
+    assert.deepEqual(attemptOutcomes(p, third), [[a.id, 'sent']]);
   });
 
   test('throttled on the only account: the retry waits for the reset when it is longer than the ladder step', async (t) => {
     const s = scope(t);
     const clock = new ManualClock(T0);
     const emu = await emulator(s, { rateLimitResetSeconds: 300 });
-    const p = await startPostern(s, clock);
+    const p = await deliveringPostern(s, clock);
     const pk = createProjectWithKeys(p.ctx, 'brevo-reset', 'pro', { provider: false });
     attach(p, pk, emu);
     emu.behave('throttle', 1);
-    const id = await send(p, pk);
+    const id = await sendOver(p, pk);
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
     assert.equal(messageShow(p.ctx, id).next_attempt_at, new Date(T0 + 300_000).toISOString());
     clock.advance(60_000);
     await settle();
     assert.equal(emu.requests.length, 1);
     clock.advance(240_000);
-    await waitStatus(p, id, 'sent');
+    await statusReached(p, id, 'sent');
     assert.equal(emu.requests.length, 2);
   });
 
@@ -194,7 +175,7 @@ describe('provider-f-api errors drive the delivery engine', () => {
     const suspended = await emulator(s);
     const otherSenders = await emulator(s, { validatedSenders: ['noreply@other.example'] });
     const good = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'brevo-failover', 'pro', { provider: false });
     const a = attach(p, pk, down, { priority: '1' });
     const b = attach(p, pk, wrongKey, { priority: '2' });
@@ -203,9 +184,9 @@ describe('provider-f-api errors drive the delivery engine', () => {
     const d = attach(p, pk, good, { priority: '5' });
     down.behave('server_error', 1);
     suspended.behave('suspended', 1);
-    const id = await send(p, pk);
-    const shown = await waitStatus(p, id, 'sent');
-    assert.deepEqual(attemptsOf(p, id), [
+    const id = await sendOver(p, pk);
+    const shown = await statusReached(p, id, 'sent');
+    assert.deepEqual(attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [b.id, 'account'],
       [c.id, 'account'],
@@ -221,30 +202,18 @@ describe('provider-f-api errors drive the delivery engine', () => {
   });
 
   test('a 400 invalid_parameter ends the message failed without another account', async (t) => {
-    const s = scope(t);
-    const refusing = await emulator(s);
-    const spare = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'brevo-reject', 'pro', { provider: false });
-    const a = attach(p, pk, refusing, { priority: '1' });
-    attach(p, pk, spare, { priority: '2' });
-    refusing.behave('reject', 1);
-    const id = await send(p, pk);
-    const shown = await waitStatus(p, id, 'failed');
-    assert.deepEqual(attemptsOf(p, id), [[a.id, 'permanent']]);
-    assert.equal(spare.requests.length, 0);
-    assert.equal(shown.last_error, '400 {"code":"invalid_parameter","message":"email is not valid in to"}');
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.failed']);
+    const lastError = await failsWithoutFailover(t, { start: (s) => emulator(s), attach });
+    assert.equal(lastError, '400 {"code":"invalid_parameter","message":"email is not valid in to"}');
   });
 
   test('an attachment type Brevo refuses is refused for this message (permanent)', async (t) => {
     const s = scope(t);
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'brevo-ext', 'pro', { provider: false });
     attach(p, pk, emu);
-    const id = await send(p, pk, { attachments: [{ filename: 'setup.exe', content: 'TVqQAAMAAAAEAAAA', content_type: 'application/octet-stream' }] });
-    const shown = await waitStatus(p, id, 'failed');
+    const id = await sendOver(p, pk, { attachments: [{ filename: 'setup.exe', content: 'TVqQAAMAAAAEAAAA', content_type: 'application/octet-stream' }] });
+    const shown = await statusReached(p, id, 'failed');
     assert.equal(shown.last_error, '400 {"code":"invalid_parameter","message":"Unsupported file extension exe for setup.exe"}');
   });
 });
@@ -252,11 +221,11 @@ describe('provider-f-api errors drive the delivery engine', () => {
 describe('Brevo webhooks at /v1/feedback/<account>', () => {
   async function sent(s: Scope) {
     const emu = await emulator(s);
-    const p = await startPostern(s, new ManualClock(T0));
+    const p = await deliveringPostern(s, new ManualClock(T0));
     const pk = createProjectWithKeys(p.ctx, 'brevo-feedback', 'pro', { provider: false });
     const account = attach(p, pk, emu);
-    const id = await send(p, pk, { to: ['ann@example.org', 'bob@example.org'], cc: ['cc@example.org', 'dan@example.net'], bcc: 'eve@example.net' });
-    const providerId = (await waitStatus(p, id, 'sent')).provider_message_id!;
+    const id = await sendOver(p, pk, { to: ['ann@example.org', 'bob@example.org'], cc: ['cc@example.org', 'dan@example.net'], bcc: 'eve@example.net' });
+    const providerId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const vars = (recipient: string) => ({ recipient, provider_message_id: providerId, postern_message_id: id });
     return { p, pk, account, id, providerId, vars };
   }

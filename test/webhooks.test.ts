@@ -10,7 +10,7 @@ import { createHmac } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import { generate } from 'selfsigned';
 import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../src/clock.js';
@@ -29,6 +29,7 @@ import { insertEvent, type EventType } from '../src/store/events.js';
 import { listProviderAccounts } from '../src/store/providerAccounts.js';
 import type { WebhookDeliveryRow } from '../src/store/webhooks.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, tempStateDir, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { scope, settle, waitFor } from './support/waiting.js';
 import { WebhookReceiver, type ReceivedWebhook } from './support/webhookReceiver.js';
 
 /* ------------------------------------------------------------------------------------------ */
@@ -40,33 +41,9 @@ const HOUR = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const DEFAULT_LADDER = [60, 600, 3600, 7200, 21600];
 
-/** Resources closed after the test, last opened first. */
-function scope(t: TestContext) {
-  const closers: (() => Promise<unknown> | unknown)[] = [];
-  t.after(async () => {
-    for (const close of closers.reverse()) await close();
-  });
-  return {
-    add<T>(value: T, close: (v: T) => Promise<unknown> | unknown): T {
-      closers.push(() => close(value));
-      return value;
-    },
-  };
-}
 type Scope = ReturnType<typeof scope>;
-
-async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** A few dispatcher polls of real time: to show that something does NOT happen. */
-const settle = (ms = 300) => new Promise((r) => setTimeout(r, ms));
+const DISPATCHER_SETTLE_MS = 300;
 
 async function receiver(s: Scope, opts: Parameters<typeof WebhookReceiver.start>[0] = {}): Promise<WebhookReceiver> {
   return s.add(await WebhookReceiver.start(opts), (r) => r.close());
@@ -388,7 +365,7 @@ describe('webhooks', { concurrency: true }, () => {
         });
         await r.waitFor(2, '/all');
         await r.waitFor(1, '/sent');
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.deepEqual(r.on('/all').map((h) => `${h.body.type} ${h.body.data.mail.uid}`).sort(), [`mail.accepted ${after}`, `mail.sent ${after}`]);
         assert.deepEqual(r.on('/sent').map((h) => [h.body.type, h.body.data.mail.uid]), [['mail.sent', after]]);
         assert.ok(!r.on().some((h) => h.body.data.mail.uid === before), 'the earlier message is not delivered');
@@ -442,7 +419,7 @@ describe('webhooks', { concurrency: true }, () => {
         await send(p, pk);
         const [first] = await r.waitFor(1, '/hook');
         const row = await waitFor(() => (deliveryRow(p, first.body.id).attempts === 1 ? deliveryRow(p, first.body.id) : null));
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on('/elsewhere').length, 0, 'the Location was not requested');
         assert.equal(row.status, 'pending');
         assert.equal(row.last_status, 302);
@@ -488,7 +465,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.ok(total > 8.2 && total < 10.2, `six attempts over ${total.toFixed(2)} h`);
         t.diagnostic(`attempts at +${attemptTimes.map((x) => ((x - T0) / 60_000).toFixed(1)).join(', +')} min`);
         clock.advance(48 * HOUR);
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 6, 'nothing after the sixth attempt');
       });
 
@@ -503,7 +480,7 @@ describe('webhooks', { concurrency: true }, () => {
         const hooks = await r.waitFor(3, undefined, 3000);
         const row = await waitFor(() => (deliveryRow(p, hooks[0].body.id).status === 'failed' ? deliveryRow(p, hooks[0].body.id) : null), 3000, 'failed');
         assert.equal(row.attempts, 3);
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 3);
         assert.ok(hooks.every((h) => h.body.id === hooks[0].body.id));
       });
@@ -590,7 +567,7 @@ describe('webhooks', { concurrency: true }, () => {
         // Disabled: new events are kept for /a and nothing is attempted, even once retries fall due.
         const aFrozen = r.on('/a').length;
         const queued = await round(T0 + 31 * HOUR, 'while disabled', ['/b']);
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on('/a').length, aFrozen, 'nothing sent to a disabled endpoint');
         const pendingA = deliveriesOf(p, a.id).filter((d) => d.status === 'pending');
         assert.equal(pendingA.length, 5, 'four waiting for their retry, one never tried');
@@ -649,7 +626,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(row.last_error, 'endpoint removed');
         clock.advance(HOUR);
         await send(p, pk);
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 1);
         assert.throws(() => removeWebhook(p.ctx, hook.id), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
       });
@@ -844,7 +821,7 @@ describe('webhooks', { concurrency: true }, () => {
         const result = await testWebhook(p.ctx, hook.id);
         assert.deepEqual(result, { id: result.id, endpoint_id: hook.id, type: 'webhook.test', delivered: false, status_code: 410, error: 'HTTP 410: gone', duration_ms: result.duration_ms });
         assert.equal(deliveryRow(p, result.id).status, 'failed');
-        await settle();
+        await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 1, 'a test is never retried');
         assert.equal(view(p, pk, hook.id).failing_since, null, 'a test does not count towards the failure run');
         await assert.rejects(testWebhook(p.ctx, 'wh.nope'), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');

@@ -1,5 +1,5 @@
 /**
- * What the provider API suites (provider-b, provider-d) share: an in-process Postern with
+ * What the provider API suites share: an in-process Postern with
  * delivery on, a send over real HTTP, and reading back what became of the message.
  */
 import assert from 'node:assert/strict';
@@ -91,7 +91,7 @@ export async function failsOverToSecond<E extends ProviderEmulator>(t: TestConte
 }
 
 /** The first account refuses the message itself: it fails, the second account never sees it. Its last error. */
-export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestContext, kit: ApiKit<E>): Promise<string | null> {
+export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestContext, kit: Pick<ApiKit<E>, 'start' | 'attach'>): Promise<string | null> {
   const s = scope(t);
   const first = await kit.start(s);
   const second = await kit.start(s);
