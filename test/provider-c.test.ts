@@ -19,7 +19,7 @@ import { attachProvider, type AttachOptions } from '../src/operator/providers.js
 import { suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { parseMultipart, signedMailgunWebhook, startMailgunEmulator } from './support/emulators/mailgun.js';
-import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from './support/emulators/harness.js';
+import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, restsThrottledAccount, sendOver, statusReached, T0 } from './support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from './support/providerEmulator.js';
 import { createProjectWithKeys, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { scope, settle, waitFor } from './support/waiting.js';
@@ -153,35 +153,8 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
 
 describe('provider-c-api errors drive the delivery engine', () => {
   test('429 with Retry-After: the next account takes it, and the throttled account is not tried again before the reset', async (t) => {
-    const s = scope(t);
-    const clock = new ManualClock(T0);
-    const throttled = await emulator(s, { retryAfterSeconds: 120 });
-    const spare = await emulator(s);
-    const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'throttle', 'pro', { provider: false });
-    const a = attach(p, pk, throttled, { priority: '1' });
-    const b = attach(p, pk, spare, { priority: '2' });
-
-    throttled.behave('throttle', 1);
-    const first = await sendOver(p, pk);
-    await statusReached(p, first, 'sent');
-    assert.deepEqual(attemptOutcomes(p, first), [
-      [a.id, 'temporary'],
-      [b.id, 'sent'],
-    ]);
-    assert.match(messageShow(p.ctx, first).attempts_log[0].reply ?? '', /^429 \{"message":"Too many requests"\}/);
-
-    // Within the reset window the throttled account is skipped without a request.
-    const second = await sendOver(p, pk);
-    await statusReached(p, second, 'sent');
-    assert.deepEqual(attemptOutcomes(p, second), [[b.id, 'sent']]);
-    assert.equal(throttled.requests.length, 1);
-
-    clock.advance(120_000);
-    const third = await sendOver(p, pk);
-    await statusReached(p, third, 'sent');
-    assert.deepEqual(attemptOutcomes(p, third), [[a.id, 'sent']]);
-    assert.equal(throttled.requests.length, 2);
+    const reply = await restsThrottledAccount(t, { attach }, (s) => emulator(s, { retryAfterSeconds: 120 }), (s) => emulator(s), 120_000);
+    assert.match(reply ?? '', /^429 \{"message":"Too many requests"\}/);
   });
 
   test('429 without a reset header on the only account, then 503: queued on the retry ladder, sent when due', async (t) => {

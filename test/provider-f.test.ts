@@ -16,10 +16,10 @@ import { attachProvider, type AttachOptions } from '../src/operator/providers.js
 import { suppress, suppressionList } from '../src/operator/suppressions.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { startBrevoEmulator, type BrevoEmulatorOptions } from './support/emulators/brevo.js';
-import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from './support/emulators/harness.js';
+import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, restsThrottledAccount, retryWaitsForReset, sendOver, statusReached, T0 } from './support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from './support/providerEmulator.js';
 import { createProjectWithKeys, type ProjectWithKeys, type TestPostern } from './support/postern.js';
-import { scope, settle, waitFor } from './support/waiting.js';
+import { scope } from './support/waiting.js';
 
 const API_KEY = 'xkeysib-0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5-AbCdEfGhIjKlMnOp';
 const WEBHOOK_SECRET = 'brevo-hook-2b8f0c61d9';
@@ -122,50 +122,12 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
 
 describe('provider-f-api errors drive the delivery engine', () => {
   test('429 with x-sib-ratelimit-reset: the next account takes it, and the throttled one is left alone until the reset', async (t) => {
-    const s = scope(t);
-    const clock = new ManualClock(T0);
-    const throttled = await emulator(s, { rateLimitResetSeconds: 90 });
-    const spare = await emulator(s);
-    const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'brevo-throttle', 'pro', { provider: false });
-    const a = attach(p, pk, throttled, { priority: '1' });
-    const b = attach(p, pk, spare, { priority: '2' });
-    throttled.behave('throttle', 1);
-
-    const first = await sendOver(p, pk);
-    await statusReached(p, first, 'sent');
-    assert.deepEqual(attemptOutcomes(p, first), [
-      [a.id, 'temporary'],
-      [b.id, 'sent'],
-    ]);
-    assert.equal(messageShow(p.ctx, first).attempts_log[0].reply, '429 {"code":"too_many_requests","message":"Too many requests"}');
-    const second = await sendOver(p, pk);
-    await statusReached(p, second, 'sent');
-    assert.deepEqual(attemptOutcomes(p, second), [[b.id, 'sent']]);
-    assert.equal(throttled.requests.length, 1);
-    clock.advance(90_000);
-    const third = await sendOver(p, pk);
-    await statusReached(p, third, 'sent');
-    assert.deepEqual(attemptOutcomes(p, third), [[a.id, 'sent']]);
+    const reply = await restsThrottledAccount(t, { attach }, (s) => emulator(s, { rateLimitResetSeconds: 90 }), (s) => emulator(s), 90_000);
+    assert.equal(reply, '429 {"code":"too_many_requests","message":"Too many requests"}');
   });
 
   test('throttled on the only account: the retry waits for the reset when it is longer than the ladder step', async (t) => {
-    const s = scope(t);
-    const clock = new ManualClock(T0);
-    const emu = await emulator(s, { rateLimitResetSeconds: 300 });
-    const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'brevo-reset', 'pro', { provider: false });
-    attach(p, pk, emu);
-    emu.behave('throttle', 1);
-    const id = await sendOver(p, pk);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
-    assert.equal(messageShow(p.ctx, id).next_attempt_at, new Date(T0 + 300_000).toISOString());
-    clock.advance(60_000);
-    await settle();
-    assert.equal(emu.requests.length, 1);
-    clock.advance(240_000);
-    await statusReached(p, id, 'sent');
-    assert.equal(emu.requests.length, 2);
+    await retryWaitsForReset(t, { attach }, (s) => emulator(s, { rateLimitResetSeconds: 300 }), 300_000);
   });
 
   test('5xx, a wrong key (401 unauthorized), a suspended account (403 permission_denied) and an unvalidated sender fail over to the next account', async (t) => {

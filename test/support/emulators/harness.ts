@@ -109,10 +109,52 @@ export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestCo
 }
 
 /**
+ * Two accounts; the first throttles once, saying when to come back (`resetMs`): the second
+ * takes that message at once, takes the next one too without a request to the first (it is
+ * resting), and after the reset the first is tried again and takes a third. The throttled reply.
+ */
+export async function restsThrottledAccount<E extends ProviderEmulator>(
+  t: TestContext,
+  kit: Pick<ApiKit<E>, 'attach'>,
+  throttling: (s: Scope) => Promise<E>,
+  spareOne: (s: Scope) => Promise<E>,
+  resetMs: number,
+): Promise<string | null> {
+  const s = scope(t);
+  const clock = new ManualClock(T0);
+  const throttled = await throttling(s);
+  const spare = await spareOne(s);
+  const p = await deliveringPostern(s, clock);
+  const pk = createProjectWithKeys(p.ctx, 'throttle', 'pro', { provider: false });
+  const a = kit.attach(p, pk, throttled, { priority: '1' });
+  const b = kit.attach(p, pk, spare, { priority: '2' });
+  throttled.behave('throttle', 1);
+
+  const first = await sendOver(p, pk);
+  await statusReached(p, first, 'sent');
+  assert.deepEqual(attemptOutcomes(p, first), [
+    [a.id, 'temporary'],
+    [b.id, 'sent'],
+  ]);
+  // Within the reset window the throttled account is skipped without a request.
+  const second = await sendOver(p, pk);
+  await statusReached(p, second, 'sent');
+  assert.deepEqual(attemptOutcomes(p, second), [[b.id, 'sent']]);
+  assert.equal(throttled.requests.length, 1);
+
+  clock.advance(resetMs);
+  const third = await sendOver(p, pk);
+  await statusReached(p, third, 'sent');
+  assert.deepEqual(attemptOutcomes(p, third), [[a.id, 'sent']]);
+  assert.equal(throttled.requests.length, 2);
+  return messageShow(p.ctx, first).attempts_log[0].reply;
+}
+
+/**
  * The only account throttles once, saying when to come back (`waitMs` from T0): the retry
  * waits for that, not for the ladder's 10 s, and then sends. The first attempt's error.
  */
-export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestContext, kit: ApiKit<E>, throttling: (s: Scope, clock: ManualClock) => Promise<E>, waitMs: number): Promise<string | null> {
+export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestContext, kit: Pick<ApiKit<E>, 'attach'>, throttling: (s: Scope, clock: ManualClock) => Promise<E>, waitMs: number): Promise<string | null> {
   const s = scope(t);
   const clock = new ManualClock(T0);
   const emu = await throttling(s, clock);
