@@ -1,4 +1,5 @@
 /** What every bench section shares: its server process, its rate limits, and reading back the index. */
+import { readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { spawnPostern, type SpawnedPostern } from '../test/support/postern.js';
 
@@ -23,3 +24,28 @@ export function countByStatus(stateDir: string, table: 'messages' | 'webhook_del
     db.close();
   }
 }
+
+/** A memory figure of a process from /proc, in MiB (NaN once it is gone). */
+export function processMemoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+export const peakRssMb = (pid: number): number => processMemoryMb(pid, 'VmHWM');
+
+/** utime + stime of a process, in seconds (NaN once it is gone). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -9,14 +9,14 @@
  * RSS while the scheduler works through that queue (time-bounded by BENCH_DRAIN_SECONDS).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, processMemoryMb, sleep, startBenchPostern } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
 export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
@@ -32,27 +32,6 @@ const DELIVERY = { enabled: true, poll_interval_ms: 20, batch_size: 100, concurr
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ';
 /** The text of an HTTP message: with the headers Postern composes, the stored MIME is about 2 KB. */
 const HTTP_TEXT = FILLER.repeat(Math.ceil(MESSAGE_BYTES / FILLER.length)).slice(0, 1680);
-
-function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  try {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
-
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
 // The sink
@@ -345,7 +324,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       sent = countSent(setup.stateDir);
     }
     const drainSeconds = (performance.now() - drainStart) / 1000;
-    const rss = status(pid, 'VmHWM');
+    const rss = processMemoryMb(pid, 'VmHWM');
     await server.stop();
     return {
       sink: sink.kind,
@@ -438,19 +417,19 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
     );
     agent.destroy();
     const enqueueSeconds = (performance.now() - t0) / 1000;
-    const enqueueRss = status(server.child.pid!, 'VmHWM');
+    const enqueueRss = processMemoryMb(server.child.pid!, 'VmHWM');
     await server.stop();
 
     server = await start(setup, setup.configOn);
     const pid = server.child.pid!;
-    const rssAtStart = status(pid, 'VmRSS');
+    const rssAtStart = processMemoryMb(pid, 'VmRSS');
     const samples: number[] = [];
     const d0 = performance.now();
     let sent = 0;
     let lastSample = 0;
     while (performance.now() - d0 < drainSeconds * 1000) {
       await sleep(250);
-      const rss = status(pid, 'VmRSS');
+      const rss = processMemoryMb(pid, 'VmRSS');
       if (performance.now() - lastSample >= 1000) {
         samples.push(+rss.toFixed(1));
         lastSample = performance.now();
@@ -459,7 +438,7 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
       if (sent >= queued) break;
     }
     const drainWall = (performance.now() - d0) / 1000;
-    const peak = status(pid, 'VmHWM');
+    const peak = processMemoryMb(pid, 'VmHWM');
     await server.stop();
     const statuses = countByStatus(setup.stateDir, 'messages');
     sent = statuses.sent ?? 0;

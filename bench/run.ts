@@ -4,12 +4,12 @@
  * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions).
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, peakRssMb, startBenchPostern } from './benchServer.js';
 import { measureDiskCeiling } from './diskCeiling.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
@@ -66,12 +66,6 @@ async function load(url: URL, method: 'GET' | 'POST', headers: Record<string, st
   agent.destroy();
   result.latenciesMs.sort((a, b) => a - b);
   return result;
-}
-
-function peakRssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = /VmHWM:\s+(\d+) kB/.exec(status);
-  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 function machine(): string {

@@ -9,11 +9,11 @@
  * machine's cores with the server. Postfix's `smtp-source` cannot be used: it speaks neither
  * STARTTLS nor AUTH, and Postern refuses MAIL FROM without both.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, cpuSeconds, peakRssMb, startBenchPostern } from './benchServer.js';
 
 export const SMTP_SESSIONS = Number(process.env.BENCH_SMTP_SESSIONS ?? 20);
 export const SMTP_MESSAGES_PER_SESSION = Number(process.env.BENCH_SMTP_MESSAGES_PER_SESSION ?? 100);
@@ -55,18 +55,6 @@ function buildMessage(tag: string, filler: string): string {
     used += line.length + 2;
   }
   return `${head}${lines.join('\r\n')}\r\n`.slice(0, MESSAGE_BYTES - 2) + '\r\n';
-}
-
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
-
-/** utime + stime of a process, in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
 }
 
 export async function smtpIngestPhase(durationMs: number, warmupMs: number): Promise<SmtpIngestResult> {

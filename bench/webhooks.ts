@@ -19,7 +19,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -36,7 +36,7 @@ import { addWebhook, removeWebhook } from '../src/operator/webhooks.js';
 import { openDatabase } from '../src/store/db.js';
 import { insertEvent } from '../src/store/events.js';
 import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, sleep, startBenchPostern } from './benchServer.js';
 
 export const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -48,18 +48,6 @@ const WARMUP_MS = 5000;
 const RECEIVER_NICE = Number(process.env.BENCH_RECEIVER_NICE ?? 10);
 /** Webhook settings to try instead of the defaults (JSON), e.g. BENCH_WEBHOOK_CONFIG='{"nice":0}'. */
 const EXTRA_WEBHOOK_CONFIG = JSON.parse(process.env.BENCH_WEBHOOK_CONFIG ?? '{}') as Record<string, unknown>;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The receiver: a separate process (`node dist/bench/webhooks.js --receiver`)
@@ -209,15 +197,6 @@ export interface WebhookThroughput {
   server_peak_rss_mb: number;
   per_endpoint_concurrency: number;
   final_statuses: Record<string, number>;
-}
-
-function peakRssMb(pid: number): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<WebhookThroughput> {
