@@ -1,5 +1,5 @@
 /** What every bench section shares: its server process, its rate limits, and reading back the index. */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { spawnPostern, type SpawnedPostern } from '../test/support/postern.js';
 
@@ -49,3 +49,17 @@ export function cpuSeconds(pid: number): number {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const leftovers: string[] = [];
+process.on('exit', () => {
+  if (!process.env.BENCH_KEEP) for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * Removes a section's state directory when the whole bench ends, not between sections:
+ * deleting tens of thousands of spool files at once (online discard on this disk) slows the
+ * flushes of whatever section runs next, which then measures the clean-up, not Postern.
+ */
+export function removeAfterBench(dir: string): void {
+  leftovers.push(dir);
+}

@@ -4,6 +4,7 @@
  * Measured in the same run as the accept benchmark, because this disk's fsync rate varies.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { removeAfterBench } from './benchServer.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 export async function measureDiskCeiling(dir: string, threads: number, seconds: number): Promise<number> {
@@ -20,7 +21,7 @@ export async function measureDiskCeiling(dir: string, threads: number, seconds: 
       }),
     ),
   );
-  rmSync(dir, { recursive: true, force: true });
+  removeAfterBench(dir);
   return counts.reduce((a, b) => a + b, 0) / seconds;
 }
 

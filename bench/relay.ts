@@ -9,14 +9,14 @@
  * RSS while the scheduler works through that queue (time-bounded by BENCH_DRAIN_SECONDS).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, processMemoryMb, sleep, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
 export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
@@ -354,7 +354,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     agent.destroy();
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
-    if (!process.env.BENCH_KEEP) rmSync(setup.stateDir, { recursive: true, force: true });
+    removeAfterBench(setup.stateDir);
   }
 }
 
@@ -459,7 +459,7 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
   } finally {
     if (server && server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
-    if (!process.env.BENCH_KEEP) rmSync(setup.stateDir, { recursive: true, force: true });
+    removeAfterBench(setup.stateDir);
   }
 }
 

@@ -4,12 +4,12 @@
  * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions).
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, peakRssMb, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 import { measureDiskCeiling } from './diskCeiling.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
@@ -17,7 +17,7 @@ import { webhookBench, webhookLines } from './webhooks.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
-const WARMUP_MS = 2000;
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5) * 1000;
 
 interface LoadResult {
   requests: number;
@@ -102,7 +102,7 @@ async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
     return { policy, result, peakRssMb: rss };
   } finally {
     if (server.child.exitCode === null) await server.kill();
-    rmSync(stateDir, { recursive: true, force: true });
+    removeAfterBench(stateDir);
   }
 }
 
@@ -113,7 +113,7 @@ async function noopPhase(): Promise<LoadResult> {
     return await load(new URL('/healthz', server.production), 'GET', {}, null, 200, DURATION_MS);
   } finally {
     await server.stop();
-    rmSync(stateDir, { recursive: true, force: true });
+    removeAfterBench(stateDir);
   }
 }
 
@@ -124,8 +124,44 @@ const summary = (r: LoadResult) => ({
   errors: r.errors,
 });
 
+/** `BENCH_ONLY=send|smtp|relay|webhooks` runs one section (quicker to iterate on); unset runs all. */
+const only = process.env.BENCH_ONLY;
+
+async function sendOnly(): Promise<void> {
+  const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
+  const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
+  const phases: Phase[] = [];
+  for (const policy of [true, true]) phases.push(await sendPhase(policy, body));
+  console.log(`machine: ${machine()}`);
+  for (const p of phases) {
+    const s = summary(p.result);
+    console.log(`POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${DURATION_MS / 1000}s): ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}, peak RSS ${p.peakRssMb.toFixed(1)} MiB`);
+  }
+}
+
+async function smtpOnly(): Promise<void> {
+  console.log(`machine: ${machine()}`);
+  for (let i = 0; i < 2; i++) {
+    const r = await smtpIngestPhase(DURATION_MS, WARMUP_MS);
+    const s = summary({ requests: r.accepted + r.errors, ok: r.accepted, errors: r.errors, seconds: r.seconds, latenciesMs: r.latenciesMs.sort((a, b) => a - b) });
+    console.log(
+      `SMTP ingest (2 KB, ${r.sessions} sessions, STARTTLS + AUTH, ${r.seconds}s): ${s.per_s} messages/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}; ` +
+        `server peak RSS ${r.server_peak_rss_mb} MiB, CPU ${r.server_cpu.toFixed(2)} cores (generator ${r.generator_cpu.toFixed(2)})`,
+    );
+    if (r.error_samples.length > 0) console.log(`SMTP errors: ${r.error_samples.join(' | ')}`);
+  }
+}
+
 async function main(): Promise<void> {
-  if (process.env.BENCH_ONLY === 'webhooks') {
+  if (only === 'send') return sendOnly();
+  if (only === 'smtp') return smtpOnly();
+  if (only === 'relay') {
+    console.log(`machine: ${machine()}`);
+    const relay = { throughput: await relayThroughputPhase(), queue: await relayQueuePhase() };
+    for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
+    return;
+  }
+  if (only === 'webhooks') {
     const webhooks = await webhookBench();
     console.log(`machine: ${machine()}`);
     for (const line of webhookLines(webhooks)) console.log(line);
@@ -136,7 +172,7 @@ async function main(): Promise<void> {
   const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
   const probeDir = tempStateDir('postern-disk-');
   const disk = await measureDiskCeiling(`${probeDir}/probe`, 4, 3);
-  rmSync(probeDir, { recursive: true, force: true });
+  removeAfterBench(probeDir);
   const noop = await noopPhase();
   // Policy off and on, interleaved twice, so disk and CPU drift hits both alike.
   const phases: Phase[] = [];

@@ -3,17 +3,18 @@
  * sessions against a real Postern process, each session sending up to `MESSAGES_PER_SESSION`
  * messages before it reconnects (and pays for STARTTLS and AUTH again).
  *
- * The load generator is nodemailer (pooled SMTP transports, one connection each). The
- * messages are pre-built 2 KB MIME sent as `raw` (no Message-ID: the server adds its own), so
- * the generator's CPU goes to the protocol, not to composing MIME; it still shares the
- * machine's cores with the server. Postfix's `smtp-source` cannot be used: it speaks neither
- * STARTTLS nor AUTH, and Postern refuses MAIL FROM without both.
+ * The load generator is bench/smtpClient.ts: one connection per session, MAIL/RCPT/DATA
+ * pipelined as Postfix's client sends them. The messages are pre-built 2 KB MIME (no
+ * Message-ID: the server adds its own), so the generator's CPU goes to the protocol, not to
+ * composing MIME; it still shares the machine's cores with the server. Postfix's
+ * `smtp-source` cannot be used: it speaks neither STARTTLS nor AUTH, and Postern refuses MAIL
+ * FROM without both.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import nodemailer, { type Transporter } from 'nodemailer';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, cpuSeconds, peakRssMb, startBenchPostern } from './benchServer.js';
+import { PipeliningSmtpClient } from './smtpClient.js';
+import { BENCH_RATE_LIMITS, cpuSeconds, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 export const SMTP_SESSIONS = Number(process.env.BENCH_SMTP_SESSIONS ?? 20);
 export const SMTP_MESSAGES_PER_SESSION = Number(process.env.BENCH_SMTP_MESSAGES_PER_SESSION ?? 100);
@@ -69,7 +70,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
-  const transports: Transporter[] = [];
+  const clients = new Set<PipeliningSmtpClient>();
   try {
     const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
     if (!listener) throw new Error('no production STARTTLS listener');
@@ -102,36 +103,29 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     let acceptedTotal = 0;
     await Promise.all(
       Array.from({ length: SMTP_SESSIONS }, async (_, n) => {
-        const transport = nodemailer.createTransport({
-          host: listener.host,
-          port: listener.port,
-          secure: false,
-          requireTLS: true,
-          tls: { rejectUnauthorized: false },
-          auth: { user: `bench-${n}`, pass: key.key },
-          pool: true,
-          maxConnections: 1,
-          maxMessages: SMTP_MESSAGES_PER_SESSION,
-        });
-        transport.on('error', () => {});
-        transports.push(transport);
+        let client: PipeliningSmtpClient | null = null;
         for (let i = 0; ; i++) {
           const t0 = performance.now();
-          if (t0 >= stopAt) return;
+          if (t0 >= stopAt) break;
           const raw = buildMessage(`${n}.${i}`, filler);
           let ok = false;
           let failure = '';
           try {
-            const info = await transport.sendMail({ envelope: { from: 'bench@example.com', to: ['rcpt@example.org'] }, raw });
-            ok = /^250 2\.0\.0 OK queued as m\.[0-9a-z]{26}$/.test(String(info.response));
-            if (!ok) failure = String(info.response);
+            // A new session (STARTTLS + AUTH) every `SMTP_MESSAGES_PER_SESSION` messages.
+            if (i % SMTP_MESSAGES_PER_SESSION === 0) {
+              client?.close();
+              client = await PipeliningSmtpClient.open(listener.host, listener.port, key.key);
+              clients.add(client);
+              sessionsOpened++;
+            }
+            const reply = await client!.send('bench@example.com', 'rcpt@example.org', raw);
+            ok = /^250 2\.0\.0 OK queued as m\.[0-9a-z]{26}$/.test(reply.text);
+            if (!ok) failure = reply.text;
           } catch (err) {
-            failure = String((err as { response?: string }).response ?? (err as Error).message);
+            failure = (err as Error).message;
           }
           const t1 = performance.now();
           if (ok) acceptedTotal++;
-          // One connection per loop, `maxMessages` per connection: a new session (STARTTLS + AUTH) every that many.
-          if (i % SMTP_MESSAGES_PER_SESSION === 0) sessionsOpened++;
           if (t0 < measureFrom) continue;
           result.latenciesMs.push(t1 - t0);
           if (ok) result.accepted++;
@@ -140,6 +134,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
             if (result.error_samples.length < 5) result.error_samples.push(failure);
           }
         }
+        client?.close();
       }),
     );
     clearTimeout(cpuTimer);
@@ -153,7 +148,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     result.sessions_opened = sessionsOpened;
     result.acknowledged_total = acceptedTotal;
     result.server_peak_rss_mb = +peakRssMb(pid).toFixed(1);
-    for (const t of transports) t.close();
+    for (const c of clients) c.close();
     await server.stop();
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
     result.rows_stored = db.prepare("SELECT COUNT(*) FROM messages WHERE source = 'smtp'").pluck().get() as number;
@@ -162,8 +157,8 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     result.latenciesMs.sort((a, b) => a - b);
     return result;
   } finally {
-    for (const t of transports) t.close();
+    for (const c of clients) c.close();
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
-    rmSync(stateDir, { recursive: true, force: true });
+    removeAfterBench(stateDir);
   }
 }

@@ -19,7 +19,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -36,7 +36,7 @@ import { addWebhook, removeWebhook } from '../src/operator/webhooks.js';
 import { openDatabase } from '../src/store/db.js';
 import { insertEvent } from '../src/store/events.js';
 import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, sleep, startBenchPostern } from './benchServer.js';
+import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 export const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -263,7 +263,7 @@ export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<W
     }
   } finally {
     await receiver.stop();
-    rmSync(setup.stateDir, { recursive: true, force: true });
+    removeAfterBench(setup.stateDir);
   }
 }
 
@@ -364,7 +364,7 @@ async function alternatingAcceptPhase(receiver: Receiver, body: Buffer): Promise
       if (server.child.exitCode === null) await server.kill();
     }
   } finally {
-    rmSync(setup.stateDir, { recursive: true, force: true });
+    removeAfterBench(setup.stateDir);
   }
 }
 

@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { PosternConfig } from './config/load.js';
 import { createHttpServer } from './http/app.js';
 import type { Logger } from './log.js';
+import { loadSyncFilesystem } from './spool/syncFilesystem.js';
 import { reconcileSpool } from './spool/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
@@ -49,7 +50,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const spool = new Spool(config.state_dir);
   reconcileSpool(db, spool, logger, clock.now());
   const limits = limitSettings(config);
-  const indexWriter = new IndexWriter(config.state_dir, limits, logger);
+  // One syncfs per commit group where the addon is built; one fsync per file otherwise.
+  const spoolSync = config.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
+  logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
+  const indexWriter = new IndexWriter(config.state_dir, limits, logger, spoolSync);
   const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
   const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits });
 

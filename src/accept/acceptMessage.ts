@@ -34,7 +34,9 @@ export interface AcceptOptions {
 
 /**
  * Where a message's MIME comes from: composed from JSON (HTTP), or already streamed to a temp
- * file by the SMTP door, which fixed the id when it wrote the Message-ID header.
+ * file by the SMTP door, which fixed the id when it wrote the Message-ID header. Either way it
+ * ends as a temp file, which the index writer publishes (durable under its final name) and
+ * then commits.
  */
 export interface MimeSource {
   id?: string;
@@ -72,8 +74,7 @@ export function refusalError(refusal: Refusal): ContractError {
 /** A message whose MIME file is on disk, waiting for its index commit. */
 interface Spooled {
   response: SendAccepted;
-  relPath: string;
-  dir: string;
+  file: SpooledMessage;
   record: AcceptanceRecord;
 }
 
@@ -239,13 +240,15 @@ export class AcceptPipeline {
         }),
       },
     };
-    return { response, relPath: written.relPath, dir: written.dir, record };
+    return { response, file: written, record };
   }
 
-  /** Commits in order; a refused, duplicate or failed unit removes its own file. */
+  /** Publishes and commits in order; a refused, duplicate or failed unit removes its own file. */
   private async commit(units: Spooled[]): Promise<(SendAccepted | ContractError)[]> {
     const { spool, indexWriter, logger } = this.deps;
-    const settled = await Promise.allSettled(indexWriter.submitMany(units.map((u) => ({ dirs: [u.dir], record: u.record }))));
+    const settled = await Promise.allSettled(
+      indexWriter.submitMany(units.map((u) => ({ file: { tmpPath: u.file.tmpPath, finalPath: spool.absolute(u.file.relPath) }, record: u.record }))),
+    );
     return Promise.all(
       settled.map(async (result, i): Promise<SendAccepted | ContractError> => {
         const unit = units[i];
@@ -255,7 +258,7 @@ export class AcceptPipeline {
           logger.debug({ message_id: m.id, project_id: m.project_id, status: m.status, source: m.source, size: m.size_bytes }, 'message accepted');
           return unit.response;
         }
-        await spool.remove(unit.relPath).catch(() => undefined);
+        await spool.removeUnpublished(unit.file).catch(() => undefined);
         if (outcome?.kind === 'duplicate') return JSON.parse(outcome.response) as SendAccepted;
         if (outcome?.kind === 'refused') return refusalError(outcome.refusal);
         logger.error({ err: result.status === 'rejected' ? result.reason : undefined, message_id: unit.response.id }, 'index commit failed');

@@ -55,9 +55,13 @@ keep_alive_timeout_ms: number
 }
 spool: {
 /**
- * Worker threads that compose MIME and write spool files (CPU work and fsync waits kept off the event loop).
+ * Worker threads that compose MIME and write spool temp files (CPU work kept off the event loop).
  */
 writer_threads: number
+/**
+ * How each commit group's spool files are flushed before the rename: auto = one syncfs(2) for the group where the native addon is built (Linux), else fsync per file; fsync = always one fsync per file (for filesystems where a whole-filesystem flush is costly, e.g. shared with other busy writers).
+ */
+sync: ("auto" | "fsync")
 }
 smtp: {
 /**

@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
@@ -211,9 +212,9 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
           id,
           write: async () => {
-            const { dir, size } = await spool.adoptTemp(tmpPath, relPath);
-            adopted = true;
-            return { relPath, dir, size };
+            const { size } = await stat(tmpPath);
+            adopted = true; // from here the pipeline publishes the file, or removes it
+            return { relPath, tmpPath, size };
           },
         }),
       );

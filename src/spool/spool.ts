@@ -1,12 +1,13 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import type { SpooledMessage } from './writers.js';
 
 /**
- * MIME files on disk: where they live, and how they are read and removed. A file becomes
- * visible under its final name only after its bytes are on disk (temp → fsync → rename, in the
- * spool writer threads); the directory fsync that makes the rename durable is done by the
- * index writer, once per directory per commit, before the index row is committed.
+ * MIME files on disk: where they live, and how they are read and removed. A file is written
+ * under a temp name; it becomes visible under its final name only after its bytes are on disk
+ * (flush → rename → directory flush, once per commit group by the index writer, before the
+ * group's rows are committed: spool/publish.ts).
  */
 export class Spool {
   readonly root: string;
@@ -32,27 +33,14 @@ export class Spool {
     return path.join(this.tmpDir, `${path.basename(relPath)}.${process.pid}.tmp`);
   }
 
-  /**
-   * Makes a temp file written elsewhere (the SMTP door streams into one) a spool file: fsync,
-   * rename into its day directory. Returns the directory whose fsync makes the rename durable.
-   */
-  async adoptTemp(tmpPath: string, relPath: string): Promise<{ dir: string; size: number }> {
-    const handle = await open(tmpPath, 'r+');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    const finalPath = this.absolute(relPath);
-    const dir = path.dirname(finalPath);
-    // A day directory made here needs its own entry made durable too (rare: once a day).
-    if ((await mkdir(dir, { recursive: true, mode: 0o700 })) !== undefined) syncDirectorySync(this.root);
-    await rename(tmpPath, finalPath);
-    return { dir, size: (await stat(finalPath)).size };
-  }
 
   async remove(relPath: string): Promise<void> {
     await rm(this.absolute(relPath), { force: true });
+  }
+
+  /** Removes a message's file that was not committed, under whichever name it reached. */
+  async removeUnpublished(file: SpooledMessage): Promise<void> {
+    await Promise.all([rm(file.tmpPath, { force: true }), this.remove(file.relPath)]);
   }
 
   removeSync(relPath: string): void {

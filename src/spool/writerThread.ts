@@ -1,13 +1,12 @@
 /**
- * Worker-thread entry: composes a message's MIME and writes it durably (temp → fsync → rename).
- * MailComposer is CPU-heavy and fsync blocks; both stay off the event loop that serves HTTP.
+ * Worker-thread entry: composes messages' MIME and writes each under its temp name.
+ * MailComposer is CPU-heavy; it stays off the event loop that serves HTTP. Making the files
+ * durable under their final names is the index writer's, once per commit group.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import path from 'node:path';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { composeMime } from '../accept/composeMime.js';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
-import { syncDirectorySync } from './spool.js';
 
 export interface WriteTask {
   seq: number;
@@ -15,29 +14,17 @@ export interface WriteTask {
   message: OutgoingMessage;
   dateMs: number;
   tmpPath: string;
-  finalPath: string;
-  spoolRoot: string;
 }
 
 export type WriteResult = { seq: number; ok: true; size: number } | { seq: number; ok: false; error: string };
 
-const knownDirs = new Set<string>();
-
-function writeDurably(tmpPath: string, finalPath: string, spoolRoot: string, data: Uint8Array): void {
-  const dir = path.dirname(finalPath);
-  if (!knownDirs.has(dir)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    syncDirectorySync(spoolRoot); // the day directory's own entry
-    knownDirs.add(dir);
-  }
+function writeTemp(tmpPath: string, data: Uint8Array): void {
   const fd = openSync(tmpPath, 'wx', 0o600);
   try {
     for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
-    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
-  renameSync(tmpPath, finalPath);
 }
 
 /** Buffers arrive as plain Uint8Arrays after structured cloning. */
@@ -45,14 +32,32 @@ function revive(message: OutgoingMessage): OutgoingMessage {
   return { ...message, attachments: message.attachments.map((a) => ({ ...a, content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength) })) };
 }
 
-parentPort?.on('message', (task: WriteTask) => {
+let results: WriteResult[] = [];
+
+/** Results of one tick go back in one message, like the tasks came. */
+function reply(result: WriteResult): void {
+  if (results.length === 0) {
+    setImmediate(() => {
+      const batch = results;
+      results = [];
+      parentPort!.postMessage(batch);
+    });
+  }
+  results.push(result);
+}
+
+function handle(task: WriteTask): void {
   composeMime(task.id, revive(task.message), new Date(task.dateMs))
     .then((mime) => {
-      writeDurably(task.tmpPath, task.finalPath, task.spoolRoot, mime);
-      parentPort!.postMessage({ seq: task.seq, ok: true, size: mime.length } satisfies WriteResult);
+      writeTemp(task.tmpPath, mime);
+      reply({ seq: task.seq, ok: true, size: mime.length });
     })
     .catch((err: unknown) => {
       rmSync(task.tmpPath, { force: true });
-      parentPort!.postMessage({ seq: task.seq, ok: false, error: (err as Error).message } satisfies WriteResult);
+      reply({ seq: task.seq, ok: false, error: (err as Error).message });
     });
+}
+
+parentPort?.on('message', (tasks: WriteTask[]) => {
+  for (const task of tasks) handle(task);
 });

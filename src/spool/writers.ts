@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Logger } from '../log.js';
@@ -10,21 +9,24 @@ interface Slot {
   pending: Map<number, { resolve: (size: number) => void; reject: (err: Error) => void }>;
 }
 
+/** A message's MIME under its temp name, to be published as `relPath` at its commit. */
 export interface SpooledMessage {
   relPath: string;
-  /** The directory whose fsync makes the rename durable (done by the group committer). */
-  dir: string;
+  tmpPath: string;
   size: number;
 }
 
 /**
- * A small pool of worker threads that compose MIME and write it to the spool. Composition is
- * CPU work and fsync blocks a thread; on the event loop both would cap the HTTP door.
+ * A small pool of worker threads that compose MIME and write it under temp names. Composition
+ * is CPU work: on the event loop it would cap the doors. Tasks of one tick travel to a thread
+ * in one message, and results come back the same way: a message per task cost the event loop
+ * more than the composition it moved away.
  */
 export class SpoolWriters {
   private readonly slots: Slot[] = [];
   private seq = 0;
   private closing = false;
+  private outbox: { task: WriteTask; resolve: (size: number) => void; reject: (err: Error) => void }[] = [];
 
   constructor(
     private readonly spool: Spool,
@@ -37,12 +39,14 @@ export class SpoolWriters {
   private spawn(): Slot {
     const worker = new Worker(new URL('./writerThread.js', import.meta.url));
     const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (result: WriteResult) => {
-      const waiter = slot.pending.get(result.seq);
-      if (!waiter) return;
-      slot.pending.delete(result.seq);
-      if (result.ok) waiter.resolve(result.size);
-      else waiter.reject(new Error(result.error));
+    worker.on('message', (results: WriteResult[]) => {
+      for (const result of results) {
+        const waiter = slot.pending.get(result.seq);
+        if (!waiter) continue;
+        slot.pending.delete(result.seq);
+        if (result.ok) waiter.resolve(result.size);
+        else waiter.reject(new Error(result.error));
+      }
     });
     worker.on('error', (err) => {
       this.logger.error({ err }, 'spool writer thread failed');
@@ -58,17 +62,30 @@ export class SpoolWriters {
     return slot;
   }
 
-  /** Composes and durably writes one message; resolves once its bytes are on disk. */
-  write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
+  /** Composes one message and writes it under its temp name. */
+  async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
-    const finalPath = this.spool.absolute(relPath);
-    const slot = this.slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
-    const seq = ++this.seq;
-    const task: WriteTask = { seq, id, message, dateMs: nowMs, tmpPath: this.spool.tempPathFor(relPath), finalPath, spoolRoot: this.spool.root };
-    return new Promise<number>((resolve, reject) => {
-      slot.pending.set(seq, { resolve, reject });
-      slot.worker.postMessage(task);
-    }).then((size) => ({ relPath, dir: path.dirname(finalPath), size }));
+    const tmpPath = this.spool.tempPathFor(relPath);
+    const task: WriteTask = { seq: ++this.seq, id, message, dateMs: nowMs, tmpPath };
+    const size = await new Promise<number>((resolve, reject) => {
+      if (this.outbox.length === 0) setImmediate(() => this.dispatch());
+      this.outbox.push({ task, resolve, reject });
+    });
+    return { relPath, tmpPath, size };
+  }
+
+  /** Spreads the tick's tasks over the threads, least loaded first, one message per thread. */
+  private dispatch(): void {
+    const queued = this.outbox;
+    this.outbox = [];
+    const share = Math.ceil(queued.length / this.slots.length);
+    const slots = [...this.slots].sort((a, b) => a.pending.size - b.pending.size);
+    for (let i = 0; i < slots.length && i * share < queued.length; i++) {
+      const slot = slots[i];
+      const part = queued.slice(i * share, (i + 1) * share);
+      for (const { task, resolve, reject } of part) slot.pending.set(task.seq, { resolve, reject });
+      slot.worker.postMessage(part.map((p) => p.task));
+    }
   }
 
   async close(): Promise<void> {

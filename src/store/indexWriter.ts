@@ -2,7 +2,8 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
-import type { CommitResult, CommitUnit } from './indexWriterThread.js';
+import type { PendingSpoolFile } from '../spool/publish.js';
+import type { CommitResult, CommitUnit, IndexWriterData, SpoolSync } from './indexWriterThread.js';
 
 /**
  * The event loop's side of the index writer thread. Units submitted in one tick travel in one
@@ -15,8 +16,8 @@ export class IndexWriter {
   private seq = 0;
   private closed = false;
 
-  constructor(stateDir: string, limits: LimitSettings, logger: Logger) {
-    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits } });
+  constructor(stateDir: string, limits: LimitSettings, logger: Logger, spoolSync: SpoolSync) {
+    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits, spoolSync } satisfies IndexWriterData });
     this.worker.on('message', (results: CommitResult[]) => {
       for (const r of results) {
         const waiter = this.pending.get(r.seq);
@@ -35,17 +36,18 @@ export class IndexWriter {
   }
 
   /**
-   * Commits each record after fsyncing its `dirs`; each promise resolves when its unit is
-   * durable. Units submitted together are committed in the order given.
+   * Publishes each unit's spool file (durable under its final name), then commits its record;
+   * each promise resolves when its unit is durable. Units submitted together are committed in
+   * the order given.
    */
-  submitMany(units: { dirs: string[]; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
-    return units.map(({ dirs, record }) => {
+  submitMany(units: { file: PendingSpoolFile; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
+    return units.map(({ file, record }) => {
       if (this.closed) return Promise.reject(new Error('index writer closed'));
       const seq = ++this.seq;
       return new Promise<AcceptanceOutcome>((resolve, reject) => {
         this.pending.set(seq, { resolve, reject });
         if (this.outbox.length === 0) queueMicrotask(() => this.send());
-        this.outbox.push({ seq, dirs, record });
+        this.outbox.push({ seq, file, record });
       });
     });
   }

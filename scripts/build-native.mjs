@@ -1,0 +1,18 @@
+// Builds native/syncfs.node (syncfs(2) for group-durable spool writes) at install time, on Linux.
+// Elsewhere, or if no C toolchain is present, Postern falls back to one fsync per spool file:
+// correct, only slower, and `postern start` logs which of the two it uses.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const native = fileURLToPath(new URL('../native/', import.meta.url));
+if (process.platform !== 'linux') {
+  console.log(`syncfs addon skipped on ${process.platform}: spool files are fsynced one by one`);
+  process.exit(0);
+}
+// npm runs install scripts with its bundled node-gyp on PATH and names it in npm_config_node_gyp.
+const gyp = process.env.npm_config_node_gyp;
+const [cmd, args] = gyp ? [process.execPath, [gyp]] : ['node-gyp', []];
+const result = spawnSync(cmd, [...args, 'rebuild', `--directory=${native}`], { stdio: 'inherit' });
+if (result.status !== 0) {
+  console.warn('syncfs addon did not build: spool files will be fsynced one by one (slower, equally durable)');
+}

@@ -1,0 +1,20 @@
+import { createRequire } from 'node:module';
+
+/** Flushes every dirty file and directory of the filesystem holding `path` (syncfs(2)). */
+export type SyncFilesystem = (path: string) => void;
+
+const addonPath = new URL('../../../native/build/Release/syncfs.node', import.meta.url);
+
+/**
+ * syncfs(2) from the addon built at install (native/), or null where it was not built (not
+ * Linux, or no C toolchain): the spool then fsyncs its files one by one, equally durable.
+ */
+export function loadSyncFilesystem(): SyncFilesystem | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const addon = createRequire(import.meta.url)(addonPath.pathname) as { syncfs: SyncFilesystem };
+    return addon.syncfs;
+  } catch {
+    return null;
+  }
+}
