@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
 import { BENCH_RATE_LIMITS, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 import { measureDiskCeiling } from './diskCeiling.js';
+import { runWrk, wrkAvailable } from './wrk.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { webhookBench, webhookLines } from './webhooks.js';
@@ -25,6 +26,8 @@ interface LoadResult {
   errors: number;
   seconds: number;
   latenciesMs: number[];
+  /** wrk reports percentiles, not each latency. */
+  percentilesMs?: { 50: number; 99: number };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -32,8 +35,16 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** `CONCURRENCY` keep-alive clients, each with one request in flight, for `durationMs` after a warm-up. */
+/**
+ * `CONCURRENCY` keep-alive clients, each with one request in flight, for `durationMs` after a
+ * warm-up: wrk when installed (bench/wrk.ts), else Node's http client.
+ */
 async function load(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: Buffer | null, okStatus: number, durationMs: number): Promise<LoadResult> {
+  if (wrkAvailable()) {
+    runWrk(url, method, headers, body, CONCURRENCY, WARMUP_MS / 1000);
+    const r = runWrk(url, method, headers, body, CONCURRENCY, durationMs / 1000);
+    return { requests: r.requests, ok: r.requests - r.errors, errors: r.errors, seconds: r.seconds, latenciesMs: [], percentilesMs: { 50: r.p50Ms, 99: r.p99Ms } };
+  }
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const started = performance.now();
   const measureFrom = started + WARMUP_MS;
@@ -119,8 +130,8 @@ async function noopPhase(): Promise<LoadResult> {
 
 const summary = (r: LoadResult) => ({
   per_s: Math.round(r.ok / r.seconds),
-  p50_ms: +percentile(r.latenciesMs, 50).toFixed(2),
-  p99_ms: +percentile(r.latenciesMs, 99).toFixed(2),
+  p50_ms: +(r.percentilesMs?.[50] ?? percentile(r.latenciesMs, 50)).toFixed(2),
+  p99_ms: +(r.percentilesMs?.[99] ?? percentile(r.latenciesMs, 99)).toFixed(2),
   errors: r.errors,
 });
 
@@ -132,7 +143,7 @@ async function sendOnly(): Promise<void> {
   const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
   const phases: Phase[] = [];
   for (const policy of [true, true]) phases.push(await sendPhase(policy, body));
-  console.log(`machine: ${machine()}`);
+  console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
   for (const p of phases) {
     const s = summary(p.result);
     console.log(`POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${DURATION_MS / 1000}s): ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}, peak RSS ${p.peakRssMb.toFixed(1)} MiB`);
@@ -185,6 +196,10 @@ async function main(): Promise<void> {
       errors: rs.reduce((a, r) => a + r.errors, 0),
       seconds: rs.reduce((a, r) => a + r.seconds, 0),
       latenciesMs: rs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
+      // From wrk's percentiles: the phases' mean median and their worst p99.
+      percentilesMs: rs.every((r) => r.percentilesMs)
+        ? { 50: rs.reduce((a, r) => a + r.percentilesMs![50], 0) / rs.length, 99: Math.max(...rs.map((r) => r.percentilesMs![99])) }
+        : undefined,
     };
   };
   // SMTP ingest, two phases (fresh server each) merged, for the same reason.
@@ -232,7 +247,7 @@ async function main(): Promise<void> {
   report.smtp_to_send_ratio = +(report.smtp_ingest.per_s / on.per_s).toFixed(3);
   report.smtp_to_disk_ratio = +(report.smtp_ingest.per_s / disk).toFixed(3);
   const smtp = report.smtp_ingest;
-  console.log(`machine: ${report.machine}`);
+  console.log(`machine: ${report.machine}; HTTP load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
   console.log(`POST /v1/send, policy on  (1 KB text, ${CONCURRENCY} clients, 2×${report.seconds_per_phase}s): ${on.per_s} durable accepts/s, p50 ${on.p50_ms} ms, p99 ${on.p99_ms} ms, errors ${on.errors}`);
   console.log(`POST /v1/send, policy off (same, interleaved):          ${off.per_s} durable accepts/s, p50 ${off.p50_ms} ms, p99 ${off.p99_ms} ms, errors ${off.errors}`);
   console.log(`policy cost: ${report.policy_cost_percent}% of accepts/s`);

@@ -20,6 +20,8 @@ export interface ParsedMail {
   /** `X-Service-*` headers that are not control headers (refused as reserved). */
   unknownControl: string[];
   hadMessageId: boolean;
+  /** Bytes of the rewritten message as stored. */
+  size: number;
 }
 
 export interface IngestOptions {
@@ -117,8 +119,15 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
     toParser.destroy(err);
   });
 
+  let size = 0;
+  const countBytes = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      size += chunk.length;
+      done(null, chunk);
+    },
+  });
   await Promise.all([
-    pipeline(toDisk, new Splitter(), rewriteRootHeaders, new Joiner(), createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 })),
+    pipeline(toDisk, new Splitter(), rewriteRootHeaders, new Joiner(), countBytes, createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 })),
     pipeline(toParser, parser),
   ]);
   return {
@@ -133,5 +142,6 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
     control,
     unknownControl,
     hadMessageId,
+    size,
   };
 }

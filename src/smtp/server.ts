@@ -1,5 +1,4 @@
 import { rmSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
@@ -212,9 +211,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
           id,
           write: async () => {
-            const { size } = await stat(tmpPath);
             adopted = true; // from here the pipeline publishes the file, or removes it
-            return { relPath, tmpPath, size };
+            return { relPath, tmpPath, size: mail.size };
           },
         }),
       );

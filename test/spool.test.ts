@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { publishSpoolFiles } from '../src/spool/publish.js';
+import { loadSyncFilesystem } from '../src/spool/syncFilesystem.js';
+import { tempStateDir } from './support/postern.js';
+
+const dirs: string[] = [];
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A spool-like tree: tmp/ holding `count` written temp files, and where each should end up. */
+function pendingFiles(count: number): { root: string; files: { tmpPath: string; finalPath: string; body: string }[] } {
+  const root = tempStateDir('postern-spool-');
+  dirs.push(root);
+  mkdirSync(path.join(root, 'tmp'));
+  const files = Array.from({ length: count }, (_, i) => {
+    const tmpPath = path.join(root, 'tmp', `m.${i}.eml.1.tmp`);
+    const body = `Subject: ${i}\r\n\r\nbody ${i}\r\n`;
+    writeFileSync(tmpPath, body);
+    return { tmpPath, finalPath: path.join(root, '2026-11-23', `m.${i}.eml`), body };
+  });
+  return { root, files };
+}
+
+describe('spool publishing', () => {
+  it('the syncfs addon is built and loads on Linux (else every group pays an fsync per file)', { skip: process.platform !== 'linux' }, () => {
+    const syncfs = loadSyncFilesystem();
+    assert.equal(typeof syncfs, 'function');
+    syncfs!(process.cwd());
+    assert.throws(() => syncfs!('/nonexistent/postern'), /ENOENT|No such file/);
+  });
+
+  for (const mode of ['syncfs', 'fsync'] as const) {
+    it(`${mode}: a group of temp files ends under its final names, byte for byte, with no temp left`, { skip: mode === 'syncfs' && process.platform !== 'linux' }, () => {
+      const { root, files } = pendingFiles(20);
+      const errors = publishSpoolFiles(files, mode === 'syncfs' ? loadSyncFilesystem() : null);
+      assert.deepEqual(errors, files.map(() => null));
+      for (const f of files) assert.equal(readFileSync(f.finalPath, 'utf8'), f.body);
+      assert.deepEqual(readdirSync(path.join(root, 'tmp')), []);
+    });
+  }
+
+  it('a file that cannot be published fails alone; the rest of its group is published', () => {
+    const { files } = pendingFiles(3);
+    rmSync(files[1].tmpPath); // vanished before its rename
+    const errors = publishSpoolFiles(files, loadSyncFilesystem());
+    assert.equal(errors[0], null);
+    assert.match(String(errors[1]?.message), /ENOENT/);
+    assert.equal(errors[2], null);
+    assert.ok(existsSync(files[0].finalPath) && existsSync(files[2].finalPath));
+    assert.ok(!existsSync(files[1].finalPath));
+  });
+
+  it('a group whose flush fails is refused whole: nothing renamed into place', () => {
+    const { files } = pendingFiles(2);
+    const failing = () => {
+      throw new Error('syncfs: Input/output error');
+    };
+    const errors = publishSpoolFiles(files, failing);
+    assert.deepEqual(errors.map((e) => e?.message), ['syncfs: Input/output error', 'syncfs: Input/output error']);
+    for (const f of files) assert.ok(!existsSync(f.finalPath) && existsSync(f.tmpPath));
+  });
+});
