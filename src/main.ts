@@ -69,8 +69,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   janitor.unref();
 
   const adapters = createAdapterRegistry({ clock, logger, config });
+  // Delivery bookkeeping on a connection of its own that skips the per-commit fsync: losing a
+  // lease or an outcome in a power failure only means a message is sent again (at-least-once),
+  // and the event loop that serves both doors no longer waits for a flush per outcome batch.
+  const deliveryDb = openDatabase(config.state_dir, logger, { migrate: false, durability: 'at-least-once' });
   const scheduler = new DeliveryScheduler({
-    db,
+    db: deliveryDb,
     spoolRoot: spool.root,
     clock,
     logger,
@@ -92,6 +96,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const shutdown = async () => {
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     await scheduler.stop();
+    deliveryDb.close();
     await webhooks?.stop();
     await adapters.close();
     clearInterval(janitor);

@@ -136,8 +136,7 @@ export class WebhookDispatcher {
   start(): void {
     if (this.started) return;
     this.started = true;
-    const db = openDatabase(this.deps.stateDir, this.deps.logger, { migrate: false });
-    db.pragma('synchronous = NORMAL');
+    const db = openDatabase(this.deps.stateDir, this.deps.logger, { migrate: false, durability: 'at-least-once' });
     db.pragma('busy_timeout = 0');
     this.db = db;
     this.cursor = webhookCursor(db);

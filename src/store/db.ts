@@ -7,14 +7,23 @@ import { migrations } from './migrations.js';
 export type Db = Database.Database;
 
 /**
- * Opens the index. WAL with synchronous=FULL: a committed transaction survives power loss,
- * which is what a 202 promises. busy_timeout lets the CLI and the server share the file.
+ * How a connection's commits reach the disk. `full`: each commit is fsynced before it returns,
+ * so it survives power loss, which is what a 202 (or an acknowledged provider notification, or
+ * an operator's command) promises. `at-least-once`: WAL with synchronous=NORMAL, for
+ * bookkeeping whose loss in a power failure only means doing the work again (a delivery
+ * attempt re-sent, a webhook re-delivered): it never corrupts the index, a killed process
+ * loses nothing, and the event loop and the disk skip a flush per commit.
  */
-export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean } = {}): Db {
+export type Durability = 'full' | 'at-least-once';
+
+/**
+ * Opens the index in WAL mode. busy_timeout lets the CLI and the server share the file.
+ */
+export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean; durability?: Durability } = {}): Db {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const db = new Database(path.join(stateDir, 'postern.db'));
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  db.pragma(opts.durability === 'at-least-once' ? 'synchronous = NORMAL' : 'synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 10000');
   if (opts.migrate !== false) migrate(db, logger);
