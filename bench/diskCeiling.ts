@@ -1,9 +1,12 @@
 /**
- * The disk's own ceiling for what every accept must do to its MIME file: create a temp file,
- * write ~1.5 KB, fsync, close, rename (the spool writer's sequence), on `threads` threads.
- * Measured in the same run as the accept benchmark, because this disk's fsync rate varies.
+ * The disk's own ceilings, measured in the same run as the accept benchmark because this
+ * disk's flush rate varies: one fsync per file (create, write ~1.5 KB, fsync, close, rename on
+ * `threads` threads: what the spool does without the syncfs addon), and the spool's group
+ * publish (below).
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { publishSpoolFiles } from '../src/spool/publish.js';
+import { loadSyncFilesystem } from '../src/spool/syncFilesystem.js';
 import { removeAfterBench } from './benchServer.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
@@ -39,4 +42,31 @@ if (!isMainThread) {
     n++;
   }
   parentPort!.postMessage(n);
+}
+
+/**
+ * The disk's ceiling for the spool's actual sequence: groups of `groupSize` temp files written,
+ * then published as the index writer does (spool/publish.ts: one syncfs, renames, one
+ * directory fsync), on one thread. The SQLite commit that follows each group is not included.
+ */
+export function measureGroupCeiling(dir: string, groupSize: number, seconds: number): number {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(`${dir}/tmp`, { recursive: true });
+  const syncFilesystem = loadSyncFilesystem();
+  const data = Buffer.alloc(1500, 'x');
+  const stopAt = Date.now() + seconds * 1000;
+  let n = 0;
+  while (Date.now() < stopAt) {
+    const group = Array.from({ length: groupSize }, (_, i) => {
+      const tmpPath = `${dir}/tmp/${n}.${i}`;
+      const fd = openSync(tmpPath, 'wx', 0o600);
+      writeSync(fd, data);
+      closeSync(fd);
+      return { tmpPath, finalPath: `${dir}/day/${n}.${i}.eml` };
+    });
+    publishSpoolFiles(group, syncFilesystem);
+    n++;
+  }
+  removeAfterBench(dir);
+  return (n * groupSize) / seconds;
 }

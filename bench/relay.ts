@@ -26,8 +26,8 @@ export const QUEUE_SIZE = Number(process.env.BENCH_QUEUE ?? 100_000);
 export const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
 const WARMUP_MS = 2000;
 
-/** Delivery tuned for a local sink: wide concurrency, a pool of 20 connections, a short idle poll. */
-const DELIVERY = { enabled: true, poll_interval_ms: 20, batch_size: 100, concurrency: 100, per_account_concurrency: 100, smtp_pool_size: 20 };
+/** Delivery tuned for a local sink: wide concurrency, a pool of 100 connections (with 20, hand-offs queued behind the pool and delivery fell behind acceptance), a short idle poll. */
+const DELIVERY = { enabled: true, poll_interval_ms: 20, batch_size: 100, concurrency: 100, per_account_concurrency: 100, smtp_pool_size: 100 };
 
 const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. ';
 /** The text of an HTTP message: with the headers Postern composes, the stored MIME is about 2 KB. */
