@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <node_api.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
