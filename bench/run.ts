@@ -138,14 +138,22 @@ const summary = (r: LoadResult) => ({
 /** `BENCH_ONLY=send|smtp|relay|webhooks` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
+/** The /v1/send body every send phase posts: a 1 KB text message. */
+const SEND_BODY = Buffer.from(
+  JSON.stringify({
+    from: 'Bench <bench@example.com>',
+    to: 'rcpt@example.org',
+    subject: 'Benchmark message',
+    text: 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024),
+  }),
+);
+
 async function sendOnly(): Promise<void> {
-  const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
-  const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
   const probeDir = tempStateDir('postern-disk-');
   const group = measureGroupCeiling(`${probeDir}/group`, 20, 3);
   removeAfterBench(probeDir);
   const phases: Phase[] = [];
-  for (const policy of [true, true]) phases.push(await sendPhase(policy, body));
+  for (const policy of [true, true]) phases.push(await sendPhase(policy, SEND_BODY));
   console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
   console.log(`disk ceiling of the spool's group publish (20 × 1.5 KB files, syncfs, renames, directory fsync; no server): ${Math.round(group)} files/s`);
   for (const p of phases) {
@@ -183,8 +191,6 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ machine: machine(), webhooks }));
     return;
   }
-  const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
-  const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
   const probeDir = tempStateDir('postern-disk-');
   const diskPerFile = await measureDiskCeiling(`${probeDir}/probe`, 4, 3);
   const disk = measureGroupCeiling(`${probeDir}/group`, 20, 3);
@@ -192,7 +198,7 @@ async function main(): Promise<void> {
   const noop = await noopPhase();
   // Policy off and on, interleaved twice, so disk and CPU drift hits both alike.
   const phases: Phase[] = [];
-  for (const policy of [false, true, false, true]) phases.push(await sendPhase(policy, body));
+  for (const policy of [false, true, false, true]) phases.push(await sendPhase(policy, SEND_BODY));
   const merged = (policy: boolean): LoadResult => {
     const rs = phases.filter((p) => p.policy === policy).map((p) => p.result);
     return {
@@ -223,7 +229,7 @@ async function main(): Promise<void> {
     machine: machine(),
     concurrency: CONCURRENCY,
     seconds_per_phase: DURATION_MS / 1000,
-    body_bytes: body.length,
+    body_bytes: SEND_BODY.length,
     send_policy_on: on,
     send_policy_off: off,
     policy_cost_percent: +((1 - on.per_s / off.per_s) * 100).toFixed(1),

@@ -33,7 +33,6 @@ export class Spool {
     return path.join(this.tmpDir, `${path.basename(relPath)}.${process.pid}.tmp`);
   }
 
-
   async remove(relPath: string): Promise<void> {
     await rm(this.absolute(relPath), { force: true });
   }
