@@ -3,7 +3,8 @@ import type { Logger } from '../log.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
-import type { CommitResult, CommitUnit, IndexWriterData, SpoolSync } from './indexWriterThread.js';
+import type { SpoolSync } from '../spool/syncFilesystem.js';
+import type { CommitResult, CommitUnit, IndexWriterData } from './indexWriterThread.js';
 
 /**
  * The event loop's side of the index writer thread. Units submitted in one tick travel in one

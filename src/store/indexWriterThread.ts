@@ -9,7 +9,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { silentLogger } from '../log.js';
 import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
-import { loadSyncFilesystem } from '../spool/syncFilesystem.js';
+import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase } from './db.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
@@ -19,9 +19,6 @@ export interface CommitUnit {
   file: PendingSpoolFile;
   record: AcceptanceRecord;
 }
-
-/** How a group's spool files are flushed before their rename: one syncfs, or one fsync each. */
-export type SpoolSync = 'syncfs' | 'fsync';
 
 export interface IndexWriterData {
   stateDir: string;
@@ -48,10 +45,7 @@ function flush(): void {
 }
 
 function commit(units: CommitUnit[]): CommitResult[] {
-  const published = publishSpoolFiles(
-    units.map((u) => u.file),
-    syncFilesystem,
-  );
+  const published = publishSpoolFiles(units.map((u) => u.file), syncFilesystem);
   const unpublished: CommitResult[] = [];
   const batch: CommitUnit[] = [];
   units.forEach((unit, i) => {
