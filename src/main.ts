@@ -122,7 +122,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         scheme = 'http';
       } else {
         tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ db, pipeline, admission, spool, clock, logger, config }, listener, tls);
+        const server = createSmtpServer({ db, pipeline, admission, spool, writers, clock, logger, config }, listener, tls);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';

@@ -54,13 +54,16 @@ describe('spool publishing', () => {
     assert.ok(!existsSync(files[1].finalPath));
   });
 
-  it('a group whose flush fails is refused whole: nothing renamed into place', () => {
+  it('a group is renamed into place and then flushed once; if that flush fails every file of the group is refused', () => {
     const { files } = pendingFiles(2);
+    let renamedBeforeFlush = false;
     const failing = () => {
+      renamedBeforeFlush = files.every((f) => existsSync(f.finalPath) && !existsSync(f.tmpPath));
       throw new Error('syncfs: Input/output error');
     };
     const errors = publishSpoolFiles(files, failing);
+    assert.equal(renamedBeforeFlush, true);
+    // Refused units have no index row; the door removes their files (Spool.removeUnpublished).
     assert.deepEqual(errors.map((e) => e?.message), ['syncfs: Input/output error', 'syncfs: Input/output error']);
-    for (const f of files) assert.ok(!existsSync(f.finalPath) && existsSync(f.tmpPath));
   });
 });

@@ -59,7 +59,7 @@ spool: {
  */
 writer_threads: number
 /**
- * How each commit group's spool files are flushed before the rename: auto = one syncfs(2) for the group where the native addon is built (Linux), else fsync per file; fsync = always one fsync per file (for filesystems where a whole-filesystem flush is costly, e.g. shared with other busy writers).
+ * How each commit group's spool files are flushed before their index rows commit: auto = renamed into place, then one syncfs(2) for the group where the native addon is built (Linux), else fsync per file before its rename; fsync = always one fsync per file (for filesystems where a whole-filesystem flush is costly, e.g. shared with other busy writers).
  */
 sync: ("auto" | "fsync")
 }
@@ -72,6 +72,10 @@ hostname: (string | null)
  * SIZE advertised and enforced (40 MiB: the contract's 25 MB of attachments as base64 plus 2 MB html and text).
  */
 max_message_bytes: number
+/**
+ * A message up to this size is held in memory and rewritten, written and parsed in one step on a spool writer thread; a larger one streams to disk as it arrives. Worst-case memory: max_clients × this per listener.
+ */
+in_memory_message_bytes: number
 /**
  * RCPT TO per message (452 4.5.3 beyond).
  */

@@ -1,9 +1,10 @@
-import { createWriteStream } from 'node:fs';
+import { closeSync, createWriteStream, openSync, rmSync, writevSync } from 'node:fs';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
+import { Headers, Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
 import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
+import { messageIdHeader } from '../accept/composeMime.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 
 export interface ParsedMail {
@@ -25,75 +26,204 @@ export interface ParsedMail {
 }
 
 export interface IngestOptions {
-  /** Where the rewritten message is streamed (a spool temp file, created exclusively). */
+  /** Where the rewritten message is written (a spool temp file, created exclusively). */
   tmpPath: string;
-  /** Message-ID to add when the message has none, given the From header's value. */
-  messageIdFor(fromHeader: string): string;
+  /** The message's id: an added Message-ID is `<id@domain of From>`. */
+  id: string;
+  /** The address whose domain an added Message-ID takes when From has none. */
+  defaultSender: string;
 }
+
+type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'hadMessageId'>;
+type BodyFacts = Omit<ParsedMail, keyof RootHeaderFacts | 'size'>;
+
+const FROM_EMAIL = /<?([^\s<>@]+@[^\s<>]+?)>?\s*$/;
 
 const isControl = (key: string): key is ControlHeader => (CONTROL_HEADERS as readonly string[]).includes(key);
 
 /**
- * Streams one DATA payload to disk while parsing it, never holding the message whole: the
- * raw bytes go (a) through mailsplit, which rewrites the top-level header block — control
- * headers and any Bcc header removed, a Message-ID added if missing — into `tmpPath`, and
- * (b) through mailparser, which yields the addresses, subject, bodies and attachment sizes
- * the HTTP rules need (attachments are counted as they stream by, then dropped).
+ * Rewrites the top-level header block in place: control headers and any Bcc header removed
+ * (their values kept for the rules), a Message-ID added if missing.
  */
-export async function ingestMessage(input: Readable, opts: IngestOptions): Promise<ParsedMail> {
+function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFacts {
   const control = new Map<ControlHeader, string>();
   const unknownControl: string[] = [];
-  let hadMessageId = true;
+  for (const line of headers.getList()) {
+    const key = line.key.toLowerCase();
+    if (!key.startsWith('x-service-')) continue;
+    if (isControl(key)) {
+      // Clients encode non-ASCII or JSON-ish values as RFC 2047 words: judge the text itself.
+      if (!control.has(key)) control.set(key, libmime.decodeWords(headers.getFirst(key)));
+    } else if (!unknownControl.some((u) => u.toLowerCase() === key)) {
+      unknownControl.push(line.line.slice(0, line.line.indexOf(':')).trim());
+    }
+  }
+  for (const key of new Set(headers.getList().map((l) => l.key.toLowerCase()))) {
+    if (key.startsWith('x-service-') || key === 'bcc') headers.remove(key);
+  }
+  const hadMessageId = headers.hasHeader('message-id');
+  if (!hadMessageId) headers.add('Message-ID', messageIdHeader(opts.id, FROM_EMAIL.exec(headers.getFirst('from'))?.[1] ?? opts.defaultSender));
+  return { control, unknownControl, hadMessageId };
+}
 
-  const rewriteRootHeaders = new Transform({
-    objectMode: true,
-    transform(chunk: SplitterChunk, _enc, done) {
-      if (chunk.type === 'node' && chunk.root && chunk.headers) {
-        const headers = chunk.headers;
-        for (const line of headers.getList()) {
-          const key = line.key.toLowerCase();
-          if (!key.startsWith('x-service-')) continue;
-          if (isControl(key)) {
-            // Clients encode non-ASCII or JSON-ish values as RFC 2047 words: judge the text itself.
-            if (!control.has(key)) control.set(key, libmime.decodeWords(headers.getFirst(key)));
-          } else if (!unknownControl.some((u) => u.toLowerCase() === key)) {
-            unknownControl.push(line.line.slice(0, line.line.indexOf(':')).trim());
-          }
-        }
-        for (const key of new Set(headers.getList().map((l) => l.key.toLowerCase()))) {
-          if (key.startsWith('x-service-') || key === 'bcc') headers.remove(key);
-        }
-        if (!headers.hasHeader('message-id')) {
-          hadMessageId = false;
-          headers.add('Message-ID', opts.messageIdFor(headers.getFirst('from')));
-        }
-      }
-      done(null, chunk);
-    },
-  });
-
-  const parser = new MailParser({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
-  const attachmentSizes: number[] = [];
-  const parsed: Partial<ParsedMail> = {};
+/**
+ * mailparser over the original bytes: the addresses, subject, bodies and attachment sizes the
+ * HTTP rules need (attachments are counted as they stream by, then dropped).
+ */
+function watchBody(parser: MailParser): () => BodyFacts {
+  const facts: BodyFacts = {
+    from: undefined,
+    to: undefined,
+    cc: undefined,
+    replyTo: undefined,
+    subject: undefined,
+    text: undefined,
+    html: undefined,
+    attachmentSizes: [],
+  };
   parser.on('headers', (headers) => {
     const address = (key: string) => headers.get(key) as AddressObject | undefined;
-    parsed.from = address('from');
-    parsed.to = address('to');
-    parsed.cc = address('cc');
-    parsed.replyTo = address('reply-to');
+    facts.from = address('from');
+    facts.to = address('to');
+    facts.cc = address('cc');
+    facts.replyTo = address('reply-to');
     const subject = headers.get('subject');
-    parsed.subject = typeof subject === 'string' ? subject : undefined;
+    facts.subject = typeof subject === 'string' ? subject : undefined;
   });
   parser.on('data', (data: AttachmentStream | MessageText) => {
     if (data.type === 'attachment') {
-      const index = attachmentSizes.push(0) - 1;
-      data.content.on('data', (chunk: Buffer) => (attachmentSizes[index] += chunk.length));
+      const index = facts.attachmentSizes.push(0) - 1;
+      data.content.on('data', (chunk: Buffer) => (facts.attachmentSizes[index] += chunk.length));
       data.content.on('end', () => data.release?.());
     } else {
-      if (typeof data.text === 'string') parsed.text = data.text;
-      if (typeof data.html === 'string') parsed.html = data.html;
+      if (typeof data.text === 'string') facts.text = data.text;
+      if (typeof data.html === 'string') facts.html = data.html;
     }
   });
+  return () => facts;
+}
+
+const newParser = () => new MailParser({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+
+/**
+ * Where the top-level header block ends: after its first empty line (CRLF or bare LF), as
+ * mailsplit's Splitter reads it; a message without one is all header.
+ */
+function headerBlockEnd(data: Buffer): number {
+  if (data[0] === 0x0a) return 1;
+  if (data[0] === 0x0d && data[1] === 0x0a) return 2;
+  for (let i = data.indexOf(0x0a); i !== -1 && i < data.length - 1; i = data.indexOf(0x0a, i + 1)) {
+    if (data[i + 1] === 0x0a) return i + 2;
+    if (data[i + 1] === 0x0d && data[i + 2] === 0x0a) return i + 3;
+  }
+  return data.length;
+}
+
+/**
+ * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
+ * same rewrite and parse as the streaming path, without a stream stage per step. Run by a
+ * spool writer thread, so it writes synchronously: an async open/write/close costs the event
+ * loop more than the write itself.
+ */
+export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): Promise<ParsedMail> {
+  const end = headerBlockEnd(data);
+  const headers = new Headers(data.subarray(0, end));
+  const root = rewriteRootHeaders(headers, opts);
+  const head = headers.build();
+  const fd = openSync(opts.tmpPath, 'wx', 0o600);
+  try {
+    const parts = [head, data.subarray(end)];
+    let left = head.length + data.length - end;
+    while (left > 0) {
+      const written = writevSync(fd, parts);
+      left -= written;
+      if (left > 0) consumeWritten(parts, written);
+    }
+  } catch (err) {
+    closeSync(fd);
+    rmSync(opts.tmpPath, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  const parser = newParser();
+  const body = watchBody(parser);
+  const done = new Promise<void>((resolve, reject) => {
+    parser.on('end', resolve);
+    parser.on('error', reject);
+  });
+  parser.end(data);
+  await done;
+  return { ...body(), ...root, size: head.length + data.length - end };
+}
+
+/** Drops what a short writev wrote from the front of `parts`. */
+function consumeWritten(parts: Buffer[], written: number): void {
+  while (written > 0 && parts.length > 0) {
+    if (parts[0].length <= written) {
+      written -= parts[0].length;
+      parts.shift();
+    } else {
+      parts[0] = parts[0].subarray(written);
+      written = 0;
+    }
+  }
+}
+
+/**
+ * Reads a DATA payload into one buffer if it ends within `limit` bytes (the buffer owns its
+ * memory, so it can move to a writer thread); otherwise hands back a stream of the whole
+ * payload, the bytes read so far first.
+ */
+export function readWholeUpTo(input: Readable, limit: number): Promise<{ whole: Buffer } | { stream: Readable }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      input.off('data', onData);
+      input.off('end', onEnd);
+      input.off('error', reject);
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size <= limit) return;
+      stop();
+      input.pause();
+      const stream = new PassThrough();
+      for (const c of chunks) stream.write(c);
+      input.on('error', (err) => stream.destroy(err));
+      input.pipe(stream);
+      resolve({ stream });
+    };
+    const onEnd = () => {
+      stop();
+      const whole = Buffer.allocUnsafeSlow(size);
+      let offset = 0;
+      for (const c of chunks) offset += c.copy(whole, offset);
+      resolve({ whole });
+    };
+    input.on('data', onData);
+    input.on('end', onEnd);
+    input.on('error', reject);
+  });
+}
+
+/**
+ * Streams one DATA payload to disk while parsing it, never holding the message whole: the
+ * raw bytes go (a) through mailsplit, which rewrites the top-level header block into
+ * `tmpPath`, and (b) through mailparser.
+ */
+export async function ingestMessage(input: Readable, opts: IngestOptions): Promise<ParsedMail> {
+  let root: RootHeaderFacts | undefined;
+  const rewrite = new Transform({
+    objectMode: true,
+    transform(chunk: SplitterChunk, _enc, done) {
+      if (chunk.type === 'node' && chunk.root && chunk.headers) root = rewriteRootHeaders(chunk.headers, opts);
+      done(null, chunk);
+    },
+  });
+  const parser = newParser();
+  const body = watchBody(parser);
 
   const toDisk = new PassThrough();
   const toParser = new PassThrough();
@@ -127,21 +257,9 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
     },
   });
   await Promise.all([
-    pipeline(toDisk, new Splitter(), rewriteRootHeaders, new Joiner(), countBytes, createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 })),
+    pipeline(toDisk, new Splitter(), rewrite, new Joiner(), countBytes, createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 })),
     pipeline(toParser, parser),
   ]);
-  return {
-    from: parsed.from,
-    to: parsed.to,
-    cc: parsed.cc,
-    replyTo: parsed.replyTo,
-    subject: parsed.subject,
-    text: parsed.text,
-    html: parsed.html,
-    attachmentSizes,
-    control,
-    unknownControl,
-    hadMessageId,
-    size,
-  };
+  // Splitter always emits the root node, even for an empty message.
+  return { ...body(), ...(root ?? { control: new Map(), unknownControl: [], hadMessageId: true }), size };
 }

@@ -1,9 +1,9 @@
 import { rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import type { AcceptPipeline } from '../accept/acceptMessage.js';
-import { messageIdHeader } from '../accept/composeMime.js';
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
@@ -13,8 +13,9 @@ import type { Admission } from '../policy/admission.js';
 import { authenticate, KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import type { Db } from '../store/db.js';
 import type { Spool } from '../spool/spool.js';
+import type { SpoolWriters } from '../spool/writers.js';
 import type { TlsMaterial } from './certificates.js';
-import { ingestMessage } from './ingest.js';
+import { ingestMessage, readWholeUpTo, type IngestOptions } from './ingest.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
 import './replyCode.js';
@@ -24,6 +25,7 @@ export interface SmtpDeps {
   pipeline: AcceptPipeline;
   admission: Admission;
   spool: Spool;
+  writers: SpoolWriters;
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -41,8 +43,26 @@ interface SessionState {
 /** A live connection as smtp-server keeps it (only what the session sweep uses). */
 interface LiveConnection {
   session: SMTPServerSession;
-  send(code: number, text: string): void;
+  send(code: number, text: string, context?: unknown): void;
   close(): void;
+  /** The plain socket, then the TLS one once upgraded. */
+  _socket?: Socket;
+}
+
+/**
+ * Replies produced in one pass (a pipelined MAIL, RCPT, DATA) leave in one write: over TLS
+ * each write is its own record and syscall, which cost more than the commands themselves.
+ */
+function coalesceReplies(connection: LiveConnection): void {
+  const send = connection.send.bind(connection);
+  connection.send = (code, text, context) => {
+    const socket = connection._socket;
+    if (socket && !socket.writableCorked) {
+      socket.cork();
+      process.nextTick(() => socket.uncork());
+    }
+    send(code, text, context);
+  };
 }
 
 export interface PosternSmtpServer {
@@ -52,15 +72,14 @@ export interface PosternSmtpServer {
   updateTls(tls: TlsMaterial): void;
 }
 
-const FROM_EMAIL = /<?([^\s<>@]+@[^\s<>]+?)>?\s*$/;
-
 /**
  * One SMTP listener (smtp-server) in front of the accept pipeline. TLS on every port (STARTTLS
  * or implicit); AUTH PLAIN/LOGIN only after TLS, the password being the API key; no MAIL
- * without AUTH; DATA streamed to a spool temp file while parsed, then judged by the HTTP rules.
+ * without AUTH; DATA written to a spool temp file and parsed (held whole when small, streamed
+ * when big), then judged by the HTTP rules.
  */
 export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
-  const { db, pipeline, admission, spool, clock, logger, config } = deps;
+  const { db, pipeline, admission, spool, writers, clock, logger, config } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -112,6 +131,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       if (wait > 0) return callback(smtpError(421, `rate_limited: too many failed authentications from this address; retry in ${Math.ceil(wait / 1000)} seconds`));
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
+      const connection = connectionOf(session);
+      if (connection) coalesceReplies(connection);
       // AUTH is not even offered until the connection is encrypted (onSecure lifts this).
       if (listener.tls !== 'implicit') session.disabledCommands = ['AUTH'];
       callback();
@@ -197,10 +218,11 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     const tmpPath = spool.tempPathFor(relPath);
     let adopted = false;
     try {
-      const mail = await ingestMessage(stream, {
-        tmpPath,
-        messageIdFor: (from) => messageIdHeader(id, FROM_EMAIL.exec(from)?.[1] ?? `postern@${limits.hostname ?? os.hostname()}`),
-      });
+      const options: IngestOptions = { tmpPath, id, defaultSender: `postern@${limits.hostname ?? os.hostname()}` };
+      // Most messages are small: held whole, then rewritten, written and parsed in one step
+      // on a writer thread. Big ones stream to disk as they arrive.
+      const received = await readWholeUpTo(stream, limits.in_memory_message_bytes);
+      const mail = 'whole' in received ? await writers.ingest(received.whole, options) : await ingestMessage(received.stream, options);
       if ((stream as Readable & { sizeExceeded?: boolean }).sizeExceeded) {
         // smtp-server answers 552 5.3.4 itself; nothing is kept.
         throw smtpError(552, `Message exceeds ${limits.max_message_bytes} bytes`);

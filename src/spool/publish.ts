@@ -13,23 +13,18 @@ export interface PendingSpoolFile {
 const knownDirs = new Set<string>();
 
 /**
- * Makes a group of temp files durable under their final names, in the order the durability
- * promise states for each: contents flushed → renamed into place → directory flushed. A group
- * shares the flushes: one syncfs (Linux documents it as fsync of every file on the
- * filesystem) covers every temp file, and one fsync per directory covers every rename into it;
- * without syncfs each temp file is fsynced on its own. Returns, per file, null once it is
- * durable, or the error that kept it from being so (that file alone fails).
+ * Makes a group of temp files durable under their final names, before their index rows
+ * commit. With syncfs (Linux documents it as fsync of every file on the filesystem) the group
+ * is renamed into place and then flushed once: contents and directory entries together. A file
+ * renamed but not yet flushed has no index row, so a crash in between leaves an orphan that
+ * start-up removes, never a row without its file. Without syncfs each temp file is fsynced,
+ * renamed, then each directory fsynced once for all renames into it. Returns, per file, null
+ * once it is durable, or the error that kept it from being so (that file alone fails).
  */
 export function publishSpoolFiles(files: PendingSpoolFile[], syncFilesystem: SyncFilesystem | null): (Error | null)[] {
   if (files.length === 0) return [];
   const results: (Error | null)[] = files.map(() => null);
-  if (syncFilesystem) {
-    try {
-      syncFilesystem(path.dirname(files[0].tmpPath));
-    } catch (err) {
-      return files.map(() => err as Error);
-    }
-  } else {
+  if (!syncFilesystem) {
     files.forEach((file, i) => {
       try {
         fsyncFile(file.tmpPath);
@@ -52,6 +47,14 @@ export function publishSpoolFiles(files: PendingSpoolFile[], syncFilesystem: Syn
       results[i] = err as Error;
     }
   });
+  if (syncFilesystem) {
+    try {
+      syncFilesystem(path.dirname(files[0].finalPath));
+    } catch (err) {
+      return files.map(() => err as Error);
+    }
+    return results;
+  }
   for (const [dir, members] of dirs) {
     try {
       syncDirectorySync(dir);

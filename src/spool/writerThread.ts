@@ -1,22 +1,22 @@
 /**
- * Worker-thread entry: composes messages' MIME and writes each under its temp name.
- * MailComposer is CPU-heavy; it stays off the event loop that serves HTTP. Making the files
- * durable under their final names is the index writer's, once per commit group.
+ * Worker-thread entry: composes messages' MIME (HTTP) or rewrites and parses received ones
+ * (SMTP), and writes each under its temp name. MailComposer and mailparser are CPU-heavy; they
+ * stay off the event loop that serves both doors. Making the files durable under their final
+ * names is the index writer's, once per commit group.
  */
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { composeMime } from '../accept/composeMime.js';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
+import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../smtp/ingest.js';
 
-export interface WriteTask {
-  seq: number;
-  id: string;
-  message: OutgoingMessage;
-  dateMs: number;
-  tmpPath: string;
-}
+export type WriteTask =
+  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string }
+  | { kind: 'ingest'; seq: number; data: Uint8Array; options: IngestOptions };
 
-export type WriteResult = { seq: number; ok: true; size: number } | { seq: number; ok: false; error: string };
+export type WriteResult =
+  | { seq: number; ok: true; size: number; parsed?: ParsedMail }
+  | { seq: number; ok: false; error: string };
 
 function writeTemp(tmpPath: string, data: Uint8Array): void {
   const fd = openSync(tmpPath, 'wx', 0o600);
@@ -32,32 +32,53 @@ function revive(message: OutgoingMessage): OutgoingMessage {
   return { ...message, attachments: message.attachments.map((a) => ({ ...a, content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength) })) };
 }
 
-let results: WriteResult[] = [];
+/** A result waits at most this long for others to share its message back. */
+const REPLY_BATCH_MS = 1;
 
-/** Results of one tick go back in one message, like the tasks came. */
-function reply(result: WriteResult): void {
-  if (results.length === 0) {
-    setImmediate(() => {
-      const batch = results;
-      results = [];
-      parentPort!.postMessage(batch);
-    });
-  }
-  results.push(result);
+const queue: WriteTask[] = [];
+let running = false;
+let results: WriteResult[] = [];
+let oldestResultAt = 0;
+
+function flushResults(): void {
+  if (results.length === 0) return;
+  parentPort!.postMessage(results);
+  results = [];
 }
 
-function handle(task: WriteTask): void {
-  composeMime(task.id, revive(task.message), new Date(task.dateMs))
-    .then((mime) => {
-      writeTemp(task.tmpPath, mime);
-      reply({ seq: task.seq, ok: true, size: mime.length });
-    })
-    .catch((err: unknown) => {
-      rmSync(task.tmpPath, { force: true });
-      reply({ seq: task.seq, ok: false, error: (err as Error).message });
-    });
+/**
+ * Tasks run one at a time, in arrival order: run together, their stream steps interleave and
+ * every task of a batch finishes as late as the last. Results go back together while they
+ * keep coming quickly (a message per result costs the event loop more than the task).
+ */
+async function drain(): Promise<void> {
+  running = true;
+  while (queue.length > 0) {
+    const result = await handle(queue.shift()!);
+    if (results.length === 0) oldestResultAt = performance.now();
+    results.push(result);
+    if (queue.length === 0 || performance.now() - oldestResultAt >= REPLY_BATCH_MS) flushResults();
+  }
+  running = false;
+}
+
+async function handle(task: WriteTask): Promise<WriteResult> {
+  const tmpPath = task.kind === 'ingest' ? task.options.tmpPath : task.tmpPath;
+  try {
+    if (task.kind === 'ingest') {
+      const parsed = await ingestBufferedMessage(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.options);
+      return { seq: task.seq, ok: true, size: parsed.size, parsed };
+    }
+    const mime = await composeMime(task.id, revive(task.message), new Date(task.dateMs));
+    writeTemp(task.tmpPath, mime);
+    return { seq: task.seq, ok: true, size: mime.length };
+  } catch (err) {
+    rmSync(tmpPath, { force: true });
+    return { seq: task.seq, ok: false, error: (err as Error).message };
+  }
 }
 
 parentPort?.on('message', (tasks: WriteTask[]) => {
-  for (const task of tasks) handle(task);
+  queue.push(...tasks);
+  if (!running) void drain();
 });

@@ -1,12 +1,20 @@
 import { Worker } from 'node:worker_threads';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Logger } from '../log.js';
+import type { IngestOptions, ParsedMail } from '../smtp/ingest.js';
 import type { Spool } from './spool.js';
 import type { WriteResult, WriteTask } from './writerThread.js';
 
+type Done = { ok: true; size: number; parsed?: ParsedMail };
+
+interface Waiter {
+  resolve: (done: Done) => void;
+  reject: (err: Error) => void;
+}
+
 interface Slot {
   worker: Worker;
-  pending: Map<number, { resolve: (size: number) => void; reject: (err: Error) => void }>;
+  pending: Map<number, Waiter>;
 }
 
 /** A message's MIME under its temp name, to be published as `relPath` at its commit. */
@@ -17,8 +25,9 @@ export interface SpooledMessage {
 }
 
 /**
- * A small pool of worker threads that compose MIME and write it under temp names. Composition
- * is CPU work: on the event loop it would cap the doors. Tasks of one tick travel to a thread
+ * A small pool of worker threads that compose MIME (HTTP) or rewrite and parse a received
+ * message (SMTP) and write it under a temp name. Both are CPU work: on the event loop they
+ * would cap the doors. Tasks of one tick travel to a thread
  * in one message, and results come back the same way: a message per task cost the event loop
  * more than the composition it moved away.
  */
@@ -26,7 +35,7 @@ export class SpoolWriters {
   private readonly slots: Slot[] = [];
   private seq = 0;
   private closing = false;
-  private outbox: { task: WriteTask; resolve: (size: number) => void; reject: (err: Error) => void }[] = [];
+  private outbox: ({ task: WriteTask; transfer?: ArrayBuffer } & Waiter)[] = [];
 
   constructor(
     private readonly spool: Spool,
@@ -44,7 +53,7 @@ export class SpoolWriters {
         const waiter = slot.pending.get(result.seq);
         if (!waiter) continue;
         slot.pending.delete(result.seq);
-        if (result.ok) waiter.resolve(result.size);
+        if (result.ok) waiter.resolve(result);
         else waiter.reject(new Error(result.error));
       }
     });
@@ -66,12 +75,25 @@ export class SpoolWriters {
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
-    const task: WriteTask = { seq: ++this.seq, id, message, dateMs: nowMs, tmpPath };
-    const size = await new Promise<number>((resolve, reject) => {
-      if (this.outbox.length === 0) setImmediate(() => this.dispatch());
-      this.outbox.push({ task, resolve, reject });
-    });
+    const { size } = await this.submit({ kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath });
     return { relPath, tmpPath, size };
+  }
+
+  /**
+   * Rewrites, writes and parses a message received whole (see ingestBufferedMessage). `data`
+   * must own its memory (Buffer.allocUnsafeSlow): it is moved to the thread, not copied.
+   */
+  async ingest(data: Buffer, options: IngestOptions): Promise<ParsedMail> {
+    const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
+    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options }, owned);
+    return parsed!;
+  }
+
+  private submit(task: WriteTask, transfer?: ArrayBuffer): Promise<Done> {
+    return new Promise<Done>((resolve, reject) => {
+      if (this.outbox.length === 0) setImmediate(() => this.dispatch());
+      this.outbox.push({ task, transfer, resolve, reject });
+    });
   }
 
   /** Spreads the tick's tasks over the threads, least loaded first, one message per thread. */
@@ -84,7 +106,11 @@ export class SpoolWriters {
       const slot = slots[i];
       const part = queued.slice(i * share, (i + 1) * share);
       for (const { task, resolve, reject } of part) slot.pending.set(task.seq, { resolve, reject });
-      slot.worker.postMessage(part.map((p) => p.task));
+      const transfers = part.flatMap((p) => (p.transfer ? [p.transfer] : []));
+      slot.worker.postMessage(
+        part.map((p) => p.task),
+        transfers,
+      );
     }
   }
 

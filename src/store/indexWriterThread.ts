@@ -1,7 +1,7 @@
 /**
  * Worker-thread entry: the index's only writer for acceptances. It drains every batch that
- * arrived while it was busy into one group: publish the group's spool files (one filesystem
- * flush, renames, one directory flush: spool/publish.ts), then one BEGIN IMMEDIATE … COMMIT
+ * arrived while it was busy into one group: publish the group's spool files (renames, then
+ * one filesystem flush: spool/publish.ts), then one BEGIN IMMEDIATE … COMMIT
  * with synchronous=FULL. Those flushes block this thread, never the event loop that serves
  * requests. (A separate publisher thread overlapping the two measured slower: the flushes
  * queue behind each other in the filesystem journal anyway.)

@@ -207,7 +207,9 @@ export async function spawnPostern(
     writeFileSync(file, JSON.stringify({ delivery: { enabled: false } }));
     env = { ...env, POSTERN_CONFIG: file };
   }
-  const child = spawn(process.execPath, [cliPath, 'start', '--json', ...args], {
+  // e.g. POSTERN_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.
+  const nodeArgs = (process.env.POSTERN_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, cliPath, 'start', '--json', ...args], {
     env: {
       ...process.env,
       POSTERN_STATE_DIR: stateDir,
