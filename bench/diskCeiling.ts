@@ -14,11 +14,12 @@ export async function measureDiskCeiling(dir: string, threads: number, seconds: 
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(`${dir}/tmp`, { recursive: true });
   mkdirSync(`${dir}/day`);
-  const stopAt = Date.now() + seconds * 1000;
   const counts = await Promise.all(
     Array.from({ length: threads }, (_, i) =>
       new Promise<number>((resolve, reject) => {
-        const w = new Worker(new URL(import.meta.url), { workerData: { dir, i, stopAt } });
+        // Each thread times itself from when it is ready: starting a worker (loading this
+        // module's imports) took longer than the whole window on a slow moment, which read 0.
+        const w = new Worker(new URL(import.meta.url), { workerData: { dir, i, seconds } });
         w.once('message', resolve);
         w.once('error', reject);
       }),
@@ -29,7 +30,8 @@ export async function measureDiskCeiling(dir: string, threads: number, seconds: 
 }
 
 if (!isMainThread) {
-  const { dir, i, stopAt } = workerData as { dir: string; i: number; stopAt: number };
+  const { dir, i, seconds } = workerData as { dir: string; i: number; seconds: number };
+  const stopAt = Date.now() + seconds * 1000;
   const data = Buffer.alloc(1500, 'x');
   let n = 0;
   while (Date.now() < stopAt) {
@@ -46,8 +48,8 @@ if (!isMainThread) {
 
 /**
  * The disk's ceiling for the spool's actual sequence: groups of `groupSize` temp files written,
- * then published as the index writer does (spool/publish.ts: one syncfs, renames, one
- * directory fsync), on one thread. The SQLite commit that follows each group is not included.
+ * then published as the index writer does (spool/publish.ts: renames, then one syncfs), on
+ * one thread. The SQLite commit that follows each group is not included.
  */
 export function measureGroupCeiling(dir: string, groupSize: number, seconds: number): number {
   rmSync(dir, { recursive: true, force: true });

@@ -266,7 +266,7 @@ async function main(): Promise<void> {
   console.log(`GET /healthz (no-op, same stack): ${report.noop.per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`);
   console.log(
     `disk ceilings (1.5 KB files, no server): fsync per file (create+write+fsync+rename, 4 threads) ${report.disk_fsync_per_file_files_per_s} files/s; ` +
-      `the spool's group publish (20 files, syncfs, renames, directory fsync) ${report.disk_group_publish_files_per_s} files/s`,
+      `the spool's group publish (20 files renamed, then one syncfs) ${report.disk_group_publish_files_per_s} files/s`,
   );
   console.log(`ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB`);
   console.log(

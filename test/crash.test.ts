@@ -222,7 +222,9 @@ describe('SIGKILL under load', () => {
     for (let cycle = 1; cycle <= 3; cycle++) {
       const server = await spawn(stateDir);
       const load = startLoad(server.production, liveKey, 50, { maxPerLoop: 400, maxMs: 8_000 });
-      await waitForLoad(load, 300, 400, 1_500);
+      // A disk stall (tests run two at a time) can hold the first commits for a second or more:
+      // wait for acknowledgements rather than kill a server that has given none yet.
+      await waitForLoad(load, 300, 400, 5_000);
       const killed = server.kill(); // SIGKILL is sent synchronously; the loops are mid-flight
       load.stop();
       await killed;

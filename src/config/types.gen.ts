@@ -55,7 +55,7 @@ keep_alive_timeout_ms: number
 }
 spool: {
 /**
- * Worker threads that compose MIME and write spool temp files (CPU work kept off the event loop).
+ * Worker threads that compose MIME (HTTP), rewrite and parse messages held whole (SMTP) and write spool temp files (CPU work kept off the event loop). The second gets work only while the first has 4 tasks waiting.
  */
 writer_threads: number
 /**
