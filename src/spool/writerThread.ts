@@ -39,8 +39,11 @@ const queue: WriteTask[] = [];
 let running = false;
 let results: WriteResult[] = [];
 let oldestResultAt = 0;
+let flushTimer: NodeJS.Timeout | null = null;
 
 function flushResults(): void {
+  if (flushTimer) clearTimeout(flushTimer);
+  flushTimer = null;
   if (results.length === 0) return;
   parentPort!.postMessage(results);
   results = [];
@@ -49,13 +52,17 @@ function flushResults(): void {
 /**
  * Tasks run one at a time, in arrival order: run together, their stream steps interleave and
  * every task of a batch finishes as late as the last. Results go back together while they
- * keep coming quickly (a message per result costs the event loop more than the task).
+ * keep coming quickly (a message per result costs the event loop more than the task); a timer
+ * sends a held result on time even if the next task is a long one.
  */
 async function drain(): Promise<void> {
   running = true;
   while (queue.length > 0) {
     const result = await handle(queue.shift()!);
-    if (results.length === 0) oldestResultAt = performance.now();
+    if (results.length === 0) {
+      oldestResultAt = performance.now();
+      flushTimer = setTimeout(flushResults, REPLY_BATCH_MS);
+    }
     results.push(result);
     if (queue.length === 0 || performance.now() - oldestResultAt >= REPLY_BATCH_MS) flushResults();
   }

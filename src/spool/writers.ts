@@ -30,9 +30,8 @@ export interface SpooledMessage {
 /**
  * A small pool of worker threads that compose MIME (HTTP) or rewrite and parse a received
  * message (SMTP) and write it under a temp name. Both are CPU work: on the event loop they
- * would cap the doors. Tasks of one tick travel to a thread
- * in one message, and results come back the same way: a message per task cost the event loop
- * more than the composition it moved away.
+ * would cap the doors. Tasks of one tick travel to a thread in one message, and results
+ * come back batched too: a message per task cost the event loop more than the work it moved.
  */
 export class SpoolWriters {
   private readonly slots: Slot[] = [];
@@ -83,8 +82,8 @@ export class SpoolWriters {
   }
 
   /**
-   * Rewrites, writes and parses a message received whole (see ingestBufferedMessage). `data`
-   * must own its memory (Buffer.allocUnsafeSlow): it is moved to the thread, not copied.
+   * Rewrites, writes and parses a message received whole (see ingestBufferedMessage). A buffer
+   * that owns its memory (Buffer.allocUnsafeSlow) is moved to the thread, not copied.
    */
   async ingest(data: Buffer, options: IngestOptions): Promise<ParsedMail> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
