@@ -5,9 +5,9 @@ import type { SpooledMessage } from './writers.js';
 
 /**
  * MIME files on disk: where they live, and how they are read and removed. A file is written
- * under a temp name; it becomes visible under its final name only after its bytes are on disk
- * (flush → rename → directory flush, once per commit group by the index writer, before the
- * group's rows are committed: spool/publish.ts).
+ * under a temp name and renamed into place by the index writer, which flushes the group's
+ * files before it commits their rows (spool/publish.ts): a file has an index row only once its
+ * bytes are on disk.
  */
 export class Spool {
   readonly root: string;
