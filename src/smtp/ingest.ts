@@ -1,10 +1,11 @@
-import { closeSync, createWriteStream, openSync, rmSync, writevSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Headers, Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
 import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
 import { messageIdHeader } from '../accept/composeMime.js';
+import { writeTempFileSync } from '../spool/spool.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 
 export interface ParsedMail {
@@ -123,28 +124,14 @@ function headerBlockEnd(data: Buffer): number {
  * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
  * same rewrite and parse as the streaming path, without a stream stage per step. Run by a
  * spool writer thread, so it writes synchronously: an async open/write/close costs the event
- * loop more than the write itself.
+ * loop more than the write itself. The caller removes `tmpPath` if this fails.
  */
 export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): Promise<ParsedMail> {
   const end = headerBlockEnd(data);
   const headers = new Headers(data.subarray(0, end));
   const root = rewriteRootHeaders(headers, opts);
-  const head = headers.build();
-  const fd = openSync(opts.tmpPath, 'wx', 0o600);
-  try {
-    const parts = [head, data.subarray(end)];
-    let left = head.length + data.length - end;
-    while (left > 0) {
-      const written = writevSync(fd, parts);
-      left -= written;
-      if (left > 0) consumeWritten(parts, written);
-    }
-  } catch (err) {
-    closeSync(fd);
-    rmSync(opts.tmpPath, { force: true });
-    throw err;
-  }
-  closeSync(fd);
+  const stored = Buffer.concat([headers.build(), data.subarray(end)]);
+  writeTempFileSync(opts.tmpPath, stored);
   const parser = newParser();
   const body = watchBody(parser);
   const done = new Promise<void>((resolve, reject) => {
@@ -153,20 +140,7 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): 
   });
   parser.end(data);
   await done;
-  return { ...body(), ...root, size: head.length + data.length - end };
-}
-
-/** Drops what a short writev wrote from the front of `parts`. */
-function consumeWritten(parts: Buffer[], written: number): void {
-  while (written > 0 && parts.length > 0) {
-    if (parts[0].length <= written) {
-      written -= parts[0].length;
-      parts.shift();
-    } else {
-      parts[0] = parts[0].subarray(written);
-      written = 0;
-    }
-  }
+  return { ...body(), ...root, size: stored.length };
 }
 
 /**

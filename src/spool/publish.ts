@@ -33,16 +33,11 @@ export function publishSpoolFiles(files: PendingSpoolFile[], syncFilesystem: Syn
       }
     });
   }
-  const dirs = new Map<string, number[]>();
   files.forEach((file, i) => {
     if (results[i]) return;
     try {
-      const dir = path.dirname(file.finalPath);
-      ensureDurableDirectory(dir);
+      ensureDurableDirectory(path.dirname(file.finalPath));
       renameSync(file.tmpPath, file.finalPath);
-      const members = dirs.get(dir);
-      if (members) members.push(i);
-      else dirs.set(dir, [i]);
     } catch (err) {
       results[i] = err as Error;
     }
@@ -55,6 +50,14 @@ export function publishSpoolFiles(files: PendingSpoolFile[], syncFilesystem: Syn
     }
     return results;
   }
+  const dirs = new Map<string, number[]>();
+  files.forEach((file, i) => {
+    if (results[i]) return;
+    const dir = path.dirname(file.finalPath);
+    const members = dirs.get(dir);
+    if (members) members.push(i);
+    else dirs.set(dir, [i]);
+  });
   for (const [dir, members] of dirs) {
     try {
       syncDirectorySync(dir);

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { SpooledMessage } from './writers.js';
@@ -60,6 +60,16 @@ export class Spool {
       if (!day.isDirectory() || !/^\d{4}-\d{2}-\d{2}$/.test(day.name)) continue;
       for (const name of readdirSync(path.join(this.root, day.name))) yield path.join(day.name, name);
     }
+  }
+}
+
+/** Writes `data` to a new temp file (created exclusively, mode 0600); the caller removes it on failure. */
+export function writeTempFileSync(tmpPath: string, data: Uint8Array): void {
+  const fd = openSync(tmpPath, 'wx', 0o600);
+  try {
+    for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 /** Flushes every dirty file and directory of the filesystem holding `path` (syncfs(2)). */
 export type SyncFilesystem = (path: string) => void;
 
-/** How a commit group's spool files are flushed before their rename: one syncfs, or one fsync each. */
+/** How a commit group's spool files are flushed before their rows commit: one syncfs after the renames, or one fsync each before. */
 export type SpoolSync = 'syncfs' | 'fsync';
 
 const addonPath = new URL('../../../native/build/Release/syncfs.node', import.meta.url);

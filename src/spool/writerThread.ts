@@ -4,11 +4,12 @@
  * stay off the event loop that serves both doors. Making the files durable under their final
  * names is the index writer's, once per commit group.
  */
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { composeMime } from '../accept/composeMime.js';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../smtp/ingest.js';
+import { writeTempFileSync } from './spool.js';
 
 export type WriteTask =
   | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string }
@@ -17,15 +18,6 @@ export type WriteTask =
 export type WriteResult =
   | { seq: number; ok: true; size: number; parsed?: ParsedMail }
   | { seq: number; ok: false; error: string };
-
-function writeTemp(tmpPath: string, data: Uint8Array): void {
-  const fd = openSync(tmpPath, 'wx', 0o600);
-  try {
-    for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Buffers arrive as plain Uint8Arrays after structured cloning. */
 function revive(message: OutgoingMessage): OutgoingMessage {
@@ -77,7 +69,7 @@ async function handle(task: WriteTask): Promise<WriteResult> {
       return { seq: task.seq, ok: true, size: parsed.size, parsed };
     }
     const mime = await composeMime(task.id, revive(task.message), new Date(task.dateMs));
-    writeTemp(task.tmpPath, mime);
+    writeTempFileSync(task.tmpPath, mime);
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {
     rmSync(tmpPath, { force: true });
