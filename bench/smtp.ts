@@ -13,7 +13,8 @@
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { PipeliningSmtpClient } from './smtpClient.js';
+import type { RawSmtp } from '../test/support/rawSmtp.js';
+import { openBenchSession, sendPipelined } from './smtpClient.js';
 import { BENCH_RATE_LIMITS, cpuSeconds, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 export const SMTP_SESSIONS = Number(process.env.BENCH_SMTP_SESSIONS ?? 20);
@@ -70,7 +71,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
-  const clients = new Set<PipeliningSmtpClient>();
+  const clients = new Set<RawSmtp>();
   try {
     const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
     if (!listener) throw new Error('no production STARTTLS listener');
@@ -103,7 +104,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     let acceptedTotal = 0;
     await Promise.all(
       Array.from({ length: SMTP_SESSIONS }, async (_, n) => {
-        let client: PipeliningSmtpClient | null = null;
+        let client: RawSmtp | null = null;
         for (let i = 0; ; i++) {
           const t0 = performance.now();
           if (t0 >= stopAt) break;
@@ -113,14 +114,14 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
           try {
             // A new session (STARTTLS + AUTH) every `SMTP_MESSAGES_PER_SESSION` messages.
             if (i % SMTP_MESSAGES_PER_SESSION === 0) {
-              client?.close();
-              client = await PipeliningSmtpClient.open(listener.host, listener.port, key.key);
+              void client?.quit();
+              client = await openBenchSession(listener.host, listener.port, key.key);
               clients.add(client);
               sessionsOpened++;
             }
-            const reply = await client!.send('bench@example.com', 'rcpt@example.org', raw);
-            ok = /^250 2\.0\.0 OK queued as m\.[0-9a-z]{26}$/.test(reply.text);
-            if (!ok) failure = reply.text;
+            const reply = await sendPipelined(client!, 'bench@example.com', 'rcpt@example.org', raw);
+            ok = /^250 2\.0\.0 OK queued as m\.[0-9a-z]{26}$/.test(reply);
+            if (!ok) failure = reply;
           } catch (err) {
             failure = (err as Error).message;
           }
@@ -134,7 +135,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
             if (result.error_samples.length < 5) result.error_samples.push(failure);
           }
         }
-        client?.close();
+        void client?.quit();
       }),
     );
     clearTimeout(cpuTimer);
@@ -148,7 +149,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     result.sessions_opened = sessionsOpened;
     result.acknowledged_total = acceptedTotal;
     result.server_peak_rss_mb = +peakRssMb(pid).toFixed(1);
-    for (const c of clients) c.close();
+    for (const c of clients) c.destroy();
     await server.stop();
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
     result.rows_stored = db.prepare("SELECT COUNT(*) FROM messages WHERE source = 'smtp'").pluck().get() as number;
@@ -157,7 +158,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     result.latenciesMs.sort((a, b) => a - b);
     return result;
   } finally {
-    for (const c of clients) c.close();
+    for (const c of clients) c.destroy();
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     removeAfterBench(stateDir);
   }

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import tls from 'node:tls';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { generate } from 'selfsigned';
 import { systemClock } from '../src/clock.js';
@@ -28,6 +25,7 @@ import {
   type SpawnedPostern,
   type TestPostern,
 } from './support/postern.js';
+import { authedSession, dataPayload, plain, RawSmtp } from './support/rawSmtp.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared fixtures                                                                             */
@@ -77,126 +75,8 @@ after(() => {
 });
 
 /* ------------------------------------------------------------------------------------------ */
-/* A raw SMTP client (node:net / node:tls), for what a library client would not let us do     */
+/* A raw SMTP client (test/support/rawSmtp.ts), for what a library client would not let us do */
 /* ------------------------------------------------------------------------------------------ */
-
-class RawSmtp {
-  private buffer = '';
-  private lines: string[] = [];
-  private readonly replies: string[] = [];
-  private readonly waiters: { resolve: (reply: string) => void; reject: (err: Error) => void }[] = [];
-  private ended = false;
-  /** Resolves when the TCP connection is gone. */
-  readonly closed: Promise<void>;
-
-  private constructor(private socket: net.Socket) {
-    socket.on('data', this.onData);
-    socket.on('error', () => undefined);
-    this.closed = new Promise((resolve) =>
-      socket.once('close', () => {
-        this.ended = true;
-        for (const w of this.waiters.splice(0)) w.reject(new Error('connection closed'));
-        resolve();
-      }),
-    );
-  }
-
-  /** Connects and reads the greeting. `implicit`: TLS from the first byte. */
-  static async connect(port: number, opts: { host?: string; implicit?: boolean } = {}): Promise<{ client: RawSmtp; greeting: string }> {
-    const host = opts.host ?? '127.0.0.1';
-    const socket = await new Promise<net.Socket>((resolve, reject) => {
-      const s: net.Socket = opts.implicit
-        ? tls.connect({ host, port, rejectUnauthorized: false }, () => resolve(s))
-        : net.connect({ host, port }, () => resolve(s));
-      s.once('error', reject);
-    });
-    const client = new RawSmtp(socket);
-    return { client, greeting: await client.next() };
-  }
-
-  private onData = (chunk: Buffer) => {
-    this.buffer += chunk.toString('utf8');
-    for (let i = this.buffer.indexOf('\r\n'); i >= 0; i = this.buffer.indexOf('\r\n')) {
-      const line = this.buffer.slice(0, i);
-      this.buffer = this.buffer.slice(i + 2);
-      this.lines.push(line);
-      if (/^\d{3}-/.test(line)) continue;
-      const reply = this.lines.join('\n');
-      this.lines = [];
-      const waiter = this.waiters.shift();
-      if (waiter) waiter.resolve(reply);
-      else this.replies.push(reply);
-    }
-  };
-
-  /** The next complete (possibly multi-line, joined with \n) reply. */
-  next(): Promise<string> {
-    const queued = this.replies.shift();
-    if (queued !== undefined) return Promise.resolve(queued);
-    if (this.ended) return Promise.reject(new Error('connection closed'));
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
-  }
-
-  write(data: string | Buffer): void {
-    this.socket.write(data);
-  }
-
-  command(line: string): Promise<string> {
-    this.write(`${line}\r\n`);
-    return this.next();
-  }
-
-  /** STARTTLS, then the TLS handshake over the same connection. */
-  async startTls(): Promise<void> {
-    const reply = await this.command('STARTTLS');
-    assert.match(reply, /^220 /);
-    this.socket.off('data', this.onData);
-    const secure = tls.connect({ socket: this.socket, rejectUnauthorized: false });
-    secure.on('error', () => undefined);
-    await once(secure, 'secureConnect');
-    secure.on('data', this.onData);
-    this.socket = secure;
-  }
-
-  fingerprint(): string {
-    return (this.socket as tls.TLSSocket).getPeerCertificate().fingerprint256;
-  }
-
-  /** QUIT (if still open) and wait for the connection to end. */
-  async quit(): Promise<void> {
-    if (!this.ended) {
-      this.write('QUIT\r\n');
-      const timer = setTimeout(() => this.socket.destroy(), 2000);
-      await this.closed;
-      clearTimeout(timer);
-    }
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
-
-const plain = (key: string) => Buffer.from(`\0user\0${key}`).toString('base64');
-
-/** EHLO, STARTTLS (unless implicit), EHLO, AUTH PLAIN with the key: a session ready for MAIL. */
-async function authedSession(port: number, key: string, implicit = false): Promise<RawSmtp> {
-  const { client, greeting } = await RawSmtp.connect(port, { implicit });
-  assert.match(greeting, /^220 /);
-  assert.match(await client.command('EHLO client.test'), /^250/);
-  if (!implicit) {
-    await client.startTls();
-    assert.match(await client.command('EHLO client.test'), /^250/);
-  }
-  assert.match(await client.command(`AUTH PLAIN ${plain(key)}`), /^235 /);
-  return client;
-}
-
-/** Dot-stuffs and terminates a message for DATA. */
-function dataPayload(message: string): string {
-  const body = message.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..');
-  return `${body}${body.endsWith('\r\n') ? '' : '\r\n'}.\r\n`;
-}
 
 /** One message over an open session: MAIL, RCPT each, DATA; the final reply. */
 async function rawSend(client: RawSmtp, from: string, rcpts: string[], message: string): Promise<string> {
