@@ -155,7 +155,7 @@ async function sendOnly(): Promise<void> {
   const phases: Phase[] = [];
   for (const policy of [true, true]) phases.push(await sendPhase(policy, SEND_BODY));
   console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
-  console.log(`disk ceiling of the spool's group publish (20 × 1.5 KB files, syncfs, renames, directory fsync; no server): ${Math.round(group)} files/s`);
+  console.log(`disk ceiling of the spool's group publish (20 × 1.5 KB files renamed, then one syncfs; no server): ${Math.round(group)} files/s`);
   for (const p of phases) {
     const s = summary(p.result);
     console.log(`POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${DURATION_MS / 1000}s): ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}, peak RSS ${p.peakRssMb.toFixed(1)} MiB`);
