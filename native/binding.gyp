@@ -1,8 +1,8 @@
 {
   "targets": [
     {
-      "target_name": "syncfs",
-      "sources": ["syncfs.c"],
+      "target_name": "linux",
+      "sources": ["linux.c"],
       "cflags": ["-O2", "-Wall"]
     }
   ]

@@ -85,8 +85,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)) : Promise.resolve(null),
   });
 
-  // Outbound webhooks: its own thread and connection, reading the events outbox (src/events/host.ts).
-  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config }) : null;
+  // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
+  // through the index writer thread (src/events/host.ts).
+  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
 
   const admission = new Admission(db, clock, config);
   const servers: Server[] = [];

@@ -74,6 +74,12 @@ describe('postern start with a bad config', () => {
     assert.ok(r.json.error.message.includes('"web"'));
   });
 
+  test('webhooks.nice must be "idle" or a nice value 0-19; saturated_cpu_share must be positive', async () => {
+    await rejectsConfig(['start', '--config', writeConfig({ webhooks: { nice: 'fast' } })], 'webhooks.nice');
+    await rejectsConfig(['start', '--config', writeConfig({ webhooks: { nice: 20 } })], 'webhooks.nice');
+    await rejectsConfig(['start', '--config', writeConfig({ webhooks: { saturated_cpu_share: 0 } })], 'webhooks.saturated_cpu_share');
+  });
+
   test('a file that is not JSON is refused', async () => {
     const file = writeConfig('{"listeners": [ this is not json');
     const r = await rejectsConfig(['start', '--config', file], null);

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -15,11 +15,13 @@ import { generate } from 'selfsigned';
 import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../src/clock.js';
 import { applyFeedback } from '../src/delivery/feedback.js';
+import { SaturationBudget, readCpu, type CpuReading } from '../src/events/cpuBudget.js';
 import { MAIL_EVENT_TYPES } from '../src/events/envelope.js';
 import { retryDelayMs } from '../src/events/ladder.js';
 import { WebhookSender } from '../src/events/sender.js';
 import { nonPublicReason, parseTargetUrl, resolveTarget, TargetError, type Resolver } from '../src/events/targets.js';
 import { silentLogger } from '../src/log.js';
+import { linuxAddon } from '../src/platform/linuxAddon.js';
 import { releaseMessage } from '../src/operator/messages.js';
 import { attachProvider } from '../src/operator/providers.js';
 import { suppress } from '../src/operator/suppressions.js';
@@ -42,6 +44,19 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const DEFAULT_LADDER = [60, 600, 3600, 7200, 21600];
 
 type Scope = ReturnType<typeof scope>;
+
+/** The scheduling policy of every thread of a process (field 41 of /proc/PID/task/TID/stat). */
+function threadPolicies(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      // Fields after the command name, which is in parentheses and may hold spaces.
+      return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38])];
+    } catch {
+      return [];
+    }
+  });
+}
 /** A few dispatcher polls of real time: to show that something does NOT happen. */
 const DISPATCHER_SETTLE_MS = 300;
 
@@ -56,9 +71,10 @@ async function startPostern(
   const p = await startTestPostern({
     clock: opts.clock,
     config: {
-      // Full priority for the dispatcher thread here (timing assertions under a busy test run);
-      // the default (nice 10) is used by the every-event-type test and the crash test.
-      webhooks: { allow_private_targets: true, poll_interval_ms: 20, nice: 0, ...opts.webhooks },
+      // Full priority and no CPU budget for the dispatcher thread here (timing assertions under
+      // a busy test run); the defaults (SCHED_IDLE, 0.1 core when saturated) are used by the
+      // every-event-type test and the crash test.
+      webhooks: { allow_private_targets: true, poll_interval_ms: 20, nice: 0, saturated_cpu_share: 64, ...opts.webhooks },
       ...(opts.delivery ? { delivery: { poll_interval_ms: 30, ...opts.delivery } } : {}),
     },
   });
@@ -255,7 +271,12 @@ describe('webhooks', { concurrency: true }, () => {
           rcpt: (to) => (to.startsWith('bounce@') ? { code: 550, text: '5.1.1 No such user' } : null),
           data: (raw) => (/^Subject: Reject me/m.test(raw) ? { code: 554, text: '5.7.1 Message refused' } : null),
         });
-        const p = await startPostern(s, { delivery: { enabled: true }, webhooks: { nice: 10 } });
+        const p = await startPostern(s, { delivery: { enabled: true }, webhooks: { nice: 'idle', saturated_cpu_share: 0.1 } });
+        if (linuxAddon()) {
+          // The dispatcher's thread runs SCHED_IDLE (policy 5 in /proc/…/task/*/stat), nothing else does.
+          await waitFor(() => threadPolicies(process.pid).some((policy) => policy !== 0), 5000, 'the webhook thread started');
+          assert.deepEqual(threadPolicies(process.pid).filter((policy) => policy !== 0), [5]);
+        }
         const pk = createProjectWithKeys(p.ctx, 'Events project', 'pro', { provider: false });
         attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none' });
         const account = listProviderAccounts(p.ctx.db, pk.project.id)[0];
@@ -847,5 +868,68 @@ describe('webhooks', { concurrency: true }, () => {
         assert.ok(total > 9 && total < 9.3, `the default ladder spans ${total.toFixed(2)} h`);
       });
     });
+  });
+});
+
+describe('the webhook thread’s CPU budget on a saturated machine', () => {
+  /** A 2-core machine driven by hand: `advance(ms, ownMs, idleMs)` moves wall time and both counters. */
+  function machine() {
+    let at = 0;
+    const cpu: CpuReading = { ownRunMs: 0, machineIdleMs: 0 };
+    return {
+      budget: (share: number) => new SaturationBudget(share, () => ({ ...cpu }), 2, () => at),
+      advance(ms: number, ownMs: number, idleMs: number) {
+        at += ms;
+        cpu.ownRunMs += ownMs;
+        cpu.machineIdleMs += idleMs;
+      },
+    };
+  }
+
+  test('with CPU to spare the thread is never held, however much it uses', () => {
+    const m = machine();
+    const budget = m.budget(0.1);
+    for (let i = 0; i < 20; i++) {
+      assert.equal(budget.holdMs(), 0);
+      // It uses a whole core; the other core is idle.
+      m.advance(25, 25, 25);
+    }
+    assert.equal(budget.holdMs(), 0);
+  });
+
+  test('saturated, the thread is held until its average is back within its share', () => {
+    const m = machine();
+    const budget = m.budget(0.1);
+    assert.equal(budget.holdMs(), 0);
+    // 250 ms in which it used 50 ms and nothing was idle: 0.2 core against a share of 0.1.
+    for (let i = 0; i < 10; i++) {
+      m.advance(25, 5, 0);
+      budget.holdMs();
+    }
+    // 50 ms of its CPU fits 0.1 core over 500 ms: held for the 250 ms still missing, 100 at most at a time.
+    assert.equal(budget.holdMs(), 100);
+    // Held (using nothing) while the others keep the machine busy: the window (the last 250 ms)
+    // slides past its use, so the hold shrinks (30 ms used in it: 300 ms of share), then ends.
+    for (let i = 0; i < 4; i++) m.advance(25, 0, 0), budget.holdMs();
+    assert.equal(budget.holdMs(), 50);
+    for (let i = 0; i < 2; i++) m.advance(25, 0, 0), budget.holdMs();
+    assert.equal(budget.holdMs(), 0);
+  });
+
+  test('saturated but within its share, or with the limit at the core count, the thread goes ahead', () => {
+    const m = machine();
+    const within = m.budget(0.1);
+    const off = m.budget(2);
+    for (let i = 0; i < 10; i++) {
+      m.advance(25, 2, 0);
+      assert.equal(within.holdMs(), 0);
+      m.advance(0, 0, 0);
+      assert.equal(off.holdMs(), 0);
+    }
+  });
+
+  test('this machine’s counters can be read (Linux)', { skip: process.platform !== 'linux' }, () => {
+    const a = readCpu();
+    assert.ok(a && a.ownRunMs > 0 && a.machineIdleMs > 0, JSON.stringify(a));
   });
 });

@@ -315,8 +315,12 @@ lease_ms: number
  */
 retention_days: number
 /**
- * The dispatcher runs in its own thread at this nice value (Linux): on a saturated machine acceptance gets the CPU first and webhooks catch up afterwards. 0: the process priority.
+ * While the machine's CPUs are saturated (the dispatcher's thread keeps waiting for one), the dispatcher uses at most this share of one core; webhooks then lag and catch up once CPU is free again. Unthrottled on a machine with CPU to spare. Set it to the number of cores to turn the limit off.
  */
-nice: number
+saturated_cpu_share: number
+/**
+ * The dispatcher's thread priority (Linux): "idle" (SCHED_IDLE: it runs only on CPU time nothing else wants, and a waking thread of the doors preempts it at once; nice 19 where the native addon is not built), or a nice value 0-19 (0: the process priority). On a saturated machine acceptance gets the CPU first and webhooks catch up afterwards.
+ */
+nice: ("idle" | number)
 }
 }

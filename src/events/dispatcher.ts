@@ -2,28 +2,25 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { openDatabase, type Db } from '../store/db.js';
+import { fanOutPlan, type BookkeepingClient, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../store/webhookBookkeeping.js';
 import {
-  claimDueDeliveries, eventsAfter, hasDueDelivery, insertWebhookDelivery, latestEventSeq, markEndpointFailure, markEndpointSuccess, newPendingDelivery, outboxEvent,
-  pruneWebhookDeliveries, recordAttemptFailed, recordDelivered, registeredWebhookEndpoints, setWebhookCursor, webhookCursor, type ClaimedDelivery, type OutboxEventHead,
-  type WebhookEndpointRow,
+  eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
 } from '../store/webhooks.js';
+import { SaturationBudget } from './cpuBudget.js';
 import { envelopeBody } from './envelope.js';
-import { newDeliveryId } from '../ids.js';
 import { retryDelayMs } from './ladder.js';
 import { WebhookSender, type AttemptResult } from './sender.js';
 import type { Resolver } from './targets.js';
 
 /**
- * Gap between two dispatcher transactions while there is work. Outcomes, fan-out and claims of
- * that time share one short transaction. The gap adapts to the index: while the dispatcher
- * keeps finding the write lock taken (acceptance's group commits are busy), it doubles, up to
- * MAX_WRITE_GAP_MS, so fewer and larger transactions get in acceptance's way; a transaction that
- * gets the lock at once shortens it again, down to MIN_WRITE_GAP_MS.
+ * Gap between two dispatcher writes while there is work. Outcomes, fan-out and claims of that
+ * time share one short transaction, run by the index writer thread. The gap adapts to
+ * acceptance: while the index writer has committed acceptances since the dispatcher's last
+ * write, it doubles, up to MAX_WRITE_GAP_MS, so fewer and larger transactions come between
+ * acceptance's groups; a write into a quiet index shortens it again, down to MIN_WRITE_GAP_MS.
  */
 const MIN_WRITE_GAP_MS = 25;
 const MAX_WRITE_GAP_MS = 200;
-/** Retry delay when another connection holds the write lock (never waited for inside SQLite). */
-const LOCKED_RETRY_MS = 3;
 /**
  * Claimed per endpoint (in flight and queued here) per round of its concurrency, per 5 ms of
  * write gap, at least 5 rounds: enough to keep it busy from one transaction to the next.
@@ -35,8 +32,10 @@ const CURSOR_PERSIST_MS = 5000;
 const PRUNE_CHUNK = 5000;
 
 export interface DispatcherDeps {
-  /** The state directory: the dispatcher opens its own connection to the index. */
+  /** The state directory: the dispatcher reads the index on its own connection. */
   stateDir: string;
+  /** Its writes: one transaction per cycle, run by the index writer thread. */
+  bookkeeping: BookkeepingClient;
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -59,9 +58,12 @@ interface Outcome {
 /** One endpoint's share: its latest row, its claimed deliveries waiting for a slot, its attempts in flight. */
 interface Lane {
   endpoint: WebhookEndpointRow;
-  queue: ClaimedDelivery[];
+  queue: QueuedDelivery[];
   inFlight: number;
 }
+
+/** A claimed delivery with its event, read with the others of its claim (undefined: not read yet; null: gone from the outbox). */
+type QueuedDelivery = ClaimedDelivery & { event: OutboxEvent | null | undefined };
 
 const isLocked = (err: unknown) => {
   const code = (err as { code?: string }).code ?? '';
@@ -85,13 +87,14 @@ const isLocked = (err: unknown) => {
  * 4. Outcomes: delivered, or the ladder's next time, or failed after the last attempt; the
  *    endpoint's failure run (and, after `disable_after_seconds`, its disabling) is kept with them.
  *
- * Steps 4, 1 and 2 run as ONE transaction per cycle (25 to 200 ms apart, see MIN_WRITE_GAP_MS) on the
- * dispatcher's own connection. That connection never waits for the write lock (busy_timeout 0:
- * a locked index just moves the cycle a few milliseconds later) and commits with
- * synchronous=NORMAL (no fsync per cycle). That is safe here: what a power loss could
- * take back is the tail of the WAL — outcomes (the delivery is then repeated: at-least-once),
- * claims (harmless) or a fan-out together with its cursor (done again) — never an event, which
- * the other connections commit with FULL.
+ * Steps 4, 1 and 2 run as ONE transaction per cycle (25 to 200 ms apart, see MIN_WRITE_GAP_MS),
+ * handed as plain data to the index writer thread (store/webhookBookkeeping.ts). The dispatcher
+ * itself only reads: at idle priority it must never hold the write lock that acceptance waits
+ * for (preempted while holding it, it would stall every group commit behind it). The index
+ * writer commits these with synchronous=NORMAL (no flush of their own). That is safe here: what
+ * a power loss could take back is the tail of the WAL — outcomes (the delivery is then
+ * repeated: at-least-once), claims (harmless) or a fan-out together with its cursor (done
+ * again) — never an event, which is committed with FULL.
  */
 export class WebhookDispatcher {
   private db: Db | null = null;
@@ -100,8 +103,8 @@ export class WebhookDispatcher {
   private timerAt = Infinity;
   private lastWrite = 0;
   private writeGap = MIN_WRITE_GAP_MS;
-  /** Times this cycle's transaction found the write lock taken. */
-  private lockedTries = 0;
+  /** The write in flight at the index writer, if any (one at a time). */
+  private writing: Promise<void> | null = null;
   private stopping = false;
   private started = false;
   private inFlight = 0;
@@ -118,11 +121,15 @@ export class WebhookDispatcher {
   private cycles = 0;
   private readonly leaseMs: number;
   private readonly random: () => number;
+  private readonly budget: SaturationBudget;
+  /** Set while attempts wait for the CPU budget (see SaturationBudget). */
+  private pumpTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: DispatcherDeps) {
     const c = deps.config.webhooks;
     this.leaseMs = Math.max(c.lease_ms, c.timeout_ms + 2000);
     this.random = deps.random ?? Math.random;
+    this.budget = new SaturationBudget(c.saturated_cpu_share);
     this.sender = new WebhookSender({
       timeoutMs: c.timeout_ms,
       policy: { allowPrivate: c.allow_private_targets },
@@ -136,8 +143,7 @@ export class WebhookDispatcher {
   start(): void {
     if (this.started) return;
     this.started = true;
-    const db = openDatabase(this.deps.stateDir, this.deps.logger, { migrate: false, durability: 'at-least-once' });
-    db.pragma('busy_timeout = 0');
+    const db = openDatabase(this.deps.stateDir, this.deps.logger, { migrate: false });
     this.db = db;
     this.cursor = webhookCursor(db);
     this.lastPrune = this.deps.clock.now() - PRUNE_EVERY_MS + 60_000;
@@ -155,23 +161,26 @@ export class WebhookDispatcher {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.pumpTimer) clearTimeout(this.pumpTimer);
+    this.pumpTimer = null;
     // Queued deliveries stay claimed (due again after the lease); attempts in flight have their own deadline.
     for (const lane of this.lanes.values()) lane.queue.length = 0;
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
-    const db = this.db!;
+    await this.writing;
     if (this.outcomes.length > 0 || this.cursorDirty) {
-      db.pragma('busy_timeout = 10000');
       try {
-        db.transaction(() => {
-          this.applyOutcomes(this.outcomes.splice(0));
-          if (this.cursorDirty) setWebhookCursor(db, this.cursor);
-        })();
+        await this.deps.bookkeeping.write({
+          ...this.bookkeepingBase(this.deps.clock.now()),
+          outcomes: this.outcomeRecords(this.outcomes.splice(0)),
+          cursor: this.cursorDirty ? this.cursor : null,
+        });
       } catch (err) {
         this.deps.logger.error({ err }, 'webhook outcomes not recorded at shutdown; those deliveries will be repeated');
       }
     }
     this.sender.close();
-    db.close();
+    this.deps.bookkeeping.close();
+    this.db!.close();
     this.db = null;
   }
 
@@ -199,7 +208,8 @@ export class WebhookDispatcher {
   }
 
   private cycle(): void {
-    if (this.stopping) return;
+    // A write in flight decides the next wake when it returns.
+    if (this.stopping || this.writing) return;
     const { clock, config, logger } = this.deps;
     const c = config.webhooks;
     const db = this.db!;
@@ -207,19 +217,21 @@ export class WebhookDispatcher {
     const prefetch = c.per_endpoint_concurrency * Math.max(PREFETCH_ROUNDS_MIN, Math.ceil(this.writeGap / 5));
     // A lane is refilled once it has room for at least one full round of its concurrency.
     const wantsClaim = (e: WebhookEndpointRow) => e.disabled_at === null && prefetch - this.claimedOn(this.lanes.get(e.id)) >= c.per_endpoint_concurrency;
-    let more = false;
+    let work: WebhookBookkeeping;
+    let latest: number;
     try {
       // Read first (readers never wait in WAL): is there anything to write?
       // The next events, and whether any of them is for an endpoint: events no endpoint wants
       // only move the cursor, in memory (persisted with the next write, or every few seconds).
       // Events are read BEFORE the endpoints: an endpoint missing from the list was registered
       // after these events were visible, so its from_seq excludes them all.
-      const latest = latestEventSeq(db);
+      latest = latestEventSeq(db);
       const events = latest > this.cursor ? eventsAfter(db, this.cursor, c.batch_size) : [];
       const pruneDue = now - this.lastPrune >= PRUNE_EVERY_MS;
       const registered = registeredWebhookEndpoints(db);
       this.refreshLanes(registered);
-      const wanted = events.length > 0 && this.fanOutPlan(registered, events).length > 0;
+      this.closeIdleAgents(registered);
+      const wanted = events.length > 0 && fanOutPlan(registered, events).length > 0;
       if (events.length > 0 && !wanted) {
         this.cursor = events[events.length - 1].seq;
         this.cursorDirty = true;
@@ -230,68 +242,107 @@ export class WebhookDispatcher {
         this.wake(latest > this.cursor ? 0 : c.poll_interval_ms);
         return;
       }
-      const outcomes = this.outcomes.slice();
-      let fannedOut = 0;
-      let newCursor = this.cursor;
-      let pruned = 0;
-      let disabled: { endpoint: string; reason: string }[] = [];
-      let claimed: { lane: WebhookEndpointRow; rows: ClaimedDelivery[] }[] = [];
-      db.transaction(() => {
-        disabled = this.applyOutcomes(outcomes);
-        // Endpoints read again inside the write transaction: one removed a moment ago gets no
-        // new rows (one registered since wants none of these events: its from_seq is newer).
-        const endpoints = registeredWebhookEndpoints(db);
-        if (wanted) {
-          for (const row of this.fanOutPlan(endpoints, events)) insertWebhookDelivery(db, newPendingDelivery(newDeliveryId(), row.endpointId, row.event, now));
-          fannedOut = events.length;
-          newCursor = events[events.length - 1].seq;
-        }
-        if (wanted || this.cursorDirty) setWebhookCursor(db, newCursor);
-        // A delivery whose outcome was just recorded may be due again at once (a zero wait): claimable.
-        const recorded = new Set(outcomes.map((o) => o.delivery.seq));
-        claimed = this.claim(endpoints.filter(wantsClaim), now, prefetch, recorded);
-        if (pruneDue) pruned = pruneWebhookDeliveries(db, now - c.retention_days * 86_400_000, PRUNE_CHUNK);
-      }).immediate();
-      // Committed.
-      this.lastWrite = Date.now();
-      this.writeGap = this.lockedTries > 0 ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
-      this.lockedTries = 0;
-      this.outcomes.splice(0, outcomes.length);
-      for (const o of outcomes) this.held.delete(o.delivery.seq);
-      this.cursor = newCursor;
-      this.cursorDirty = false;
-      for (const { lane, rows } of claimed) this.enqueue(lane, rows);
-      if (pruneDue) {
-        if (pruned < PRUNE_CHUNK) this.lastPrune = now;
-        if (pruned > 0) logger.info({ removed: pruned }, 'finished webhook deliveries pruned');
-      }
-      for (const d of disabled) {
-        logger.warn({ endpoint_id: d.endpoint, reason: d.reason }, 'webhook endpoint disabled');
-        // Nothing more from its lane; what was queued waits for `enable`.
-        const lane = this.lanes.get(d.endpoint);
-        if (lane) {
-          lane.endpoint = { ...lane.endpoint, disabled_at: now, disabled_reason: d.reason };
-          for (const q of lane.queue) this.held.delete(q.seq);
-          lane.queue.length = 0;
-        }
-      }
-      more = fannedOut === c.batch_size || latest > this.cursor || claimed.some(({ rows }) => rows.length > 0);
-      this.closeIdleAgents(registered);
+      const room: Record<string, number> = {};
+      for (const [id, lane] of this.lanes) room[id] = prefetch - this.claimedOn(lane);
+      work = {
+        ...this.bookkeepingBase(now),
+        outcomes: this.outcomeRecords(this.outcomes),
+        fanOut: wanted ? events : [],
+        cursor: wanted ? events[events.length - 1].seq : this.cursorDirty ? this.cursor : null,
+        claims: { room, defaultRoom: prefetch, minRoom: c.per_endpoint_concurrency, leaseUntil: now + this.leaseMs },
+        prune: pruneDue ? { before: now - c.retention_days * 86_400_000, limit: PRUNE_CHUNK } : null,
+      };
     } catch (err) {
-      if (isLocked(err)) {
-        // Another writer (acceptance, delivery) holds the lock: come back in a moment rather
-        // than wait for it (on the event loop, in-process mode, that wait would block).
-        this.lockedTries++;
-        this.wake(LOCKED_RETRY_MS);
-        return;
-      }
       logger.error({ err }, 'webhook dispatcher cycle failed');
       this.wake(c.poll_interval_ms);
       return;
     }
+    const written = this.outcomes.length;
+    const recorded = new Set(work.outcomes.map((o) => o.seq));
+    this.writing = this.deps.bookkeeping.write(work).then(
+      ({ result, acceptanceBusy }) => {
+        this.writing = null;
+        // Even while stopping: the outcomes it recorded must not be written again by stop().
+        this.written(work, written, recorded, result, acceptanceBusy, latest);
+      },
+      (err: unknown) => {
+        this.writing = null;
+        if (this.stopping) return;
+        logger.error({ err }, 'webhook dispatcher write failed');
+        this.wake(c.poll_interval_ms);
+      },
+    );
+  }
+
+  /** After a cycle's write committed: the state it changed, in memory, and the next wake. */
+  private written(work: WebhookBookkeeping, written: number, recorded: Set<number>, result: WebhookBookkeepingResult, acceptanceBusy: boolean, latest: number): void {
+    const { logger, config } = this.deps;
+    this.lastWrite = Date.now();
+    this.writeGap = acceptanceBusy ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
+    for (const o of this.outcomes.splice(0, written)) this.held.delete(o.delivery.seq);
+    // (No cycle ran while the write was in flight: the cursor has not moved since.)
+    if (work.cursor !== null) {
+      this.cursor = work.cursor;
+      this.cursorDirty = false;
+    }
+    // Stopping: what it claimed stays claimed (due again after the lease), like the queued rows.
+    if (this.stopping) return;
+    // A delivery whose outcome was just recorded may be due again at once (a zero wait): claimable.
+    const claimed = result.claimed.map(({ endpoint, rows }) => ({ endpoint, rows: rows.filter((d) => recorded.has(d.seq) || !this.held.has(d.seq)) }));
+    const events = this.readEvents(claimed.flatMap(({ rows }) => rows));
+    for (const { endpoint, rows } of claimed) this.enqueue(endpoint, rows.map((d) => ({ ...d, event: d.event_seq === null ? null : events ? (events.get(d.event_seq) ?? null) : undefined })));
+    if (work.prune) {
+      if (result.pruned < work.prune.limit) this.lastPrune = work.now;
+      if (result.pruned > 0) logger.info({ removed: result.pruned }, 'finished webhook deliveries pruned');
+    }
+    for (const d of result.disabled) {
+      logger.warn({ endpoint_id: d.endpoint, reason: d.reason }, 'webhook endpoint disabled');
+      // Nothing more from its lane; what was queued waits for `enable`.
+      const lane = this.lanes.get(d.endpoint);
+      if (lane) {
+        lane.endpoint = { ...lane.endpoint, disabled_at: work.now, disabled_reason: d.reason };
+        for (const q of lane.queue) this.held.delete(q.seq);
+        lane.queue.length = 0;
+      }
+    }
+    const more = result.fannedOut === config.webhooks.batch_size || latest > this.cursor || result.claimed.some(({ rows }) => rows.length > 0);
     this.pump();
     if (more || this.outcomes.length > 0) this.wakeForWrite();
-    else this.wake(c.poll_interval_ms);
+    else this.wake(config.webhooks.poll_interval_ms);
+  }
+
+  /** The parts of a write every cycle (and the last one, at stop) fills the same way. */
+  private bookkeepingBase(now: number): WebhookBookkeeping {
+    return {
+      now,
+      outcomes: [],
+      disableAfterMs: this.deps.config.webhooks.disable_after_seconds * 1000,
+      fanOut: [],
+      cursor: null,
+      claims: { room: {}, defaultRoom: 0, minRoom: 1, leaseUntil: now },
+      prune: null,
+    };
+  }
+
+  /** Outcomes as the index records them: the ladder decides each failure's next attempt here. */
+  private outcomeRecords(outcomes: Outcome[]): WebhookOutcomeRecord[] {
+    const c = this.deps.config.webhooks;
+    return outcomes.map((o) => {
+      const wait = o.result.ok || o.permanent ? null : retryDelayMs(o.delivery.attempts + 1, c.retry_ladder_seconds, c.retry_jitter, o.result.retryAfterMs, this.random);
+      if (!o.result.ok && wait === null && !o.permanent) {
+        this.deps.logger.warn({ delivery_id: o.delivery.id, endpoint_id: o.endpointId, attempts: o.delivery.attempts + 1, error: o.result.error }, 'webhook delivery failed after its last attempt');
+      }
+      return {
+        seq: o.delivery.seq,
+        endpointId: o.endpointId,
+        at: o.at,
+        ok: o.result.ok,
+        status: o.result.status,
+        error: o.result.error,
+        nextAttemptAt: wait === null ? null : o.at + wait,
+        countsAgainstEndpoint: !o.permanent,
+      };
+    });
   }
 
   /** Lanes follow the endpoints: a secret rotated since is used at once; a disabled or removed endpoint's queue is dropped (its rows stay claimed until the lease runs out, or `enable` makes them due). */
@@ -314,40 +365,19 @@ export class WebhookDispatcher {
     this.sender.forgetEndpointsExcept(new Set(registered.map((e) => e.id)));
   }
 
-  /** The delivery rows a batch of events makes: one per (event, endpoint of its project that wants its type and is newer than it). */
-  private fanOutPlan(endpoints: WebhookEndpointRow[], events: OutboxEventHead[]): { endpointId: string; event: OutboxEventHead }[] {
-    if (endpoints.length === 0) return [];
-    const byProject = new Map<string, { endpoint: WebhookEndpointRow; types: Set<string> | null }[]>();
-    for (const e of endpoints) {
-      const list = byProject.get(e.project_id) ?? [];
-      list.push({ endpoint: e, types: e.event_types === null ? null : new Set(JSON.parse(e.event_types) as string[]) });
-      byProject.set(e.project_id, list);
+  /** The events of a claim, in one read; null if that read failed (each attempt then reads its own). */
+  private readEvents(rows: ClaimedDelivery[]): Map<number, OutboxEvent> | null {
+    const seqs = rows.flatMap((d) => (d.event_seq === null ? [] : [d.event_seq]));
+    if (seqs.length === 0) return new Map();
+    try {
+      return outboxEvents(this.db!, seqs);
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'webhook events not read with their claim; read one by one');
+      return null;
     }
-    const rows: { endpointId: string; event: OutboxEventHead }[] = [];
-    for (const ev of events) {
-      for (const { endpoint, types } of byProject.get(ev.project_id) ?? []) {
-        if (ev.seq <= endpoint.from_seq) continue;
-        if (types !== null && !types.has(ev.type)) continue;
-        rows.push({ endpointId: endpoint.id, event: ev });
-      }
-    }
-    return rows;
   }
 
-  /** Due deliveries of the given (enabled) endpoints, up to each lane's room. */
-  private claim(endpoints: WebhookEndpointRow[], now: number, prefetch: number, recorded: Set<number>): { lane: WebhookEndpointRow; rows: ClaimedDelivery[] }[] {
-    const db = this.db!;
-    const out: { lane: WebhookEndpointRow; rows: ClaimedDelivery[] }[] = [];
-    for (const endpoint of endpoints) {
-      const room = prefetch - this.claimedOn(this.lanes.get(endpoint.id));
-      if (room <= 0) continue;
-      const rows = claimDueDeliveries(db, endpoint.id, now, now + this.leaseMs, room).filter((d) => recorded.has(d.seq) || !this.held.has(d.seq));
-      if (rows.length > 0) out.push({ lane: endpoint, rows });
-    }
-    return out;
-  }
-
-  private enqueue(endpoint: WebhookEndpointRow, rows: ClaimedDelivery[]): void {
+  private enqueue(endpoint: WebhookEndpointRow, rows: QueuedDelivery[]): void {
     let lane = this.lanes.get(endpoint.id);
     if (!lane) {
       lane = { endpoint, queue: [], inFlight: 0 };
@@ -362,7 +392,17 @@ export class WebhookDispatcher {
   /** Starts attempts from the lanes, in turn, within each endpoint's and the overall limit. */
   private pump(): void {
     const c = this.deps.config.webhooks;
-    if (this.stopping || this.lanes.size === 0) return;
+    if (this.stopping || this.lanes.size === 0 || this.pumpTimer) return;
+    const hold = this.budget.holdMs();
+    if (hold > 0) {
+      // Over its CPU share on a saturated machine: attempts resume when the share allows.
+      this.pumpTimer = setTimeout(() => {
+        this.pumpTimer = null;
+        this.pump();
+      }, hold);
+      this.pumpTimer.unref();
+      return;
+    }
     const lanes = [...this.lanes.values()];
     const start = this.rotation++ % lanes.length;
     let progressed = true;
@@ -380,13 +420,13 @@ export class WebhookDispatcher {
     }
   }
 
-  private async attempt(lane: Lane, delivery: ClaimedDelivery): Promise<void> {
+  private async attempt(lane: Lane, delivery: QueuedDelivery): Promise<void> {
     const { clock, logger } = this.deps;
     const endpoint = lane.endpoint;
     let result: AttemptResult;
     let permanent = false;
     try {
-      const ev = delivery.event_seq === null ? undefined : outboxEvent(this.db!, delivery.event_seq);
+      const ev = delivery.event_seq === null ? undefined : delivery.event === undefined ? outboxEvent(this.db!, delivery.event_seq) : (delivery.event ?? undefined);
       let body: Buffer | null = null;
       let broken: string | null = ev ? null : 'the event is no longer in the outbox';
       if (ev) {
@@ -428,49 +468,4 @@ export class WebhookDispatcher {
     this.pump();
     this.wakeForWrite();
   }
-
-  /** Records outcomes (inside the caller's transaction); returns the endpoints this disabled. */
-  private applyOutcomes(outcomes: Outcome[]): { endpoint: string; reason: string }[] {
-    const db = this.db!;
-    const c = this.deps.config.webhooks;
-    const disabled: { endpoint: string; reason: string }[] = [];
-    // An endpoint's health is written once per run of successes (the latest one), in order with its failures.
-    const successes = new Map<string, number>();
-    const flushSuccess = (endpointId: string) => {
-      const at = successes.get(endpointId);
-      if (at === undefined) return;
-      markEndpointSuccess(db, endpointId, at);
-      successes.delete(endpointId);
-    };
-    for (const o of outcomes) {
-      const record = { seq: o.delivery.seq, at: o.at, status: o.result.status, error: o.result.error };
-      if (o.result.ok) {
-        recordDelivered(db, record);
-        successes.set(o.endpointId, Math.max(successes.get(o.endpointId) ?? 0, o.at));
-        continue;
-      }
-      flushSuccess(o.endpointId);
-      const attempts = o.delivery.attempts + 1;
-      const wait = o.permanent ? null : retryDelayMs(attempts, c.retry_ladder_seconds, c.retry_jitter, o.result.retryAfterMs, this.random);
-      recordAttemptFailed(db, record, wait === null ? null : o.at + wait);
-      if (wait === null && !o.permanent) {
-        this.deps.logger.warn({ delivery_id: o.delivery.id, endpoint_id: o.endpointId, attempts, error: o.result.error }, 'webhook delivery failed after its last attempt');
-      }
-      if (o.permanent) continue;
-      const disableAfterMs = c.disable_after_seconds * 1000;
-      const reason = (since: number) =>
-        `every attempt failed for ${formatDuration(disableAfterMs)} (since ${new Date(since).toISOString()}); last: ${o.result.error ?? 'unknown error'}`;
-      const disabledFor = markEndpointFailure(db, o.endpointId, o.at, disableAfterMs, reason);
-      if (disabledFor !== null) disabled.push({ endpoint: o.endpointId, reason: disabledFor });
-    }
-    for (const endpointId of [...successes.keys()]) flushSuccess(endpointId);
-    return disabled;
-  }
-}
-
-function formatDuration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s % 3600 === 0) return `${s / 3600} h`;
-  if (s % 60 === 0) return `${s / 60} min`;
-  return `${s} s`;
 }

@@ -1,7 +1,8 @@
-import { Worker } from 'node:worker_threads';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
+import { BookkeepingClient } from '../store/webhookBookkeeping.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
@@ -19,9 +20,16 @@ const RESTART_DELAY_MS = 1000;
  * A ManualClock cannot cross threads: with one (tests of time-dependent rules) the same
  * dispatcher runs on the event loop instead.
  */
-export function createWebhookDispatcher(deps: { stateDir: string; clock: Clock; logger: Logger; config: PosternConfig }): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new WebhookDispatcher(deps);
-  return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config);
+export function createWebhookDispatcher(deps: {
+  stateDir: string;
+  clock: Clock;
+  logger: Logger;
+  config: PosternConfig;
+  /** A new channel to the index writer thread, which runs the dispatcher's writes. */
+  openBookkeepingPort: () => MessagePort;
+}): WebhookDispatcherHandle {
+  if (deps.clock instanceof ManualClock) return new WebhookDispatcher({ ...deps, bookkeeping: new BookkeepingClient(deps.openBookkeepingPort()) });
+  return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
 }
 
 class ThreadedDispatcher implements WebhookDispatcherHandle {
@@ -34,12 +42,17 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly config: PosternConfig,
+    private readonly openBookkeepingPort: () => MessagePort,
   ) {}
 
   start(): void {
     if (this.worker || this.stopping) return;
+    // A new channel each start: a restarted thread cannot reuse the last one's port.
+    const bookkeepingPort = this.openBookkeepingPort();
     const worker = new Worker(new URL('./dispatcherThread.js', import.meta.url), {
+      transferList: [bookkeepingPort],
       workerData: {
+        bookkeepingPort,
         stateDir: this.stateDir,
         config: this.config,
         // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).

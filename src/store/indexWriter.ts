@@ -1,10 +1,10 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
-import type { CommitResult, CommitUnit, IndexWriterData } from './indexWriterThread.js';
+import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage } from './indexWriterThread.js';
 
 /**
  * The event loop's side of the index writer thread. Units submitted in one tick travel in one
@@ -56,7 +56,17 @@ export class IndexWriter {
   private send(): void {
     const units = this.outbox;
     this.outbox = [];
-    this.worker.postMessage(units);
+    this.worker.postMessage(units satisfies IndexWriterMessage);
+  }
+
+  /**
+   * A channel for the webhook dispatcher's writes (store/webhookBookkeeping.ts): the returned
+   * port is the dispatcher's end (transferable to its thread); the thread runs what arrives.
+   */
+  openBookkeepingPort(): MessagePort {
+    const { port1, port2 } = new MessageChannel();
+    this.worker.postMessage({ bookkeepingPort: port2 } satisfies IndexWriterMessage, [port2]);
+    return port1;
   }
 
   /** Waits for every submitted unit, then stops the thread. */

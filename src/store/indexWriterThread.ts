@@ -1,17 +1,19 @@
 /**
- * Worker-thread entry: the index's only writer for acceptances. It drains every batch that
+ * Worker-thread entry: the index's only writer for acceptances, and for the webhook
+ * dispatcher's bookkeeping (over a MessagePort per dispatcher, store/webhookBookkeeping.ts). It drains every batch that
  * arrived while it was busy into one group: publish the group's spool files (renames, then
  * one filesystem flush: spool/publish.ts), then one BEGIN IMMEDIATE … COMMIT
  * with synchronous=FULL. Those flushes block this thread, never the event loop that serves
  * requests. (A separate publisher thread overlapping the two measured slower: the flushes
  * queue behind each other in the filesystem journal anyway.)
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { silentLogger } from '../log.js';
 import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
 import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase } from './db.js';
+import { applyWebhookBookkeeping, type BookkeepingReply, type BookkeepingRequest } from './webhookBookkeeping.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 
 export interface CommitUnit {
@@ -33,14 +35,45 @@ const { stateDir, limits, spoolSync } = workerData as IndexWriterData;
 const syncFilesystem = spoolSync === 'syncfs' ? loadSyncFilesystem() : null;
 const db = openDatabase(stateDir, silentLogger(), { migrate: false });
 const runUnit = db.transaction((record: AcceptanceRecord) => recordAcceptance(db, record, limits));
+const runBookkeeping = db.transaction(applyWebhookBookkeeping);
 const queue: CommitUnit[] = [];
+const bookkeeping: { port: MessagePort; request: BookkeepingRequest }[] = [];
+/** Acceptance units committed since the last bookkeeping write: the dispatcher writes less often while they flow. */
+let acceptedSinceBookkeeping = 0;
 let scheduled = false;
+
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  setImmediate(flush);
+}
 
 function flush(): void {
   scheduled = false;
   while (queue.length > 0) {
     const batch = queue.splice(0, MAX_BATCH);
+    acceptedSinceBookkeeping += batch.length;
     parentPort!.postMessage(commit(batch));
+  }
+  // Acceptances first: a dispatcher write waits for the groups that arrived with it.
+  for (const { port, request } of bookkeeping.splice(0)) port.postMessage(writeBookkeeping(request));
+}
+
+/**
+ * The dispatcher's writes, one transaction each, committed with synchronous=NORMAL: losing one
+ * in a power failure only repeats deliveries (at-least-once), and the next acceptance commit
+ * (FULL) flushes the WAL with it anyway.
+ */
+function writeBookkeeping(request: BookkeepingRequest): BookkeepingReply {
+  const acceptanceBusy = acceptedSinceBookkeeping > 0;
+  acceptedSinceBookkeeping = 0;
+  db.pragma('synchronous = NORMAL');
+  try {
+    return { id: request.id, ok: true, result: runBookkeeping.immediate(db, request.work), acceptanceBusy };
+  } catch (err) {
+    return { id: request.id, ok: false, error: (err as Error).message };
+  } finally {
+    db.pragma('synchronous = FULL');
   }
 }
 
@@ -72,10 +105,18 @@ function commit(units: CommitUnit[]): CommitResult[] {
   return results;
 }
 
-parentPort!.on('message', (units: CommitUnit[]) => {
-  queue.push(...units);
-  if (!scheduled) {
-    scheduled = true;
-    setImmediate(flush);
+/** From the event loop: a batch of acceptance units, or a new dispatcher's port. */
+export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort };
+
+parentPort!.on('message', (message: IndexWriterMessage) => {
+  if (Array.isArray(message)) {
+    queue.push(...message);
+    schedule();
+    return;
   }
+  const port = message.bookkeepingPort;
+  port.on('message', (request: BookkeepingRequest) => {
+    bookkeeping.push({ port, request });
+    schedule();
+  });
 });

@@ -220,6 +220,12 @@ export function outboxEvent(db: Db, seq: number): OutboxEvent | undefined {
   return sql(db, 'SELECT type, created_at, data FROM events WHERE seq = ?').get(seq) as OutboxEvent | undefined;
 }
 
+/** Several events by seq in one read (one statement instead of one per delivery). Missing ones are absent. */
+export function outboxEvents(db: Db, seqs: number[]): Map<number, OutboxEvent> {
+  const rows = sql(db, 'SELECT seq, type, created_at, data FROM events WHERE seq IN (SELECT value FROM json_each(?))').all(JSON.stringify(seqs)) as (OutboxEvent & { seq: number })[];
+  return new Map(rows.map(({ seq, ...event }) => [seq, event]));
+}
+
 export interface AttemptRecord {
   seq: number;
   at: number;

@@ -1,0 +1,192 @@
+import type { MessagePort } from 'node:worker_threads';
+import { newDeliveryId } from '../ids.js';
+import type { Db } from './db.js';
+import {
+  claimDueDeliveries, insertWebhookDelivery, markEndpointFailure, markEndpointSuccess, newPendingDelivery, pruneWebhookDeliveries, recordAttemptFailed,
+  recordDelivered, registeredWebhookEndpoints, setWebhookCursor, type ClaimedDelivery, type OutboxEventHead, type WebhookEndpointRow,
+} from './webhooks.js';
+
+/** One attempt's outcome, with everything the ladder decided already worked out by the dispatcher. */
+export interface WebhookOutcomeRecord {
+  seq: number;
+  endpointId: string;
+  at: number;
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  /** After a failure: when the next attempt is due; null: failed for good. */
+  nextAttemptAt: number | null;
+  /** Whether a failure counts in the endpoint's failure run (not one no retry could help: the event is gone). */
+  countsAgainstEndpoint: boolean;
+}
+
+/**
+ * Everything one dispatcher cycle writes, as plain data: it is run in one transaction either
+ * on the dispatcher's own connection or by the index writer thread (the index's one writer, so
+ * the dispatcher, at idle priority, never holds the write lock acceptance waits for).
+ */
+export interface WebhookBookkeeping {
+  now: number;
+  outcomes: WebhookOutcomeRecord[];
+  /** An endpoint failing this long is disabled. */
+  disableAfterMs: number;
+  /** Events to fan out: a delivery row per endpoint that wants each (decided inside the transaction). */
+  fanOut: OutboxEventHead[];
+  /** The cursor to store: past `fanOut`, or moved over events no endpoint wanted. Null: unchanged. */
+  cursor: number | null;
+  /** Claims: per endpoint, how many more it can hold (`defaultRoom` for one not listed); one with less than `minRoom` claims nothing. */
+  claims: { room: Record<string, number>; defaultRoom: number; minRoom: number; leaseUntil: number };
+  /** Finished deliveries to prune: completed before `before`, at most `limit`. */
+  prune: { before: number; limit: number } | null;
+}
+
+export interface WebhookBookkeepingResult {
+  disabled: { endpoint: string; reason: string }[];
+  claimed: { endpoint: WebhookEndpointRow; rows: ClaimedDelivery[] }[];
+  fannedOut: number;
+  pruned: number;
+}
+
+/** Runs a dispatcher cycle's writes; the caller wraps it in a transaction. */
+export function applyWebhookBookkeeping(db: Db, work: WebhookBookkeeping): WebhookBookkeepingResult {
+  const disabled = applyOutcomes(db, work.outcomes, work.disableAfterMs);
+  // Endpoints read inside the write transaction: one removed a moment ago gets no new rows,
+  // and one registered since wants none of these events (its from_seq is newer).
+  const endpoints = registeredWebhookEndpoints(db);
+  let fannedOut = 0;
+  if (work.fanOut.length > 0) {
+    for (const row of fanOutPlan(endpoints, work.fanOut)) insertWebhookDelivery(db, newPendingDelivery(newDeliveryId(), row.endpointId, row.event, work.now));
+    fannedOut = work.fanOut.length;
+  }
+  if (work.cursor !== null) setWebhookCursor(db, work.cursor);
+  const { room, defaultRoom, minRoom, leaseUntil } = work.claims;
+  const claimed: WebhookBookkeepingResult['claimed'] = [];
+  for (const endpoint of endpoints) {
+    const limit = room[endpoint.id] ?? defaultRoom;
+    if (endpoint.disabled_at !== null || limit < minRoom) continue;
+    const rows = claimDueDeliveries(db, endpoint.id, work.now, leaseUntil, limit);
+    if (rows.length > 0) claimed.push({ endpoint, rows });
+  }
+  const pruned = work.prune ? pruneWebhookDeliveries(db, work.prune.before, work.prune.limit) : 0;
+  return { disabled, claimed, fannedOut, pruned };
+}
+
+/** The delivery rows a batch of events makes: one per (event, endpoint of its project that wants its type and is newer than it). */
+export function fanOutPlan(endpoints: WebhookEndpointRow[], events: OutboxEventHead[]): { endpointId: string; event: OutboxEventHead }[] {
+  if (endpoints.length === 0) return [];
+  const byProject = new Map<string, { endpoint: WebhookEndpointRow; types: Set<string> | null }[]>();
+  for (const e of endpoints) {
+    const list = byProject.get(e.project_id) ?? [];
+    list.push({ endpoint: e, types: e.event_types === null ? null : new Set(JSON.parse(e.event_types) as string[]) });
+    byProject.set(e.project_id, list);
+  }
+  const rows: { endpointId: string; event: OutboxEventHead }[] = [];
+  for (const ev of events) {
+    for (const { endpoint, types } of byProject.get(ev.project_id) ?? []) {
+      if (ev.seq <= endpoint.from_seq) continue;
+      if (types !== null && !types.has(ev.type)) continue;
+      rows.push({ endpointId: endpoint.id, event: ev });
+    }
+  }
+  return rows;
+}
+
+/** Records outcomes; returns the endpoints this disabled (and why). */
+function applyOutcomes(db: Db, outcomes: WebhookOutcomeRecord[], disableAfterMs: number): { endpoint: string; reason: string }[] {
+  const disabled: { endpoint: string; reason: string }[] = [];
+  // An endpoint's health is written once per run of successes (the latest one), in order with its failures.
+  const successes = new Map<string, number>();
+  const flushSuccess = (endpointId: string) => {
+    const at = successes.get(endpointId);
+    if (at === undefined) return;
+    markEndpointSuccess(db, endpointId, at);
+    successes.delete(endpointId);
+  };
+  for (const o of outcomes) {
+    const record = { seq: o.seq, at: o.at, status: o.status, error: o.error };
+    if (o.ok) {
+      recordDelivered(db, record);
+      successes.set(o.endpointId, Math.max(successes.get(o.endpointId) ?? 0, o.at));
+      continue;
+    }
+    flushSuccess(o.endpointId);
+    recordAttemptFailed(db, record, o.nextAttemptAt);
+    if (!o.countsAgainstEndpoint) continue;
+    const reason = (since: number) =>
+      `every attempt failed for ${formatDuration(disableAfterMs)} (since ${new Date(since).toISOString()}); last: ${o.error ?? 'unknown error'}`;
+    const disabledFor = markEndpointFailure(db, o.endpointId, o.at, disableAfterMs, reason);
+    if (disabledFor !== null) disabled.push({ endpoint: o.endpointId, reason: disabledFor });
+  }
+  for (const endpointId of [...successes.keys()]) flushSuccess(endpointId);
+  return disabled;
+}
+
+function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s % 3600 === 0) return `${s / 3600} h`;
+  if (s % 60 === 0) return `${s / 60} min`;
+  return `${s} s`;
+}
+
+// ------------------------------------------------------------------------------------------
+// The dispatcher's side: its writes go to the index writer thread over a MessagePort
+// ------------------------------------------------------------------------------------------
+
+export interface BookkeepingRequest {
+  id: number;
+  work: WebhookBookkeeping;
+}
+
+export type BookkeepingReply =
+  | { id: number; ok: true; result: WebhookBookkeepingResult; acceptanceBusy: boolean }
+  | { id: number; ok: false; error: string };
+
+/** What one write came back with: its result, and whether acceptance was committing meanwhile (write less often then). */
+export interface BookkeepingOutcome {
+  result: WebhookBookkeepingResult;
+  acceptanceBusy: boolean;
+}
+
+/**
+ * The dispatcher's handle on the index writer thread: each `write` is one transaction there,
+ * committed with synchronous=NORMAL (no flush of its own; acceptance's next commit carries it).
+ */
+export class BookkeepingClient {
+  private seq = 0;
+  private readonly waiting = new Map<number, { resolve: (o: BookkeepingOutcome) => void; reject: (e: Error) => void }>();
+
+  constructor(private readonly port: MessagePort) {
+    port.on('message', (reply: BookkeepingReply) => {
+      const waiter = this.waiting.get(reply.id);
+      if (!waiter) return;
+      this.waiting.delete(reply.id);
+      if (reply.ok) waiter.resolve({ result: reply.result, acceptanceBusy: reply.acceptanceBusy });
+      else waiter.reject(new Error(reply.error));
+    });
+    // The index writer thread ended (shutdown, failure): nothing more will answer.
+    port.on('close', () => {
+      for (const waiter of this.waiting.values()) waiter.reject(new Error('index writer channel closed'));
+      this.waiting.clear();
+    });
+    // The port keeps no event loop alive by itself: the dispatcher's own timers and sockets decide.
+    port.unref();
+  }
+
+  write(work: WebhookBookkeeping): Promise<BookkeepingOutcome> {
+    const id = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      // While a reply is awaited, the port must keep the thread alive.
+      this.port.ref();
+      this.port.postMessage({ id, work } satisfies BookkeepingRequest);
+    }).finally(() => {
+      if (this.waiting.size === 0) this.port.unref();
+    }) as Promise<BookkeepingOutcome>;
+  }
+
+  close(): void {
+    for (const waiter of this.waiting.values()) waiter.reject(new Error('index writer channel closed'));
+    this.waiting.clear();
+    this.port.close();
+  }
+}
