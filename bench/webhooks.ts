@@ -8,7 +8,7 @@
  * 2. Acceptance with the dispatcher idle and working, in the same run and on the same server:
  *    POST /v1/send (1 KB text, 50 keep-alive clients) without a break, while the project's
  *    endpoint is registered and removed in windows of `BENCH_WEBHOOK_WINDOW_SECONDS` (3),
- *    `BENCH_WEBHOOK_WINDOWS` (16) of them, off on on off …; with it registered every accepted message is
+ *    `BENCH_WEBHOOK_WINDOWS` (24) of them, off on on off …; with it registered every accepted message is
  *    delivered as a webhook meanwhile. Short alternating windows keep the two conditions under
  *    the same disk and CPU weather (these machines are shared and noisy).
  *
@@ -42,7 +42,7 @@ import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, sleep, startBe
 export const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 /** Alternating windows of the acceptance measurement (off, on, off, …) and their length. */
-const WINDOWS = Number(process.env.BENCH_WEBHOOK_WINDOWS ?? 16);
+const WINDOWS = Number(process.env.BENCH_WEBHOOK_WINDOWS ?? 24);
 const WINDOW_MS = Number(process.env.BENCH_WEBHOOK_WINDOW_SECONDS ?? 3) * 1000;
 const GUARD_MS = 500;
 const WARMUP_MS = 5000;
