@@ -72,7 +72,7 @@ async function startPostern(
     clock: opts.clock,
     config: {
       // Full priority and no CPU budget for the dispatcher thread here (timing assertions under
-      // a busy test run); the defaults (SCHED_IDLE, 0.1 core when saturated) are used by the
+      // a busy test run); the defaults (SCHED_IDLE, 0.05 core when saturated) are used by the
       // every-event-type test and the crash test.
       webhooks: { allow_private_targets: true, poll_interval_ms: 20, nice: 0, saturated_cpu_share: 64, ...opts.webhooks },
       ...(opts.delivery ? { delivery: { poll_interval_ms: 30, ...opts.delivery } } : {}),
@@ -271,7 +271,7 @@ describe('webhooks', { concurrency: true }, () => {
           rcpt: (to) => (to.startsWith('bounce@') ? { code: 550, text: '5.1.1 No such user' } : null),
           data: (raw) => (/^Subject: Reject me/m.test(raw) ? { code: 554, text: '5.7.1 Message refused' } : null),
         });
-        const p = await startPostern(s, { delivery: { enabled: true }, webhooks: { nice: 'idle', saturated_cpu_share: 0.1 } });
+        const p = await startPostern(s, { delivery: { enabled: true }, webhooks: { nice: 'idle', saturated_cpu_share: 0.05 } });
         if (linuxAddon()) {
           // The dispatcher's thread runs SCHED_IDLE (policy 5 in /proc/…/task/*/stat), nothing else does.
           await waitFor(() => threadPolicies(process.pid).some((policy) => policy !== 0), 5000, 'the webhook thread started');
