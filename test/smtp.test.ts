@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -958,6 +959,32 @@ describe('SMTP connections per IP', () => {
       a.client.destroy();
       b.client.destroy();
     }
+  });
+});
+
+describe('SMTP greeting delay (smtp.greeting_delay_ms)', () => {
+  let p: TestPostern;
+  before(async () => {
+    p = await startTestPostern({ smtp: true, config: { smtp: { tls: await sharedTls(), greeting_delay_ms: 400 } } });
+  });
+  after(async () => p.close());
+
+  test('a client that talks before the greeting is refused with 421; one that waits is greeted with 220', async () => {
+    const early = net.connect(p.smtp.production.starttls, '127.0.0.1');
+    let heard = '';
+    early.on('data', (d: Buffer) => (heard += d.toString('latin1')));
+    await new Promise<void>((resolve) => early.once('connect', () => resolve()));
+    // Past smtp-server's own fixed 100 ms, within the configured 400.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(heard, '', 'no greeting yet');
+    early.write('EHLO early.example\r\n');
+    await new Promise<void>((resolve) => early.once('close', () => resolve()));
+    assert.match(heard, /^421 .*You talk too soon/m);
+    assert.doesNotMatch(heard, /^250/m);
+
+    const patient = await RawSmtp.connect(p.smtp.production.starttls);
+    assert.match(patient.greeting, /^220 /);
+    await patient.client.quit();
   });
 });
 

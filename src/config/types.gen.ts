@@ -90,6 +90,10 @@ max_clients_per_ip: number
  */
 idle_timeout_ms: number
 /**
+ * Pause before the 220 greeting; a client that talks during it is refused (early-talker detection, an MX defence against spambots). Every listener requires AUTH, so by default there is none: it would cost each connection this long (smtp-server's own is a fixed 100 ms).
+ */
+greeting_delay_ms: number
+/**
  * No session lasts longer than this.
  */
 session_timeout_ms: number

@@ -36,6 +36,8 @@ export function applyFeedback(
   onceKeys: string[] = [],
 ): FeedbackTally {
   const tally: FeedbackTally = { received: items.length, applied: 0, duplicates: 0, unknown: 0 };
+  // IMMEDIATE: it reads before it writes, and a deferred transaction whose snapshot another
+  // connection has committed past fails at once with SQLITE_BUSY instead of waiting.
   return db.transaction((): FeedbackTally => {
     // The notification's one-time keys commit with its effects, or not at all.
     for (const key of onceKeys) {
@@ -94,5 +96,5 @@ export function applyFeedback(
       }
     }
     return tally;
-  })();
+  }).immediate();
 }

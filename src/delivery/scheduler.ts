@@ -127,7 +127,7 @@ export class DeliveryScheduler {
       for (const row of rows) {
         if (failExpired(db, row.id, now)) this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } });
       }
-    })();
+    }).immediate();
   }
 
   private async deliver(row: MessageRow): Promise<void> {
@@ -336,7 +336,7 @@ export class DeliveryScheduler {
     try {
       this.deps.db.transaction(() => {
         for (const fn of fns) fn();
-      })();
+      }).immediate();
     } catch (err) {
       // Not acknowledged to anyone: the lease runs out and the message is tried again.
       this.deps.logger.error({ err }, 'delivery bookkeeping failed; leases will expire and retry');

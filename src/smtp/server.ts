@@ -18,6 +18,7 @@ import type { TlsMaterial } from './certificates.js';
 import { ingestMessage, readWholeUpTo, type IngestOptions } from './ingest.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
+import './greetingDelay.js';
 import './replyCode.js';
 
 export interface SmtpDeps {
@@ -118,6 +119,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     socketTimeout: limits.idle_timeout_ms,
     closeTimeout: limits.shutdown_grace_ms,
     maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
+    // Read by greetingDelay.ts (smtp-server's own pause is a fixed 100 ms).
+    ...{ greetingDelayMs: limits.greeting_delay_ms },
     // Refuse a message over SIZE even when the client did not declare its size.
     rejectOversized: true,
     logger: false,

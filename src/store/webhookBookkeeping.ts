@@ -174,14 +174,14 @@ export class BookkeepingClient {
 
   write(work: WebhookBookkeeping): Promise<BookkeepingOutcome> {
     const id = ++this.seq;
-    return new Promise((resolve, reject) => {
+    return new Promise<BookkeepingOutcome>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       // While a reply is awaited, the port must keep the thread alive.
       this.port.ref();
       this.port.postMessage({ id, work } satisfies BookkeepingRequest);
     }).finally(() => {
       if (this.waiting.size === 0) this.port.unref();
-    }) as Promise<BookkeepingOutcome>;
+    });
   }
 
   close(): void {
