@@ -1,9 +1,9 @@
 /**
  * Worker-thread entry: the index's only writer for acceptances, and for the webhook
- * dispatcher's bookkeeping (over a MessagePort per dispatcher, store/webhookBookkeeping.ts). It drains every batch that
- * arrived while it was busy into one group: publish the group's spool files (renames, then
- * one filesystem flush: spool/publish.ts), then one BEGIN IMMEDIATE … COMMIT
- * with synchronous=FULL. Those flushes block this thread, never the event loop that serves
+ * dispatcher's bookkeeping (over a MessagePort per dispatcher, store/webhookBookkeeping.ts).
+ * It drains every batch that arrived while it was busy into one group: publish the group's
+ * spool files (renames, then one filesystem flush: spool/publish.ts), then one
+ * BEGIN IMMEDIATE … COMMIT with synchronous=FULL. Those flushes block this thread, never the event loop that serves
  * requests. (A separate publisher thread overlapping the two measured slower: the flushes
  * queue behind each other in the filesystem journal anyway.)
  */

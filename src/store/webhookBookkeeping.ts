@@ -164,10 +164,7 @@ export class BookkeepingClient {
       else waiter.reject(new Error(reply.error));
     });
     // The index writer thread ended (shutdown, failure): nothing more will answer.
-    port.on('close', () => {
-      for (const waiter of this.waiting.values()) waiter.reject(new Error('index writer channel closed'));
-      this.waiting.clear();
-    });
+    port.on('close', () => this.rejectWaiting());
     // The port keeps no event loop alive by itself: the dispatcher's own timers and sockets decide.
     port.unref();
   }
@@ -185,8 +182,12 @@ export class BookkeepingClient {
   }
 
   close(): void {
+    this.rejectWaiting();
+    this.port.close();
+  }
+
+  private rejectWaiting(): void {
     for (const waiter of this.waiting.values()) waiter.reject(new Error('index writer channel closed'));
     this.waiting.clear();
-    this.port.close();
   }
 }
