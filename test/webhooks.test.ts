@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -803,6 +804,31 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(no.refused, true);
         assert.match(no.error!, /^target refused: rebound\.example\.test resolves to 127\.0\.0\.1, a loopback address/);
         assert.equal(r.on('/pinned').length, 1);
+      });
+
+      test('an answer already in the socket when a stalled event loop wakes past the deadline counts; the deadline still fails a late one', async (t) => {
+        const s = scope(t);
+        // The receiver runs in this process: after answering it stalls the event loop past the
+        // sender's deadline, as a starved low-priority thread (or a long GC pause) would.
+        const server = http.createServer((req, res) => {
+          req.resume();
+          if (req.url === '/late') return void setTimeout(() => res.writeHead(204).end(), 600);
+          res.writeHead(204);
+          res.end(() => {
+            const until = Date.now() + 500;
+            while (Date.now() < until);
+          });
+        });
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        s.add(server, (x) => new Promise<void>((resolve) => x.close(() => resolve())));
+        const port = (server.address() as net.AddressInfo).port;
+        const sender = s.add(new WebhookSender({ timeoutMs: 200, policy: { allowPrivate: true }, maxSocketsPerEndpoint: 2, now: () => Date.now() }), (x) => x.close());
+        const body = Buffer.from('{}');
+        const req = (p: string) => ({ url: `http://127.0.0.1:${port}${p}`, deliveryId: 'we.s', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
+        assert.deepEqual(await sender.send('wh.s', req('/stall')), { ok: true, status: 204, error: null, retryAfterMs: null, refused: false });
+        const late = await sender.send('wh.s', req('/late'));
+        assert.equal(late.ok, false);
+        assert.equal(late.error, 'timeout: no 2xx within 200 ms');
       });
 
       test('https: the certificate is verified against the URL host while the socket goes to the pinned address', async (t) => {

@@ -172,10 +172,23 @@ export class WebhookSender {
         lookup: pinnedLookup(target) as unknown as typeof import('node:dns').lookup,
         // Node 20's default family selection would call lookup with all: true; handled too.
       });
-      const timer = setTimeout(() => {
-        fail(`timeout: no 2xx within ${this.opts.timeoutMs} ms`);
-        req.destroy(new Error('timeout'));
-      }, Math.max(0, deadline - Date.now()));
+      // The verdict waits one turn of the event loop: timers run before I/O is polled, so a loop
+      // that stalled past the deadline (a starved SCHED_IDLE thread on a saturated machine, a
+      // long GC pause) must first read the answer that arrived meanwhile, not time it out.
+      let exchangeOver = false;
+      const endExchange = () => {
+        exchangeOver = true;
+        clearTimeout(timer);
+      };
+      const timer = setTimeout(
+        () =>
+          setImmediate(() => {
+            if (exchangeOver) return;
+            fail(`timeout: no 2xx within ${this.opts.timeoutMs} ms`);
+            req.destroy(new Error('timeout'));
+          }),
+        Math.max(0, deadline - Date.now()),
+      );
       timer.unref();
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
@@ -183,7 +196,7 @@ export class WebhookSender {
           // Delivered: the answer is in. The body is drained (and the socket reused) within the deadline.
           settle({ ok: true, status, error: null, retryAfterMs: null, refused: false });
           res.resume();
-          res.on('end', () => clearTimeout(timer));
+          res.on('end', endExchange);
           return;
         }
         const retryAfter = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], this.opts.now()) : null;
@@ -193,7 +206,7 @@ export class WebhookSender {
           if (snippet.length < ERROR_BODY_BYTES) snippet += chunk.slice(0, ERROR_BODY_BYTES - snippet.length);
         });
         res.on('end', () => {
-          clearTimeout(timer);
+          endExchange();
           const text = printable(snippet);
           if (status >= 300 && status < 400) {
             const location = res.headers.location ? `; Location: ${printable(res.headers.location)}` : '';
@@ -205,7 +218,7 @@ export class WebhookSender {
         res.on('error', () => fail(`HTTP ${status} (response cut off)`, status, retryAfter));
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
+        endExchange();
         const stale = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
         if (stale && !settled) {
           settled = true;
