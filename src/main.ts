@@ -12,6 +12,7 @@ import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
 import { IndexWriter } from './store/indexWriter.js';
+import { BookkeepingClient } from './store/bookkeepingChannel.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
@@ -69,20 +70,21 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   janitor.unref();
 
   const adapters = createAdapterRegistry({ clock, logger, config });
-  // Delivery bookkeeping on a connection of its own that skips the per-commit fsync: losing a
-  // lease or an outcome in a power failure only means a message is sent again (at-least-once),
-  // and the event loop that serves both doors no longer waits for a flush per outcome batch.
+  // The scheduler reads on a connection of its own; its writes (leases, outcomes) go to the index
+  // writer thread, so the event loop that serves both doors never waits for the write lock.
   const deliveryDb = openDatabase(config.state_dir, logger, { migrate: false, durability: 'at-least-once' });
+  const deliveryBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
   const scheduler = new DeliveryScheduler({
     db: deliveryDb,
+    bookkeeping: deliveryBookkeeping,
     spoolRoot: spool.root,
     clock,
     logger,
     config,
     adapterFor: (slug) => adapters.adapterFor(slug),
-    // The file is opened only when a key applies (most messages have none), and streamed.
-    sign: (projectId, domain, mimePath) =>
-      dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, createReadStream(mimePath)) : Promise.resolve(null),
+    // A large file is opened only when a key applies (most messages have none), and streamed.
+    sign: (projectId, domain, mime, mimePath) =>
+      dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, mime ?? createReadStream(mimePath)) : Promise.resolve(null),
   });
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
@@ -97,6 +99,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const shutdown = async () => {
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     await scheduler.stop();
+    deliveryBookkeeping.close();
     deliveryDb.close();
     await webhooks?.stop();
     await adapters.close();

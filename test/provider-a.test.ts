@@ -234,6 +234,7 @@ describe('provider-a-api: SES SendEmail', () => {
     const job: DeliveryJob = {
       messageId: 'm.test',
       mimePath,
+      mime: null,
       prependHeaders: '',
       envelope: { from: 'sender@example.com', to: ['rcpt@example.org'] },
       providerOptions: null,

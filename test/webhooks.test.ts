@@ -171,12 +171,13 @@ async function smtpSink(s: Scope, rules: SinkRules): Promise<number> {
 /* ------------------------------------------------------------------------------------------ */
 
 describe('webhooks', { concurrency: true }, () => {
-  /* The one real 11-second test runs alongside the others. */
-  test('a receiver that answers after 11 seconds counts as a failure (default 10 s timeout) and is retried on the ladder', async (t) => {
+  /* The one real 13-second test runs alongside the others. (Their deliberate event-loop stalls
+     lengthen its deadline by the time stalled: the answer comes late enough not to beat it.) */
+  test('a receiver that answers after 13 seconds counts as a failure (default 10 s timeout) and is retried on the ladder', async (t) => {
     const s = scope(t);
     const clock = new ManualClock(T0);
     const r = await receiver(s);
-    r.respond = (_req, n) => (n === 0 ? { status: 200, delayMs: 11_000 } : { status: 200 });
+    r.respond = (_req, n) => (n === 0 ? { status: 200, delayMs: 13_000 } : { status: 200 });
     const p = await startPostern(s, { clock });
     assert.equal(p.config.webhooks.timeout_ms, 10_000, 'the default timeout');
     const pk = project(p);
@@ -187,9 +188,9 @@ describe('webhooks', { concurrency: true }, () => {
     const row = await waitFor(() => {
       const d = deliveryRow(p, first.body.id);
       return d.attempts === 1 ? d : null;
-    }, 15_000, 'the first attempt to time out');
+    }, 17_000, 'the first attempt to time out');
     const elapsed = Date.now() - started;
-    assert.ok(elapsed >= 9_000 && elapsed < 11_000, `gave up after ${elapsed} ms, before the 11 s answer`);
+    assert.ok(elapsed >= 9_000 && elapsed < 13_000, `gave up after ${elapsed} ms, before the 13 s answer`);
     assert.equal(row.status, 'pending');
     assert.equal(row.last_status, null);
     assert.match(row.last_error!, /^timeout: no 2xx within 10000 ms$/);
@@ -826,6 +827,34 @@ describe('webhooks', { concurrency: true }, () => {
         const body = Buffer.from('{}');
         const req = (p: string) => ({ url: `http://127.0.0.1:${port}${p}`, deliveryId: 'we.s', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
         assert.deepEqual(await sender.send('wh.s', req('/stall')), { ok: true, status: 204, error: null, retryAfterMs: null, refused: false });
+        const late = await sender.send('wh.s', req('/late'));
+        assert.equal(late.ok, false);
+        assert.equal(late.error, 'timeout: no 2xx within 200 ms');
+      });
+
+      test('time the sending thread could not run does not count against the receiver: a stall before the answer arrives is not a timeout', async (t) => {
+        const s = scope(t);
+        const server = http.createServer((req, res) => {
+          req.resume();
+          if (req.url === '/late') return void setTimeout(() => res.writeHead(204).end(), 600);
+          // The answer is written a moment after this thread wakes from the stall below (two turns
+          // of the event loop later), as an answer from a receiver elsewhere would arrive.
+          setTimeout(() => setImmediate(() => setImmediate(() => res.writeHead(204).end())), 100);
+        });
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        s.add(server, (x) => new Promise<void>((resolve) => x.close(() => resolve())));
+        const port = (server.address() as net.AddressInfo).port;
+        const sender = s.add(new WebhookSender({ timeoutMs: 200, policy: { allowPrivate: true }, maxSocketsPerEndpoint: 2, now: () => Date.now() }), (x) => x.close());
+        const body = Buffer.from('{}');
+        const req = (p: string) => ({ url: `http://127.0.0.1:${port}${p}`, deliveryId: 'we.s', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
+        // The request is on its way; then this thread cannot run for 500 ms, past the 200 ms
+        // deadline, before the receiver's answer (due after 100 ms) is written.
+        const stalled = sender.send('wh.s', req('/answer'));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const until = Date.now() + 500;
+        while (Date.now() < until);
+        assert.deepEqual(await stalled, { ok: true, status: 204, error: null, retryAfterMs: null, refused: false });
+        // Without a stall the deadline holds.
         const late = await sender.send('wh.s', req('/late'));
         assert.equal(late.ok, false);
         assert.equal(late.error, 'timeout: no 2xx within 200 ms');

@@ -1,30 +1,36 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
+import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
 import type { Db } from '../store/db.js';
-import {
-  addProviderUsage, expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, providerUsage,
-} from '../store/delivery.js';
-import { insertMailEvent, type EventType } from '../store/events.js';
+import { providerUsage } from '../store/delivery.js';
+import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../store/deliveryBookkeeping.js';
+import type { EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts, type ProviderAccountRow } from '../store/providerAccounts.js';
-import { addSuppression, suppressedAmong } from '../store/suppressions.js';
+import { suppressedAmong } from '../store/suppressions.js';
 import { monthPeriod } from '../store/usage.js';
 import { orderCandidates, type Strategy } from './routing.js';
 
 export interface SchedulerDeps {
+  /** For reads only: every write goes to the index writer thread through `bookkeeping`. */
   db: Db;
+  bookkeeping: BookkeepingClient;
   spoolRoot: string;
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
   adapterFor(slug: string): ProviderAdapter | undefined;
-  /** DKIM-Signature header lines for the message, or null when no key applies. */
-  sign(projectId: string, fromDomain: string, mimePath: string): Promise<string | null>;
+  /** DKIM-Signature header lines for the message (`mime` when held, else the file), or null when no key applies. */
+  sign(projectId: string, fromDomain: string, mime: Buffer | null, mimePath: string): Promise<string | null>;
 }
+
+/** Messages up to this size are held in memory for their hand-off instead of streamed. */
+const HELD_MIME_BYTES = 256 * 1024;
 
 /** Counts in-flight hand-offs per account, so one account never has more than its share. */
 class Slots {
@@ -47,22 +53,34 @@ class Slots {
   }
 }
 
+/** How long outcomes wait to share one exchange with the index writer (one transaction for many). */
+const WRITE_GROUPING_MS = 5;
+
 /**
  * The delivery scheduler: leases due messages from the index (never the whole queue), hands
  * each to its candidates in routing order, and records every attempt and outcome. Temporary
  * and account-level failures move to the next candidate at once; when all failed, the message
  * waits on the retry ladder until its maximum age. A crash leaves leased messages `sending`;
  * their lease runs out and they are delivered again: at-least-once, never lost.
+ *
+ * It only reads the index itself. Its writes (outcomes, the expiry sweep, leases) travel as
+ * plain data to the index writer thread, one exchange at a time, so the event loop never waits
+ * for the write lock the doors' commits hold.
  */
 export class DeliveryScheduler {
   private timer: NodeJS.Timeout | null = null;
+  private writeTimer: NodeJS.Timeout | null = null;
   private stopping = false;
   private inFlight = 0;
   private readonly idle: (() => void)[] = [];
   private readonly slots: Slots;
   private readonly rotation = new Map<string, number>();
   private lastExpirySweep = 0;
-  private pendingWrites: (() => void)[] = [];
+  /** Outcomes not yet sent to the index writer, and what to do once they are committed. */
+  private pendingWrites: DeliveryWrite[] = [];
+  private afterCommit: (() => void)[] = [];
+  /** The exchange with the index writer in progress (one at a time). */
+  private exchanging: Promise<void> | null = null;
   private readonly reserved = new Map<string, number>();
   /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
   private readonly throttledUntil = new Map<string, number>();
@@ -83,51 +101,73 @@ export class DeliveryScheduler {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
+    // A lease on its way back still starts its hand-offs; they finish before we stop.
+    await this.exchanging;
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
-    this.flushWrites();
+    await this.exchanging;
+    if (this.writeTimer) clearTimeout(this.writeTimer);
+    if (this.pendingWrites.length > 0) await this.exchange(false);
   }
 
   private schedule(ms: number): void {
     if (this.stopping) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.tick(), ms);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.exchange(true);
+    }, ms);
     this.timer.unref();
   }
 
-  private tick(): void {
-    this.timer = null;
-    const { db, clock, config, logger } = this.deps;
+  /**
+   * One round trip to the index writer: the pending outcomes, then (when `claim` and there is
+   * room) the expiry sweep and a lease of due messages, whose hand-offs start on return.
+   */
+  private async exchange(claim: boolean): Promise<void> {
+    // One at a time: the one in flight decides what comes next when it returns.
+    if (this.exchanging) return;
+    const { clock, config, logger, bookkeeping } = this.deps;
     const now = clock.now();
-    try {
+    const work: DeliveryBookkeeping = { writes: [], expire: null, lease: null };
+    if (claim && !this.stopping) {
       if (now - this.lastExpirySweep >= 1000) {
         this.lastExpirySweep = now;
-        this.expire(now);
+        work.expire = { createdBefore: now - config.delivery.max_age_seconds * 1000, at: now, limit: 500 };
       }
       const free = config.delivery.concurrency - this.inFlight;
       const want = Math.min(free, config.delivery.batch_size);
       // Lease in batches: when busy, wait until a good share of the slots is free, so one
       // claim (one small transaction) feeds many hand-offs.
       if (want > 0 && (this.inFlight === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
-        const leased = leaseDueMessages(db, now, now + config.delivery.lease_ms, want);
-        for (const row of leased) void this.deliver(row);
-        if (leased.length === want) return this.schedule(0);
+        work.lease = { now, leaseUntil: now + config.delivery.lease_ms, limit: want };
       }
-    } catch (err) {
-      logger.error({ err }, 'delivery scheduler tick failed');
     }
-    this.schedule(config.delivery.poll_interval_ms);
-  }
-
-  /** Messages past their maximum age end `failed` whatever state holds them. */
-  private expire(now: number): void {
-    const { db, config } = this.deps;
-    const rows = expiredMessages(db, now - config.delivery.max_age_seconds * 1000, 500);
-    if (rows.length === 0) return;
-    db.transaction(() => {
-      for (const row of rows) {
-        if (failExpired(db, row.id, now)) this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } });
-      }
-    }).immediate();
+    if (this.writeTimer) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    work.writes = this.pendingWrites.splice(0);
+    const after = this.afterCommit.splice(0);
+    if (work.writes.length === 0 && !work.expire && !work.lease) {
+      if (claim) this.schedule(config.delivery.poll_interval_ms);
+      return;
+    }
+    let next = config.delivery.poll_interval_ms;
+    const done = bookkeeping.write('delivery', work).then(
+      ({ result }) => {
+        for (const row of result.leased) void this.deliver(row);
+        if (work.lease && result.leased.length === work.lease.limit) next = 0;
+      },
+      (err: unknown) => {
+        // Not acknowledged to anyone: the leases run out and the messages are tried again.
+        logger.error({ err }, 'delivery bookkeeping failed; leases will expire and retry');
+      },
+    );
+    this.exchanging = done.finally(() => {
+      for (const fn of after) fn();
+      this.exchanging = null;
+      // Outcomes that came in meanwhile go with the next exchange, soon.
+      this.schedule(this.pendingWrites.length > 0 ? Math.min(next, WRITE_GROUPING_MS) : next);
+    });
+    await this.exchanging;
   }
 
   private async deliver(row: MessageRow): Promise<void> {
@@ -136,7 +176,7 @@ export class DeliveryScheduler {
       await this.handOff(row);
     } catch (err) {
       this.deps.logger.error({ err, message_id: row.id }, 'delivery failed unexpectedly; retrying later');
-      this.write(() => this.retryOrFail(row, this.deps.clock.now(), `internal error: ${(err as Error).message}`));
+      this.write(this.retryOrFail(row, this.deps.clock.now(), `internal error: ${(err as Error).message}`));
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.idle.splice(0).forEach((r) => r());
@@ -155,17 +195,17 @@ export class DeliveryScheduler {
     const deliverTo = all.filter((e) => !suppressed.has(e.toLowerCase()));
     const now = clock.now();
     if (suppressed.size > 0) {
-      this.write(() => {
-        for (const email of all.filter((e) => suppressed.has(e.toLowerCase()))) {
-          insertRecipientOutcome(db, { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now });
-          this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } });
-        }
-        if (deliverTo.length === 0) finishSending(db, row.id, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now);
-      });
-      if (deliverTo.length === 0) return;
+      for (const email of all.filter((e) => suppressed.has(e.toLowerCase()))) {
+        this.write({ kind: 'recipient', outcome: { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now } });
+        this.write({ kind: 'event', event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }) });
+      }
+      if (deliverTo.length === 0) {
+        this.write(finish(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now));
+        return;
+      }
     }
     if (!project) {
-      this.write(() => finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now));
+      this.write(finish(row, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now));
       return;
     }
     const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
@@ -180,29 +220,34 @@ export class DeliveryScheduler {
       random: Math.random,
     }, row.project_id);
     if (candidates.length === 0) {
-      this.write(() => this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured'));
+      this.write(this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured'));
       return;
     }
     // The intended account's free allowance is reserved at once (before any await), so
-    // messages handed off together never spend more of it than there is. Released in the
-    // same batch of bookkeeping that counts the usage of a sent message.
+    // messages handed off together never spend more of it than there is. Released once the
+    // exchange that counts the usage of a sent message has committed.
     const reservedOn = candidates[0].free_quota !== null ? candidates[0].id : null;
     if (reservedOn) this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 0) + 1);
     try {
       await this.tryCandidates(row, project, candidates, deliverTo, all);
     } finally {
-      if (reservedOn) this.write(() => this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1));
+      if (reservedOn) this.afterCommit.push(() => this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1));
     }
   }
 
   /** Hands the message to each candidate in turn until one takes it (or refuses it for good). */
   private async tryCandidates(row: MessageRow, project: ProjectRow, candidates: ProviderAccountRow[], deliverTo: string[], all: string[]): Promise<void> {
-    const { db, clock, spoolRoot } = this.deps;
+    const { clock, spoolRoot } = this.deps;
     const mimePath = path.join(spoolRoot, row.spool_path);
-    const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mimePath);
+    // A small message is read once, whole and synchronously (a few microseconds from the page
+    // cache), and serves signing and every candidate; a stream per use cost more main-thread
+    // time than the read itself, and a 64 KiB buffer per read.
+    const mime = row.size_bytes <= HELD_MIME_BYTES ? readFileSync(mimePath) : null;
+    const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mime, mimePath);
     const job: DeliveryJob = {
       messageId: row.id,
       mimePath,
+      mime,
       prependHeaders: signature ?? '',
       envelope: { from: row.from_email, to: deliverTo },
       providerOptions: row.provider_options ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>) : null,
@@ -232,31 +277,31 @@ export class DeliveryScheduler {
         }
       }
       const finished = clock.now();
-      const outcome = result;
       if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
         this.throttledUntil.set(account.id, finished + result.retryAfterMs);
       }
-      this.write(() =>
-        insertAttempt(db, {
+      this.write({
+        kind: 'attempt',
+        attempt: {
           message_id: row.id,
           provider_account_id: account.id,
           provider_slug: account.slug,
           started_at: started,
           finished_at: finished,
-          outcome: outcome.kind,
-          reply: outcome.reply,
-          provider_message_id: outcome.kind === 'sent' ? outcome.providerMessageId : null,
-        }),
-      );
+          outcome: result.kind,
+          reply: result.reply,
+          provider_message_id: result.kind === 'sent' ? result.providerMessageId : null,
+        },
+      });
       last = `${account.slug}: ${result.reply}`;
       const bounced = 'bounced' in result ? (result.bounced ?? []) : [];
       if (bounced.length > 0) {
-        this.write(() => this.bounce(row, project, account, bounced, finished));
+        this.bounce(row, project, account, bounced, finished);
         const gone = new Set(bounced.map((b) => b.email.toLowerCase()));
         job.envelope.to = job.envelope.to.filter((e) => !gone.has(e.toLowerCase()));
       }
       if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0) {
-        this.write(() => this.finish(row, account, outcome, finished));
+        this.finish(row, account, result, finished);
         return;
       }
     }
@@ -265,40 +310,42 @@ export class DeliveryScheduler {
     const now = clock.now();
     const resets = candidates.map((a) => this.throttledUntil.get(a.id) ?? 0);
     const notBefore = resets.every((t) => t > now) ? Math.min(...resets) : 0;
-    this.write(() => this.retryOrFail(row, now, last, remaining.length === all.length ? undefined : remaining, undefined, notBefore));
+    this.write(this.retryOrFail(row, now, last, remaining.length === all.length ? undefined : remaining, undefined, notBefore));
   }
 
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
   private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccountRow, bounced: RecipientRefusal[], now: number): void {
-    const { db } = this.deps;
     for (const r of bounced) {
-      insertRecipientOutcome(db, { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now });
-      addSuppression(db, { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now });
-      this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } });
+      this.write({ kind: 'recipient', outcome: { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now } });
+      this.write({ kind: 'suppress', suppression: { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now } });
+      this.write({ kind: 'event', event: this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } }) });
     }
   }
 
   private finish(row: MessageRow, account: ProviderAccountRow, result: SendResult, now: number): void {
-    const { db } = this.deps;
     if (result.kind === 'sent') {
-      addProviderUsage(db, account.id, monthPeriod(now));
-      this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId });
+      this.write({ kind: 'usage', accountId: account.id, period: monthPeriod(now) });
+      this.write({ kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });
       if (result.deferred.length > 0) {
         // The provider took it for the others; the deferred recipients wait for a retry.
-        this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
-          provider_slug: account.slug,
-          provider_message_id: result.providerMessageId,
-        });
+        this.write(
+          this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
+            provider_slug: account.slug,
+            provider_message_id: result.providerMessageId,
+          }),
+        );
         return;
       }
-      finishSending(db, row.id, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now);
+      this.write(finish(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now));
     } else {
       // Permanently refused, or every recipient bounced.
-      if (!finishSending(db, row.id, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now)) return;
-      this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } });
+      this.write(
+        finish(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } })),
+      );
     }
   }
 
+  /** The message back on the retry ladder, or `failed` when the next try would pass its maximum age. */
   private retryOrFail(
     row: MessageRow,
     now: number,
@@ -306,40 +353,32 @@ export class DeliveryScheduler {
     pending?: string[],
     provider?: { provider_slug: string; provider_message_id: string | null },
     notBefore = 0,
-  ): void {
-    const { db, config } = this.deps;
+  ): DeliveryWrite {
+    const { config } = this.deps;
     const ladder = config.delivery.retry_ladder_seconds;
     const wait = Math.max(ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000, notBefore - now);
     if (now + wait - row.created_at > config.delivery.max_age_seconds * 1000) {
-      if (finishSending(db, row.id, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now)) {
-        this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } });
-      }
-      return;
+      return finish(row, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } }));
     }
-    finishSending(db, row.id, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
+    return finish(row, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
   }
 
-  private event(row: MessageRow, type: EventType, now: number, extra: Record<string, unknown>): void {
-    insertMailEvent(this.deps.db, row, type, now, extra);
+  private event(row: MessageRow, type: EventType, at: number, extra: Record<string, unknown>): MailEventRecord {
+    return { message: mailRef(row), type, at, extra };
   }
 
-  /** Outcome bookkeeping is batched into one transaction per turn of the event loop. */
-  private write(fn: () => void): void {
-    this.pendingWrites.push(fn);
-    // A few milliseconds of grouping: one transaction (one WAL fsync) for many outcomes.
-    if (this.pendingWrites.length === 1) setTimeout(() => this.flushWrites(), 5).unref();
+  /** Outcomes are grouped for a few milliseconds into one exchange (one transaction for many). */
+  private write(w: DeliveryWrite): void {
+    this.pendingWrites.push(w);
+    if (this.writeTimer || this.exchanging) return;
+    this.writeTimer = setTimeout(() => {
+      this.writeTimer = null;
+      void this.exchange(false);
+    }, WRITE_GROUPING_MS);
+    this.writeTimer.unref();
   }
+}
 
-  private flushWrites(): void {
-    const fns = this.pendingWrites.splice(0);
-    if (fns.length === 0) return;
-    try {
-      this.deps.db.transaction(() => {
-        for (const fn of fns) fn();
-      }).immediate();
-    } catch (err) {
-      // Not acknowledged to anyone: the lease runs out and the message is tried again.
-      this.deps.logger.error({ err }, 'delivery bookkeeping failed; leases will expire and retry');
-    }
-  }
+function finish(row: MessageRow, to: FinishSending, at: number, event: MailEventRecord | null = null): DeliveryWrite {
+  return { kind: 'finish', id: row.id, to, at, event };
 }

@@ -2,7 +2,8 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { openDatabase, type Db } from '../store/db.js';
-import { fanOutPlan, type BookkeepingClient, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../store/webhookBookkeeping.js';
+import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
+import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../store/webhookBookkeeping.js';
 import {
   eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
 } from '../store/webhooks.js';
@@ -169,7 +170,7 @@ export class WebhookDispatcher {
     await this.writing;
     if (this.outcomes.length > 0 || this.cursorDirty) {
       try {
-        await this.deps.bookkeeping.write({
+        await this.deps.bookkeeping.write('webhooks', {
           ...this.bookkeepingBase(this.deps.clock.now()),
           outcomes: this.outcomeRecords(this.outcomes.splice(0)),
           cursor: this.cursorDirty ? this.cursor : null,
@@ -259,7 +260,7 @@ export class WebhookDispatcher {
     }
     const written = this.outcomes.length;
     const recorded = new Set(work.outcomes.map((o) => o.seq));
-    this.writing = this.deps.bookkeeping.write(work).then(
+    this.writing = this.deps.bookkeeping.write('webhooks', work).then(
       ({ result, acceptanceBusy }) => {
         this.writing = null;
         // Even while stopping: the outcomes it recorded must not be written again by stop().

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { bareHost, parseTargetUrl, pinnedLookup, resolveTarget, systemResolver, TargetError, type ResolvedAddress, type Resolver, type TargetPolicy } from './targets.js';
 import { signatureHeader } from './signing.js';
+import { StallClock } from './stallClock.js';
 
 export const USER_AGENT = 'Postern-Webhooks/1.0';
 
@@ -48,6 +49,8 @@ const DNS_CACHE_MS = 30_000;
 const IDLE_SOCKET_MS = 4_000;
 /** How much of an error response is kept for `last_error`. */
 const ERROR_BODY_BYTES = 200;
+/** A stalled thread gets back at most this many timeouts' worth of time it could not watch. */
+const MAX_STALL_GRACE_FACTOR = 4;
 
 /**
  * Parses `Retry-After` (delta seconds or an HTTP date) into milliseconds from now; null when
@@ -72,6 +75,7 @@ export class WebhookSender {
   private readonly agents = new Map<string, { agent: http.Agent; url: string }>();
   private readonly dns = new Map<string, { until: number; addresses: ResolvedAddress[] }>();
   private readonly resolver: Resolver;
+  private readonly stalls = new StallClock();
 
   constructor(private readonly opts: SenderOptions) {
     this.resolver = opts.resolver ?? systemResolver;
@@ -172,24 +176,39 @@ export class WebhookSender {
         lookup: pinnedLookup(target) as unknown as typeof import('node:dns').lookup,
         // Node 20's default family selection would call lookup with all: true; handled too.
       });
-      // The verdict waits one turn of the event loop: timers run before I/O is polled, so a loop
-      // that stalled past the deadline (a starved SCHED_IDLE thread on a saturated machine, a
-      // long GC pause) must first read the answer that arrived meanwhile, not time it out.
+      // The deadline counts only time this thread could watch: a loop that stalled (a starved
+      // SCHED_IDLE thread on a saturated machine, a long GC pause) gets the stalled time back,
+      // up to a bound, and the verdict waits one turn of the event loop (timers run before I/O
+      // is polled), so an answer that arrived meanwhile is read first, not timed out.
       let exchangeOver = false;
+      const stalledAtStart = this.stalls.acquire();
+      let granted = 0;
+      let timer: NodeJS.Timeout;
       const endExchange = () => {
+        if (exchangeOver) return;
         exchangeOver = true;
         clearTimeout(timer);
+        this.stalls.release();
       };
-      const timer = setTimeout(
-        () =>
-          setImmediate(() => {
-            if (exchangeOver) return;
-            fail(`timeout: no 2xx within ${this.opts.timeoutMs} ms`);
-            req.destroy(new Error('timeout'));
-          }),
-        Math.max(0, deadline - Date.now()),
-      );
-      timer.unref();
+      const arm = (ms: number) => {
+        timer = setTimeout(
+          () =>
+            setImmediate(() => {
+              if (exchangeOver) return;
+              const owed = Math.min(this.stalls.sample() - stalledAtStart - granted, MAX_STALL_GRACE_FACTOR * this.opts.timeoutMs - granted);
+              if (owed > 0) {
+                granted += owed;
+                return arm(owed);
+              }
+              endExchange();
+              fail(`timeout: no 2xx within ${this.opts.timeoutMs} ms`);
+              req.destroy(new Error('timeout'));
+            }),
+          ms,
+        );
+        timer.unref();
+      };
+      arm(Math.max(0, deadline - Date.now()));
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300) {

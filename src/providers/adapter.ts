@@ -1,9 +1,17 @@
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import type { ProviderAccountRow } from '../store/providerAccounts.js';
 
 /** One hand-off: the stored MIME (with headers to prepend) and its SMTP envelope. */
 export interface DeliveryJob {
   messageId: string;
   mimePath: string;
+  /**
+   * The stored MIME itself when it is small (read once at hand-off, for signing and sending);
+   * null for a large message, which is streamed from `mimePath` instead.
+   */
+  mime: Buffer | null;
   /** Header lines prepended at hand-off (DKIM-Signature, provider option headers), each ending CRLF. */
   prependHeaders: string;
   envelope: { from: string; to: string[] };
@@ -45,4 +53,14 @@ export type SendResult =
 export interface ProviderAdapter {
   send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult>;
   close(): Promise<void>;
+}
+
+/** The stored MIME as a stream (from memory when the job holds it, else from the spool). */
+export function storedMimeStream(job: DeliveryJob): Readable {
+  return job.mime ? Readable.from([job.mime]) : createReadStream(job.mimePath);
+}
+
+/** The stored MIME as one buffer (for request bodies that carry it whole). */
+export async function storedMimeBytes(job: DeliveryJob): Promise<Buffer> {
+  return job.mime ?? (await readFile(job.mimePath));
 }

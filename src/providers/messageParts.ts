@@ -1,6 +1,5 @@
-import { createReadStream } from 'node:fs';
 import { simpleParser, type AddressObject } from 'mailparser';
-import type { DeliveryJob } from './adapter.js';
+import { storedMimeStream, type DeliveryJob } from './adapter.js';
 
 export interface NamedAddress {
   email: string;
@@ -65,7 +64,7 @@ function addresses(value: AddressObject | AddressObject[] | undefined): NamedAdd
  * length of one hand-off, which JSON APIs need anyway to build their request body).
  */
 export async function readMessageParts(job: DeliveryJob): Promise<MessageParts> {
-  const parsed = await simpleParser(createReadStream(job.mimePath), { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+  const parsed = await simpleParser(job.mime ?? storedMimeStream(job), { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
   const owed = new Set(job.envelope.to.map((e) => e.toLowerCase()));
   const headerTo = addresses(parsed.to);
   const headerCc = addresses(parsed.cc);

@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import aws4 from 'aws4';
-import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+import { storedMimeBytes, type DeliveryJob, type ProviderAdapter, type SendResult } from './adapter.js';
 import { baseUrl, callProviderApi, isResponse, retryAfterMs, type ApiResponse } from './httpApi.js';
 import type { AdapterDeps } from './registry.js';
 import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
@@ -87,7 +86,7 @@ export function sesDestination(job: Pick<DeliveryJob, 'envelope' | 'recipients'>
 }
 
 export async function sesRequestBody(job: DeliveryJob): Promise<SesSendEmailRequest> {
-  const mime = await readFile(job.mimePath);
+  const mime = await storedMimeBytes(job);
   const raw = job.prependHeaders ? Buffer.concat([Buffer.from(job.prependHeaders, 'utf8'), mime]) : mime;
   const body: SesSendEmailRequest = {
     ...(job.envelope.from ? { FromEmailAddress: job.envelope.from } : {}),

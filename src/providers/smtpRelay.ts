@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type MailMessage from 'nodemailer/lib/mailer/mail-message';
+import SMTPPool, { type SMTPPoolSentMessageInfo } from 'nodemailer/lib/smtp-pool';
 import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
 
@@ -88,16 +89,42 @@ export function relayMessageId(slug: string, response: string): string | null {
 }
 
 /**
- * The `smtp` and `provider-*-smtp` adapter: nodemailer's pooled SMTP transport per account,
- * STARTTLS or implicit TLS, AUTH, the envelope from the index (Bcc included), and the stored
- * MIME streamed from the spool with the hand-off headers in front.
+ * The message as nodemailer's transports read it (the `mail.data` / `mail.message` interface of
+ * its custom-transport API), built straight from the spool: the stored MIME is final, so
+ * sendMail's compile step (a MIME tree, a generated Message-ID and boundary per message) would
+ * be work thrown away. Held bytes go out as one chunk; a large message is streamed.
+ */
+function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSentMessageInfo> {
+  const envelope = () => ({ from: job.envelope.from, to: [...job.envelope.to] });
+  const message = {
+    getEnvelope: envelope,
+    messageId: () => job.messageId,
+    getHeader: (name: string) => (name.toLowerCase() === 'message-id' ? job.messageId : undefined),
+    createReadStream(): Readable {
+      if (job.mime) return Readable.from([headers ? Buffer.concat([Buffer.from(headers), job.mime]) : job.mime], { objectMode: false });
+      return Readable.from(
+        (async function* () {
+          if (headers) yield Buffer.from(headers);
+          yield* createReadStream(job.mimePath);
+        })(),
+        { objectMode: false },
+      );
+    },
+  };
+  return { data: {}, message } as unknown as MailMessage<SMTPPoolSentMessageInfo>;
+}
+
+/**
+ * The `smtp` and `provider-*-smtp` adapter: nodemailer's SMTP pool per account, STARTTLS or
+ * implicit TLS, AUTH, the envelope from the index (Bcc included), and the stored MIME from the
+ * spool with the hand-off headers in front.
  */
 export class SmtpRelayAdapter implements ProviderAdapter {
-  private readonly transports = new Map<string, Transporter>();
+  private readonly transports = new Map<string, SMTPPool>();
 
   constructor(private readonly opts: { timeoutMs: number; poolSize: number; name: string }) {}
 
-  private transportFor(account: ProviderAccountRow): Transporter {
+  private transportFor(account: ProviderAccountRow): SMTPPool {
     const key = `${account.id}\u0000${account.settings}\u0000${account.secrets}`;
     let transport = this.transports.get(key);
     if (transport) return transport;
@@ -105,8 +132,7 @@ export class SmtpRelayAdapter implements ProviderAdapter {
     const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
     const defaults = SMTP_DEFAULTS[account.slug];
     const tls = settings.tls ?? defaults?.tls ?? 'starttls';
-    transport = nodemailer.createTransport({
-      pool: true,
+    transport = new SMTPPool({
       maxConnections: this.opts.poolSize,
       maxMessages: 1000,
       host: settings.host ?? defaults?.host(settings.region) ?? 'localhost',
@@ -123,24 +149,18 @@ export class SmtpRelayAdapter implements ProviderAdapter {
       // encrypts. Verification is the operator's choice per account in a later release.
       tls: { rejectUnauthorized: false },
     });
+    transport.on('error', () => undefined);
     this.transports.set(key, transport);
     return transport;
   }
 
   async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
     const headers = job.prependHeaders + providerOptionHeaders(account.slug, job.providerOptions);
-    const raw = Readable.from(
-      (async function* () {
-        if (headers) yield Buffer.from(headers);
-        yield* createReadStream(job.mimePath);
-      })(),
-    );
+    const transport = this.transportFor(account);
     try {
-      const info = (await this.transportFor(account).sendMail({ envelope: job.envelope, raw })) as {
-        response: string;
-        rejected?: string[];
-        rejectedErrors?: SmtpError[];
-      };
+      const info = await new Promise<SMTPPoolSentMessageInfo & { rejectedErrors?: SmtpError[] }>((resolve, reject) =>
+        transport.send(relayedMail(job, headers), (err, sent) => (err || !sent ? reject(err ?? new Error('no reply from the relay')) : resolve(sent))),
+      );
       return { kind: 'sent', providerMessageId: relayMessageId(account.slug, info.response ?? ''), reply: info.response ?? '250', ...refusalsOf(info) };
     } catch (err) {
       return classifySmtpError(err as SmtpError);

@@ -60,8 +60,9 @@ export class IndexWriter {
   }
 
   /**
-   * A channel for the webhook dispatcher's writes (store/webhookBookkeeping.ts): the returned
-   * port is the dispatcher's end (transferable to its thread); the thread runs what arrives.
+   * A channel for a bookkeeping writer (the webhook dispatcher, the delivery scheduler:
+   * store/bookkeepingChannel.ts): the returned port is the writer's end (transferable to its
+   * thread); the index writer thread runs what arrives.
    */
   openBookkeepingPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();

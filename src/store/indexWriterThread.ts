@@ -1,6 +1,6 @@
 /**
- * Worker-thread entry: the index's only writer for acceptances, and for the webhook
- * dispatcher's bookkeeping (over a MessagePort per dispatcher, store/webhookBookkeeping.ts).
+ * Worker-thread entry: the index's only writer, for acceptances and for the bookkeeping of the
+ * webhook dispatcher and the delivery scheduler (over a MessagePort each, store/bookkeepingChannel.ts).
  * It drains every batch that arrived while it was busy into one group: publish the group's
  * spool files (renames, then one filesystem flush: spool/publish.ts), then one
  * BEGIN IMMEDIATE … COMMIT with synchronous=FULL. Those flushes block this thread, never the event loop that serves
@@ -13,7 +13,7 @@ import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
 import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase } from './db.js';
-import { applyWebhookBookkeeping, type BookkeepingReply, type BookkeepingRequest } from './webhookBookkeeping.js';
+import { applyBookkeeping, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 
 export interface CommitUnit {
@@ -35,11 +35,11 @@ const { stateDir, limits, spoolSync } = workerData as IndexWriterData;
 const syncFilesystem = spoolSync === 'syncfs' ? loadSyncFilesystem() : null;
 const db = openDatabase(stateDir, silentLogger(), { migrate: false });
 const runUnit = db.transaction((record: AcceptanceRecord) => recordAcceptance(db, record, limits));
-const runBookkeeping = db.transaction(applyWebhookBookkeeping);
+const runBookkeeping = db.transaction(applyBookkeeping);
 const queue: CommitUnit[] = [];
 const bookkeeping: { port: MessagePort; request: BookkeepingRequest }[] = [];
-/** Acceptance units committed since the last bookkeeping write: the dispatcher writes less often while they flow. */
-let acceptedSinceBookkeeping = 0;
+/** Per channel, acceptance units committed since its last write: the dispatcher writes less often while they flow. */
+const acceptedSince = new Map<MessagePort, number>();
 let scheduled = false;
 
 function schedule(): void {
@@ -52,24 +52,24 @@ function flush(): void {
   scheduled = false;
   while (queue.length > 0) {
     const batch = queue.splice(0, MAX_BATCH);
-    acceptedSinceBookkeeping += batch.length;
+    for (const [port, n] of acceptedSince) acceptedSince.set(port, n + batch.length);
     parentPort!.postMessage(commit(batch));
   }
-  // Acceptances first: a dispatcher write waits for the groups that arrived with it.
-  for (const { port, request } of bookkeeping.splice(0)) port.postMessage(writeBookkeeping(request));
+  // Acceptances first: a bookkeeping write waits for the groups that arrived with it.
+  for (const { port, request } of bookkeeping.splice(0)) port.postMessage(writeBookkeeping(port, request));
 }
 
 /**
- * The dispatcher's writes, one transaction each, committed with synchronous=NORMAL: losing one
- * in a power failure only repeats deliveries (at-least-once), and the next acceptance commit
- * (FULL) flushes the WAL with it anyway.
+ * Bookkeeping writes, one transaction each, committed with synchronous=NORMAL: losing one in a
+ * power failure only repeats deliveries (at-least-once), and the next acceptance commit (FULL)
+ * flushes the WAL with it anyway.
  */
-function writeBookkeeping(request: BookkeepingRequest): BookkeepingReply {
-  const acceptanceBusy = acceptedSinceBookkeeping > 0;
-  acceptedSinceBookkeeping = 0;
+function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): BookkeepingReply {
+  const acceptanceBusy = (acceptedSince.get(port) ?? 0) > 0;
+  acceptedSince.set(port, 0);
   db.pragma('synchronous = NORMAL');
   try {
-    return { id: request.id, ok: true, result: runBookkeeping.immediate(db, request.work), acceptanceBusy };
+    return { id: request.id, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
   } catch (err) {
     return { id: request.id, ok: false, error: (err as Error).message };
   } finally {
@@ -105,7 +105,7 @@ function commit(units: CommitUnit[]): CommitResult[] {
   return results;
 }
 
-/** From the event loop: a batch of acceptance units, or a new dispatcher's port. */
+/** From the event loop: a batch of acceptance units, or a new bookkeeping channel's port. */
 export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort };
 
 parentPort!.on('message', (message: IndexWriterMessage) => {
@@ -115,6 +115,8 @@ parentPort!.on('message', (message: IndexWriterMessage) => {
     return;
   }
   const port = message.bookkeepingPort;
+  acceptedSince.set(port, 0);
+  port.on('close', () => acceptedSince.delete(port));
   port.on('message', (request: BookkeepingRequest) => {
     bookkeeping.push({ port, request });
     schedule();

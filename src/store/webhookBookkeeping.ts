@@ -1,4 +1,3 @@
-import type { MessagePort } from 'node:worker_threads';
 import { newDeliveryId } from '../ids.js';
 import type { Db } from './db.js';
 import {
@@ -126,68 +125,4 @@ function formatDuration(ms: number): string {
   if (s % 3600 === 0) return `${s / 3600} h`;
   if (s % 60 === 0) return `${s / 60} min`;
   return `${s} s`;
-}
-
-// ------------------------------------------------------------------------------------------
-// The dispatcher's side: its writes go to the index writer thread over a MessagePort
-// ------------------------------------------------------------------------------------------
-
-export interface BookkeepingRequest {
-  id: number;
-  work: WebhookBookkeeping;
-}
-
-export type BookkeepingReply =
-  | { id: number; ok: true; result: WebhookBookkeepingResult; acceptanceBusy: boolean }
-  | { id: number; ok: false; error: string };
-
-/** What one write came back with: its result, and whether acceptance was committing meanwhile (write less often then). */
-export interface BookkeepingOutcome {
-  result: WebhookBookkeepingResult;
-  acceptanceBusy: boolean;
-}
-
-/**
- * The dispatcher's handle on the index writer thread: each `write` is one transaction there,
- * committed with synchronous=NORMAL (no flush of its own; acceptance's next commit carries it).
- */
-export class BookkeepingClient {
-  private seq = 0;
-  private readonly waiting = new Map<number, { resolve: (o: BookkeepingOutcome) => void; reject: (e: Error) => void }>();
-
-  constructor(private readonly port: MessagePort) {
-    port.on('message', (reply: BookkeepingReply) => {
-      const waiter = this.waiting.get(reply.id);
-      if (!waiter) return;
-      this.waiting.delete(reply.id);
-      if (reply.ok) waiter.resolve({ result: reply.result, acceptanceBusy: reply.acceptanceBusy });
-      else waiter.reject(new Error(reply.error));
-    });
-    // The index writer thread ended (shutdown, failure): nothing more will answer.
-    port.on('close', () => this.rejectWaiting());
-    // The port keeps no event loop alive by itself: the dispatcher's own timers and sockets decide.
-    port.unref();
-  }
-
-  write(work: WebhookBookkeeping): Promise<BookkeepingOutcome> {
-    const id = ++this.seq;
-    return new Promise<BookkeepingOutcome>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      // While a reply is awaited, the port must keep the thread alive.
-      this.port.ref();
-      this.port.postMessage({ id, work } satisfies BookkeepingRequest);
-    }).finally(() => {
-      if (this.waiting.size === 0) this.port.unref();
-    });
-  }
-
-  close(): void {
-    this.rejectWaiting();
-    this.port.close();
-  }
-
-  private rejectWaiting(): void {
-    for (const waiter of this.waiting.values()) waiter.reject(new Error('index writer channel closed'));
-    this.waiting.clear();
-  }
 }

@@ -1,0 +1,90 @@
+import type { Db } from './db.js';
+import {
+  expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, addProviderUsage, type AttemptRow, type RecipientStatus,
+} from './delivery.js';
+import { insertMailEvent, type EventType } from './events.js';
+import type { MessageRow } from './messages.js';
+import { addSuppression, type SuppressionRow } from './suppressions.js';
+
+/** What a lifecycle event needs of its message. */
+export interface MailRef {
+  id: string;
+  project_id: string;
+  subject: string;
+  from_email: string;
+}
+
+export interface MailEventRecord {
+  message: MailRef;
+  type: EventType;
+  at: number;
+  extra: Record<string, unknown>;
+}
+
+export type FinishSending = Parameters<typeof finishSending>[2];
+
+/** One write of the delivery scheduler, decided on its side; run in order in one transaction. */
+export type DeliveryWrite =
+  | { kind: 'attempt'; attempt: AttemptRow }
+  | { kind: 'recipient'; outcome: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number } }
+  | { kind: 'suppress'; suppression: SuppressionRow }
+  | { kind: 'usage'; accountId: string; period: string }
+  | { kind: 'event'; event: MailEventRecord }
+  /** Ends a hand-off (only a message still `sending` moves); `event` is recorded only if it moved. */
+  | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null };
+
+/**
+ * One exchange of the delivery scheduler with the index: the outcomes it has to record, then
+ * (optionally) the expiry sweep and a new lease of due messages, all in one transaction.
+ */
+export interface DeliveryBookkeeping {
+  writes: DeliveryWrite[];
+  /** Messages past their maximum age (created before `createdBefore`) end `failed`, at most `limit`. */
+  expire: { createdBefore: number; at: number; limit: number } | null;
+  lease: { now: number; leaseUntil: number; limit: number } | null;
+}
+
+export interface DeliveryBookkeepingResult {
+  leased: MessageRow[];
+  expired: number;
+}
+
+export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row.project_id, subject: row.subject, from_email: row.from_email });
+
+/** Runs one exchange's writes; the caller wraps it in a transaction. */
+export function applyDeliveryBookkeeping(db: Db, work: DeliveryBookkeeping): DeliveryBookkeepingResult {
+  const event = (e: MailEventRecord) => insertMailEvent(db, e.message, e.type, e.at, e.extra);
+  for (const w of work.writes) {
+    switch (w.kind) {
+      case 'attempt':
+        insertAttempt(db, w.attempt);
+        break;
+      case 'recipient':
+        insertRecipientOutcome(db, w.outcome);
+        break;
+      case 'suppress':
+        addSuppression(db, w.suppression);
+        break;
+      case 'usage':
+        addProviderUsage(db, w.accountId, w.period);
+        break;
+      case 'event':
+        event(w.event);
+        break;
+      case 'finish':
+        if (finishSending(db, w.id, w.to, w.at) && w.event) event(w.event);
+        break;
+    }
+  }
+  let expired = 0;
+  if (work.expire) {
+    const { createdBefore, at, limit } = work.expire;
+    for (const row of expiredMessages(db, createdBefore, limit)) {
+      if (!failExpired(db, row.id, at)) continue;
+      expired++;
+      event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
+    }
+  }
+  const leased = work.lease ? leaseDueMessages(db, work.lease.now, work.lease.leaseUntil, work.lease.limit) : [];
+  return { leased, expired };
+}
