@@ -807,6 +807,17 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(r.on('/pinned').length, 1);
       });
 
+      /** A sender with a 200 ms deadline, and requests to `server` (started here, closed with the scope). */
+      const senderWith200msDeadline = async (s: ReturnType<typeof scope>, server: http.Server) => {
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        s.add(server, (x) => new Promise<void>((resolve) => x.close(() => resolve())));
+        const port = (server.address() as net.AddressInfo).port;
+        const sender = s.add(new WebhookSender({ timeoutMs: 200, policy: { allowPrivate: true }, maxSocketsPerEndpoint: 2, now: () => Date.now() }), (x) => x.close());
+        const body = Buffer.from('{}');
+        const req = (p: string) => ({ url: `http://127.0.0.1:${port}${p}`, deliveryId: 'we.s', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
+        return { sender, req };
+      };
+
       test('an answer already in the socket when a stalled event loop wakes past the deadline counts; the deadline still fails a late one', async (t) => {
         const s = scope(t);
         // The receiver runs in this process: after answering it stalls the event loop past the
@@ -820,12 +831,7 @@ describe('webhooks', { concurrency: true }, () => {
             while (Date.now() < until);
           });
         });
-        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-        s.add(server, (x) => new Promise<void>((resolve) => x.close(() => resolve())));
-        const port = (server.address() as net.AddressInfo).port;
-        const sender = s.add(new WebhookSender({ timeoutMs: 200, policy: { allowPrivate: true }, maxSocketsPerEndpoint: 2, now: () => Date.now() }), (x) => x.close());
-        const body = Buffer.from('{}');
-        const req = (p: string) => ({ url: `http://127.0.0.1:${port}${p}`, deliveryId: 'we.s', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
+        const { sender, req } = await senderWith200msDeadline(s, server);
         assert.deepEqual(await sender.send('wh.s', req('/stall')), { ok: true, status: 204, error: null, retryAfterMs: null, refused: false });
         const late = await sender.send('wh.s', req('/late'));
         assert.equal(late.ok, false);
@@ -841,12 +847,7 @@ describe('webhooks', { concurrency: true }, () => {
           // of the event loop later), as an answer from a receiver elsewhere would arrive.
           setTimeout(() => setImmediate(() => setImmediate(() => res.writeHead(204).end())), 100);
         });
-        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-        s.add(server, (x) => new Promise<void>((resolve) => x.close(() => resolve())));
-        const port = (server.address() as net.AddressInfo).port;
-        const sender = s.add(new WebhookSender({ timeoutMs: 200, policy: { allowPrivate: true }, maxSocketsPerEndpoint: 2, now: () => Date.now() }), (x) => x.close());
-        const body = Buffer.from('{}');
-        const req = (p: string) => ({ url: `http://127.0.0.1:${port}${p}`, deliveryId: 'we.s', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
+        const { sender, req } = await senderWith200msDeadline(s, server);
         // The request is on its way; then this thread cannot run for 500 ms, past the 200 ms
         // deadline, before the receiver's answer (due after 100 ms) is written.
         const stalled = sender.send('wh.s', req('/answer'));
