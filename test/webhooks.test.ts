@@ -808,7 +808,7 @@ describe('webhooks', { concurrency: true }, () => {
       });
 
       /** A sender with a 200 ms deadline, and requests to `server` (started here, closed with the scope). */
-      const senderWith200msDeadline = async (s: ReturnType<typeof scope>, server: http.Server) => {
+      const senderWith200msDeadline = async (s: Scope, server: http.Server) => {
         await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
         s.add(server, (x) => new Promise<void>((resolve) => x.close(() => resolve())));
         const port = (server.address() as net.AddressInfo).port;
