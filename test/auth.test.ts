@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { createKey, revokeKey } from '../src/operator/keys.js';
 import { deleteProject } from '../src/operator/projects.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from './support/postern.js';
 import { spoolFiles } from './support/assertions.js';
 
 const ENDPOINTS = ['/v1/send', '/v1/send/batch'] as const;
@@ -114,6 +114,17 @@ describe('authentication (401 authentication_error)', () => {
         assert401(await post(p.sandbox, endpoint, { key: test.key, json: bodyFor(endpoint) }), 'invalid_api_key');
         // invalid is checked before the mode: a revoked live key on the sandbox is still invalid.
         assert401(await post(p.sandbox, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
+      });
+
+      test('a key revoked by another process (the CLI) is refused on the very next request, right after requests it made', async () => {
+        const project = createProjectWithKeys(p.ctx, 'revoked elsewhere').project;
+        const live = createKey(p.ctx, project.id, 'live');
+        const ok = endpoint === '/v1/send' ? 202 : 207;
+        assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
+        assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
+        const revoked = await runCli(['key', 'revoke', live.id, '--json'], { POSTERN_STATE_DIR: p.stateDir });
+        assert.equal(revoked.code, 0, revoked.stderr);
+        assert401(await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
       });
 
       test('revoking one key leaves the project\'s other keys working', async () => {

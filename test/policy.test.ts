@@ -5,7 +5,7 @@ import { createKey } from '../src/operator/keys.js';
 import { showProject } from '../src/operator/projects.js';
 import { detachProvider, listProviders, PROVIDER_SLUGS } from '../src/operator/providers.js';
 import { suppress, unsuppress } from '../src/operator/suppressions.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { assertAccepted, assertErrorEnvelope, emlCount } from './support/assertions.js';
 
 const GIB = 1024 ** 3;
@@ -80,6 +80,17 @@ describe('project policy and caps', () => {
       const proj = createProjectWithKeys(p.ctx, 'detached provider');
       assertAccepted(await send(proj, validMessage()));
       for (const account of listProviders(p.ctx, proj.project.id).providers) detachProvider(p.ctx, account.id);
+      assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
+    });
+
+    test('a provider detached by another process (the CLI) counts from the very next send, right after sends that used it', async () => {
+      const proj = createProjectWithKeys(p.ctx, 'detached elsewhere');
+      assertAccepted(await send(proj, validMessage()));
+      assertAccepted(await send(proj, validMessage()));
+      for (const account of listProviders(p.ctx, proj.project.id).providers) {
+        const detached = await runCli(['provider', 'detach', account.id, '--json'], { POSTERN_STATE_DIR: p.stateDir });
+        assert.equal(detached.code, 0, detached.stderr);
+      }
       assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
   });

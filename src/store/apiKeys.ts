@@ -1,4 +1,5 @@
 import { sql, type Db } from './db.js';
+import { cachedPolicyRow } from './policyCache.js';
 import type { ProjectRow } from './projects.js';
 
 export interface ApiKeyRow {
@@ -26,6 +27,10 @@ export interface KeyWithProject {
 
 /** The key with this hash and its project, whatever their state; the caller judges validity. */
 export function findKeyByHash(db: Db, hash: Buffer): KeyWithProject | undefined {
+  return cachedPolicyRow(db, 'key', hash.toString('hex'), () => loadKeyByHash(db, hash));
+}
+
+function loadKeyByHash(db: Db, hash: Buffer): KeyWithProject | undefined {
   const row = sql(
     db,
     `SELECT k.id AS k_id, k.project_id AS k_project_id, k.mode AS k_mode, k.key_hash AS k_key_hash, k.hint AS k_hint,

@@ -250,4 +250,29 @@ export const migrations: Migration[] = [
       INSERT INTO webhook_cursor (id, event_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM events;
     `,
   },
+  {
+    version: 6,
+    name: 'policy generation: a counter every change to keys, projects, provider accounts and DKIM keys moves',
+    sql: `
+      -- Read before serving any of those rows from memory (store/policyCache.ts): whichever
+      -- process changed them (the server, the CLI), the counter moved and the cache is dropped.
+      CREATE TABLE policy_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        n INTEGER NOT NULL
+      );
+      INSERT INTO policy_generation (id, n) VALUES (1, 0);
+      CREATE TRIGGER policy_generation_api_keys_insert AFTER INSERT ON api_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_api_keys_update AFTER UPDATE ON api_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_api_keys_delete AFTER DELETE ON api_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_projects_insert AFTER INSERT ON projects BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_projects_update AFTER UPDATE ON projects BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_projects_delete AFTER DELETE ON projects BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_provider_accounts_insert AFTER INSERT ON provider_accounts BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_provider_accounts_update AFTER UPDATE ON provider_accounts BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_provider_accounts_delete AFTER DELETE ON provider_accounts BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_dkim_keys_insert AFTER INSERT ON dkim_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_dkim_keys_update AFTER UPDATE ON dkim_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
+      CREATE TRIGGER policy_generation_dkim_keys_delete AFTER DELETE ON dkim_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
+    `,
+  },
 ];

@@ -1,4 +1,5 @@
 import { sql, type Db } from './db.js';
+import { cachedPolicyRow } from './policyCache.js';
 
 export interface ProjectRow {
   id: string;
@@ -16,7 +17,7 @@ export function insertProject(db: Db, row: Pick<ProjectRow, 'id' | 'name' | 'pla
 }
 
 export function getProject(db: Db, id: string): ProjectRow | undefined {
-  return sql(db, 'SELECT * FROM projects WHERE id = ? AND deleted_at IS NULL').get(id) as ProjectRow | undefined;
+  return cachedPolicyRow(db, 'project', id, () => sql(db, 'SELECT * FROM projects WHERE id = ? AND deleted_at IS NULL').get(id) as ProjectRow | undefined);
 }
 
 export function listProjects(db: Db): ProjectRow[] {

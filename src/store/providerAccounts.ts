@@ -1,4 +1,5 @@
 import { sql, type Db } from './db.js';
+import { cachedPolicyRow } from './policyCache.js';
 
 /** The `settings` column, as JSON. */
 export interface ProviderAccountSettings {
@@ -45,9 +46,14 @@ export function insertProviderAccount(db: Db, row: Omit<ProviderAccountRow, 'det
 }
 
 export function listProviderAccounts(db: Db, projectId: string): ProviderAccountRow[] {
-  return sql(db, 'SELECT * FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL ORDER BY priority, created_at').all(
+  const rows = cachedPolicyRow(
+    db,
+    'accounts',
     projectId,
-  ) as ProviderAccountRow[];
+    () => sql(db, 'SELECT * FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL ORDER BY priority, created_at').all(projectId) as ProviderAccountRow[],
+  );
+  // A copy: the cached list is shared.
+  return [...(rows ?? [])];
 }
 
 export function detachProviderAccount(db: Db, id: string, now: number): boolean {
@@ -55,7 +61,12 @@ export function detachProviderAccount(db: Db, id: string, now: number): boolean 
 }
 
 /** The distinct slugs a project has attached, for routing checks. */
-export function attachedSlugs(db: Db, projectId: string): Set<string> {
-  const rows = sql(db, 'SELECT DISTINCT slug FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL').pluck().all(projectId) as string[];
-  return new Set(rows);
+export function attachedSlugs(db: Db, projectId: string): ReadonlySet<string> {
+  const slugs = cachedPolicyRow(
+    db,
+    'slugs',
+    projectId,
+    () => new Set(sql(db, 'SELECT DISTINCT slug FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL').pluck().all(projectId) as string[]),
+  );
+  return slugs ?? new Set();
 }
