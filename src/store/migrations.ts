@@ -261,18 +261,17 @@ export const migrations: Migration[] = [
         n INTEGER NOT NULL
       );
       INSERT INTO policy_generation (id, n) VALUES (1, 0);
-      CREATE TRIGGER policy_generation_api_keys_insert AFTER INSERT ON api_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_api_keys_update AFTER UPDATE ON api_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_api_keys_delete AFTER DELETE ON api_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_projects_insert AFTER INSERT ON projects BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_projects_update AFTER UPDATE ON projects BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_projects_delete AFTER DELETE ON projects BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_provider_accounts_insert AFTER INSERT ON provider_accounts BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_provider_accounts_update AFTER UPDATE ON provider_accounts BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_provider_accounts_delete AFTER DELETE ON provider_accounts BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_dkim_keys_insert AFTER INSERT ON dkim_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_dkim_keys_update AFTER UPDATE ON dkim_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
-      CREATE TRIGGER policy_generation_dkim_keys_delete AFTER DELETE ON dkim_keys BEGIN UPDATE policy_generation SET n = n + 1; END;
-    `,
+    ` + policyGenerationTriggers(),
   },
 ];
+
+/** Migration 6's triggers: any change to a policy table moves the generation. */
+function policyGenerationTriggers(): string {
+  return ['api_keys', 'projects', 'provider_accounts', 'dkim_keys']
+    .flatMap((table) =>
+      ['INSERT', 'UPDATE', 'DELETE'].map(
+        (op) => `CREATE TRIGGER policy_generation_${table}_${op.toLowerCase()} AFTER ${op} ON ${table} BEGIN UPDATE policy_generation SET n = n + 1; END;`,
+      ),
+    )
+    .join('\n');
+}
