@@ -55,9 +55,20 @@ export interface ProviderAdapter {
   close(): Promise<void>;
 }
 
-/** The stored MIME as a stream (from memory when the job holds it, else from the spool). */
-export function storedMimeStream(job: DeliveryJob): Readable {
-  return job.mime ? Readable.from([job.mime]) : createReadStream(job.mimePath);
+/**
+ * The stored MIME as a stream, `prefix` (hand-off headers) in front: held bytes go out as one
+ * chunk, a large message is streamed from the spool.
+ */
+export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
+  if (job.mime) return Readable.from([prefix ? Buffer.concat([Buffer.from(prefix), job.mime]) : job.mime], { objectMode: false });
+  if (!prefix) return createReadStream(job.mimePath);
+  return Readable.from(
+    (async function* () {
+      yield Buffer.from(prefix);
+      yield* createReadStream(job.mimePath);
+    })(),
+    { objectMode: false },
+  );
 }
 
 /** The stored MIME as one buffer (for request bodies that carry it whole). */

@@ -1,9 +1,8 @@
-import { createReadStream } from 'node:fs';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 import SMTPPool, { type SMTPPoolSentMessageInfo } from 'nodemailer/lib/smtp-pool';
 import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
-import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
+import { storedMimeStream, type DeliveryJob, type ProviderAdapter, type RecipientRefusal, type SendResult } from './adapter.js';
 
 interface SmtpDefaults {
   host: (region: string | null) => string;
@@ -92,7 +91,7 @@ export function relayMessageId(slug: string, response: string): string | null {
  * The message as nodemailer's transports read it (the `mail.data` / `mail.message` interface of
  * its custom-transport API), built straight from the spool: the stored MIME is final, so
  * sendMail's compile step (a MIME tree, a generated Message-ID and boundary per message) would
- * be work thrown away. Held bytes go out as one chunk; a large message is streamed.
+ * be work thrown away.
  */
 function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSentMessageInfo> {
   const envelope = () => ({ from: job.envelope.from, to: [...job.envelope.to] });
@@ -100,16 +99,7 @@ function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSen
     getEnvelope: envelope,
     messageId: () => job.messageId,
     getHeader: (name: string) => (name.toLowerCase() === 'message-id' ? job.messageId : undefined),
-    createReadStream(): Readable {
-      if (job.mime) return Readable.from([headers ? Buffer.concat([Buffer.from(headers), job.mime]) : job.mime], { objectMode: false });
-      return Readable.from(
-        (async function* () {
-          if (headers) yield Buffer.from(headers);
-          yield* createReadStream(job.mimePath);
-        })(),
-        { objectMode: false },
-      );
-    },
+    createReadStream: (): Readable => storedMimeStream(job, headers),
   };
   return { data: {}, message } as unknown as MailMessage<SMTPPoolSentMessageInfo>;
 }

@@ -46,7 +46,6 @@ export interface DeliveryBookkeeping {
 
 export interface DeliveryBookkeepingResult {
   leased: MessageRow[];
-  expired: number;
 }
 
 export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row.project_id, subject: row.subject, from_email: row.from_email });
@@ -76,15 +75,13 @@ export function applyDeliveryBookkeeping(db: Db, work: DeliveryBookkeeping): Del
         break;
     }
   }
-  let expired = 0;
   if (work.expire) {
     const { createdBefore, at, limit } = work.expire;
     for (const row of expiredMessages(db, createdBefore, limit)) {
       if (!failExpired(db, row.id, at)) continue;
-      expired++;
       event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
     }
   }
   const leased = work.lease ? leaseDueMessages(db, work.lease.now, work.lease.leaseUntil, work.lease.limit) : [];
-  return { leased, expired };
+  return { leased };
 }

@@ -17,9 +17,9 @@ const caches = new WeakMap<Db, ConnectionCache>();
 /**
  * Rows that change only by an operator's action (API keys, projects, provider accounts, DKIM
  * keys), served from memory per connection. Triggers move `policy_generation` on any change to
- * those tables, made by any process (the server, the CLI); every lookup first reads that
- * one-row table and drops the cache when it moved, so a revoked key or a detached account is
- * seen by the very next request. The queries this replaces reread their B-tree pages on every
+ * those tables, made by any process (the server, the CLI). That one-row table is read once per
+ * turn of the event loop, and again after this connection's own writes; when it moved the
+ * cache is dropped, so a revoked key or a detached account counts from the next turn on. The queries this replaces reread their B-tree pages on every
  * request: each commit by another connection (the index writer's, every few milliseconds)
  * empties this connection's page cache.
  *

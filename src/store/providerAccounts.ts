@@ -62,11 +62,7 @@ export function detachProviderAccount(db: Db, id: string, now: number): boolean 
 
 /** The distinct slugs a project has attached, for routing checks. */
 export function attachedSlugs(db: Db, projectId: string): ReadonlySet<string> {
-  const slugs = cachedPolicyRow(
-    db,
-    'slugs',
-    projectId,
-    () => new Set(sql(db, 'SELECT DISTINCT slug FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL').pluck().all(projectId) as string[]),
-  );
+  // Derived from the (cached) attached accounts: one query for the table.
+  const slugs = cachedPolicyRow(db, 'slugs', projectId, () => new Set(listProviderAccounts(db, projectId).map((a) => a.slug)));
   return slugs ?? new Set();
 }
