@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { PosternConfig } from './config/load.js';
 import { createHttpServer } from './http/app.js';
 import type { Logger } from './log.js';
+import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
 import { reconcileSpool } from './spool/reconcile.js';
 import { Spool } from './spool/spool.js';
@@ -47,6 +48,7 @@ const HOUR = 3600_000;
 
 /** Wiring: config → store → spool reconciliation → pipeline → listeners → housekeeping. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
+  applyHeapGrowth(config.memory.heap_growth_percent);
   const db = openDatabase(config.state_dir, logger);
   const spool = new Spool(config.state_dir);
   reconcileSpool(db, spool, logger, clock.now());
@@ -84,7 +86,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     adapterFor: (slug) => adapters.adapterFor(slug),
     // A large file is opened only when a key applies (most messages have none), and streamed.
     sign: (projectId, domain, mime, mimePath) =>
-      dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, mime ?? createReadStream(mimePath)) : Promise.resolve(null),
+      dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, mime ?? createReadStream(mimePath), new Date(clock.now())) : Promise.resolve(null),
   });
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go

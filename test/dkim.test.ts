@@ -344,7 +344,7 @@ describe('postern dkim list / replace / remove', () => {
     assert.deepEqual(mine, { keys: [second, keep] });
     assert.deepEqual(theirs, { keys: [otherKey] });
     // The replaced key no longer signs; the new one does.
-    const signature = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', Buffer.from('From: a@example.com\r\nSubject: x\r\n\r\nhi\r\n'));
+    const signature = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', Buffer.from('From: a@example.com\r\nSubject: x\r\n\r\nhi\r\n'), new Date());
     assert.equal(signatureTags(signature!).s, 'new');
   });
 
@@ -428,7 +428,7 @@ describe('DKIM signing of spooled messages', () => {
     test(`an ${kind} signature of a spooled message verifies with mailauth and with python3-dkim (dkimverify); tampering fails both`, async () => {
       const [projectId, live, key] = kind === 'rsa' ? [rsaProject, rsaLive, rsaKey] : [edProject, edLive, edKey];
       const { bytes } = await spooled(live, rich);
-      const header = await dkimSignatureFor(p.ctx.db, projectId, 'example.com', bytes);
+      const header = await dkimSignatureFor(p.ctx.db, projectId, 'example.com', bytes, new Date());
       assert.ok(header, 'a signature');
       assert.match(header, /^DKIM-Signature: /);
       assert.ok(header.endsWith('\r\n'));
@@ -481,11 +481,63 @@ describe('DKIM signing of spooled messages', () => {
 
   test('signs a message given as a stream (the spool file) exactly as the same bytes', async () => {
     const { file, bytes } = await spooled(rsaLive, { ...rich, subject: 'streamed' });
-    const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', createReadStream(file));
+    const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', createReadStream(file), new Date());
     assert.ok(header);
     const signed = Buffer.concat([Buffer.from(header), bytes]);
     assert.equal((await mailauthVerify(signed, rsaKey.dns_name, rsaKey.dns_value)).result.results[0].status.result, 'pass');
     assert.deepEqual(pythonVerify([{ message: signed, name: rsaKey.dns_name, value: rsaKey.dns_value }]), ['pass']);
+  });
+
+  test('t= is the sign time given (the scheduler passes its clock), however the wall clock moves while signing', async () => {
+    const { bytes } = await spooled(edLive, { ...rich, subject: 'sign time' });
+    const signTime = new Date(Date.UTC(2026, 0, 1, 12, 0, 0));
+    const realNow = Date.now;
+    let reads = 0;
+    // Each read of the wall clock while signing is a second after the one before. mailauth read
+    // it twice when no time was given (signed header, emitted header), so a signature that
+    // straddled a second carried a t= it had not signed.
+    Date.now = () => realNow() + 1000 * reads++;
+    let header: string | null;
+    try {
+      header = await dkimSignatureFor(p.ctx.db, edProject, 'example.com', bytes, signTime);
+    } finally {
+      Date.now = realNow;
+    }
+    assert.ok(header);
+    assert.equal(signatureTags(header).t, String(signTime.getTime() / 1000));
+    const signed = Buffer.concat([Buffer.from(header), bytes]);
+    assert.equal((await mailauthVerify(signed, edKey.dns_name, edKey.dns_value)).result.results[0].status.result, 'pass');
+    assert.deepEqual(pythonVerify([{ message: signed, name: edKey.dns_name, value: edKey.dns_value }]), ['pass']);
+  });
+
+  test('a header with a UTF-8 byte that relaxed canonicalisation would fold (à is C3 A0) is signed simple/relaxed, from a buffer or a stream; both verifiers pass', async () => {
+    const message = (subject: string) =>
+      Buffer.from(
+        `From: Sender <sender@example.com>\r\nTo: rcpt@example.org\r\nSubject: ${subject}\r\nDate: Thu, 01 Jan 2026 00:00:00 +0000\r\n` +
+          'Message-ID: <eight.bit@example.com>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nDéjà vu.\r\n',
+        'utf8',
+      );
+    const voila = message('Voilà, déjà vu');
+    const file = path.join(tempDir(), 'eight-bit.eml');
+    writeFileSync(file, voila);
+    // The stream arrives 7 bytes at a time: the header block is found across chunks.
+    const cases: [string, Buffer, Buffer | ReturnType<typeof createReadStream>, string][] = [
+      ['buffer with à', voila, voila, 'simple/relaxed'],
+      ['stream with à', voila, createReadStream(file, { highWaterMark: 7 }), 'simple/relaxed'],
+      // é and è (C3 A9, C3 A8) are folded by neither: relaxed stays.
+      ['buffer with é and è', message('Café crème'), message('Café crème'), 'relaxed/relaxed'],
+      ['ASCII', message('Deja vu'), message('Deja vu'), 'relaxed/relaxed'],
+    ];
+    const toVerify: VerifyCase[] = [];
+    for (const [label, bytes, input, canonicalization] of cases) {
+      const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', input, new Date());
+      assert.ok(header, label);
+      assert.equal(signatureTags(header).c, canonicalization, label);
+      const signed = Buffer.concat([Buffer.from(header), bytes]);
+      assert.equal((await mailauthVerify(signed, rsaKey.dns_name, rsaKey.dns_value)).result.results[0].status.result, 'pass', label);
+      toVerify.push({ message: signed, name: rsaKey.dns_name, value: rsaKey.dns_value });
+    }
+    assert.deepEqual(pythonVerify(toVerify), ['pass', 'pass', 'pass', 'pass']);
   });
 
   test('a sender at a subdomain is signed with the nearest parent domain that has a key (d= that domain)', async () => {
@@ -502,7 +554,7 @@ describe('DKIM signing of spooled messages', () => {
     const toVerify: VerifyCase[] = [];
     for (const [from, key] of cases) {
       const { bytes } = await spooled(liveKey, { from, subject: `from ${from}` });
-      const header = await dkimSignatureFor(p.ctx.db, project.id, from.split('@')[1], bytes);
+      const header = await dkimSignatureFor(p.ctx.db, project.id, from.split('@')[1], bytes, new Date());
       assert.ok(header, from);
       assert.equal(signatureTags(header).d, key.domain, from);
       assert.equal(signatureTags(header).s, key.selector, from);
@@ -518,27 +570,27 @@ describe('DKIM signing of spooled messages', () => {
     const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing none');
     addDkimKey(p.ctx, project.id, { domain: 'sub.example.com', selector: 'sub', algorithm: 'ed25519' });
     const { bytes } = await spooled(liveKey, { from: 'a@other.org' });
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
     // A key for a subdomain never signs its parent or a sibling; a bare TLD never matches.
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes), null);
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.example.com', bytes), null);
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'com', bytes), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.example.com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'com', bytes, new Date()), null);
     // Another project's key never applies.
     const bare = createProjectWithKeys(p.ctx, 'signing none bare');
     const fromRsaDomain = await spooled(bare.liveKey, { from: 'a@example.com' });
-    assert.equal(await dkimSignatureFor(p.ctx.db, bare.project.id, 'example.com', fromRsaDomain.bytes), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, bare.project.id, 'example.com', fromRsaDomain.bytes, new Date()), null);
     // A removed key no longer signs.
     const gone = addDkimKey(p.ctx, project.id, { domain: 'other.org', selector: 'gone', algorithm: 'ed25519' });
-    assert.ok(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes));
+    assert.ok(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()));
     removeDkim(p.ctx, gone.id);
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
   });
 
   test('a key added with the CLI signs messages that verify against the DNS record the CLI printed', async () => {
     const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing cli');
     const printed = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'cli']);
     const { bytes } = await spooled(liveKey, rich);
-    const header = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes);
+    const header = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date());
     assert.ok(header);
     const signed = Buffer.concat([Buffer.from(header), bytes]);
     assert.equal((await mailauthVerify(signed, printed.dns_name, printed.dns_value)).result.results[0].status.result, 'pass');
