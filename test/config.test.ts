@@ -80,6 +80,12 @@ describe('postern start with a bad config', () => {
     await rejectsConfig(['start', '--config', writeConfig({ webhooks: { saturated_cpu_share: 0 } })], 'webhooks.saturated_cpu_share');
   });
 
+  test('memory.heap_growth_percent must be an integer 0-400', async () => {
+    await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_growth_percent: -1 } })], 'memory.heap_growth_percent');
+    await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_growth_percent: 12.5 } })], 'memory.heap_growth_percent');
+    await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_grow: 20 } })], 'memory.heap_grow');
+  });
+
   test('a file that is not JSON is refused', async () => {
     const file = writeConfig('{"listeners": [ this is not json');
     const r = await rejectsConfig(['start', '--config', file], null);
