@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { toOutgoingMessage } from '../src/accept/outgoingMessage.js';
+import { silentLogger } from '../src/log.js';
 import { publishSpoolFiles } from '../src/spool/publish.js';
+import { Spool } from '../src/spool/spool.js';
+import { SpoolWriters } from '../src/spool/writers.js';
 import { loadSyncFilesystem } from '../src/spool/syncFilesystem.js';
 import { tempStateDir } from './support/postern.js';
 
@@ -65,5 +69,35 @@ describe('spool publishing', () => {
     assert.equal(renamedBeforeFlush, true);
     // Refused units have no index row; the door removes their files (Spool.removeUnpublished).
     assert.deepEqual(errors.map((e) => e?.message), ['syncfs: Input/output error', 'syncfs: Input/output error']);
+  });
+});
+
+describe('spool writer threads', () => {
+  it('start with one thread and add the next only when the load first spills onto it; every task is written', async () => {
+    const root = tempStateDir('postern-writers-');
+    dirs.push(root);
+    const spool = new Spool(root);
+    const writers = new SpoolWriters(spool, 2, silentLogger());
+    try {
+      const message = toOutgoingMessage({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'Hello', text: 'Hello there' });
+      const now = Date.UTC(2026, 10, 24);
+      assert.equal(writers.threads, 1);
+      // One task at a time never spills: the second thread is not started.
+      for (let i = 0; i < 5; i++) await writers.write(`m.single${i}`, message, now);
+      assert.equal(writers.threads, 1);
+      // Twenty in one tick: the first thread takes 4, the rest spill to a second, started now.
+      const written = await Promise.all(Array.from({ length: 20 }, (_, i) => writers.write(`m.burst${i}`, message, now)));
+      assert.equal(writers.threads, 2);
+      for (const [i, file] of written.entries()) {
+        const mime = readFileSync(file.tmpPath, 'latin1');
+        assert.equal(file.size, Buffer.byteLength(mime, 'latin1'));
+        assert.match(mime, new RegExp(`^Message-ID: <m\\.burst${i}@example\\.com>\\r$`, 'm'));
+      }
+      // Never more than the configured number.
+      await Promise.all(Array.from({ length: 40 }, (_, i) => writers.write(`m.more${i}`, message, now)));
+      assert.equal(writers.threads, 2);
+    } finally {
+      await writers.close();
+    }
   });
 });
