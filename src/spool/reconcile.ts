@@ -33,18 +33,20 @@ export function reconcileSpool(db: Db, spool: Spool, logger: Logger, now: number
     }
   }
 
-  let rowsWithoutFile = 0;
-  const rows = sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATES.map(() => '?').join(', ')})`).all(
-    ...LIVE_STATES,
-  ) as { id: string; spool_path: string }[];
+  // The live rows are walked, not loaded: a queue of 100,000 is 100,000 rows. Only the rows
+  // whose file is gone (none, normally) are held until the walk ends and they can be updated.
+  const missing: { id: string; spool_path: string }[] = [];
+  const live = sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATES.map(() => '?').join(', ')})`).iterate(...LIVE_STATES) as IterableIterator<{
+    id: string;
+    spool_path: string;
+  }>;
+  for (const row of live) if (!existsSync(spool.absolute(row.spool_path))) missing.push(row);
   const fail = sql(db, "UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ?");
-  for (const row of rows) {
-    if (!existsSync(spool.absolute(row.spool_path))) {
-      fail.run(now, row.id);
-      rowsWithoutFile++;
-      logger.error({ message_id: row.id, file: row.spool_path }, 'index row without its spool file; message failed');
-    }
+  for (const row of missing) {
+    fail.run(now, row.id);
+    logger.error({ message_id: row.id, file: row.spool_path }, 'index row without its spool file; message failed');
   }
+  const rowsWithoutFile = missing.length;
   const report = { tempFilesRemoved: temps.length, orphanFilesRemoved, rowsWithoutFile };
   logger.info(report, 'spool reconciled');
   return report;

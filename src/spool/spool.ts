@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { SpooledMessage } from './writers.js';
@@ -58,7 +58,13 @@ export class Spool {
   *listFiles(): Generator<string> {
     for (const day of readdirSync(this.root, { withFileTypes: true })) {
       if (!day.isDirectory() || !/^\d{4}-\d{2}-\d{2}$/.test(day.name)) continue;
-      for (const name of readdirSync(path.join(this.root, day.name))) yield path.join(day.name, name);
+      // Read entry by entry: a day directory can hold a whole queue's files.
+      const dir = opendirSync(path.join(this.root, day.name));
+      try {
+        for (let entry = dir.readSync(); entry; entry = dir.readSync()) yield path.join(day.name, entry.name);
+      } finally {
+        dir.closeSync();
+      }
     }
   }
 }
