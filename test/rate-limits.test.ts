@@ -160,7 +160,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   });
 
   describe('unauthenticated per-IP window', () => {
-    test('missing, malformed and unknown keys count; the 4th bad request and then a valid key get 429 until the window passes', async () => {
+    test('missing, malformed and unknown keys count; from the 4th, bad requests get 429 until the window passes, while valid keys of that IP are served', async () => {
       const t0 = freshWindows();
       const proj = createProjectWithKeys(p.ctx, 'ip window');
       const revoked = createKey(p.ctx, proj.project.id, 'live');
@@ -175,21 +175,23 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       clock.set(t0 + 30 * SECOND);
       const before = stored();
       assertRateLimited(await send(revoked.key), 30);
-      // Refused before any key lookup: a valid key from the same IP is refused too.
-      assertRateLimited(await send(proj.liveKey), 30);
-      assertRateLimited(await batch(proj.liveKey), 30);
+      assertRateLimited(await send(null), 30);
       assert.deepEqual(stored(), before);
+      // Rate budgets are per key: a valid key from the same IP (behind the same NAT) is served,
+      // on send and batch, and spends none of the IP's window.
+      assertAccepted(await send(proj.liveKey));
+      assertBatch207(await batch(proj.liveKey), 1);
+      assertRateLimited(await send(revoked.key), 30);
 
       clock.set(t0 + 59 * SECOND);
-      assertRateLimited(await send(proj.liveKey), 1);
+      assertRateLimited(await send(null), 1);
       clock.set(t0 + 60 * SECOND);
-      assertAccepted(await send(proj.liveKey));
       // The window slides: one slot freed; a bad request takes it, then the IP is full again.
       assert401(await send(revoked.key), 'invalid_api_key');
       assertRateLimited(await send(null), 10);
-      assertRateLimited(await send(proj.liveKey), 10);
-      clock.set(t0 + 70 * SECOND);
       assertAccepted(await send(proj.liveKey));
+      clock.set(t0 + 70 * SECOND);
+      assert401(await send(null), 'missing_api_key');
     });
 
     test('revoked, expired and mode-mismatched keys count in the IP window, on send and batch alike', async () => {
@@ -203,8 +205,9 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       assert401(await send(revoked.key), 'invalid_api_key');
       assert401(await post(p.production, '/v1/send/batch', { key: expiring.key, json: { messages: [validMessage()] } }), 'key_expired');
       assert401(await send(proj.testKey), 'mode_mismatch');
-      assertRateLimited(await send(proj.liveKey));
-      assertRateLimited(await batch(proj.liveKey));
+      assertRateLimited(await send(revoked.key));
+      assertRateLimited(await post(p.production, '/v1/send/batch', { key: proj.testKey, json: { messages: [validMessage()] } }));
+      assertAccepted(await send(proj.liveKey));
     });
 
     test('a rate-limited bad request is not counted again (the window does not extend)', async () => {

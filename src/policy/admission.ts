@@ -17,8 +17,10 @@ function rateLimited(waitMs: number): ContractError {
 
 /**
  * Who may send right now: authentication, then rate limits. Requests without a valid key
- * share a tight per-IP window; once an IP has spent it, it is refused before any key lookup,
- * so a flood of bad keys costs almost nothing. Valid keys have their own window per route.
+ * share a tight per-IP window; once an IP has spent it, they get 429 instead of 401. A valid
+ * key is never held by that window, only by its own per route ("rate budgets are per key"):
+ * one misconfigured client must not lock out every other client behind the same address (a
+ * NAT, a shared host). A bad key costs one hash and one indexed lookup either way.
  */
 export class Admission {
   private readonly unauthenticated: SlidingWindowLimiter;
@@ -46,7 +48,7 @@ export class Admission {
     return auth;
   }
 
-  /** Milliseconds this IP must wait before its next request without a valid key is even looked at. */
+  /** Milliseconds before this IP's next request without a valid key is answered other than 429. */
   unauthenticatedWaitMs(clientIp: string): number {
     return this.enforce ? this.unauthenticated.waitMs(clientIp) : 0;
   }
@@ -64,13 +66,16 @@ export class Admission {
     if (this.enforce) this.unauthenticated.record(clientIp);
   }
 
-  /** Authenticates a key (HTTP bearer or SMTP AUTH password); failures count against the IP. */
+  /**
+   * Authenticates a key (HTTP bearer or SMTP AUTH password). A failure counts against the IP,
+   * and once the IP's window is spent the failure is answered 429 (not counted again).
+   */
   authenticateClient(clientIp: string, key: string | null, environment: Environment): AuthContext {
-    const wait = this.unauthenticatedWaitMs(clientIp);
-    if (wait > 0) throw rateLimited(wait);
     try {
       return authenticate(this.db, key, environment, this.clock);
     } catch (err) {
+      const wait = this.unauthenticatedWaitMs(clientIp);
+      if (wait > 0) throw rateLimited(wait);
       if (this.enforce) this.unauthenticated.record(clientIp);
       throw err;
     }
