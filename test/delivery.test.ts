@@ -19,6 +19,7 @@ import { messageShow, releaseMessage, cancelMessage } from '../src/operator/mess
 import { setPaused, setStrategy } from '../src/operator/projects.js';
 import { attachProvider, detachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppress, suppressionList } from '../src/operator/suppressions.js';
+import { providerOptionHeaders } from '../src/providers/smtpRelay.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { assertAccepted, assertErrorEnvelope } from './support/assertions.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
@@ -306,6 +307,35 @@ describe('end to end through a real SMTP relay', () => {
 /* ------------------------------------------------------------------------------------------ */
 /* 2. Failover                                                                                */
 /* ------------------------------------------------------------------------------------------ */
+
+describe('provider_options over a provider SMTP relay', () => {
+  test('provider-a-smtp gets X-SES-CONFIGURATION-SET and provider-e-smtp X-PM-Message-Stream in front of the stored MIME; the generic smtp slug gets neither', async (t) => {
+    const s = scope(t);
+    const options = { 'provider-a-api': { configuration_set: 'Transactional' }, 'provider-e-api': { message_stream: 'outbound' } };
+    const cases: [string, string][] = [
+      ['provider-a-smtp', 'X-SES-CONFIGURATION-SET: Transactional\r\n'],
+      ['provider-e-smtp', 'X-PM-Message-Stream: outbound\r\n'],
+      ['smtp', ''],
+    ];
+    const p = await startPostern(s);
+    for (const [slug, expected] of cases) {
+      const sink = await startSink(s, slug);
+      const pk = project(p, `options ${slug}`);
+      attach(p, pk, sink.port, { slug });
+      const id = await send(p.production, pk.liveKey, { subject: `options via ${slug}`, provider_options: options });
+      await waitStatus(p, id, 'sent');
+      assert.equal(sink.received[0].raw.toString('latin1'), expected + spooled(p, id).toString('latin1'), slug);
+    }
+  });
+
+  test('an option value holding CR or LF (stored before validation refused it) is never written as a header', () => {
+    for (const value of ['cs\r\nBcc: attacker@evil.example', 'cs\nX-Injected: 1', 'cs\r']) {
+      assert.equal(providerOptionHeaders('provider-a-smtp', { 'provider-a-api': { configuration_set: value } }), '');
+      assert.equal(providerOptionHeaders('provider-e-smtp', { 'provider-e-api': { message_stream: value } }), '');
+    }
+    assert.equal(providerOptionHeaders('provider-a-smtp', { 'provider-a-api': { configuration_set: 'cs' } }), 'X-SES-CONFIGURATION-SET: cs\r\n');
+  });
+});
 
 describe('failover to the next account in the same hand-off', () => {
   const cases: { name: string; outcome: 'temporary' | 'account'; first: (s: ReturnType<typeof scope>) => Promise<{ port: number; attach?: Partial<AttachOptions>; sink?: Sink }> }[] = [

@@ -659,6 +659,16 @@ describe('POST /v1/send body validation', () => {
         'provider_options:too_long',
       );
     });
+    for (const [provider, option] of [
+      ['provider-a-api', 'configuration_set'],
+      ['provider-e-api', 'message_stream'],
+    ]) {
+      test(`${option} with CR or LF is provider_options:invalid_format (it becomes a relay header)`, async () => {
+        for (const value of ['cs\r\nBcc: attacker@evil.example', 'cs\nX-Injected: 1', 'cs\r']) {
+          await expectOne(msg({ provider_options: { [provider]: { [option]: value } } }), `provider_options.${provider}.${option}`, 'provider_options:invalid_format');
+        }
+      });
+    }
     test('an unknown provider key is provider_options:unknown_provider', async () => {
       await expectOne(msg({ provider_options: { 'provider-b-api': { tag: 'x' } } }), 'provider_options.provider-b-api', 'provider_options:unknown_provider');
     });

@@ -88,9 +88,15 @@ strategy?: (Strategy | null)
  */
 export interface ProviderOptions {
 "provider-a-api"?: {
+/**
+ * sent as a header over the provider's SMTP relay: no CR or LF
+ */
 configuration_set?: string
 }
 "provider-e-api"?: {
+/**
+ * sent as a header over the provider's SMTP relay: no CR or LF
+ */
 message_stream?: string
 }
 }

@@ -25,11 +25,16 @@ export const SMTP_DEFAULTS: Record<string, SmtpDefaults> = {
   'provider-g-smtp': { host: () => 'smtp.gmail.com', port: 587, tls: 'starttls' },
 };
 
-/** provider_options a relay understands as headers: SES configuration sets, Postmark message streams. */
+/**
+ * provider_options a relay understands as headers: SES configuration sets, Postmark message
+ * streams. Validation refuses CR and LF in them; a value with either (stored before that rule)
+ * is never written, so it cannot add header lines of its own.
+ */
 export function providerOptionHeaders(slug: string, options: Record<string, Record<string, string>> | null): string {
   if (!options) return '';
-  if (slug === 'provider-a-smtp' && options['provider-a-api']?.configuration_set) return `X-SES-CONFIGURATION-SET: ${options['provider-a-api'].configuration_set}\r\n`;
-  if (slug === 'provider-e-smtp' && options['provider-e-api']?.message_stream) return `X-PM-Message-Stream: ${options['provider-e-api'].message_stream}\r\n`;
+  const header = (name: string, value: string | undefined) => (value && !/[\r\n]/.test(value) ? `${name}: ${value}\r\n` : '');
+  if (slug === 'provider-a-smtp') return header('X-SES-CONFIGURATION-SET', options['provider-a-api']?.configuration_set);
+  if (slug === 'provider-e-smtp') return header('X-PM-Message-Stream', options['provider-e-api']?.message_stream);
   return '';
 }
 
