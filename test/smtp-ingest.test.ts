@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, describe, test } from 'node:test';
+import { ContractError } from '../src/contract/errors.js';
 import { ingestBufferedMessage, ingestMessage, readWholeUpTo, type IngestOptions } from '../src/smtp/ingest.js';
+import { judgeSmtpMessage } from '../src/smtp/smtpMessage.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'postern-ingest-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -109,5 +111,57 @@ describe('SMTP ingest: a message held whole and one streamed end the same', () =
     const chunks: Buffer[] = [];
     for await (const c of got.stream) chunks.push(c as Buffer);
     assert.equal(Buffer.concat(chunks).toString(), 'abcdefghi');
+  });
+});
+
+describe('SMTP ingest: headers the rewrite and the rules must read right', () => {
+  const NOW = Date.UTC(2026, 10, 24);
+  const ingest = async (lines: string[]) => {
+    const opts = options();
+    const mail = await ingestBufferedMessage(Buffer.from([...lines, '', 'Body', ''].join('\r\n')), opts);
+    const stored = readFileSync(opts.tmpPath, 'latin1');
+    return { mail, head: stored.slice(0, stored.indexOf('\r\n\r\n')) };
+  };
+
+  test('members of a group in To are named recipients (To), not Bcc; only the unnamed envelope recipient is Bcc', async () => {
+    const { mail } = await ingest(['From: s@example.com', 'To: Team: r1@example.org, R2 <r2@example.org>;', 'Cc: Copies:;', 'Subject: group']);
+    const { facts } = judgeSmtpMessage(mail, ['r1@example.org', 'r2@example.org', 'hidden@example.net'], NOW);
+    assert.deepEqual(facts.to.map((m) => m.email), ['r1@example.org', 'r2@example.org']);
+    assert.deepEqual(facts.bcc.map((m) => m.email), ['hidden@example.net']);
+  });
+
+  test('an added Message-ID takes the From domain when From carries a comment or a display name', async () => {
+    for (const from of ['Name <a@example.com> (comment)', 'a@example.com (comment)', '"Q, N" <a@example.com>']) {
+      const { head } = await ingest([`From: ${from}`, 'To: r@example.org', 'Subject: id']);
+      assert.match(head, /^Message-ID: <m\.0000000000000000000000test@example\.com>$/m, from);
+    }
+  });
+
+  test('an empty Message-ID is replaced by the message id, leaving exactly one', async () => {
+    const { mail, head } = await ingest(['From: a@example.com', 'To: r@example.org', 'Message-ID:   ', 'Subject: empty id']);
+    assert.equal(mail.hadMessageId, false);
+    assert.deepEqual(head.match(/^Message-ID:.*$/gim), ['Message-ID: <m.0000000000000000000000test@example.com>']);
+  });
+
+  test('Resent-Bcc is removed like Bcc', async () => {
+    const { head } = await ingest(['From: a@example.com', 'To: r@example.org', 'Resent-Bcc: hidden@example.net', 'Bcc: other@example.net', 'Subject: resent']);
+    assert.doesNotMatch(head, /hidden@example\.net|other@example\.net/);
+  });
+
+  test('a control header given twice is refused with its field code, whatever the copies say', async () => {
+    const cases: [string[], string, string][] = [
+      [['X-Service-Paused: true', 'X-Service-Paused: maybe'], 'paused', 'paused:invalid_value'],
+      [['X-Service-Metadata: {"a":"1"}', 'X-Service-Metadata: {"a":"1"}'], 'metadata', 'metadata:invalid_value'],
+      [['X-Service-Idempotency-Key: order-1234-aaaa', 'X-Service-Idempotency-Key: order-1234-bbbb'], 'idempotency_key', 'idempotency_key:invalid'],
+    ];
+    for (const [control, field, code] of cases) {
+      const { mail, head } = await ingest(['From: a@example.com', 'To: r@example.org', 'Subject: twice', ...control]);
+      assert.doesNotMatch(head, /^X-Service-/im);
+      assert.throws(
+        () => judgeSmtpMessage(mail, ['r@example.org'], NOW),
+        (err: unknown) => err instanceof ContractError && err.status === 422 && err.code === code && err.details?.some((d) => d.field === field && d.code === code) === true,
+        code,
+      );
+    }
   });
 });

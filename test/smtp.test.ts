@@ -27,6 +27,7 @@ import {
   type TestPostern,
 } from './support/postern.js';
 import { authedSession, dataPayload, plain, RawSmtp } from './support/rawSmtp.js';
+import { waitFor } from './support/waiting.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared fixtures                                                                             */
@@ -985,6 +986,27 @@ describe('SMTP greeting delay (smtp.greeting_delay_ms)', () => {
     const patient = await RawSmtp.connect(p.smtp.production.starttls);
     assert.match(patient.greeting, /^220 /);
     await patient.client.quit();
+  });
+});
+
+describe('SMTP greeting without a delay (the default, smtp.greeting_delay_ms 0)', () => {
+  test('a client that writes EHLO the moment it connects is greeted and answered, never told it talks too soon', async () => {
+    const p = await startTestPostern({ smtp: true, config: { smtp: { tls: await sharedTls() } } });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const client = net.connect(p.smtp.production.starttls, '127.0.0.1');
+        let heard = '';
+        client.on('data', (d: Buffer) => (heard += d.toString('latin1')));
+        client.once('connect', () => client.write('EHLO eager.example\r\n'));
+        await waitFor(() => /^250 /m.test(heard) || /^421 /m.test(heard) || client.destroyed, 10_000, 'a reply to EHLO');
+        client.destroy();
+        assert.match(heard, /^220 /);
+        assert.match(heard, /^250[ -]/m);
+        assert.doesNotMatch(heard, /too soon/);
+      }
+    } finally {
+      await p.close();
+    }
   });
 });
 

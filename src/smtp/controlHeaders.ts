@@ -34,9 +34,21 @@ export interface ControlFields {
 
 const list = (value: string) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
-export function readControlHeaders(values: Map<ControlHeader, string>, unknown: string[]): ControlFields {
+/** The Message field each control header stands for, and the code a second copy of it gets. */
+const DUPLICATE_CODES: Record<ControlHeader, { field: string; code: string }> = {
+  'x-service-tags': { field: 'tags', code: 'tags:invalid_value' },
+  'x-service-metadata': { field: 'metadata', code: 'metadata:invalid_value' },
+  'x-service-category': { field: 'category', code: 'category:invalid_value' },
+  'x-service-scheduled-at': { field: 'scheduled_at', code: 'scheduled_at:invalid_value' },
+  'x-service-paused': { field: 'paused', code: 'paused:invalid_value' },
+  'x-service-provider': { field: 'routing.provider', code: 'routing:invalid_value' },
+  'x-service-strategy': { field: 'routing.strategy', code: 'routing:invalid_value' },
+  'x-service-idempotency-key': { field: 'idempotency_key', code: 'idempotency_key:invalid' },
+};
+
+export function readControlHeaders(values: Map<ControlHeader, string>, unknown: string[], duplicates: ControlHeader[] = []): ControlFields {
   const body: Record<string, unknown> = {};
-  const details: { field: string; code: string }[] = [];
+  const details: { field: string; code: string }[] = duplicates.map((header) => DUPLICATE_CODES[header]);
   const tags = values.get('x-service-tags');
   if (tags !== undefined) body.tags = list(tags);
   const metadata = values.get('x-service-metadata');

@@ -3,6 +3,7 @@ import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Headers, Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
+import addressparser from 'nodemailer/lib/addressparser';
 import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
 import { messageIdHeader } from '../accept/composeMime.js';
 import { writeTempFileSync } from '../spool/spool.js';
@@ -21,6 +22,9 @@ export interface ParsedMail {
   control: Map<ControlHeader, string>;
   /** `X-Service-*` headers that are not control headers (refused as reserved). */
   unknownControl: string[];
+  /** Control headers given more than once (refused: which copy was meant is unknowable). */
+  duplicateControl: ControlHeader[];
+  /** The message came with a non-empty Message-ID (else one was added). */
   hadMessageId: boolean;
   /** Bytes of the rewritten message as stored. */
   size: number;
@@ -35,10 +39,13 @@ export interface IngestOptions {
   defaultSender: string;
 }
 
-type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'hadMessageId'>;
+type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'duplicateControl' | 'hadMessageId'>;
 type BodyFacts = Omit<ParsedMail, keyof RootHeaderFacts | 'size'>;
 
-const FROM_EMAIL = /<?([^\s<>@]+@[^\s<>]+?)>?\s*$/;
+/** The first address of a From header (display names, comments and groups allowed), if any. */
+function fromAddress(value: string): string | undefined {
+  return addressparser(value, { flatten: true }).find((a) => a.address.includes('@'))?.address;
+}
 
 const isControl = (key: string): key is ControlHeader => (CONTROL_HEADERS as readonly string[]).includes(key);
 
@@ -49,22 +56,33 @@ const isControl = (key: string): key is ControlHeader => (CONTROL_HEADERS as rea
 function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFacts {
   const control = new Map<ControlHeader, string>();
   const unknownControl: string[] = [];
+  const duplicateControl: ControlHeader[] = [];
   for (const line of headers.getList()) {
     const key = line.key.toLowerCase();
     if (!key.startsWith('x-service-')) continue;
     if (isControl(key)) {
+      // A second copy is refused, not ignored: which one a client meant is anyone's guess.
+      if (control.has(key)) {
+        if (!duplicateControl.includes(key)) duplicateControl.push(key);
+        continue;
+      }
       // Clients encode non-ASCII or JSON-ish values as RFC 2047 words: judge the text itself.
-      if (!control.has(key)) control.set(key, libmime.decodeWords(headers.getFirst(key)));
+      control.set(key, libmime.decodeWords(headers.getFirst(key)));
     } else if (!unknownControl.some((u) => u.toLowerCase() === key)) {
       unknownControl.push(line.line.slice(0, line.line.indexOf(':')).trim());
     }
   }
   for (const key of new Set(headers.getList().map((l) => l.key.toLowerCase()))) {
-    if (key.startsWith('x-service-') || key === 'bcc') headers.remove(key);
+    // Resent-Bcc, like Bcc, would show envelope-only recipients.
+    if (key.startsWith('x-service-') || key === 'bcc' || key === 'resent-bcc') headers.remove(key);
   }
-  const hadMessageId = headers.hasHeader('message-id');
-  if (!hadMessageId) headers.add('Message-ID', messageIdHeader(opts.id, FROM_EMAIL.exec(headers.getFirst('from'))?.[1] ?? opts.defaultSender));
-  return { control, unknownControl, hadMessageId };
+  // An empty Message-ID is no id (provider feedback is matched on it): replaced like a missing one.
+  const hadMessageId = headers.getFirst('message-id').trim() !== '';
+  if (!hadMessageId) {
+    headers.remove('message-id');
+    headers.add('Message-ID', messageIdHeader(opts.id, fromAddress(headers.getFirst('from')) ?? opts.defaultSender));
+  }
+  return { control, unknownControl, duplicateControl, hadMessageId };
 }
 
 /**
@@ -235,5 +253,5 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
     pipeline(toParser, parser),
   ]);
   // Splitter always emits the root node, even for an empty message.
-  return { ...body(), ...(root ?? { control: new Map(), unknownControl: [], hadMessageId: true }), size };
+  return { ...body(), ...(root ?? { control: new Map(), unknownControl: [], duplicateControl: [], hadMessageId: true }), size };
 }

@@ -123,6 +123,10 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     ...{ greetingDelayMs: limits.greeting_delay_ms },
     // Refuse a message over SIZE even when the client did not declare its size.
     rejectOversized: true,
+    // The client's reverse DNS name is used for nothing here (no Received header, no log of
+    // the library's), and the lookup held every greeting back: up to 1.5 s where DNS is slow
+    // or unreachable, and long enough for a client that talks at once to be "too soon".
+    disableReverseLookup: true,
     logger: false,
 
     onConnect(session, callback) {

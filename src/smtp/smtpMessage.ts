@@ -11,7 +11,9 @@ const MAX_ATTACHMENTS = 20;
 
 function addresses(obj: AddressObject | undefined): { email: string; name?: string }[] {
   if (!obj) return [];
-  return obj.value.filter((a) => a.address).map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
+  // A group (`To: Team: a@x, b@y;`) names its members in the header as much as a plain list.
+  const mailboxes = obj.value.flatMap((a) => a.group ?? [a]);
+  return mailboxes.filter((a) => a.address).map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
 }
 
 /** The size rules on attachments, with the HTTP codes (the parts are already decoded here). */
@@ -39,7 +41,7 @@ export interface SmtpAcceptance {
  * or Cc keep their header role, the rest are Bcc (delivered, never written into headers).
  */
 export function judgeSmtpMessage(mail: ParsedMail, envelopeRecipients: string[], now: number): SmtpAcceptance {
-  const control = readControlHeaders(mail.control, mail.unknownControl);
+  const control = readControlHeaders(mail.control, mail.unknownControl, mail.duplicateControl);
   const envelope = new Map(envelopeRecipients.map((r) => [r.toLowerCase(), r]));
   const inEnvelope = (list: { email: string; name?: string }[]) => list.filter((a) => envelope.has(a.email.toLowerCase()));
   const to = inEnvelope(addresses(mail.to));
