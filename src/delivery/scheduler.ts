@@ -187,7 +187,7 @@ export class DeliveryScheduler {
   private async handOff(row: MessageRow): Promise<void> {
     const { db, clock } = this.deps;
     const project = getProject(db, row.project_id);
-    const recipients = JSON.parse(row.recipients) as { to: string[]; cc: string[]; bcc: string[] };
+    const recipients = JSON.parse(row.recipients) as DeliveryJob['recipients'];
     // After a partial hand-off only the recipients still owed one are tried.
     const all = row.pending_recipients ? (JSON.parse(row.pending_recipients) as string[]) : [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
     // Suppression is checked again at hand-off: an address may have bounced since acceptance.
@@ -229,14 +229,21 @@ export class DeliveryScheduler {
     const reservedOn = candidates[0].free_quota !== null ? candidates[0].id : null;
     if (reservedOn) this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 0) + 1);
     try {
-      await this.tryCandidates(row, project, candidates, deliverTo, all);
+      await this.tryCandidates(row, project, candidates, recipients, deliverTo, all);
     } finally {
       if (reservedOn) this.afterCommit.push(() => this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1));
     }
   }
 
   /** Hands the message to each candidate in turn until one takes it (or refuses it for good). */
-  private async tryCandidates(row: MessageRow, project: ProjectRow, candidates: ProviderAccountRow[], deliverTo: string[], all: string[]): Promise<void> {
+  private async tryCandidates(
+    row: MessageRow,
+    project: ProjectRow,
+    candidates: ProviderAccountRow[],
+    recipients: DeliveryJob['recipients'],
+    deliverTo: string[],
+    all: string[],
+  ): Promise<void> {
     const { clock, spoolRoot } = this.deps;
     const mimePath = path.join(spoolRoot, row.spool_path);
     // A small message is read once, whole and synchronously (a few microseconds from the page
@@ -251,7 +258,7 @@ export class DeliveryScheduler {
       prependHeaders: signature ?? '',
       envelope: { from: row.from_email, to: deliverTo },
       providerOptions: row.provider_options ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>) : null,
-      recipients: JSON.parse(row.recipients) as DeliveryJob['recipients'],
+      recipients,
       tags: JSON.parse(row.tags) as string[],
       metadata: JSON.parse(row.metadata) as Record<string, string>,
       category: row.category,

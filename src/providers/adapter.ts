@@ -71,7 +71,8 @@ export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
   );
 }
 
-/** The stored MIME as one buffer (for request bodies that carry it whole). */
-export async function storedMimeBytes(job: DeliveryJob): Promise<Buffer> {
-  return job.mime ?? (await readFile(job.mimePath));
+/** The stored MIME as one buffer, `prefix` in front (for request bodies that carry it whole). */
+export async function storedMimeBytes(job: DeliveryJob, prefix = ''): Promise<Buffer> {
+  const mime = job.mime ?? (await readFile(job.mimePath));
+  return prefix ? Buffer.concat([Buffer.from(prefix), mime]) : mime;
 }

@@ -56,8 +56,10 @@ export class MailgunApiAdapter implements ProviderAdapter {
 
     const form = new FormData();
     for (const to of job.envelope.to) form.append('to', to);
-    // The file part is read from the spool as it is sent, behind the prepended headers.
-    const mime = new Blob([job.prependHeaders, await openAsBlob(job.mimePath)], { type: 'message/rfc822' });
+    // Behind the prepended headers: the MIME held at hand-off, or the spool file, read as it is sent.
+    // (A held buffer comes from readFileSync: its memory is a plain ArrayBuffer.)
+    const held = job.mime as Uint8Array<ArrayBuffer> | null;
+    const mime = new Blob([job.prependHeaders, held ?? (await openAsBlob(job.mimePath))], { type: 'message/rfc822' });
     form.append('message', mime, 'message.mime');
     const tags = [...new Set([...(job.category ? [job.category] : []), ...job.tags])].slice(0, MAILGUN_MAX_TAGS);
     for (const tag of tags) form.append('o:tag', tag);

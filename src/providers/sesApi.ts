@@ -86,8 +86,7 @@ export function sesDestination(job: Pick<DeliveryJob, 'envelope' | 'recipients'>
 }
 
 export async function sesRequestBody(job: DeliveryJob): Promise<SesSendEmailRequest> {
-  const mime = await storedMimeBytes(job);
-  const raw = job.prependHeaders ? Buffer.concat([Buffer.from(job.prependHeaders, 'utf8'), mime]) : mime;
+  const raw = await storedMimeBytes(job, job.prependHeaders);
   const body: SesSendEmailRequest = {
     ...(job.envelope.from ? { FromEmailAddress: job.envelope.from } : {}),
     Destination: sesDestination(job),

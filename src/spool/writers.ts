@@ -110,8 +110,8 @@ export class SpoolWriters {
 
   /**
    * Gives the tick's tasks to the threads, one message per thread: to the first thread until it
-   * has SPILL_AT tasks waiting, and only then to the next (started then, the first time). On a small machine every thread
-   * woken competes with the event loop for a core. Measured on 2 cores: SMTP ingest ran
+   * has SPILL_AT tasks waiting, and only then to the next (started then, the first time). On a
+   * small machine every thread woken competes with the event loop for a core. Measured on 2 cores: SMTP ingest ran
    * 1,300-1,390 messages/s on one thread and 930-1,270/s with tasks spread over two; HTTP
    * sends ran 1,220-2,040/s on one thread and 1,980-2,420/s spilling to a second.
    */

@@ -19,9 +19,9 @@ const caches = new WeakMap<Db, ConnectionCache>();
  * keys), served from memory per connection. Triggers move `policy_generation` on any change to
  * those tables, made by any process (the server, the CLI). That one-row table is read once per
  * turn of the event loop, and again after this connection's own writes; when it moved the
- * cache is dropped, so a revoked key or a detached account counts from the next turn on. The queries this replaces reread their B-tree pages on every
- * request: each commit by another connection (the index writer's, every few milliseconds)
- * empties this connection's page cache.
+ * cache is dropped, so a revoked key or a detached account counts from the next turn on. The
+ * queries this replaces reread their B-tree pages on every request: each commit by another
+ * connection (the index writer's, every few milliseconds) empties this connection's page cache.
  *
  * `load` returning undefined is not cached (an unknown API key stays a query each time).
  * Cached values are shared: callers must not change them.
