@@ -15,6 +15,7 @@ import { runWrk, wrkAvailable } from './wrk.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { webhookBench, webhookLines } from './webhooks.js';
+import { fileCreationLine, settleFileCreation } from './fileCreation.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
@@ -176,6 +177,9 @@ async function smtpOnly(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  // Before any section: a run right after tests or another bench would otherwise pay for their deletions.
+  const files = await settleFileCreation();
+  console.log(fileCreationLine(files));
   if (only === 'send') return sendOnly();
   if (only === 'smtp') return smtpOnly();
   if (only === 'relay') {
@@ -227,6 +231,7 @@ async function main(): Promise<void> {
   const off = summary(merged(false));
   const report = {
     machine: machine(),
+    file_create: files,
     concurrency: CONCURRENCY,
     seconds_per_phase: DURATION_MS / 1000,
     body_bytes: SEND_BODY.length,
