@@ -23,6 +23,7 @@ import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 import { pruneReceipts } from './store/feedback.js';
+import { RetentionSweeper } from './spool/retention.js';
 import { createWebhookDispatcher } from './events/host.js';
 
 export interface BoundListener {
@@ -67,8 +68,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     const receipts = pruneReceipts(db, clock.now() - config.retention_days * 24 * HOUR);
     if (receipts > 0) logger.info({ removed: receipts }, 'old provider feedback receipts pruned');
   };
+  const retention = new RetentionSweeper(db, spool, clock, logger, config.retention_days);
   prune();
-  const janitor = setInterval(prune, HOUR);
+  // Not awaited: a first sweep over a large backlog must not hold up the listeners.
+  void retention.sweep();
+  const janitor = setInterval(() => {
+    prune();
+    void retention.sweep();
+  }, HOUR);
   janitor.unref();
 
   const adapters = createAdapterRegistry({ clock, logger, config });
@@ -106,6 +113,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await webhooks?.stop();
     await adapters.close();
     clearInterval(janitor);
+    await retention.stop();
     await writers.close();
     await indexWriter.close();
     db.close();
