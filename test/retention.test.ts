@@ -4,7 +4,7 @@
  * A ManualClock moves the server 31 days on; the sweep runs at start and hourly.
  */
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
@@ -13,6 +13,7 @@ import { sql } from '../src/store/db.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { getMessage } from '../src/store/messages.js';
 import { pruneFinishedMessages } from '../src/store/messageRetention.js';
+import { writeTempFileSync } from '../src/spool/spool.js';
 import { createProjectWithKeys, post, startTestPostern, tempStateDir, validMessage, type TestPostern } from './support/postern.js';
 import { waitFor } from './support/waiting.js';
 
@@ -121,4 +122,51 @@ test('a sweep removes at most one chunk per transaction and finds the rest next 
   assert.equal(pruneFinishedMessages(p.running.db, later, 30, 2).length, 1);
   assert.equal(pruneFinishedMessages(p.running.db, later, 30, 2).length, 0);
   for (const id of ids) assert.equal(getMessage(p.running.db, id), undefined);
+});
+
+test('a retired spool file is emptied, kept across a restart, and becomes a later message\'s file', async (t) => {
+  const stateDir = tempStateDir();
+  t.after(() => rmSync(stateDir, { recursive: true, force: true }));
+  const freeDir = path.join(stateDir, 'spool', 'free');
+  const clock = new ManualClock(T0);
+  let p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
+  const { liveKey } = createProjectWithKeys(p.ctx);
+  const old = await send(p, liveKey);
+  cancelMessage(p.ctx, old);
+  const oldInode = statSync(spoolFile(p, old)).ino;
+  await p.close();
+
+  clock.set(T0 + 31 * DAY);
+  p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
+  try {
+    await waitFor(() => readdirSync(freeDir).length === 1, 10_000, 'the old file to be retired');
+    const [retired] = readdirSync(freeDir);
+    assert.equal(statSync(path.join(freeDir, retired)).ino, oldInode);
+    assert.equal(statSync(path.join(freeDir, retired)).size, 0, 'nothing of the old message is kept');
+  } finally {
+    await p.close();
+  }
+
+  // The next run adopts it; the next message is written into it.
+  p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
+  try {
+    const next = await send(p, liveKey);
+    const file = spoolFile(p, next);
+    assert.equal(statSync(file).ino, oldInode);
+    assert.deepEqual(readdirSync(freeDir), []);
+    const mime = readFileSync(file, 'latin1');
+    assert.equal(mime.length, getMessage(p.running.db, next)!.size_bytes);
+    assert.match(mime, new RegExp(`^Message-ID: <${next.replace('.', '\\.')}@example\\.com>`, 'm'));
+  } finally {
+    await p.close();
+  }
+});
+
+test('a temp file is created anew when the retired file it was given is gone', (t) => {
+  const dir = tempStateDir();
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const target = path.join(dir, 'm.tmp');
+  writeTempFileSync(target, Buffer.from('hello'), path.join(dir, 'no-such-retired-file'));
+  assert.equal(readFileSync(target, 'utf8'), 'hello');
+  assert.equal(statSync(target).mode & 0o777, 0o600);
 });

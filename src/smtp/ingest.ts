@@ -33,6 +33,8 @@ export interface ParsedMail {
 export interface IngestOptions {
   /** Where the rewritten message is written (a spool temp file, created exclusively). */
   tmpPath: string;
+  /** A retired spool file to write it into instead of a new one (held messages only: Spool.retire). */
+  reusePath?: string;
   /** The message's id: an added Message-ID is `<id@domain of From>`. */
   id: string;
   /** The address whose domain an added Message-ID takes when From has none. */
@@ -149,7 +151,7 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): 
   const headers = new Headers(data.subarray(0, end));
   const root = rewriteRootHeaders(headers, opts);
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
-  writeTempFileSync(opts.tmpPath, stored);
+  writeTempFileSync(opts.tmpPath, stored, opts.reusePath);
   const parser = newParser();
   const body = watchBody(parser);
   const done = new Promise<void>((resolve, reject) => {

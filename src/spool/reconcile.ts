@@ -9,6 +9,8 @@ export interface ReconcileReport {
   tempFilesRemoved: number;
   orphanFilesRemoved: number;
   rowsWithoutFile: number;
+  /** Retired files (empty) kept for reuse from the previous run. */
+  freeFilesKept: number;
 }
 
 /** States in which a message still needs its MIME file. */
@@ -22,6 +24,7 @@ const LIVE_STATES = ['queued', 'scheduled', 'paused', 'captured', 'sending'];
 export function reconcileSpool(db: Db, spool: Spool, logger: Logger, now: number): ReconcileReport {
   const temps = spool.removeTempFiles();
   for (const name of temps) logger.warn({ file: name }, 'removed half-written spool file');
+  const freeFilesKept = spool.adoptFreeFiles();
 
   let orphanFilesRemoved = 0;
   for (const rel of spool.listFiles()) {
@@ -47,7 +50,7 @@ export function reconcileSpool(db: Db, spool: Spool, logger: Logger, now: number
     logger.error({ message_id: row.id, file: row.spool_path }, 'index row without its spool file; message failed');
   }
   const rowsWithoutFile = missing.length;
-  const report = { tempFilesRemoved: temps.length, orphanFilesRemoved, rowsWithoutFile };
+  const report = { tempFilesRemoved: temps.length, orphanFilesRemoved, rowsWithoutFile, freeFilesKept };
   logger.info(report, 'spool reconciled');
   return report;
 }

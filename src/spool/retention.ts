@@ -44,7 +44,7 @@ export class RetentionSweeper {
       while (!this.stopped) {
         const files = pruneFinishedMessages(this.db, this.clock.now(), this.defaultRetentionDays, CHUNK);
         // After the commit: a crash in between leaves files without rows, which start-up removes.
-        await Promise.all(files.map((f) => this.spool.remove(f)));
+        await Promise.all(files.map((f) => this.spool.retire(f)));
         removed += files.length;
         if (files.length < CHUNK) break;
         await new Promise((resolve) => setImmediate(resolve));

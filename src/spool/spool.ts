@@ -1,5 +1,5 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type { SpooledMessage } from './writers.js';
 
@@ -12,11 +12,66 @@ import type { SpooledMessage } from './writers.js';
 export class Spool {
   readonly root: string;
   private readonly tmpDir: string;
+  private readonly freeDir: string;
+  /** Retired files (empty) ready for the next messages; see retire(). */
+  private readonly free: string[] = [];
+  private retiring = 0;
+  private freeSeq = 0;
+  private readonly runTag = `${process.pid}-${Date.now().toString(36)}`;
 
   constructor(stateDir: string) {
     this.root = path.join(stateDir, 'spool');
     this.tmpDir = path.join(this.root, 'tmp');
+    this.freeDir = path.join(this.root, 'free');
     mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
+    mkdirSync(this.freeDir, { recursive: true, mode: 0o700 });
+  }
+
+  /**
+   * Takes the retired files a previous run left (start-up), up to the cap; removes the rest.
+   * Returns how many were kept.
+   */
+  adoptFreeFiles(): number {
+    for (const name of readdirSync(this.freeDir)) {
+      const file = path.join(this.freeDir, name);
+      if (this.free.length < REUSE_CAP) this.free.push(file);
+      else rmSync(file, { force: true });
+    }
+    return this.free.length;
+  }
+
+  /** A retired file for a new message to be written into (writeTempFileSync), if one is ready. */
+  takeFree(): string | undefined {
+    return this.free.pop();
+  }
+
+  /** Retired files ready for reuse. */
+  get freeFiles(): number {
+    return this.free.length;
+  }
+
+  /**
+   * Removes a message's file for good (retention). Up to REUSE_CAP files are emptied and kept
+   * for the next messages instead of unlinked: on ext4 without a journal, every create scans
+   * past each inode freed in the last minutes (`recently_deleted()`), so removing files at the
+   * rate messages arrive made each new spool file cost 0.5 ms of kernel time; a reused one
+   * costs two renames (a create/unlink cycle: 525 µs of system CPU per message; reuse: 48 µs).
+   * Emptied first, a kept file holds none of the old message.
+   */
+  async retire(relPath: string): Promise<void> {
+    if (this.free.length + this.retiring >= REUSE_CAP) return this.remove(relPath);
+    const target = path.join(this.freeDir, `${this.runTag}.${++this.freeSeq}`);
+    this.retiring++;
+    try {
+      // Emptied under its old name: a file in free/ never holds a message.
+      await truncate(this.absolute(relPath), 0);
+      await rename(this.absolute(relPath), target);
+      this.free.push(target);
+    } catch {
+      await Promise.all([this.remove(relPath), rm(target, { force: true })]);
+    } finally {
+      this.retiring--;
+    }
   }
 
   /** Day directories keep each commit's renames in one directory, so one fsync covers them. */
@@ -69,13 +124,29 @@ export class Spool {
   }
 }
 
-/** Writes `data` to a new temp file (created exclusively, mode 0600); the caller removes it on failure. */
-export function writeTempFileSync(tmpPath: string, data: Uint8Array): void {
-  const fd = openSync(tmpPath, 'wx', 0o600);
+/** How many retired files the spool keeps for reuse (each an empty inode). */
+export const REUSE_CAP = 10_000;
+
+/**
+ * Writes `data` to the temp file `tmpPath`: the retired file `reuse` renamed there when one was
+ * given and is still there, else a new file (created exclusively, mode 0600). The caller
+ * removes `tmpPath` on failure.
+ */
+export function writeTempFileSync(tmpPath: string, data: Uint8Array, reuse?: string): void {
+  const fd = reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC) : openSync(tmpPath, 'wx', 0o600);
   try {
     for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
   } finally {
     closeSync(fd);
+  }
+}
+
+function claimRetired(reuse: string, tmpPath: string): boolean {
+  try {
+    renameSync(reuse, tmpPath);
+    return true;
+  } catch {
+    return false;
   }
 }
 

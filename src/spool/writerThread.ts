@@ -12,7 +12,7 @@ import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../s
 import { writeTempFileSync } from './spool.js';
 
 export type WriteTask =
-  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string }
+  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string }
   | { kind: 'ingest'; seq: number; data: Uint8Array; options: IngestOptions };
 
 export type WriteResult =
@@ -69,7 +69,7 @@ async function handle(task: WriteTask): Promise<WriteResult> {
       return { seq: task.seq, ok: true, size: parsed.size, parsed };
     }
     const mime = await composeMime(task.id, revive(task.message), new Date(task.dateMs));
-    writeTempFileSync(task.tmpPath, mime);
+    writeTempFileSync(task.tmpPath, mime, task.reusePath);
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {
     rmSync(tmpPath, { force: true });

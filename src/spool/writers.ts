@@ -87,7 +87,7 @@ export class SpoolWriters {
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
-    const { size } = await this.submit({ kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath });
+    const { size } = await this.submit({ kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() });
     return { relPath, tmpPath, size };
   }
 
@@ -97,7 +97,7 @@ export class SpoolWriters {
    */
   async ingest(data: Buffer, options: IngestOptions): Promise<ParsedMail> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
-    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options }, owned);
+    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options: { ...options, reusePath: this.spool.takeFree() } }, owned);
     return parsed!;
   }
 
