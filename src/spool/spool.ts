@@ -40,14 +40,12 @@ export class Spool {
     return this.free.length;
   }
 
-  /** A retired file for a new message to be written into (writeTempFileSync), if one is ready. */
+  /**
+   * A retired file for a new message to be written into (writeTempFileSync), if one is ready.
+   * A task that fails before writing leaves it in free/, where the next start adopts it.
+   */
   takeFree(): string | undefined {
     return this.free.pop();
-  }
-
-  /** Retired files ready for reuse. */
-  get freeFiles(): number {
-    return this.free.length;
   }
 
   /**
