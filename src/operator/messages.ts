@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { attemptsFor, recipientOutcomesFor } from '../store/delivery.js';
 import { eventsForMessage } from '../store/events.js';
-import { getMessage, listMessages, transitionMessage, type MessageRow, type MessageStatus } from '../store/messages.js';
+import { FINISHED_STATUSES, getMessage, listMessages, LIVE_STATUSES, transitionMessage, type MessageRow, type MessageStatus } from '../store/messages.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
 
-const STATUSES: MessageStatus[] = ['queued', 'scheduled', 'paused', 'captured', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'cancelled'];
+const STATUSES: readonly MessageStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES];
 
 function summary(m: MessageRow) {
   const recipients = JSON.parse(m.recipients) as { to: string[]; cc: string[]; bcc: string[] };

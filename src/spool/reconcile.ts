@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import { sql, type Db } from '../store/db.js';
-import { messageExists } from '../store/messages.js';
+import { LIVE_STATUSES, messageExists } from '../store/messages.js';
 import type { Spool } from './spool.js';
 
 export interface ReconcileReport {
@@ -13,8 +13,6 @@ export interface ReconcileReport {
   freeFilesKept: number;
 }
 
-/** States in which a message still needs its MIME file. */
-const LIVE_STATES = ['queued', 'scheduled', 'paused', 'captured', 'sending'];
 
 /**
  * Run at start, before any listener opens. A crash can leave a temp file (never acknowledged)
@@ -39,7 +37,7 @@ export function reconcileSpool(db: Db, spool: Spool, logger: Logger, now: number
   // The live rows are walked, not loaded: a queue of 100,000 is 100,000 rows. Only the rows
   // whose file is gone (none, normally) are held until the walk ends and they can be updated.
   const missing: { id: string; spool_path: string }[] = [];
-  const live = sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATES.map(() => '?').join(', ')})`).iterate(...LIVE_STATES) as IterableIterator<{
+  const live = sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')})`).iterate(...LIVE_STATUSES) as IterableIterator<{
     id: string;
     spool_path: string;
   }>;

@@ -1,20 +1,14 @@
 import { sql, type Db } from './db.js';
-
-/**
- * States a message never leaves on its own: nothing more is sent, and after the project's
- * retention no provider feedback is expected. Live states (queued, scheduled, paused,
- * captured, sending) are never pruned; expiry ends them first.
- */
-export const FINISHED_STATES = ['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'cancelled'] as const;
+import { FINISHED_STATUSES } from './messages.js';
 
 const DAY_MS = 86_400_000;
-const finishedList = FINISHED_STATES.map((s) => `'${s}'`).join(', ');
+const finishedList = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /**
  * Removes, in one transaction, up to `limit` finished messages created before their project's
  * retention (`retention_days` of the project, else `defaultRetentionDays`): the row, its
  * attempts and recipient outcomes, and its events, except an event a pending webhook delivery
- * still has to send. Returns the spool files of the removed rows: the caller deletes them after
+ * still has to send. Returns the spool files of the removed rows: the caller retires them after
  * the commit (a crash between the two leaves files without rows, which start-up removes).
  */
 export function pruneFinishedMessages(db: Db, now: number, defaultRetentionDays: number, limit: number): string[] {

@@ -1,8 +1,16 @@
 import { sql, type Db } from './db.js';
 
-export type MessageStatus =
-  | 'queued' | 'scheduled' | 'paused' | 'captured'
-  | 'sending' | 'sent' | 'delivered' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'cancelled';
+/** States in which a message may still be sent, and so still needs its MIME file. */
+export const LIVE_STATUSES = ['queued', 'scheduled', 'paused', 'captured', 'sending'] as const;
+
+/**
+ * States a message never leaves for a live one: nothing more is sent (provider feedback may
+ * still move a `sent` message on among these). Retention removes only these; expiry ends the
+ * live ones first.
+ */
+export const FINISHED_STATUSES = ['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'cancelled'] as const;
+
+export type MessageStatus = (typeof LIVE_STATUSES)[number] | (typeof FINISHED_STATUSES)[number];
 
 export type HoldReason = 'request' | 'project' | null;
 
