@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
+import { headerBlockEnd } from '../mime/headerBlock.js';
 import { sql, type Db } from '../store/db.js';
 import { cachedPolicyRow } from '../store/policyCache.js';
 import type { DkimKeyRow } from './keys.js';
@@ -56,19 +57,12 @@ export function headerCanonicalization(headerBlock: Buffer): 'relaxed' | 'simple
   return 'relaxed';
 }
 
-/** Where the header block of `bytes` ends (the blank line), or -1 if it does not end in them. */
-function headerEnd(bytes: Buffer): number {
-  const crlf = bytes.indexOf('\r\n\r\n');
-  const lf = bytes.indexOf('\n\n');
-  return crlf < 0 ? lf : lf < 0 ? crlf : Math.min(crlf, lf);
-}
-
 /** A header block longer than this is not looked for (and signed `simple`, safe whatever it holds). */
 const HEADER_SCAN_BYTES = 1024 * 1024;
 
 /** The header block of `bytes`, or null if it does not end within HEADER_SCAN_BYTES. */
 function headerBlockOf(bytes: Buffer): Buffer | null {
-  const end = headerEnd(bytes.subarray(0, HEADER_SCAN_BYTES));
+  const end = headerBlockEnd(bytes.subarray(0, HEADER_SCAN_BYTES));
   return end < 0 ? null : bytes.subarray(0, end);
 }
 
@@ -80,7 +74,7 @@ async function splitHeaders(stream: Readable): Promise<{ headerBlock: Buffer | n
   const source = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let seen = Buffer.alloc(0);
   let done = false;
-  while (!done && seen.length < HEADER_SCAN_BYTES && headerEnd(seen) < 0) {
+  while (!done && seen.length < HEADER_SCAN_BYTES && headerBlockEnd(seen) < 0) {
     const next = await source.next();
     if (next.done) done = true;
     else seen = Buffer.concat([seen, next.value]);

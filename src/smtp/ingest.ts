@@ -6,6 +6,7 @@ import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser';
 import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
 import { messageIdHeader } from '../accept/composeMime.js';
+import { headerBlockEnd } from '../mime/headerBlock.js';
 import { writeTempFileSync } from '../spool/spool.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 
@@ -127,27 +128,15 @@ function watchBody(parser: MailParser): () => BodyFacts {
 const newParser = () => new MailParser({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
 
 /**
- * Where the top-level header block ends: after its first empty line (CRLF or bare LF), as
- * mailsplit's Splitter reads it; a message without one is all header.
- */
-function headerBlockEnd(data: Buffer): number {
-  if (data[0] === 0x0a) return 1;
-  if (data[0] === 0x0d && data[1] === 0x0a) return 2;
-  for (let i = data.indexOf(0x0a); i !== -1 && i < data.length - 1; i = data.indexOf(0x0a, i + 1)) {
-    if (data[i + 1] === 0x0a) return i + 2;
-    if (data[i + 1] === 0x0d && data[i + 2] === 0x0a) return i + 3;
-  }
-  return data.length;
-}
-
-/**
  * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
  * same rewrite and parse as the streaming path, without a stream stage per step. Run by a
  * spool writer thread, so it writes synchronously: an async open/write/close costs the event
  * loop more than the write itself. The caller removes `tmpPath` if this fails.
  */
 export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): Promise<ParsedMail> {
-  const end = headerBlockEnd(data);
+  // A message without an empty line is all header, as the Splitter reads it.
+  const found = headerBlockEnd(data);
+  const end = found < 0 ? data.length : found;
   const headers = new Headers(data.subarray(0, end));
   const root = rewriteRootHeaders(headers, opts);
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
