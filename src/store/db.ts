@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { ConfigError } from '../config/load.js';
 import type { Logger } from '../log.js';
+import { ensurePrivateDirectory, ensurePrivateFile, PrivateDirectoryError } from '../platform/privateFiles.js';
 import { migrations } from './migrations.js';
 
 export type Db = Database.Database;
@@ -17,11 +18,21 @@ export type Db = Database.Database;
 export type Durability = 'full' | 'at-least-once';
 
 /**
- * Opens the index in WAL mode. busy_timeout lets the CLI and the server share the file.
+ * Opens the index in WAL mode. busy_timeout lets the CLI and the server share the file. The
+ * index holds provider secrets in clear: the state directory and the database files are kept
+ * private (0700 / 0600) before SQLite creates anything.
  */
 export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean; durability?: Durability } = {}): Db {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const db = new Database(path.join(stateDir, 'postern.db'));
+  const file = path.join(stateDir, 'postern.db');
+  try {
+    if (ensurePrivateDirectory(stateDir)) logger.warn({ state_dir: stateDir }, 'state directory was readable by other users; now 0700');
+  } catch (err) {
+    if (err instanceof PrivateDirectoryError) throw new ConfigError(err.message, 'state_dir');
+    throw err;
+  }
+  ensurePrivateFile(file, { create: true });
+  for (const companion of ['-wal', '-shm', '-journal']) ensurePrivateFile(file + companion, { create: false });
+  const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma(opts.durability === 'at-least-once' ? 'synchronous = NORMAL' : 'synchronous = FULL');
   db.pragma('foreign_keys = ON');
