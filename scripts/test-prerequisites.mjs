@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// Run by `npm test` before the suite: the real programs the tests talk to (swaks as an SMTP
+// client, Postfix's smtp-sink as a next hop, python3-dkim as an independent DKIM verifier)
+// come from Debian packages. Missing ones are installed when this runs as root with apt-get;
+// otherwise it prints the one command that installs them and fails, before any test runs.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/** Each need: how to tell it is there, and the Debian packages that provide it. */
+const needs = [
+  { what: 'swaks (SMTP client)', present: () => onPath('swaks'), packages: ['swaks'] },
+  {
+    what: "swaks's TLS modules",
+    present: () => spawnSync('perl', ['-MIO::Socket::SSL', '-MNet::SSLeay', '-e', '1'], { stdio: 'ignore' }).status === 0,
+    packages: ['libio-socket-ssl-perl', 'libnet-ssleay-perl'],
+  },
+  { what: "Postfix's smtp-sink and smtp-source", present: () => existsSync('/usr/sbin/smtp-sink') && existsSync('/usr/sbin/smtp-source'), packages: ['postfix'] },
+  { what: 'python3-dkim (DKIM verifier)', present: () => spawnSync('/usr/bin/python3', ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0, packages: ['python3-dkim'] },
+];
+
+function onPath(command) {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+const missing = needs.filter((n) => !n.present());
+if (missing.length === 0) process.exit(0);
+
+const packages = [...new Set(missing.flatMap((n) => n.packages))];
+const names = missing.map((n) => n.what).join(', ');
+// "No configuration": the package's programs without a mail daemon configured or started.
+const preseed = 'echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections';
+const install = `apt-get install -y -qq --no-install-recommends ${packages.join(' ')}`;
+
+if (process.getuid?.() !== 0 || !onPath('apt-get')) {
+  process.stderr.write(`The tests need ${names}, which are missing. Install them with:\n\n  sudo sh -c '${preseed.replaceAll("'", "'\\''")} && apt-get update && ${install}'\n\n`);
+  process.exit(1);
+}
+
+process.stderr.write(`Installing what the tests need (${names}): ${packages.join(' ')}\n`);
+const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+execFileSync('sh', ['-c', `${preseed} && apt-get update -qq && ${install} >/dev/null`], { stdio: 'inherit', env });
+const still = needs.filter((n) => !n.present());
+if (still.length > 0) {
+  process.stderr.write(`Still missing after the install: ${still.map((n) => n.what).join(', ')}\n`);
+  process.exit(1);
+}
