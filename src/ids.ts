@@ -35,6 +35,11 @@ export function newMessageId(nowMs: number): string {
   return `m.${time32(nowMs)}${random32(16)}`;
 }
 
+/** The smallest message id minted at `nowMs` or later: message ids sort by their time. */
+export function messageIdFloor(nowMs: number): string {
+  return `m.${time32(Math.max(0, nowMs))}`;
+}
+
 /**
  * `we.` + 10 time characters + 14 random ones (70 bits): a webhook delivery, stable across its
  * retries. Ids sort by creation, so the unique index grows at its right edge (a few pages per
@@ -55,6 +60,16 @@ export function newProjectId(): string {
 
 export function newKeyId(): string {
   return `k.${random32(16)}`;
+}
+
+/** `op.` + 16 random base32 characters: a console operator. */
+export function newOperatorId(): string {
+  return `op.${random32(16)}`;
+}
+
+/** `ot.` + 16 random base32 characters: an operator's API token (its id, not the token). */
+export function newOperatorTokenId(): string {
+  return `ot.${random32(16)}`;
 }
 
 export function newProviderAccountId(): string {

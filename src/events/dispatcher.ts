@@ -54,6 +54,8 @@ interface Outcome {
   result: AttemptResult;
   /** No retry can help (the event is gone or unreadable). */
   permanent: boolean;
+  /** How long the attempt took (the delivery log shows it). */
+  durationMs: number;
 }
 
 /** One endpoint's share: its latest row, its claimed deliveries waiting for a slot, its attempts in flight. */
@@ -342,6 +344,10 @@ export class WebhookDispatcher {
         error: o.result.error,
         nextAttemptAt: wait === null ? null : o.at + wait,
         countsAgainstEndpoint: !o.permanent,
+        deliveryId: o.delivery.id,
+        type: o.delivery.type,
+        attempt: o.delivery.attempts + 1,
+        durationMs: o.durationMs,
       };
     });
   }
@@ -424,6 +430,7 @@ export class WebhookDispatcher {
   private async attempt(lane: Lane, delivery: QueuedDelivery): Promise<void> {
     const { clock, logger } = this.deps;
     const endpoint = lane.endpoint;
+    const started = performance.now();
     let result: AttemptResult;
     let permanent = false;
     try {
@@ -456,7 +463,7 @@ export class WebhookDispatcher {
       result = { ok: false, status: null, error: `internal error: ${(err as Error).message}`, retryAfterMs: null, refused: false };
     }
     if (!result.ok) logger.debug({ delivery_id: delivery.id, endpoint_id: endpoint.id, attempt: delivery.attempts + 1, error: result.error }, 'webhook attempt failed');
-    this.finish(lane, delivery.seq, { delivery, endpointId: endpoint.id, at: clock.now(), result, permanent });
+    this.finish(lane, delivery.seq, { delivery, endpointId: endpoint.id, at: clock.now(), result, permanent, durationMs: Math.round(performance.now() - started) });
   }
 
   private finish(lane: Lane, seq: number, outcome: Outcome | null): void {

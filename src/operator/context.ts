@@ -1,6 +1,18 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Db } from '../store/db.js';
+import type { OperatorWrite, OperatorWriteResult } from '../store/operatorWrites.js';
+
+/** Who acts, for the audit log: a signed-in operator (console), else the CLI on the server. */
+export interface Actor {
+  operatorId: string;
+  email: string;
+}
+
+/** Where large operator writes run: in the server, the index writer thread; absent (the CLI), on `db` itself. */
+export interface OperatorWriter {
+  write(work: OperatorWrite): Promise<OperatorWriteResult>;
+}
 
 /** What every operator operation needs: the index, the one clock and the config. */
 export interface OperatorContext {
@@ -8,6 +20,11 @@ export interface OperatorContext {
   clock: Clock;
   config: PosternConfig;
   spoolRoot: string;
+  /** Absent: the CLI (`cli` in the audit log). */
+  actor?: Actor;
+  /** The client's address, for the audit log (console requests). */
+  clientIp?: string | null;
+  writer?: OperatorWriter;
 }
 
 export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());

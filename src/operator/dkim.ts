@@ -16,6 +16,7 @@ import {
 } from '../dkim/keys.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
+import { audit, audited } from './audit.js';
 import { requireProject } from './projects.js';
 
 /** What an operator sees of a key: the DNS record to publish, never the private key. */
@@ -35,6 +36,8 @@ export interface AddDkimKeyOptions {
   selector: string;
   /** Path of a PEM private key to import instead of generating one. */
   privateKeyFile?: string;
+  /** Or the PEM itself (the console). */
+  privateKeyPem?: string;
   /** rsa (default) or ed25519; with a file, must match the file's key. */
   algorithm?: string;
 }
@@ -60,23 +63,23 @@ function checkDomain(domain: string): string {
   const d = domain.toLowerCase();
   const labels = d.split('.');
   if (d.length > 253 || labels.length < 2 || !labels.every((l) => LABEL.test(l)) || /^\d+$/.test(labels[labels.length - 1])) {
-    throw new OperatorError('invalid_argument', `--domain must be a host name such as example.com (got "${domain}")`);
+    throw new OperatorError('invalid_argument', `--domain must be a host name such as example.com (got "${domain}")`, 'domain');
   }
   return d;
 }
 
 function checkSelector(selector: string, domain: string): void {
   if (!SELECTOR.test(selector) || selector.split('.').some((l) => l.length > 63)) {
-    throw new OperatorError('invalid_argument', `--selector must be lower-case DNS labels of letters, digits, "-" and "_" (got "${selector}")`);
+    throw new OperatorError('invalid_argument', `--selector must be lower-case DNS labels of letters, digits, "-" and "_" (got "${selector}")`, 'selector');
   }
-  if (dnsName(selector, domain).length > 253) throw new OperatorError('invalid_argument', `${dnsName(selector, domain)} is longer than 253 characters`);
+  if (dnsName(selector, domain).length > 253) throw new OperatorError('invalid_argument', `${dnsName(selector, domain)} is longer than 253 characters`, 'selector');
 }
 
 function checkAlgorithm(algorithm: string | undefined): 'rsa' | 'ed25519' | undefined {
   if (algorithm === undefined) return undefined;
   if (algorithm === 'rsa' || algorithm === 'rsa-sha256') return 'rsa';
   if (algorithm === 'ed25519' || algorithm === 'ed25519-sha256') return 'ed25519';
-  throw new OperatorError('invalid_argument', `--algorithm must be rsa or ed25519 (got "${algorithm}")`);
+  throw new OperatorError('invalid_argument', `--algorithm must be rsa or ed25519 (got "${algorithm}")`, 'algorithm');
 }
 
 function keyFromFile(file: string, kind: 'rsa' | 'ed25519' | undefined): DkimKeyPair {
@@ -84,17 +87,21 @@ function keyFromFile(file: string, kind: 'rsa' | 'ed25519' | undefined): DkimKey
   try {
     pem = readFileSync(file);
   } catch (err) {
-    throw new OperatorError('invalid_argument', `cannot read --private-key ${file}: ${(err as { code?: string }).code ?? 'error'}`);
+    throw new OperatorError('invalid_argument', `cannot read --private-key ${file}: ${(err as { code?: string }).code ?? 'error'}`, 'private_key');
   }
+  return keyFromPem(pem, kind, `--private-key ${file}`);
+}
+
+function keyFromPem(pem: Buffer, kind: 'rsa' | 'ed25519' | undefined, source: string): DkimKeyPair {
   let pair: DkimKeyPair;
   try {
     pair = importDkimPrivateKey(pem);
   } catch (err) {
-    if (err instanceof DkimKeyError) throw new OperatorError('invalid_argument', `--private-key ${file}: ${err.message}`);
+    if (err instanceof DkimKeyError) throw new OperatorError('invalid_argument', `${source}: ${err.message}`, 'private_key');
     throw err;
   }
   if (kind !== undefined && pair.algorithm !== `${kind}-sha256`) {
-    throw new OperatorError('invalid_argument', `--private-key ${file} holds a ${pair.algorithm.split('-')[0]} key, not ${kind}`);
+    throw new OperatorError('invalid_argument', `${source} holds a ${pair.algorithm.split('-')[0]} key, not ${kind}`, 'private_key');
   }
   return pair;
 }
@@ -108,9 +115,12 @@ export function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDki
   const domain = checkDomain(opts.domain);
   checkSelector(opts.selector, domain);
   const kind = checkAlgorithm(opts.algorithm);
-  const pair = opts.privateKeyFile !== undefined ? keyFromFile(opts.privateKeyFile, kind) : generateDkimKeyPair(kind ?? 'rsa');
+  const pair =
+    opts.privateKeyFile !== undefined ? keyFromFile(opts.privateKeyFile, kind)
+    : opts.privateKeyPem !== undefined ? keyFromPem(Buffer.from(opts.privateKeyPem, 'utf8'), kind, 'private_key')
+    : generateDkimKeyPair(kind ?? 'rsa');
   const id = newDkimKeyId();
-  storeDkimKey(ctx.db, {
+  const store = () => storeDkimKey(ctx.db, {
     id,
     project_id: projectId,
     domain,
@@ -120,6 +130,7 @@ export function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDki
     public_key: pair.publicKey,
     created_at: ctx.clock.now(),
   });
+  audited(ctx, 'dkim.add', store, () => id, () => ({ project: projectId, domain, selector: opts.selector }));
   return dkimView(getDkimKey(ctx.db, id)!);
 }
 
@@ -130,6 +141,11 @@ export function listDkim(ctx: OperatorContext, projectId: string): { keys: DkimK
 
 /** Retires a key: messages are no longer signed with it. */
 export function removeDkim(ctx: OperatorContext, id: string): { id: string; removed: true } {
-  if (!removeDkimKey(ctx.db, id, ctx.clock.now())) throw notFound('DKIM key', id);
+  ctx.db
+    .transaction(() => {
+      if (!removeDkimKey(ctx.db, id, ctx.clock.now())) throw notFound('DKIM key', id);
+      audit(ctx, 'dkim.remove', id);
+    })
+    .immediate();
   return { id, removed: true };
 }

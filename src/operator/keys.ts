@@ -1,5 +1,7 @@
 import { createApiKey, type KeyMode } from '../policy/apiKeys.js';
-import { getApiKey, listApiKeys, revokeApiKey, type ApiKeyRow } from '../store/apiKeys.js';
+import { apiKeyLastUsed } from '../store/apiKeyUsage.js';
+import { getApiKey, listApiKeys, revokeApiKey, shortenApiKeyExpiry, type ApiKeyRow } from '../store/apiKeys.js';
+import { audit } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
@@ -12,43 +14,103 @@ export interface KeyView {
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
+  /** When the key last authenticated a request (to within a minute; null: never). */
+  last_used_at: string | null;
   state: 'active' | 'expired' | 'revoked';
 }
 
 function keyView(ctx: OperatorContext, k: ApiKeyRow): KeyView {
   const state = k.revoked_at !== null ? 'revoked' : k.expires_at !== null && k.expires_at <= ctx.clock.now() ? 'expired' : 'active';
-  return { id: k.id, project_id: k.project_id, mode: k.mode, hint: k.hint, created_at: iso(k.created_at)!, expires_at: iso(k.expires_at), revoked_at: iso(k.revoked_at), state };
+  return {
+    id: k.id,
+    project_id: k.project_id,
+    mode: k.mode,
+    hint: k.hint,
+    created_at: iso(k.created_at)!,
+    expires_at: iso(k.expires_at),
+    revoked_at: iso(k.revoked_at),
+    last_used_at: iso(apiKeyLastUsed(ctx.db, k.id)),
+    state,
+  };
 }
 
 const ISO_EXPIRY = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
 
 /** A date (midnight UTC) or an instant with an offset; an impossible day is refused, never rolled over. */
-function parseExpiry(ctx: OperatorContext, expires: string | undefined): number | null {
+export function parseExpiry(ctx: OperatorContext, expires: string | undefined, field = 'expires_at'): number | null {
   if (expires === undefined) return null;
   const m = ISO_EXPIRY.exec(expires);
   const at = m ? Date.parse(m[0].length === 10 ? `${expires}T00:00:00Z` : expires) : NaN;
   const day = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
   const real = day !== null && day.getUTCFullYear() === Number(m![1]) && day.getUTCMonth() === Number(m![2]) - 1 && day.getUTCDate() === Number(m![3]);
   if (!real || !Number.isFinite(at)) {
-    throw new OperatorError('invalid_argument', `--expires must be an ISO 8601 date (YYYY-MM-DD, midnight UTC) or instant with an offset (got "${expires}")`);
+    throw new OperatorError('invalid_argument', `--expires must be an ISO 8601 date (YYYY-MM-DD, midnight UTC) or instant with an offset (got "${expires}")`, field);
   }
-  if (at <= ctx.clock.now()) throw new OperatorError('invalid_argument', '--expires must be in the future');
+  if (at <= ctx.clock.now()) throw new OperatorError('invalid_argument', '--expires must be in the future', field);
   return at;
+}
+
+function checkMode(mode: string): KeyMode {
+  if (mode !== 'live' && mode !== 'test') throw new OperatorError('invalid_argument', '--mode must be live or test', 'mode');
+  return mode;
 }
 
 /** The key itself is returned here once and never again: only its SHA-256 is stored. */
 export function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string): KeyView & { key: string } {
-  if (mode !== 'live' && mode !== 'test') throw new OperatorError('invalid_argument', '--mode must be live or test');
+  const checked = checkMode(mode);
   requireProject(ctx, projectId);
-  const created = createApiKey(ctx.db, projectId, mode, ctx.clock.now(), parseExpiry(ctx, expires));
+  const expiresAt = parseExpiry(ctx, expires);
+  const created = ctx.db
+    .transaction(() => {
+      const made = createApiKey(ctx.db, projectId, checked, ctx.clock.now(), expiresAt);
+      audit(ctx, 'key.create', made.row.id, { project: projectId, mode: checked });
+      return made;
+    })
+    .immediate();
   return { ...keyView(ctx, created.row), key: created.key };
 }
 
-export function revokeKey(ctx: OperatorContext, id: string): KeyView {
+export function requireKey(ctx: OperatorContext, id: string): ApiKeyRow {
   const key = getApiKey(ctx.db, id);
   if (!key) throw notFound('key', id);
-  revokeApiKey(ctx.db, id, ctx.clock.now());
-  return keyView(ctx, getApiKey(ctx.db, id)!);
+  return key;
+}
+
+export function revokeKey(ctx: OperatorContext, id: string): KeyView {
+  return ctx.db
+    .transaction(() => {
+      requireKey(ctx, id);
+      if (revokeApiKey(ctx.db, id, ctx.clock.now())) audit(ctx, 'key.revoke', id);
+      return keyView(ctx, requireKey(ctx, id));
+    })
+    .immediate();
+}
+
+/** Longest grace a rotated-out key may keep working: 30 days. */
+export const MAX_ROTATION_GRACE_SECONDS = 30 * 86_400;
+
+/**
+ * A new key of the same project and mode (returned once), and the old one expires after
+ * `graceSeconds` (at once with 0; a key that expires sooner anyway keeps its time), so clients
+ * can switch over without a refused request.
+ */
+export function rotateKey(ctx: OperatorContext, id: string, graceSeconds: number): { key: KeyView & { key: string }; previous: KeyView } {
+  if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_ROTATION_GRACE_SECONDS) {
+    throw new OperatorError('invalid_argument', `the grace must be an integer number of seconds from 0 to ${MAX_ROTATION_GRACE_SECONDS}`, 'grace_seconds');
+  }
+  const now = ctx.clock.now();
+  return ctx.db
+    .transaction(() => {
+      const old = requireKey(ctx, id);
+      const state = keyView(ctx, old).state;
+      if (state !== 'active') throw new OperatorError('conflict', `key ${id} is ${state}; only an active key can be rotated`);
+      requireProject(ctx, old.project_id);
+      const made = createApiKey(ctx.db, old.project_id, old.mode, now, null);
+      shortenApiKeyExpiry(ctx.db, id, now + graceSeconds * 1000);
+      audit(ctx, 'key.rotate', id, { new_key: made.row.id, grace_seconds: graceSeconds });
+      return { key: { ...keyView(ctx, made.row), key: made.key }, previous: keyView(ctx, requireKey(ctx, id)) };
+    })
+    .immediate();
 }
 
 export function listKeys(ctx: OperatorContext, projectId: string): { keys: KeyView[] } {

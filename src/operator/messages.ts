@@ -1,14 +1,22 @@
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { attemptsFor, recipientOutcomesFor } from '../store/delivery.js';
-import { eventsForMessage } from '../store/events.js';
-import { FINISHED_STATUSES, getMessage, listMessages, LIVE_STATUSES, transitionMessage, type MessageRow, type MessageStatus } from '../store/messages.js';
+import { attemptsFor, recipientOutcomesFor, type AttemptRow } from '../store/delivery.js';
+import { eventsForMessage, type EventRow } from '../store/events.js';
+import { ACTION_FROM, applyMessageAction, deleteCapturedMessage, type MessageAction } from '../store/messageActions.js';
+import { searchMessages, type MessageFilter } from '../store/messageSearch.js';
+import { FINISHED_STATUSES, getMessage, listMessages, LIVE_STATUSES, type MessageRow, type MessageStatus } from '../store/messages.js';
+import { audit } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
+import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { requireProject } from './projects.js';
 
-const STATUSES: readonly MessageStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES];
+export const MESSAGE_STATUSES: readonly MessageStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES];
+const STATUSES = MESSAGE_STATUSES;
 
-function summary(m: MessageRow) {
+export type MessageSummary = ReturnType<typeof summary>;
+
+export function summary(m: MessageRow) {
   const recipients = JSON.parse(m.recipients) as { to: string[]; cc: string[]; bcc: string[] };
   return {
     id: m.id,
@@ -22,6 +30,7 @@ function summary(m: MessageRow) {
     to: recipients.to,
     subject: m.subject,
     category: m.category,
+    tags: JSON.parse(m.tags) as string[],
     scheduled_at: iso(m.scheduled_at),
     created_at: iso(m.created_at)!,
   };
@@ -29,12 +38,12 @@ function summary(m: MessageRow) {
 
 export function messageList(ctx: OperatorContext, projectId: string, status?: string, limit = 50) {
   requireProject(ctx, projectId);
-  if (status !== undefined && !STATUSES.includes(status as MessageStatus)) throw new OperatorError('invalid_argument', `--status must be one of: ${STATUSES.join(', ')}`);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new OperatorError('invalid_argument', '--limit must be an integer from 1 to 10000');
+  if (status !== undefined && !STATUSES.includes(status as MessageStatus)) throw new OperatorError('invalid_argument', `--status must be one of: ${STATUSES.join(', ')}`, 'status');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new OperatorError('invalid_argument', '--limit must be an integer from 1 to 10000', 'limit');
   return { messages: listMessages(ctx.db, projectId, status, limit).map(summary) };
 }
 
-function requireMessage(ctx: OperatorContext, id: string): MessageRow {
+export function requireMessage(ctx: OperatorContext, id: string): MessageRow {
   const m = getMessage(ctx.db, id);
   if (!m) throw notFound('message', id);
   return m;
@@ -43,12 +52,14 @@ function requireMessage(ctx: OperatorContext, id: string): MessageRow {
 export function messageShow(ctx: OperatorContext, id: string) {
   const m = requireMessage(ctx, id);
   const recipients = JSON.parse(m.recipients) as { to: string[]; cc: string[]; bcc: string[] };
+  const attempts = attemptsFor(ctx.db, id);
+  const events = eventsForMessage(ctx.db, id);
+  const outcomes = recipientOutcomesFor(ctx.db, id);
   return {
     ...summary(m),
     hold_reason: m.hold_reason,
     cc: recipients.cc,
     bcc: recipients.bcc,
-    tags: JSON.parse(m.tags) as string[],
     metadata: JSON.parse(m.metadata) as Record<string, string>,
     routing: JSON.parse(m.routing) as unknown,
     provider_options: m.provider_options ? (JSON.parse(m.provider_options) as unknown) : null,
@@ -61,7 +72,7 @@ export function messageShow(ctx: OperatorContext, id: string) {
     provider_message_id: m.provider_message_id,
     last_error: m.last_error,
     updated_at: iso(m.updated_at)!,
-    attempts_log: attemptsFor(ctx.db, id).map((a) => ({
+    attempts_log: attempts.map((a) => ({
       provider: a.provider_slug,
       provider_account_id: a.provider_account_id,
       started_at: iso(a.started_at)!,
@@ -70,8 +81,10 @@ export function messageShow(ctx: OperatorContext, id: string) {
       reply: a.reply,
       provider_message_id: a.provider_message_id,
     })),
-    recipient_outcomes: recipientOutcomesFor(ctx.db, id),
-    events: eventsForMessage(ctx.db, id).map((e) => ({ type: e.type, created_at: iso(e.created_at)! })),
+    recipient_outcomes: outcomes,
+    recipients: recipientStates(m, recipients, outcomes),
+    events: events.map((e) => ({ type: e.type, created_at: iso(e.created_at)! })),
+    timeline: timeline(events, attempts),
   };
 }
 
@@ -80,27 +93,118 @@ export function messageRawPath(ctx: OperatorContext, id: string): string {
   return path.join(ctx.spoolRoot, requireMessage(ctx, id).spool_path);
 }
 
-/** A held (paused) or captured message goes on to delivery: scheduled if its time is still ahead. */
-export function releaseMessage(ctx: OperatorContext, id: string) {
-  const now = ctx.clock.now();
-  return ctx.db.transaction(() => {
-    const m = requireMessage(ctx, id);
-    if (m.status !== 'paused' && m.status !== 'captured') throw new OperatorError('conflict', `message ${id} is ${m.status}; only paused or captured messages can be released`);
-    if (m.hold_reason === 'project' && requireProject(ctx, m.project_id).paused === 1) throw new OperatorError('conflict', `message ${id} is held by its paused project; resume the project`);
-    const scheduled = m.scheduled_at !== null && m.scheduled_at > now;
-    transitionMessage(ctx.db, id, ['paused', 'captured'], { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : now }, now);
-    return summary(requireMessage(ctx, id));
-  }).immediate();
+
+export type TimelineEntry =
+  | { kind: 'event'; at: string; type: string; detail: Record<string, unknown> }
+  | {
+      kind: 'attempt';
+      at: string;
+      finished_at: string;
+      duration_ms: number;
+      provider: string | null;
+      provider_account_id: string | null;
+      outcome: AttemptRow['outcome'];
+      /** The relay's or provider's reply. */
+      reply: string | null;
+      provider_message_id: string | null;
+    };
+
+/**
+ * Events and hand-off attempts in time order: the same shape whichever door the message came
+ * through. An event's detail is its data without the `mail` block every event repeats.
+ */
+function timeline(events: EventRow[], attempts: AttemptRow[]): TimelineEntry[] {
+  const entries: { t: number; order: number; entry: TimelineEntry }[] = [];
+  for (const e of events) {
+    const { mail: _mail, ...detail } = JSON.parse(e.data) as Record<string, unknown>;
+    // An outcome event follows the attempt that produced it when both carry one instant.
+    entries.push({ t: e.created_at, order: 1, entry: { kind: 'event', at: iso(e.created_at)!, type: e.type, detail } });
+  }
+  for (const a of attempts) {
+    entries.push({
+      t: a.started_at,
+      order: 0,
+      entry: {
+        kind: 'attempt',
+        at: iso(a.started_at)!,
+        finished_at: iso(a.finished_at)!,
+        duration_ms: a.finished_at - a.started_at,
+        provider: a.provider_slug,
+        provider_account_id: a.provider_account_id,
+        outcome: a.outcome,
+        reply: a.reply,
+        provider_message_id: a.provider_message_id,
+      },
+    });
+  }
+  return entries.sort((a, b) => a.t - b.t || a.order - b.order).map((e) => e.entry);
 }
 
-/** Stops a message that has not been handed to a provider yet. */
-export function cancelMessage(ctx: OperatorContext, id: string) {
+/** Every envelope recipient with where it stands: its own outcome when one is recorded, else the message's. */
+function recipientStates(m: MessageRow, list: { to: string[]; cc: string[]; bcc: string[] }, outcomes: { email: string; status: string; reply: string | null }[]) {
+  const byEmail = new Map(outcomes.map((o) => [o.email.toLowerCase(), o]));
+  const pending = new Set((m.pending_recipients ? (JSON.parse(m.pending_recipients) as string[]) : []).map((e) => e.toLowerCase()));
+  const handedOff = ['sent', 'delivered', 'bounced', 'complained'].includes(m.status);
+  const state = (email: string, kind: 'to' | 'cc' | 'bcc') => {
+    const own = byEmail.get(email.toLowerCase());
+    const status = own?.status ?? (pending.has(email.toLowerCase()) ? 'pending' : handedOff ? 'sent' : m.status);
+    return { email, kind, status, reply: own?.reply ?? null };
+  };
+  return [...list.to.map((e) => state(e, 'to')), ...list.cc.map((e) => state(e, 'cc')), ...list.bcc.map((e) => state(e, 'bcc'))];
+}
+
+/** The console's message search: the filter, a page of up to `limit` newest first, and where the next page starts. */
+export function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts: { limit?: number; cursor?: string } = {}) {
+  const limit = pageLimit(opts.limit, 50, 500);
+  const before = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
+  const rows = searchMessages(ctx.db, filter, before, limit + 1);
+  const page = rows.slice(0, limit);
+  return { messages: page.map(summary), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+}
+
+const ACTION_WORDS: Record<MessageAction, string> = {
+  release: 'only paused or captured messages can be released',
+  cancel: 'only queued, scheduled, paused or captured messages can be cancelled',
+  retry: 'only a queued message (waiting for its next attempt) can be retried now',
+};
+
+/**
+ * One message: release (a held or captured message goes on to delivery, scheduled if its time
+ * is still ahead), cancel (one not handed to a provider yet stops), retry (one waiting on the
+ * retry ladder is due at once; one already due stays as it is). The rule is the store's
+ * `applyMessageAction`, the same one bulk actions apply.
+ */
+export function messageAction(ctx: OperatorContext, action: MessageAction, id: string) {
   const now = ctx.clock.now();
-  return ctx.db.transaction(() => {
-    const m = requireMessage(ctx, id);
-    const cancellable: MessageStatus[] = ['queued', 'scheduled', 'paused', 'captured'];
-    if (!cancellable.includes(m.status)) throw new OperatorError('conflict', `message ${id} is ${m.status}; only queued, scheduled, paused or captured messages can be cancelled`);
-    transitionMessage(ctx.db, id, cancellable, { status: 'cancelled', hold_reason: null, next_attempt_at: null }, now);
-    return summary(requireMessage(ctx, id));
-  }).immediate();
+  return ctx.db
+    .transaction(() => {
+      const m = requireMessage(ctx, id);
+      if (!ACTION_FROM[action].includes(m.status)) throw new OperatorError('conflict', `message ${id} is ${m.status}; ${ACTION_WORDS[action]}`);
+      if (action === 'release' && requireProject(ctx, m.project_id).paused === 1 && m.hold_reason === 'project') {
+        throw new OperatorError('conflict', `message ${id} is held by its paused project; resume the project`);
+      }
+      if (applyMessageAction(ctx.db, action, [id], now).length > 0) audit(ctx, `message.${action}`, id);
+      return summary(requireMessage(ctx, id));
+    })
+    .immediate();
+}
+
+export const releaseMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'release', id);
+export const cancelMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'cancel', id);
+export const retryMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'retry', id);
+
+/** Deletes a captured (sandbox) message: its index rows, then its spool file. Nothing else can be deleted. */
+export async function deleteMessage(ctx: OperatorContext, id: string): Promise<{ id: string; deleted: true }> {
+  const file = ctx.db
+    .transaction(() => {
+      const m = requireMessage(ctx, id);
+      if (m.status !== 'captured') throw new OperatorError('conflict', `message ${id} is ${m.status}; only a captured (sandbox) message can be deleted`);
+      const spoolPath = deleteCapturedMessage(ctx.db, id);
+      audit(ctx, 'message.delete', id);
+      return spoolPath;
+    })
+    .immediate();
+  // After the commit: a crash in between leaves a file without a row, which start-up removes.
+  if (file !== null) await rm(path.join(ctx.spoolRoot, file), { force: true });
+  return { id, deleted: true };
 }

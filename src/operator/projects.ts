@@ -5,6 +5,7 @@ import { iso, type OperatorContext } from './context.js';
 import { planFor, limitSettings } from '../policy/usageLimits.js';
 import { categoryCount, dayPeriod, monthPeriod, senderDomains, usageFor } from '../store/usage.js';
 import { notFound, OperatorError } from './errors.js';
+import { audit, audited } from './audit.js';
 
 export interface ProjectView {
   id: string;
@@ -26,7 +27,7 @@ export const projectView = (p: ProjectRow): ProjectView => ({
 
 function checkPlan(ctx: OperatorContext, plan: string): void {
   const names = Object.keys(ctx.config.plans);
-  if (!names.includes(plan)) throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${names.join(', ')})`);
+  if (!names.includes(plan)) throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${names.join(', ')})`, 'plan');
 }
 
 export function projectList(ctx: OperatorContext): { projects: ProjectView[] } {
@@ -40,10 +41,10 @@ export function requireProject(ctx: OperatorContext, id: string): ProjectRow {
 }
 
 export function createProject(ctx: OperatorContext, name: string, plan = ctx.config.default_plan): ProjectView {
-  if (name.trim() === '') throw new OperatorError('invalid_argument', 'project name must not be empty');
+  if (name.trim() === '') throw new OperatorError('invalid_argument', 'project name must not be empty', 'name');
   checkPlan(ctx, plan);
   const id = newProjectId();
-  insertProject(ctx.db, { id, name, plan, created_at: ctx.clock.now() });
+  audited(ctx, 'project.create', () => insertProject(ctx.db, { id, name, plan, created_at: ctx.clock.now() }), () => id, () => ({ name, plan }));
   return projectView(requireProject(ctx, id));
 }
 
@@ -52,6 +53,7 @@ export function setPaused(ctx: OperatorContext, id: string, paused: boolean): Pr
   return ctx.db.transaction(() => {
     requireProject(ctx, id);
     setProjectPaused(ctx.db, id, paused);
+    audit(ctx, paused ? 'project.pause' : 'project.resume', id);
     if (paused) return projectView(requireProject(ctx, id));
     const now = ctx.clock.now();
     let released = 0;
@@ -72,9 +74,9 @@ const STRATEGIES = ['fallback', 'round-robin', 'random', 'free-first'];
 
 /** The project's default routing strategy; a message's `routing.strategy` overrides it. */
 export function setStrategy(ctx: OperatorContext, id: string, strategy: string): ProjectView {
-  if (!STRATEGIES.includes(strategy)) throw new OperatorError('invalid_argument', `--strategy must be one of: ${STRATEGIES.join(', ')}`);
+  if (!STRATEGIES.includes(strategy)) throw new OperatorError('invalid_argument', `--strategy must be one of: ${STRATEGIES.join(', ')}`, 'strategy');
   requireProject(ctx, id);
-  setProjectStrategy(ctx.db, id, strategy);
+  audited(ctx, 'project.strategy', () => setProjectStrategy(ctx.db, id, strategy), () => id, () => ({ strategy }));
   return projectView(requireProject(ctx, id));
 }
 
@@ -82,14 +84,14 @@ export function setStrategy(ctx: OperatorContext, id: string, strategy: string):
 export function changePlan(ctx: OperatorContext, id: string, plan: string): ProjectView {
   checkPlan(ctx, plan);
   requireProject(ctx, id);
-  setProjectPlan(ctx.db, id, plan);
+  audited(ctx, 'project.plan', () => setProjectPlan(ctx.db, id, plan), () => id, () => ({ plan }));
   return projectView(requireProject(ctx, id));
 }
 
 /** Soft delete: its keys stop working at once (invalid_api_key); its messages stay for audit. */
 export function deleteProject(ctx: OperatorContext, id: string): { id: string; deleted: true } {
   requireProject(ctx, id);
-  markProjectDeleted(ctx.db, id, ctx.clock.now());
+  audited(ctx, 'project.delete', () => markProjectDeleted(ctx.db, id, ctx.clock.now()), () => id);
   return { id, deleted: true };
 }
 

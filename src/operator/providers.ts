@@ -1,7 +1,11 @@
 import { openapiDocument } from '../contract/validators.js';
 import { newProviderAccountId } from '../ids.js';
-import { detachProviderAccount, insertProviderAccount, listProviderAccounts, type ProviderAccountRow, type ProviderAccountSecrets, type ProviderAccountSettings } from '../store/providerAccounts.js';
-import { sql } from '../store/db.js';
+import { checkConnection, type CheckedAccount, type ConnectionCheck } from '../providers/connectionCheck.js';
+import {
+  detachProviderAccount, getProviderAccount, insertProviderAccount, listProviderAccounts, setProviderAccountLimits, type ProviderAccountRow, type ProviderAccountSecrets,
+  type ProviderAccountSettings,
+} from '../store/providerAccounts.js';
+import { audit, audited } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
@@ -58,26 +62,26 @@ function view(row: ProviderAccountRow): ProviderAccountView {
 function integer(name: string, value: string | undefined, min: number, max: number): number | null {
   if (value === undefined) return null;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < min || n > max) throw new OperatorError('invalid_argument', `--${name} must be an integer from ${min} to ${max}`);
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new OperatorError('invalid_argument', `--${name} must be an integer from ${min} to ${max}`, name.replace(/-/g, '_'));
   return n;
 }
 
 /** Stores a provider account; delivery through it is the scheduler's job. */
 export function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): ProviderAccountView {
   requireProject(ctx, projectId);
-  if (!PROVIDER_SLUGS.includes(opts.slug)) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`);
+  if (!PROVIDER_SLUGS.includes(opts.slug)) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
   const isApi = opts.slug.endsWith('-api');
-  if (opts.slug === 'smtp' && !opts.host) throw new OperatorError('invalid_argument', 'the smtp provider needs --host');
-  if (isApi && !opts.apiKey) throw new OperatorError('invalid_argument', `${opts.slug} needs --api-key`);
-  if (opts.tls !== undefined && !['starttls', 'implicit', 'none'].includes(opts.tls)) throw new OperatorError('invalid_argument', '--tls must be starttls, implicit or none');
+  if (opts.slug === 'smtp' && !opts.host) throw new OperatorError('invalid_argument', 'the smtp provider needs --host', 'host');
+  if (isApi && !opts.apiKey) throw new OperatorError('invalid_argument', `${opts.slug} needs --api-key`, 'api_key');
+  if (opts.tls !== undefined && !['starttls', 'implicit', 'none'].includes(opts.tls)) throw new OperatorError('invalid_argument', '--tls must be starttls, implicit or none', 'tls');
   if (opts.endpoint !== undefined) {
     let url: URL;
     try {
       url = new URL(opts.endpoint);
     } catch {
-      throw new OperatorError('invalid_argument', '--endpoint must be an absolute URL');
+      throw new OperatorError('invalid_argument', '--endpoint must be an absolute URL', 'endpoint');
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OperatorError('invalid_argument', '--endpoint must be an http(s) URL');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OperatorError('invalid_argument', '--endpoint must be an http(s) URL', 'endpoint');
   }
   const settings: ProviderAccountSettings = {
     host: opts.host ?? null,
@@ -89,13 +93,13 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     domain: opts.domain ?? null,
     webhook_public_key: opts.webhookPublicKey ?? null,
   };
-  if (opts.slug === 'provider-c-api' && !opts.domain) throw new OperatorError('invalid_argument', 'provider-c-api needs --domain (the sending domain of the account)');
+  if (opts.slug === 'provider-c-api' && !opts.domain) throw new OperatorError('invalid_argument', 'provider-c-api needs --domain (the sending domain of the account)', 'domain');
   const secrets: Record<string, string> = {};
   if (opts.pass !== undefined) secrets.pass = opts.pass;
   if (opts.apiKey !== undefined) secrets.api_key = opts.apiKey;
   if (opts.webhookSecret !== undefined) secrets.webhook_secret = opts.webhookSecret;
   const id = newProviderAccountId();
-  insertProviderAccount(ctx.db, {
+  const insert = () => insertProviderAccount(ctx.db, {
     id,
     project_id: projectId,
     slug: opts.slug,
@@ -105,7 +109,8 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     free_quota: integer('free-quota', opts.freeQuota, 0, Number.MAX_SAFE_INTEGER),
     created_at: ctx.clock.now(),
   });
-  return view(sql(ctx.db, 'SELECT * FROM provider_accounts WHERE id = ?').get(id) as ProviderAccountRow);
+  audited(ctx, 'provider.attach', insert, () => id, () => ({ project: projectId, slug: opts.slug }));
+  return view(requireProviderAccount(ctx, id));
 }
 
 export function listProviders(ctx: OperatorContext, projectId: string): { providers: ProviderAccountView[] } {
@@ -114,6 +119,49 @@ export function listProviders(ctx: OperatorContext, projectId: string): { provid
 }
 
 export function detachProvider(ctx: OperatorContext, id: string): { id: string; detached: true } {
-  if (!detachProviderAccount(ctx.db, id, ctx.clock.now())) throw notFound('provider account', id);
+  ctx.db
+    .transaction(() => {
+      if (!detachProviderAccount(ctx.db, id, ctx.clock.now())) throw notFound('provider account', id);
+      audit(ctx, 'provider.detach', id);
+    })
+    .immediate();
   return { id, detached: true };
+}
+
+/** An attached account (not detached), else not found. */
+export function requireProviderAccount(ctx: OperatorContext, id: string): ProviderAccountRow {
+  const row = getProviderAccount(ctx.db, id);
+  if (!row) throw notFound('provider account', id);
+  return row;
+}
+
+/** Sets an account's priority (fallback order, lowest first) and/or its free monthly quota (free-first; null: none). */
+export function updateProvider(ctx: OperatorContext, id: string, changes: { priority?: string; freeQuota?: string | null }): ProviderAccountView {
+  const priority = integer('priority', changes.priority, 0, 1_000_000);
+  const freeQuota = changes.freeQuota === null ? null : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
+  return ctx.db
+    .transaction(() => {
+      const row = requireProviderAccount(ctx, id);
+      const next = { priority: priority ?? row.priority, free_quota: changes.freeQuota === undefined ? row.free_quota : freeQuota };
+      setProviderAccountLimits(ctx.db, id, next.priority, next.free_quota);
+      audit(ctx, 'provider.update', id, next);
+      return view(requireProviderAccount(ctx, id));
+    })
+    .immediate();
+}
+
+/**
+ * Checks that an account's credentials and endpoint work, sending nothing: SMTP relays connect,
+ * start TLS, authenticate and quit; HTTP APIs make the provider's documented authenticated
+ * read-only call (src/providers/connectionCheck.ts). Changes nothing, so it is not audited.
+ */
+export async function checkProvider(ctx: OperatorContext, id: string): Promise<ConnectionCheck & { id: string; slug: string }> {
+  const row = requireProviderAccount(ctx, id);
+  const account: CheckedAccount = {
+    slug: row.slug,
+    settings: JSON.parse(row.settings) as ProviderAccountSettings,
+    secrets: JSON.parse(row.secrets) as ProviderAccountSecrets,
+  };
+  const result = await checkConnection(account, { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
+  return { id, slug: row.slug, ...result };
 }

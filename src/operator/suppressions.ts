@@ -1,30 +1,69 @@
 import { isEmail } from '../contract/address.js';
-import { addSuppression, listSuppressions, removeSuppression, type SuppressionRow } from '../store/suppressions.js';
+import { addSuppression, listSuppressions, removeSuppression, searchSuppressions, type SuppressionRow } from '../store/suppressions.js';
+import { audit } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
+import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { requireProject } from './projects.js';
 
 const view = (r: SuppressionRow) => ({ email: r.email, reason: r.reason, created_at: iso(r.created_at)! });
 
 function checkEmail(email: string): void {
-  if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${email}" is not an email address`);
+  if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${email}" is not an email address`, 'email');
 }
 
 export function suppress(ctx: OperatorContext, projectId: string, email: string, reason = 'manual'): { project_id: string; email: string; reason: string; created_at: string } {
   requireProject(ctx, projectId);
   checkEmail(email);
-  addSuppression(ctx.db, { project_id: projectId, email, reason, created_at: ctx.clock.now() });
+  ctx.db
+    .transaction(() => {
+      addSuppression(ctx.db, { project_id: projectId, email, reason, created_at: ctx.clock.now() });
+      audit(ctx, 'suppression.add', projectId, { email, reason });
+    })
+    .immediate();
   const row = listSuppressions(ctx.db, projectId).find((r) => r.email.toLowerCase() === email.toLowerCase())!;
   return { project_id: projectId, ...view(row) };
 }
 
 export function unsuppress(ctx: OperatorContext, projectId: string, email: string): { project_id: string; email: string; removed: true } {
   requireProject(ctx, projectId);
-  if (!removeSuppression(ctx.db, projectId, email)) throw notFound('suppression', email);
+  ctx.db
+    .transaction(() => {
+      if (!removeSuppression(ctx.db, projectId, email)) throw notFound('suppression', email);
+      audit(ctx, 'suppression.remove', projectId, { email });
+    })
+    .immediate();
   return { project_id: projectId, email, removed: true };
 }
 
 export function suppressionList(ctx: OperatorContext, projectId: string): { suppressions: ReturnType<typeof view>[] } {
   requireProject(ctx, projectId);
   return { suppressions: listSuppressions(ctx.db, projectId).map(view) };
+}
+
+/** A page of suppressions in address order, those containing `q` when given. */
+export function suppressionSearch(ctx: OperatorContext, projectId: string, opts: { q?: string; limit?: number; cursor?: string } = {}) {
+  requireProject(ctx, projectId);
+  const limit = pageLimit(opts.limit, 100, 1000);
+  const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
+  const rows = searchSuppressions(ctx.db, projectId, opts.q ?? null, after, limit + 1);
+  const page = rows.slice(0, limit);
+  return { suppressions: page.map(view), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].email) : null };
+}
+
+/** RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
+const csvField = (v: string) => (/[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+
+/** The project's suppressions as CSV (`email,reason,created_at`), a chunk of rows at a time: memory stays flat. */
+export function* suppressionCsv(ctx: OperatorContext, projectId: string, chunkRows = 1000): Generator<string> {
+  requireProject(ctx, projectId);
+  yield 'email,reason,created_at\r\n';
+  let after: string | null = null;
+  for (;;) {
+    const rows = searchSuppressions(ctx.db, projectId, null, after, chunkRows);
+    if (rows.length === 0) return;
+    yield rows.map((r) => `${csvField(r.email)},${csvField(r.reason)},${iso(r.created_at)}\r\n`).join('');
+    if (rows.length < chunkRows) return;
+    after = rows[rows.length - 1].email;
+  }
 }

@@ -8,7 +8,10 @@ import {
   deliveryCounts, enableWebhookEndpoint, getWebhookEndpoint, insertWebhookDelivery, insertWebhookEndpoint, listWebhookEndpoints, removeWebhookEndpoint,
   rotateWebhookSecret as storeRotateSecret, type WebhookEndpointRow,
 } from '../store/webhooks.js';
+import { insertWebhookAttempt, listWebhookAttempts, type WebhookAttemptRow } from '../store/webhookAttempts.js';
+import { audit, audited } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
+import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
 
@@ -59,7 +62,7 @@ function view(ctx: OperatorContext, row: WebhookEndpointRow): WebhookView {
   };
 }
 
-function requireEndpoint(ctx: OperatorContext, id: string): WebhookEndpointRow {
+export function requireEndpoint(ctx: OperatorContext, id: string): WebhookEndpointRow {
   const row = getWebhookEndpoint(ctx.db, id);
   if (!row) throw notFound('webhook', id);
   return row;
@@ -68,10 +71,10 @@ function requireEndpoint(ctx: OperatorContext, id: string): WebhookEndpointRow {
 function parseEvents(events: string | undefined): string[] | null {
   if (events === undefined) return null;
   const types = [...new Set(events.split(',').map((t) => t.trim()).filter(Boolean))];
-  if (types.length === 0) throw new OperatorError('invalid_argument', `--events needs at least one event type (${MAIL_EVENT_TYPES.join(', ')})`);
+  if (types.length === 0) throw new OperatorError('invalid_argument', `--events needs at least one event type (${MAIL_EVENT_TYPES.join(', ')})`, 'events');
   const unknown = types.filter((t) => !(MAIL_EVENT_TYPES as readonly string[]).includes(t));
   if (unknown.length > 0) {
-    throw new OperatorError('invalid_argument', `unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (one of: ${MAIL_EVENT_TYPES.join(', ')}; webhook.test is always sent by \`webhook test\`)`);
+    throw new OperatorError('invalid_argument', `unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (one of: ${MAIL_EVENT_TYPES.join(', ')}; webhook.test is always sent by \`webhook test\`)`, 'events');
   }
   return types;
 }
@@ -91,18 +94,25 @@ export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl
     url = parseTargetUrl(rawUrl, policy);
     await resolveTarget(url, policy, opts.resolver);
   } catch (err) {
-    if (err instanceof TargetError) throw new OperatorError('invalid_argument', `--url refused: ${err.message}`);
+    if (err instanceof TargetError) throw new OperatorError('invalid_argument', `--url refused: ${err.message}`, 'url');
     throw err;
   }
   const secret = newWebhookSecret();
-  const row = insertWebhookEndpoint(ctx.db, {
-    id: newEndpointId(),
-    project_id: projectId,
-    url: url.href,
-    event_types: types === null ? null : JSON.stringify(types),
-    secret,
-    created_at: ctx.clock.now(),
-  });
+  const row = audited(
+    ctx,
+    'webhook.add',
+    () =>
+      insertWebhookEndpoint(ctx.db, {
+        id: newEndpointId(),
+        project_id: projectId,
+        url: url.href,
+        event_types: types === null ? null : JSON.stringify(types),
+        secret,
+        created_at: ctx.clock.now(),
+      }),
+    (r) => r.id,
+    (r) => ({ project: projectId, url: r.url }),
+  );
   return { ...view(ctx, row), secret };
 }
 
@@ -113,8 +123,12 @@ export function listWebhooks(ctx: OperatorContext, projectId: string): { webhook
 
 /** Removes the endpoint: nothing more is sent to it; its pending deliveries end `failed`. */
 export function removeWebhook(ctx: OperatorContext, id: string): { id: string; removed: true; cancelled_deliveries: number } {
-  const r = removeWebhookEndpoint(ctx.db, id, ctx.clock.now());
-  if (!r.removed) throw notFound('webhook', id);
+  const remove = () => {
+    const removed = removeWebhookEndpoint(ctx.db, id, ctx.clock.now());
+    if (!removed.removed) throw notFound('webhook', id);
+    return removed;
+  };
+  const r = audited(ctx, 'webhook.remove', remove, () => id);
   return { id, removed: true, cancelled_deliveries: r.cancelled };
 }
 
@@ -128,7 +142,12 @@ export function rotateWebhookSecret(ctx: OperatorContext, id: string): { id: str
   const grace = ctx.config.webhooks.secret_rotation_grace_seconds * 1000;
   const expires = grace > 0 ? ctx.clock.now() + grace : null;
   const secret = newWebhookSecret();
-  if (!storeRotateSecret(ctx.db, id, secret, expires)) throw notFound('webhook', id);
+  ctx.db
+    .transaction(() => {
+      if (!storeRotateSecret(ctx.db, id, secret, expires)) throw notFound('webhook', id);
+      audit(ctx, 'webhook.rotate_secret', id);
+    })
+    .immediate();
   return { id, secret, previous_secret_expires_at: iso(expires) };
 }
 
@@ -137,8 +156,14 @@ export function rotateWebhookSecret(ctx: OperatorContext, id: string): { id: str
  * over and its pending deliveries are due at once.
  */
 export function enableWebhook(ctx: OperatorContext, id: string): WebhookView & { resumed_deliveries: number } {
-  const resumed = enableWebhookEndpoint(ctx.db, id, ctx.clock.now());
-  if (resumed === null) throw notFound('webhook', id);
+  const resumed = ctx.db
+    .transaction(() => {
+      const n = enableWebhookEndpoint(ctx.db, id, ctx.clock.now());
+      if (n === null) throw notFound('webhook', id);
+      audit(ctx, 'webhook.enable', id);
+      return n;
+    })
+    .immediate();
   return { ...view(ctx, requireEndpoint(ctx, id)), resumed_deliveries: resumed };
 }
 
@@ -187,19 +212,69 @@ export async function testWebhook(ctx: OperatorContext, id: string, opts: Target
   }
   const duration = Math.round(performance.now() - started);
   const at = ctx.clock.now();
-  insertWebhookDelivery(ctx.db, {
-    id: deliveryId,
-    endpoint_id: endpoint.id,
-    event_seq: null,
-    type: TEST_EVENT_TYPE,
-    status: result.ok ? 'delivered' : 'failed',
-    attempts: 1,
-    next_attempt_at: null,
-    created_at: now,
-    last_attempt_at: at,
-    last_status: result.status,
-    last_error: result.error,
-    completed_at: at,
-  });
+  ctx.db
+    .transaction(() => {
+      insertWebhookDelivery(ctx.db, {
+        id: deliveryId,
+        endpoint_id: endpoint.id,
+        event_seq: null,
+        type: TEST_EVENT_TYPE,
+        status: result.ok ? 'delivered' : 'failed',
+        attempts: 1,
+        next_attempt_at: null,
+        created_at: now,
+        last_attempt_at: at,
+        last_status: result.status,
+        last_error: result.error,
+        completed_at: at,
+      });
+      insertWebhookAttempt(ctx.db, {
+        delivery_id: deliveryId,
+        endpoint_id: endpoint.id,
+        type: TEST_EVENT_TYPE,
+        attempt: 1,
+        attempted_at: now,
+        ok: result.ok ? 1 : 0,
+        status_code: result.status,
+        duration_ms: duration,
+        error: result.error,
+      });
+      audit(ctx, 'webhook.test', endpoint.id, { delivery: deliveryId, delivered: result.ok });
+    })
+    .immediate();
   return { id: deliveryId, endpoint_id: endpoint.id, type: TEST_EVENT_TYPE, delivered: result.ok, status_code: result.status, error: result.error, duration_ms: duration };
+}
+
+export interface WebhookAttemptView {
+  delivery_id: string;
+  type: string;
+  attempt: number;
+  attempted_at: string;
+  delivered: boolean;
+  status_code: number | null;
+  duration_ms: number | null;
+  /** Why it failed, with the start of the receiver's answer (`HTTP 500: …`); null when delivered. */
+  error: string | null;
+}
+
+const attemptView = (a: WebhookAttemptRow): WebhookAttemptView => ({
+  delivery_id: a.delivery_id,
+  type: a.type,
+  attempt: a.attempt,
+  attempted_at: iso(a.attempted_at)!,
+  delivered: a.ok === 1,
+  status_code: a.status_code,
+  duration_ms: a.duration_ms,
+  error: a.error,
+});
+
+/** An endpoint's delivery log: every attempt, newest first, a page at a time (kept as long as finished deliveries). */
+export function webhookAttempts(ctx: OperatorContext, id: string, opts: { limit?: number; cursor?: string } = {}): { attempts: WebhookAttemptView[]; next_cursor: string | null } {
+  requireEndpoint(ctx, id);
+  const limit = pageLimit(opts.limit, 50, 500);
+  const before = opts.cursor === undefined ? null : Number(decodeCursor(opts.cursor));
+  if (before !== null && !Number.isInteger(before)) throw new OperatorError('invalid_argument', 'cursor is not one this list gave', 'cursor');
+  const rows = listWebhookAttempts(ctx.db, id, before, limit + 1);
+  const page = rows.slice(0, limit);
+  return { attempts: page.map(attemptView), next_cursor: rows.length > limit ? encodeCursor(String(page[page.length - 1].seq)) : null };
 }

@@ -4,7 +4,8 @@ export interface ApiRequest {
   method: 'POST' | 'GET';
   url: string;
   headers: Record<string, string>;
-  body: string | Uint8Array | FormData;
+  /** None for a GET. */
+  body?: string | Uint8Array | FormData;
   timeoutMs: number;
 }
 
@@ -24,7 +25,7 @@ export async function callProviderApi(request: ApiRequest): Promise<ApiResponse 
     const res = await fetch(request.url, {
       method: request.method,
       headers: request.headers,
-      body: request.body as BodyInit,
+      body: request.body as BodyInit | undefined,
       redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs),
     });

@@ -110,6 +110,26 @@ function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSen
 }
 
 /**
+ * Where and how an account's relay is reached: its settings, else its slug's defaults. The
+ * relay adapter and the connection check (providers/connectionCheck.ts) both connect this way.
+ */
+export function smtpRelayConnection(slug: string, settings: ProviderAccountSettings, secrets: ProviderAccountSecrets) {
+  const defaults = SMTP_DEFAULTS[slug];
+  const tls = settings.tls ?? defaults?.tls ?? 'starttls';
+  return {
+    host: settings.host ?? defaults?.host(settings.region) ?? 'localhost',
+    port: settings.port ?? defaults?.port ?? (tls === 'implicit' ? 465 : 587),
+    secure: tls === 'implicit',
+    requireTLS: tls === 'starttls',
+    ignoreTLS: tls === 'none',
+    auth: settings.user || secrets.pass ? { user: settings.user ?? '', pass: secrets.pass ?? '' } : undefined,
+    // Relays inside a private network commonly present self-signed certificates; TLS still
+    // encrypts. Verification is the operator's choice per account in a later release.
+    tls: { rejectUnauthorized: false },
+  };
+}
+
+/**
  * The `smtp` and `provider-*-smtp` adapter: nodemailer's SMTP pool per account, STARTTLS or
  * implicit TLS, AUTH, the envelope from the index (Bcc included), and the stored MIME from the
  * spool with the hand-off headers in front.
@@ -125,24 +145,14 @@ export class SmtpRelayAdapter implements ProviderAdapter {
     if (transport) return transport;
     const settings = JSON.parse(account.settings) as ProviderAccountSettings;
     const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
-    const defaults = SMTP_DEFAULTS[account.slug];
-    const tls = settings.tls ?? defaults?.tls ?? 'starttls';
     transport = new SMTPPool({
       maxConnections: this.opts.poolSize,
       maxMessages: 1000,
-      host: settings.host ?? defaults?.host(settings.region) ?? 'localhost',
-      port: settings.port ?? defaults?.port ?? (tls === 'implicit' ? 465 : 587),
-      secure: tls === 'implicit',
-      requireTLS: tls === 'starttls',
-      ignoreTLS: tls === 'none',
-      auth: settings.user || secrets.pass ? { user: settings.user ?? '', pass: secrets.pass ?? '' } : undefined,
+      ...smtpRelayConnection(account.slug, settings, secrets),
       name: this.opts.name,
       connectionTimeout: this.opts.timeoutMs,
       greetingTimeout: this.opts.timeoutMs,
       socketTimeout: this.opts.timeoutMs,
-      // Relays inside a private network commonly present self-signed certificates; TLS still
-      // encrypts. Verification is the operator's choice per account in a later release.
-      tls: { rejectUnauthorized: false },
     });
     transport.on('error', () => undefined);
     this.transports.set(key, transport);

@@ -72,3 +72,8 @@ export function getApiKey(db: Db, id: string): ApiKeyRow | undefined {
 export function listApiKeys(db: Db, projectId: string): ApiKeyRow[] {
   return sql(db, 'SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at').all(projectId) as ApiKeyRow[];
 }
+
+/** Brings a key's expiry forward to `at` (a rotation's grace); a key already expiring sooner keeps its time. */
+export function shortenApiKeyExpiry(db: Db, id: string, at: number): boolean {
+  return sql(db, 'UPDATE api_keys SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE id = ? AND revoked_at IS NULL').run(at, at, id).changes === 1;
+}

@@ -2,6 +2,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Db } from './db.js';
 import { applyDeliveryBookkeeping, type DeliveryBookkeeping, type DeliveryBookkeepingResult } from './deliveryBookkeeping.js';
 import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
+import { applyOperatorWrite, type OperatorWrite, type OperatorWriteResult } from './operatorWrites.js';
 
 /**
  * The writes the index writer thread runs for others, as plain data, one transaction each:
@@ -11,11 +12,13 @@ import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepi
 export interface BookkeepingWork {
   webhooks: WebhookBookkeeping;
   delivery: DeliveryBookkeeping;
+  operator: OperatorWrite;
 }
 
 export interface BookkeepingResults {
   webhooks: WebhookBookkeepingResult;
   delivery: DeliveryBookkeepingResult;
+  operator: OperatorWriteResult;
 }
 
 export type BookkeepingKind = keyof BookkeepingWork;
@@ -34,6 +37,7 @@ export interface BookkeepingOutcome<K extends BookkeepingKind> {
 
 /** Runs one request's writes (the caller wraps it in a transaction). */
 export function applyBookkeeping(db: Db, request: BookkeepingRequest): BookkeepingResults[BookkeepingKind] {
+  if (request.kind === 'operator') return applyOperatorWrite(db, request.work);
   return request.kind === 'webhooks' ? applyWebhookBookkeeping(db, request.work) : applyDeliveryBookkeeping(db, request.work);
 }
 

@@ -14,6 +14,7 @@ import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase } from './db.js';
 import { applyBookkeeping, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
+import { isDurableWrite } from './operatorWrites.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 
 export interface CommitUnit {
@@ -67,7 +68,8 @@ function flush(): void {
 function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): BookkeepingReply {
   const acceptanceBusy = (acceptedSince.get(port) ?? 0) > 0;
   acceptedSince.set(port, 0);
-  db.pragma('synchronous = NORMAL');
+  // The last write of an operator's action is flushed like an acceptance (and with it the WAL before it).
+  if (request.kind !== 'operator' || !isDurableWrite(request.work)) db.pragma('synchronous = NORMAL');
   try {
     return { id: request.id, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
   } catch (err) {

@@ -263,6 +263,82 @@ export const migrations: Migration[] = [
       INSERT INTO policy_generation (id, n) VALUES (1, 0);
     ` + policyGenerationTriggers(),
   },
+  {
+    version: 7,
+    name: 'console: operators, their projects, sessions and tokens, the audit log, key use, webhook attempts',
+    sql: `
+      CREATE TABLE operators (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL COLLATE NOCASE UNIQUE,
+        role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+        -- scrypt$<N>$<r>$<p>$<salt b64>$<hash b64> (operator/passwords.ts)
+        password_hash TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        password_changed_at INTEGER NOT NULL
+      );
+      -- A member sees only these projects; an owner sees every project.
+      CREATE TABLE operator_projects (
+        operator_id TEXT NOT NULL REFERENCES operators(id) ON DELETE CASCADE,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        PRIMARY KEY (operator_id, project_id)
+      ) WITHOUT ROWID;
+      -- Console sessions, by the SHA-256 of the cookie value (the value itself is never stored).
+      CREATE TABLE operator_sessions (
+        id_hash BLOB PRIMARY KEY,
+        operator_id TEXT NOT NULL REFERENCES operators(id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        client_ip TEXT
+      );
+      CREATE INDEX operator_sessions_operator ON operator_sessions(operator_id);
+      CREATE INDEX operator_sessions_seen ON operator_sessions(last_seen_at);
+      -- pso_ API tokens for scripts, by SHA-256.
+      CREATE TABLE operator_tokens (
+        id TEXT PRIMARY KEY,
+        operator_id TEXT NOT NULL REFERENCES operators(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        token_hash BLOB NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        last_used_at INTEGER,
+        revoked_at INTEGER
+      );
+      CREATE INDEX operator_tokens_operator ON operator_tokens(operator_id);
+      -- Every state-changing console or CLI action. actor: an operator id, or 'cli'.
+      CREATE TABLE audit_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        actor TEXT NOT NULL,
+        actor_email TEXT,
+        action TEXT NOT NULL,
+        target TEXT,
+        client_ip TEXT,
+        details TEXT
+      );
+      -- When each API key last authenticated a request (to the minute). Apart from api_keys so
+      -- that recording it does not move the policy generation (store/policyCache.ts).
+      CREATE TABLE api_key_usage (
+        key_id TEXT PRIMARY KEY,
+        last_used_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      -- Each webhook attempt, for an endpoint's delivery log; pruned with the deliveries.
+      CREATE TABLE webhook_attempts (
+        seq INTEGER PRIMARY KEY,
+        delivery_id TEXT NOT NULL,
+        endpoint_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        attempted_at INTEGER NOT NULL,
+        ok INTEGER NOT NULL,
+        status_code INTEGER,
+        duration_ms INTEGER,
+        error TEXT
+      );
+      CREATE INDEX webhook_attempts_endpoint ON webhook_attempts(endpoint_id, seq);
+      CREATE INDEX webhook_attempts_at ON webhook_attempts(attempted_at);
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

@@ -66,3 +66,12 @@ export function attachedSlugs(db: Db, projectId: string): ReadonlySet<string> {
   const slugs = cachedPolicyRow(db, 'slugs', projectId, () => new Set(listProviderAccounts(db, projectId).map((a) => a.slug)));
   return slugs ?? new Set();
 }
+
+/** An attached account by id (a detached one is not found). */
+export function getProviderAccount(db: Db, id: string): ProviderAccountRow | undefined {
+  return sql(db, 'SELECT * FROM provider_accounts WHERE id = ? AND detached_at IS NULL').get(id) as ProviderAccountRow | undefined;
+}
+
+export function setProviderAccountLimits(db: Db, id: string, priority: number, freeQuota: number | null): boolean {
+  return sql(db, 'UPDATE provider_accounts SET priority = ?, free_quota = ? WHERE id = ? AND detached_at IS NULL').run(priority, freeQuota, id).changes === 1;
+}

@@ -29,3 +29,12 @@ export function suppressedAmong(db: Db, projectId: string, emails: string[]): st
   const stmt = sql(db, 'SELECT 1 FROM suppressions WHERE project_id = ? AND email = ?');
   return emails.filter((e) => stmt.get(projectId, e) !== undefined);
 }
+
+/** A page of a project's suppressions by address (after `afterEmail`), those containing `q` when given. */
+export function searchSuppressions(db: Db, projectId: string, q: string | null, afterEmail: string | null, limit: number): SuppressionRow[] {
+  return sql(
+    db,
+    `SELECT * FROM suppressions WHERE project_id = @project AND (@after IS NULL OR email > @after)
+       AND (@q IS NULL OR email LIKE @q ESCAPE '\\') ORDER BY email LIMIT @limit`,
+  ).all({ project: projectId, after: afterEmail, q: q === null ? null : `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, limit }) as SuppressionRow[];
+}

@@ -4,6 +4,7 @@ import {
   claimDueDeliveries, insertWebhookDelivery, markEndpointFailure, markEndpointSuccess, newPendingDelivery, pruneWebhookDeliveries, recordAttemptFailed,
   recordDelivered, registeredWebhookEndpoints, setWebhookCursor, type ClaimedDelivery, type OutboxEventHead, type WebhookEndpointRow,
 } from './webhooks.js';
+import { insertWebhookAttempt, pruneWebhookAttempts } from './webhookAttempts.js';
 
 /** One attempt's outcome, with everything the ladder decided already worked out by the dispatcher. */
 export interface WebhookOutcomeRecord {
@@ -17,6 +18,11 @@ export interface WebhookOutcomeRecord {
   nextAttemptAt: number | null;
   /** Whether a failure counts in the endpoint's failure run (not one no retry could help: the event is gone). */
   countsAgainstEndpoint: boolean;
+  /** For the endpoint's delivery log: the delivery (`we.…`), its event type, which attempt this was, how long it took. */
+  deliveryId: string;
+  type: string;
+  attempt: number;
+  durationMs: number;
 }
 
 /**
@@ -67,6 +73,7 @@ export function applyWebhookBookkeeping(db: Db, work: WebhookBookkeeping): Webho
     if (rows.length > 0) claimed.push({ endpoint, rows });
   }
   const pruned = work.prune ? pruneWebhookDeliveries(db, work.prune.before, work.prune.limit) : 0;
+  if (work.prune) pruneWebhookAttempts(db, work.prune.before, work.prune.limit);
   return { disabled, claimed, fannedOut, pruned };
 }
 
@@ -103,6 +110,17 @@ function applyOutcomes(db: Db, outcomes: WebhookOutcomeRecord[], disableAfterMs:
   };
   for (const o of outcomes) {
     const record = { seq: o.seq, at: o.at, status: o.status, error: o.error };
+    insertWebhookAttempt(db, {
+      delivery_id: o.deliveryId,
+      endpoint_id: o.endpointId,
+      type: o.type,
+      attempt: o.attempt,
+      attempted_at: o.at - o.durationMs,
+      ok: o.ok ? 1 : 0,
+      status_code: o.status,
+      duration_ms: o.durationMs,
+      error: o.error,
+    });
     if (o.ok) {
       recordDelivered(db, record);
       successes.set(o.endpointId, Math.max(successes.get(o.endpointId) ?? 0, o.at));

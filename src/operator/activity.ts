@@ -1,0 +1,144 @@
+import type { Clock } from '../clock.js';
+import { attemptsAfterSeq, eventsAfterSeq, lastSeqBefore, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
+import type { Db } from '../store/db.js';
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+/** Rows read per step; the event loop gets a turn between steps. */
+const STEP = 5_000;
+
+/** The lifecycle outcomes the overview counts per hour. */
+export const HOURLY_TYPES = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'] as const;
+
+interface ProviderMinute {
+  sent: number;
+  failed: number;
+}
+
+/**
+ * What happened lately, read by following the events outbox and the attempts table by their
+ * sequence numbers (no index on time, no hooks in either door): events counted per project,
+ * hour and type for the last 24 hours, hand-off attempts per provider account and minute for
+ * the last hour, with each account's last error. The first catch-up starts 24 hours (events) and
+ * one hour (attempts) back; later ones read only what is new. Listeners get each new batch of
+ * events (the console's live feed).
+ */
+export class ActivityTail {
+  private eventSeq: number | null = null;
+  private attemptSeq: number | null = null;
+  /** hour start → project → type → count */
+  private readonly hourly = new Map<number, Map<string, Map<string, number>>>();
+  /** minute start → account → counts */
+  private readonly providerMinutes = new Map<number, Map<string, ProviderMinute>>();
+  private readonly lastErrors = new Map<string, { at: number; reply: string | null }>();
+  private readonly listeners = new Set<(events: ActivityEvent[]) => void>();
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Calls `listener` with each batch of events read from now on; returns the unsubscribe. */
+  subscribe(listener: (events: ActivityEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  /** Reads everything new (one catch-up at a time; a caller arriving meanwhile waits for it). */
+  catchUp(): Promise<void> {
+    this.running ??= this.read().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async read(): Promise<void> {
+    const now = this.clock.now();
+    this.eventSeq ??= lastSeqBefore(this.db, 'events', now - 24 * HOUR);
+    this.attemptSeq ??= lastSeqBefore(this.db, 'attempts', now - HOUR);
+    for (;;) {
+      const events = eventsAfterSeq(this.db, this.eventSeq, STEP);
+      for (const e of events) this.countEvent(e);
+      if (events.length > 0) {
+        this.eventSeq = events[events.length - 1].seq;
+        for (const listener of this.listeners) listener(events);
+      }
+      const attempts = attemptsAfterSeq(this.db, this.attemptSeq, STEP);
+      for (const a of attempts) this.countAttempt(a);
+      if (attempts.length > 0) this.attemptSeq = attempts[attempts.length - 1].seq;
+      if (events.length < STEP && attempts.length < STEP) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.forgetBefore(now);
+  }
+
+  private countEvent(e: ActivityEvent): void {
+    const hour = Math.floor(e.created_at / HOUR) * HOUR;
+    let projects = this.hourly.get(hour);
+    if (!projects) this.hourly.set(hour, (projects = new Map()));
+    let types = projects.get(e.project_id);
+    if (!types) projects.set(e.project_id, (types = new Map()));
+    types.set(e.type, (types.get(e.type) ?? 0) + 1);
+  }
+
+  private countAttempt(a: ActivityAttempt): void {
+    const account = a.provider_account_id ?? a.provider_slug ?? 'unknown';
+    const minute = Math.floor(a.finished_at / MINUTE) * MINUTE;
+    let accounts = this.providerMinutes.get(minute);
+    if (!accounts) this.providerMinutes.set(minute, (accounts = new Map()));
+    const counts = accounts.get(account) ?? { sent: 0, failed: 0 };
+    if (a.outcome === 'sent') counts.sent++;
+    else {
+      counts.failed++;
+      this.lastErrors.set(account, { at: a.finished_at, reply: a.reply });
+    }
+    accounts.set(account, counts);
+  }
+
+  private forgetBefore(now: number): void {
+    for (const hour of this.hourly.keys()) if (hour < now - 25 * HOUR) this.hourly.delete(hour);
+    for (const minute of this.providerMinutes.keys()) if (minute < now - 61 * MINUTE) this.providerMinutes.delete(minute);
+  }
+
+  /**
+   * Counts per hour for the 24 hours up to now (oldest first, the current hour last), summed over
+   * `projects` (null: all).
+   */
+  hourlyCounts(projects: readonly string[] | null): { hour: string; counts: Record<string, number> }[] {
+    const current = Math.floor(this.clock.now() / HOUR) * HOUR;
+    const out: { hour: string; counts: Record<string, number> }[] = [];
+    for (let h = current - 23 * HOUR; h <= current; h += HOUR) {
+      const counts: Record<string, number> = Object.fromEntries(HOURLY_TYPES.map((t) => [t.slice('mail.'.length), 0]));
+      for (const [project, types] of this.hourly.get(h) ?? []) {
+        if (projects !== null && !projects.includes(project)) continue;
+        for (const [type, n] of types) {
+          const key = type.slice('mail.'.length);
+          if (key in counts) counts[key] += n;
+        }
+      }
+      out.push({ hour: new Date(h).toISOString(), counts });
+    }
+    return out;
+  }
+
+  /** An account's hand-offs and failures in the last hour, and its last failure (within the hour or before). */
+  providerHour(accountId: string): { handoffs: number; failures: number; last_error: string | null; last_error_at: number | null } {
+    const since = this.clock.now() - HOUR;
+    let handoffs = 0;
+    let failures = 0;
+    for (const [minute, accounts] of this.providerMinutes) {
+      if (minute + MINUTE <= since) continue;
+      const c = accounts.get(accountId);
+      if (!c) continue;
+      handoffs += c.sent + c.failed;
+      failures += c.failed;
+    }
+    const last = this.lastErrors.get(accountId);
+    return { handoffs, failures, last_error: last?.reply ?? null, last_error_at: last?.at ?? null };
+  }
+}

@@ -1,0 +1,64 @@
+import { insertAudit, listAudit, type AuditRow } from '../store/audit.js';
+import { iso, type OperatorContext } from './context.js';
+import { OperatorError } from './errors.js';
+import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
+
+/**
+ * Records a state-changing action: who (the signed-in operator, else `cli`), when, what, on
+ * which target, from which address. Called by each operation once its change is made (inside
+ * its transaction where it has one). Details never carry a secret.
+ */
+export function audit(ctx: OperatorContext, action: string, target: string | null, details?: Record<string, unknown>): void {
+  insertAudit(ctx.db, {
+    at: ctx.clock.now(),
+    actor: ctx.actor?.operatorId ?? 'cli',
+    actor_email: ctx.actor?.email ?? null,
+    action,
+    target,
+    client_ip: ctx.clientIp ?? null,
+    details: details === undefined ? null : JSON.stringify(details),
+  });
+}
+
+/** Runs `change` and its audit row in one transaction. */
+export function audited<T>(ctx: OperatorContext, action: string, change: () => T, target: (result: T) => string | null, details?: (result: T) => Record<string, unknown>): T {
+  return ctx.db
+    .transaction(() => {
+      const result = change();
+      audit(ctx, action, target(result), details?.(result));
+      return result;
+    })
+    .immediate();
+}
+
+export interface AuditEntryView {
+  seq: number;
+  at: string;
+  actor: string;
+  actor_email: string | null;
+  action: string;
+  target: string | null;
+  client_ip: string | null;
+  details: Record<string, unknown> | null;
+}
+
+const view = (r: AuditRow): AuditEntryView => ({
+  seq: r.seq,
+  at: iso(r.at)!,
+  actor: r.actor,
+  actor_email: r.actor_email,
+  action: r.action,
+  target: r.target,
+  client_ip: r.client_ip,
+  details: r.details === null ? null : (JSON.parse(r.details) as Record<string, unknown>),
+});
+
+/** The audit log, newest first, a page at a time. */
+export function auditLog(ctx: OperatorContext, opts: { limit?: number; cursor?: string; actor?: string; action?: string } = {}): { entries: AuditEntryView[]; next_cursor: string | null } {
+  const limit = pageLimit(opts.limit, 50, 500);
+  const before = opts.cursor === undefined ? undefined : Number(decodeCursor(opts.cursor));
+  if (before !== undefined && !Number.isInteger(before)) throw new OperatorError('invalid_argument', 'cursor is not one this list gave', 'cursor');
+  const rows = listAudit(ctx.db, { actor: opts.actor, action: opts.action, beforeSeq: before }, limit + 1);
+  const entries = rows.slice(0, limit).map(view);
+  return { entries, next_cursor: rows.length > limit ? encodeCursor(String(entries[entries.length - 1].seq)) : null };
+}

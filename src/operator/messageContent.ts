@@ -1,0 +1,135 @@
+import { createReadStream } from 'node:fs';
+import { PassThrough, type Readable } from 'node:stream';
+import { MailParser, type AttachmentStream, type MessageText } from 'mailparser';
+import type { OperatorContext } from './context.js';
+import { notFound } from './errors.js';
+import { messageRawPath } from './messages.js';
+
+/** The longest text or HTML body the console is given whole; longer ones are cut (and say so). */
+export const BODY_PREVIEW_CHARS = 2 * 1024 * 1024;
+
+export interface AttachmentInfo {
+  /** Its place among the message's attachments (inline images included), from 0: the download address. */
+  index: number;
+  filename: string | null;
+  content_type: string;
+  disposition: 'attachment' | 'inline';
+  content_id: string | null;
+  /** Decoded bytes. */
+  size: number;
+}
+
+export interface MessageContent {
+  id: string;
+  /** The stored header lines in order, unfolded (Bcc is never stored). */
+  headers: { name: string; value: string }[];
+  text: string | null;
+  html: string | null;
+  text_truncated: boolean;
+  html_truncated: boolean;
+  attachments: AttachmentInfo[];
+}
+
+const newParser = () => new MailParser({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+
+function info(a: AttachmentStream, index: number, size: number): AttachmentInfo {
+  return {
+    index,
+    filename: a.filename ?? null,
+    content_type: a.contentType,
+    disposition: a.contentDisposition === 'inline' || (a.related && a.contentId) ? 'inline' : 'attachment',
+    content_id: a.contentId ? a.contentId.replace(/^<|>$/g, '') : null,
+    size,
+  };
+}
+
+const cut = (s: string | undefined | false) => (typeof s === 'string' ? { value: s.slice(0, BODY_PREVIEW_CHARS), truncated: s.length > BODY_PREVIEW_CHARS } : { value: null, truncated: false });
+
+/**
+ * The stored message read for the console: headers, text and HTML bodies, and the attachments'
+ * names, types and sizes. The file is streamed through the parser; attachment contents are
+ * counted and dropped, never held.
+ */
+export function messageContent(ctx: OperatorContext, id: string): Promise<MessageContent> {
+  const file = messageRawPath(ctx, id);
+  return new Promise((resolve, reject) => {
+    const parser = newParser();
+    const source = createReadStream(file);
+    const attachments: AttachmentInfo[] = [];
+    let headers: { name: string; value: string }[] = [];
+    let text: MessageText | null = null;
+    parser.on('headerLines', (lines: { key: string; line: string }[]) => {
+      headers = lines.map((l) => {
+        const colon = l.line.indexOf(':');
+        return { name: l.line.slice(0, colon).trim(), value: l.line.slice(colon + 1).replace(/\r?\n[ \t]+/g, ' ').trim() };
+      });
+    });
+    parser.on('data', (data: AttachmentStream | MessageText) => {
+      if (data.type === 'text') {
+        text = data;
+        return;
+      }
+      let size = 0;
+      const index = attachments.length;
+      attachments.push(info(data, index, 0));
+      data.content.on('data', (chunk: Buffer) => (size += chunk.length));
+      data.content.on('end', () => {
+        attachments[index].size = size;
+        data.release?.();
+      });
+    });
+    parser.on('error', reject);
+    source.on('error', reject);
+    parser.on('end', () => {
+      const t = cut((text as MessageText | null)?.text);
+      const h = cut((text as MessageText | null)?.html);
+      resolve({ id, headers, text: t.value, html: h.value, text_truncated: t.truncated, html_truncated: h.truncated, attachments });
+    });
+    source.pipe(parser);
+  });
+}
+
+/**
+ * One attachment's decoded bytes as a stream, with its name and type; the attachments before it
+ * are skipped as they stream past. Not found: an index past the last attachment.
+ */
+export function openAttachment(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+  const file = messageRawPath(ctx, id);
+  return new Promise((resolve, reject) => {
+    const parser = newParser();
+    const source = createReadStream(file);
+    let seen = 0;
+    let found = false;
+    const stop = () => {
+      source.unpipe(parser);
+      source.destroy();
+    };
+    parser.on('data', (data: AttachmentStream | MessageText) => {
+      if (data.type === 'text') return;
+      const i = seen++;
+      if (i !== index) {
+        data.content.on('end', () => data.release?.());
+        data.content.resume();
+        return;
+      }
+      found = true;
+      const out = new PassThrough();
+      data.content.pipe(out);
+      data.content.on('end', () => {
+        data.release?.();
+        stop();
+      });
+      out.on('close', () => {
+        // The client went away before the end: stop reading the file.
+        if (!data.content.readableEnded) stop();
+      });
+      resolve({ attachment: info(data, i, 0), stream: out });
+    });
+    parser.on('error', (err) => (found ? undefined : reject(err)));
+    source.on('error', (err) => (found ? undefined : reject(err)));
+    parser.on('end', () => {
+      if (!found) reject(notFound('attachment', `${index} of message ${id}`));
+    });
+    source.pipe(parser);
+  });
+}

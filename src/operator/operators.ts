@@ -1,0 +1,214 @@
+import { createHash } from 'node:crypto';
+import { isEmail } from '../contract/address.js';
+import { newOperatorId, newOperatorTokenId, randomAlphanumeric } from '../ids.js';
+import {
+  countOwners, deleteOperator, findOperatorByEmail, getOperator, insertOperator, listOperators, operatorProjectIds, setOperatorPassword, setOperatorProjects,
+  setOperatorRole, type OperatorRole, type OperatorRow,
+} from '../store/operators.js';
+import { deleteOperatorSessions, getOperatorToken, insertOperatorToken, listOperatorTokens, revokeOperatorToken, type OperatorTokenRow } from '../store/operatorSessions.js';
+import { audit } from './audit.js';
+import { iso, type OperatorContext } from './context.js';
+import { notFound, OperatorError } from './errors.js';
+import { parseExpiry } from './keys.js';
+import { checkPasswordRules, generatePassword, hashPassword } from './passwords.js';
+import { requireProject } from './projects.js';
+
+export const OPERATOR_ROLES: readonly OperatorRole[] = ['owner', 'member'];
+
+export interface OperatorView {
+  id: string;
+  email: string;
+  role: OperatorRole;
+  /** The projects a member may see; an owner sees every project and has none listed. */
+  projects: string[];
+  created_at: string;
+  password_changed_at: string;
+}
+
+export function operatorView(ctx: OperatorContext, row: OperatorRow): OperatorView {
+  return {
+    id: row.id,
+    email: row.email,
+    role: row.role,
+    projects: row.role === 'owner' ? [] : operatorProjectIds(ctx.db, row.id),
+    created_at: iso(row.created_at)!,
+    password_changed_at: iso(row.password_changed_at)!,
+  };
+}
+
+export function requireOperator(ctx: OperatorContext, id: string): OperatorRow {
+  const row = getOperator(ctx.db, id);
+  if (!row) throw notFound('operator', id);
+  return row;
+}
+
+function checkRole(role: string): OperatorRole {
+  if (!OPERATOR_ROLES.includes(role as OperatorRole)) throw new OperatorError('invalid_argument', '--role must be owner or member', 'role');
+  return role as OperatorRole;
+}
+
+/** Members are given projects; owners see all, so giving them some would mean nothing. */
+function checkProjects(ctx: OperatorContext, role: OperatorRole, projects: readonly string[]): string[] {
+  if (role === 'owner' && projects.length > 0) throw new OperatorError('invalid_argument', 'an owner sees every project; --project is for members', 'projects');
+  for (const id of projects) requireProject(ctx, id);
+  return [...new Set(projects)];
+}
+
+export interface CreateOperatorOptions {
+  email: string;
+  role: string;
+  projects?: readonly string[];
+  /** Chosen by the caller (read from standard input); absent: a one-time password is generated and returned once. */
+  password?: string;
+}
+
+/** A new operator. The password (generated, or the one given) is returned only when generated, and only here. */
+export async function createOperator(ctx: OperatorContext, opts: CreateOperatorOptions): Promise<OperatorView & { password?: string }> {
+  const email = opts.email.trim();
+  if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${opts.email}" is not an email address`, 'email');
+  const role = checkRole(opts.role);
+  const projects = checkProjects(ctx, role, opts.projects ?? []);
+  if (opts.password !== undefined) checkPasswordRules(opts.password);
+  const password = opts.password ?? generatePassword();
+  const hash = await hashPassword(password);
+  const id = newOperatorId();
+  const now = ctx.clock.now();
+  ctx.db
+    .transaction(() => {
+      if (findOperatorByEmail(ctx.db, email)) throw new OperatorError('conflict', `an operator with email ${email} already exists`);
+      insertOperator(ctx.db, { id, email, role, password_hash: hash, created_at: now, password_changed_at: now });
+      setOperatorProjects(ctx.db, id, projects);
+      audit(ctx, 'operator.create', id, { email, role, projects });
+    })
+    .immediate();
+  const view = operatorView(ctx, requireOperator(ctx, id));
+  return opts.password === undefined ? { ...view, password } : view;
+}
+
+export function operatorList(ctx: OperatorContext): { operators: OperatorView[] } {
+  return { operators: listOperators(ctx.db).map((r) => operatorView(ctx, r)) };
+}
+
+/** There is always an owner left: someone must be able to manage the rest. */
+function keepAnOwner(ctx: OperatorContext, row: OperatorRow): void {
+  if (row.role === 'owner' && countOwners(ctx.db) <= 1) throw new OperatorError('conflict', `operator ${row.id} is the last owner; make another operator an owner first`);
+}
+
+export function removeOperator(ctx: OperatorContext, id: string): { id: string; removed: true } {
+  return ctx.db
+    .transaction(() => {
+      const row = requireOperator(ctx, id);
+      keepAnOwner(ctx, row);
+      deleteOperator(ctx.db, id);
+      audit(ctx, 'operator.remove', id, { email: row.email });
+      return { id, removed: true as const };
+    })
+    .immediate();
+}
+
+/** Changes a role and/or a member's projects; an operator who becomes an owner keeps no project list. */
+export function updateOperator(ctx: OperatorContext, id: string, changes: { role?: string; projects?: readonly string[] }): OperatorView {
+  return ctx.db
+    .transaction(() => {
+      const row = requireOperator(ctx, id);
+      const role = changes.role === undefined ? row.role : checkRole(changes.role);
+      if (role !== row.role && role === 'member') keepAnOwner(ctx, row);
+      const projects = changes.projects === undefined ? (role === 'owner' ? [] : operatorProjectIds(ctx.db, id)) : checkProjects(ctx, role, changes.projects);
+      setOperatorRole(ctx.db, id, role);
+      setOperatorProjects(ctx.db, id, projects);
+      audit(ctx, 'operator.update', id, { role, projects });
+      return operatorView(ctx, requireOperator(ctx, id));
+    })
+    .immediate();
+}
+
+/**
+ * A new password (generated and returned once, or the one given); the operator is signed out
+ * everywhere (every session ends; API tokens stay).
+ */
+export async function resetOperatorPassword(ctx: OperatorContext, id: string, password?: string): Promise<{ id: string; email: string; password?: string }> {
+  const row = requireOperator(ctx, id);
+  if (password !== undefined) checkPasswordRules(password);
+  const chosen = password ?? generatePassword();
+  const hash = await hashPassword(chosen);
+  ctx.db
+    .transaction(() => {
+      if (!setOperatorPassword(ctx.db, id, hash, ctx.clock.now())) throw notFound('operator', id);
+      deleteOperatorSessions(ctx.db, id);
+      audit(ctx, 'operator.reset_password', id);
+    })
+    .immediate();
+  return password === undefined ? { id, email: row.email, password: chosen } : { id, email: row.email };
+}
+
+/* API tokens ---------------------------------------------------------------------------------- */
+
+export const TOKEN_PATTERN = /^pso_[A-Za-z0-9]{40}$/;
+
+/** Tokens carry about 238 random bits: a single SHA-256 is a sound verifier (as for API keys). */
+export const hashOperatorToken = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
+
+export interface OperatorTokenView {
+  id: string;
+  operator_id: string;
+  name: string;
+  hint: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  state: 'active' | 'expired' | 'revoked';
+}
+
+export function tokenView(ctx: OperatorContext, t: OperatorTokenRow): OperatorTokenView {
+  const state = t.revoked_at !== null ? 'revoked' : t.expires_at !== null && t.expires_at <= ctx.clock.now() ? 'expired' : 'active';
+  return {
+    id: t.id,
+    operator_id: t.operator_id,
+    name: t.name,
+    hint: t.hint,
+    created_at: iso(t.created_at)!,
+    expires_at: iso(t.expires_at),
+    last_used_at: iso(t.last_used_at),
+    revoked_at: iso(t.revoked_at),
+    state,
+  };
+}
+
+/** A `pso_` token for scripts, acting as the operator. Returned here once; only its SHA-256 is stored. */
+export function createOperatorToken(ctx: OperatorContext, operatorId: string, name: string, expires?: string): OperatorTokenView & { token: string } {
+  requireOperator(ctx, operatorId);
+  const label = name.trim();
+  if (label === '' || label.length > 100) throw new OperatorError('invalid_argument', 'the token name must be 1 to 100 characters', 'name');
+  const expiresAt = parseExpiry(ctx, expires);
+  const token = `pso_${randomAlphanumeric(40)}`;
+  const id = newOperatorTokenId();
+  ctx.db
+    .transaction(() => {
+      insertOperatorToken(ctx.db, { id, operator_id: operatorId, name: label, token_hash: hashOperatorToken(token), hint: `pso_…${token.slice(-4)}`, created_at: ctx.clock.now(), expires_at: expiresAt });
+      audit(ctx, 'operator_token.create', id, { operator: operatorId, name: label });
+    })
+    .immediate();
+  return { ...tokenView(ctx, getOperatorToken(ctx.db, id)!), token };
+}
+
+export function requireOperatorToken(ctx: OperatorContext, id: string): OperatorTokenRow {
+  const row = getOperatorToken(ctx.db, id);
+  if (!row) throw notFound('token', id);
+  return row;
+}
+
+export function revokeOperatorTokenById(ctx: OperatorContext, id: string): OperatorTokenView {
+  return ctx.db
+    .transaction(() => {
+      requireOperatorToken(ctx, id);
+      if (revokeOperatorToken(ctx.db, id, ctx.clock.now())) audit(ctx, 'operator_token.revoke', id);
+      return tokenView(ctx, requireOperatorToken(ctx, id));
+    })
+    .immediate();
+}
+
+export function operatorTokens(ctx: OperatorContext, operatorId: string): { tokens: OperatorTokenView[] } {
+  requireOperator(ctx, operatorId);
+  return { tokens: listOperatorTokens(ctx.db, operatorId).map((t) => tokenView(ctx, t)) };
+}

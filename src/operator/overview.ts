@@ -1,0 +1,112 @@
+import { statfs } from 'node:fs/promises';
+import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedBytesBetween, troubledWebhookEndpoints } from '../store/activity.js';
+import type { Db } from '../store/db.js';
+import { LIVE_STATUSES } from '../store/messages.js';
+import type { ActivityTail } from './activity.js';
+import { iso, type OperatorContext } from './context.js';
+
+/** Rows summed per step of the spool-size scan; the event loop gets a turn between steps. */
+const SCAN_STEP = 50_000;
+/** How long a spool-size figure is reused before it is counted again. */
+const STORAGE_TTL_MS = 5 * 60_000;
+
+/**
+ * The bytes of stored MIME the index accounts for (every message's size), counted in steps
+ * along the rowid and kept for STORAGE_TTL_MS; and the free space of the state directory's
+ * filesystem (statfs).
+ */
+export class StorageFigures {
+  private cached: { at: number; bytes: number } | null = null;
+  private counting: Promise<number> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly stateDir: string,
+  ) {}
+
+  async figures(now: number): Promise<{ spool_bytes: number; spool_counted_at: string; disk_free_bytes: number | null; disk_total_bytes: number | null }> {
+    if (!this.cached || now - this.cached.at > STORAGE_TTL_MS) {
+      this.counting ??= this.count().finally(() => (this.counting = null));
+      this.cached = { at: now, bytes: await this.counting };
+    }
+    let free: number | null = null;
+    let total: number | null = null;
+    try {
+      const fs = await statfs(this.stateDir);
+      free = fs.bavail * fs.bsize;
+      total = fs.blocks * fs.bsize;
+    } catch {
+      // Not every platform reports it.
+    }
+    return { spool_bytes: this.cached.bytes, spool_counted_at: new Date(this.cached.at).toISOString(), disk_free_bytes: free, disk_total_bytes: total };
+  }
+
+  private async count(): Promise<number> {
+    const last = maxMessageRowid(this.db);
+    let bytes = 0;
+    for (let from = 0; from < last; from += SCAN_STEP) {
+      bytes += storedBytesBetween(this.db, from, from + SCAN_STEP);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return bytes;
+  }
+}
+
+export interface OverviewSources {
+  activity: ActivityTail;
+  storage: StorageFigures;
+  /** Until when the scheduler rests a throttled account (the server knows; the CLI does not). */
+  throttledUntil?: (accountId: string) => number | null;
+}
+
+/**
+ * The overview figures, for `projects` (null: every project). Provider health and storage are
+ * for owners only (`includeSystem`).
+ */
+export async function overview(ctx: OperatorContext, sources: OverviewSources, projects: readonly string[] | null, includeSystem: boolean) {
+  const now = ctx.clock.now();
+  await sources.activity.catchUp();
+  const inScope = (projectId: string) => projects === null || projects.includes(projectId);
+  const queue: Record<string, number> = Object.fromEntries(LIVE_STATUSES.map((s) => [s, 0]));
+  for (const row of liveMessageCounts(ctx.db)) if (inScope(row.project_id)) queue[row.status] += row.count;
+  const oldest = oldestQueuedMessage(ctx.db, projects);
+  const webhooks = troubledWebhookEndpoints(ctx.db)
+    .filter((w) => inScope(w.project_id))
+    .map((w) => ({
+      id: w.id,
+      project_id: w.project_id,
+      url: w.url,
+      state: w.disabled_at === null ? ('failing' as const) : ('disabled' as const),
+      failing_since: iso(w.failing_since),
+      last_failure_at: iso(w.last_failure_at),
+      disabled_at: iso(w.disabled_at),
+      disabled_reason: w.disabled_reason,
+    }));
+  const providers = includeSystem
+    ? attachedProviderAccounts(ctx.db).map((a) => {
+        const hour = sources.activity.providerHour(a.id);
+        const throttled = sources.throttledUntil?.(a.id) ?? null;
+        return {
+          id: a.id,
+          project_id: a.project_id,
+          slug: a.slug,
+          handoffs_last_hour: hour.handoffs,
+          failures_last_hour: hour.failures,
+          throttled_until: throttled !== null && throttled > now ? iso(throttled) : null,
+          last_error: hour.last_error,
+          last_error_at: iso(hour.last_error_at),
+        };
+      })
+    : null;
+  return {
+    generated_at: iso(now)!,
+    hourly: sources.activity.hourlyCounts(projects),
+    queue,
+    oldest_waiting: oldest
+      ? { id: oldest.id, project_id: oldest.project_id, created_at: iso(oldest.created_at)!, age_seconds: Math.max(0, Math.round((now - oldest.created_at) / 1000)), attempts: oldest.attempts, next_attempt_at: iso(oldest.next_attempt_at) }
+      : null,
+    providers,
+    webhooks,
+    storage: includeSystem ? await sources.storage.figures(now) : null,
+  };
+}

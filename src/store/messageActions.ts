@@ -1,0 +1,68 @@
+import { sql, type Db } from './db.js';
+import type { MessageStatus } from './messages.js';
+
+/** What an operator can do to a message that has not been handed off yet. */
+export type MessageAction = 'release' | 'cancel' | 'retry';
+
+/**
+ * The states each action applies to. `release`: a held (paused) or captured message goes on to
+ * delivery. `cancel`: anything not yet handed to a provider stops. `retry`: a queued message
+ * waiting on the retry ladder is due at once.
+ */
+export const ACTION_FROM: Record<MessageAction, readonly MessageStatus[]> = {
+  release: ['paused', 'captured'],
+  cancel: ['queued', 'scheduled', 'paused', 'captured'],
+  retry: ['queued'],
+};
+
+const ids = 'SELECT value FROM json_each(@ids)';
+const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS NULL)';
+
+/**
+ * The one rule of each action, for one message or a chunk of them (as a JSON list, one
+ * statement). Returns the ids that changed. Release: queued, or scheduled while its time is
+ * ahead; never a message of a deleted project, nor one held by a project that is still paused
+ * (resuming the project releases those). Retry: only a message whose next attempt is still
+ * ahead moves.
+ */
+export function applyMessageAction(db: Db, action: MessageAction, messageIds: readonly string[], now: number): string[] {
+  if (messageIds.length === 0) return [];
+  const params = { ids: JSON.stringify(messageIds), now };
+  const statement =
+    action === 'release'
+      ? `UPDATE messages SET
+           status = CASE WHEN scheduled_at IS NOT NULL AND scheduled_at > @now THEN 'scheduled' ELSE 'queued' END,
+           next_attempt_at = CASE WHEN scheduled_at IS NOT NULL AND scheduled_at > @now THEN scheduled_at ELSE @now END,
+           hold_reason = NULL, updated_at = @now
+         WHERE id IN (${ids}) AND status IN ('paused', 'captured') AND ${liveProject}
+           AND NOT (hold_reason = 'project' AND project_id IN (SELECT id FROM projects WHERE paused = 1))
+         RETURNING id`
+      : action === 'cancel'
+        ? `UPDATE messages SET status = 'cancelled', hold_reason = NULL, next_attempt_at = NULL, updated_at = @now
+           WHERE id IN (${ids}) AND status IN ('queued', 'scheduled', 'paused', 'captured')
+           RETURNING id`
+        : `UPDATE messages SET next_attempt_at = @now, updated_at = @now
+           WHERE id IN (${ids}) AND status = 'queued' AND next_attempt_at > @now
+           RETURNING id`;
+  return sql(db, statement).pluck().all(params) as string[];
+}
+
+/**
+ * Removes a captured (sandbox) message: its row, attempts, recipient outcomes, Idempotency-Key
+ * and events (except one a pending webhook delivery still has to send). Returns its spool file,
+ * for the caller to remove after the commit; null when it is not captured (or not there).
+ */
+export function deleteCapturedMessage(db: Db, id: string): string | null {
+  const row = sql(db, "SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND status = 'captured'").get(id) as
+    | { spool_path: string; project_id: string; environment: string; idempotency_key: string | null }
+    | undefined;
+  if (!row) return null;
+  sql(db, 'DELETE FROM attempts WHERE message_id = ?').run(id);
+  sql(db, 'DELETE FROM recipient_outcomes WHERE message_id = ?').run(id);
+  if (row.idempotency_key !== null) {
+    sql(db, 'DELETE FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ? AND message_id = ?').run(row.project_id, row.environment, row.idempotency_key, id);
+  }
+  sql(db, "DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)").run(id);
+  sql(db, 'DELETE FROM messages WHERE id = ?').run(id);
+  return row.spool_path;
+}

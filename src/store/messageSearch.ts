@@ -1,0 +1,124 @@
+import { messageIdFloor } from '../ids.js';
+import { sql, type Db } from './db.js';
+import type { MessageRow, MessageStatus } from './messages.js';
+
+/** What the console's message list filters on; every field narrows. */
+export interface MessageFilter {
+  /** The projects to look in; null: every project (an owner). */
+  projectIds: readonly string[] | null;
+  environment?: 'production' | 'sandbox';
+  statuses?: readonly MessageStatus[];
+  /** Substrings, case-insensitive (ASCII). `to` matches any recipient: To, Cc or Bcc. */
+  from?: string;
+  to?: string;
+  subject?: string;
+  category?: string;
+  tag?: string;
+  /** Epoch ms, inclusive / exclusive. */
+  createdAfter?: number;
+  createdBefore?: number;
+  id?: string;
+  /** Only queued messages whose next attempt is after this instant (waiting for a retry). */
+  waitingAfter?: number;
+}
+
+/**
+ * Message ids start with their acceptance time, so the primary key orders them newest first at
+ * no cost of its own. An SMTP message's id is minted when its DATA begins and its `created_at`
+ * at commit: the id range is widened by this much and `created_at` then checked exactly.
+ */
+const ID_TIME_SLACK_MS = 3600_000;
+
+const like = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+function where(filter: MessageFilter, projectId: string | null, beforeId: string | null): { clause: string; params: Record<string, unknown> } {
+  const parts: string[] = [];
+  const params: Record<string, unknown> = {};
+  if (projectId !== null) {
+    parts.push('project_id = @project');
+    params.project = projectId;
+  }
+  if (filter.environment) {
+    parts.push('environment = @environment');
+    params.environment = filter.environment;
+  }
+  if (filter.statuses && filter.statuses.length > 0) {
+    parts.push(`status IN (${filter.statuses.map((_, i) => `@status${i}`).join(', ')})`);
+    filter.statuses.forEach((s, i) => (params[`status${i}`] = s));
+  }
+  const substring = (column: string, name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    parts.push(`${column} LIKE @${name} ESCAPE '\\'`);
+    params[name] = like(value);
+  };
+  substring('from_email', 'from', filter.from);
+  substring('recipients', 'to', filter.to);
+  substring('subject', 'subject', filter.subject);
+  if (filter.category !== undefined) {
+    parts.push('category = @category');
+    params.category = filter.category;
+  }
+  if (filter.tag !== undefined) {
+    parts.push('EXISTS (SELECT 1 FROM json_each(messages.tags) WHERE value = @tag)');
+    params.tag = filter.tag;
+  }
+  if (filter.createdAfter !== undefined) {
+    parts.push('id >= @idFloor AND created_at >= @createdAfter');
+    params.idFloor = messageIdFloor(filter.createdAfter - ID_TIME_SLACK_MS);
+    params.createdAfter = filter.createdAfter;
+  }
+  if (filter.createdBefore !== undefined) {
+    parts.push('id < @idCeiling AND created_at < @createdBefore');
+    params.idCeiling = messageIdFloor(filter.createdBefore + ID_TIME_SLACK_MS);
+    params.createdBefore = filter.createdBefore;
+  }
+  if (filter.id !== undefined) {
+    parts.push('id = @id');
+    params.id = filter.id;
+  }
+  if (filter.waitingAfter !== undefined) {
+    parts.push("status = 'queued' AND next_attempt_at > @waitingAfter");
+    params.waitingAfter = filter.waitingAfter;
+  }
+  if (beforeId !== null) {
+    parts.push('id < @beforeId');
+    params.beforeId = beforeId;
+  }
+  return { clause: parts.length > 0 ? `WHERE ${parts.join(' AND ')}` : '', params };
+}
+
+/**
+ * Up to `limit` messages matching `filter`, newest first (by id), after `beforeId` when
+ * continuing a page. Several projects are read one by one along their own index and merged.
+ */
+export function searchMessages(db: Db, filter: MessageFilter, beforeId: string | null, limit: number): MessageRow[] {
+  return matching(db, filter, beforeId, limit, '*') as MessageRow[];
+}
+
+/** The ids of up to `limit` messages matching `filter`, newest first. */
+export function matchingMessageIds(db: Db, filter: MessageFilter, limit: number): string[] {
+  return (matching(db, filter, null, limit, 'id') as { id: string }[]).map((r) => r.id);
+}
+
+function matching(db: Db, filter: MessageFilter, beforeId: string | null, limit: number, columns: '*' | 'id'): { id: string }[] {
+  if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
+  const scopes: (string | null)[] = filter.projectIds === null ? [null] : [...new Set(filter.projectIds)];
+  const rows: { id: string }[] = [];
+  for (const projectId of scopes) {
+    const { clause, params } = where(filter, projectId, beforeId);
+    // Statements vary with the filter's shape; the cache keeps one per shape (a handful).
+    rows.push(...(sql(db, `SELECT ${columns} FROM messages ${clause} ORDER BY id DESC LIMIT @limit`).all({ ...params, limit }) as { id: string }[]));
+  }
+  if (scopes.length === 1) return rows;
+  return rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit);
+}
+
+/** The state of each of these messages that exists. */
+export function messageStates(db: Db, ids: readonly string[]): { id: string; project_id: string; status: MessageStatus; next_attempt_at: number | null }[] {
+  return sql(db, 'SELECT id, project_id, status, next_attempt_at FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as {
+    id: string;
+    project_id: string;
+    status: MessageStatus;
+    next_attempt_at: number | null;
+  }[];
+}
