@@ -1,6 +1,7 @@
-// Generates TypeScript types from the project's two schema sources, so types are never written
-// twice by hand: src/contract/openapi.json → src/contract/types.gen.ts (the customer contract)
-// and src/config/schema.json → src/config/types.gen.ts (the config file, after defaults).
+// Generates TypeScript types from the project's schema sources, so types are never written
+// twice by hand: src/contract/openapi.json → src/contract/types.gen.ts (the customer contract),
+// src/console/openapi.json → src/console/types.gen.ts (the console API) and
+// src/config/schema.json → src/config/types.gen.ts (the config file, after defaults).
 // `npm run gen:types` rewrites them; a test fails when either is out of date.
 import { readFile, writeFile } from 'node:fs/promises';
 import { compile } from 'json-schema-to-typescript';
@@ -36,19 +37,25 @@ function requireDefaulted(node) {
   for (const v of Object.values(node)) requireDefaulted(v);
 }
 
-export async function generateTypes() {
-  const doc = JSON.parse(await readFile(new URL('src/contract/openapi.json', root), 'utf8'));
+/** The component schemas of an OpenAPI document as one JSON Schema, each a definition. */
+async function openApiTypes(file, title) {
+  const doc = JSON.parse(await readFile(new URL(file, root), 'utf8'));
   const definitions = structuredClone(doc.components.schemas);
   rewriteRefs(definitions);
-  const contract = {
-    title: 'Contract', type: 'object', definitions, additionalProperties: false,
+  const schema = {
+    title, type: 'object', definitions, additionalProperties: false,
     properties: Object.fromEntries(Object.keys(definitions).map((k) => [k, { $ref: `#/definitions/${k}` }])),
   };
+  return compile(schema, title, options(file));
+}
+
+export async function generateTypes() {
   const configSchema = JSON.parse(await readFile(new URL('src/config/schema.json', root), 'utf8'));
   delete configSchema.$id;
   requireDefaulted(configSchema);
   return {
-    'src/contract/types.gen.ts': await compile(contract, 'Contract', options('src/contract/openapi.json')),
+    'src/contract/types.gen.ts': await openApiTypes('src/contract/openapi.json', 'Contract'),
+    'src/console/types.gen.ts': await openApiTypes('src/console/openapi.json', 'ConsoleApi'),
     'src/config/types.gen.ts': await compile(configSchema, 'PosternConfig', options('src/config/schema.json')),
   };
 }

@@ -3,7 +3,10 @@ import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
-import type { PosternConfig } from './config/load.js';
+import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
+import { createConsoleServer, type ConsoleServer } from './console/server.js';
+import { KeyUseRecorder } from './operator/keyUse.js';
+import type { OperatorWriter } from './operator/context.js';
 import { createHttpServer } from './http/app.js';
 import type { Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
@@ -28,11 +31,12 @@ import { createWebhookDispatcher } from './events/host.js';
 
 export interface BoundListener {
   name: string;
-  protocol: 'http' | 'smtp';
-  environment: 'production' | 'sandbox';
+  protocol: 'http' | 'smtp' | 'console';
+  /** The environment a door serves (none for the console). */
+  environment?: 'production' | 'sandbox';
   host: string;
   port: number;
-  /** `http://…` for HTTP listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP. */
+  /** `http://…` for HTTP listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP, `http(s)://…` for the console. */
   url: string;
 }
 
@@ -100,13 +104,22 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // through the index writer thread (src/events/host.ts).
   const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
 
-  const admission = new Admission(db, clock, config);
+  // Operator writes (bulk actions, API keys' last use) go to the index writer thread too.
+  const operatorBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
+  const operatorWriter: OperatorWriter = { write: async (work) => (await operatorBookkeeping.write('operator', work)).result };
+  const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
+  keyUse.start();
+  const admission = new Admission(db, clock, config, (keyId) => keyUse.note(keyId));
+  const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
   let tls: TlsMaterial | null = null;
   const shutdown = async () => {
+    for (const c of consoles) c.closeStreams();
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
+    await keyUse.stop();
+    operatorBookkeeping.close();
     await scheduler.stop();
     deliveryBookkeeping.close();
     deliveryDb.close();
@@ -122,21 +135,25 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     for (const listener of config.listeners) {
       let port: number;
       let scheme: string;
-      if (listener.protocol === 'http') {
-        const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, listener);
+      // Not a console: the schema requires an environment of every http and smtp listener.
+      const door = listener as ListenerConfig;
+      if (isConsoleListener(listener)) {
+        const consoleServer = createConsoleServer(
+          { db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, throttledUntil: (id) => scheduler.accountThrottledUntil(id) },
+          listener,
+        );
+        consoles.push(consoleServer);
+        servers.push(consoleServer.server);
+        port = await listenOn(consoleServer.server, listener.port, listener.host);
+        scheme = listener.cert && listener.key ? 'https' : 'http';
+      } else if (listener.protocol === 'http') {
+        const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, door);
         servers.push(server);
-        await new Promise<void>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(listener.port, listener.host, () => {
-            server.off('error', reject);
-            resolve();
-          });
-        });
-        port = (server.address() as AddressInfo).port;
+        port = await listenOn(server, listener.port, listener.host);
         scheme = 'http';
       } else {
         tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ db, pipeline, admission, spool, writers, clock, logger, config }, listener, tls);
+        const server = createSmtpServer({ db, pipeline, admission, spool, writers, clock, logger, config }, door, tls);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
@@ -171,6 +188,17 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       logger.info('stopped');
     },
   };
+}
+
+/** Listens; resolves with the bound port (port 0 picks one). */
+function listenOn(server: Server, port: number, host: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
 }
 
 /** A port below 1024 without the privilege to bind it is the common first-start failure: say so. */

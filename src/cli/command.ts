@@ -1,8 +1,9 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { OperatorContext } from '../operator/context.js';
+import { OperatorError } from '../operator/errors.js';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
-export type Values = Record<string, string | boolean | undefined>;
+export type Values = Record<string, string | string[] | boolean | undefined>;
 
 /** One `postern GROUP VERB` command: its flags, its required flags, and what it does. */
 export interface Command {
@@ -16,4 +17,27 @@ export interface Command {
 
 export type CommandGroup = Record<string, Command>;
 
-export const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+export const str = (v: string | string[] | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** A repeatable flag's values (`--project A --project B`). */
+export const strs = (v: string | string[] | boolean | undefined): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []);
+
+/** A whole number flag, or undefined when absent. */
+export function int(name: string, v: string | string[] | boolean | undefined): number | undefined {
+  const s = str(v);
+  if (s === undefined) return undefined;
+  if (!/^\d+$/.test(s)) throw new OperatorError('invalid_argument', `--${name} must be a whole number`, name);
+  return Number(s);
+}
+
+/** Text printed as it is (CSV), chunk by chunk, instead of JSON. */
+export class TextOutput {
+  constructor(readonly chunks: Iterable<string>) {}
+}
+
+/** Standard input, whole, without its final line break (`--password-stdin`). */
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}

@@ -1,5 +1,5 @@
-import { createKey, listKeys, revokeKey } from '../operator/keys.js';
-import { str, type CommandGroup } from './command.js';
+import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
+import { int, str, type CommandGroup } from './command.js';
 
 export const keyCommands: CommandGroup = {
   create: {
@@ -9,5 +9,11 @@ export const keyCommands: CommandGroup = {
     run: (ctx, v) => createKey(ctx, str(v.project)!, str(v.mode)!, str(v.expires)),
   },
   revoke: { usage: 'key revoke KEY_ID', positionals: ['KEY_ID'], run: (ctx, _v, [id]) => revokeKey(ctx, id) },
+  rotate: {
+    usage: 'key rotate KEY_ID [--grace-seconds N]',
+    positionals: ['KEY_ID'],
+    options: { 'grace-seconds': { type: 'string' } },
+    run: (ctx, v, [id]) => rotateKey(ctx, id, int('grace-seconds', v['grace-seconds']) ?? 86_400),
+  },
   list: { usage: 'key list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => listKeys(ctx, str(v.project)!) },
 };

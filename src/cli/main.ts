@@ -6,7 +6,7 @@ import { createLogger } from '../log.js';
 import { OperatorError } from '../operator/errors.js';
 import { openDatabase } from '../store/db.js';
 import { Spool } from '../spool/spool.js';
-import type { Command, CommandGroup, OptionSpec, Values } from './command.js';
+import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
 import { dkimCommands } from './dkim.js';
 import { keyCommands } from './key.js';
 import { messageCommands, RawFile } from './message.js';
@@ -16,6 +16,8 @@ import { runStart } from './start.js';
 import { suppressionCommands } from './suppression.js';
 import { strategyCommands } from './strategy.js';
 import { webhookCommands } from './webhook.js';
+import { auditCommands, operatorCommands, operatorTokenCommands } from './operator.js';
+import { overviewCommands } from './overview.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -26,6 +28,11 @@ const groups: Record<string, CommandGroup> = {
   dkim: dkimCommands,
   strategy: strategyCommands,
   webhook: webhookCommands,
+  operator: operatorCommands,
+  // Two words: `postern operator token create …`.
+  'operator token': operatorTokenCommands,
+  audit: auditCommands,
+  overview: overviewCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
@@ -64,9 +71,10 @@ function human(value: unknown, indent = ''): string {
   if (value === null || typeof value !== 'object') return `${indent}${String(value)}`;
   const lines: string[] = [];
   for (const [k, v] of Object.entries(value)) {
+    if (v === undefined) continue;
     if (Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null)) {
       lines.push(`${indent}${k}: ${v.length === 0 ? '(none)' : ''}`);
-      for (const item of v) lines.push(`${indent}  - ${Object.entries(item).map(([ik, iv]) => `${ik}=${typeof iv === 'object' ? JSON.stringify(iv) : String(iv)}`).join(' ')}`);
+      for (const item of v) lines.push(`${indent}  - ${Object.entries(item).filter(([, iv]) => iv !== undefined).map(([ik, iv]) => `${ik}=${typeof iv === 'object' ? JSON.stringify(iv) : String(iv)}`).join(' ')}`);
     } else {
       lines.push(`${indent}${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
     }
@@ -74,7 +82,7 @@ function human(value: unknown, indent = ''): string {
   return lines.join('\n');
 }
 
-function parseCommand(cmd: Command, args: string[]): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+function parseCommand(cmd: Command, args: string[]): { values: Values; positionals: string[] } {
   let parsed;
   try {
     parsed = parseArgs({ args, options: { ...GLOBAL, ...cmd.options }, allowPositionals: true, strict: true });
@@ -94,7 +102,8 @@ function parseCommand(cmd: Command, args: string[]): { values: Record<string, st
 export async function runCli(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   const out = output(json);
-  const [groupName, verb, ...rest] = argv;
+  let [groupName, verb, ...rest] = argv;
+  if (verb !== undefined && groups[`${groupName} ${verb}`]) [groupName, verb, ...rest] = [`${groupName} ${verb}`, ...rest];
   try {
     if (!groupName || groupName === '--help' || groupName === '-h' || groupName === 'help') {
       process.stdout.write(`${usageText()}\n`);
@@ -115,6 +124,8 @@ export async function runCli(argv: string[]): Promise<number> {
       const result = await cmd.run({ db, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
       if (result instanceof RawFile) {
         await new Promise<void>((resolve, reject) => createReadStream(result.path).on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
+      } else if (result instanceof TextOutput) {
+        for (const chunk of result.chunks) if (!process.stdout.write(chunk)) await new Promise((resolve) => process.stdout.once('drain', resolve));
       } else {
         out.print(result);
       }

@@ -1,6 +1,19 @@
-import { cancelMessage, messageList, messageRawPath, messageShow, releaseMessage } from '../operator/messages.js';
+import { bulkMessageAction, type BulkTarget } from '../operator/bulk.js';
+import { cancelMessage, deleteMessage, MESSAGE_STATUSES, messageList, messageRawPath, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
 import { OperatorError } from '../operator/errors.js';
+import type { MessageStatus } from '../store/messages.js';
+import type { MessageAction } from '../store/messageActions.js';
 import { str, type CommandGroup } from './command.js';
+
+const BULK_ACTIONS: readonly MessageAction[] = ['release', 'cancel', 'retry'];
+
+function statusList(v: string | undefined): MessageStatus[] | undefined {
+  if (v === undefined) return undefined;
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = list.filter((s) => !MESSAGE_STATUSES.includes(s as MessageStatus));
+  if (unknown.length > 0) throw new OperatorError('invalid_argument', `--status must be among: ${MESSAGE_STATUSES.join(', ')}`, 'status');
+  return list as MessageStatus[];
+}
 
 /** Returned by `message show --raw`: the CLI streams the file instead of printing JSON. */
 export class RawFile {
@@ -26,4 +39,24 @@ export const messageCommands: CommandGroup = {
   },
   release: { usage: 'message release ID', positionals: ['ID'], run: (ctx, _v, [id]) => releaseMessage(ctx, id) },
   cancel: { usage: 'message cancel ID', positionals: ['ID'], run: (ctx, _v, [id]) => cancelMessage(ctx, id) },
+  retry: { usage: 'message retry ID', positionals: ['ID'], run: (ctx, _v, [id]) => retryMessage(ctx, id) },
+  delete: { usage: 'message delete ID', positionals: ['ID'], run: (ctx, _v, [id]) => deleteMessage(ctx, id) },
+  bulk: {
+    usage: 'message bulk --action release|cancel|retry (--ids ID,… | [--project ID] [--environment E] [--status S,…])',
+    options: { action: { type: 'string' }, ids: { type: 'string' }, project: { type: 'string' }, environment: { type: 'string' }, status: { type: 'string' } },
+    required: ['action'],
+    run: (ctx, v) => {
+      const action = str(v.action) as MessageAction;
+      if (!BULK_ACTIONS.includes(action)) throw new OperatorError('invalid_argument', '--action must be release, cancel or retry', 'action');
+      const environment = str(v.environment);
+      if (environment !== undefined && environment !== 'production' && environment !== 'sandbox') throw new OperatorError('invalid_argument', '--environment must be production or sandbox', 'environment');
+      const ids = str(v.ids);
+      const project = str(v.project);
+      const target: BulkTarget =
+        ids !== undefined
+          ? { ids: ids.split(',').map((s) => s.trim()).filter(Boolean) }
+          : { filter: { projectIds: project === undefined ? null : [project], environment: environment as 'production' | 'sandbox' | undefined, statuses: statusList(str(v.status)) } };
+      return bulkMessageAction(ctx, action, target, null);
+    },
+  },
 };

@@ -1,4 +1,4 @@
-import { attachProvider, detachProvider, listProviders } from '../operator/providers.js';
+import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
 import { str, type CommandGroup } from './command.js';
 
 export const providerCommands: CommandGroup = {
@@ -43,4 +43,11 @@ export const providerCommands: CommandGroup = {
   },
   list: { usage: 'provider list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => listProviders(ctx, str(v.project)!) },
   detach: { usage: 'provider detach ID', positionals: ['ID'], run: (ctx, _v, [id]) => detachProvider(ctx, id) },
+  set: {
+    usage: 'provider set ID [--priority N] [--free-quota N|none]',
+    positionals: ['ID'],
+    options: { priority: { type: 'string' }, 'free-quota': { type: 'string' } },
+    run: (ctx, v, [id]) => updateProvider(ctx, id, { priority: str(v.priority), freeQuota: str(v['free-quota']) === 'none' ? null : str(v['free-quota']) }),
+  },
+  check: { usage: 'provider check ID', positionals: ['ID'], run: (ctx, _v, [id]) => checkProvider(ctx, id) },
 };

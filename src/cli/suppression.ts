@@ -1,5 +1,5 @@
-import { suppress, suppressionList, unsuppress } from '../operator/suppressions.js';
-import { str, type CommandGroup } from './command.js';
+import { suppress, suppressionCsv, suppressionList, unsuppress } from '../operator/suppressions.js';
+import { str, TextOutput, type CommandGroup } from './command.js';
 
 export const suppressionCommands: CommandGroup = {
   add: {
@@ -15,4 +15,10 @@ export const suppressionCommands: CommandGroup = {
     run: (ctx, v) => unsuppress(ctx, str(v.project)!, str(v.email)!),
   },
   list: { usage: 'suppression list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => suppressionList(ctx, str(v.project)!) },
+  export: {
+    usage: 'suppression export --project ID',
+    options: { project: { type: 'string' } },
+    required: ['project'],
+    run: (ctx, v) => new TextOutput(suppressionCsv(ctx, str(v.project)!)),
+  },
 };

@@ -1,5 +1,5 @@
-import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook } from '../operator/webhooks.js';
-import { str, type CommandGroup } from './command.js';
+import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts } from '../operator/webhooks.js';
+import { int, str, type CommandGroup } from './command.js';
 
 export const webhookCommands: CommandGroup = {
   add: {
@@ -13,4 +13,10 @@ export const webhookCommands: CommandGroup = {
   remove: { usage: 'webhook remove ID', positionals: ['ID'], run: (ctx, _v, [id]) => removeWebhook(ctx, id) },
   'rotate-secret': { usage: 'webhook rotate-secret ID', positionals: ['ID'], run: (ctx, _v, [id]) => rotateWebhookSecret(ctx, id) },
   enable: { usage: 'webhook enable ID', positionals: ['ID'], run: (ctx, _v, [id]) => enableWebhook(ctx, id) },
+  attempts: {
+    usage: 'webhook attempts ID [--limit N] [--cursor C]',
+    positionals: ['ID'],
+    options: { limit: { type: 'string' }, cursor: { type: 'string' } },
+    run: (ctx, v, [id]) => webhookAttempts(ctx, id, { limit: int('limit', v.limit), cursor: str(v.cursor) }),
+  },
 };

@@ -6,7 +6,12 @@ import schema from './schema.json' with { type: 'json' };
 import type { PosternConfig } from './types.gen.js';
 
 export type { PosternConfig };
-export type ListenerConfig = PosternConfig['listeners'][number];
+type AnyListenerConfig = PosternConfig['listeners'][number];
+/** An HTTP or SMTP listener: a door of one environment (the schema requires it to name one). */
+export type ListenerConfig = AnyListenerConfig & { protocol: 'http' | 'smtp'; environment: 'production' | 'sandbox' };
+/** A console listener: the console API, for operators. */
+export type ConsoleListenerConfig = AnyListenerConfig & { protocol: 'console' };
+export const isConsoleListener = (l: AnyListenerConfig): l is ConsoleListenerConfig => l.protocol === 'console';
 export type PlanConfig = NonNullable<PosternConfig['plans'][string]>;
 
 /** A config problem, naming the offending key; the process exits non-zero before touching state. */

@@ -15,24 +15,46 @@ state_dir: string
  */
 listeners: [{
 name: string
-protocol: ("http" | "smtp")
-environment: ("production" | "sandbox")
+/**
+ * http: the send API of one environment; smtp: SMTP submission of one environment; console: the console API (/console/api/v1/…), for operators, on an interface of its own.
+ */
+protocol: ("http" | "smtp" | "console")
+environment?: ("production" | "sandbox")
 host: string
 port: number
 /**
  * SMTP listeners only: STARTTLS on a plain connection, or TLS from the first byte (465-style).
  */
 tls: ("starttls" | "implicit")
+/**
+ * Console listeners only: a PEM certificate chain; with `key`, the console is served over HTTPS (and its session cookie is Secure). null: plain HTTP (keep the listener on a private interface).
+ */
+cert: (string | null)
+/**
+ * Console listeners only: the PEM private key of `cert`.
+ */
+key: (string | null)
 }, ...({
 name: string
-protocol: ("http" | "smtp")
-environment: ("production" | "sandbox")
+/**
+ * http: the send API of one environment; smtp: SMTP submission of one environment; console: the console API (/console/api/v1/…), for operators, on an interface of its own.
+ */
+protocol: ("http" | "smtp" | "console")
+environment?: ("production" | "sandbox")
 host: string
 port: number
 /**
  * SMTP listeners only: STARTTLS on a plain connection, or TLS from the first byte (465-style).
  */
 tls: ("starttls" | "implicit")
+/**
+ * Console listeners only: a PEM certificate chain; with `key`, the console is served over HTTPS (and its session cookie is Secure). null: plain HTTP (keep the listener on a private interface).
+ */
+cert: (string | null)
+/**
+ * Console listeners only: the PEM private key of `cert`.
+ */
+key: (string | null)
 })[]]
 http: {
 /**
@@ -267,6 +289,31 @@ enabled: boolean
 }
 log: {
 level: ("fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent")
+}
+/**
+ * The console API (listeners with protocol console): sessions, sign-in throttling, live updates.
+ */
+console: {
+/**
+ * A console session unused this long (12 h) ends; the next request answers 401 session_expired.
+ */
+session_idle_seconds: number
+/**
+ * The sliding window of the failed sign-in limits.
+ */
+sign_in_window_seconds: number
+/**
+ * Failed sign-ins per client IP per window; then 429 with Retry-After.
+ */
+sign_in_failures_per_ip: number
+/**
+ * Failed sign-ins per email (whether or not an operator has it) per window; then 429 with Retry-After.
+ */
+sign_in_failures_per_account: number
+/**
+ * While a live-updates stream is open, how often the events outbox is read for new and changed messages.
+ */
+events_poll_ms: number
 }
 /**
  * Outbound lifecycle webhooks: the dispatcher that fans events out to the registered endpoints and delivers them, signed, at least once.

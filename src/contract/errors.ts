@@ -47,6 +47,15 @@ export const errorCatalogue = {
   'feedback:malformed': { status: 400, type: 'validation_error', message: 'The notification body is not in the provider format.' },
   not_found: { status: 404, type: 'api_error', message: 'No such endpoint.' },
   method_not_allowed: { status: 405, type: 'api_error', message: 'Method not allowed on this endpoint.' },
+  // The console API (src/console; README "The console API").
+  unauthenticated: { status: 401, type: 'authentication_error', message: 'Sign in (POST /console/api/v1/session), or send an operator API token as "Authorization: Bearer pso_…".' },
+  session_expired: { status: 401, type: 'authentication_error', message: 'The console session has expired; sign in again.' },
+  invalid_operator_token: { status: 401, type: 'authentication_error', message: 'The operator API token matches no active token.' },
+  invalid_credentials: { status: 401, type: 'authentication_error', message: 'The email or password is wrong.' },
+  csrf_token_invalid: { status: 403, type: 'permission_error', message: 'A state-changing request of a console session needs its CSRF token in the X-CSRF-Token header.' },
+  forbidden: { status: 403, type: 'permission_error', message: 'Your role does not allow this.' },
+  conflict: { status: 409, type: 'api_error', message: 'The current state does not allow this.' },
+  sign_in_throttled: { status: 429, type: 'rate_limit_error', message: 'Too many failed sign-ins; retry after the number of seconds in Retry-After.' },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -89,6 +89,11 @@ export class DeliveryScheduler {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
   }
 
+  /** Until when a provider throttled this account (null: it is not resting); the console's overview shows it. */
+  accountThrottledUntil(accountId: string): number | null {
+    return this.throttledUntil.get(accountId) ?? null;
+  }
+
   start(): void {
     this.schedule(0);
   }

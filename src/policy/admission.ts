@@ -31,6 +31,8 @@ export class Admission {
     private readonly db: Db,
     private readonly clock: Clock,
     config: PosternConfig,
+    /** Told of every key that authenticates a request (its "last used", kept by operator/keyUse.ts). */
+    private readonly onKeyUsed: (keyId: string) => void = () => undefined,
   ) {
     const windowMs = config.rate_limits.window_seconds * 1000;
     this.enforce = config.policy.enabled;
@@ -72,7 +74,9 @@ export class Admission {
    */
   authenticateClient(clientIp: string, key: string | null, environment: Environment): AuthContext {
     try {
-      return authenticate(this.db, key, environment, this.clock);
+      const auth = authenticate(this.db, key, environment, this.clock);
+      this.onKeyUsed(auth.keyId);
+      return auth;
     } catch (err) {
       const wait = this.unauthenticatedWaitMs(clientIp);
       if (wait > 0) throw rateLimited(wait);

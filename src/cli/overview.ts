@@ -1,0 +1,17 @@
+import { ActivityTail } from '../operator/activity.js';
+import { overview, StorageFigures } from '../operator/overview.js';
+import { requireProject } from '../operator/projects.js';
+import { str, type CommandGroup } from './command.js';
+
+export const overviewCommands: CommandGroup = {
+  show: {
+    usage: 'overview show [--project ID]',
+    options: { project: { type: 'string' } },
+    // Read from the index now: the last 24 hours of events and last hour of attempts (throttled-until is known only to the server).
+    run: (ctx, v) => {
+      const project = str(v.project);
+      if (project !== undefined) requireProject(ctx, project);
+      return overview(ctx, { activity: new ActivityTail(ctx.db, ctx.clock), storage: new StorageFigures(ctx.db, ctx.config.state_dir) }, project === undefined ? null : [project], true);
+    },
+  },
+};

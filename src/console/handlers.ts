@@ -1,0 +1,326 @@
+/**
+ * What each console API operation does, by operationId: access checks, then exactly the
+ * operator layer's rule (the CLI's). Bodies and parameters arrive validated against the
+ * document; answers are the operator layer's views.
+ */
+import { createReadStream } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import { ContractError } from '../contract/errors.js';
+import { canSeeProject, requireVisible, requireVisibleProject } from '../operator/access.js';
+import { auditLog } from '../operator/audit.js';
+import { bulkMessageAction } from '../operator/bulk.js';
+import type { OperatorContext } from '../operator/context.js';
+import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
+import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
+import { messageContent, openAttachment } from '../operator/messageContent.js';
+import { deleteMessage, messageAction, messageRawPath, messageSearch, messageShow, requireMessage } from '../operator/messages.js';
+import {
+  createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
+} from '../operator/operators.js';
+import { overview, type OverviewSources } from '../operator/overview.js';
+import { changePlan, createProject, deleteProject, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
+import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
+import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from '../operator/sessions.js';
+import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
+import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, type TargetOptions } from '../operator/webhooks.js';
+import type { KeyUseRecorder } from '../operator/keyUse.js';
+import type { MessageStatus } from '../store/messages.js';
+import type { MessageFilter } from '../store/messageSearch.js';
+import type { MessageAction } from '../store/messageActions.js';
+import { sessionCookieHeader, type SignInThrottle } from './auth.js';
+import type { LiveEvents } from './liveEvents.js';
+import type * as Api from './types.gen.js';
+
+/** One request, authenticated (unless the operation needs no authentication) and validated. */
+export interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Acting as the principal (audit log: operator, client address). */
+  ctx: OperatorContext;
+  principal: Principal;
+  sessionId: string | null;
+  clientIp: string;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: Record<string, unknown>;
+}
+
+/** A JSON answer, or `undefined` when the handler wrote the response itself (files, streams). */
+export type Answer = { status: number; body?: unknown; headers?: Record<string, string> } | undefined;
+export type Handler = (call: Call) => Answer | Promise<Answer>;
+
+export interface HandlerDeps {
+  ctx: OperatorContext;
+  secure: boolean;
+  throttle: SignInThrottle;
+  live: LiveEvents;
+  overview: OverviewSources;
+  keyUse: KeyUseRecorder | null;
+  /** Test seams for webhook targets (DNS, CAs). */
+  webhookTargets?: TargetOptions;
+}
+
+const ok = (body: unknown, status = 200): Answer => ({ status, body });
+
+function sessionView(p: Principal, sessionId: string | null, deps: HandlerDeps): Api.Session {
+  return {
+    operator: operatorView(deps.ctx, p.operator),
+    via: p.via,
+    csrf_token: sessionId === null ? null : csrfTokenFor(sessionId),
+    idle_timeout_seconds: p.via === 'session' ? deps.ctx.config.console.session_idle_seconds : null,
+  };
+}
+
+/** The console's message filter from the list's query (or a bulk body's `filter`), within what the principal may see. */
+function messageFilter(ctx: OperatorContext, p: Principal, q: Record<string, unknown>): MessageFilter {
+  const project = q.project as string | undefined;
+  if (project !== undefined) requireVisibleProject(ctx, p, project);
+  const statuses = q.status as MessageStatus[] | undefined;
+  const time = (v: unknown) => (typeof v === 'string' ? Date.parse(v) : undefined);
+  return {
+    projectIds: project !== undefined ? [project] : p.projects,
+    environment: q.environment as MessageFilter['environment'],
+    statuses,
+    from: q.from as string | undefined,
+    to: q.to as string | undefined,
+    subject: q.subject as string | undefined,
+    category: q.category as string | undefined,
+    tag: q.tag as string | undefined,
+    createdAfter: time(q.created_after),
+    createdBefore: time(q.created_before),
+    id: q.id as string | undefined,
+  };
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown): string | undefined => (typeof v === 'number' ? String(v) : undefined);
+
+/** `attachment; filename="…"` with an RFC 6266 UTF-8 form for names that are not plain ASCII. */
+function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
+  const single = (action: MessageAction): Handler => (c) => {
+    const projectId = requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+    const result = messageAction(c.ctx, action, c.params.message_id);
+    deps.live.announce([{ id: result.id, status: result.status, project_id: projectId, environment: result.environment, type: `message.${action}` }]);
+    return ok(result);
+  };
+  const inProject = (c: Call) => {
+    requireVisibleProject(c.ctx, c.principal, c.params.project_id);
+    return c.params.project_id;
+  };
+
+  return {
+    /* session ---------------------------------------------------------------------------- */
+    async signIn(c) {
+      const email = c.body.email as string;
+      deps.throttle.check(c.clientIp, email);
+      const session = await signIn(c.ctx, email, c.body.password as string, c.clientIp);
+      if (!session) {
+        deps.throttle.failed(c.clientIp, email);
+        throw new ContractError('invalid_credentials');
+      }
+      return { status: 201, body: sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
+    },
+    getSession: (c) => ok(sessionView(c.principal, c.sessionId, deps)),
+    signOut(c) {
+      signOut(c.ctx, c.principal);
+      const headers: Record<string, string> = c.principal.via === 'session' ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) } : {};
+      return { status: 204, headers };
+    },
+    async changePassword(c) {
+      await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, c.body.new_password as string);
+      return { status: 204 };
+    },
+    listTokens: (c) => ok(operatorTokens(c.ctx, c.principal.operator.id)),
+    createToken: (c) => ok(createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
+    revokeToken(c) {
+      const token = requireOperatorToken(c.ctx, c.params.token_id);
+      if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
+      return ok(revokeOperatorTokenById(c.ctx, token.id));
+    },
+
+    /* overview --------------------------------------------------------------------------- */
+    async getOverview(c) {
+      const project = str(c.query.project);
+      if (project !== undefined) requireVisibleProject(c.ctx, c.principal, project);
+      const owner = c.principal.operator.role === 'owner';
+      return ok(await overview(c.ctx, deps.overview, project !== undefined ? [project] : c.principal.projects, owner));
+    },
+
+    /* projects --------------------------------------------------------------------------- */
+    listProjects: (c) => ok({ projects: projectList(c.ctx).projects.filter((p) => canSeeProject(c.principal, p.id)) }),
+    createProject: (c) => ok(createProject(c.ctx, c.body.name as string, str(c.body.plan)), 201),
+    getProject: (c) => ok(showProject(c.ctx, inProject(c))),
+    deleteProject: (c) => ok(deleteProject(c.ctx, c.params.project_id)),
+    pauseProject: (c) => ok(setPaused(c.ctx, c.params.project_id, true)),
+    resumeProject: (c) => ok(setPaused(c.ctx, c.params.project_id, false)),
+    changePlan: (c) => ok(changePlan(c.ctx, c.params.project_id, c.body.plan as string)),
+    changeStrategy: (c) => ok(setStrategy(c.ctx, c.params.project_id, c.body.strategy as string)),
+
+    /* keys ------------------------------------------------------------------------------- */
+    async listKeys(c) {
+      const projectId = inProject(c);
+      // Uses noted in memory are written first, so "last used" is current.
+      await deps.keyUse?.flush();
+      return ok(listKeys(c.ctx, projectId));
+    },
+    createKey: (c) => ok(createKey(c.ctx, inProject(c), c.body.mode as string, str(c.body.expires_at)), 201),
+    revokeKey(c) {
+      requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
+      return ok(revokeKey(c.ctx, c.params.key_id));
+    },
+    rotateKey(c) {
+      requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
+      return ok(rotateKey(c.ctx, c.params.key_id, (c.body.grace_seconds as number | undefined) ?? 86_400), 201);
+    },
+
+    /* providers (owners: the router checks) ---------------------------------------------- */
+    listProviders: (c) => ok(listProviders(c.ctx, c.params.project_id)),
+    attachProvider: (c) =>
+      ok(
+        attachProvider(c.ctx, c.params.project_id, {
+          slug: c.body.slug as string,
+          host: str(c.body.host),
+          port: num(c.body.port),
+          user: str(c.body.user),
+          pass: str(c.body.pass),
+          tls: str(c.body.tls),
+          endpoint: str(c.body.endpoint),
+          apiKey: str(c.body.api_key),
+          region: str(c.body.region),
+          domain: str(c.body.domain),
+          webhookSecret: str(c.body.webhook_secret),
+          webhookPublicKey: str(c.body.webhook_public_key),
+          freeQuota: num(c.body.free_quota),
+          priority: num(c.body.priority),
+        }),
+        201,
+      ),
+    updateProvider: (c) =>
+      ok(updateProvider(c.ctx, c.params.account_id, { priority: num(c.body.priority), freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota) })),
+    detachProvider: (c) => ok(detachProvider(c.ctx, c.params.account_id)),
+    checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
+
+    /* messages --------------------------------------------------------------------------- */
+    listMessages: (c) => ok(messageSearch(c.ctx, messageFilter(c.ctx, c.principal, c.query), { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
+    async bulkMessages(c) {
+      const action = c.body.action as MessageAction;
+      const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
+      const result = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
+      if (result.changed > 0) deps.live.refresh({ reason: 'bulk', action, count: result.changed });
+      return ok(result);
+    },
+    getMessage(c) {
+      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      return ok(messageShow(c.ctx, c.params.message_id));
+    },
+    async getMessageContent(c) {
+      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      return ok(await messageContent(c.ctx, c.params.message_id));
+    },
+    async getMessageRaw(c) {
+      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const file = messageRawPath(c.ctx, c.params.message_id);
+      c.res.writeHead(200, {
+        'Content-Type': 'message/rfc822',
+        'Content-Disposition': contentDisposition(`${c.params.message_id}.eml`),
+        'X-Content-Type-Options': 'nosniff',
+      });
+      await pipeline(createReadStream(file), c.res);
+      return undefined;
+    },
+    async getMessageAttachment(c) {
+      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const { attachment, stream } = await openAttachment(c.ctx, c.params.message_id, Number(c.params.index));
+      // Served as a download, never rendered in the console's origin.
+      c.res.writeHead(200, {
+        'Content-Type': /^[\w.+-]+\/[\w.+-]+$/.test(attachment.content_type) ? attachment.content_type : 'application/octet-stream',
+        'Content-Disposition': contentDisposition(attachment.filename ?? `attachment-${attachment.index}`),
+        'X-Content-Type-Options': 'nosniff',
+        'Content-Security-Policy': "default-src 'none'; sandbox",
+      });
+      await pipeline(stream, c.res);
+      return undefined;
+    },
+    releaseMessage: single('release'),
+    cancelMessage: single('cancel'),
+    retryMessage: single('retry'),
+    async deleteMessage(c) {
+      const projectId = requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const { environment } = requireMessage(c.ctx, c.params.message_id);
+      const result = await deleteMessage(c.ctx, c.params.message_id);
+      deps.live.announce([{ id: result.id, status: 'deleted', project_id: projectId, environment, type: 'message.delete' }]);
+      return ok(result);
+    },
+    async streamEvents(c) {
+      const project = str(c.query.project) ?? null;
+      if (project !== null) requireVisibleProject(c.ctx, c.principal, project);
+      await deps.live.open(c.res, c.principal.projects, { project, environment: str(c.query.environment) ?? null });
+      return undefined;
+    },
+
+    /* suppressions ----------------------------------------------------------------------- */
+    listSuppressions: (c) => ok(suppressionSearch(c.ctx, inProject(c), { q: str(c.query.q), limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
+    addSuppression: (c) => ok(suppress(c.ctx, inProject(c), c.body.email as string, str(c.body.reason)), 201),
+    removeSuppression: (c) => ok(unsuppress(c.ctx, inProject(c), c.params.email)),
+    async exportSuppressions(c) {
+      const chunks = suppressionCsv(c.ctx, inProject(c));
+      const first = chunks.next();
+      c.res.writeHead(200, { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': contentDisposition(`suppressions-${c.params.project_id}.csv`) });
+      if (!first.done) c.res.write(first.value);
+      for (const chunk of chunks) {
+        // Waits for the client to take each chunk: memory stays flat for any list length.
+        if (!c.res.write(chunk)) await new Promise((resolve) => c.res.once('drain', resolve));
+      }
+      c.res.end();
+      return undefined;
+    },
+
+    /* DKIM ------------------------------------------------------------------------------- */
+    listDkim: (c) => ok(listDkim(c.ctx, inProject(c))),
+    addDkim: (c) =>
+      ok(addDkimKey(c.ctx, inProject(c), { domain: c.body.domain as string, selector: c.body.selector as string, algorithm: str(c.body.algorithm), privateKeyPem: str(c.body.private_key) }), 201),
+    removeDkim(c) {
+      requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
+      return ok(removeDkim(c.ctx, c.params.dkim_id));
+    },
+
+    /* webhooks --------------------------------------------------------------------------- */
+    listWebhooks: (c) => ok(listWebhooks(c.ctx, inProject(c))),
+    addWebhook: async (c) => ok(await addWebhook(c.ctx, inProject(c), c.body.url as string, (c.body.events as string[] | undefined)?.join(','), deps.webhookTargets), 201),
+    removeWebhook(c) {
+      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(removeWebhook(c.ctx, c.params.webhook_id));
+    },
+    enableWebhook(c) {
+      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(enableWebhook(c.ctx, c.params.webhook_id));
+    },
+    rotateWebhookSecret(c) {
+      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(rotateWebhookSecret(c.ctx, c.params.webhook_id));
+    },
+    async testWebhook(c) {
+      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(await testWebhook(c.ctx, c.params.webhook_id, deps.webhookTargets));
+    },
+    listWebhookAttempts(c) {
+      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(webhookAttempts(c.ctx, c.params.webhook_id, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) }));
+    },
+
+    /* operators and the audit log (owners: the router checks) ---------------------------- */
+    listOperators: (c) => ok(operatorList(c.ctx)),
+    createOperator: async (c) =>
+      ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
+    updateOperator: (c) => ok(updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
+    removeOperator: (c) => ok(removeOperator(c.ctx, c.params.operator_id)),
+    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id)),
+    listAudit: (c) => ok(auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
+  };
+}

@@ -1,0 +1,155 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import polka from 'polka';
+import type { Clock } from '../clock.js';
+import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
+import { asDetails, ContractError, type ErrorDetail } from '../contract/errors.js';
+import { readJsonBody } from '../http/jsonBody.js';
+import { sendError, sendJson } from '../http/respond.js';
+import type { Logger } from '../log.js';
+import { ActivityTail } from '../operator/activity.js';
+import type { OperatorContext, OperatorWriter } from '../operator/context.js';
+import { OperatorError } from '../operator/errors.js';
+import type { KeyUseRecorder } from '../operator/keyUse.js';
+import { StorageFigures } from '../operator/overview.js';
+import { actingAs } from '../operator/sessions.js';
+import type { TargetOptions } from '../operator/webhooks.js';
+import type { Db } from '../store/db.js';
+import { authenticateRequest, SignInThrottle } from './auth.js';
+import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
+import { consoleHandlers, type Call, type Handler } from './handlers.js';
+import { LiveEvents } from './liveEvents.js';
+
+export interface ConsoleDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  config: PosternConfig;
+  spoolRoot: string;
+  /** The index writer's channel for bulk writes. */
+  writer: OperatorWriter;
+  keyUse: KeyUseRecorder | null;
+  /** The delivery scheduler's view of throttled provider accounts. */
+  throttledUntil?: (accountId: string) => number | null;
+  webhookTargets?: TargetOptions;
+}
+
+export interface ConsoleServer {
+  server: Server;
+  /** Ends the live-update streams (before the server is closed: they never end by themselves). */
+  closeStreams(): void;
+}
+
+/** Console request bodies are small (the largest: 10,000 message ids, a PEM key). */
+const MAX_BODY_BYTES = 1024 * 1024;
+const documentBody = JSON.stringify(consoleDocument);
+
+const invalid = (details: ErrorDetail[]) => ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
+
+/** An operator refusal in the contract's envelope: 404, 409, 403, or 422 with the field at fault. */
+function contractErrorOf(err: OperatorError): ContractError {
+  if (err.code === 'not_found') return new ContractError('not_found', { message: err.message });
+  if (err.code === 'conflict') return new ContractError('conflict', { message: err.message });
+  if (err.code === 'forbidden') return new ContractError('forbidden', { message: err.message });
+  const field = err.field ?? 'body';
+  return ContractError.validation([{ field, code: `${field.split('.')[0]}:${err.reason}` }], err.message);
+}
+
+/** One console listener: the console API under /console/api/v1 (and, later, the web app). */
+export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
+  const { db, clock, logger, config } = deps;
+  const log = logger.child({ listener: listener.name });
+  const secure = Boolean(listener.cert && listener.key);
+  const base: OperatorContext = { db, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer };
+  const activity = new ActivityTail(db, clock);
+  const live = new LiveEvents(db, activity, config.console.events_poll_ms, log);
+  const handlers: Record<string, Handler> = {
+    ...consoleHandlers({
+      ctx: base,
+      secure,
+      throttle: new SignInThrottle(config, clock),
+      live,
+      overview: { activity, storage: new StorageFigures(db, config.state_dir), throttledUntil: deps.throttledUntil },
+      keyUse: deps.keyUse,
+      webhookTargets: deps.webhookTargets,
+    }),
+    getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) as unknown }),
+  };
+
+  const serve = (op: ConsoleOperation, handler: Handler) => (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse) => {
+    void handle(op, handler, req, res).catch((err: unknown) => fail(res, err));
+  };
+
+  async function handle(op: ConsoleOperation, handler: Handler, req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> {
+    const clientIp = req.socket.remoteAddress ?? 'unknown';
+    const auth = op.authenticated ? authenticateRequest(base, req, config) : null;
+    const params = Object.fromEntries(Object.entries(req.params ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]));
+    if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });
+    if (op.ownerOnly && auth?.principal.operator.role !== 'owner') throw new ContractError('forbidden');
+    const query = op.checkQuery(new URL(req.url ?? '/', 'http://console').searchParams);
+    if (!query.ok) throw invalid(query.details);
+    let body: Record<string, unknown> = {};
+    if (op.body && (op.body.required || Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined)) {
+      const checked = op.body.check(await readJsonBody(req, MAX_BODY_BYTES));
+      if (!checked.ok) throw invalid(checked.details);
+      body = checked.value;
+    }
+    const ctx = auth ? actingAs(base, auth.principal.operator, clientIp) : { ...base, clientIp };
+    const call = { req, res, ctx, principal: auth?.principal, sessionId: auth?.sessionId ?? null, clientIp, params, query: query.value, body } as Call;
+    const answer = await handler(call);
+    if (answer === undefined) return;
+    if (answer.body === undefined) {
+      res.writeHead(answer.status, answer.headers);
+      res.end();
+    } else {
+      sendJson(res, answer.status, answer.body, answer.headers);
+    }
+  }
+
+  function fail(res: ServerResponse, err: unknown): void {
+    if (res.headersSent) {
+      // A stream (raw MIME, attachment, CSV) broke off: the client sees a cut response.
+      if (!(err instanceof ContractError || err instanceof OperatorError)) log.warn({ err }, 'console response cut off');
+      res.destroy();
+      return;
+    }
+    if (err instanceof ContractError) return sendError(res, err);
+    if (err instanceof OperatorError) return sendError(res, contractErrorOf(err));
+    log.error({ err }, 'unhandled error in console request');
+    sendError(res, new ContractError('server_error', { message: 'Internal error.' }));
+  }
+
+  const app = polka({
+    onNoMatch: (_req, res) => sendError(res, new ContractError('not_found')),
+    onError: (err, _req, res) => fail(res, err),
+  });
+  const methodsByRoute = new Map<string, string[]>();
+  for (const op of consoleOperations()) {
+    const handler = handlers[op.operationId];
+    if (!handler) throw new Error(`console operation ${op.operationId} has no handler`);
+    app.add(op.method as 'GET', op.route, serve(op, handler));
+    methodsByRoute.set(op.route, [...(methodsByRoute.get(op.route) ?? []), op.method]);
+  }
+  for (const [route, methods] of methodsByRoute) {
+    app.all(route, (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
+  }
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const started = process.hrtime.bigint();
+    // Operator data: never cached, never sniffed.
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.on('finish', () => {
+      log.info({ method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress }, 'console request');
+    });
+    (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
+  };
+  const options = { requestTimeout: config.http.request_timeout_ms, headersTimeout: config.http.headers_timeout_ms };
+  const server: Server = secure
+    ? (createHttpsServer({ ...options, cert: readFileSync(listener.cert!), key: readFileSync(listener.key!) }, onRequest) as unknown as Server)
+    : createServer(options, onRequest);
+  server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
+  return { server, closeStreams: () => live.close() };
+}
+

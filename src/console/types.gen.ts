@@ -1,0 +1,1370 @@
+/* Generated from src/console/openapi.json by scripts/generate-types.mjs. Do not edit. */
+
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ErrorType".
+ */
+export type ErrorType = ("authentication_error" | "quota_error" | "permission_error" | "validation_error" | "rate_limit_error" | "api_error")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectId".
+ */
+export type ProjectId = string
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageId".
+ */
+export type MessageId = string
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageStatus".
+ */
+export type MessageStatus = ("queued" | "scheduled" | "paused" | "captured" | "sending" | "sent" | "delivered" | "bounced" | "complained" | "failed" | "suppressed" | "cancelled")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Environment".
+ */
+export type Environment = ("production" | "sandbox")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Email".
+ */
+export type Email = string
+/**
+ * ISO 8601: a date (YYYY-MM-DD, midnight UTC) or an instant with an offset; in the future
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Expiry".
+ */
+export type Expiry = string
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorRole".
+ */
+export type OperatorRole = ("owner" | "member")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Operator".
+ */
+export type Operator = OperatorFields
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorCreated".
+ */
+export type OperatorCreated = (OperatorFields & {
+/**
+ * the generated one-time password; shown only here
+ */
+password?: string
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "TokenState".
+ */
+export type TokenState = ("active" | "expired" | "revoked")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Token".
+ */
+export type Token = TokenFields
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "TokenCreated".
+ */
+export type TokenCreated = (TokenFields & {
+/**
+ * shown only here; only its SHA-256 is stored
+ */
+token: string
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Strategy".
+ */
+export type Strategy = ("fallback" | "round-robin" | "random" | "free-first")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Project".
+ */
+export type Project = ProjectFields
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectDetail".
+ */
+export type ProjectDetail = (ProjectFields & {
+limits: PlanLimits
+usage: {
+month: {
+period: string
+messages: number
+bytes: number
+overage_messages: number
+}
+day: {
+period: string
+messages: number
+}
+sender_domains: string[]
+categories: number
+}
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectPauseResult".
+ */
+export type ProjectPauseResult = (ProjectFields & {
+/**
+ * resume: the messages the pause alone was holding, now on their way
+ */
+released?: number
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Key".
+ */
+export type Key = KeyFields
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "KeyCreated".
+ */
+export type KeyCreated = (KeyFields & {
+/**
+ * shown only here
+ */
+key: string
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProviderSlug".
+ */
+export type ProviderSlug = ("smtp" | "provider-a-smtp" | "provider-b-smtp" | "provider-c-smtp" | "provider-d-smtp" | "provider-e-smtp" | "provider-f-smtp" | "provider-g-smtp" | "provider-a-api" | "provider-b-api" | "provider-c-api" | "provider-d-api" | "provider-e-api" | "provider-f-api")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageSummary".
+ */
+export type MessageSummary = MessageSummaryFields
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "TimelineEntry".
+ */
+export type TimelineEntry = ({
+kind: "event"
+at: string
+type: string
+detail: {
+
+}
+} | {
+kind: "attempt"
+at: string
+finished_at: string
+duration_ms: number
+provider: (string | null)
+provider_account_id: (string | null)
+outcome: ("sent" | "temporary" | "account" | "permanent")
+reply: (string | null)
+provider_message_id: (string | null)
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageDetail".
+ */
+export type MessageDetail = (MessageSummaryFields & {
+hold_reason: ("request" | "project" | null)
+cc: string[]
+bcc: string[]
+metadata: {
+[k: string]: string | undefined
+}
+routing: unknown
+provider_options?: unknown
+idempotency_key?: (string | null)
+size_bytes?: number
+attempts: number
+next_attempt_at: (string | null)
+provider: (string | null)
+provider_message_id: (string | null)
+last_error: (string | null)
+updated_at: string
+recipients: RecipientState[]
+timeline: TimelineEntry[]
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "BulkAction".
+ */
+export type BulkAction = ("release" | "cancel" | "retry")
+/**
+ * exactly one of ids, filter; at most 10,000 messages
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "BulkRequest".
+ */
+export type BulkRequest = ({
+action: BulkAction
+/**
+ * @minItems 1
+ * @maxItems 10000
+ */
+ids?: [MessageId, ...(MessageId)[]]
+filter?: MessageFilter
+} & BulkRequest1)
+export type BulkRequest1 = {
+[k: string]: unknown | undefined
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MailEventType".
+ */
+export type MailEventType = ("mail.accepted" | "mail.sent" | "mail.delivered" | "mail.bounced" | "mail.complained" | "mail.failed" | "mail.suppressed")
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Webhook".
+ */
+export type Webhook = WebhookFields
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookCreated".
+ */
+export type WebhookCreated = (WebhookFields & {
+/**
+ * the signing secret; shown only here
+ */
+secret: string
+})
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookEnabled".
+ */
+export type WebhookEnabled = (WebhookFields & {
+resumed_deliveries: number
+})
+
+export interface ConsoleApi {
+ErrorType?: ErrorType
+ErrorDetail?: ErrorDetail
+ErrorEnvelope?: ErrorEnvelope
+ProjectId?: ProjectId
+MessageId?: MessageId
+MessageStatus?: MessageStatus
+Environment?: Environment
+Email?: Email
+Expiry?: Expiry
+OperatorRole?: OperatorRole
+OperatorFields?: OperatorFields
+Operator?: Operator
+SignIn?: SignIn
+Session?: Session
+PasswordChange?: PasswordChange
+OperatorCreate?: OperatorCreate
+OperatorCreated?: OperatorCreated
+OperatorUpdate?: OperatorUpdate
+PasswordReset?: PasswordReset
+OperatorRemoved?: OperatorRemoved
+OperatorList?: OperatorList
+TokenState?: TokenState
+TokenFields?: TokenFields
+Token?: Token
+TokenCreate?: TokenCreate
+TokenCreated?: TokenCreated
+TokenList?: TokenList
+AuditEntry?: AuditEntry
+AuditPage?: AuditPage
+Strategy?: Strategy
+ProjectFields?: ProjectFields
+Project?: Project
+ProjectList?: ProjectList
+ProjectCreate?: ProjectCreate
+PlanLimits?: PlanLimits
+ProjectDetail?: ProjectDetail
+ProjectPauseResult?: ProjectPauseResult
+PlanChange?: PlanChange
+StrategyChange?: StrategyChange
+ProjectDeleted?: ProjectDeleted
+KeyFields?: KeyFields
+Key?: Key
+KeyList?: KeyList
+KeyCreate?: KeyCreate
+KeyCreated?: KeyCreated
+KeyRotate?: KeyRotate
+KeyRotated?: KeyRotated
+ProviderSlug?: ProviderSlug
+ProviderAccount?: ProviderAccount
+ProviderList?: ProviderList
+ProviderAttach?: ProviderAttach
+ProviderUpdate?: ProviderUpdate
+ProviderDetached?: ProviderDetached
+ConnectionCheck?: ConnectionCheck
+MessageSummaryFields?: MessageSummaryFields
+MessageSummary?: MessageSummary
+MessagePage?: MessagePage
+TimelineEntry?: TimelineEntry
+RecipientState?: RecipientState
+MessageDetail?: MessageDetail
+Attachment?: Attachment
+MessageContent?: MessageContent
+MessageFilter?: MessageFilter
+BulkAction?: BulkAction
+BulkRequest?: BulkRequest
+BulkResult?: BulkResult
+MessageDeleted?: MessageDeleted
+Suppression?: Suppression
+SuppressionPage?: SuppressionPage
+SuppressionAdd?: SuppressionAdd
+SuppressionAdded?: SuppressionAdded
+SuppressionRemoved?: SuppressionRemoved
+DkimKey?: DkimKey
+DkimList?: DkimList
+DkimAdd?: DkimAdd
+DkimRemoved?: DkimRemoved
+MailEventType?: MailEventType
+WebhookFields?: WebhookFields
+Webhook?: Webhook
+WebhookList?: WebhookList
+WebhookAdd?: WebhookAdd
+WebhookCreated?: WebhookCreated
+WebhookEnabled?: WebhookEnabled
+WebhookRemoved?: WebhookRemoved
+WebhookSecret?: WebhookSecret
+WebhookTestResult?: WebhookTestResult
+WebhookAttempt?: WebhookAttempt
+WebhookAttemptPage?: WebhookAttemptPage
+Overview?: Overview
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ErrorDetail".
+ */
+export interface ErrorDetail {
+field: string
+/**
+ * `<field>:<reason>`
+ */
+code: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ErrorEnvelope".
+ */
+export interface ErrorEnvelope {
+error: {
+type: ErrorType
+code: string
+message: string
+/**
+ * only on validation failures (422); the top-level code is the first entry's
+ * 
+ * @minItems 1
+ */
+details?: [ErrorDetail, ...(ErrorDetail)[]]
+}
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorFields".
+ */
+export interface OperatorFields {
+id: string
+email: string
+role: OperatorRole
+/**
+ * the projects a member may see (empty for an owner, who sees all)
+ */
+projects: ProjectId[]
+created_at: string
+password_changed_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SignIn".
+ */
+export interface SignIn {
+email: string
+password: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Session".
+ */
+export interface Session {
+operator: Operator
+via: ("session" | "token")
+/**
+ * send as `X-CSRF-Token` on every state-changing request of a cookie session; null with a bearer token (none needed)
+ */
+csrf_token: (string | null)
+/**
+ * a session unused this long ends; null with a bearer token
+ */
+idle_timeout_seconds: (number | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PasswordChange".
+ */
+export interface PasswordChange {
+current_password: string
+new_password: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorCreate".
+ */
+export interface OperatorCreate {
+email: Email
+role: OperatorRole
+/**
+ * @maxItems 1000
+ */
+projects?: ProjectId[]
+/**
+ * absent: a one-time password is generated and returned once
+ */
+password?: string
+}
+/**
+ * at least one of role, projects
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorUpdate".
+ */
+export interface OperatorUpdate {
+role?: OperatorRole
+/**
+ * @maxItems 1000
+ */
+projects?: ProjectId[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PasswordReset".
+ */
+export interface PasswordReset {
+id: string
+email: string
+/**
+ * the new one-time password; shown only here
+ */
+password: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorRemoved".
+ */
+export interface OperatorRemoved {
+id: string
+removed: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "OperatorList".
+ */
+export interface OperatorList {
+operators: Operator[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "TokenFields".
+ */
+export interface TokenFields {
+id: string
+operator_id: string
+name: string
+/**
+ * `pso_…` and the last 4 characters
+ */
+hint: string
+created_at: string
+expires_at: (string | null)
+last_used_at: (string | null)
+revoked_at: (string | null)
+state: TokenState
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "TokenCreate".
+ */
+export interface TokenCreate {
+name: string
+expires_at?: Expiry
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "TokenList".
+ */
+export interface TokenList {
+tokens: Token[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "AuditEntry".
+ */
+export interface AuditEntry {
+seq: number
+at: string
+/**
+ * an operator id, or `cli`
+ */
+actor: string
+actor_email: (string | null)
+action: string
+target: (string | null)
+client_ip: (string | null)
+details: ({
+
+} | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "AuditPage".
+ */
+export interface AuditPage {
+entries: AuditEntry[]
+next_cursor: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectFields".
+ */
+export interface ProjectFields {
+id: ProjectId
+name: string
+plan: string
+paused: boolean
+strategy: Strategy
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectList".
+ */
+export interface ProjectList {
+projects: Project[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectCreate".
+ */
+export interface ProjectCreate {
+name: string
+plan?: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PlanLimits".
+ */
+export interface PlanLimits {
+monthly_messages: number
+overage: boolean
+daily_messages: (number | null)
+monthly_bytes: number
+bytes_grace_percent: number
+sender_domains: (number | null)
+[k: string]: unknown | undefined
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PlanChange".
+ */
+export interface PlanChange {
+plan: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "StrategyChange".
+ */
+export interface StrategyChange {
+strategy: Strategy
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProjectDeleted".
+ */
+export interface ProjectDeleted {
+id: ProjectId
+deleted: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "KeyFields".
+ */
+export interface KeyFields {
+id: string
+project_id: ProjectId
+mode: ("live" | "test")
+hint: string
+created_at: string
+expires_at: (string | null)
+revoked_at: (string | null)
+/**
+ * to within a minute
+ */
+last_used_at: (string | null)
+state: ("active" | "expired" | "revoked")
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "KeyList".
+ */
+export interface KeyList {
+keys: Key[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "KeyCreate".
+ */
+export interface KeyCreate {
+mode: ("live" | "test")
+expires_at?: Expiry
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "KeyRotate".
+ */
+export interface KeyRotate {
+/**
+ * how long the old key keeps working (default 24 h; 0: it stops now)
+ */
+grace_seconds?: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "KeyRotated".
+ */
+export interface KeyRotated {
+key: KeyCreated
+previous: Key
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProviderAccount".
+ */
+export interface ProviderAccount {
+id: string
+project_id: ProjectId
+slug: string
+host: (string | null)
+port: (number | null)
+user: (string | null)
+tls: ("starttls" | "implicit" | "none" | null)
+endpoint: (string | null)
+region: (string | null)
+domain?: (string | null)
+webhook_public_key?: (string | null)
+priority: number
+free_quota: (number | null)
+/**
+ * whether each secret is set (secrets are never shown)
+ */
+credentials: {
+pass: boolean
+api_key: boolean
+webhook_secret: boolean
+}
+feedback_path: string
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProviderList".
+ */
+export interface ProviderList {
+providers: ProviderAccount[]
+}
+/**
+ * the fields each slug needs: see the README's provider sections (smtp: host; every -api slug: api_key; provider-c-api: domain)
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProviderAttach".
+ */
+export interface ProviderAttach {
+slug: ProviderSlug
+host?: string
+port?: number
+user?: string
+pass?: string
+tls?: ("starttls" | "implicit" | "none")
+endpoint?: string
+api_key?: string
+region?: string
+domain?: string
+webhook_secret?: string
+webhook_public_key?: string
+free_quota?: number
+priority?: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProviderUpdate".
+ */
+export interface ProviderUpdate {
+priority?: number
+free_quota?: (number | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ProviderDetached".
+ */
+export interface ProviderDetached {
+id: string
+detached: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ConnectionCheck".
+ */
+export interface ConnectionCheck {
+id: string
+slug: string
+checkable: boolean
+ok: (boolean | null)
+/**
+ * what was checked: `smtp://host:port (STARTTLS, AUTH)` or `GET <url>`
+ */
+checked: string
+failed_at: ("connect" | "tls" | "auth" | "request" | null)
+message: string
+duration_ms: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageSummaryFields".
+ */
+export interface MessageSummaryFields {
+id: MessageId
+project_id: ProjectId
+environment: Environment
+sandbox: boolean
+source: ("http" | "smtp")
+status: MessageStatus
+paused: boolean
+from: string
+to: string[]
+subject: string
+category: (string | null)
+tags: string[]
+scheduled_at: (string | null)
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessagePage".
+ */
+export interface MessagePage {
+messages: MessageSummary[]
+/**
+ * pass as `cursor` for the next (older) page; null: no more
+ */
+next_cursor: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "RecipientState".
+ */
+export interface RecipientState {
+email: string
+kind: ("to" | "cc" | "bcc")
+status: string
+reply: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Attachment".
+ */
+export interface Attachment {
+index: number
+filename: (string | null)
+content_type: string
+disposition: ("attachment" | "inline")
+content_id: (string | null)
+size: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageContent".
+ */
+export interface MessageContent {
+id: MessageId
+headers: {
+name: string
+value: string
+}[]
+text: (string | null)
+/**
+ * the message's HTML as stored: show it only in a sandboxed frame
+ */
+html: (string | null)
+text_truncated: boolean
+html_truncated: boolean
+attachments: Attachment[]
+}
+/**
+ * every field narrows; the same fields as the list's query parameters
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageFilter".
+ */
+export interface MessageFilter {
+project?: ProjectId
+environment?: Environment
+/**
+ * @minItems 1
+ */
+status?: [MessageStatus, ...(MessageStatus)[]]
+from?: string
+to?: string
+subject?: string
+category?: string
+tag?: string
+created_after?: string
+created_before?: string
+id?: MessageId
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "BulkResult".
+ */
+export interface BulkResult {
+action: BulkAction
+matched: number
+changed: number
+skipped: number
+not_found: number
+changed_ids?: MessageId[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "MessageDeleted".
+ */
+export interface MessageDeleted {
+id: MessageId
+deleted: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Suppression".
+ */
+export interface Suppression {
+email: string
+reason: string
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SuppressionPage".
+ */
+export interface SuppressionPage {
+suppressions: Suppression[]
+next_cursor: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SuppressionAdd".
+ */
+export interface SuppressionAdd {
+email: Email
+reason?: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SuppressionAdded".
+ */
+export interface SuppressionAdded {
+project_id: ProjectId
+email: string
+reason: string
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SuppressionRemoved".
+ */
+export interface SuppressionRemoved {
+project_id: ProjectId
+email: string
+removed: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DkimKey".
+ */
+export interface DkimKey {
+id: string
+project_id: ProjectId
+domain: string
+selector: string
+algorithm: ("rsa-sha256" | "ed25519-sha256")
+/**
+ * the TXT record's name
+ */
+dns_name: string
+/**
+ * the TXT record's value
+ */
+dns_value: string
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DkimList".
+ */
+export interface DkimList {
+keys: DkimKey[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DkimAdd".
+ */
+export interface DkimAdd {
+domain: string
+selector: string
+algorithm?: ("rsa" | "ed25519")
+/**
+ * a PEM private key to import; absent: one is generated
+ */
+private_key?: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DkimRemoved".
+ */
+export interface DkimRemoved {
+id: string
+removed: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookFields".
+ */
+export interface WebhookFields {
+id: string
+project_id: ProjectId
+url: string
+events: (MailEventType[] | null)
+state: ("enabled" | "disabled")
+disabled_at: (string | null)
+disabled_reason: (string | null)
+failing_since: (string | null)
+last_success_at: (string | null)
+last_failure_at: (string | null)
+previous_secret_expires_at: (string | null)
+pending_deliveries: number
+failed_deliveries: number
+created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookList".
+ */
+export interface WebhookList {
+webhooks: Webhook[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookAdd".
+ */
+export interface WebhookAdd {
+url: string
+/**
+ * @minItems 1
+ */
+events?: [MailEventType, ...(MailEventType)[]]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookRemoved".
+ */
+export interface WebhookRemoved {
+id: string
+removed: true
+cancelled_deliveries: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookSecret".
+ */
+export interface WebhookSecret {
+id: string
+/**
+ * shown only here
+ */
+secret: string
+previous_secret_expires_at: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookTestResult".
+ */
+export interface WebhookTestResult {
+id: string
+endpoint_id: string
+type: "webhook.test"
+delivered: boolean
+status_code: (number | null)
+error: (string | null)
+duration_ms: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookAttempt".
+ */
+export interface WebhookAttempt {
+delivery_id: string
+type: string
+attempt: number
+attempted_at: string
+delivered: boolean
+status_code: (number | null)
+duration_ms: (number | null)
+/**
+ * why it failed, with the start of the receiver's answer
+ */
+error: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookAttemptPage".
+ */
+export interface WebhookAttemptPage {
+attempts: WebhookAttempt[]
+next_cursor: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Overview".
+ */
+export interface Overview {
+generated_at: string
+/**
+ * the last 24 hours, oldest first; the current hour last
+ * 
+ * @minItems 24
+ * @maxItems 24
+ */
+hourly: [{
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, {
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+}, ...({
+hour: string
+counts: {
+accepted: number
+sent: number
+delivered: number
+bounced: number
+complained: number
+failed: number
+suppressed: number
+}
+})[]]
+queue: {
+queued: number
+scheduled: number
+paused: number
+captured: number
+sending: number
+}
+oldest_waiting: (null | {
+id: MessageId
+project_id: ProjectId
+created_at: string
+age_seconds: number
+attempts: number
+next_attempt_at: (string | null)
+})
+/**
+ * owners only (null for members)
+ */
+providers: ({
+id: string
+project_id: ProjectId
+slug: string
+handoffs_last_hour: number
+failures_last_hour: number
+throttled_until: (string | null)
+last_error: (string | null)
+last_error_at: (string | null)
+}[] | null)
+/**
+ * endpoints failing (every attempt failed since failing_since) or disabled
+ */
+webhooks: {
+id: string
+project_id: ProjectId
+url: string
+state: ("failing" | "disabled")
+failing_since: (string | null)
+last_failure_at: (string | null)
+disabled_at: (string | null)
+disabled_reason: (string | null)
+}[]
+/**
+ * owners only
+ */
+storage: (null | {
+spool_bytes: number
+spool_counted_at: string
+disk_free_bytes: (number | null)
+disk_total_bytes: (number | null)
+})
+}

@@ -1,0 +1,131 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { findOperatorByEmail, getOperator, operatorProjectIds, setOperatorPassword, type OperatorRow } from '../store/operators.js';
+import {
+  deleteOperatorSession, deleteOperatorSessions, findOperatorSession, findOperatorTokenByHash, insertOperatorSession, touchOperatorSession, touchOperatorToken,
+} from '../store/operatorSessions.js';
+import { audit } from './audit.js';
+import type { OperatorContext } from './context.js';
+import { OperatorError } from './errors.js';
+import { hashOperatorToken, TOKEN_PATTERN } from './operators.js';
+import { checkPasswordRules, hashPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
+
+/** Who is asking, once authenticated: the operator, the projects they may see (null: all, an owner), and how. */
+export interface Principal {
+  operator: OperatorRow;
+  projects: string[] | null;
+  via: 'session' | 'token';
+  /** The session's hash (never the session id itself). */
+  sessionHash: Buffer | null;
+  tokenId: string | null;
+}
+
+/** Last-seen and last-used times are written at most this often per session or token. */
+const TOUCH_EVERY_MS = 60_000;
+
+const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+function principal(ctx: OperatorContext, operator: OperatorRow, via: Principal['via'], sessionHash: Buffer | null, tokenId: string | null): Principal {
+  return { operator, projects: operator.role === 'owner' ? null : operatorProjectIds(ctx.db, operator.id), via, sessionHash, tokenId };
+}
+
+/** The audit context of an action by `operator`. */
+export const actingAs = (ctx: OperatorContext, operator: OperatorRow, clientIp: string | null): OperatorContext => ({
+  ...ctx,
+  actor: { operatorId: operator.id, email: operator.email },
+  clientIp,
+});
+
+/**
+ * Checks an email and password. Unknown email or wrong password: null, after the same work
+ * (a dummy hash is checked for an unknown email). Otherwise a new session, whose id (32 random
+ * bytes, base64url) is returned once here: only its SHA-256 is stored.
+ */
+export async function signIn(ctx: OperatorContext, email: string, password: string, clientIp: string | null): Promise<{ sessionId: string; principal: Principal } | null> {
+  const operator = findOperatorByEmail(ctx.db, email.trim());
+  const ok = operator ? await verifyPassword(password, operator.password_hash) : await verifyAgainstDummy(password);
+  if (!operator || !ok) return null;
+  const sessionId = randomBytes(32).toString('base64url');
+  const idHash = sha256(sessionId);
+  const now = ctx.clock.now();
+  const acting = actingAs(ctx, operator, clientIp);
+  ctx.db
+    .transaction(() => {
+      insertOperatorSession(ctx.db, { id_hash: idHash, operator_id: operator.id, created_at: now, last_seen_at: now, client_ip: clientIp });
+      audit(acting, 'session.sign_in', operator.id);
+    })
+    .immediate();
+  return { sessionId, principal: principal(ctx, operator, 'session', idHash, null) };
+}
+
+/**
+ * The session a cookie names: its principal; `expired` when it has been idle longer than
+ * `idleMs` (it is then removed); null when unknown (or its operator is gone).
+ */
+export function sessionPrincipal(ctx: OperatorContext, sessionId: string, idleMs: number): Principal | 'expired' | null {
+  const idHash = sha256(sessionId);
+  const session = findOperatorSession(ctx.db, idHash);
+  if (!session) return null;
+  const now = ctx.clock.now();
+  if (now - session.last_seen_at > idleMs) {
+    deleteOperatorSession(ctx.db, idHash);
+    return 'expired';
+  }
+  const operator = getOperator(ctx.db, session.operator_id);
+  if (!operator) return null;
+  if (now - session.last_seen_at >= TOUCH_EVERY_MS) touchOperatorSession(ctx.db, idHash, now);
+  return principal(ctx, operator, 'session', idHash, null);
+}
+
+export function signOut(ctx: OperatorContext, p: Principal): void {
+  if (p.sessionHash === null) return;
+  ctx.db
+    .transaction(() => {
+      if (deleteOperatorSession(ctx.db, p.sessionHash!)) audit(ctx, 'session.sign_out', p.operator.id);
+    })
+    .immediate();
+}
+
+/** A `pso_` token's principal; null for a malformed, unknown, revoked or expired token. */
+export function tokenPrincipal(ctx: OperatorContext, token: string): Principal | null {
+  if (!TOKEN_PATTERN.test(token)) return null;
+  const hash = hashOperatorToken(token);
+  const row = findOperatorTokenByHash(ctx.db, hash);
+  const now = ctx.clock.now();
+  if (!row || !timingSafeEqual(row.token_hash, hash) || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
+  const operator = getOperator(ctx.db, row.operator_id);
+  if (!operator) return null;
+  if (row.last_used_at === null || now - row.last_used_at >= TOUCH_EVERY_MS) touchOperatorToken(ctx.db, row.id, now);
+  return principal(ctx, operator, 'token', null, row.id);
+}
+
+/**
+ * The CSRF token of a session: an HMAC of a fixed label under the session id, so it needs no
+ * storage, differs per session, and cannot be made without the session cookie.
+ */
+export function csrfTokenFor(sessionId: string): string {
+  return createHmac('sha256', sessionId).update('postern console csrf v1').digest('base64url');
+}
+
+export function csrfTokenMatches(sessionId: string, given: string | undefined): boolean {
+  if (given === undefined) return false;
+  const expected = Buffer.from(csrfTokenFor(sessionId));
+  const actual = Buffer.from(given);
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/**
+ * An operator changes their own password, proving the current one; every other session of
+ * theirs ends (this one stays signed in).
+ */
+export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string): Promise<void> {
+  checkPasswordRules(next, 'new_password');
+  if (!(await verifyPassword(current, p.operator.password_hash))) throw new OperatorError('invalid_argument', 'the current password is wrong', 'current_password');
+  const hash = await hashPassword(next);
+  ctx.db
+    .transaction(() => {
+      setOperatorPassword(ctx.db, p.operator.id, hash, ctx.clock.now());
+      deleteOperatorSessions(ctx.db, p.operator.id, p.sessionHash);
+      audit(ctx, 'operator.change_password', p.operator.id);
+    })
+    .immediate();
+}
