@@ -131,6 +131,7 @@ describe('postern key', () => {
       created_at: k.created_at,
       expires_at: '2099-01-01T00:00:00.000Z',
       revoked_at: null,
+      last_used_at: null,
       state: 'active',
       key: k.key,
     });
@@ -401,6 +402,7 @@ describe('postern message, against the state dir of a running server', () => {
       to: ['rcpt@example.org'],
       subject: 'captured one',
       category: null,
+      tags: [],
       scheduled_at: null,
       created_at: (byId.get(ids.captured) as any).created_at,
     });

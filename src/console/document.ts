@@ -42,6 +42,8 @@ export interface ConsoleOperation {
   path: string;
   /** The same for polka, under API_BASE: `/console/api/v1/messages/:message_id`. */
   route: string;
+  /** The names of its path parameters. */
+  pathParams: string[];
   /** false: no authentication (sign-in, this document). */
   authenticated: boolean;
   ownerOnly: boolean;
@@ -98,7 +100,8 @@ export function detailsOf(errors: ErrorObject[] | null | undefined): ErrorDetail
     }
     if (!byField.has(field)) byField.set(field, `${top}:${REASONS[err.keyword] ?? 'invalid'}`);
   }
-  const details = [...byField].map(([field, code]) => ({ field, code }));
+  // Unknown keys last (as the send API orders them); otherwise the schema's own order.
+  const details = [...byField].map(([field, code]) => ({ field, code })).sort((a, b) => Number(a.code.endsWith(':unknown_key')) - Number(b.code.endsWith(':unknown_key')));
   // A union's own code only when nothing more precise was found (its branches' errors are noise).
   return details.length > 0 && unions.length === 0 ? details : unions.length > 0 ? unions : details;
 }
@@ -137,6 +140,7 @@ function compileOperation(method: string, path: string, op: OperationObject): Co
     method: method.toUpperCase(),
     path,
     route: API_BASE + path.replace(/\{([a-z_]+)\}/g, ':$1'),
+    pathParams: pathParams.map((p) => p.name),
     authenticated: op.security === undefined || op.security.length > 0,
     ownerOnly: op['x-role'] === 'owner',
     checkPath(values) {

@@ -45,6 +45,15 @@ export interface ConsoleServer {
 const MAX_BODY_BYTES = 1024 * 1024;
 const documentBody = JSON.stringify(consoleDocument);
 
+/** A path segment decoded; one that is not valid percent-encoding is kept as is (and then matches no id). */
+function percentDecoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 const invalid = (details: ErrorDetail[]) => ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
 
 /** An operator refusal in the contract's envelope: 404, 409, 403, or 422 with the field at fault. */
@@ -84,7 +93,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   async function handle(op: ConsoleOperation, handler: Handler, req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> {
     const clientIp = req.socket.remoteAddress ?? 'unknown';
     const auth = op.authenticated ? authenticateRequest(base, req, config) : null;
-    const params = Object.fromEntries(Object.entries(req.params ?? {}).map(([k, v]) => [k, decodeURIComponent(v)]));
+    // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
+    const params = Object.fromEntries(op.pathParams.map((name) => [name, percentDecoded(req.params?.[name] ?? '')]));
     if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });
     if (op.ownerOnly && auth?.principal.operator.role !== 'owner') throw new ContractError('forbidden');
     const query = op.checkQuery(new URL(req.url ?? '/', 'http://console').searchParams);

@@ -28,13 +28,17 @@ export interface TestPostern {
   sandbox: string;
   /** SMTP ports on 127.0.0.1 (0 unless started with `smtp: true`). */
   smtp: Record<'production' | 'sandbox', { starttls: number; implicit: number }>;
+  /** Base URL of the console listener (`''` unless started with `console`). */
+  console: string;
   stateDir: string;
   ctx: OperatorContext;
   close(): Promise<void>;
 }
 
 /** A real Postern (real SQLite, real spool, real sockets on ephemeral ports) inside the test process. */
-export async function startTestPostern(opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string; smtp?: boolean } = {}): Promise<TestPostern> {
+export async function startTestPostern(
+  opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string; smtp?: boolean; console?: boolean | { cert: string; key: string } } = {},
+): Promise<TestPostern> {
   const stateDir = opts.stateDir ?? tempStateDir();
   const ownsDir = opts.stateDir === undefined;
   const smtpListeners = opts.smtp
@@ -49,6 +53,7 @@ export async function startTestPostern(opts: { clock?: Clock; config?: Record<st
         { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
         { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
         ...smtpListeners,
+        ...(opts.console ? [{ name: 'console', protocol: 'console', host: '127.0.0.1', port: 0, ...(typeof opts.console === 'object' ? opts.console : {}) }] : []),
       ],
       // Generous request limits: suites about other rules must not trip them (the rate-limit
       // suite sets its own).
@@ -72,6 +77,7 @@ export async function startTestPostern(opts: { clock?: Clock; config?: Record<st
       production: { starttls: smtpPort('smtp-production-starttls'), implicit: smtpPort('smtp-production-implicit') },
       sandbox: { starttls: smtpPort('smtp-sandbox-starttls'), implicit: smtpPort('smtp-sandbox-implicit') },
     },
+    console: running.listeners.find((l) => l.protocol === 'console')?.url ?? '',
     stateDir,
     ctx: { db: running.db, clock, config, spoolRoot: path.join(stateDir, 'spool') },
     async close() {

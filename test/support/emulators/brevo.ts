@@ -26,6 +26,11 @@ const isPerson = (p: unknown): boolean => !!p && typeof p === 'object' && typeof
 
 export function brevoHandler(opts: BrevoEmulatorOptions) {
   return (req: RecordedRequest, mode: EmulatorMode, emu: ProviderEmulator): EmulatorReply => {
+    // GET /v3/account ("Get your account information, plan and credits details"): the console's connection check.
+    if (req.method === 'GET' && req.url.split('?')[0] === '/v3/account') {
+      if (req.headers['api-key'] !== opts.apiKey) return error(401, 'unauthorized', 'Key not found');
+      return { status: 200, body: { email: 'ops@example.com', firstName: 'Ops', lastName: 'Team', companyName: 'Example', plan: [{ type: 'free', credits: 300, creditsType: 'sendLimit' }] } };
+    }
     if (req.url.split('?')[0] !== '/v3/smtp/email') return error(404, 'document_not_found', 'Not found');
     if (req.method !== 'POST') return error(405, 'method_not_allowed', 'Method not allowed');
     if (req.headers['api-key'] !== opts.apiKey) return error(401, 'unauthorized', 'Key not found');

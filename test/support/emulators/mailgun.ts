@@ -52,12 +52,24 @@ export interface MailgunEmulatorOptions {
   domain: string;
   /** A `Retry-After` header on 429s. Mailgun documents no reset header; the adapter honours a standard one when present. */
   retryAfterSeconds?: number;
+  /** The key is a domain sending key: it may send, and nothing else (the domain lookup is refused). */
+  sendingKeyOnly?: boolean;
+  /** The domain's state in the domain lookup (default `active`). */
+  domainState?: string;
 }
 
 const json = (status: number, body: unknown, headers?: Record<string, string>): EmulatorReply => ({ status, body, headers });
 
 export function mailgunHandler(opts: MailgunEmulatorOptions) {
   return (req: RecordedRequest, mode: EmulatorMode, emu: ProviderEmulator): EmulatorReply => {
+    // GET /v3/domains/{domain} (a private API key only; a domain sending key may only send): the console's connection check.
+    const domainPath = /^\/v3\/domains\/([^/]+)$/.exec(req.url.split('?')[0]);
+    if (req.method === 'GET' && domainPath) {
+      if (req.headers.authorization !== `Basic ${Buffer.from(`api:${opts.apiKey}`).toString('base64')}` || opts.sendingKeyOnly) return { status: 401, body: 'Forbidden' };
+      const name = decodeURIComponent(domainPath[1]);
+      if (name !== opts.domain) return json(404, { message: 'Domain not found' });
+      return json(200, { domain: { name, state: opts.domainState ?? 'active', type: 'custom', spam_action: 'disabled' }, receiving_dns_records: [], sending_dns_records: [] });
+    }
     const path = /^\/v3\/([^/]+)\/messages\.mime$/.exec(req.url.split('?')[0]);
     if (!path) return json(404, { message: 'Not Found' });
     if (req.method !== 'POST') return json(405, { message: 'Method Not Allowed' });

@@ -27,6 +27,11 @@ export function postmarkHandler(opts: PostmarkEmulatorOptions) {
   const streams = new Set(opts.streams ?? ['outbound']);
   const inactive = new Set((opts.inactive ?? []).map((a) => a.toLowerCase()));
   return (req: RecordedRequest, mode: EmulatorMode, _emu: ProviderEmulator): EmulatorReply => {
+    // GET /server ("Get the server" the token belongs to): the console's connection check.
+    if (req.method === 'GET' && req.url.split('?')[0] === '/server') {
+      if (req.headers['x-postmark-server-token'] !== opts.serverToken) return error(401, 10, 'Request does not contain a valid Server token.');
+      return { status: 200, body: { ID: 1, Name: 'Production', ApiTokens: [opts.serverToken], Color: 'blue', SmtpApiActivated: true, DeliveryType: 'Live' } };
+    }
     if (req.url.split('?')[0] !== '/email') return { status: 404, body: { ErrorCode: 404, Message: 'Not Found' } };
     if (req.method !== 'POST') return { status: 405, body: { ErrorCode: 405, Message: 'Method not allowed' } };
     if (req.headers['x-postmark-server-token'] !== opts.serverToken) {

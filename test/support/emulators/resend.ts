@@ -19,6 +19,8 @@ export interface ResendEmulatorState {
   keyInProgress?: boolean;
   /** Seconds in `retry-after` / `ratelimit-reset` of a throttling answer. */
   retryAfterSeconds?: number;
+  /** The key has sending access only (the domain list is refused with restricted_api_key). */
+  sendingAccessOnly?: boolean;
   /** Emails actually accepted (an idempotent repeat is not a new one): id → request body. */
   readonly sent: Map<string, Record<string, unknown>>;
 }
@@ -91,6 +93,14 @@ export function validateEmail(body: unknown): EmulatorReply | null {
 export function resendHandler(state: ResendEmulatorState, apiKey = RESEND_TEST_KEY): EmulatorHandler {
   const idempotent = new Map<string, { digest: string; id: string }>();
   return (req, mode, emulator) => {
+    // GET /domains (a full-access key; a sending-access key is refused with restricted_api_key): the console's connection check.
+    if (req.method === 'GET' && req.url.split('?')[0] === '/domains') {
+      const bearer = req.headers.authorization;
+      if (!bearer || !bearer.startsWith('Bearer ')) return error(401, 'missing_api_key', 'Missing API key in the authorization header.');
+      if (bearer !== `Bearer ${apiKey}`) return error(403, 'invalid_api_key', 'API key is invalid');
+      if (state.sendingAccessOnly) return error(401, 'restricted_api_key', 'This API key is restricted to only send emails');
+      return { status: 200, body: { object: 'list', data: [{ id: 'd91cd9bd-1176-453e-8fc1-35364d380206', name: 'example.com', status: 'verified', created_at: '2023-04-26 20:21:26.347412+00', region: 'us-east-1' }] } };
+    }
     if (req.url.split('?')[0] !== '/emails') return error(404, 'not_found', 'The requested endpoint does not exist.');
     if (req.method !== 'POST') return error(405, 'method_not_allowed', 'Method is not allowed for the requested path.');
     const auth = req.headers.authorization;

@@ -17,6 +17,8 @@ export interface SendgridEmulatorOptions {
   now?: () => number;
   /** Seconds until the rate limit resets, in a throttling answer. */
   resetAfterSeconds?: number;
+  /** The key's scopes in GET /v3/scopes (default: mail.send and user.profile.read). */
+  scopes?: string[];
 }
 
 /** The X-Message-Id of the n-th accepted message: 22 base64url characters, like SendGrid's. */
@@ -124,6 +126,11 @@ export function sendgridHandler(opts: SendgridEmulatorOptions = {}): EmulatorHan
   return (req, mode, emulator) => {
     const apiKey = opts.apiKey ?? SENDGRID_TEST_KEY;
     const path = req.url.split('?')[0];
+    // GET /v3/scopes (the scopes of the key): the console's connection check.
+    if (req.method === 'GET' && path === '/v3/scopes') {
+      if (req.headers.authorization !== `Bearer ${apiKey}`) return error(401, 'authorization required', null);
+      return { status: 200, body: { scopes: opts.scopes ?? ['mail.send', 'user.profile.read'] } };
+    }
     if (path !== '/v3/mail/send') return error(404, 'not found', null);
     if (req.method !== 'POST') return error(405, 'method not allowed', null);
     const auth = req.headers.authorization;

@@ -133,6 +133,9 @@ export class SesEmulator {
   readonly confirmations: string[] = [];
   /** Configuration sets that exist in this account. */
   readonly configurationSets = new Set<string>(['ConfigSet']);
+  /** What GetAccount reports: sending on or paused, out of the SES sandbox or not. */
+  sendingEnabled = true;
+  productionAccess = true;
   /** Named SES errors for the next requests (after the auth and shape checks), before the modes. */
   private readonly scripted: string[] = [];
 
@@ -181,6 +184,16 @@ export class SesEmulator {
         status: 200,
         headers: { 'content-type': 'text/xml' },
         body: `<ConfirmSubscriptionResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><ConfirmSubscriptionResult><SubscriptionArn>${arn}</SubscriptionArn></ConfirmSubscriptionResult><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></ConfirmSubscriptionResponse>`,
+      };
+    }
+    // SES v2 GetAccount (GET /v2/email/account), signed like every call: the console's connection check.
+    if (req.method === 'GET' && url.pathname === '/v2/email/account') {
+      const refused = this.checkSignature(req, url);
+      if (refused) return refused;
+      return {
+        status: 200,
+        headers: { 'x-amzn-RequestId': randomUUID() },
+        body: { DedicatedIpAutoWarmupEnabled: false, EnforcementStatus: 'HEALTHY', ProductionAccessEnabled: this.productionAccess, SendingEnabled: this.sendingEnabled, SendQuota: { Max24HourSend: 50000, MaxSendRate: 14, SentLast24Hours: this.accepted.length } },
       };
     }
     if (req.method !== 'POST' || url.pathname !== '/v2/email/outbound-emails') return awsError(404, 'UnknownOperationException', 'Unknown operation');
