@@ -13,7 +13,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import nodemailer from 'nodemailer';
-import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../src/clock.js';
 import { messageShow, releaseMessage, cancelMessage } from '../src/operator/messages.js';
 import { setPaused, setStrategy } from '../src/operator/projects.js';
@@ -24,6 +23,7 @@ import { eventsForMessage } from '../src/store/events.js';
 import { assertAccepted, assertErrorEnvelope } from './support/assertions.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { scope, settle, waitFor } from './support/waiting.js';
+import { Sink, type SinkBehaviour } from './support/relaySink.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
@@ -31,103 +31,6 @@ import { scope, settle, waitFor } from './support/waiting.js';
 
 const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
-
-interface SmtpReply {
-  code: number;
-  text: string;
-}
-
-function smtpError(reply: SmtpReply): Error {
-  return Object.assign(new Error(reply.text), { responseCode: reply.code });
-}
-
-interface Received {
-  from: string;
-  to: string[];
-  raw: Buffer;
-  queueId: string;
-}
-
-interface SinkBehaviour {
-  /** A reply for MAIL FROM other than 250 (null: accept). */
-  mail?: (from: string) => SmtpReply | null;
-  /** Delay before answering MAIL FROM (a slow relay). */
-  mailDelayMs?: number;
-  rcpt?: (to: string) => SmtpReply | null;
-  /** A reply for the end of DATA other than 250, given how many DATA were received before. */
-  data?: (previous: number) => SmtpReply | null;
-  /** AUTH required, and every credential refused with 535. */
-  refuseAuth?: boolean;
-}
-
-/** A next-hop SMTP relay on 127.0.0.1: records what it accepts, refuses what it is told to. */
-class Sink {
-  readonly received: Received[] = [];
-  dataCount = 0;
-  mailCount = 0;
-  private constructor(
-    readonly name: string,
-    private readonly server: SMTPServer,
-    readonly port: number,
-    public behaviour: SinkBehaviour,
-  ) {}
-
-  static async start(name: string, behaviour: SinkBehaviour = {}): Promise<Sink> {
-    let sink: Sink | null = null;
-    const server = new SMTPServer({
-      logger: false,
-      closeTimeout: 500,
-      disabledCommands: ['STARTTLS'],
-      authOptional: !behaviour.refuseAuth,
-      allowInsecureAuth: true,
-      onAuth(_auth, _session, callback) {
-        callback(smtpError({ code: 535, text: '5.7.8 Authentication credentials invalid' }));
-      },
-      onMailFrom(address, _session, callback) {
-        const self = sink!;
-        self.mailCount++;
-        const reply = self.behaviour.mail?.(address.address) ?? null;
-        const answer = () => callback(reply ? smtpError(reply) : null);
-        if (self.behaviour.mailDelayMs) setTimeout(answer, self.behaviour.mailDelayMs);
-        else answer();
-      },
-      onRcptTo(address, _session, callback) {
-        const reply = sink!.behaviour.rcpt?.(address.address) ?? null;
-        callback(reply ? smtpError(reply) : null);
-      },
-      onData(stream, session, callback) {
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          const self = sink!;
-          const reply = self.behaviour.data?.(self.dataCount) ?? null;
-          self.dataCount++;
-          if (reply) return callback(smtpError(reply));
-          const queueId = `${self.name}-${String(self.received.length + 1).padStart(4, '0')}`;
-          self.received.push({
-            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-            to: session.envelope.rcptTo.map((r) => r.address),
-            raw: Buffer.concat(chunks),
-            queueId,
-          });
-          callback(null, `OK queued as ${queueId}`);
-        });
-      },
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    server.on('error', () => undefined);
-    const port = ((server as unknown as { server: net.Server }).server.address() as net.AddressInfo).port;
-    sink = new Sink(name, server, port, behaviour);
-    return sink;
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 async function startSink(s: ReturnType<typeof scope>, name: string, behaviour: SinkBehaviour = {}): Promise<Sink> {
   return s.add(await Sink.start(name, behaviour), (sink) => sink.close());

@@ -56,7 +56,7 @@ export interface ConsoleOperation {
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 function newAjv(coerce: boolean): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: true });
+  const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: true });
   addFormats(ajv);
   ajv.addKeyword({ keyword: 'x-error-codes', schemaType: 'object' });
   ajv.addSchema(consoleApi as AnySchemaObject, 'console');

@@ -14,7 +14,7 @@ import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
-import { deleteMessage, messageAction, messageRawPath, messageSearch, messageShow, requireMessage } from '../operator/messages.js';
+import { deleteMessage, messageAction, messageDetail, messageRawPath, messageSearch, requireMessage } from '../operator/messages.js';
 import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
 } from '../operator/operators.js';
@@ -217,7 +217,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     },
     getMessage(c) {
       requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      return ok(messageShow(c.ctx, c.params.message_id));
+      return ok(messageDetail(c.ctx, c.params.message_id));
     },
     async getMessageContent(c) {
       requireVisible(c.ctx, c.principal, 'message', c.params.message_id);

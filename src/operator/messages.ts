@@ -208,3 +208,12 @@ export async function deleteMessage(ctx: OperatorContext, id: string): Promise<{
   if (file !== null) await rm(path.join(ctx.spoolRoot, file), { force: true });
   return { id, deleted: true };
 }
+
+/**
+ * A message as the console shows it: `messageShow` with the timeline and recipients in place of
+ * the CLI's separate attempt, event and outcome lists, and without the spool file's path.
+ */
+export function messageDetail(ctx: OperatorContext, id: string) {
+  const { spool_path: _path, attempts_log: _attempts, events: _events, recipient_outcomes: _outcomes, ...detail } = messageShow(ctx, id);
+  return detail;
+}
