@@ -80,6 +80,8 @@ interface ApiCall {
   headers: Record<string, string>;
   /** Reads a 2xx answer (or a refusal that still proves the key, Resend's send-only keys): ok and a message. */
   judge(res: ApiResponse): { ok: boolean; message: string } | null;
+  /** Added to a 401/403's words: why a working key may still be refused here. */
+  refusalHint?: string;
 }
 
 function json(res: ApiResponse): Record<string, unknown> {
@@ -138,6 +140,7 @@ const apiCalls: Record<string, (a: CheckedAccount, now: number) => ApiCall | str
       const state = typeof domain?.state === 'string' ? domain.state : 'unknown';
       return { ok: state === 'active', message: `domain ${a.settings.domain} is ${state}` };
     },
+    refusalHint: 'a domain sending key may only send, so it cannot be checked: check with a private API key, or send a test message',
   }),
   // Resend: the account's domains. A sending-only key is refused with restricted_api_key, which proves it valid.
   'provider-d-api': (a) => ({
@@ -172,7 +175,9 @@ async function checkApi(account: CheckedAccount, timeoutMs: number, now: number)
   if (!isResponse(res)) return { checkable: true, ok: false, checked, failed_at: 'connect', message: res.reply };
   const verdict = call.judge(res);
   if (verdict) return { checkable: true, ok: verdict.ok, checked, failed_at: verdict.ok ? null : 'request', message: verdict.message };
-  return { checkable: true, ok: false, checked, failed_at: res.status === 401 || res.status === 403 ? 'auth' : 'request', message: replyText(res, 300) };
+  const refused = res.status === 401 || res.status === 403;
+  const message = refused && call.refusalHint ? `${replyText(res, 300)} (${call.refusalHint})` : replyText(res, 300);
+  return { checkable: true, ok: false, checked, failed_at: refused ? 'auth' : 'request', message };
 }
 
 /** Checks one account; never throws for what the network or the provider answers. */
