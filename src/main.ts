@@ -26,6 +26,7 @@ import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 import { pruneReceipts } from './store/feedback.js';
+import { pruneOperatorSessions } from './store/operatorSessions.js';
 import { RetentionSweeper } from './spool/retention.js';
 import { createWebhookDispatcher } from './events/host.js';
 
@@ -71,6 +72,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
     const receipts = pruneReceipts(db, clock.now() - config.retention_days * 24 * HOUR);
     if (receipts > 0) logger.info({ removed: receipts }, 'old provider feedback receipts pruned');
+    // Console sessions nobody used within the idle expiry are over; their rows go.
+    pruneOperatorSessions(db, clock.now() - config.console.session_idle_seconds * 1000);
   };
   const retention = new RetentionSweeper(db, spool, clock, logger, config.retention_days);
   prune();

@@ -158,14 +158,15 @@ export interface CliResult {
   json: any;
 }
 
-/** Runs the real `postern` CLI as a child process. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs the real `postern` CLI as a child process (`input`: written to its standard input). */
+export function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => {
       let json: unknown;
