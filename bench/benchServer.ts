@@ -1,5 +1,6 @@
 /** What every bench section shares: its server process, its rate limits, and reading back the index. */
 import { readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import Database from 'better-sqlite3';
 import { spawnPostern, type SpawnedPostern } from '../test/support/postern.js';
 
@@ -62,4 +63,41 @@ process.on('exit', () => {
  */
 export function removeAfterBench(dir: string): void {
   leftovers.push(dir);
+}
+
+/** One completed request of the load: when it ended, how long it took, whether it was a 202. */
+export interface Completion {
+  at: number;
+  ms: number;
+  ok: boolean;
+}
+
+/** `concurrency` keep-alive clients, each with one POST in flight, until `until` resolves; each completion timed. */
+export function runLoad(url: URL, headers: Record<string, string>, body: Buffer, until: Promise<void>, concurrency: number): Promise<Completion[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const done: Completion[] = [];
+  let stopped = false;
+  void until.then(() => (stopped = true));
+  const one = () =>
+    new Promise<number>((resolve) => {
+      const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', () => resolve(0));
+      req.end(body);
+    });
+  return Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (!stopped) {
+        const t0 = performance.now();
+        const status = await one();
+        const t1 = performance.now();
+        done.push({ at: t1, ms: t1 - t0, ok: status === 202 });
+      }
+    }),
+  ).then(() => {
+    agent.destroy();
+    return done;
+  });
 }

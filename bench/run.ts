@@ -15,6 +15,7 @@ import { runWrk, wrkAvailable } from './wrk.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { webhookBench, webhookLines } from './webhooks.js';
+import { consoleBench, consoleLines } from './console.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -136,7 +137,7 @@ const summary = (r: LoadResult) => ({
   errors: r.errors,
 });
 
-/** `BENCH_ONLY=send|smtp|relay|webhooks` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|smtp|relay|webhooks|console` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
 /** The /v1/send body every send phase posts: a 1 KB text message. */
@@ -186,6 +187,13 @@ async function main(): Promise<void> {
     console.log(`machine: ${machine()}`);
     const relay = { throughput: await relayThroughputPhase(), queue: await relayQueuePhase() };
     for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
+    return;
+  }
+  if (only === 'console') {
+    const console_ = await consoleBench();
+    console.log(`machine: ${machine()}`);
+    for (const line of consoleLines(console_)) console.log(line);
+    console.log(JSON.stringify({ machine: machine(), console: console_ }));
     return;
   }
   if (only === 'webhooks') {
@@ -288,7 +296,10 @@ async function main(): Promise<void> {
   // Outbound webhooks (bench/webhooks.ts): delivery rate, and acceptance with the dispatcher idle and working.
   const webhooks = await webhookBench();
   for (const line of webhookLines(webhooks)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay, webhooks }));
+  // Console bulk actions (bench/console.ts): a bulk retry of 10,000 messages, and acceptance meanwhile.
+  const consoleFigures = await consoleBench();
+  for (const line of consoleLines(consoleFigures)) console.log(line);
+  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures }));
 }
 
 await main();

@@ -20,7 +20,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -37,7 +36,7 @@ import { addWebhook, removeWebhook } from '../src/operator/webhooks.js';
 import { openDatabase } from '../src/store/db.js';
 import { insertEvent } from '../src/store/events.js';
 import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, runLoad, sleep, startBenchPostern, removeAfterBench, type Completion } from './benchServer.js';
 
 export const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -305,43 +304,6 @@ export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<W
 // 2. Acceptance with the dispatcher idle and working, alternating on one server
 // ---------------------------------------------------------------------------------------------
 
-/** One completed request of the load: when it ended, how long it took, whether it was a 202. */
-interface Completion {
-  at: number;
-  ms: number;
-  ok: boolean;
-}
-
-/** `CONCURRENCY` keep-alive clients, each with one request in flight, until `stop()` resolves. */
-function runLoad(url: URL, headers: Record<string, string>, body: Buffer, until: Promise<void>): Promise<Completion[]> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const done: Completion[] = [];
-  let stopped = false;
-  void until.then(() => (stopped = true));
-  const one = () =>
-    new Promise<number>((resolve) => {
-      const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', () => resolve(0));
-      req.end(body);
-    });
-  return Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (!stopped) {
-        const t0 = performance.now();
-        const status = await one();
-        const t1 = performance.now();
-        done.push({ at: t1, ms: t1 - t0, ok: status === 202 });
-      }
-    }),
-  ).then(() => {
-    agent.destroy();
-    return done;
-  });
-}
-
 interface Window {
   webhooks: boolean;
   start: number;
@@ -367,7 +329,7 @@ async function alternatingAcceptPhase(receiver: Receiver, body: Buffer): Promise
       const pid = server.child.pid!;
       let stop!: () => void;
       const until = new Promise<void>((resolve) => (stop = resolve));
-      const load = runLoad(new URL('/v1/send', server.production), { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' }, body, until);
+      const load = runLoad(new URL('/v1/send', server.production), { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' }, body, until, CONCURRENCY);
       // A longer warm-up here: the server's JIT and page cache settle in the first seconds.
       await sleep(WARMUP_MS);
       const windows: Window[] = [];

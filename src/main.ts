@@ -119,7 +119,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const listeners: BoundListener[] = [];
   let tls: TlsMaterial | null = null;
   const shutdown = async () => {
-    for (const c of consoles) c.closeStreams();
+    await Promise.all(consoles.map((c) => c.close()));
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     await keyUse.stop();
     operatorBookkeeping.close();

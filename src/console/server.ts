@@ -9,6 +9,7 @@ import { readJsonBody } from '../http/jsonBody.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
 import { ActivityTail } from '../operator/activity.js';
+import { BulkReader } from '../operator/bulkReader.js';
 import type { OperatorContext, OperatorWriter } from '../operator/context.js';
 import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
@@ -37,8 +38,8 @@ export interface ConsoleDeps {
 
 export interface ConsoleServer {
   server: Server;
-  /** Ends the live-update streams (before the server is closed: they never end by themselves). */
-  closeStreams(): void;
+  /** Ends the live-update streams (before the server is closed: they never end by themselves) and the bulk reader thread. */
+  close(): Promise<void>;
 }
 
 /** Console request bodies are small (the largest: 10,000 message ids, a PEM key). */
@@ -70,7 +71,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   const { db, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
   const secure = Boolean(listener.cert && listener.key);
-  const base: OperatorContext = { db, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer };
+  const reader = new BulkReader(config.state_dir);
+  const base: OperatorContext = { db, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
   const activity = new ActivityTail(db, clock);
   const live = new LiveEvents(db, activity, config.console.events_poll_ms, log);
   const handlers: Record<string, Handler> = {
@@ -160,6 +162,12 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     ? (createHttpsServer({ ...options, cert: readFileSync(listener.cert!), key: readFileSync(listener.key!) }, onRequest) as unknown as Server)
     : createServer(options, onRequest);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
-  return { server, closeStreams: () => live.close() };
+  return {
+    server,
+    close: async () => {
+      live.close();
+      await reader.close();
+    },
+  };
 }
 

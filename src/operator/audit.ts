@@ -9,15 +9,12 @@ import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
  * its transaction where it has one). Details never carry a secret.
  */
 export function audit(ctx: OperatorContext, action: string, target: string | null, details?: Record<string, unknown>): void {
-  insertAudit(ctx.db, {
-    at: ctx.clock.now(),
-    actor: ctx.actor?.operatorId ?? 'cli',
-    actor_email: ctx.actor?.email ?? null,
-    action,
-    target,
-    client_ip: ctx.clientIp ?? null,
-    details: details === undefined ? null : JSON.stringify(details),
-  });
+  insertAudit(ctx.db, { ...auditRow(ctx, action, target), details: details === undefined ? null : JSON.stringify(details) });
+}
+
+/** Who, when, what and from where, for a row written elsewhere (with a bulk action's last chunk). */
+export function auditRow(ctx: OperatorContext, action: string, target: string | null = null): Omit<AuditRow, 'seq' | 'details'> {
+  return { at: ctx.clock.now(), actor: ctx.actor?.operatorId ?? 'cli', actor_email: ctx.actor?.email ?? null, action, target, client_ip: ctx.clientIp ?? null };
 }
 
 /** Runs `change` and its audit row in one transaction. */

@@ -1,7 +1,7 @@
-import { ACTION_FROM, applyMessageAction, type MessageAction } from '../store/messageActions.js';
-import { matchingMessageIds, messageStates, type MessageFilter } from '../store/messageSearch.js';
-import type { OperatorWrite } from '../store/operatorWrites.js';
-import { audit } from './audit.js';
+import { ACTION_FROM, type MessageAction, type MessageKey } from '../store/messageActions.js';
+import { matchingMessageKeys, messageStates, type MessageFilter } from '../store/messageSearch.js';
+import { applyOperatorWrite, type OperatorWrite } from '../store/operatorWrites.js';
+import { auditRow } from './audit.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
 
@@ -36,15 +36,15 @@ export interface BulkResult {
  */
 export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkResult> {
   const now = ctx.clock.now();
-  let candidates: string[];
+  let candidates: MessageKey[];
   const counts = { skipped: 0, not_found: 0 };
   if ('ids' in target) {
     const ids = [...new Set(target.ids)];
     if (ids.length > BULK_MAX_MESSAGES) throw new OperatorError('invalid_argument', `at most ${BULK_MAX_MESSAGES} ids at once`, 'ids', 'too_many');
-    const found = messageStates(ctx.db, ids);
+    const found = ctx.reader ? await ctx.reader.messageStates(ids) : messageStates(ctx.db, ids);
     const visible = found.filter((m) => scope === null || scope.includes(m.project_id));
     counts.not_found = ids.length - visible.length;
-    candidates = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m) => m.id);
+    candidates = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m): MessageKey => [m.rowid, m.id]);
     counts.skipped = visible.length - candidates.length;
   } else {
     const narrowed: MessageFilter = {
@@ -53,27 +53,28 @@ export async function bulkMessageAction(ctx: OperatorContext, action: MessageAct
       statuses: (target.filter.statuses ?? ACTION_FROM[action]).filter((s) => ACTION_FROM[action].includes(s)),
       ...(action === 'retry' ? { waitingAfter: now } : {}),
     };
-    candidates = narrowed.statuses!.length === 0 ? [] : matchingMessageIds(ctx.db, narrowed, BULK_MAX_MESSAGES + 1);
+    const read = (filter: MessageFilter, limit: number) => (ctx.reader ? ctx.reader.matchingMessageKeys(filter, limit) : Promise.resolve(matchingMessageKeys(ctx.db, filter, limit)));
+    candidates = narrowed.statuses!.length === 0 ? [] : await read(narrowed, BULK_MAX_MESSAGES + 1);
     if (candidates.length > BULK_MAX_MESSAGES) {
       throw new OperatorError('invalid_argument', `the filter matches more than ${BULK_MAX_MESSAGES} messages the action applies to; narrow it`, 'filter', 'too_many');
     }
   }
   const changed: string[] = [];
+  const auditDetails = 'ids' in target ? { ids: target.ids.length } : { filter: describeFilter(target.filter) };
   for (let i = 0; i < candidates.length; i += BULK_CHUNK) {
     const chunk = candidates.slice(i, i + BULK_CHUNK);
-    const work: OperatorWrite = { type: 'message_action', action, ids: chunk, now, durable: i + BULK_CHUNK >= candidates.length };
+    const last = i + BULK_CHUNK >= candidates.length;
+    // The audit row rides with the last chunk: one transaction, and no write of the event loop's own.
+    const work: OperatorWrite = { type: 'message_action', action, rows: chunk, now, durable: last, audit: last ? { row: auditRow(ctx, `message.bulk_${action}`), details: auditDetails, changedBefore: changed.length } : undefined };
     if (ctx.writer) {
       changed.push(...(await ctx.writer.write(work)).changed);
     } else {
-      changed.push(...ctx.db.transaction(() => applyMessageAction(ctx.db, action, chunk, now)).immediate());
+      changed.push(...ctx.db.transaction(() => applyOperatorWrite(ctx.db, work).changed).immediate());
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
   const result: BulkResult = { action, matched: candidates.length, changed: changed.length, ...counts };
   if ('ids' in target) result.changed_ids = changed;
-  if (changed.length > 0) {
-    audit(ctx, `message.bulk_${action}`, null, 'ids' in target ? { ids: changed.length <= 100 ? changed : changed.length } : { filter: describeFilter(target.filter), changed: changed.length });
-  }
   return result;
 }
 

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Db } from '../store/db.js';
 import type { OperatorWrite, OperatorWriteResult } from '../store/operatorWrites.js';
+import type { OperatorReader } from './bulkReader.js';
 
 /** Who acts, for the audit log: a signed-in operator (console), else the CLI on the server. */
 export interface Actor {
@@ -25,6 +26,8 @@ export interface OperatorContext {
   /** The client's address, for the audit log (console requests). */
   clientIp?: string | null;
   writer?: OperatorWriter;
+  /** Where the server reads a bulk action's candidates (a thread of their own); absent: on `db`. */
+  reader?: OperatorReader;
 }
 
 export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());

@@ -183,7 +183,7 @@ export function messageAction(ctx: OperatorContext, action: MessageAction, id: s
       if (action === 'release' && requireProject(ctx, m.project_id).paused === 1 && m.hold_reason === 'project') {
         throw new OperatorError('conflict', `message ${id} is held by its paused project; resume the project`);
       }
-      if (applyMessageAction(ctx.db, action, [id], now).length > 0) audit(ctx, `message.${action}`, id);
+      if (applyMessageAction(ctx.db, action, { ids: [id] }, now).length > 0) audit(ctx, `message.${action}`, id);
       return summary(requireMessage(ctx, id));
     })
     .immediate();

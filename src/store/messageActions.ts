@@ -15,34 +15,41 @@ export const ACTION_FROM: Record<MessageAction, readonly MessageStatus[]> = {
   retry: ['queued'],
 };
 
-const ids = 'SELECT value FROM json_each(@ids)';
+/** A message by rowid and id: `[rowid, id]`. */
+export type MessageKey = [number, string];
+
 const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS NULL)';
 
 /**
- * The one rule of each action, for one message or a chunk of them (as a JSON list, one
- * statement). Returns the ids that changed. Release: queued, or scheduled while its time is
+ * The one rule of each action, for one message or a chunk of them (ids or rowids as a JSON
+ * list, one statement). Returns the ids that changed. Release: queued, or scheduled while its time is
  * ahead; never a message of a deleted project, nor one held by a project that is still paused
  * (resuming the project releases those). Retry: only a message whose next attempt is still
  * ahead moves.
  */
-export function applyMessageAction(db: Db, action: MessageAction, messageIds: readonly string[], now: number): string[] {
-  if (messageIds.length === 0) return [];
-  const params = { ids: JSON.stringify(messageIds), now };
+export function applyMessageAction(db: Db, action: MessageAction, messages: { ids: readonly string[] } | { rows: readonly MessageKey[] }, now: number): string[] {
+  const list = 'ids' in messages ? messages.ids : messages.rows;
+  if (list.length === 0) return [];
+  // By rowid (a bulk action's chunk, read with them), the row is reached without the id index;
+  // its id is checked too, since a deleted last row's rowid can be given to a new message.
+  const ids =
+    'ids' in messages ? 'id IN (SELECT value FROM json_each(@list))' : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
+  const params = { list: JSON.stringify(list), now };
   const statement =
     action === 'release'
       ? `UPDATE messages SET
            status = CASE WHEN scheduled_at IS NOT NULL AND scheduled_at > @now THEN 'scheduled' ELSE 'queued' END,
            next_attempt_at = CASE WHEN scheduled_at IS NOT NULL AND scheduled_at > @now THEN scheduled_at ELSE @now END,
            hold_reason = NULL, updated_at = @now
-         WHERE id IN (${ids}) AND status IN ('paused', 'captured') AND ${liveProject}
+         WHERE ${ids} AND status IN ('paused', 'captured') AND ${liveProject}
            AND NOT (hold_reason = 'project' AND project_id IN (SELECT id FROM projects WHERE paused = 1))
          RETURNING id`
       : action === 'cancel'
         ? `UPDATE messages SET status = 'cancelled', hold_reason = NULL, next_attempt_at = NULL, updated_at = @now
-           WHERE id IN (${ids}) AND status IN ('queued', 'scheduled', 'paused', 'captured')
+           WHERE ${ids} AND status IN ('queued', 'scheduled', 'paused', 'captured')
            RETURNING id`
         : `UPDATE messages SET next_attempt_at = @now, updated_at = @now
-           WHERE id IN (${ids}) AND status = 'queued' AND next_attempt_at > @now
+           WHERE ${ids} AND status = 'queued' AND next_attempt_at > @now
            RETURNING id`;
   return sql(db, statement).pluck().all(params) as string[];
 }

@@ -1,5 +1,6 @@
 import { messageIdFloor } from '../ids.js';
 import { sql, type Db } from './db.js';
+import type { MessageKey } from './messageActions.js';
 import type { MessageRow, MessageStatus } from './messages.js';
 
 /** What the console's message list filters on; every field narrows. */
@@ -92,33 +93,44 @@ function where(filter: MessageFilter, projectId: string | null, beforeId: string
  * continuing a page. Several projects are read one by one along their own index and merged.
  */
 export function searchMessages(db: Db, filter: MessageFilter, beforeId: string | null, limit: number): MessageRow[] {
-  return matching(db, filter, beforeId, limit, '*') as MessageRow[];
-}
-
-/** The ids of up to `limit` messages matching `filter`, newest first. */
-export function matchingMessageIds(db: Db, filter: MessageFilter, limit: number): string[] {
-  return (matching(db, filter, null, limit, 'id') as { id: string }[]).map((r) => r.id);
-}
-
-function matching(db: Db, filter: MessageFilter, beforeId: string | null, limit: number, columns: '*' | 'id'): { id: string }[] {
   if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
   const scopes: (string | null)[] = filter.projectIds === null ? [null] : [...new Set(filter.projectIds)];
-  const rows: { id: string }[] = [];
+  const rows: MessageRow[] = [];
   for (const projectId of scopes) {
     const { clause, params } = where(filter, projectId, beforeId);
     // Statements vary with the filter's shape; the cache keeps one per shape (a handful).
-    rows.push(...(sql(db, `SELECT ${columns} FROM messages ${clause} ORDER BY id DESC LIMIT @limit`).all({ ...params, limit }) as { id: string }[]));
+    rows.push(...(sql(db, `SELECT * FROM messages ${clause} ORDER BY id DESC LIMIT @limit`).all({ ...params, limit }) as MessageRow[]));
   }
   if (scopes.length === 1) return rows;
   return rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit);
 }
 
-/** The state of each of these messages that exists. */
-export function messageStates(db: Db, ids: readonly string[]): { id: string; project_id: string; status: MessageStatus; next_attempt_at: number | null }[] {
-  return sql(db, 'SELECT id, project_id, status, next_attempt_at FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as {
-    id: string;
-    project_id: string;
-    status: MessageStatus;
-    next_attempt_at: number | null;
-  }[];
+/**
+ * Up to `limit` messages matching `filter`, as `[rowid, id]` in rowid order (a bulk action's
+ * candidates). Read in whatever order the chosen index gives (no ORDER BY: sorting ten thousand
+ * rows would go through a temporary file), then sorted here.
+ */
+export function matchingMessageKeys(db: Db, filter: MessageFilter, limit: number): MessageKey[] {
+  if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
+  const keys: MessageKey[] = [];
+  for (const projectId of filter.projectIds === null ? [null] : [...new Set(filter.projectIds)]) {
+    const { clause, params } = where(filter, projectId, null);
+    for (const r of sql(db, `SELECT rowid, id FROM messages ${clause} LIMIT @limit`).all({ ...params, limit: limit - keys.length }) as { rowid: number; id: string }[]) keys.push([r.rowid, r.id]);
+    if (keys.length >= limit) break;
+  }
+  return keys.sort((a, b) => a[0] - b[0]);
+}
+
+export interface MessageState {
+  rowid: number;
+  id: string;
+  project_id: string;
+  status: MessageStatus;
+  next_attempt_at: number | null;
+}
+
+/** The state of each of these messages that exists, in rowid order. */
+export function messageStates(db: Db, ids: readonly string[]): MessageState[] {
+  const rows = sql(db, 'SELECT rowid, id, project_id, status, next_attempt_at FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as MessageState[];
+  return rows.sort((a, b) => a.rowid - b.rowid);
 }

@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
 import { recordApiKeyUse } from './apiKeyUsage.js';
-import { applyMessageAction, type MessageAction } from './messageActions.js';
+import { insertAudit, type AuditRow } from './audit.js';
+import { applyMessageAction, type MessageAction, type MessageKey } from './messageActions.js';
 
 /**
  * Writes of the operator layer that the server hands to the index writer thread as plain data
@@ -8,7 +9,17 @@ import { applyMessageAction, type MessageAction } from './messageActions.js';
  * write lock: a chunk of a bulk message action, and the API keys' last use.
  */
 export type OperatorWrite =
-  | { type: 'message_action'; action: MessageAction; ids: string[]; now: number; durable: boolean }
+  | {
+      type: 'message_action';
+      action: MessageAction;
+      /** The chunk's messages, `[rowid, id]` (as the bulk action read them). */
+      rows: MessageKey[];
+      now: number;
+      /** The last chunk: flushed to disk before its commit returns, and carrying the action's audit row. */
+      durable: boolean;
+      /** The audit row of the whole action, written with its last chunk when anything changed; `details.changed` is filled in. */
+      audit?: { row: Omit<AuditRow, 'seq' | 'details'>; details: Record<string, unknown>; changedBefore: number };
+    }
   | { type: 'key_use'; uses: [string, number][] };
 
 export interface OperatorWriteResult {
@@ -22,7 +33,10 @@ export function applyOperatorWrite(db: Db, work: OperatorWrite): OperatorWriteRe
     recordApiKeyUse(db, new Map(work.uses));
     return { changed: [] };
   }
-  return { changed: applyMessageAction(db, work.action, work.ids, work.now) };
+  const changed = applyMessageAction(db, work.action, { rows: work.rows }, work.now);
+  const total = (work.audit?.changedBefore ?? 0) + changed.length;
+  if (work.audit && total > 0) insertAudit(db, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
+  return { changed };
 }
 
 /** Whether a write must reach the disk before its commit returns (the last chunk of an operator's action). */
