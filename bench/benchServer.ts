@@ -72,21 +72,25 @@ export interface Completion {
   ok: boolean;
 }
 
+/** One POST of `body` on `agent`: its status, 0 when the connection failed. */
+export function postOnce(url: URL, agent: http.Agent, headers: Record<string, string>, body: Buffer): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
 /** `concurrency` keep-alive clients, each with one POST in flight, until `until` resolves; each completion timed. */
 export function runLoad(url: URL, headers: Record<string, string>, body: Buffer, until: Promise<void>, concurrency: number): Promise<Completion[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const done: Completion[] = [];
   let stopped = false;
   void until.then(() => (stopped = true));
-  const one = () =>
-    new Promise<number>((resolve) => {
-      const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', () => resolve(0));
-      req.end(body);
-    });
+  const one = () => postOnce(url, agent, headers, body);
   return Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (!stopped) {

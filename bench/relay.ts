@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, postOnce, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
 export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
@@ -257,15 +257,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     };
     const marks: { begin?: Snapshot } = {};
     const snapTimer = setTimeout(() => (marks.begin = snap()), WARMUP_MS);
-    const post = (body: Buffer) =>
-      new Promise<number>((resolve) => {
-        const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
-        });
-        req.on('error', () => resolve(0));
-        req.end(body);
-      });
+    const post = (body: Buffer) => postOnce(url, agent, headers, body);
     const httpLoop = async (n: number) => {
       for (let i = 0; ; i++) {
         const t0 = performance.now();

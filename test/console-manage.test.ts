@@ -10,8 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { suppress } from '../src/operator/suppressions.js';
 import { sql } from '../src/store/db.js';
-import { ConsoleClient, expectError, expectStatus, operatorAccount, PASSWORD } from './support/console.js';
-import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { ConsoleClient, consoleWorld, expectError, expectStatus } from './support/console.js';
+import { post, runCli, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { waitFor } from './support/waiting.js';
 import { WebhookReceiver } from './support/webhookReceiver.js';
 
@@ -29,13 +29,7 @@ describe('console management', () => {
 
   before(async () => {
     receiver = await WebhookReceiver.start();
-    p = await startTestPostern({ clock, console: true, config: { webhooks: { allow_private_targets: true, enabled: false } } });
-    a = createProjectWithKeys(p.ctx, 'alpha');
-    b = createProjectWithKeys(p.ctx, 'beta');
-    await operatorAccount(p.ctx, 'owner@example.com', 'owner');
-    memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id])).id;
-    owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
-    member = await ConsoleClient.signIn(p.console, 'member@example.com', PASSWORD);
+    ({ p, a, b, owner, member, memberId } = await consoleWorld({ clock, config: { webhooks: { allow_private_targets: true, enabled: false } } }));
   });
   after(async () => {
     await p?.close();

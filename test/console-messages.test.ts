@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { getMessage, insertMessage, type NewMessageRow } from '../src/store/messages.js';
 import { sql } from '../src/store/db.js';
-import { ConsoleClient, EventStream, expectError, expectStatus, operatorAccount, PASSWORD } from './support/console.js';
+import { ConsoleClient, consoleWorld, EventStream, expectError, expectStatus, operatorAccount, PASSWORD } from './support/console.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { authedSession, dataPayload } from './support/rawSmtp.js';
 import { Sink } from './support/relaySink.js';
@@ -38,13 +38,7 @@ describe('console messages', () => {
   const ids: Record<string, string> = {};
 
   before(async () => {
-    p = await startTestPostern({ console: true });
-    a = createProjectWithKeys(p.ctx, 'project a');
-    b = createProjectWithKeys(p.ctx, 'project b');
-    await operatorAccount(p.ctx, 'owner@example.com', 'owner');
-    await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id]);
-    owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
-    member = await ConsoleClient.signIn(p.console, 'member@example.com', PASSWORD);
+    ({ p, a, b, owner, member } = await consoleWorld());
     ids.captured = (await send(p.sandbox, a.testKey, { subject: 'Sandbox hello', to: 'Ann <ann@example.org>', tags: ['welcome'] })).id;
     ids.queued = (await send(p.production, a.liveKey, { subject: 'Invoice 42', category: 'billing', from: 'Billing <billing@shop.example>' })).id;
     ids.paused = (await send(p.production, a.liveKey, { subject: 'Held', paused: true, cc: 'carol@example.org' })).id;
@@ -296,13 +290,7 @@ describe('console live updates', () => {
   let member: ConsoleClient;
 
   before(async () => {
-    p = await startTestPostern({ console: true, config: { console: { events_poll_ms: 50 } } });
-    a = createProjectWithKeys(p.ctx, 'live a');
-    b = createProjectWithKeys(p.ctx, 'live b');
-    await operatorAccount(p.ctx, 'owner@example.com', 'owner');
-    await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id]);
-    owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
-    member = await ConsoleClient.signIn(p.console, 'member@example.com', PASSWORD);
+    ({ p, a, b, owner, member } = await consoleWorld({ config: { console: { events_poll_ms: 50 } } }));
   });
   after(async () => p?.close());
 

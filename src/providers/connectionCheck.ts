@@ -15,19 +15,11 @@ import { SENDGRID_API, SENDGRID_API_EU } from './sendgridApi.js';
 import { amzDate, SES_DEFAULT_REGION } from './sesApi.js';
 import { smtpRelayConnection } from './smtpRelay.js';
 
-/** An account as the check reads it: its slug, settings and secrets (parsed). */
+/** An account as the check reads it: its slug, settings and secrets (parsed), as the relay adapter reads them. */
 export interface CheckedAccount {
   slug: string;
-  settings: {
-    host: string | null;
-    port: number | null;
-    user: string | null;
-    tls: 'starttls' | 'implicit' | 'none' | null;
-    endpoint: string | null;
-    region: string | null;
-    domain?: string | null;
-  };
-  secrets: { pass?: string; api_key?: string };
+  settings: Parameters<typeof smtpRelayConnection>[1];
+  secrets: Parameters<typeof smtpRelayConnection>[2];
 }
 
 export interface ConnectionCheck {

@@ -10,7 +10,7 @@ import { Ajv2020, type AnySchemaObject, type ValidateFunction } from 'ajv/dist/2
 import addFormatsModule from 'ajv-formats';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createOperator } from '../../src/operator/operators.js';
-import { repoRoot, type HttpResult } from './postern.js';
+import { createProjectWithKeys, repoRoot, startTestPostern, toResult, type HttpResult, type ProjectWithKeys, type TestPostern } from './postern.js';
 
 export const API = '/console/api/v1';
 export const consoleDoc = JSON.parse(readFileSync(path.join(repoRoot, 'src/console/openapi.json'), 'utf8')) as {
@@ -108,14 +108,8 @@ export class ConsoleClient {
       body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
       signal: AbortSignal.timeout(30_000),
     });
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    const result: HttpResult = { status: res.status, headers: res.headers, body, text };
+    const result = await toResult(res);
+    const body: unknown = result.body;
     const setCookie = res.headers.get('set-cookie');
     if (setCookie?.startsWith('postern_session=')) {
       const value = setCookie.slice('postern_session='.length).split(';')[0];
@@ -225,4 +219,31 @@ export class EventStream {
   close(): void {
     this.controller.abort();
   }
+}
+
+export interface ConsoleWorld {
+  p: TestPostern;
+  /** Two projects, each with a live and a test key and a provider; the member sees only `a`. */
+  a: ProjectWithKeys;
+  b: ProjectWithKeys;
+  owner: ConsoleClient;
+  member: ConsoleClient;
+  memberId: string;
+}
+
+/** A server with a console listener, two projects, an owner and a member of the first, both signed in. */
+export async function consoleWorld(opts: Parameters<typeof startTestPostern>[0] = {}): Promise<ConsoleWorld> {
+  const p = await startTestPostern({ ...opts, console: true });
+  const a = createProjectWithKeys(p.ctx, 'project a');
+  const b = createProjectWithKeys(p.ctx, 'project b');
+  await operatorAccount(p.ctx, 'owner@example.com', 'owner');
+  const memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id])).id;
+  return {
+    p,
+    a,
+    b,
+    owner: await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD),
+    member: await ConsoleClient.signIn(p.console, 'member@example.com', PASSWORD),
+    memberId,
+  };
 }

@@ -134,7 +134,8 @@ export async function get(baseUrl: string, pathname: string): Promise<HttpResult
   return toResult(await fetch(baseUrl + pathname, { signal: AbortSignal.timeout(30_000) }));
 }
 
-async function toResult(res: Response): Promise<HttpResult> {
+/** A fetch answer read whole: status, headers, the text, and the body parsed when it is JSON. */
+export async function toResult(res: Response): Promise<HttpResult> {
   const text = await res.text();
   let body: unknown;
   try {
