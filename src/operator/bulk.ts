@@ -1,3 +1,4 @@
+import type { Db } from '../store/db.js';
 import { ACTION_FROM, type MessageAction, type MessageKey } from '../store/messageActions.js';
 import { matchingMessageKeys, messageStates, type MessageFilter } from '../store/messageSearch.js';
 import { applyOperatorWrite, type OperatorWrite } from '../store/operatorWrites.js';
@@ -26,56 +27,12 @@ export interface BulkResult {
   changed_ids?: string[];
 }
 
-/**
- * Applies `action` to a list of ids or to what a filter matches, in the states the action applies
- * to (a filter is narrowed to them; retry: queued messages whose next attempt is ahead), at most
- * BULK_MAX_MESSAGES. Chunks of BULK_CHUNK run one transaction each, on the server through its
- * index writer thread (`ctx.writer`), so neither door's event loop nor its commits wait long;
- * the last chunk is flushed to disk before the answer. `scope`: the projects the operator may
- * touch (null: all).
- */
-export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkResult> {
-  const now = ctx.clock.now();
-  let candidates: MessageKey[];
-  const counts = { skipped: 0, not_found: 0 };
-  if ('ids' in target) {
-    const ids = [...new Set(target.ids)];
-    if (ids.length > BULK_MAX_MESSAGES) throw new OperatorError('invalid_argument', `at most ${BULK_MAX_MESSAGES} ids at once`, 'ids', 'too_many');
-    const found = ctx.reader ? await ctx.reader.messageStates(ids) : messageStates(ctx.db, ids);
-    const visible = found.filter((m) => scope === null || scope.includes(m.project_id));
-    counts.not_found = ids.length - visible.length;
-    candidates = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m): MessageKey => [m.rowid, m.id]);
-    counts.skipped = visible.length - candidates.length;
-  } else {
-    const narrowed: MessageFilter = {
-      ...target.filter,
-      projectIds: narrowScope(target.filter.projectIds, scope),
-      statuses: (target.filter.statuses ?? ACTION_FROM[action]).filter((s) => ACTION_FROM[action].includes(s)),
-      ...(action === 'retry' ? { waitingAfter: now } : {}),
-    };
-    const read = (filter: MessageFilter, limit: number) => (ctx.reader ? ctx.reader.matchingMessageKeys(filter, limit) : Promise.resolve(matchingMessageKeys(ctx.db, filter, limit)));
-    candidates = narrowed.statuses!.length === 0 ? [] : await read(narrowed, BULK_MAX_MESSAGES + 1);
-    if (candidates.length > BULK_MAX_MESSAGES) {
-      throw new OperatorError('invalid_argument', `the filter matches more than ${BULK_MAX_MESSAGES} messages the action applies to; narrow it`, 'filter', 'too_many');
-    }
-  }
-  const changed: string[] = [];
-  const auditDetails = 'ids' in target ? { ids: target.ids.length } : { filter: describeFilter(target.filter) };
-  for (let i = 0; i < candidates.length; i += BULK_CHUNK) {
-    const chunk = candidates.slice(i, i + BULK_CHUNK);
-    const last = i + BULK_CHUNK >= candidates.length;
-    // The audit row rides with the last chunk: one transaction, and no write of the event loop's own.
-    const work: OperatorWrite = { type: 'message_action', action, rows: chunk, now, durable: last, audit: last ? { row: auditRow(ctx, `message.bulk_${action}`), details: auditDetails, changedBefore: changed.length } : undefined };
-    if (ctx.writer) {
-      changed.push(...(await ctx.writer.write(work)).changed);
-    } else {
-      changed.push(...ctx.db.transaction(() => applyOperatorWrite(ctx.db, work).changed).immediate());
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-  const result: BulkResult = { action, matched: candidates.length, changed: changed.length, ...counts };
-  if ('ids' in target) result.changed_ids = changed;
-  return result;
+/** What a bulk action will touch: counts, and the candidates as JSON chunks of `[rowid, id]` ready for the writer. */
+export interface BulkCandidates {
+  matched: number;
+  skipped: number;
+  not_found: number;
+  chunks: string[];
 }
 
 /** The projects a filter may look in: the ones it names, within the operator's scope. */
@@ -83,6 +40,71 @@ function narrowScope(named: readonly string[] | null, scope: readonly string[] |
   if (scope === null) return named;
   if (named === null) return scope;
   return named.filter((p) => scope.includes(p));
+}
+
+/**
+ * The messages `action` would change: of the ids given, those visible and in a state the action
+ * applies to (retry: queued with the next attempt ahead); of a filter, the same narrowing. More
+ * than BULK_MAX_MESSAGES is refused. Pure reads: the server runs this on its bulk reader thread,
+ * so the event loop handles chunks as strings, never ten thousand rows.
+ */
+export function bulkCandidates(db: Db, action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): BulkCandidates {
+  let keys: MessageKey[];
+  const counts = { skipped: 0, not_found: 0 };
+  if ('ids' in target) {
+    const ids = [...new Set(target.ids)];
+    if (ids.length > BULK_MAX_MESSAGES) throw new OperatorError('invalid_argument', `at most ${BULK_MAX_MESSAGES} ids at once`, 'ids', 'too_many');
+    const visible = messageStates(db, ids).filter((m) => scope === null || scope.includes(m.project_id));
+    counts.not_found = ids.length - visible.length;
+    keys = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m): MessageKey => [m.rowid, m.id]);
+    counts.skipped = visible.length - keys.length;
+  } else {
+    const statuses = (target.filter.statuses ?? ACTION_FROM[action]).filter((s) => ACTION_FROM[action].includes(s));
+    const narrowed: MessageFilter = { ...target.filter, projectIds: narrowScope(target.filter.projectIds, scope), statuses, ...(action === 'retry' ? { waitingAfter: now } : {}) };
+    keys = statuses.length === 0 ? [] : matchingMessageKeys(db, narrowed, BULK_MAX_MESSAGES + 1);
+    if (keys.length > BULK_MAX_MESSAGES) {
+      throw new OperatorError('invalid_argument', `the filter matches more than ${BULK_MAX_MESSAGES} messages the action applies to; narrow it`, 'filter', 'too_many');
+    }
+  }
+  const chunks: string[] = [];
+  for (let i = 0; i < keys.length; i += BULK_CHUNK) chunks.push(JSON.stringify(keys.slice(i, i + BULK_CHUNK)));
+  return { matched: keys.length, ...counts, chunks };
+}
+
+/**
+ * Applies `action` to a list of ids or to what a filter matches (bulkCandidates), at most
+ * BULK_MAX_MESSAGES. Chunks of BULK_CHUNK run one transaction each, on the server through its
+ * index writer thread (`ctx.writer`) between acceptance groups; the last chunk carries the audit
+ * row and is flushed to disk before the answer. `scope`: the projects the operator may touch
+ * (null: all).
+ */
+export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkResult> {
+  const now = ctx.clock.now();
+  const found = ctx.reader ? await ctx.reader.bulkCandidates(action, target, scope, now) : bulkCandidates(ctx.db, action, target, scope, now);
+  const wantIds = 'ids' in target;
+  const changedIds: string[] = [];
+  let changed = 0;
+  const details = 'ids' in target ? { ids: target.ids.length } : { filter: describeFilter(target.filter) };
+  for (const [i, rows] of found.chunks.entries()) {
+    const last = i === found.chunks.length - 1;
+    const work: OperatorWrite = {
+      type: 'message_action',
+      action,
+      rows,
+      now,
+      returnIds: wantIds,
+      durable: last,
+      // The audit row rides with the last chunk: one transaction, and no write of the event loop's own.
+      audit: last ? { row: auditRow(ctx, `message.bulk_${action}`), details, changedBefore: changed } : undefined,
+    };
+    const result = ctx.writer ? await ctx.writer.write(work) : ctx.db.transaction(() => applyOperatorWrite(ctx.db, work)).immediate();
+    changed += result.changedCount;
+    if (wantIds) changedIds.push(...result.changed);
+    if (!ctx.writer) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const result: BulkResult = { action, matched: found.matched, changed, skipped: found.skipped, not_found: found.not_found };
+  if (wantIds) result.changed_ids = changedIds;
+  return result;
 }
 
 function describeFilter(filter: MessageFilter): Record<string, unknown> {

@@ -1,17 +1,23 @@
 import { Worker } from 'node:worker_threads';
-import type { MessageKey } from '../store/messageActions.js';
-import type { MessageFilter, MessageState } from '../store/messageSearch.js';
+import type { MessageAction } from '../store/messageActions.js';
+import type { BulkCandidates, BulkTarget } from './bulk.js';
+import { OperatorError } from './errors.js';
 
-export type BulkReaderRequest =
-  | { id: number; kind: 'matching'; filter: MessageFilter; limit: number }
-  | { id: number; kind: 'states'; ids: readonly string[] };
+export interface BulkReaderRequest {
+  id: number;
+  action: MessageAction;
+  target: BulkTarget;
+  scope: readonly string[] | null;
+  now: number;
+}
 
-export type BulkReaderReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };
+export type BulkReaderReply =
+  | { id: number; ok: true; result: BulkCandidates }
+  | { id: number; ok: false; error: string; refusal: { code: OperatorError['code']; field?: string; reason: string } | null };
 
 /** Where the server reads a bulk action's candidates; absent (the CLI): on the operator's own connection. */
 export interface OperatorReader {
-  matchingMessageKeys(filter: MessageFilter, limit: number): Promise<MessageKey[]>;
-  messageStates(ids: readonly string[]): Promise<MessageState[]>;
+  bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates>;
 }
 
 /**
@@ -21,25 +27,17 @@ export interface OperatorReader {
 export class BulkReader implements OperatorReader {
   private worker: Worker | null = null;
   private seq = 0;
-  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (v: BulkCandidates) => void; reject: (e: Error) => void }>();
 
   constructor(private readonly stateDir: string) {}
 
-  matchingMessageKeys(filter: MessageFilter, limit: number): Promise<MessageKey[]> {
-    return this.ask({ kind: 'matching', filter, limit }) as Promise<MessageKey[]>;
-  }
-
-  messageStates(ids: readonly string[]): Promise<MessageState[]> {
-    return this.ask({ kind: 'states', ids }) as Promise<MessageState[]>;
-  }
-
-  private ask(request: { kind: 'matching'; filter: MessageFilter; limit: number } | { kind: 'states'; ids: readonly string[] }): Promise<unknown> {
+  bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates> {
     const worker = this.start();
     const id = ++this.seq;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       worker.ref();
-      worker.postMessage({ ...request, id } as BulkReaderRequest);
+      worker.postMessage({ id, action, target, scope, now } satisfies BulkReaderRequest);
     });
   }
 
@@ -52,7 +50,8 @@ export class BulkReader implements OperatorReader {
       if (this.waiting.size === 0) worker.unref();
       if (!waiter) return;
       if (reply.ok) waiter.resolve(reply.result);
-      else waiter.reject(new Error(reply.error));
+      // A refusal (too many messages) is the operator's answer, as it would be on the event loop.
+      else waiter.reject(reply.refusal ? new OperatorError(reply.refusal.code, reply.error, reply.refusal.field, reply.refusal.reason) : new Error(reply.error));
     });
     const fail = (err: Error) => {
       for (const w of this.waiting.values()) w.reject(err);

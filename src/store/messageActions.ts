@@ -21,20 +21,19 @@ export type MessageKey = [number, string];
 const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS NULL)';
 
 /**
- * The one rule of each action, for one message or a chunk of them (ids or rowids as a JSON
- * list, one statement). Returns the ids that changed. Release: queued, or scheduled while its time is
+ * The one rule of each action, for one message or a chunk of them (ids, or a JSON list of
+ * `[rowid, id]`; one statement). Returns the ids that changed. Release: queued, or scheduled while its time is
  * ahead; never a message of a deleted project, nor one held by a project that is still paused
  * (resuming the project releases those). Retry: only a message whose next attempt is still
  * ahead moves.
  */
-export function applyMessageAction(db: Db, action: MessageAction, messages: { ids: readonly string[] } | { rows: readonly MessageKey[] }, now: number): string[] {
-  const list = 'ids' in messages ? messages.ids : messages.rows;
-  if (list.length === 0) return [];
+export function applyMessageAction(db: Db, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): string[] {
+  if ('ids' in messages && messages.ids.length === 0) return [];
   // By rowid (a bulk action's chunk, read with them), the row is reached without the id index;
   // its id is checked too, since a deleted last row's rowid can be given to a new message.
   const ids =
     'ids' in messages ? 'id IN (SELECT value FROM json_each(@list))' : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
-  const params = { list: JSON.stringify(list), now };
+  const params = { list: 'ids' in messages ? JSON.stringify(messages.ids) : messages.rows, now };
   const statement =
     action === 'release'
       ? `UPDATE messages SET

@@ -1,7 +1,7 @@
 import type { Db } from './db.js';
 import { recordApiKeyUse } from './apiKeyUsage.js';
 import { insertAudit, type AuditRow } from './audit.js';
-import { applyMessageAction, type MessageAction, type MessageKey } from './messageActions.js';
+import { applyMessageAction, type MessageAction } from './messageActions.js';
 
 /**
  * Writes of the operator layer that the server hands to the index writer thread as plain data
@@ -12,8 +12,10 @@ export type OperatorWrite =
   | {
       type: 'message_action';
       action: MessageAction;
-      /** The chunk's messages, `[rowid, id]` (as the bulk action read them). */
-      rows: MessageKey[];
+      /** The chunk's messages, a JSON list of `[rowid, id]` (as the bulk action read them). */
+      rows: string;
+      /** Send back the ids changed (a list of ids); else only their count (a filter's). */
+      returnIds: boolean;
       now: number;
       /** The last chunk: flushed to disk before its commit returns, and carrying the action's audit row. */
       durable: boolean;
@@ -23,20 +25,21 @@ export type OperatorWrite =
   | { type: 'key_use'; uses: [string, number][] };
 
 export interface OperatorWriteResult {
-  /** The messages a message action changed. */
+  /** The messages a message action changed (when asked for). */
   changed: string[];
+  changedCount: number;
 }
 
 /** Runs one write; the caller wraps it in a transaction. */
 export function applyOperatorWrite(db: Db, work: OperatorWrite): OperatorWriteResult {
   if (work.type === 'key_use') {
     recordApiKeyUse(db, new Map(work.uses));
-    return { changed: [] };
+    return { changed: [], changedCount: 0 };
   }
   const changed = applyMessageAction(db, work.action, { rows: work.rows }, work.now);
   const total = (work.audit?.changedBefore ?? 0) + changed.length;
   if (work.audit && total > 0) insertAudit(db, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
-  return { changed };
+  return { changed: work.returnIds ? changed : [], changedCount: changed.length };
 }
 
 /** Whether a write must reach the disk before its commit returns (the last chunk of an operator's action). */
