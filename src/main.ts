@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import type { PosternConfig } from './config/load.js';
@@ -78,7 +79,13 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   }, HOUR);
   janitor.unref();
 
-  const adapters = createAdapterRegistry({ clock, logger, config });
+  const adapters = createAdapterRegistry({
+    clock,
+    apiTimeoutMs: config.delivery.api_timeout_ms,
+    smtpTimeoutMs: config.delivery.smtp_timeout_ms,
+    smtpPoolSize: config.delivery.smtp_pool_size,
+    heloName: config.smtp.hostname ?? os.hostname(),
+  });
   // The scheduler reads on a connection of its own; its writes (leases, outcomes) go to the index
   // writer thread, so the event loop that serves both doors never waits for the write lock.
   const deliveryDb = openDatabase(config.state_dir, logger, { migrate: false, durability: 'at-least-once' });

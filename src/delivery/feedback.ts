@@ -1,11 +1,11 @@
 import { ContractError } from '../contract/errors.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import type { FeedbackItem } from '../providers/feedback.js';
 import type { Db } from '../store/db.js';
 import { insertRecipientOutcome, recipientOutcomesFor } from '../store/delivery.js';
 import { insertMailEvent } from '../store/events.js';
 import { messageForFeedback, raiseMessageStatus, recordReceipt } from '../store/feedback.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
 import { addSuppression } from '../store/suppressions.js';
 
 export interface FeedbackTally {
@@ -29,7 +29,7 @@ const FINAL = new Set(['bounced', 'complained', 'failed', 'delivered']);
  */
 export function applyFeedback(
   db: Db,
-  account: ProviderAccountRow,
+  account: ProviderAccount,
   items: FeedbackItem[],
   now: number,
   logger: Logger,

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
 import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
@@ -11,7 +12,7 @@ import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSendi
 import type { EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
-import { listProviderAccounts, type ProviderAccountRow } from '../store/providerAccounts.js';
+import { listProviderAccounts } from '../store/providerAccounts.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import { monthPeriod } from '../store/usage.js';
 import { orderCandidates, type Strategy } from './routing.js';
@@ -239,16 +240,15 @@ export class DeliveryScheduler {
   private async tryCandidates(
     row: MessageRow,
     project: ProjectRow,
-    candidates: ProviderAccountRow[],
+    candidates: ProviderAccount[],
     recipients: DeliveryJob['recipients'],
     deliverTo: string[],
     all: string[],
   ): Promise<void> {
     const { clock, spoolRoot } = this.deps;
     const mimePath = path.join(spoolRoot, row.spool_path);
-    // A small message is read once, whole and synchronously (a few microseconds from the page
-    // cache), and serves signing and every candidate; a stream per use cost more main-thread
-    // time than the read itself, and a 64 KiB buffer per read.
+    // A small message is read once, whole and synchronously, and serves signing and every
+    // candidate: cheaper on the event loop than a stream per use (docs/architecture.md, Delivery).
     const mime = row.size_bytes <= HELD_MIME_BYTES ? readFileSync(mimePath) : null;
     const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mime, mimePath);
     const job: DeliveryJob = {
@@ -321,7 +321,7 @@ export class DeliveryScheduler {
   }
 
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
-  private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccountRow, bounced: RecipientRefusal[], now: number): void {
+  private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccount, bounced: RecipientRefusal[], now: number): void {
     for (const r of bounced) {
       this.write({ kind: 'recipient', outcome: { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now } });
       this.write({ kind: 'suppress', suppression: { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now } });
@@ -329,7 +329,7 @@ export class DeliveryScheduler {
     }
   }
 
-  private finish(row: MessageRow, account: ProviderAccountRow, result: SendResult, now: number): void {
+  private finish(row: MessageRow, account: ProviderAccount, result: SendResult, now: number): void {
     if (result.kind === 'sent') {
       this.write({ kind: 'usage', accountId: account.id, period: monthPeriod(now) });
       this.write({ kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });

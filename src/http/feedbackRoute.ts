@@ -5,11 +5,11 @@ import { ContractError } from '../contract/errors.js';
 import { applyFeedback } from '../delivery/feedback.js';
 import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
-import { providerOf, type FeedbackContext } from '../providers/feedback.js';
-import { feedbackVerifiers } from '../providers/feedbackVerifiers.js';
-import { sql, type Db } from '../store/db.js';
+import type { FeedbackContext } from '../providers/feedback.js';
+import { feedbackVerifierFor } from '../providers/registry.js';
+import type { Db } from '../store/db.js';
 import { receiptExists } from '../store/feedback.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
+import { findProviderAccount } from '../store/providerAccounts.js';
 import { sendJson } from './respond.js';
 
 export interface FeedbackDeps {
@@ -55,8 +55,8 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
     const ip = req.socket.remoteAddress ?? 'unknown';
     admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
-    const account = sql(db, 'SELECT * FROM provider_accounts WHERE id = ?').get(accountId) as ProviderAccountRow | undefined;
-    const verifier = account ? feedbackVerifiers[providerOf(account.slug)] : undefined;
+    const account = findProviderAccount(db, accountId);
+    const verifier = account ? feedbackVerifierFor(account.slug) : undefined;
     // Detached accounts still take feedback: their messages were sent before the detach.
     if (!account || !verifier) {
       admission.recordUnauthenticatedFailure(ip);

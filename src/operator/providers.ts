@@ -1,7 +1,7 @@
+import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import { openapiDocument } from '../contract/validators.js';
 import { newProviderAccountId } from '../ids.js';
-import { detachProviderAccount, insertProviderAccount, listProviderAccounts, type ProviderAccountRow, type ProviderAccountSecrets, type ProviderAccountSettings } from '../store/providerAccounts.js';
-import { sql } from '../store/db.js';
+import { detachProviderAccount, findProviderAccount, insertProviderAccount, listProviderAccounts } from '../store/providerAccounts.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
@@ -39,9 +39,8 @@ export interface ProviderAccountView extends ProviderAccountSettings {
   created_at: string;
 }
 
-function view(row: ProviderAccountRow): ProviderAccountView {
-  const settings = JSON.parse(row.settings) as ProviderAccountSettings;
-  const secrets = JSON.parse(row.secrets) as ProviderAccountSecrets;
+function view(row: ProviderAccount): ProviderAccountView {
+  const { settings, secrets } = row;
   return {
     id: row.id,
     project_id: row.project_id,
@@ -90,7 +89,7 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     webhook_public_key: opts.webhookPublicKey ?? null,
   };
   if (opts.slug === 'provider-c-api' && !opts.domain) throw new OperatorError('invalid_argument', 'provider-c-api needs --domain (the sending domain of the account)');
-  const secrets: Record<string, string> = {};
+  const secrets: ProviderAccountSecrets = {};
   if (opts.pass !== undefined) secrets.pass = opts.pass;
   if (opts.apiKey !== undefined) secrets.api_key = opts.apiKey;
   if (opts.webhookSecret !== undefined) secrets.webhook_secret = opts.webhookSecret;
@@ -99,13 +98,13 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     id,
     project_id: projectId,
     slug: opts.slug,
-    settings: JSON.stringify(settings),
-    secrets: JSON.stringify(secrets),
+    settings,
+    secrets,
     priority: integer('priority', opts.priority, 0, 1_000_000) ?? 100,
     free_quota: integer('free-quota', opts.freeQuota, 0, Number.MAX_SAFE_INTEGER),
     created_at: ctx.clock.now(),
   });
-  return view(sql(ctx.db, 'SELECT * FROM provider_accounts WHERE id = ?').get(id) as ProviderAccountRow);
+  return view(findProviderAccount(ctx.db, id)!);
 }
 
 export function listProviders(ctx: OperatorContext, projectId: string): { providers: ProviderAccountView[] } {

@@ -1,6 +1,5 @@
-import type { Clock } from '../clock.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
-import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
 import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
 import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject, postJson } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
@@ -107,9 +106,9 @@ export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<stri
  * survive; Postmark signs with the sender signature's domain).
  */
 export class PostmarkApiAdapter implements ProviderAdapter {
-  constructor(private readonly deps: { clock: Clock; timeoutMs: number }) {}
+  constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const { apiKey, endpoint } = apiCredentials(account);
     if (!apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);
