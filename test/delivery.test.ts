@@ -16,6 +16,7 @@ import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../src/clock.js';
 import { messageShow, releaseMessage, cancelMessage } from '../src/operator/messages.js';
+import { createKey } from '../src/operator/keys.js';
 import { setPaused, setStrategy } from '../src/operator/projects.js';
 import { attachProvider, detachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppress, suppressionList } from '../src/operator/suppressions.js';
@@ -65,6 +66,8 @@ class Sink {
   readonly received: Received[] = [];
   dataCount = 0;
   mailCount = 0;
+  /** SMTP connections opened to this relay. */
+  connections = 0;
   private constructor(
     readonly name: string,
     private readonly server: SMTPServer,
@@ -80,6 +83,10 @@ class Sink {
       disabledCommands: ['STARTTLS'],
       authOptional: !behaviour.refuseAuth,
       allowInsecureAuth: true,
+      onConnect(_session, callback) {
+        sink!.connections++;
+        callback();
+      },
       onAuth(_auth, _session, callback) {
         callback(smtpError({ code: 535, text: '5.7.8 Authentication credentials invalid' }));
       },
@@ -301,6 +308,22 @@ describe('end to end through a real SMTP relay', () => {
     assert.equal(shown.provider_message_id, 'relay-0001');
     assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
     assert.deepEqual(shown.attempts_log.map((a) => a.outcome), ['sent']);
+  });
+
+  test('an account loaded again unchanged (after an operator change elsewhere) keeps its relay connection', async (t) => {
+    const s = scope(t);
+    const sink = await startSink(s, 'relay');
+    const p = await startPostern(s);
+    const pk = project(p);
+    attach(p, pk, sink.port);
+
+    await waitStatus(p, await send(p.production, pk.liveKey, { subject: 'First' }), 'sent');
+    // A new key moves the policy generation: every cached account is loaded from its row again.
+    createKey(p.ctx, pk.project.id, 'live');
+    await waitStatus(p, await send(p.production, pk.liveKey, { subject: 'Second' }), 'sent');
+
+    assert.equal(sink.received.length, 2);
+    assert.equal(sink.connections, 1, 'both messages went over the pooled connection');
   });
 });
 
