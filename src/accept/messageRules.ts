@@ -1,5 +1,5 @@
 import type { Details, ErrorDetail } from '../contract/errors.js';
-import { detailOrder, validateMessageBody } from '../contract/validators.js';
+import { detailOrder, openapiDocument, validateMessageBody } from '../contract/validators.js';
 import type { Message } from '../contract/types.gen.js';
 
 /** Limits of the contract that a JSON Schema cannot say (cross-field, clock-bound, decoded sizes). */
@@ -9,6 +9,17 @@ export const MESSAGE_LIMITS = {
   maxAttachmentsTotalBytes: 25 * 1024 * 1024,
   maxScheduleAheadMs: 72 * 3600 * 1000,
 } as const;
+
+/** The contract's longest `text` and `html`, in characters (code points), as its schema states them. */
+export const BODY_MAX_LENGTH: Readonly<Record<'text' | 'html', number>> = (() => {
+  const properties = openapiDocument.components.schemas.Message.properties as Record<string, { maxLength?: number }>;
+  const limit = (field: 'text' | 'html') => {
+    const max = properties[field]?.maxLength;
+    if (typeof max !== 'number') throw new Error(`openapi.json: Message.${field} has no maxLength`);
+    return max;
+  };
+  return { text: limit('text'), html: limit('html') };
+})();
 
 function decodedBase64Length(s: string): number {
   const pad = s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0;

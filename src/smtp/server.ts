@@ -15,7 +15,7 @@ import type { Db } from '../store/db.js';
 import type { Spool } from '../spool/spool.js';
 import type { SpoolWriters } from '../spool/writers.js';
 import type { TlsMaterial } from './certificates.js';
-import { ingestMessage, readWholeUpTo, type IngestOptions } from './ingest.js';
+import { ingestMessage, MessageOverSize, readWholeUpTo, type IngestOptions, type ParsedMail } from './ingest.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
 import './greetingDelay.js';
@@ -213,6 +213,9 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
           if (!(err instanceof ContractError)) log.error({ err }, 'SMTP message not accepted');
+          // Whatever is still to come is read and dropped here (smtp-server answers at its end).
+          stream.unpipe();
+          stream.resume();
           callback(replyForUnknown(err));
         });
     },
@@ -227,15 +230,21 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     try {
       const options: IngestOptions = { tmpPath, id, defaultSender: `postern@${limits.hostname ?? os.hostname()}` };
       // Most messages are small: held whole, then rewritten, written and parsed in one step
-      // on a writer thread. Big ones stream to disk as they arrive.
-      const received = await readWholeUpTo(stream, limits.in_memory_message_bytes);
-      const mail = 'whole' in received ? await writers.ingest(received.whole, options) : await ingestMessage(received.stream, options);
-      if ((stream as Readable & { sizeExceeded?: boolean }).sizeExceeded) {
-        // smtp-server answers 552 5.3.4 itself; nothing is kept.
-        throw smtpError(552, `Message exceeds ${limits.max_message_bytes} bytes`);
+      // on a writer thread. Big ones stream to disk as they arrive, and stop being written the
+      // moment they pass SIZE (the rest is drained unread).
+      const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
+      let mail: ParsedMail;
+      try {
+        mail = 'whole' in received ? await writers.ingest(received.whole, options) : await ingestMessage(received.stream, options, limits.max_message_bytes);
+      } catch (err) {
+        // smtp-server answers 552 5.3.4 itself once the stream ends; nothing is kept.
+        if (err instanceof MessageOverSize) throw smtpError(552, err.message);
+        throw err;
       }
       const recipients = session.envelope.rcptTo.map((r) => r.address);
       const judged = judgeSmtpMessage(mail, recipients, clock.now());
+      // A message read only in part is always over a length the rules refuse (above).
+      if (!mail.complete) throw new Error('a message read only in part passed the rules');
       const accepted = await pipeline.idempotent(auth, judged.idempotencyKey, () =>
         pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
           id,
