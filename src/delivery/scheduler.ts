@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
+import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
 import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
 import type { Db } from '../store/db.js';
@@ -56,6 +57,9 @@ class Slots {
 
 /** How long outcomes wait to share one exchange with the index writer (one transaction for many). */
 const WRITE_GROUPING_MS = 5;
+/** A failing exchange (a full disk) is retried ever more slowly up to this, and logged once a minute, not each time. */
+const FAILURE_MAX_DELAY_MS = 5000;
+const FAILURE_LOG_PERIOD_MS = 60_000;
 
 /**
  * The delivery scheduler: leases due messages from the index (never the whole queue), hands
@@ -85,9 +89,16 @@ export class DeliveryScheduler {
   private readonly reserved = new Map<string, number>();
   /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
   private readonly throttledUntil = new Map<string, number>();
+  private readonly bookkeepingFailure: RepeatedFailure;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
+    const poll = deps.config.delivery.poll_interval_ms;
+    this.bookkeepingFailure = new RepeatedFailure(deps.logger, 'delivery bookkeeping failed; leases will expire and retry', {
+      minDelayMs: poll,
+      maxDelayMs: Math.max(poll, FAILURE_MAX_DELAY_MS),
+      logPeriodMs: FAILURE_LOG_PERIOD_MS,
+    });
   }
 
   start(): void {
@@ -127,7 +138,7 @@ export class DeliveryScheduler {
   private async exchange(claim: boolean): Promise<void> {
     // One at a time: the one in flight decides what comes next when it returns.
     if (this.exchanging) return;
-    const { clock, config, logger, bookkeeping } = this.deps;
+    const { clock, config, bookkeeping } = this.deps;
     const now = clock.now();
     const work: DeliveryBookkeeping = { writes: [], expire: null, lease: null };
     if (claim && !this.stopping) {
@@ -154,12 +165,13 @@ export class DeliveryScheduler {
     let next = config.delivery.poll_interval_ms;
     const done = bookkeeping.write('delivery', work).then(
       ({ result }) => {
+        this.bookkeepingFailure.succeeded();
         for (const row of result.leased) void this.deliver(row);
         if (work.lease && result.leased.length === work.lease.limit) next = 0;
       },
       (err: unknown) => {
         // Not acknowledged to anyone: the leases run out and the messages are tried again.
-        logger.error({ err }, 'delivery bookkeeping failed; leases will expire and retry');
+        next = this.bookkeepingFailure.failed(err);
       },
     );
     this.exchanging = done.finally(() => {
