@@ -99,6 +99,10 @@ max_clients_per_ip: number
  */
 idle_timeout_ms: number
 /**
+ * A session that has not authenticated this long after it connected is closed with 421: one without a key cannot hold a listener slot for the idle timeout.
+ */
+unauthenticated_timeout_ms: number
+/**
  * Pause before the 220 greeting; a client that talks during it is refused (early-talker detection, an MX defence against spambots). Every listener requires AUTH, so by default there is none: it would cost each connection this long (smtp-server's own is a fixed 100 ms).
  */
 greeting_delay_ms: number
@@ -107,7 +111,14 @@ greeting_delay_ms: number
  */
 session_timeout_ms: number
 max_messages_per_session: number
+/**
+ * Commands a connection may send before it authenticates, before and after STARTTLS alike (AUTH itself not counted); the one that reaches this is answered 421 and the connection closed.
+ */
 max_unauthenticated_commands: number
+/**
+ * Longest command line, CRLF excluded (RFC 5321 requires servers to take 512 octets; 2048, as Postfix, leaves room for long AUTH and MAIL lines). A longer one is answered 500 5.5.2 Line too long and the connection closed.
+ */
+max_command_line_bytes: number
 /**
  * Failed AUTH attempts in a session answered at once; later ones wait 1 s more each.
  */

@@ -18,8 +18,10 @@ import type { TlsMaterial } from './certificates.js';
 import { ingestMessage, MessageOverSize, readWholeUpTo, type IngestOptions, type ParsedMail } from './ingest.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
+import './commandLineLength.js';
 import './greetingDelay.js';
 import './replyCode.js';
+import './unauthenticatedCommands.js';
 
 export interface SmtpDeps {
   db: Db;
@@ -118,7 +120,10 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     maxRecipients: limits.max_recipients,
     socketTimeout: limits.idle_timeout_ms,
     closeTimeout: limits.shutdown_grace_ms,
+    // Counted before STARTTLS too (unauthenticatedCommands.ts).
     maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
+    // Answered 500 5.5.2 Line too long (commandLineLength.ts).
+    maxCommandLength: limits.max_command_line_bytes,
     // Read by greetingDelay.ts (smtp-server's own pause is a fixed 100 ms).
     ...{ greetingDelayMs: limits.greeting_delay_ms },
     // Refuse a message over SIZE even when the client did not declare its size.
@@ -134,8 +139,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       if (closing) return callback(smtpError(421, 'Server shutting down'));
       const count = perIp.get(ip) ?? 0;
       if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
-      const wait = admission.unauthenticatedWaitMs(ip);
-      if (wait > 0) return callback(smtpError(421, `rate_limited: too many failed authentications from this address; retry in ${Math.ceil(wait / 1000)} seconds`));
+      // An address whose window for keyless requests is spent is still served: a valid key is
+      // never held by it (README, rate limits); AUTH with a bad key is refused then (onAuth).
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
       const connection = connectionOf(session);
@@ -260,17 +265,22 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     }
   }
 
-  // Sessions have a total lifetime as well as an idle timeout.
+  // Sessions have a total lifetime as well as an idle timeout, and a shorter one to authenticate
+  // in: a session without a key cannot hold a listener's slot for long.
   const sweep = setInterval(() => {
     const now = clock.now();
     for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) {
       const state = sessions.get(c.session.id);
-      if (state && now - state.started > limits.session_timeout_ms) {
+      if (!state) continue;
+      if (now - state.started > limits.session_timeout_ms) {
         c.send(421, 'Session too long; reconnect');
+        c.close();
+      } else if (state.key === null && now - state.started > limits.unauthenticated_timeout_ms) {
+        c.send(421, 'Not authenticated in time; reconnect');
         c.close();
       }
     }
-  }, Math.min(5000, limits.session_timeout_ms));
+  }, Math.min(5000, limits.session_timeout_ms, limits.unauthenticated_timeout_ms));
   sweep.unref();
 
   server.on('error', (err) => log.warn({ err }, 'SMTP listener error'));
