@@ -1,4 +1,4 @@
-import { Duplex, pipeline, Writable, type Transform } from 'node:stream';
+import { Duplex, type Transform } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { MimeNode } from '@zone-eu/mailsplit';
 import FlowedDecoder from '@zone-eu/mailsplit/lib/flowed-decoder.js';
@@ -35,69 +35,100 @@ interface ParserInternals {
 
 const baseCreateNode = (MailParser.prototype as unknown as ParserInternals).createNode;
 
+const CR = 0x0d;
+const LF = 0x0a;
+const ANY_SURROGATE = /[\uD800-\uDFFF]/;
+const SURROGATE_PAIRS = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
 /**
  * Characters of a decoded text as the contract counts them (code points, as JSON Schema's
- * maxLength does), with its line breaks as mailparser hands them on (CRLF as one LF).
- * Holds nothing but the state a chunk boundary needs.
+ * maxLength does), with its line breaks as mailparser hands them on (CRLF as one LF). Holds
+ * nothing but the state a chunk boundary needs.
  */
-class CharacterCounter extends Writable {
+class CharacterCount {
   private readonly utf8 = new StringDecoder('utf8');
   private afterCr = false;
   private afterHighSurrogate = false;
 
-  constructor(private readonly onCount: (characters: number) => void) {
-    super({ decodeStrings: false });
-  }
+  constructor(private readonly onCount: (characters: number) => void) {}
 
-  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: () => void): void {
+  write(chunk: Buffer | string): void {
     this.count(typeof chunk === 'string' ? chunk : this.utf8.write(chunk));
-    done();
   }
 
-  override _final(done: () => void): void {
+  end(): void {
     this.count(this.utf8.end());
-    done();
   }
 
   private count(s: string): void {
     if (s.length === 0) return;
     let n = s.length;
-    let afterCr = this.afterCr;
-    let afterHigh = this.afterHighSurrogate;
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i);
-      if ((c === 0x0a && afterCr) || (c >= 0xdc00 && c <= 0xdfff && afterHigh)) n--;
-      afterCr = c === 0x0d;
-      afterHigh = c >= 0xd800 && c <= 0xdbff;
-    }
-    this.afterCr = afterCr;
-    this.afterHighSurrogate = afterHigh;
+    // A CRLF is one character (the searches are native, so a plain text costs little).
+    if (this.afterCr && s.charCodeAt(0) === LF) n--;
+    for (let i = s.indexOf('\r\n'); i !== -1; i = s.indexOf('\r\n', i + 2)) n--;
+    // A surrogate pair is one code point.
+    if (this.afterHighSurrogate && isLowSurrogate(s.charCodeAt(0))) n--;
+    if (ANY_SURROGATE.test(s)) n -= s.match(SURROGATE_PAIRS)?.length ?? 0;
+    const last = s.charCodeAt(s.length - 1);
+    this.afterCr = last === CR;
+    this.afterHighSurrogate = last >= 0xd800 && last <= 0xdbff;
     this.onCount(n);
   }
 }
 
 /**
- * What mailparser is handed in place of a counted part's decoder: what it writes goes to the
- * real transfer decoder (whose output is counted), and it reads back nothing, so the part's
- * text is never gathered. The readable side ends once the count is complete.
+ * What mailparser is handed in place of a counted part's decoder. What it writes is decoded by
+ * `steps` (transfer encoding, format=flowed, charset: those the part needs, none for a plain
+ * UTF-8 part) and counted; it reads back nothing, so the part's text is never gathered. The
+ * readable side ends once the count is complete.
  */
 class CountedPart extends Duplex {
-  constructor(private readonly transferDecoder: Transform) {
+  private readonly first: Transform | undefined;
+  private done: () => void = () => undefined;
+  /** Settles once every character is counted, or the decoding failed. */
+  readonly counted = new Promise<void>((resolve) => (this.done = resolve));
+
+  constructor(
+    steps: Transform[],
+    private readonly count: CharacterCount,
+  ) {
     super();
+    this.first = steps[0];
+    const last = steps[steps.length - 1];
+    for (let i = 0; i < steps.length; i++) {
+      steps[i].on('error', (err: Error) => {
+        this.done();
+        this.destroy(err);
+      });
+      if (i > 0) steps[i - 1].pipe(steps[i]);
+    }
+    last?.on('data', (chunk: Buffer | string) => count.write(chunk));
+    last?.on('end', () => this.finish());
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    if (this.transferDecoder.write(chunk)) done();
-    else this.transferDecoder.once('drain', done);
+    if (!this.first) {
+      this.count.write(chunk);
+      done();
+    } else if (this.first.write(chunk)) done();
+    else this.first.once('drain', done);
   }
 
   override _final(done: () => void): void {
-    this.transferDecoder.end();
+    if (this.first) this.first.end();
+    else this.finish();
     done();
   }
 
   override _read(): void {
     // Nothing to give: pushed null once the part is counted.
+  }
+
+  private finish(): void {
+    this.count.end();
+    this.done();
+    this.push(null);
   }
 }
 
@@ -142,10 +173,9 @@ export class CountingMailParser extends MailParser {
     }
     const field = created.contentType ? FIELD_OF_TYPE[created.contentType] : undefined;
     if (!field || !created.decoder || created.isAttachment || created.disposition !== 'inline') return created;
-    const transferDecoder = created.decoder as Transform;
-    const part = new CountedPart(transferDecoder);
-    // The steps mailparser applies to an inline part, in its order (see its processChunk).
-    const steps: Transform[] = [transferDecoder];
+    // The steps mailparser applies to an inline part, in its order (see its processChunk); the
+    // transfer decoder of a part in 7bit, 8bit or binary passes bytes through and is left out.
+    const steps: Transform[] = node.encoding === 'base64' || node.encoding === 'quoted-printable' ? [created.decoder as Transform] : [];
     // (Its typings declare only a `data` event, though it is a Transform like the others.)
     if (node.flowed) steps.push(new FlowedDecoder({ delSp: node.delSp }) as unknown as Transform);
     const charset = created.charset || 'utf-8';
@@ -156,16 +186,10 @@ export class CountingMailParser extends MailParser {
         // mailparser keeps such a part undecoded too
       }
     }
-    const counter = new CharacterCounter((n) => this.add(field, n));
-    this.counted.push(
-      new Promise<void>((resolve) => {
-        pipeline([...steps, counter], (err) => {
-          if (err) part.destroy(err);
-          else part.push(null);
-          resolve();
-        });
-      }),
-    );
+    const part = new CountedPart(steps, new CharacterCount((n) => this.add(field, n)));
+    this.counted.push(part.counted);
+    // Set by the decoder mailparser made, which this one replaces.
+    part.once('end', () => ((this as unknown as ParserInternals).decoderEnded = true));
     created.decoder = part;
     return created;
   }
