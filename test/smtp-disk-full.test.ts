@@ -11,26 +11,19 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import nodemailer, { type SendMailOptions } from 'nodemailer';
+import type { SendMailOptions } from 'nodemailer';
 import { readMessageRows } from './support/assertions.js';
 import { createProjectWithKeys, spawnPostern, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
 import { sleep, withClosedIndex } from './support/processes.js';
+import { starttlsTransport } from './support/smtpTransport.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const isRoot = process.getuid?.() === 0;
 
 /** The server's last reply to a message, accepted or not. */
 async function send(port: number, key: string, extra: SendMailOptions = {}): Promise<string> {
-  const transport = nodemailer.createTransport({
-    host: '127.0.0.1',
-    port,
-    secure: false,
-    requireTLS: true,
-    tls: { rejectUnauthorized: false },
-    auth: { user: 'disk-full', pass: key },
-    // Well under the server's idle timeout (60 s): a reply that never comes fails here.
-    socketTimeout: 30_000,
-  });
+  // Well under the server's idle timeout (60 s): a reply that never comes fails here.
+  const transport = starttlsTransport(port, key, { socketTimeout: 30_000 });
   try {
     return String((await transport.sendMail({ from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Disk', text: 'A small message', ...extra })).response);
   } catch (err) {

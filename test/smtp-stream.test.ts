@@ -3,7 +3,7 @@ import { closeSync, openSync, readSync, rmSync, statSync, writeFileSync } from '
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { systemClock } from '../src/clock.js';
 import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
@@ -12,6 +12,7 @@ import { openDatabase } from '../src/store/db.js';
 import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
 import { readMessageRows, spoolSnapshot } from './support/assertions.js';
 import { watchPeakRss, type PeakRss } from './support/processMemory.js';
+import { starttlsTransport } from './support/smtpTransport.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -36,17 +37,7 @@ function seedProject(stateDir: string): ProjectWithKeys {
 }
 
 function transportFor(port: number, key: string): Transporter {
-  return nodemailer.createTransport({
-    host: '127.0.0.1',
-    port,
-    secure: false,
-    requireTLS: true,
-    tls: { rejectUnauthorized: false },
-    auth: { user: 'stream-test', pass: key },
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 60_000,
-  });
+  return starttlsTransport(port, key, { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 60_000 });
 }
 
 /**
