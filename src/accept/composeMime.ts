@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type { Mailbox } from '../contract/address.js';
 import { domainOf } from '../contract/address.js';
@@ -10,11 +11,30 @@ export function messageIdHeader(id: string, fromEmail: string): string {
   return `<${id}@${domainOf(fromEmail)}>`;
 }
 
+/** Slices MailComposer base64-encodes one at a time (a multiple of 3 bytes: no carry between them). */
+const CONTENT_SLICE_BYTES = 48 * 1024;
+
 /**
- * Canonical MIME for an HTTP send (nodemailer's MailComposer). Bcc recipients stay in the
- * index's envelope and never appear in the headers.
+ * An attachment as MailComposer reads it: a big one as a stream of slices of the same memory, so
+ * its base64 is made a slice at a time (given whole, a 10 MB attachment was encoded into a
+ * 13 MB string, wrapped into another and copied into a buffer). The output is the same.
  */
-export async function composeMime(id: string, message: OutgoingMessage, date: Date): Promise<Buffer> {
+function attachmentContent(content: Buffer): Buffer | Readable {
+  if (content.length <= CONTENT_SLICE_BYTES) return content;
+  return Readable.from(
+    (function* slices() {
+      for (let at = 0; at < content.length; at += CONTENT_SLICE_BYTES) yield content.subarray(at, at + CONTENT_SLICE_BYTES);
+    })(),
+    { objectMode: false },
+  );
+}
+
+/**
+ * Canonical MIME for an HTTP send (nodemailer's MailComposer), as a stream of chunks: a 25 MB
+ * attachment is base64-encoded and written as it goes, never held whole a second time. Bcc
+ * recipients stay in the index's envelope and never appear in the headers.
+ */
+export function composeMime(id: string, message: OutgoingMessage, date: Date): Readable {
   const composer = new MailComposer({
     from: toNodemailer(message.from),
     to: message.to.map(toNodemailer),
@@ -28,14 +48,14 @@ export async function composeMime(id: string, message: OutgoingMessage, date: Da
     date,
     attachments: message.attachments.map((a) => ({
       filename: a.filename,
-      content: a.content,
+      content: attachmentContent(a.content),
       contentType: a.contentType ?? undefined,
       cid: a.contentId ?? undefined,
       contentDisposition: a.disposition,
     })),
+    // The spool holds exactly what goes on the wire: CRLF line ends, even where the request's
+    // text and html used bare LF (so DKIM signs the bytes the relay sends).
+    newline: 'windows',
   });
-  // The spool holds exactly what goes on the wire: CRLF line ends, even where the request's
-  // text and html used bare LF (so DKIM signs the bytes the relay sends).
-  const built = await composer.compile().build();
-  return Buffer.from(built.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+  return composer.compile().createReadStream();
 }

@@ -131,12 +131,50 @@ export const REUSE_CAP = 10_000;
  * removes `tmpPath` on failure.
  */
 export function writeTempFileSync(tmpPath: string, data: Uint8Array, reuse?: string): void {
-  const fd = reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC) : openSync(tmpPath, 'wx', 0o600);
+  const fd = openTempFileSync(tmpPath, reuse);
   try {
     for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
   } finally {
     closeSync(fd);
   }
+}
+
+/** Bytes gathered before one write: a small message is one write, a big one never held whole. */
+const WRITE_BATCH_BYTES = 256 * 1024;
+
+/**
+ * Writes the chunks of `source` to the temp file `tmpPath` (opened as writeTempFileSync does) as
+ * they come, gathered into writes of WRITE_BATCH_BYTES; returns the bytes written. The caller
+ * removes `tmpPath` on failure.
+ */
+export async function writeTempFileFrom(tmpPath: string, source: AsyncIterable<Uint8Array>, reuse?: string): Promise<number> {
+  const fd = openTempFileSync(tmpPath, reuse);
+  let size = 0;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  // The stream's chunks are small (a header, a few base64 lines): copied into one write.
+  const flush = () => {
+    const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+    for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
+    pending = [];
+    pendingBytes = 0;
+  };
+  try {
+    for await (const chunk of source) {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      size += chunk.length;
+      if (pendingBytes >= WRITE_BATCH_BYTES) flush();
+    }
+    if (pendingBytes > 0) flush();
+  } finally {
+    closeSync(fd);
+  }
+  return size;
+}
+
+function openTempFileSync(tmpPath: string, reuse?: string): number {
+  return reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC) : openSync(tmpPath, 'wx', 0o600);
 }
 
 function claimRetired(reuse: string, tmpPath: string): boolean {

@@ -9,7 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import { composeMime } from '../accept/composeMime.js';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../smtp/ingest.js';
-import { writeTempFileSync } from './spool.js';
+import { writeTempFileFrom } from './spool.js';
 
 export type WriteTask =
   | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string }
@@ -68,9 +68,8 @@ async function handle(task: WriteTask): Promise<WriteResult> {
       const parsed = await ingestBufferedMessage(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.options);
       return { seq: task.seq, ok: true, size: parsed.size, parsed };
     }
-    const mime = await composeMime(task.id, revive(task.message), new Date(task.dateMs));
-    writeTempFileSync(task.tmpPath, mime, task.reusePath);
-    return { seq: task.seq, ok: true, size: mime.length };
+    const size = await writeTempFileFrom(task.tmpPath, composeMime(task.id, revive(task.message), new Date(task.dateMs)), task.reusePath);
+    return { seq: task.seq, ok: true, size };
   } catch (err) {
     rmSync(tmpPath, { force: true });
     return { seq: task.seq, ok: false, error: (err as Error).message };
