@@ -196,7 +196,7 @@ export async function spawnPostern(
   stateDir: string,
   env: Record<string, string> = {},
   args: string[] = [],
-  opts: { logFile?: string; delivery?: boolean } = {},
+  opts: { logFile?: string; delivery?: boolean; openFileLimit?: number } = {},
 ): Promise<SpawnedPostern> {
   // A log file keeps a chatty server from costing the parent CPU (benchmarks).
   const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
@@ -209,7 +209,11 @@ export async function spawnPostern(
   }
   // e.g. POSTERN_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.
   const nodeArgs = (process.env.POSTERN_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, cliPath, 'start', '--json', ...args], {
+  const argv = [...nodeArgs, cliPath, 'start', '--json', ...args];
+  // A lowered `ulimit -n` for the server alone (descriptor exhaustion tests).
+  const [command, commandArgs] =
+    opts.openFileLimit === undefined ? [process.execPath, argv] : ['sh', ['-c', `ulimit -n ${opts.openFileLimit} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, {
     env: {
       ...process.env,
       POSTERN_STATE_DIR: stateDir,
