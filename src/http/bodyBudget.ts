@@ -54,6 +54,15 @@ export class BodyBudget {
     return this.used;
   }
 
+  /** A lease of `bytes` if they fit now (and nobody waits before), else null. */
+  tryAcquire(bytes: number): BodyLease | null {
+    if (this.queue.length > 0) return null;
+    const lease = new Lease(this);
+    if (!this.fits(lease, bytes)) return null;
+    this.grant(lease, bytes);
+    return lease;
+  }
+
   /** A lease of `bytes`, once they fit; `signal` (the client went away) withdraws the request. */
   async acquire(bytes: number, signal?: AbortSignal): Promise<BodyLease> {
     const lease = new Lease(this);

@@ -22,6 +22,20 @@ function tooLarge(limit: number): ContractError {
   return new ContractError('body:too_large', { message: `The request body exceeds ${limit} bytes.` });
 }
 
+/** A lease once `bytes` fit in the budget; withdrawn (ClientGone) if the client goes away first. */
+async function waitForBudget(req: IncomingMessage, budget: BodyBudget, bytes: number): Promise<BodyLease> {
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!req.complete) gone.abort(new ClientGone());
+  };
+  req.once('close', onClose);
+  try {
+    return await budget.acquire(bytes, gone.signal);
+  } finally {
+    req.off('close', onClose);
+  }
+}
+
 /**
  * Reads a request body whole into one Buffer, raw bytes (their decoding is the caller's).
  * Over `limit` bytes → 413 `body:too_large`, from Content-Length before reading when declared.
@@ -42,17 +56,7 @@ export async function readRequestBody(
   const declared = header === undefined ? null : Number(header);
   if (declared !== null && declared > limit) throw tooLarge(limit);
   if (req.destroyed && !req.complete) throw new ClientGone();
-  const gone = new AbortController();
-  const onClose = () => {
-    if (!req.complete) gone.abort(new ClientGone());
-  };
-  req.once('close', onClose);
-  let lease: BodyLease;
-  try {
-    lease = await budget.acquire(declared ?? Math.min(limit, FIRST_CHUNKED_LEASE), gone.signal);
-  } finally {
-    req.off('close', onClose);
-  }
+  const lease = budget.tryAcquire(declared ?? Math.min(limit, FIRST_CHUNKED_LEASE)) ?? (await waitForBudget(req, budget, declared ?? Math.min(limit, FIRST_CHUNKED_LEASE)));
   if (res.destroyed || (req.destroyed && !req.complete)) {
     lease.release();
     throw new ClientGone();

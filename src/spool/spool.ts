@@ -1,6 +1,7 @@
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { SpooledMessage } from './writers.js';
 
 /**
@@ -144,13 +145,14 @@ const WRITE_BATCH_BYTES = 256 * 1024;
 
 /**
  * Writes the chunks of `source` to the temp file `tmpPath` (opened as writeTempFileSync does) as
- * they come, gathered into writes of WRITE_BATCH_BYTES; returns the bytes written. The caller
- * removes `tmpPath` on failure.
+ * they come, gathered into writes of WRITE_BATCH_BYTES; resolves with the bytes written. The
+ * caller removes `tmpPath` on failure. ('data' events: `for await` cost a small message about
+ * 50 µs more of the writer thread.)
  */
-export async function writeTempFileFrom(tmpPath: string, source: AsyncIterable<Uint8Array>, reuse?: string): Promise<number> {
+export function writeTempFileFrom(tmpPath: string, source: Readable, reuse?: string): Promise<number> {
   const fd = openTempFileSync(tmpPath, reuse);
   let size = 0;
-  let pending: Uint8Array[] = [];
+  let pending: Buffer[] = [];
   let pendingBytes = 0;
   // The stream's chunks are small (a header, a few base64 lines): copied into one write.
   const flush = () => {
@@ -159,18 +161,47 @@ export async function writeTempFileFrom(tmpPath: string, source: AsyncIterable<U
     pending = [];
     pendingBytes = 0;
   };
-  try {
-    for await (const chunk of source) {
+  return new Promise<number>((resolve, reject) => {
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      source.destroy();
+      try {
+        closeSync(fd);
+      } catch {
+        // Closed already, or unclosable: the caller removes the file either way.
+      }
+      reject(err);
+    };
+    source.on('data', (chunk: Buffer) => {
+      if (failed) return;
       pending.push(chunk);
       pendingBytes += chunk.length;
       size += chunk.length;
-      if (pendingBytes >= WRITE_BATCH_BYTES) flush();
-    }
-    if (pendingBytes > 0) flush();
-  } finally {
-    closeSync(fd);
-  }
-  return size;
+      try {
+        if (pendingBytes >= WRITE_BATCH_BYTES) flush();
+      } catch (err) {
+        fail(err);
+      }
+    });
+    source.once('error', fail);
+    source.once('end', () => {
+      if (failed) return;
+      try {
+        if (pendingBytes > 0) flush();
+      } catch (err) {
+        return fail(err);
+      }
+      failed = true;
+      try {
+        closeSync(fd);
+      } catch (err) {
+        return reject(err);
+      }
+      resolve(size);
+    });
+  });
 }
 
 function openTempFileSync(tmpPath: string, reuse?: string): number {
