@@ -57,7 +57,7 @@ keep_alive_timeout_ms: number
  */
 max_connections: number
 /**
- * Open HTTP connections from one client address (a reverse proxy in front of Postern is one address: raise it to its connection pool size).
+ * Open HTTP connections from one client address: by default half of max_connections, so one address cannot take them all (a reverse proxy in front of Postern is one address: raise it to its connection pool size).
  */
 max_connections_per_ip: number
 /**
