@@ -88,6 +88,13 @@ async function main(): Promise<void> {
   const server = await startBenchPostern(stateDir, configFile);
   try {
     console.log(`machine: ${machine()}`);
+    // The probe alone first: what this machine's load does to /healthz with nothing to refuse.
+    for (let i = 0; i < 2; i++) {
+      const probe = healthProbe(new URL('/healthz', server.sandbox));
+      await sleep(600);
+      const health = await probe.stop();
+      console.log(`no hostile body (0.6 s): GET /healthz (${health.length} probes): p50 ${health[Math.floor(health.length / 2)].toFixed(1)} ms, max ${health[health.length - 1].toFixed(1)} ms`);
+    }
     // Each body twice: the first post of a kind also pays for compiling the code that refuses it.
     for (const [name, build] of BODIES.flatMap((b) => [b, b])) {
       const body = build();
