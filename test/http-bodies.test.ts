@@ -15,24 +15,6 @@ import { settle } from './support/waiting.js';
 
 type Detail = { field: string; code: string };
 
-/** POSTs raw bytes (they need not be UTF-8) as application/json. */
-async function postBytes(baseUrl: string, path: string, key: string, bytes: Uint8Array): Promise<HttpResult> {
-  const res = await fetch(baseUrl + path, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: bytes as BodyInit,
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, headers: res.headers, body, text };
-}
-
 function stored(p: TestPostern): { rows: number; files: number } {
   return { rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number, files: emlCount(p.stateDir) };
 }
@@ -138,19 +120,19 @@ describe('text that is not text is refused with its field code, never stored cha
 
   test('bytes that are not UTF-8 in the subject are 422 subject:invalid_value; nothing is stored', async () => {
     const before = stored(p);
-    const res = await postBytes(p.sandbox, '/v1/send', key, bytesWith(JSON.stringify(validMessage({ subject: 'Hello @@' })), [0xff, 0xfe]));
+    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ subject: 'Hello @@' })), [0xff, 0xfe]) });
     assertDetails(res, [{ field: 'subject', code: 'subject:invalid_value' }]);
     assert.deepEqual(stored(p), before);
   });
 
   test('a truncated UTF-8 sequence in a metadata value is 422 metadata:invalid_value at its key', async () => {
-    const res = await postBytes(p.sandbox, '/v1/send', key, bytesWith(JSON.stringify(validMessage({ metadata: { plan: 'gold@@' } })), [0xe2, 0x82]));
+    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ metadata: { plan: 'gold@@' } })), [0xe2, 0x82]) });
     assertDetails(res, [{ field: 'metadata.plan', code: 'metadata:invalid_value' }]);
   });
 
   test('bad bytes in an attachment filename and a display name are refused at their place', async () => {
     const json = JSON.stringify(validMessage({ to: ['ok@example.org', 'Bad @@ <b@example.org>'], attachments: [{ filename: 'a@@.txt', content: 'aGk=' }] }));
-    const res = await postBytes(p.sandbox, '/v1/send', key, bytesWith(json, [0xc0]));
+    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(json, [0xc0]) });
     assertDetails(res, [
       { field: 'to.1', code: 'to:invalid_address' },
       { field: 'attachments.0.filename', code: 'attachments:invalid_value' },
@@ -158,13 +140,13 @@ describe('text that is not text is refused with its field code, never stored cha
   });
 
   test('bad bytes in a body that also holds a real U+FFFD are 400 body:invalid_json ("not valid UTF-8"): which is which cannot be told', async () => {
-    const res = await postBytes(p.sandbox, '/v1/send', key, bytesWith(JSON.stringify(validMessage({ text: 'a \uFFFD b', subject: 'x @@' })), [0xff]));
+    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ text: 'a \uFFFD b', subject: 'x @@' })), [0xff]) });
     assertErrorEnvelope(res, 400, 'validation_error', 'body:invalid_json');
     assert.match(res.body.error.message, /not valid UTF-8/);
   });
 
   test('bad bytes outside any string are 400 body:invalid_json', async () => {
-    const res = await postBytes(p.sandbox, '/v1/send', key, Buffer.concat([Buffer.from(JSON.stringify(validMessage())), Buffer.from([0xff])]));
+    const res = await post(p.sandbox, '/v1/send', { key, raw: Buffer.concat([Buffer.from(JSON.stringify(validMessage())), Buffer.from([0xff])]) });
     assertErrorEnvelope(res, 400, 'validation_error', 'body:invalid_json');
   });
 

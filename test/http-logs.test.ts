@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { attachProvider } from '../src/operator/providers.js';
 import { createProjectWithKeys, post, validMessage, type SpawnedPostern } from './support/postern.js';
+import type { OperatorContext } from '../src/operator/context.js';
 import { ProcessScope, withClosedIndex } from './support/processes.js';
 import { postFeedback } from './support/providerEmulator.js';
 
@@ -26,29 +27,37 @@ interface LogLine {
   [key: string]: unknown;
 }
 
+/** A real server at log level info, its stderr in a file, set up by `seed` before it starts. */
+async function loggingServer<T>(processes: ProcessScope, seed: (ctx: OperatorContext) => T): Promise<{ server: SpawnedPostern; logFile: string; stateDir: string; seeded: T }> {
+  const stateDir = processes.stateDir('postern-logs-');
+  const seeded = withClosedIndex(stateDir, seed);
+  const configFile = path.join(stateDir, 'config.json');
+  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false } }));
+  const logFile = path.join(stateDir, 'postern.log');
+  const server = await processes.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: 'info' }, [], { logFile });
+  return { server, logFile, stateDir, seeded };
+}
+
+/** Every line of the log (after the server stopped: lines are buffered). */
+const logLines = (logFile: string): LogLine[] =>
+  readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
+
 describe('the request log (a real server at log level info)', () => {
   const processes = new ProcessScope();
   let server: SpawnedPostern;
   let logFile: string;
   let liveKey: string;
   let accountId: string;
-  const lines = (): LogLine[] =>
-    readFileSync(logFile, 'utf8')
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine);
 
   before(async () => {
-    const stateDir = processes.stateDir('postern-logs-');
-    ({ liveKey, accountId } = withClosedIndex(stateDir, (ctx) => {
+    ({ server, logFile, seeded: { liveKey, accountId } } = await loggingServer(processes, (ctx) => {
       const pk = createProjectWithKeys(ctx, 'logs');
       const account = attachProvider(ctx, pk.project.id, { slug: 'provider-e-api', apiKey: 'server-token', endpoint: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET });
       return { liveKey: pk.liveKey, accountId: account.id };
     }));
-    const configFile = path.join(stateDir, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false } }));
-    logFile = path.join(stateDir, 'postern.log');
-    server = await processes.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: 'info' }, [], { logFile });
   });
   after(async () => processes.cleanup());
 
@@ -58,7 +67,7 @@ describe('the request log (a real server at log level info)', () => {
     assert.equal((await postFeedback(server.production, accountId, open, {}, WRONG_SECRET)).status, 401);
     assert.equal((await postFeedback(server.production, accountId, open, { authorization: `Basic ${Buffer.from(`postmark:${WRONG_SECRET}`).toString('base64')}` })).status, 401);
     await server.stop();
-    const feedbackLines = lines().filter((l) => l.msg === 'request' && l.path?.startsWith('/v1/feedback/'));
+    const feedbackLines = logLines(logFile).filter((l) => l.msg === 'request' && l.path?.startsWith('/v1/feedback/'));
     assert.deepEqual(
       feedbackLines.map((l) => [l.path, l.status]),
       [
@@ -76,15 +85,11 @@ describe('a client that goes away mid-body (a real server at log level info)', (
   const processes = new ProcessScope();
   let server: SpawnedPostern;
   let logFile: string;
+  let stateDir: string;
   let liveKey: string;
 
   before(async () => {
-    const stateDir = processes.stateDir('postern-abort-');
-    liveKey = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'abort')).liveKey;
-    const configFile = path.join(stateDir, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false } }));
-    logFile = path.join(stateDir, 'postern.log');
-    server = await processes.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: 'info' }, [], { logFile });
+    ({ server, logFile, stateDir, seeded: liveKey } = await loggingServer(processes, (ctx) => createProjectWithKeys(ctx, 'abort').liveKey));
   });
   after(async () => processes.cleanup());
 
@@ -98,12 +103,12 @@ describe('a client that goes away mid-body (a real server at log level info)', (
     const sent = await post(server.production, '/v1/send', { key: liveKey, json: validMessage() });
     assert.equal(sent.status, 202, sent.text);
     await server.stop();
-    const all = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+    const all = logLines(logFile);
     assert.deepEqual(all.filter((l) => l.level === 'error' || l.level === 'fatal'), []);
     const aborted = all.filter((l) => l.aborted === true);
     assert.equal(aborted.length, 1);
     assert.deepEqual([aborted[0].level, aborted[0].msg, aborted[0].path, aborted[0].status], ['info', 'request aborted by the client', '/v1/send', null]);
-    const db = new Database(path.join(path.dirname(logFile), 'postern.db'), { readonly: true });
+    const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
     try {
       assert.deepEqual(db.prepare('SELECT id FROM messages').pluck().all(), [sent.body.id]);
     } finally {

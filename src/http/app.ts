@@ -43,9 +43,13 @@ export function timeoutCheckInterval(config: PosternConfig['http']): number {
   return Math.max(100, Math.min(1000, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
+/** Paths that hold no secret, logged as they are (the masking is five regular expressions). */
+const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/openapi.json']);
+
 /** The request path as logged: no query string, and the URL secret of a feedback endpoint masked. */
 export function loggedPath(url: string | undefined): string {
-  return maskSecrets((url ?? '').split('?')[0]);
+  const path = (url ?? '').split('?')[0];
+  return PLAIN_PATHS.has(path) ? path : maskSecrets(path);
 }
 
 /** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */

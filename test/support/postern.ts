@@ -106,18 +106,18 @@ export interface HttpResult {
   text: string;
 }
 
-/** POSTs JSON (or a raw string) with an optional bearer key. */
+/** POSTs JSON (or a raw string, or raw bytes that need not be UTF-8) with an optional bearer key. */
 export async function post(
   baseUrl: string,
   pathname: string,
-  opts: { key?: string | null; json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  opts: { key?: string | null; json?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {},
 ): Promise<HttpResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   const res = await fetch(baseUrl + pathname, {
     method: 'POST',
     headers,
-    body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
+    body: (opts.raw as BodyInit | undefined) ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
     // A stuck server fails the test in seconds instead of stalling the whole file.
     signal: AbortSignal.timeout(30_000),
   });
