@@ -6,8 +6,11 @@ import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import type { PosternConfig } from './config/load.js';
 import { createHttpServer } from './http/app.js';
+import { BodyBudget } from './http/bodyBudget.js';
+import { ConnectionLimiter, MAX_PENDING_REFUSALS } from './http/connectionLimit.js';
 import type { Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
+import { openFileLimit } from './platform/openFileLimit.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
 import { reconcileSpool } from './spool/reconcile.js';
 import { Spool } from './spool/spool.js';
@@ -107,7 +110,11 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // through the index writer thread (src/events/host.ts).
   const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
 
+  warnIfFewDescriptors(config, logger);
   const admission = new Admission(db, clock, config);
+  // Every HTTP listener shares one connection cap and one memory budget for bodies.
+  const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip);
+  const bodies = new BodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
@@ -130,7 +137,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       let port: number;
       let scheme: string;
       if (listener.protocol === 'http') {
-        const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, listener);
+        const server = createHttpServer({ db, pipeline, admission, clock, logger, config, connections, bodies }, listener);
         servers.push(server);
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -178,6 +185,25 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       logger.info('stopped');
     },
   };
+}
+
+/** Descriptors the process holds besides client connections: index, spool files, listeners, threads. */
+const BASE_DESCRIPTORS = 100;
+
+/**
+ * The caps on connections bound the descriptors clients can take only if the process may open
+ * that many: say so at start when `ulimit -n` is lower than the caps allow.
+ */
+function warnIfFewDescriptors(config: PosternConfig, logger: Logger): void {
+  const limit = openFileLimit();
+  const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
+  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + smtp + BASE_DESCRIPTORS;
+  if (limit !== null && limit < needed) {
+    logger.warn(
+      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, smtp_max_clients: smtp },
+      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / smtp.max_clients',
+    );
+  }
 }
 
 /** A port below 1024 without the privilege to bind it is the common first-start failure: say so. */

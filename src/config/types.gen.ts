@@ -44,7 +44,7 @@ max_body_bytes: number
  */
 max_batch_body_bytes: number
 /**
- * A client must finish sending headers within this time.
+ * A client must finish sending a request's headers within this time, counted from the connection's start (or the end of its previous request): an idle or slow connection is answered 408 and closed.
  */
 headers_timeout_ms: number
 /**
@@ -52,6 +52,22 @@ headers_timeout_ms: number
  */
 request_timeout_ms: number
 keep_alive_timeout_ms: number
+/**
+ * Open HTTP connections across every HTTP listener. A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed; while 64 such refusals are pending, further ones are closed at once. Keep max_connections + smtp.max_clients + about 100 below the process's open-file limit (ulimit -n).
+ */
+max_connections: number
+/**
+ * Open HTTP connections from one client address: by default half of max_connections, so one address cannot take them all (a reverse proxy in front of Postern is one address: raise it to its connection pool size).
+ */
+max_connections_per_ip: number
+/**
+ * Memory budget of request bodies in flight (48 MiB: one body of the largest send at a time, small ones beside it): a request holds its body's bytes (Content-Length, or as received) from before it is read until it is answered; one that does not fit waits up to body_wait_ms, first come first served, then gets 503 server_busy with Retry-After. A body larger than the budget runs when nothing else holds any. While processed, a body costs about 3.5 times its size in memory.
+ */
+max_inflight_body_bytes: number
+/**
+ * How long a request waits for room in max_inflight_body_bytes before 503 server_busy (a waiting request holds no body memory: its client is held back by TCP).
+ */
+body_wait_ms: number
 }
 spool: {
 /**

@@ -10,6 +10,8 @@ import { feedbackVerifierFor } from '../providers/registry.js';
 import type { Db } from '../store/db.js';
 import { receiptExists } from '../store/feedback.js';
 import { findProviderAccount } from '../store/providerAccounts.js';
+import type { BodyBudget } from './bodyBudget.js';
+import { readRequestBody } from './requestBody.js';
 import { sendJson } from './respond.js';
 
 export interface FeedbackDeps {
@@ -18,28 +20,7 @@ export interface FeedbackDeps {
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
-}
-
-/** Reads the raw body up to `limit` bytes: signatures are over the exact bytes. */
-function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(new ContractError('body:too_large', { message: `The notification exceeds ${limit} bytes.` }));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new ContractError('body:too_large', { message: `The notification exceeds ${limit} bytes.` }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+  bodies: BodyBudget;
 }
 
 /**
@@ -48,7 +29,7 @@ function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
  * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
  */
 export function createFeedbackHandler(deps: FeedbackDeps) {
-  const { db, admission, clock, logger, config } = deps;
+  const { db, admission, clock, logger, config, bodies } = deps;
   const log = logger.child({ component: 'feedback' });
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
     // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
@@ -62,7 +43,8 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       admission.recordUnauthenticatedFailure(ip);
       throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
     }
-    const rawBody = await readRawBody(req, config.feedback.max_body_bytes);
+    // Raw bytes: signatures are over the exact bytes. They count in the budget of bodies in flight.
+    const rawBody = await readRequestBody(req, res, config.feedback.max_body_bytes, bodies);
     // One-time keys (signature tokens) are checked now but recorded only in the transaction
     // that applies the feedback: a notification that fails to apply can be delivered again.
     const onceKeys: string[] = [];

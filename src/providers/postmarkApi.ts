@@ -58,16 +58,17 @@ export function classifyPostmark(res: ApiResponse, reply: string, now: number, o
 
 /** Postmark metadata: ours first, then the message's own fields that fit Postmark's limits. */
 export function postmarkMetadata(messageId: string, metadata: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = { [POSTERN_ID_METADATA]: messageId };
+  const out: [string, string][] = [[POSTERN_ID_METADATA, messageId]];
   const taken = new Set([POSTERN_ID_METADATA]);
   for (const [key, value] of Object.entries(metadata)) {
-    if (Object.keys(out).length >= POSTMARK_METADATA.fields) break;
+    if (out.length >= POSTMARK_METADATA.fields) break;
     // Postmark refuses names differing only in case.
     if (taken.has(key.toLowerCase()) || key.length > POSTMARK_METADATA.name || value.length > POSTMARK_METADATA.value) continue;
     taken.add(key.toLowerCase());
-    out[key] = value;
+    out.push([key, value]);
   }
-  return out;
+  // Defined, not assigned: a field named "__proto__" stays a field.
+  return Object.fromEntries(out);
 }
 
 /** The JSON body of `POST /email` for a message. */

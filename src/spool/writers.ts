@@ -27,6 +27,22 @@ export interface SpooledMessage {
   size: number;
 }
 
+/** Attachments at least this big own their memory (Buffer's pool serves only small ones). */
+const MOVED_ATTACHMENT_BYTES = 64 * 1024;
+
+/**
+ * The memory of a message's big attachments, moved to the writer thread instead of copied: a
+ * 25 MB attachment is then in memory once, not twice. The message is the thread's from then on
+ * (its attachments read empty here).
+ */
+function attachmentBuffers(message: OutgoingMessage): ArrayBuffer[] {
+  const moved = new Set<ArrayBuffer>();
+  for (const a of message.attachments) {
+    if (a.content.byteLength >= MOVED_ATTACHMENT_BYTES && a.content.buffer instanceof ArrayBuffer) moved.add(a.content.buffer);
+  }
+  return [...moved];
+}
+
 /**
  * A small pool of worker threads that compose MIME (HTTP) or rewrite and parse a received
  * message (SMTP) and write it under a temp name. Both are CPU work: on the event loop they
@@ -37,7 +53,7 @@ export class SpoolWriters {
   private readonly slots: Slot[] = [];
   private seq = 0;
   private closing = false;
-  private outbox: ({ task: WriteTask; transfer?: ArrayBuffer } & Waiter)[] = [];
+  private outbox: ({ task: WriteTask; transfer: ArrayBuffer[] } & Waiter)[] = [];
 
   /**
    * One thread starts with the server; the others (up to `maxThreads`) only when the load first
@@ -87,7 +103,8 @@ export class SpoolWriters {
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
-    const { size } = await this.submit({ kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() });
+    const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() };
+    const { size } = await this.submit(task, attachmentBuffers(message));
     return { relPath, tmpPath, size };
   }
 
@@ -97,11 +114,11 @@ export class SpoolWriters {
    */
   async ingest(data: Buffer, options: IngestOptions): Promise<ParsedMail> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
-    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options: { ...options, reusePath: this.spool.takeFree() } }, owned);
+    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options: { ...options, reusePath: this.spool.takeFree() } }, owned ? [owned] : []);
     return parsed!;
   }
 
-  private submit(task: WriteTask, transfer?: ArrayBuffer): Promise<Done> {
+  private submit(task: WriteTask, transfer: ArrayBuffer[]): Promise<Done> {
     return new Promise<Done>((resolve, reject) => {
       if (this.outbox.length === 0) setImmediate(() => this.dispatch());
       this.outbox.push({ task, transfer, resolve, reject });
@@ -129,7 +146,7 @@ export class SpoolWriters {
     for (const [slot, part] of parts) {
       slot.worker.postMessage(
         part.map((p) => p.task),
-        part.flatMap((p) => (p.transfer ? [p.transfer] : [])),
+        part.flatMap((p) => p.transfer),
       );
     }
   }
