@@ -9,12 +9,12 @@ import { createHttpServer } from './http/app.js';
 import type { Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
-import { reconcileSpool } from './spool/reconcile.js';
+import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
-import { IndexWriter } from './store/indexWriter.js';
-import { BookkeepingClient } from './store/bookkeepingChannel.js';
+import { IndexWriter } from './commit/indexWriter.js';
+import { BookkeepingClient } from './commit/bookkeepingChannel.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
@@ -24,7 +24,7 @@ import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
 import { pruneIdempotencyKeys } from './store/idempotency.js';
 import { pruneReceipts } from './store/feedback.js';
-import { RetentionSweeper } from './spool/retention.js';
+import { RetentionSweeper } from './housekeeping/retention.js';
 import { createWebhookDispatcher } from './events/host.js';
 
 export interface BoundListener {

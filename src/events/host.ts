@@ -2,7 +2,7 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { BookkeepingClient } from '../store/bookkeepingChannel.js';
+import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { Db } from './db.js';
+import type { Db } from '../store/db.js';
 import { applyDeliveryBookkeeping, type DeliveryBookkeeping, type DeliveryBookkeepingResult } from './deliveryBookkeeping.js';
 import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
 

@@ -1,8 +1,8 @@
 import { usageRefusal, recordUsage, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
-import { sql, type Db } from './db.js';
-import { insertEvent, type EventRow } from './events.js';
-import { findIdempotentResponse, insertIdempotencyKey } from './idempotency.js';
-import { insertMessage, type NewMessageRow } from './messages.js';
+import { sql, type Db } from '../store/db.js';
+import { insertEvent, type EventRow } from '../store/events.js';
+import { findIdempotentResponse, insertIdempotencyKey } from '../store/idempotency.js';
+import { insertMessage, type NewMessageRow } from '../store/messages.js';
 
 /** Everything one acceptance commits, as plain data (it crosses to the index writer thread). */
 export interface AcceptanceRecord {

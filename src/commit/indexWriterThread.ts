@@ -1,6 +1,6 @@
 /**
  * Worker-thread entry: the index's only writer, for acceptances and for the bookkeeping of the
- * webhook dispatcher and the delivery scheduler (over a MessagePort each, store/bookkeepingChannel.ts).
+ * webhook dispatcher and the delivery scheduler (over a MessagePort each, commit/bookkeepingChannel.ts).
  * It drains every batch that arrived while it was busy into one group: publish the group's
  * spool files (renames, then one filesystem flush: spool/publish.ts), then one
  * BEGIN IMMEDIATE … COMMIT with synchronous=FULL. Those flushes block this thread, never the event loop that serves
@@ -12,7 +12,7 @@ import { silentLogger } from '../log.js';
 import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
 import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
-import { openDatabase } from './db.js';
+import { openDatabase } from '../store/db.js';
 import { applyBookkeeping, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { sql, type Db } from '../store/db.js';
 import { LIVE_STATUSES, messageExists } from '../store/messages.js';
-import type { Spool } from './spool.js';
+import type { Spool } from '../spool/spool.js';
 
 export interface ReconcileReport {
   tempFilesRemoved: number;

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import { pruneFinishedMessages } from '../store/messageRetention.js';
-import type { Spool } from './spool.js';
+import type { Spool } from '../spool/spool.js';
 
 /** Rows per transaction: short enough that the doors' commits never wait long for the lock. */
 const CHUNK = 500;

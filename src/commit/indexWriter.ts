@@ -61,7 +61,7 @@ export class IndexWriter {
 
   /**
    * A channel for a bookkeeping writer (the webhook dispatcher, the delivery scheduler:
-   * store/bookkeepingChannel.ts): the returned port is the writer's end (transferable to its
+   * commit/bookkeepingChannel.ts): the returned port is the writer's end (transferable to its
    * thread); the index writer thread runs what arrives.
    */
   openBookkeepingPort(): MessagePort {
