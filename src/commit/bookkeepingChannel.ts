@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import { ThreadChannel } from '../platform/threadChannel.js';
 import type { Db } from '../store/db.js';
 import { applyDeliveryBookkeeping, type DeliveryBookkeeping, type DeliveryBookkeepingResult } from './deliveryBookkeeping.js';
 import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
@@ -20,11 +21,11 @@ export interface BookkeepingResults {
 
 export type BookkeepingKind = keyof BookkeepingWork;
 
-export type BookkeepingRequest = { [K in BookkeepingKind]: { id: number; kind: K; work: BookkeepingWork[K] } }[BookkeepingKind];
+export type BookkeepingRequest = { [K in BookkeepingKind]: { seq: number; kind: K; work: BookkeepingWork[K] } }[BookkeepingKind];
 
 export type BookkeepingReply =
-  | { id: number; ok: true; result: BookkeepingResults[BookkeepingKind]; acceptanceBusy: boolean }
-  | { id: number; ok: false; error: string };
+  | { seq: number; ok: true; result: BookkeepingResults[BookkeepingKind]; acceptanceBusy: boolean }
+  | { seq: number; ok: false; error: string };
 
 /** What one write came back with: its result, and whether acceptance was committing meanwhile (write less often then). */
 export interface BookkeepingOutcome<K extends BookkeepingKind> {
@@ -43,42 +44,20 @@ export function applyBookkeeping(db: Db, request: BookkeepingRequest): Bookkeepi
  */
 export class BookkeepingClient {
   private seq = 0;
-  private readonly waiting = new Map<number, { resolve: (reply: { result: unknown; acceptanceBusy: boolean }) => void; reject: (e: Error) => void }>();
+  private readonly channel: ThreadChannel<BookkeepingReply>;
 
-  constructor(private readonly port: MessagePort) {
-    port.on('message', (reply: BookkeepingReply) => {
-      const waiter = this.waiting.get(reply.id);
-      if (!waiter) return;
-      this.waiting.delete(reply.id);
-      if (reply.ok) waiter.resolve({ result: reply.result, acceptanceBusy: reply.acceptanceBusy });
-      else waiter.reject(new Error(reply.error));
-    });
-    // The index writer thread ended (shutdown, failure): nothing more will answer.
-    port.on('close', () => this.rejectWaiting());
+  constructor(port: MessagePort) {
     // The port keeps no event loop alive by itself: the writer's own timers and sockets decide.
-    port.unref();
+    this.channel = new ThreadChannel(port, { name: 'index writer', refWhileWaiting: true });
   }
 
   write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
-    const id = ++this.seq;
-    return new Promise<BookkeepingOutcome<K>>((resolve, reject) => {
-      // The thread answers a request of kind K with that kind's result.
-      this.waiting.set(id, { resolve: resolve as (reply: { result: unknown; acceptanceBusy: boolean }) => void, reject });
-      // While a reply is awaited, the port must keep the thread alive.
-      this.port.ref();
-      this.port.postMessage({ id, kind, work } as BookkeepingRequest);
-    }).finally(() => {
-      if (this.waiting.size === 0) this.port.unref();
-    });
+    const [reply] = this.channel.request([{ seq: ++this.seq, kind, work } as BookkeepingRequest]);
+    // The thread answers a request of kind K with that kind's result.
+    return reply.then(({ result, acceptanceBusy }) => ({ result: result as BookkeepingResults[K], acceptanceBusy }));
   }
 
   close(): void {
-    this.rejectWaiting();
-    this.port.close();
-  }
-
-  private rejectWaiting(): void {
-    for (const waiter of this.waiting.values()) waiter.reject(new Error('index writer channel closed'));
-    this.waiting.clear();
+    this.channel.close();
   }
 }

@@ -56,7 +56,7 @@ function flush(): void {
     parentPort!.postMessage(commit(batch));
   }
   // Acceptances first: a bookkeeping write waits for the groups that arrived with it.
-  for (const { port, request } of bookkeeping.splice(0)) port.postMessage(writeBookkeeping(port, request));
+  for (const { port, request } of bookkeeping.splice(0)) port.postMessage([writeBookkeeping(port, request)]);
 }
 
 /**
@@ -69,9 +69,9 @@ function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Bookk
   acceptedSince.set(port, 0);
   db.pragma('synchronous = NORMAL');
   try {
-    return { id: request.id, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
+    return { seq: request.seq, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
   } catch (err) {
-    return { id: request.id, ok: false, error: (err as Error).message };
+    return { seq: request.seq, ok: false, error: (err as Error).message };
   } finally {
     db.pragma('synchronous = FULL');
   }
@@ -117,8 +117,8 @@ parentPort!.on('message', (message: IndexWriterMessage) => {
   const port = message.bookkeepingPort;
   acceptedSince.set(port, 0);
   port.on('close', () => acceptedSince.delete(port));
-  port.on('message', (request: BookkeepingRequest) => {
-    bookkeeping.push({ port, request });
+  port.on('message', (requests: BookkeepingRequest[]) => {
+    for (const request of requests) bookkeeping.push({ port, request });
     schedule();
   });
 });

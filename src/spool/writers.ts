@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Logger } from '../log.js';
+import { ThreadChannel } from '../platform/threadChannel.js';
 import type { IngestOptions, ParsedMail } from '../smtp/ingest.js';
 import type { Spool } from './spool.js';
 import type { WriteResult, WriteTask } from './writerThread.js';
@@ -17,7 +18,7 @@ interface Waiter {
 
 interface Slot {
   worker: Worker;
-  pending: Map<number, Waiter>;
+  channel: ThreadChannel<WriteResult>;
 }
 
 /** A message's MIME under its temp name, to be published as `relPath` at its commit. */
@@ -59,22 +60,11 @@ export class SpoolWriters {
 
   private spawn(): Slot {
     const worker = new Worker(new URL('./writerThread.js', import.meta.url));
-    const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (results: WriteResult[]) => {
-      for (const result of results) {
-        const waiter = slot.pending.get(result.seq);
-        if (!waiter) continue;
-        slot.pending.delete(result.seq);
-        if (result.ok) waiter.resolve(result);
-        else waiter.reject(new Error(result.error));
-      }
-    });
+    const slot: Slot = { worker, channel: new ThreadChannel(worker, { name: 'spool writer' }) };
     worker.on('error', (err) => {
       this.logger.error({ err }, 'spool writer thread failed');
     });
-    worker.on('exit', (code) => {
-      for (const waiter of slot.pending.values()) waiter.reject(new Error(`spool writer exited with code ${code}`));
-      slot.pending.clear();
+    worker.on('exit', () => {
       if (!this.closing) {
         const index = this.slots.indexOf(slot);
         if (index !== -1) this.slots[index] = this.spawn();
@@ -120,8 +110,8 @@ export class SpoolWriters {
     this.outbox = [];
     const parts = new Map<Slot, typeof queued>();
     for (const entry of queued) {
-      const slot = this.slots.find((s) => s.pending.size < SPILL_AT) ?? this.spawnSpare() ?? this.slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
-      slot.pending.set(entry.task.seq, { resolve: entry.resolve, reject: entry.reject });
+      const slot = this.slots.find((s) => s.channel.waiting < SPILL_AT) ?? this.spawnSpare() ?? this.slots.reduce((a, b) => (b.channel.waiting < a.channel.waiting ? b : a));
+      slot.channel.expect(entry.task.seq).then(entry.resolve, entry.reject);
       const part = parts.get(slot);
       if (part) part.push(entry);
       else parts.set(slot, [entry]);
