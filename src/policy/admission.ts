@@ -81,6 +81,15 @@ export class Admission {
     }
   }
 
+  /**
+   * A key that authenticated this client before (an SMTP session's AUTH), checked again so that
+   * revocation, expiry and a project's pause apply mid-session. A failure here is not the
+   * client guessing keys: it does not count against its IP.
+   */
+  reauthenticate(key: string, environment: Environment): AuthContext {
+    return authenticate(this.db, key, environment, this.clock);
+  }
+
   /** One request (an HTTP call, or one SMTP message) in the key's window for `route`. */
   takeRequest(auth: AuthContext, route: Route): void {
     if (!this.enforce) return;
