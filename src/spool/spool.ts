@@ -1,7 +1,6 @@
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
-import type { SpooledMessage } from './writers.js';
 
 /**
  * MIME files on disk: where they live, and how they are read and removed. A file is written
@@ -91,7 +90,7 @@ export class Spool {
   }
 
   /** Removes a message's file that was not committed, under whichever name it reached. */
-  async removeUnpublished(file: SpooledMessage): Promise<void> {
+  async removeUnpublished(file: { tmpPath: string; relPath: string }): Promise<void> {
     await Promise.all([rm(file.tmpPath, { force: true }), this.remove(file.relPath)]);
   }
 
