@@ -45,7 +45,7 @@ export interface RunningPostern {
   close(): Promise<void>;
 }
 
-/** Wiring: config → store → spool reconciliation → pipeline → listeners → housekeeping. */
+/** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
   applyHeapGrowth(config.memory.heap_growth_percent);
   const db = openDatabase(config.state_dir, logger);
@@ -84,7 +84,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     spoolRoot: spool.root,
     clock,
     logger,
-    config,
+    config: { delivery: config.delivery },
     adapterFor: (slug) => adapters.adapterFor(slug),
     // A large file is opened only when a key applies (most messages have none), and streamed.
     sign: (projectId, domain, mime, mimePath) =>
@@ -93,9 +93,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
   // through the index writer thread (src/events/host.ts).
-  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
+  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config: { webhooks: config.webhooks }, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
 
-  const admission = new Admission(db, clock, config);
+  const admission = new Admission(db, clock, { rate_limits: config.rate_limits, policy: config.policy });
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];

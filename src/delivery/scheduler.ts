@@ -24,7 +24,8 @@ export interface SchedulerDeps {
   spoolRoot: string;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The sections it reads. */
+  config: Pick<PosternConfig, 'delivery'>;
   adapterFor(slug: string): ProviderAdapter | undefined;
   /** DKIM-Signature header lines for the message (`mime` when held, else the file), or null when no key applies. */
   sign(projectId: string, fromDomain: string, mime: Buffer | null, mimePath: string): Promise<string | null>;

@@ -39,7 +39,8 @@ export interface DispatcherDeps {
   bookkeeping: BookkeepingClient;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The section it reads. */
+  config: Pick<PosternConfig, 'webhooks'>;
   /** DNS resolution (tests); the system resolver by default. */
   resolver?: Resolver;
   /** Extra trusted CAs (tests with a self-signed receiver). */

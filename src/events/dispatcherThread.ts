@@ -10,7 +10,7 @@ import { WebhookDispatcher } from './dispatcher.js';
 /** The webhook dispatcher's own thread (see host.ts). */
 const { stateDir, config, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
   stateDir: string;
-  config: PosternConfig;
+  config: Pick<PosternConfig, 'webhooks'>;
   clockOffsetMs: number;
   logLevel: string;
   bookkeepingPort: MessagePort;

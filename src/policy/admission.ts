@@ -30,7 +30,7 @@ export class Admission {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    config: PosternConfig,
+    config: Pick<PosternConfig, 'rate_limits' | 'policy'>,
   ) {
     const windowMs = config.rate_limits.window_seconds * 1000;
     this.enforce = config.policy.enabled;
