@@ -42,7 +42,7 @@ export class SpoolWriters {
 
   /**
    * One thread starts with the server; the others (up to `maxThreads`) only when the load first
-   * spills onto them. An isolate costs about 23 MiB of RSS, and on a server that does little
+   * spills onto them. Each isolate costs its own heap, and on a server that does little
    * accepting (working through a queue, a quiet night) the second was never given a task.
    */
   constructor(
@@ -101,9 +101,9 @@ export class SpoolWriters {
   /**
    * Gives the tick's tasks to the threads, one message per thread: to the first thread until it
    * has SPILL_AT tasks waiting, and only then to the next (started then, the first time). On a
-   * small machine every thread woken competes with the event loop for a core. Measured on 2 cores: SMTP ingest ran
-   * 1,300-1,390 messages/s on one thread and 930-1,270/s with tasks spread over two; HTTP
-   * sends ran 1,220-2,040/s on one thread and 1,980-2,420/s spilling to a second.
+   * small machine every thread woken competes with the event loop for a core: SMTP ingest ran
+   * faster on one thread than spread over two, HTTP sends faster spilling to a second
+   * (docs/architecture.md, "Measured figures").
    */
   private dispatch(): void {
     const queued = this.outbox;
