@@ -12,12 +12,12 @@ import type { Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { openFileLimit } from './platform/openFileLimit.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
-import { reconcileSpool } from './spool/reconcile.js';
+import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
-import { IndexWriter } from './store/indexWriter.js';
-import { BookkeepingClient } from './store/bookkeepingChannel.js';
+import { IndexWriter } from './commit/indexWriter.js';
+import { BookkeepingClient } from './commit/bookkeepingChannel.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
@@ -25,9 +25,8 @@ import { createAdapterRegistry } from './providers/registry.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
-import { pruneIdempotencyKeys } from './store/idempotency.js';
-import { pruneReceipts } from './store/feedback.js';
-import { RetentionSweeper } from './spool/retention.js';
+import { Janitor } from './housekeeping/janitor.js';
+import { FeedbackIntake } from './delivery/feedback.js';
 import { createWebhookDispatcher } from './events/host.js';
 
 export interface BoundListener {
@@ -49,13 +48,12 @@ export interface RunningPostern {
   close(): Promise<void>;
 }
 
-const HOUR = 3600_000;
-
-/** Wiring: config → store → spool reconciliation → pipeline → listeners → housekeeping. */
+/** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
   applyHeapGrowth(config.memory.heap_growth_percent);
   const db = openDatabase(config.state_dir, logger);
   const spool = new Spool(config.state_dir);
+  // Before the index writer starts: the only writes on this connection, while nothing else runs.
   reconcileSpool(db, spool, logger, clock.now());
   const limits = limitSettings(config);
   // One syncfs per commit group where the addon is built; one fsync per file otherwise.
@@ -65,22 +63,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
   const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits });
 
-  const prune = () => {
-    const removed = pruneIdempotencyKeys(db, clock.now(), config.retention_days);
-    if (removed > 0) logger.info({ removed }, 'expired idempotency keys pruned');
-    // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
-    const receipts = pruneReceipts(db, clock.now() - config.retention_days * 24 * HOUR);
-    if (receipts > 0) logger.info({ removed: receipts }, 'old provider feedback receipts pruned');
-  };
-  const retention = new RetentionSweeper(db, spool, clock, logger, config.retention_days);
-  prune();
-  // Not awaited: a first sweep over a large backlog must not hold up the listeners.
-  void retention.sweep();
-  const janitor = setInterval(() => {
-    prune();
-    void retention.sweep();
-  }, HOUR);
-  janitor.unref();
+  // From here on, the event loop's connection only reads: what it writes (provider feedback,
+  // housekeeping) goes over this channel to the index writer thread.
+  const bookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
+  const janitor = new Janitor({ bookkeeping, spool, clock, logger, retentionDays: config.retention_days });
+  await janitor.start();
+  const feedback = new FeedbackIntake(db, bookkeeping);
 
   const adapters = createAdapterRegistry({
     clock,
@@ -99,7 +87,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     spoolRoot: spool.root,
     clock,
     logger,
-    config,
+    config: { delivery: config.delivery },
     adapterFor: (slug) => adapters.adapterFor(slug),
     // A large file is opened only when a key applies (most messages have none), and streamed.
     sign: (projectId, domain, mime, mimePath) =>
@@ -108,10 +96,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
   // through the index writer thread (src/events/host.ts).
-  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
+  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config: { webhooks: config.webhooks }, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
 
   warnIfFewDescriptors(config, logger);
-  const admission = new Admission(db, clock, config);
+  const admission = new Admission(db, clock, { rate_limits: config.rate_limits, policy: config.policy });
   // Every HTTP listener shares one connection cap and one memory budget for bodies.
   const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip);
   const bodies = new BodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
@@ -126,8 +114,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     deliveryDb.close();
     await webhooks?.stop();
     await adapters.close();
-    clearInterval(janitor);
-    await retention.stop();
+    await janitor.stop();
+    bookkeeping.close();
     await writers.close();
     await indexWriter.close();
     db.close();
@@ -137,7 +125,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       let port: number;
       let scheme: string;
       if (listener.protocol === 'http') {
-        const server = createHttpServer({ db, pipeline, admission, clock, logger, config, connections, bodies }, listener);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies }, listener);
         servers.push(server);
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -150,7 +138,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         scheme = 'http';
       } else {
         tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ db, pipeline, admission, spool, writers, clock, logger, config }, listener, tls);
+        const server = createSmtpServer({ pipeline, admission, spool, writers, clock, logger, config }, listener, tls);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';

@@ -6,10 +6,10 @@ import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
-import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
+import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import type { Db } from '../store/db.js';
 import { providerUsage } from '../store/delivery.js';
-import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../store/deliveryBookkeeping.js';
+import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
@@ -25,7 +25,8 @@ export interface SchedulerDeps {
   spoolRoot: string;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The sections it reads. */
+  config: Pick<PosternConfig, 'delivery'>;
   adapterFor(slug: string): ProviderAdapter | undefined;
   /** DKIM-Signature header lines for the message (`mime` when held, else the file), or null when no key applies. */
   sign(projectId: string, fromDomain: string, mime: Buffer | null, mimePath: string): Promise<string | null>;

@@ -3,8 +3,8 @@ import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import { openDatabase, type Db } from '../store/db.js';
-import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
-import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../store/webhookBookkeeping.js';
+import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
 import {
   eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
 } from '../store/webhooks.js';
@@ -46,7 +46,8 @@ export interface DispatcherDeps {
   bookkeeping: BookkeepingClient;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The section it reads. */
+  config: Pick<PosternConfig, 'webhooks'>;
   /** DNS resolution (tests); the system resolver by default. */
   resolver?: Resolver;
   /** Extra trusted CAs (tests with a self-signed receiver). */
@@ -96,7 +97,7 @@ const isLocked = (err: unknown) => {
  *    endpoint's failure run (and, after `disable_after_seconds`, its disabling) is kept with them.
  *
  * Steps 4, 1 and 2 run as ONE transaction per cycle (25 to 200 ms apart, see MIN_WRITE_GAP_MS),
- * handed as plain data to the index writer thread (store/webhookBookkeeping.ts). The dispatcher
+ * handed as plain data to the index writer thread (commit/webhookBookkeeping.ts). The dispatcher
  * itself only reads: at idle priority it must never hold the write lock that acceptance waits
  * for (preempted while holding it, it would stall every group commit behind it). The index
  * writer commits these with synchronous=NORMAL (no flush of their own). That is safe here: what

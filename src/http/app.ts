@@ -8,10 +8,10 @@ import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
+import type { FeedbackIntake } from '../delivery/feedback.js';
 import { maskSecrets, type Logger } from '../log.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
-import { sql, type Db } from '../store/db.js';
 import type { BodyBudget } from './bodyBudget.js';
 import type { ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
@@ -20,7 +20,7 @@ import { ClientGone } from './requestBody.js';
 import { sendError, sendJson } from './respond.js';
 
 export interface HttpDeps {
-  db: Db;
+  feedback: FeedbackIntake;
   pipeline: AcceptPipeline;
   admission: Admission;
   clock: Clock;
@@ -54,7 +54,7 @@ export function loggedPath(url: string | undefined): string {
 
 /** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
 export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
-  const { db, pipeline, admission, clock, logger, config, connections, bodies } = deps;
+  const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
 
@@ -105,7 +105,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     sendJson(res, 207, { data });
   };
 
-  const feedback = createFeedbackHandler({ db, admission, clock, logger: log, config, bodies }) as Handler;
+  const feedback = createFeedbackHandler({ feedback: intake, admission, clock, logger: log, config, bodies }) as Handler;
 
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
     sendError(res, new ContractError('method_not_allowed'), { Allow: allow });
@@ -120,7 +120,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
 
   app
     .get('/healthz', (_req, res) => {
-      const ok = sql(db, 'SELECT 1').pluck().get() === 1;
+      const ok = pipeline.indexAnswers();
       sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment });
     })
     .get('/openapi.json', (_req, res) => {

@@ -2,24 +2,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { applyFeedback } from '../delivery/feedback.js';
+import type { FeedbackIntake } from '../delivery/feedback.js';
 import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
 import type { FeedbackContext } from '../providers/feedback.js';
 import { feedbackVerifierFor } from '../providers/registry.js';
-import type { Db } from '../store/db.js';
-import { receiptExists } from '../store/feedback.js';
-import { findProviderAccount } from '../store/providerAccounts.js';
 import type { BodyBudget } from './bodyBudget.js';
 import { readRequestBody } from './requestBody.js';
 import { sendJson } from './respond.js';
 
 export interface FeedbackDeps {
-  db: Db;
+  feedback: FeedbackIntake;
   admission: Admission;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  config: Pick<PosternConfig, 'feedback'>;
   bodies: BodyBudget;
 }
 
@@ -29,14 +26,14 @@ export interface FeedbackDeps {
  * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
  */
 export function createFeedbackHandler(deps: FeedbackDeps) {
-  const { db, admission, clock, logger, config, bodies } = deps;
+  const { feedback, admission, clock, logger, config, bodies } = deps;
   const log = logger.child({ component: 'feedback' });
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
     // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
     const ip = req.socket.remoteAddress ?? 'unknown';
     admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
-    const account = findProviderAccount(db, accountId);
+    const account = feedback.account(accountId);
     const verifier = account ? feedbackVerifierFor(account.slug) : undefined;
     // Detached accounts still take feedback: their messages were sent before the detach.
     if (!account || !verifier) {
@@ -54,7 +51,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       config: config.feedback,
       rememberOnce: (acct, key) => {
         const receipt = `once:${key}`;
-        if (onceKeys.includes(receipt) || receiptExists(db, acct.id, receipt)) return false;
+        if (onceKeys.includes(receipt) || feedback.onceKeyUsed(acct.id, receipt)) return false;
         onceKeys.push(receipt);
         return true;
       },
@@ -65,7 +62,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip }, 'provider feedback refused');
       throw new ContractError(verdict.code, { message: verdict.reason });
     }
-    const tally = applyFeedback(db, account, verdict.items, clock.now(), log, onceKeys);
+    const tally = await feedback.apply(account, verdict.items, clock.now(), log, onceKeys);
     if (tally.received > 0 || verdict.note) log.info({ provider_account_id: account.id, ...tally, note: verdict.note }, 'provider feedback applied');
     sendJson(res, 200, { ...tally, ...(verdict.note ? { note: verdict.note } : {}) });
   };

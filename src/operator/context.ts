@@ -2,11 +2,14 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Db } from '../store/db.js';
 
-/** What every operator operation needs: the index, the one clock and the config. */
+/** The sections of the config operator operations read. */
+export type OperatorSettings = Pick<PosternConfig, 'plans' | 'default_plan' | 'policy' | 'limits' | 'webhooks'>;
+
+/** What every operator operation needs: the index, the one clock and the config sections it reads. */
 export interface OperatorContext {
   db: Db;
   clock: Clock;
-  config: PosternConfig;
+  config: OperatorSettings;
   spoolRoot: string;
 }
 

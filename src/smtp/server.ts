@@ -10,8 +10,7 @@ import { ContractError } from '../contract/errors.js';
 import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
-import { authenticate, KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
-import type { Db } from '../store/db.js';
+import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import type { Spool } from '../spool/spool.js';
 import type { SpoolWriters } from '../spool/writers.js';
 import type { TlsMaterial } from './certificates.js';
@@ -24,7 +23,6 @@ import './replyCode.js';
 import './unauthenticatedCommands.js';
 
 export interface SmtpDeps {
-  db: Db;
   pipeline: AcceptPipeline;
   admission: Admission;
   spool: Spool;
@@ -82,7 +80,7 @@ export interface PosternSmtpServer {
  * when big), then judged by the HTTP rules.
  */
 export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
-  const { db, pipeline, admission, spool, writers, clock, logger, config } = deps;
+  const { pipeline, admission, spool, writers, clock, logger, config } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -201,7 +199,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       }
       try {
         // Fresh on every message: revocation, expiry and project pause apply mid-session.
-        const context = authenticate(db, state.key, environment, clock);
+        const context = admission.reauthenticate(state.key, environment);
         session.user = context as unknown as string;
         admission.takeRequest(context, 'send');
       } catch (err) {

@@ -2,7 +2,6 @@ import { closeSync, constants, fsyncSync, mkdirSync, openSync, opendirSync, read
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { SpooledMessage } from './writers.js';
 
 /**
  * MIME files on disk: where they live, and how they are read and removed. A file is written
@@ -53,9 +52,9 @@ export class Spool {
    * Removes a message's file for good (retention). Up to REUSE_CAP files are emptied and kept
    * for the next messages instead of unlinked: on ext4 without a journal, every create scans
    * past each inode freed in the last minutes (`recently_deleted()`), so removing files at the
-   * rate messages arrive made each new spool file cost 0.5 ms of kernel time; a reused one
-   * costs two renames (a create/unlink cycle: 525 µs of system CPU per message; reuse: 48 µs).
-   * Emptied first, a kept file holds none of the old message.
+   * rate messages arrive made every new spool file expensive in kernel time; a reused one costs
+   * two renames (measured: docs/architecture.md, "Measured figures"). Emptied first, a kept
+   * file holds none of the old message.
    */
   async retire(relPath: string): Promise<void> {
     if (this.free.length + this.retiring >= REUSE_CAP) return this.remove(relPath);
@@ -92,7 +91,7 @@ export class Spool {
   }
 
   /** Removes a message's file that was not committed, under whichever name it reached. */
-  async removeUnpublished(file: SpooledMessage): Promise<void> {
+  async removeUnpublished(file: { tmpPath: string; relPath: string }): Promise<void> {
     await Promise.all([rm(file.tmpPath, { force: true }), this.remove(file.relPath)]);
   }
 
