@@ -1,4 +1,5 @@
-import { bulkMessageAction, type BulkTarget } from '../operator/bulk.js';
+import { bulkMessageAction } from '../operator/bulk.js';
+import type { BulkTarget } from '../operator/bulkTarget.js';
 import { cancelMessage, deleteMessage, MESSAGE_STATUSES, messageList, messageRawPath, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
 import { OperatorError } from '../operator/errors.js';
 import type { MessageStatus } from '../store/messages.js';

@@ -14,7 +14,9 @@ import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
-import { deleteMessage, messageAction, messageDetail, messageRawPath, messageSearch, requireMessage } from '../operator/messages.js';
+import {
+  deleteMessage, messageAction, messageDetail, messageRawPath, messageSearch, requireMessage, type MessageAction, type MessageFilter, type MessageStatus,
+} from '../operator/messages.js';
 import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
 } from '../operator/operators.js';
@@ -25,9 +27,6 @@ import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from
 import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
 import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, type TargetOptions } from '../operator/webhooks.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
-import type { MessageStatus } from '../store/messages.js';
-import type { MessageFilter } from '../store/messageSearch.js';
-import type { MessageAction } from '../store/messageActions.js';
 import { sessionCookieHeader, type SignInThrottle } from './auth.js';
 import type { LiveEvents } from './liveEvents.js';
 import type * as Api from './types.gen.js';
