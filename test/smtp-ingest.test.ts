@@ -5,14 +5,21 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { ContractError } from '../src/contract/errors.js';
-import { ingestBufferedMessage, ingestMessage, readWholeUpTo, type IngestOptions } from '../src/smtp/ingest.js';
-import { judgeSmtpMessage } from '../src/smtp/smtpMessage.js';
+import { judgeSmtpMessage } from '../src/accept/smtpMessage.js';
+import { ingestBufferedMessage as ingestHeldInto, ingestMessage as ingestStreamedInto, type IngestOptions } from '../src/mime/ingest.js';
+import { readWholeUpTo } from '../src/smtp/dataPayload.js';
+import { createTempFileStream, writeTempFileSync } from '../src/spool/spool.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'postern-ingest-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 let n = 0;
-const options = (): IngestOptions => ({ tmpPath: path.join(dir, `${++n}.tmp`), id: 'm.0000000000000000000000test', defaultSender: 'postern@gateway.example' });
+type SpooledOptions = IngestOptions & { tmpPath: string };
+const options = (): SpooledOptions => ({ tmpPath: path.join(dir, `${++n}.tmp`), id: 'm.0000000000000000000000test', defaultSender: 'postern@gateway.example' });
+/** As the writer thread runs it: the rewritten bytes written to the temp file. */
+const ingestBufferedMessage = (data: Buffer, opts: SpooledOptions) => ingestHeldInto(data, opts, (rewritten) => writeTempFileSync(opts.tmpPath, rewritten));
+/** As the accept pipeline runs it for a big message: streamed into the temp file. */
+const ingestMessage = (input: Readable, opts: SpooledOptions) => ingestStreamedInto(input, opts, createTempFileStream(opts.tmpPath));
 
 /** Messages whose header block ends in every way the splitter knows, with what the rewrite touches. */
 const MESSAGES: Record<string, string> = {

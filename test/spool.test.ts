@@ -6,7 +6,7 @@ import { toOutgoingMessage } from '../src/accept/outgoingMessage.js';
 import { silentLogger } from '../src/log.js';
 import { publishSpoolFiles } from '../src/spool/publish.js';
 import { Spool } from '../src/spool/spool.js';
-import { SpoolWriters } from '../src/spool/writers.js';
+import { SpoolWriters } from '../src/accept/writers.js';
 import { loadSyncFilesystem } from '../src/spool/syncFilesystem.js';
 import { tempStateDir } from './support/postern.js';
 

@@ -1,20 +1,12 @@
-import type { AddressObject } from 'mailparser';
-import { toOutgoingMessage, type MessageFacts } from '../accept/outgoingMessage.js';
-import { BODY_MAX_LENGTH, checkMessageBody, MESSAGE_LIMITS } from '../accept/messageRules.js';
 import { ContractError, asDetails, type ErrorDetail } from '../contract/errors.js';
 import { detailOrder } from '../contract/validators.js';
 import type { Message } from '../contract/types.gen.js';
-import { readControlHeaders } from './controlHeaders.js';
-import type { ParsedMail } from './ingest.js';
+import { readControlHeaders } from '../mime/controlHeaders.js';
+import { mailboxesOf, type ParsedMail } from '../mime/ingest.js';
+import { BODY_MAX_LENGTH, checkMessageBody, MESSAGE_LIMITS } from './messageRules.js';
+import { toOutgoingMessage, type MessageFacts } from './outgoingMessage.js';
 
 const MAX_ATTACHMENTS = 20;
-
-function addresses(obj: AddressObject | undefined): { email: string; name?: string }[] {
-  if (!obj) return [];
-  // A group (`To: Team: a@x, b@y;`) names its members in the header as much as a plain list.
-  const mailboxes = obj.value.flatMap((a) => a.group ?? [a]);
-  return mailboxes.filter((a) => a.address).map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
-}
 
 /** The size rules on attachments, with the HTTP codes (the parts are already decoded here). */
 function attachmentDetails(sizes: number[]): ErrorDetail[] {
@@ -55,12 +47,12 @@ export function judgeSmtpMessage(mail: ParsedMail, envelopeRecipients: string[],
   const control = readControlHeaders(mail.control, mail.unknownControl, mail.duplicateControl);
   const envelope = new Map(envelopeRecipients.map((r) => [r.toLowerCase(), r]));
   const inEnvelope = (list: { email: string; name?: string }[]) => list.filter((a) => envelope.has(a.email.toLowerCase()));
-  const to = inEnvelope(addresses(mail.to));
-  const cc = inEnvelope(addresses(mail.cc));
+  const to = inEnvelope(mailboxesOf(mail.to));
+  const cc = inEnvelope(mailboxesOf(mail.cc));
   const named = new Set([...to, ...cc].map((a) => a.email.toLowerCase()));
   const bcc = [...envelope.entries()].filter(([lower]) => !named.has(lower)).map(([, email]) => ({ email }));
-  const from = addresses(mail.from);
-  const replyTo = addresses(mail.replyTo);
+  const from = mailboxesOf(mail.from);
+  const replyTo = mailboxesOf(mail.replyTo);
 
   const body: Record<string, unknown> = {
     // More than one From address is not a single address: validated as the list it is.

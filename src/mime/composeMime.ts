@@ -2,7 +2,27 @@ import { Readable } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type { Mailbox } from '../contract/address.js';
 import { domainOf } from '../contract/address.js';
-import type { OutgoingMessage } from './outgoingMessage.js';
+
+/** What a message's MIME is composed from (an HTTP send's validated body: accept/outgoingMessage.ts). */
+export interface MessageContent {
+  from: Mailbox;
+  to: Mailbox[];
+  cc: Mailbox[];
+  replyTo: Mailbox[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: MimeAttachment[];
+}
+
+export interface MimeAttachment {
+  filename: string;
+  content: Buffer;
+  contentType: string | null;
+  contentId: string | null;
+  disposition: 'attachment' | 'inline';
+}
 
 const toNodemailer = (m: Mailbox) => (m.name ? { name: m.name, address: m.email } : { name: '', address: m.email });
 
@@ -33,7 +53,7 @@ function attachmentContent(content: Buffer): Buffer | Readable {
 }
 
 /** Bcc recipients stay in the index's envelope and never appear in the headers. */
-function composer(id: string, message: OutgoingMessage, date: Date, streamed: boolean): MailComposer {
+function composer(id: string, message: MessageContent, date: Date, streamed: boolean): MailComposer {
   return new MailComposer({
     from: toNodemailer(message.from),
     to: message.to.map(toNodemailer),
@@ -60,7 +80,7 @@ function composer(id: string, message: OutgoingMessage, date: Date, streamed: bo
 }
 
 /** True when a message is big enough to be composed as a stream rather than whole. */
-export function composedAsStream(message: OutgoingMessage): boolean {
+export function composedAsStream(message: MessageContent): boolean {
   let bytes = (message.text?.length ?? 0) + (message.html?.length ?? 0);
   for (const a of message.attachments) bytes += a.content.length;
   return bytes >= STREAMED_CONTENT_BYTES;
@@ -70,7 +90,7 @@ export function composedAsStream(message: OutgoingMessage): boolean {
  * Canonical MIME for an HTTP send (nodemailer's MailComposer), whole: the cheapest for the
  * common small message (a stream cost the writer thread about 10 % more per message).
  */
-export async function composeMime(id: string, message: OutgoingMessage, date: Date): Promise<Buffer> {
+export async function composeMime(id: string, message: MessageContent, date: Date): Promise<Buffer> {
   const built = await composer(id, message, date, false).compile().build();
   return Buffer.from(built.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 }
@@ -79,6 +99,6 @@ export async function composeMime(id: string, message: OutgoingMessage, date: Da
  * The same MIME as a stream of chunks, for a big message: a 25 MB attachment is base64-encoded
  * and written as it goes, never held whole a second time.
  */
-export function composeMimeStream(id: string, message: OutgoingMessage, date: Date): Readable {
+export function composeMimeStream(id: string, message: MessageContent, date: Date): Readable {
   return composer(id, message, date, true).compile().createReadStream();
 }

@@ -1,9 +1,9 @@
 import { Worker } from 'node:worker_threads';
-import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Logger } from '../log.js';
+import type { IngestOptions, ParsedMail } from '../mime/ingest.js';
 import { ThreadChannel } from '../platform/threadChannel.js';
-import type { IngestOptions, ParsedMail } from '../smtp/ingest.js';
-import type { Spool } from './spool.js';
+import type { Spool } from '../spool/spool.js';
+import type { OutgoingMessage } from './outgoingMessage.js';
 import type { WriteResult, WriteTask } from './writerThread.js';
 
 /** Tasks waiting on a thread before the next one is woken for more. */
@@ -99,12 +99,13 @@ export class SpoolWriters {
   }
 
   /**
-   * Rewrites, writes and parses a message received whole (see ingestBufferedMessage). A buffer
-   * that owns its memory (Buffer.allocUnsafeSlow) is moved to the thread, not copied.
+   * Rewrites a message received whole, writes it to the temp file `tmpPath` and parses it (see
+   * ingestBufferedMessage). A buffer that owns its memory (Buffer.allocUnsafeSlow) is moved to
+   * the thread, not copied.
    */
-  async ingest(data: Buffer, options: IngestOptions): Promise<ParsedMail> {
+  async ingest(data: Buffer, tmpPath: string, options: IngestOptions): Promise<ParsedMail> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
-    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options: { ...options, reusePath: this.spool.takeFree() } }, owned ? [owned] : []);
+    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, tmpPath, reusePath: this.spool.takeFree(), options }, owned ? [owned] : []);
     return parsed!;
   }
 

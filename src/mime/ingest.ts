@@ -1,16 +1,14 @@
-import { createWriteStream } from 'node:fs';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { PassThrough, Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Headers, Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { AddressObject, AttachmentStream, MessageText } from 'mailparser';
-import { messageIdHeader } from '../accept/composeMime.js';
-import { BODY_MAX_LENGTH } from '../accept/messageRules.js';
-import { headerBlockEnd } from '../mime/headerBlock.js';
-import { writeTempFileSync } from '../spool/spool.js';
+import type { Mailbox } from '../contract/address.js';
 import { CountingMailParser, type BodyField } from './bodyText.js';
+import { messageIdHeader } from './composeMime.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
+import { headerBlockEnd } from './headerBlock.js';
 
 export interface ParsedMail {
   from: AddressObject | undefined;
@@ -40,11 +38,15 @@ export interface ParsedMail {
   complete: boolean;
 }
 
+/** The mailboxes a parsed address header names, a group's members included. */
+export function mailboxesOf(obj: AddressObject | undefined): Mailbox[] {
+  if (!obj) return [];
+  // A group (`To: Team: a@x, b@y;`) names its members in the header as much as a plain list.
+  const mailboxes = obj.value.flatMap((a) => a.group ?? [a]);
+  return mailboxes.filter((a) => a.address).map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
+}
+
 export interface IngestOptions {
-  /** Where the rewritten message is written (a spool temp file, created exclusively). */
-  tmpPath: string;
-  /** A retired spool file to write it into instead of a new one (held messages only: Spool.retire). */
-  reusePath?: string;
   /** The message's id: an added Message-ID is `<id@domain of From>`. */
   id: string;
   /** The address whose domain an added Message-ID takes when From has none. */
@@ -104,19 +106,24 @@ function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFa
   return { control, unknownControl, duplicateControl, hadMessageId };
 }
 
+/** Longest text and html, in characters, before a streamed message stops being read. */
+export type BodyMaxLength = Readonly<Record<BodyField, number>>;
+
+const UNLIMITED_BODY: BodyMaxLength = { text: Infinity, html: Infinity };
+
 /**
  * mailparser over the original bytes: the addresses, subject, body lengths and attachment sizes
  * the HTTP rules need (text, html and attachments are counted as they stream by, then dropped).
- * `onOverLimit` is told as soon as the text or html passes the contract's length.
+ * `onOverLimit` is told as soon as the text or html passes `bodyMaxLength`.
  */
-function watchBody(onOverLimit: (field: BodyField) => void = () => undefined): {
+function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (field: BodyField) => void = () => undefined): {
   parser: CountingMailParser;
   /** Once the parser has ended: every part counted. */
   final: () => Promise<BodyFacts>;
   /** What was seen so far (reading stopped early). */
   soFar: () => BodyFacts;
 } {
-  const parser = new CountingMailParser(BODY_MAX_LENGTH, onOverLimit);
+  const parser = new CountingMailParser(bodyMaxLength, onOverLimit);
   const facts: BodyFacts = {
     from: undefined,
     to: undefined,
@@ -159,18 +166,18 @@ function watchBody(onOverLimit: (field: BodyField) => void = () => undefined): {
 
 /**
  * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
- * same rewrite and parse as the streaming path, without a stream stage per step. Run by a
- * spool writer thread, so it writes synchronously: an async open/write/close costs the event
- * loop more than the write itself. The caller removes `tmpPath` if this fails.
+ * same rewrite and parse as the streaming path, without a stream stage per step. The rewritten
+ * bytes are handed to `store` before the parse (on a writer thread, a synchronous write: an
+ * async open/write/close costs the event loop more than the write itself).
  */
-export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): Promise<ParsedMail> {
+export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, store: (rewritten: Buffer) => void): Promise<ParsedMail> {
   // A message without an empty line is all header, as the Splitter reads it.
   const found = headerBlockEnd(data);
   const end = found < 0 ? data.length : found;
   const headers = new Headers(data.subarray(0, end));
   const root = rewriteRootHeaders(headers, opts);
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
-  writeTempFileSync(opts.tmpPath, stored, opts.reusePath);
+  store(stored);
   // Small enough that a body over its length is simply counted to the end.
   const { parser, final } = watchBody();
   const done = new Promise<void>((resolve, reject) => {
@@ -182,56 +189,27 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): 
   return { ...(await final()), ...root, size: stored.length, complete: true };
 }
 
-/**
- * Reads a DATA payload into one buffer if it ends within `limit` bytes (the buffer owns its
- * memory, so it can move to a writer thread); otherwise hands back a stream of the whole
- * payload, the bytes read so far first.
- */
-export function readWholeUpTo(input: Readable, limit: number): Promise<{ whole: Buffer } | { stream: Readable }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = () => {
-      input.off('data', onData);
-      input.off('end', onEnd);
-      input.off('error', reject);
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size <= limit) return;
-      stop();
-      input.pause();
-      const stream = new PassThrough();
-      for (const c of chunks) stream.write(c);
-      input.on('error', (err) => stream.destroy(err));
-      input.pipe(stream);
-      resolve({ stream });
-    };
-    const onEnd = () => {
-      stop();
-      const whole = Buffer.allocUnsafeSlow(size);
-      let offset = 0;
-      for (const c of chunks) offset += c.copy(whole, offset);
-      resolve({ whole });
-    };
-    input.on('data', onData);
-    input.on('end', onEnd);
-    input.on('error', reject);
-  });
-}
-
 const NO_ROOT: RootHeaderFacts = { control: new Map(), unknownControl: [], duplicateControl: [], hadMessageId: true };
 
+/** Where a streamed message stops being read. */
+export interface IngestLimits {
+  /** Bytes of the payload (MessageOverSize past them). */
+  maxBytes?: number;
+  /** Characters of the text or html (the message ends `complete: false` past them). */
+  bodyMaxLength?: BodyMaxLength;
+}
+
 /**
- * Streams one DATA payload to disk while parsing it, never holding the message whole: the
- * raw bytes go (a) through mailsplit, which rewrites the top-level header block into
- * `tmpPath`, and (b) through mailparser. Reading stops as soon as the payload passes
- * `maxBytes` (MessageOverSize) or its text or html passes the contract's length (resolved,
+ * Streams one DATA payload to `destination` while parsing it, never holding the message whole:
+ * the raw bytes go (a) through mailsplit, which rewrites the top-level header block, into
+ * `destination`, and (b) through mailparser. Reading stops as soon as the payload passes
+ * `maxBytes` (MessageOverSize) or its text or html passes `bodyMaxLength` (resolved,
  * `complete: false`); the rest of `input` is then drained unread, so its sender gets an answer
- * at its final dot without one more byte stored. The caller removes `tmpPath` if this fails.
+ * at its final dot without one more byte stored. On failure `destination` has closed, and what
+ * it wrote is the caller's to remove.
  */
-export async function ingestMessage(input: Readable, opts: IngestOptions, maxBytes = Infinity): Promise<ParsedMail> {
+export async function ingestMessage(input: Readable, opts: IngestOptions, destination: Writable, limits: IngestLimits = {}): Promise<ParsedMail> {
+  const maxBytes = limits.maxBytes ?? Infinity;
   let root: RootHeaderFacts | undefined;
   const rewrite = new Transform({
     objectMode: true,
@@ -242,7 +220,7 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, maxByt
   });
   const stop = new AbortController();
   let overLimit = false;
-  const body = watchBody(() => {
+  const body = watchBody(limits.bodyMaxLength, () => {
     overLimit = true;
     stop.abort();
   });
@@ -297,10 +275,9 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, maxByt
     if (!stop.signal.aborted) stop.abort(err);
     throw err;
   };
-  const file = createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 });
-  const fileClosed = new Promise<void>((resolve) => file.once('close', resolve));
+  const fileClosed = new Promise<void>((resolve) => destination.once('close', resolve));
   const sides = await Promise.allSettled([
-    pipeline(toDisk, new Splitter(), rewrite, new Joiner(), countBytes, file, { signal: stop.signal }).catch(fail),
+    pipeline(toDisk, new Splitter(), rewrite, new Joiner(), countBytes, destination, { signal: stop.signal }).catch(fail),
     pipeline(toParser, body.parser, { signal: stop.signal }).catch(fail),
   ]);
   // (The error listener stays: the input may still fail, a client going away mid-drain.)

@@ -6,14 +6,15 @@
  */
 import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { composedAsStream, composeMime, composeMimeStream } from '../accept/composeMime.js';
-import type { OutgoingMessage } from '../accept/outgoingMessage.js';
-import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../smtp/ingest.js';
-import { writeTempFileFrom, writeTempFileSync } from './spool.js';
+import { composedAsStream, composeMime, composeMimeStream } from '../mime/composeMime.js';
+import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../mime/ingest.js';
+import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
+import type { OutgoingMessage } from './outgoingMessage.js';
 
+/** Each task writes its message to the temp file `tmpPath`, into the retired file `reusePath` if one was given (Spool.retire). */
 export type WriteTask =
   | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string }
-  | { kind: 'ingest'; seq: number; data: Uint8Array; options: IngestOptions };
+  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; options: IngestOptions };
 
 export type WriteResult =
   | { seq: number; ok: true; size: number; parsed?: ParsedMail }
@@ -62,10 +63,10 @@ async function drain(): Promise<void> {
 }
 
 async function handle(task: WriteTask): Promise<WriteResult> {
-  const tmpPath = task.kind === 'ingest' ? task.options.tmpPath : task.tmpPath;
   try {
     if (task.kind === 'ingest') {
-      const parsed = await ingestBufferedMessage(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.options);
+      const data = Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength);
+      const parsed = await ingestBufferedMessage(data, task.options, (rewritten) => writeTempFileSync(task.tmpPath, rewritten, task.reusePath));
       return { seq: task.seq, ok: true, size: parsed.size, parsed };
     }
     const message = revive(task.message);
@@ -78,7 +79,7 @@ async function handle(task: WriteTask): Promise<WriteResult> {
     writeTempFileSync(task.tmpPath, mime, task.reusePath);
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {
-    rmSync(tmpPath, { force: true });
+    rmSync(task.tmpPath, { force: true });
     return { seq: task.seq, ok: false, error: (err as Error).message };
   }
 }
