@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { describe, test } from 'node:test';
+import { serverWithProject } from '../support/hooks.js';
+import { post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { spoolFiles } from '../support/assertions.js';
 
 const ID = /^m\.[0-9a-z]{26}$/;
@@ -34,11 +35,10 @@ describe('POST /v1/send/batch', () => {
   let p: TestPostern;
   let proj: ProjectWithKeys;
 
-  before(async () => {
-    p = await startTestPostern();
-    proj = createProjectWithKeys(p.ctx, 'batch project');
+  serverWithProject('batch project', (server, project) => {
+    p = server;
+    proj = project;
   });
-  after(async () => p.close());
 
   const batch = (messages: unknown, opts: { base?: string; key?: string } = {}) =>
     post(opts.base ?? p.production, '/v1/send/batch', { key: opts.key ?? proj.liveKey, json: { messages } });

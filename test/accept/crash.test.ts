@@ -16,7 +16,7 @@ import {
   ephemeralListenerEnv,
 } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
-import { acceptedEventIds, assertSpoolConsistent, readMessageRows, spoolSnapshot } from '../support/assertions.js';
+import { acceptedEventIds, assertSpoolConsistent, leftByKill, readMessageRows, spoolSnapshot } from '../support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -230,9 +230,7 @@ describe('SIGKILL under load', () => {
       await killed;
       await load.done;
 
-      const debris = spoolSnapshot(stateDir);
-      const rowsAfterKill = readMessageRows<Row>(stateDir);
-      const orphansAfterKill = debris.dayFiles.filter((rel) => !rowsAfterKill.has(path.basename(rel, '.eml'))).length;
+      const { debris, rows: rowsAfterKill, orphans: orphansAfterKill } = leftByKill<Row>(stateDir);
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.length} acknowledged, ${load.transportErrors} unacknowledged (connection cut); ` +
           `left behind by the kill: ${debris.tmpFiles.length} temp file(s), ${orphansAfterKill} renamed file(s) without a committed row, ` +

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { describe, test } from 'node:test';
+import { serverWithProject } from '../support/hooks.js';
+import { createProjectWithKeys, post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { spoolFiles } from '../support/assertions.js';
 
 let seq = 0;
@@ -21,11 +22,10 @@ describe('Idempotency-Key on POST /v1/send', () => {
   let p: TestPostern;
   let proj: ProjectWithKeys;
 
-  before(async () => {
-    p = await startTestPostern();
-    proj = createProjectWithKeys(p.ctx, 'idempotency');
+  serverWithProject('idempotency', (server, project) => {
+    p = server;
+    proj = project;
   });
-  after(async () => p.close());
 
   const countWhere = (sqlText: string, ...args: unknown[]) => p.ctx.db.prepare(sqlText).pluck().get(...args) as number;
   const messagesWithKey = (projectId: string, key: string) => countWhere('SELECT COUNT(*) FROM messages WHERE project_id = ? AND idempotency_key = ?', projectId, key);

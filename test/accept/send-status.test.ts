@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { OperatorError } from '../../src/operator/errors.js';
 import { cancelMessage, releaseMessage } from '../../src/operator/messages.js';
 import { setPaused } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
-import { createProjectWithKeys, get, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { serverWithProject } from '../support/hooks.js';
+import { createProjectWithKeys, get, post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 
 const HOUR = 3600_000;
 const ID = /^m\.[0-9a-z]{26}$/;
@@ -51,11 +52,10 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   let p: TestPostern;
   let proj: ProjectWithKeys;
 
-  before(async () => {
-    p = await startTestPostern();
-    proj = createProjectWithKeys(p.ctx, 'status project');
+  serverWithProject('status project', (server, project) => {
+    p = server;
+    proj = project;
   });
-  after(async () => p.close());
 
   const row = (id: string) => p.ctx.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRowLite | undefined;
 

@@ -5,7 +5,7 @@ import { toOutgoingMessage } from '../../src/accept/outgoingMessage.js';
 import { SpoolWriters } from '../../src/accept/writers.js';
 import { silentLogger } from '../../src/log.js';
 import { Spool } from '../../src/spool/spool.js';
-import { tempDirs } from '../support/tempDirs.js';
+import { tempDirs } from '../support/hooks.js';
 
 const stateDir = tempDirs('postern-writers-');
 

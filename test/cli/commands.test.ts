@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { post, runCli, startTestPostern, validMessage, type CliResult, type TestPostern } from '../support/postern.js';
-import { tempDirs } from '../support/tempDirs.js';
+import { tempDirs } from '../support/hooks.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY = /^ps_(live|test)_[A-Za-z0-9]{40}$/;

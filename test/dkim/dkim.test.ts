@@ -9,7 +9,7 @@ import { dkimSignatureFor } from '../../src/dkim/sign.js';
 import { addDkimKey, listDkim, removeDkim, type DkimKeyView } from '../../src/operator/dkim.js';
 import { OperatorError } from '../../src/operator/errors.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type CliResult, type TestPostern } from '../support/postern.js';
-import { tempDirs } from '../support/tempDirs.js';
+import { tempDirs } from '../support/hooks.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY_ID = /^dk\.[0-9abcdefghjkmnpqrstvwxyz]{16}$/;

@@ -8,7 +8,7 @@ import { judgeSmtpMessage } from '../../src/accept/smtpMessage.js';
 import { ingestBufferedMessage as ingestHeldInto, ingestMessage as ingestStreamedInto, type IngestOptions } from '../../src/mime/ingest.js';
 import { readWholeUpTo } from '../../src/smtp/dataPayload.js';
 import { createTempFileStream, writeTempFileSync } from '../../src/spool/spool.js';
-import { tempDirs } from '../support/tempDirs.js';
+import { tempDirs } from '../support/hooks.js';
 
 const dir = tempDirs('postern-ingest-')();
 

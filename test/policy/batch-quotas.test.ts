@@ -6,19 +6,9 @@ import { ManualClock } from '../../src/clock.js';
 import { showProject } from '../../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { assertErrorEnvelope } from '../support/assertions.js';
+import { plan, withPlans } from '../support/plans.js';
 
-const GIB = 1024 ** 3;
-const HUGE = 1_000_000_000_000;
 const ID = /^m\.[0-9a-z]{26}$/;
-
-const plan = (fields: { monthly_messages: number; overage?: boolean; daily_messages?: number | null }) => ({
-  overage: false,
-  daily_messages: null,
-  monthly_bytes: HUGE,
-  bytes_grace_percent: 0,
-  sender_domains: null,
-  ...fields,
-});
 
 function emlFiles(stateDir: string): string[] {
   const out: string[] = [];
@@ -42,15 +32,12 @@ describe('batch sends against plan caps', () => {
     p = await startTestPostern({
       clock,
       config: {
-        default_plan: 'free',
-        plans: {
-          free: { monthly_messages: 3000, overage: false, daily_messages: 100, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: 1 },
-          pro: { monthly_messages: 50000, overage: true, daily_messages: null, monthly_bytes: 50 * GIB, bytes_grace_percent: 10, sender_domains: 10 },
+        ...withPlans({
           daily37: plan({ monthly_messages: 100_000, daily_messages: 37 }),
           monthly60: plan({ monthly_messages: 60 }),
           daily5: plan({ monthly_messages: 100_000, daily_messages: 5 }),
           paid10: plan({ monthly_messages: 10, overage: true }),
-        },
+        }),
         rate_limits: { window_seconds: 60, send_per_key: 1000, batch_per_key: 2, unauthenticated_per_ip: 1000 },
       },
     });

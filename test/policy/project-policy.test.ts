@@ -7,13 +7,11 @@ import { detachProvider, listProviders, PROVIDER_SLUGS } from '../../src/operato
 import { suppress, unsuppress } from '../../src/operator/suppressions.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { assertAccepted, assertErrorEnvelope, emlCount } from '../support/assertions.js';
-
-const GIB = 1024 ** 3;
+import { DEFAULT_PLANS, GIB } from '../support/plans.js';
 
 /** Plans for this suite: the defaults plus a two-domain plan and a one-message plan. */
 const PLANS = {
-  free: { monthly_messages: 3000, overage: false, daily_messages: 100, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: 1 },
-  pro: { monthly_messages: 50000, overage: true, daily_messages: null, monthly_bytes: 50 * GIB, bytes_grace_percent: 10, sender_domains: 10 },
+  ...DEFAULT_PLANS,
   two_domains: { monthly_messages: 1000, overage: false, daily_messages: null, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: 2 },
   one_message: { monthly_messages: 1, overage: false, daily_messages: null, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: null },
 };

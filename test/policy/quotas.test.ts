@@ -4,23 +4,8 @@ import { ManualClock } from '../../src/clock.js';
 import { changePlan, showProject } from '../../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { assertAccepted, assertErrorEnvelope, emlCount } from '../support/assertions.js';
+import { plan, withPlans } from '../support/plans.js';
 
-const GIB = 1024 ** 3;
-const HUGE = 1_000_000_000_000;
-
-const DEFAULT_PLANS = {
-  free: { monthly_messages: 3000, overage: false, daily_messages: 100, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: 1 },
-  pro: { monthly_messages: 50000, overage: true, daily_messages: null, monthly_bytes: 50 * GIB, bytes_grace_percent: 10, sender_domains: 10 },
-};
-
-const plan = (fields: { monthly_messages: number; overage?: boolean; daily_messages?: number | null; monthly_bytes?: number; bytes_grace_percent?: number }) => ({
-  overage: false,
-  daily_messages: null,
-  monthly_bytes: HUGE,
-  bytes_grace_percent: 0,
-  sender_domains: null,
-  ...fields,
-});
 
 
 
@@ -40,9 +25,7 @@ describe('plan quotas (ManualClock)', () => {
     p = await startTestPostern({
       clock,
       config: {
-        default_plan: 'free',
-        plans: {
-          ...DEFAULT_PLANS,
+        ...withPlans({
           five: plan({ monthly_messages: 5 }),
           paid3: plan({ monthly_messages: 3, overage: true }),
           big: plan({ monthly_messages: 1000 }),
@@ -50,7 +33,7 @@ describe('plan quotas (ManualClock)', () => {
           stingy: plan({ monthly_messages: 1, daily_messages: 1, monthly_bytes: 1 }),
           cap100m: plan({ monthly_messages: 100 }),
           cap100d: plan({ monthly_messages: 100_000, daily_messages: 100 }),
-        },
+        }),
       },
     });
   });
@@ -239,14 +222,12 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     p = await startTestPostern({
       clock: new ManualClock(Date.parse(at)),
       config: {
-        default_plan: 'free',
-        plans: {
-          ...DEFAULT_PLANS,
+        ...withPlans({
           exact3: plan({ monthly_messages: 1000, monthly_bytes: 3 * size }),
           three_and_half: plan({ monthly_messages: 1000, monthly_bytes: 3 * size + Math.floor(size / 2) }),
           grace50: plan({ monthly_messages: 1000, monthly_bytes: 3 * size + Math.floor(size / 2), bytes_grace_percent: 50 }),
           paid_bytes: plan({ monthly_messages: 1, overage: true, monthly_bytes: 2 * size }),
-        },
+        }),
       },
     });
   });

@@ -22,8 +22,9 @@ import { SesApiAdapter } from '../../src/providers/sesApi.js';
 import type { ProviderAccount } from '../../src/contract/providerAccount.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';
+import { providerFixture } from '../support/emulators/harness.js';
 import { SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } from '../support/emulators/ses.js';
-import { createProjectWithKeys, post, repoRoot, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { postFeedback } from '../support/providerEmulator.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
 
@@ -34,8 +35,7 @@ import { scope, settle, waitFor } from '../support/waiting.js';
 // AWS's documented example credentials (IAM user guide).
 const CREDS = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-west-2' };
 const DOC_MESSAGE_ID = 'EXAMPLE7c191be45-e9aedb9a-02f9-4d12-a87d-dd0099a07f8a-000000';
-const fixtureDir = path.join(repoRoot, 'test', 'fixtures', 'providers', 'a');
-const fixture = (name: string) => readFileSync(path.join(fixtureDir, name), 'utf8');
+const fixture = (name: string) => providerFixture('a', name);
 
 type Scope = ReturnType<typeof scope>;
 

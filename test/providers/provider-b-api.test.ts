@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { releaseMessage } from '../../src/operator/messages.js';
@@ -15,24 +13,21 @@ import { attachProvider, type AttachOptions } from '../../src/operator/providers
 import { suppress } from '../../src/operator/suppressions.js';
 import { sendgridMessageId } from '../../src/providers/feedback/sendgrid.js';
 import { eventsForMessage } from '../../src/store/events.js';
-import { assertRefused, deliveringPostern, eventTypes, failsOverToSecond, failsWithoutFailover, feedbackState, retryWaitsForReset, sendOver, statusReached, type ApiKit } from '../support/emulators/harness.js';
+import { assertRefused, attacherFor, deliveringPostern, eventTypes, failsOverToSecond, failsWithoutFailover, feedbackState, providerFixture, requestJson as bodyOf, retryWaitsForReset, sendOver, startedFor, statusReached, type ApiKit } from '../support/emulators/harness.js';
 import { SENDGRID_TEST_KEY, sendgridMessageIdFor, startSendgridEmulator, type SendgridEmulator, type SendgridEmulatorOptions } from '../support/emulators/sendgrid.js';
-import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
-import { createProjectWithKeys, repoRoot, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { postFeedback } from '../support/providerEmulator.js';
+import { createProjectWithKeys } from '../support/postern.js';
 import { scope } from '../support/waiting.js';
 
-const fixture = (name: string) => readFileSync(path.join(repoRoot, 'test', 'fixtures', 'providers', 'b', name), 'utf8');
+const fixture = (name: string) => providerFixture('b', name);
 type Scope = ReturnType<typeof scope>;
 
 async function emulator(s: Scope, opts: SendgridEmulatorOptions = {}): Promise<SendgridEmulator> {
-  return s.add(await startSendgridEmulator(opts), (e) => e.close());
+  return startedFor(s, startSendgridEmulator(opts));
 }
 
-function attachSendgrid(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts: Partial<AttachOptions> = {}) {
-  return attachProvider(p.ctx, pk.project.id, { slug: 'provider-b-api', apiKey: SENDGRID_TEST_KEY, endpoint: emu.url, ...opts });
-}
+const attachSendgrid = attacherFor('provider-b-api', { apiKey: SENDGRID_TEST_KEY });
 
-const bodyOf = (emu: ProviderEmulator, i: number) => JSON.parse(emu.requests[i].body.toString('utf8'));
 
 describe('provider-b-api: the Mail Send request', () => {
   test('a full message becomes exactly the documented Mail Send body; 202 X-Message-Id is the provider id', async (t) => {

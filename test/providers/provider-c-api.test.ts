@@ -10,38 +10,28 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { ManualClock } from '../../src/clock.js';
 import { addDkimKey } from '../../src/operator/dkim.js';
 import { messageShow } from '../../src/operator/messages.js';
-import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
-import { suppressionList } from '../../src/operator/suppressions.js';
-import { eventsForMessage } from '../../src/store/events.js';
 import { parseMultipart, signedMailgunWebhook, startMailgunEmulator } from '../support/emulators/mailgun.js';
-import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, restsThrottledAccount, sendOver, statusReached, T0 } from '../support/emulators/harness.js';
+import { attemptOutcomes, attacherFor, deliveringPostern, eventData, eventTypes, failsWithoutFailover, filledFixture, providerFixture, restsThrottledAccount, sendOver, startedFor, statusReached, suppressions, T0 } from '../support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
-import { createProjectWithKeys, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { createProjectWithKeys } from '../support/postern.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
 
 const API_KEY = 'key-3ax6xnjp29jd6fds4gc373sgvjxteol0';
 const DOMAIN = 'mg.example.com';
 const SIGNING_KEY = 'whsec-mailgun-signing-key-4f1c2d';
-const fixtures = fileURLToPath(new URL('../../../test/fixtures/providers/c/', import.meta.url));
 
 type Scope = ReturnType<typeof scope>;
 
 async function emulator(s: Scope, opts: { apiKey?: string; domain?: string; retryAfterSeconds?: number } = {}): Promise<ProviderEmulator> {
-  const emu = await startMailgunEmulator({ apiKey: opts.apiKey ?? API_KEY, domain: opts.domain ?? DOMAIN, retryAfterSeconds: opts.retryAfterSeconds });
-  return s.add(emu, (e) => e.close());
+  return startedFor(s, startMailgunEmulator({ apiKey: opts.apiKey ?? API_KEY, domain: opts.domain ?? DOMAIN, retryAfterSeconds: opts.retryAfterSeconds }));
 }
 
-function attach(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts: Partial<AttachOptions> = {}) {
-  return attachProvider(p.ctx, pk.project.id, { slug: 'provider-c-api', apiKey: API_KEY, domain: DOMAIN, endpoint: emu.url, webhookSecret: SIGNING_KEY, ...opts });
-}
+const attach = attacherFor('provider-c-api', { apiKey: API_KEY, domain: DOMAIN, webhookSecret: SIGNING_KEY });
 
-const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
-const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
 
 /** A documented webhook sample with its placeholders filled, signed as Mailgun signs (HMAC-SHA256 of timestamp + token). */
 function webhook(name: string, vars: Record<string, string | number>, opts: { key?: string; timestamp?: number; token?: string } = {}): string {
@@ -49,10 +39,7 @@ function webhook(name: string, vars: Record<string, string | number>, opts: { ke
   const token = opts.token ?? randomBytes(25).toString('hex');
   const signature = createHmac('sha256', opts.key ?? SIGNING_KEY).update(timestamp + token).digest('hex');
   const all: Record<string, string | number> = { timestamp, token, signature, event_timestamp: T0 / 1000 + 0.153125, ...vars };
-  return readFileSync(path.join(fixtures, `${name}.json`), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
-    if (!(k in all)) throw new Error(`fixture ${name} needs {{${k}}}`);
-    return String(all[k]);
-  });
+  return filledFixture('c', name, all);
 }
 
 const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -89,7 +76,7 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
 
     assert.equal(emu.requests.length, 1);
     const req = emu.requests[0];
-    const golden = JSON.parse(readFileSync(path.join(fixtures, 'messages-mime.request.json'), 'utf8'));
+    const golden = JSON.parse(providerFixture('c', 'messages-mime.request.json'));
     assert.equal(req.method, golden.method);
     assert.equal(req.url, golden.path);
     const boundary = /boundary=(\S+)/.exec(req.headers['content-type'] ?? '')![1];

@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { messageShow, releaseMessage } from '../../src/operator/messages.js';
@@ -16,25 +14,22 @@ import { suppress } from '../../src/operator/suppressions.js';
 import { svixSignature } from '../../src/providers/feedback/resend.js';
 import { idempotencyKey } from '../../src/providers/resendApi.js';
 import { eventsForMessage } from '../../src/store/events.js';
-import { assertRefused, deliveringPostern, eventTypes, failsOverToSecond, failsWithoutFailover, feedbackState, retryWaitsForReset, sendOver, statusReached, T0, type ApiKit } from '../support/emulators/harness.js';
+import { assertRefused, attacherFor, deliveringPostern, eventTypes, failsOverToSecond, failsWithoutFailover, feedbackState, providerFixture, requestJson as requestBody, retryWaitsForReset, sendOver, startedFor, statusReached, T0, type ApiKit } from '../support/emulators/harness.js';
 import { RESEND_TEST_KEY, resendIdFor, startResendEmulator, type ResendEmulatorState } from '../support/emulators/resend.js';
 import { postFeedback } from '../support/providerEmulator.js';
-import { createProjectWithKeys, repoRoot, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { createProjectWithKeys } from '../support/postern.js';
 import { scope, waitFor } from '../support/waiting.js';
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
-const fixture = (name: string) => readFileSync(path.join(repoRoot, 'test', 'fixtures', 'providers', 'd', name), 'utf8');
+const fixture = (name: string) => providerFixture('d', name);
 type Resend = Awaited<ReturnType<typeof startResendEmulator>>;
 
 async function resend(s: ReturnType<typeof scope>, state: Partial<Omit<ResendEmulatorState, 'sent'>> = {}): Promise<Resend> {
-  return s.add(await startResendEmulator(state), (e) => e.close());
+  return startedFor(s, startResendEmulator(state));
 }
 
-function attachResend(p: TestPostern, pk: ProjectWithKeys, emu: Resend, opts: Partial<AttachOptions> = {}) {
-  return attachProvider(p.ctx, pk.project.id, { slug: 'provider-d-api', apiKey: RESEND_TEST_KEY, endpoint: emu.url, ...opts });
-}
+const attachResend = attacherFor('provider-d-api', { apiKey: RESEND_TEST_KEY });
 
-const requestBody = (emu: Resend, i: number) => JSON.parse(emu.requests[i].body.toString('utf8'));
 
 describe('provider-d-api: the /emails request', () => {
   test('a full message becomes exactly the documented /emails body, with an Idempotency-Key; 200 {"id"} is the provider id', async (t) => {

@@ -6,47 +6,33 @@
  */
 import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ManualClock } from '../../src/clock.js';
 import { messageShow, releaseMessage } from '../../src/operator/messages.js';
-import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
-import { suppress, suppressionList } from '../../src/operator/suppressions.js';
-import { eventsForMessage } from '../../src/store/events.js';
+import { suppress } from '../../src/operator/suppressions.js';
 import { assertAccepted } from '../support/assertions.js';
 import { startPostmarkEmulator, type PostmarkEmulatorOptions } from '../support/emulators/postmark.js';
-import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from '../support/emulators/harness.js';
+import { attemptOutcomes, attacherFor, deliveringPostern, eventData, eventTypes, failsWithoutFailover, filledFixture, providerFixture, sendOver, startedFor, statusReached, suppressions, T0 } from '../support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
-import { createProjectWithKeys, get, post, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { createProjectWithKeys, get, post, validMessage } from '../support/postern.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
 
 const SERVER_TOKEN = 'c6a3c0e2-6c34-4b34-9e80-4b4f3b1e4a61';
 const WEBHOOK_SECRET = 'pm-webhook-9d7e1c0b55a2';
-const fixtures = fileURLToPath(new URL('../../../test/fixtures/providers/e/', import.meta.url));
 
 type Scope = ReturnType<typeof scope>;
 
 async function emulator(s: Scope, opts: Partial<PostmarkEmulatorOptions> = {}): Promise<ProviderEmulator> {
-  return s.add(await startPostmarkEmulator({ serverToken: SERVER_TOKEN, ...opts }), (e) => e.close());
+  return startedFor(s, startPostmarkEmulator({ serverToken: SERVER_TOKEN, ...opts }));
 }
 
-function attach(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts: Partial<AttachOptions> = {}) {
-  return attachProvider(p.ctx, pk.project.id, { slug: 'provider-e-api', apiKey: SERVER_TOKEN, endpoint: emu.url, webhookSecret: WEBHOOK_SECRET, ...opts });
-}
+const attach = attacherFor('provider-e-api', { apiKey: SERVER_TOKEN, webhookSecret: WEBHOOK_SECRET });
 
-const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
-const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
 const basic = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
 
 /** A documented webhook sample with its placeholders filled. */
-function webhook(name: string, vars: Record<string, string>): string {
-  return readFileSync(path.join(fixtures, `${name}.json`), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
-    if (!(k in vars)) throw new Error(`fixture ${name} needs {{${k}}}`);
-    return vars[k];
-  });
-}
+const webhook = (name: string, vars: Record<string, string>): string => filledFixture('e', name, vars);
 
 const TEST_CONTENT = 'dGVzdCBjb250ZW50';
 
@@ -80,7 +66,7 @@ describe('provider-e-api sends through Postmark /email', () => {
 
     assert.equal(emu.requests.length, 1);
     const req = emu.requests[0];
-    const golden = JSON.parse(readFileSync(path.join(fixtures, 'email.request.json'), 'utf8'));
+    const golden = JSON.parse(providerFixture('e', 'email.request.json'));
     assert.equal(req.method, golden.method);
     assert.equal(req.url, golden.path);
     for (const [name, value] of Object.entries(golden.headers as Record<string, string>)) assert.equal(req.headers[name], value, `header ${name}`);

@@ -6,46 +6,33 @@
  * the URL, or Brevo's bearer token).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ManualClock } from '../../src/clock.js';
 import { messageShow, releaseMessage } from '../../src/operator/messages.js';
-import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
-import { suppress, suppressionList } from '../../src/operator/suppressions.js';
-import { eventsForMessage } from '../../src/store/events.js';
+import { attachProvider } from '../../src/operator/providers.js';
+import { suppress } from '../../src/operator/suppressions.js';
 import { startBrevoEmulator, type BrevoEmulatorOptions } from '../support/emulators/brevo.js';
-import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, restsThrottledAccount, retryWaitsForReset, sendOver, statusReached, T0 } from '../support/emulators/harness.js';
+import { attemptOutcomes, attacherFor, deliveringPostern, eventData, eventTypes, failsWithoutFailover, filledFixture, providerFixture, requestJson as bodyOf, restsThrottledAccount, retryWaitsForReset, sendOver, startedFor, statusReached, suppressions, T0 } from '../support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
-import { createProjectWithKeys, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { createProjectWithKeys } from '../support/postern.js';
 import { scope } from '../support/waiting.js';
 
 const API_KEY = 'xkeysib-0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5-AbCdEfGhIjKlMnOp';
 const WEBHOOK_SECRET = 'brevo-hook-2b8f0c61d9';
-const fixtures = fileURLToPath(new URL('../../../test/fixtures/providers/f/', import.meta.url));
 
 type Scope = ReturnType<typeof scope>;
 
 async function emulator(s: Scope, opts: Partial<BrevoEmulatorOptions> = {}): Promise<ProviderEmulator> {
-  return s.add(await startBrevoEmulator({ apiKey: API_KEY, ...opts }), (e) => e.close());
+  return startedFor(s, startBrevoEmulator({ apiKey: API_KEY, ...opts }));
 }
 
-function attach(p: TestPostern, pk: ProjectWithKeys, emu: ProviderEmulator, opts: Partial<AttachOptions> = {}) {
-  return attachProvider(p.ctx, pk.project.id, { slug: 'provider-f-api', apiKey: API_KEY, endpoint: emu.url, webhookSecret: WEBHOOK_SECRET, ...opts });
-}
+const attach = attacherFor('provider-f-api', { apiKey: API_KEY, webhookSecret: WEBHOOK_SECRET });
 
-const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
-const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
-const bodyOf = (emu: ProviderEmulator, i: number) => JSON.parse(emu.requests[i].body.toString('utf8'));
 
 /** A documented webhook sample with its placeholders filled (as JSON string content). */
 function webhook(name: string, vars: { recipient: string; provider_message_id: string; postern_message_id: string }): string {
   const values: Record<string, string> = { ...vars, x_mailin_custom: JSON.stringify({ postern_message_id: vars.postern_message_id }) };
-  return readFileSync(path.join(fixtures, `${name}.json`), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
-    if (!(k in values)) throw new Error(`fixture ${name} needs {{${k}}}`);
-    return JSON.stringify(values[k]).slice(1, -1);
-  });
+  return filledFixture('f', name, values, (value) => JSON.stringify(value).slice(1, -1));
 }
 
 const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -80,7 +67,7 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
 
     assert.equal(emu.requests.length, 1);
     const req = emu.requests[0];
-    const golden = JSON.parse(readFileSync(path.join(fixtures, 'smtp-email.request.json'), 'utf8'));
+    const golden = JSON.parse(providerFixture('f', 'smtp-email.request.json'));
     assert.equal(req.method, golden.method);
     assert.equal(req.url, golden.path);
     for (const [name, value] of Object.entries(golden.headers as Record<string, string>)) assert.equal(req.headers[name], value, `header ${name}`);

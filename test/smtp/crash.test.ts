@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
-import { acceptedEventIds, assertSpoolConsistent, readMessageRows, spoolSnapshot } from '../support/assertions.js';
+import { acceptedEventIds, assertSpoolConsistent, leftByKill, readMessageRows, type StoredRow } from '../support/assertions.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -174,12 +174,7 @@ async function waitForAcks(run: LoadRun, minAcked: number, maxMs: number): Promi
   while (run.acked.size < minAcked && Date.now() - start < maxMs) await sleep(10);
 }
 
-interface Row {
-  id: string;
-  status: string;
-  source: string;
-  spool_path: string;
-  size_bytes: number;
+interface Row extends StoredRow {
   subject: string;
   last_error: string | null;
 }
@@ -247,9 +242,7 @@ describe('SIGKILL during concurrent SMTP DATA', () => {
       await killed;
       await load.done;
 
-      const debris = spoolSnapshot(stateDir);
-      const rowsAfterKill = readMessageRows<Row>(stateDir);
-      const orphansAfterKill = debris.dayFiles.filter((rel) => !rowsAfterKill.has(path.basename(rel, '.eml'))).length;
+      const { debris, rows: rowsAfterKill, orphans: orphansAfterKill } = leftByKill<Row>(stateDir);
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.size} answered 250, ${load.transportErrors} cut off; left behind by the kill: ` +
           `${debris.tmpFiles.length} temp file(s), ${orphansAfterKill} renamed file(s) without a committed row, ` +

@@ -26,6 +26,7 @@ import {
   type SpawnedPostern,
   type TestPostern,
 } from '../support/postern.js';
+import { plan, withPlans } from '../support/plans.js';
 import { authedSession, dataPayload, plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -36,19 +37,6 @@ import { waitFor } from '../support/waiting.js';
 /** nodemailer's `info.response` for an accepted message; the id is an `m.` id like HTTP's. */
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 
-const GIB = 1024 ** 3;
-const DEFAULT_PLANS = {
-  free: { monthly_messages: 3000, overage: false, daily_messages: 100, monthly_bytes: GIB, bytes_grace_percent: 0, sender_domains: 1 },
-  pro: { monthly_messages: 50000, overage: true, daily_messages: null, monthly_bytes: 50 * GIB, bytes_grace_percent: 10, sender_domains: 10 },
-};
-const plan = (fields: { monthly_messages: number; daily_messages?: number | null }) => ({
-  overage: false,
-  daily_messages: null,
-  monthly_bytes: 1_000_000_000_000,
-  bytes_grace_percent: 0,
-  sender_domains: null,
-  ...fields,
-});
 
 const cleanupDirs: string[] = [];
 let sharedPair: Promise<{ cert: string; key: string }> | null = null;
@@ -274,8 +262,7 @@ describe('SMTP door', () => {
       config: {
         smtp: { max_message_bytes: 20000, tls: await sharedTls() },
         limits: { categories_per_project: 2 },
-        default_plan: 'free',
-        plans: { ...DEFAULT_PLANS, one: plan({ monthly_messages: 1 }), daily1: plan({ monthly_messages: 1000, daily_messages: 1 }) },
+        ...withPlans({ one: plan({ monthly_messages: 1 }), daily1: plan({ monthly_messages: 1000, daily_messages: 1 }) }),
       },
     });
   });

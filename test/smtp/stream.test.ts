@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/log.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { openDatabase } from '../../src/store/db.js';
 import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
-import { readMessageRows, spoolSnapshot } from '../support/assertions.js';
+import { readMessageRows, spoolSnapshot, type StoredRow } from '../support/assertions.js';
 import { watchPeakRss, type PeakRss } from '../support/processMemory.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
 
@@ -87,12 +87,7 @@ function generatedText(size: number): Readable {
   });
 }
 
-interface Row {
-  id: string;
-  status: string;
-  source: string;
-  spool_path: string;
-  size_bytes: number;
+interface Row extends StoredRow {
   environment: string;
 }
 

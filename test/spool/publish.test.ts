@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { publishSpoolFiles } from '../../src/spool/publish.js';
 import { loadSyncFilesystem } from '../../src/spool/syncFilesystem.js';
-import { tempDirs } from '../support/tempDirs.js';
+import { tempDirs } from '../support/hooks.js';
 
 const spoolDir = tempDirs('postern-spool-');
 
