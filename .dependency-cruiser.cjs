@@ -28,57 +28,23 @@ const ground = layers[layers.length - 1].paths;
 
 const either = (paths) => (paths.length === 1 ? paths[0] : `(${paths.join('|')})`);
 
-/**
- * Imports the rules below still meet, each until the step of issue 18 that removes it. Each is
- * one file (or two) to one folder, so nothing else slips through with it.
- */
-const knownExceptions = [
-  // Issue 18, item 2 (one MIME layer): the spool's writer pool composes MIME and runs the SMTP
-  // door's rewrite and parse; it moves to the accept pipeline, the MIME code to src/mime/.
-  { from: '^src/spool/(writers|writerThread)\\.ts$', to: '^src/(accept|smtp)/' },
-  // Issue 18, item 2: the SMTP door computes spool paths and writes temp files itself; it will
-  // hand the pipeline what it received instead.
-  { from: '^src/smtp/(server|ingest)\\.ts$', to: '^src/spool/' },
-];
-
-/**
- * A forbidden rule with the known exceptions carved out: a file an exception names is checked
- * against the same targets, minus the folder that exception lets it reach.
- */
-function withExceptions(rule) {
-  const list = (value) => (value === undefined ? [] : [].concat(value));
-  return [
-    { ...rule, from: { ...rule.from, pathNot: [...list(rule.from.pathNot), ...knownExceptions.map((e) => e.from)] } },
-    ...knownExceptions.map((e) => ({
-      ...rule,
-      // Both: the rule's own files, and among them the exception's.
-      from: { path: `(?=${e.from})(?:${rule.from.path})` },
-      to: { ...rule.to, pathNot: [...list(rule.to.pathNot), e.to] },
-    })),
-  ];
-}
-
-const downward = layers.flatMap((layer, i) => {
-  const higher = layers.slice(0, i).flatMap((l) => l.paths);
-  if (higher.length === 0) return [];
-  return withExceptions({
-    name: 'points-down',
-    severity: 'error',
-    comment: `${layer.name} imports a layer above it (see docs/architecture.md, "Layers")`,
-    from: { path: either(layer.paths) },
-    to: { path: either(higher) },
-  });
-});
+const downward = layers.slice(1).map((layer, i) => ({
+  name: 'points-down',
+  severity: 'error',
+  comment: `${layer.name} imports a layer above it (see docs/architecture.md, "Layers")`,
+  from: { path: either(layer.paths) },
+  to: { path: either(layers.slice(0, i + 1).flatMap((l) => l.paths)) },
+}));
 
 /** A leaf folder: it imports itself and the ground floor (config, contract, clock, ids, log, platform) only. */
 function leaf(folder, holds) {
-  return withExceptions({
+  return {
     name: `${folder}-is-a-leaf`,
     severity: 'error',
     comment: `${folder}/ holds ${holds}: it imports only the ground floor (config, contract, clock, ids, log, platform).`,
     from: { path: `^src/${folder}/` },
     to: { path: '^src/', pathNot: [`^src/${folder}/`, ...ground] },
-  });
+  };
 }
 
 module.exports = {
@@ -91,15 +57,15 @@ module.exports = {
       to: { circular: true },
     },
     ...downward,
-    ...leaf('store', 'tables and queries'),
-    ...leaf('spool', 'files (write, publish, read, recycle)'),
-    ...withExceptions({
+    leaf('store', 'tables and queries'),
+    leaf('spool', 'files (write, publish, read, recycle)'),
+    {
       name: 'doors-use-the-pipeline',
       severity: 'error',
       comment: 'The doors (http, smtp) speak their protocol and call the layers below; they never reach the store or the spool.',
       from: { path: '^src/(http|smtp)/' },
       to: { path: '^src/(store|spool)/' },
-    }),
+    },
     {
       name: 'console-uses-the-operator-layer',
       severity: 'error',

@@ -17,7 +17,7 @@ import { openFileLimit } from './platform/openFileLimit.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
 import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
-import { SpoolWriters } from './spool/writers.js';
+import { SpoolWriters } from './accept/writers.js';
 import { openDatabase, type Db } from './store/db.js';
 import { IndexWriter } from './commit/indexWriter.js';
 import { BookkeepingClient } from './commit/bookkeepingChannel.js';
@@ -155,7 +155,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         scheme = 'http';
       } else {
         tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ pipeline, admission, spool, writers, clock, logger, config }, door, tls);
+        const server = createSmtpServer({ pipeline, admission, clock, logger, config }, door, tls);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';

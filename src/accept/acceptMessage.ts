@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import { domainOf } from '../contract/address.js';
 import { ContractError } from '../contract/errors.js';
@@ -13,9 +14,12 @@ import { indexAnswers, type Db } from '../store/db.js';
 import { findIdempotentResponse } from '../store/idempotency.js';
 import type { IndexWriter } from '../commit/indexWriter.js';
 import type { HoldReason } from '../store/messages.js';
-import type { Spool } from '../spool/spool.js';
-import type { SpooledMessage, SpoolWriters } from '../spool/writers.js';
+import { createTempFileStream, type Spool } from '../spool/spool.js';
+import { ingestMessage, type ParsedMail } from '../mime/ingest.js';
+import { BODY_MAX_LENGTH } from './messageRules.js';
 import type { MessageFacts, OutgoingMessage } from './outgoingMessage.js';
+import { judgeSmtpMessage } from './smtpMessage.js';
+import type { SpooledMessage, SpoolWriters } from './writers.js';
 
 export interface AcceptDeps {
   db: Db;
@@ -33,16 +37,26 @@ export interface AcceptOptions {
 }
 
 /**
- * Where a message's MIME comes from: composed from JSON (HTTP), or already streamed to a temp
- * file by the SMTP door, which fixed the id when it wrote the Message-ID header. Either way it
- * ends as a temp file, which the index writer publishes (durable under its final name) and
- * then commits.
+ * Where a message's MIME comes from: composed from JSON (HTTP), or a received message already
+ * rewritten into a temp file, whose id was fixed when its Message-ID header was written. Either
+ * way it ends as a temp file, which the index writer publishes (durable under its final name)
+ * and then commits.
  */
-export interface MimeSource {
+interface MimeSource {
   id?: string;
   write(id: string, nowMs: number): Promise<SpooledMessage>;
-  /** Called when the message is refused before its MIME was written (the door cleans up). */
-  discard?(): Promise<void>;
+}
+
+/** A message as the SMTP door received it: held whole when small, else the stream of its DATA. */
+export type ReceivedData = { whole: Buffer } | { stream: Readable };
+
+export interface ReceivedOptions {
+  /** The envelope's recipients (RCPT TO). */
+  recipients: string[];
+  /** A streamed message stops being read past this many bytes (MessageOverSize). */
+  maxBytes: number;
+  /** The address whose domain an added Message-ID takes when From has none. */
+  defaultSender: string;
 }
 
 interface InitialState {
@@ -130,14 +144,44 @@ export class AcceptPipeline {
     return this.acceptFrom(auth, message, opts, this.composed(message));
   }
 
-  /** Any door: policy, then `source` writes the MIME, then the durable commit. */
-  async acceptFrom(auth: AuthContext, facts: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<SendAccepted> {
+  /**
+   * An SMTP message: rewritten, written to a temp file and parsed (a held one on a writer thread,
+   * a streamed one as it arrives), judged by the Message rules, then accepted as any other,
+   * under its control headers' Idempotency-Key. A message not accepted leaves no file behind.
+   * Throws MessageOverSize when a streamed one passes `maxBytes`.
+   */
+  async acceptReceived(auth: AuthContext, received: ReceivedData, opts: ReceivedOptions): Promise<SendAccepted> {
+    const { spool, writers, clock } = this.deps;
+    const now = clock.now();
+    const id = newMessageId(now);
+    const relPath = spool.relativePathFor(id, now);
+    const tmpPath = spool.tempPathFor(relPath);
+    let adopted = false;
     try {
-      this.checkPolicy(auth, facts);
-    } catch (err) {
-      await source.discard?.();
-      throw err;
+      const options = { id, defaultSender: opts.defaultSender };
+      const mail: ParsedMail =
+        'whole' in received
+          ? await writers.ingest(received.whole, tmpPath, options)
+          : await ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH });
+      const judged = judgeSmtpMessage(mail, opts.recipients, clock.now());
+      // A message read only in part is always over a length the rules refuse (above).
+      if (!mail.complete) throw new Error('a message read only in part passed the rules');
+      const source: MimeSource = {
+        id,
+        write: async () => {
+          adopted = true; // from here the commit publishes the file, or removes it
+          return { relPath, tmpPath, size: mail.size };
+        },
+      };
+      return await this.idempotent(auth, judged.idempotencyKey, () => this.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, source));
+    } finally {
+      if (!adopted) spool.removeTempSync(tmpPath);
     }
+  }
+
+  /** Any door: policy, then `source` writes the MIME, then the durable commit. */
+  private async acceptFrom(auth: AuthContext, facts: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<SendAccepted> {
+    this.checkPolicy(auth, facts);
     const spooled = await this.spool(auth, facts, opts, source);
     const [outcome] = await this.commit([spooled]);
     if (outcome instanceof ContractError) throw outcome;

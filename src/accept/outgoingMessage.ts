@@ -1,5 +1,6 @@
 import { toMailbox, type Mailbox } from '../contract/address.js';
 import type { Address, Message, Recipients } from '../contract/types.gen.js';
+import type { MessageContent } from '../mime/composeMime.js';
 
 /** What policy and the index need of a validated message, whichever door it came through. */
 export interface MessageFacts {
@@ -20,21 +21,8 @@ export interface MessageFacts {
   providerOptions: Record<string, Record<string, string>> | null;
 }
 
-/** An HTTP send: the facts plus the content MailComposer turns into MIME. */
-export interface OutgoingMessage extends MessageFacts {
-  html: string | null;
-  text: string | null;
-  headers: Record<string, string>;
-  attachments: OutgoingAttachment[];
-}
-
-export interface OutgoingAttachment {
-  filename: string;
-  content: Buffer;
-  contentType: string | null;
-  contentId: string | null;
-  disposition: 'attachment' | 'inline';
-}
+/** An HTTP send: the facts plus the content MailComposer turns into MIME (src/mime/composeMime.ts). */
+export interface OutgoingMessage extends MessageFacts, MessageContent {}
 
 function list(value: Recipients | undefined): Mailbox[] {
   if (value === undefined) return [];

@@ -21,7 +21,7 @@ type CreateParser = (this: Connection) => Parser;
 const proto = (connection as unknown as { SMTPConnection: { prototype: { _createParser: CreateParser } } }).SMTPConnection.prototype;
 const original = proto._createParser;
 /** The message smtp-server 3.21's line parser fails with (smtp-stream.js, _commandTooLong). */
-const TOO_LONG = 'Command line too long';
+export const TOO_LONG = 'Command line too long';
 proto._createParser = function (this: Connection): Parser {
   const parser = original.call(this);
   parser.removeAllListeners('error');

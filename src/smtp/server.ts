@@ -1,4 +1,3 @@
-import { rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
@@ -7,16 +6,13 @@ import type { AcceptPipeline } from '../accept/acceptMessage.js';
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
+import { MessageOverSize } from '../mime/ingest.js';
 import type { Admission } from '../policy/admission.js';
 import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
-import type { Spool } from '../spool/spool.js';
-import type { SpoolWriters } from '../spool/writers.js';
 import type { TlsMaterial } from './certificates.js';
-import { ingestMessage, MessageOverSize, readWholeUpTo, type IngestOptions, type ParsedMail } from './ingest.js';
+import { readWholeUpTo } from './dataPayload.js';
 import { replyForUnknown, smtpError } from './replies.js';
-import { judgeSmtpMessage } from './smtpMessage.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
 import './replyCode.js';
@@ -25,8 +21,6 @@ import './unauthenticatedCommands.js';
 export interface SmtpDeps {
   pipeline: AcceptPipeline;
   admission: Admission;
-  spool: Spool;
-  writers: SpoolWriters;
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -76,11 +70,11 @@ export interface PosternSmtpServer {
 /**
  * One SMTP listener (smtp-server) in front of the accept pipeline. TLS on every port (STARTTLS
  * or implicit); AUTH PLAIN/LOGIN only after TLS, the password being the API key; no MAIL
- * without AUTH; DATA written to a spool temp file and parsed (held whole when small, streamed
- * when big), then judged by the HTTP rules.
+ * without AUTH; DATA handed to the accept pipeline (held whole when small, streamed when big),
+ * which writes, parses and judges it by the HTTP rules.
  */
 export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
-  const { pipeline, admission, spool, writers, clock, logger, config } = deps;
+  const { pipeline, admission, clock, logger, config } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -225,41 +219,21 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
   });
 
   async function receive(stream: Readable, session: SMTPServerSession, auth: AuthContext): Promise<string> {
-    const now = clock.now();
-    const id = newMessageId(now);
-    const relPath = spool.relativePathFor(id, now);
-    const tmpPath = spool.tempPathFor(relPath);
-    let adopted = false;
+    // Most messages are small: held whole, then rewritten, written and parsed in one step on a
+    // writer thread. Big ones are streamed to disk as they arrive, and stop being written the
+    // moment they pass SIZE (the rest is drained unread).
+    const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
     try {
-      const options: IngestOptions = { tmpPath, id, defaultSender: `postern@${limits.hostname ?? os.hostname()}` };
-      // Most messages are small: held whole, then rewritten, written and parsed in one step
-      // on a writer thread. Big ones stream to disk as they arrive, and stop being written the
-      // moment they pass SIZE (the rest is drained unread).
-      const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
-      let mail: ParsedMail;
-      try {
-        mail = 'whole' in received ? await writers.ingest(received.whole, options) : await ingestMessage(received.stream, options, limits.max_message_bytes);
-      } catch (err) {
-        // smtp-server answers 552 5.3.4 itself once the stream ends; nothing is kept.
-        if (err instanceof MessageOverSize) throw smtpError(552, err.message);
-        throw err;
-      }
-      const recipients = session.envelope.rcptTo.map((r) => r.address);
-      const judged = judgeSmtpMessage(mail, recipients, clock.now());
-      // A message read only in part is always over a length the rules refuse (above).
-      if (!mail.complete) throw new Error('a message read only in part passed the rules');
-      const accepted = await pipeline.idempotent(auth, judged.idempotencyKey, () =>
-        pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
-          id,
-          write: async () => {
-            adopted = true; // from here the pipeline publishes the file, or removes it
-            return { relPath, tmpPath, size: mail.size };
-          },
-        }),
-      );
+      const accepted = await pipeline.acceptReceived(auth, received, {
+        recipients: session.envelope.rcptTo.map((r) => r.address),
+        maxBytes: limits.max_message_bytes,
+        defaultSender: `postern@${limits.hostname ?? os.hostname()}`,
+      });
       return accepted.id;
-    } finally {
-      if (!adopted) rmSync(tmpPath, { force: true });
+    } catch (err) {
+      // smtp-server answers 552 5.3.4 itself once the stream ends; nothing is kept.
+      if (err instanceof MessageOverSize) throw smtpError(552, err.message);
+      throw err;
     }
   }
 

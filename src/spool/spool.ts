@@ -1,4 +1,4 @@
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, createWriteStream, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -99,6 +99,10 @@ export class Spool {
     rmSync(this.absolute(relPath), { force: true });
   }
 
+  /** Removes a temp file (tempPathFor) that was never handed to the index writer. */
+  removeTempSync(tmpPath: string): void {
+    rmSync(tmpPath, { force: true });
+  }
 
   /** Removes half-written temp files left by a crash; returns their names. */
   removeTempFiles(): string[] {
@@ -137,6 +141,14 @@ export function writeTempFileSync(tmpPath: string, data: Uint8Array, reuse?: str
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * A stream into the new temp file `tmpPath` (created exclusively, mode 0600), for a message
+ * written on the event loop as it arrives. The caller removes `tmpPath` on failure.
+ */
+export function createTempFileStream(tmpPath: string): WriteStream {
+  return createWriteStream(tmpPath, { flags: 'wx', mode: 0o600 });
 }
 
 /** Bytes gathered before one write: a small message is one write, a big one never held whole. */

@@ -55,6 +55,22 @@ export function readMessageRows<Row extends { id: string }>(stateDir: string): M
   }
 }
 
+/** The columns of a message row every crash and stream suite reads. */
+export interface StoredRow {
+  id: string;
+  status: string;
+  source: string;
+  spool_path: string;
+  size_bytes: number;
+}
+
+/** What a SIGKILL left: the spool's files, the committed rows by id, and how many renamed files no committed row names. */
+export function leftByKill<Row extends { id: string }>(stateDir: string): { debris: ReturnType<typeof spoolSnapshot>; rows: Map<string, Row>; orphans: number } {
+  const debris = spoolSnapshot(stateDir);
+  const rows = readMessageRows<Row>(stateDir);
+  return { debris, rows, orphans: debris.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))).length };
+}
+
 /** Ids of the messages that have their `mail.accepted` event. */
 export function acceptedEventIds(stateDir: string): Set<string> {
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });

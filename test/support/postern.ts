@@ -3,7 +3,6 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { buildConfig, listenerEnvName, type PosternConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
@@ -12,8 +11,9 @@ import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
+import { repoRoot } from './paths.js';
 
-export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+export { repoRoot };
 export const cliPath = path.join(repoRoot, 'bin', 'postern.js');
 
 export function tempStateDir(prefix = 'postern-test-'): string {

@@ -3,14 +3,16 @@
  * delivery on, a send over real HTTP, and reading back what became of the message.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { ManualClock } from '../../../src/clock.js';
 import { messageShow } from '../../../src/operator/messages.js';
-import type { AttachOptions, ProviderAccountView } from '../../../src/operator/providers.js';
+import { attachProvider, type AttachOptions, type ProviderAccountView } from '../../../src/operator/providers.js';
 import { suppressionList } from '../../../src/operator/suppressions.js';
 import { eventsForMessage } from '../../../src/store/events.js';
 import { assertAccepted } from '../assertions.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../postern.js';
+import { createProjectWithKeys, post, repoRoot, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../postern.js';
 import type { ProviderEmulator } from '../providerEmulator.js';
 import { scope, settle, waitFor } from '../waiting.js';
 
@@ -40,17 +42,49 @@ export const eventTypes = (p: TestPostern, id: string) => eventsForMessage(p.ctx
 /** [account id, outcome] of each attempt. */
 export const attemptOutcomes = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
 
+/** The data of a message's first event of `type`, parsed. */
+export const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
+
+/** The project's suppressions as [email, reason], in the order listed. */
+export const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
+
 /** Everything feedback can change: events, the project's suppressions, the recipients' outcomes, the status. */
 export function feedbackState(p: TestPostern, pk: ProjectWithKeys, id: string) {
   const shown = messageShow(p.ctx, id);
   return {
     status: shown.status,
     events: eventTypes(p, id),
-    suppressions: suppressionList(p.ctx, pk.project.id)
-      .suppressions.map((x) => [x.email, x.reason])
-      .sort(),
+    suppressions: suppressions(p, pk).sort(),
     outcomes: shown.recipient_outcomes,
   };
+}
+
+/** The JSON body of the emulator's `i`-th request. */
+export const requestJson = (emu: ProviderEmulator, i: number) => JSON.parse(emu.requests[i].body.toString('utf8'));
+
+/**
+ * A suite's way to attach its slug: an account with `settings`, its endpoint the given
+ * emulator, and per call any option overridden.
+ */
+export function attacherFor(slug: string, settings: Omit<AttachOptions, 'slug' | 'endpoint'>) {
+  return (p: TestPostern, pk: ProjectWithKeys, emu: { url: string }, opts: Partial<AttachOptions> = {}) =>
+    attachProvider(p.ctx, pk.project.id, { slug, ...settings, endpoint: emu.url, ...opts });
+}
+
+/** An emulator started for one test, closed with the test's scope. */
+export async function startedFor<E extends { close(): Promise<unknown> | unknown }>(s: Scope, starting: Promise<E>): Promise<E> {
+  return s.add(await starting, (e) => e.close());
+}
+
+/** A provider's documented sample, `test/fixtures/providers/<letter>/<file>`. */
+export const providerFixture = (letter: string, file: string) => readFileSync(path.join(repoRoot, 'test', 'fixtures', 'providers', letter, file), 'utf8');
+
+/** A documented webhook sample (`<name>.json`) with every `{{placeholder}}` filled from `values`, each written as `write` gives it. */
+export function filledFixture(letter: string, name: string, values: Record<string, string | number>, write: (value: string | number) => string = String): string {
+  return providerFixture(letter, `${name}.json`).replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
+    if (!(k in values)) throw new Error(`fixture ${name} needs {{${k}}}`);
+    return write(values[k]);
+  });
 }
 
 /* Scenarios every API provider runs -------------------------------------------------------- */

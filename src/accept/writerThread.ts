@@ -1,0 +1,90 @@
+/**
+ * Worker-thread entry: composes messages' MIME (HTTP) or rewrites and parses received ones
+ * (SMTP), and writes each under its temp name. MailComposer and mailparser are CPU-heavy; they
+ * stay off the event loop that serves both doors. Making the files durable under their final
+ * names is the index writer's, once per commit group.
+ */
+import { rmSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+import { composedAsStream, composeMime, composeMimeStream } from '../mime/composeMime.js';
+import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../mime/ingest.js';
+import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
+import type { OutgoingMessage } from './outgoingMessage.js';
+
+/** Each task writes its message to the temp file `tmpPath`, into the retired file `reusePath` if one was given (Spool.retire). */
+export type WriteTask =
+  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string }
+  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; options: IngestOptions };
+
+export type WriteResult =
+  | { seq: number; ok: true; size: number; parsed?: ParsedMail }
+  | { seq: number; ok: false; error: string };
+
+/** Buffers arrive as plain Uint8Arrays after structured cloning. */
+function revive(message: OutgoingMessage): OutgoingMessage {
+  return { ...message, attachments: message.attachments.map((a) => ({ ...a, content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength) })) };
+}
+
+/** A result waits at most this long for others to share its message back. */
+const REPLY_BATCH_MS = 1;
+
+const queue: WriteTask[] = [];
+let running = false;
+let results: WriteResult[] = [];
+let oldestResultAt = 0;
+let flushTimer: NodeJS.Timeout | null = null;
+
+function flushResults(): void {
+  if (flushTimer) clearTimeout(flushTimer);
+  flushTimer = null;
+  if (results.length === 0) return;
+  parentPort!.postMessage(results);
+  results = [];
+}
+
+/**
+ * Tasks run one at a time, in arrival order: run together, their stream steps interleave and
+ * every task of a batch finishes as late as the last. Results go back together while they
+ * keep coming quickly (a message per result costs the event loop more than the task); a timer
+ * sends a held result on time even if the next task is a long one.
+ */
+async function drain(): Promise<void> {
+  running = true;
+  while (queue.length > 0) {
+    const result = await handle(queue.shift()!);
+    if (results.length === 0) {
+      oldestResultAt = performance.now();
+      flushTimer = setTimeout(flushResults, REPLY_BATCH_MS);
+    }
+    results.push(result);
+    if (queue.length === 0 || performance.now() - oldestResultAt >= REPLY_BATCH_MS) flushResults();
+  }
+  running = false;
+}
+
+async function handle(task: WriteTask): Promise<WriteResult> {
+  try {
+    if (task.kind === 'ingest') {
+      const data = Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength);
+      const parsed = await ingestBufferedMessage(data, task.options, (rewritten) => writeTempFileSync(task.tmpPath, rewritten, task.reusePath));
+      return { seq: task.seq, ok: true, size: parsed.size, parsed };
+    }
+    const message = revive(task.message);
+    const date = new Date(task.dateMs);
+    if (composedAsStream(message)) {
+      const size = await writeTempFileFrom(task.tmpPath, composeMimeStream(task.id, message, date), task.reusePath);
+      return { seq: task.seq, ok: true, size };
+    }
+    const mime = await composeMime(task.id, message, date);
+    writeTempFileSync(task.tmpPath, mime, task.reusePath);
+    return { seq: task.seq, ok: true, size: mime.length };
+  } catch (err) {
+    rmSync(task.tmpPath, { force: true });
+    return { seq: task.seq, ok: false, error: (err as Error).message };
+  }
+}
+
+parentPort?.on('message', (tasks: WriteTask[]) => {
+  queue.push(...tasks);
+  if (!running) void drain();
+});

@@ -1,0 +1,157 @@
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log.js';
+import type { IngestOptions, ParsedMail } from '../mime/ingest.js';
+import { ThreadChannel } from '../platform/threadChannel.js';
+import type { Spool } from '../spool/spool.js';
+import type { OutgoingMessage } from './outgoingMessage.js';
+import type { WriteResult, WriteTask } from './writerThread.js';
+
+/** Tasks waiting on a thread before the next one is woken for more. */
+const SPILL_AT = 4;
+
+type Done = { ok: true; size: number; parsed?: ParsedMail };
+
+interface Waiter {
+  resolve: (done: Done) => void;
+  reject: (err: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  channel: ThreadChannel<WriteResult>;
+}
+
+/** A message's MIME under its temp name, to be published as `relPath` at its commit. */
+export interface SpooledMessage {
+  relPath: string;
+  tmpPath: string;
+  size: number;
+}
+
+/** Attachments at least this big own their memory (Buffer's pool serves only small ones). */
+const MOVED_ATTACHMENT_BYTES = 64 * 1024;
+
+/**
+ * The memory of a message's big attachments, moved to the writer thread instead of copied: a
+ * 25 MB attachment is then in memory once, not twice. The message is the thread's from then on
+ * (its attachments read empty here).
+ */
+function attachmentBuffers(message: OutgoingMessage): ArrayBuffer[] {
+  const moved = new Set<ArrayBuffer>();
+  for (const a of message.attachments) {
+    if (a.content.byteLength >= MOVED_ATTACHMENT_BYTES && a.content.buffer instanceof ArrayBuffer) moved.add(a.content.buffer);
+  }
+  return [...moved];
+}
+
+/**
+ * A small pool of worker threads that compose MIME (HTTP) or rewrite and parse a received
+ * message (SMTP) and write it under a temp name. Both are CPU work: on the event loop they
+ * would cap the doors. Tasks of one tick travel to a thread in one message, and results
+ * come back batched too: a message per task cost the event loop more than the work it moved.
+ */
+export class SpoolWriters {
+  private readonly slots: Slot[] = [];
+  private seq = 0;
+  private closing = false;
+  private outbox: ({ task: WriteTask; transfer: ArrayBuffer[] } & Waiter)[] = [];
+
+  /**
+   * One thread starts with the server; the others (up to `maxThreads`) only when the load first
+   * spills onto them. Each isolate costs its own heap, and on a server that does little
+   * accepting (working through a queue, a quiet night) the second was never given a task.
+   */
+  constructor(
+    private readonly spool: Spool,
+    private readonly maxThreads: number,
+    private readonly logger: Logger,
+  ) {
+    this.slots.push(this.spawn());
+  }
+
+  /** Threads started so far. */
+  get threads(): number {
+    return this.slots.length;
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(new URL('./writerThread.js', import.meta.url));
+    const slot: Slot = { worker, channel: new ThreadChannel(worker, { name: 'spool writer' }) };
+    worker.on('error', (err) => {
+      this.logger.error({ err }, 'spool writer thread failed');
+    });
+    worker.on('exit', () => {
+      if (!this.closing) {
+        const index = this.slots.indexOf(slot);
+        if (index !== -1) this.slots[index] = this.spawn();
+      }
+    });
+    return slot;
+  }
+
+  /** Composes one message and writes it under its temp name. */
+  async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
+    const relPath = this.spool.relativePathFor(id, nowMs);
+    const tmpPath = this.spool.tempPathFor(relPath);
+    const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() };
+    const { size } = await this.submit(task, attachmentBuffers(message));
+    return { relPath, tmpPath, size };
+  }
+
+  /**
+   * Rewrites a message received whole, writes it to the temp file `tmpPath` and parses it (see
+   * ingestBufferedMessage). A buffer that owns its memory (Buffer.allocUnsafeSlow) is moved to
+   * the thread, not copied.
+   */
+  async ingest(data: Buffer, tmpPath: string, options: IngestOptions): Promise<ParsedMail> {
+    const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
+    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, tmpPath, reusePath: this.spool.takeFree(), options }, owned ? [owned] : []);
+    return parsed!;
+  }
+
+  private submit(task: WriteTask, transfer: ArrayBuffer[]): Promise<Done> {
+    return new Promise<Done>((resolve, reject) => {
+      if (this.outbox.length === 0) setImmediate(() => this.dispatch());
+      this.outbox.push({ task, transfer, resolve, reject });
+    });
+  }
+
+  /**
+   * Gives the tick's tasks to the threads, one message per thread: to the first thread until it
+   * has SPILL_AT tasks waiting, and only then to the next (started then, the first time). On a
+   * small machine every thread woken competes with the event loop for a core: SMTP ingest ran
+   * faster on one thread than spread over two, HTTP sends faster spilling to a second
+   * (docs/architecture.md, "Measured figures").
+   */
+  private dispatch(): void {
+    const queued = this.outbox;
+    this.outbox = [];
+    const parts = new Map<Slot, typeof queued>();
+    for (const entry of queued) {
+      const slot = this.slots.find((s) => s.channel.waiting < SPILL_AT) ?? this.spawnSpare() ?? this.slots.reduce((a, b) => (b.channel.waiting < a.channel.waiting ? b : a));
+      slot.channel.expect(entry.task.seq).then(entry.resolve, entry.reject);
+      const part = parts.get(slot);
+      if (part) part.push(entry);
+      else parts.set(slot, [entry]);
+    }
+    for (const [slot, part] of parts) {
+      slot.worker.postMessage(
+        part.map((p) => p.task),
+        part.flatMap((p) => p.transfer),
+      );
+    }
+  }
+
+  /** A further thread when the running ones are all busy and the limit allows one. */
+  private spawnSpare(): Slot | undefined {
+    if (this.closing || this.slots.length >= this.maxThreads) return undefined;
+    const slot = this.spawn();
+    this.slots.push(slot);
+    return slot;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}

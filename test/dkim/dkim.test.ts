@@ -1,0 +1,593 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { dkimSignatureFor } from '../../src/dkim/sign.js';
+import { addDkimKey, listDkim, removeDkim, type DkimKeyView } from '../../src/operator/dkim.js';
+import { OperatorError } from '../../src/operator/errors.js';
+import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type CliResult, type TestPostern } from '../support/postern.js';
+import { tempDirs } from '../support/hooks.js';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const KEY_ID = /^dk\.[0-9abcdefghjkmnpqrstvwxyz]{16}$/;
+
+interface DkimRow {
+  id: string;
+  project_id: string;
+  domain: string;
+  selector: string;
+  algorithm: string;
+  private_key: string;
+  public_key: string;
+  created_at: number;
+  removed_at: number | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Independent expectations: the DNS record computed here from the stored private key, not from
+// the code under test.
+
+/** `p=` for an RSA key: the base64 DER SubjectPublicKeyInfo (RFC 6376 §3.6.1). */
+function rsaRecord(key: KeyObject): string {
+  return `v=DKIM1; k=rsa; p=${createPublicKey(key).export({ type: 'spki', format: 'der' }).toString('base64')}`;
+}
+
+/** `p=` for an Ed25519 key: the raw 32-byte public key (RFC 8463 §4.2), taken from its JWK `x`. */
+function ed25519Record(key: KeyObject): string {
+  const raw = Buffer.from(createPublicKey(key).export({ format: 'jwk' }).x!, 'base64url');
+  assert.equal(raw.length, 32);
+  return `v=DKIM1; k=ed25519; p=${raw.toString('base64')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verifiers.
+
+/** mailauth's verifier, with DNS answered from the record we were given. */
+async function mailauthVerify(message: Buffer, dnsName: string, dnsValue: string) {
+  const queried: string[] = [];
+  const result = await dkimVerify(message, {
+    resolver: async (name: string, rrtype: string) => {
+      queried.push(`${rrtype} ${name}`);
+      if (rrtype === 'TXT' && name === dnsName) return [[dnsValue]];
+      throw Object.assign(new Error(`no ${rrtype} record for ${name}`), { code: 'ENOTFOUND' });
+    },
+  });
+  return { result, queried };
+}
+
+/** A python3 that can `import dkim` (python3-dkim): the interpreter of `dkimverify`, else the usual ones. */
+let python: string | undefined;
+function pythonWithDkim(): string {
+  if (python) return python;
+  const candidates: string[] = [];
+  const which = spawnSync('sh', ['-c', 'command -v dkimverify'], { encoding: 'utf8' });
+  const dkimverify = which.stdout.trim();
+  if (which.status === 0 && dkimverify && existsSync(dkimverify)) {
+    const shebang = /^#!\s*(\S+)/.exec(readFileSync(dkimverify, 'utf8').split('\n')[0]);
+    if (shebang && !shebang[1].endsWith('/env')) candidates.push(shebang[1]);
+  }
+  candidates.push('/usr/bin/python3', 'python3');
+  python = candidates.find((c) => spawnSync(c, ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0);
+  if (python) return python;
+  throw new Error('python3-dkim is not installed (apt-get install -y python3-dkim): the independent DKIM verifier is required');
+}
+
+/**
+ * dkimverify's check (`dkim.verify` of python3-dkim) with the public key supplied instead of DNS.
+ * Verifies a batch of messages in one interpreter: input JSON [{message (base64), name, value}],
+ * output JSON ["pass" | "fail", ...].
+ */
+const PY_VERIFY = `
+import base64, json, sys, dkim
+out = []
+for case in json.load(sys.stdin):
+    name = case['name'].encode()
+    record = case['value'].encode()
+    def dnsfunc(qname, timeout=5, name=name, record=record):
+        return record if qname.rstrip(b'.').lower() == name else None
+    out.append('pass' if dkim.verify(base64.b64decode(case['message']), dnsfunc=dnsfunc) else 'fail')
+json.dump(out, sys.stdout)
+`;
+
+interface VerifyCase {
+  message: Buffer;
+  name: string;
+  value: string;
+}
+
+function pythonVerify(cases: VerifyCase[]): string[] {
+  const input = JSON.stringify(cases.map((c) => ({ message: c.message.toString('base64'), name: c.name, value: c.value })));
+  const r = spawnSync(pythonWithDkim(), ['-c', PY_VERIFY], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  assert.equal(r.status, 0, `python3-dkim failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as string[];
+}
+
+/** The tags of a DKIM-Signature header (unfolded). */
+function signatureTags(header: string): Record<string, string> {
+  const value = header.replace(/\r\n[ \t]+/g, ' ').replace(/^DKIM-Signature:\s*/i, '').trim();
+  const tags: Record<string, string> = {};
+  for (const part of value.split(';')) {
+    const i = part.indexOf('=');
+    if (i < 0) continue;
+    tags[part.slice(0, i).trim()] = part.slice(i + 1).replace(/\s+/g, '');
+  }
+  return tags;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+let p: TestPostern;
+const tempDir = tempDirs('postern-dkim-');
+
+before(async () => {
+  p = await startTestPostern();
+});
+after(async () => {
+  await p?.close();
+});
+
+const row = (id: string): DkimRow => p.ctx.db.prepare('SELECT * FROM dkim_keys WHERE id = ?').get(id) as DkimRow;
+
+async function cli(args: string[]): Promise<CliResult> {
+  return runCli([...args, '--json'], { POSTERN_STATE_DIR: p.stateDir });
+}
+
+/** A successful command: exit 0 and exactly one JSON object on stdout. */
+async function ok(args: string[]): Promise<any> {
+  const r = await cli(args);
+  assert.equal(r.code, 0, `postern ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
+  assert.ok(r.stdout.endsWith('\n') && !r.stdout.slice(0, -1).includes('\n'), r.stdout);
+  return r.json;
+}
+
+/** A refused command: exit 1 and `{error:{code, message}}`. */
+async function refused(args: string[], code: string): Promise<string> {
+  const r = await cli(args);
+  assert.equal(r.code, 1, `postern ${args.join(' ')} should be refused: ${r.stdout}${r.stderr}`);
+  assert.equal(typeof r.json?.error?.message, 'string', r.stdout);
+  assert.deepEqual(r.json, { error: { code, message: r.json.error.message } });
+  return r.json.error.message as string;
+}
+
+/** The printed key is exactly the stored one's DNS record; no private material is printed. */
+function assertPrintedKey(printed: any, expected: { project_id: string; domain: string; selector: string; algorithm: string; dns_value: string }, stdout?: string): void {
+  assert.match(printed.id, KEY_ID);
+  assert.match(printed.created_at, ISO);
+  assert.deepEqual(printed, {
+    id: printed.id,
+    project_id: expected.project_id,
+    domain: expected.domain,
+    selector: expected.selector,
+    algorithm: expected.algorithm,
+    dns_name: `${expected.selector}._domainkey.${expected.domain}`,
+    dns_value: expected.dns_value,
+    created_at: printed.created_at,
+  });
+  const text = stdout ?? JSON.stringify(printed);
+  assert.equal(text.includes('PRIVATE'), false);
+  const stored = row(printed.id);
+  const privateBody = stored.private_key.replace(/-----[^-]+-----|\s/g, '');
+  assert.equal(text.includes(privateBody.slice(20, 80)), false, 'private key material printed');
+}
+
+/** An operator function's refusal: OperatorError with that code and a message matching `pattern`. */
+function assertRefusal(fn: () => unknown, code: string, pattern: RegExp, what = ''): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof OperatorError, `${what}: ${String(err)}`);
+    assert.equal(err.code, code, `${what}: ${err.message}`);
+    assert.match(err.message, pattern, what);
+    return true;
+  });
+}
+
+describe('postern dkim add', () => {
+  test('generates an RSA 2048 key by default and prints the DNS TXT record of the stored key, never the private key', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim rsa');
+    const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 's2026']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const stored = row(r.json.id);
+    const priv = createPrivateKey(stored.private_key);
+    assert.equal(priv.asymmetricKeyType, 'rsa');
+    assert.equal(priv.asymmetricKeyDetails?.modulusLength, 2048);
+    assert.match(stored.private_key, /^-----BEGIN PRIVATE KEY-----\n/); // PKCS#8
+    assert.match(stored.public_key, /^-----BEGIN PUBLIC KEY-----\n/); // SPKI
+    // The stored public key is the private key's.
+    assert.deepEqual(createPublicKey(stored.public_key).export({ type: 'spki', format: 'der' }), createPublicKey(priv).export({ type: 'spki', format: 'der' }));
+    assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 's2026', algorithm: 'rsa-sha256', dns_value: rsaRecord(priv) }, r.stdout);
+    assert.deepEqual({ project_id: stored.project_id, domain: stored.domain, selector: stored.selector, algorithm: stored.algorithm, removed_at: stored.removed_at }, {
+      project_id: project.id,
+      domain: 'example.com',
+      selector: 's2026',
+      algorithm: 'rsa-sha256',
+      removed_at: null,
+    });
+  });
+
+  test('generates an ed25519 key with --algorithm ed25519: k=ed25519 and the raw 32-byte public key (RFC 8463)', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim ed25519');
+    const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'mail.example.org', '--selector', 'ed.2026', '--algorithm', 'ed25519']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const stored = row(r.json.id);
+    const priv = createPrivateKey(stored.private_key);
+    assert.equal(priv.asymmetricKeyType, 'ed25519');
+    assert.match(r.json.dns_value, /^v=DKIM1; k=ed25519; p=[A-Za-z0-9+/]{43}=$/);
+    assertPrintedKey(r.json, { project_id: project.id, domain: 'mail.example.org', selector: 'ed.2026', algorithm: 'ed25519-sha256', dns_value: ed25519Record(priv) }, r.stdout);
+  });
+
+  test('imports an RSA private key from a PEM file (PKCS#1 or PKCS#8) and publishes that very key', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim import rsa');
+    const dir = tempDir();
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pkcs1 = path.join(dir, 'rsa1.pem');
+    writeFileSync(pkcs1, privateKey.export({ type: 'pkcs1', format: 'pem' }), { mode: 0o600 });
+    const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'imported', '--private-key', pkcs1]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 'imported', algorithm: 'rsa-sha256', dns_value: rsaRecord(privateKey) }, r.stdout);
+    // The same key is stored, normalised to PKCS#8.
+    const stored = row(r.json.id);
+    assert.match(stored.private_key, /^-----BEGIN PRIVATE KEY-----\n/);
+    assert.deepEqual(createPrivateKey(stored.private_key).export({ type: 'pkcs8', format: 'der' }), privateKey.export({ type: 'pkcs8', format: 'der' }));
+
+    const pkcs8 = path.join(dir, 'rsa8.pem');
+    writeFileSync(pkcs8, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    const again = addDkimKey(p.ctx, project.id, { domain: 'example.net', selector: 'imported', privateKeyFile: pkcs8, algorithm: 'rsa' });
+    assert.equal(again.dns_value, rsaRecord(privateKey));
+  });
+
+  test('imports an ed25519 private key from a PEM file', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim import ed25519');
+    const file = path.join(tempDir(), 'ed.pem');
+    const { privateKey } = generateKeyPairSync('ed25519');
+    writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'ed', '--private-key', file]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 'ed', algorithm: 'ed25519-sha256', dns_value: ed25519Record(privateKey) }, r.stdout);
+  });
+
+  test('refusals exit 1 with {error:{code, message}}: invalid domain, selector, algorithm or key file; unknown project; a missing flag is a usage error', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim cli refusals');
+    const rsaFile = path.join(tempDir(), 'rsa.pem');
+    writeFileSync(rsaFile, generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    const add = (...extra: string[]) => ['dkim', 'add', '--project', project.id, ...extra];
+    const [domain, selector, algorithm, mismatch, unknownProject, missing] = await Promise.all([
+      refused(add('--domain', 'exa mple.com', '--selector', 's'), 'invalid_argument'),
+      refused(add('--domain', 'example.com', '--selector', 'S1'), 'invalid_argument'),
+      refused(add('--domain', 'example.com', '--selector', 's', '--algorithm', 'dsa'), 'invalid_argument'),
+      refused(add('--domain', 'example.com', '--selector', 's', '--algorithm', 'ed25519', '--private-key', rsaFile), 'invalid_argument'),
+      refused(['dkim', 'add', '--project', 'p.nope', '--domain', 'example.com', '--selector', 's'], 'not_found'),
+      cli(add('--domain', 'example.com')),
+    ]);
+    assert.equal(domain, '--domain must be a host name such as example.com (got "exa mple.com")');
+    assert.equal(selector, '--selector must be lower-case DNS labels of letters, digits, "-" and "_" (got "S1")');
+    assert.equal(algorithm, '--algorithm must be rsa or ed25519 (got "dsa")');
+    assert.equal(mismatch, `--private-key ${rsaFile} holds a rsa key, not ed25519`);
+    assert.equal(unknownProject, 'project p.nope not found');
+    assert.equal(missing.code, 2);
+    assert.equal(missing.json.error.code, 'usage');
+    assert.match(missing.json.error.message, /--selector is required/);
+    // Nothing was stored.
+    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
+  });
+});
+
+describe('dkim add validation (operator)', () => {
+  test('refuses key files that are missing, not private keys, encrypted, too-short RSA, another key type, or not the --algorithm', () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim bad files');
+    const dir = tempDir();
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const file = (name: string, content?: string | Buffer): string => {
+      const f = path.join(dir, name);
+      if (content !== undefined) writeFileSync(f, content, { mode: 0o600 });
+      return f;
+    };
+    const cases: [string, RegExp][] = [
+      [file('missing.pem'), /cannot read --private-key .*missing\.pem: ENOENT/],
+      [dir, /cannot read --private-key .*: EISDIR/],
+      [file('garbage.pem', 'not a key\n'), /garbage\.pem: not a usable unencrypted PEM private key/],
+      [file('public.pem', rsa.publicKey.export({ type: 'spki', format: 'pem' })), /public\.pem: not a usable unencrypted PEM private key/],
+      [file('encrypted.pem', rsa.privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'secret' })), /encrypted\.pem: not a usable unencrypted PEM private key/],
+      [file('short.pem', generateKeyPairSync('rsa', { modulusLength: 512 }).privateKey.export({ type: 'pkcs8', format: 'pem' })), /short\.pem: RSA key of 512 bits is too short \(at least 1024\)/],
+      [file('ec.pem', generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' })), /ec\.pem: unsupported key type "ec"/],
+    ];
+    for (const [f, pattern] of cases) {
+      assertRefusal(() => addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: f }), 'invalid_argument', pattern, f);
+    }
+    const rsaFile = file('rsa.pem', rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    const edFile = file('ed.pem', generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    assertRefusal(() => addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: rsaFile, algorithm: 'ed25519' }), 'invalid_argument', /holds a rsa key, not ed25519/);
+    assertRefusal(() => addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: edFile, algorithm: 'rsa' }), 'invalid_argument', /holds a ed25519 key, not rsa/);
+    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
+  });
+
+  test('the domain must be a host name of at least two labels (stored lower-case); the selector lower-case DNS labels', () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim validation');
+    const add = (domain: string, selector: string, algorithm = 'ed25519') => () => addDkimKey(p.ctx, project.id, { domain, selector, algorithm });
+    const badDomains = ['example', 'exa mple.com', '-bad.example.com', 'bad-.example.com', 'example..com', '.example.com', 'example.com.', 'ex_ample.com', 'exämple.com', '192.168.0.1', `${'a'.repeat(64)}.com`, `${'abcdefghi.'.repeat(26)}com`, ''];
+    for (const domain of badDomains) assertRefusal(add(domain, 's'), 'invalid_argument', /^--domain must be a host name/, `domain ${JSON.stringify(domain)}`);
+    const badSelectors = ['S1', '-s', '_s', 's..t', 's.', '.s', 's t', 's/t', 's;t', 's=t', '', 'a'.repeat(64)];
+    for (const selector of badSelectors) assertRefusal(add('example.com', selector), 'invalid_argument', /^--selector must be/, `selector ${JSON.stringify(selector)}`);
+    assertRefusal(add('example.com', Array(4).fill('a'.repeat(60)).join('.'), 'ed25519'), 'invalid_argument', /longer than 253 characters/);
+    for (const algorithm of ['dsa', 'RSA', 'ed448', '']) assertRefusal(add('example.com', 's', algorithm), 'invalid_argument', /^--algorithm must be rsa or ed25519/, algorithm);
+    assertRefusal(() => addDkimKey(p.ctx, 'p.nope', { domain: 'example.com', selector: 's' }), 'not_found', /^project p\.nope not found$/);
+    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
+
+    // Accepted: digits, "-" and "_" in selectors, dotted selectors, xn-- labels; the domain is lower-cased.
+    const good = addDkimKey(p.ctx, project.id, { domain: 'Mail.Example.COM', selector: '2026-01_a.b9', algorithm: 'ed25519' });
+    assert.equal(good.domain, 'mail.example.com');
+    assert.equal(good.dns_name, '2026-01_a.b9._domainkey.mail.example.com');
+    assert.equal(addDkimKey(p.ctx, project.id, { domain: 'xn--bcher-kva.example', selector: 'x', algorithm: 'ed25519-sha256' }).algorithm, 'ed25519-sha256');
+    assert.equal(addDkimKey(p.ctx, project.id, { domain: '1.example', selector: 'x', algorithm: 'rsa-sha256' }).algorithm, 'rsa-sha256');
+  });
+});
+
+describe('postern dkim list / replace / remove', () => {
+  test('a second key for the same project and domain replaces the active one; other domains and projects keep theirs', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim replace');
+    const other = createProjectWithKeys(p.ctx, 'dkim replace other').project;
+    const first = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'old', algorithm: 'ed25519' });
+    const keep = addDkimKey(p.ctx, project.id, { domain: 'example.net', selector: 'net', algorithm: 'ed25519' });
+    const otherKey = addDkimKey(p.ctx, other.id, { domain: 'example.com', selector: 'theirs', algorithm: 'ed25519' });
+    const second = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'new', '--algorithm', 'ed25519']);
+
+    assert.notEqual(row(first.id).removed_at, null);
+    assert.equal(row(second.id).removed_at, null);
+    const [mine, theirs] = await Promise.all([ok(['dkim', 'list', '--project', project.id]), ok(['dkim', 'list', '--project', other.id])]);
+    assert.deepEqual(mine, { keys: [second, keep] });
+    assert.deepEqual(theirs, { keys: [otherKey] });
+    // The replaced key no longer signs; the new one does.
+    const signature = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', Buffer.from('From: a@example.com\r\nSubject: x\r\n\r\nhi\r\n'), new Date());
+    assert.equal(signatureTags(signature!).s, 'new');
+  });
+
+  test('list prints the active keys, ordered by domain, with their DNS records and no private key', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim list');
+    const empty = createProjectWithKeys(p.ctx, 'dkim list empty').project;
+    const b = addDkimKey(p.ctx, project.id, { domain: 'b.example', selector: 'x' });
+    const a = addDkimKey(p.ctx, project.id, { domain: 'a.example', selector: 'y', algorithm: 'ed25519' });
+    const [listed, none, unknown] = await Promise.all([
+      cli(['dkim', 'list', '--project', project.id]),
+      ok(['dkim', 'list', '--project', empty.id]),
+      refused(['dkim', 'list', '--project', 'p.nope'], 'not_found'),
+    ]);
+    assert.equal(listed.code, 0, listed.stdout + listed.stderr);
+    assert.deepEqual(listed.json, { keys: [a, b] });
+    assert.equal(listed.stdout.includes('PRIVATE'), false);
+    assert.deepEqual(none, { keys: [] });
+    assert.equal(unknown, 'project p.nope not found');
+  });
+
+  test('remove retires a key (kept in the index, no longer listed or used); removing it again or an unknown id is not_found', async () => {
+    const { project } = createProjectWithKeys(p.ctx, 'dkim remove');
+    const key = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'gone', algorithm: 'ed25519' });
+    const stays = addDkimKey(p.ctx, project.id, { domain: 'example.org', selector: 'stays', algorithm: 'ed25519' });
+    assert.deepEqual(await ok(['dkim', 'remove', key.id]), { id: key.id, removed: true });
+    assert.notEqual(row(key.id).removed_at, null);
+    const [list, again, unknown] = await Promise.all([
+      ok(['dkim', 'list', '--project', project.id]),
+      refused(['dkim', 'remove', key.id], 'not_found'),
+      refused(['dkim', 'remove', 'dk.0000000000000000'], 'not_found'),
+    ]);
+    assert.deepEqual(list, { keys: [stays] });
+    assert.equal(again, `DKIM key ${key.id} not found`);
+    assert.equal(unknown, 'DKIM key dk.0000000000000000 not found');
+    // A new key for the domain can be added after removal.
+    const fresh = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'back', algorithm: 'ed25519' });
+    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [fresh, stays] });
+  });
+});
+
+describe('DKIM signing of spooled messages', () => {
+  /** Sends over HTTP and returns the stored MIME bytes. */
+  async function spooled(liveKey: string, overrides: Record<string, unknown> = {}): Promise<{ id: string; file: string; bytes: Buffer }> {
+    const res = await post(p.production, '/v1/send', { key: liveKey, json: validMessage(overrides) });
+    assert.equal(res.status, 202, res.text);
+    const { spool_path } = p.ctx.db.prepare('SELECT spool_path FROM messages WHERE id = ?').get(res.body.id) as { spool_path: string };
+    const file = path.join(p.stateDir, 'spool', spool_path);
+    return { id: res.body.id, file, bytes: readFileSync(file) };
+  }
+
+  const rich = {
+    from: 'Sender Name <sender@example.com>',
+    to: ['rcpt@example.org', 'Second <second@example.org>'],
+    cc: 'copy@example.org',
+    reply_to: 'replies@example.com',
+    subject: 'Grüße — DKIM test',
+    text: 'Plain text body\nwith two lines.  Trailing spaces   \n\n\n',
+    html: '<p>HTML <b>body</b></p>',
+    attachments: [{ filename: 'note.txt', content: Buffer.from('attached\r\n').toString('base64') }],
+  };
+
+  let rsaProject: string;
+  let rsaLive: string;
+  let rsaKey: DkimKeyView;
+  let edProject: string;
+  let edLive: string;
+  let edKey: DkimKeyView;
+
+  before(() => {
+    const a = createProjectWithKeys(p.ctx, 'signing rsa');
+    rsaProject = a.project.id;
+    rsaLive = a.liveKey;
+    rsaKey = addDkimKey(p.ctx, rsaProject, { domain: 'example.com', selector: 'rsa2026' });
+    const b = createProjectWithKeys(p.ctx, 'signing ed25519');
+    edProject = b.project.id;
+    edLive = b.liveKey;
+    edKey = addDkimKey(p.ctx, edProject, { domain: 'example.com', selector: 'ed2026', algorithm: 'ed25519' });
+  });
+
+  for (const kind of ['rsa', 'ed25519'] as const) {
+    test(`an ${kind} signature of a spooled message verifies with mailauth and with python3-dkim (dkimverify); tampering fails both`, async () => {
+      const [projectId, live, key] = kind === 'rsa' ? [rsaProject, rsaLive, rsaKey] : [edProject, edLive, edKey];
+      const { bytes } = await spooled(live, rich);
+      const header = await dkimSignatureFor(p.ctx.db, projectId, 'example.com', bytes, new Date());
+      assert.ok(header, 'a signature');
+      assert.match(header, /^DKIM-Signature: /);
+      assert.ok(header.endsWith('\r\n'));
+      assert.equal(header.match(/^DKIM-Signature:/gim)?.length, 1);
+      const tags = signatureTags(header);
+      assert.equal(tags.v, '1');
+      assert.equal(tags.a, kind === 'rsa' ? 'rsa-sha256' : 'ed25519-sha256');
+      assert.equal(tags.c, 'relaxed/relaxed');
+      assert.equal(tags.d, 'example.com');
+      assert.equal(tags.s, key.selector);
+      assert.deepEqual(tags.h.toLowerCase().split(':').sort(), ['cc', 'content-type', 'date', 'from', 'message-id', 'mime-version', 'reply-to', 'subject', 'to']);
+
+      const signed = Buffer.concat([Buffer.from(header), bytes]);
+      const { result, queried } = await mailauthVerify(signed, key.dns_name, key.dns_value);
+      assert.deepEqual(queried, [`TXT ${key.selector}._domainkey.example.com`]);
+      assert.equal(result.results.length, 1);
+      const r = result.results[0];
+      assert.equal(r.status.result, 'pass', r.info);
+      assert.equal(r.signingDomain, 'example.com');
+      assert.equal(r.selector, key.selector);
+      // mailauth reports the algorithm as `algo` (its .d.ts says `algorithm`).
+      assert.equal((r as unknown as { algo: string }).algo, tags.a);
+      assert.equal(r.status.aligned, 'example.com');
+
+      // Negative controls: a changed header or body, or another key, fails both verifiers.
+      const tamperedHeader = Buffer.from(signed.toString('latin1').replace(/^Subject: .*$/m, 'Subject: changed'), 'latin1');
+      const tamperedBody = Buffer.from(signed.toString('latin1').replace('Plain text body', 'Plain text b0dy'), 'latin1');
+      assert.notDeepEqual(tamperedHeader, signed);
+      assert.notDeepEqual(tamperedBody, signed);
+      const headerResult = (await mailauthVerify(tamperedHeader, key.dns_name, key.dns_value)).result.results[0];
+      assert.equal(headerResult.status.result, 'fail', headerResult.info);
+      // mailauth reports a body hash mismatch as neutral (RFC 6376 §6.3 step 7: PERMFAIL, body hash).
+      const bodyResult = (await mailauthVerify(tamperedBody, key.dns_name, key.dns_value)).result.results[0];
+      assert.deepEqual([bodyResult.status.result, bodyResult.status.comment], ['neutral', 'body hash did not verify']);
+      const wrongKey = kind === 'rsa' ? rsaRecord(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey) : ed25519Record(generateKeyPairSync('ed25519').privateKey);
+      assert.equal((await mailauthVerify(signed, key.dns_name, wrongKey)).result.results[0].status.result, 'fail');
+
+      const name = key.dns_name;
+      assert.deepEqual(
+        pythonVerify([
+          { message: signed, name, value: key.dns_value },
+          { message: tamperedHeader, name, value: key.dns_value },
+          { message: tamperedBody, name, value: key.dns_value },
+          { message: signed, name, value: wrongKey },
+        ]),
+        ['pass', 'fail', 'fail', 'fail'],
+      );
+    });
+  }
+
+  test('signs a message given as a stream (the spool file) exactly as the same bytes', async () => {
+    const { file, bytes } = await spooled(rsaLive, { ...rich, subject: 'streamed' });
+    const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', createReadStream(file), new Date());
+    assert.ok(header);
+    const signed = Buffer.concat([Buffer.from(header), bytes]);
+    assert.equal((await mailauthVerify(signed, rsaKey.dns_name, rsaKey.dns_value)).result.results[0].status.result, 'pass');
+    assert.deepEqual(pythonVerify([{ message: signed, name: rsaKey.dns_name, value: rsaKey.dns_value }]), ['pass']);
+  });
+
+  test('t= is the sign time given (the scheduler passes its clock), however the wall clock moves while signing', async () => {
+    const { bytes } = await spooled(edLive, { ...rich, subject: 'sign time' });
+    const signTime = new Date(Date.UTC(2026, 0, 1, 12, 0, 0));
+    const realNow = Date.now;
+    let reads = 0;
+    // Each read of the wall clock while signing is a second after the one before. mailauth read
+    // it twice when no time was given (signed header, emitted header), so a signature that
+    // straddled a second carried a t= it had not signed.
+    Date.now = () => realNow() + 1000 * reads++;
+    let header: string | null;
+    try {
+      header = await dkimSignatureFor(p.ctx.db, edProject, 'example.com', bytes, signTime);
+    } finally {
+      Date.now = realNow;
+    }
+    assert.ok(header);
+    assert.equal(signatureTags(header).t, String(signTime.getTime() / 1000));
+    const signed = Buffer.concat([Buffer.from(header), bytes]);
+    assert.equal((await mailauthVerify(signed, edKey.dns_name, edKey.dns_value)).result.results[0].status.result, 'pass');
+    assert.deepEqual(pythonVerify([{ message: signed, name: edKey.dns_name, value: edKey.dns_value }]), ['pass']);
+  });
+
+  test('a header with a UTF-8 byte that relaxed canonicalisation would fold (à is C3 A0) is signed simple/relaxed, from a buffer or a stream; both verifiers pass', async () => {
+    const message = (subject: string) =>
+      Buffer.from(
+        `From: Sender <sender@example.com>\r\nTo: rcpt@example.org\r\nSubject: ${subject}\r\nDate: Thu, 01 Jan 2026 00:00:00 +0000\r\n` +
+          'Message-ID: <eight.bit@example.com>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nDéjà vu.\r\n',
+        'utf8',
+      );
+    const voila = message('Voilà, déjà vu');
+    const file = path.join(tempDir(), 'eight-bit.eml');
+    writeFileSync(file, voila);
+    // The stream arrives 7 bytes at a time: the header block is found across chunks.
+    const cases: [string, Buffer, Buffer | ReturnType<typeof createReadStream>, string][] = [
+      ['buffer with à', voila, voila, 'simple/relaxed'],
+      ['stream with à', voila, createReadStream(file, { highWaterMark: 7 }), 'simple/relaxed'],
+      // é and è (C3 A9, C3 A8) are folded by neither: relaxed stays.
+      ['buffer with é and è', message('Café crème'), message('Café crème'), 'relaxed/relaxed'],
+      ['ASCII', message('Deja vu'), message('Deja vu'), 'relaxed/relaxed'],
+    ];
+    const toVerify: VerifyCase[] = [];
+    for (const [label, bytes, input, canonicalization] of cases) {
+      const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', input, new Date());
+      assert.ok(header, label);
+      assert.equal(signatureTags(header).c, canonicalization, label);
+      const signed = Buffer.concat([Buffer.from(header), bytes]);
+      assert.equal((await mailauthVerify(signed, rsaKey.dns_name, rsaKey.dns_value)).result.results[0].status.result, 'pass', label);
+      toVerify.push({ message: signed, name: rsaKey.dns_name, value: rsaKey.dns_value });
+    }
+    assert.deepEqual(pythonVerify(toVerify), ['pass', 'pass', 'pass', 'pass']);
+  });
+
+  test('a sender at a subdomain is signed with the nearest parent domain that has a key (d= that domain)', async () => {
+    const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing parents');
+    const apex = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'apex' });
+    const mid = addDkimKey(p.ctx, project.id, { domain: 'b.example.com', selector: 'mid', algorithm: 'ed25519' });
+
+    const cases: [string, DkimKeyView][] = [
+      ['news@a.b.example.com', mid],
+      ['news@b.example.com', mid],
+      ['news@c.example.com', apex],
+      ['news@Deep.Sub.EXAMPLE.com', apex],
+    ];
+    const toVerify: VerifyCase[] = [];
+    for (const [from, key] of cases) {
+      const { bytes } = await spooled(liveKey, { from, subject: `from ${from}` });
+      const header = await dkimSignatureFor(p.ctx.db, project.id, from.split('@')[1], bytes, new Date());
+      assert.ok(header, from);
+      assert.equal(signatureTags(header).d, key.domain, from);
+      assert.equal(signatureTags(header).s, key.selector, from);
+      const signed = Buffer.concat([Buffer.from(header), bytes]);
+      const { result } = await mailauthVerify(signed, key.dns_name, key.dns_value);
+      assert.equal(result.results[0].status.result, 'pass', from);
+      toVerify.push({ message: signed, name: key.dns_name, value: key.dns_value });
+    }
+    assert.deepEqual(pythonVerify(toVerify), ['pass', 'pass', 'pass', 'pass']);
+  });
+
+  test('no signature (null) when no key of the project applies to the From domain', async () => {
+    const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing none');
+    addDkimKey(p.ctx, project.id, { domain: 'sub.example.com', selector: 'sub', algorithm: 'ed25519' });
+    const { bytes } = await spooled(liveKey, { from: 'a@other.org' });
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
+    // A key for a subdomain never signs its parent or a sibling; a bare TLD never matches.
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.example.com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'com', bytes, new Date()), null);
+    // Another project's key never applies.
+    const bare = createProjectWithKeys(p.ctx, 'signing none bare');
+    const fromRsaDomain = await spooled(bare.liveKey, { from: 'a@example.com' });
+    assert.equal(await dkimSignatureFor(p.ctx.db, bare.project.id, 'example.com', fromRsaDomain.bytes, new Date()), null);
+    // A removed key no longer signs.
+    const gone = addDkimKey(p.ctx, project.id, { domain: 'other.org', selector: 'gone', algorithm: 'ed25519' });
+    assert.ok(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()));
+    removeDkim(p.ctx, gone.id);
+    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
+  });
+
+  test('a key added with the CLI signs messages that verify against the DNS record the CLI printed', async () => {
+    const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing cli');
+    const printed = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'cli']);
+    const { bytes } = await spooled(liveKey, rich);
+    const header = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date());
+    assert.ok(header);
+    const signed = Buffer.concat([Buffer.from(header), bytes]);
+    assert.equal((await mailauthVerify(signed, printed.dns_name, printed.dns_value)).result.results[0].status.result, 'pass');
+    assert.deepEqual(pythonVerify([{ message: signed, name: printed.dns_name, value: printed.dns_value }]), ['pass']);
+  });
+});

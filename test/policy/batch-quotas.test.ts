@@ -1,0 +1,217 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../../src/clock.js';
+import { showProject } from '../../src/operator/projects.js';
+import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { assertErrorEnvelope } from '../support/assertions.js';
+import { plan, withPlans } from '../support/plans.js';
+
+const ID = /^m\.[0-9a-z]{26}$/;
+
+function emlFiles(stateDir: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else out.push(full);
+    }
+  };
+  walk(path.join(stateDir, 'spool'));
+  return out;
+}
+
+
+describe('batch sends against plan caps', () => {
+  let p: TestPostern;
+  const clock = new ManualClock(Date.parse('2026-09-14T15:30:00Z'));
+
+  before(async () => {
+    p = await startTestPostern({
+      clock,
+      config: {
+        ...withPlans({
+          daily37: plan({ monthly_messages: 100_000, daily_messages: 37 }),
+          monthly60: plan({ monthly_messages: 60 }),
+          daily5: plan({ monthly_messages: 100_000, daily_messages: 5 }),
+          paid10: plan({ monthly_messages: 10, overage: true }),
+        }),
+        rate_limits: { window_seconds: 60, send_per_key: 1000, batch_per_key: 2, unauthenticated_per_ip: 1000 },
+      },
+    });
+  });
+  after(async () => p.close());
+
+  const batch = (proj: ProjectWithKeys, messages: unknown[]) => post(p.production, '/v1/send/batch', { key: proj.liveKey, json: { messages } });
+  const send = (proj: ProjectWithKeys, message = validMessage()) => post(p.production, '/v1/send', { key: proj.liveKey, json: message });
+  const rowsBySubject = (projectId: string) =>
+    new Map(
+      (p.ctx.db.prepare('SELECT id, subject, spool_path FROM messages WHERE project_id = ?').all(projectId) as { id: string; subject: string; spool_path: string }[]).map(
+        (r) => [r.subject, r],
+      ),
+    );
+  const totals = () => ({
+    rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
+    events: p.ctx.db.prepare("SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get() as number,
+    files: emlFiles(p.stateDir).filter((f) => f.endsWith('.eml')).length,
+    tmp: emlFiles(p.stateDir).filter((f) => !f.endsWith('.eml')).length,
+  });
+  const hundred = (prefix: string) => Array.from({ length: 100 }, (_, i) => validMessage({ subject: `${prefix} ${i}` }));
+
+  /** Slots [0, k) accepted with rows and files; [k, n) equal to `refusal` exactly. */
+  function assertCutAt(res: HttpResult, proj: ProjectWithKeys, prefix: string, k: number, n: number, refusal: unknown): void {
+    assert.equal(res.status, 207, res.text);
+    const data = res.body.data as any[];
+    assert.equal(data.length, n);
+    const rows = rowsBySubject(proj.project.id);
+    for (let i = 0; i < n; i++) {
+      if (i < k) {
+        assert.deepEqual(data[i], { id: data[i].id, status: 'queued' }, `slot ${i}`);
+        assert.match(data[i].id, ID);
+        const row = rows.get(`${prefix} ${i}`);
+        assert.equal(row?.id, data[i].id, `slot ${i} has its row`);
+        assert.ok(existsSync(path.join(p.stateDir, 'spool', row!.spool_path)), `slot ${i} has its file`);
+      } else {
+        assert.deepEqual(data[i], refusal, `slot ${i}`);
+        assert.equal(rows.has(`${prefix} ${i}`), false, `slot ${i} stored nothing`);
+      }
+    }
+  }
+
+  test('daily cap 37: elements 0..36 are accepted, 37..99 get the daily_send_cap_exceeded envelope a single send gets', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'daily 37', 'daily37');
+    const before = totals();
+    const res = await batch(proj, hundred('d'));
+    const single = await send(proj);
+    assertErrorEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+    assert.equal(single.headers.get('retry-after'), String(8 * 3600 + 30 * 60));
+    assertCutAt(res, proj, 'd', 37, 100, single.body);
+    const after = totals();
+    assert.deepEqual(after, { rows: before.rows + 37, events: before.events + 37, files: before.files + 37, tmp: before.tmp });
+    const usage = showProject(p.ctx, proj.project.id).usage;
+    assert.deepEqual([usage.day.messages, usage.month.messages], [37, 37]);
+
+    // A later batch on the spent cap: every slot refused, still a 207.
+    const again = await batch(proj, [validMessage({ subject: 'late 0' }), validMessage({ subject: 'late 1' })]);
+    assertCutAt(again, proj, 'late', 0, 2, single.body);
+  });
+
+  test('monthly cap 60: elements 0..59 are accepted, 60..99 get the monthly_quota_exceeded envelope a single send gets', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'monthly 60', 'monthly60');
+    const before = totals();
+    const res = await batch(proj, hundred('m'));
+    const single = await send(proj);
+    assertErrorEnvelope(single, 402, 'quota_error', 'monthly_quota_exceeded');
+    assertCutAt(res, proj, 'm', 60, 100, single.body);
+    const after = totals();
+    assert.deepEqual(after, { rows: before.rows + 60, events: before.events + 60, files: before.files + 60, tmp: before.tmp });
+    assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 60);
+  });
+
+  test('a cap partly used by single sends runs out at the right element', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'partly used', 'daily37');
+    for (let i = 0; i < 30; i++) assert.equal((await send(proj)).status, 202);
+    const res = await batch(proj, Array.from({ length: 10 }, (_, i) => validMessage({ subject: `x ${i}` })));
+    const single = await send(proj);
+    assertCutAt(res, proj, 'x', 7, 10, single.body);
+  });
+
+  test('a paid plan (overage) accepts every element past its quota', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'paid batch', 'paid10');
+    const res = await batch(proj, hundred('o'));
+    assertCutAt(res, proj, 'o', 100, 100, null);
+    assert.equal(showProject(p.ctx, proj.project.id).usage.month.overage_messages, 90);
+  });
+
+  test('invalid elements do not consume the cap', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'mixed cap', 'daily5');
+    const invalid = new Set([1, 3, 8]);
+    const messages = Array.from({ length: 10 }, (_, i) => (invalid.has(i) ? validMessage({ subject: `v ${i}`, to: 'not-an-address' }) : validMessage({ subject: `v ${i}` })));
+    const before = totals();
+    const res = await batch(proj, messages);
+    assert.equal(res.status, 207, res.text);
+    const data = res.body.data as any[];
+    const single = await send(proj);
+    assertErrorEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
+    const rows = rowsBySubject(proj.project.id);
+    const acceptedAt = [0, 2, 4, 5, 6];
+    for (let i = 0; i < 10; i++) {
+      if (invalid.has(i)) {
+        assert.deepEqual(data[i], {
+          error: { type: 'validation_error', code: 'to:invalid_address', message: data[i].error?.message, details: [{ field: 'to', code: 'to:invalid_address' }] },
+        });
+        assert.equal(typeof data[i].error.message, 'string');
+      } else if (acceptedAt.includes(i)) {
+        assert.deepEqual(data[i], { id: data[i].id, status: 'queued' }, `slot ${i}`);
+        assert.equal(rows.get(`v ${i}`)?.id, data[i].id);
+      } else {
+        assert.deepEqual(data[i], single.body, `slot ${i} is past the cap`);
+        assert.equal(rows.has(`v ${i}`), false);
+      }
+    }
+    assert.equal(totals().rows, before.rows + 5);
+    assert.equal(showProject(p.ctx, proj.project.id).usage.day.messages, 5);
+  });
+
+  test('a persistence fault on one element fails only that slot with server_error, leaving no file behind', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'fault');
+    p.ctx.db.exec("CREATE TRIGGER fail_one BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    try {
+      const messages = Array.from({ length: 20 }, (_, i) => validMessage({ subject: i === 7 ? 'FAIL' : `f ${i}` }));
+      const before = totals();
+      const res = await batch(proj, messages);
+      assert.equal(res.status, 207, res.text);
+      const data = res.body.data as any[];
+      assert.equal(data.length, 20);
+      assert.equal(typeof data[7]?.error?.message, 'string', JSON.stringify(data[7]));
+      assert.deepEqual(data[7], { error: { type: 'api_error', code: 'server_error', message: data[7].error.message } });
+      const rows = rowsBySubject(proj.project.id);
+      for (let i = 0; i < 20; i++) {
+        if (i === 7) continue;
+        assert.deepEqual(data[i], { id: data[i].id, status: 'queued' }, `slot ${i}`);
+        assert.equal(rows.get(`f ${i}`)?.id, data[i].id, `slot ${i} has its row`);
+      }
+      assert.equal(rows.has('FAIL'), false);
+      const after = totals();
+      assert.deepEqual(after, { rows: before.rows + 19, events: before.events + 19, files: before.files + 19, tmp: before.tmp });
+      assert.equal(after.files, after.rows, 'spool file count equals accepted count');
+      const usage = showProject(p.ctx, proj.project.id).usage;
+      assert.equal(usage.month.messages, 19, 'the failed element is not counted');
+    } finally {
+      p.ctx.db.exec('DROP TRIGGER IF EXISTS fail_one');
+    }
+  });
+
+  test('a persistence fault inside a cap does not use up the cap', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'fault and cap', 'daily5');
+    p.ctx.db.exec("CREATE TRIGGER fail_two BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    try {
+      const messages = Array.from({ length: 8 }, (_, i) => validMessage({ subject: i === 1 ? 'FAIL' : `g ${i}` }));
+      const res = await batch(proj, messages);
+      assert.equal(res.status, 207, res.text);
+      const data = res.body.data as any[];
+      assert.equal(data[1].error.code, 'server_error');
+      for (const i of [0, 2, 3, 4, 5]) assert.deepEqual(data[i], { id: data[i].id, status: 'queued' }, `slot ${i}`);
+      for (const i of [6, 7]) assert.equal(data[i].error?.code, 'daily_send_cap_exceeded', `slot ${i}`);
+    } finally {
+      p.ctx.db.exec('DROP TRIGGER IF EXISTS fail_two');
+    }
+    const t = totals();
+    assert.equal(t.files, t.rows);
+  });
+
+  test('the batch rate limit is a whole-request 429 that stores nothing', async () => {
+    const proj = createProjectWithKeys(p.ctx, 'batch rate');
+    assert.equal((await batch(proj, [validMessage()])).status, 207);
+    assert.equal((await batch(proj, [validMessage()])).status, 207);
+    const before = totals();
+    const res = await batch(proj, hundred('r'));
+    assertErrorEnvelope(res, 429, 'rate_limit_error', 'rate_limited');
+    assert.equal(res.headers.get('retry-after'), '60');
+    assert.deepEqual(totals(), before);
+    clock.advance(60_000);
+    assert.equal((await batch(proj, [validMessage()])).status, 207);
+  });
+});

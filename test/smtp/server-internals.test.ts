@@ -1,0 +1,178 @@
+/**
+ * What src/smtp patches in smtp-server (replyCode.ts, greetingDelay.ts, unauthenticatedCommands.ts,
+ * commandLineLength.ts) and reaches into (server.ts: the server's connection set, a connection's
+ * session, send, close and socket), checked against the installed library before any patch is
+ * loaded. A failure here means an upgrade changed what a patch assumes: re-read that patch
+ * against the new library, then move the exact pin in package.json.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import * as connectionModule from 'smtp-server/lib/smtp-connection.js';
+import * as streamModule from 'smtp-server/lib/smtp-stream.js';
+import { repoRoot } from '../support/paths.js';
+
+type Method = (...args: unknown[]) => unknown;
+const prototype = (connectionModule as unknown as { SMTPConnection: { prototype: Record<string, Method> } }).SMTPConnection.prototype;
+
+/** Each method a patch replaces, wraps or calls, with the number of parameters it is called with. */
+const ARITY: Record<string, number> = {
+  init: 0, // greetingDelay.ts replaces it
+  _setListeners: 1, // greetingDelay.ts: called with the callback that greets
+  connectionReady: 1, // greetingDelay.ts: called after the pause
+  _getEnhancedStatusCode: 2, // replyCode.ts wraps it: (code, context)
+  _onCommand: 2, // unauthenticatedCommands.ts wraps it: (command, callback)
+  _isDisabled: 1, // unauthenticatedCommands.ts: whether AUTH is offered
+  _createParser: 0, // commandLineLength.ts wraps it
+  send: 3, // every patch and server.ts: (code, text, context)
+  close: 0, // commandLineLength.ts and server.ts
+};
+/** The four the patches replace: taken now, before any patch module is loaded. */
+const REPLACED = ['init', '_getEnhancedStatusCode', '_onCommand', '_createParser'];
+const original = Object.fromEntries(REPLACED.map((name) => [name, prototype[name]]));
+
+/** A method's source without comments and with its whitespace collapsed. */
+function code(method: Method): string {
+  return method
+    .toString()
+    .replace(/\/\/[^\n]*/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/** Whether `source` holds `parts` in that order. */
+function inOrder(source: string, parts: string[]): boolean {
+  let at = 0;
+  for (const part of parts) {
+    at = source.indexOf(part, at);
+    if (at === -1) return false;
+    at += part.length;
+  }
+  return true;
+}
+
+describe('smtp-server is pinned, and the internals Postern patches have the shape its patches assume', () => {
+  test('package.json pins smtp-server to one exact version: the one installed and the one locked', () => {
+    const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const lock = JSON.parse(readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dependencies?: Record<string, string> }> };
+    const installed = (createRequire(import.meta.url)('smtp-server/package.json') as { version: string }).version;
+    const pinned = manifest.dependencies['smtp-server'];
+    assert.match(pinned, /^\d+\.\d+\.\d+$/, 'an exact version, no range');
+    assert.equal(installed, pinned);
+    assert.equal(lock.packages['']?.dependencies?.['smtp-server'], pinned);
+    assert.equal(lock.packages['node_modules/smtp-server']?.version, pinned);
+  });
+
+  test('each method a patch replaces, wraps or calls exists on SMTPConnection with the arity the patch assumes', () => {
+    const found = Object.fromEntries(Object.keys(ARITY).map((name) => [name, typeof prototype[name] === 'function' ? prototype[name].length : typeof prototype[name]]));
+    assert.deepEqual(found, ARITY);
+  });
+
+  test('init is the body greetingDelay.ts restates: the maxClients refusal, then the fixed 100 ms pause before the greeting', () => {
+    assert.equal(
+      code(original.init),
+      "init() { this._setListeners(() => { if (this._server.options.maxClients && this._server.connections.size > this._server.options.maxClients) { return this.send(421, this.name + ' Too many connected clients, try again in a moment', false); } let readyTimer = setTimeout(() => this.connectionReady(), 100); readyTimer.unref(); }); }",
+    );
+  });
+
+  test('_onCommand counts unauthenticated commands under the conditions unauthenticatedCommands.ts mirrors', () => {
+    assert.ok(
+      inOrder(code(original._onCommand), [
+        // Input discarded during the TLS handshake and before the greeting is never counted.
+        'if (this._upgrading) { return done(); }',
+        "if (!this._ready) { return this.send(421, this.name + ' You talk too soon', commandName); }",
+        // A continuation line (AUTH's) runs the queued handler.
+        'if (this._nextHandler) { handler = this._nextHandler; this._nextHandler = false; }',
+        "if (!this.session.user && this._isSupported('AUTH') && !this._server.options.authOptional && commandName !== 'AUTH' && this._maxAllowedUnauthenticatedCommands !== false) { this._unauthenticatedCommands++; if (this._unauthenticatedCommands >= this._maxAllowedUnauthenticatedCommands) { return this.send(421, 'Error: too many unauthenticated commands', commandName); } }",
+      ]),
+      code(original._onCommand),
+    );
+    // AUTH is offered exactly when it is not disabled (the patch counts where it is disabled).
+    assert.match(code(prototype._isSupported), /return !this\._isDisabled\(command\) && /);
+  });
+
+  test("_createParser's parser answers its errors with 421 in one listener, the one commandLineLength.ts replaces", () => {
+    assert.ok(code(original._createParser).includes("parser.on('error', err => { this.send(421, 'Error: ' + err.message); });"), code(original._createParser));
+  });
+
+  describe('a live connection', () => {
+    const servers: SMTPServer[] = [];
+    const sockets: net.Socket[] = [];
+    after(async () => {
+      for (const s of sockets) s.destroy();
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    });
+
+    test('carries the options, state and methods the patches and server.ts read, and labels the accepted-DATA reply 2.6.0', async () => {
+      let connected!: (session: SMTPServerSession) => void;
+      const session = new Promise<SMTPServerSession>((resolve) => (connected = resolve));
+      const server = new SMTPServer({
+        authOptional: false,
+        hideENHANCEDSTATUSCODES: false,
+        maxClients: 3,
+        maxAllowedUnauthenticatedCommands: 5,
+        logger: false,
+        // Unknown to the library: greetingDelay.ts reads it from the server's options.
+        ...{ greetingDelayMs: 7 },
+        onConnect(s, callback) {
+          connected(s);
+          callback();
+        },
+      });
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+      const port = (server.server.address() as net.AddressInfo).port;
+      sockets.push(net.connect(port, '127.0.0.1'));
+      const live = await session;
+
+      const connections = (server as unknown as { connections: unknown }).connections;
+      assert.ok(connections instanceof Set);
+      const connection = [...(connections as Set<Record<string, unknown>>)].find((c) => c.session === live);
+      assert.ok(connection, 'server.connections holds each connection, found by its session');
+      const options = (connection._server as { options: Record<string, unknown> }).options;
+      assert.equal(connection._server, server);
+      assert.equal(options.greetingDelayMs, 7);
+      assert.equal(options.maxClients, 3);
+      assert.equal(options.authOptional, false);
+      assert.ok(connection._socket instanceof net.Socket);
+      assert.equal(typeof connection.name, 'string');
+      assert.equal(typeof connection._ready, 'boolean');
+      assert.equal(connection._upgrading, false);
+      assert.equal(connection._nextHandler, false);
+      assert.equal(connection._unauthenticatedCommands, 0);
+      assert.equal(connection._maxAllowedUnauthenticatedCommands, 5);
+      const call = (name: string, ...args: unknown[]) => (prototype[name] as Method).call(connection, ...args);
+      // server.ts turns AUTH off per session until TLS; the library reads it back from there.
+      live.disabledCommands = ['AUTH'];
+      assert.equal(call('_isDisabled', 'AUTH'), true);
+      live.disabledCommands = [];
+      assert.equal(call('_isDisabled', 'AUTH'), false);
+      // The reply context replyCode.ts narrows, and the label it replaces.
+      assert.equal(original._getEnhancedStatusCode.call(connection, 250, 'DATA_OK'), '2.6.0');
+    });
+  });
+
+  test('the line parser fails an over-long command line with the message commandLineLength.ts matches', async () => {
+    const { TOO_LONG } = await import('../../src/smtp/commandLineLength.js');
+    const { SMTPStream } = streamModule as unknown as { SMTPStream: new (options: { maxCommandLength: number }) => NodeJS.WritableStream };
+    const parser = new SMTPStream({ maxCommandLength: 16 });
+    const failed = new Promise<Error>((resolve) => parser.once('error', resolve));
+    parser.write(`NOOP ${'x'.repeat(100)}\r\n`);
+    assert.equal((await failed).message, TOO_LONG);
+  });
+
+  test('each patch module replaces its method on the prototype the server uses', async () => {
+    await import('../../src/smtp/replyCode.js');
+    await import('../../src/smtp/greetingDelay.js');
+    await import('../../src/smtp/unauthenticatedCommands.js');
+    await import('../../src/smtp/commandLineLength.js');
+    assert.deepEqual(
+      REPLACED.filter((name) => prototype[name] === original[name]),
+      [],
+    );
+  });
+});
