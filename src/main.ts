@@ -29,6 +29,9 @@ import { pruneReceipts } from './store/feedback.js';
 import { pruneOperatorSessions } from './store/operatorSessions.js';
 import { RetentionSweeper } from './spool/retention.js';
 import { createWebhookDispatcher } from './events/host.js';
+import { viewerSecret } from './viewer/secret.js';
+import { Viewer } from './viewer/route.js';
+import { configuredViewerBase } from './viewer/links.js';
 
 export interface BoundListener {
   name: string;
@@ -113,6 +116,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   const admission = new Admission(db, clock, config, (keyId) => keyUse.note(keyId));
+  const secret = viewerSecret(config.state_dir);
+  const viewer = new Viewer({ db, clock, config, logger, spoolRoot: spool.root, secret });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -142,7 +147,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       const door = listener as ListenerConfig;
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
-          { db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, throttledUntil: (id) => scheduler.accountThrottledUntil(id) },
+          {
+            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, throttledUntil: (id) => scheduler.accountThrottledUntil(id),
+            viewerLinks: { secret, base: () => viewerBase(config, listeners) },
+          },
           listener,
         );
         consoles.push(consoleServer);
@@ -150,7 +158,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         port = await listenOn(consoleServer.server, listener.port, listener.host);
         scheme = listener.cert && listener.key ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ db, pipeline, admission, clock, logger, config }, door);
+        const server = createHttpServer({ db, pipeline, admission, clock, logger, config, viewer }, door);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
         scheme = 'http';
@@ -191,6 +199,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       logger.info('stopped');
     },
   };
+}
+
+/** Where viewer links point: `viewer.base_url`, else the first production HTTP listener as bound. */
+function viewerBase(config: PosternConfig, listeners: BoundListener[]): string {
+  const door = listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? listeners.find((l) => l.protocol === 'http');
+  return config.viewer.base_url ?? door?.url ?? configuredViewerBase(config) ?? '';
 }
 
 /** Listens; resolves with the bound port (port 0 picks one). */

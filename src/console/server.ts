@@ -19,7 +19,7 @@ import type { TargetOptions } from '../operator/webhooks.js';
 import type { Db } from '../store/db.js';
 import { authenticateRequest, SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
-import { consoleHandlers, type Call, type Handler } from './handlers.js';
+import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
 
 export interface ConsoleDeps {
@@ -34,6 +34,7 @@ export interface ConsoleDeps {
   /** The delivery scheduler's view of throttled provider accounts. */
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;
+  viewerLinks: HandlerDeps['viewerLinks'];
 }
 
 export interface ConsoleServer {
@@ -84,6 +85,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       overview: { activity, storage: new StorageFigures(db, config.state_dir), throttledUntil: deps.throttledUntil },
       keyUse: deps.keyUse,
       webhookTargets: deps.webhookTargets,
+      viewerLinks: deps.viewerLinks,
     }),
     getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) as unknown }),
   };

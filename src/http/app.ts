@@ -15,6 +15,7 @@ import { sql, type Db } from '../store/db.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
 import { sendError, sendJson } from './respond.js';
+import type { Viewer } from '../viewer/route.js';
 
 export interface HttpDeps {
   db: Db;
@@ -23,6 +24,8 @@ export interface HttpDeps {
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
+  /** The public viewer (GET /view/…), shared by every HTTP listener. */
+  viewer?: Viewer;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -101,12 +104,13 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .post('/v1/feedback/:account/:token', guarded(feedback))
     .all('/v1/send', methodNotAllowed('POST'))
     .all('/v1/send/batch', methodNotAllowed('POST'));
+  if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body);
 
   const server = createServer({ requestTimeout: config.http.request_timeout_ms, headersTimeout: config.http.headers_timeout_ms }, (req, res) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       log.info(
-        { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress },
+        { method: req.method, path: viewerMasked(req.url?.split('?')[0]), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress },
         'request',
       );
     });
@@ -114,6 +118,11 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   });
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return server;
+}
+
+/** A viewer link's token is a credential: never logged. */
+function viewerMasked(path: string | undefined): string | undefined {
+  return path?.replace(/^(\/view\/[^/]+\/)[^/]+/, '$1***');
 }
 
 function headerValue(req: IncomingMessage, name: string): string | null {
