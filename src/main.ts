@@ -150,6 +150,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
           {
             db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, throttledUntil: (id) => scheduler.accountThrottledUntil(id),
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
+            doors: () => ({
+              production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
+              sandbox: listeners.find((l) => l.protocol === 'http' && l.environment === 'sandbox')?.url ?? null,
+            }),
           },
           listener,
         );

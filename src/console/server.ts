@@ -21,6 +21,7 @@ import { authenticateRequest, SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
 import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
+import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
   db: Db;
@@ -35,6 +36,8 @@ export interface ConsoleDeps {
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;
   viewerLinks: HandlerDeps['viewerLinks'];
+  /** The send API's addresses, for the web app's examples. */
+  doors?: () => { production: string | null; sandbox: string | null };
 }
 
 export interface ConsoleServer {
@@ -149,14 +152,18 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     app.all(route, (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
   }
 
+  const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
-    // Operator data: never cached, never sniffed.
+    // Operator data: never cached, never sniffed, never framed, no referrer; the web app's files set their own CSP.
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('Content-Security-Policy', API_POLICY);
     res.on('finish', () => {
       log.info({ method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress }, 'console request');
     });
+    if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
   };
   const options = { requestTimeout: config.http.request_timeout_ms, headersTimeout: config.http.headers_timeout_ms };
