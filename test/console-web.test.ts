@@ -231,6 +231,22 @@ describe('web console in a browser', () => {
     assert.ok(!(await page.content()).includes(rotated));
   });
 
+  test('providers: an owner runs the connection check and sees its failure, and changes an account\'s priority and free quota', async () => {
+    const page = await signedIn();
+    await page.goto(`/#/projects/${w.a.project.id}/providers`);
+    const row = page.locator('tbody tr').first();
+    await row.waitFor();
+    await row.getByRole('button', { name: 'Check connection' }).click();
+    // The test world's relay is 127.0.0.1:9, where nothing listens.
+    await row.getByText(/Failed at connect/).waitFor({ timeout: 20_000 });
+    await row.getByLabel('Priority', { exact: true }).fill('7');
+    await row.getByLabel(/Free quota/).fill('3000');
+    // Saved, the list is read again.
+    await Promise.all([page.waitForResponse((r) => r.url().endsWith(`/projects/${w.a.project.id}/providers`)), row.getByRole('button', { name: 'Save' }).click()]);
+    const listed = await w.owner.get(`/projects/${w.a.project.id}/providers`);
+    assert.deepEqual(listed.body.providers.map((p: { priority: number; free_quota: number | null }) => [p.priority, p.free_quota]), [[7, 3000]]);
+  });
+
   test('a member sees only their projects\' messages; another project\'s message is "not found"', async () => {
     const mine = await send(w.p.production, w.a.liveKey, { subject: 'For the member' });
     const theirs = await send(w.p.production, w.b.liveKey, { subject: 'Project b only' });

@@ -34,7 +34,36 @@ export function OperatorsScreen() {
               <tr key={o.id}>
                 <td>{o.email}</td>
                 <td>{o.role}</td>
-                <td class="wrap">{o.role === 'owner' ? 'all' : o.projects.map(name).join(', ') || '—'}</td>
+                <td class="wrap">
+                  {o.role === 'owner' ? 'all' : o.projects.map(name).join(', ') || '—'}
+                  {o.id !== app.session.operator.id && (
+                    <details class="inline">
+                      <summary>Change</summary>
+                      <form
+                        class="edit-operator"
+                        onSubmit={async (e) => {
+                          e.preventDefault();
+                          const data = new FormData(e.currentTarget);
+                          const projects = data.getAll('projects').filter((v): v is string => typeof v === 'string');
+                          if (await action.run(() => api('PATCH', `/operators/${o.id}`, { role: data.get('role'), projects }))) operators.reload();
+                        }}
+                      >
+                        <select name="role" aria-label={`Role of ${o.email}`} defaultValue={o.role}>
+                          <option value="member">member</option>
+                          <option value="owner">owner</option>
+                        </select>
+                        {app.projects.map((p) => (
+                          <label key={p.id} class="check-label">
+                            <input type="checkbox" name="projects" value={p.id} defaultChecked={o.projects.includes(p.id)} /> {p.name}
+                          </label>
+                        ))}
+                        <button type="submit" class="small" disabled={action.busy}>
+                          Save
+                        </button>
+                      </form>
+                    </details>
+                  )}
+                </td>
                 <td>
                   <Time iso={o.created_at} />
                 </td>

@@ -60,7 +60,7 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
               <th>Account</th>
               <th>Where</th>
               <th>Priority</th>
-              <th>Free quota</th>
+              <th>Free quota / month</th>
               <th>Check</th>
               <th>
                 <span class="visually-hidden">Actions</span>
@@ -76,8 +76,25 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
                     {p.slug} <span class="muted">{p.id}</span>
                   </td>
                   <td class="wrap">{p.host ? `${p.host}:${p.port ?? ''} ${p.tls ?? ''}` : (p.endpoint ?? p.domain ?? p.region ?? '—')}</td>
-                  <td>{p.priority}</td>
-                  <td>{p.free_quota ?? '—'}</td>
+                  <td colSpan={2}>
+                    <form
+                      class="row-form"
+                      aria-label={`Priority and free quota of ${p.id}`}
+                      onSubmit={async (e) => {
+                        e.preventDefault();
+                        const data = new FormData(e.currentTarget);
+                        const quota = String(data.get('free_quota') ?? '').trim();
+                        const changed = await action.run(() => api('PATCH', `/providers/${p.id}`, { priority: Number(data.get('priority')), free_quota: quota === '' ? null : Number(quota) }));
+                        if (changed) providers.reload();
+                      }}
+                    >
+                      <input name="priority" type="number" min={0} required aria-label="Priority" defaultValue={String(p.priority)} />
+                      <input name="free_quota" type="number" min={0} aria-label="Free quota per month (empty: none)" placeholder="none" defaultValue={p.free_quota === null ? '' : String(p.free_quota)} />
+                      <button type="submit" class="small" disabled={action.busy}>
+                        Save
+                      </button>
+                    </form>
+                  </td>
                   <td class="wrap" aria-live="polite">
                     {check ? (
                       <span class={check.ok ? 'good' : check.ok === false ? 'bad' : 'muted'}>
