@@ -1,6 +1,7 @@
 /** What every bench section shares: its server process, its rate limits, and reading back the index. */
 import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import Database from 'better-sqlite3';
 import { spawnPostern, type SpawnedPostern } from '../test/support/postern.js';
 
@@ -24,6 +25,12 @@ export function countByStatus(stateDir: string, table: 'messages' | 'webhook_del
   } finally {
     db.close();
   }
+}
+
+/** The machine a figure was measured on, for the line that reports it. */
+export function machine(): string {
+  const cpus = os.cpus();
+  return `${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
 }
 
 /** A memory figure of a process from /proc, in MiB (NaN once it is gone). */

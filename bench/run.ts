@@ -6,10 +6,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { BENCH_RATE_LIMITS, machine, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 import { measureDiskCeiling, measureGroupCeiling } from './diskCeiling.js';
 import { runWrk, wrkAvailable } from './wrk.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
@@ -80,11 +79,6 @@ async function load(url: URL, method: 'GET' | 'POST', headers: Record<string, st
   agent.destroy();
   result.latenciesMs.sort((a, b) => a - b);
   return result;
-}
-
-function machine(): string {
-  const cpus = os.cpus();
-  return `${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
 }
 
 interface Phase {

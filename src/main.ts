@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
@@ -8,15 +9,18 @@ import { createConsoleServer, type ConsoleServer } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import type { OperatorWriter } from './operator/context.js';
 import { createHttpServer } from './http/app.js';
+import { BodyBudget } from './http/bodyBudget.js';
+import { ConnectionLimiter, MAX_PENDING_REFUSALS } from './http/connectionLimit.js';
 import type { Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
+import { openFileLimit } from './platform/openFileLimit.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
-import { reconcileSpool } from './spool/reconcile.js';
+import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './spool/writers.js';
 import { openDatabase, type Db } from './store/db.js';
-import { IndexWriter } from './store/indexWriter.js';
-import { BookkeepingClient } from './store/bookkeepingChannel.js';
+import { IndexWriter } from './commit/indexWriter.js';
+import { BookkeepingClient } from './commit/bookkeepingChannel.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
@@ -24,14 +28,12 @@ import { createAdapterRegistry } from './providers/registry.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
-import { pruneIdempotencyKeys } from './store/idempotency.js';
-import { pruneReceipts } from './store/feedback.js';
-import { pruneOperatorSessions } from './store/operatorSessions.js';
-import { RetentionSweeper } from './spool/retention.js';
+import { Janitor } from './housekeeping/janitor.js';
+import { FeedbackIntake } from './delivery/feedback.js';
 import { createWebhookDispatcher } from './events/host.js';
-import { viewerSecret } from './viewer/secret.js';
+import { viewerSecret } from './policy/viewerTokens.js';
 import { Viewer } from './viewer/route.js';
-import { configuredViewerBase } from './viewer/links.js';
+import { configuredViewerBase } from './operator/messageLinks.js';
 
 export interface BoundListener {
   name: string;
@@ -53,13 +55,12 @@ export interface RunningPostern {
   close(): Promise<void>;
 }
 
-const HOUR = 3600_000;
-
-/** Wiring: config → store → spool reconciliation → pipeline → listeners → housekeeping. */
+/** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
   applyHeapGrowth(config.memory.heap_growth_percent);
   const db = openDatabase(config.state_dir, logger);
   const spool = new Spool(config.state_dir);
+  // Before the index writer starts: the only writes on this connection, while nothing else runs.
   reconcileSpool(db, spool, logger, clock.now());
   const limits = limitSettings(config);
   // One syncfs per commit group where the addon is built; one fsync per file otherwise.
@@ -69,26 +70,20 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
   const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits });
 
-  const prune = () => {
-    const removed = pruneIdempotencyKeys(db, clock.now(), config.retention_days);
-    if (removed > 0) logger.info({ removed }, 'expired idempotency keys pruned');
-    // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
-    const receipts = pruneReceipts(db, clock.now() - config.retention_days * 24 * HOUR);
-    if (receipts > 0) logger.info({ removed: receipts }, 'old provider feedback receipts pruned');
-    // Console sessions nobody used within the idle expiry are over; their rows go.
-    pruneOperatorSessions(db, clock.now() - config.console.session_idle_seconds * 1000);
-  };
-  const retention = new RetentionSweeper(db, spool, clock, logger, config.retention_days);
-  prune();
-  // Not awaited: a first sweep over a large backlog must not hold up the listeners.
-  void retention.sweep();
-  const janitor = setInterval(() => {
-    prune();
-    void retention.sweep();
-  }, HOUR);
-  janitor.unref();
+  // From here on, the event loop's connection only reads: what it writes (provider feedback,
+  // housekeeping) goes over this channel to the index writer thread.
+  const bookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
+  const janitor = new Janitor({ bookkeeping, spool, clock, logger, retentionDays: config.retention_days, sessionIdleSeconds: config.console.session_idle_seconds });
+  await janitor.start();
+  const feedback = new FeedbackIntake(db, bookkeeping);
 
-  const adapters = createAdapterRegistry({ clock, logger, config });
+  const adapters = createAdapterRegistry({
+    clock,
+    apiTimeoutMs: config.delivery.api_timeout_ms,
+    smtpTimeoutMs: config.delivery.smtp_timeout_ms,
+    smtpPoolSize: config.delivery.smtp_pool_size,
+    heloName: config.smtp.hostname ?? os.hostname(),
+  });
   // The scheduler reads on a connection of its own; its writes (leases, outcomes) go to the index
   // writer thread, so the event loop that serves both doors never waits for the write lock.
   const deliveryDb = openDatabase(config.state_dir, logger, { migrate: false, durability: 'at-least-once' });
@@ -99,7 +94,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     spoolRoot: spool.root,
     clock,
     logger,
-    config,
+    config: { delivery: config.delivery },
     adapterFor: (slug) => adapters.adapterFor(slug),
     // A large file is opened only when a key applies (most messages have none), and streamed.
     sign: (projectId, domain, mime, mimePath) =>
@@ -108,16 +103,20 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
   // through the index writer thread (src/events/host.ts).
-  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
+  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config: { webhooks: config.webhooks }, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
 
   // Operator writes (bulk actions, API keys' last use) go to the index writer thread too.
   const operatorBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
   const operatorWriter: OperatorWriter = { write: async (work) => (await operatorBookkeeping.write('operator', work)).result };
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
-  const admission = new Admission(db, clock, config, (keyId) => keyUse.note(keyId));
+  warnIfFewDescriptors(config, logger);
+  const admission = new Admission(db, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
+  // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
+  const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip);
+  const bodies = new BodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   const secret = viewerSecret(config.state_dir);
-  const viewer = new Viewer({ db, clock, config, logger, spoolRoot: spool.root, secret });
+  const viewer = new Viewer({ ctx: { db, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -133,8 +132,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     deliveryDb.close();
     await webhooks?.stop();
     await adapters.close();
-    clearInterval(janitor);
-    await retention.stop();
+    await janitor.stop();
+    bookkeeping.close();
     await writers.close();
     await indexWriter.close();
     db.close();
@@ -148,7 +147,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {
-            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, throttledUntil: (id) => scheduler.accountThrottledUntil(id),
+            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, throttledUntil: (id) => scheduler.accountThrottledUntil(id),
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -162,13 +161,13 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         port = await listenOn(consoleServer.server, listener.port, listener.host);
         scheme = listener.cert && listener.key ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ db, pipeline, admission, clock, logger, config, viewer }, door);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, viewer }, door);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
         scheme = 'http';
       } else {
         tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ db, pipeline, admission, spool, writers, clock, logger, config }, door, tls);
+        const server = createSmtpServer({ pipeline, admission, spool, writers, clock, logger, config }, door, tls);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
@@ -220,6 +219,25 @@ function listenOn(server: Server, port: number, host: string): Promise<number> {
       resolve((server.address() as AddressInfo).port);
     });
   });
+}
+
+/** Descriptors the process holds besides client connections: index, spool files, listeners, threads. */
+const BASE_DESCRIPTORS = 100;
+
+/**
+ * The caps on connections bound the descriptors clients can take only if the process may open
+ * that many: say so at start when `ulimit -n` is lower than the caps allow.
+ */
+function warnIfFewDescriptors(config: PosternConfig, logger: Logger): void {
+  const limit = openFileLimit();
+  const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
+  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + smtp + BASE_DESCRIPTORS;
+  if (limit !== null && limit < needed) {
+    logger.warn(
+      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, smtp_max_clients: smtp },
+      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / smtp.max_clients',
+    );
+  }
 }
 
 /** A port below 1024 without the privilege to bind it is the common first-start failure: say so. */

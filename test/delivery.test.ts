@@ -15,6 +15,7 @@ import { describe, test, type TestContext } from 'node:test';
 import nodemailer from 'nodemailer';
 import { ManualClock } from '../src/clock.js';
 import { messageShow, releaseMessage, cancelMessage } from '../src/operator/messages.js';
+import { createKey } from '../src/operator/keys.js';
 import { setPaused, setStrategy } from '../src/operator/projects.js';
 import { attachProvider, detachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppress, suppressionList } from '../src/operator/suppressions.js';
@@ -204,6 +205,22 @@ describe('end to end through a real SMTP relay', () => {
     assert.equal(shown.provider_message_id, 'relay-0001');
     assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
     assert.deepEqual(shown.attempts_log.map((a) => a.outcome), ['sent']);
+  });
+
+  test('an account loaded again unchanged (after an operator change elsewhere) keeps its relay connection', async (t) => {
+    const s = scope(t);
+    const sink = await startSink(s, 'relay');
+    const p = await startPostern(s);
+    const pk = project(p);
+    attach(p, pk, sink.port);
+
+    await waitStatus(p, await send(p.production, pk.liveKey, { subject: 'First' }), 'sent');
+    // A new key moves the policy generation: every cached account is loaded from its row again.
+    createKey(p.ctx, pk.project.id, 'live');
+    await waitStatus(p, await send(p.production, pk.liveKey, { subject: 'Second' }), 'sent');
+
+    assert.equal(sink.received.length, 2);
+    assert.equal(sink.connections, 1, 'both messages went over the pooled connection');
   });
 });
 

@@ -13,15 +13,13 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import aws4 from 'aws4';
 import { ManualClock } from '../src/clock.js';
-import { buildConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/log.js';
 import { addDkimKey } from '../src/operator/dkim.js';
 import { messageShow } from '../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../src/operator/providers.js';
 import { suppressionList } from '../src/operator/suppressions.js';
 import type { DeliveryJob } from '../src/providers/adapter.js';
 import { SesApiAdapter } from '../src/providers/sesApi.js';
-import type { ProviderAccountRow } from '../src/store/providerAccounts.js';
+import type { ProviderAccount } from '../src/contract/providerAccount.js';
 import { eventsForMessage } from '../src/store/events.js';
 import { assertAccepted } from './support/assertions.js';
 import { SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } from './support/emulators/ses.js';
@@ -229,8 +227,7 @@ describe('provider-a-api: SES SendEmail', () => {
     s.add(dir, (d) => rmSync(d, { recursive: true, force: true }));
     const mimePath = path.join(dir, 'm.eml');
     writeFileSync(mimePath, 'From: Sender <sender@example.com>\r\nTo: rcpt@example.org\r\nSubject: x\r\n\r\nbody\r\n');
-    const config = buildConfig({ delivery: { api_timeout_ms: 5000 } }, {});
-    const adapter = new SesApiAdapter({ clock, logger: silentLogger(), config });
+    const adapter = new SesApiAdapter({ clock, timeoutMs: 5000 });
     const job: DeliveryJob = {
       messageId: 'm.test',
       mimePath,
@@ -243,12 +240,12 @@ describe('provider-a-api: SES SendEmail', () => {
       metadata: {},
       category: null,
     };
-    const account = (over: { settings?: Record<string, unknown>; secrets?: Record<string, unknown> } = {}): ProviderAccountRow => ({
+    const account = (over: { settings?: Partial<ProviderAccount['settings']>; secrets?: Partial<ProviderAccount['secrets']> } = {}): ProviderAccount => ({
       id: 'pa.test',
       project_id: 'p.test',
       slug: 'provider-a-api',
-      settings: JSON.stringify({ endpoint: emu.url, region: CREDS.region, user: CREDS.accessKeyId, ...over.settings }),
-      secrets: JSON.stringify({ api_key: CREDS.secretAccessKey, ...over.secrets }),
+      settings: { host: null, port: null, tls: null, endpoint: emu.url, region: CREDS.region, user: CREDS.accessKeyId, ...over.settings },
+      secrets: { api_key: CREDS.secretAccessKey, ...over.secrets },
       priority: 1,
       free_quota: null,
       created_at: 0,

@@ -4,6 +4,7 @@
  * MIME to Postmark's JSON and posts it to the emulator, and Postmark's webhooks come back over
  * real HTTP to `/v1/feedback/<account>[/<secret>]`, authenticated by the secret in the URL.
  */
+import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,7 +19,7 @@ import { assertAccepted } from './support/assertions.js';
 import { startPostmarkEmulator, type PostmarkEmulatorOptions } from './support/emulators/postmark.js';
 import { attemptOutcomes, deliveringPostern, eventTypes, failsWithoutFailover, sendOver, statusReached, T0 } from './support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from './support/providerEmulator.js';
-import { createProjectWithKeys, post, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
+import { createProjectWithKeys, get, post, validMessage, type ProjectWithKeys, type TestPostern } from './support/postern.js';
 import { scope, settle, waitFor } from './support/waiting.js';
 
 const SERVER_TOKEN = 'c6a3c0e2-6c34-4b34-9e80-4b4f3b1e4a61';
@@ -382,5 +383,25 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent']);
     assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes, []);
     assert.deepEqual(suppressions(p, pk), []);
+  });
+
+  test('a notification waiting for the index write lock holds up neither door: the health check answers meanwhile, and the notification applies once the lock is free', async (t) => {
+    const s = scope(t);
+    const { p, account, id, vars } = await sent(s);
+    // Another process (an operator's command, say) holds the index's write lock.
+    const other = new Database(path.join(p.stateDir, 'postern.db'));
+    t.after(() => other.close());
+    other.exec('BEGIN IMMEDIATE');
+    let answered = false;
+    const notification = postFeedback(p.production, account.id, webhook('webhook-delivery', vars('ann@example.org')), {}, WEBHOOK_SECRET).finally(() => (answered = true));
+    await settle(300);
+    const health = await get(p.production, '/healthz');
+    assert.equal(health.status, 200);
+    assert.equal(answered, false, 'the notification waits for the lock');
+    other.exec('COMMIT');
+    const res = await notification;
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
+    assert.equal(eventTypes(p, id).at(-1), 'mail.delivered');
   });
 });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { closeSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { systemClock } from '../src/clock.js';
 import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
@@ -11,6 +11,8 @@ import type { OperatorContext } from '../src/operator/context.js';
 import { openDatabase } from '../src/store/db.js';
 import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from './support/postern.js';
 import { readMessageRows, spoolSnapshot } from './support/assertions.js';
+import { watchPeakRss, type PeakRss } from './support/processMemory.js';
+import { starttlsTransport } from './support/smtpTransport.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -35,35 +37,7 @@ function seedProject(stateDir: string): ProjectWithKeys {
 }
 
 function transportFor(port: number, key: string): Transporter {
-  return nodemailer.createTransport({
-    host: '127.0.0.1',
-    port,
-    secure: false,
-    requireTLS: true,
-    tls: { rejectUnauthorized: false },
-    auth: { user: 'stream-test', pass: key },
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 60_000,
-  });
-}
-
-/** Resident set size of a process, in bytes (VmRSS, or VmHWM for the peak). */
-function memoryOf(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
-  if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
-  return Number(m[1]) * 1024;
-}
-
-/** Resets the kernel's peak-RSS counter (VmHWM) of a process we own; false if not supported. */
-function resetPeakRss(pid: number): boolean {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
-  }
+  return starttlsTransport(port, key, { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 60_000 });
 }
 
 /**
@@ -88,6 +62,27 @@ function generatedContent(size: number, seed: number): Readable {
       }
       produced += n;
       this.push(chunk);
+    },
+  });
+}
+
+/**
+ * `size` bytes of plain ASCII text (70-character lines, CRLF) produced 64 KiB at a time, with
+ * nothing quoted-printable would change: a text body as big as it looks on the wire.
+ */
+function generatedText(size: number): Readable {
+  const line = 'The body text of a very long message, counted as it streams by......\r\n';
+  const block = Buffer.from(line.repeat(Math.floor((64 * 1024) / line.length)));
+  let produced = 0;
+  return new Readable({
+    read() {
+      if (produced >= size) {
+        this.push(null);
+        return;
+      }
+      const n = Math.min(block.length, size - produced);
+      produced += n;
+      this.push(block.subarray(0, n));
     },
   });
 }
@@ -147,21 +142,12 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     // Warm-up: the first message pays for TLS, parser and pipeline set-up, not for its size.
     const warm = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'warm-up', text: 'warm-up' });
     assert.match(String(warm.response), ACCEPTED_RE);
-    const baseline = memoryOf(pid, 'VmRSS');
-    const peakReset = resetPeakRss(pid);
-
-    let polledPeak = baseline;
-    const poll = setInterval(() => {
-      try {
-        polledPeak = Math.max(polledPeak, memoryOf(pid, 'VmRSS'));
-      } catch {
-        // the process is gone; the send below fails and says so
-      }
-    }, 20);
+    const watch = watchPeakRss(pid);
 
     const text = 'Streaming is the whole point of this line. '.repeat(24_000); // ~1 MB, under 2 MiB
     const attachmentBytes = 8_000_000; // each under the 10 MiB cap, 24 MB together under 25 MiB
     let response = '';
+    let rss: PeakRss;
     try {
       const info = await transport.sendMail({
         from: 'Sender <sender@example.com>',
@@ -176,10 +162,9 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
       });
       response = String(info.response);
     } finally {
-      clearInterval(poll);
+      rss = watch.stop();
     }
-    const hwm = peakReset ? memoryOf(pid, 'VmHWM') : polledPeak;
-    const peak = Math.max(polledPeak, hwm);
+    const { baseline, peak } = rss;
 
     const m = ACCEPTED_RE.exec(response);
     assert.ok(m, `250 reply with the id: ${response}`);
@@ -190,7 +175,7 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     const size = statSync(file).size;
     t.diagnostic(
       `stored ${size} bytes; server RSS baseline ${(baseline / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB ` +
-        `(polled ${(polledPeak / MiB).toFixed(1)}, VmHWM ${peakReset ? (hwm / MiB).toFixed(1) : 'not resettable'}), growth ${((peak - baseline) / MiB).toFixed(1)} MiB`,
+        `(polled ${(rss.polled / MiB).toFixed(1)}, VmHWM ${rss.hwm === null ? 'not resettable' : (rss.hwm / MiB).toFixed(1)}), growth ${((peak - baseline) / MiB).toFixed(1)} MiB`,
     );
     assert.deepEqual({ status: row.status, source: row.source, environment: row.environment }, { status: 'queued', source: 'smtp', environment: 'production' });
     assert.ok(size >= 30_000_000, `the stored file is at least 30,000,000 bytes (${size})`);
@@ -251,6 +236,69 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     const afterSnap = spoolSnapshot(stateDir);
     assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
     assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
+  });
+
+  test("four clients each sending a 39 MB text body are refused 554 5.6.0 text:too_long while the server's RSS grows by less than 64 MiB", async (t) => {
+    const pid = server.child.pid!;
+    const rowsBefore = readMessageRows<Row>(stateDir).size;
+    const clients = [0, 1, 2, 3].map(() => transportFor(port, keys.liveKey));
+    // Warm-up: every client's session and TLS set up before the baseline.
+    await Promise.all(clients.map((c) => c.verify()));
+    const watch = watchPeakRss(pid);
+    let rss: PeakRss;
+    let refusals: { responseCode: number | undefined; response: string | undefined }[];
+    try {
+      refusals = await Promise.all(
+        clients.map((client, i) =>
+          refusalOf(
+            client.sendMail({
+              from: 'Sender <sender@example.com>',
+              to: 'rcpt@example.org',
+              subject: `Long text ${i}`,
+              text: generatedText(39_000_000),
+              // As written: 39 MB on the wire, under SIZE (40 MiB).
+              textEncoding: 'quoted-printable',
+            }),
+          ),
+        ),
+      );
+    } finally {
+      rss = watch.stop();
+      for (const c of clients) c.close();
+    }
+    t.diagnostic(`server RSS baseline ${(rss.baseline / MiB).toFixed(1)} MiB, peak ${(rss.peak / MiB).toFixed(1)} MiB, growth ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`);
+    for (const refusal of refusals) {
+      assert.equal(refusal.responseCode, 554, refusal.response);
+      assert.match(refusal.response ?? '', /^554 5\.6\.0 text:too_long: .+ \[text: text:too_long\]$/);
+    }
+    assert.ok(rss.peak - rss.baseline < 64 * MiB, `RSS grew by ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`);
+    assert.deepEqual(spoolSnapshot(stateDir).tmpFiles, [], 'no temp file left behind');
+    assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
+  });
+
+  test('a 3 MB html body is refused 554 5.6.0 html:too_long and leaves nothing in the spool', async () => {
+    const before = spoolSnapshot(stateDir);
+    const refusal = await refusalOf(
+      transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'Long html', html: `<p>${'h'.repeat(3_000_000)}</p>` }),
+    );
+    assert.equal(refusal.responseCode, 554, refusal.response);
+    assert.match(refusal.response ?? '', /^554 5\.6\.0 html:too_long: .+ \[html: html:too_long\]$/);
+    assert.deepEqual(spoolSnapshot(stateDir), { tmpFiles: [], dayFiles: before.dayFiles });
+  });
+
+  test('a text of exactly 2,097,152 characters (accents, astral symbols, line breaks, quoted-printable) is accepted; one more character is refused text:too_long', async () => {
+    // Characters as the contract counts them: code points, a line break as one.
+    const line = `${'aé😀'.repeat(20)}\n`; // 61 code points, 81 UTF-16 units, 141 bytes in UTF-8
+    const limit = 2_097_152;
+    const whole = line.repeat(Math.floor(limit / 61));
+    // nodemailer ends a text with a line break when it has none: this one ends with its own.
+    const text = `${whole}${'x'.repeat(limit - [...whole].length - 1)}\n`;
+    assert.equal([...text].length, limit);
+    const send = (body: string) => transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'At the limit', text: body, textEncoding: 'quoted-printable' });
+    assert.match(String((await send(text)).response), ACCEPTED_RE);
+    const refusal = await refusalOf(send(`😀${text}`));
+    assert.equal(refusal.responseCode, 554, refusal.response);
+    assert.match(refusal.response ?? '', /^554 5\.6\.0 text:too_long: .+ \[text: text:too_long\]$/);
   });
 
   test('after the refusals a normal message is still accepted', async () => {

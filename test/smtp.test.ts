@@ -26,7 +26,7 @@ import {
   type SpawnedPostern,
   type TestPostern,
 } from './support/postern.js';
-import { authedSession, dataPayload, plain, RawSmtp } from './support/rawSmtp.js';
+import { authedSession, dataPayload, plain, RawSmtp, rawMessage, rawSend } from './support/rawSmtp.js';
 import { waitFor } from './support/waiting.js';
 
 /* ------------------------------------------------------------------------------------------ */
@@ -79,23 +79,6 @@ after(() => {
 /* ------------------------------------------------------------------------------------------ */
 /* A raw SMTP client (test/support/rawSmtp.ts), for what a library client would not let us do */
 /* ------------------------------------------------------------------------------------------ */
-
-/** One message over an open session: MAIL, RCPT each, DATA; the final reply. */
-async function rawSend(client: RawSmtp, from: string, rcpts: string[], message: string): Promise<string> {
-  const mail = await client.command(`MAIL FROM:<${from}>`);
-  if (!mail.startsWith('250')) return mail;
-  for (const r of rcpts) assert.match(await client.command(`RCPT TO:<${r}>`), /^250 /);
-  assert.match(await client.command('DATA'), /^354 /);
-  client.write(dataPayload(message));
-  return client.next();
-}
-
-function rawMessage(opts: { from?: string; to?: string; subject?: string | null; headers?: string[]; body?: string } = {}): string {
-  const lines = [`From: ${opts.from ?? 'sender@example.com'}`, `To: ${opts.to ?? 'rcpt@example.org'}`];
-  if (opts.subject !== null) lines.push(`Subject: ${opts.subject ?? 'Raw hello'}`);
-  lines.push(...(opts.headers ?? []), 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', opts.body ?? 'Raw body');
-  return lines.join('\r\n') + '\r\n';
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* nodemailer                                                                                  */

@@ -8,10 +8,10 @@ import type { Logger } from '../log.js';
 import type { AuthContext } from '../policy/apiKeys.js';
 import { checkProjectPolicy } from '../policy/projectPolicy.js';
 import { usageRefusal, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
-import type { AcceptanceOutcome, AcceptanceRecord } from '../store/acceptance.js';
-import type { Db } from '../store/db.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from '../commit/acceptance.js';
+import { indexAnswers, type Db } from '../store/db.js';
 import { findIdempotentResponse } from '../store/idempotency.js';
-import type { IndexWriter } from '../store/indexWriter.js';
+import type { IndexWriter } from '../commit/indexWriter.js';
 import type { HoldReason } from '../store/messages.js';
 import type { Spool } from '../spool/spool.js';
 import type { SpooledMessage, SpoolWriters } from '../spool/writers.js';
@@ -88,6 +88,11 @@ export class AcceptPipeline {
   private readonly inFlight = new Map<string, Promise<SendAccepted>>();
 
   constructor(private readonly deps: AcceptDeps) {}
+
+  /** Whether the index answers a query (GET /healthz). */
+  indexAnswers(): boolean {
+    return indexAnswers(this.deps.db);
+  }
 
   /**
    * Checks the key's format, then runs `attempt` at most once per (project, environment,

@@ -1,5 +1,5 @@
 import type { Details, ErrorDetail } from '../contract/errors.js';
-import { detailOrder, validateMessageBody } from '../contract/validators.js';
+import { detailOrder, openapiDocument, validateMessageBody } from '../contract/validators.js';
 import type { Message } from '../contract/types.gen.js';
 
 /** Limits of the contract that a JSON Schema cannot say (cross-field, clock-bound, decoded sizes). */
@@ -9,6 +9,17 @@ export const MESSAGE_LIMITS = {
   maxAttachmentsTotalBytes: 25 * 1024 * 1024,
   maxScheduleAheadMs: 72 * 3600 * 1000,
 } as const;
+
+/** The contract's longest `text` and `html`, in characters (code points), as its schema states them. */
+export const BODY_MAX_LENGTH: Readonly<Record<'text' | 'html', number>> = (() => {
+  const properties = openapiDocument.components.schemas.Message.properties as Record<string, { maxLength?: number }>;
+  const limit = (field: 'text' | 'html') => {
+    const max = properties[field]?.maxLength;
+    if (typeof max !== 'number') throw new Error(`openapi.json: Message.${field} has no maxLength`);
+    return max;
+  };
+  return { text: limit('text'), html: limit('html') };
+})();
 
 function decodedBase64Length(s: string): number {
   const pad = s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0;
@@ -56,20 +67,64 @@ function crossFieldRules(body: Record<string, unknown>, now: number): ErrorDetai
   return details;
 }
 
+const ADDRESS_FIELDS = new Set(['from', 'to', 'cc', 'bcc', 'reply_to']);
+
+/**
+ * Text that is not text: a string (or a key) holding a lone UTF-16 surrogate, which no UTF-8
+ * index or MIME file can store (`"\ud800"` in JSON), or, when the body was not valid UTF-8,
+ * U+FFFD where the undecodable bytes were. Each is refused as the field's `invalid_value` (an
+ * address as its `invalid_address`, at the address's position), never stored changed.
+ */
+function textDetails(body: Record<string, unknown>, skip: Set<string>, undecodable: boolean): ErrorDetail[] {
+  const bad = (s: string) => !s.isWellFormed() || (undecodable && s.includes('\uFFFD'));
+  // The paths (below `path`) of every string or key in `value` that is not text.
+  const badPaths = (value: unknown, path: string[], out: string[][]): string[][] => {
+    if (typeof value === 'string') {
+      if (bad(value)) out.push(path);
+    } else if (Array.isArray(value)) {
+      value.forEach((item, i) => badPaths(item, [...path, String(i)], out));
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [k, v] of Object.entries(value)) {
+        if (bad(k)) out.push([...path, k]);
+        else badPaths(v, [...path, k], out);
+      }
+    }
+    return out;
+  };
+  const details: ErrorDetail[] = [];
+  for (const [field, value] of Object.entries(body)) {
+    if (skip.has(field)) continue;
+    const found = badPaths(value, [field], []);
+    if (found.length === 0) continue;
+    if (ADDRESS_FIELDS.has(field)) {
+      // An address is judged whole, at its position: `to.1`, or `from`.
+      const positions = new Set(found.map((p) => (Array.isArray(value) ? p.slice(0, 2) : p.slice(0, 1)).join('.')));
+      for (const position of positions) details.push({ field: position, code: `${field}:invalid_address` });
+    } else {
+      for (const p of found) details.push({ field: p.join('.'), code: `${field}:invalid_value` });
+    }
+  }
+  return details;
+}
+
 export type MessageCheck = { ok: true; message: Message } | { ok: false; details: Details };
 
 /**
  * Every body rule of the contract's Message table: the compiled schema, then the cross-field
- * rules. One entry per failing field; a field already failing the schema is not reported twice.
+ * rules and the text rule (textDetails; `undecodable`: the body was not valid UTF-8, see
+ * http/jsonBody). One entry per failing field; a field already failing the schema is not
+ * reported twice.
  */
-export function checkMessageBody(body: unknown, now: number): MessageCheck {
+export function checkMessageBody(body: unknown, now: number, opts: { undecodable?: boolean } = {}): MessageCheck {
   const schema = validateMessageBody(body);
   if (!schema.ok && schema.details[0]?.code === 'body:invalid_type') return schema;
   const record = body as Record<string, unknown>;
   const schemaDetails = schema.ok ? [] : schema.details;
   // A field the schema already failed is not reported twice (unknown keys name no rule's field).
   const failing = new Set(schemaDetails.filter((d) => d.code !== 'body:unknown_key').map((d) => d.field));
-  const extra = crossFieldRules(record, now).filter((d) => !failing.has(d.field));
+  // Unknown keys are refused as such, whatever they hold.
+  const unknown = new Set(schemaDetails.filter((d) => d.code === 'body:unknown_key').map((d) => d.field));
+  const extra = [...crossFieldRules(record, now), ...textDetails(record, unknown, opts.undecodable === true)].filter((d) => !failing.has(d.field));
   const details = [...schemaDetails, ...extra];
   if (details.length === 0) return { ok: true, message: record as unknown as Message };
   return { ok: false, details: details.sort(detailOrder) as Details };

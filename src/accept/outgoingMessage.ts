@@ -41,12 +41,18 @@ function list(value: Recipients | undefined): Mailbox[] {
   return (Array.isArray(value) ? (value as Address[]) : [value]).map(toMailbox);
 }
 
+/**
+ * A string map without its undefined entries. Built with Object.fromEntries, which defines each
+ * key: assigning `map["__proto__"] = v` would set the prototype instead and drop the entry.
+ */
+function definedEntries(map: Record<string, string | undefined> | null | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(map ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
 /** Normalises a body that has passed every validation rule. */
 export function toOutgoingMessage(body: Message): OutgoingMessage {
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(body.headers ?? {})) if (v !== undefined) headers[k] = v;
-  const metadata: Record<string, string> = {};
-  for (const [k, v] of Object.entries(body.metadata ?? {})) if (v !== undefined) metadata[k] = v;
+  const headers = definedEntries(body.headers);
+  const metadata = definedEntries(body.metadata);
   return {
     from: toMailbox(body.from),
     to: list(body.to),

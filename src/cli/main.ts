@@ -10,6 +10,7 @@ import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Valu
 import { dkimCommands } from './dkim.js';
 import { keyCommands } from './key.js';
 import { messageCommands, RawFile } from './message.js';
+import { output } from './output.js';
 import { projectCommands } from './project.js';
 import { providerCommands } from './provider.js';
 import { runStart } from './start.js';
@@ -45,40 +46,6 @@ class UsageError extends Error {}
 function usageText(): string {
   const lines = ['usage: postern [--config FILE] [--json] COMMAND', '', '  start [--config FILE]'];
   for (const [, group] of Object.entries(groups)) for (const cmd of Object.values(group)) lines.push(`  ${cmd.usage}`);
-  return lines.join('\n');
-}
-
-export interface Output {
-  json: boolean;
-  print(value: unknown): void;
-  fail(code: string, message: string, extra?: Record<string, unknown>): void;
-}
-
-function output(json: boolean): Output {
-  return {
-    json,
-    print(value) {
-      process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human(value)}\n`);
-    },
-    fail(code, message, extra = {}) {
-      if (json) process.stdout.write(`${JSON.stringify({ error: { code, message, ...extra } })}\n`);
-      else process.stderr.write(`postern: ${message}\n`);
-    },
-  };
-}
-
-function human(value: unknown, indent = ''): string {
-  if (value === null || typeof value !== 'object') return `${indent}${String(value)}`;
-  const lines: string[] = [];
-  for (const [k, v] of Object.entries(value)) {
-    if (v === undefined) continue;
-    if (Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null)) {
-      lines.push(`${indent}${k}: ${v.length === 0 ? '(none)' : ''}`);
-      for (const item of v) lines.push(`${indent}  - ${Object.entries(item).filter(([, iv]) => iv !== undefined).map(([ik, iv]) => `${ik}=${typeof iv === 'object' ? JSON.stringify(iv) : String(iv)}`).join(' ')}`);
-    } else {
-      lines.push(`${indent}${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
-    }
-  }
   return lines.join('\n');
 }
 

@@ -1,11 +1,11 @@
-import { bulkMessageAction, type BulkTarget } from '../operator/bulk.js';
+import { bulkMessageAction } from '../operator/bulk.js';
+import type { BulkTarget } from '../operator/bulkTarget.js';
 import { cancelMessage, deleteMessage, MESSAGE_STATUSES, messageList, messageRawPath, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
 import { OperatorError } from '../operator/errors.js';
 import type { MessageStatus } from '../store/messages.js';
 import type { MessageAction } from '../store/messageActions.js';
-import { messageLink } from '../operator/messageLinks.js';
-import { configuredViewerBase, durationSeconds } from '../viewer/links.js';
-import { viewerSecret } from '../viewer/secret.js';
+import { configuredViewerBase, durationSeconds, messageLink } from '../operator/messageLinks.js';
+import { viewerSecret } from '../policy/viewerTokens.js';
 import { str, type CommandGroup } from './command.js';
 
 const BULK_ACTIONS: readonly MessageAction[] = ['release', 'cancel', 'retry'];

@@ -2,7 +2,7 @@ import { clockFromEnvironment } from '../clock.js';
 import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
 import { startPostern } from '../main.js';
-import type { Output } from './main.js';
+import type { Output } from './output.js';
 
 /** `postern start`: serves every listener until SIGTERM or SIGINT, then shuts down gracefully. */
 export async function runStart(configPath: string, out: Output): Promise<number> {

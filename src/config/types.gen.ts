@@ -66,7 +66,7 @@ max_body_bytes: number
  */
 max_batch_body_bytes: number
 /**
- * A client must finish sending headers within this time.
+ * A client must finish sending a request's headers within this time, counted from the connection's start (or the end of its previous request): an idle or slow connection is answered 408 and closed.
  */
 headers_timeout_ms: number
 /**
@@ -74,6 +74,22 @@ headers_timeout_ms: number
  */
 request_timeout_ms: number
 keep_alive_timeout_ms: number
+/**
+ * Open HTTP connections across every HTTP listener. A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed; while 64 such refusals are pending, further ones are closed at once. Keep max_connections + smtp.max_clients + about 100 below the process's open-file limit (ulimit -n).
+ */
+max_connections: number
+/**
+ * Open HTTP connections from one client address: by default half of max_connections, so one address cannot take them all (a reverse proxy in front of Postern is one address: raise it to its connection pool size).
+ */
+max_connections_per_ip: number
+/**
+ * Memory budget of request bodies in flight (48 MiB: one body of the largest send at a time, small ones beside it): a request holds its body's bytes (Content-Length, or as received) from before it is read until it is answered; one that does not fit waits up to body_wait_ms, first come first served, then gets 503 server_busy with Retry-After. A body larger than the budget runs when nothing else holds any. While processed, a body costs about 3.5 times its size in memory.
+ */
+max_inflight_body_bytes: number
+/**
+ * How long a request waits for room in max_inflight_body_bytes before 503 server_busy (a waiting request holds no body memory: its client is held back by TCP).
+ */
+body_wait_ms: number
 }
 spool: {
 /**
@@ -121,6 +137,10 @@ max_clients_per_ip: number
  */
 idle_timeout_ms: number
 /**
+ * A session that has not authenticated this long after it connected is closed with 421: one without a key cannot hold a listener slot for the idle timeout.
+ */
+unauthenticated_timeout_ms: number
+/**
  * Pause before the 220 greeting; a client that talks during it is refused (early-talker detection, an MX defence against spambots). Every listener requires AUTH, so by default there is none: it would cost each connection this long (smtp-server's own is a fixed 100 ms).
  */
 greeting_delay_ms: number
@@ -129,7 +149,14 @@ greeting_delay_ms: number
  */
 session_timeout_ms: number
 max_messages_per_session: number
+/**
+ * Commands a connection may send before it authenticates, before and after STARTTLS alike (AUTH itself not counted); the one that reaches this is answered 421 and the connection closed.
+ */
 max_unauthenticated_commands: number
+/**
+ * Longest command line, CRLF excluded (RFC 5321 requires servers to take 512 octets; 2048, as Postfix, leaves room for long AUTH and MAIL lines). A longer one is answered 500 5.5.2 Line too long and the connection closed.
+ */
+max_command_line_bytes: number
 /**
  * Failed AUTH attempts in a session answered at once; later ones wait 1 s more each.
  */

@@ -14,7 +14,9 @@ import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
-import { deleteMessage, messageAction, messageDetail, messageRawPath, messageSearch, requireMessage } from '../operator/messages.js';
+import {
+  deleteMessage, messageAction, messageDetail, messageRawPath, messageSearch, requireMessage, type MessageAction, type MessageFilter, type MessageStatus,
+} from '../operator/messages.js';
 import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
 } from '../operator/operators.js';
@@ -27,9 +29,6 @@ import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSe
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { messageLink } from '../operator/messageLinks.js';
 import { sendBodyDocument } from '../viewer/bodyDocument.js';
-import type { MessageStatus } from '../store/messages.js';
-import type { MessageFilter } from '../store/messageSearch.js';
-import type { MessageAction } from '../store/messageActions.js';
 import { sessionCookieHeader, type SignInThrottle } from './auth.js';
 import type { LiveEvents } from './liveEvents.js';
 import type * as Api from './types.gen.js';

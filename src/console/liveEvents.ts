@@ -1,8 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../log.js';
 import type { ActivityTail } from '../operator/activity.js';
-import { messageHeads } from '../store/activity.js';
-import type { Db } from '../store/db.js';
 
 /** What a `message` event says of a message. */
 export interface MessageChange {
@@ -38,7 +36,6 @@ export class LiveEvents {
   private primed = false;
 
   constructor(
-    private readonly db: Db,
     private readonly activity: ActivityTail,
     private readonly pollMs: number,
     private readonly logger: Logger,
@@ -48,7 +45,7 @@ export class LiveEvents {
       if (!this.primed || this.clients.size === 0) return;
       const types = new Map(events.filter((e) => e.message_id !== null).map((e) => [e.message_id!, e.type]));
       if (types.size === 0) return;
-      const changes = messageHeads(this.db, [...types.keys()]).map((m) => ({ ...m, type: types.get(m.id)! }));
+      const changes = this.activity.messagesNow([...types.keys()]).map((m) => ({ ...m, type: types.get(m.id)! }));
       this.announce(changes);
     });
   }

@@ -5,7 +5,11 @@ import polka from 'polka';
 import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
 import { asDetails, ContractError, type ErrorDetail } from '../contract/errors.js';
+import { timeoutCheckInterval } from '../http/app.js';
+import type { BodyBudget } from '../http/bodyBudget.js';
+import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
 import { readJsonBody } from '../http/jsonBody.js';
+import { ClientGone } from '../http/requestBody.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
 import { ActivityTail } from '../operator/activity.js';
@@ -16,7 +20,6 @@ import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
 import { actingAs } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
-import type { Db } from '../store/db.js';
 import { authenticateRequest, SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
 import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
@@ -24,7 +27,7 @@ import { LiveEvents } from './liveEvents.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
-  db: Db;
+  db: OperatorContext['db'];
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -32,6 +35,9 @@ export interface ConsoleDeps {
   /** The index writer's channel for bulk writes. */
   writer: OperatorWriter;
   keyUse: KeyUseRecorder | null;
+  /** Shared with the HTTP listeners: the connection caps and the memory budget of bodies. */
+  connections: ConnectionLimiter;
+  bodies: BodyBudget;
   /** The delivery scheduler's view of throttled provider accounts. */
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;
@@ -78,7 +84,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   const reader = new BulkReader(config.state_dir);
   const base: OperatorContext = { db, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
   const activity = new ActivityTail(db, clock);
-  const live = new LiveEvents(db, activity, config.console.events_poll_ms, log);
+  const live = new LiveEvents(activity, config.console.events_poll_ms, log);
   const handlers: Record<string, Handler> = {
     ...consoleHandlers({
       ctx: base,
@@ -108,7 +114,10 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     if (!query.ok) throw invalid(query.details);
     let body: Record<string, unknown> = {};
     if (op.body && (op.body.required || Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined)) {
-      const checked = op.body.check(await readJsonBody(req, MAX_BODY_BYTES));
+      const json = await readJsonBody(req, res, { limit: MAX_BODY_BYTES, budget: deps.bodies, envelope: 'console' });
+      // No field of the console API is binary: bytes that are not UTF-8 are refused whole.
+      if (json.undecodable) throw new ContractError('body:invalid_json', { message: 'The request body is not valid UTF-8.' });
+      const checked = op.body.check(json.value);
       if (!checked.ok) throw invalid(checked.details);
       body = checked.value;
     }
@@ -125,6 +134,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   }
 
   function fail(res: ServerResponse, err: unknown): void {
+    // Nobody to answer; the request line (aborted) says what happened.
+    if (err instanceof ClientGone) return;
     if (res.headersSent) {
       // A stream (raw MIME, attachment, CSV) broke off: the client sees a cut response.
       if (!(err instanceof ContractError || err instanceof OperatorError)) log.warn({ err }, 'console response cut off');
@@ -160,16 +171,24 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Content-Security-Policy', API_POLICY);
-    res.on('finish', () => {
-      log.info({ method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress }, 'console request');
+    res.once('close', () => {
+      const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
+      if (res.writableFinished) log.info(line, 'console request');
+      else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
+    if (deps.connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
     if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
   };
-  const options = { requestTimeout: config.http.request_timeout_ms, headersTimeout: config.http.headers_timeout_ms };
+  const options = {
+    requestTimeout: config.http.request_timeout_ms,
+    headersTimeout: config.http.headers_timeout_ms,
+    connectionsCheckingInterval: timeoutCheckInterval(config.http),
+  };
   const server: Server = secure
     ? (createHttpsServer({ ...options, cert: readFileSync(listener.cert!), key: readFileSync(listener.key!) }, onRequest) as unknown as Server)
     : createServer(options, onRequest);
+  deps.connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return {
     server,

@@ -13,6 +13,25 @@ export function asDetails(list: ErrorDetail[], fallback: ErrorDetail): Details {
   return list.length > 0 ? (list as Details) : [fallback];
 }
 
+/** At most this many details in one refusal; its message says how many more failed. */
+export const MAX_DETAILS = 20;
+/** Parts of a field path (a client's key names) longer than this are shown cut, ending in "…". */
+export const MAX_FIELD_PART = 64;
+
+/** `field` with each over-long part cut (never inside a surrogate pair). */
+export function shortField(field: string): string {
+  if (field.length <= MAX_FIELD_PART) return field;
+  return field
+    .split('.')
+    .map((part) => {
+      if (part.length <= MAX_FIELD_PART) return part;
+      const last = part.charCodeAt(MAX_FIELD_PART - 1);
+      const cut = last >= 0xd800 && last <= 0xdbff ? MAX_FIELD_PART - 1 : MAX_FIELD_PART;
+      return `${part.slice(0, cut)}…`;
+    })
+    .join('.');
+}
+
 interface CatalogueEntry {
   status: number;
   type: ErrorType;
@@ -40,6 +59,7 @@ export const errorCatalogue = {
   rate_limited: { status: 429, type: 'rate_limit_error', message: 'Too many requests; retry after the number of seconds in Retry-After.' },
   daily_send_cap_exceeded: { status: 429, type: 'rate_limit_error', message: "The plan's daily send ceiling is reached; it resets at 00:00 UTC." },
   server_error: { status: 500, type: 'api_error', message: 'The message could not be stored; nothing was accepted. Retry with the same Idempotency-Key.' },
+  server_busy: { status: 503, type: 'api_error', message: 'The server is at its connection or memory limit; nothing was accepted. Retry after the number of seconds in Retry-After.' },
   // Provider feedback endpoints (not customer-facing; see the README's provider feedback section).
   'feedback:unauthenticated': { status: 401, type: 'authentication_error', message: 'The notification is not authenticated for this provider account.' },
   'feedback:stale': { status: 401, type: 'authentication_error', message: 'The notification timestamp is outside the accepted tolerance.' },
@@ -81,11 +101,17 @@ export class ContractError extends Error {
     this.headers = opts.headers;
   }
 
-  /** A field-validation failure: the top-level code is the first detail's code. */
+  /**
+   * A field-validation failure: the top-level code is the first detail's code. The first
+   * MAX_DETAILS details are listed (field paths cut to MAX_FIELD_PART per part); the message
+   * counts the rest, so a body with a million bad keys gets a small answer.
+   */
   static validation(details: Details, message?: string): ContractError {
-    const first = details[0];
-    const summary = message ?? `Invalid request: ${details.map((d) => `${d.field} (${d.code.slice(d.code.indexOf(':') + 1)})`).join(', ')}.`;
-    return new ContractError('validation_failed', { details, message: summary, displayCode: first.code });
+    const shown = details.slice(0, MAX_DETAILS).map((d) => ({ field: shortField(d.field), code: d.code })) as Details;
+    const more = details.length - shown.length;
+    const listed = shown.map((d) => `${d.field} (${d.code.slice(d.code.indexOf(':') + 1)})`).join(', ');
+    const summary = message ?? `Invalid request: ${listed}${more > 0 ? `, and ${more} more not listed` : ''}.`;
+    return new ContractError('validation_failed', { details: shown, message: summary, displayCode: shown[0].code });
   }
 
   toEnvelope(): ErrorEnvelope {

@@ -1,4 +1,4 @@
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 
 export type Strategy = 'fallback' | 'round-robin' | 'random' | 'free-first';
 
@@ -6,7 +6,7 @@ export interface RoutingContext {
   /** A counter per project that advances on every round-robin choice. */
   nextRotation(projectId: string): number;
   /** Whether the account still has free allowance this calendar month. */
-  hasFreeAllowance(account: ProviderAccountRow): boolean;
+  hasFreeAllowance(account: ProviderAccount): boolean;
   random(): number;
 }
 
@@ -18,7 +18,7 @@ export interface RoutingContext {
  * `random` shuffled; `free-first` accounts with free allowance left first, then the rest,
  * each group by priority.
  */
-export function orderCandidates(accounts: ProviderAccountRow[], pin: string | string[] | null, strategy: Strategy, ctx: RoutingContext, projectId: string): ProviderAccountRow[] {
+export function orderCandidates(accounts: ProviderAccount[], pin: string | string[] | null, strategy: Strategy, ctx: RoutingContext, projectId: string): ProviderAccount[] {
   if (pin !== null) {
     const slugs = Array.isArray(pin) ? pin : [pin];
     return slugs.flatMap((slug) => accounts.filter((a) => a.slug === slug));

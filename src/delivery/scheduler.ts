@@ -2,16 +2,18 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
+import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
-import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
+import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import type { Db } from '../store/db.js';
 import { providerUsage } from '../store/delivery.js';
-import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../store/deliveryBookkeeping.js';
+import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
-import { listProviderAccounts, type ProviderAccountRow } from '../store/providerAccounts.js';
+import { listProviderAccounts } from '../store/providerAccounts.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import { monthPeriod } from '../store/usage.js';
 import { orderCandidates, type Strategy } from './routing.js';
@@ -23,7 +25,8 @@ export interface SchedulerDeps {
   spoolRoot: string;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The sections it reads. */
+  config: Pick<PosternConfig, 'delivery'>;
   adapterFor(slug: string): ProviderAdapter | undefined;
   /** DKIM-Signature header lines for the message (`mime` when held, else the file), or null when no key applies. */
   sign(projectId: string, fromDomain: string, mime: Buffer | null, mimePath: string): Promise<string | null>;
@@ -55,6 +58,9 @@ class Slots {
 
 /** How long outcomes wait to share one exchange with the index writer (one transaction for many). */
 const WRITE_GROUPING_MS = 5;
+/** A failing exchange (a full disk) is retried ever more slowly up to this, and logged once a minute, not each time. */
+const FAILURE_MAX_DELAY_MS = 5000;
+const FAILURE_LOG_PERIOD_MS = 60_000;
 
 /**
  * The delivery scheduler: leases due messages from the index (never the whole queue), hands
@@ -84,9 +90,16 @@ export class DeliveryScheduler {
   private readonly reserved = new Map<string, number>();
   /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
   private readonly throttledUntil = new Map<string, number>();
+  private readonly bookkeepingFailure: RepeatedFailure;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
+    const poll = deps.config.delivery.poll_interval_ms;
+    this.bookkeepingFailure = new RepeatedFailure(deps.logger, 'delivery bookkeeping failed; leases will expire and retry', {
+      minDelayMs: poll,
+      maxDelayMs: Math.max(poll, FAILURE_MAX_DELAY_MS),
+      logPeriodMs: FAILURE_LOG_PERIOD_MS,
+    });
   }
 
   /** Until when a provider throttled this account (null: it is not resting); the console's overview shows it. */
@@ -131,7 +144,7 @@ export class DeliveryScheduler {
   private async exchange(claim: boolean): Promise<void> {
     // One at a time: the one in flight decides what comes next when it returns.
     if (this.exchanging) return;
-    const { clock, config, logger, bookkeeping } = this.deps;
+    const { clock, config, bookkeeping } = this.deps;
     const now = clock.now();
     const work: DeliveryBookkeeping = { writes: [], expire: null, lease: null };
     if (claim && !this.stopping) {
@@ -158,12 +171,13 @@ export class DeliveryScheduler {
     let next = config.delivery.poll_interval_ms;
     const done = bookkeeping.write('delivery', work).then(
       ({ result }) => {
+        this.bookkeepingFailure.succeeded();
         for (const row of result.leased) void this.deliver(row);
         if (work.lease && result.leased.length === work.lease.limit) next = 0;
       },
       (err: unknown) => {
         // Not acknowledged to anyone: the leases run out and the messages are tried again.
-        logger.error({ err }, 'delivery bookkeeping failed; leases will expire and retry');
+        next = this.bookkeepingFailure.failed(err);
       },
     );
     this.exchanging = done.finally(() => {
@@ -244,16 +258,15 @@ export class DeliveryScheduler {
   private async tryCandidates(
     row: MessageRow,
     project: ProjectRow,
-    candidates: ProviderAccountRow[],
+    candidates: ProviderAccount[],
     recipients: DeliveryJob['recipients'],
     deliverTo: string[],
     all: string[],
   ): Promise<void> {
     const { clock, spoolRoot } = this.deps;
     const mimePath = path.join(spoolRoot, row.spool_path);
-    // A small message is read once, whole and synchronously (a few microseconds from the page
-    // cache), and serves signing and every candidate; a stream per use cost more main-thread
-    // time than the read itself, and a 64 KiB buffer per read.
+    // A small message is read once, whole and synchronously, and serves signing and every
+    // candidate: cheaper on the event loop than a stream per use (docs/architecture.md, Delivery).
     const mime = row.size_bytes <= HELD_MIME_BYTES ? readFileSync(mimePath) : null;
     const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mime, mimePath);
     const job: DeliveryJob = {
@@ -326,7 +339,7 @@ export class DeliveryScheduler {
   }
 
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
-  private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccountRow, bounced: RecipientRefusal[], now: number): void {
+  private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccount, bounced: RecipientRefusal[], now: number): void {
     for (const r of bounced) {
       this.write({ kind: 'recipient', outcome: { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now } });
       this.write({ kind: 'suppress', suppression: { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now } });
@@ -334,7 +347,7 @@ export class DeliveryScheduler {
     }
   }
 
-  private finish(row: MessageRow, account: ProviderAccountRow, result: SendResult, now: number): void {
+  private finish(row: MessageRow, account: ProviderAccount, result: SendResult, now: number): void {
     if (result.kind === 'sent') {
       this.write({ kind: 'usage', accountId: account.id, period: monthPeriod(now) });
       this.write({ kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });

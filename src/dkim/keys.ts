@@ -1,26 +1,12 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { sql, type Db } from '../store/db.js';
+import type { DkimKeyRow } from '../store/dkimKeys.js';
 
 /**
- * DKIM keys: generation, import, the DNS TXT record, and their rows in `dkim_keys`.
- * Private keys live in the index (state dir 0700) and are never logged or printed.
+ * DKIM keys: generation, import and the DNS TXT record (their rows: store/dkimKeys.ts).
+ * Private keys are never logged or printed.
  */
 
-export type DkimAlgorithm = 'rsa-sha256' | 'ed25519-sha256';
-
-export interface DkimKeyRow {
-  id: string;
-  project_id: string;
-  domain: string;
-  selector: string;
-  algorithm: DkimAlgorithm;
-  /** PKCS#8 PEM. Secret: never printed, never logged. */
-  private_key: string;
-  /** SPKI PEM. */
-  public_key: string;
-  created_at: number;
-  removed_at: number | null;
-}
+export type DkimAlgorithm = DkimKeyRow['algorithm'];
 
 export interface DkimKeyPair {
   algorithm: DkimAlgorithm;
@@ -92,37 +78,3 @@ export function dnsTxtValue(algorithm: DkimAlgorithm, publicKeyPem: string): str
 }
 
 export const dnsName = (selector: string, domain: string): string => `${selector}._domainkey.${domain}`;
-
-/** Stores a key as the project's active one for its domain, retiring the previous one (atomic). */
-export function storeDkimKey(db: Db, row: Omit<DkimKeyRow, 'removed_at'>): { replaced: string | null } {
-  return db
-    .transaction(() => {
-      const previous = activeDkimKey(db, row.project_id, row.domain);
-      if (previous) sql(db, 'UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL').run(row.created_at, previous.id);
-      sql(
-        db,
-        `INSERT INTO dkim_keys (id, project_id, domain, selector, algorithm, private_key, public_key, created_at)
-         VALUES (@id, @project_id, @domain, @selector, @algorithm, @private_key, @public_key, @created_at)`,
-      ).run(row);
-      return { replaced: previous?.id ?? null };
-    })
-    .immediate();
-}
-
-export function activeDkimKey(db: Db, projectId: string, domain: string): DkimKeyRow | undefined {
-  return sql(db, 'SELECT * FROM dkim_keys WHERE project_id = ? AND domain = ? AND removed_at IS NULL').get(projectId, domain) as DkimKeyRow | undefined;
-}
-
-export function getDkimKey(db: Db, id: string): DkimKeyRow | undefined {
-  return sql(db, 'SELECT * FROM dkim_keys WHERE id = ?').get(id) as DkimKeyRow | undefined;
-}
-
-/** The project's active keys, by domain. */
-export function listDkimKeys(db: Db, projectId: string): DkimKeyRow[] {
-  return sql(db, 'SELECT * FROM dkim_keys WHERE project_id = ? AND removed_at IS NULL ORDER BY domain, created_at').all(projectId) as DkimKeyRow[];
-}
-
-/** Retires an active key; false when there is no such active key. */
-export function removeDkimKey(db: Db, id: string, now: number): boolean {
-  return sql(db, 'UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL').run(now, id).changes === 1;
-}

@@ -1,9 +1,8 @@
 import { Readable } from 'node:stream';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 import { headerBlockEnd } from '../mime/headerBlock.js';
-import { sql, type Db } from '../store/db.js';
-import { cachedPolicyRow } from '../store/policyCache.js';
-import type { DkimKeyRow } from './keys.js';
+import type { Db } from '../store/db.js';
+import { cachedDkimKey, type DkimKeyRow } from '../store/dkimKeys.js';
 
 /**
  * The header fields signed when present. Each present instance is signed;
@@ -34,15 +33,7 @@ export function signingDomainCandidates(fromDomain: string): string[] {
 
 /** The project's active key for the from domain, else for its nearest parent that has one. */
 export function dkimKeyFor(db: Db, projectId: string, fromDomain: string): DkimKeyRow | undefined {
-  // null: no key applies, remembered too (most messages are not signed).
-  const found = cachedPolicyRow(db, 'dkim', `${projectId}\u0000${fromDomain}`, () => {
-    for (const domain of signingDomainCandidates(fromDomain)) {
-      const row = sql(db, 'SELECT * FROM dkim_keys WHERE project_id = ? AND domain = ? AND removed_at IS NULL').get(projectId, domain) as DkimKeyRow | undefined;
-      if (row) return row;
-    }
-    return null;
-  });
-  return found ?? undefined;
+  return cachedDkimKey(db, projectId, fromDomain, signingDomainCandidates(fromDomain));
 }
 
 /**

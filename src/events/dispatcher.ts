@@ -1,9 +1,10 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
+import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import { openDatabase, type Db } from '../store/db.js';
-import type { BookkeepingClient } from '../store/bookkeepingChannel.js';
-import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../store/webhookBookkeeping.js';
+import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
 import {
   eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
 } from '../store/webhooks.js';
@@ -31,6 +32,12 @@ const PRUNE_EVERY_MS = 3600_000;
 /** How often a cursor moved only in memory (no endpoint wanted those events) is written. */
 const CURSOR_PERSIST_MS = 5000;
 const PRUNE_CHUNK = 5000;
+/**
+ * A failing read or write of the index (a full disk) is retried after the poll interval, then
+ * ever more slowly up to this, and logged once a minute while it lasts (not per attempt).
+ */
+const FAILURE_MAX_DELAY_MS = 5000;
+const FAILURE_LOG_PERIOD_MS = 60_000;
 
 export interface DispatcherDeps {
   /** The state directory: the dispatcher reads the index on its own connection. */
@@ -39,7 +46,8 @@ export interface DispatcherDeps {
   bookkeeping: BookkeepingClient;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The section it reads. */
+  config: Pick<PosternConfig, 'webhooks'>;
   /** DNS resolution (tests); the system resolver by default. */
   resolver?: Resolver;
   /** Extra trusted CAs (tests with a self-signed receiver). */
@@ -91,7 +99,7 @@ const isLocked = (err: unknown) => {
  *    endpoint's failure run (and, after `disable_after_seconds`, its disabling) is kept with them.
  *
  * Steps 4, 1 and 2 run as ONE transaction per cycle (25 to 200 ms apart, see MIN_WRITE_GAP_MS),
- * handed as plain data to the index writer thread (store/webhookBookkeeping.ts). The dispatcher
+ * handed as plain data to the index writer thread (commit/webhookBookkeeping.ts). The dispatcher
  * itself only reads: at idle priority it must never hold the write lock that acceptance waits
  * for (preempted while holding it, it would stall every group commit behind it). The index
  * writer commits these with synchronous=NORMAL (no flush of their own). That is safe here: what
@@ -127,12 +135,17 @@ export class WebhookDispatcher {
   private readonly budget: SaturationBudget;
   /** Set while attempts wait for the CPU budget (see SaturationBudget). */
   private pumpTimer: NodeJS.Timeout | null = null;
+  private readonly readFailure: RepeatedFailure;
+  private readonly writeFailure: RepeatedFailure;
 
   constructor(private readonly deps: DispatcherDeps) {
     const c = deps.config.webhooks;
     this.leaseMs = Math.max(c.lease_ms, c.timeout_ms + 2000);
     this.random = deps.random ?? Math.random;
     this.budget = new SaturationBudget(c.saturated_cpu_share);
+    const backoff = { minDelayMs: c.poll_interval_ms, maxDelayMs: Math.max(c.poll_interval_ms, FAILURE_MAX_DELAY_MS), logPeriodMs: FAILURE_LOG_PERIOD_MS };
+    this.readFailure = new RepeatedFailure(deps.logger, 'webhook dispatcher cycle failed', backoff);
+    this.writeFailure = new RepeatedFailure(deps.logger, 'webhook dispatcher write failed', backoff);
     this.sender = new WebhookSender({
       timeoutMs: c.timeout_ms,
       policy: { allowPrivate: c.allow_private_targets },
@@ -213,7 +226,7 @@ export class WebhookDispatcher {
   private cycle(): void {
     // A write in flight decides the next wake when it returns.
     if (this.stopping || this.writing) return;
-    const { clock, config, logger } = this.deps;
+    const { clock, config } = this.deps;
     const c = config.webhooks;
     const db = this.db!;
     const now = clock.now();
@@ -256,10 +269,10 @@ export class WebhookDispatcher {
         prune: pruneDue ? { before: now - c.retention_days * 86_400_000, limit: PRUNE_CHUNK } : null,
       };
     } catch (err) {
-      logger.error({ err }, 'webhook dispatcher cycle failed');
-      this.wake(c.poll_interval_ms);
+      this.wake(this.readFailure.failed(err));
       return;
     }
+    this.readFailure.succeeded();
     const written = this.outcomes.length;
     const recorded = new Set(work.outcomes.map((o) => o.seq));
     this.writing = this.deps.bookkeeping.write('webhooks', work).then(
@@ -271,8 +284,7 @@ export class WebhookDispatcher {
       (err: unknown) => {
         this.writing = null;
         if (this.stopping) return;
-        logger.error({ err }, 'webhook dispatcher write failed');
-        this.wake(c.poll_interval_ms);
+        this.wake(this.writeFailure.failed(err));
       },
     );
   }
@@ -280,6 +292,7 @@ export class WebhookDispatcher {
   /** After a cycle's write committed: the state it changed, in memory, and the next wake. */
   private written(work: WebhookBookkeeping, written: number, recorded: Set<number>, result: WebhookBookkeepingResult, acceptanceBusy: boolean, latest: number): void {
     const { logger, config } = this.deps;
+    this.writeFailure.succeeded();
     this.lastWrite = Date.now();
     this.writeGap = acceptanceBusy ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
     for (const o of this.outcomes.splice(0, written)) this.held.delete(o.delivery.seq);

@@ -2,14 +2,14 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { offsetClock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
+import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
-import { BookkeepingClient } from '../store/bookkeepingChannel.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 /** The webhook dispatcher's own thread (see host.ts). */
 const { stateDir, config, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
   stateDir: string;
-  config: PosternConfig;
+  config: Pick<PosternConfig, 'webhooks'>;
   clockOffsetMs: number;
   logLevel: string;
   bookkeepingPort: MessagePort;

@@ -2,7 +2,7 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { BookkeepingClient } from '../store/bookkeepingChannel.js';
+import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
@@ -24,7 +24,8 @@ export function createWebhookDispatcher(deps: {
   stateDir: string;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The section the dispatcher reads: all that crosses to its thread. */
+  config: Pick<PosternConfig, 'webhooks'>;
   /** A new channel to the index writer thread, which runs the dispatcher's writes. */
   openBookkeepingPort: () => MessagePort;
 }): WebhookDispatcherHandle {
@@ -41,7 +42,7 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     private readonly stateDir: string,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    private readonly config: PosternConfig,
+    private readonly config: Pick<PosternConfig, 'webhooks'>,
     private readonly openBookkeepingPort: () => MessagePort,
   ) {}
 

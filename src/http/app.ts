@@ -3,22 +3,25 @@ import polka from 'polka';
 import type { AcceptPipeline } from '../accept/acceptMessage.js';
 import { acceptBatch } from '../accept/acceptBatch.js';
 import { checkMessageBody } from '../accept/messageRules.js';
-import { toOutgoingMessage } from '../accept/outgoingMessage.js';
+import { toOutgoingMessage, type OutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
-import type { Logger } from '../log.js';
+import type { FeedbackIntake } from '../delivery/feedback.js';
+import { maskSecrets, type Logger } from '../log.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
-import { sql, type Db } from '../store/db.js';
+import type { BodyBudget } from './bodyBudget.js';
+import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
+import { ClientGone } from './requestBody.js';
 import { sendError, sendJson } from './respond.js';
 import type { Viewer } from '../viewer/route.js';
 
 export interface HttpDeps {
-  db: Db;
+  feedback: FeedbackIntake;
   pipeline: AcceptPipeline;
   admission: Admission;
   clock: Clock;
@@ -26,15 +29,35 @@ export interface HttpDeps {
   config: PosternConfig;
   /** The public viewer (GET /view/…), shared by every HTTP listener. */
   viewer?: Viewer;
+  /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
+  connections: ConnectionLimiter;
+  bodies: BodyBudget;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 const openapiBody = JSON.stringify(openapiDocument);
 
+/**
+ * How often Node's HTTP server looks for connections past headers_timeout_ms or
+ * request_timeout_ms. Its default, 30 s, let a 30 s headers timeout fire after up to 60 s.
+ */
+export function timeoutCheckInterval(config: PosternConfig['http']): number {
+  return Math.max(100, Math.min(1000, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
+}
+
+/** Paths that hold no secret, logged as they are (the masking is six regular expressions). */
+const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/openapi.json']);
+
+/** The request path as logged: no query string, and the URL secret of a feedback endpoint masked. */
+export function loggedPath(url: string | undefined): string {
+  const path = (url ?? '').split('?')[0];
+  return PLAIN_PATHS.has(path) ? path : maskSecrets(path);
+}
+
 /** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
 export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
-  const { db, pipeline, admission, clock, logger, config } = deps;
+  const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
 
@@ -46,37 +69,46 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     (handler: Handler) =>
     (req: IncomingMessage, res: ServerResponse): void => {
       handler(req, res).catch((err: unknown) => {
+        // Nobody to answer; the request line (aborted: true) says what happened.
+        if (err instanceof ClientGone) return;
+        // Refused before its body was read: close rather than read a body nobody will use.
+        const close: Record<string, string> = req.complete ? {} : { Connection: 'close' };
         if (err instanceof ContractError) {
-          sendError(res, err);
+          sendError(res, err, close);
         } else {
           log.error({ err }, 'unhandled error in request');
-          sendError(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
+          sendError(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }), close);
         }
       });
     };
 
+  /** The body of a send, validated and decoded; the parsed JSON is garbage once this returns. */
+  const readMessage = async (req: IncomingMessage, res: ServerResponse): Promise<OutgoingMessage> => {
+    const body = await readJsonBody(req, res, { limit: config.http.max_body_bytes, budget: bodies, envelope: 'message' });
+    const check = checkMessageBody(body.value, clock.now(), { undecodable: body.undecodable });
+    if (!check.ok) throw ContractError.validation(check.details);
+    return toOutgoingMessage(check.message);
+  };
+
   const send: Handler = async (req, res) => {
     const context = admit(req, 'send');
     const idempotencyKey = headerValue(req, 'idempotency-key');
-    const accepted = await pipeline.idempotent(context, idempotencyKey, async () => {
-      const body = await readJsonBody(req, config.http.max_body_bytes);
-      const check = checkMessageBody(body, clock.now());
-      if (!check.ok) throw ContractError.validation(check.details);
-      return pipeline.accept(context, toOutgoingMessage(check.message), { source: 'http', idempotencyKey });
-    });
+    const accepted = await pipeline.idempotent(context, idempotencyKey, async () =>
+      pipeline.accept(context, await readMessage(req, res), { source: 'http', idempotencyKey }),
+    );
     sendJson(res, 202, accepted);
   };
 
   const sendBatch: Handler = async (req, res) => {
     const context = admit(req, 'batch');
-    const body = await readJsonBody(req, config.http.max_batch_body_bytes);
-    const envelope = validateBatchEnvelope(body);
+    const body = await readJsonBody(req, res, { limit: config.http.max_batch_body_bytes, budget: bodies, envelope: 'batch' });
+    const envelope = validateBatchEnvelope(body.value);
     if (!envelope.ok) throw ContractError.validation(envelope.details);
-    const data = await acceptBatch(pipeline, context, envelope.value.messages, clock);
+    const data = await acceptBatch(pipeline, context, envelope.value.messages, clock, { undecodable: body.undecodable });
     sendJson(res, 207, { data });
   };
 
-  const feedback = createFeedbackHandler({ db, admission, clock, logger: log, config }) as Handler;
+  const feedback = createFeedbackHandler({ feedback: intake, admission, clock, logger: log, config, bodies }) as Handler;
 
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
     sendError(res, new ContractError('method_not_allowed'), { Allow: allow });
@@ -91,7 +123,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
 
   app
     .get('/healthz', (_req, res) => {
-      const ok = sql(db, 'SELECT 1').pluck().get() === 1;
+      const ok = pipeline.indexAnswers();
       sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment });
     })
     .get('/openapi.json', (_req, res) => {
@@ -106,23 +138,28 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .all('/v1/send/batch', methodNotAllowed('POST'));
   if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body);
 
-  const server = createServer({ requestTimeout: config.http.request_timeout_ms, headersTimeout: config.http.headers_timeout_ms }, (req, res) => {
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      log.info(
-        { method: req.method, path: viewerMasked(req.url?.split('?')[0]), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress },
-        'request',
-      );
-    });
-    (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
-  });
+  const server = createServer(
+    {
+      requestTimeout: config.http.request_timeout_ms,
+      headersTimeout: config.http.headers_timeout_ms,
+      connectionsCheckingInterval: timeoutCheckInterval(config.http),
+    },
+    (req, res) => {
+      const started = process.hrtime.bigint();
+      const path = loggedPath(req.url);
+      // One line per request; a request whose client went away before its answer is `aborted`.
+      res.once('close', () => {
+        const line = { method: req.method, path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
+        if (res.writableFinished) log.info(line, 'request');
+        else log.info({ ...line, status: null, aborted: true }, 'request aborted by the client');
+      });
+      if (connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
+      (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
+    },
+  );
+  connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return server;
-}
-
-/** A viewer link's token is a credential: never logged. */
-function viewerMasked(path: string | undefined): string | undefined {
-  return path?.replace(/^(\/view\/[^/]+\/)[^/]+/, '$1***');
 }
 
 function headerValue(req: IncomingMessage, name: string): string | null {

@@ -2,44 +2,22 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { applyFeedback } from '../delivery/feedback.js';
+import type { FeedbackIntake } from '../delivery/feedback.js';
 import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
-import { providerOf, type FeedbackContext } from '../providers/feedback.js';
-import { feedbackVerifiers } from '../providers/feedbackVerifiers.js';
-import { sql, type Db } from '../store/db.js';
-import { receiptExists } from '../store/feedback.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
+import type { FeedbackContext } from '../providers/feedback.js';
+import { feedbackVerifierFor } from '../providers/registry.js';
+import type { BodyBudget } from './bodyBudget.js';
+import { readRequestBody } from './requestBody.js';
 import { sendJson } from './respond.js';
 
 export interface FeedbackDeps {
-  db: Db;
+  feedback: FeedbackIntake;
   admission: Admission;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
-}
-
-/** Reads the raw body up to `limit` bytes: signatures are over the exact bytes. */
-function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(new ContractError('body:too_large', { message: `The notification exceeds ${limit} bytes.` }));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new ContractError('body:too_large', { message: `The notification exceeds ${limit} bytes.` }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+  config: Pick<PosternConfig, 'feedback'>;
+  bodies: BodyBudget;
 }
 
 /**
@@ -48,21 +26,22 @@ function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
  * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
  */
 export function createFeedbackHandler(deps: FeedbackDeps) {
-  const { db, admission, clock, logger, config } = deps;
+  const { feedback, admission, clock, logger, config, bodies } = deps;
   const log = logger.child({ component: 'feedback' });
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
     // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
     const ip = req.socket.remoteAddress ?? 'unknown';
     admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
-    const account = sql(db, 'SELECT * FROM provider_accounts WHERE id = ?').get(accountId) as ProviderAccountRow | undefined;
-    const verifier = account ? feedbackVerifiers[providerOf(account.slug)] : undefined;
+    const account = feedback.account(accountId);
+    const verifier = account ? feedbackVerifierFor(account.slug) : undefined;
     // Detached accounts still take feedback: their messages were sent before the detach.
     if (!account || !verifier) {
       admission.recordUnauthenticatedFailure(ip);
       throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
     }
-    const rawBody = await readRawBody(req, config.feedback.max_body_bytes);
+    // Raw bytes: signatures are over the exact bytes. They count in the budget of bodies in flight.
+    const rawBody = await readRequestBody(req, res, config.feedback.max_body_bytes, bodies);
     // One-time keys (signature tokens) are checked now but recorded only in the transaction
     // that applies the feedback: a notification that fails to apply can be delivered again.
     const onceKeys: string[] = [];
@@ -72,7 +51,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       config: config.feedback,
       rememberOnce: (acct, key) => {
         const receipt = `once:${key}`;
-        if (onceKeys.includes(receipt) || receiptExists(db, acct.id, receipt)) return false;
+        if (onceKeys.includes(receipt) || feedback.onceKeyUsed(acct.id, receipt)) return false;
         onceKeys.push(receipt);
         return true;
       },
@@ -83,7 +62,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip }, 'provider feedback refused');
       throw new ContractError(verdict.code, { message: verdict.reason });
     }
-    const tally = applyFeedback(db, account, verdict.items, clock.now(), log, onceKeys);
+    const tally = await feedback.apply(account, verdict.items, clock.now(), log, onceKeys);
     if (tally.received > 0 || verdict.note) log.info({ provider_account_id: account.id, ...tally, note: verdict.note }, 'provider feedback applied');
     sendJson(res, 200, { ...tally, ...(verdict.note ? { note: verdict.note } : {}) });
   };

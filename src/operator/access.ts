@@ -1,7 +1,7 @@
-import { getDkimKey } from '../dkim/keys.js';
 import { getApiKey } from '../store/apiKeys.js';
+import { getDkimKey } from '../store/dkimKeys.js';
 import { getMessage } from '../store/messages.js';
-import { getProviderAccount } from '../store/providerAccounts.js';
+import { findProviderAccount } from '../store/providerAccounts.js';
 import { getWebhookEndpoint } from '../store/webhooks.js';
 import type { OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
@@ -32,7 +32,10 @@ const owners: Record<Owned, (ctx: OperatorContext, id: string) => string | undef
   key: (ctx, id) => getApiKey(ctx.db, id)?.project_id,
   webhook: (ctx, id) => getWebhookEndpoint(ctx.db, id)?.project_id,
   dkim: (ctx, id) => getDkimKey(ctx.db, id)?.project_id,
-  provider: (ctx, id) => getProviderAccount(ctx.db, id)?.project_id,
+  provider: (ctx, id) => {
+    const account = findProviderAccount(ctx.db, id);
+    return account?.detached_at === null ? account.project_id : undefined;
+  },
 };
 
 const names: Record<Owned, string> = { message: 'message', key: 'key', webhook: 'webhook', dkim: 'DKIM key', provider: 'provider account' };

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { attemptsAfterSeq, eventsAfterSeq, lastSeqBefore, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
+import { attemptsAfterSeq, eventsAfterSeq, lastSeqBefore, messageHeads, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
 import type { Db } from '../store/db.js';
 
 const HOUR = 3_600_000;
@@ -43,6 +43,11 @@ export class ActivityTail {
   subscribe(listener: (events: ActivityEvent[]) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Where each of these messages stands now (those that still exist). */
+  messagesNow(ids: readonly string[]): ReturnType<typeof messageHeads> {
+    return messageHeads(this.db, ids);
   }
 
   get listenerCount(): number {

@@ -1,8 +1,9 @@
 import type { Db } from '../store/db.js';
 import { ACTION_FROM, type MessageAction, type MessageKey } from '../store/messageActions.js';
 import { matchingMessageKeys, messageStates, type MessageFilter } from '../store/messageSearch.js';
-import { applyOperatorWrite, type OperatorWrite } from '../store/operatorWrites.js';
+import { applyOperatorBookkeeping, type OperatorBookkeeping } from '../commit/operatorBookkeeping.js';
 import { auditRow } from './audit.js';
+import type { BulkCandidates, BulkTarget } from './bulkTarget.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
 
@@ -17,8 +18,6 @@ export const BULK_CHUNK = 500;
  */
 export const BULK_SPREAD_MS = 1200;
 
-export type BulkTarget = { ids: readonly string[] } | { filter: MessageFilter };
-
 export interface BulkResult {
   action: MessageAction;
   /** Messages found (visible to the operator) in a state the action applies to. */
@@ -31,14 +30,6 @@ export interface BulkResult {
   not_found: number;
   /** The ids changed, when `ids` were given (a filter's can be many: count only). */
   changed_ids?: string[];
-}
-
-/** What a bulk action will touch: counts, and the candidates as JSON chunks of `[rowid, id]` ready for the writer. */
-export interface BulkCandidates {
-  matched: number;
-  skipped: number;
-  not_found: number;
-  chunks: string[];
 }
 
 /** The projects a filter may look in: the ones it names, within the operator's scope. */
@@ -97,7 +88,7 @@ export async function bulkMessageAction(ctx: OperatorContext, action: MessageAct
     const due = started + (BULK_SPREAD_MS * i) / found.chunks.length - performance.now();
     if (ctx.writer && due > 1) await new Promise((resolve) => setTimeout(resolve, due));
     const last = i === found.chunks.length - 1;
-    const work: OperatorWrite = {
+    const work: OperatorBookkeeping = {
       type: 'message_action',
       action,
       rows,
@@ -107,7 +98,7 @@ export async function bulkMessageAction(ctx: OperatorContext, action: MessageAct
       // The audit row rides with the last chunk: one transaction, and no write of the event loop's own.
       audit: last ? { row: auditRow(ctx, `message.bulk_${action}`), details, changedBefore: changed } : undefined,
     };
-    const result = ctx.writer ? await ctx.writer.write(work) : ctx.db.transaction(() => applyOperatorWrite(ctx.db, work)).immediate();
+    const result = ctx.writer ? await ctx.writer.write(work) : ctx.db.transaction(() => applyOperatorBookkeeping(ctx.db, work)).immediate();
     changed += result.changedCount;
     if (wantIds) changedIds.push(...result.changed);
     if (!ctx.writer) await new Promise((resolve) => setImmediate(resolve));

@@ -1,72 +1,63 @@
 import { Worker } from 'node:worker_threads';
+import { ThreadChannel } from '../platform/threadChannel.js';
 import type { MessageAction } from '../store/messageActions.js';
-import type { BulkCandidates, BulkTarget } from './bulk.js';
+import type { BulkCandidates, BulkTarget, OperatorReader } from './bulkTarget.js';
 import { OperatorError } from './errors.js';
 
 export interface BulkReaderRequest {
-  id: number;
+  seq: number;
   action: MessageAction;
   target: BulkTarget;
   scope: readonly string[] | null;
   now: number;
 }
 
-export type BulkReaderReply =
-  | { id: number; ok: true; result: BulkCandidates }
-  | { id: number; ok: false; error: string; refusal: { code: OperatorError['code']; field?: string; reason: string } | null };
-
-/** Where the server reads a bulk action's candidates; absent (the CLI): on the operator's own connection. */
-export interface OperatorReader {
-  bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates>;
+/** An operator's refusal (too many messages) crosses as data, to be thrown again as the OperatorError it was. */
+export interface BulkRefusal {
+  code: OperatorError['code'];
+  message: string;
+  field?: string;
+  reason: string;
 }
+
+export type BulkReaderReply =
+  | { seq: number; ok: true; result: BulkCandidates | null; refusal: BulkRefusal | null }
+  | { seq: number; ok: false; error: string };
 
 /**
  * The event loop's side of the bulk reader thread (operator/bulkReaderThread.ts), started at the
- * first bulk action (most servers never run one) and kept for the next.
+ * first bulk action (most servers never run one) and kept for the next; it holds the process
+ * only while a read is awaited.
  */
 export class BulkReader implements OperatorReader {
-  private worker: Worker | null = null;
+  private thread: { worker: Worker; channel: ThreadChannel<BulkReaderReply> } | null = null;
   private seq = 0;
-  private readonly waiting = new Map<number, { resolve: (v: BulkCandidates) => void; reject: (e: Error) => void }>();
 
   constructor(private readonly stateDir: string) {}
 
-  bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates> {
-    const worker = this.start();
-    const id = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.ref();
-      worker.postMessage({ id, action, target, scope, now } satisfies BulkReaderRequest);
-    });
+  async bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates> {
+    const [reply] = this.start().channel.request<BulkReaderRequest>([{ seq: ++this.seq, action, target, scope, now }]);
+    const { result, refusal } = await reply;
+    // A refusal is the operator's answer, as it would be on the event loop.
+    if (refusal) throw new OperatorError(refusal.code, refusal.message, refusal.field, refusal.reason);
+    return result!;
   }
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
+  private start(): { worker: Worker; channel: ThreadChannel<BulkReaderReply> } {
+    if (this.thread) return this.thread;
     const worker = new Worker(new URL('./bulkReaderThread.js', import.meta.url), { workerData: { stateDir: this.stateDir } });
-    worker.on('message', (reply: BulkReaderReply) => {
-      const waiter = this.waiting.get(reply.id);
-      this.waiting.delete(reply.id);
-      if (this.waiting.size === 0) worker.unref();
-      if (!waiter) return;
-      if (reply.ok) waiter.resolve(reply.result);
-      // A refusal (too many messages) is the operator's answer, as it would be on the event loop.
-      else waiter.reject(reply.refusal ? new OperatorError(reply.refusal.code, reply.error, reply.refusal.field, reply.refusal.reason) : new Error(reply.error));
+    const thread = { worker, channel: new ThreadChannel<BulkReaderReply>(worker, { name: 'bulk reader thread', refWhileWaiting: true }) };
+    // A thread that died is started again by the next action.
+    worker.once('exit', () => {
+      if (this.thread === thread) this.thread = null;
     });
-    const fail = (err: Error) => {
-      for (const w of this.waiting.values()) w.reject(err);
-      this.waiting.clear();
-      this.worker = null;
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`bulk reader thread exited with code ${code}`)));
-    worker.unref();
-    this.worker = worker;
-    return worker;
+    this.thread = thread;
+    return thread;
   }
 
   async close(): Promise<void> {
-    await this.worker?.terminate();
-    this.worker = null;
+    const thread = this.thread;
+    this.thread = null;
+    await thread?.worker.terminate();
   }
 }

@@ -20,13 +20,15 @@ const db = openDatabase((workerData as { stateDir: string }).stateDir, silentLog
 // An operator's bulk action may take a second or two; the doors' requests may not.
 lowerThreadPriority(READER_NICE);
 
-parentPort!.on('message', (r: BulkReaderRequest) => {
-  let reply: BulkReaderReply;
+function answer(r: BulkReaderRequest): BulkReaderReply {
   try {
-    reply = { id: r.id, ok: true, result: bulkCandidates(db, r.action, r.target, r.scope, r.now) };
+    return { seq: r.seq, ok: true, result: bulkCandidates(db, r.action, r.target, r.scope, r.now), refusal: null };
   } catch (err) {
-    const refusal = err instanceof OperatorError ? { code: err.code, field: err.field, reason: err.reason } : null;
-    reply = { id: r.id, ok: false, error: (err as Error).message, refusal };
+    if (err instanceof OperatorError) return { seq: r.seq, ok: true, result: null, refusal: { code: err.code, message: err.message, field: err.field, reason: err.reason } };
+    return { seq: r.seq, ok: false, error: (err as Error).message };
   }
-  parentPort!.postMessage(reply);
+}
+
+parentPort!.on('message', (requests: BulkReaderRequest[]) => {
+  parentPort!.postMessage(requests.map(answer));
 });

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Db } from '../store/db.js';
-import type { OperatorWrite, OperatorWriteResult } from '../store/operatorWrites.js';
-import type { OperatorReader } from './bulkReader.js';
+import type { OperatorBookkeeping, OperatorBookkeepingResult } from '../commit/operatorBookkeeping.js';
+import type { OperatorReader } from './bulkTarget.js';
 
 /** Who acts, for the audit log: a signed-in operator (console), else the CLI on the server. */
 export interface Actor {
@@ -12,14 +12,21 @@ export interface Actor {
 
 /** Where large operator writes run: in the server, the index writer thread; absent (the CLI), on `db` itself. */
 export interface OperatorWriter {
-  write(work: OperatorWrite): Promise<OperatorWriteResult>;
+  write(work: OperatorBookkeeping): Promise<OperatorBookkeepingResult>;
 }
 
-/** What every operator operation needs: the index, the one clock and the config. */
+/**
+ * The sections of the config operator operations read (`delivery`: the connection check's
+ * timeouts; `console`: session expiry; `state_dir`: the overview's disk figures; `viewer` and
+ * `listeners`: viewer links' expiry and, for the CLI, where they point).
+ */
+export type OperatorSettings = Pick<PosternConfig, 'plans' | 'default_plan' | 'policy' | 'limits' | 'webhooks' | 'delivery' | 'console' | 'state_dir' | 'viewer' | 'listeners'>;
+
+/** What every operator operation needs: the index, the one clock and the config sections it reads. */
 export interface OperatorContext {
   db: Db;
   clock: Clock;
-  config: PosternConfig;
+  config: OperatorSettings;
   spoolRoot: string;
   /** Absent: the CLI (`cli` in the audit log). */
   actor?: Actor;

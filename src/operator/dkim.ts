@@ -4,16 +4,12 @@ import {
   dnsName,
   dnsTxtValue,
   generateDkimKeyPair,
-  getDkimKey,
   importDkimPrivateKey,
-  listDkimKeys,
   newDkimKeyId,
-  removeDkimKey,
-  storeDkimKey,
   type DkimAlgorithm,
   type DkimKeyPair,
-  type DkimKeyRow,
 } from '../dkim/keys.js';
+import { getDkimKey, listDkimKeys, removeDkimKey, storeDkimKey, type DkimKeyRow } from '../store/dkimKeys.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { audit, audited } from './audit.js';

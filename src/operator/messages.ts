@@ -11,6 +11,9 @@ import { notFound, OperatorError } from './errors.js';
 import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { requireProject } from './projects.js';
 
+/** The message vocabulary the console speaks, as the index keeps it. */
+export type { MessageAction, MessageFilter, MessageStatus };
+
 export const MESSAGE_STATUSES: readonly MessageStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES];
 const STATUSES = MESSAGE_STATUSES;
 

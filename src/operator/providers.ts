@@ -1,10 +1,8 @@
+import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import { openapiDocument } from '../contract/validators.js';
 import { newProviderAccountId } from '../ids.js';
-import { checkConnection, type CheckedAccount, type ConnectionCheck } from '../providers/connectionCheck.js';
-import {
-  detachProviderAccount, getProviderAccount, insertProviderAccount, listProviderAccounts, setProviderAccountLimits, type ProviderAccountRow, type ProviderAccountSecrets,
-  type ProviderAccountSettings,
-} from '../store/providerAccounts.js';
+import { checkConnection, type ConnectionCheck } from '../providers/connectionCheck.js';
+import { detachProviderAccount, findProviderAccount, insertProviderAccount, listProviderAccounts, setProviderAccountLimits } from '../store/providerAccounts.js';
 import { audit, audited } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
@@ -43,9 +41,8 @@ export interface ProviderAccountView extends ProviderAccountSettings {
   created_at: string;
 }
 
-function view(row: ProviderAccountRow): ProviderAccountView {
-  const settings = JSON.parse(row.settings) as ProviderAccountSettings;
-  const secrets = JSON.parse(row.secrets) as ProviderAccountSecrets;
+function view(row: ProviderAccount): ProviderAccountView {
+  const { settings, secrets } = row;
   return {
     id: row.id,
     project_id: row.project_id,
@@ -94,7 +91,7 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     webhook_public_key: opts.webhookPublicKey ?? null,
   };
   if (opts.slug === 'provider-c-api' && !opts.domain) throw new OperatorError('invalid_argument', 'provider-c-api needs --domain (the sending domain of the account)', 'domain');
-  const secrets: Record<string, string> = {};
+  const secrets: ProviderAccountSecrets = {};
   if (opts.pass !== undefined) secrets.pass = opts.pass;
   if (opts.apiKey !== undefined) secrets.api_key = opts.apiKey;
   if (opts.webhookSecret !== undefined) secrets.webhook_secret = opts.webhookSecret;
@@ -103,8 +100,8 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     id,
     project_id: projectId,
     slug: opts.slug,
-    settings: JSON.stringify(settings),
-    secrets: JSON.stringify(secrets),
+    settings,
+    secrets,
     priority: integer('priority', opts.priority, 0, 1_000_000) ?? 100,
     free_quota: integer('free-quota', opts.freeQuota, 0, Number.MAX_SAFE_INTEGER),
     created_at: ctx.clock.now(),
@@ -129,9 +126,9 @@ export function detachProvider(ctx: OperatorContext, id: string): { id: string; 
 }
 
 /** An attached account (not detached), else not found. */
-export function requireProviderAccount(ctx: OperatorContext, id: string): ProviderAccountRow {
-  const row = getProviderAccount(ctx.db, id);
-  if (!row) throw notFound('provider account', id);
+export function requireProviderAccount(ctx: OperatorContext, id: string): ProviderAccount {
+  const row = findProviderAccount(ctx.db, id);
+  if (!row || row.detached_at !== null) throw notFound('provider account', id);
   return row;
 }
 
@@ -157,11 +154,6 @@ export function updateProvider(ctx: OperatorContext, id: string, changes: { prio
  */
 export async function checkProvider(ctx: OperatorContext, id: string): Promise<ConnectionCheck & { id: string; slug: string }> {
   const row = requireProviderAccount(ctx, id);
-  const account: CheckedAccount = {
-    slug: row.slug,
-    settings: JSON.parse(row.settings) as ProviderAccountSettings,
-    secrets: JSON.parse(row.secrets) as ProviderAccountSecrets,
-  };
-  const result = await checkConnection(account, { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
+  const result = await checkConnection(row, { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
   return { id, slug: row.slug, ...result };
 }

@@ -30,7 +30,7 @@ export class Admission {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    config: PosternConfig,
+    config: Pick<PosternConfig, 'rate_limits' | 'policy'>,
     /** Told of every key that authenticates a request (its "last used", kept by operator/keyUse.ts). */
     private readonly onKeyUsed: (keyId: string) => void = () => undefined,
   ) {
@@ -83,6 +83,15 @@ export class Admission {
       if (this.enforce) this.unauthenticated.record(clientIp);
       throw err;
     }
+  }
+
+  /**
+   * A key that authenticated this client before (an SMTP session's AUTH), checked again so that
+   * revocation, expiry and a project's pause apply mid-session. A failure here is not the
+   * client guessing keys: it does not count against its IP.
+   */
+  reauthenticate(key: string, environment: Environment): AuthContext {
+    return authenticate(this.db, key, environment, this.clock);
   }
 
   /** One request (an HTTP call, or one SMTP message) in the key's window for `route`. */

@@ -1,9 +1,17 @@
-import type { MessageFacts } from '../accept/outgoingMessage.js';
+import type { Mailbox } from '../contract/address.js';
 import { ContractError } from '../contract/errors.js';
 import type { Db } from '../store/db.js';
 import { attachedSlugs } from '../store/providerAccounts.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import type { AuthContext } from './apiKeys.js';
+
+/** What the project policy reads of a message, whichever door it came through. */
+export interface PolicyFacts {
+  to: Mailbox[];
+  cc: Mailbox[];
+  bcc: Mailbox[];
+  routing: { provider: string | string[] | null };
+}
 
 /**
  * The project-policy refusals (422), in order: no provider attached (production only: the
@@ -11,7 +19,7 @@ import type { AuthContext } from './apiKeys.js';
  * (both environments, so a request that passes in the sandbox passes in production), and
  * suppressed recipients among to, cc and bcc (case-insensitive).
  */
-export function checkProjectPolicy(db: Db, auth: AuthContext, message: MessageFacts): void {
+export function checkProjectPolicy(db: Db, auth: AuthContext, message: PolicyFacts): void {
   const projectId = auth.project.id;
   const slugs = attachedSlugs(db, projectId);
   if (auth.environment === 'production' && slugs.size === 0) {

@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
+import type { Clock } from '../clock.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 
 /** One hand-off: the stored MIME (with headers to prepend) and its SMTP envelope. */
 export interface DeliveryJob {
@@ -49,9 +50,16 @@ export type SendResult =
   | { kind: 'account'; reply: string }
   | { kind: 'permanent'; reply: string; bounced?: RecipientRefusal[] };
 
+/** What every adapter is built with. */
+export interface AdapterDeps {
+  /** Request signatures and rate-limit resets read the time from it. */
+  clock: Clock;
+  /** How long one request to the provider (an API call, an SMTP step) may take. */
+  timeoutMs: number;
+}
 
 export interface ProviderAdapter {
-  send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult>;
+  send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,5 @@
-import type { Clock } from '../clock.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
-import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
 import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
@@ -82,9 +81,9 @@ export function brevoBody(parts: MessageParts, job: DeliveryJob): Record<string,
  * Message-ID do not survive).
  */
 export class BrevoApiAdapter implements ProviderAdapter {
-  constructor(private readonly deps: { clock: Clock; timeoutMs: number }) {}
+  constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const { apiKey, endpoint } = apiCredentials(account);
     if (!apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);

@@ -6,6 +6,7 @@
 import os from 'node:os';
 import aws4 from 'aws4';
 import nodemailer from 'nodemailer';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 import { BREVO_API } from './brevoApi.js';
 import { baseUrl, callProviderApi, isResponse, replyText, type ApiResponse } from './httpApi.js';
 import { MAILGUN_EU, MAILGUN_US } from './mailgunApi.js';
@@ -15,12 +16,8 @@ import { SENDGRID_API, SENDGRID_API_EU } from './sendgridApi.js';
 import { amzDate, SES_DEFAULT_REGION } from './sesApi.js';
 import { smtpRelayConnection } from './smtpRelay.js';
 
-/** An account as the check reads it: its slug, settings and secrets (parsed), as the relay adapter reads them. */
-export interface CheckedAccount {
-  slug: string;
-  settings: Parameters<typeof smtpRelayConnection>[1];
-  secrets: Parameters<typeof smtpRelayConnection>[2];
-}
+/** An account as the check reads it: its slug, settings and secrets, as the adapters read them. */
+export type CheckedAccount = Pick<ProviderAccount, 'slug' | 'settings' | 'secrets'>;
 
 export interface ConnectionCheck {
   /** False for a provider with no call that proves the credentials without sending. */

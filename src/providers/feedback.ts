@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
 
 /** A notification as it arrived at `POST /v1/feedback/<account id>[/<token>]`. */
 export interface FeedbackRequest {
@@ -51,20 +51,28 @@ export type FeedbackVerdict =
 export interface FeedbackContext {
   clock: Clock;
   logger: Logger;
-  config: PosternConfig['feedback'];
+  config: Pick<PosternConfig['feedback'], 'tolerance_seconds' | 'sns_certificate_dir'>;
   /**
    * Records `key` for this account if it was never seen; false if it was (a replayed token).
    * Durable: a restart does not forget.
    */
-  rememberOnce(account: ProviderAccountRow, key: string): boolean;
+  rememberOnce(account: ProviderAccount, key: string): boolean;
 }
 
 /** One per provider (all its slugs: `provider-a-api` and `provider-a-smtp` get the same notifications). */
 export interface FeedbackVerifier {
-  verify(req: FeedbackRequest, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict>;
+  verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict>;
 }
 
-/** The provider a slug belongs to: `provider-a-api` and `provider-a-smtp` → `provider-a`. */
-export function providerOf(slug: string): string {
-  return slug.replace(/-(api|smtp)$/, '');
+/** A request header of a notification as one string (the first, if repeated). */
+export function headerOf(headers: IncomingHttpHeaders, name: string): string | null {
+  const v = headers[name.toLowerCase()];
+  return (Array.isArray(v) ? v[0] : v) ?? null;
+}
+
+/** Null when a signed timestamp (Unix seconds) is within `tolerance_seconds` of now, else why not. */
+export function staleness(timestamp: string, ctx: FeedbackContext): string | null {
+  if (!/^\d{1,12}$/.test(timestamp)) return `timestamp "${timestamp.slice(0, 20)}" is not Unix seconds`;
+  const skew = Math.abs(ctx.clock.now() / 1000 - Number(timestamp));
+  return skew > ctx.config.tolerance_seconds ? `timestamp is ${Math.round(skew)} s away from now (tolerance ${ctx.config.tolerance_seconds} s)` : null;
 }

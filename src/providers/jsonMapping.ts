@@ -1,14 +1,12 @@
 /**
  * What the JSON provider APIs (provider-b: SendGrid, provider-d: Resend) share: the account's
- * credentials, the recipient lists they want, attachments as base64, the request itself, the
- * statuses every JSON API words alike, and the timestamp check of their signed feedback.
+ * credentials, the recipient lists they want, attachments as base64, the request itself, and the
+ * statuses every JSON API words alike.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { SendResult } from './adapter.js';
-import type { FeedbackContext } from './feedback.js';
 import { callProviderApi, classifyStatus, type ApiResponse } from './httpApi.js';
 import type { MessageParts, NamedAddress } from './messageParts.js';
-import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
 
 export interface ApiCredentials {
   apiKey: string | null;
@@ -16,9 +14,7 @@ export interface ApiCredentials {
   region: string | null;
 }
 
-export function apiCredentials(account: ProviderAccountRow): ApiCredentials {
-  const settings = JSON.parse(account.settings) as ProviderAccountSettings;
-  const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
+export function apiCredentials({ settings, secrets }: ProviderAccount): ApiCredentials {
   return { apiKey: secrets.api_key ?? null, endpoint: settings.endpoint, region: settings.region };
 }
 
@@ -119,18 +115,3 @@ export function classifyJsonApiStatus(res: ApiResponse, reply: string, now: numb
 }
 
 export const missingApiKey = (slug: string): Extract<SendResult, { kind: 'account' }> => ({ kind: 'account', reply: `${slug}: the account has no API key` });
-
-/* Signed feedback ---------------------------------------------------------------------------- */
-
-/** A request header as one string (the first, if repeated). */
-export function headerOf(headers: IncomingHttpHeaders, name: string): string | null {
-  const v = headers[name.toLowerCase()];
-  return (Array.isArray(v) ? v[0] : v) ?? null;
-}
-
-/** Null when a signed timestamp (Unix seconds) is within `tolerance_seconds` of now, else why not. */
-export function staleness(timestamp: string, ctx: FeedbackContext): string | null {
-  if (!/^\d{1,12}$/.test(timestamp)) return `timestamp "${timestamp.slice(0, 20)}" is not Unix seconds`;
-  const skew = Math.abs(ctx.clock.now() / 1000 - Number(timestamp));
-  return skew > ctx.config.tolerance_seconds ? `timestamp is ${Math.round(skew)} s away from now (tolerance ${ctx.config.tolerance_seconds} s)` : null;
-}

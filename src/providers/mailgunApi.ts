@@ -1,7 +1,6 @@
 import { openAsBlob } from 'node:fs';
-import type { Clock } from '../clock.js';
-import type { ProviderAccountRow, ProviderAccountSettings } from '../store/providerAccounts.js';
-import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, callProviderApi, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
 import { apiCredentials, missingApiKey } from './jsonMapping.js';
 
@@ -45,11 +44,11 @@ export function classifyMailgun(res: ApiResponse, reply: string, now: number): E
  * recipients (Bcc included) are the `to` fields, Mailgun delivers the MIME to exactly those.
  */
 export class MailgunApiAdapter implements ProviderAdapter {
-  constructor(private readonly deps: { clock: Clock; timeoutMs: number }) {}
+  constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const { apiKey, endpoint, region } = apiCredentials(account);
-    const { domain } = JSON.parse(account.settings) as ProviderAccountSettings;
+    const { domain } = account.settings;
     if (!apiKey) return missingApiKey(account.slug);
     if (!domain) return { kind: 'account', reply: `${account.slug}: the account has no sending domain` };
     const url = `${baseUrl(endpoint, region?.toLowerCase() === 'eu' ? MAILGUN_EU : MAILGUN_US)}/v3/${encodeURIComponent(domain)}/messages.mime`;

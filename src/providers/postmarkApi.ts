@@ -1,6 +1,5 @@
-import type { Clock } from '../clock.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
-import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
 import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
 import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject, postJson } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
@@ -59,16 +58,17 @@ export function classifyPostmark(res: ApiResponse, reply: string, now: number, o
 
 /** Postmark metadata: ours first, then the message's own fields that fit Postmark's limits. */
 export function postmarkMetadata(messageId: string, metadata: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = { [POSTERN_ID_METADATA]: messageId };
+  const out: [string, string][] = [[POSTERN_ID_METADATA, messageId]];
   const taken = new Set([POSTERN_ID_METADATA]);
   for (const [key, value] of Object.entries(metadata)) {
-    if (Object.keys(out).length >= POSTMARK_METADATA.fields) break;
+    if (out.length >= POSTMARK_METADATA.fields) break;
     // Postmark refuses names differing only in case.
     if (taken.has(key.toLowerCase()) || key.length > POSTMARK_METADATA.name || value.length > POSTMARK_METADATA.value) continue;
     taken.add(key.toLowerCase());
-    out[key] = value;
+    out.push([key, value]);
   }
-  return out;
+  // Defined, not assigned: a field named "__proto__" stays a field.
+  return Object.fromEntries(out);
 }
 
 /** The JSON body of `POST /email` for a message. */
@@ -107,9 +107,9 @@ export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<stri
  * survive; Postmark signs with the sender signature's domain).
  */
 export class PostmarkApiAdapter implements ProviderAdapter {
-  constructor(private readonly deps: { clock: Clock; timeoutMs: number }) {}
+  constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const { apiKey, endpoint } = apiCredentials(account);
     if (!apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);

@@ -1,9 +1,13 @@
-import os from 'node:os';
 import type { Clock } from '../clock.js';
-import type { PosternConfig } from '../config/load.js';
-import type { Logger } from '../log.js';
-import type { ProviderAdapter } from './adapter.js';
+import type { AdapterDeps, ProviderAdapter } from './adapter.js';
 import { BrevoApiAdapter } from './brevoApi.js';
+import type { FeedbackVerifier } from './feedback.js';
+import { brevoVerifier } from './feedback/brevo.js';
+import { mailgunVerifier } from './feedback/mailgun.js';
+import { postmarkVerifier } from './feedback/postmark.js';
+import { resendFeedback } from './feedback/resend.js';
+import { sendgridFeedback } from './feedback/sendgrid.js';
+import { sesFeedbackVerifier } from './feedback/ses.js';
 import { MailgunApiAdapter } from './mailgunApi.js';
 import { PostmarkApiAdapter } from './postmarkApi.js';
 import { ResendApiAdapter } from './resendApi.js';
@@ -11,10 +15,49 @@ import { SendgridApiAdapter } from './sendgridApi.js';
 import { SesApiAdapter } from './sesApi.js';
 import { SmtpRelayAdapter } from './smtpRelay.js';
 
-export interface AdapterDeps {
+interface Provider {
+  /** The adapter of its `<provider>-api` slug, speaking the provider's public API. */
+  api?: (deps: AdapterDeps) => ProviderAdapter;
+  /**
+   * Checks its feedback notifications the provider's way and normalizes them: one for all its
+   * slugs (`provider-a-api` and `provider-a-smtp` get the same notifications). Without one the
+   * provider has no feedback endpoint (404).
+   */
+  feedback?: FeedbackVerifier;
+}
+
+/** Every provider of this release, once. Every `provider-*-smtp` slug (and `smtp`) goes through the SMTP relay. */
+const PROVIDERS: Record<string, Provider> = {
+  'provider-a': { api: (deps) => new SesApiAdapter(deps), feedback: sesFeedbackVerifier },
+  'provider-b': { api: (deps) => new SendgridApiAdapter(deps), feedback: sendgridFeedback },
+  'provider-c': { api: (deps) => new MailgunApiAdapter(deps), feedback: mailgunVerifier },
+  'provider-d': { api: (deps) => new ResendApiAdapter(deps), feedback: resendFeedback },
+  'provider-e': { api: (deps) => new PostmarkApiAdapter(deps), feedback: postmarkVerifier },
+  'provider-f': { api: (deps) => new BrevoApiAdapter(deps), feedback: brevoVerifier },
+};
+
+/** The provider a slug belongs to: `provider-a-api` and `provider-a-smtp` → `provider-a`. */
+function providerOf(slug: string): Provider | undefined {
+  const name = slug.replace(/-(api|smtp)$/, '');
+  return Object.hasOwn(PROVIDERS, name) ? PROVIDERS[name] : undefined;
+}
+
+/** The feedback verifier for an account's slug, or undefined when its provider sends no feedback. */
+export function feedbackVerifierFor(slug: string): FeedbackVerifier | undefined {
+  return providerOf(slug)?.feedback;
+}
+
+/** What the adapters are built with: the parts of `delivery` and `smtp` they read. */
+export interface AdapterSettings {
   clock: Clock;
-  logger: Logger;
-  config: PosternConfig;
+  /** `delivery.api_timeout_ms`: one request to a provider API. */
+  apiTimeoutMs: number;
+  /** `delivery.smtp_timeout_ms`: connecting, the greeting, and each SMTP step. */
+  smtpTimeoutMs: number;
+  /** `delivery.smtp_pool_size`: connections per relay account. */
+  smtpPoolSize: number;
+  /** The name the relay gives in EHLO (`smtp.hostname`, else the host's name). */
+  heloName: string;
 }
 
 export interface AdapterRegistry {
@@ -22,27 +65,18 @@ export interface AdapterRegistry {
   close(): Promise<void>;
 }
 
-/** The HTTP API adapters, one per `provider-*-api` slug, each speaking its provider's public API. */
-const apiAdapters: Record<string, (deps: AdapterDeps) => ProviderAdapter> = {
-  'provider-a-api': (deps) => new SesApiAdapter(deps),
-  'provider-b-api': (deps) => new SendgridApiAdapter(deps),
-  'provider-c-api': (deps) => new MailgunApiAdapter({ clock: deps.clock, timeoutMs: deps.config.delivery.api_timeout_ms }),
-  'provider-d-api': (deps) => new ResendApiAdapter(deps),
-  'provider-e-api': (deps) => new PostmarkApiAdapter({ clock: deps.clock, timeoutMs: deps.config.delivery.api_timeout_ms }),
-  'provider-f-api': (deps) => new BrevoApiAdapter({ clock: deps.clock, timeoutMs: deps.config.delivery.api_timeout_ms }),
-};
-
-/** Every adapter of this release: the SMTP relay for `smtp` and `provider-*-smtp`, and the API ones. */
-export function createAdapterRegistry(deps: AdapterDeps): AdapterRegistry {
-  const { config } = deps;
-  const relay = new SmtpRelayAdapter({ timeoutMs: config.delivery.smtp_timeout_ms, poolSize: config.delivery.smtp_pool_size, name: config.smtp.hostname ?? os.hostname() });
+/** The adapters, each made on first use and kept (the relay's pools, one API adapter per slug). */
+export function createAdapterRegistry(settings: AdapterSettings): AdapterRegistry {
+  const { clock } = settings;
+  const relay = new SmtpRelayAdapter({ clock, timeoutMs: settings.smtpTimeoutMs, poolSize: settings.smtpPoolSize, name: settings.heloName });
   const apis = new Map<string, ProviderAdapter>();
   return {
     adapterFor(slug) {
       if (slug === 'smtp' || slug.endsWith('-smtp')) return relay;
       let adapter = apis.get(slug);
-      if (!adapter && apiAdapters[slug]) {
-        adapter = apiAdapters[slug](deps);
+      const make = !adapter && slug.endsWith('-api') ? providerOf(slug)?.api : undefined;
+      if (make) {
+        adapter = make({ clock, timeoutMs: settings.apiTimeoutMs });
         apis.set(slug, adapter);
       }
       return adapter;

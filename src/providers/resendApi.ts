@@ -5,12 +5,11 @@
  * answers `200 {"id"}`; its webhooks quote that id as `data.email_id`.
  */
 import { createHash } from 'node:crypto';
-import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, isResponse, type ApiResponse } from './httpApi.js';
 import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, nameAddr, parseJsonObject, postJson, bearer } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
-import type { AdapterDeps } from './registry.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
 
 export const RESEND_API = 'https://api.resend.com';
 
@@ -121,7 +120,7 @@ export function classifyResend(res: ApiResponse, now: number): SendResult {
 export class ResendApiAdapter implements ProviderAdapter {
   constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const creds = apiCredentials(account);
     if (!creds.apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);
@@ -146,7 +145,7 @@ export class ResendApiAdapter implements ProviderAdapter {
 
   private async post(url: string, apiKey: string, parts: MessageParts, messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): Promise<SendResult> {
     const auth = { ...bearer(apiKey), 'idempotency-key': idempotencyKey(messageId, rcpt) };
-    const res = await postJson(url, auth, resendEmail(parts, messageId, rcpt), this.deps.config.delivery.api_timeout_ms);
+    const res = await postJson(url, auth, resendEmail(parts, messageId, rcpt), this.deps.timeoutMs);
     if (!isResponse(res)) return res;
     return classifyResend(res, this.deps.clock.now());
   }

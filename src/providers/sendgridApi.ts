@@ -4,12 +4,11 @@
  * not survive) and sent as one personalization; SendGrid answers `202` with an empty body and
  * the `X-Message-Id` header, the prefix of every `sg_message_id` its Event Webhook reports.
  */
-import type { DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, isResponse, type ApiResponse } from './httpApi.js';
 import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson, bearer } from './jsonMapping.js';
 import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
-import type { AdapterDeps } from './registry.js';
-import type { ProviderAccountRow } from '../store/providerAccounts.js';
 
 export const SENDGRID_API = 'https://api.sendgrid.com';
 /** EU regional subusers (`--region eu`). */
@@ -96,12 +95,12 @@ export function classifySendgrid(res: ApiResponse, now: number): SendResult {
 export class SendgridApiAdapter implements ProviderAdapter {
   constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const creds = apiCredentials(account);
     if (!creds.apiKey) return missingApiKey(account.slug);
     const body = sendgridMailSend(await readMessageParts(job), job);
     const base = baseUrl(creds.endpoint, creds.region?.toLowerCase() === 'eu' ? SENDGRID_API_EU : SENDGRID_API);
-    const res = await postJson(`${base}/v3/mail/send`, bearer(creds.apiKey), body, this.deps.config.delivery.api_timeout_ms);
+    const res = await postJson(`${base}/v3/mail/send`, bearer(creds.apiKey), body, this.deps.timeoutMs);
     if (!isResponse(res)) return res;
     return classifySendgrid(res, this.deps.clock.now());
   }

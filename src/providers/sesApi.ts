@@ -1,8 +1,7 @@
 import aws4 from 'aws4';
-import { storedMimeBytes, type DeliveryJob, type ProviderAdapter, type SendResult } from './adapter.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import { storedMimeBytes, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type SendResult } from './adapter.js';
 import { baseUrl, callProviderApi, isResponse, retryAfterMs, type ApiResponse } from './httpApi.js';
-import type { AdapterDeps } from './registry.js';
-import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
 
 /**
  * provider-a-api: Amazon SES API v2 `SendEmail` with `Content.Raw`
@@ -175,9 +174,8 @@ export function amzDate(ms: number): string {
 export class SesApiAdapter implements ProviderAdapter {
   constructor(private readonly deps: AdapterDeps) {}
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
-    const settings = JSON.parse(account.settings) as ProviderAccountSettings;
-    const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
+    const { settings, secrets } = account;
     if (!settings.user || !secrets.api_key) {
       return { kind: 'account', reply: 'provider-a-api needs the access key id (--user) and the secret access key (--api-key)' };
     }
@@ -201,7 +199,7 @@ export class SesApiAdapter implements ProviderAdapter {
       // fetch derives Host from the URL (the same value that was signed).
       if (name.toLowerCase() !== 'host' && value !== undefined) headers[name] = String(value);
     }
-    const res = await callProviderApi({ method: 'POST', url: url.toString(), headers, body, timeoutMs: this.deps.config.delivery.api_timeout_ms });
+    const res = await callProviderApi({ method: 'POST', url: url.toString(), headers, body, timeoutMs: this.deps.timeoutMs });
     if (!isResponse(res)) return res;
     if (res.status >= 200 && res.status < 300) {
       let messageId: unknown;

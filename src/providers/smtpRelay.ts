@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 import SMTPPool, { type SMTPPoolSentMessageInfo } from 'nodemailer/lib/smtp-pool';
-import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../store/providerAccounts.js';
-import { storedMimeStream, type DeliveryJob, type ProviderAdapter, type RecipientRefusal, type SendResult } from './adapter.js';
+import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
+import { storedMimeStream, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type RecipientRefusal, type SendResult } from './adapter.js';
 
 interface SmtpDefaults {
   host: (region: string | null) => string;
@@ -135,31 +135,39 @@ export function smtpRelayConnection(slug: string, settings: ProviderAccountSetti
  * spool with the hand-off headers in front.
  */
 export class SmtpRelayAdapter implements ProviderAdapter {
+  /** By account and its settings: an account loaded again with the same settings keeps its pool. */
   private readonly transports = new Map<string, SMTPPool>();
+  /** The pool of each loaded account, so a hand-off does not build the key again. */
+  private byAccount = new WeakMap<ProviderAccount, SMTPPool>();
 
-  constructor(private readonly opts: { timeoutMs: number; poolSize: number; name: string }) {}
+  constructor(private readonly deps: AdapterDeps & { poolSize: number; name: string }) {}
 
-  private transportFor(account: ProviderAccountRow): SMTPPool {
-    const key = `${account.id}\u0000${account.settings}\u0000${account.secrets}`;
-    let transport = this.transports.get(key);
+  private transportFor(account: ProviderAccount): SMTPPool {
+    let transport = this.byAccount.get(account);
     if (transport) return transport;
-    const settings = JSON.parse(account.settings) as ProviderAccountSettings;
-    const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
-    transport = new SMTPPool({
-      maxConnections: this.opts.poolSize,
-      maxMessages: 1000,
-      ...smtpRelayConnection(account.slug, settings, secrets),
-      name: this.opts.name,
-      connectionTimeout: this.opts.timeoutMs,
-      greetingTimeout: this.opts.timeoutMs,
-      socketTimeout: this.opts.timeoutMs,
-    });
-    transport.on('error', () => undefined);
+    const { settings, secrets } = account;
+    const key = `${account.id}\u0000${JSON.stringify(settings)}\u0000${JSON.stringify(secrets)}`;
+    transport = this.transports.get(key) ?? this.openPool(account);
     this.transports.set(key, transport);
+    this.byAccount.set(account, transport);
     return transport;
   }
 
-  async send(job: DeliveryJob, account: ProviderAccountRow): Promise<SendResult> {
+  private openPool({ slug, settings, secrets }: ProviderAccount): SMTPPool {
+    const transport = new SMTPPool({
+      maxConnections: this.deps.poolSize,
+      maxMessages: 1000,
+      ...smtpRelayConnection(slug, settings, secrets),
+      name: this.deps.name,
+      connectionTimeout: this.deps.timeoutMs,
+      greetingTimeout: this.deps.timeoutMs,
+      socketTimeout: this.deps.timeoutMs,
+    });
+    transport.on('error', () => undefined);
+    return transport;
+  }
+
+  async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const headers = job.prependHeaders + providerOptionHeaders(account.slug, job.providerOptions);
     const transport = this.transportFor(account);
     try {
@@ -175,5 +183,6 @@ export class SmtpRelayAdapter implements ProviderAdapter {
   async close(): Promise<void> {
     for (const t of this.transports.values()) t.close();
     this.transports.clear();
+    this.byAccount = new WeakMap();
   }
 }

@@ -4,10 +4,12 @@ import { pipeline } from 'node:stream/promises';
 import { Headers, Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser';
-import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
+import type { AddressObject, AttachmentStream, MessageText } from 'mailparser';
 import { messageIdHeader } from '../accept/composeMime.js';
+import { BODY_MAX_LENGTH } from '../accept/messageRules.js';
 import { headerBlockEnd } from '../mime/headerBlock.js';
 import { writeTempFileSync } from '../spool/spool.js';
+import { CountingMailParser, type BodyField } from './bodyText.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 
 export interface ParsedMail {
@@ -16,8 +18,10 @@ export interface ParsedMail {
   cc: AddressObject | undefined;
   replyTo: AddressObject | undefined;
   subject: string | undefined;
-  text: string | undefined;
-  html: string | undefined;
+  /** Characters of the text body (its text/plain parts together); undefined: it has none. */
+  textLength: number | undefined;
+  /** Characters of the html body (its text/html parts together); undefined: it has none. */
+  htmlLength: number | undefined;
   /** Decoded size of each attachment (inline parts included), in order. */
   attachmentSizes: number[];
   control: Map<ControlHeader, string>;
@@ -29,6 +33,11 @@ export interface ParsedMail {
   hadMessageId: boolean;
   /** Bytes of the rewritten message as stored. */
   size: number;
+  /**
+   * False when reading stopped at a body over its length (`textLength`/`htmlLength` say which):
+   * the facts are those seen until then, and nothing was stored whole. Such a message is refused.
+   */
+  complete: boolean;
 }
 
 export interface IngestOptions {
@@ -43,7 +52,14 @@ export interface IngestOptions {
 }
 
 type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'duplicateControl' | 'hadMessageId'>;
-type BodyFacts = Omit<ParsedMail, keyof RootHeaderFacts | 'size'>;
+type BodyFacts = Omit<ParsedMail, keyof RootHeaderFacts | 'size' | 'complete'>;
+
+/** A DATA payload passed `smtp.max_message_bytes` while streaming: nothing more was written. */
+export class MessageOverSize extends Error {
+  constructor(readonly limit: number) {
+    super(`Message exceeds ${limit} bytes`);
+  }
+}
 
 /** The first address of a From header (display names, comments and groups allowed), if any. */
 function fromAddress(value: string): string | undefined {
@@ -89,18 +105,26 @@ function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFa
 }
 
 /**
- * mailparser over the original bytes: the addresses, subject, bodies and attachment sizes the
- * HTTP rules need (attachments are counted as they stream by, then dropped).
+ * mailparser over the original bytes: the addresses, subject, body lengths and attachment sizes
+ * the HTTP rules need (text, html and attachments are counted as they stream by, then dropped).
+ * `onOverLimit` is told as soon as the text or html passes the contract's length.
  */
-function watchBody(parser: MailParser): () => BodyFacts {
+function watchBody(onOverLimit: (field: BodyField) => void = () => undefined): {
+  parser: CountingMailParser;
+  /** Once the parser has ended: every part counted. */
+  final: () => Promise<BodyFacts>;
+  /** What was seen so far (reading stopped early). */
+  soFar: () => BodyFacts;
+} {
+  const parser = new CountingMailParser(BODY_MAX_LENGTH, onOverLimit);
   const facts: BodyFacts = {
     from: undefined,
     to: undefined,
     cc: undefined,
     replyTo: undefined,
     subject: undefined,
-    text: undefined,
-    html: undefined,
+    textLength: undefined,
+    htmlLength: undefined,
     attachmentSizes: [],
   };
   parser.on('headers', (headers) => {
@@ -113,19 +137,25 @@ function watchBody(parser: MailParser): () => BodyFacts {
     facts.subject = typeof subject === 'string' ? subject : undefined;
   });
   parser.on('data', (data: AttachmentStream | MessageText) => {
-    if (data.type === 'attachment') {
-      const index = facts.attachmentSizes.push(0) - 1;
-      data.content.on('data', (chunk: Buffer) => (facts.attachmentSizes[index] += chunk.length));
-      data.content.on('end', () => data.release?.());
-    } else {
-      if (typeof data.text === 'string') facts.text = data.text;
-      if (typeof data.html === 'string') facts.html = data.html;
-    }
+    if (data.type !== 'attachment') return; // the text and html were counted, not gathered
+    const index = facts.attachmentSizes.push(0) - 1;
+    data.content.on('data', (chunk: Buffer) => (facts.attachmentSizes[index] += chunk.length));
+    data.content.on('end', () => data.release?.());
   });
-  return () => facts;
+  const soFar = (): BodyFacts => ({
+    ...facts,
+    textLength: parser.present.text ? parser.lengths.text : undefined,
+    htmlLength: parser.present.html ? parser.lengths.html : undefined,
+  });
+  return {
+    parser,
+    soFar,
+    final: async () => {
+      await parser.countsComplete();
+      return soFar();
+    },
+  };
 }
-
-const newParser = () => new MailParser({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
 
 /**
  * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
@@ -141,15 +171,15 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions): 
   const root = rewriteRootHeaders(headers, opts);
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
   writeTempFileSync(opts.tmpPath, stored, opts.reusePath);
-  const parser = newParser();
-  const body = watchBody(parser);
+  // Small enough that a body over its length is simply counted to the end.
+  const { parser, final } = watchBody();
   const done = new Promise<void>((resolve, reject) => {
     parser.on('end', resolve);
     parser.on('error', reject);
   });
   parser.end(data);
   await done;
-  return { ...body(), ...root, size: stored.length };
+  return { ...(await final()), ...root, size: stored.length, complete: true };
 }
 
 /**
@@ -191,12 +221,17 @@ export function readWholeUpTo(input: Readable, limit: number): Promise<{ whole: 
   });
 }
 
+const NO_ROOT: RootHeaderFacts = { control: new Map(), unknownControl: [], duplicateControl: [], hadMessageId: true };
+
 /**
  * Streams one DATA payload to disk while parsing it, never holding the message whole: the
  * raw bytes go (a) through mailsplit, which rewrites the top-level header block into
- * `tmpPath`, and (b) through mailparser.
+ * `tmpPath`, and (b) through mailparser. Reading stops as soon as the payload passes
+ * `maxBytes` (MessageOverSize) or its text or html passes the contract's length (resolved,
+ * `complete: false`); the rest of `input` is then drained unread, so its sender gets an answer
+ * at its final dot without one more byte stored. The caller removes `tmpPath` if this fails.
  */
-export async function ingestMessage(input: Readable, opts: IngestOptions): Promise<ParsedMail> {
+export async function ingestMessage(input: Readable, opts: IngestOptions, maxBytes = Infinity): Promise<ParsedMail> {
   let root: RootHeaderFacts | undefined;
   const rewrite = new Transform({
     objectMode: true,
@@ -205,31 +240,47 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
       done(null, chunk);
     },
   });
-  const parser = newParser();
-  const body = watchBody(parser);
+  const stop = new AbortController();
+  let overLimit = false;
+  const body = watchBody(() => {
+    overLimit = true;
+    stop.abort();
+  });
 
   const toDisk = new PassThrough();
   const toParser = new PassThrough();
-  input.on('data', (chunk: Buffer) => {
+  let received = 0;
+  const onData = (chunk: Buffer) => {
+    received += chunk.length;
+    if (received > maxBytes) {
+      stop.abort(new MessageOverSize(maxBytes));
+      return;
+    }
     const a = toDisk.write(chunk);
     const b = toParser.write(chunk);
     if (!a || !b) {
       input.pause();
       let waiting = (a ? 0 : 1) + (b ? 0 : 1);
       const resume = () => {
-        if (--waiting === 0) input.resume();
+        if (--waiting === 0 && !stop.signal.aborted) input.resume();
       };
       if (!a) toDisk.once('drain', resume);
       if (!b) toParser.once('drain', resume);
     }
-  });
-  input.on('end', () => {
+  };
+  const onEnd = () => {
     toDisk.end();
     toParser.end();
-  });
-  input.on('error', (err) => {
-    toDisk.destroy(err);
-    toParser.destroy(err);
+  };
+  const onError = (err: Error) => stop.abort(err);
+  input.on('data', onData);
+  input.on('end', onEnd);
+  input.on('error', onError);
+  stop.signal.addEventListener('abort', () => {
+    // Nothing more is written or parsed; what is still to come is read and dropped.
+    input.off('data', onData);
+    input.off('end', onEnd);
+    input.resume();
   });
 
   let size = 0;
@@ -239,10 +290,25 @@ export async function ingestMessage(input: Readable, opts: IngestOptions): Promi
       done(null, chunk);
     },
   });
-  await Promise.all([
-    pipeline(toDisk, new Splitter(), rewrite, new Joiner(), countBytes, createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 })),
-    pipeline(toParser, parser),
+  // The first side to fail stops the other; both are waited for, and the file until it is
+  // closed: a pipeline settles as soon as it is stopped, and a file still being opened then
+  // would appear after the caller removed it.
+  const fail = (err: unknown) => {
+    if (!stop.signal.aborted) stop.abort(err);
+    throw err;
+  };
+  const file = createWriteStream(opts.tmpPath, { flags: 'wx', mode: 0o600 });
+  const fileClosed = new Promise<void>((resolve) => file.once('close', resolve));
+  const sides = await Promise.allSettled([
+    pipeline(toDisk, new Splitter(), rewrite, new Joiner(), countBytes, file, { signal: stop.signal }).catch(fail),
+    pipeline(toParser, body.parser, { signal: stop.signal }).catch(fail),
   ]);
+  // (The error listener stays: the input may still fail, a client going away mid-drain.)
+  if (sides.some((side) => side.status === 'rejected')) {
+    await fileClosed;
+    if (overLimit) return { ...body.soFar(), ...(root ?? NO_ROOT), size, complete: false };
+    throw stop.signal.reason; // the first cause: over SIZE, the input's error, the failing side's
+  }
   // Splitter always emits the root node, even for an empty message.
-  return { ...body(), ...(root ?? { control: new Map(), unknownControl: [], duplicateControl: [], hadMessageId: true }), size };
+  return { ...(await body.final()), ...(root ?? NO_ROOT), size, complete: true };
 }

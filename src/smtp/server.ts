@@ -10,19 +10,19 @@ import { ContractError } from '../contract/errors.js';
 import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
-import { authenticate, KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
-import type { Db } from '../store/db.js';
+import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import type { Spool } from '../spool/spool.js';
 import type { SpoolWriters } from '../spool/writers.js';
 import type { TlsMaterial } from './certificates.js';
-import { ingestMessage, readWholeUpTo, type IngestOptions } from './ingest.js';
+import { ingestMessage, MessageOverSize, readWholeUpTo, type IngestOptions, type ParsedMail } from './ingest.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
+import './commandLineLength.js';
 import './greetingDelay.js';
 import './replyCode.js';
+import './unauthenticatedCommands.js';
 
 export interface SmtpDeps {
-  db: Db;
   pipeline: AcceptPipeline;
   admission: Admission;
   spool: Spool;
@@ -80,7 +80,7 @@ export interface PosternSmtpServer {
  * when big), then judged by the HTTP rules.
  */
 export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
-  const { db, pipeline, admission, spool, writers, clock, logger, config } = deps;
+  const { pipeline, admission, spool, writers, clock, logger, config } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -118,7 +118,10 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     maxRecipients: limits.max_recipients,
     socketTimeout: limits.idle_timeout_ms,
     closeTimeout: limits.shutdown_grace_ms,
+    // Counted before STARTTLS too (unauthenticatedCommands.ts).
     maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
+    // Answered 500 5.5.2 Line too long (commandLineLength.ts).
+    maxCommandLength: limits.max_command_line_bytes,
     // Read by greetingDelay.ts (smtp-server's own pause is a fixed 100 ms).
     ...{ greetingDelayMs: limits.greeting_delay_ms },
     // Refuse a message over SIZE even when the client did not declare its size.
@@ -134,8 +137,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       if (closing) return callback(smtpError(421, 'Server shutting down'));
       const count = perIp.get(ip) ?? 0;
       if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
-      const wait = admission.unauthenticatedWaitMs(ip);
-      if (wait > 0) return callback(smtpError(421, `rate_limited: too many failed authentications from this address; retry in ${Math.ceil(wait / 1000)} seconds`));
+      // An address whose window for keyless requests is spent is still served: a valid key is
+      // never held by it (README, rate limits); AUTH with a bad key is refused then (onAuth).
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
       const connection = connectionOf(session);
@@ -196,7 +199,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       }
       try {
         // Fresh on every message: revocation, expiry and project pause apply mid-session.
-        const context = authenticate(db, state.key, environment, clock);
+        const context = admission.reauthenticate(state.key, environment);
         session.user = context as unknown as string;
         admission.takeRequest(context, 'send');
       } catch (err) {
@@ -213,6 +216,9 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
           if (!(err instanceof ContractError)) log.error({ err }, 'SMTP message not accepted');
+          // Whatever is still to come is read and dropped here (smtp-server answers at its end).
+          stream.unpipe();
+          stream.resume();
           callback(replyForUnknown(err));
         });
     },
@@ -227,15 +233,21 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     try {
       const options: IngestOptions = { tmpPath, id, defaultSender: `postern@${limits.hostname ?? os.hostname()}` };
       // Most messages are small: held whole, then rewritten, written and parsed in one step
-      // on a writer thread. Big ones stream to disk as they arrive.
-      const received = await readWholeUpTo(stream, limits.in_memory_message_bytes);
-      const mail = 'whole' in received ? await writers.ingest(received.whole, options) : await ingestMessage(received.stream, options);
-      if ((stream as Readable & { sizeExceeded?: boolean }).sizeExceeded) {
-        // smtp-server answers 552 5.3.4 itself; nothing is kept.
-        throw smtpError(552, `Message exceeds ${limits.max_message_bytes} bytes`);
+      // on a writer thread. Big ones stream to disk as they arrive, and stop being written the
+      // moment they pass SIZE (the rest is drained unread).
+      const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
+      let mail: ParsedMail;
+      try {
+        mail = 'whole' in received ? await writers.ingest(received.whole, options) : await ingestMessage(received.stream, options, limits.max_message_bytes);
+      } catch (err) {
+        // smtp-server answers 552 5.3.4 itself once the stream ends; nothing is kept.
+        if (err instanceof MessageOverSize) throw smtpError(552, err.message);
+        throw err;
       }
       const recipients = session.envelope.rcptTo.map((r) => r.address);
       const judged = judgeSmtpMessage(mail, recipients, clock.now());
+      // A message read only in part is always over a length the rules refuse (above).
+      if (!mail.complete) throw new Error('a message read only in part passed the rules');
       const accepted = await pipeline.idempotent(auth, judged.idempotencyKey, () =>
         pipeline.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, {
           id,
@@ -251,17 +263,22 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     }
   }
 
-  // Sessions have a total lifetime as well as an idle timeout.
+  // Sessions have a total lifetime as well as an idle timeout, and a shorter one to authenticate
+  // in: a session without a key cannot hold a listener's slot for long.
   const sweep = setInterval(() => {
     const now = clock.now();
     for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) {
       const state = sessions.get(c.session.id);
-      if (state && now - state.started > limits.session_timeout_ms) {
+      if (!state) continue;
+      if (now - state.started > limits.session_timeout_ms) {
         c.send(421, 'Session too long; reconnect');
+        c.close();
+      } else if (state.key === null && now - state.started > limits.unauthenticated_timeout_ms) {
+        c.send(421, 'Not authenticated in time; reconnect');
         c.close();
       }
     }
-  }, Math.min(5000, limits.session_timeout_ms));
+  }, Math.min(5000, limits.session_timeout_ms, limits.unauthenticated_timeout_ms));
   sweep.unref();
 
   server.on('error', (err) => log.warn({ err }, 'SMTP listener error'));

@@ -1,6 +1,6 @@
 import type { AddressObject } from 'mailparser';
 import { toOutgoingMessage, type MessageFacts } from '../accept/outgoingMessage.js';
-import { checkMessageBody, MESSAGE_LIMITS } from '../accept/messageRules.js';
+import { BODY_MAX_LENGTH, checkMessageBody, MESSAGE_LIMITS } from '../accept/messageRules.js';
 import { ContractError, asDetails, type ErrorDetail } from '../contract/errors.js';
 import { detailOrder } from '../contract/validators.js';
 import type { Message } from '../contract/types.gen.js';
@@ -26,6 +26,17 @@ function attachmentDetails(sizes: number[]): ErrorDetail[] {
   if (sizes.reduce((a, b) => a + b, 0) > MESSAGE_LIMITS.maxAttachmentsTotalBytes && !details.some((d) => d.field === 'attachments')) {
     details.push({ field: 'attachments', code: 'attachments:total_too_large' });
   }
+  return details;
+}
+
+/**
+ * The length rule on the text and html, with the HTTP codes. Over SMTP they are counted as they
+ * stream by and never held, so the schema sees an empty stand-in and this judges the length.
+ */
+function bodyLengthDetails(mail: ParsedMail): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  if (mail.htmlLength !== undefined && mail.htmlLength > BODY_MAX_LENGTH.html) details.push({ field: 'html', code: 'html:too_long' });
+  if (mail.textLength !== undefined && mail.textLength > BODY_MAX_LENGTH.text) details.push({ field: 'text', code: 'text:too_long' });
   return details;
 }
 
@@ -60,14 +71,15 @@ export function judgeSmtpMessage(mail: ParsedMail, envelopeRecipients: string[],
     ...(cc.length ? { cc } : {}),
     ...(to.length > 0 && bcc.length ? { bcc } : {}),
     ...(replyTo.length ? { reply_to: replyTo } : {}),
-    ...(mail.text !== undefined ? { text: mail.text } : {}),
-    ...(mail.html !== undefined ? { html: mail.html } : {}),
+    // Present or absent as in the message; their length is judged by bodyLengthDetails.
+    ...(mail.textLength !== undefined ? { text: '' } : {}),
+    ...(mail.htmlLength !== undefined ? { html: '' } : {}),
     ...control.body,
   };
   if (body.from === undefined) delete body.from;
   if (body.subject === undefined) delete body.subject;
   const check = checkMessageBody(body, now);
-  const details = [...(check.ok ? [] : check.details), ...control.details, ...attachmentDetails(mail.attachmentSizes)];
+  const details = [...(check.ok ? [] : check.details), ...bodyLengthDetails(mail), ...control.details, ...attachmentDetails(mail.attachmentSizes)];
   if (details.length > 0) {
     const unique = new Map(details.map((d) => [d.field, d]));
     throw ContractError.validation(asDetails([...unique.values()].sort(detailOrder), details[0]));

@@ -1,7 +1,7 @@
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { rename, rm, truncate } from 'node:fs/promises';
 import path from 'node:path';
-import type { SpooledMessage } from './writers.js';
+import type { Readable } from 'node:stream';
 
 /**
  * MIME files on disk: where they live, and how they are read and removed. A file is written
@@ -52,9 +52,9 @@ export class Spool {
    * Removes a message's file for good (retention). Up to REUSE_CAP files are emptied and kept
    * for the next messages instead of unlinked: on ext4 without a journal, every create scans
    * past each inode freed in the last minutes (`recently_deleted()`), so removing files at the
-   * rate messages arrive made each new spool file cost 0.5 ms of kernel time; a reused one
-   * costs two renames (a create/unlink cycle: 525 µs of system CPU per message; reuse: 48 µs).
-   * Emptied first, a kept file holds none of the old message.
+   * rate messages arrive made every new spool file expensive in kernel time; a reused one costs
+   * two renames (measured: docs/architecture.md, "Measured figures"). Emptied first, a kept
+   * file holds none of the old message.
    */
   async retire(relPath: string): Promise<void> {
     if (this.free.length + this.retiring >= REUSE_CAP) return this.remove(relPath);
@@ -91,7 +91,7 @@ export class Spool {
   }
 
   /** Removes a message's file that was not committed, under whichever name it reached. */
-  async removeUnpublished(file: SpooledMessage): Promise<void> {
+  async removeUnpublished(file: { tmpPath: string; relPath: string }): Promise<void> {
     await Promise.all([rm(file.tmpPath, { force: true }), this.remove(file.relPath)]);
   }
 
@@ -131,12 +131,80 @@ export const REUSE_CAP = 10_000;
  * removes `tmpPath` on failure.
  */
 export function writeTempFileSync(tmpPath: string, data: Uint8Array, reuse?: string): void {
-  const fd = reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC) : openSync(tmpPath, 'wx', 0o600);
+  const fd = openTempFileSync(tmpPath, reuse);
   try {
     for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
   } finally {
     closeSync(fd);
   }
+}
+
+/** Bytes gathered before one write: a small message is one write, a big one never held whole. */
+const WRITE_BATCH_BYTES = 256 * 1024;
+
+/**
+ * Writes the chunks of `source` to the temp file `tmpPath` (opened as writeTempFileSync does) as
+ * they come, gathered into writes of WRITE_BATCH_BYTES; resolves with the bytes written. The
+ * caller removes `tmpPath` on failure. ('data' events: `for await` cost a small message about
+ * 50 µs more of the writer thread.)
+ */
+export function writeTempFileFrom(tmpPath: string, source: Readable, reuse?: string): Promise<number> {
+  const fd = openTempFileSync(tmpPath, reuse);
+  let size = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  // The stream's chunks are small (a header, a few base64 lines): copied into one write.
+  const flush = () => {
+    const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+    for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
+    pending = [];
+    pendingBytes = 0;
+  };
+  return new Promise<number>((resolve, reject) => {
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      source.destroy();
+      try {
+        closeSync(fd);
+      } catch {
+        // Closed already, or unclosable: the caller removes the file either way.
+      }
+      reject(err);
+    };
+    source.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      size += chunk.length;
+      try {
+        if (pendingBytes >= WRITE_BATCH_BYTES) flush();
+      } catch (err) {
+        fail(err);
+      }
+    });
+    source.once('error', fail);
+    source.once('end', () => {
+      if (failed) return;
+      try {
+        if (pendingBytes > 0) flush();
+      } catch (err) {
+        return fail(err);
+      }
+      failed = true;
+      try {
+        closeSync(fd);
+      } catch (err) {
+        return reject(err);
+      }
+      resolve(size);
+    });
+  });
+}
+
+function openTempFileSync(tmpPath: string, reuse?: string): number {
+  return reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC) : openSync(tmpPath, 'wx', 0o600);
 }
 
 function claimRetired(reuse: string, tmpPath: string): boolean {

@@ -6,10 +6,10 @@
  */
 import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { composeMime } from '../accept/composeMime.js';
+import { composedAsStream, composeMime, composeMimeStream } from '../accept/composeMime.js';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../smtp/ingest.js';
-import { writeTempFileSync } from './spool.js';
+import { writeTempFileFrom, writeTempFileSync } from './spool.js';
 
 export type WriteTask =
   | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string }
@@ -68,7 +68,13 @@ async function handle(task: WriteTask): Promise<WriteResult> {
       const parsed = await ingestBufferedMessage(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.options);
       return { seq: task.seq, ok: true, size: parsed.size, parsed };
     }
-    const mime = await composeMime(task.id, revive(task.message), new Date(task.dateMs));
+    const message = revive(task.message);
+    const date = new Date(task.dateMs);
+    if (composedAsStream(message)) {
+      const size = await writeTempFileFrom(task.tmpPath, composeMimeStream(task.id, message, date), task.reusePath);
+      return { seq: task.seq, ok: true, size };
+    }
+    const mime = await composeMime(task.id, message, date);
     writeTempFileSync(task.tmpPath, mime, task.reusePath);
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { OutgoingMessage } from '../accept/outgoingMessage.js';
 import type { Logger } from '../log.js';
+import { ThreadChannel } from '../platform/threadChannel.js';
 import type { IngestOptions, ParsedMail } from '../smtp/ingest.js';
 import type { Spool } from './spool.js';
 import type { WriteResult, WriteTask } from './writerThread.js';
@@ -17,7 +18,7 @@ interface Waiter {
 
 interface Slot {
   worker: Worker;
-  pending: Map<number, Waiter>;
+  channel: ThreadChannel<WriteResult>;
 }
 
 /** A message's MIME under its temp name, to be published as `relPath` at its commit. */
@@ -25,6 +26,22 @@ export interface SpooledMessage {
   relPath: string;
   tmpPath: string;
   size: number;
+}
+
+/** Attachments at least this big own their memory (Buffer's pool serves only small ones). */
+const MOVED_ATTACHMENT_BYTES = 64 * 1024;
+
+/**
+ * The memory of a message's big attachments, moved to the writer thread instead of copied: a
+ * 25 MB attachment is then in memory once, not twice. The message is the thread's from then on
+ * (its attachments read empty here).
+ */
+function attachmentBuffers(message: OutgoingMessage): ArrayBuffer[] {
+  const moved = new Set<ArrayBuffer>();
+  for (const a of message.attachments) {
+    if (a.content.byteLength >= MOVED_ATTACHMENT_BYTES && a.content.buffer instanceof ArrayBuffer) moved.add(a.content.buffer);
+  }
+  return [...moved];
 }
 
 /**
@@ -37,11 +54,11 @@ export class SpoolWriters {
   private readonly slots: Slot[] = [];
   private seq = 0;
   private closing = false;
-  private outbox: ({ task: WriteTask; transfer?: ArrayBuffer } & Waiter)[] = [];
+  private outbox: ({ task: WriteTask; transfer: ArrayBuffer[] } & Waiter)[] = [];
 
   /**
    * One thread starts with the server; the others (up to `maxThreads`) only when the load first
-   * spills onto them. An isolate costs about 23 MiB of RSS, and on a server that does little
+   * spills onto them. Each isolate costs its own heap, and on a server that does little
    * accepting (working through a queue, a quiet night) the second was never given a task.
    */
   constructor(
@@ -59,22 +76,11 @@ export class SpoolWriters {
 
   private spawn(): Slot {
     const worker = new Worker(new URL('./writerThread.js', import.meta.url));
-    const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (results: WriteResult[]) => {
-      for (const result of results) {
-        const waiter = slot.pending.get(result.seq);
-        if (!waiter) continue;
-        slot.pending.delete(result.seq);
-        if (result.ok) waiter.resolve(result);
-        else waiter.reject(new Error(result.error));
-      }
-    });
+    const slot: Slot = { worker, channel: new ThreadChannel(worker, { name: 'spool writer' }) };
     worker.on('error', (err) => {
       this.logger.error({ err }, 'spool writer thread failed');
     });
-    worker.on('exit', (code) => {
-      for (const waiter of slot.pending.values()) waiter.reject(new Error(`spool writer exited with code ${code}`));
-      slot.pending.clear();
+    worker.on('exit', () => {
       if (!this.closing) {
         const index = this.slots.indexOf(slot);
         if (index !== -1) this.slots[index] = this.spawn();
@@ -87,7 +93,8 @@ export class SpoolWriters {
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
-    const { size } = await this.submit({ kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() });
+    const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() };
+    const { size } = await this.submit(task, attachmentBuffers(message));
     return { relPath, tmpPath, size };
   }
 
@@ -97,11 +104,11 @@ export class SpoolWriters {
    */
   async ingest(data: Buffer, options: IngestOptions): Promise<ParsedMail> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
-    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options: { ...options, reusePath: this.spool.takeFree() } }, owned);
+    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, options: { ...options, reusePath: this.spool.takeFree() } }, owned ? [owned] : []);
     return parsed!;
   }
 
-  private submit(task: WriteTask, transfer?: ArrayBuffer): Promise<Done> {
+  private submit(task: WriteTask, transfer: ArrayBuffer[]): Promise<Done> {
     return new Promise<Done>((resolve, reject) => {
       if (this.outbox.length === 0) setImmediate(() => this.dispatch());
       this.outbox.push({ task, transfer, resolve, reject });
@@ -111,17 +118,17 @@ export class SpoolWriters {
   /**
    * Gives the tick's tasks to the threads, one message per thread: to the first thread until it
    * has SPILL_AT tasks waiting, and only then to the next (started then, the first time). On a
-   * small machine every thread woken competes with the event loop for a core. Measured on 2 cores: SMTP ingest ran
-   * 1,300-1,390 messages/s on one thread and 930-1,270/s with tasks spread over two; HTTP
-   * sends ran 1,220-2,040/s on one thread and 1,980-2,420/s spilling to a second.
+   * small machine every thread woken competes with the event loop for a core: SMTP ingest ran
+   * faster on one thread than spread over two, HTTP sends faster spilling to a second
+   * (docs/architecture.md, "Measured figures").
    */
   private dispatch(): void {
     const queued = this.outbox;
     this.outbox = [];
     const parts = new Map<Slot, typeof queued>();
     for (const entry of queued) {
-      const slot = this.slots.find((s) => s.pending.size < SPILL_AT) ?? this.spawnSpare() ?? this.slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
-      slot.pending.set(entry.task.seq, { resolve: entry.resolve, reject: entry.reject });
+      const slot = this.slots.find((s) => s.channel.waiting < SPILL_AT) ?? this.spawnSpare() ?? this.slots.reduce((a, b) => (b.channel.waiting < a.channel.waiting ? b : a));
+      slot.channel.expect(entry.task.seq).then(entry.resolve, entry.reject);
       const part = parts.get(slot);
       if (part) part.push(entry);
       else parts.set(slot, [entry]);
@@ -129,7 +136,7 @@ export class SpoolWriters {
     for (const [slot, part] of parts) {
       slot.worker.postMessage(
         part.map((p) => p.task),
-        part.flatMap((p) => (p.transfer ? [p.transfer] : [])),
+        part.flatMap((p) => p.transfer),
       );
     }
   }

@@ -34,11 +34,16 @@ export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?:
   for (const companion of ['-wal', '-shm', '-journal']) ensurePrivateFile(file + companion, { create: false });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  db.pragma(opts.durability === 'at-least-once' ? 'synchronous = NORMAL' : 'synchronous = FULL');
+  setDurability(db, opts.durability ?? 'full');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 10000');
   if (opts.migrate !== false) migrate(db, logger);
   return db;
+}
+
+/** How this connection's next commits reach the disk (see Durability). */
+export function setDurability(db: Db, durability: Durability): void {
+  db.pragma(durability === 'at-least-once' ? 'synchronous = NORMAL' : 'synchronous = FULL');
 }
 
 function migrate(db: Db, logger: Logger): void {
@@ -71,4 +76,9 @@ export function sql(db: Db, text: string): Database.Statement {
     cache.set(text, stmt);
   }
   return stmt;
+}
+
+/** Whether the index answers a query at all. */
+export function indexAnswers(db: Db): boolean {
+  return sql(db, 'SELECT 1').pluck().get() === 1;
 }

@@ -101,3 +101,15 @@ export function projectHeldMessages(db: Db, projectId: string): Pick<MessageRow,
 export function messageExists(db: Db, id: string): boolean {
   return sql(db, 'SELECT 1 FROM messages WHERE id = ?').get(id) !== undefined;
 }
+
+/** Live messages and their spool files, walked row by row: a queue of 100,000 is never loaded. */
+export function liveMessageFiles(db: Db): IterableIterator<Pick<MessageRow, 'id' | 'spool_path'>> {
+  return sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')})`).iterate(...LIVE_STATUSES) as IterableIterator<
+    Pick<MessageRow, 'id' | 'spool_path'>
+  >;
+}
+
+/** A message whose spool file is gone cannot be sent: failed, never retried. */
+export function failForMissingSpoolFile(db: Db, id: string, now: number): void {
+  sql(db, "UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ?").run(now, id);
+}

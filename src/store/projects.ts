@@ -20,6 +20,11 @@ export function getProject(db: Db, id: string): ProjectRow | undefined {
   return cachedPolicyRow(db, 'project', id, () => sql(db, 'SELECT * FROM projects WHERE id = ? AND deleted_at IS NULL').get(id) as ProjectRow | undefined);
 }
 
+/** The project's plan as committed now (not cached): what a commit checks the quotas against. */
+export function projectPlan(db: Db, id: string): string {
+  return sql(db, 'SELECT plan FROM projects WHERE id = ?').pluck().get(id) as string;
+}
+
 export function listProjects(db: Db): ProjectRow[] {
   return sql(db, 'SELECT * FROM projects WHERE deleted_at IS NULL ORDER BY created_at').all() as ProjectRow[];
 }

@@ -1,17 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { AttachmentInfo } from '../operator/messageContent.js';
+import type { ViewedMessage } from '../operator/messageLinks.js';
 import { escapeHtml } from './bodyDocument.js';
-
-/** What the public viewer shows of a message: never Bcc, metadata, provider or routing details. */
-export interface ViewedMessage {
-  subject: string | null;
-  from: string;
-  to: string[];
-  cc: string[];
-  createdAt: string;
-  status: string;
-  attachments: Pick<AttachmentInfo, 'filename' | 'content_type' | 'size'>[];
-}
 
 const STYLE = `
 *{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;background:#f4f5f7}
@@ -48,7 +37,7 @@ export function viewerPage(m: ViewedMessage, bodyUrl: string, remoteImages: bool
 <body><main>
 <h1>${escapeHtml(subject)}</h1>
 <dl><dt>From</dt><dd>${escapeHtml(m.from)}</dd><dt>To</dt><dd>${list(m.to)}</dd>${m.cc.length ? `<dt>Cc</dt><dd>${list(m.cc)}</dd>` : ''}
-<dt>Date</dt><dd><time datetime="${m.createdAt}">${escapeHtml(m.createdAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC'))}</time></dd>
+<dt>Date</dt><dd><time datetime="${m.created_at}">${escapeHtml(m.created_at.replace('T', ' ').replace(/\.\d+Z$/, ' UTC'))}</time></dd>
 <dt>Status</dt><dd><span class="status">${escapeHtml(m.status)}</span></dd>${attachments}</dl>
 ${images}
 <iframe title="Message" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="${escapeHtml(bodyUrl)}"></iframe>

@@ -112,18 +112,18 @@ export interface HttpResult {
   text: string;
 }
 
-/** POSTs JSON (or a raw string) with an optional bearer key. */
+/** POSTs JSON (or a raw string, or raw bytes that need not be UTF-8) with an optional bearer key. */
 export async function post(
   baseUrl: string,
   pathname: string,
-  opts: { key?: string | null; json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  opts: { key?: string | null; json?: unknown; raw?: string | Uint8Array; headers?: Record<string, string> } = {},
 ): Promise<HttpResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   const res = await fetch(baseUrl + pathname, {
     method: 'POST',
     headers,
-    body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
+    body: (opts.raw as BodyInit | undefined) ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
     // A stuck server fails the test in seconds instead of stalling the whole file.
     signal: AbortSignal.timeout(30_000),
   });
@@ -204,7 +204,7 @@ export async function spawnPostern(
   stateDir: string,
   env: Record<string, string> = {},
   args: string[] = [],
-  opts: { logFile?: string; delivery?: boolean } = {},
+  opts: { logFile?: string; delivery?: boolean; openFileLimit?: number } = {},
 ): Promise<SpawnedPostern> {
   // A log file keeps a chatty server from costing the parent CPU (benchmarks).
   const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
@@ -217,7 +217,11 @@ export async function spawnPostern(
   }
   // e.g. POSTERN_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.
   const nodeArgs = (process.env.POSTERN_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, cliPath, 'start', '--json', ...args], {
+  const argv = [...nodeArgs, cliPath, 'start', '--json', ...args];
+  // A lowered `ulimit -n` for the server alone (descriptor exhaustion tests).
+  const [command, commandArgs] =
+    opts.openFileLimit === undefined ? [process.execPath, argv] : ['sh', ['-c', `ulimit -n ${opts.openFileLimit} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, {
     env: {
       ...process.env,
       POSTERN_STATE_DIR: stateDir,

@@ -68,6 +68,11 @@ export class RawSmtp {
     this.socket.write(data);
   }
 
+  /** Writes and resolves once the socket has taken it (a big payload without buffering it all). */
+  async writeAll(data: string | Buffer): Promise<void> {
+    if (!this.socket.write(data)) await Promise.race([once(this.socket, 'drain'), this.closed]);
+  }
+
   command(line: string): Promise<string> {
     this.write(`${line}\r\n`);
     return this.next();
@@ -124,4 +129,22 @@ export async function authedSession(port: number, key: string, implicit = false,
 export function dataPayload(message: string): string {
   const body = message.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..');
   return `${body}${body.endsWith('\r\n') ? '' : '\r\n'}.\r\n`;
+}
+
+/** One message over an open session: MAIL, RCPT each, DATA; the final reply. */
+export async function rawSend(client: RawSmtp, from: string, rcpts: string[], message: string): Promise<string> {
+  const mail = await client.command(`MAIL FROM:<${from}>`);
+  if (!mail.startsWith('250')) return mail;
+  for (const r of rcpts) assert.match(await client.command(`RCPT TO:<${r}>`), /^250 /);
+  assert.match(await client.command('DATA'), /^354 /);
+  client.write(dataPayload(message));
+  return client.next();
+}
+
+/** A small text/plain message as raw MIME (CRLF line ends). */
+export function rawMessage(opts: { from?: string; to?: string; subject?: string | null; headers?: string[]; body?: string } = {}): string {
+  const lines = [`From: ${opts.from ?? 'sender@example.com'}`, `To: ${opts.to ?? 'rcpt@example.org'}`];
+  if (opts.subject !== null) lines.push(`Subject: ${opts.subject ?? 'Raw hello'}`);
+  lines.push(...(opts.headers ?? []), 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', opts.body ?? 'Raw body');
+  return lines.join('\r\n') + '\r\n';
 }

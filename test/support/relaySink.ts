@@ -39,6 +39,8 @@ export class Sink {
   readonly received: Received[] = [];
   dataCount = 0;
   mailCount = 0;
+  /** SMTP connections opened to this relay. */
+  connections = 0;
   private constructor(
     readonly name: string,
     private readonly server: SMTPServer,
@@ -55,6 +57,10 @@ export class Sink {
       ...(behaviour.tls ?? {}),
       authOptional: !behaviour.refuseAuth && !behaviour.credentials,
       allowInsecureAuth: true,
+      onConnect(_session, callback) {
+        sink!.connections++;
+        callback();
+      },
       onAuth(auth, _session, callback) {
         const c = behaviour.credentials;
         if (c && auth.username === c.user && auth.password === c.pass) return callback(null, { user: auth.username });

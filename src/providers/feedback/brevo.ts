@@ -1,5 +1,5 @@
+import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import type { ProviderAccountRow } from '../../store/providerAccounts.js';
 import { brevoMessageId, BREVO_CUSTOM_HEADER, POSTERN_ID_FIELD } from '../brevoApi.js';
 import { checkUrlSecret } from './urlSecret.js';
 
@@ -61,7 +61,7 @@ function occurredAt(event: BrevoEvent, fallback: number): number {
 }
 
 export const brevoVerifier: FeedbackVerifier = {
-  async verify(req: FeedbackRequest, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+  async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic', 'bearer']);
     if (refused) return refused;
     let parsed: unknown;

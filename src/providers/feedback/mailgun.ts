@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import type { ProviderAccountRow } from '../../store/providerAccounts.js';
-import { staleness } from '../jsonMapping.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import { staleness, type FeedbackContext, type FeedbackItem, type FeedbackKind, type FeedbackRequest, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
 import { secretsEqual, webhookSecretOf } from './urlSecret.js';
 
 /**
@@ -61,7 +60,7 @@ function firstAddress(value: unknown): string | null {
 }
 
 export const mailgunVerifier: FeedbackVerifier = {
-  async verify(req: FeedbackRequest, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+  async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     let body: { signature?: Record<string, unknown>; 'event-data'?: MailgunEventData };
     try {
       body = JSON.parse(req.rawBody.toString('utf8'));

@@ -1,5 +1,5 @@
+import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import type { ProviderAccountRow } from '../../store/providerAccounts.js';
 import { checkUrlSecret } from './urlSecret.js';
 
 /**
@@ -73,7 +73,7 @@ function time(value: unknown, fallback: number): number {
 }
 
 export const postmarkVerifier: FeedbackVerifier = {
-  async verify(req: FeedbackRequest, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+  async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic']);
     if (refused) return refused;
     const raw = req.rawBody.toString('utf8');

@@ -6,10 +6,8 @@
  * `{"type","created_at","data":{"email_id","to":[…],…}}`.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { FeedbackItem, FeedbackKind, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import { headerOf, staleness } from '../jsonMapping.js';
+import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
 import { decodeMessageIdTag, MESSAGE_ID_TAG } from '../resendApi.js';
-import type { ProviderAccountSecrets } from '../../store/providerAccounts.js';
 
 /** The HMAC key of a signing secret: the base64 after `whsec_`. */
 export function svixKey(secret: string): Buffer {
@@ -77,7 +75,7 @@ function tagValue(tags: unknown, name: string): unknown {
 
 export const resendFeedback: FeedbackVerifier = {
   async verify(req, account, ctx): Promise<FeedbackVerdict> {
-    const secret = (JSON.parse(account.secrets) as ProviderAccountSecrets).webhook_secret;
+    const secret = account.secrets.webhook_secret;
     if (!secret) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook signing secret (attach with --webhook-secret)' };
     // Standard Webhooks names (`webhook-*`) are the same scheme under other headers.
     const id = headerOf(req.headers, 'svix-id') ?? headerOf(req.headers, 'webhook-id');

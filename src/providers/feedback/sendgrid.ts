@@ -6,10 +6,8 @@
  * with `--webhook-public-key`).
  */
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
-import type { FeedbackItem, FeedbackKind, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import { headerOf, staleness } from '../jsonMapping.js';
+import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
 import { MESSAGE_ID_ARG } from '../sendgridApi.js';
-import type { ProviderAccountSettings } from '../../store/providerAccounts.js';
 
 export const SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
 export const TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp';
@@ -64,7 +62,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 
 export const sendgridFeedback: FeedbackVerifier = {
   async verify(req, account, ctx): Promise<FeedbackVerdict> {
-    const publicKey = (JSON.parse(account.settings) as ProviderAccountSettings).webhook_public_key;
+    const publicKey = account.settings.webhook_public_key;
     if (!publicKey) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook public key (attach with --webhook-public-key)' };
     const signature = headerOf(req.headers, SIGNATURE_HEADER);
     const timestamp = headerOf(req.headers, TIMESTAMP_HEADER);

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual, verify as verifySignature, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ProviderAccountRow, ProviderAccountSecrets, ProviderAccountSettings } from '../../store/providerAccounts.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
 
 /**
@@ -207,14 +207,14 @@ export function normalizeSesRecord(record: Record<string, any>, snsMessageId: st
   return items.length > 0 ? { items } : { items, note: `SES ${type} record without recipients; acknowledged` };
 }
 
-async function confirmSubscription(m: SnsMessage, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+async function confirmSubscription(m: SnsMessage, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
   let url: URL;
   try {
     url = new URL(m.SubscribeURL ?? '');
   } catch {
     return { ok: false, code: 'feedback:malformed', reason: 'SubscriptionConfirmation without a valid SubscribeURL' };
   }
-  const settings = JSON.parse(account.settings) as ProviderAccountSettings;
+  const { settings } = account;
   let endpointHost: string | null = null;
   try {
     endpointHost = settings.endpoint ? new URL(settings.endpoint).host : null;
@@ -237,8 +237,8 @@ async function confirmSubscription(m: SnsMessage, account: ProviderAccountRow, c
 }
 
 export const sesFeedbackVerifier: FeedbackVerifier = {
-  async verify(req: FeedbackRequest, account: ProviderAccountRow, ctx: FeedbackContext): Promise<FeedbackVerdict> {
-    const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
+  async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+    const { secrets } = account;
     if (secrets.webhook_secret && (req.token === null || !sameSecret(req.token, secrets.webhook_secret))) {
       return { ok: false, code: 'feedback:unauthenticated', reason: 'the feedback URL lacks the account secret' };
     }

@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ProviderAccountRow, ProviderAccountSecrets } from '../../store/providerAccounts.js';
-import type { FeedbackRequest, FeedbackVerdict } from '../feedback.js';
-import { headerOf } from '../jsonMapping.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import { headerOf, type FeedbackRequest, type FeedbackVerdict } from '../feedback.js';
 
 /**
  * How a provider that does not sign its notifications (Postmark, Brevo) proves it knows the
@@ -19,13 +18,8 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-export function webhookSecretOf(account: ProviderAccountRow): string | null {
-  try {
-    const secrets = JSON.parse(account.secrets) as ProviderAccountSecrets;
-    return typeof secrets.webhook_secret === 'string' && secrets.webhook_secret !== '' ? secrets.webhook_secret : null;
-  } catch {
-    return null;
-  }
+export function webhookSecretOf({ secrets }: ProviderAccount): string | null {
+  return typeof secrets.webhook_secret === 'string' && secrets.webhook_secret !== '' ? secrets.webhook_secret : null;
 }
 
 /** The credentials a request presents, by scheme (only those the provider can send). */
@@ -57,7 +51,7 @@ function presented(req: FeedbackRequest, schemes: UrlSecretScheme[]): { scheme: 
  * the refusal. Every credential presented must match (a right token beside a wrong password is
  * refused): a provider configured one way sends one of them.
  */
-export function checkUrlSecret(req: FeedbackRequest, account: ProviderAccountRow, schemes: UrlSecretScheme[]): Extract<FeedbackVerdict, { ok: false }> | null {
+export function checkUrlSecret(req: FeedbackRequest, account: ProviderAccount, schemes: UrlSecretScheme[]): Extract<FeedbackVerdict, { ok: false }> | null {
   const secret = webhookSecretOf(account);
   if (!secret) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook_secret to check notifications against' };
   const given = presented(req, schemes);

@@ -1,5 +1,6 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
+import { ThreadChannel } from '../platform/threadChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
@@ -12,26 +13,16 @@ import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage } fr
  */
 export class IndexWriter {
   private readonly worker: Worker;
-  private readonly pending = new Map<number, { resolve: (o: AcceptanceOutcome) => void; reject: (e: Error) => void }>();
+  private readonly channel: ThreadChannel<CommitResult>;
   private outbox: CommitUnit[] = [];
   private seq = 0;
   private closed = false;
 
   constructor(stateDir: string, limits: LimitSettings, logger: Logger, spoolSync: SpoolSync) {
     this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits, spoolSync } satisfies IndexWriterData });
-    this.worker.on('message', (results: CommitResult[]) => {
-      for (const r of results) {
-        const waiter = this.pending.get(r.seq);
-        if (!waiter) continue;
-        this.pending.delete(r.seq);
-        if (r.ok) waiter.resolve(r.outcome);
-        else waiter.reject(new Error(r.error));
-      }
-    });
+    this.channel = new ThreadChannel(this.worker, { name: 'index writer' });
     this.worker.on('error', (err) => logger.fatal({ err }, 'index writer thread failed'));
     this.worker.on('exit', (code) => {
-      for (const waiter of this.pending.values()) waiter.reject(new Error(`index writer exited with code ${code}`));
-      this.pending.clear();
       if (!this.closed) logger.fatal({ code }, 'index writer thread exited; acceptances will fail until restart');
     });
   }
@@ -45,35 +36,33 @@ export class IndexWriter {
     return units.map(({ file, record }) => {
       if (this.closed) return Promise.reject(new Error('index writer closed'));
       const seq = ++this.seq;
-      return new Promise<AcceptanceOutcome>((resolve, reject) => {
-        this.pending.set(seq, { resolve, reject });
-        if (this.outbox.length === 0) queueMicrotask(() => this.send());
-        this.outbox.push({ seq, file, record });
-      });
+      if (this.outbox.length === 0) queueMicrotask(() => this.send());
+      this.outbox.push({ seq, file, record });
+      return this.channel.expect(seq).then((committed) => committed.outcome);
     });
   }
 
   private send(): void {
     const units = this.outbox;
     this.outbox = [];
-    this.worker.postMessage(units satisfies IndexWriterMessage);
+    this.channel.post(units satisfies IndexWriterMessage);
   }
 
   /**
    * A channel for a bookkeeping writer (the webhook dispatcher, the delivery scheduler:
-   * store/bookkeepingChannel.ts): the returned port is the writer's end (transferable to its
+   * commit/bookkeepingChannel.ts): the returned port is the writer's end (transferable to its
    * thread); the index writer thread runs what arrives.
    */
   openBookkeepingPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    this.worker.postMessage({ bookkeepingPort: port2 } satisfies IndexWriterMessage, [port2]);
+    this.channel.post({ bookkeepingPort: port2 } satisfies IndexWriterMessage, [port2]);
     return port1;
   }
 
   /** Waits for every submitted unit, then stops the thread. */
   async close(): Promise<void> {
     this.closed = true;
-    while (this.pending.size > 0) await new Promise((r) => setTimeout(r, 5));
+    while (this.channel.waiting > 0) await new Promise((r) => setTimeout(r, 5));
     await this.worker.terminate();
   }
 }

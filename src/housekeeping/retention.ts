@@ -1,15 +1,15 @@
+import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Db } from '../store/db.js';
-import { pruneFinishedMessages } from '../store/messageRetention.js';
-import type { Spool } from './spool.js';
+import type { Spool } from '../spool/spool.js';
 
-/** Rows per transaction: short enough that the doors' commits never wait long for the lock. */
+/** Rows per transaction: short enough that the doors' commits never wait long for the writer. */
 const CHUNK = 500;
 
 /**
  * Removes finished messages past their project's retention (`retention_days`): index rows
- * first, then their spool files. Chunks yield to the event loop between them, so a large
+ * first, then their spool files. Each chunk is one transaction of the index writer thread; the
+ * files are retired after it committed. Chunks yield to the event loop between them, so a large
  * backlog (the first sweep after an upgrade) never stalls the doors.
  */
 export class RetentionSweeper {
@@ -17,7 +17,7 @@ export class RetentionSweeper {
   private stopped = false;
 
   constructor(
-    private readonly db: Db,
+    private readonly bookkeeping: BookkeepingClient,
     private readonly spool: Spool,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -42,7 +42,8 @@ export class RetentionSweeper {
     let removed = 0;
     try {
       while (!this.stopped) {
-        const files = pruneFinishedMessages(this.db, this.clock.now(), this.defaultRetentionDays, CHUNK);
+        const { result } = await this.bookkeeping.write('retention', { now: this.clock.now(), defaultRetentionDays: this.defaultRetentionDays, limit: CHUNK });
+        const files = result.spoolFiles;
         // After the commit: a crash in between leaves files without rows, which start-up removes.
         await Promise.all(files.map((f) => this.spool.retire(f)));
         removed += files.length;

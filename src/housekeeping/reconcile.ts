@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { sql, type Db } from '../store/db.js';
-import { LIVE_STATUSES, messageExists } from '../store/messages.js';
-import type { Spool } from './spool.js';
+import type { Db } from '../store/db.js';
+import { failForMissingSpoolFile, liveMessageFiles, messageExists } from '../store/messages.js';
+import type { Spool } from '../spool/spool.js';
 
 export interface ReconcileReport {
   tempFilesRemoved: number;
@@ -15,9 +15,11 @@ export interface ReconcileReport {
 
 
 /**
- * Run at start, before any listener opens. A crash can leave a temp file (never acknowledged)
- * or a renamed file whose index row never committed (never acknowledged): both are removed.
- * A row whose file is gone cannot be delivered; it is failed loudly rather than retried forever.
+ * Run at start, before any listener opens and before the index writer thread starts: its few
+ * writes go straight to `db`, the start-up connection, while nothing else writes. A crash can
+ * leave a temp file (never acknowledged) or a renamed file whose index row never committed
+ * (never acknowledged): both are removed. A row whose file is gone cannot be delivered; it is
+ * failed loudly rather than retried forever.
  */
 export function reconcileSpool(db: Db, spool: Spool, logger: Logger, now: number): ReconcileReport {
   const temps = spool.removeTempFiles();
@@ -34,17 +36,12 @@ export function reconcileSpool(db: Db, spool: Spool, logger: Logger, now: number
     }
   }
 
-  // The live rows are walked, not loaded: a queue of 100,000 is 100,000 rows. Only the rows
-  // whose file is gone (none, normally) are held until the walk ends and they can be updated.
+  // Only the rows whose file is gone (none, normally) are held until the walk ends and they
+  // can be updated.
   const missing: { id: string; spool_path: string }[] = [];
-  const live = sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')})`).iterate(...LIVE_STATUSES) as IterableIterator<{
-    id: string;
-    spool_path: string;
-  }>;
-  for (const row of live) if (!existsSync(spool.absolute(row.spool_path))) missing.push(row);
-  const fail = sql(db, "UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ?");
+  for (const row of liveMessageFiles(db)) if (!existsSync(spool.absolute(row.spool_path))) missing.push(row);
   for (const row of missing) {
-    fail.run(now, row.id);
+    failForMissingSpoolFile(db, row.id, now);
     logger.error({ message_id: row.id, file: row.spool_path }, 'index row without its spool file; message failed');
   }
   const rowsWithoutFile = missing.length;

@@ -1,10 +1,10 @@
-import type { Db } from './db.js';
+import type { Db } from '../store/db.js';
 import {
   expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, addProviderUsage, type AttemptRow, type RecipientStatus,
-} from './delivery.js';
-import { insertMailEvent, type EventType } from './events.js';
-import type { MessageRow } from './messages.js';
-import { addSuppression, type SuppressionRow } from './suppressions.js';
+} from '../store/delivery.js';
+import { insertMailEvent, type EventType } from '../store/events.js';
+import type { MessageRow } from '../store/messages.js';
+import { addSuppression, type SuppressionRow } from '../store/suppressions.js';
 
 /** What a lifecycle event needs of its message. */
 export interface MailRef {

@@ -1,14 +1,14 @@
-import type { Db } from './db.js';
-import { recordApiKeyUse } from './apiKeyUsage.js';
-import { insertAudit, type AuditRow } from './audit.js';
-import { applyMessageAction, type MessageAction } from './messageActions.js';
+import { recordApiKeyUse } from '../store/apiKeyUsage.js';
+import { insertAudit, type AuditRow } from '../store/audit.js';
+import type { Db } from '../store/db.js';
+import { applyMessageAction, type MessageAction } from '../store/messageActions.js';
 
 /**
  * Writes of the operator layer that the server hands to the index writer thread as plain data
- * (store/bookkeepingChannel.ts), so the event loop that serves the doors never waits for the
+ * (commit/bookkeepingChannel.ts), so the event loop that serves the doors never waits for the
  * write lock: a chunk of a bulk message action, and the API keys' last use.
  */
-export type OperatorWrite =
+export type OperatorBookkeeping =
   | {
       type: 'message_action';
       action: MessageAction;
@@ -24,14 +24,14 @@ export type OperatorWrite =
     }
   | { type: 'key_use'; uses: [string, number][] };
 
-export interface OperatorWriteResult {
+export interface OperatorBookkeepingResult {
   /** The messages a message action changed (when asked for). */
   changed: string[];
   changedCount: number;
 }
 
 /** Runs one write; the caller wraps it in a transaction. */
-export function applyOperatorWrite(db: Db, work: OperatorWrite): OperatorWriteResult {
+export function applyOperatorBookkeeping(db: Db, work: OperatorBookkeeping): OperatorBookkeepingResult {
   if (work.type === 'key_use') {
     recordApiKeyUse(db, new Map(work.uses));
     return { changed: [], changedCount: 0 };
@@ -43,4 +43,4 @@ export function applyOperatorWrite(db: Db, work: OperatorWrite): OperatorWriteRe
 }
 
 /** Whether a write must reach the disk before its commit returns (the last chunk of an operator's action). */
-export const isDurableWrite = (work: OperatorWrite): boolean => work.type === 'message_action' && work.durable;
+export const operatorWriteIsDurable = (work: OperatorBookkeeping): boolean => work.type === 'message_action' && work.durable;

@@ -1,10 +1,10 @@
 import { newDeliveryId } from '../ids.js';
-import type { Db } from './db.js';
+import type { Db } from '../store/db.js';
 import {
   claimDueDeliveries, insertWebhookDelivery, markEndpointFailure, markEndpointSuccess, newPendingDelivery, pruneWebhookDeliveries, recordAttemptFailed,
   recordDelivered, registeredWebhookEndpoints, setWebhookCursor, type ClaimedDelivery, type OutboxEventHead, type WebhookEndpointRow,
-} from './webhooks.js';
-import { insertWebhookAttempt, pruneWebhookAttempts } from './webhookAttempts.js';
+} from '../store/webhooks.js';
+import { insertWebhookAttempt, pruneWebhookAttempts } from '../store/webhookAttempts.js';
 
 /** One attempt's outcome, with everything the ladder decided already worked out by the dispatcher. */
 export interface WebhookOutcomeRecord {

@@ -1,8 +1,9 @@
 import { usageRefusal, recordUsage, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
-import { sql, type Db } from './db.js';
-import { insertEvent, type EventRow } from './events.js';
-import { findIdempotentResponse, insertIdempotencyKey } from './idempotency.js';
-import { insertMessage, type NewMessageRow } from './messages.js';
+import type { Db } from '../store/db.js';
+import { insertEvent, type EventRow } from '../store/events.js';
+import { findIdempotentResponse, insertIdempotencyKey } from '../store/idempotency.js';
+import { insertMessage, type NewMessageRow } from '../store/messages.js';
+import { projectPlan } from '../store/projects.js';
 
 /** Everything one acceptance commits, as plain data (it crosses to the index writer thread). */
 export interface AcceptanceRecord {
@@ -26,7 +27,7 @@ export function recordAcceptance(db: Db, record: AcceptanceRecord, limits: Limit
     const existing = findIdempotentResponse(db, m.project_id, m.environment, record.idempotency.key);
     if (existing) return { kind: 'duplicate', response: existing };
   }
-  const plan = sql(db, 'SELECT plan FROM projects WHERE id = ?').pluck().get(m.project_id) as string;
+  const plan = projectPlan(db, m.project_id);
   const refusal = usageRefusal(db, record.usage, plan, limits, m.created_at);
   if (refusal) return { kind: 'refused', refusal };
   recordUsage(db, record.usage, limits, m.created_at);

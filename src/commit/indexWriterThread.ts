@@ -1,6 +1,7 @@
 /**
  * Worker-thread entry: the index's only writer, for acceptances and for the bookkeeping of the
- * webhook dispatcher and the delivery scheduler (over a MessagePort each, store/bookkeepingChannel.ts).
+ * webhook dispatcher, the delivery scheduler, provider feedback, housekeeping and the operator
+ * layer (over a MessagePort each, commit/bookkeepingChannel.ts).
  * It drains every batch that arrived while it was busy into one group: publish the group's
  * spool files (renames, then one filesystem flush: spool/publish.ts), then one
  * BEGIN IMMEDIATE … COMMIT with synchronous=FULL. Those flushes block this thread, never the event loop that serves
@@ -12,9 +13,8 @@ import { silentLogger } from '../log.js';
 import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
 import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
-import { openDatabase } from './db.js';
-import { applyBookkeeping, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
-import { isDurableWrite } from './operatorWrites.js';
+import { openDatabase, setDurability } from '../store/db.js';
+import { applyBookkeeping, committedDurably, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 
 export interface CommitUnit {
@@ -57,25 +57,24 @@ function flush(): void {
     parentPort!.postMessage(commit(batch));
   }
   // Acceptances first: a bookkeeping write waits for the groups that arrived with it.
-  for (const { port, request } of bookkeeping.splice(0)) port.postMessage(writeBookkeeping(port, request));
+  for (const { port, request } of bookkeeping.splice(0)) port.postMessage([writeBookkeeping(port, request)]);
 }
 
 /**
- * Bookkeeping writes, one transaction each, committed with synchronous=NORMAL: losing one in a
- * power failure only repeats deliveries (at-least-once), and the next acceptance commit (FULL)
- * flushes the WAL with it anyway.
+ * Bookkeeping writes, one transaction each. Most commit with synchronous=NORMAL: losing one in a
+ * power failure only repeats work (at-least-once), and the next acceptance commit (FULL)
+ * flushes the WAL with it anyway. Those that must not be lost stay FULL (committedDurably).
  */
 function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): BookkeepingReply {
   const acceptanceBusy = (acceptedSince.get(port) ?? 0) > 0;
   acceptedSince.set(port, 0);
-  // The last write of an operator's action is flushed like an acceptance (and with it the WAL before it).
-  if (request.kind !== 'operator' || !isDurableWrite(request.work)) db.pragma('synchronous = NORMAL');
+  if (!committedDurably(request)) setDurability(db, 'at-least-once');
   try {
-    return { id: request.id, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
+    return { seq: request.seq, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
   } catch (err) {
-    return { id: request.id, ok: false, error: (err as Error).message };
+    return { seq: request.seq, ok: false, error: (err as Error).message };
   } finally {
-    db.pragma('synchronous = FULL');
+    setDurability(db, 'full');
   }
 }
 
@@ -119,8 +118,8 @@ parentPort!.on('message', (message: IndexWriterMessage) => {
   const port = message.bookkeepingPort;
   acceptedSince.set(port, 0);
   port.on('close', () => acceptedSince.delete(port));
-  port.on('message', (request: BookkeepingRequest) => {
-    bookkeeping.push({ port, request });
+  port.on('message', (requests: BookkeepingRequest[]) => {
+    for (const request of requests) bookkeeping.push({ port, request });
     schedule();
   });
 });

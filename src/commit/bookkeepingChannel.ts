@@ -1,0 +1,98 @@
+import type { MessagePort } from 'node:worker_threads';
+import { ThreadChannel } from '../platform/threadChannel.js';
+import type { Db } from '../store/db.js';
+import { applyDeliveryBookkeeping, type DeliveryBookkeeping, type DeliveryBookkeepingResult } from './deliveryBookkeeping.js';
+import { applyFeedbackBookkeeping, type FeedbackBookkeeping, type FeedbackBookkeepingResult } from './feedbackBookkeeping.js';
+import {
+  applyPruneBookkeeping, applyRetentionBookkeeping, type PruneBookkeeping, type PruneBookkeepingResult, type RetentionBookkeeping, type RetentionBookkeepingResult,
+} from './housekeepingBookkeeping.js';
+import { applyOperatorBookkeeping, operatorWriteIsDurable, type OperatorBookkeeping, type OperatorBookkeepingResult } from './operatorBookkeeping.js';
+import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
+
+/**
+ * The writes the index writer thread runs for others, as plain data, one transaction each:
+ * the webhook dispatcher's, the delivery scheduler's, provider feedback's, housekeeping's and
+ * the operator layer's (a bulk message action's chunks, API keys' last use).
+ * The index keeps one writer, so none of them ever holds (or waits for) the write lock the
+ * doors' commits need, and the event loop never waits on busy_timeout.
+ */
+export interface BookkeepingWork {
+  webhooks: WebhookBookkeeping;
+  delivery: DeliveryBookkeeping;
+  feedback: FeedbackBookkeeping;
+  prune: PruneBookkeeping;
+  retention: RetentionBookkeeping;
+  operator: OperatorBookkeeping;
+}
+
+export interface BookkeepingResults {
+  webhooks: WebhookBookkeepingResult;
+  delivery: DeliveryBookkeepingResult;
+  feedback: FeedbackBookkeepingResult;
+  prune: PruneBookkeepingResult;
+  retention: RetentionBookkeepingResult;
+  operator: OperatorBookkeepingResult;
+}
+
+export type BookkeepingKind = keyof BookkeepingWork;
+
+export type BookkeepingRequest = { [K in BookkeepingKind]: { seq: number; kind: K; work: BookkeepingWork[K] } }[BookkeepingKind];
+
+export type BookkeepingReply =
+  | { seq: number; ok: true; result: BookkeepingResults[BookkeepingKind]; acceptanceBusy: boolean }
+  | { seq: number; ok: false; error: string };
+
+/** What one write came back with: its result, and whether acceptance was committing meanwhile (write less often then). */
+export interface BookkeepingOutcome<K extends BookkeepingKind> {
+  result: BookkeepingResults[K];
+  acceptanceBusy: boolean;
+}
+
+/** Runs one request's writes (the caller wraps it in a transaction). */
+export function applyBookkeeping(db: Db, request: BookkeepingRequest): BookkeepingResults[BookkeepingKind] {
+  switch (request.kind) {
+    case 'webhooks':
+      return applyWebhookBookkeeping(db, request.work);
+    case 'delivery':
+      return applyDeliveryBookkeeping(db, request.work);
+    case 'feedback':
+      return applyFeedbackBookkeeping(db, request.work);
+    case 'prune':
+      return applyPruneBookkeeping(db, request.work);
+    case 'retention':
+      return applyRetentionBookkeeping(db, request.work);
+    case 'operator':
+      return applyOperatorBookkeeping(db, request.work);
+  }
+}
+
+/**
+ * Whether a request's commit is flushed before its reply (synchronous=FULL). Feedback is
+ * acknowledged to the provider, retention's files are retired once it returns, and the last
+ * chunk of an operator's action is answered as done: all must survive a power loss. The rest only repeat work if lost (a delivery, a webhook, a prune), so
+ * they commit with synchronous=NORMAL and acceptance's next commit flushes them.
+ */
+export function committedDurably(request: BookkeepingRequest): boolean {
+  return request.kind === 'feedback' || request.kind === 'retention' || (request.kind === 'operator' && operatorWriteIsDurable(request.work));
+}
+
+/** A writer's handle on the index writer thread: each `write` is one transaction there. */
+export class BookkeepingClient {
+  private seq = 0;
+  private readonly channel: ThreadChannel<BookkeepingReply>;
+
+  constructor(port: MessagePort) {
+    // The port keeps no event loop alive by itself: the writer's own timers and sockets decide.
+    this.channel = new ThreadChannel(port, { name: 'index writer', refWhileWaiting: true });
+  }
+
+  write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
+    const [reply] = this.channel.request([{ seq: ++this.seq, kind, work } as BookkeepingRequest]);
+    // The thread answers a request of kind K with that kind's result.
+    return reply.then(({ result, acceptanceBusy }) => ({ result: result as BookkeepingResults[K], acceptanceBusy }));
+  }
+
+  close(): void {
+    this.channel.close();
+  }
+}

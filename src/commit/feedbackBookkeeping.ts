@@ -1,0 +1,99 @@
+import type { FeedbackItem } from '../providers/feedback.js';
+import type { Db } from '../store/db.js';
+import { insertRecipientOutcome, recipientOutcomesFor } from '../store/delivery.js';
+import { insertMailEvent } from '../store/events.js';
+import { messageForFeedback, raiseMessageStatus, receiptExists, recordReceipt } from '../store/feedback.js';
+import { addSuppression } from '../store/suppressions.js';
+
+export interface FeedbackTally {
+  received: number;
+  applied: number;
+  duplicates: number;
+  unknown: number;
+}
+
+/** One verified notification of a provider account, as plain data (it crosses to the index writer thread). */
+export interface FeedbackBookkeeping {
+  account: { id: string; project_id: string; slug: string };
+  items: FeedbackItem[];
+  now: number;
+  /** Signature tokens the verifier saw unused: recorded with the effects, or nothing applies. */
+  onceKeys: string[];
+}
+
+export interface FeedbackBookkeepingResult {
+  tally: FeedbackTally;
+  /** A once-key was recorded meanwhile (by another request): nothing was applied. */
+  replayed: boolean;
+  /** Items whose message is unknown, for the caller to log. */
+  unknownItems: Pick<FeedbackItem, 'providerMessageId' | 'kind'>[];
+}
+
+/** Outcomes that a later, milder notification must not overwrite (a soft bounce after a hard one). */
+const FINAL = new Set(['bounced', 'complained', 'failed', 'delivered']);
+
+/**
+ * Applies verified provider feedback; the caller wraps it in one transaction. Each item once (by
+ * receipt key), matched to the message by provider message id, turned into the recipient's
+ * outcome, the message's status, a lifecycle event and, for hard bounces and complaints, a
+ * suppression. Items whose message is unknown get no receipt, so a notification that raced
+ * ahead of our bookkeeping can still apply. The one-time keys are checked and recorded first,
+ * inside the same transaction: if one was recorded meanwhile, nothing is written.
+ */
+export function applyFeedbackBookkeeping(db: Db, work: FeedbackBookkeeping): FeedbackBookkeepingResult {
+  const { account, items, now, onceKeys } = work;
+  const tally: FeedbackTally = { received: items.length, applied: 0, duplicates: 0, unknown: 0 };
+  const unknownItems: FeedbackBookkeepingResult['unknownItems'] = [];
+  if (onceKeys.some((key) => receiptExists(db, account.id, key))) return { tally, replayed: true, unknownItems };
+  for (const key of onceKeys) recordReceipt(db, account.id, key, now);
+  for (const item of items) {
+    const message = messageForFeedback(db, account.project_id, item.providerMessageId, item.messageId);
+    if (!message) {
+      tally.unknown++;
+      unknownItems.push({ providerMessageId: item.providerMessageId, kind: item.kind });
+      continue;
+    }
+    if (!recordReceipt(db, account.id, item.receiptKey, now)) {
+      tally.duplicates++;
+      continue;
+    }
+    tally.applied++;
+    const recipient = item.recipient;
+    const reply = item.detail.reply ?? item.detail.code ?? item.detail.type ?? null;
+    const previous = recipientOutcomesFor(db, message.id).find((o) => o.email.toLowerCase() === recipient.toLowerCase());
+    const common = { recipient, provider: account.slug, provider_message_id: item.providerMessageId, occurred_at: new Date(item.occurredAt).toISOString() };
+    switch (item.kind) {
+      case 'delivered':
+        if (previous && FINAL.has(previous.status)) break;
+        insertRecipientOutcome(db, { message_id: message.id, email: recipient, status: 'delivered', reply, created_at: now });
+        raiseMessageStatus(db, message.id, 'delivered', now);
+        insertMailEvent(db, message, 'mail.delivered', now, { delivery: { ...common, reply } });
+        break;
+      case 'soft_bounce':
+        if (!previous || !FINAL.has(previous.status)) {
+          insertRecipientOutcome(db, { message_id: message.id, email: recipient, status: 'soft_bounced', reply, created_at: now });
+        }
+        break;
+      case 'hard_bounce':
+        if (previous?.status === 'bounced' || previous?.status === 'complained') break;
+        insertRecipientOutcome(db, { message_id: message.id, email: recipient, status: 'bounced', reply, created_at: now });
+        addSuppression(db, { project_id: message.project_id, email: recipient, reason: 'hard_bounce', created_at: now });
+        raiseMessageStatus(db, message.id, 'bounced', now);
+        insertMailEvent(db, message, 'mail.bounced', now, { bounce: { ...common, type: 'hard', subtype: item.detail.subtype ?? item.detail.type ?? null, reply } });
+        break;
+      case 'complaint':
+        if (previous?.status === 'complained') break;
+        insertRecipientOutcome(db, { message_id: message.id, email: recipient, status: 'complained', reply, created_at: now });
+        addSuppression(db, { project_id: message.project_id, email: recipient, reason: 'complaint', created_at: now });
+        raiseMessageStatus(db, message.id, 'complained', now);
+        insertMailEvent(db, message, 'mail.complained', now, { complaint: { ...common, feedback_type: item.detail.type ?? null } });
+        break;
+      case 'failed':
+        insertRecipientOutcome(db, { message_id: message.id, email: recipient, status: 'failed', reply, created_at: now });
+        raiseMessageStatus(db, message.id, 'failed', now);
+        insertMailEvent(db, message, 'mail.failed', now, { failure: { reason: 'provider_rejected', message: reply, ...common } });
+        break;
+    }
+  }
+  return { tally, replayed: false, unknownItems };
+}

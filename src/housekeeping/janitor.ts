@@ -1,0 +1,62 @@
+import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Spool } from '../spool/spool.js';
+import { RetentionSweeper } from './retention.js';
+
+const HOUR = 3600_000;
+
+export interface JanitorDeps {
+  /** The event loop's channel to the index writer thread: every write here runs there. */
+  bookkeeping: BookkeepingClient;
+  spool: Spool;
+  clock: Clock;
+  logger: Logger;
+  /** `retention_days`: the default of projects without their own. */
+  retentionDays: number;
+  /** `console.session_idle_seconds`: idle console sessions are pruned. */
+  sessionIdleSeconds: number;
+}
+
+/**
+ * Hourly housekeeping while the server runs: expired Idempotency-Keys, old feedback receipts and
+ * idle console sessions pruned, and the retention sweep. Its writes go to the index writer thread, never the event
+ * loop's connection.
+ */
+export class Janitor {
+  private timer: NodeJS.Timeout | null = null;
+  private readonly retention: RetentionSweeper;
+
+  constructor(private readonly deps: JanitorDeps) {
+    this.retention = new RetentionSweeper(deps.bookkeeping, deps.spool, deps.clock, deps.logger, deps.retentionDays);
+  }
+
+  /** Prunes (done when this resolves) and starts a sweep, then again every hour. */
+  async start(): Promise<void> {
+    await this.prune();
+    // Not awaited: a first sweep over a large backlog must not hold up the listeners.
+    void this.retention.sweep();
+    this.timer = setInterval(() => {
+      void this.prune();
+      void this.retention.sweep();
+    }, HOUR);
+    this.timer.unref();
+  }
+
+  /** Lets a sweep under way finish its chunk. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.retention.stop();
+  }
+
+  private async prune(): Promise<void> {
+    const { bookkeeping, clock, logger, retentionDays, sessionIdleSeconds } = this.deps;
+    try {
+      const { result } = await bookkeeping.write('prune', { now: clock.now(), retentionDays, sessionIdleSeconds });
+      if (result.idempotencyKeys > 0) logger.info({ removed: result.idempotencyKeys }, 'expired idempotency keys pruned');
+      if (result.receipts > 0) logger.info({ removed: result.receipts }, 'old provider feedback receipts pruned');
+    } catch (err) {
+      logger.error({ err }, 'prune failed; the next one retries');
+    }
+  }
+}

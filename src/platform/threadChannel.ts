@@ -1,0 +1,97 @@
+import { Worker, type MessagePort, type Transferable } from 'node:worker_threads';
+
+/** A reply names the request it answers by `seq`; a failed one carries the error's message. */
+export type ChannelReply = { seq: number; ok: true } | { seq: number; ok: false; error: string };
+
+/** The reply of a request that succeeded. */
+export type Answer<Reply extends ChannelReply> = Extract<Reply, { ok: true }>;
+
+interface Waiter<Reply extends ChannelReply> {
+  resolve: (reply: Answer<Reply>) => void;
+  reject: (err: Error) => void;
+}
+
+export interface ThreadChannelOptions {
+  /** Names the other side in errors: "<name> exited with code 1", "<name> channel closed". */
+  name: string;
+  /**
+   * A MessagePort that should keep the process alive only while a reply is awaited (a channel
+   * to a thread whose own timers and sockets decide how long it runs). A Worker's channel
+   * always holds it.
+   */
+  refWhileWaiting?: boolean;
+}
+
+/**
+ * The asking side of a worker thread, or of a MessagePort to one. Requests carry a `seq` the
+ * asker chooses; the other side posts back arrays of replies that name it; each settles its
+ * request's promise. Every request still waiting is rejected here, in one place, when the other
+ * side goes away (its thread exits, its port closes) or the channel is closed. Messages travel
+ * as arrays both ways, so one tick's requests (or one turn's replies) cost one message.
+ */
+export class ThreadChannel<Reply extends ChannelReply> {
+  private readonly waiters = new Map<number, Waiter<Reply>>();
+  private ended: Error | null = null;
+
+  constructor(
+    private readonly endpoint: Worker | MessagePort,
+    private readonly options: ThreadChannelOptions,
+  ) {
+    endpoint.on('message', (replies: Reply[]) => {
+      for (const reply of replies) this.settle(reply);
+    });
+    if (endpoint instanceof Worker) endpoint.on('exit', (code: number) => this.end(new Error(`${options.name} exited with code ${code}`)));
+    else endpoint.on('close', () => this.end(new Error(`${options.name} channel closed`)));
+    if (options.refWhileWaiting) endpoint.unref();
+  }
+
+  /** Requests sent and not yet answered. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /**
+   * The promise of request `seq`'s reply: posted by the caller with `post`, alone or with others.
+   * Once the other side is gone it rejects at once.
+   */
+  expect(seq: number): Promise<Answer<Reply>> {
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise<Answer<Reply>>((resolve, reject) => {
+      this.waiters.set(seq, { resolve, reject });
+      if (this.options.refWhileWaiting && this.waiters.size === 1) this.endpoint.ref();
+    });
+  }
+
+  /** Posts requests (and anything else the other side reads on this endpoint) as one message. */
+  post(message: unknown, transfer?: readonly Transferable[]): void {
+    this.endpoint.postMessage(message, transfer);
+  }
+
+  /** Posts `requests` as one message; a promise per request, in order. */
+  request<Request extends { seq: number }>(requests: Request[], transfer?: readonly Transferable[]): Promise<Answer<Reply>>[] {
+    const replies = requests.map((r) => this.expect(r.seq));
+    this.post(requests, transfer);
+    return replies;
+  }
+
+  /** Rejects whatever is still waiting; a port is closed. */
+  close(): void {
+    this.end(new Error(`${this.options.name} channel closed`));
+    if (!(this.endpoint instanceof Worker)) this.endpoint.close();
+  }
+
+  private settle(reply: Reply): void {
+    const waiter = this.waiters.get(reply.seq);
+    if (!waiter) return;
+    this.waiters.delete(reply.seq);
+    if (this.options.refWhileWaiting && this.waiters.size === 0) this.endpoint.unref();
+    if (reply.ok) waiter.resolve(reply as Answer<Reply>);
+    else waiter.reject(new Error(reply.error));
+  }
+
+  private end(reason: Error): void {
+    this.ended ??= reason;
+    for (const waiter of this.waiters.values()) waiter.reject(reason);
+    this.waiters.clear();
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The console listener is an HTTP listener like the send API's (issue 17's caps, issue 19's
+ * listener): its connections count in the same `http.max_connections` caps, and its request
+ * bodies in the same `http.max_inflight_body_bytes` budget. A real server, its console over
+ * HTTPS, real sockets.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { generate } from 'selfsigned';
+import { API, assertDocumented, operatorAccount, PASSWORD } from './support/console.js';
+import { createProjectWithKeys, startTestPostern, tempStateDir, type TestPostern } from './support/postern.js';
+import { settle, waitFor } from './support/waiting.js';
+
+const MAX_CONNECTIONS = 4;
+const BODY_BUDGET = 4096;
+const BODY_WAIT_MS = 300;
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** One request on a connection of its own (no pool holding connections open): the console over HTTPS, or the send API. */
+function request(url: string, opts: { ca?: string; key?: string; method?: string; json?: unknown } = {}): Promise<Answer> {
+  const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
+  const method = opts.method ?? (body === undefined ? 'GET' : 'POST');
+  const headers: Record<string, string | number> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  const pathname = new URL(url).pathname;
+  return new Promise((resolve, reject) => {
+    const req = (opts.ca ? https : http).request(
+      url,
+      { method, ca: opts.ca, agent: false, timeout: 10_000, headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within 10 s to ${method} ${pathname}`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A 503 server_busy with Retry-After; a console answer also as its document describes it. */
+function assertBusy(res: Answer, consoleOperation?: { method: string; pathname: string }): void {
+  assert.equal(res.status, 503, res.text);
+  const body = JSON.parse(res.text) as { error: { code: string } };
+  assert.equal(body.error.code, 'server_busy');
+  assert.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After');
+  if (consoleOperation) {
+    const { method, pathname } = consoleOperation;
+    assertDocumented(method, `${API}${pathname}`, { status: res.status, headers: new Headers({ 'content-type': String(res.headers['content-type']) }), body, text: res.text });
+  }
+}
+
+/**
+ * `count` plain TCP connections to `port` that send nothing, once the server has taken them (it
+ * counts a connection when its listener accepts it, which can come after the client's connect).
+ */
+async function idleConnections(port: number, count: number): Promise<net.Socket[]> {
+  const sockets = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Socket>((resolve, reject) => {
+          const socket = net.connect({ host: '127.0.0.1', port }, () => resolve(socket));
+          socket.once('error', reject);
+        }),
+    ),
+  );
+  await settle(500);
+  return sockets;
+}
+
+async function closeAll(sockets: net.Socket[]): Promise<void> {
+  await Promise.all(sockets.map((s) => new Promise<void>((resolve) => (s.destroyed ? resolve() : (s.once('close', () => resolve()), s.destroy())))));
+}
+
+describe('console connections and bodies', () => {
+  let p: TestPostern;
+  let ca: string;
+  let key: string;
+  before(async () => {
+    const dir = tempStateDir('postern-console-limits-');
+    const pems = await generate([{ name: 'commonName', value: '127.0.0.1' }], { keySize: 2048, extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }] });
+    writeFileSync(path.join(dir, 'console.crt'), pems.cert);
+    writeFileSync(path.join(dir, 'console.key'), pems.private);
+    ca = pems.cert;
+    p = await startTestPostern({
+      console: { cert: path.join(dir, 'console.crt'), key: path.join(dir, 'console.key') },
+      config: { http: { max_connections: MAX_CONNECTIONS, max_connections_per_ip: MAX_CONNECTIONS, max_inflight_body_bytes: BODY_BUDGET, body_wait_ms: BODY_WAIT_MS } },
+    });
+    key = createProjectWithKeys(p.ctx, 'limits').liveKey;
+    await operatorAccount(p.ctx, 'limits@example.com', 'owner');
+  });
+  after(async () => p?.close());
+
+  const document = () => request(`${p.console}${API}/openapi.json`, { ca });
+  const send = () => request(`${p.production}/v1/send`, { key, json: { from: 'a@example.com', to: 'b@example.org', subject: 's', text: 't' } });
+
+  test('send API connections fill the shared cap: a console request is answered 503 server_busy, and served once they close', async () => {
+    const idle = await idleConnections(Number(new URL(p.production).port), MAX_CONNECTIONS);
+    try {
+      assertBusy(await document(), { method: 'GET', pathname: '/openapi.json' });
+    } finally {
+      await closeAll(idle);
+    }
+    await waitFor(async () => (await document()).status === 200, 10_000, 'the console to serve again');
+  });
+
+  test('console connections fill the shared cap: a send is answered 503 server_busy', async () => {
+    const idle = await idleConnections(Number(new URL(p.console).port), MAX_CONNECTIONS);
+    try {
+      assertBusy(await send());
+    } finally {
+      await closeAll(idle);
+    }
+    await waitFor(async () => (await send()).status === 202, 10_000, 'the send API to accept again');
+  });
+
+  test('a console body waits for the body budget a send holds, and past body_wait_ms is refused 503 server_busy; then it is read', async () => {
+    // A send that declared almost the whole budget and sends its body slowly holds it.
+    const holder = await idleConnections(Number(new URL(p.production).port), 1);
+    let holderAnswer = '';
+    holder[0].on('data', (d: Buffer) => (holderAnswer += d.toString()));
+    holder[0].write(
+      `POST /v1/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${BODY_BUDGET - 16}\r\n\r\n{"from":`,
+    );
+    try {
+      const signIn = { email: 'limits@example.com', password: PASSWORD };
+      const res = await waitFor(async () => {
+        assert.equal(holderAnswer, '', 'the send holding the budget is still being read');
+        const r = await request(`${p.console}${API}/session`, { ca, json: signIn });
+        return r.status === 201 ? null : r; // 201: the send's headers not read yet
+      }, 10_000, 'the held budget to refuse the console body');
+      assertBusy(res, { method: 'POST', pathname: '/session' });
+    } finally {
+      await closeAll(holder);
+    }
+    const res = await waitFor(async () => {
+      const r = await request(`${p.console}${API}/session`, { ca, json: { email: 'limits@example.com', password: PASSWORD } });
+      return r.status === 201 ? r : null;
+    }, 10_000, 'the sign-in to be read');
+    assert.equal(res.status, 201);
+  });
+});
