@@ -219,10 +219,48 @@ export function bytes(n: number): string {
   return `${(n / 1024 ** 3).toFixed(1)} GB`;
 }
 
-export function Table({ label, children }: { label: string; children: ComponentChildren }) {
+/**
+ * A table in a scrolling region. With `head`, its column titles (and, with `actions`, a last
+ * column for row buttons) and `children` as the body's rows; without, `children` is the table.
+ */
+export function Table({ label, head, actions, bodyClass, children }: { label: string; head?: string[]; actions?: boolean; bodyClass?: string; children: ComponentChildren }) {
   return (
     <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
-      <table>{children}</table>
+      <table>
+        {head ? (
+          <>
+            <thead>
+              <tr>
+                {head.map((h) => (
+                  <th key={h}>{h}</th>
+                ))}
+                {actions && (
+                  <th>
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                )}
+              </tr>
+            </thead>
+            <tbody class={bodyClass}>{children}</tbody>
+          </>
+        ) : (
+          children
+        )}
+      </table>
     </div>
   );
+}
+
+/** Cursor pagination of one list: the cursor to ask with, a way back to the first page, and its pager. */
+export function useCursorPages() {
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const cursor = cursors[cursors.length - 1];
+  return {
+    cursor,
+    onFirstPage: cursors.length === 1,
+    first: () => setCursors([null]),
+    pager: (next: string | null | undefined) => (
+      <Pager page={cursors.length - 1} hasNext={Boolean(next)} onFirst={() => setCursors([null])} onNext={() => next && setCursors([...cursors, next])} />
+    ),
+  };
 }

@@ -1,12 +1,11 @@
 import { useState } from 'preact/hooks';
 import { get, query, type Api } from '../api';
-import { Empty, ErrorNote, Field, formValues, Loading, Pager, Table, Time, useLoad } from '../ui';
+import { Empty, ErrorNote, Field, formValues, Loading, Table, Time, useCursorPages, useLoad } from '../ui';
 
 export function AuditScreen() {
   const [filter, setFilter] = useState<{ actor?: string; action?: string }>({});
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const cursor = cursors[cursors.length - 1];
-  const page = useLoad(() => get<Api.AuditPage>(`/audit${query({ ...filter, limit: 50, cursor })}`), [filter.actor, filter.action, cursor]);
+  const pages = useCursorPages();
+  const page = useLoad(() => get<Api.AuditPage>(`/audit${query({ ...filter, limit: 50, cursor: pages.cursor })}`), [filter.actor, filter.action, pages.cursor]);
   const list = page.data?.entries ?? [];
   return (
     <section>
@@ -16,7 +15,7 @@ export function AuditScreen() {
         onSubmit={(e) => {
           const v = formValues(e);
           setFilter({ actor: v.actor || undefined, action: v.action || undefined });
-          setCursors([null]);
+          pages.first();
         }}
       >
         <Field label="Actor" hint="an operator id, or cli">
@@ -31,18 +30,7 @@ export function AuditScreen() {
       {!page.data && !page.error && <Loading what="the audit log" />}
       {page.data && list.length === 0 && <Empty title="Nothing recorded yet." />}
       {list.length > 0 && (
-        <Table label="Audit log">
-          <thead>
-            <tr>
-              <th>When</th>
-              <th>Who</th>
-              <th>Action</th>
-              <th>Target</th>
-              <th>From</th>
-              <th>Details</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table label="Audit log" head={['When', 'Who', 'Action', 'Target', 'From', 'Details']}>
             {list.map((e) => (
               <tr key={e.seq}>
                 <td class="nowrap">
@@ -55,10 +43,9 @@ export function AuditScreen() {
                 <td class="wrap">{e.details ? JSON.stringify(e.details) : ''}</td>
               </tr>
             ))}
-          </tbody>
-        </Table>
+          </Table>
       )}
-      <Pager page={cursors.length - 1} hasNext={Boolean(page.data?.next_cursor)} onFirst={() => setCursors([null])} onNext={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])} />
+      {pages.pager(page.data?.next_cursor)}
     </section>
   );
 }

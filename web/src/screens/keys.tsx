@@ -56,21 +56,7 @@ export function KeysScreen({ projectId }: { projectId: string }) {
             </select>
             .
           </p>
-          <Table label="API keys">
-            <thead>
-              <tr>
-                <th>Key</th>
-                <th>Mode</th>
-                <th>State</th>
-                <th>Created</th>
-                <th>Last used</th>
-                <th>Expires</th>
-                <th>
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
+          <Table label="API keys" head={['Key', 'Mode', 'State', 'Created', 'Last used', 'Expires']} actions>
               {list.map((k) => (
                 <tr key={k.id}>
                   <td>
@@ -114,8 +100,7 @@ export function KeysScreen({ projectId }: { projectId: string }) {
                   </td>
                 </tr>
               ))}
-            </tbody>
-          </Table>
+            </Table>
         </>
       )}
     </section>

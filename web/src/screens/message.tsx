@@ -247,16 +247,7 @@ function Timeline({ entries }: { entries: Api.TimelineEntry[] }) {
 
 function Recipients({ list }: { list: Api.RecipientState[] }) {
   return (
-    <Table label="Recipients">
-      <thead>
-        <tr>
-          <th>Recipient</th>
-          <th>As</th>
-          <th>Outcome</th>
-          <th>Reply</th>
-        </tr>
-      </thead>
-      <tbody>
+    <Table label="Recipients" head={['Recipient', 'As', 'Outcome', 'Reply']}>
         {list.map((r) => (
           <tr key={r.kind + r.email}>
             <td>{r.email}</td>
@@ -267,8 +258,7 @@ function Recipients({ list }: { list: Api.RecipientState[] }) {
             <td class="wrap">{r.reply ?? '—'}</td>
           </tr>
         ))}
-      </tbody>
-    </Table>
+      </Table>
   );
 }
 

@@ -10,7 +10,7 @@ import { doors, get, post, query, type Api } from '../api';
 import { useLiveMessages, type MessageChange } from '../live';
 import { href, navigate, type Route } from '../router';
 import { useApp } from '../session';
-import { Empty, ErrorNote, Field, Loading, Pager, SandboxMarker, StatusBadge, Table, Time, useAction, useLoad } from '../ui';
+import { Empty, ErrorNote, Field, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
 
 const STATUSES: Api.MessageStatus[] = ['queued', 'scheduled', 'paused', 'captured', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'];
 const FILTER_KEYS = ['project', 'environment', 'status', 'from', 'to', 'subject', 'category', 'tag', 'id', 'created_after', 'created_before'] as const;
@@ -25,6 +25,17 @@ function filterOf(route: Route, inboxProject?: string): Filter {
   if (inboxProject) Object.assign(f, { project: inboxProject, environment: 'sandbox' });
   return f;
 }
+
+const TEXT_FILTERS: { name: (typeof FILTER_KEYS)[number]; label: string; type?: string; placeholder?: string }[] = [
+  { name: 'from', label: 'From' },
+  { name: 'to', label: 'To' },
+  { name: 'subject', label: 'Subject contains' },
+  { name: 'category', label: 'Category' },
+  { name: 'tag', label: 'Tag' },
+  { name: 'id', label: 'Message id', placeholder: 'm.…' },
+  { name: 'created_after', label: 'Created after', type: 'datetime-local' },
+  { name: 'created_before', label: 'Created before', type: 'datetime-local' },
+];
 
 /** `datetime-local` values are the browser's local time; the API takes an instant. */
 const instant = (local?: string) => (local ? new Date(local).toISOString() : undefined);
@@ -44,13 +55,13 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
   const app = useApp();
   const filter = filterOf(route, inboxProject);
   const filterKey = JSON.stringify(filter);
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const pages = useCursorPages();
   const [pageKey, setPageKey] = useState(filterKey);
   if (pageKey !== filterKey) {
     setPageKey(filterKey);
-    setCursors([null]);
+    pages.first();
   }
-  const cursor = cursors[cursors.length - 1];
+  const cursor = pages.cursor;
   const page = useLoad(
     () =>
       get<Api.MessagePage>(
@@ -73,7 +84,7 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
 
   const showFresh = () => {
     setFresh(0);
-    setCursors([null]);
+    pages.first();
     page.reload();
   };
   useLiveMessages(
@@ -90,7 +101,7 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
         setHighlight(new Set([c.id]));
       } else if (c.type === 'mail.accepted' || c.status === 'captured' || c.status === 'queued' || c.status === 'scheduled' || c.status === 'paused') {
         // An empty first page has nothing to push aside: show it at once.
-        if (rows.length === 0 && cursors.length === 1) {
+        if (rows.length === 0 && pages.onFirstPage) {
           setHighlight(new Set([c.id]));
           page.reload();
         } else setFresh((n) => n + 1);
@@ -203,12 +214,7 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
           </tbody>
         </Table>
       )}
-      <Pager
-        page={cursors.length - 1}
-        hasNext={Boolean(page.data?.next_cursor)}
-        onFirst={() => setCursors([null])}
-        onNext={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])}
-      />
+      {pages.pager(page.data?.next_cursor)}
     </section>
   );
 }
@@ -253,30 +259,11 @@ function Filters({ filter, projects }: { filter: Filter; projects: Api.Project[]
           ))}
         </select>
       </Field>
-      <Field label="From">
-        <input name="from" value={filter.from ?? ''} />
-      </Field>
-      <Field label="To">
-        <input name="to" value={filter.to ?? ''} />
-      </Field>
-      <Field label="Subject contains">
-        <input name="subject" value={filter.subject ?? ''} />
-      </Field>
-      <Field label="Category">
-        <input name="category" value={filter.category ?? ''} />
-      </Field>
-      <Field label="Tag">
-        <input name="tag" value={filter.tag ?? ''} />
-      </Field>
-      <Field label="Message id">
-        <input name="id" value={filter.id ?? ''} placeholder="m_…" />
-      </Field>
-      <Field label="Created after">
-        <input name="created_after" type="datetime-local" value={filter.created_after ?? ''} />
-      </Field>
-      <Field label="Created before">
-        <input name="created_before" type="datetime-local" value={filter.created_before ?? ''} />
-      </Field>
+      {TEXT_FILTERS.map((f) => (
+        <Field key={f.name} label={f.label}>
+          <input name={f.name} type={f.type ?? 'text'} value={filter[f.name] ?? ''} placeholder={f.placeholder} />
+        </Field>
+      ))}
       <div class="filter-actions">
         <button type="submit" class="primary">
           Search

@@ -17,19 +17,7 @@ export function OperatorsScreen() {
       <ErrorNote error={action.error} />
       {!operators.data && !operators.error && <Loading what="operators" />}
       {operators.data && (
-        <Table label="Operators">
-          <thead>
-            <tr>
-              <th>Email</th>
-              <th>Role</th>
-              <th>Projects</th>
-              <th>Created</th>
-              <th>
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table label="Operators" head={['Email', 'Role', 'Projects', 'Created']} actions>
             {operators.data.operators.map((o) => (
               <tr key={o.id}>
                 <td>{o.email}</td>
@@ -85,8 +73,7 @@ export function OperatorsScreen() {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </Table>
+          </Table>
       )}
       <form
         class="card inline-form"

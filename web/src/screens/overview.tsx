@@ -92,17 +92,7 @@ export function OverviewScreen() {
                   <p>Attach one under a project's Providers page so production mail can leave.</p>
                 </Empty>
               ) : (
-                <Table label="Provider health">
-                  <thead>
-                    <tr>
-                      <th>Account</th>
-                      <th>Hand-offs</th>
-                      <th>Failures</th>
-                      <th>Throttled until</th>
-                      <th>Last error</th>
-                    </tr>
-                  </thead>
-                  <tbody>
+                <Table label="Provider health" head={['Account', 'Hand-offs', 'Failures', 'Throttled until', 'Last error']}>
                     {o.providers.map((p) => (
                       <tr key={p.id}>
                         <td>
@@ -116,8 +106,7 @@ export function OverviewScreen() {
                         <td class="wrap">{p.last_error ?? '—'}</td>
                       </tr>
                     ))}
-                  </tbody>
-                </Table>
+                  </Table>
               )}
             </div>
           )}

@@ -54,20 +54,7 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
         </Empty>
       )}
       {list.length > 0 && (
-        <Table label="Provider accounts">
-          <thead>
-            <tr>
-              <th>Account</th>
-              <th>Where</th>
-              <th>Priority</th>
-              <th>Free quota / month</th>
-              <th>Check</th>
-              <th>
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table label="Provider accounts" head={['Account', 'Where', 'Priority', 'Free quota / month', 'Check']} actions>
             {list.map((p) => {
               const check = checks[p.id];
               return (
@@ -118,8 +105,7 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
                 </tr>
               );
             })}
-          </tbody>
-        </Table>
+          </Table>
       )}
       <ErrorNote error={action.error} />
       <form

@@ -1,12 +1,11 @@
 import { useState } from 'preact/hooks';
 import { API_BASE, api, get, post, query, type Api } from '../api';
-import { Empty, ErrorNote, Field, formValues, Loading, Pager, Table, Time, useAction, useLoad } from '../ui';
+import { Empty, ErrorNote, Field, formValues, Loading, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
 
 export function SuppressionsScreen({ projectId }: { projectId: string }) {
   const [q, setQ] = useState('');
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const cursor = cursors[cursors.length - 1];
-  const page = useLoad(() => get<Api.SuppressionPage>(`/projects/${projectId}/suppressions${query({ q, limit: 50, cursor })}`), [projectId, q, cursor]);
+  const pages = useCursorPages();
+  const page = useLoad(() => get<Api.SuppressionPage>(`/projects/${projectId}/suppressions${query({ q, limit: 50, cursor: pages.cursor })}`), [projectId, q, pages.cursor]);
   const action = useAction();
   const list = page.data?.suppressions ?? [];
   return (
@@ -18,7 +17,7 @@ export function SuppressionsScreen({ projectId }: { projectId: string }) {
           role="search"
           onSubmit={(e) => {
             setQ(formValues(e).q ?? '');
-            setCursors([null]);
+            pages.first();
           }}
         >
           <Field label="Search">
@@ -60,18 +59,7 @@ export function SuppressionsScreen({ projectId }: { projectId: string }) {
         </Empty>
       )}
       {list.length > 0 && (
-        <Table label="Suppressed addresses">
-          <thead>
-            <tr>
-              <th>Address</th>
-              <th>Reason</th>
-              <th>Since</th>
-              <th>
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table label="Suppressed addresses" head={['Address', 'Reason', 'Since']} actions>
             {list.map((s) => (
               <tr key={s.email}>
                 <td>{s.email}</td>
@@ -86,10 +74,9 @@ export function SuppressionsScreen({ projectId }: { projectId: string }) {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </Table>
+          </Table>
       )}
-      <Pager page={cursors.length - 1} hasNext={Boolean(page.data?.next_cursor)} onFirst={() => setCursors([null])} onNext={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])} />
+      {pages.pager(page.data?.next_cursor)}
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, query, type Api } from '../api';
-import { Empty, ErrorNote, Field, Loading, Pager, ShownOnce, Table, Time, useAction, useLoad } from '../ui';
+import { Empty, ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
 
 const EVENTS: Api.MailEventType[] = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'];
 
@@ -62,9 +62,8 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
 function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () => void; onSecret: (s: string) => void }) {
   const action = useAction();
   const [test, setTest] = useState<Api.WebhookTestResult | null>(null);
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const cursor = cursors[cursors.length - 1];
-  const attempts = useLoad(() => get<Api.WebhookAttemptPage>(`/webhooks/${w.id}/attempts${query({ limit: 20, cursor })}`), [w.id, cursor]);
+  const pages = useCursorPages();
+  const attempts = useLoad(() => get<Api.WebhookAttemptPage>(`/webhooks/${w.id}/attempts${query({ limit: 20, cursor: pages.cursor })}`), [w.id, pages.cursor]);
   return (
     <article class="card webhook" data-id={w.id}>
       <h2 class="break">{w.url}</h2>
@@ -85,7 +84,7 @@ function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () =>
             const r = await action.run(() => post<Api.WebhookTestResult>(`/webhooks/${w.id}/test`));
             if (r) {
               setTest(r);
-              setCursors([null]);
+              pages.first();
               attempts.reload();
             }
           }}
@@ -121,18 +120,7 @@ function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () =>
       <ErrorNote error={attempts.error} />
       {attempts.data && attempts.data.attempts.length === 0 && <p class="muted">No deliveries yet. Press "Send test event" to try the endpoint.</p>}
       {attempts.data && attempts.data.attempts.length > 0 && (
-        <Table label={`Delivery log of ${w.url}`}>
-          <thead>
-            <tr>
-              <th>Time</th>
-              <th>Event</th>
-              <th>Attempt</th>
-              <th>Result</th>
-              <th>Duration</th>
-              <th>Response</th>
-            </tr>
-          </thead>
-          <tbody class="attempts">
+        <Table label={`Delivery log of ${w.url}`} head={['Time', 'Event', 'Attempt', 'Result', 'Duration', 'Response']} bodyClass="attempts">
             {attempts.data.attempts.map((a) => (
               <tr key={`${a.delivery_id}-${a.attempt}`}>
                 <td class="nowrap">
@@ -145,10 +133,9 @@ function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () =>
                 <td class="wrap">{a.error ?? ''}</td>
               </tr>
             ))}
-          </tbody>
-        </Table>
+          </Table>
       )}
-      <Pager page={cursors.length - 1} hasNext={Boolean(attempts.data?.next_cursor)} onFirst={() => setCursors([null])} onNext={() => attempts.data?.next_cursor && setCursors([...cursors, attempts.data.next_cursor])} />
+      {pages.pager(attempts.data?.next_cursor)}
     </article>
   );
 }
