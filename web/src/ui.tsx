@@ -212,6 +212,11 @@ export function formValues(e: JSX.TargetedEvent<HTMLFormElement>): Record<string
   return out;
 }
 
+/** The values of a form's ticked checkboxes named `name`. */
+export function checkedValues(data: FormData, name: string): string[] {
+  return data.getAll(name).filter((v): v is string => typeof v === 'string');
+}
+
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KB`;

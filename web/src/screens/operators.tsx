@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
 import { useApp } from '../session';
-import { ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useLoad } from '../ui';
+import { checkedValues, ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useLoad } from '../ui';
 
 export function OperatorsScreen() {
   const app = useApp();
@@ -32,7 +32,7 @@ export function OperatorsScreen() {
                         onSubmit={async (e) => {
                           e.preventDefault();
                           const data = new FormData(e.currentTarget);
-                          const projects = data.getAll('projects').filter((v): v is string => typeof v === 'string');
+                          const projects = checkedValues(data, 'projects');
                           if (await action.run(() => api('PATCH', `/operators/${o.id}`, { role: data.get('role'), projects }))) operators.reload();
                         }}
                       >
@@ -81,7 +81,7 @@ export function OperatorsScreen() {
           e.preventDefault();
           const form = e.currentTarget;
           const data = new FormData(form);
-          const projects = data.getAll('projects').filter((v): v is string => typeof v === 'string');
+          const projects = checkedValues(data, 'projects');
           const created = await action.run(() => post<Api.OperatorCreated>('/operators', { email: String(data.get('email')).trim(), role: data.get('role'), projects }));
           if (created) {
             form.reset();

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, query, type Api } from '../api';
-import { Empty, ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
+import { checkedValues, Empty, ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
 
 const EVENTS: Api.MailEventType[] = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'];
 
@@ -29,7 +29,7 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
           e.preventDefault();
           const form = e.currentTarget;
           const data = new FormData(form);
-          const events = data.getAll('events').filter((v): v is string => typeof v === 'string');
+          const events = checkedValues(data, 'events');
           const created = await action.run(() => post<Api.WebhookCreated>(`/projects/${projectId}/webhooks`, { url: String(data.get('url') ?? '').trim(), ...(events.length ? { events } : {}) }));
           if (created) {
             form.reset();
