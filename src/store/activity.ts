@@ -97,9 +97,19 @@ export function oldestQueuedMessage(db: Db, projectIds: readonly string[] | null
   return rows[0];
 }
 
-/** Stored MIME bytes of the messages with rowid in (fromRowid, toRowid]: a bounded step of a scan. */
-export function storedBytesBetween(db: Db, fromRowid: number, toRowid: number): number {
-  return (sql(db, 'SELECT COALESCE(SUM(size_bytes), 0) FROM messages WHERE rowid > ? AND rowid <= ?').pluck().get(fromRowid, toRowid) as number) ?? 0;
+/** Stored MIME files and their bytes, of the messages with rowid in (fromRowid, toRowid]: a bounded step of a scan. */
+export function storedFilesBetween(db: Db, fromRowid: number, toRowid: number): { files: number; bytes: number } {
+  return sql(db, 'SELECT COUNT(*) AS files, COALESCE(SUM(size_bytes), 0) AS bytes FROM messages WHERE rowid > ? AND rowid <= ?').get(fromRowid, toRowid) as { files: number; bytes: number };
+}
+
+/** Messages by status, every status (finished ones too): a walk of the status index, no table read. */
+export function messageCountsByStatus(db: Db): { status: string; count: number }[] {
+  return sql(db, 'SELECT status, COUNT(*) AS count FROM messages INDEXED BY messages_status_due GROUP BY status').all() as { status: string; count: number }[];
+}
+
+/** Webhook deliveries waiting (pending: due, or on the retry ladder): a count over the partial index of pending rows. */
+export function pendingWebhookDeliveries(db: Db): number {
+  return sql(db, "SELECT COUNT(*) FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE status = 'pending'").pluck().get() as number;
 }
 
 export function maxMessageRowid(db: Db): number {
