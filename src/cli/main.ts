@@ -19,6 +19,7 @@ import { strategyCommands } from './strategy.js';
 import { webhookCommands } from './webhook.js';
 import { auditCommands, operatorCommands, operatorTokenCommands } from './operator.js';
 import { overviewCommands } from './overview.js';
+import { stateCommands } from './backup.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -44,7 +45,7 @@ export const EXIT = { ok: 0, refused: 1, usage: 2, config: 78 } as const;
 class UsageError extends Error {}
 
 function usageText(): string {
-  const lines = ['usage: postern [--config FILE] [--json] COMMAND', '', '  start [--config FILE]'];
+  const lines = ['usage: postern [--config FILE] [--json] COMMAND', '', '  start [--config FILE]', ...Object.values(stateCommands).map((c) => `  ${c.usage}`)];
   for (const [, group] of Object.entries(groups)) for (const cmd of Object.values(group)) lines.push(`  ${cmd.usage}`);
   return lines.join('\n');
 }
@@ -79,6 +80,14 @@ export async function runCli(argv: string[]): Promise<number> {
     if (groupName === 'start') {
       const { values } = parseCommand({ usage: 'start [--config FILE] [--json]', run: () => undefined }, argv.slice(1));
       return await runStart(resolveConfigPath(values.config as string | undefined), out);
+    }
+    const stateCommand = stateCommands[groupName];
+    if (stateCommand) {
+      // No index is opened here: backup reads the live one itself, restore creates one.
+      const { values } = parseCommand({ ...stateCommand, run: () => undefined }, argv.slice(1));
+      const config = loadConfig(resolveConfigPath(values.config as string | undefined));
+      out.print(await stateCommand.run(config, values, createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn')));
+      return EXIT.ok;
     }
     const group = groups[groupName];
     const cmd = group && verb ? group[verb] : undefined;

@@ -133,3 +133,24 @@ export function attachedProviderAccounts(db: Db): { id: string; project_id: stri
     priority: number;
   }[];
 }
+
+/** The age buckets of `queue summary` (minutes; qshape's): 0–5, 5–10, 10–20, 20–40, 40–80, 80–160, over 160. */
+export const AGE_BUCKET_MINUTES = [5, 10, 20, 40, 80, 160] as const;
+
+/** Live messages by status and age bucket (index into AGE_BUCKET_MINUTES; its length: older than the last). */
+export function liveMessageAges(db: Db, now: number): { status: MessageStatus; bucket: number; count: number }[] {
+  const cases = AGE_BUCKET_MINUTES.map((m, i) => `WHEN @now - created_at < ${m * 60_000} THEN ${i}`).join(' ');
+  return sql(
+    db,
+    `SELECT status, CASE ${cases} ELSE ${AGE_BUCKET_MINUTES.length} END AS bucket, COUNT(*) AS count FROM messages WHERE status IN (${LIVE_STATUSES.map((s) => `'${s}'`).join(', ')}) GROUP BY status, bucket`,
+  ).all({ now }) as { status: MessageStatus; bucket: number; count: number }[];
+}
+
+/** Messages handed to a provider, by the provider that took them (or last refused them) and status. */
+export function messagesByProvider(db: Db): { provider: string; status: MessageStatus; count: number }[] {
+  return sql(db, 'SELECT provider_slug AS provider, status, COUNT(*) AS count FROM messages WHERE provider_slug IS NOT NULL GROUP BY provider_slug, status ORDER BY provider_slug').all() as {
+    provider: string;
+    status: MessageStatus;
+    count: number;
+  }[];
+}
