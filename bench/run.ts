@@ -208,10 +208,21 @@ async function sendOnly(): Promise<void> {
  * off, alternating, BENCH_PAIRS (4) pairs, a fresh server per phase; the merged figures compared.
  */
 async function metricsOnly(): Promise<void> {
+  // What a send adds on the event loop with metrics on, alone: its two counters (the commit
+  // group's histograms are on the index writer thread, once per group).
+  const { countAccepted, countHttpRequest } = await import('../src/platform/metrics.js');
+  const calls = 1_000_000;
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) {
+    countHttpRequest('send', '/v1/send', 202);
+    countAccepted('http', 'production');
+  }
+  const perSendNs = ((performance.now() - t0) * 1e6) / calls;
   const phases: Phase[] = [];
   const pairs = Number(process.env.BENCH_PAIRS ?? 4);
   for (let i = 0; i < pairs; i++) for (const metrics of [true, false]) phases.push(await sendPhase(true, SEND_BODY, metrics));
   console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
+  console.log(`the counters one send records, alone (${calls} sends' worth): ${perSendNs.toFixed(0)} ns per send`);
   for (const p of phases) {
     const s = summary(p.result);
     const scraped = p.scrapes ? `, ${p.scrapes.count} scrapes (slowest ${p.scrapes.maxMs.toFixed(1)} ms)` : '';

@@ -11,7 +11,7 @@ import type { OperatorWriter } from './operator/context.js';
 import { createHttpServer } from './http/app.js';
 import { BodyBudget } from './http/bodyBudget.js';
 import { ConnectionLimiter, MAX_PENDING_REFUSALS } from './http/connectionLimit.js';
-import type { Logger } from './log.js';
+import { setLogLevel, type Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { openFileLimit } from './platform/openFileLimit.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
@@ -54,8 +54,22 @@ export interface RunningPostern {
   pipeline: AcceptPipeline;
   /** Re-reads the SMTP certificate and key (SIGHUP); sessions in progress keep theirs. */
   reloadTls(): void;
+  /**
+   * Applies a newly loaded config (SIGHUP): the sections that can change live (LIVE_SECTIONS)
+   * take effect; the top-level sections that changed otherwise are returned as needing a restart.
+   */
+  reload(next: PosternConfig): ConfigReload;
   close(): Promise<void>;
 }
+
+/** What a reload changed, and what changed but waits for a restart (top-level config keys). */
+export interface ConfigReload {
+  changed: string[];
+  restart_needed: string[];
+}
+
+/** The config's top-level keys SIGHUP applies live (README, "Reloading the config"). */
+const LIVE_SECTIONS: readonly string[] = ['plans', 'default_plan', 'limits', 'rate_limits', 'log'];
 
 /** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
@@ -205,6 +219,24 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       tls = reloadTlsMaterial(tls);
       for (const s of smtpServers) s.updateTls(tls);
       logger.info({ cert: tls.certPath }, 'TLS certificate reloaded');
+    },
+    reload(next) {
+      const result: ConfigReload = { changed: [], restart_needed: [] };
+      const current = config as unknown as Record<string, unknown>;
+      const incoming = next as unknown as Record<string, unknown>;
+      for (const key of new Set([...Object.keys(current), ...Object.keys(incoming)])) {
+        if (JSON.stringify(current[key]) === JSON.stringify(incoming[key])) continue;
+        (LIVE_SECTIONS.includes(key) ? result.changed : result.restart_needed).push(key);
+      }
+      if (result.changed.length === 0) return result;
+      // The running config is one object every module reads from: its live sections are replaced
+      // in place. What was copied at start (the limits, the rate-limit windows, the level) is set again.
+      for (const key of result.changed) current[key] = incoming[key];
+      Object.assign(limits, limitSettings(config));
+      indexWriter.updateLimits(limits);
+      admission.updateRateLimits(config.rate_limits);
+      if (result.changed.includes('log')) setLogLevel(logger, process.env.POSTERN_LOG_LEVEL || config.log.level);
+      return result;
     },
     async close() {
       if (closed) return;

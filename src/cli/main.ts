@@ -20,6 +20,7 @@ import { webhookCommands } from './webhook.js';
 import { auditCommands, operatorCommands, operatorTokenCommands } from './operator.js';
 import { overviewCommands } from './overview.js';
 import { stateCommands } from './backup.js';
+import { queueCommands } from './queue.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -35,6 +36,7 @@ const groups: Record<string, CommandGroup> = {
   'operator token': operatorTokenCommands,
   audit: auditCommands,
   overview: overviewCommands,
+  queue: queueCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
@@ -57,7 +59,7 @@ function parseCommand(cmd: Command, args: string[]): { values: Values; positiona
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\nusage: postern ${cmd.usage}`);
   }
-  const expected = cmd.positionals ?? [];
+  const expected = cmd.positionalsUnless !== undefined && parsed.values[cmd.positionalsUnless] !== undefined ? [] : (cmd.positionals ?? []);
   if (parsed.positionals.length !== expected.length) {
     throw new UsageError(`expected ${expected.length ? expected.join(' ') : 'no positional arguments'}\nusage: postern ${cmd.usage}`);
   }

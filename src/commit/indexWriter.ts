@@ -60,6 +60,17 @@ export class IndexWriter {
     return port1;
   }
 
+  /** New plans and caps (SIGHUP): units submitted from now on are judged by them. */
+  updateLimits(limits: LimitSettings): void {
+    this.flushOutbox();
+    this.channel.post({ limits } satisfies IndexWriterMessage);
+  }
+
+  /** Units of this tick not posted yet go first: they were submitted under the old limits. */
+  private flushOutbox(): void {
+    if (this.outbox.length > 0) this.send();
+  }
+
   /** The thread's own figures (commit groups, webhook outcomes) for GET /metrics. */
   async metrics(): Promise<MetricsSnapshot> {
     const reply = await this.ask('metrics');

@@ -48,7 +48,9 @@ export type WriterAnswer = { seq: number; ok: true; metrics: MetricsSnapshot } |
 export type IndexWriterReply = CommitResult | WriterAnswer;
 
 const MAX_BATCH = 512;
-const { stateDir, limits, spoolSync, metrics } = workerData as IndexWriterData;
+const { stateDir, spoolSync, metrics } = workerData as IndexWriterData;
+/** Plans and caps; replaced when the config is reloaded (SIGHUP). */
+let limits = (workerData as IndexWriterData).limits;
 setMetricsRecording(metrics);
 const syncFilesystem = spoolSync === 'syncfs' ? loadSyncFilesystem() : null;
 const db = openDatabase(stateDir, silentLogger(), { migrate: false });
@@ -137,8 +139,8 @@ function commit(units: CommitUnit[]): CommitResult[] {
   return results;
 }
 
-/** From the event loop: a batch of acceptance units, a new bookkeeping channel's port, or a question. */
-export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort } | WriterQuestion;
+/** From the event loop: a batch of acceptance units, a new bookkeeping channel's port, a question, or new limits (SIGHUP). */
+export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort } | WriterQuestion | { limits: LimitSettings };
 
 function answer(question: WriterQuestion): void {
   if (question.ask === 'status') {
@@ -156,6 +158,11 @@ parentPort!.on('message', (message: IndexWriterMessage) => {
   }
   if ('ask' in message) {
     answer(message);
+    return;
+  }
+  if ('limits' in message) {
+    // Units that arrive after this message are judged by the new limits.
+    limits = message.limits;
     return;
   }
   const port = message.bookkeepingPort;
