@@ -16,6 +16,7 @@ import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { webhookBench, webhookLines } from './webhooks.js';
 import { consoleBench, consoleLines } from './console.js';
+import { scrapeBench } from './metricsScrape.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -176,7 +177,7 @@ const summary = (r: LoadResult) => ({
   errors: r.errors,
 });
 
-/** `BENCH_ONLY=send|metrics|smtp|relay|webhooks|console` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|webhooks|console` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
 /** The /v1/send body every send phase posts: a 1 KB text message. */
@@ -262,6 +263,7 @@ async function main(): Promise<void> {
   console.log(fileCreationLine(files));
   if (only === 'send') return sendOnly();
   if (only === 'metrics') return metricsOnly();
+  if (only === 'scrape') return void console.log(`machine: ${machine()}\n${await scrapeBench()}`);
   if (only === 'smtp') return smtpOnly();
   if (only === 'relay') {
     console.log(`machine: ${machine()}`);
