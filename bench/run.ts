@@ -4,6 +4,7 @@
  * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions).
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import Database from 'better-sqlite3';
@@ -16,6 +17,7 @@ import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { webhookBench, webhookLines } from './webhooks.js';
 import { consoleBench, consoleLines } from './console.js';
 import { webConsoleBench, webConsoleLines } from './webConsole.js';
+import { scrapeBench } from './metricsScrape.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -83,16 +85,57 @@ async function load(url: URL, method: 'GET' | 'POST', headers: Record<string, st
 
 interface Phase {
   policy: boolean;
+  metrics: boolean;
   result: LoadResult;
   peakRssMb: number;
+  /** Scrapes of GET /metrics during the phase (metrics on), and the slowest one. */
+  scrapes?: { count: number; maxMs: number };
+}
+
+/** While metrics are on, GET /metrics is scraped this often during a send phase (Prometheus' default is 15 s). */
+const SCRAPE_EVERY_MS = 1000;
+
+/**
+ * Scrapes the console's /metrics every SCRAPE_EVERY_MS until stopped, from a child process (wrk
+ * runs synchronously here and would hold a timer of this process back): the cost of being
+ * watched is part of the figure.
+ */
+function scrapeWhile(consoleUrl: string): { stop(): Promise<{ count: number; maxMs: number }> } {
+  const script = `
+    const seen = { count: 0, maxMs: 0 };
+    let stop = false;
+    process.on('SIGTERM', () => (stop = true));
+    (async () => {
+      while (!stop) {
+        const t0 = performance.now();
+        const res = await fetch(process.argv[1]);
+        await res.text();
+        if (res.status !== 200) throw new Error('GET /metrics answered ' + res.status);
+        seen.count++;
+        seen.maxMs = Math.max(seen.maxMs, performance.now() - t0);
+        await new Promise((r) => setTimeout(r, ${SCRAPE_EVERY_MS}));
+      }
+      process.stdout.write(JSON.stringify(seen));
+    })();`;
+  const child = spawn(process.execPath, ['-e', script, `${consoleUrl}/metrics`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      return out ? (JSON.parse(out) as { count: number; maxMs: number }) : { count: 0, maxMs: 0 };
+    },
+  };
 }
 
 /** One server process per phase, on its own state dir, so phases do not inherit each other's index. */
-async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
+async function sendPhase(policy: boolean, body: Buffer, metrics = true): Promise<Phase> {
   const stateDir = tempStateDir('postern-bench-');
   const configFile = `${stateDir}/bench.json`;
   // Rate limits stay on (their cost is measured) but far above the offered load.
-  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, policy: { enabled: policy }, rate_limits: BENCH_RATE_LIMITS }));
+  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, policy: { enabled: policy }, rate_limits: BENCH_RATE_LIMITS, metrics: { enabled: metrics } }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
   await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
@@ -100,14 +143,17 @@ async function sendPhase(policy: boolean, body: Buffer): Promise<Phase> {
   const server = await startBenchPostern(stateDir, configFile);
   try {
     const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+    const consoleUrl = server.listeners.find((l) => l.protocol === 'console')?.url;
+    const scraping = metrics && consoleUrl ? scrapeWhile(consoleUrl) : null;
     const result = await load(new URL('/v1/send', server.production), 'POST', headers, body, 202, DURATION_MS);
+    const scrapes = await scraping?.stop();
     const rss = peakRssMb(server.child.pid!);
     await server.stop();
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
     const stored = db.prepare('SELECT COUNT(*) AS c FROM messages').pluck().get() as number;
     db.close();
     if (stored < result.ok) throw new Error(`only ${stored} rows for ${result.ok} acknowledged sends`);
-    return { policy, result, peakRssMb: rss };
+    return { policy, metrics, result, peakRssMb: rss, scrapes };
   } finally {
     if (server.child.exitCode === null) await server.kill();
     removeAfterBench(stateDir);
@@ -132,7 +178,7 @@ const summary = (r: LoadResult) => ({
   errors: r.errors,
 });
 
-/** `BENCH_ONLY=send|smtp|relay|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
 /** The /v1/send body every send phase posts: a 1 KB text message. */
@@ -159,6 +205,46 @@ async function sendOnly(): Promise<void> {
   }
 }
 
+/**
+ * `BENCH_ONLY=metrics`: the send bench with metrics on (and /metrics scraped every second) and
+ * off, alternating, BENCH_PAIRS (4) pairs, a fresh server per phase; the merged figures compared.
+ */
+async function metricsOnly(): Promise<void> {
+  // What a send adds on the event loop with metrics on, alone: its two counters (the commit
+  // group's histograms are on the index writer thread, once per group).
+  const { countAccepted, countHttpRequest } = await import('../src/platform/metrics.js');
+  const calls = 1_000_000;
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) {
+    countHttpRequest('send', '/v1/send', 202);
+    countAccepted('http', 'production');
+  }
+  const perSendNs = ((performance.now() - t0) * 1e6) / calls;
+  const phases: Phase[] = [];
+  const pairs = Number(process.env.BENCH_PAIRS ?? 4);
+  for (let i = 0; i < pairs; i++) for (const metrics of [true, false]) phases.push(await sendPhase(true, SEND_BODY, metrics));
+  console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
+  console.log(`the counters one send records, alone (${calls} sends' worth): ${perSendNs.toFixed(0)} ns per send`);
+  for (const p of phases) {
+    const s = summary(p.result);
+    const scraped = p.scrapes ? `, ${p.scrapes.count} scrapes (slowest ${p.scrapes.maxMs.toFixed(1)} ms)` : '';
+    console.log(`metrics ${p.metrics ? 'on ' : 'off'}: POST /v1/send ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}${scraped}`);
+  }
+  const rate = (on: boolean) => {
+    const rs = phases.filter((p) => p.metrics === on).map((p) => p.result);
+    return rs.reduce((a, r) => a + r.ok, 0) / rs.reduce((a, r) => a + r.seconds, 0);
+  };
+  const on = rate(true);
+  const off = rate(false);
+  // Each pair ran back to back: its ratio is less exposed to the machine's drift than the totals.
+  const ratios = Array.from({ length: pairs }, (_, i) => phases[2 * i].result.ok / phases[2 * i + 1].result.ok).sort((a, b) => a - b);
+  const median = ratios[Math.floor(ratios.length / 2)];
+  console.log(
+    `metrics on ${Math.round(on)}/s, off ${Math.round(off)}/s (${pairs} pairs): on is ${(((on - off) / off) * 100).toFixed(1)} % against off; ` +
+      `per pair on/off ${ratios.map((r) => r.toFixed(3)).join(', ')} (median ${median.toFixed(3)})`,
+  );
+}
+
 async function smtpOnly(): Promise<void> {
   console.log(`machine: ${machine()}`);
   for (let i = 0; i < 2; i++) {
@@ -177,6 +263,8 @@ async function main(): Promise<void> {
   const files = await settleFileCreation();
   console.log(fileCreationLine(files));
   if (only === 'send') return sendOnly();
+  if (only === 'metrics') return metricsOnly();
+  if (only === 'scrape') return void console.log(`machine: ${machine()}\n${await scrapeBench()}`);
   if (only === 'smtp') return smtpOnly();
   if (only === 'relay') {
     console.log(`machine: ${machine()}`);

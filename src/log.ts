@@ -42,9 +42,15 @@ function maskedError(err: unknown): unknown {
  * defence.
  */
 export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'info'): Logger {
-  return pino(
+  // Every child (and its children: pino passes onChild on), so a new level reaches them all (SIGHUP).
+  const children = new Set<WeakRef<Logger>>();
+  const root = pino(
     {
       level,
+      onChild: (child) => {
+        for (const ref of children) if (ref.deref() === undefined) children.delete(ref);
+        children.add(new WeakRef(child));
+      },
       base: { service: 'postern' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
@@ -63,6 +69,19 @@ export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'i
     // stop() flushes; a crash may lose the last few lines, never data.
     pino.destination({ fd: 2, sync: false, minLength: 4096 }),
   );
+  familyOf.set(root, children);
+  return root;
+}
+
+const familyOf = new WeakMap<Logger, Set<WeakRef<Logger>>>();
+
+/** Sets the level of a logger made by createLogger and of every child made from it (pino's children keep the level they were made with). */
+export function setLogLevel(root: Logger, level: string): void {
+  root.level = level;
+  for (const ref of familyOf.get(root) ?? []) {
+    const child = ref.deref();
+    if (child) child.level = level;
+  }
 }
 
 /** A logger that drops everything (tests and CLI runs that asked for quiet). */

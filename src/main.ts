@@ -11,7 +11,7 @@ import type { OperatorWriter } from './operator/context.js';
 import { createHttpServer } from './http/app.js';
 import { BodyBudget } from './http/bodyBudget.js';
 import { ConnectionLimiter, MAX_PENDING_REFUSALS } from './http/connectionLimit.js';
-import type { Logger } from './log.js';
+import { setLogLevel, type Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { openFileLimit } from './platform/openFileLimit.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
@@ -34,6 +34,11 @@ import { createWebhookDispatcher } from './events/host.js';
 import { viewerSecret } from './policy/viewerTokens.js';
 import { Viewer } from './viewer/route.js';
 import { configuredViewerBase } from './operator/messageLinks.js';
+import { DiskGuard } from './platform/diskSpace.js';
+import { setMetricsRecording, startProcessMetrics } from './platform/metrics.js';
+import { Readiness } from './platform/readiness.js';
+import { StorageFigures } from './operator/overview.js';
+import { MetricsExposition } from './operator/stateMetrics.js';
 
 export interface BoundListener {
   name: string;
@@ -52,12 +57,28 @@ export interface RunningPostern {
   pipeline: AcceptPipeline;
   /** Re-reads the SMTP certificate and key (SIGHUP); sessions in progress keep theirs. */
   reloadTls(): void;
+  /**
+   * Applies a newly loaded config (SIGHUP): the sections that can change live (LIVE_SECTIONS)
+   * take effect; the top-level sections that changed otherwise are returned as needing a restart.
+   */
+  reload(next: PosternConfig): ConfigReload;
   close(): Promise<void>;
 }
+
+/** What a reload changed, and what changed but waits for a restart (top-level config keys). */
+export interface ConfigReload {
+  changed: string[];
+  restart_needed: string[];
+}
+
+/** The config's top-level keys SIGHUP applies live (README, "Reloading the config"). */
+const LIVE_SECTIONS: readonly string[] = ['plans', 'default_plan', 'limits', 'rate_limits', 'log'];
 
 /** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
   applyHeapGrowth(config.memory.heap_growth_percent);
+  setMetricsRecording(config.metrics.enabled);
+  if (config.metrics.enabled) startProcessMetrics();
   const db = openDatabase(config.state_dir, logger);
   const spool = new Spool(config.state_dir);
   // Before the index writer starts: the only writes on this connection, while nothing else runs.
@@ -66,9 +87,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // One syncfs per commit group where the addon is built; one fsync per file otherwise.
   const spoolSync = config.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
   logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
-  const indexWriter = new IndexWriter(config.state_dir, limits, logger, spoolSync);
+  const indexWriter = new IndexWriter(config.state_dir, limits, logger, spoolSync, config.metrics.enabled);
   const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
-  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits });
+  // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
+  const disk = config.spool.min_free_bytes === 0 ? null : new DiskGuard(config.state_dir, config.spool.min_free_bytes, logger);
+  disk?.start();
+  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits, disk });
 
   // From here on, the event loop's connection only reads: what it writes (provider feedback,
   // housekeeping) goes over this channel to the index writer thread.
@@ -122,6 +146,18 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
   let tls: TlsMaterial | null = null;
+  const readiness = readinessChecks({ pipeline, indexWriter, disk, servers, smtpServers });
+  const metrics = config.metrics.enabled
+    ? new MetricsExposition({
+        db,
+        now: () => clock.now(),
+        storage: new StorageFigures(db, config.state_dir, METRICS_SPOOL_TTL_MS),
+        disk,
+        throttledAccounts: () => scheduler.throttledAccounts(),
+        smtpSessions: () => smtpServers.reduce((n, s) => n + s.openSessions(), 0),
+        threadSnapshots: async () => [await indexWriter.metrics()],
+      })
+    : null;
   const shutdown = async () => {
     await Promise.all(consoles.map((c) => c.close()));
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
@@ -136,6 +172,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     bookkeeping.close();
     await writers.close();
     await indexWriter.close();
+    disk?.stop();
     db.close();
   };
   try {
@@ -147,7 +184,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {
-            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, throttledUntil: (id) => scheduler.accountThrottledUntil(id),
+            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -161,7 +198,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         port = await listenOn(consoleServer.server, listener.port, listener.host);
         scheme = listener.cert && listener.key ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, viewer }, door);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, viewer, readiness }, door);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
         scheme = 'http';
@@ -195,6 +232,24 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       for (const s of smtpServers) s.updateTls(tls);
       logger.info({ cert: tls.certPath }, 'TLS certificate reloaded');
     },
+    reload(next) {
+      const result: ConfigReload = { changed: [], restart_needed: [] };
+      const current = config as unknown as Record<string, unknown>;
+      const incoming = next as unknown as Record<string, unknown>;
+      for (const key of new Set([...Object.keys(current), ...Object.keys(incoming)])) {
+        if (JSON.stringify(current[key]) === JSON.stringify(incoming[key])) continue;
+        (LIVE_SECTIONS.includes(key) ? result.changed : result.restart_needed).push(key);
+      }
+      if (result.changed.length === 0) return result;
+      // The running config is one object every module reads from: its live sections are replaced
+      // in place. What was copied at start (the limits, the rate-limit windows, the level) is set again.
+      for (const key of result.changed) current[key] = incoming[key];
+      Object.assign(limits, limitSettings(config));
+      indexWriter.updateLimits(limits);
+      admission.updateRateLimits(config.rate_limits);
+      if (result.changed.includes('log')) setLogLevel(logger, process.env.POSTERN_LOG_LEVEL || config.log.level);
+      return result;
+    },
     async close() {
       if (closed) return;
       closed = true;
@@ -208,6 +263,38 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
 function viewerBase(config: PosternConfig, listeners: BoundListener[]): string {
   const door = listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? listeners.find((l) => l.protocol === 'http');
   return config.viewer.base_url ?? door?.url ?? configuredViewerBase(config) ?? '';
+}
+
+/** The spool's size for /metrics is counted (a scan of every message row, in steps) at most this often. */
+const METRICS_SPOOL_TTL_MS = 60_000;
+/** The index writer thread is stalled when it does not answer within this (it answers between groups). */
+const WRITER_ANSWER_MS = 2000;
+
+/**
+ * GET /readyz: the index reads and its writer's last write succeeded, the writer thread answers,
+ * the disk is above its guard, and every listener is bound.
+ */
+function readinessChecks(parts: { pipeline: AcceptPipeline; indexWriter: IndexWriter; disk: DiskGuard | null; servers: Server[]; smtpServers: PosternSmtpServer[] }): Readiness {
+  const { pipeline, indexWriter, disk, servers, smtpServers } = parts;
+  return new Readiness()
+    .add('index_writable', async () => {
+      if (!pipeline.indexAnswers()) return { ok: false, detail: 'the index does not answer a query' };
+      const status = await indexWriter.status(WRITER_ANSWER_MS);
+      if (status?.lastWriteError) return { ok: false, detail: `the last write to the index failed: ${status.lastWriteError}` };
+      return { ok: true };
+    })
+    .add('writer_thread', async () =>
+      (await indexWriter.status(WRITER_ANSWER_MS)) ? { ok: true } : { ok: false, detail: `the index writer thread did not answer within ${WRITER_ANSWER_MS} ms` },
+    )
+    .add('disk', () => {
+      if (!disk) return { ok: true, detail: 'no guard (spool.min_free_bytes: 0)' };
+      const { free_bytes: free, min_free_bytes: min } = disk.state;
+      return disk.low ? { ok: false, detail: `${free} bytes free, below spool.min_free_bytes (${min}): new mail is refused` } : { ok: true };
+    })
+    .add('listeners', () => {
+      const down = servers.filter((s) => !s.listening).length + smtpServers.filter((s) => !s.listening()).length;
+      return down === 0 ? { ok: true } : { ok: false, detail: `${down} listener(s) not accepting connections` };
+    });
 }
 
 /** Listens; resolves with the bound port (port 0 picks one). */

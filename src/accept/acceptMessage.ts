@@ -2,6 +2,8 @@ import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import { domainOf } from '../contract/address.js';
 import { ContractError } from '../contract/errors.js';
+import { DISK_RETRY_AFTER_SECONDS, type DiskGuard } from '../platform/diskSpace.js';
+import { countAccepted } from '../platform/metrics.js';
 import { idempotencyKeyError } from '../contract/validators.js';
 import type { SendAccepted, Status } from '../contract/types.gen.js';
 import { newMessageId } from '../ids.js';
@@ -29,6 +31,8 @@ export interface AcceptDeps {
   clock: Clock;
   logger: Logger;
   limits: LimitSettings;
+  /** The disk guard (spool.min_free_bytes); none: never refused for space. */
+  disk?: DiskGuard | null;
 }
 
 export interface AcceptOptions {
@@ -109,6 +113,15 @@ export class AcceptPipeline {
   }
 
   /**
+   * Refuses new mail while the state directory's free space is below spool.min_free_bytes
+   * (`storage_low`: HTTP 503, SMTP 452 4.3.1). The doors call it before reading a message;
+   * the pipeline again before anything is written.
+   */
+  checkDiskSpace(): void {
+    if (this.deps.disk?.low) throw new ContractError('storage_low', { headers: { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) } });
+  }
+
+  /**
    * Checks the key's format, then runs `attempt` at most once per (project, environment,
    * Idempotency-Key) at a time: a repeat
    * gets the stored 202 body (the first body wins, even if the repeat's body differs or is
@@ -152,6 +165,7 @@ export class AcceptPipeline {
    */
   async acceptReceived(auth: AuthContext, received: ReceivedData, opts: ReceivedOptions): Promise<SendAccepted> {
     const { spool, writers, clock } = this.deps;
+    this.checkDiskSpace();
     const now = clock.now();
     const id = newMessageId(now);
     const relPath = spool.relativePathFor(id, now);
@@ -223,6 +237,7 @@ export class AcceptPipeline {
 
   private async spool(auth: AuthContext, message: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<Spooled> {
     const { clock, logger } = this.deps;
+    this.checkDiskSpace();
     const now = clock.now();
     const id = source.id ?? newMessageId(now);
     const state = initialState(auth, message);
@@ -305,6 +320,7 @@ export class AcceptPipeline {
         if (outcome?.kind === 'stored') {
           const m = unit.record.message;
           logger.debug({ message_id: m.id, project_id: m.project_id, status: m.status, source: m.source, size: m.size_bytes }, 'message accepted');
+          countAccepted(m.source, m.environment);
           return unit.response;
         }
         await spool.removeUnpublished(unit.file).catch(() => undefined);

@@ -12,6 +12,8 @@ export interface Command {
   required?: string[];
   /** Positional arguments (ids) it expects, by name. */
   positionals?: string[];
+  /** With this flag given, no positional argument is expected (`message retry --filter …`, the bulk form). */
+  positionalsUnless?: string;
   run(ctx: OperatorContext, values: Values, positionals: string[]): unknown;
 }
 

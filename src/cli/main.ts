@@ -19,6 +19,8 @@ import { strategyCommands } from './strategy.js';
 import { webhookCommands } from './webhook.js';
 import { auditCommands, operatorCommands, operatorTokenCommands } from './operator.js';
 import { overviewCommands } from './overview.js';
+import { stateCommands } from './backup.js';
+import { queueCommands } from './queue.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -34,6 +36,7 @@ const groups: Record<string, CommandGroup> = {
   'operator token': operatorTokenCommands,
   audit: auditCommands,
   overview: overviewCommands,
+  queue: queueCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
@@ -44,7 +47,7 @@ export const EXIT = { ok: 0, refused: 1, usage: 2, config: 78 } as const;
 class UsageError extends Error {}
 
 function usageText(): string {
-  const lines = ['usage: postern [--config FILE] [--json] COMMAND', '', '  start [--config FILE]'];
+  const lines = ['usage: postern [--config FILE] [--json] COMMAND', '', '  start [--config FILE]', ...Object.values(stateCommands).map((c) => `  ${c.usage}`)];
   for (const [, group] of Object.entries(groups)) for (const cmd of Object.values(group)) lines.push(`  ${cmd.usage}`);
   return lines.join('\n');
 }
@@ -56,7 +59,7 @@ function parseCommand(cmd: Command, args: string[]): { values: Values; positiona
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\nusage: postern ${cmd.usage}`);
   }
-  const expected = cmd.positionals ?? [];
+  const expected = cmd.positionalsUnless !== undefined && parsed.values[cmd.positionalsUnless] !== undefined ? [] : (cmd.positionals ?? []);
   if (parsed.positionals.length !== expected.length) {
     throw new UsageError(`expected ${expected.length ? expected.join(' ') : 'no positional arguments'}\nusage: postern ${cmd.usage}`);
   }
@@ -79,6 +82,14 @@ export async function runCli(argv: string[]): Promise<number> {
     if (groupName === 'start') {
       const { values } = parseCommand({ usage: 'start [--config FILE] [--json]', run: () => undefined }, argv.slice(1));
       return await runStart(resolveConfigPath(values.config as string | undefined), out);
+    }
+    const stateCommand = stateCommands[groupName];
+    if (stateCommand) {
+      // No index is opened here: backup reads the live one itself, restore creates one.
+      const { values } = parseCommand({ ...stateCommand, run: () => undefined }, argv.slice(1));
+      const config = loadConfig(resolveConfigPath(values.config as string | undefined));
+      out.print(await stateCommand.run(config, values, createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn')));
+      return EXIT.ok;
     }
     const group = groups[groupName];
     const cmd = group && verb ? group[verb] : undefined;

@@ -6,7 +6,7 @@ import type { MessageStatus } from '../store/messages.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { configuredViewerBase, durationSeconds, messageLink } from '../operator/messageLinks.js';
 import { viewerSecret } from '../policy/viewerTokens.js';
-import { str, type CommandGroup } from './command.js';
+import { str, strs, type Command, type CommandGroup } from './command.js';
 
 const BULK_ACTIONS: readonly MessageAction[] = ['release', 'cancel', 'retry'];
 
@@ -16,6 +16,37 @@ function statusList(v: string | undefined): MessageStatus[] | undefined {
   const unknown = list.filter((s) => !MESSAGE_STATUSES.includes(s as MessageStatus));
   if (unknown.length > 0) throw new OperatorError('invalid_argument', `--status must be among: ${MESSAGE_STATUSES.join(', ')}`, 'status');
   return list as MessageStatus[];
+}
+
+/** A bulk filter from its parts: projects (none: every project), environment, statuses (comma-separated). */
+function filterTarget(projects: string[], environment: string | undefined, status: string | undefined): BulkTarget {
+  if (environment !== undefined && environment !== 'production' && environment !== 'sandbox') throw new OperatorError('invalid_argument', '--environment must be production or sandbox', 'environment');
+  return { filter: { projectIds: projects.length === 0 ? null : projects, environment: environment as 'production' | 'sandbox' | undefined, statuses: statusList(status) } };
+}
+
+/** `--filter KEY=VALUE` (repeatable): project (repeatable), environment, status (S,…). */
+function parsedFilter(parts: string[]): BulkTarget {
+  const projects: string[] = [];
+  const single: Record<'environment' | 'status', string | undefined> = { environment: undefined, status: undefined };
+  for (const part of parts) {
+    const m = /^(project|environment|status)=(.+)$/.exec(part);
+    if (!m) throw new OperatorError('invalid_argument', `--filter ${part}: expected project=ID, environment=production|sandbox or status=S,…`, 'filter');
+    if (m[1] === 'project') projects.push(m[2]);
+    else if (single[m[1] as 'environment' | 'status'] !== undefined) throw new OperatorError('invalid_argument', `--filter ${m[1]} given twice`, 'filter');
+    else single[m[1] as 'environment' | 'status'] = m[2];
+  }
+  return filterTarget(projects, single.environment, single.status);
+}
+
+/** `message ACTION ID`, or its bulk form `message ACTION --filter …` (the console's bulk rule, operator/bulk.ts). */
+function singleOrBulk(action: MessageAction, one: (ctx: Parameters<Command['run']>[0], id: string) => unknown): Command {
+  return {
+    usage: `message ${action} ID | ${action} --filter KEY=VALUE [--filter …]`,
+    positionals: ['ID'],
+    positionalsUnless: 'filter',
+    options: { filter: { type: 'string', multiple: true } },
+    run: (ctx, v, [id]) => (v.filter !== undefined ? bulkMessageAction(ctx, action, parsedFilter(strs(v.filter)), null) : one(ctx, id)),
+  };
 }
 
 /** Returned by `message show --raw`: the CLI streams the file instead of printing JSON. */
@@ -40,9 +71,9 @@ export const messageCommands: CommandGroup = {
     options: { raw: { type: 'boolean' } },
     run: (ctx, v, [id]) => (v.raw ? new RawFile(messageRawPath(ctx, id)) : messageShow(ctx, id)),
   },
-  release: { usage: 'message release ID', positionals: ['ID'], run: (ctx, _v, [id]) => releaseMessage(ctx, id) },
-  cancel: { usage: 'message cancel ID', positionals: ['ID'], run: (ctx, _v, [id]) => cancelMessage(ctx, id) },
-  retry: { usage: 'message retry ID', positionals: ['ID'], run: (ctx, _v, [id]) => retryMessage(ctx, id) },
+  release: singleOrBulk('release', releaseMessage),
+  cancel: singleOrBulk('cancel', cancelMessage),
+  retry: singleOrBulk('retry', retryMessage),
   link: {
     usage: 'message link ID [--expires 7d]',
     positionals: ['ID'],
@@ -64,14 +95,10 @@ export const messageCommands: CommandGroup = {
     run: (ctx, v) => {
       const action = str(v.action) as MessageAction;
       if (!BULK_ACTIONS.includes(action)) throw new OperatorError('invalid_argument', '--action must be release, cancel or retry', 'action');
-      const environment = str(v.environment);
-      if (environment !== undefined && environment !== 'production' && environment !== 'sandbox') throw new OperatorError('invalid_argument', '--environment must be production or sandbox', 'environment');
       const ids = str(v.ids);
       const project = str(v.project);
       const target: BulkTarget =
-        ids !== undefined
-          ? { ids: ids.split(',').map((s) => s.trim()).filter(Boolean) }
-          : { filter: { projectIds: project === undefined ? null : [project], environment: environment as 'production' | 'sandbox' | undefined, statuses: statusList(str(v.status)) } };
+        ids !== undefined ? { ids: ids.split(',').map((s) => s.trim()).filter(Boolean) } : filterTarget(project === undefined ? [] : [project], str(v.environment), str(v.status));
       return bulkMessageAction(ctx, action, target, null);
     },
   },

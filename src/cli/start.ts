@@ -8,14 +8,25 @@ import type { Output } from './output.js';
 export async function runStart(configPath: string, out: Output): Promise<number> {
   // A bad config throws ConfigError here, before the state directory is touched.
   const config = loadConfig(configPath);
-  const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? config.log.level);
+  const logger = createLogger(process.env.POSTERN_LOG_LEVEL || config.log.level);
   // Handlers first: a supervisor may signal the moment it reads the ready line.
   let signalled: (signal: string) => void = () => undefined;
   const stopRequested = new Promise<string>((resolve) => (signalled = resolve));
   process.once('SIGTERM', () => signalled('SIGTERM'));
   process.once('SIGINT', () => signalled('SIGINT'));
   const running = await startPostern(config, logger, clockFromEnvironment());
+  // SIGHUP (systemctl reload): the config file again, its live sections applied; the TLS pair again.
   process.on('SIGHUP', () => {
+    try {
+      const { changed, restart_needed } = running.reload(loadConfig(configPath));
+      const line = { changed, restart_needed };
+      if (restart_needed.length > 0) logger.warn(line, 'config reloaded; the sections in restart_needed changed but take effect only after a restart');
+      else logger.info(line, 'config reloaded');
+    } catch (err) {
+      logger.error({ err }, 'config reload refused (the file does not load or validate); the running config is kept');
+    }
+    // An operator is watching for the answer: out now, not when the log buffer fills.
+    logger.flush();
     try {
       running.reloadTls();
     } catch (err) {

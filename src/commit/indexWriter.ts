@@ -5,7 +5,8 @@ import type { LimitSettings } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
-import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage } from './indexWriterThread.js';
+import type { MetricsSnapshot } from '../platform/metrics.js';
+import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage, IndexWriterReply, WriterQuestion, WriterStatus } from './indexWriterThread.js';
 
 /**
  * The event loop's side of the index writer thread. Units submitted in one tick travel in one
@@ -13,13 +14,13 @@ import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage } fr
  */
 export class IndexWriter {
   private readonly worker: Worker;
-  private readonly channel: ThreadChannel<CommitResult>;
+  private readonly channel: ThreadChannel<IndexWriterReply>;
   private outbox: CommitUnit[] = [];
   private seq = 0;
   private closed = false;
 
-  constructor(stateDir: string, limits: LimitSettings, logger: Logger, spoolSync: SpoolSync) {
-    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits, spoolSync } satisfies IndexWriterData });
+  constructor(stateDir: string, limits: LimitSettings, logger: Logger, spoolSync: SpoolSync, metrics = true) {
+    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits, spoolSync, metrics } satisfies IndexWriterData });
     this.channel = new ThreadChannel(this.worker, { name: 'index writer' });
     this.worker.on('error', (err) => logger.fatal({ err }, 'index writer thread failed'));
     this.worker.on('exit', (code) => {
@@ -38,7 +39,7 @@ export class IndexWriter {
       const seq = ++this.seq;
       if (this.outbox.length === 0) queueMicrotask(() => this.send());
       this.outbox.push({ seq, file, record });
-      return this.channel.expect(seq).then((committed) => committed.outcome);
+      return this.channel.expect(seq).then((committed) => (committed as Extract<CommitResult, { ok: true }>).outcome);
     });
   }
 
@@ -57,6 +58,50 @@ export class IndexWriter {
     const { port1, port2 } = new MessageChannel();
     this.channel.post({ bookkeepingPort: port2 } satisfies IndexWriterMessage, [port2]);
     return port1;
+  }
+
+  /** New plans and caps (SIGHUP): units submitted from now on are judged by them. */
+  updateLimits(limits: LimitSettings): void {
+    this.flushOutbox();
+    this.channel.post({ limits } satisfies IndexWriterMessage);
+  }
+
+  /** Units of this tick not posted yet go first: they were submitted under the old limits. */
+  private flushOutbox(): void {
+    if (this.outbox.length > 0) this.send();
+  }
+
+  /** The thread's own figures (commit groups, webhook outcomes) for GET /metrics. */
+  async metrics(): Promise<MetricsSnapshot> {
+    const reply = await this.ask('metrics');
+    return 'metrics' in reply ? reply.metrics : [];
+  }
+
+  /**
+   * The thread's status, or null when it does not answer within `timeoutMs` (stalled: a group
+   * or a bookkeeping write that long, or the thread gone). The question waits behind the group
+   * being committed, so it measures the thread's latency too.
+   */
+  async status(timeoutMs: number): Promise<WriterStatus | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
+    try {
+      const reply = await Promise.race([this.ask('status'), late]);
+      return reply && 'status' in reply ? reply.status : null;
+    } catch {
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private ask(question: WriterQuestion['ask']) {
+    if (this.closed) return Promise.reject(new Error('index writer closed'));
+    // Posted alone, not in an array: an array is a batch of acceptance units to the thread.
+    const seq = ++this.seq;
+    const reply = this.channel.expect(seq);
+    this.channel.post({ seq, ask: question } satisfies IndexWriterMessage);
+    return reply;
   }
 
   /** Waits for every submitted unit, then stops the thread. */

@@ -16,6 +16,7 @@ import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from 
 import { openDatabase, setDurability } from '../store/db.js';
 import { applyBookkeeping, committedDurably, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
+import { countWebhookOutcome, metricsSnapshot, observeCommitGroup, setMetricsRecording, type MetricsSnapshot } from '../platform/metrics.js';
 
 export interface CommitUnit {
   seq: number;
@@ -27,12 +28,30 @@ export interface IndexWriterData {
   stateDir: string;
   limits: LimitSettings;
   spoolSync: SpoolSync;
+  /** Whether to record figures for /metrics (metrics.enabled). */
+  metrics: boolean;
 }
 
 export type CommitResult = { seq: number; ok: true; outcome: AcceptanceOutcome } | { seq: number; ok: false; error: string };
 
+/** What the thread says of itself when asked (GET /readyz): the error of its last write, if that write failed. */
+export interface WriterStatus {
+  lastWriteError: string | null;
+}
+
+/** A question from the event loop, answered between groups: this thread's figures (GET /metrics) or its status (GET /readyz). */
+export type WriterQuestion = { seq: number; ask: 'metrics' } | { seq: number; ask: 'status' };
+
+export type WriterAnswer = { seq: number; ok: true; metrics: MetricsSnapshot } | { seq: number; ok: true; status: WriterStatus };
+
+/** Everything the thread posts to the event loop. */
+export type IndexWriterReply = CommitResult | WriterAnswer;
+
 const MAX_BATCH = 512;
-const { stateDir, limits, spoolSync } = workerData as IndexWriterData;
+const { stateDir, spoolSync, metrics } = workerData as IndexWriterData;
+/** Plans and caps; replaced when the config is reloaded (SIGHUP). */
+let limits = (workerData as IndexWriterData).limits;
+setMetricsRecording(metrics);
 const syncFilesystem = spoolSync === 'syncfs' ? loadSyncFilesystem() : null;
 const db = openDatabase(stateDir, silentLogger(), { migrate: false });
 const runUnit = db.transaction((record: AcceptanceRecord) => recordAcceptance(db, record, limits));
@@ -42,6 +61,8 @@ const bookkeeping: { port: MessagePort; request: BookkeepingRequest }[] = [];
 /** Per channel, acceptance units committed since its last write: the dispatcher writes less often while they flow. */
 const acceptedSince = new Map<MessagePort, number>();
 let scheduled = false;
+/** The last write's error (an acceptance group's or a bookkeeping transaction's); null once one succeeds. */
+let lastWriteError: string | null = null;
 
 function schedule(): void {
   if (scheduled) return;
@@ -70,8 +91,13 @@ function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Bookk
   acceptedSince.set(port, 0);
   if (!committedDurably(request)) setDurability(db, 'at-least-once');
   try {
-    return { seq: request.seq, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
+    const reply: BookkeepingReply = { seq: request.seq, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
+    lastWriteError = null;
+    if (request.kind === 'webhooks') for (const o of request.work.outcomes) countWebhookOutcome(o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed');
+    return reply;
   } catch (err) {
+    // An SQLite or filesystem error (it has a code) says the index is not writable; a refusal of the work itself does not.
+    if ((err as { code?: unknown }).code !== undefined) lastWriteError = (err as Error).message;
     return { seq: request.seq, ok: false, error: (err as Error).message };
   } finally {
     setDurability(db, 'full');
@@ -79,6 +105,7 @@ function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Bookk
 }
 
 function commit(units: CommitUnit[]): CommitResult[] {
+  const started = performance.now();
   const published = publishSpoolFiles(units.map((u) => u.file), syncFilesystem);
   const unpublished: CommitResult[] = [];
   const batch: CommitUnit[] = [];
@@ -87,7 +114,10 @@ function commit(units: CommitUnit[]): CommitResult[] {
     if (err) unpublished.push({ seq: unit.seq, ok: false, error: `spool file not made durable: ${err.message}` });
     else batch.push(unit);
   });
-  if (batch.length === 0) return unpublished;
+  if (batch.length === 0) {
+    lastWriteError = unpublished[0]?.ok === false ? unpublished[0].error : lastWriteError;
+    return unpublished;
+  }
   const results: CommitResult[] = [...unpublished];
   try {
     db.transaction(() => {
@@ -101,18 +131,38 @@ function commit(units: CommitUnit[]): CommitResult[] {
       }
     }).immediate();
   } catch (err) {
+    lastWriteError = `commit failed: ${(err as Error).message}`;
     return [...unpublished, ...batch.map((u): CommitResult => ({ seq: u.seq, ok: false, error: `commit failed: ${(err as Error).message}` }))];
   }
+  lastWriteError = null;
+  observeCommitGroup(units.length, (performance.now() - started) / 1000);
   return results;
 }
 
-/** From the event loop: a batch of acceptance units, or a new bookkeeping channel's port. */
-export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort };
+/** From the event loop: a batch of acceptance units, a new bookkeeping channel's port, a question, or new limits (SIGHUP). */
+export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort } | WriterQuestion | { limits: LimitSettings };
+
+function answer(question: WriterQuestion): void {
+  if (question.ask === 'status') {
+    parentPort!.postMessage([{ seq: question.seq, ok: true, status: { lastWriteError } } satisfies WriterAnswer]);
+    return;
+  }
+  void metricsSnapshot().then((snapshot) => parentPort!.postMessage([{ seq: question.seq, ok: true, metrics: snapshot } satisfies WriterAnswer]));
+}
 
 parentPort!.on('message', (message: IndexWriterMessage) => {
   if (Array.isArray(message)) {
     queue.push(...message);
     schedule();
+    return;
+  }
+  if ('ask' in message) {
+    answer(message);
+    return;
+  }
+  if ('limits' in message) {
+    // Units that arrive after this message are judged by the new limits.
+    limits = message.limits;
     return;
   }
   const port = message.bookkeepingPort;

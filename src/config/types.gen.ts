@@ -100,6 +100,10 @@ writer_threads: number
  * How each commit group's spool files are flushed before their index rows commit: auto = renamed into place, then one syncfs(2) for the group where the native addon is built (Linux), else fsync per file before its rename; fsync = always one fsync per file (for filesystems where a whole-filesystem flush is costly, e.g. shared with other busy writers).
  */
 sync: ("auto" | "fsync")
+/**
+ * The disk guard: while the state directory's filesystem has less free space than this, new mail is refused before the disk is actually full (HTTP 503 storage_low with Retry-After, SMTP 452 4.3.1); delivery, webhooks and the console keep working, and acceptance resumes by itself within a second of space returning. null (the default): 5 % of the filesystem, at most 1 GiB. 0 turns the guard off.
+ */
+min_free_bytes: (number | null)
 }
 /**
  * How the JavaScript heap (V8) of the server process and its threads grows. Applied at start, to the whole process.
@@ -317,6 +321,16 @@ policy: {
  * false turns off rate limits, plans, quotas and project policy. For benchmarks only.
  */
 enabled: boolean
+}
+metrics: {
+/**
+ * Serve Prometheus metrics at GET /metrics on the console listeners, and record them (README, "Metrics"). false: nothing is recorded and /metrics answers 404.
+ */
+enabled: boolean
+/**
+ * When set, GET /metrics needs "Authorization: Bearer <token>" (401 otherwise). null: no token (the console listener listens on 127.0.0.1 by default).
+ */
+token: (string | null)
 }
 log: {
 level: ("fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent")

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -12,6 +13,9 @@ import { readJsonBody } from '../http/jsonBody.js';
 import { ClientGone } from '../http/requestBody.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
+import { countHttpRequest } from '../platform/metrics.js';
+import type { Readiness } from '../platform/readiness.js';
+import { METRICS_TEXT_TYPE, type MetricsExposition } from '../operator/stateMetrics.js';
 import { ActivityTail } from '../operator/activity.js';
 import { BulkReader } from '../operator/bulkReader.js';
 import type { OperatorContext, OperatorWriter } from '../operator/context.js';
@@ -44,6 +48,10 @@ export interface ConsoleDeps {
   viewerLinks: HandlerDeps['viewerLinks'];
   /** The send API's addresses, for the web app's examples. */
   doors?: () => { production: string | null; sandbox: string | null };
+  /** GET /metrics (null: metrics.enabled is false, and the path is not found). */
+  metrics?: MetricsExposition | null;
+  /** GET /readyz. */
+  readiness?: Readiness;
 }
 
 export interface ConsoleServer {
@@ -76,7 +84,21 @@ function contractErrorOf(err: OperatorError): ContractError {
   return ContractError.validation([{ field, code: `${field.split('.')[0]}:${err.reason}` }], err.message);
 }
 
-/** One console listener: the console API under /console/api/v1 (and, later, the web app). */
+/** The route a console request is counted under (postern_http_requests_total): never an id. */
+function consoleRoute(path: string): string {
+  if (path === '/metrics' || path === '/readyz') return path;
+  return path.startsWith('/console/api/') ? '/console/api' : 'other';
+}
+
+/** Whether `header` is "Bearer <token>" (compared in constant time). */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (.+)$/.exec(header ?? '')?.[1];
+  if (given === undefined) return false;
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(given), digest(token));
+}
+
+/** One console listener: the console API under /console/api/v1 (and, later, the web app); GET /metrics and GET /readyz. */
 export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
   const { db, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
@@ -164,6 +186,33 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   }
 
   const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
+  /** GET /metrics: the Prometheus exposition, behind `metrics.token` when one is set. */
+  async function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: MetricsExposition): Promise<void> {
+    const token = config.metrics.token;
+    if (token !== null && !bearerMatches(req.headers.authorization, token)) {
+      return sendError(res, new ContractError('unauthenticated', { message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).' }), { 'WWW-Authenticate': 'Bearer' });
+    }
+    const text = await metrics.text();
+    res.writeHead(200, { 'Content-Type': METRICS_TEXT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  /** Paths outside the console API: /metrics and /readyz (GET only); false when the path is the API's. */
+  function serveOperations(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    const metrics = path === '/metrics' ? deps.metrics : null;
+    const readiness = path === '/readyz' ? deps.readiness : null;
+    if (!metrics && !readiness) return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendError(res, new ContractError('method_not_allowed'), { Allow: 'GET' });
+      return true;
+    }
+    const served = metrics
+      ? serveMetrics(req, res, metrics)
+      : readiness!.report().then((report) => sendJson(res, report.status === 'ready' ? 200 : 503, report));
+    served.catch((err: unknown) => fail(res, err));
+    return true;
+  }
+
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
     // Operator data: never cached, never sniffed, never framed, no referrer; the web app's files set their own CSP.
@@ -173,10 +222,12 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     res.setHeader('Content-Security-Policy', API_POLICY);
     res.once('close', () => {
       const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
+      if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path ?? ''), res.statusCode);
       if (res.writableFinished) log.info(line, 'console request');
       else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
     if (deps.connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
+    if (serveOperations(req, res, req.url?.split('?')[0] ?? '/')) return;
     if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
   };

@@ -59,6 +59,7 @@ export const errorCatalogue = {
   rate_limited: { status: 429, type: 'rate_limit_error', message: 'Too many requests; retry after the number of seconds in Retry-After.' },
   daily_send_cap_exceeded: { status: 429, type: 'rate_limit_error', message: "The plan's daily send ceiling is reached; it resets at 00:00 UTC." },
   server_error: { status: 500, type: 'api_error', message: 'The message could not be stored; nothing was accepted. Retry with the same Idempotency-Key.' },
+  storage_low: { status: 503, type: 'api_error', message: 'The server is low on disk space and accepts no new mail until space is freed; nothing was accepted. Retry after the number of seconds in Retry-After.' },
   server_busy: { status: 503, type: 'api_error', message: 'The server is at its connection or memory limit; nothing was accepted. Retry after the number of seconds in Retry-After.' },
   // Provider feedback endpoints (not customer-facing; see the README's provider feedback section).
   'feedback:unauthenticated': { status: 401, type: 'authentication_error', message: 'The notification is not authenticated for this provider account.' },

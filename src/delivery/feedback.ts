@@ -1,4 +1,5 @@
 import { applyFeedbackBookkeeping, type FeedbackBookkeeping, type FeedbackBookkeepingResult, type FeedbackTally } from '../commit/feedbackBookkeeping.js';
+import { countFeedback } from '../platform/metrics.js';
 import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import { ContractError } from '../contract/errors.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
@@ -39,7 +40,7 @@ export class FeedbackIntake {
    */
   async apply(account: ProviderAccount, items: FeedbackItem[], now: number, logger: Logger, onceKeys: string[] = []): Promise<FeedbackTally> {
     const { result } = await this.bookkeeping.write('feedback', feedbackWork(account, items, now, onceKeys));
-    return settled(result, account, logger);
+    return settled(result, account, items, logger);
   }
 }
 
@@ -51,15 +52,16 @@ export function applyFeedback(db: Db, account: ProviderAccount, items: FeedbackI
   const work = feedbackWork(account, items, now, onceKeys);
   // IMMEDIATE: it reads before it writes, and a deferred transaction whose snapshot another
   // connection has committed past fails at once with SQLITE_BUSY instead of waiting.
-  return settled(db.transaction(() => applyFeedbackBookkeeping(db, work)).immediate(), account, logger);
+  return settled(db.transaction(() => applyFeedbackBookkeeping(db, work)).immediate(), account, items, logger);
 }
 
 function feedbackWork(account: ProviderAccount, items: FeedbackItem[], now: number, onceKeys: string[]): FeedbackBookkeeping {
   return { account: { id: account.id, project_id: account.project_id, slug: account.slug }, items, now, onceKeys };
 }
 
-function settled(result: FeedbackBookkeepingResult, account: ProviderAccount, logger: Logger): FeedbackTally {
+function settled(result: FeedbackBookkeepingResult, account: ProviderAccount, items: FeedbackItem[], logger: Logger): FeedbackTally {
   if (result.replayed) throw new ContractError('feedback:replayed');
+  for (const item of items) countFeedback(item.kind);
   for (const item of result.unknownItems) {
     // Acknowledged (providers retry otherwise) without a receipt: it may still apply later.
     logger.warn(

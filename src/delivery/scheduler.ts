@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { countHandoff } from '../platform/metrics.js';
 import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
@@ -103,6 +104,14 @@ export class DeliveryScheduler {
   }
 
   /** Until when a provider throttled this account (null: it is not resting); the console's overview shows it. */
+  /** Provider accounts the scheduler rests now, because their provider asked it to wait (postern_provider_accounts_throttled). */
+  throttledAccounts(): number {
+    const now = this.deps.clock.now();
+    let n = 0;
+    for (const until of this.throttledUntil.values()) if (until > now) n++;
+    return n;
+  }
+
   accountThrottledUntil(accountId: string): number | null {
     return this.throttledUntil.get(accountId) ?? null;
   }
@@ -295,11 +304,13 @@ export class DeliveryScheduler {
         continue;
       } else {
         await this.slots.acquire(account.id);
+        const handOffStarted = performance.now();
         try {
           result = await adapter.send(job, account);
         } finally {
           this.slots.release(account.id);
         }
+        countHandoff(account.slug, result.kind, (performance.now() - handOffStarted) / 1000);
       }
       const finished = clock.now();
       if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {

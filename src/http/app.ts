@@ -10,6 +10,8 @@ import { ContractError } from '../contract/errors.js';
 import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
 import type { FeedbackIntake } from '../delivery/feedback.js';
 import { maskSecrets, type Logger } from '../log.js';
+import { countHttpRequest, countRefusal } from '../platform/metrics.js';
+import type { Readiness } from '../platform/readiness.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
 import type { BodyBudget } from './bodyBudget.js';
@@ -32,6 +34,8 @@ export interface HttpDeps {
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
   bodies: BodyBudget;
+  /** GET /readyz (none: answers 200 when the index answers, as /healthz). */
+  readiness?: Readiness;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -47,7 +51,14 @@ export function timeoutCheckInterval(config: PosternConfig['http']): number {
 }
 
 /** Paths that hold no secret, logged as they are (the masking is six regular expressions). */
-const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/openapi.json']);
+const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json']);
+
+/** The route a request path is counted under (postern_http_requests_total): never a path with an id or a secret in it. */
+export function routeLabel(path: string): string {
+  if (PLAIN_PATHS.has(path)) return path;
+  if (path.startsWith('/v1/feedback/')) return '/v1/feedback';
+  return 'other';
+}
 
 /** The request path as logged: no query string, and the URL secret of a feedback endpoint masked. */
 export function loggedPath(url: string | undefined): string {
@@ -74,6 +85,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
         // Refused before its body was read: close rather than read a body nobody will use.
         const close: Record<string, string> = req.complete ? {} : { Connection: 'close' };
         if (err instanceof ContractError) {
+          countRefusal('http', err.code);
           sendError(res, err, close);
         } else {
           log.error({ err }, 'unhandled error in request');
@@ -92,6 +104,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
 
   const send: Handler = async (req, res) => {
     const context = admit(req, 'send');
+    pipeline.checkDiskSpace();
     const idempotencyKey = headerValue(req, 'idempotency-key');
     const accepted = await pipeline.idempotent(context, idempotencyKey, async () =>
       pipeline.accept(context, await readMessage(req, res), { source: 'http', idempotencyKey }),
@@ -101,10 +114,12 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
 
   const sendBatch: Handler = async (req, res) => {
     const context = admit(req, 'batch');
+    pipeline.checkDiskSpace();
     const body = await readJsonBody(req, res, { limit: config.http.max_batch_body_bytes, budget: bodies, envelope: 'batch' });
     const envelope = validateBatchEnvelope(body.value);
     if (!envelope.ok) throw ContractError.validation(envelope.details);
     const data = await acceptBatch(pipeline, context, envelope.value.messages, clock, { undecodable: body.undecodable });
+    for (const item of data) if ('error' in item) countRefusal('http', item.error.code);
     sendJson(res, 207, { data });
   };
 
@@ -125,6 +140,16 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .get('/healthz', (_req, res) => {
       const ok = pipeline.indexAnswers();
       sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment });
+    })
+    .get('/readyz', (_req, res) => {
+      if (!deps.readiness) {
+        const ok = pipeline.indexAnswers();
+        return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', failing: ok ? [] : ['index'], checks: { index: { ok } } });
+      }
+      deps.readiness.report().then(
+        (report) => sendJson(res, report.status === 'ready' ? 200 : 503, report),
+        () => sendJson(res, 503, { status: 'not_ready', failing: ['readiness'], checks: {} }),
+      );
     })
     .get('/openapi.json', (_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(openapiBody) });
@@ -150,10 +175,14 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       // One line per request; a request whose client went away before its answer is `aborted`.
       res.once('close', () => {
         const line = { method: req.method, path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
+        if (res.writableFinished) countHttpRequest('send', routeLabel(path), res.statusCode);
         if (res.writableFinished) log.info(line, 'request');
         else log.info({ ...line, status: null, aborted: true }, 'request aborted by the client');
       });
-      if (connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
+      if (connections.isRefused(req.socket)) {
+        countRefusal('http', OVER_CONNECTION_CAP.code);
+        return sendError(res, OVER_CONNECTION_CAP);
+      }
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
   );

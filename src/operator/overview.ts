@@ -1,5 +1,5 @@
 import { statfs } from 'node:fs/promises';
-import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedBytesBetween, troubledWebhookEndpoints } from '../store/activity.js';
+import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedFilesBetween, troubledWebhookEndpoints } from '../store/activity.js';
 import type { Db } from '../store/db.js';
 import { LIVE_STATUSES } from '../store/messages.js';
 import type { ActivityTail } from './activity.js';
@@ -7,28 +7,35 @@ import { iso, type OperatorContext } from './context.js';
 
 /** Rows summed per step of the spool-size scan; the event loop gets a turn between steps. */
 const SCAN_STEP = 50_000;
-/** How long a spool-size figure is reused before it is counted again. */
+/** How long a spool-size figure is reused before it is counted again (the overview's). */
 const STORAGE_TTL_MS = 5 * 60_000;
 
 /**
- * The bytes of stored MIME the index accounts for (every message's size), counted in steps
- * along the rowid and kept for STORAGE_TTL_MS; and the free space of the state directory's
+ * The stored MIME the index accounts for (every message's file and size), counted in steps
+ * along the rowid and kept for `ttlMs`; and the free space of the state directory's
  * filesystem (statfs).
  */
 export class StorageFigures {
-  private cached: { at: number; bytes: number } | null = null;
-  private counting: Promise<number> | null = null;
+  private cached: { at: number; bytes: number; files: number } | null = null;
+  private counting: Promise<{ bytes: number; files: number }> | null = null;
 
   constructor(
     private readonly db: Db,
     private readonly stateDir: string,
+    private readonly ttlMs = STORAGE_TTL_MS,
   ) {}
 
-  async figures(now: number): Promise<{ spool_bytes: number; spool_counted_at: string; disk_free_bytes: number | null; disk_total_bytes: number | null }> {
-    if (!this.cached || now - this.cached.at > STORAGE_TTL_MS) {
+  /** The spool's files and bytes, counted at most every `ttlMs`. */
+  async spool(now: number): Promise<{ at: number; bytes: number; files: number }> {
+    if (!this.cached || now - this.cached.at > this.ttlMs) {
       this.counting ??= this.count().finally(() => (this.counting = null));
-      this.cached = { at: now, bytes: await this.counting };
+      this.cached = { at: now, ...(await this.counting) };
     }
+    return this.cached;
+  }
+
+  async figures(now: number): Promise<{ spool_bytes: number; spool_counted_at: string; disk_free_bytes: number | null; disk_total_bytes: number | null }> {
+    const spool = await this.spool(now);
     let free: number | null = null;
     let total: number | null = null;
     try {
@@ -38,17 +45,19 @@ export class StorageFigures {
     } catch {
       // Not every platform reports it.
     }
-    return { spool_bytes: this.cached.bytes, spool_counted_at: new Date(this.cached.at).toISOString(), disk_free_bytes: free, disk_total_bytes: total };
+    return { spool_bytes: spool.bytes, spool_counted_at: new Date(spool.at).toISOString(), disk_free_bytes: free, disk_total_bytes: total };
   }
 
-  private async count(): Promise<number> {
+  private async count(): Promise<{ bytes: number; files: number }> {
     const last = maxMessageRowid(this.db);
-    let bytes = 0;
+    const total = { bytes: 0, files: 0 };
     for (let from = 0; from < last; from += SCAN_STEP) {
-      bytes += storedBytesBetween(this.db, from, from + SCAN_STEP);
+      const step = storedFilesBetween(this.db, from, from + SCAN_STEP);
+      total.bytes += step.bytes;
+      total.files += step.files;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    return bytes;
+    return total;
   }
 }
 

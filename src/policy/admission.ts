@@ -23,8 +23,8 @@ function rateLimited(waitMs: number): ContractError {
  * NAT, a shared host). A bad key costs one hash and one indexed lookup either way.
  */
 export class Admission {
-  private readonly unauthenticated: SlidingWindowLimiter;
-  private readonly perKey: Record<Route, SlidingWindowLimiter>;
+  private unauthenticated: SlidingWindowLimiter;
+  private perKey: Record<Route, SlidingWindowLimiter>;
   private readonly enforce: boolean;
 
   constructor(
@@ -34,13 +34,21 @@ export class Admission {
     /** Told of every key that authenticates a request (its "last used", kept by operator/keyUse.ts). */
     private readonly onKeyUsed: (keyId: string) => void = () => undefined,
   ) {
-    const windowMs = config.rate_limits.window_seconds * 1000;
     this.enforce = config.policy.enabled;
-    this.unauthenticated = new SlidingWindowLimiter(config.rate_limits.unauthenticated_per_ip, windowMs, clock);
-    this.perKey = {
-      send: new SlidingWindowLimiter(config.rate_limits.send_per_key, windowMs, clock),
-      batch: new SlidingWindowLimiter(config.rate_limits.batch_per_key, windowMs, clock),
-    };
+    [this.unauthenticated, this.perKey] = Admission.limiters(config.rate_limits, clock);
+  }
+
+  private static limiters(limits: PosternConfig['rate_limits'], clock: Clock): [SlidingWindowLimiter, Record<Route, SlidingWindowLimiter>] {
+    const windowMs = limits.window_seconds * 1000;
+    return [
+      new SlidingWindowLimiter(limits.unauthenticated_per_ip, windowMs, clock),
+      { send: new SlidingWindowLimiter(limits.send_per_key, windowMs, clock), batch: new SlidingWindowLimiter(limits.batch_per_key, windowMs, clock) },
+    ];
+  }
+
+  /** New rate limits (SIGHUP): every window starts afresh under them. */
+  updateRateLimits(limits: PosternConfig['rate_limits']): void {
+    [this.unauthenticated, this.perKey] = Admission.limiters(limits, this.clock);
   }
 
   /** An HTTP request: its bearer key, then its route's window. */

@@ -22,11 +22,13 @@ export function smtpError(code: number, text: string): SmtpReplyError {
  *   sender_domain:limit_reached                   553 5.1.3
  *   other policy and validation 422s              554 5.6.0
  *   server_error                                  451 4.3.0  (nothing was stored; retry)
+ *   storage_low                                   452 4.3.1  (the disk guard: retry later)
  */
 export function replyFor(err: ContractError): SmtpReplyError {
   const retry = err.headers?.['Retry-After'];
   const details = err.details ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]` : '';
   const text = `${err.code}: ${err.message}${details}${retry ? ` Retry in ${retry} seconds.` : ''}`;
+  if (err.code === 'storage_low') return smtpError(452, text);
   switch (err.type) {
     case 'authentication_error':
       return smtpError(535, text);

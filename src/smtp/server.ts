@@ -12,6 +12,7 @@ import type { Admission } from '../policy/admission.js';
 import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import type { TlsMaterial } from './certificates.js';
 import { readWholeUpTo } from './dataPayload.js';
+import { countRefusal } from '../platform/metrics.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
@@ -65,6 +66,10 @@ export interface PosternSmtpServer {
   listen(): Promise<number>;
   close(): Promise<void>;
   updateTls(tls: TlsMaterial): void;
+  /** SMTP sessions open now (postern_smtp_sessions_open). */
+  openSessions(): number;
+  /** Whether the listener is bound and accepting (GET /readyz). */
+  listening(): boolean;
 }
 
 /**
@@ -81,6 +86,11 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
   const sessions = new Map<string, SessionState>();
   const perIp = new Map<string, number>();
   let closing = false;
+  /** A refusal as an SMTP reply, counted by its contract code (postern_refusals_total). */
+  const refusal = (err: unknown) => {
+    if (err instanceof ContractError) countRefusal('smtp', err.code);
+    return replyForUnknown(err);
+  };
 
   const connectionOf = (session: SMTPServerSession): LiveConnection | undefined => {
     for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) if (c.session === session) return c;
@@ -164,7 +174,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         context = admission.authenticateClient(state.ip, key, environment);
       } catch (err) {
         state.authFailures++;
-        const reply = replyForUnknown(err);
+        const reply = refusal(err);
         if (state.authFailures >= limits.auth_failures_before_disconnect) {
           callback(reply);
           drop(session, 'Too many failed authentication attempts');
@@ -196,8 +206,10 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         const context = admission.reauthenticate(state.key, environment);
         session.user = context as unknown as string;
         admission.takeRequest(context, 'send');
+        // Low on disk: refused before the client uploads the message (452 4.3.1).
+        pipeline.checkDiskSpace();
       } catch (err) {
-        return callback(replyForUnknown(err));
+        return callback(refusal(err));
       }
       callback();
     },
@@ -213,7 +225,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
           // Whatever is still to come is read and dropped here (smtp-server answers at its end).
           stream.unpipe();
           stream.resume();
-          callback(replyForUnknown(err));
+          callback(refusal(err));
         });
     },
   });
@@ -275,5 +287,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         server.close(() => resolve());
       }),
     updateTls: (material) => server.updateSecureContext({ key: material.key, cert: material.cert }),
+    openSessions: () => sessions.size,
+    listening: () => server.server.listening,
   };
 }

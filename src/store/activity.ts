@@ -97,9 +97,19 @@ export function oldestQueuedMessage(db: Db, projectIds: readonly string[] | null
   return rows[0];
 }
 
-/** Stored MIME bytes of the messages with rowid in (fromRowid, toRowid]: a bounded step of a scan. */
-export function storedBytesBetween(db: Db, fromRowid: number, toRowid: number): number {
-  return (sql(db, 'SELECT COALESCE(SUM(size_bytes), 0) FROM messages WHERE rowid > ? AND rowid <= ?').pluck().get(fromRowid, toRowid) as number) ?? 0;
+/** Stored MIME files and their bytes, of the messages with rowid in (fromRowid, toRowid]: a bounded step of a scan. */
+export function storedFilesBetween(db: Db, fromRowid: number, toRowid: number): { files: number; bytes: number } {
+  return sql(db, 'SELECT COUNT(*) AS files, COALESCE(SUM(size_bytes), 0) AS bytes FROM messages WHERE rowid > ? AND rowid <= ?').get(fromRowid, toRowid) as { files: number; bytes: number };
+}
+
+/** Messages by status, every status (finished ones too): a walk of the status index, no table read. */
+export function messageCountsByStatus(db: Db): { status: string; count: number }[] {
+  return sql(db, 'SELECT status, COUNT(*) AS count FROM messages INDEXED BY messages_status_due GROUP BY status').all() as { status: string; count: number }[];
+}
+
+/** Webhook deliveries waiting (pending: due, or on the retry ladder): a count over the partial index of pending rows. */
+export function pendingWebhookDeliveries(db: Db): number {
+  return sql(db, "SELECT COUNT(*) FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE status = 'pending'").pluck().get() as number;
 }
 
 export function maxMessageRowid(db: Db): number {
@@ -121,5 +131,26 @@ export function attachedProviderAccounts(db: Db): { id: string; project_id: stri
     project_id: string;
     slug: string;
     priority: number;
+  }[];
+}
+
+/** The age buckets of `queue summary` (minutes; qshape's): 0–5, 5–10, 10–20, 20–40, 40–80, 80–160, over 160. */
+export const AGE_BUCKET_MINUTES = [5, 10, 20, 40, 80, 160] as const;
+
+/** Live messages by status and age bucket (index into AGE_BUCKET_MINUTES; its length: older than the last). */
+export function liveMessageAges(db: Db, now: number): { status: MessageStatus; bucket: number; count: number }[] {
+  const cases = AGE_BUCKET_MINUTES.map((m, i) => `WHEN @now - created_at < ${m * 60_000} THEN ${i}`).join(' ');
+  return sql(
+    db,
+    `SELECT status, CASE ${cases} ELSE ${AGE_BUCKET_MINUTES.length} END AS bucket, COUNT(*) AS count FROM messages WHERE status IN (${LIVE_STATUSES.map((s) => `'${s}'`).join(', ')}) GROUP BY status, bucket`,
+  ).all({ now }) as { status: MessageStatus; bucket: number; count: number }[];
+}
+
+/** Messages handed to a provider, by the provider that took them (or last refused them) and status. */
+export function messagesByProvider(db: Db): { provider: string; status: MessageStatus; count: number }[] {
+  return sql(db, 'SELECT provider_slug AS provider, status, COUNT(*) AS count FROM messages WHERE provider_slug IS NOT NULL GROUP BY provider_slug, status ORDER BY provider_slug').all() as {
+    provider: string;
+    status: MessageStatus;
+    count: number;
   }[];
 }

@@ -6,19 +6,17 @@
  * are accepted again.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { SendMailOptions } from 'nodemailer';
 import { readMessageRows } from '../support/assertions.js';
 import { createProjectWithKeys, spawnPostern, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { sleep, withClosedIndex } from '../support/processes.js';
+import { fill, isRoot, mountSmallDisk, NEEDS_ROOT } from '../support/smallDisk.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
-const isRoot = process.getuid?.() === 0;
 
 /** The server's last reply to a message, accepted or not. */
 async function send(port: number, key: string, extra: SendMailOptions = {}): Promise<string> {
@@ -34,32 +32,14 @@ async function send(port: number, key: string, extra: SendMailOptions = {}): Pro
   }
 }
 
-/** Writes files into `dir` until the filesystem refuses (ENOSPC); returns them. */
-function fill(dir: string): string[] {
-  const files: string[] = [];
-  for (const size of [64 * 1024, 512]) {
-    const file = path.join(dir, `filler-${size}`);
-    files.push(file);
-    const fd = openSync(file, 'w');
-    const block = Buffer.alloc(size, 0x61);
-    try {
-      for (;;) writeSync(fd, block);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return files;
-}
-
 interface LogLine {
   time: string;
   level: string;
   msg: string;
 }
 
-describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip: isRoot ? false : 'needs root to mount a small tmpfs for the state directory' }, () => {
+describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip: isRoot ? false : NEEDS_ROOT }, () => {
+  let disk: ReturnType<typeof mountSmallDisk> | null = null;
   let mount = '';
   let stateDir = '';
   let server: SpawnedPostern;
@@ -67,23 +47,21 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
   let port = 0;
 
   before(() => {
-    mount = mkdtempSync(path.join(tmpdir(), 'postern-disk-full-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0700', 'tmpfs', mount]);
+    disk = mountSmallDisk('postern-disk-full-', 16);
+    mount = disk.mount;
     stateDir = path.join(mount, 'state');
   });
 
   after(async () => {
     if (server && server.child.exitCode === null && server.child.signalCode === null) await server.kill();
-    if (mount) {
-      execFileSync('umount', [mount]);
-      rmSync(mount, { recursive: true, force: true });
-    }
+    disk?.unmount();
   });
 
   test('every SMTP path answers 451 4.3.0 at once and keeps nothing, the webhook dispatcher logs its failing writes once, and sending works again once space is back', async () => {
     keys = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'disk full', 'pro'));
     const configFile = path.join(mount, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false } }));
+    // No disk guard here (it would refuse first, with 452): this test is about the disk actually full.
+    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, spool: { min_free_bytes: 0 } }));
     server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile });
     const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
     assert.ok(listener);

@@ -1,0 +1,7 @@
+import { queueSummary, queueSummaryTable } from '../operator/queue.js';
+import { TextOutput, type CommandGroup } from './command.js';
+
+export const queueCommands: CommandGroup = {
+  // A table for people (qshape's layout); one JSON object with --json.
+  summary: { usage: 'queue summary [--json]', run: (ctx, v) => (v.json ? queueSummary(ctx) : new TextOutput(queueSummaryTable(queueSummary(ctx)))) },
+};

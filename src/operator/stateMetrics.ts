@@ -1,0 +1,70 @@
+import client, { type Registry } from 'prom-client';
+import { messageCountsByStatus, oldestQueuedMessage, pendingWebhookDeliveries } from '../store/activity.js';
+import type { Db } from '../store/db.js';
+import type { DiskGuard } from '../platform/diskSpace.js';
+import { mergedMetrics, metricsSnapshot, type MetricsSnapshot } from '../platform/metrics.js';
+import { MESSAGE_STATUSES } from './messages.js';
+import type { StorageFigures } from './overview.js';
+
+export interface StateMetricSources {
+  db: Db;
+  now(): number;
+  storage: StorageFigures;
+  disk: DiskGuard | null;
+  /** The delivery scheduler's throttled accounts (none without a scheduler). */
+  throttledAccounts(): number;
+  /** SMTP sessions open across the SMTP listeners. */
+  smtpSessions(): number;
+  /** The worker threads' own registries (the index writer's). */
+  threadSnapshots(): Promise<MetricsSnapshot[]>;
+}
+
+/**
+ * GET /metrics: the counters and histograms recorded as things happen (platform/metrics.ts, on
+ * the event loop and the index writer thread) merged with the state read now, from the index
+ * (read-only queries over existing indexes), the disk guard and the doors. The spool's size is
+ * a scan of every message row, counted in steps and reused for up to a minute (StorageFigures).
+ */
+export class MetricsExposition {
+  private readonly registry: Registry = new client.Registry();
+  private readonly messages = this.gauge('postern_messages', 'Messages in the index now, by status.', ['status']);
+  private readonly oldest = this.gauge('postern_oldest_waiting_message_age_seconds', 'Age of the oldest message waiting to be handed off (queued: due or on the retry ladder); 0 when none waits.');
+  private readonly throttled = this.gauge('postern_provider_accounts_throttled', 'Provider accounts the scheduler rests now because their provider asked it to wait.');
+  private readonly webhookBacklog = this.gauge('postern_webhook_backlog', 'Webhook deliveries waiting (pending: due or on the retry ladder).');
+  private readonly spoolBytes = this.gauge('postern_spool_bytes', 'Bytes of stored MIME the index accounts for (counted at most once a minute).');
+  private readonly spoolFiles = this.gauge('postern_spool_files', 'Stored MIME files the index accounts for (counted at most once a minute).');
+  private readonly diskFree = this.gauge('postern_state_disk_free_bytes', "Free bytes on the state directory's filesystem (for unprivileged users).");
+  private readonly diskMin = this.gauge('postern_state_disk_min_free_bytes', 'spool.min_free_bytes: below it new mail is refused.');
+  private readonly smtpSessions = this.gauge('postern_smtp_sessions_open', 'SMTP sessions open now.');
+
+  constructor(private readonly sources: StateMetricSources) {}
+
+  private gauge(name: string, help: string, labelNames: string[] = []): client.Gauge {
+    return new client.Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** The exposition text (Prometheus text format 0.0.4). */
+  async text(): Promise<string> {
+    const { db, storage, disk } = this.sources;
+    const now = this.sources.now();
+    const counts = new Map(messageCountsByStatus(db).map((r) => [r.status, r.count]));
+    for (const status of MESSAGE_STATUSES) this.messages.set({ status }, counts.get(status) ?? 0);
+    const oldest = oldestQueuedMessage(db, null);
+    this.oldest.set(oldest ? Math.max(0, (now - oldest.created_at) / 1000) : 0);
+    this.throttled.set(this.sources.throttledAccounts());
+    this.webhookBacklog.set(pendingWebhookDeliveries(db));
+    const spool = await storage.spool(now);
+    this.spoolBytes.set(spool.bytes);
+    this.spoolFiles.set(spool.files);
+    if (disk) {
+      const state = await disk.check();
+      this.diskFree.set(state.free_bytes);
+      this.diskMin.set(state.min_free_bytes);
+    }
+    this.smtpSessions.set(this.sources.smtpSessions());
+    const snapshots = [await metricsSnapshot(), ...(await this.sources.threadSnapshots()), (await this.registry.getMetricsAsJSON()) as MetricsSnapshot];
+    return mergedMetrics(snapshots).metrics();
+  }
+}
+
+export const METRICS_TEXT_TYPE = client.Registry.PROMETHEUS_CONTENT_TYPE;

@@ -1,0 +1,108 @@
+/**
+ * The counters and histograms of what happens (README, "Metrics"), one prom-client registry per
+ * isolate. Each is recorded where the event happens: on the event loop (acceptance, refusals,
+ * hand-offs, feedback, HTTP requests) or on the index writer thread (commit groups, webhook
+ * outcomes: it applies the dispatcher's writes). The event loop's /metrics asks the index
+ * writer for its registry over their channel and merges the two (prom-client's aggregator).
+ * Figures that are state (messages by status, spool, disk) are not kept here: they are read
+ * when scraped (operator/stateMetrics.ts).
+ */
+import client, { type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
+
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+
+export const metricsRegistry: Registry = new client.Registry();
+
+/** Off (`metrics.enabled: false`): nothing is recorded and nothing is served. */
+let recording = true;
+
+export function setMetricsRecording(on: boolean): void {
+  recording = on;
+}
+
+export function metricsRecording(): boolean {
+  return recording;
+}
+
+const registers = [metricsRegistry];
+
+const accepted = new client.Counter({ name: 'postern_messages_accepted_total', help: 'Messages accepted (202 / 250), by door and environment.', labelNames: ['door', 'environment'], registers });
+const refusals = new client.Counter({ name: 'postern_refusals_total', help: "Requests and messages refused, by door and the contract's error code.", labelNames: ['door', 'code'], registers });
+const handoffs = new client.Counter({ name: 'postern_handoff_attempts_total', help: 'Hand-off attempts to provider accounts, by provider slug and outcome (sent, temporary, permanent, account).', labelNames: ['provider', 'outcome'], registers });
+const handoffSeconds = new client.Histogram({
+  name: 'postern_handoff_duration_seconds',
+  help: 'How long one hand-off to a provider took, by provider slug.',
+  labelNames: ['provider'],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers,
+});
+const feedback = new client.Counter({ name: 'postern_provider_feedback_total', help: 'Provider feedback items received (verified, not a replay), by kind: delivered, hard_bounce, soft_bounce, complaint, failed.', labelNames: ['kind'], registers });
+const webhookDeliveries = new client.Counter({
+  name: 'postern_webhook_deliveries_total',
+  help: 'Webhook delivery attempts recorded, by outcome: delivered, retry (failed, another attempt is due), failed (no attempt left).',
+  labelNames: ['outcome'],
+  registers,
+});
+const commitGroupSize = new client.Histogram({ name: 'postern_commit_group_size', help: 'Acceptances committed per group (one transaction, one flush).', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers });
+const commitSeconds = new client.Histogram({
+  name: 'postern_commit_duration_seconds',
+  help: "A commit group's time: its spool files published, then its transaction.",
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+  registers,
+});
+const httpRequests = new client.Counter({ name: 'postern_http_requests_total', help: 'HTTP requests answered, by listener kind (send, console), route and status.', labelNames: ['listener', 'route', 'status'], registers });
+
+export function countAccepted(door: 'http' | 'smtp', environment: string): void {
+  if (recording) accepted.inc({ door, environment });
+}
+
+export function countRefusal(door: 'http' | 'smtp', code: string): void {
+  if (recording) refusals.inc({ door, code });
+}
+
+export function countHandoff(provider: string, outcome: string, seconds: number): void {
+  if (!recording) return;
+  handoffs.inc({ provider, outcome });
+  handoffSeconds.observe({ provider }, seconds);
+}
+
+export function countFeedback(kind: string, n = 1): void {
+  if (recording) feedback.inc({ kind }, n);
+}
+
+export function countWebhookOutcome(outcome: 'delivered' | 'retry' | 'failed'): void {
+  if (recording) webhookDeliveries.inc({ outcome });
+}
+
+export function observeCommitGroup(size: number, seconds: number): void {
+  if (!recording) return;
+  commitGroupSize.observe(size);
+  commitSeconds.observe(seconds);
+}
+
+export function countHttpRequest(listener: 'send' | 'console', route: string, status: number): void {
+  if (recording) httpRequests.inc({ listener, route, status: String(status) });
+}
+
+/** This isolate's figures, as plain data that crosses threads. */
+export function metricsSnapshot(): Promise<MetricsSnapshot> {
+  return metricsRegistry.getMetricsAsJSON() as Promise<MetricsSnapshot>;
+}
+
+/** Several isolates' figures merged (counters and histograms summed) into one registry for exposition. */
+export function mergedMetrics(snapshots: MetricsSnapshot[]): Registry {
+  return client.AggregatorRegistry.aggregate(snapshots);
+}
+
+export const METRICS_CONTENT_TYPE = metricsRegistry.contentType;
+
+export { client as promClient };
+
+let processMetricsStarted = false;
+
+/** The process's own figures (CPU, memory, event-loop lag: `postern_nodejs_eventloop_lag_seconds`), once per process. */
+export function startProcessMetrics(): void {
+  if (processMetricsStarted) return;
+  processMetricsStarted = true;
+  client.collectDefaultMetrics({ register: metricsRegistry, prefix: 'postern_' });
+}

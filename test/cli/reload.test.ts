@@ -1,0 +1,69 @@
+/**
+ * `kill -HUP` (systemctl reload, issue 21): the running server reads its config file again,
+ * applies plans, limits and the log level at once, says what changed and what needs a restart,
+ * and keeps the running config when the new file does not validate.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { createProjectWithKeys, post, validMessage } from '../support/postern.js';
+import { plan, withPlans } from '../support/plans.js';
+import { ProcessScope, withClosedIndex } from '../support/processes.js';
+import { waitFor } from '../support/waiting.js';
+
+interface LogLine {
+  level: string;
+  msg: string;
+  changed?: string[];
+  restart_needed?: string[];
+}
+
+test('SIGHUP applies new plans and the log level at once, names what needs a restart, and keeps the running config when the file is invalid', async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-reload-');
+  const configFile = path.join(stateDir, 'config.json');
+  const write = (monthly: number, extra: Record<string, unknown> = {}) =>
+    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, log: { level: 'info' }, ...withPlans({ free: plan({ monthly_messages: monthly }) }), ...extra }));
+  write(1);
+  const keys = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'reload', 'free'));
+  // POSTERN_LOG_LEVEL empty: the config's log.level rules.
+  const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
+  const lines = () =>
+    server
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as LogLine);
+  const send = () => post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
+
+  assert.equal((await send()).status, 202);
+  const spent = await send();
+  assert.equal(spent.status, 402);
+  assert.equal(spent.body.error.code, 'monthly_quota_exceeded');
+
+  // A bigger plan and the debug level, live; and an SMTP limit, which needs a restart.
+  write(100, { log: { level: 'debug' }, smtp: { max_clients: 50 } });
+  server.child.kill('SIGHUP');
+  const reloaded = await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  assert.deepEqual(reloaded.changed?.sort(), ['log', 'plans']);
+  assert.deepEqual(reloaded.restart_needed, ['smtp']);
+  assert.equal(reloaded.level, 'warn');
+  const upToReload = lines();
+  assert.ok(!upToReload.slice(0, upToReload.indexOf(reloaded)).some((l) => l.msg === 'message accepted'), 'no debug line at info');
+  assert.equal((await send()).status, 202, 'the new plan applies at once');
+  // Lines are written in 4 KiB blocks: a few more requests push the debug line out.
+  await waitFor(async () => {
+    assert.equal((await send()).status, 202);
+    return lines().some((l) => l.msg === 'message accepted');
+  }, 10_000, 'a debug line after the reload');
+
+  // An invalid file: refused whole, the running config kept.
+  writeFileSync(configFile, JSON.stringify({ plans: { free: { monthly_messages: -1 } } }));
+  server.child.kill('SIGHUP');
+  await waitFor(() => lines().some((l) => l.msg.startsWith('config reload refused')), 5000, 'the refusal line');
+  assert.equal((await send()).status, 202, 'still the reloaded plan');
+  assert.equal(server.child.exitCode, null, 'still running');
+  assert.equal(await server.stop(), 0);
+});
