@@ -113,7 +113,10 @@ async function measure(scenario: Scenario): Promise<Measured> {
   const stateDir = tempStateDir(`postern-bench-memory-${scenario.name}-`);
   removeAfterBench(stateDir);
   const configFile = `${stateDir}/bench.json`;
-  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false } }));
+  // BENCH_MEMORY_STREAMED_MESSAGES: smtp.max_streamed_messages (else the default).
+  const streamed = process.env.BENCH_MEMORY_STREAMED_MESSAGES;
+  const smtp = streamed ? { smtp: { max_streamed_messages: Number(streamed) } } : {};
+  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, ...smtp }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', `bench-${scenario.name}`, '--plan', 'pro', '--json'], env)).json as { id: string };
   await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);

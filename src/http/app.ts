@@ -12,7 +12,7 @@ import type { FeedbackIntake } from '../delivery/feedback.js';
 import { maskSecrets, type Logger } from '../log.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
-import type { BodyBudget } from './bodyBudget.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
@@ -28,7 +28,7 @@ export interface HttpDeps {
   config: PosternConfig;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
-  bodies: BodyBudget;
+  bodies: InflightBudget;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
