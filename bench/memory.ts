@@ -37,8 +37,8 @@ function tally(answers: string[], width: (a: string) => string): Record<string, 
   return counts;
 }
 
-/** An SMTP reply by its code, enhanced code and contract code (the prose after it varies). */
-const replyKind = (reply: string) => /^\d{3}(?: \d\.\d\.\d)?(?: [a-z_]+:[a-z_]+)?/.exec(reply)?.[0] ?? reply.slice(0, 40);
+/** An SMTP reply by its code, enhanced code and contract code (`text:too_long`, `server_busy`; the prose after it varies). */
+const replyKind = (reply: string) => /^\d{3}(?: \d\.\d\.\d)?(?: [a-z_]+(?::[a-z_]+)?)?/.exec(reply)?.[0] ?? reply.slice(0, 40);
 
 function smtpListenerPort(server: SpawnedPostern): number {
   const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));

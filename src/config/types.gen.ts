@@ -128,7 +128,7 @@ in_memory_message_bytes: number
  */
 max_streamed_messages: number
 /**
- * How long a big message waits for room in max_streamed_messages before it is drained unstored and answered 451 4.3.0 server_busy (retry).
+ * How long a big message waits for room in max_streamed_messages before it is drained unstored and answered 451 4.3.0 server_busy (retry). Under the 3 minutes RFC 5321 has a client wait for each block of DATA to be taken.
  */
 stream_wait_ms: number
 /**
