@@ -37,8 +37,8 @@ function tally(answers: string[], width: (a: string) => string): Record<string, 
   return counts;
 }
 
-/** An SMTP reply by its code, enhanced code and contract code (the prose after it varies). */
-const replyKind = (reply: string) => /^\d{3}(?: \d\.\d\.\d)?(?: [a-z_]+:[a-z_]+)?/.exec(reply)?.[0] ?? reply.slice(0, 40);
+/** An SMTP reply by its code, enhanced code and contract code (`text:too_long`, `server_busy`; the prose after it varies). */
+const replyKind = (reply: string) => /^\d{3}(?: \d\.\d\.\d)?(?: [a-z_]+(?::[a-z_]+)?)?/.exec(reply)?.[0] ?? reply.slice(0, 40);
 
 function smtpListenerPort(server: SpawnedPostern): number {
   const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
@@ -113,7 +113,10 @@ async function measure(scenario: Scenario): Promise<Measured> {
   const stateDir = tempStateDir(`postern-bench-memory-${scenario.name}-`);
   removeAfterBench(stateDir);
   const configFile = `${stateDir}/bench.json`;
-  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false } }));
+  // BENCH_MEMORY_STREAMED_MESSAGES: smtp.max_streamed_messages (else the default).
+  const streamed = process.env.BENCH_MEMORY_STREAMED_MESSAGES;
+  const smtp = streamed ? { smtp: { max_streamed_messages: Number(streamed) } } : {};
+  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, ...smtp }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', `bench-${scenario.name}`, '--plan', 'pro', '--json'], env)).json as { id: string };
   await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);

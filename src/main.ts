@@ -9,8 +9,8 @@ import { createConsoleServer, type ConsoleServer } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import type { OperatorWriter } from './operator/context.js';
 import { createHttpServer } from './http/app.js';
-import { BodyBudget } from './http/bodyBudget.js';
 import { ConnectionLimiter, MAX_PENDING_REFUSALS } from './http/connectionLimit.js';
+import { createBodyBudget } from './http/requestBody.js';
 import { setLogLevel, type Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { openFileLimit } from './platform/openFileLimit.js';
@@ -22,7 +22,7 @@ import { openDatabase, type Db } from './store/db.js';
 import { IndexWriter } from './commit/indexWriter.js';
 import { BookkeepingClient } from './commit/bookkeepingChannel.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
-import { createSmtpServer, type PosternSmtpServer } from './smtp/server.js';
+import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
 import { createAdapterRegistry } from './providers/registry.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
@@ -138,7 +138,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const admission = new Admission(db, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip);
-  const bodies = new BodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
+  const bodies = createBodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
+  // Every SMTP listener shares one cap on big messages streamed at once.
+  const streams = createStreamBudget(config.smtp);
   const secret = viewerSecret(config.state_dir);
   const viewer = new Viewer({ ctx: { db, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret });
   const consoles: ConsoleServer[] = [];
@@ -204,7 +206,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         scheme = 'http';
       } else {
         tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ pipeline, admission, clock, logger, config }, door, tls);
+        const server = createSmtpServer({ pipeline, admission, clock, logger, config, streams }, door, tls);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';

@@ -128,6 +128,14 @@ max_message_bytes: number
  */
 in_memory_message_bytes: number
 /**
+ * Messages over in_memory_message_bytes streamed (rewritten, written and parsed) at once, over all SMTP listeners of the process: each costs about 1 MiB of stream buffers while it is parsed. A further one is not read past its first in_memory_message_bytes (its client is held back by TCP; its idle timeout does not run) until one finishes; after stream_wait_ms it is read to its end without being stored and answered 451 4.3.0 server_busy.
+ */
+max_streamed_messages: number
+/**
+ * How long a big message waits for room in max_streamed_messages before it is drained unstored and answered 451 4.3.0 server_busy (retry). Under the 3 minutes RFC 5321 has a client wait for each block of DATA to be taken.
+ */
+stream_wait_ms: number
+/**
  * RCPT TO per message (452 4.5.3 beyond).
  */
 max_recipients: number

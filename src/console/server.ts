@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
 import { asDetails, ContractError, type ErrorDetail } from '../contract/errors.js';
 import { timeoutCheckInterval } from '../http/app.js';
-import type { BodyBudget } from '../http/bodyBudget.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
 import { readJsonBody } from '../http/jsonBody.js';
 import { ClientGone } from '../http/requestBody.js';
@@ -41,7 +41,7 @@ export interface ConsoleDeps {
   keyUse: KeyUseRecorder | null;
   /** Shared with the HTTP listeners: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
-  bodies: BodyBudget;
+  bodies: InflightBudget;
   /** The delivery scheduler's view of throttled provider accounts. */
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;

@@ -14,7 +14,7 @@ import { countHttpRequest, countRefusal } from '../platform/metrics.js';
 import type { Readiness } from '../platform/readiness.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
-import type { BodyBudget } from './bodyBudget.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
@@ -33,7 +33,7 @@ export interface HttpDeps {
   viewer?: Viewer;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
-  bodies: BodyBudget;
+  bodies: InflightBudget;
   /** GET /readyz (none: answers 200 when the index answers, as /healthz). */
   readiness?: Readiness;
 }

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { Admission } from '../policy/admission.js';
 import type { FeedbackContext } from '../providers/feedback.js';
 import { feedbackVerifierFor } from '../providers/registry.js';
-import type { BodyBudget } from './bodyBudget.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
 import { readRequestBody } from './requestBody.js';
 import { sendJson } from './respond.js';
 
@@ -17,7 +17,7 @@ export interface FeedbackDeps {
   clock: Clock;
   logger: Logger;
   config: Pick<PosternConfig, 'feedback'>;
-  bodies: BodyBudget;
+  bodies: InflightBudget;
 }
 
 /**

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ContractError, type ErrorDetail } from '../contract/errors.js';
 import { shapeLimitDetail } from '../contract/validators.js';
-import type { BodyBudget } from './bodyBudget.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
 import { JsonShapeScanner, scanToEnd, type ShapeLimits, type ShapeProblem } from './jsonShape.js';
 import { readRequestBody } from './requestBody.js';
 
@@ -71,7 +71,7 @@ function consoleShapeDetail(path: string[], kind: 'keys' | 'items'): ErrorDetail
 export async function readJsonBody(
   req: IncomingMessage,
   res: ServerResponse,
-  opts: { limit: number; budget: BodyBudget; envelope: BodyEnvelope },
+  opts: { limit: number; budget: InflightBudget; envelope: BodyEnvelope },
 ): Promise<JsonBody> {
   if (!isJsonContentType(req.headers['content-type'])) throw new ContractError('body:unsupported_media_type');
   // The shape is checked as the body arrives: a hostile one is refused before it is read whole.

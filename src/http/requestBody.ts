@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ContractError } from '../contract/errors.js';
-import type { BodyBudget, BodyLease } from './bodyBudget.js';
+import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
 
 /** The client closed the connection before its request body was complete: nobody to answer. */
 export class ClientGone extends Error {
@@ -18,12 +18,30 @@ export type BodyInspector = (buf: Buffer, received: number) => Error | null;
 /** What a body without Content-Length first takes of the budget; it takes more as it grows. */
 const FIRST_CHUNKED_LEASE = 64 * 1024;
 
+/**
+ * The memory budget of HTTP request bodies in flight (`http.max_inflight_body_bytes`, shared by
+ * every HTTP listener): a request holds its body's bytes from before it is read until its
+ * response is done, since the body, its text and its parsed form live that long. One that waits
+ * past `waitMs` is refused `503 server_busy` with `Retry-After`.
+ */
+export function createBodyBudget(capacityBytes: number, waitMs: number): InflightBudget {
+  return new InflightBudget(
+    capacityBytes,
+    waitMs,
+    (seconds) =>
+      new ContractError('server_busy', {
+        message: `Too many large request bodies are being processed; nothing was accepted. Retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
+        headers: { 'Retry-After': String(seconds) },
+      }),
+  );
+}
+
 function tooLarge(limit: number): ContractError {
   return new ContractError('body:too_large', { message: `The request body exceeds ${limit} bytes.` });
 }
 
 /** A lease once `bytes` fit in the budget; withdrawn (ClientGone) if the client goes away first. */
-async function waitForBudget(req: IncomingMessage, budget: BodyBudget, bytes: number): Promise<BodyLease> {
+async function waitForBudget(req: IncomingMessage, budget: InflightBudget, bytes: number): Promise<BudgetLease> {
   const gone = new AbortController();
   const onClose = () => {
     if (!req.complete) gone.abort(new ClientGone());
@@ -49,7 +67,7 @@ export async function readRequestBody(
   req: IncomingMessage,
   res: ServerResponse,
   limit: number,
-  budget: BodyBudget,
+  budget: InflightBudget,
   inspect?: BodyInspector,
 ): Promise<Buffer> {
   const header = req.headers['content-length'];
@@ -87,9 +105,9 @@ export async function readRequestBody(
       received += chunk.length;
       if (received > limit) return stop(tooLarge(limit));
       chunks.push(chunk);
-      if (received > lease.bytes) {
+      if (received > lease.amount) {
         req.pause();
-        lease.growTo(Math.min(limit, Math.max(received, lease.bytes * 2))).then(
+        lease.growTo(Math.min(limit, Math.max(received, lease.amount * 2))).then(
           () => req.resume(),
           (err: Error) => stop(err),
         );

@@ -10,9 +10,11 @@ import type { Logger } from '../log.js';
 import { MessageOverSize } from '../mime/ingest.js';
 import type { Admission } from '../policy/admission.js';
 import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
+import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
 import type { TlsMaterial } from './certificates.js';
 import { readWholeUpTo } from './dataPayload.js';
 import { countRefusal } from '../platform/metrics.js';
+import { holdIdleTimeout } from './heldSessions.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
@@ -25,6 +27,33 @@ export interface SmtpDeps {
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
+  /** Shared by every SMTP listener: room for messages streamed at once (createStreamBudget). */
+  streams: InflightBudget;
+}
+
+/**
+ * Room for big messages streamed at once (`smtp.max_streamed_messages`, one each, over every
+ * SMTP listener): a streamed message's pipeline (mailsplit, mailparser, their stream buffers)
+ * costs about 1 MiB while it is parsed, and on a small machine parsing many at once buys no
+ * throughput. One that waits past `smtp.stream_wait_ms` is answered `451 4.3.0 server_busy`.
+ */
+export function createStreamBudget(smtp: PosternConfig['smtp']): InflightBudget {
+  return new InflightBudget(
+    smtp.max_streamed_messages,
+    smtp.stream_wait_ms,
+    (seconds) =>
+      new ContractError('server_busy', {
+        message: 'Too many large messages are being received at once; nothing was stored.',
+        headers: { 'Retry-After': String(seconds) },
+      }),
+  );
+}
+
+/** The client went away while its message waited for room to stream: nobody to answer. */
+class SessionGone extends Error {
+  constructor() {
+    super('the client closed the connection while its message waited for room to stream');
+  }
 }
 
 interface SessionState {
@@ -79,7 +108,7 @@ export interface PosternSmtpServer {
  * which writes, parses and judges it by the HTTP rules.
  */
 export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
-  const { pipeline, admission, clock, logger, config } = deps;
+  const { pipeline, admission, clock, logger, config, streams } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -221,7 +250,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       receive(stream, session, auth)
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
-          if (!(err instanceof ContractError)) log.error({ err }, 'SMTP message not accepted');
+          if (err instanceof SessionGone) log.debug({ err }, 'SMTP message not accepted');
+          else if (!(err instanceof ContractError)) log.error({ err }, 'SMTP message not accepted');
           // Whatever is still to come is read and dropped here (smtp-server answers at its end).
           stream.unpipe();
           stream.resume();
@@ -232,9 +262,10 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
 
   async function receive(stream: Readable, session: SMTPServerSession, auth: AuthContext): Promise<string> {
     // Most messages are small: held whole, then rewritten, written and parsed in one step on a
-    // writer thread. Big ones are streamed to disk as they arrive, and stop being written the
-    // moment they pass SIZE (the rest is drained unread).
+    // writer thread. Big ones are streamed to disk as they arrive, once there is room to
+    // (roomToStream), and stop being written the moment they pass SIZE (the rest is drained unread).
     const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
+    const lease = 'stream' in received ? await roomToStream(received.stream, session) : null;
     try {
       const accepted = await pipeline.acceptReceived(auth, received, {
         recipients: session.envelope.rcptTo.map((r) => r.address),
@@ -246,6 +277,35 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       // smtp-server answers 552 5.3.4 itself once the stream ends; nothing is kept.
       if (err instanceof MessageOverSize) throw smtpError(552, err.message);
       throw err;
+    } finally {
+      lease?.release();
+    }
+  }
+
+  /**
+   * A lease in `streams` for a big message. While it waits, nothing more of the message is read
+   * (its stream is paused: TCP holds the client back, no memory is spent) and its session's idle
+   * timeout does not run, since it is us the client waits for. Past `smtp.stream_wait_ms` it
+   * throws `server_busy` (the caller drains the rest unstored and answers 451 at the final dot).
+   */
+  async function roomToStream(stream: Readable, session: SMTPServerSession): Promise<BudgetLease> {
+    const now = streams.tryAcquire(1);
+    if (now) return now;
+    if (stream.destroyed) throw new SessionGone();
+    const connection = connectionOf(session);
+    const resumeIdleTimeout = connection ? holdIdleTimeout(connection) : () => undefined;
+    const gone = new AbortController();
+    const onClose = () => gone.abort(new SessionGone());
+    // The client leaving destroys the stream with an error: nothing else listens yet.
+    const onError = () => undefined;
+    stream.once('close', onClose);
+    stream.on('error', onError);
+    try {
+      return await streams.acquire(1, gone.signal);
+    } finally {
+      stream.off('close', onClose);
+      stream.off('error', onError);
+      resumeIdleTimeout();
     }
   }
 

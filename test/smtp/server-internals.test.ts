@@ -1,6 +1,6 @@
 /**
  * What src/smtp patches in smtp-server (replyCode.ts, greetingDelay.ts, unauthenticatedCommands.ts,
- * commandLineLength.ts) and reaches into (server.ts: the server's connection set, a connection's
+ * commandLineLength.ts, heldSessions.ts) and reaches into (server.ts: the server's connection set, a connection's
  * session, send, close and socket), checked against the installed library before any patch is
  * loaded. A failure here means an upgrade changed what a patch assumes: re-read that patch
  * against the new library, then move the exact pin in package.json.
@@ -30,9 +30,11 @@ const ARITY: Record<string, number> = {
   _createParser: 0, // commandLineLength.ts wraps it
   send: 3, // every patch and server.ts: (code, text, context)
   close: 0, // commandLineLength.ts and server.ts
+  _onTimeout: 0, // heldSessions.ts wraps it
+  _armTimeout: 0, // heldSessions.ts re-arms with it: (socket = this._socket)
 };
-/** The four the patches replace: taken now, before any patch module is loaded. */
-const REPLACED = ['init', '_getEnhancedStatusCode', '_onCommand', '_createParser'];
+/** The ones the patches replace: taken now, before any patch module is loaded. */
+const REPLACED = ['init', '_getEnhancedStatusCode', '_onCommand', '_createParser', '_onTimeout'];
 const original = Object.fromEntries(REPLACED.map((name) => [name, prototype[name]]));
 
 /** A method's source without comments and with its whitespace collapsed. */
@@ -93,6 +95,17 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     );
     // AUTH is offered exactly when it is not disabled (the patch counts where it is disabled).
     assert.match(code(prototype._isSupported), /return !this\._isDisabled\(command\) && /);
+  });
+
+  test('_onTimeout re-arms with _armTimeout while a handler is pending (the rule heldSessions.ts extends to a held DATA), else answers 421', () => {
+    assert.ok(
+      inOrder(code(original._onTimeout), [
+        'if (this._handlerPending || (this._dataStream && this._parser && !this._parser._dataMode)) { this._armTimeout(); return; }',
+        "this.send(421, 'Timeout - closing connection');",
+      ]),
+      code(original._onTimeout),
+    );
+    assert.ok(code(prototype._armTimeout).includes('socket.setTimeout(socketTimeout(this._server.options), () => this._onTimeout());'), code(prototype._armTimeout));
   });
 
   test("_createParser's parser answers its errors with 421 in one listener, the one commandLineLength.ts replaces", () => {
@@ -170,6 +183,7 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     await import('../../src/smtp/greetingDelay.js');
     await import('../../src/smtp/unauthenticatedCommands.js');
     await import('../../src/smtp/commandLineLength.js');
+    await import('../../src/smtp/heldSessions.js');
     assert.deepEqual(
       REPLACED.filter((name) => prototype[name] === original[name]),
       [],
