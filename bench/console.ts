@@ -56,15 +56,15 @@ async function setUp(stateDir: string) {
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
     const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const bulk = createProject(ctx, 'bench-bulk', 'pro');
-    const load = createProject(ctx, 'bench-load', 'pro');
-    for (const p of [bulk, load]) attachProvider(ctx, p.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    const bulk = await createProject(ctx, 'bench-bulk', 'pro');
+    const load = await createProject(ctx, 'bench-load', 'pro');
+    for (const p of [bulk, load]) await attachProvider(ctx, p.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     const owner = await createOperator(ctx, { email: 'bench@example.com', role: 'owner' });
     return {
       bulkProject: bulk.id,
-      bulkKey: createKey(ctx, bulk.id, 'live').key,
-      loadKey: createKey(ctx, load.id, 'live').key,
-      token: createOperatorToken(ctx, owner.id, 'bench').token,
+      bulkKey: (await createKey(ctx, bulk.id, 'live')).key,
+      loadKey: (await createKey(ctx, load.id, 'live')).key,
+      token: (await createOperatorToken(ctx, owner.id, 'bench')).token,
     };
   } finally {
     db.close();

@@ -15,7 +15,7 @@ const MESSAGES = 100_000;
 export async function scrapeBench(): Promise<string> {
   const stateDir = tempStateDir('postern-bench-scrape-');
   try {
-    const keys = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'scrape'));
+    const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'scrape'));
     let server = await spawnPostern(stateDir);
     await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
     await server.stop();

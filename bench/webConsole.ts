@@ -49,10 +49,10 @@ async function setUp(stateDir: string) {
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
     const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const project = createProject(ctx, 'bench-web', 'pro');
-    attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    const project = await createProject(ctx, 'bench-web', 'pro');
+    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     await createOperator(ctx, { email: 'bench@example.com', role: 'owner', password: PASSWORD });
-    return { live: createKey(ctx, project.id, 'live').key, test: createKey(ctx, project.id, 'test').key };
+    return { live: (await createKey(ctx, project.id, 'live')).key, test: (await createKey(ctx, project.id, 'test')).key };
   } finally {
     db.close();
   }

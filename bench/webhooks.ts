@@ -194,9 +194,9 @@ async function setUp(receiverUrl: string | null): Promise<Setup> {
   try {
     const config = buildConfig({ state_dir: stateDir, webhooks: { allow_private_targets: true } }, {});
     const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const project = createProject(ctx, 'bench-webhooks', 'pro');
-    attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
-    const key = createKey(ctx, project.id, 'live').key;
+    const project = await createProject(ctx, 'bench-webhooks', 'pro');
+    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    const key = (await createKey(ctx, project.id, 'live')).key;
     const secret = receiverUrl ? (await addWebhook(ctx, project.id, receiverUrl)).secret : null;
     return { stateDir, key, projectId: project.id, secret };
   } finally {
@@ -342,7 +342,7 @@ async function alternatingAcceptPhase(receiver: Receiver, body: Buffer): Promise
           await receiver.setSecret(added.secret);
           hook = added.id;
         } else if (!on && hook) {
-          removeWebhook(ctx, hook);
+          await removeWebhook(ctx, hook);
           hook = null;
         }
         await sleep(GUARD_MS);

@@ -7,7 +7,7 @@ import { systemClock, type Clock } from './clock.js';
 import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
 import { createConsoleServer, type ConsoleServer } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
-import type { OperatorWriter } from './operator/context.js';
+import { writerThrough } from './operator/writer.js';
 import { createHttpServer } from './http/app.js';
 import { ConnectionLimiter, MAX_PENDING_REFUSALS } from './http/connectionLimit.js';
 import { createBodyBudget } from './http/requestBody.js';
@@ -131,7 +131,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
 
   // Operator writes (bulk actions, API keys' last use) go to the index writer thread too.
   const operatorBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
-  const operatorWriter: OperatorWriter = { write: async (work) => (await operatorBookkeeping.write('operator', work)).result };
+  const operatorWriter = writerThrough(async (work) => (await operatorBookkeeping.write('operator', work)).result);
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   warnIfFewDescriptors(config, logger);
@@ -220,6 +220,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await shutdown();
     throw listenError(err);
   }
+  // From here on this connection only reads: every write goes through the index writer thread.
+  // A write here would wait on busy_timeout whenever the writer holds the lock (both doors with
+  // it), so SQLite refuses one outright (SQLITE_READONLY) rather than let it slip in.
+  db.pragma('query_only = 1');
   if (config.delivery.enabled) scheduler.start();
   webhooks?.start();
 

@@ -2,45 +2,79 @@ import { recordApiKeyUse } from '../store/apiKeyUsage.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { applyMessageAction, type MessageAction } from '../store/messageActions.js';
+import { applyOperatorWrite, OPERATOR_WRITES_NOT_DURABLE, WriteRefused, type OperatorWrite, type OperatorWrites, type WriteRefusal } from './operatorWrites.js';
 
 /**
- * Writes of the operator layer that the server hands to the index writer thread as plain data
- * (commit/bookkeepingChannel.ts), so the event loop that serves the doors never waits for the
- * write lock: a chunk of a bulk message action, and the API keys' last use.
+ * Every write the operator layer makes, as plain data: in the server the index writer thread
+ * runs it (commit/bookkeepingChannel.ts), so the event loop that serves the doors never writes
+ * nor waits for the write lock; in the CLI its own connection does. One transaction each: a
+ * chunk of a bulk message action, the API keys' last use, and each single operation with its
+ * audit row (operatorWrites.ts).
  */
-export type OperatorBookkeeping =
-  | {
-      type: 'message_action';
-      action: MessageAction;
-      /** The chunk's messages, a JSON list of `[rowid, id]` (as the bulk action read them). */
-      rows: string;
-      /** Send back the ids changed (a list of ids); else only their count (a filter's). */
-      returnIds: boolean;
-      now: number;
-      /** The last chunk: flushed to disk before its commit returns, and carrying the action's audit row. */
-      durable: boolean;
-      /** The audit row of the whole action, written with its last chunk when anything changed; `details.changed` is filled in. */
-      audit?: { row: Omit<AuditRow, 'seq' | 'details'>; details: Record<string, unknown>; changedBefore: number };
-    }
-  | { type: 'key_use'; uses: [string, number][] };
+export type MessageActionChunk = {
+  type: 'message_action';
+  action: MessageAction;
+  /** The chunk's messages, a JSON list of `[rowid, id]` (as the bulk action read them). */
+  rows: string;
+  /** Send back the ids changed (a list of ids); else only their count (a filter's). */
+  returnIds: boolean;
+  now: number;
+  /** The last chunk: flushed to disk before its commit returns, and carrying the action's audit row. */
+  durable: boolean;
+  /** The audit row of the whole action, written with its last chunk when anything changed; `details.changed` is filled in. */
+  audit?: { row: Omit<AuditRow, 'seq' | 'details'>; details: Record<string, unknown>; changedBefore: number };
+};
 
-export interface OperatorBookkeepingResult {
+export interface MessageActionResult {
   /** The messages a message action changed (when asked for). */
   changed: string[];
   changedCount: number;
 }
 
-/** Runs one write; the caller wraps it in a transaction. */
+type KeyUse = { type: 'key_use'; uses: [string, number][] };
+
+export type OperatorBookkeeping = MessageActionChunk | KeyUse | OperatorWrite;
+
+/** What a write answers: its result, by its type. */
+export type OperatorResultOf<W extends OperatorBookkeeping> = W extends MessageActionChunk
+  ? MessageActionResult
+  : W extends KeyUse
+    ? null
+    : W extends { type: infer K extends keyof OperatorWrites }
+      ? OperatorWrites[K][1]
+      : never;
+
+/** A write's outcome as it crosses the thread: its result, or why it changed nothing. */
+export type OperatorBookkeepingResult = { value: unknown } | { refused: WriteRefusal };
+
+/** Runs one write; the caller wraps it in a transaction. A refusal rolls back its own savepoint only. */
 export function applyOperatorBookkeeping(db: Db, work: OperatorBookkeeping): OperatorBookkeepingResult {
   if (work.type === 'key_use') {
     recordApiKeyUse(db, new Map(work.uses));
-    return { changed: [], changedCount: 0 };
+    return { value: null };
   }
+  if (work.type === 'message_action') return { value: applyChunk(db, work) };
+  try {
+    return { value: db.transaction(() => applyOperatorWrite(db, work))() };
+  } catch (err) {
+    if (err instanceof WriteRefused) return { refused: err.refusal };
+    throw err;
+  }
+}
+
+function applyChunk(db: Db, work: MessageActionChunk): MessageActionResult {
   const changed = applyMessageAction(db, work.action, { rows: work.rows }, work.now);
   const total = (work.audit?.changedBefore ?? 0) + changed.length;
   if (work.audit && total > 0) insertAudit(db, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
   return { changed: work.returnIds ? changed : [], changedCount: changed.length };
 }
 
-/** Whether a write must reach the disk before its commit returns (the last chunk of an operator's action). */
-export const operatorWriteIsDurable = (work: OperatorBookkeeping): boolean => work.type === 'message_action' && work.durable;
+/**
+ * Whether a write must reach the disk before its commit returns: every one an operator is told
+ * succeeded (the last chunk of a bulk action included); not the last-use and last-seen times.
+ */
+export function operatorWriteIsDurable(work: OperatorBookkeeping): boolean {
+  if (work.type === 'message_action') return work.durable;
+  if (work.type === 'key_use') return false;
+  return !OPERATOR_WRITES_NOT_DURABLE.has(work.type);
+}

@@ -39,17 +39,17 @@ export interface Authenticated {
  * itself), else the session cookie, whose state-changing requests must carry the session's
  * CSRF token in `X-CSRF-Token`.
  */
-export function authenticateRequest(ctx: OperatorContext, req: IncomingMessage, config: PosternConfig): Authenticated {
+export async function authenticateRequest(ctx: OperatorContext, req: IncomingMessage, config: PosternConfig): Promise<Authenticated> {
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
     const token = BEARER.exec(authorization)?.[1];
-    const principal = token ? tokenPrincipal(ctx, token) : null;
+    const principal = token ? await tokenPrincipal(ctx, token) : null;
     if (!principal) throw new ContractError('invalid_operator_token');
     return { principal, sessionId: null };
   }
   const sessionId = sessionCookie(req);
   if (sessionId === null) throw new ContractError('unauthenticated');
-  const found = sessionPrincipal(ctx, sessionId, config.console.session_idle_seconds * 1000);
+  const found = await sessionPrincipal(ctx, sessionId, config.console.session_idle_seconds * 1000);
   if (found === 'expired') throw new ContractError('session_expired');
   if (found === null) throw new ContractError('unauthenticated');
   if (!SAFE_METHODS.has(req.method ?? 'GET')) {

@@ -106,9 +106,9 @@ function contentDisposition(name: string): string {
 }
 
 export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
-  const single = (action: MessageAction): Handler => (c) => {
+  const single = (action: MessageAction): Handler => async (c) => {
     const projectId = requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-    const result = messageAction(c.ctx, action, c.params.message_id);
+    const result = await messageAction(c.ctx, action, c.params.message_id);
     deps.live.announce([{ id: result.id, status: result.status, project_id: projectId, environment: result.environment, type: `message.${action}` }]);
     return ok(result);
   };
@@ -130,8 +130,8 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return { status: 201, body: sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
     },
     getSession: (c) => ok(sessionView(c.principal, c.sessionId, deps)),
-    signOut(c) {
-      signOut(c.ctx, c.principal);
+    async signOut(c) {
+      await signOut(c.ctx, c.principal);
       const headers: Record<string, string> = c.principal.via === 'session' ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) } : {};
       return { status: 204, headers };
     },
@@ -140,11 +140,11 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return { status: 204 };
     },
     listTokens: (c) => ok(operatorTokens(c.ctx, c.principal.operator.id)),
-    createToken: (c) => ok(createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
-    revokeToken(c) {
+    createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
+    async revokeToken(c) {
       const token = requireOperatorToken(c.ctx, c.params.token_id);
       if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
-      return ok(revokeOperatorTokenById(c.ctx, token.id));
+      return ok(await revokeOperatorTokenById(c.ctx, token.id));
     },
 
     /* overview --------------------------------------------------------------------------- */
@@ -157,13 +157,13 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* projects --------------------------------------------------------------------------- */
     listProjects: (c) => ok({ projects: projectList(c.ctx).projects.filter((p) => canSeeProject(c.principal, p.id)) }),
-    createProject: (c) => ok(createProject(c.ctx, c.body.name as string, str(c.body.plan)), 201),
+    createProject: async (c) => ok(await createProject(c.ctx, c.body.name as string, str(c.body.plan)), 201),
     getProject: (c) => ok(showProject(c.ctx, inProject(c))),
-    deleteProject: (c) => ok(deleteProject(c.ctx, c.params.project_id)),
-    pauseProject: (c) => ok(setPaused(c.ctx, c.params.project_id, true)),
-    resumeProject: (c) => ok(setPaused(c.ctx, c.params.project_id, false)),
-    changePlan: (c) => ok(changePlan(c.ctx, c.params.project_id, c.body.plan as string)),
-    changeStrategy: (c) => ok(setStrategy(c.ctx, c.params.project_id, c.body.strategy as string)),
+    deleteProject: async (c) => ok(await deleteProject(c.ctx, c.params.project_id)),
+    pauseProject: async (c) => ok(await setPaused(c.ctx, c.params.project_id, true)),
+    resumeProject: async (c) => ok(await setPaused(c.ctx, c.params.project_id, false)),
+    changePlan: async (c) => ok(await changePlan(c.ctx, c.params.project_id, c.body.plan as string)),
+    changeStrategy: async (c) => ok(await setStrategy(c.ctx, c.params.project_id, c.body.strategy as string)),
 
     /* keys ------------------------------------------------------------------------------- */
     async listKeys(c) {
@@ -172,21 +172,21 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await deps.keyUse?.flush();
       return ok(listKeys(c.ctx, projectId));
     },
-    createKey: (c) => ok(createKey(c.ctx, inProject(c), c.body.mode as string, str(c.body.expires_at)), 201),
-    revokeKey(c) {
+    createKey: async (c) => ok(await createKey(c.ctx, inProject(c), c.body.mode as string, str(c.body.expires_at)), 201),
+    async revokeKey(c) {
       requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
-      return ok(revokeKey(c.ctx, c.params.key_id));
+      return ok(await revokeKey(c.ctx, c.params.key_id));
     },
-    rotateKey(c) {
+    async rotateKey(c) {
       requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
-      return ok(rotateKey(c.ctx, c.params.key_id, (c.body.grace_seconds as number | undefined) ?? 86_400), 201);
+      return ok(await rotateKey(c.ctx, c.params.key_id, (c.body.grace_seconds as number | undefined) ?? 86_400), 201);
     },
 
     /* providers (owners: the router checks) ---------------------------------------------- */
     listProviders: (c) => ok(listProviders(c.ctx, c.params.project_id)),
-    attachProvider: (c) =>
+    attachProvider: async (c) =>
       ok(
-        attachProvider(c.ctx, c.params.project_id, {
+        await attachProvider(c.ctx, c.params.project_id, {
           slug: c.body.slug as string,
           host: str(c.body.host),
           port: num(c.body.port),
@@ -204,9 +204,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
         }),
         201,
       ),
-    updateProvider: (c) =>
-      ok(updateProvider(c.ctx, c.params.account_id, { priority: num(c.body.priority), freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota) })),
-    detachProvider: (c) => ok(detachProvider(c.ctx, c.params.account_id)),
+    updateProvider: async (c) =>
+      ok(await updateProvider(c.ctx, c.params.account_id, { priority: num(c.body.priority), freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota) })),
+    detachProvider: async (c) => ok(await detachProvider(c.ctx, c.params.account_id)),
     checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
 
     /* messages --------------------------------------------------------------------------- */
@@ -255,10 +255,10 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       sendBodyDocument(c.res, await messageContent(c.ctx, c.params.message_id), c.query.images === '1');
       return undefined;
     },
-    createMessageLink(c) {
+    async createMessageLink(c) {
       requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       const expires = c.body.expires_in_seconds as number | undefined;
-      return ok(messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, expires), 201);
+      return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, expires), 201);
     },
     releaseMessage: single('release'),
     cancelMessage: single('cancel'),
@@ -279,8 +279,8 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* suppressions ----------------------------------------------------------------------- */
     listSuppressions: (c) => ok(suppressionSearch(c.ctx, inProject(c), { q: str(c.query.q), limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
-    addSuppression: (c) => ok(suppress(c.ctx, inProject(c), c.body.email as string, str(c.body.reason)), 201),
-    removeSuppression: (c) => ok(unsuppress(c.ctx, inProject(c), c.params.email)),
+    addSuppression: async (c) => ok(await suppress(c.ctx, inProject(c), c.body.email as string, str(c.body.reason)), 201),
+    removeSuppression: async (c) => ok(await unsuppress(c.ctx, inProject(c), c.params.email)),
     async exportSuppressions(c) {
       const chunks = suppressionCsv(c.ctx, inProject(c));
       const first = chunks.next();
@@ -296,27 +296,27 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* DKIM ------------------------------------------------------------------------------- */
     listDkim: (c) => ok(listDkim(c.ctx, inProject(c))),
-    addDkim: (c) =>
-      ok(addDkimKey(c.ctx, inProject(c), { domain: c.body.domain as string, selector: c.body.selector as string, algorithm: str(c.body.algorithm), privateKeyPem: str(c.body.private_key) }), 201),
-    removeDkim(c) {
+    addDkim: async (c) =>
+      ok(await addDkimKey(c.ctx, inProject(c), { domain: c.body.domain as string, selector: c.body.selector as string, algorithm: str(c.body.algorithm), privateKeyPem: str(c.body.private_key) }), 201),
+    async removeDkim(c) {
       requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
-      return ok(removeDkim(c.ctx, c.params.dkim_id));
+      return ok(await removeDkim(c.ctx, c.params.dkim_id));
     },
 
     /* webhooks --------------------------------------------------------------------------- */
     listWebhooks: (c) => ok(listWebhooks(c.ctx, inProject(c))),
     addWebhook: async (c) => ok(await addWebhook(c.ctx, inProject(c), c.body.url as string, (c.body.events as string[] | undefined)?.join(','), deps.webhookTargets), 201),
-    removeWebhook(c) {
+    async removeWebhook(c) {
       requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
-      return ok(removeWebhook(c.ctx, c.params.webhook_id));
+      return ok(await removeWebhook(c.ctx, c.params.webhook_id));
     },
-    enableWebhook(c) {
+    async enableWebhook(c) {
       requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
-      return ok(enableWebhook(c.ctx, c.params.webhook_id));
+      return ok(await enableWebhook(c.ctx, c.params.webhook_id));
     },
-    rotateWebhookSecret(c) {
+    async rotateWebhookSecret(c) {
       requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
-      return ok(rotateWebhookSecret(c.ctx, c.params.webhook_id));
+      return ok(await rotateWebhookSecret(c.ctx, c.params.webhook_id));
     },
     async testWebhook(c) {
       requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
@@ -331,8 +331,8 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     listOperators: (c) => ok(operatorList(c.ctx)),
     createOperator: async (c) =>
       ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
-    updateOperator: (c) => ok(updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
-    removeOperator: (c) => ok(removeOperator(c.ctx, c.params.operator_id)),
+    updateOperator: async (c) => ok(await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
+    removeOperator: async (c) => ok(await removeOperator(c.ctx, c.params.operator_id)),
     resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id)),
     listAudit: (c) => ok(auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
   };

@@ -127,7 +127,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
 
   async function handle(op: ConsoleOperation, handler: Handler, req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> {
     const clientIp = req.socket.remoteAddress ?? 'unknown';
-    const auth = op.authenticated ? authenticateRequest(base, req, config) : null;
+    const auth = op.authenticated ? await authenticateRequest(base, req, config) : null;
     // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
     const params = Object.fromEntries(op.pathParams.map((name) => [name, percentDecoded(req.params?.[name] ?? '')]));
     if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });

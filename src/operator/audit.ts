@@ -1,31 +1,20 @@
-import { insertAudit, listAudit, type AuditRow } from '../store/audit.js';
+import type { AuditStamp } from '../commit/operatorWrites.js';
+import { listAudit, type AuditRow } from '../store/audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
 import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 
 /**
- * Records a state-changing action: who (the signed-in operator, else `cli`), when, what, on
- * which target, from which address. Called by each operation once its change is made (inside
- * its transaction where it has one). Details never carry a secret.
+ * Who acts (the signed-in operator, else `cli`), when and from where, for the audit row every
+ * state-changing operation writes in the transaction of its change. Details never carry a secret.
  */
-export function audit(ctx: OperatorContext, action: string, target: string | null, details?: Record<string, unknown>): void {
-  insertAudit(ctx.db, { ...auditRow(ctx, action, target), details: details === undefined ? null : JSON.stringify(details) });
+export function auditStamp(ctx: OperatorContext): AuditStamp {
+  return { at: ctx.clock.now(), actor: ctx.actor?.operatorId ?? 'cli', actor_email: ctx.actor?.email ?? null, client_ip: ctx.clientIp ?? null };
 }
 
 /** Who, when, what and from where, for a row written elsewhere (with a bulk action's last chunk). */
 export function auditRow(ctx: OperatorContext, action: string, target: string | null = null): Omit<AuditRow, 'seq' | 'details'> {
-  return { at: ctx.clock.now(), actor: ctx.actor?.operatorId ?? 'cli', actor_email: ctx.actor?.email ?? null, action, target, client_ip: ctx.clientIp ?? null };
-}
-
-/** Runs `change` and its audit row in one transaction. */
-export function audited<T>(ctx: OperatorContext, action: string, change: () => T, target: (result: T) => string | null, details?: (result: T) => Record<string, unknown>): T {
-  return ctx.db
-    .transaction(() => {
-      const result = change();
-      audit(ctx, action, target(result), details?.(result));
-      return result;
-    })
-    .immediate();
+  return { ...auditStamp(ctx), action, target };
 }
 
 export interface AuditEntryView {

@@ -1,11 +1,12 @@
 import type { Db } from '../store/db.js';
 import { ACTION_FROM, type MessageAction, type MessageKey } from '../store/messageActions.js';
 import { matchingMessageKeys, messageStates, type MessageFilter } from '../store/messageSearch.js';
-import { applyOperatorBookkeeping, type OperatorBookkeeping } from '../commit/operatorBookkeeping.js';
+import type { MessageActionChunk } from '../commit/operatorBookkeeping.js';
 import { auditRow } from './audit.js';
 import type { BulkCandidates, BulkTarget } from './bulkTarget.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
+import { write } from './writer.js';
 
 /** The most messages one bulk action may touch (a list of ids, or what a filter matches). */
 export const BULK_MAX_MESSAGES = 10_000;
@@ -88,7 +89,7 @@ export async function bulkMessageAction(ctx: OperatorContext, action: MessageAct
     const due = started + (BULK_SPREAD_MS * i) / found.chunks.length - performance.now();
     if (ctx.writer && due > 1) await new Promise((resolve) => setTimeout(resolve, due));
     const last = i === found.chunks.length - 1;
-    const work: OperatorBookkeeping = {
+    const work: MessageActionChunk = {
       type: 'message_action',
       action,
       rows,
@@ -98,7 +99,7 @@ export async function bulkMessageAction(ctx: OperatorContext, action: MessageAct
       // The audit row rides with the last chunk: one transaction, and no write of the event loop's own.
       audit: last ? { row: auditRow(ctx, `message.bulk_${action}`), details, changedBefore: changed } : undefined,
     };
-    const result = ctx.writer ? await ctx.writer.write(work) : ctx.db.transaction(() => applyOperatorBookkeeping(ctx.db, work)).immediate();
+    const result = await write(ctx, work);
     changed += result.changedCount;
     if (wantIds) changedIds.push(...result.changed);
     if (!ctx.writer) await new Promise((resolve) => setImmediate(resolve));

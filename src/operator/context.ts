@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Db } from '../store/db.js';
-import type { OperatorBookkeeping, OperatorBookkeepingResult } from '../commit/operatorBookkeeping.js';
+import type { OperatorBookkeeping, OperatorResultOf } from '../commit/operatorBookkeeping.js';
 import type { OperatorReader } from './bulkTarget.js';
 
 /** Who acts, for the audit log: a signed-in operator (console), else the CLI on the server. */
@@ -10,9 +10,13 @@ export interface Actor {
   email: string;
 }
 
-/** Where large operator writes run: in the server, the index writer thread; absent (the CLI), on `db` itself. */
+/**
+ * Where the operator layer's writes run, each one transaction (src/operator/writer.ts): in the
+ * server the index writer thread; absent (the CLI, its own process), on `db` itself. A write
+ * the index refuses (not found, conflict) rejects with an OperatorError.
+ */
 export interface OperatorWriter {
-  write(work: OperatorBookkeeping): Promise<OperatorBookkeepingResult>;
+  write<W extends OperatorBookkeeping>(work: W): Promise<OperatorResultOf<W>>;
 }
 
 /**

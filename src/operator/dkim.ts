@@ -9,11 +9,12 @@ import {
   type DkimAlgorithm,
   type DkimKeyPair,
 } from '../dkim/keys.js';
-import { getDkimKey, listDkimKeys, removeDkimKey, storeDkimKey, type DkimKeyRow } from '../store/dkimKeys.js';
+import { getDkimKey, listDkimKeys, type DkimKeyRow } from '../store/dkimKeys.js';
 import { iso, type OperatorContext } from './context.js';
-import { notFound, OperatorError } from './errors.js';
-import { audit, audited } from './audit.js';
+import { OperatorError } from './errors.js';
+import { auditStamp } from './audit.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 /** What an operator sees of a key: the DNS record to publish, never the private key. */
 export interface DkimKeyView {
@@ -106,7 +107,7 @@ function keyFromPem(pem: Buffer, kind: 'rsa' | 'ed25519' | undefined, source: st
  * Generates (RSA 2048 by default, or Ed25519) or imports a signing key for a project's domain.
  * It becomes the domain's active key; a previous active key for the domain is retired.
  */
-export function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDkimKeyOptions): DkimKeyView {
+export async function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDkimKeyOptions): Promise<DkimKeyView> {
   requireProject(ctx, projectId);
   const domain = checkDomain(opts.domain);
   checkSelector(opts.selector, domain);
@@ -116,7 +117,7 @@ export function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDki
     : opts.privateKeyPem !== undefined ? keyFromPem(Buffer.from(opts.privateKeyPem, 'utf8'), kind, 'private_key')
     : generateDkimKeyPair(kind ?? 'rsa');
   const id = newDkimKeyId();
-  const store = () => storeDkimKey(ctx.db, {
+  const row = {
     id,
     project_id: projectId,
     domain,
@@ -125,8 +126,8 @@ export function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDki
     private_key: pair.privateKey,
     public_key: pair.publicKey,
     created_at: ctx.clock.now(),
-  });
-  audited(ctx, 'dkim.add', store, () => id, () => ({ project: projectId, domain, selector: opts.selector }));
+  };
+  await write(ctx, { type: 'dkim_add', row, stamp: auditStamp(ctx) });
   return dkimView(getDkimKey(ctx.db, id)!);
 }
 
@@ -136,12 +137,7 @@ export function listDkim(ctx: OperatorContext, projectId: string): { keys: DkimK
 }
 
 /** Retires a key: messages are no longer signed with it. */
-export function removeDkim(ctx: OperatorContext, id: string): { id: string; removed: true } {
-  ctx.db
-    .transaction(() => {
-      if (!removeDkimKey(ctx.db, id, ctx.clock.now())) throw notFound('DKIM key', id);
-      audit(ctx, 'dkim.remove', id);
-    })
-    .immediate();
+export async function removeDkim(ctx: OperatorContext, id: string): Promise<{ id: string; removed: true }> {
+  await write(ctx, { type: 'dkim_remove', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id, removed: true };
 }

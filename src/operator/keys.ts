@@ -1,10 +1,11 @@
-import { createApiKey, type KeyMode } from '../policy/apiKeys.js';
+import type { KeyMode } from '../policy/apiKeys.js';
 import { apiKeyLastUsed } from '../store/apiKeyUsage.js';
-import { getApiKey, listApiKeys, revokeApiKey, shortenApiKeyExpiry, type ApiKeyRow } from '../store/apiKeys.js';
-import { audit } from './audit.js';
+import { getApiKey, listApiKeys, type ApiKeyRow } from '../store/apiKeys.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 export interface KeyView {
   id: string;
@@ -56,18 +57,12 @@ function checkMode(mode: string): KeyMode {
 }
 
 /** The key itself is returned here once and never again: only its SHA-256 is stored. */
-export function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string): KeyView & { key: string } {
+export async function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string): Promise<KeyView & { key: string }> {
   const checked = checkMode(mode);
   requireProject(ctx, projectId);
   const expiresAt = parseExpiry(ctx, expires);
-  const created = ctx.db
-    .transaction(() => {
-      const made = createApiKey(ctx.db, projectId, checked, ctx.clock.now(), expiresAt);
-      audit(ctx, 'key.create', made.row.id, { project: projectId, mode: checked });
-      return made;
-    })
-    .immediate();
-  return { ...keyView(ctx, created.row), key: created.key };
+  const created = await write(ctx, { type: 'key_create', project_id: projectId, mode: checked, now: ctx.clock.now(), expires_at: expiresAt, stamp: auditStamp(ctx) });
+  return { ...keyView(ctx, requireKey(ctx, created.id)), key: created.key };
 }
 
 export function requireKey(ctx: OperatorContext, id: string): ApiKeyRow {
@@ -76,14 +71,9 @@ export function requireKey(ctx: OperatorContext, id: string): ApiKeyRow {
   return key;
 }
 
-export function revokeKey(ctx: OperatorContext, id: string): KeyView {
-  return ctx.db
-    .transaction(() => {
-      requireKey(ctx, id);
-      if (revokeApiKey(ctx.db, id, ctx.clock.now())) audit(ctx, 'key.revoke', id);
-      return keyView(ctx, requireKey(ctx, id));
-    })
-    .immediate();
+export async function revokeKey(ctx: OperatorContext, id: string): Promise<KeyView> {
+  await write(ctx, { type: 'key_revoke', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+  return keyView(ctx, requireKey(ctx, id));
 }
 
 /** Longest grace a rotated-out key may keep working: 30 days. */
@@ -94,23 +84,12 @@ export const MAX_ROTATION_GRACE_SECONDS = 30 * 86_400;
  * `graceSeconds` (at once with 0; a key that expires sooner anyway keeps its time), so clients
  * can switch over without a refused request.
  */
-export function rotateKey(ctx: OperatorContext, id: string, graceSeconds: number): { key: KeyView & { key: string }; previous: KeyView } {
+export async function rotateKey(ctx: OperatorContext, id: string, graceSeconds: number): Promise<{ key: KeyView & { key: string }; previous: KeyView }> {
   if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_ROTATION_GRACE_SECONDS) {
     throw new OperatorError('invalid_argument', `the grace must be an integer number of seconds from 0 to ${MAX_ROTATION_GRACE_SECONDS}`, 'grace_seconds');
   }
-  const now = ctx.clock.now();
-  return ctx.db
-    .transaction(() => {
-      const old = requireKey(ctx, id);
-      const state = keyView(ctx, old).state;
-      if (state !== 'active') throw new OperatorError('conflict', `key ${id} is ${state}; only an active key can be rotated`);
-      requireProject(ctx, old.project_id);
-      const made = createApiKey(ctx.db, old.project_id, old.mode, now, null);
-      shortenApiKeyExpiry(ctx.db, id, now + graceSeconds * 1000);
-      audit(ctx, 'key.rotate', id, { new_key: made.row.id, grace_seconds: graceSeconds });
-      return { key: { ...keyView(ctx, made.row), key: made.key }, previous: keyView(ctx, requireKey(ctx, id)) };
-    })
-    .immediate();
+  const made = await write(ctx, { type: 'key_rotate', id, now: ctx.clock.now(), grace_seconds: graceSeconds, stamp: auditStamp(ctx) });
+  return { key: { ...keyView(ctx, requireKey(ctx, made.id)), key: made.key }, previous: keyView(ctx, requireKey(ctx, id)) };
 }
 
 export function listKeys(ctx: OperatorContext, projectId: string): { keys: KeyView[] } {

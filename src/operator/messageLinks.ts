@@ -5,11 +5,12 @@
 import type { PosternConfig } from '../config/load.js';
 import { viewerToken, viewerTokenValid } from '../policy/viewerTokens.js';
 import { getMessage } from '../store/messages.js';
-import { audit } from './audit.js';
+import { auditStamp } from './audit.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
 import { messageContent, type AttachmentInfo } from './messageContent.js';
 import { requireMessage } from './messages.js';
+import { write } from './writer.js';
 
 export interface ViewerLink {
   url: string;
@@ -39,7 +40,7 @@ export function configuredViewerBase(config: Pick<PosternConfig, 'viewer' | 'lis
  * at most `viewer.max_link_expiry_seconds`). The link exposes the message to whoever holds it,
  * so making one is recorded in the audit log (without the link itself: it is a credential).
  */
-export function messageLink(ctx: OperatorContext, secret: Buffer, base: string, id: string, expiresInSeconds?: number): ViewerLink {
+export async function messageLink(ctx: OperatorContext, secret: Buffer, base: string, id: string, expiresInSeconds?: number): Promise<ViewerLink> {
   requireMessage(ctx, id);
   const seconds = expiresInSeconds ?? ctx.config.viewer.link_expiry_seconds;
   const max = ctx.config.viewer.max_link_expiry_seconds;
@@ -49,7 +50,7 @@ export function messageLink(ctx: OperatorContext, secret: Buffer, base: string, 
   const expiresAtMs = Math.floor((ctx.clock.now() + seconds * 1000) / 1000) * 1000;
   const url = `${base.replace(/\/+$/, '')}/view/${encodeURIComponent(id)}/${viewerToken(secret, id, expiresAtMs)}`;
   const link = { url, expires_at: new Date(expiresAtMs).toISOString() };
-  audit(ctx, 'message.link', id, { expires_at: link.expires_at });
+  await write(ctx, { type: 'message_link', id, expires_at: link.expires_at, stamp: auditStamp(ctx) });
   return link;
 }
 

@@ -2,14 +2,15 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { attemptsFor, recipientOutcomesFor, type AttemptRow } from '../store/delivery.js';
 import { eventsForMessage, type EventRow } from '../store/events.js';
-import { ACTION_FROM, applyMessageAction, deleteCapturedMessage, type MessageAction } from '../store/messageActions.js';
+import type { MessageAction } from '../store/messageActions.js';
 import { searchMessages, type MessageFilter } from '../store/messageSearch.js';
 import { FINISHED_STATUSES, getMessage, listMessages, LIVE_STATUSES, type MessageRow, type MessageStatus } from '../store/messages.js';
-import { audit } from './audit.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 /** The message vocabulary the console speaks, as the index keeps it. */
 export type { MessageAction, MessageFilter, MessageStatus };
@@ -165,31 +166,15 @@ export function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts:
   return { messages: page.map(summary), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }
 
-const ACTION_WORDS: Record<MessageAction, string> = {
-  release: 'only paused or captured messages can be released',
-  cancel: 'only queued, scheduled, paused or captured messages can be cancelled',
-  retry: 'only a queued message (waiting for its next attempt) can be retried now',
-};
-
 /**
  * One message: release (a held or captured message goes on to delivery, scheduled if its time
  * is still ahead), cancel (one not handed to a provider yet stops), retry (one waiting on the
  * retry ladder is due at once; one already due stays as it is). The rule is the store's
- * `applyMessageAction`, the same one bulk actions apply.
+ * `applyMessageAction`, the same one bulk actions apply (commit/operatorWrites.ts).
  */
-export function messageAction(ctx: OperatorContext, action: MessageAction, id: string) {
-  const now = ctx.clock.now();
-  return ctx.db
-    .transaction(() => {
-      const m = requireMessage(ctx, id);
-      if (!ACTION_FROM[action].includes(m.status)) throw new OperatorError('conflict', `message ${id} is ${m.status}; ${ACTION_WORDS[action]}`);
-      if (action === 'release' && requireProject(ctx, m.project_id).paused === 1 && m.hold_reason === 'project') {
-        throw new OperatorError('conflict', `message ${id} is held by its paused project; resume the project`);
-      }
-      if (applyMessageAction(ctx.db, action, { ids: [id] }, now).length > 0) audit(ctx, `message.${action}`, id);
-      return summary(requireMessage(ctx, id));
-    })
-    .immediate();
+export async function messageAction(ctx: OperatorContext, action: MessageAction, id: string) {
+  await write(ctx, { type: 'message_one', action, id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+  return summary(requireMessage(ctx, id));
 }
 
 export const releaseMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'release', id);
@@ -198,15 +183,7 @@ export const retryMessage = (ctx: OperatorContext, id: string) => messageAction(
 
 /** Deletes a captured (sandbox) message: its index rows, then its spool file. Nothing else can be deleted. */
 export async function deleteMessage(ctx: OperatorContext, id: string): Promise<{ id: string; deleted: true }> {
-  const file = ctx.db
-    .transaction(() => {
-      const m = requireMessage(ctx, id);
-      if (m.status !== 'captured') throw new OperatorError('conflict', `message ${id} is ${m.status}; only a captured (sandbox) message can be deleted`);
-      const spoolPath = deleteCapturedMessage(ctx.db, id);
-      audit(ctx, 'message.delete', id);
-      return spoolPath;
-    })
-    .immediate();
+  const { spool_path: file } = await write(ctx, { type: 'message_delete', id, stamp: auditStamp(ctx) });
   // After the commit: a crash in between leaves a file without a row, which start-up removes.
   if (file !== null) await rm(path.join(ctx.spoolRoot, file), { force: true });
   return { id, deleted: true };

@@ -1,17 +1,15 @@
 import { createHash } from 'node:crypto';
 import { isEmail } from '../contract/address.js';
 import { newOperatorId, newOperatorTokenId, randomAlphanumeric } from '../ids.js';
-import {
-  countOwners, deleteOperator, findOperatorByEmail, getOperator, insertOperator, listOperators, operatorProjectIds, setOperatorPassword, setOperatorProjects,
-  setOperatorRole, type OperatorRole, type OperatorRow,
-} from '../store/operators.js';
-import { deleteOperatorSessions, getOperatorToken, insertOperatorToken, listOperatorTokens, revokeOperatorToken, type OperatorTokenRow } from '../store/operatorSessions.js';
-import { audit } from './audit.js';
+import { getOperator, listOperators, operatorProjectIds, type OperatorRole, type OperatorRow } from '../store/operators.js';
+import { getOperatorToken, listOperatorTokens, type OperatorTokenRow } from '../store/operatorSessions.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { parseExpiry } from './keys.js';
 import { checkPasswordRules, generatePassword, hashPassword } from './passwords.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 export const OPERATOR_ROLES: readonly OperatorRole[] = ['owner', 'member'];
 
@@ -73,14 +71,8 @@ export async function createOperator(ctx: OperatorContext, opts: CreateOperatorO
   const hash = await hashPassword(password);
   const id = newOperatorId();
   const now = ctx.clock.now();
-  ctx.db
-    .transaction(() => {
-      if (findOperatorByEmail(ctx.db, email)) throw new OperatorError('conflict', `an operator with email ${email} already exists`);
-      insertOperator(ctx.db, { id, email, role, password_hash: hash, created_at: now, password_changed_at: now });
-      setOperatorProjects(ctx.db, id, projects);
-      audit(ctx, 'operator.create', id, { email, role, projects });
-    })
-    .immediate();
+  const row = { id, email, role, password_hash: hash, created_at: now, password_changed_at: now };
+  await write(ctx, { type: 'operator_create', row, projects, stamp: auditStamp(ctx) });
   const view = operatorView(ctx, requireOperator(ctx, id));
   return opts.password === undefined ? { ...view, password } : view;
 }
@@ -89,37 +81,19 @@ export function operatorList(ctx: OperatorContext): { operators: OperatorView[] 
   return { operators: listOperators(ctx.db).map((r) => operatorView(ctx, r)) };
 }
 
-/** There is always an owner left: someone must be able to manage the rest. */
-function keepAnOwner(ctx: OperatorContext, row: OperatorRow): void {
-  if (row.role === 'owner' && countOwners(ctx.db) <= 1) throw new OperatorError('conflict', `operator ${row.id} is the last owner; make another operator an owner first`);
-}
-
-export function removeOperator(ctx: OperatorContext, id: string): { id: string; removed: true } {
-  return ctx.db
-    .transaction(() => {
-      const row = requireOperator(ctx, id);
-      keepAnOwner(ctx, row);
-      deleteOperator(ctx.db, id);
-      audit(ctx, 'operator.remove', id, { email: row.email });
-      return { id, removed: true as const };
-    })
-    .immediate();
+/** Removes an operator; the last owner stays (someone must be able to manage the rest). */
+export async function removeOperator(ctx: OperatorContext, id: string): Promise<{ id: string; removed: true }> {
+  await write(ctx, { type: 'operator_remove', id, stamp: auditStamp(ctx) });
+  return { id, removed: true };
 }
 
 /** Changes a role and/or a member's projects; an operator who becomes an owner keeps no project list. */
-export function updateOperator(ctx: OperatorContext, id: string, changes: { role?: string; projects?: readonly string[] }): OperatorView {
-  return ctx.db
-    .transaction(() => {
-      const row = requireOperator(ctx, id);
-      const role = changes.role === undefined ? row.role : checkRole(changes.role);
-      if (role !== row.role && role === 'member') keepAnOwner(ctx, row);
-      const projects = changes.projects === undefined ? (role === 'owner' ? [] : operatorProjectIds(ctx.db, id)) : checkProjects(ctx, role, changes.projects);
-      setOperatorRole(ctx.db, id, role);
-      setOperatorProjects(ctx.db, id, projects);
-      audit(ctx, 'operator.update', id, { role, projects });
-      return operatorView(ctx, requireOperator(ctx, id));
-    })
-    .immediate();
+export async function updateOperator(ctx: OperatorContext, id: string, changes: { role?: string; projects?: readonly string[] }): Promise<OperatorView> {
+  const row = requireOperator(ctx, id);
+  const role = changes.role === undefined ? null : checkRole(changes.role);
+  const projects = changes.projects === undefined ? null : checkProjects(ctx, role ?? row.role, changes.projects);
+  await write(ctx, { type: 'operator_update', id, role, projects, stamp: auditStamp(ctx) });
+  return operatorView(ctx, requireOperator(ctx, id));
 }
 
 /**
@@ -131,13 +105,7 @@ export async function resetOperatorPassword(ctx: OperatorContext, id: string, pa
   if (password !== undefined) checkPasswordRules(password);
   const chosen = password ?? generatePassword();
   const hash = await hashPassword(chosen);
-  ctx.db
-    .transaction(() => {
-      if (!setOperatorPassword(ctx.db, id, hash, ctx.clock.now())) throw notFound('operator', id);
-      deleteOperatorSessions(ctx.db, id);
-      audit(ctx, 'operator.reset_password', id);
-    })
-    .immediate();
+  await write(ctx, { type: 'password_set', operator_id: id, password_hash: hash, now: ctx.clock.now(), keep_session: null, action: 'operator.reset_password', stamp: auditStamp(ctx) });
   return password === undefined ? { id, email: row.email, password: chosen } : { id, email: row.email };
 }
 
@@ -176,19 +144,15 @@ export function tokenView(ctx: OperatorContext, t: OperatorTokenRow): OperatorTo
 }
 
 /** A `pso_` token for scripts, acting as the operator. Returned here once; only its SHA-256 is stored. */
-export function createOperatorToken(ctx: OperatorContext, operatorId: string, name: string, expires?: string): OperatorTokenView & { token: string } {
+export async function createOperatorToken(ctx: OperatorContext, operatorId: string, name: string, expires?: string): Promise<OperatorTokenView & { token: string }> {
   requireOperator(ctx, operatorId);
   const label = name.trim();
   if (label === '' || label.length > 100) throw new OperatorError('invalid_argument', 'the token name must be 1 to 100 characters', 'name');
   const expiresAt = parseExpiry(ctx, expires);
   const token = `pso_${randomAlphanumeric(40)}`;
   const id = newOperatorTokenId();
-  ctx.db
-    .transaction(() => {
-      insertOperatorToken(ctx.db, { id, operator_id: operatorId, name: label, token_hash: hashOperatorToken(token), hint: `pso_…${token.slice(-4)}`, created_at: ctx.clock.now(), expires_at: expiresAt });
-      audit(ctx, 'operator_token.create', id, { operator: operatorId, name: label });
-    })
-    .immediate();
+  const row = { id, operator_id: operatorId, name: label, token_hash: hashOperatorToken(token).toString('hex'), hint: `pso_…${token.slice(-4)}`, created_at: ctx.clock.now(), expires_at: expiresAt };
+  await write(ctx, { type: 'token_create', row, stamp: auditStamp(ctx) });
   return { ...tokenView(ctx, getOperatorToken(ctx.db, id)!), token };
 }
 
@@ -198,14 +162,9 @@ export function requireOperatorToken(ctx: OperatorContext, id: string): Operator
   return row;
 }
 
-export function revokeOperatorTokenById(ctx: OperatorContext, id: string): OperatorTokenView {
-  return ctx.db
-    .transaction(() => {
-      requireOperatorToken(ctx, id);
-      if (revokeOperatorToken(ctx.db, id, ctx.clock.now())) audit(ctx, 'operator_token.revoke', id);
-      return tokenView(ctx, requireOperatorToken(ctx, id));
-    })
-    .immediate();
+export async function revokeOperatorTokenById(ctx: OperatorContext, id: string): Promise<OperatorTokenView> {
+  await write(ctx, { type: 'token_revoke', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+  return tokenView(ctx, requireOperatorToken(ctx, id));
 }
 
 export function operatorTokens(ctx: OperatorContext, operatorId: string): { tokens: OperatorTokenView[] } {

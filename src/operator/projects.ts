@@ -1,11 +1,11 @@
 import { newProjectId } from '../ids.js';
-import { getProject, insertProject, listProjects, markProjectDeleted, setProjectPaused, setProjectPlan, setProjectStrategy, type ProjectRow } from '../store/projects.js';
-import { projectHeldMessages, transitionMessage } from '../store/messages.js';
+import { getProject, listProjects, type ProjectRow } from '../store/projects.js';
 import { iso, type OperatorContext } from './context.js';
 import { planFor, limitSettings } from '../policy/usageLimits.js';
 import { categoryCount, dayPeriod, monthPeriod, senderDomains, usageFor } from '../store/usage.js';
 import { notFound, OperatorError } from './errors.js';
-import { audit, audited } from './audit.js';
+import { auditStamp } from './audit.js';
+import { write } from './writer.js';
 
 export interface ProjectView {
   id: string;
@@ -40,58 +40,43 @@ export function requireProject(ctx: OperatorContext, id: string): ProjectRow {
   return project;
 }
 
-export function createProject(ctx: OperatorContext, name: string, plan = ctx.config.default_plan): ProjectView {
+export async function createProject(ctx: OperatorContext, name: string, plan = ctx.config.default_plan): Promise<ProjectView> {
   if (name.trim() === '') throw new OperatorError('invalid_argument', 'project name must not be empty', 'name');
   checkPlan(ctx, plan);
   const id = newProjectId();
-  audited(ctx, 'project.create', () => insertProject(ctx.db, { id, name, plan, created_at: ctx.clock.now() }), () => id, () => ({ name, plan }));
+  await write(ctx, { type: 'project_create', row: { id, name, plan, created_at: ctx.clock.now() }, stamp: auditStamp(ctx) });
   return projectView(requireProject(ctx, id));
 }
 
 /** Pausing holds new messages (status `paused`); resuming releases the ones held only by the pause. */
-export function setPaused(ctx: OperatorContext, id: string, paused: boolean): ProjectView & { released?: number } {
-  return ctx.db.transaction(() => {
-    requireProject(ctx, id);
-    setProjectPaused(ctx.db, id, paused);
-    audit(ctx, paused ? 'project.pause' : 'project.resume', id);
-    if (paused) return projectView(requireProject(ctx, id));
-    const now = ctx.clock.now();
-    let released = 0;
-    for (const m of projectHeldMessages(ctx.db, id)) {
-      if (m.status === 'captured') {
-        // A sandbox message stays captured; it is simply no longer held by the pause.
-        transitionMessage(ctx.db, m.id, ['captured'], { status: 'captured', hold_reason: null, next_attempt_at: null }, now);
-        continue;
-      }
-      const scheduled = m.scheduled_at !== null && m.scheduled_at > now;
-      if (transitionMessage(ctx.db, m.id, ['paused'], { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : now }, now)) released++;
-    }
-    return { ...projectView(requireProject(ctx, id)), released };
-  }).immediate();
+export async function setPaused(ctx: OperatorContext, id: string, paused: boolean): Promise<ProjectView & { released?: number }> {
+  const { released } = await write(ctx, { type: 'project_pause', id, paused, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+  const view = projectView(requireProject(ctx, id));
+  return paused ? view : { ...view, released };
 }
 
 const STRATEGIES = ['fallback', 'round-robin', 'random', 'free-first'];
 
 /** The project's default routing strategy; a message's `routing.strategy` overrides it. */
-export function setStrategy(ctx: OperatorContext, id: string, strategy: string): ProjectView {
+export async function setStrategy(ctx: OperatorContext, id: string, strategy: string): Promise<ProjectView> {
   if (!STRATEGIES.includes(strategy)) throw new OperatorError('invalid_argument', `--strategy must be one of: ${STRATEGIES.join(', ')}`, 'strategy');
   requireProject(ctx, id);
-  audited(ctx, 'project.strategy', () => setProjectStrategy(ctx.db, id, strategy), () => id, () => ({ strategy }));
+  await write(ctx, { type: 'project_change', id, change: { strategy }, stamp: auditStamp(ctx) });
   return projectView(requireProject(ctx, id));
 }
 
 /** Takes effect on the next request: a 402 of the old plan is lifted at once. */
-export function changePlan(ctx: OperatorContext, id: string, plan: string): ProjectView {
+export async function changePlan(ctx: OperatorContext, id: string, plan: string): Promise<ProjectView> {
   checkPlan(ctx, plan);
   requireProject(ctx, id);
-  audited(ctx, 'project.plan', () => setProjectPlan(ctx.db, id, plan), () => id, () => ({ plan }));
+  await write(ctx, { type: 'project_change', id, change: { plan }, stamp: auditStamp(ctx) });
   return projectView(requireProject(ctx, id));
 }
 
 /** Soft delete: its keys stop working at once (invalid_api_key); its messages stay for audit. */
-export function deleteProject(ctx: OperatorContext, id: string): { id: string; deleted: true } {
+export async function deleteProject(ctx: OperatorContext, id: string): Promise<{ id: string; deleted: true }> {
   requireProject(ctx, id);
-  audited(ctx, 'project.delete', () => markProjectDeleted(ctx.db, id, ctx.clock.now()), () => id);
+  await write(ctx, { type: 'project_change', id, change: { deleted_at: ctx.clock.now() }, stamp: auditStamp(ctx) });
   return { id, deleted: true };
 }
 

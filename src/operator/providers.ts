@@ -2,11 +2,12 @@ import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings }
 import { openapiDocument } from '../contract/validators.js';
 import { newProviderAccountId } from '../ids.js';
 import { checkConnection, type ConnectionCheck } from '../providers/connectionCheck.js';
-import { detachProviderAccount, findProviderAccount, insertProviderAccount, listProviderAccounts, setProviderAccountLimits } from '../store/providerAccounts.js';
-import { audit, audited } from './audit.js';
+import { findProviderAccount, listProviderAccounts } from '../store/providerAccounts.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 export const PROVIDER_SLUGS = openapiDocument.components.schemas.ProviderSlug.enum as string[];
 
@@ -64,7 +65,7 @@ function integer(name: string, value: string | undefined, min: number, max: numb
 }
 
 /** Stores a provider account; delivery through it is the scheduler's job. */
-export function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): ProviderAccountView {
+export async function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): Promise<ProviderAccountView> {
   requireProject(ctx, projectId);
   if (!PROVIDER_SLUGS.includes(opts.slug)) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
   const isApi = opts.slug.endsWith('-api');
@@ -96,7 +97,7 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
   if (opts.apiKey !== undefined) secrets.api_key = opts.apiKey;
   if (opts.webhookSecret !== undefined) secrets.webhook_secret = opts.webhookSecret;
   const id = newProviderAccountId();
-  const insert = () => insertProviderAccount(ctx.db, {
+  const row = {
     id,
     project_id: projectId,
     slug: opts.slug,
@@ -105,8 +106,8 @@ export function attachProvider(ctx: OperatorContext, projectId: string, opts: At
     priority: integer('priority', opts.priority, 0, 1_000_000) ?? 100,
     free_quota: integer('free-quota', opts.freeQuota, 0, Number.MAX_SAFE_INTEGER),
     created_at: ctx.clock.now(),
-  });
-  audited(ctx, 'provider.attach', insert, () => id, () => ({ project: projectId, slug: opts.slug }));
+  };
+  await write(ctx, { type: 'provider_attach', row, stamp: auditStamp(ctx) });
   return view(requireProviderAccount(ctx, id));
 }
 
@@ -115,13 +116,8 @@ export function listProviders(ctx: OperatorContext, projectId: string): { provid
   return { providers: listProviderAccounts(ctx.db, projectId).map(view) };
 }
 
-export function detachProvider(ctx: OperatorContext, id: string): { id: string; detached: true } {
-  ctx.db
-    .transaction(() => {
-      if (!detachProviderAccount(ctx.db, id, ctx.clock.now())) throw notFound('provider account', id);
-      audit(ctx, 'provider.detach', id);
-    })
-    .immediate();
+export async function detachProvider(ctx: OperatorContext, id: string): Promise<{ id: string; detached: true }> {
+  await write(ctx, { type: 'provider_detach', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id, detached: true };
 }
 
@@ -133,18 +129,11 @@ export function requireProviderAccount(ctx: OperatorContext, id: string): Provid
 }
 
 /** Sets an account's priority (fallback order, lowest first) and/or its free monthly quota (free-first; null: none). */
-export function updateProvider(ctx: OperatorContext, id: string, changes: { priority?: string; freeQuota?: string | null }): ProviderAccountView {
+export async function updateProvider(ctx: OperatorContext, id: string, changes: { priority?: string; freeQuota?: string | null }): Promise<ProviderAccountView> {
   const priority = integer('priority', changes.priority, 0, 1_000_000);
   const freeQuota = changes.freeQuota === null ? null : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
-  return ctx.db
-    .transaction(() => {
-      const row = requireProviderAccount(ctx, id);
-      const next = { priority: priority ?? row.priority, free_quota: changes.freeQuota === undefined ? row.free_quota : freeQuota };
-      setProviderAccountLimits(ctx.db, id, next.priority, next.free_quota);
-      audit(ctx, 'provider.update', id, next);
-      return view(requireProviderAccount(ctx, id));
-    })
-    .immediate();
+  await write(ctx, { type: 'provider_update', id, priority, ...(changes.freeQuota === undefined ? {} : { free_quota: freeQuota }), stamp: auditStamp(ctx) });
+  return view(requireProviderAccount(ctx, id));
 }
 
 /**

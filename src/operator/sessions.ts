@@ -1,13 +1,12 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { findOperatorByEmail, getOperator, operatorProjectIds, setOperatorPassword, type OperatorRow } from '../store/operators.js';
-import {
-  deleteOperatorSession, deleteOperatorSessions, findOperatorSession, findOperatorTokenByHash, insertOperatorSession, touchOperatorSession, touchOperatorToken,
-} from '../store/operatorSessions.js';
-import { audit } from './audit.js';
+import { findOperatorByEmail, getOperator, operatorProjectIds, type OperatorRow } from '../store/operators.js';
+import { findOperatorSession, findOperatorTokenByHash } from '../store/operatorSessions.js';
+import { auditStamp } from './audit.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
 import { hashOperatorToken, TOKEN_PATTERN } from './operators.js';
 import { checkPasswordRules, hashPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
+import { write } from './writer.js';
 
 /** Who is asking, once authenticated: the operator, the projects they may see (null: all, an owner), and how. */
 export interface Principal {
@@ -47,13 +46,8 @@ export async function signIn(ctx: OperatorContext, email: string, password: stri
   const sessionId = randomBytes(32).toString('base64url');
   const idHash = sha256(sessionId);
   const now = ctx.clock.now();
-  const acting = actingAs(ctx, operator, clientIp);
-  ctx.db
-    .transaction(() => {
-      insertOperatorSession(ctx.db, { id_hash: idHash, operator_id: operator.id, created_at: now, last_seen_at: now, client_ip: clientIp });
-      audit(acting, 'session.sign_in', operator.id);
-    })
-    .immediate();
+  const stamp = auditStamp(actingAs(ctx, operator, clientIp));
+  await write(ctx, { type: 'session_start', id_hash: idHash.toString('hex'), operator_id: operator.id, now, client_ip: clientIp, stamp });
   return { sessionId, principal: principal(ctx, operator, 'session', idHash, null) };
 }
 
@@ -61,32 +55,28 @@ export async function signIn(ctx: OperatorContext, email: string, password: stri
  * The session a cookie names: its principal; `expired` when it has been idle longer than
  * `idleMs` (it is then removed); null when unknown (or its operator is gone).
  */
-export function sessionPrincipal(ctx: OperatorContext, sessionId: string, idleMs: number): Principal | 'expired' | null {
+export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, idleMs: number): Promise<Principal | 'expired' | null> {
   const idHash = sha256(sessionId);
   const session = findOperatorSession(ctx.db, idHash);
   if (!session) return null;
   const now = ctx.clock.now();
   if (now - session.last_seen_at > idleMs) {
-    deleteOperatorSession(ctx.db, idHash);
+    await write(ctx, { type: 'session_expire', id_hash: idHash.toString('hex') });
     return 'expired';
   }
   const operator = getOperator(ctx.db, session.operator_id);
   if (!operator) return null;
-  if (now - session.last_seen_at >= TOUCH_EVERY_MS) touchOperatorSession(ctx.db, idHash, now);
+  if (now - session.last_seen_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
   return principal(ctx, operator, 'session', idHash, null);
 }
 
-export function signOut(ctx: OperatorContext, p: Principal): void {
+export async function signOut(ctx: OperatorContext, p: Principal): Promise<void> {
   if (p.sessionHash === null) return;
-  ctx.db
-    .transaction(() => {
-      if (deleteOperatorSession(ctx.db, p.sessionHash!)) audit(ctx, 'session.sign_out', p.operator.id);
-    })
-    .immediate();
+  await write(ctx, { type: 'session_end', id_hash: p.sessionHash.toString('hex'), operator_id: p.operator.id, stamp: auditStamp(ctx) });
 }
 
 /** A `pso_` token's principal; null for a malformed, unknown, revoked or expired token. */
-export function tokenPrincipal(ctx: OperatorContext, token: string): Principal | null {
+export async function tokenPrincipal(ctx: OperatorContext, token: string): Promise<Principal | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
   const hash = hashOperatorToken(token);
   const row = findOperatorTokenByHash(ctx.db, hash);
@@ -94,7 +84,7 @@ export function tokenPrincipal(ctx: OperatorContext, token: string): Principal |
   if (!row || !timingSafeEqual(row.token_hash, hash) || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
   const operator = getOperator(ctx.db, row.operator_id);
   if (!operator) return null;
-  if (row.last_used_at === null || now - row.last_used_at >= TOUCH_EVERY_MS) touchOperatorToken(ctx.db, row.id, now);
+  if (row.last_used_at === null || now - row.last_used_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'token_touch', token_id: row.id, now });
   return principal(ctx, operator, 'token', null, row.id);
 }
 
@@ -121,11 +111,6 @@ export async function changeOwnPassword(ctx: OperatorContext, p: Principal, curr
   checkPasswordRules(next, 'new_password');
   if (!(await verifyPassword(current, p.operator.password_hash))) throw new OperatorError('invalid_argument', 'the current password is wrong', 'current_password');
   const hash = await hashPassword(next);
-  ctx.db
-    .transaction(() => {
-      setOperatorPassword(ctx.db, p.operator.id, hash, ctx.clock.now());
-      deleteOperatorSessions(ctx.db, p.operator.id, p.sessionHash);
-      audit(ctx, 'operator.change_password', p.operator.id);
-    })
-    .immediate();
+  const keep = p.sessionHash === null ? null : p.sessionHash.toString('hex');
+  await write(ctx, { type: 'password_set', operator_id: p.operator.id, password_hash: hash, now: ctx.clock.now(), keep_session: keep, action: 'operator.change_password', stamp: auditStamp(ctx) });
 }

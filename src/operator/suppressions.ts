@@ -1,10 +1,11 @@
 import { isEmail } from '../contract/address.js';
-import { addSuppression, listSuppressions, removeSuppression, searchSuppressions, type SuppressionRow } from '../store/suppressions.js';
-import { audit } from './audit.js';
+import { listSuppressions, searchSuppressions, type SuppressionRow } from '../store/suppressions.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
-import { notFound, OperatorError } from './errors.js';
+import { OperatorError } from './errors.js';
 import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 const view = (r: SuppressionRow) => ({ email: r.email, reason: r.reason, created_at: iso(r.created_at)! });
 
@@ -12,27 +13,17 @@ function checkEmail(email: string): void {
   if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${email}" is not an email address`, 'email');
 }
 
-export function suppress(ctx: OperatorContext, projectId: string, email: string, reason = 'manual'): { project_id: string; email: string; reason: string; created_at: string } {
+export async function suppress(ctx: OperatorContext, projectId: string, email: string, reason = 'manual'): Promise<{ project_id: string; email: string; reason: string; created_at: string }> {
   requireProject(ctx, projectId);
   checkEmail(email);
-  ctx.db
-    .transaction(() => {
-      addSuppression(ctx.db, { project_id: projectId, email, reason, created_at: ctx.clock.now() });
-      audit(ctx, 'suppression.add', projectId, { email, reason });
-    })
-    .immediate();
+  await write(ctx, { type: 'suppression_add', row: { project_id: projectId, email, reason, created_at: ctx.clock.now() }, stamp: auditStamp(ctx) });
   const row = listSuppressions(ctx.db, projectId).find((r) => r.email.toLowerCase() === email.toLowerCase())!;
   return { project_id: projectId, ...view(row) };
 }
 
-export function unsuppress(ctx: OperatorContext, projectId: string, email: string): { project_id: string; email: string; removed: true } {
+export async function unsuppress(ctx: OperatorContext, projectId: string, email: string): Promise<{ project_id: string; email: string; removed: true }> {
   requireProject(ctx, projectId);
-  ctx.db
-    .transaction(() => {
-      if (!removeSuppression(ctx.db, projectId, email)) throw notFound('suppression', email);
-      audit(ctx, 'suppression.remove', projectId, { email });
-    })
-    .immediate();
+  await write(ctx, { type: 'suppression_remove', project_id: projectId, email, stamp: auditStamp(ctx) });
   return { project_id: projectId, email, removed: true };
 }
 

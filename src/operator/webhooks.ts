@@ -4,16 +4,14 @@ import { WebhookSender } from '../events/sender.js';
 import { newWebhookSecret } from '../events/signing.js';
 import { parseTargetUrl, resolveTarget, TargetError, type Resolver } from '../events/targets.js';
 import { getProject } from '../store/projects.js';
-import {
-  deliveryCounts, enableWebhookEndpoint, getWebhookEndpoint, insertWebhookDelivery, insertWebhookEndpoint, listWebhookEndpoints, removeWebhookEndpoint,
-  rotateWebhookSecret as storeRotateSecret, type WebhookEndpointRow,
-} from '../store/webhooks.js';
-import { insertWebhookAttempt, listWebhookAttempts, type WebhookAttemptRow } from '../store/webhookAttempts.js';
-import { audit, audited } from './audit.js';
+import { deliveryCounts, getWebhookEndpoint, listWebhookEndpoints, type WebhookEndpointRow } from '../store/webhooks.js';
+import { listWebhookAttempts, type WebhookAttemptRow } from '../store/webhookAttempts.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
+import { write } from './writer.js';
 
 /** Test seams: DNS resolution and extra trusted CAs. */
 export interface TargetOptions {
@@ -98,22 +96,10 @@ export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl
     throw err;
   }
   const secret = newWebhookSecret();
-  const row = audited(
-    ctx,
-    'webhook.add',
-    () =>
-      insertWebhookEndpoint(ctx.db, {
-        id: newEndpointId(),
-        project_id: projectId,
-        url: url.href,
-        event_types: types === null ? null : JSON.stringify(types),
-        secret,
-        created_at: ctx.clock.now(),
-      }),
-    (r) => r.id,
-    (r) => ({ project: projectId, url: r.url }),
-  );
-  return { ...view(ctx, row), secret };
+  const id = newEndpointId();
+  const row = { id, project_id: projectId, url: url.href, event_types: types === null ? null : JSON.stringify(types), secret, created_at: ctx.clock.now() };
+  await write(ctx, { type: 'webhook_add', row, stamp: auditStamp(ctx) });
+  return { ...view(ctx, requireEndpoint(ctx, id)), secret };
 }
 
 export function listWebhooks(ctx: OperatorContext, projectId: string): { webhooks: WebhookView[] } {
@@ -122,13 +108,8 @@ export function listWebhooks(ctx: OperatorContext, projectId: string): { webhook
 }
 
 /** Removes the endpoint: nothing more is sent to it; its pending deliveries end `failed`. */
-export function removeWebhook(ctx: OperatorContext, id: string): { id: string; removed: true; cancelled_deliveries: number } {
-  const remove = () => {
-    const removed = removeWebhookEndpoint(ctx.db, id, ctx.clock.now());
-    if (!removed.removed) throw notFound('webhook', id);
-    return removed;
-  };
-  const r = audited(ctx, 'webhook.remove', remove, () => id);
+export async function removeWebhook(ctx: OperatorContext, id: string): Promise<{ id: string; removed: true; cancelled_deliveries: number }> {
+  const r = await write(ctx, { type: 'webhook_remove', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id, removed: true, cancelled_deliveries: r.cancelled };
 }
 
@@ -137,17 +118,12 @@ export function removeWebhook(ctx: OperatorContext, id: string): { id: string; r
  * `webhooks.secret_rotation_grace_seconds` (24 h by default), so receivers can switch over
  * without rejecting a delivery. Rotating again within that time retires the oldest secret.
  */
-export function rotateWebhookSecret(ctx: OperatorContext, id: string): { id: string; secret: string; previous_secret_expires_at: string | null } {
+export async function rotateWebhookSecret(ctx: OperatorContext, id: string): Promise<{ id: string; secret: string; previous_secret_expires_at: string | null }> {
   requireEndpoint(ctx, id);
   const grace = ctx.config.webhooks.secret_rotation_grace_seconds * 1000;
   const expires = grace > 0 ? ctx.clock.now() + grace : null;
   const secret = newWebhookSecret();
-  ctx.db
-    .transaction(() => {
-      if (!storeRotateSecret(ctx.db, id, secret, expires)) throw notFound('webhook', id);
-      audit(ctx, 'webhook.rotate_secret', id);
-    })
-    .immediate();
+  await write(ctx, { type: 'webhook_rotate', id, secret, previous_expires_at: expires, stamp: auditStamp(ctx) });
   return { id, secret, previous_secret_expires_at: iso(expires) };
 }
 
@@ -155,15 +131,8 @@ export function rotateWebhookSecret(ctx: OperatorContext, id: string): { id: str
  * Re-enables an endpoint (disabled after failing, or never disabled): its failure run starts
  * over and its pending deliveries are due at once.
  */
-export function enableWebhook(ctx: OperatorContext, id: string): WebhookView & { resumed_deliveries: number } {
-  const resumed = ctx.db
-    .transaction(() => {
-      const n = enableWebhookEndpoint(ctx.db, id, ctx.clock.now());
-      if (n === null) throw notFound('webhook', id);
-      audit(ctx, 'webhook.enable', id);
-      return n;
-    })
-    .immediate();
+export async function enableWebhook(ctx: OperatorContext, id: string): Promise<WebhookView & { resumed_deliveries: number }> {
+  const { resumed } = await write(ctx, { type: 'webhook_enable', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { ...view(ctx, requireEndpoint(ctx, id)), resumed_deliveries: resumed };
 }
 
@@ -212,36 +181,16 @@ export async function testWebhook(ctx: OperatorContext, id: string, opts: Target
   }
   const duration = Math.round(performance.now() - started);
   const at = ctx.clock.now();
-  ctx.db
-    .transaction(() => {
-      insertWebhookDelivery(ctx.db, {
-        id: deliveryId,
-        endpoint_id: endpoint.id,
-        event_seq: null,
-        type: TEST_EVENT_TYPE,
-        status: result.ok ? 'delivered' : 'failed',
-        attempts: 1,
-        next_attempt_at: null,
-        created_at: now,
-        last_attempt_at: at,
-        last_status: result.status,
-        last_error: result.error,
-        completed_at: at,
-      });
-      insertWebhookAttempt(ctx.db, {
-        delivery_id: deliveryId,
-        endpoint_id: endpoint.id,
-        type: TEST_EVENT_TYPE,
-        attempt: 1,
-        attempted_at: now,
-        ok: result.ok ? 1 : 0,
-        status_code: result.status,
-        duration_ms: duration,
-        error: result.error,
-      });
-      audit(ctx, 'webhook.test', endpoint.id, { delivery: deliveryId, delivered: result.ok });
-    })
-    .immediate();
+  await write(ctx, {
+    type: 'webhook_test',
+    delivery_id: deliveryId,
+    endpoint_id: endpoint.id,
+    event_type: TEST_EVENT_TYPE,
+    created_at: now,
+    at,
+    attempt: { ok: result.ok ? 1 : 0, status_code: result.status, duration_ms: duration, error: result.error },
+    stamp: auditStamp(ctx),
+  });
   return { id: deliveryId, endpoint_id: endpoint.id, type: TEST_EVENT_TYPE, delivered: result.ok, status_code: result.status, error: result.error, duration_ms: duration };
 }
 

@@ -30,7 +30,7 @@ after(() => scope.cleanup());
 const newStateDir = () => scope.stateDir('postern-crash-');
 
 /** Creates a project with keys in a state dir through the operator functions, then closes the index. */
-const seedProject = (stateDir: string): ProjectWithKeys => withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'crash project'));
+const seedProject = (stateDir: string): Promise<ProjectWithKeys> => withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, "crash project"));
 
 const spawn = (stateDir: string, env: Record<string, string> = {}): Promise<SpawnedPostern> => scope.spawn(stateDir, env);
 
@@ -215,7 +215,7 @@ function assertSpoolIntact(stateDir: string, acked: string[]): void {
 describe('SIGKILL under load', () => {
   test('every acknowledged message survives three kill -9 cycles with its row and MIME file; reconciliation leaves no orphan or temp file', async (t) => {
     const stateDir = newStateDir();
-    const { liveKey } = seedProject(stateDir);
+    const { liveKey } = await seedProject(stateDir);
     const allAcked: string[] = [];
     const perCycle: number[] = [];
 
@@ -274,7 +274,7 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
   let keptIds: string[];
   let missingIds: string[];
   try {
-    const { liveKey, testKey } = createProjectWithKeys(p.ctx);
+    const { liveKey, testKey } = await createProjectWithKeys(p.ctx);
     const send = async (base: string, key: string, overrides: Record<string, unknown> = {}) => {
       const res = await post(base, '/v1/send', { key, json: validMessage(overrides) });
       assert.equal(res.status, 202, res.text);
@@ -340,7 +340,7 @@ describe('spool reconciliation at start', () => {
     const p = await startTestPostern({ stateDir });
     try {
       // The server still accepts after reconciling.
-      const { liveKey } = createProjectWithKeys(p.ctx, 'after reconcile');
+      const { liveKey } = await createProjectWithKeys(p.ctx, 'after reconcile');
       const res = await post(p.production, '/v1/send', { key: liveKey, json: validMessage() });
       assert.equal(res.status, 202);
       planted.keptIds.push(res.body.id);
@@ -417,7 +417,7 @@ describe('SIGTERM under load', () => {
   let summary = '';
 
   before(async () => {
-    const { liveKey } = seedProject(stateDir);
+    const { liveKey } = await seedProject(stateDir);
     const server = await spawn(stateDir);
     let exited = false;
     // Clients keep sending after SIGTERM until the server turns them away (or their 10 s budget runs out).

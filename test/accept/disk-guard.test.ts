@@ -81,9 +81,9 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? fa
       }),
     );
     const env = { POSTERN_CONFIG: configFile, POSTERN_STATE_DIR: stateDir };
-    const keys: ProjectWithKeys = withClosedIndex(stateDir, (ctx) => {
-      const pk = createProjectWithKeys(ctx, 'disk guard', 'pro', { provider: false });
-      attachProvider(ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink!.port), tls: 'none' });
+    const keys: ProjectWithKeys = await withClosedIndex(stateDir, async (ctx) => {
+      const pk = await createProjectWithKeys(ctx, 'disk guard', 'pro', { provider: false });
+      await attachProvider(ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink!.port), tls: 'none' });
       return pk;
     });
     const hook = await runCli(['webhook', 'add', '--project', keys.project.id, '--url', `http://127.0.0.1:${hooks.port}/sent`, '--events', 'mail.sent', '--json'], env);

@@ -132,7 +132,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
     });
 
     test('the same key in two projects creates two messages', async () => {
-      const other = createProjectWithKeys(p.ctx, 'other project');
+      const other = await createProjectWithKeys(p.ctx, 'other project');
       const key = freshKey('two-projects');
       const a = await send(key, validMessage());
       const b = await send(key, validMessage(), { apiKey: other.liveKey });

@@ -185,8 +185,8 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   });
 
   test('a paused project holds new sends as paused; resuming queues exactly the project-held ones', async () => {
-    const q = createProjectWithKeys(p.ctx, 'pausable');
-    setPaused(p.ctx, q.project.id, true);
+    const q = await createProjectWithKeys(p.ctx, 'pausable');
+    await setPaused(p.ctx, q.project.id, true);
 
     const held = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage() });
     assert.equal(held.status, 202);
@@ -204,7 +204,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     const sandbox = await post(p.sandbox, '/v1/send', { key: q.testKey, json: validMessage() });
     assert.deepEqual(sandbox.body, expected202(sandbox, { status: 'captured', project_id: q.project.id, paused: true }));
 
-    const resumed = setPaused(p.ctx, q.project.id, false);
+    const resumed = await setPaused(p.ctx, q.project.id, false);
     assert.equal(resumed.paused, false);
     assert.equal(row(held.body.id)!.status, 'queued');
     assert.equal(row(held.body.id)!.hold_reason, null);
@@ -232,10 +232,10 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
 
   describe('routing echo', () => {
     let r: ProjectWithKeys;
-    before(() => {
-      r = createProjectWithKeys(p.ctx, 'routing');
-      attachProvider(p.ctx, r.project.id, { slug: 'smtp', host: 'smtp.example.net' });
-      attachProvider(p.ctx, r.project.id, { slug: 'provider-a-api', apiKey: 'a-key' });
+    before(async () => {
+      r = await createProjectWithKeys(p.ctx, 'routing');
+      await attachProvider(p.ctx, r.project.id, { slug: 'smtp', host: 'smtp.example.net' });
+      await attachProvider(p.ctx, r.project.id, { slug: 'provider-a-api', apiKey: 'a-key' });
     });
 
     const cases: [string, unknown, { provider: unknown; strategy: unknown }][] = [
@@ -301,7 +301,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     test('releasing a captured sandbox message queues it', async () => {
       const res = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage() });
       assert.equal(row(res.body.id)!.status, 'captured');
-      const released = releaseMessage(p.ctx, res.body.id);
+      const released = await releaseMessage(p.ctx, res.body.id);
       assert.equal(released.status, 'queued');
       assert.equal(released.paused, false);
       assert.equal(row(res.body.id)!.status, 'queued');
@@ -309,36 +309,36 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
 
     test('releasing a request-paused message queues it; with a future scheduled_at it becomes scheduled', async () => {
       const a = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true }) });
-      assert.equal(releaseMessage(p.ctx, a.body.id).status, 'queued');
+      assert.equal((await releaseMessage(p.ctx, a.body.id)).status, 'queued');
       assert.equal(row(a.body.id)!.status, 'queued');
       assert.equal(row(a.body.id)!.hold_reason, null);
 
       const b = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true, scheduled_at: instantWithOffset(HOUR, '+02:00') }) });
-      assert.equal(releaseMessage(p.ctx, b.body.id).status, 'scheduled');
+      assert.equal((await releaseMessage(p.ctx, b.body.id)).status, 'scheduled');
       assert.equal(row(b.body.id)!.status, 'scheduled');
     });
 
     test('releasing a queued message is a conflict', async () => {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() });
-      assert.throws(() => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
+      await assert.rejects(async () => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
       assert.equal(row(res.body.id)!.status, 'queued');
     });
 
     test('releasing a message held by a still-paused project is a conflict', async () => {
-      const q = createProjectWithKeys(p.ctx, 'still paused');
-      setPaused(p.ctx, q.project.id, true);
+      const q = await createProjectWithKeys(p.ctx, 'still paused');
+      await setPaused(p.ctx, q.project.id, true);
       const res = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage() });
-      assert.throws(() => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
+      await assert.rejects(async () => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
       assert.equal(row(res.body.id)!.status, 'paused');
     });
 
     test('cancelling a queued message cancels it; cancelling it again is a conflict', async () => {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() });
-      const cancelled = cancelMessage(p.ctx, res.body.id);
+      const cancelled = await cancelMessage(p.ctx, res.body.id);
       assert.equal(cancelled.status, 'cancelled');
       assert.equal(row(res.body.id)!.status, 'cancelled');
-      assert.throws(() => cancelMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
-      assert.throws(() => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
+      await assert.rejects(async () => cancelMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
+      await assert.rejects(async () => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
       assert.equal(row(res.body.id)!.status, 'cancelled');
     });
 
@@ -347,14 +347,14 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
       const paused = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true }) });
       const captured = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage() });
       for (const res of [scheduled, paused, captured]) {
-        assert.equal(cancelMessage(p.ctx, res.body.id).status, 'cancelled');
+        assert.equal((await cancelMessage(p.ctx, res.body.id)).status, 'cancelled');
         assert.equal(row(res.body.id)!.status, 'cancelled');
       }
     });
 
-    test('release and cancel of an unknown id are not_found', () => {
-      assert.throws(() => releaseMessage(p.ctx, 'm.00000000000000000000000000'), (err: unknown) => err instanceof OperatorError && err.code === 'not_found');
-      assert.throws(() => cancelMessage(p.ctx, 'm.00000000000000000000000000'), (err: unknown) => err instanceof OperatorError && err.code === 'not_found');
+    test('release and cancel of an unknown id are not_found', async () => {
+      await assert.rejects(async () => releaseMessage(p.ctx, 'm.00000000000000000000000000'), (err: unknown) => err instanceof OperatorError && err.code === 'not_found');
+      await assert.rejects(async () => cancelMessage(p.ctx, 'm.00000000000000000000000000'), (err: unknown) => err instanceof OperatorError && err.code === 'not_found');
     });
   });
 

@@ -149,14 +149,14 @@ function rawPost(baseUrl: string, opts: { headers: Record<string, string>; chunk
 describe('POST /v1/send body validation', () => {
   before(async () => {
     p = await startTestPostern({ clock: new ManualClock(NOW) });
-    const created = createProjectWithKeys(p.ctx, 'validation');
+    const created = await createProjectWithKeys(p.ctx, 'validation');
     key = created.testKey;
     liveKey = created.liveKey;
     projectId = created.project.id;
     // Routing pins must name attached providers; attach the ones the routing tests pin.
-    attachProvider(p.ctx, projectId, { slug: 'provider-a-api', apiKey: 'k-a' });
-    attachProvider(p.ctx, projectId, { slug: 'provider-b-smtp', host: 'smtp.b.example' });
-    attachProvider(p.ctx, projectId, { slug: 'provider-e-api', apiKey: 'k-e' });
+    await attachProvider(p.ctx, projectId, { slug: 'provider-a-api', apiKey: 'k-a' });
+    await attachProvider(p.ctx, projectId, { slug: 'provider-b-smtp', host: 'smtp.b.example' });
+    await attachProvider(p.ctx, projectId, { slug: 'provider-e-api', apiKey: 'k-e' });
   });
   after(async () => p.close());
 
@@ -923,7 +923,7 @@ describe('POST /v1/send body validation', () => {
 
       before(async () => {
         small = await startTestPostern({ clock: new ManualClock(NOW), config: { http: { max_body_bytes: LIMIT } } });
-        smallKey = createProjectWithKeys(small.ctx, 'small').testKey;
+        smallKey = (await createProjectWithKeys(small.ctx, 'small')).testKey;
       });
       after(async () => small.close());
 

@@ -16,7 +16,7 @@ test('a backup taken under load restores into a new directory that starts with e
   const scope = new ProcessScope();
   t.after(() => scope.cleanup());
   const stateDir = scope.stateDir('postern-backup-src-');
-  const keys = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'backup'));
+  const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'backup'));
   const configFile = path.join(stateDir, 'load.json');
   writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 } }));
   const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
@@ -54,7 +54,7 @@ test('a backup taken under load restores into a new directory that starts with e
 
   const again = await scope.spawn(restoredDir);
   assert.equal((await fetch(`${again.production}/readyz`)).status, 200);
-  withClosedIndex(restoredDir, (ctx) => {
+  await withClosedIndex(restoredDir, (ctx) => {
     for (const id of before) {
       const shown = messageShow(ctx, id);
       assert.equal(shown.status, 'queued', id);
@@ -72,7 +72,7 @@ test('restore refuses a state directory that is not empty and a directory that i
   const scope = new ProcessScope();
   t.after(() => scope.cleanup());
   const stateDir = scope.stateDir('postern-restore-busy-');
-  withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'already here'));
+  await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'already here'));
   const backupDir = path.join(scope.stateDir('postern-restore-bk-'), 'copy');
   const made = await runCli(['backup', '--to', backupDir, '--json'], { POSTERN_STATE_DIR: stateDir });
   assert.equal(made.code, 0, made.stderr);

@@ -110,7 +110,7 @@ describe('postern operator', () => {
 
   test('message retry, delete and bulk; key rotate; provider set and check; webhook attempts; suppression export; overview show', async () => {
     // Set up in-process (each CLI run costs a process start); the commands under test run as the CLI.
-    const { project, liveKey, testKey } = createProjectWithKeys(p.ctx, 'ops');
+    const { project, liveKey, testKey } = await createProjectWithKeys(p.ctx, 'ops');
     const live = { id: listKeys(p.ctx, project.id).keys.find((k) => k.mode === 'live')!.id, key: liveKey };
     const test = { key: testKey };
     const queued = (await post(p.production, '/v1/send', { key: live.key, json: validMessage() })).body.id;
@@ -133,8 +133,8 @@ describe('postern operator', () => {
     const checked = await ok(['provider', 'check', accounts[0].id]);
     assert.deepEqual([checked.checkable, checked.ok, checked.failed_at], [true, false, 'connect']);
 
-    suppress(p.ctx, project.id, 'b@example.org');
-    suppress(p.ctx, project.id, 'a@example.org', 'complaint');
+    await suppress(p.ctx, project.id, 'b@example.org');
+    await suppress(p.ctx, project.id, 'a@example.org', 'complaint');
     const csv = await runCli(['suppression', 'export', '--project', project.id], env);
     assert.equal(csv.code, 0, csv.stderr);
     assert.match(csv.stdout, /^email,reason,created_at\r\na@example\.org,complaint,\S+\r\nb@example\.org,manual,\S+\r\n$/);

@@ -11,8 +11,8 @@ import { scope } from '../support/waiting.js';
 test('queue summary counts messages by status and age; message cancel --filter cancels what the filter matches, and the summary shows it', async (t) => {
   const s = scope(t);
   const p = s.add(await startTestPostern(), (x) => x.close());
-  const pk = createProjectWithKeys(p.ctx, 'queue');
-  const other = createProjectWithKeys(p.ctx, 'other');
+  const pk = await createProjectWithKeys(p.ctx, 'queue');
+  const other = await createProjectWithKeys(p.ctx, 'other');
   for (let i = 0; i < 3; i++) assert.equal((await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage() })).status, 202);
   assert.equal((await post(p.production, '/v1/send', { key: other.liveKey, json: validMessage() })).status, 202);
   assert.equal((await post(p.sandbox, '/v1/send', { key: pk.testKey, json: validMessage() })).status, 202);

@@ -27,7 +27,7 @@ test('SIGHUP applies new plans and the log level at once, names what needs a res
   const write = (monthly: number, extra: Record<string, unknown> = {}) =>
     writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, log: { level: 'info' }, ...withPlans({ free: plan({ monthly_messages: monthly }) }), ...extra }));
   write(1);
-  const keys = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'reload', 'free'));
+  const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'reload', 'free'));
   // POSTERN_LOG_LEVEL empty: the config's log.level rules.
   const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
   const lines = () =>

@@ -193,7 +193,7 @@ describe('console sessions', () => {
   });
 
   test('a token made with the CLI (operator token create) works the same', async () => {
-    const made = createOperatorToken(p.ctx, owner.id, 'from the cli');
+    const made = await createOperatorToken(p.ctx, owner.id, 'from the cli');
     expectStatus(await new ConsoleClient(p.console).withToken(made.token).get('/projects'), 200);
   });
 
@@ -213,7 +213,7 @@ describe('console sessions', () => {
   });
 
   test('a member is refused every owner-only operation with 403 forbidden, and changes nothing', async () => {
-    const pk = createProjectWithKeys(p.ctx, 'member project');
+    const pk = await createProjectWithKeys(p.ctx, 'member project');
     const member = await operatorAccount(p.ctx, 'member@example.com', 'member', [pk.project.id]);
     const client = await ConsoleClient.signIn(p.console, member.email, PASSWORD);
     const ownerOnly = operations.filter((o) => o.op['x-role'] === 'owner');

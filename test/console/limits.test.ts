@@ -99,7 +99,7 @@ describe('console connections and bodies', () => {
       console: { cert: path.join(dir, 'console.crt'), key: path.join(dir, 'console.key') },
       config: { http: { max_connections: MAX_CONNECTIONS, max_connections_per_ip: MAX_CONNECTIONS, max_inflight_body_bytes: BODY_BUDGET, body_wait_ms: BODY_WAIT_MS } },
     });
-    key = createProjectWithKeys(p.ctx, 'limits').liveKey;
+    key = (await createProjectWithKeys(p.ctx, 'limits')).liveKey;
     await operatorAccount(p.ctx, 'limits@example.com', 'owner');
   });
   after(async () => p?.close());

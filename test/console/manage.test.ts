@@ -96,7 +96,7 @@ describe('console management', () => {
 
   test('suppressions: add, search, page, remove, and export as CSV', async () => {
     for (const email of ['zed@example.org', 'amy@example.org', 'bob@example.net']) expectStatus(await member.post(`/projects/${a.project.id}/suppressions`, { email, reason: 'manual' }), 201);
-    suppress(p.ctx, a.project.id, 'carl@example.org', 'hard_bounce: 550 "no, such user"');
+    await suppress(p.ctx, a.project.id, 'carl@example.org', 'hard_bounce: 550 "no, such user"');
     expectError(await member.post(`/projects/${a.project.id}/suppressions`, { email: 'not an address' }), 422, 'email:invalid_value');
     const first = expectStatus(await member.get(`/projects/${a.project.id}/suppressions?limit=2`), 200);
     assert.deepEqual(first.suppressions.map((s: any) => s.email), ['amy@example.org', 'bob@example.net']);

@@ -235,7 +235,7 @@ describe('console messages', () => {
     expectError(await owner.post('/messages/bulk', { action: 'cancel' }), 422, 'body:ids_or_filter');
     expectError(await owner.post('/messages/bulk', { action: 'cancel', ids: [ids.queued], filter: {} }), 422, 'body:ids_or_filter');
     expectError(await owner.post('/messages/bulk', { action: 'explode', ids: [ids.queued] }), 422, 'action:invalid_value');
-    const big = createProjectWithKeys(p.ctx, 'big');
+    const big = await createProjectWithKeys(p.ctx, 'big');
     const now = Date.now();
     const row = (i: number): NewMessageRow => ({
       id: `m.0zzzzzzzz${String(i).padStart(17, '0')}`,
@@ -343,9 +343,9 @@ describe('console message timeline', () => {
       await p.close();
       await sink.close();
     });
-    const pk = createProjectWithKeys(p.ctx, 'timeline', 'pro', { provider: false });
+    const pk = await createProjectWithKeys(p.ctx, 'timeline', 'pro', { provider: false });
     const { attachProvider } = await import('../../src/operator/providers.js');
-    attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink.port), tls: 'none' });
+    await attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink.port), tls: 'none' });
     await operatorAccount(p.ctx, 'owner@example.com', 'owner');
     const owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
 

@@ -55,13 +55,13 @@ test('the counters move by exactly what happened: sends by door, refusals by cod
     }),
     (x) => x.close(),
   );
-  const pk = createProjectWithKeys(p.ctx, 'metrics', 'pro', { provider: false });
+  const pk = await createProjectWithKeys(p.ctx, 'metrics', 'pro', { provider: false });
   // The provider that fails: Mailgun throttling, with a Retry-After the scheduler then rests the account for.
   const mailgun = s.add(await startMailgunEmulator({ ...MAILGUN, retryAfterSeconds: 600 }), (e) => e.close());
   mailgun.defaultMode = 'throttle';
   const ses = s.add(await SesEmulator.start(SES), (e) => e.close());
-  const sesAccount = attachProvider(p.ctx, pk.project.id, { slug: 'provider-a-api', endpoint: ses.url, region: SES.region, user: SES.accessKeyId, apiKey: SES.secretAccessKey, priority: '200' });
-  attachProvider(p.ctx, pk.project.id, { slug: 'provider-c-api', endpoint: mailgun.url, apiKey: MAILGUN.apiKey, domain: MAILGUN.domain, priority: '100' });
+  const sesAccount = await attachProvider(p.ctx, pk.project.id, { slug: 'provider-a-api', endpoint: ses.url, region: SES.region, user: SES.accessKeyId, apiKey: SES.secretAccessKey, priority: '200' });
+  await attachProvider(p.ctx, pk.project.id, { slug: 'provider-c-api', endpoint: mailgun.url, apiKey: MAILGUN.apiKey, domain: MAILGUN.domain, priority: '100' });
   await addWebhook(p.ctx, pk.project.id, `http://127.0.0.1:${hooks.port}/hook`, 'mail.delivered');
 
   const before = await scrape(p.console);

@@ -26,7 +26,7 @@ describe('console providers', () => {
 
   before(async () => {
     p = await startTestPostern({ console: true });
-    pk = createProjectWithKeys(p.ctx, 'providers', 'pro', { provider: false });
+    pk = await createProjectWithKeys(p.ctx, 'providers', 'pro', { provider: false });
     await operatorAccount(p.ctx, 'owner@example.com', 'owner');
     owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
   });
@@ -143,7 +143,7 @@ describe('provider health in the overview', () => {
       await p.close();
       await sendgrid.close();
     });
-    const pk = createProjectWithKeys(p.ctx, 'health', 'pro', { provider: false });
+    const pk = await createProjectWithKeys(p.ctx, 'health', 'pro', { provider: false });
     await operatorAccount(p.ctx, 'owner@example.com', 'owner');
     const owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
     const account = expectStatus(await owner.post(`/projects/${pk.project.id}/providers`, { slug: 'provider-b-api', endpoint: sendgrid.url, api_key: SENDGRID_TEST_KEY }), 201);

@@ -45,10 +45,10 @@ describe('web console in a browser', () => {
     receiver = await WebhookReceiver.start();
     w = await consoleWorld({ config: { webhooks: { allow_private_targets: true, enabled: false } } });
     // Projects the tests use alone (the app loads the project list at sign-in).
-    inbox = createProjectWithKeys(w.p.ctx, 'inbox project');
-    live = createProjectWithKeys(w.p.ctx, 'live project');
-    empty = createProjectWithKeys(w.p.ctx, 'empty project');
-    paged = createProjectWithKeys(w.p.ctx, 'paged project');
+    inbox = await createProjectWithKeys(w.p.ctx, 'inbox project');
+    live = await createProjectWithKeys(w.p.ctx, 'live project');
+    empty = await createProjectWithKeys(w.p.ctx, 'empty project');
+    paged = await createProjectWithKeys(w.p.ctx, 'paged project');
     browser = await launchBrowser();
   });
   after(async () => {

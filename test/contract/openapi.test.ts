@@ -44,7 +44,7 @@ describe('the OpenAPI document is the single source of the contract', () => {
   });
 
   test('202, 207 and error bodies conform to the schemas of the served document', async () => {
-    const { testKey } = createProjectWithKeys(p.ctx);
+    const { testKey } = await createProjectWithKeys(p.ctx);
     const sendAccepted = responseValidator('SendAccepted');
     const batchResponse = responseValidator('BatchResponse');
     const errorEnvelope = responseValidator('ErrorEnvelope');

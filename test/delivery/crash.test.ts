@@ -78,11 +78,11 @@ async function startCountingSink(): Promise<CountingSink> {
 }
 
 /** A pro project with an `smtp` provider pointing at the sink and a live key, written with the operator functions on an index closed afterwards. */
-function seedProject(stateDir: string, sinkPort: number): { projectId: string; liveKey: string } {
-  return withClosedIndex(stateDir, (ctx) => {
-    const project = createProject(ctx, 'delivery crash', 'pro');
-    attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
-    return { projectId: project.id, liveKey: createKey(ctx, project.id, 'live').key };
+async function seedProject(stateDir: string, sinkPort: number): Promise<{ projectId: string; liveKey: string }> {
+  return await withClosedIndex(stateDir, async (ctx) => {
+    const project = await createProject(ctx, 'delivery crash', 'pro');
+    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
+    return { projectId: project.id, liveKey: (await createKey(ctx, project.id, 'live')).key };
   });
 }
 
@@ -107,7 +107,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
   test('after a restart every accepted message reaches the sink at least once, none is lost, and only messages leased by the killed process are repeated', async (t) => {
     const stateDir = scope.stateDir('postern-delivery-crash-');
     const sink = await startCountingSink();
-    const { liveKey } = seedProject(stateDir, sink.port);
+    const { liveKey } = await seedProject(stateDir, sink.port);
     const off = writeConfig(stateDir, 'delivery-off.json', { enabled: false });
     const on = writeConfig(stateDir, 'delivery-on.json', { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS });
 

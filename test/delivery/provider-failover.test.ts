@@ -35,15 +35,15 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
     }),
     (x) => x.close(),
   );
-  const pk = createProjectWithKeys(p.ctx, 'e2e', 'pro', { provider: false });
+  const pk = await createProjectWithKeys(p.ctx, 'e2e', 'pro', { provider: false });
   const postmark = s.add(await startPostmarkEmulator({ serverToken: POSTMARK_TOKEN }), (e) => e.close());
   postmark.defaultMode = 'throttle';
   const ses = s.add(await SesEmulator.start(SES, { now: () => clock.now() }), (e) => e.close());
   // Attached in the opposite priority order: only the message's routing decides the order.
-  const sesAccount = attachProvider(p.ctx, pk.project.id, {
+  const sesAccount = (await attachProvider(p.ctx, pk.project.id, {
     slug: 'provider-a-api', endpoint: ses.url, region: SES.region, user: SES.accessKeyId, apiKey: SES.secretAccessKey, priority: '200',
-  });
-  const postmarkAccount = attachProvider(p.ctx, pk.project.id, { slug: 'provider-e-api', endpoint: postmark.url, apiKey: POSTMARK_TOKEN, priority: '100' });
+  }));
+  const postmarkAccount = await attachProvider(p.ctx, pk.project.id, { slug: 'provider-e-api', endpoint: postmark.url, apiKey: POSTMARK_TOKEN, priority: '100' });
 
   const res = await post(p.production, '/v1/send', {
     key: pk.liveKey,

@@ -55,8 +55,8 @@ async function startPostern(
 }
 
 /** A project with keys and NO provider (each test attaches its own sinks). */
-function project(p: TestPostern, name = 'delivery'): ProjectWithKeys {
-  return createProjectWithKeys(p.ctx, name, 'pro', { provider: false });
+async function project(p: TestPostern, name = "delivery"): Promise<ProjectWithKeys> {
+  return await createProjectWithKeys(p.ctx, name, 'pro', { provider: false });
 }
 
 /** Attaches a sink as one provider account of the project. */
@@ -97,8 +97,8 @@ describe('end to end through a real SMTP relay', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay');
     const p = await startPostern(s);
-    const pk = project(p);
-    const account = attach(p, pk, sink.port, { priority: '1' });
+    const pk = await project(p);
+    const account = await attach(p, pk, sink.port, { priority: '1' });
 
     const id = await send(p.production, pk.liveKey, {
       from: 'Sender <sender@example.com>',
@@ -155,8 +155,8 @@ describe('end to end through a real SMTP relay', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay');
     const p = await startPostern(s);
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey, { text: 'line one\nline two\n\nline four', html: '<p>one</p>\n<p>two</p>' });
     await waitStatus(p, id, 'sent');
@@ -170,8 +170,8 @@ describe('end to end through a real SMTP relay', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay');
     const p = await startPostern(s, { smtp: true });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const client = nodemailer.createTransport({
       host: '127.0.0.1',
@@ -211,12 +211,12 @@ describe('end to end through a real SMTP relay', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay');
     const p = await startPostern(s);
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     await waitStatus(p, await send(p.production, pk.liveKey, { subject: 'First' }), 'sent');
     // A new key moves the policy generation: every cached account is loaded from its row again.
-    createKey(p.ctx, pk.project.id, 'live');
+    await createKey(p.ctx, pk.project.id, 'live');
     await waitStatus(p, await send(p.production, pk.liveKey, { subject: 'Second' }), 'sent');
 
     assert.equal(sink.received.length, 2);
@@ -240,8 +240,8 @@ describe('provider_options over a provider SMTP relay', () => {
     const p = await startPostern(s);
     for (const [slug, expected] of cases) {
       const sink = await startSink(s, slug);
-      const pk = project(p, `options ${slug}`);
-      attach(p, pk, sink.port, { slug });
+      const pk = await project(p, `options ${slug}`);
+      await attach(p, pk, sink.port, { slug });
       const id = await send(p.production, pk.liveKey, { subject: `options via ${slug}`, provider_options: options });
       await waitStatus(p, id, 'sent');
       assert.equal(sink.received[0].raw.toString('latin1'), expected + spooled(p, id).toString('latin1'), slug);
@@ -321,9 +321,9 @@ describe('failover to the next account in the same hand-off', () => {
       const first = await c.first(s);
       const clock = new ManualClock(T0);
       const p = await startPostern(s, { clock, delivery: { smtp_timeout_ms: 500, retry_ladder_seconds: [60] } });
-      const pk = project(p);
-      const a1 = attach(p, pk, first.port, { slug: 'smtp', priority: '1', ...first.attach });
-      const a2 = attach(p, pk, second.port, { slug: 'provider-b-smtp', priority: '2' });
+      const pk = await project(p);
+      const a1 = await attach(p, pk, first.port, { slug: 'smtp', priority: '1', ...first.attach });
+      const a2 = await attach(p, pk, second.port, { slug: 'provider-b-smtp', priority: '2' });
 
       const id = await send(p.production, pk.liveKey, { to: 'ann@example.org', bcc: 'hidden@example.net' });
       const shown = await waitStatus(p, id, 'sent');
@@ -350,9 +350,9 @@ describe('failover to the next account in the same hand-off', () => {
     const second = await startSink(s, 'second');
     const first = await startSink(s, 'first', { data: () => ({ code: 554, text: '5.6.0 Message content rejected' }) });
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, first.port, { priority: '1' });
-    attach(p, pk, second.port, { slug: 'provider-b-smtp', priority: '2' });
+    const pk = await project(p);
+    await attach(p, pk, first.port, { priority: '1' });
+    await attach(p, pk, second.port, { slug: 'provider-b-smtp', priority: '2' });
 
     const id = await send(p.production, pk.liveKey);
     const shown = await waitStatus(p, id, 'failed');
@@ -376,10 +376,10 @@ describe('a pinned send is never rerouted', () => {
     const pinned = await startSink(s, 'pinned', { data: () => (refusing ? { code: 451, text: '4.3.0 Try again later' } : null) });
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock, delivery: { retry_ladder_seconds: [60] } });
-    const pk = project(p);
+    const pk = await project(p);
     // The healthy account even has the better priority: a pin ignores priorities.
-    attach(p, pk, healthy.port, { slug: 'smtp', priority: '1' });
-    const b = attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '5' });
+    await attach(p, pk, healthy.port, { slug: 'smtp', priority: '1' });
+    const b = await attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '5' });
 
     const id = await send(p.production, pk.liveKey, { routing: { provider: 'provider-b-smtp' } });
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 10_000, 'first attempt');
@@ -419,14 +419,14 @@ describe('a pinned send is never rerouted', () => {
     const pinned = await startSink(s, 'pinned');
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock, delivery: { retry_ladder_seconds: [60] } });
-    const pk = project(p);
-    attach(p, pk, healthy.port, { slug: 'smtp', priority: '1' });
-    const b = attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '2' });
+    const pk = await project(p);
+    await attach(p, pk, healthy.port, { slug: 'smtp', priority: '1' });
+    const b = await attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '2' });
 
-    setPaused(p.ctx, pk.project.id, true);
+    await setPaused(p.ctx, pk.project.id, true);
     const id = await send(p.production, pk.liveKey, { routing: { provider: 'provider-b-smtp' } }, 'paused');
-    detachProvider(p.ctx, b.id);
-    setPaused(p.ctx, pk.project.id, false);
+    await detachProvider(p.ctx, b.id);
+    await setPaused(p.ctx, pk.project.id, false);
 
     await waitFor(() => messageShow(p.ctx, id).last_error !== null && statusOf(p, id) === 'queued', 10_000, 'hand-off without candidates');
     const shown = messageShow(p.ctx, id);
@@ -444,10 +444,10 @@ describe('a pinned send is never rerouted', () => {
     const c = await startSink(s, 'c', { mail: () => ({ code: 451, text: '4.3.0 busy' }) });
     const b = await startSink(s, 'b');
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, outside.port, { slug: 'smtp', priority: '1' });
-    attach(p, pk, b.port, { slug: 'provider-b-smtp', priority: '2' });
-    attach(p, pk, c.port, { slug: 'provider-c-smtp', priority: '3' });
+    const pk = await project(p);
+    await attach(p, pk, outside.port, { slug: 'smtp', priority: '1' });
+    await attach(p, pk, b.port, { slug: 'provider-b-smtp', priority: '2' });
+    await attach(p, pk, c.port, { slug: 'provider-c-smtp', priority: '3' });
 
     const id = await send(p.production, pk.liveKey, { routing: { provider: ['provider-c-smtp', 'provider-b-smtp'] } });
     const shown = await waitStatus(p, id, 'sent');
@@ -469,15 +469,15 @@ describe('routing strategies', () => {
     const s = scope(t);
     const sinks = [await startSink(s, 'one'), await startSink(s, 'two'), await startSink(s, 'three')];
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
+    const pk = await project(p);
     const slugs = ['smtp', 'provider-b-smtp', 'provider-c-smtp'];
-    sinks.forEach((sink, i) => attach(p, pk, sink.port, { slug: slugs[i], priority: String(i + 1) }));
+    for (const [i, sink] of sinks.entries()) await attach(p, pk, sink.port, { slug: slugs[i], priority: String(i + 1) });
     return { s, sinks, p, pk };
   }
 
   test('round-robin (project strategy) spreads 9 messages 3/3/3 over 3 accounts', async (t) => {
     const { sinks, p, pk } = await threeAccounts(t);
-    setStrategy(p.ctx, pk.project.id, 'round-robin');
+    await setStrategy(p.ctx, pk.project.id, 'round-robin');
     const ids: string[] = [];
     for (let i = 0; i < 9; i++) ids.push(await send(p.production, pk.liveKey, { subject: `rr ${i}` }));
     for (const id of ids) await waitStatus(p, id, 'sent');
@@ -500,7 +500,7 @@ describe('routing strategies', () => {
 
   test('fallback: every message goes to the highest-priority account', async (t) => {
     const { sinks, p, pk } = await threeAccounts(t);
-    setStrategy(p.ctx, pk.project.id, 'fallback');
+    await setStrategy(p.ctx, pk.project.id, 'fallback');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(await send(p.production, pk.liveKey));
     for (const id of ids) assert.equal((await waitStatus(p, id, 'sent')).provider, 'smtp');
@@ -509,7 +509,7 @@ describe('routing strategies', () => {
 
   test('random: every message delivered exactly once, over more than one account', async (t) => {
     const { sinks, p, pk } = await threeAccounts(t);
-    setStrategy(p.ctx, pk.project.id, 'random');
+    await setStrategy(p.ctx, pk.project.id, 'random');
     const ids: string[] = [];
     for (let i = 0; i < 15; i++) ids.push(await send(p.production, pk.liveKey, { subject: `random ${i}` }));
     for (const id of ids) await waitStatus(p, id, 'sent');
@@ -526,10 +526,10 @@ describe('routing strategies', () => {
     const a = await startSink(s, 'free');
     const b = await startSink(s, 'paid');
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, a.port, { slug: 'provider-b-smtp', priority: '2', freeQuota: '2' });
-    attach(p, pk, b.port, { slug: 'smtp', priority: '1' });
-    setStrategy(p.ctx, pk.project.id, 'free-first');
+    const pk = await project(p);
+    await attach(p, pk, a.port, { slug: 'provider-b-smtp', priority: '2', freeQuota: '2' });
+    await attach(p, pk, b.port, { slug: 'smtp', priority: '1' });
+    await setStrategy(p.ctx, pk.project.id, 'free-first');
 
     const providers: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -546,16 +546,16 @@ describe('routing strategies', () => {
     const a = await startSink(s, 'free');
     const b = await startSink(s, 'paid');
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, a.port, { slug: 'provider-b-smtp', priority: '2', freeQuota: '2' });
-    attach(p, pk, b.port, { slug: 'smtp', priority: '1' });
-    setStrategy(p.ctx, pk.project.id, 'free-first');
+    const pk = await project(p);
+    await attach(p, pk, a.port, { slug: 'provider-b-smtp', priority: '2', freeQuota: '2' });
+    await attach(p, pk, b.port, { slug: 'smtp', priority: '1' });
+    await setStrategy(p.ctx, pk.project.id, 'free-first');
 
     // Held by the paused project, then released together: one scheduler turn leases all six.
-    setPaused(p.ctx, pk.project.id, true);
+    await setPaused(p.ctx, pk.project.id, true);
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) ids.push(await send(p.production, pk.liveKey, { subject: `ff ${i}` }, 'paused'));
-    setPaused(p.ctx, pk.project.id, false);
+    await setPaused(p.ctx, pk.project.id, false);
     for (const id of ids) await waitStatus(p, id, 'sent');
     assert.deepEqual([a.received.length, b.received.length], [2, 4]);
   });
@@ -571,8 +571,8 @@ describe('retry on the backoff ladder', () => {
     const sink = await startSink(s, 'flaky', { data: (n) => (n < 2 ? { code: 451, text: '4.3.0 Temporary local problem' } : null) });
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock, delivery: { retry_ladder_seconds: [60, 120] } });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey);
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 10_000, 'first failure');
@@ -614,8 +614,8 @@ describe('maximum queue age', () => {
     const sink = await startSink(s, 'down', { mail: () => ({ code: 451, text: '4.4.5 Insufficient system storage' }) });
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock, delivery: { max_age_seconds: 3600, retry_ladder_seconds: [1800] } });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const failing = await send(p.production, pk.liveKey, { subject: 'failing' });
     const captured = await send(p.sandbox, pk.testKey, { subject: 'captured' }, 'captured');
@@ -647,8 +647,8 @@ describe('maximum queue age', () => {
     const sink = await startSink(s, 'down', { data: () => ({ code: 452, text: '4.3.1 Insufficient system resources' }) });
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock, delivery: { max_age_seconds: 3600, retry_ladder_seconds: [3000] } });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
     const id = await send(p.production, pk.liveKey);
     await waitFor(() => statusOf(p, id) === 'queued' && messageShow(p.ctx, id).attempts_log.length === 1, 10_000, 'first failure');
     clock.advance(3_000_000);
@@ -670,8 +670,8 @@ describe('scheduled, held and cancelled messages', () => {
     const sink = await startSink(s, 'relay');
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const at = iso(T0 + 600_000);
     const id = await send(p.production, pk.liveKey, { scheduled_at: at }, 'scheduled');
@@ -693,8 +693,8 @@ describe('scheduled, held and cancelled messages', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay');
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const paused = await send(p.production, pk.liveKey, { subject: 'held', paused: true }, 'paused');
     const captured = await send(p.sandbox, pk.testKey, { subject: 'sandboxed' }, 'captured');
@@ -703,9 +703,9 @@ describe('scheduled, held and cancelled messages', () => {
     assert.equal(statusOf(p, captured), 'captured');
     assert.equal(sink.received.length, 0);
 
-    assert.equal(releaseMessage(p.ctx, paused).status, 'queued');
+    assert.equal((await releaseMessage(p.ctx, paused)).status, 'queued');
     await waitStatus(p, paused, 'sent');
-    assert.equal(releaseMessage(p.ctx, captured).status, 'queued');
+    assert.equal((await releaseMessage(p.ctx, captured)).status, 'queued');
     const shown = await waitStatus(p, captured, 'sent');
     assert.equal(shown.environment, 'sandbox');
     assert.deepEqual(sink.received.map((r) => /^Subject: (.*)$/m.exec(r.raw.toString('utf8'))![1].trim()), ['held', 'sandboxed']);
@@ -717,12 +717,12 @@ describe('scheduled, held and cancelled messages', () => {
     const sink = await startSink(s, 'relay');
     const clock = new ManualClock(T0);
     const p = await startPostern(s, { clock });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const cancelled = await send(p.production, pk.liveKey, { subject: 'cancel me', scheduled_at: iso(T0 + 600_000) }, 'scheduled');
     const kept = await send(p.production, pk.liveKey, { subject: 'keep me', scheduled_at: iso(T0 + 600_000) }, 'scheduled');
-    assert.equal(cancelMessage(p.ctx, cancelled).status, 'cancelled');
+    assert.equal((await cancelMessage(p.ctx, cancelled)).status, 'cancelled');
     clock.advance(600_000);
     await waitStatus(p, kept, 'sent');
     await settle();
@@ -742,8 +742,8 @@ describe('recipient-level outcomes', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay', { rcpt: (to) => (to === 'gone@example.org' ? { code: 550, text: '5.1.1 No such user' } : null) });
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey, { to: ['ok@example.org', 'gone@example.org'] });
     const shown = await waitStatus(p, id, 'sent');
@@ -767,8 +767,8 @@ describe('recipient-level outcomes', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay', { rcpt: (to) => (to === 'busy@example.org' ? { code: 450, text: '4.2.1 Mailbox busy, try later' } : null) });
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey, { to: ['ok@example.org', 'busy@example.org'] });
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length >= 1 && statusOf(p, id) !== 'sending', 10_000, 'first hand-off');
@@ -787,9 +787,9 @@ describe('recipient-level outcomes', () => {
     const other = await startSink(s, 'other');
     const sink = await startSink(s, 'relay', { rcpt: () => ({ code: 550, text: '5.1.1 No such user' }) });
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, sink.port, { priority: '1' });
-    attach(p, pk, other.port, { slug: 'provider-b-smtp', priority: '2' });
+    const pk = await project(p);
+    await attach(p, pk, sink.port, { priority: '1' });
+    await attach(p, pk, other.port, { slug: 'provider-b-smtp', priority: '2' });
 
     const id = await send(p.production, pk.liveKey, { to: ['x@example.org', 'y@example.org'] });
     const shown = await waitStatus(p, id, 'failed');
@@ -807,14 +807,14 @@ describe('recipient-level outcomes', () => {
     const s = scope(t);
     const sink = await startSink(s, 'relay');
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, sink.port);
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
 
-    setPaused(p.ctx, pk.project.id, true);
+    await setPaused(p.ctx, pk.project.id, true);
     const both = await send(p.production, pk.liveKey, { to: ['keep@example.org', 'drop@example.org'] }, 'paused');
     const only = await send(p.production, pk.liveKey, { to: 'drop@example.org', subject: 'only' }, 'paused');
-    suppress(p.ctx, pk.project.id, 'Drop@example.org');
-    setPaused(p.ctx, pk.project.id, false);
+    await suppress(p.ctx, pk.project.id, 'Drop@example.org');
+    await setPaused(p.ctx, pk.project.id, false);
 
     const shownBoth = await waitStatus(p, both, 'sent');
     const shownOnly = await waitStatus(p, only, 'suppressed');
@@ -867,8 +867,8 @@ describe("Postfix's smtp-sink as the next hop", () => {
     );
 
     const p = await startPostern(s, { clock: new ManualClock(T0) });
-    const pk = project(p);
-    attach(p, pk, port);
+    const pk = await project(p);
+    await attach(p, pk, port);
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await send(p.production, pk.liveKey, { subject: `sink ${i}`, to: `r${i}@example.org` }));
     for (const id of ids) {

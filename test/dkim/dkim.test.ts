@@ -174,8 +174,8 @@ function assertPrintedKey(printed: any, expected: { project_id: string; domain: 
 }
 
 /** An operator function's refusal: OperatorError with that code and a message matching `pattern`. */
-function assertRefusal(fn: () => unknown, code: string, pattern: RegExp, what = ''): void {
-  assert.throws(fn, (err: unknown) => {
+async function assertRefusal(fn: () => unknown, code: string, pattern: RegExp, what = ''): Promise<void> {
+  await assert.rejects(async () => fn(), (err: unknown) => {
     assert.ok(err instanceof OperatorError, `${what}: ${String(err)}`);
     assert.equal(err.code, code, `${what}: ${err.message}`);
     assert.match(err.message, pattern, what);
@@ -185,7 +185,7 @@ function assertRefusal(fn: () => unknown, code: string, pattern: RegExp, what = 
 
 describe('postern dkim add', () => {
   test('generates an RSA 2048 key by default and prints the DNS TXT record of the stored key, never the private key', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim rsa');
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim rsa');
     const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 's2026']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const stored = row(r.json.id);
@@ -207,7 +207,7 @@ describe('postern dkim add', () => {
   });
 
   test('generates an ed25519 key with --algorithm ed25519: k=ed25519 and the raw 32-byte public key (RFC 8463)', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim ed25519');
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim ed25519');
     const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'mail.example.org', '--selector', 'ed.2026', '--algorithm', 'ed25519']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const stored = row(r.json.id);
@@ -218,7 +218,7 @@ describe('postern dkim add', () => {
   });
 
   test('imports an RSA private key from a PEM file (PKCS#1 or PKCS#8) and publishes that very key', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim import rsa');
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim import rsa');
     const dir = tempDir();
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pkcs1 = path.join(dir, 'rsa1.pem');
@@ -233,12 +233,12 @@ describe('postern dkim add', () => {
 
     const pkcs8 = path.join(dir, 'rsa8.pem');
     writeFileSync(pkcs8, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-    const again = addDkimKey(p.ctx, project.id, { domain: 'example.net', selector: 'imported', privateKeyFile: pkcs8, algorithm: 'rsa' });
+    const again = await addDkimKey(p.ctx, project.id, { domain: 'example.net', selector: 'imported', privateKeyFile: pkcs8, algorithm: 'rsa' });
     assert.equal(again.dns_value, rsaRecord(privateKey));
   });
 
   test('imports an ed25519 private key from a PEM file', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim import ed25519');
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim import ed25519');
     const file = path.join(tempDir(), 'ed.pem');
     const { privateKey } = generateKeyPairSync('ed25519');
     writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
@@ -248,7 +248,7 @@ describe('postern dkim add', () => {
   });
 
   test('refusals exit 1 with {error:{code, message}}: invalid domain, selector, algorithm or key file; unknown project; a missing flag is a usage error', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim cli refusals');
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim cli refusals');
     const rsaFile = path.join(tempDir(), 'rsa.pem');
     writeFileSync(rsaFile, generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     const add = (...extra: string[]) => ['dkim', 'add', '--project', project.id, ...extra];
@@ -274,8 +274,8 @@ describe('postern dkim add', () => {
 });
 
 describe('dkim add validation (operator)', () => {
-  test('refuses key files that are missing, not private keys, encrypted, too-short RSA, another key type, or not the --algorithm', () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim bad files');
+  test('refuses key files that are missing, not private keys, encrypted, too-short RSA, another key type, or not the --algorithm', async () => {
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim bad files');
     const dir = tempDir();
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const file = (name: string, content?: string | Buffer): string => {
@@ -293,43 +293,43 @@ describe('dkim add validation (operator)', () => {
       [file('ec.pem', generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' })), /ec\.pem: unsupported key type "ec"/],
     ];
     for (const [f, pattern] of cases) {
-      assertRefusal(() => addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: f }), 'invalid_argument', pattern, f);
+      await assertRefusal(async () => (await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: f })), 'invalid_argument', pattern, f);
     }
     const rsaFile = file('rsa.pem', rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }));
     const edFile = file('ed.pem', generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
-    assertRefusal(() => addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: rsaFile, algorithm: 'ed25519' }), 'invalid_argument', /holds a rsa key, not ed25519/);
-    assertRefusal(() => addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: edFile, algorithm: 'rsa' }), 'invalid_argument', /holds a ed25519 key, not rsa/);
+    await assertRefusal(async () => (await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: rsaFile, algorithm: 'ed25519' })), 'invalid_argument', /holds a rsa key, not ed25519/);
+    await assertRefusal(async () => (await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: edFile, algorithm: 'rsa' })), 'invalid_argument', /holds a ed25519 key, not rsa/);
     assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
   });
 
-  test('the domain must be a host name of at least two labels (stored lower-case); the selector lower-case DNS labels', () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim validation');
-    const add = (domain: string, selector: string, algorithm = 'ed25519') => () => addDkimKey(p.ctx, project.id, { domain, selector, algorithm });
+  test('the domain must be a host name of at least two labels (stored lower-case); the selector lower-case DNS labels', async () => {
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim validation');
+    const add = (domain: string, selector: string, algorithm = 'ed25519') => async () => await addDkimKey(p.ctx, project.id, { domain, selector, algorithm });
     const badDomains = ['example', 'exa mple.com', '-bad.example.com', 'bad-.example.com', 'example..com', '.example.com', 'example.com.', 'ex_ample.com', 'exämple.com', '192.168.0.1', `${'a'.repeat(64)}.com`, `${'abcdefghi.'.repeat(26)}com`, ''];
-    for (const domain of badDomains) assertRefusal(add(domain, 's'), 'invalid_argument', /^--domain must be a host name/, `domain ${JSON.stringify(domain)}`);
+    for (const domain of badDomains) await assertRefusal(add(domain, 's'), 'invalid_argument', /^--domain must be a host name/, `domain ${JSON.stringify(domain)}`);
     const badSelectors = ['S1', '-s', '_s', 's..t', 's.', '.s', 's t', 's/t', 's;t', 's=t', '', 'a'.repeat(64)];
-    for (const selector of badSelectors) assertRefusal(add('example.com', selector), 'invalid_argument', /^--selector must be/, `selector ${JSON.stringify(selector)}`);
-    assertRefusal(add('example.com', Array(4).fill('a'.repeat(60)).join('.'), 'ed25519'), 'invalid_argument', /longer than 253 characters/);
-    for (const algorithm of ['dsa', 'RSA', 'ed448', '']) assertRefusal(add('example.com', 's', algorithm), 'invalid_argument', /^--algorithm must be rsa or ed25519/, algorithm);
-    assertRefusal(() => addDkimKey(p.ctx, 'p.nope', { domain: 'example.com', selector: 's' }), 'not_found', /^project p\.nope not found$/);
+    for (const selector of badSelectors) await assertRefusal(add('example.com', selector), 'invalid_argument', /^--selector must be/, `selector ${JSON.stringify(selector)}`);
+    await assertRefusal(add('example.com', Array(4).fill('a'.repeat(60)).join('.'), 'ed25519'), 'invalid_argument', /longer than 253 characters/);
+    for (const algorithm of ['dsa', 'RSA', 'ed448', '']) await assertRefusal(add('example.com', 's', algorithm), 'invalid_argument', /^--algorithm must be rsa or ed25519/, algorithm);
+    await assertRefusal(async () => (await addDkimKey(p.ctx, 'p.nope', { domain: 'example.com', selector: 's' })), 'not_found', /^project p\.nope not found$/);
     assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
 
     // Accepted: digits, "-" and "_" in selectors, dotted selectors, xn-- labels; the domain is lower-cased.
-    const good = addDkimKey(p.ctx, project.id, { domain: 'Mail.Example.COM', selector: '2026-01_a.b9', algorithm: 'ed25519' });
+    const good = await addDkimKey(p.ctx, project.id, { domain: 'Mail.Example.COM', selector: '2026-01_a.b9', algorithm: 'ed25519' });
     assert.equal(good.domain, 'mail.example.com');
     assert.equal(good.dns_name, '2026-01_a.b9._domainkey.mail.example.com');
-    assert.equal(addDkimKey(p.ctx, project.id, { domain: 'xn--bcher-kva.example', selector: 'x', algorithm: 'ed25519-sha256' }).algorithm, 'ed25519-sha256');
-    assert.equal(addDkimKey(p.ctx, project.id, { domain: '1.example', selector: 'x', algorithm: 'rsa-sha256' }).algorithm, 'rsa-sha256');
+    assert.equal((await addDkimKey(p.ctx, project.id, { domain: 'xn--bcher-kva.example', selector: 'x', algorithm: 'ed25519-sha256' })).algorithm, 'ed25519-sha256');
+    assert.equal((await addDkimKey(p.ctx, project.id, { domain: '1.example', selector: 'x', algorithm: 'rsa-sha256' })).algorithm, 'rsa-sha256');
   });
 });
 
 describe('postern dkim list / replace / remove', () => {
   test('a second key for the same project and domain replaces the active one; other domains and projects keep theirs', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim replace');
-    const other = createProjectWithKeys(p.ctx, 'dkim replace other').project;
-    const first = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'old', algorithm: 'ed25519' });
-    const keep = addDkimKey(p.ctx, project.id, { domain: 'example.net', selector: 'net', algorithm: 'ed25519' });
-    const otherKey = addDkimKey(p.ctx, other.id, { domain: 'example.com', selector: 'theirs', algorithm: 'ed25519' });
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim replace');
+    const other = (await createProjectWithKeys(p.ctx, 'dkim replace other')).project;
+    const first = await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'old', algorithm: 'ed25519' });
+    const keep = await addDkimKey(p.ctx, project.id, { domain: 'example.net', selector: 'net', algorithm: 'ed25519' });
+    const otherKey = await addDkimKey(p.ctx, other.id, { domain: 'example.com', selector: 'theirs', algorithm: 'ed25519' });
     const second = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'new', '--algorithm', 'ed25519']);
 
     assert.notEqual(row(first.id).removed_at, null);
@@ -343,10 +343,10 @@ describe('postern dkim list / replace / remove', () => {
   });
 
   test('list prints the active keys, ordered by domain, with their DNS records and no private key', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim list');
-    const empty = createProjectWithKeys(p.ctx, 'dkim list empty').project;
-    const b = addDkimKey(p.ctx, project.id, { domain: 'b.example', selector: 'x' });
-    const a = addDkimKey(p.ctx, project.id, { domain: 'a.example', selector: 'y', algorithm: 'ed25519' });
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim list');
+    const empty = (await createProjectWithKeys(p.ctx, 'dkim list empty')).project;
+    const b = await addDkimKey(p.ctx, project.id, { domain: 'b.example', selector: 'x' });
+    const a = await addDkimKey(p.ctx, project.id, { domain: 'a.example', selector: 'y', algorithm: 'ed25519' });
     const [listed, none, unknown] = await Promise.all([
       cli(['dkim', 'list', '--project', project.id]),
       ok(['dkim', 'list', '--project', empty.id]),
@@ -360,9 +360,9 @@ describe('postern dkim list / replace / remove', () => {
   });
 
   test('remove retires a key (kept in the index, no longer listed or used); removing it again or an unknown id is not_found', async () => {
-    const { project } = createProjectWithKeys(p.ctx, 'dkim remove');
-    const key = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'gone', algorithm: 'ed25519' });
-    const stays = addDkimKey(p.ctx, project.id, { domain: 'example.org', selector: 'stays', algorithm: 'ed25519' });
+    const { project } = await createProjectWithKeys(p.ctx, 'dkim remove');
+    const key = await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'gone', algorithm: 'ed25519' });
+    const stays = await addDkimKey(p.ctx, project.id, { domain: 'example.org', selector: 'stays', algorithm: 'ed25519' });
     assert.deepEqual(await ok(['dkim', 'remove', key.id]), { id: key.id, removed: true });
     assert.notEqual(row(key.id).removed_at, null);
     const [list, again, unknown] = await Promise.all([
@@ -374,7 +374,7 @@ describe('postern dkim list / replace / remove', () => {
     assert.equal(again, `DKIM key ${key.id} not found`);
     assert.equal(unknown, 'DKIM key dk.0000000000000000 not found');
     // A new key for the domain can be added after removal.
-    const fresh = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'back', algorithm: 'ed25519' });
+    const fresh = await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'back', algorithm: 'ed25519' });
     assert.deepEqual(listDkim(p.ctx, project.id), { keys: [fresh, stays] });
   });
 });
@@ -407,15 +407,15 @@ describe('DKIM signing of spooled messages', () => {
   let edLive: string;
   let edKey: DkimKeyView;
 
-  before(() => {
-    const a = createProjectWithKeys(p.ctx, 'signing rsa');
+  before(async () => {
+    const a = await createProjectWithKeys(p.ctx, 'signing rsa');
     rsaProject = a.project.id;
     rsaLive = a.liveKey;
-    rsaKey = addDkimKey(p.ctx, rsaProject, { domain: 'example.com', selector: 'rsa2026' });
-    const b = createProjectWithKeys(p.ctx, 'signing ed25519');
+    rsaKey = await addDkimKey(p.ctx, rsaProject, { domain: 'example.com', selector: 'rsa2026' });
+    const b = await createProjectWithKeys(p.ctx, 'signing ed25519');
     edProject = b.project.id;
     edLive = b.liveKey;
-    edKey = addDkimKey(p.ctx, edProject, { domain: 'example.com', selector: 'ed2026', algorithm: 'ed25519' });
+    edKey = await addDkimKey(p.ctx, edProject, { domain: 'example.com', selector: 'ed2026', algorithm: 'ed25519' });
   });
 
   for (const kind of ['rsa', 'ed25519'] as const) {
@@ -535,9 +535,9 @@ describe('DKIM signing of spooled messages', () => {
   });
 
   test('a sender at a subdomain is signed with the nearest parent domain that has a key (d= that domain)', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing parents');
-    const apex = addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'apex' });
-    const mid = addDkimKey(p.ctx, project.id, { domain: 'b.example.com', selector: 'mid', algorithm: 'ed25519' });
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'signing parents');
+    const apex = await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'apex' });
+    const mid = await addDkimKey(p.ctx, project.id, { domain: 'b.example.com', selector: 'mid', algorithm: 'ed25519' });
 
     const cases: [string, DkimKeyView][] = [
       ['news@a.b.example.com', mid],
@@ -561,8 +561,8 @@ describe('DKIM signing of spooled messages', () => {
   });
 
   test('no signature (null) when no key of the project applies to the From domain', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing none');
-    addDkimKey(p.ctx, project.id, { domain: 'sub.example.com', selector: 'sub', algorithm: 'ed25519' });
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'signing none');
+    await addDkimKey(p.ctx, project.id, { domain: 'sub.example.com', selector: 'sub', algorithm: 'ed25519' });
     const { bytes } = await spooled(liveKey, { from: 'a@other.org' });
     assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
     // A key for a subdomain never signs its parent or a sibling; a bare TLD never matches.
@@ -570,18 +570,18 @@ describe('DKIM signing of spooled messages', () => {
     assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.example.com', bytes, new Date()), null);
     assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'com', bytes, new Date()), null);
     // Another project's key never applies.
-    const bare = createProjectWithKeys(p.ctx, 'signing none bare');
+    const bare = await createProjectWithKeys(p.ctx, 'signing none bare');
     const fromRsaDomain = await spooled(bare.liveKey, { from: 'a@example.com' });
     assert.equal(await dkimSignatureFor(p.ctx.db, bare.project.id, 'example.com', fromRsaDomain.bytes, new Date()), null);
     // A removed key no longer signs.
-    const gone = addDkimKey(p.ctx, project.id, { domain: 'other.org', selector: 'gone', algorithm: 'ed25519' });
+    const gone = await addDkimKey(p.ctx, project.id, { domain: 'other.org', selector: 'gone', algorithm: 'ed25519' });
     assert.ok(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()));
-    removeDkim(p.ctx, gone.id);
+    await removeDkim(p.ctx, gone.id);
     assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
   });
 
   test('a key added with the CLI signs messages that verify against the DNS record the CLI printed', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'signing cli');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'signing cli');
     const printed = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'cli']);
     const { bytes } = await spooled(liveKey, rich);
     const header = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date());

@@ -45,10 +45,10 @@ async function seed(stateDir: string, url: string): Promise<{ liveKey: string; s
   try {
     const config = buildConfig({ state_dir: stateDir, webhooks: { allow_private_targets: true } }, {});
     const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const project = createProject(ctx, 'webhook crash', 'pro');
-    attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    const project = await createProject(ctx, 'webhook crash', 'pro');
+    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     const hook = await addWebhook(ctx, project.id, url);
-    return { liveKey: createKey(ctx, project.id, 'live').key, secret: hook.secret, endpointId: hook.id };
+    return { liveKey: (await createKey(ctx, project.id, 'live')).key, secret: hook.secret, endpointId: hook.id };
   } finally {
     db.close();
   }

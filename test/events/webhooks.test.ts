@@ -131,7 +131,7 @@ function deliveriesOf(p: TestPostern, endpointId: string): WebhookDeliveryRow[] 
 const view = (p: TestPostern, pk: ProjectWithKeys, id: string): WebhookView => listWebhooks(p.ctx, pk.project.id).webhooks.find((w) => w.id === id)!;
 
 /** A pro project with keys and the default unreachable provider (acceptance only). */
-const project = (p: TestPostern, name = 'webhooks') => createProjectWithKeys(p.ctx, name, 'pro');
+const project = async (p: TestPostern, name = 'webhooks') => await createProjectWithKeys(p.ctx, name, 'pro');
 
 /* ---- a next-hop SMTP relay for the delivery-driven events ---- */
 
@@ -180,7 +180,7 @@ describe('webhooks', { concurrency: true }, () => {
     r.respond = (_req, n) => (n === 0 ? { status: 200, delayMs: 20_000 } : { status: 200 });
     const p = await startPostern(s, { clock });
     assert.equal(p.config.webhooks.timeout_ms, 10_000, 'the default timeout');
-    const pk = project(p);
+    const pk = await project(p);
     const hook = await addWebhook(p.ctx, pk.project.id, r.url());
     await send(p, pk);
     const [first] = await r.waitFor(1);
@@ -280,8 +280,8 @@ describe('webhooks', { concurrency: true }, () => {
           await waitFor(() => threadPolicies(process.pid).some((policy) => policy !== 0), 5000, 'the webhook thread started');
           assert.deepEqual(threadPolicies(process.pid).filter((policy) => policy !== 0), [5]);
         }
-        const pk = createProjectWithKeys(p.ctx, 'Events project', 'pro', { provider: false });
-        attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none' });
+        const pk = await createProjectWithKeys(p.ctx, 'Events project', 'pro', { provider: false });
+        await attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none' });
         const account = listProviderAccounts(p.ctx.db, pk.project.id)[0];
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         assert.match(hook.secret, /^whsec_[A-Za-z0-9]{43}$/);
@@ -294,8 +294,8 @@ describe('webhooks', { concurrency: true }, () => {
         const failedId = await send(p, pk, { subject: 'Reject me' });
         // mail.suppressed: held, the recipient suppressed meanwhile, then released.
         const suppressedId = await send(p, pk, { to: 'gone@example.org', subject: 'Held', paused: true });
-        suppress(p.ctx, pk.project.id, 'gone@example.org', 'manual');
-        releaseMessage(p.ctx, suppressedId);
+        await suppress(p.ctx, pk.project.id, 'gone@example.org', 'manual');
+        await releaseMessage(p.ctx, suppressedId);
 
         const sentRow = await waitFor(() => r.on().find((h) => h.body.type === 'mail.sent' && h.body.data.mail.uid === sentId), 10_000, 'mail.sent');
         const now = Date.now();
@@ -369,8 +369,8 @@ describe('webhooks', { concurrency: true }, () => {
         const s = scope(t);
         const r = await receiver(s);
         const p = await startPostern(s);
-        const pk = project(p, 'first');
-        const other = project(p, 'second');
+        const pk = await project(p, 'first');
+        const other = await project(p, 'second');
         const before = await send(p, pk, { subject: 'before' });
         await settle(100);
         const all = await addWebhook(p.ctx, pk.project.id, r.url('/all'));
@@ -405,7 +405,7 @@ describe('webhooks', { concurrency: true }, () => {
         const r = await receiver(s);
         r.respond = (_req, n) => (n === 0 ? { status: 500, body: 'database is down\n' } : { status: 204 });
         const p = await startPostern(s, { clock });
-        const pk = project(p);
+        const pk = await project(p);
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         const id = await send(p, pk);
         const [first] = await r.waitFor(1);
@@ -438,7 +438,7 @@ describe('webhooks', { concurrency: true }, () => {
         const r = await receiver(s);
         r.respond = (req) => (req.path === '/hook' ? { status: 302, headers: { location: r.url('/elsewhere') } } : { status: 200 });
         const p = await startPostern(s);
-        const pk = project(p);
+        const pk = await project(p);
         await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const [first] = await r.waitFor(1, '/hook');
@@ -459,7 +459,7 @@ describe('webhooks', { concurrency: true }, () => {
         const p = await startPostern(s, { clock });
         assert.deepEqual(p.config.webhooks.retry_ladder_seconds, DEFAULT_LADDER);
         assert.equal(p.config.webhooks.retry_jitter, 0.1);
-        const pk = project(p);
+        const pk = await project(p);
         await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const [first] = await r.waitFor(1);
@@ -498,7 +498,7 @@ describe('webhooks', { concurrency: true }, () => {
         const r = await receiver(s);
         r.respond = () => ({ status: 500 });
         const p = await startPostern(s, { webhooks: { retry_ladder_seconds: [0, 0], retry_jitter: 0 } });
-        const pk = project(p);
+        const pk = await project(p);
         await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const hooks = await r.waitFor(3, undefined, 3000);
@@ -520,7 +520,7 @@ describe('webhooks', { concurrency: true }, () => {
           : req.path === '/small' ? { status: 429, headers: { 'retry-after': '5' } }
           : { status: 500, headers: { 'retry-after': '3000' } };
         const p = await startPostern(s, { clock });
-        const pk = project(p);
+        const pk = await project(p);
         const paths = ['/seconds', '/date', '/huge', '/small', '/ignored'];
         for (const path of paths) await addWebhook(p.ctx, pk.project.id, r.url(path));
         await send(p, pk);
@@ -548,7 +548,7 @@ describe('webhooks', { concurrency: true }, () => {
         // One retry, about 27.8 h after the first attempt: out of the way of this timeline until re-enabling.
         const p = await startPostern(s, { clock, webhooks: { retry_ladder_seconds: [100_000] } });
         assert.equal(p.config.webhooks.disable_after_seconds, 86_400);
-        const pk = project(p);
+        const pk = await project(p);
         const a = await addWebhook(p.ctx, pk.project.id, r.url('/a'));
         const b = await addWebhook(p.ctx, pk.project.id, r.url('/b'));
         /** At `at`, one message; waits until each endpoint named has had its attempt recorded. */
@@ -599,7 +599,7 @@ describe('webhooks', { concurrency: true }, () => {
 
         // Fixed and re-enabled: every pending delivery goes out at once, without waiting for its retry time.
         healthy = new Set(['/a', '/b']);
-        const enabled = enableWebhook(p.ctx, a.id);
+        const enabled = await enableWebhook(p.ctx, a.id);
         assert.equal(enabled.state, 'enabled');
         assert.equal(enabled.disabled_at, null);
         assert.equal(enabled.disabled_reason, null);
@@ -617,7 +617,7 @@ describe('webhooks', { concurrency: true }, () => {
         const fast = await receiver(s);
         slow.respond = () => ({ status: 200, delayMs: 1200 });
         const p = await startPostern(s, { webhooks: { per_endpoint_concurrency: 3 } });
-        const pk = project(p);
+        const pk = await project(p);
         await addWebhook(p.ctx, pk.project.id, slow.url());
         await addWebhook(p.ctx, pk.project.id, fast.url());
         const res = await post(p.production, '/v1/send/batch', { key: pk.liveKey, json: { messages: Array.from({ length: 9 }, (_, i) => validMessage({ subject: `m${i}` })) } });
@@ -638,12 +638,12 @@ describe('webhooks', { concurrency: true }, () => {
         const r = await receiver(s);
         r.respond = () => ({ status: 500 });
         const p = await startPostern(s, { clock });
-        const pk = project(p);
+        const pk = await project(p);
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const [first] = await r.waitFor(1);
         await waitFor(() => deliveryRow(p, first.body.id).attempts === 1);
-        assert.deepEqual(removeWebhook(p.ctx, hook.id), { id: hook.id, removed: true, cancelled_deliveries: 1 });
+        assert.deepEqual((await removeWebhook(p.ctx, hook.id)), { id: hook.id, removed: true, cancelled_deliveries: 1 });
         assert.deepEqual(listWebhooks(p.ctx, pk.project.id).webhooks, []);
         const row = deliveryRow(p, first.body.id);
         assert.equal(row.status, 'failed');
@@ -652,7 +652,7 @@ describe('webhooks', { concurrency: true }, () => {
         await send(p, pk);
         await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 1);
-        assert.throws(() => removeWebhook(p.ctx, hook.id), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
+        await assert.rejects(async () => removeWebhook(p.ctx, hook.id), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
       });
     });
 
@@ -662,14 +662,14 @@ describe('webhooks', { concurrency: true }, () => {
         const clock = new ManualClock(T0);
         const r = await receiver(s);
         const p = await startPostern(s, { clock });
-        const pk = project(p);
+        const pk = await project(p);
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const [one] = await r.waitFor(1);
         assertSigned(one, [hook.secret], clock.now());
 
         clock.advance(60_000);
-        const rotated = rotateWebhookSecret(p.ctx, hook.id);
+        const rotated = await rotateWebhookSecret(p.ctx, hook.id);
         assert.match(rotated.secret, /^whsec_[A-Za-z0-9]{43}$/);
         assert.notEqual(rotated.secret, hook.secret);
         assert.equal(rotated.previous_secret_expires_at, iso(clock.now() + 24 * HOUR));
@@ -692,7 +692,7 @@ describe('webhooks', { concurrency: true }, () => {
         const s = scope(t);
         const r = await receiver(s);
         const p = await startPostern(s, { webhooks: { allow_private_targets: false } });
-        const pk = project(p);
+        const pk = await project(p);
         const refused = async (url: string, pattern: RegExp) => {
           await assert.rejects(addWebhook(p.ctx, pk.project.id, url), (e: unknown) => {
             assert.ok(e instanceof OperatorError, String(e));
@@ -729,7 +729,7 @@ describe('webhooks', { concurrency: true }, () => {
         const s = scope(t);
         const r = await receiver(s);
         const p = await startPostern(s, { webhooks: { allow_private_targets: false } });
-        const pk = project(p);
+        const pk = await project(p);
         // Registered under a config that allowed it (say, before the operator changed it).
         const hook = await addWebhook({ ...p.ctx, config: { ...p.config, webhooks: { ...p.config.webhooks, allow_private_targets: true } } }, pk.project.id, r.url());
         await send(p, pk);
@@ -894,7 +894,7 @@ describe('webhooks', { concurrency: true }, () => {
         const r = await receiver(s);
         r.respond = () => ({ status: 410, body: 'gone' });
         const p = await startPostern(s);
-        const pk = project(p);
+        const pk = await project(p);
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         const result = await testWebhook(p.ctx, hook.id);
         assert.deepEqual(result, { id: result.id, endpoint_id: hook.id, type: 'webhook.test', delivered: false, status_code: 410, error: 'HTTP 410: gone', duration_ms: result.duration_ms });
@@ -906,8 +906,8 @@ describe('webhooks', { concurrency: true }, () => {
         await assert.rejects(addWebhook(p.ctx, pk.project.id, r.url(), 'mail.sent,mail.opened'), /unknown event type mail\.opened/);
         await assert.rejects(addWebhook(p.ctx, pk.project.id, r.url(), ' , '), /--events needs at least one event type/);
         await assert.rejects(addWebhook(p.ctx, 'p.nope', r.url()), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
-        assert.throws(() => enableWebhook(p.ctx, 'wh.nope'), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
-        assert.throws(() => rotateWebhookSecret(p.ctx, 'wh.nope'), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
+        await assert.rejects(async () => enableWebhook(p.ctx, 'wh.nope'), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
+        await assert.rejects(async () => rotateWebhookSecret(p.ctx, 'wh.nope'), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
       });
 
       test('the ladder function: bounds of the jitter, Retry-After floor and cap, attempts spent', () => {

@@ -26,37 +26,37 @@ async function send(p: TestPostern, key: string, idempotencyKey?: string): Promi
   return res.body.id as string;
 }
 
-const spoolFile = (p: TestPostern, id: string) => path.join(p.stateDir, 'spool', getMessage(p.running.db, id)!.spool_path);
+const spoolFile = (p: TestPostern, id: string) => path.join(p.stateDir, 'spool', getMessage(p.ctx.db, id)!.spool_path);
 
 test('finished messages past retention lose their row, events and spool file; live and recent ones stay', async (t) => {
   const stateDir = tempStateDir();
   t.after(() => rmSync(stateDir, { recursive: true, force: true }));
   const clock = new ManualClock(T0);
   let p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
-  const { liveKey } = createProjectWithKeys(p.ctx);
+  const { liveKey } = await createProjectWithKeys(p.ctx);
   const old = await send(p, liveKey, 'retention-key-0001');
-  cancelMessage(p.ctx, old);
+  await cancelMessage(p.ctx, old);
   const live = await send(p, liveKey);
   const oldFile = spoolFile(p, old);
   const liveFile = spoolFile(p, live);
   clock.advance(10 * DAY);
   const recent = await send(p, liveKey);
-  cancelMessage(p.ctx, recent);
+  await cancelMessage(p.ctx, recent);
   const recentFile = spoolFile(p, recent);
-  assert.ok(eventsForMessage(p.running.db, old).length > 0);
+  assert.ok(eventsForMessage(p.ctx.db, old).length > 0);
   await p.close();
 
   // 31 days after the first sends: the sweep at start removes what is due.
   clock.set(T0 + 31 * DAY);
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
-    await waitFor(() => getMessage(p.running.db, old) === undefined, 10_000, 'the old cancelled message to be removed');
-    assert.deepEqual(eventsForMessage(p.running.db, old), []);
+    await waitFor(() => getMessage(p.ctx.db, old) === undefined, 10_000, 'the old cancelled message to be removed');
+    assert.deepEqual(eventsForMessage(p.ctx.db, old), []);
     await waitFor(() => !existsSync(oldFile), 5_000, 'its spool file to be removed');
     // Queued (live) for 31 days: kept, with its file; finished 21 days ago: kept.
-    assert.equal(getMessage(p.running.db, live)?.status, 'queued');
+    assert.equal(getMessage(p.ctx.db, live)?.status, 'queued');
     assert.ok(existsSync(liveFile));
-    assert.equal(getMessage(p.running.db, recent)?.status, 'cancelled');
+    assert.equal(getMessage(p.ctx.db, recent)?.status, 'cancelled');
     assert.ok(existsSync(recentFile));
     // The Idempotency-Key's window is the same retention: the key now sends a new message.
     const again = await send(p, liveKey, 'retention-key-0001');
@@ -70,24 +70,24 @@ test('a project retention shorter than the default removes its messages sooner',
   const clock = new ManualClock(T0);
   const p = await startTestPostern({ clock, config: { retention_days: 30 } });
   t.after(() => p.close());
-  const { project, liveKey } = createProjectWithKeys(p.ctx);
+  const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
-  cancelMessage(p.ctx, id);
-  sql(p.running.db, 'UPDATE projects SET retention_days = 3 WHERE id = ?').run(project.id);
-  const spoolPath = getMessage(p.running.db, id)!.spool_path;
-  assert.deepEqual(pruneFinishedMessages(p.running.db, T0 + 2 * DAY, 30, 100), []);
-  assert.deepEqual(pruneFinishedMessages(p.running.db, T0 + 4 * DAY, 30, 100), [spoolPath]);
-  assert.equal(getMessage(p.running.db, id), undefined);
+  await cancelMessage(p.ctx, id);
+  sql(p.ctx.db, 'UPDATE projects SET retention_days = 3 WHERE id = ?').run(project.id);
+  const spoolPath = getMessage(p.ctx.db, id)!.spool_path;
+  assert.deepEqual(pruneFinishedMessages(p.ctx.db, T0 + 2 * DAY, 30, 100), []);
+  assert.deepEqual(pruneFinishedMessages(p.ctx.db, T0 + 4 * DAY, 30, 100), [spoolPath]);
+  assert.equal(getMessage(p.ctx.db, id), undefined);
 });
 
 test('an event a pending webhook delivery still has to send outlives its pruned message', async (t) => {
   const clock = new ManualClock(T0);
   const p = await startTestPostern({ clock, config: { retention_days: 30, webhooks: { enabled: false } } });
   t.after(() => p.close());
-  const { project, liveKey } = createProjectWithKeys(p.ctx);
+  const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
-  cancelMessage(p.ctx, id);
-  const db = p.running.db;
+  await cancelMessage(p.ctx, id);
+  const db = p.ctx.db;
   // mail.accepted, and a second event of the message that no delivery waits for.
   sql(db, "INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (?, ?, 'mail.failed', ?, '{}')").run(project.id, id, T0);
   const events = eventsForMessage(db, id);
@@ -109,19 +109,19 @@ test('a sweep removes at most one chunk per transaction and finds the rest next 
   const clock = new ManualClock(T0);
   const p = await startTestPostern({ clock, config: { retention_days: 30 } });
   t.after(() => p.close());
-  const { liveKey } = createProjectWithKeys(p.ctx);
+  const { liveKey } = await createProjectWithKeys(p.ctx);
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) {
     const id = await send(p, liveKey);
-    cancelMessage(p.ctx, id);
+    await cancelMessage(p.ctx, id);
     ids.push(id);
   }
   const later = T0 + 31 * DAY;
-  assert.equal(pruneFinishedMessages(p.running.db, later, 30, 2).length, 2);
-  assert.equal(pruneFinishedMessages(p.running.db, later, 30, 2).length, 2);
-  assert.equal(pruneFinishedMessages(p.running.db, later, 30, 2).length, 1);
-  assert.equal(pruneFinishedMessages(p.running.db, later, 30, 2).length, 0);
-  for (const id of ids) assert.equal(getMessage(p.running.db, id), undefined);
+  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 2);
+  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 2);
+  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 1);
+  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 0);
+  for (const id of ids) assert.equal(getMessage(p.ctx.db, id), undefined);
 });
 
 test('a retired spool file is emptied, kept across a restart, and becomes a later message\'s file', async (t) => {
@@ -130,9 +130,9 @@ test('a retired spool file is emptied, kept across a restart, and becomes a late
   const freeDir = path.join(stateDir, 'spool', 'free');
   const clock = new ManualClock(T0);
   let p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
-  const { liveKey } = createProjectWithKeys(p.ctx);
+  const { liveKey } = await createProjectWithKeys(p.ctx);
   const old = await send(p, liveKey);
-  cancelMessage(p.ctx, old);
+  await cancelMessage(p.ctx, old);
   const oldInode = statSync(spoolFile(p, old)).ino;
   await p.close();
 
@@ -155,7 +155,7 @@ test('a retired spool file is emptied, kept across a restart, and becomes a late
     assert.equal(statSync(file).ino, oldInode);
     assert.deepEqual(readdirSync(freeDir), []);
     const mime = readFileSync(file, 'latin1');
-    assert.equal(mime.length, getMessage(p.running.db, next)!.size_bytes);
+    assert.equal(mime.length, getMessage(p.ctx.db, next)!.size_bytes);
     assert.match(mime, new RegExp(`^Message-ID: <${next.replace('.', '\\.')}@example\\.com>`, 'm'));
   } finally {
     await p.close();

@@ -33,7 +33,7 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
   let key: string;
   before(async () => {
     p = await startTestPostern();
-    key = createProjectWithKeys(p.ctx, 'bodies').testKey;
+    key = (await createProjectWithKeys(p.ctx, 'bodies')).testKey;
   });
   after(async () => p.close());
 
@@ -107,7 +107,7 @@ describe('text that is not text is refused with its field code, never stored cha
   let key: string;
   before(async () => {
     p = await startTestPostern();
-    key = createProjectWithKeys(p.ctx, 'text').testKey;
+    key = (await createProjectWithKeys(p.ctx, 'text')).testKey;
   });
   after(async () => p.close());
 
@@ -198,7 +198,7 @@ describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, 
   let key: string;
   before(async () => {
     p = await startTestPostern({ config: { http: { max_inflight_body_bytes: 65_536, body_wait_ms: 1000 } } });
-    key = createProjectWithKeys(p.ctx, 'budget').testKey;
+    key = (await createProjectWithKeys(p.ctx, 'budget')).testKey;
   });
   after(async () => p.close());
 

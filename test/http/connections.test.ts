@@ -94,7 +94,7 @@ describe('connection caps under ulimit -n 256 (max_connections 64, max_connectio
 
   before(async () => {
     const stateDir = processes.stateDir('postern-connections-');
-    liveKey = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'connections')).liveKey;
+    liveKey = (await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, "connections"))).liveKey;
     const configFile = path.join(stateDir, 'config.json');
     // Idle connections stay until the test closes them: the caps, not the timeouts, are under test.
     writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, http: { max_connections: 64, max_connections_per_ip: 16, headers_timeout_ms: 120_000, keep_alive_timeout_ms: 120_000 } }));
@@ -152,7 +152,7 @@ describe('timeouts fire as configured (headers_timeout_ms 1000, request_timeout_
   let key: string;
   before(async () => {
     p = await startTestPostern({ config: { http: { headers_timeout_ms: 1000, request_timeout_ms: 2000 } } });
-    key = createProjectWithKeys(p.ctx, 'timeouts').testKey;
+    key = (await createProjectWithKeys(p.ctx, 'timeouts')).testKey;
   });
   after(async () => p.close());
 

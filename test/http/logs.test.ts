@@ -29,9 +29,9 @@ interface LogLine {
 }
 
 /** A real server at log level info, its stderr in a file, set up by `seed` before it starts. */
-async function loggingServer<T>(processes: ProcessScope, seed: (ctx: OperatorContext) => T): Promise<{ server: SpawnedPostern; logFile: string; stateDir: string; seeded: T }> {
+async function loggingServer<T>(processes: ProcessScope, seed: (ctx: OperatorContext) => T | Promise<T>): Promise<{ server: SpawnedPostern; logFile: string; stateDir: string; seeded: T }> {
   const stateDir = processes.stateDir('postern-logs-');
-  const seeded = withClosedIndex(stateDir, seed);
+  const seeded = await withClosedIndex(stateDir, seed);
   const configFile = path.join(stateDir, 'config.json');
   writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false } }));
   const logFile = path.join(stateDir, 'postern.log');
@@ -54,9 +54,9 @@ describe('the request log (a real server at log level info)', () => {
   let accountId: string;
 
   before(async () => {
-    ({ server, logFile, seeded: { liveKey, accountId } } = await loggingServer(processes, (ctx) => {
-      const pk = createProjectWithKeys(ctx, 'logs');
-      const account = attachProvider(ctx, pk.project.id, { slug: 'provider-e-api', apiKey: 'server-token', endpoint: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET });
+    ({ server, logFile, seeded: { liveKey, accountId } } = await loggingServer(processes, async (ctx) => {
+      const pk = await createProjectWithKeys(ctx, 'logs');
+      const account = await attachProvider(ctx, pk.project.id, { slug: 'provider-e-api', apiKey: 'server-token', endpoint: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET });
       return { liveKey: pk.liveKey, accountId: account.id };
     }));
   });
@@ -109,7 +109,7 @@ describe('a client that goes away mid-body (a real server at log level info)', (
   let liveKey: string;
 
   before(async () => {
-    ({ server, logFile, stateDir, seeded: liveKey } = await loggingServer(processes, (ctx) => createProjectWithKeys(ctx, 'abort').liveKey));
+    ({ server, logFile, stateDir, seeded: liveKey } = await loggingServer(processes, async (ctx) => (await createProjectWithKeys(ctx, 'abort')).liveKey));
   });
   after(async () => processes.cleanup());
 

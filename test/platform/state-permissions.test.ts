@@ -25,7 +25,7 @@ function modesBelow(dir: string): { path: string; mode: number; isDir: boolean }
 describe('the state directory and what Postern writes in it are private', () => {
   test('an existing 0755 state directory and a 0644 index are tightened to 0700 / 0600 at start, and new files are created private', async () => {
     const stateDir = scope.stateDir('postern-perms-');
-    const { liveKey } = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx));
+    const { liveKey } = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx));
     // As an older Postern (or a careless copy) left it: world-readable, secrets and all.
     chmodSync(stateDir, 0o755);
     for (const name of ['postern.db', 'postern.db-wal', 'postern.db-shm']) {

@@ -45,7 +45,7 @@ describe('authentication (401 authentication_error)', () => {
 
   before(async () => {
     p = await startTestPostern();
-    ({ liveKey, testKey } = createProjectWithKeys(p.ctx, 'auth project'));
+    ({ liveKey, testKey } = await createProjectWithKeys(p.ctx, 'auth project'));
   });
   after(async () => p.close());
 
@@ -104,12 +104,12 @@ describe('authentication (401 authentication_error)', () => {
       });
 
       test('a revoked key gives invalid_api_key, on its own host and on the other', async () => {
-        const project = createProjectWithKeys(p.ctx, 'revoked').project;
-        const live = createKey(p.ctx, project.id, 'live');
-        const test = createKey(p.ctx, project.id, 'test');
+        const project = (await createProjectWithKeys(p.ctx, 'revoked')).project;
+        const live = await createKey(p.ctx, project.id, 'live');
+        const test = await createKey(p.ctx, project.id, 'test');
         assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, endpoint === '/v1/send' ? 202 : 207);
-        revokeKey(p.ctx, live.id);
-        revokeKey(p.ctx, test.id);
+        await revokeKey(p.ctx, live.id);
+        await revokeKey(p.ctx, test.id);
         assert401(await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
         assert401(await post(p.sandbox, endpoint, { key: test.key, json: bodyFor(endpoint) }), 'invalid_api_key');
         // invalid is checked before the mode: a revoked live key on the sandbox is still invalid.
@@ -117,8 +117,8 @@ describe('authentication (401 authentication_error)', () => {
       });
 
       test('a key revoked by another process (the CLI) is refused on the very next request, right after requests it made', async () => {
-        const project = createProjectWithKeys(p.ctx, 'revoked elsewhere').project;
-        const live = createKey(p.ctx, project.id, 'live');
+        const project = (await createProjectWithKeys(p.ctx, 'revoked elsewhere')).project;
+        const live = await createKey(p.ctx, project.id, 'live');
         const ok = endpoint === '/v1/send' ? 202 : 207;
         assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
         assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
@@ -128,18 +128,18 @@ describe('authentication (401 authentication_error)', () => {
       });
 
       test('revoking one key leaves the project\'s other keys working', async () => {
-        const project = createProjectWithKeys(p.ctx, 'two keys').project;
-        const first = createKey(p.ctx, project.id, 'live');
-        const second = createKey(p.ctx, project.id, 'live');
-        revokeKey(p.ctx, first.id);
+        const project = (await createProjectWithKeys(p.ctx, 'two keys')).project;
+        const first = await createKey(p.ctx, project.id, 'live');
+        const second = await createKey(p.ctx, project.id, 'live');
+        await revokeKey(p.ctx, first.id);
         assert401(await post(p.production, endpoint, { key: first.key, json: bodyFor(endpoint) }), 'invalid_api_key');
         assert.equal((await post(p.production, endpoint, { key: second.key, json: bodyFor(endpoint) })).status, endpoint === '/v1/send' ? 202 : 207);
       });
 
       test('every key of a deleted project gives invalid_api_key', async () => {
-        const { project, liveKey: live, testKey: test } = createProjectWithKeys(p.ctx, 'to delete');
+        const { project, liveKey: live, testKey: test } = await createProjectWithKeys(p.ctx, 'to delete');
         assert.equal((await post(p.sandbox, endpoint, { key: test, json: bodyFor(endpoint) })).status, endpoint === '/v1/send' ? 202 : 207);
-        deleteProject(p.ctx, project.id);
+        await deleteProject(p.ctx, project.id);
         assert401(await post(p.production, endpoint, { key: live, json: bodyFor(endpoint) }), 'invalid_api_key');
         assert401(await post(p.sandbox, endpoint, { key: test, json: bodyFor(endpoint) }), 'invalid_api_key');
         assert401(await post(p.production, endpoint, { key: test, json: bodyFor(endpoint) }), 'invalid_api_key');
@@ -169,7 +169,7 @@ describe('authentication (401 authentication_error)', () => {
   }
 
   test('a 401 stores nothing: no message row, event, idempotency key or spool file', async () => {
-    const { liveKey: live, testKey: test } = createProjectWithKeys(p.ctx, 'nothing stored');
+    const { liveKey: live, testKey: test } = await createProjectWithKeys(p.ctx, 'nothing stored');
     const before = storeCounts(p);
     const idem = { 'idempotency-key': 'auth-nothing-stored-1' };
     for (const endpoint of ENDPOINTS) {
@@ -200,10 +200,10 @@ describe('authentication with expiring keys (ManualClock)', () => {
 
   for (const endpoint of ENDPOINTS) {
     test(`${endpoint}: a key works until its expiry, then gives key_expired`, async () => {
-      const project = createProjectWithKeys(p.ctx, 'expiring').project;
+      const project = (await createProjectWithKeys(p.ctx, 'expiring')).project;
       const expires = new Date(clock.now() + HOUR).toISOString();
-      const live = createKey(p.ctx, project.id, 'live', expires);
-      const test = createKey(p.ctx, project.id, 'test', expires);
+      const live = await createKey(p.ctx, project.id, 'live', expires);
+      const test = await createKey(p.ctx, project.id, 'test', expires);
       const okStatus = endpoint === '/v1/send' ? 202 : 207;
       assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, okStatus);
       assert.equal((await post(p.sandbox, endpoint, { key: test.key, json: bodyFor(endpoint) })).status, okStatus);
@@ -222,23 +222,23 @@ describe('authentication with expiring keys (ManualClock)', () => {
     });
 
     test(`${endpoint}: expiry is checked before the mode (an expired live key on the sandbox is key_expired)`, async () => {
-      const project = createProjectWithKeys(p.ctx, 'expired order').project;
-      const live = createKey(p.ctx, project.id, 'live', new Date(clock.now() + HOUR).toISOString());
+      const project = (await createProjectWithKeys(p.ctx, 'expired order')).project;
+      const live = await createKey(p.ctx, project.id, 'live', new Date(clock.now() + HOUR).toISOString());
       assert401(await post(p.sandbox, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'mode_mismatch');
       clock.advance(2 * HOUR);
       assert401(await post(p.sandbox, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'key_expired');
     });
 
     test(`${endpoint}: revocation is checked before expiry (a revoked, expired key is invalid_api_key)`, async () => {
-      const project = createProjectWithKeys(p.ctx, 'revoked and expired').project;
-      const live = createKey(p.ctx, project.id, 'live', new Date(clock.now() + HOUR).toISOString());
-      revokeKey(p.ctx, live.id);
+      const project = (await createProjectWithKeys(p.ctx, 'revoked and expired')).project;
+      const live = await createKey(p.ctx, project.id, 'live', new Date(clock.now() + HOUR).toISOString());
+      await revokeKey(p.ctx, live.id);
       clock.advance(2 * HOUR);
       assert401(await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
     });
 
     test(`${endpoint}: a key without an expiry keeps working as the clock moves on`, async () => {
-      const { liveKey: live } = createProjectWithKeys(p.ctx, 'no expiry');
+      const { liveKey: live } = await createProjectWithKeys(p.ctx, 'no expiry');
       clock.advance(365 * 24 * HOUR);
       assert.equal((await post(p.production, endpoint, { key: live, json: bodyFor(endpoint) })).status, endpoint === '/v1/send' ? 202 : 207);
     });

@@ -81,7 +81,7 @@ describe('batch sends against plan caps', () => {
   }
 
   test('daily cap 37: elements 0..36 are accepted, 37..99 get the daily_send_cap_exceeded envelope a single send gets', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'daily 37', 'daily37');
+    const proj = await createProjectWithKeys(p.ctx, 'daily 37', 'daily37');
     const before = totals();
     const res = await batch(proj, hundred('d'));
     const single = await send(proj);
@@ -99,7 +99,7 @@ describe('batch sends against plan caps', () => {
   });
 
   test('monthly cap 60: elements 0..59 are accepted, 60..99 get the monthly_quota_exceeded envelope a single send gets', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'monthly 60', 'monthly60');
+    const proj = await createProjectWithKeys(p.ctx, 'monthly 60', 'monthly60');
     const before = totals();
     const res = await batch(proj, hundred('m'));
     const single = await send(proj);
@@ -111,7 +111,7 @@ describe('batch sends against plan caps', () => {
   });
 
   test('a cap partly used by single sends runs out at the right element', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'partly used', 'daily37');
+    const proj = await createProjectWithKeys(p.ctx, 'partly used', 'daily37');
     for (let i = 0; i < 30; i++) assert.equal((await send(proj)).status, 202);
     const res = await batch(proj, Array.from({ length: 10 }, (_, i) => validMessage({ subject: `x ${i}` })));
     const single = await send(proj);
@@ -119,14 +119,14 @@ describe('batch sends against plan caps', () => {
   });
 
   test('a paid plan (overage) accepts every element past its quota', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'paid batch', 'paid10');
+    const proj = await createProjectWithKeys(p.ctx, 'paid batch', 'paid10');
     const res = await batch(proj, hundred('o'));
     assertCutAt(res, proj, 'o', 100, 100, null);
     assert.equal(showProject(p.ctx, proj.project.id).usage.month.overage_messages, 90);
   });
 
   test('invalid elements do not consume the cap', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'mixed cap', 'daily5');
+    const proj = await createProjectWithKeys(p.ctx, 'mixed cap', 'daily5');
     const invalid = new Set([1, 3, 8]);
     const messages = Array.from({ length: 10 }, (_, i) => (invalid.has(i) ? validMessage({ subject: `v ${i}`, to: 'not-an-address' }) : validMessage({ subject: `v ${i}` })));
     const before = totals();
@@ -156,7 +156,7 @@ describe('batch sends against plan caps', () => {
   });
 
   test('a persistence fault on one element fails only that slot with server_error, leaving no file behind', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'fault');
+    const proj = await createProjectWithKeys(p.ctx, 'fault');
     p.ctx.db.exec("CREATE TRIGGER fail_one BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
     try {
       const messages = Array.from({ length: 20 }, (_, i) => validMessage({ subject: i === 7 ? 'FAIL' : `f ${i}` }));
@@ -185,7 +185,7 @@ describe('batch sends against plan caps', () => {
   });
 
   test('a persistence fault inside a cap does not use up the cap', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'fault and cap', 'daily5');
+    const proj = await createProjectWithKeys(p.ctx, 'fault and cap', 'daily5');
     p.ctx.db.exec("CREATE TRIGGER fail_two BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
     try {
       const messages = Array.from({ length: 8 }, (_, i) => validMessage({ subject: i === 1 ? 'FAIL' : `g ${i}` }));
@@ -203,7 +203,7 @@ describe('batch sends against plan caps', () => {
   });
 
   test('the batch rate limit is a whole-request 429 that stores nothing', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'batch rate');
+    const proj = await createProjectWithKeys(p.ctx, 'batch rate');
     assert.equal((await batch(proj, [validMessage()])).status, 207);
     assert.equal((await batch(proj, [validMessage()])).status, 207);
     const before = totals();

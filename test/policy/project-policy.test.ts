@@ -62,7 +62,7 @@ describe('project policy and caps', () => {
 
   describe('no_providers_configured', () => {
     test('production refuses a project without providers with 422 permission_error', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'no providers', 'pro', { provider: false });
+      const proj = await createProjectWithKeys(p.ctx, 'no providers', 'pro', { provider: false });
       const before = footprint(proj.project.id);
       const res = await send(proj, validMessage());
       assertErrorEnvelope(res, 422, 'permission_error', 'no_providers_configured');
@@ -70,19 +70,19 @@ describe('project policy and caps', () => {
     });
 
     test('the sandbox accepts for a project without providers (captured)', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'no providers sandbox', 'pro', { provider: false });
+      const proj = await createProjectWithKeys(p.ctx, 'no providers sandbox', 'pro', { provider: false });
       assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
     });
 
     test('a project whose only provider was detached is refused in production', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'detached provider');
+      const proj = await createProjectWithKeys(p.ctx, 'detached provider');
       assertAccepted(await send(proj, validMessage()));
-      for (const account of listProviders(p.ctx, proj.project.id).providers) detachProvider(p.ctx, account.id);
+      for (const account of listProviders(p.ctx, proj.project.id).providers) await detachProvider(p.ctx, account.id);
       assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
 
     test('a provider detached by another process (the CLI) counts from the very next send, right after sends that used it', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'detached elsewhere');
+      const proj = await createProjectWithKeys(p.ctx, 'detached elsewhere');
       assertAccepted(await send(proj, validMessage()));
       assertAccepted(await send(proj, validMessage()));
       for (const account of listProviders(p.ctx, proj.project.id).providers) {
@@ -95,8 +95,8 @@ describe('project policy and caps', () => {
 
   describe('routing_provider_not_configured', () => {
     let proj: ProjectWithKeys;
-    before(() => {
-      proj = createProjectWithKeys(p.ctx, 'routing pins'); // smtp attached
+    before(async () => {
+      proj = await createProjectWithKeys(p.ctx, 'routing pins'); // smtp attached
     });
 
     for (const env of ['production', 'sandbox'] as const) {
@@ -122,14 +122,14 @@ describe('project policy and caps', () => {
     }
 
     test('sandbox: a project without providers still gets routing_provider_not_configured for a pin', async () => {
-      const bare = createProjectWithKeys(p.ctx, 'bare pins', 'pro', { provider: false });
+      const bare = await createProjectWithKeys(p.ctx, 'bare pins', 'pro', { provider: false });
       const res = await send(bare, validMessage({ routing: { provider: 'smtp' } }), 'sandbox');
       assertErrorEnvelope(res, 422, 'validation_error', 'routing_provider_not_configured');
       assert.deepEqual(slugsNamed(res.body.error.message), ['smtp'], res.body.error.message);
     });
 
     test('production: no providers at all wins over a missing pin', async () => {
-      const bare = createProjectWithKeys(p.ctx, 'bare pins prod', 'pro', { provider: false });
+      const bare = await createProjectWithKeys(p.ctx, 'bare pins prod', 'pro', { provider: false });
       assertErrorEnvelope(await send(bare, validMessage({ routing: { provider: 'provider-b-api' } })), 422, 'permission_error', 'no_providers_configured');
     });
 
@@ -145,10 +145,10 @@ describe('project policy and caps', () => {
 
   describe('suppressed_recipient', () => {
     let proj: ProjectWithKeys;
-    before(() => {
-      proj = createProjectWithKeys(p.ctx, 'suppressions');
-      suppress(p.ctx, proj.project.id, 'Foo@Example.COM', 'hard_bounce');
-      suppress(p.ctx, proj.project.id, 'bar@example.net', 'complaint');
+    before(async () => {
+      proj = await createProjectWithKeys(p.ctx, 'suppressions');
+      await suppress(p.ctx, proj.project.id, 'Foo@Example.COM', 'hard_bounce');
+      await suppress(p.ctx, proj.project.id, 'bar@example.net', 'complaint');
     });
 
     for (const field of ['to', 'cc', 'bcc'] as const) {
@@ -181,22 +181,22 @@ describe('project policy and caps', () => {
     });
 
     test('after unsuppress the same send is accepted', async () => {
-      const other = createProjectWithKeys(p.ctx, 'unsuppress');
-      suppress(p.ctx, other.project.id, 'Foo@Example.COM');
+      const other = await createProjectWithKeys(p.ctx, 'unsuppress');
+      await suppress(p.ctx, other.project.id, 'Foo@Example.COM');
       assertErrorEnvelope(await send(other, validMessage({ to: 'foo@example.com' })), 422, 'validation_error', 'suppressed_recipient');
-      unsuppress(p.ctx, other.project.id, 'foo@example.com');
+      await unsuppress(p.ctx, other.project.id, 'foo@example.com');
       assertAccepted(await send(other, validMessage({ to: 'foo@example.com' })));
     });
 
     test('suppressions are per project', async () => {
-      const other = createProjectWithKeys(p.ctx, 'no suppressions');
+      const other = await createProjectWithKeys(p.ctx, 'no suppressions');
       assertAccepted(await send(other, validMessage({ to: 'foo@example.com' })));
     });
   });
 
   describe('sender_domain:limit_reached (plan sender_domains 2)', () => {
     test('two domains are accepted, a third is refused, a reused domain is still accepted', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'domains', 'two_domains');
+      const proj = await createProjectWithKeys(p.ctx, 'domains', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'Bee <b@b.example>' })));
       const before = footprint(proj.project.id);
@@ -209,7 +209,7 @@ describe('project policy and caps', () => {
     });
 
     test('a subdomain counts as a new domain', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'subdomains', 'two_domains');
+      const proj = await createProjectWithKeys(p.ctx, 'subdomains', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'a@mail.a.example' })));
       assertErrorEnvelope(await send(proj, validMessage({ from: 'b@b.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
@@ -218,14 +218,14 @@ describe('project policy and caps', () => {
     });
 
     test('a full project refuses a subdomain of a registered domain', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'subdomain refused', 'two_domains');
+      const proj = await createProjectWithKeys(p.ctx, 'subdomain refused', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' })));
       assertErrorEnvelope(await send(proj, validMessage({ from: 'a@mail.a.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
     });
 
     test('the cap applies in the sandbox too, and sandbox sends register domains', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'domains sandbox', 'two_domains');
+      const proj = await createProjectWithKeys(p.ctx, 'domains sandbox', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' }), 'sandbox'), 'captured');
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' }), 'sandbox'), 'captured');
       assertErrorEnvelope(await send(proj, validMessage({ from: 'c@c.example' }), 'sandbox'), 422, 'validation_error', 'sender_domain:limit_reached');
@@ -234,7 +234,7 @@ describe('project policy and caps', () => {
     });
 
     test('concurrent sends from 10 new domains register exactly 2', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'domains concurrent', 'two_domains');
+      const proj = await createProjectWithKeys(p.ctx, 'domains concurrent', 'two_domains');
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ from: `s@d${i}.example` }))));
       const accepted = results.filter((r) => r.status === 202);
       assert.equal(accepted.length, 2);
@@ -246,7 +246,7 @@ describe('project policy and caps', () => {
 
   describe('category:limit_reached (limits.categories_per_project 3)', () => {
     test('3 distinct categories are accepted, a 4th new one refused, reuse accepted; names are case-sensitive', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'categories');
+      const proj = await createProjectWithKeys(p.ctx, 'categories');
       for (const category of ['Welcome', 'welcome', 'News']) {
         const res = await send(proj, validMessage({ category }));
         assertAccepted(res);
@@ -264,7 +264,7 @@ describe('project policy and caps', () => {
     });
 
     test('concurrent sends with 10 new categories register exactly 3', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'categories concurrent');
+      const proj = await createProjectWithKeys(p.ctx, 'categories concurrent');
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ category: `c${i}` }))));
       assert.equal(results.filter((r) => r.status === 202).length, 3);
       for (const r of results.filter((r) => r.status !== 202)) assertErrorEnvelope(r, 422, 'validation_error', 'category:limit_reached');
@@ -273,11 +273,11 @@ describe('project policy and caps', () => {
     });
 
     test('the category cap applies in the sandbox and is per project', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'categories sandbox');
+      const proj = await createProjectWithKeys(p.ctx, 'categories sandbox');
       for (const category of ['a', 'b', 'c']) assertAccepted(await send(proj, validMessage({ category }), 'sandbox'), 'captured');
       assertErrorEnvelope(await send(proj, validMessage({ category: 'd' }), 'sandbox'), 422, 'validation_error', 'category:limit_reached');
       assertErrorEnvelope(await send(proj, validMessage({ category: 'd' })), 422, 'validation_error', 'category:limit_reached');
-      const other = createProjectWithKeys(p.ctx, 'categories other');
+      const other = await createProjectWithKeys(p.ctx, 'categories other');
       assertAccepted(await send(other, validMessage({ category: 'd' })));
     });
   });
@@ -291,31 +291,31 @@ describe('project policy and caps', () => {
     });
 
     test('invalid body + suppressed recipient → 422 body validation with details', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order suppressed');
-      suppress(p.ctx, proj.project.id, 'foo@example.com');
+      const proj = await createProjectWithKeys(p.ctx, 'order suppressed');
+      await suppress(p.ctx, proj.project.id, 'foo@example.com');
       const { subject: _s, ...noSubject } = validMessage({ to: 'foo@example.com' });
       assertValidation(await send(proj, noSubject), [{ field: 'subject', code: 'subject:required' }]);
     });
 
     test('no providers + quota spent → no_providers_configured', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order providers quota', 'one_message');
+      const proj = await createProjectWithKeys(p.ctx, 'order providers quota', 'one_message');
       assertAccepted(await send(proj, validMessage()));
       assertErrorEnvelope(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
-      for (const account of listProviders(p.ctx, proj.project.id).providers) detachProvider(p.ctx, account.id);
+      for (const account of listProviders(p.ctx, proj.project.id).providers) await detachProvider(p.ctx, account.id);
       assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
 
     test('suppressed + quota spent → suppressed_recipient', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order suppressed quota', 'one_message');
-      suppress(p.ctx, proj.project.id, 'blocked@example.org');
+      const proj = await createProjectWithKeys(p.ctx, 'order suppressed quota', 'one_message');
+      await suppress(p.ctx, proj.project.id, 'blocked@example.org');
       assertAccepted(await send(proj, validMessage()));
       assertErrorEnvelope(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
       assertErrorEnvelope(await send(proj, validMessage({ to: 'blocked@example.org' })), 422, 'validation_error', 'suppressed_recipient');
     });
 
     test('missing pin + suppressed recipient → routing_provider_not_configured', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order pin suppressed');
-      suppress(p.ctx, proj.project.id, 'blocked@example.org');
+      const proj = await createProjectWithKeys(p.ctx, 'order pin suppressed');
+      await suppress(p.ctx, proj.project.id, 'blocked@example.org');
       assertErrorEnvelope(
         await send(proj, validMessage({ to: 'blocked@example.org', routing: { provider: 'provider-f-api' } })),
         422,
@@ -325,22 +325,22 @@ describe('project policy and caps', () => {
     });
 
     test('suppressed recipient + new sender domain over the cap → suppressed_recipient', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order suppressed domain', 'two_domains');
-      suppress(p.ctx, proj.project.id, 'blocked@example.org');
+      const proj = await createProjectWithKeys(p.ctx, 'order suppressed domain', 'two_domains');
+      await suppress(p.ctx, proj.project.id, 'blocked@example.org');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'b@b.example' })));
       assertErrorEnvelope(await send(proj, validMessage({ from: 'c@c.example', to: 'blocked@example.org' })), 422, 'validation_error', 'suppressed_recipient');
     });
 
     test('sender domain over the cap + category over the cap → sender_domain:limit_reached', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order domain category', 'two_domains');
+      const proj = await createProjectWithKeys(p.ctx, 'order domain category', 'two_domains');
       for (const [i, category] of ['x', 'y', 'z'].entries()) assertAccepted(await send(proj, validMessage({ from: `s@d${i % 2}.example`, category })));
       assertErrorEnvelope(await send(proj, validMessage({ from: 's@d9.example', category: 'new' })), 422, 'validation_error', 'sender_domain:limit_reached');
       assertErrorEnvelope(await send(proj, validMessage({ from: 's@d0.example', category: 'new' })), 422, 'validation_error', 'category:limit_reached');
     });
 
     test('category over the cap + quota spent → category:limit_reached', async () => {
-      const proj = createProjectWithKeys(p.ctx, 'order category quota', 'one_message');
+      const proj = await createProjectWithKeys(p.ctx, 'order category quota', 'one_message');
       assertAccepted(await send(proj, validMessage({ category: 'a' })));
       assertErrorEnvelope(await send(proj, validMessage({ category: 'a' })), 402, 'quota_error', 'monthly_quota_exceeded');
       // Fill the category cap through the sandbox (not metered), then a new category wins over the 402.
@@ -361,7 +361,7 @@ describe('order of checks: rate limit before body validation', () => {
   after(async () => p.close());
 
   test('rate-limited + invalid body → 429 rate_limited', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'rate order');
+    const proj = await createProjectWithKeys(p.ctx, 'rate order');
     assertAccepted(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
     const before = p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get();
     const unparseable = await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json' });
@@ -373,16 +373,16 @@ describe('order of checks: rate limit before body validation', () => {
   });
 
   test('rate-limited + suppressed recipient → 429 rate_limited', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'rate order suppressed');
-    suppress(p.ctx, proj.project.id, 'blocked@example.org');
+    const proj = await createProjectWithKeys(p.ctx, 'rate order suppressed');
+    await suppress(p.ctx, proj.project.id, 'blocked@example.org');
     assertErrorEnvelope(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ to: 'blocked@example.org' }) }), 422, 'validation_error', 'suppressed_recipient');
     assertErrorEnvelope(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ to: 'blocked@example.org' }) }), 429, 'rate_limit_error', 'rate_limited');
   });
 
   test('a second key of the same project is not rate limited by the first', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'rate order keys');
+    const proj = await createProjectWithKeys(p.ctx, 'rate order keys');
     assertAccepted(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
-    const second = createKey(p.ctx, proj.project.id, 'live').key;
+    const second = (await createKey(p.ctx, proj.project.id, 'live')).key;
     assertAccepted(await post(p.production, '/v1/send', { key: second, json: validMessage() }));
   });
 });

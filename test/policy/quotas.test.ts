@@ -45,7 +45,7 @@ describe('plan quotas (ManualClock)', () => {
   describe('monthly_quota_exceeded', () => {
     test('a plan without overage accepts exactly monthly_messages, then answers 402 and stores nothing', async () => {
       clock.set('2026-01-15T12:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'five', 'five');
+      const proj = await createProjectWithKeys(p.ctx, 'five', 'five');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj, validMessage({ subject: `m${i}` })));
       const before = { rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage };
       assert402(await send(proj, validMessage({ subject: 'sixth' })), 'monthly_quota_exceeded');
@@ -58,7 +58,7 @@ describe('plan quotas (ManualClock)', () => {
 
     test('a repeated Idempotency-Key still gets its original 202 once the quota is spent', async () => {
       clock.set('2026-01-15T12:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'idempotent repeat', 'five');
+      const proj = await createProjectWithKeys(p.ctx, 'idempotent repeat', 'five');
       const headers = { 'idempotency-key': 'quota-repeat-0001' };
       const first = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage(), headers });
       assertAccepted(first);
@@ -73,7 +73,7 @@ describe('plan quotas (ManualClock)', () => {
 
     test('a paid plan (overage) accepts past the quota and counts the excess as overage', async () => {
       clock.set('2026-01-15T12:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'paid', 'paid3');
+      const proj = await createProjectWithKeys(p.ctx, 'paid', 'paid3');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj));
       const usage = showProject(p.ctx, proj.project.id).usage;
       assert.equal(usage.month.messages, 5);
@@ -83,19 +83,19 @@ describe('plan quotas (ManualClock)', () => {
 
     test('changePlan to a bigger plan lifts the 402 on the very next request', async () => {
       clock.set('2026-01-15T12:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'upgrade', 'five');
+      const proj = await createProjectWithKeys(p.ctx, 'upgrade', 'five');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj));
       assert402(await send(proj), 'monthly_quota_exceeded');
-      changePlan(p.ctx, proj.project.id, 'big');
+      await changePlan(p.ctx, proj.project.id, 'big');
       assertAccepted(await send(proj));
       assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 6);
-      changePlan(p.ctx, proj.project.id, 'five');
+      await changePlan(p.ctx, proj.project.id, 'five');
       assert402(await send(proj), 'monthly_quota_exceeded');
     });
 
     test('the month roll-over (00:00 UTC on the 1st) lifts it', async () => {
       clock.set('2026-01-31T23:59:59Z');
-      const proj = createProjectWithKeys(p.ctx, 'rollover', 'five');
+      const proj = await createProjectWithKeys(p.ctx, 'rollover', 'five');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj));
       assert402(await send(proj), 'monthly_quota_exceeded');
       clock.set('2026-01-31T23:59:59.999Z');
@@ -110,7 +110,7 @@ describe('plan quotas (ManualClock)', () => {
   describe('daily_send_cap_exceeded', () => {
     test('the daily ceiling refuses with 429 and a Retry-After of the seconds until 00:00 UTC; it resets at midnight', async () => {
       clock.set('2026-03-10T21:15:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'daily', 'daily3');
+      const proj = await createProjectWithKeys(p.ctx, 'daily', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
       const before = { rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir) };
       const refused = await send(proj);
@@ -130,7 +130,7 @@ describe('plan quotas (ManualClock)', () => {
 
     test('the daily counter reset does not reset the monthly quota', async () => {
       clock.set('2026-03-20T10:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'daily then monthly', 'daily3');
+      const proj = await createProjectWithKeys(p.ctx, 'daily then monthly', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
       assertErrorEnvelope(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       clock.set('2026-03-21T10:00:00Z');
@@ -147,7 +147,7 @@ describe('plan quotas (ManualClock)', () => {
   describe('the sandbox is not metered', () => {
     test('with the production quota spent, the sandbox still accepts, and sandbox sends add no usage', async () => {
       clock.set('2026-04-02T08:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'sandbox unmetered', 'daily3');
+      const proj = await createProjectWithKeys(p.ctx, 'sandbox unmetered', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
       assertErrorEnvelope(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       const usage = showProject(p.ctx, proj.project.id).usage;
@@ -159,7 +159,7 @@ describe('plan quotas (ManualClock)', () => {
 
     test('a plan no production message fits (1 byte) still lets the sandbox accept', async () => {
       clock.set('2026-04-02T08:00:00Z');
-      const proj = createProjectWithKeys(p.ctx, 'stingy', 'stingy');
+      const proj = await createProjectWithKeys(p.ctx, 'stingy', 'stingy');
       assert402(await send(proj), 'throughput_quota_exceeded');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
       const usage = showProject(p.ctx, proj.project.id).usage;
@@ -174,7 +174,7 @@ describe('plan quotas (ManualClock)', () => {
     ] as const) {
       test(`200 concurrent sends against ${label} accept exactly 100 and refuse exactly 100`, async () => {
         clock.set('2026-05-05T05:05:05Z');
-        const proj = createProjectWithKeys(p.ctx, `concurrent ${planName}`, planName);
+        const proj = await createProjectWithKeys(p.ctx, `concurrent ${planName}`, planName);
         const filesBefore = emlCount(p.stateDir);
         const results = await Promise.all(Array.from({ length: 200 }, (_, i) => send(proj, validMessage({ subject: `c${i}` }))));
         const accepted = results.filter((r) => r.status === 202);
@@ -206,7 +206,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     // Measure the stored MIME size of the message on a first server, then size the plans by it.
     const probe = await startTestPostern({ clock: new ManualClock(Date.parse(at)) });
     try {
-      const proj = createProjectWithKeys(probe.ctx, 'probe');
+      const proj = await createProjectWithKeys(probe.ctx, 'probe');
       const sizes: number[] = [];
       for (let i = 0; i < 3; i++) {
         const res = await post(probe.production, '/v1/send', { key: proj.liveKey, json: message });
@@ -243,7 +243,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
   const sendOne = (proj: ProjectWithKeys) => post(p.production, '/v1/send', { key: proj.liveKey, json: message });
 
   test('a cap of exactly 3 messages’ bytes accepts the 3rd (fits exactly) and refuses the 4th', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'exact3', 'exact3');
+    const proj = await createProjectWithKeys(p.ctx, 'exact3', 'exact3');
     await sendN(proj, 3);
     const files = emlCount(p.stateDir);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
@@ -254,7 +254,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
   });
 
   test('a cap a little above 3 messages accepts 3 and refuses the 4th; a smaller message still fits', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'three and a half', 'three_and_half');
+    const proj = await createProjectWithKeys(p.ctx, 'three and a half', 'three_and_half');
     await sendN(proj, 3);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
     const small = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ subject: 's', text: 'x' }) });
@@ -265,21 +265,21 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
   });
 
   test('the grace percent widens the cap (3.5 messages + 50% → 5 messages)', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'grace', 'grace50');
+    const proj = await createProjectWithKeys(p.ctx, 'grace', 'grace50');
     await sendN(proj, 5);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
     assert.equal(messageCount(p, proj.project.id), 5);
   });
 
   test('overage does not lift the data-volume cap', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'paid bytes', 'paid_bytes');
+    const proj = await createProjectWithKeys(p.ctx, 'paid bytes', 'paid_bytes');
     await sendN(proj, 2);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
     assert.equal(showProject(p.ctx, proj.project.id).usage.month.overage_messages, 1);
   });
 
   test('the sandbox is not metered by bytes', async () => {
-    const proj = createProjectWithKeys(p.ctx, 'bytes sandbox', 'exact3');
+    const proj = await createProjectWithKeys(p.ctx, 'bytes sandbox', 'exact3');
     await sendN(proj, 3);
     for (let i = 0; i < 3; i++) assertAccepted(await post(p.sandbox, '/v1/send', { key: proj.testKey, json: message }), 'captured');
     assert.equal(showProject(p.ctx, proj.project.id).usage.month.bytes, 3 * size);

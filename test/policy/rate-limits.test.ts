@@ -52,7 +52,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   describe('per-key send window', () => {
     test('the 6th send in the window is 429 rate_limited with a truthful integer Retry-After', async () => {
       const t0 = freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'send window');
+      const proj = await createProjectWithKeys(p.ctx, 'send window');
       for (let i = 0; i < 5; i++) {
         clock.set(t0 + i * 10 * SECOND);
         assertAccepted(await send(proj.liveKey));
@@ -79,7 +79,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
     test('Retry-After rounds a fractional wait up, so it stays truthful', async () => {
       const t0 = freshWindows() + 400; // not on a whole second
       clock.set(t0);
-      const proj = createProjectWithKeys(p.ctx, 'fractional');
+      const proj = await createProjectWithKeys(p.ctx, 'fractional');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
       clock.set(t0 + 45_300); // 14.7 s left in the window
       const retryAfter = assertRateLimited(await send(proj.liveKey), 15);
@@ -91,7 +91,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('refused requests do not extend the window', async () => {
       const t0 = freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'refusals do not count');
+      const proj = await createProjectWithKeys(p.ctx, 'refusals do not count');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
       for (let s = 1; s < 60; s += 7) {
         clock.set(t0 + s * SECOND);
@@ -104,7 +104,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('a rate-limited request with a valid body stores nothing (no row, no file, no usage)', async () => {
       freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'nothing stored');
+      const proj = await createProjectWithKeys(p.ctx, 'nothing stored');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
       const usage = () => p.ctx.db.prepare('SELECT SUM(messages) FROM usage_counters WHERE project_id = ?').pluck().get(proj.project.id);
       const before = { ...stored(), usage: usage() };
@@ -115,10 +115,10 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('windows are per key: a second key of the same project is unaffected', async () => {
       freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'per key');
+      const proj = await createProjectWithKeys(p.ctx, 'per key');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
       assertRateLimited(await send(proj.liveKey));
-      const second = createKey(p.ctx, proj.project.id, 'live').key;
+      const second = (await createKey(p.ctx, proj.project.id, 'live')).key;
       for (let i = 0; i < 5; i++) assertAccepted(await send(second));
       assertRateLimited(await send(second));
       // The project's test key on the sandbox has its own window too.
@@ -127,7 +127,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('send and batch windows are independent', async () => {
       freshWindows();
-      const a = createProjectWithKeys(p.ctx, 'send then batch');
+      const a = await createProjectWithKeys(p.ctx, 'send then batch');
       for (let i = 0; i < 5; i++) assertAccepted(await send(a.liveKey));
       assertRateLimited(await send(a.liveKey));
       assertBatch207(await batch(a.liveKey, 2), 2);
@@ -136,7 +136,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       assertRateLimited(await batch(a.liveKey, 3));
       assert.deepEqual(stored(), before, 'a rate-limited batch stores nothing');
 
-      const b = createProjectWithKeys(p.ctx, 'batch then send');
+      const b = await createProjectWithKeys(p.ctx, 'batch then send');
       assertBatch207(await batch(b.liveKey), 1);
       assertBatch207(await batch(b.liveKey), 1);
       assertRateLimited(await batch(b.liveKey));
@@ -146,7 +146,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('the batch window has a truthful Retry-After', async () => {
       const t0 = freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'batch retry');
+      const proj = await createProjectWithKeys(p.ctx, 'batch retry');
       assertBatch207(await batch(proj.liveKey), 1);
       clock.set(t0 + 20 * SECOND);
       assertBatch207(await batch(proj.liveKey), 1);
@@ -162,9 +162,9 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   describe('unauthenticated per-IP window', () => {
     test('missing, malformed and unknown keys count; from the 4th, bad requests get 429 until the window passes, while valid keys of that IP are served', async () => {
       const t0 = freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'ip window');
-      const revoked = createKey(p.ctx, proj.project.id, 'live');
-      revokeKey(p.ctx, revoked.id);
+      const proj = await createProjectWithKeys(p.ctx, 'ip window');
+      const revoked = await createKey(p.ctx, proj.project.id, 'live');
+      await revokeKey(p.ctx, revoked.id);
 
       assert401(await send(null), 'missing_api_key');
       clock.set(t0 + 10 * SECOND);
@@ -196,10 +196,10 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('revoked, expired and mode-mismatched keys count in the IP window, on send and batch alike', async () => {
       freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'ip window kinds');
-      const revoked = createKey(p.ctx, proj.project.id, 'live');
-      revokeKey(p.ctx, revoked.id);
-      const expiring = createKey(p.ctx, proj.project.id, 'live', new Date(clock.now() + 60 * SECOND).toISOString());
+      const proj = await createProjectWithKeys(p.ctx, 'ip window kinds');
+      const revoked = await createKey(p.ctx, proj.project.id, 'live');
+      await revokeKey(p.ctx, revoked.id);
+      const expiring = await createKey(p.ctx, proj.project.id, 'live', new Date(clock.now() + 60 * SECOND).toISOString());
       clock.advance(HOUR);
 
       assert401(await send(revoked.key), 'invalid_api_key');
@@ -224,15 +224,15 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
     test('valid-key requests never consume the IP window', async () => {
       freshWindows();
-      const proj = createProjectWithKeys(p.ctx, 'valid keys and ip');
-      const second = createKey(p.ctx, proj.project.id, 'live').key;
+      const proj = await createProjectWithKeys(p.ctx, 'valid keys and ip');
+      const second = (await createKey(p.ctx, proj.project.id, 'live')).key;
       // 10 valid requests (5 per key), plus valid requests refused by their own key window and
       // valid requests refused by body validation.
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
       for (let i = 0; i < 5; i++) assertAccepted(await send(second));
       assertRateLimited(await send(proj.liveKey));
       assertRateLimited(await send(second));
-      const third = createKey(p.ctx, proj.project.id, 'live').key;
+      const third = (await createKey(p.ctx, proj.project.id, 'live')).key;
       assert.equal((await send(third, { from: 'bad' })).status, 422);
       assert.equal((await post(p.production, '/v1/send', { key: third, raw: '{' })).status, 400);
       assertBatch207(await batch(proj.liveKey), 1);

@@ -59,7 +59,7 @@ async function world(s: Scope, delivery: Record<string, unknown> = {}): Promise<
     }),
     (x) => x.close(),
   );
-  const pk = createProjectWithKeys(p.ctx, 'ses', 'pro', { provider: false });
+  const pk = await createProjectWithKeys(p.ctx, 'ses', 'pro', { provider: false });
   return { p, clock, pk, signer };
 }
 
@@ -67,15 +67,15 @@ async function emulator(s: Scope, w: World, creds = CREDS): Promise<SesEmulator>
   return s.add(await SesEmulator.start(creds, { now: () => w.clock.now() }), (e) => e.close());
 }
 
-function attachSes(w: World, emu: SesEmulator, opts: Partial<AttachOptions> = {}) {
-  return attachProvider(w.p.ctx, w.pk.project.id, {
+async function attachSes(w: World, emu: SesEmulator, opts: Partial<AttachOptions> = {}) {
+  return (await attachProvider(w.p.ctx, w.pk.project.id, {
     slug: 'provider-a-api',
     endpoint: emu.url,
     region: CREDS.region,
     user: CREDS.accessKeyId,
     apiKey: CREDS.secretAccessKey,
     ...opts,
-  });
+  }));
 }
 
 async function send(w: World, overrides: Record<string, unknown> = {}): Promise<string> {
@@ -161,8 +161,8 @@ describe('provider-a-api: SES SendEmail', () => {
     const s = scope(t);
     const w = await world(s);
     const emu = await emulator(s, w);
-    const account = attachSes(w, emu);
-    addDkimKey(w.p.ctx, w.pk.project.id, { domain: 'example.com', selector: 's1' });
+    const account = await attachSes(w, emu);
+    await addDkimKey(w.p.ctx, w.pk.project.id, { domain: 'example.com', selector: 's1' });
 
     const id = await send(w, {
       from: 'Sender <sender@example.com>',
@@ -312,8 +312,8 @@ describe('provider-a-api: SES SendEmail', () => {
     const w = await world(s);
     const a = await emulator(s, w);
     const b = await emulator(s, w);
-    const accA = attachSes(w, a, { priority: '1' });
-    const accB = attachSes(w, b, { priority: '2' });
+    const accA = await attachSes(w, a, { priority: '1' });
+    const accB = await attachSes(w, b, { priority: '2' });
     a.behave('throttle');
 
     const first = await send(w);
@@ -342,7 +342,7 @@ describe('provider-a-api: SES SendEmail', () => {
     const s = scope(t);
     const w = await world(s);
     const a = await emulator(s, w);
-    attachSes(w, a);
+    await attachSes(w, a);
     a.fail('LimitExceededException');
 
     const id = await send(w);
@@ -365,8 +365,8 @@ describe('provider-a-api: SES SendEmail', () => {
     const w = await world(s);
     const a = await emulator(s, w);
     const b = await emulator(s, w);
-    const accA = attachSes(w, a, { priority: '1' });
-    const accB = attachSes(w, b, { priority: '2' });
+    const accA = await attachSes(w, a, { priority: '1' });
+    const accB = await attachSes(w, b, { priority: '2' });
     a.behave('server_error');
     const id = await send(w);
     await waitStatus(w, id, 'sent');
@@ -391,8 +391,8 @@ describe('provider-a-api: SES SendEmail', () => {
     const w = await world(s);
     const a = await emulator(s, w);
     const b = await emulator(s, w);
-    const badKey = attachSes(w, a, { priority: '1', apiKey: 'wrong-secret' });
-    const accB = attachSes(w, b, { priority: '2' });
+    const badKey = await attachSes(w, a, { priority: '1', apiKey: 'wrong-secret' });
+    const accB = await attachSes(w, b, { priority: '2' });
     const id = await send(w);
     const shown = await waitStatus(w, id, 'sent');
     assert.deepEqual(attempts(w, id), [
@@ -403,7 +403,7 @@ describe('provider-a-api: SES SendEmail', () => {
     assert.equal(a.accepted.length, 0);
 
     const c = await emulator(s, w);
-    const suspended = attachSes(w, c, { priority: '0' });
+    const suspended = await attachSes(w, c, { priority: '0' });
     c.behave('suspended');
     const id2 = await send(w);
     const shown2 = await waitStatus(w, id2, 'sent');
@@ -417,8 +417,8 @@ describe('provider-a-api: SES SendEmail', () => {
     const w = await world(s);
     const a = await emulator(s, w);
     const b = await emulator(s, w);
-    const accA = attachSes(w, a, { priority: '1' });
-    attachSes(w, b, { priority: '2' });
+    const accA = await attachSes(w, a, { priority: '1' });
+    await attachSes(w, b, { priority: '2' });
     a.behave('reject');
     const id = await send(w);
     const shown = await waitStatus(w, id, 'failed');
@@ -438,7 +438,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const s = scope(t);
     const w = await world(s);
     const emu = await emulator(s, w);
-    const account = attachSes(w, emu);
+    const account = await attachSes(w, emu);
     const postSns = async (name: string, sesId: string, rcpt: string, version: '1' | '2' = '1') => {
       const n = w.signer.notification(record(name, sesId, rcpt), { timestamp: new Date(w.clock.now()), version });
       return postFeedback(w.p.production, account.id, n.body, n.headers);
@@ -506,7 +506,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const s = scope(t);
     const w = await world(s);
     const emu = await emulator(s, w);
-    const account = attachSes(w, emu);
+    const account = await attachSes(w, emu);
     const postRecord = (recordText: string) => {
       const n = w.signer.notification(recordText, { timestamp: new Date(w.clock.now()) });
       return postFeedback(w.p.production, account.id, n.body, n.headers);
@@ -544,7 +544,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const s = scope(t);
     const w = await world(s);
     const emu = await emulator(s, w);
-    const account = attachSes(w, emu);
+    const account = await attachSes(w, emu);
     const m = await sentMessage(w, emu);
     const n = w.signer.notification(record('event-bounce.json', m.sesId), { timestamp: new Date(w.clock.now()) });
     let res = await postFeedback(w.p.production, account.id, n.body, n.headers);
@@ -568,7 +568,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const s = scope(t);
     const w = await world(s);
     const emu = await emulator(s, w);
-    const account = attachSes(w, emu);
+    const account = await attachSes(w, emu);
     const m = await sentMessage(w, emu);
     const rec = record('event-bounce.json', m.sesId);
     const now = () => new Date(w.clock.now());
@@ -604,7 +604,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     assert.deepEqual(suppressed(w), []);
 
     // With a webhook secret, the subscription URL must carry it.
-    const secured = attachSes(w, emu, { webhookSecret: 's3cret-path-token' });
+    const secured = await attachSes(w, emu, { webhookSecret: 's3cret-path-token' });
     const m2 = await send(w);
     await waitStatus(w, m2, 'sent');
     const n2 = w.signer.notification(record('event-delivery.json', messageShow(w.p.ctx, m2).provider_message_id!), { timestamp: now() });
@@ -625,7 +625,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const s = scope(t);
     const w = await world(s);
     const emu = await emulator(s, w);
-    const account = attachSes(w, emu);
+    const account = await attachSes(w, emu);
     const elsewhere = await emulator(s, w);
 
     const c = w.signer.subscriptionConfirmation(emu.url, { timestamp: new Date(w.clock.now()) });

@@ -34,8 +34,8 @@ describe('provider-b-api: the Mail Send request', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s);
-    const pk = createProjectWithKeys(p.ctx, 'b golden', 'pro', { provider: false });
-    const account = attachSendgrid(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'b golden', 'pro', { provider: false });
+    const account = await attachSendgrid(p, pk, emu);
 
     const id = await sendOver(p, pk, {
       from: 'Example Order Confirmation <orders@example.com>',
@@ -79,12 +79,12 @@ describe('provider-b-api: the Mail Send request', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s);
-    const pk = createProjectWithKeys(p.ctx, 'b bcc', 'pro', { provider: false });
-    attachSendgrid(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'b bcc', 'pro', { provider: false });
+    await attachSendgrid(p, pk, emu);
     const id = await sendOver(p, pk, { to: 'gone@example.org', bcc: ['b1@example.net', 'b2@example.net'], paused: true }, 'paused');
     // Suppressed after acceptance (checked again at hand-off), then released.
-    suppress(p.ctx, pk.project.id, 'gone@example.org');
-    releaseMessage(p.ctx, id);
+    await suppress(p.ctx, pk.project.id, 'gone@example.org');
+    await releaseMessage(p.ctx, id);
     await statusReached(p, id, 'sent');
     assert.deepEqual(bodyOf(emu, 0).personalizations, [{ to: [{ email: 'b1@example.net' }] }, { to: [{ email: 'b2@example.net' }] }]);
   });
@@ -154,8 +154,8 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
     const emu = await emulator(s);
     const p = await deliveringPostern(s);
     const signer = newSigner();
-    const pk = createProjectWithKeys(p.ctx, 'b feedback', 'pro', { provider: false });
-    const account = attachSendgrid(p, pk, emu, { webhookPublicKey: signer.publicKey });
+    const pk = await createProjectWithKeys(p.ctx, 'b feedback', 'pro', { provider: false });
+    const account = await attachSendgrid(p, pk, emu, { webhookPublicKey: signer.publicKey });
     const id = await sendOver(p, pk, { to: ['Alex <alex@example.com>', 'bola@example.com'], cc: 'charlie@example.com', bcc: 'dana@example.com' });
     const xMessageId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const feedback = (body: string, headers: Record<string, string>) => postFeedback(p.production, account.id, body, headers);
@@ -224,8 +224,8 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
     const emu = await emulator(s);
     const p = await deliveringPostern(s);
     const signer = newSigner();
-    const pk = createProjectWithKeys(p.ctx, 'b custom arg', 'pro', { provider: false });
-    const account = attachSendgrid(p, pk, emu, { webhookPublicKey: signer.publicKey });
+    const pk = await createProjectWithKeys(p.ctx, 'b custom arg', 'pro', { provider: false });
+    const account = await attachSendgrid(p, pk, emu, { webhookPublicKey: signer.publicKey });
     const id = await sendOver(p, pk, { to: 'alex@example.com' });
     await statusReached(p, id, 'sent');
     const body = documentedEvents('SomeOtherXMessageId0000', id, ['delivered']);
@@ -238,8 +238,8 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
     const s = scope(t);
     const p = await deliveringPostern(s);
     const vector = JSON.parse(fixture('signed-event-webhook-vector.json')) as Record<string, string>;
-    const pk = createProjectWithKeys(p.ctx, 'b vector', 'pro', { provider: false });
-    const account = attachProvider(p.ctx, pk.project.id, { slug: 'provider-b-api', apiKey: SENDGRID_TEST_KEY, webhookPublicKey: vector.public_key });
+    const pk = await createProjectWithKeys(p.ctx, 'b vector', 'pro', { provider: false });
+    const account = await attachProvider(p.ctx, pk.project.id, { slug: 'provider-b-api', apiKey: SENDGRID_TEST_KEY, webhookPublicKey: vector.public_key });
     const headers = { 'X-Twilio-Email-Event-Webhook-Signature': vector.signature, 'X-Twilio-Email-Event-Webhook-Timestamp': vector.timestamp };
     const good = await postFeedback(p.production, account.id, vector.payload, headers);
     assert.equal(good.status, 401);

@@ -50,9 +50,9 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'mailgun', 'pro', { provider: false });
-    const key = addDkimKey(p.ctx, pk.project.id, { domain: 'example.com', selector: 'pm2026' });
-    const account = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'mailgun', 'pro', { provider: false });
+    const key = await addDkimKey(p.ctx, pk.project.id, { domain: 'example.com', selector: 'pm2026' });
+    const account = await attach(p, pk, emu);
 
     const id = await sendOver(p, pk, {
       from: 'Sender Name <sender@example.com>',
@@ -125,9 +125,9 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'mailgun-domain', 'pro', { provider: false });
-    const wrongDomain = attach(p, pk, emu, { domain: 'other.example.com', priority: '1' });
-    const good = attach(p, pk, emu, { priority: '2' });
+    const pk = await createProjectWithKeys(p.ctx, 'mailgun-domain', 'pro', { provider: false });
+    const wrongDomain = await attach(p, pk, emu, { domain: 'other.example.com', priority: '1' });
+    const good = await attach(p, pk, emu, { priority: '2' });
     const id = await sendOver(p, pk);
     await statusReached(p, id, 'sent');
     assert.deepEqual(attemptOutcomes(p, id), [
@@ -149,8 +149,8 @@ describe('provider-c-api errors drive the delivery engine', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'ladder', 'pro', { provider: false });
-    const a = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'ladder', 'pro', { provider: false });
+    const a = await attach(p, pk, emu);
 
     emu.behave('throttle', 1).behave('server_error', 1);
     const id = await sendOver(p, pk);
@@ -178,11 +178,11 @@ describe('provider-c-api errors drive the delivery engine', () => {
     const sandbox = await emulator(s);
     const good = await emulator(s);
     const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'failover', 'pro', { provider: false });
-    const a = attach(p, pk, down, { priority: '1' });
-    const b = attach(p, pk, wrongKey, { priority: '2' });
-    const c = attach(p, pk, sandbox, { priority: '3' });
-    const d = attach(p, pk, good, { priority: '4' });
+    const pk = await createProjectWithKeys(p.ctx, 'failover', 'pro', { provider: false });
+    const a = await attach(p, pk, down, { priority: '1' });
+    const b = await attach(p, pk, wrongKey, { priority: '2' });
+    const c = await attach(p, pk, sandbox, { priority: '3' });
+    const d = await attach(p, pk, good, { priority: '4' });
     down.behave('server_error', 1);
     sandbox.behave('suspended', 1);
 
@@ -211,8 +211,8 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'feedback', 'pro', { provider: false });
-    const account = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'feedback', 'pro', { provider: false });
+    const account = await attach(p, pk, emu);
     const id = await sendOver(p, pk, { to: ['Ann <ann@example.org>', 'bob@example.org'], cc: 'cc@example.org', bcc: 'dan@example.net' });
     const providerId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const deliver = (body: string) => postFeedback(p.production, account.id, body);

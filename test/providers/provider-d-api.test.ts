@@ -36,8 +36,8 @@ describe('provider-d-api: the /emails request', () => {
     const s = scope(t);
     const emu = await resend(s);
     const p = await deliveringPostern(s);
-    const pk = createProjectWithKeys(p.ctx, 'd golden', 'pro', { provider: false });
-    const account = attachResend(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'd golden', 'pro', { provider: false });
+    const account = await attachResend(p, pk, emu);
     const golden = JSON.parse(fixture('emails.json'));
 
     const id = await sendOver(p, pk, {
@@ -82,11 +82,11 @@ describe('provider-d-api: the /emails request', () => {
     const s = scope(t);
     const emu = await resend(s);
     const p = await deliveringPostern(s);
-    const pk = createProjectWithKeys(p.ctx, 'd bcc', 'pro', { provider: false });
-    attachResend(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'd bcc', 'pro', { provider: false });
+    await attachResend(p, pk, emu);
     const id = await sendOver(p, pk, { to: 'gone@example.org', bcc: ['b1@example.net', 'b2@example.net'], paused: true }, 'paused');
-    suppress(p.ctx, pk.project.id, 'gone@example.org');
-    releaseMessage(p.ctx, id);
+    await suppress(p.ctx, pk.project.id, 'gone@example.org');
+    await releaseMessage(p.ctx, id);
     const shown = await statusReached(p, id, 'sent');
     assert.deepEqual(
       emu.requests.map((_, i) => [requestBody(emu, i).to, requestBody(emu, i).cc, requestBody(emu, i).bcc]),
@@ -104,8 +104,8 @@ describe('provider-d-api: the /emails request', () => {
     const emu = await resend(s);
     const clock = new ManualClock(T0);
     const p = await deliveringPostern(s, clock, { api_timeout_ms: 200, retry_ladder_seconds: [10] });
-    const pk = createProjectWithKeys(p.ctx, 'd idempotent', 'pro', { provider: false });
-    attachResend(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'd idempotent', 'pro', { provider: false });
+    await attachResend(p, pk, emu);
     emu.delayMs = 800;
     const id = await sendOver(p, pk);
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'the timed-out attempt');
@@ -178,8 +178,8 @@ describe('provider-d feedback: Resend webhooks', () => {
     const emu = await resend(s);
     const p = await deliveringPostern(s);
     const secret = newSecret();
-    const pk = createProjectWithKeys(p.ctx, 'd feedback', 'pro', { provider: false });
-    const account = attachResend(p, pk, emu, { webhookSecret: secret });
+    const pk = await createProjectWithKeys(p.ctx, 'd feedback', 'pro', { provider: false });
+    const account = await attachResend(p, pk, emu, { webhookSecret: secret });
     const id = await sendOver(p, pk, {
       from: 'Acme <onboarding@resend.dev>',
       to: ['Delivered <delivered@resend.dev>', 'bounced@resend.dev'],
@@ -278,8 +278,8 @@ describe('provider-d feedback: Resend webhooks', () => {
     const emu = await resend(s);
     const p = await deliveringPostern(s);
     const secret = newSecret();
-    const pk = createProjectWithKeys(p.ctx, 'd tag', 'pro', { provider: false });
-    const account = attachResend(p, pk, emu, { webhookSecret: secret });
+    const pk = await createProjectWithKeys(p.ctx, 'd tag', 'pro', { provider: false });
+    const account = await attachResend(p, pk, emu, { webhookSecret: secret });
     const id = await sendOver(p, pk, { to: 'delivered@resend.dev' });
     await statusReached(p, id, 'sent');
     const body = documented('email.delivered', '00000000-0000-4000-a000-000000000000', 'delivered@resend.dev', id);
@@ -292,8 +292,8 @@ describe('provider-d feedback: Resend webhooks', () => {
     const s = scope(t);
     const p = await deliveringPostern(s);
     const v = JSON.parse(fixture('svix-vector.json')) as Record<string, string>;
-    const pk = createProjectWithKeys(p.ctx, 'd vector', 'pro', { provider: false });
-    const account = attachProvider(p.ctx, pk.project.id, { slug: 'provider-d-api', apiKey: RESEND_TEST_KEY, webhookSecret: v.secret });
+    const pk = await createProjectWithKeys(p.ctx, 'd vector', 'pro', { provider: false });
+    const account = await attachProvider(p.ctx, pk.project.id, { slug: 'provider-d-api', apiKey: RESEND_TEST_KEY, webhookSecret: v.secret });
     const headers = { 'svix-id': v['svix-id'], 'svix-timestamp': v['svix-timestamp'], 'svix-signature': v['svix-signature'] };
     const good = await postFeedback(p.production, account.id, v.payload, headers);
     assert.equal(good.status, 401);

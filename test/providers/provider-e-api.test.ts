@@ -41,8 +41,8 @@ describe('provider-e-api sends through Postmark /email', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark', 'pro', { provider: false });
-    const account = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'postmark', 'pro', { provider: false });
+    const account = await attach(p, pk, emu);
 
     const id = await sendOver(p, pk, {
       from: 'sender@example.com',
@@ -85,8 +85,8 @@ describe('provider-e-api sends through Postmark /email', () => {
     const s = scope(t);
     const emu = await emulator(s, { streams: ['outbound', 'receipts'] });
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-map', 'pro', { provider: false });
-    attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-map', 'pro', { provider: false });
+    await attach(p, pk, emu);
     const id = await sendOver(p, pk, {
       from: 'Shop, Inc. <shop@example.com>',
       to: ['Ann Smith <ann@example.org>', 'bob@example.org'],
@@ -114,14 +114,14 @@ describe('provider-e-api sends through Postmark /email', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-bcc', 'pro', { provider: false });
-    attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-bcc', 'pro', { provider: false });
+    await attach(p, pk, emu);
     // The To recipient is suppressed after acceptance: at hand-off only the Bcc one is owed.
     const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage({ to: 'gone@example.org', bcc: 'quiet@example.net', paused: true }) });
     assertAccepted(res, 'paused');
     const id = res.body.id as string;
-    suppress(p.ctx, pk.project.id, 'gone@example.org');
-    releaseMessage(p.ctx, id);
+    await suppress(p.ctx, pk.project.id, 'gone@example.org');
+    await releaseMessage(p.ctx, id);
     await statusReached(p, id, 'sent');
     assert.equal(emu.requests.length, 1);
     const body = JSON.parse(emu.requests[0].body.toString('utf8'));
@@ -137,10 +137,10 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const broken = await emulator(s);
     const good = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-failover', 'pro', { provider: false });
-    const a = attach(p, pk, limited, { priority: '1' });
-    const b = attach(p, pk, broken, { priority: '2' });
-    const c = attach(p, pk, good, { priority: '3' });
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-failover', 'pro', { provider: false });
+    const a = await attach(p, pk, limited, { priority: '1' });
+    const b = await attach(p, pk, broken, { priority: '2' });
+    const c = await attach(p, pk, good, { priority: '3' });
     limited.behave('throttle', 1);
     broken.behave('server_error', 1);
     const id = await sendOver(p, pk);
@@ -158,8 +158,8 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
-    const pk = createProjectWithKeys(p.ctx, 'postmark-ladder', 'pro', { provider: false });
-    attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-ladder', 'pro', { provider: false });
+    await attach(p, pk, emu);
     emu.behave('throttle', 1);
     const id = await sendOver(p, pk);
     await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
@@ -178,11 +178,11 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const noStream = await emulator(s);
     const good = await emulator(s, { streams: ['outbound', 'receipts'] });
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-accounts', 'pro', { provider: false });
-    const a = attach(p, pk, wrongToken, { priority: '1' });
-    const b = attach(p, pk, broke, { priority: '2' });
-    const c = attach(p, pk, noStream, { priority: '3' });
-    const d = attach(p, pk, good, { priority: '4' });
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-accounts', 'pro', { provider: false });
+    const a = await attach(p, pk, wrongToken, { priority: '1' });
+    const b = await attach(p, pk, broke, { priority: '2' });
+    const c = await attach(p, pk, noStream, { priority: '3' });
+    const d = await attach(p, pk, good, { priority: '4' });
     broke.behave('suspended', 1);
     const id = await sendOver(p, pk, { provider_options: { 'provider-e-api': { message_stream: 'receipts' } } });
     const shown = await statusReached(p, id, 'sent');
@@ -211,10 +211,10 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const s = scope(t);
     const emu = await emulator(s, { inactive: ['dead@example.org', 'gone@example.org'] });
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-inactive', 'pro', { provider: false });
-    attach(p, pk, emu, { priority: '1' });
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-inactive', 'pro', { provider: false });
+    await attach(p, pk, emu, { priority: '1' });
     const spare = await emulator(s);
-    attach(p, pk, spare, { priority: '2' });
+    await attach(p, pk, spare, { priority: '2' });
 
     const mixed = await sendOver(p, pk, { to: ['dead@example.org', 'alive@example.org'] });
     const shown = await statusReached(p, mixed, 'sent');
@@ -237,8 +237,8 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
   async function sent(s: Scope) {
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'postmark-feedback', 'pro', { provider: false });
-    const account = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'postmark-feedback', 'pro', { provider: false });
+    const account = await attach(p, pk, emu);
     const id = await sendOver(p, pk, { to: ['ann@example.org', 'bob@example.org'], cc: 'cc@example.org', bcc: 'dan@example.net' });
     const providerId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const vars = (recipient: string) => ({ recipient, provider_message_id: providerId, postern_message_id: id });

@@ -42,8 +42,8 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'brevo', 'pro', { provider: false });
-    const account = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'brevo', 'pro', { provider: false });
+    const account = await attach(p, pk, emu);
 
     const id = await sendOver(p, pk, {
       from: 'Sender Alex <senderalex@example.com>',
@@ -85,14 +85,14 @@ describe('provider-f-api sends through Brevo /v3/smtp/email', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'brevo-bcc', 'pro', { provider: false });
-    attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'brevo-bcc', 'pro', { provider: false });
+    await attach(p, pk, emu);
     const bccOnly = await sendOver(p, pk, { to: 'gone@example.org', bcc: ['b1@example.net', 'b2@example.net'], paused: true }, 'paused');
     const ccOnly = await sendOver(p, pk, { to: 'gone@example.org', cc: ['C One <c1@example.net>', 'c2@example.net'], paused: true }, 'paused');
-    suppress(p.ctx, pk.project.id, 'gone@example.org');
-    releaseMessage(p.ctx, bccOnly);
+    await suppress(p.ctx, pk.project.id, 'gone@example.org');
+    await releaseMessage(p.ctx, bccOnly);
     const shown = await statusReached(p, bccOnly, 'sent');
-    releaseMessage(p.ctx, ccOnly);
+    await releaseMessage(p.ctx, ccOnly);
     await statusReached(p, ccOnly, 'sent');
 
     const first = bodyOf(emu, 0);
@@ -125,12 +125,12 @@ describe('provider-f-api errors drive the delivery engine', () => {
     const otherSenders = await emulator(s, { validatedSenders: ['noreply@other.example'] });
     const good = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'brevo-failover', 'pro', { provider: false });
-    const a = attach(p, pk, down, { priority: '1' });
-    const b = attach(p, pk, wrongKey, { priority: '2' });
-    const c = attach(p, pk, suspended, { priority: '3' });
-    const e = attach(p, pk, otherSenders, { priority: '4' });
-    const d = attach(p, pk, good, { priority: '5' });
+    const pk = await createProjectWithKeys(p.ctx, 'brevo-failover', 'pro', { provider: false });
+    const a = await attach(p, pk, down, { priority: '1' });
+    const b = await attach(p, pk, wrongKey, { priority: '2' });
+    const c = await attach(p, pk, suspended, { priority: '3' });
+    const e = await attach(p, pk, otherSenders, { priority: '4' });
+    const d = await attach(p, pk, good, { priority: '5' });
     down.behave('server_error', 1);
     suspended.behave('suspended', 1);
     const id = await sendOver(p, pk);
@@ -159,8 +159,8 @@ describe('provider-f-api errors drive the delivery engine', () => {
     const s = scope(t);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'brevo-ext', 'pro', { provider: false });
-    attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'brevo-ext', 'pro', { provider: false });
+    await attach(p, pk, emu);
     const id = await sendOver(p, pk, { attachments: [{ filename: 'setup.exe', content: 'TVqQAAMAAAAEAAAA', content_type: 'application/octet-stream' }] });
     const shown = await statusReached(p, id, 'failed');
     assert.equal(shown.last_error, '400 {"code":"invalid_parameter","message":"Unsupported file extension exe for setup.exe"}');
@@ -171,8 +171,8 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
   async function sent(s: Scope) {
     const emu = await emulator(s);
     const p = await deliveringPostern(s, new ManualClock(T0));
-    const pk = createProjectWithKeys(p.ctx, 'brevo-feedback', 'pro', { provider: false });
-    const account = attach(p, pk, emu);
+    const pk = await createProjectWithKeys(p.ctx, 'brevo-feedback', 'pro', { provider: false });
+    const account = await attach(p, pk, emu);
     const id = await sendOver(p, pk, { to: ['ann@example.org', 'bob@example.org'], cc: ['cc@example.org', 'dan@example.net'], bcc: 'eve@example.net' });
     const providerId = (await statusReached(p, id, 'sent')).provider_message_id!;
     const vars = (recipient: string) => ({ recipient, provider_message_id: providerId, postern_message_id: id });
@@ -264,7 +264,7 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     const s = scope(t);
     const { p, pk, account, id, vars } = await sent(s);
     const body = webhook('webhook-hard-bounce', vars('bob@example.org'));
-    const noSecret = attachProvider(p.ctx, pk.project.id, { slug: 'provider-f-api', apiKey: API_KEY, endpoint: 'http://127.0.0.1:9' });
+    const noSecret = await attachProvider(p.ctx, pk.project.id, { slug: 'provider-f-api', apiKey: API_KEY, endpoint: 'http://127.0.0.1:9' });
     const refusals = [
       await postFeedback(p.production, account.id, body),
       await postFeedback(p.production, account.id, body, { authorization: 'Bearer guess' }),

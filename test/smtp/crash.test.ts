@@ -27,10 +27,10 @@ const NO_DELIVERY = { delivery: { enabled: false } };
  * file whose request limits are far above the offered load (the default 600 sends a minute
  * would refuse part of it with 451) and which relays nothing (what is checked is the spool).
  */
-function seed(stateDir: string): { keys: ProjectWithKeys; configFile: string } {
+async function seed(stateDir: string): Promise<{ keys: ProjectWithKeys; configFile: string }> {
   const configFile = path.join(stateDir, 'crash.json');
   writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 }, ...NO_DELIVERY }));
-  return { keys: withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'smtp crash project', 'pro')), configFile };
+  return { keys: await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'smtp crash project', 'pro')), configFile };
 }
 
 const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
@@ -229,7 +229,7 @@ function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
 describe('SIGKILL during concurrent SMTP DATA', () => {
   test('every message answered 250 survives two kill -9 cycles with its row and intact MIME file; reconciliation leaves no orphan or temp file', async (t) => {
     const stateDir = newStateDir();
-    const { keys, configFile } = seed(stateDir);
+    const { keys, configFile } = await seed(stateDir);
     const allAcked = new Map<string, Sent>();
     const perCycle: number[] = [];
 

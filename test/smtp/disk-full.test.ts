@@ -58,7 +58,7 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
   });
 
   test('every SMTP path answers 451 4.3.0 at once and keeps nothing, the webhook dispatcher logs its failing writes once, and sending works again once space is back', async () => {
-    keys = withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'disk full', 'pro'));
+    keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'disk full', 'pro'));
     const configFile = path.join(mount, 'config.json');
     // No disk guard here (it would refuse first, with 452): this test is about the disk actually full.
     writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, spool: { min_free_bytes: 0 } }));

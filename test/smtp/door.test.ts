@@ -254,7 +254,7 @@ const countMessages = (p: TestPostern, projectId: string) => p.ctx.db.prepare('S
 describe('SMTP door', () => {
   let p: TestPostern;
   let n = 0;
-  const fresh = (planName = 'pro', opts: { provider?: boolean } = {}): ProjectWithKeys => createProjectWithKeys(p.ctx, `smtp project ${++n}`, planName, opts);
+  const fresh = (planName = "pro", opts: { provider?: boolean } = {}): Promise<ProjectWithKeys> => createProjectWithKeys(p.ctx, `smtp project ${++n}`, planName, opts);
 
   before(async () => {
     p = await startTestPostern({
@@ -270,7 +270,7 @@ describe('SMTP door', () => {
 
   describe('nodemailer over real TLS', () => {
     test('production over STARTTLS: 250 with the id, a queued row, the mail.accepted event and the stored MIME without control headers or Bcc', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const res = await nodemailerSend(p.smtp.production.starttls, liveKey, false, {
         from: 'Sender Name <sender@example.com>',
         to: 'To One <to1@example.org>',
@@ -309,7 +309,7 @@ describe('SMTP door', () => {
     });
 
     test('production over implicit TLS: queued, recorded and stored the same way', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const res = await nodemailerSend(p.smtp.production.implicit, liveKey, true, {
         from: 'sender@example.com',
         to: ['a@example.org', 'b@example.org'],
@@ -337,7 +337,7 @@ describe('SMTP door', () => {
     });
 
     test('sandbox over STARTTLS with the test key: captured', async () => {
-      const { project, testKey } = fresh();
+      const { project, testKey } = await fresh();
       const res = await nodemailerSend(p.smtp.sandbox.starttls, testKey, false, {
         from: 'sender@example.com',
         to: 'rcpt@example.org',
@@ -364,7 +364,7 @@ describe('SMTP door', () => {
     });
 
     test('sandbox over implicit TLS with the test key: captured', async () => {
-      const { project, testKey } = fresh();
+      const { project, testKey } = await fresh();
       const res = await nodemailerSend(p.smtp.sandbox.implicit, testKey, true, {
         from: 'sender@example.com',
         to: 'rcpt@example.org',
@@ -389,7 +389,7 @@ describe('SMTP door', () => {
     });
 
     test('a raw message without Message-ID gets <id@from-domain>; its Bcc header and envelope-only recipient never reach the stored headers', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const raw = [
         'From: Raw Sender <raw@mail.example.com>',
         'To: visible@example.org',
@@ -423,7 +423,7 @@ describe('SMTP door', () => {
     });
 
     test('control headers a client RFC 2047-encodes (nodemailer does so for JSON values) are decoded before they are judged', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       // No `prepared`: nodemailer sends `X-Service-Metadata: =?UTF-8?Q?=7B=22user=5Fid=22...?=`.
       const res = await nodemailerSend(p.smtp.production.starttls, liveKey, false, {
         from: 'sender@example.com',
@@ -477,14 +477,14 @@ describe('SMTP door', () => {
     });
 
     test('X-Service-Scheduled-At in the future: scheduled, scheduled_at recorded', async () => {
-      const k = fresh();
+      const k = await fresh();
       const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3600_000).toISOString().replace('.000Z', 'Z');
       const sent = await send(k.liveKey, { 'X-Service-Scheduled-At': at });
       assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'scheduled', scheduledAt: Date.parse(at) });
     });
 
     test('X-Service-Paused: true holds the message (paused, hold reason request); false is queued', async () => {
-      const k = fresh();
+      const k = await fresh();
       const held = await send(k.liveKey, { 'X-Service-Paused': 'true' });
       assertStored(p, queuedId(held.response), { ...base(k, held), status: 'paused', holdReason: 'request' });
       const notHeld = await send(k.liveKey, { 'X-Service-Paused': 'false' });
@@ -492,14 +492,14 @@ describe('SMTP door', () => {
     });
 
     test('X-Service-Provider as a comma list and X-Service-Strategy are recorded as routing', async () => {
-      const k = fresh();
-      attachProvider(p.ctx, k.project.id, { slug: 'provider-b-api', apiKey: 'pb-secret' });
+      const k = await fresh();
+      await attachProvider(p.ctx, k.project.id, { slug: 'provider-b-api', apiKey: 'pb-secret' });
       const sent = await send(k.liveKey, { 'X-Service-Provider': 'smtp, provider-b-api', 'X-Service-Strategy': 'round-robin' });
       assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'queued', routing: { provider: ['smtp', 'provider-b-api'], strategy: 'round-robin' } });
     });
 
     test('X-Service-Idempotency-Key: a repeat (even with another body) answers the same id and stores one message', async () => {
-      const k = fresh();
+      const k = await fresh();
       const sent = await send(k.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' });
       const first = queuedId(sent.response);
       const again = await send(k.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' }, { subject: 'A different subject' });
@@ -508,7 +508,7 @@ describe('SMTP door', () => {
       assert.equal(countMessages(p, k.project.id), 1);
       assert.equal(p.ctx.db.prepare("SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'").pluck().get(k.project.id), 1);
       // The key is per project: another project's message with the same key is its own.
-      const other = fresh();
+      const other = await fresh();
       const otherId = queuedId((await send(other.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' })).response);
       assert.notEqual(otherId, first);
     });
@@ -543,7 +543,7 @@ describe('SMTP door', () => {
     ];
     for (const c of invalid) {
       test(`${c.name}: 554 5.6.0 ${c.code}, with the HTTP door's code and details; nothing stored`, async () => {
-        const k = fresh();
+        const k = await fresh();
         const res = await send(k.liveKey, c.headers());
         assert.equal(res.accepted, false, res.response);
         assert.ok(res.response.startsWith(`554 5.6.0 ${c.code}: `), res.response);
@@ -581,30 +581,30 @@ describe('SMTP door', () => {
     });
 
     test('535 5.7.8 key_expired for an expired key', async () => {
-      const { project } = fresh();
+      const { project } = await fresh();
       // Issued two hours ago, expired an hour ago.
       const past: OperatorContext = { ...p.ctx, clock: { now: () => Date.now() - 2 * 3600_000 } };
-      const expired = createKey(past, project.id, 'live', new Date(Date.now() - 3600_000).toISOString());
+      const expired = await createKey(past, project.id, 'live', new Date(Date.now() - 3600_000).toISOString());
       assert535(await sendMinimal(p.smtp.production.implicit, expired.key, true), 'key_expired');
     });
 
     test('535 5.7.8 mode_mismatch: a live key on a sandbox listener, a test key on a production one', async () => {
-      const { liveKey, testKey } = fresh();
+      const { liveKey, testKey } = await fresh();
       assert535(await sendMinimal(p.smtp.sandbox.starttls, liveKey), 'mode_mismatch');
       assert535(await sendMinimal(p.smtp.sandbox.implicit, liveKey, true), 'mode_mismatch');
       assert535(await sendMinimal(p.smtp.production.starttls, testKey), 'mode_mismatch');
     });
 
     test('535 5.7.8 invalid_api_key for a revoked key, and a key revoked mid-session stops at the next MAIL FROM', async () => {
-      const { project } = fresh();
-      const revoked = createKey(p.ctx, project.id, 'live');
-      revokeKey(p.ctx, revoked.id);
+      const { project } = await fresh();
+      const revoked = await createKey(p.ctx, project.id, 'live');
+      await revokeKey(p.ctx, revoked.id);
       assert535(await sendMinimal(p.smtp.production.starttls, revoked.key), 'invalid_api_key');
 
-      const live = createKey(p.ctx, project.id, 'live');
+      const live = await createKey(p.ctx, project.id, 'live');
       const client = await authedSession(p.smtp.production.starttls, live.key);
       try {
-        revokeKey(p.ctx, live.id);
+        await revokeKey(p.ctx, live.id);
         assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^535 5\.7\.8 invalid_api_key: /);
       } finally {
         await client.quit();
@@ -613,7 +613,7 @@ describe('SMTP door', () => {
     });
 
     test('AUTH LOGIN with the key as the password is accepted as well as PLAIN', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const { client } = await RawSmtp.connect(p.smtp.production.implicit, { implicit: true });
       try {
         await client.command('EHLO client.test');
@@ -643,7 +643,7 @@ describe('SMTP door', () => {
     });
 
     test('451 4.3.0 daily_send_cap_exceeded with "Retry in N seconds" (N = seconds to 00:00 UTC)', async () => {
-      const { project, liveKey } = fresh('daily1');
+      const { project, liveKey } = await fresh('daily1');
       queuedId((await sendMinimal(p.smtp.production.starttls, liveKey)).response);
       const res = await sendMinimal(p.smtp.production.starttls, liveKey);
       const m = /^451 4\.3\.0 daily_send_cap_exceeded: .* Retry in (\d+) seconds\.$/.exec(res.response);
@@ -653,12 +653,12 @@ describe('SMTP door', () => {
       assert.ok(Math.abs(Number(m[1]) - (midnight.getTime() - Date.now()) / 1000) < 10, res.response);
       assert.equal(countMessages(p, project.id), 1);
       // The sandbox is not metered.
-      const testKey = createKey(p.ctx, project.id, 'test').key;
+      const testKey = (await createKey(p.ctx, project.id, 'test')).key;
       queuedId((await sendMinimal(p.smtp.sandbox.starttls, testKey)).response);
     });
 
     test('552 5.2.2 monthly_quota_exceeded once a plan without overage has spent its month', async () => {
-      const { project, liveKey } = fresh('one');
+      const { project, liveKey } = await fresh('one');
       queuedId((await sendMinimal(p.smtp.production.starttls, liveKey)).response);
       const res = await sendMinimal(p.smtp.production.implicit, liveKey, true);
       assert.match(res.response, /^552 5\.2\.2 monthly_quota_exceeded: \S/);
@@ -666,8 +666,8 @@ describe('SMTP door', () => {
     });
 
     test('550 5.1.1 suppressed_recipient names the suppressed address', async () => {
-      const { project, liveKey } = fresh();
-      suppress(p.ctx, project.id, 'blocked@example.org');
+      const { project, liveKey } = await fresh();
+      await suppress(p.ctx, project.id, 'blocked@example.org');
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { to: ['ok@example.org'], cc: 'Blocked@Example.org' });
       assert.match(res.response, /^550 5\.1\.1 suppressed_recipient: /);
       assert.ok(res.response.includes('blocked@example.org'), res.response);
@@ -675,7 +675,7 @@ describe('SMTP door', () => {
     });
 
     test('553 5.1.3 sender_domain:limit_reached for a second sender domain on a one-domain plan', async () => {
-      const { project, liveKey } = fresh('free');
+      const { project, liveKey } = await fresh('free');
       queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'a@first.example' })).response);
       queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'b@first.example' })).response);
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'c@second.example' });
@@ -684,7 +684,7 @@ describe('SMTP door', () => {
     });
 
     test('554 5.6.0 subject:required for a message without Subject', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
         const reply = await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage({ subject: null }));
@@ -696,7 +696,7 @@ describe('SMTP door', () => {
     });
 
     test('554 5.6.0 body:required for a message with neither a text nor an html part', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
         const message = [
@@ -720,7 +720,7 @@ describe('SMTP door', () => {
     });
 
     test('554 5.6.0 no_providers_configured for a production project without providers (the sandbox still captures)', async () => {
-      const { project, liveKey, testKey } = fresh('pro', { provider: false });
+      const { project, liveKey, testKey } = await fresh('pro', { provider: false });
       const res = await sendMinimal(p.smtp.production.starttls, liveKey);
       assert.match(res.response, /^554 5\.6\.0 no_providers_configured: \S/);
       assert.equal(countMessages(p, project.id), 0);
@@ -728,7 +728,7 @@ describe('SMTP door', () => {
     });
 
     test('554 5.6.0 routing_provider_not_configured names the provider the project lacks', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Provider': 'provider-b-api' }) });
       assert.match(res.response, /^554 5\.6\.0 routing_provider_not_configured: /);
       assert.ok(res.response.includes('Not attached to this project: provider-b-api.'), res.response);
@@ -736,7 +736,7 @@ describe('SMTP door', () => {
     });
 
     test('554 5.6.0 category:limit_reached for a third category when the cap is 2', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       for (const category of ['Alpha', 'Beta', 'Alpha']) {
         queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Category': category }) })).response);
       }
@@ -746,7 +746,7 @@ describe('SMTP door', () => {
     });
 
     test('452 4.5.3 for the 51st RCPT TO; the message then goes through with its 50 recipients', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const rcpts = Array.from({ length: 51 }, (_, i) => `r${i}@example.org`);
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
@@ -765,7 +765,7 @@ describe('SMTP door', () => {
     });
 
     test('552 5.3.4 at MAIL FROM for a declared SIZE over smtp.max_message_bytes (advertised as SIZE 20000)', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
         assert.match(await client.command('EHLO client.test'), /^250[- ]SIZE 20000$/m);
@@ -778,7 +778,7 @@ describe('SMTP door', () => {
     });
 
     test('552 5.3.4 after DATA for an undeclared message over smtp.max_message_bytes; nothing is kept and the session goes on', async () => {
-      const { project, liveKey } = fresh();
+      const { project, liveKey } = await fresh();
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
         const big = rawMessage({ body: 'x'.repeat(76).concat('\r\n').repeat(400) });
@@ -807,7 +807,7 @@ describe('SMTP door', () => {
     });
 
     test('AUTH PLAIN with a valid key before STARTTLS is refused (5xx, never 235); after STARTTLS AUTH is advertised and accepted', async () => {
-      const { liveKey } = fresh();
+      const { liveKey } = await fresh();
       const { client } = await RawSmtp.connect(p.smtp.production.starttls);
       try {
         await client.command('EHLO client.test');
@@ -848,7 +848,7 @@ describe('SMTP rate limits and AUTH failures', () => {
   const message = (n: number) => rawMessage({ headers: [`Message-ID: <rate-${n}-${Date.now()}@example.com>`] });
 
   test('451 4.3.0 rate_limited with "Retry in" on the 3rd message of one session', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'rate in session');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'rate in session');
     const client = await authedSession(p.smtp.production.starttls, liveKey);
     try {
       queuedId(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], message(1)));
@@ -862,7 +862,7 @@ describe('SMTP rate limits and AUTH failures', () => {
   });
 
   test('451 4.3.0 rate_limited with "Retry in" on the 3rd message across sessions', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'rate across sessions');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'rate across sessions');
     const send = () => nodemailerSend(p.smtp.production.implicit, liveKey, true, { from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Rate', text: 'Rate body' });
     queuedId((await send()).response);
     queuedId((await send()).response);
@@ -992,7 +992,7 @@ describe('SMTP graceful shutdown', () => {
     let closing: Promise<void> | null = null;
     let id: string;
     const port = p.smtp.production.starttls;
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'shutdown');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'shutdown');
     const client = await authedSession(port, liveKey);
     try {
       assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^250 /);
@@ -1102,7 +1102,7 @@ describe('spawned server, SIGHUP', () => {
     const config = buildConfig({ state_dir: stateDir }, {});
     const db = openDatabase(stateDir, silentLogger());
     const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const { liveKey } = createProjectWithKeys(ctx, 'sighup');
+    const { liveKey } = await createProjectWithKeys(ctx, 'sighup');
     const fingerprintOf = async () => {
       const { client, greeting } = await RawSmtp.connect(port, { implicit: true });
       assert.match(greeting, /^220 /);

@@ -50,7 +50,7 @@ describe('SMTP DATA over SIZE (smtp.max_message_bytes)', () => {
   after(async () => p.close());
 
   test('stops being written at the limit: spool/tmp never holds more than SIZE while the rest of 4 MB is drained, then 552 5.3.4; nothing is kept and the session goes on', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'over size');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'over size');
     const client = await authedSession(p.smtp.production.starttls, liveKey);
     let largest = 0;
     const watch = setInterval(() => (largest = Math.max(largest, spoolTmpBytes(p))), 2);
@@ -102,7 +102,7 @@ describe('SMTP before AUTH: commands and command lines are bounded', () => {
   });
 
   test('commands before and after STARTTLS share one budget; AUTH is not counted, and once authenticated nothing is', async () => {
-    const { liveKey } = createProjectWithKeys(p.ctx, 'budget');
+    const { liveKey } = await createProjectWithKeys(p.ctx, 'budget');
     const spent = await RawSmtp.connect(p.smtp.production.starttls);
     try {
       assert.deepEqual((await commandsUntilRefused(spent.client, ['EHLO client.test', 'NOOP', 'NOOP', 'NOOP'])).map((r) => r.slice(0, 3)), ['250', '250', '250', '250']);
@@ -134,7 +134,7 @@ describe('SMTP before AUTH: commands and command lines are bounded', () => {
   });
 
   test('a line that never ends is cut off the same way once it passes the limit, in plaintext and after AUTH alike', async () => {
-    const { liveKey } = createProjectWithKeys(p.ctx, 'long lines');
+    const { liveKey } = await createProjectWithKeys(p.ctx, 'long lines');
     const plaintext = await RawSmtp.connect(p.smtp.production.starttls);
     const authed = await authedSession(p.smtp.production.starttls, liveKey);
     try {
@@ -158,7 +158,7 @@ describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_t
   after(async () => p.close());
 
   test('a session without AUTH is closed with 421 once the time is up, though it is far from the idle timeout; an authenticated one stays', async () => {
-    const { liveKey } = createProjectWithKeys(p.ctx, 'timeout');
+    const { liveKey } = await createProjectWithKeys(p.ctx, 'timeout');
     const idle = await RawSmtp.connect(p.smtp.production.starttls);
     const authed = await authedSession(p.smtp.production.starttls, liveKey);
     try {
@@ -183,7 +183,7 @@ describe('SMTP and the per-IP window for keyless requests', () => {
   after(async () => p.close());
 
   test('once keyless HTTP requests have spent the window, a valid key still gets through over SMTP and HTTP; a bad AUTH is refused 451 4.3.0 rate_limited', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'behind one address');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'behind one address');
     for (let i = 0; i < 3; i++) assert.equal((await post(p.production, '/v1/send', { json: validMessage() })).status, 401);
     assert.equal((await post(p.production, '/v1/send', { json: validMessage() })).status, 429, 'the window is spent');
 

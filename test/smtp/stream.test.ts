@@ -25,12 +25,12 @@ const MiB = 1024 * 1024;
 const NO_DELIVERY = { delivery: { enabled: false } };
 
 /** A project on the `pro` plan (50 GiB a month: room for big messages) with an smtp provider. */
-function seedProject(stateDir: string): ProjectWithKeys {
+async function seedProject(stateDir: string): Promise<ProjectWithKeys> {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
     const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    return createProjectWithKeys(ctx, 'smtp stream project', 'pro');
+    return await createProjectWithKeys(ctx, 'smtp stream project', 'pro');
   } finally {
     db.close();
   }
@@ -116,7 +116,7 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
   let transport: Transporter;
 
   before(async () => {
-    keys = seedProject(stateDir);
+    keys = await seedProject(stateDir);
     const configFile = path.join(stateDir, 'stream.json');
     writeFileSync(configFile, JSON.stringify(NO_DELIVERY));
     server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile });

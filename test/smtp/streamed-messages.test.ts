@@ -82,7 +82,7 @@ describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messa
       // One streamed at a time; waits of 3 s; an idle timeout shorter than any wait here.
       config: { smtp: { max_streamed_messages: 1, stream_wait_ms: 3000, idle_timeout_ms: 1000 } },
     });
-    liveKey = createProjectWithKeys(p.ctx, 'streamed messages').liveKey;
+    liveKey = (await createProjectWithKeys(p.ctx, 'streamed messages')).liveKey;
   });
   after(async () => p.close());
 

@@ -132,7 +132,7 @@ describe('SMTP door with swaks', () => {
   after(async () => p?.close());
 
   test('production over STARTTLS with AUTH PLAIN: 250 2.0.0 OK queued as m.…, a queued row, the event and the stored MIME', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'swaks production');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'swaks production');
     const result = await swaks([
       '--port', String(p.smtp.production.starttls),
       '--tls',
@@ -167,7 +167,7 @@ describe('SMTP door with swaks', () => {
   });
 
   test('sandbox over implicit TLS with the test key: captured', async () => {
-    const { project, testKey } = createProjectWithKeys(p.ctx, 'swaks sandbox');
+    const { project, testKey } = await createProjectWithKeys(p.ctx, 'swaks sandbox');
     const result = await swaks([
       '--port', String(p.smtp.sandbox.implicit),
       '--tlsc',
@@ -198,7 +198,7 @@ describe('SMTP door with swaks', () => {
   });
 
   test('AUTH LOGIN over implicit TLS on production is accepted too', async () => {
-    const { project, liveKey } = createProjectWithKeys(p.ctx, 'swaks login');
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'swaks login');
     const result = await swaks([
       '--port', String(p.smtp.production.implicit),
       '--tlsc',

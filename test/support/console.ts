@@ -234,8 +234,8 @@ export interface ConsoleWorld {
 /** A server with a console listener, two projects, an owner and a member of the first, both signed in. */
 export async function consoleWorld(opts: Parameters<typeof startTestPostern>[0] = {}): Promise<ConsoleWorld> {
   const p = await startTestPostern({ ...opts, console: true });
-  const a = createProjectWithKeys(p.ctx, 'project a');
-  const b = createProjectWithKeys(p.ctx, 'project b');
+  const a = await createProjectWithKeys(p.ctx, 'project a');
+  const b = await createProjectWithKeys(p.ctx, 'project b');
   await operatorAccount(p.ctx, 'owner@example.com', 'owner');
   const memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id])).id;
   return {

@@ -27,7 +27,7 @@ export function serverWithProject(projectName: string, ready: (p: TestPostern, p
   let started: TestPostern | undefined;
   before(async () => {
     started = await startTestPostern();
-    ready(started, createProjectWithKeys(started.ctx, projectName));
+    ready(started, await createProjectWithKeys(started.ctx, projectName));
   });
   after(async () => started?.close());
 }

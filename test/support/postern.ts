@@ -7,6 +7,7 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { buildConfig, listenerEnvName, type PosternConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
+import { openDatabase } from '../../src/store/db.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
@@ -66,6 +67,8 @@ export async function startTestPostern(
   );
   const clock = opts.clock ?? systemClock;
   const running = await startPostern(config, silentLogger(), clock);
+  // The suites act as the CLI does: on a connection of their own (the server's only reads).
+  const operatorDb = openDatabase(stateDir, silentLogger(), { migrate: false });
   const url = (env: string) => running.listeners.find((l) => l.environment === env && l.protocol === 'http')!.url;
   const smtpPort = (name: string) => running.listeners.find((l) => l.name === name)?.port ?? 0;
   return {
@@ -79,9 +82,10 @@ export async function startTestPostern(
     },
     console: running.listeners.find((l) => l.protocol === 'console')?.url ?? '',
     stateDir,
-    ctx: { db: running.db, clock, config, spoolRoot: path.join(stateDir, 'spool') },
+    ctx: { db: operatorDb, clock, config, spoolRoot: path.join(stateDir, 'spool') },
     async close() {
       await running.close();
+      operatorDb.close();
       if (ownsDir) rmSync(stateDir, { recursive: true, force: true });
     },
   };
@@ -97,11 +101,11 @@ export interface ProjectWithKeys {
  * A project with a live and a test key. By default on the `pro` plan with an `smtp` provider
  * attached, so sends are not refused by plan or policy unless a test sets that up.
  */
-export function createProjectWithKeys(ctx: OperatorContext, name = 'test project', plan = 'pro', opts: { provider?: boolean } = {}): ProjectWithKeys {
-  const project = createProject(ctx, name, plan);
+export async function createProjectWithKeys(ctx: OperatorContext, name = 'test project', plan = 'pro', opts: { provider?: boolean } = {}): Promise<ProjectWithKeys> {
+  const project = await createProject(ctx, name, plan);
   // A loopback relay nobody listens on: nothing ever leaves this machine.
-  if (opts.provider !== false) attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
-  return { project, liveKey: createKey(ctx, project.id, 'live').key, testKey: createKey(ctx, project.id, 'test').key };
+  if (opts.provider !== false) await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+  return { project, liveKey: (await createKey(ctx, project.id, 'live')).key, testKey: (await createKey(ctx, project.id, 'test')).key };
 }
 
 export interface HttpResult {

@@ -13,11 +13,11 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * Runs operator functions against a state directory's index and closes it again, so a child
  * `postern start` can own the directory afterwards (setting up before spawning).
  */
-export function withClosedIndex<T>(stateDir: string, fn: (ctx: OperatorContext) => T): T {
+export async function withClosedIndex<T>(stateDir: string, fn: (ctx: OperatorContext) => T | Promise<T>): Promise<T> {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
-    return fn({ db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
+    return await fn({ db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
   } finally {
     db.close();
   }

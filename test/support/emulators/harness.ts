@@ -94,7 +94,7 @@ export const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 /** How a suite starts its provider's emulator and attaches an account to it. */
 export interface ApiKit<E extends ProviderEmulator> {
   start(s: Scope): Promise<E>;
-  attach(p: TestPostern, pk: ProjectWithKeys, emu: E, opts?: Partial<AttachOptions>): ProviderAccountView;
+  attach(p: TestPostern, pk: ProjectWithKeys, emu: E, opts?: Partial<AttachOptions>): Promise<ProviderAccountView>;
   /** The provider id the emulator gives the first message it accepts. */
   firstId: string;
 }
@@ -109,9 +109,9 @@ export async function failsOverToSecond<E extends ProviderEmulator>(t: TestConte
   const second = await kit.start(s);
   const opts = arrange(first) ?? {};
   const p = await deliveringPostern(s, new ManualClock(T0));
-  const pk = createProjectWithKeys(p.ctx, 'failover', 'pro', { provider: false });
-  const a1 = kit.attach(p, pk, first, { priority: '1', ...opts });
-  const a2 = kit.attach(p, pk, second, { priority: '2' });
+  const pk = await createProjectWithKeys(p.ctx, 'failover', 'pro', { provider: false });
+  const a1 = await kit.attach(p, pk, first, { priority: '1', ...opts });
+  const a2 = await kit.attach(p, pk, second, { priority: '2' });
   const id = await sendOver(p, pk);
   const shown = await statusReached(p, id, 'sent');
   assert.deepEqual(attemptOutcomes(p, id), [
@@ -131,9 +131,9 @@ export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestCo
   const second = await kit.start(s);
   first.behave('reject');
   const p = await deliveringPostern(s, new ManualClock(T0));
-  const pk = createProjectWithKeys(p.ctx, 'reject', 'pro', { provider: false });
-  const a1 = kit.attach(p, pk, first, { priority: '1' });
-  kit.attach(p, pk, second, { priority: '2' });
+  const pk = await createProjectWithKeys(p.ctx, 'reject', 'pro', { provider: false });
+  const a1 = await kit.attach(p, pk, first, { priority: '1' });
+  await kit.attach(p, pk, second, { priority: '2' });
   const id = await sendOver(p, pk);
   const shown = await statusReached(p, id, 'failed');
   assert.deepEqual(attemptOutcomes(p, id), [[a1.id, 'permanent']]);
@@ -159,9 +159,9 @@ export async function restsThrottledAccount<E extends ProviderEmulator>(
   const throttled = await throttling(s);
   const spare = await spareOne(s);
   const p = await deliveringPostern(s, clock);
-  const pk = createProjectWithKeys(p.ctx, 'throttle', 'pro', { provider: false });
-  const a = kit.attach(p, pk, throttled, { priority: '1' });
-  const b = kit.attach(p, pk, spare, { priority: '2' });
+  const pk = await createProjectWithKeys(p.ctx, 'throttle', 'pro', { provider: false });
+  const a = await kit.attach(p, pk, throttled, { priority: '1' });
+  const b = await kit.attach(p, pk, spare, { priority: '2' });
   throttled.behave('throttle', 1);
 
   const first = await sendOver(p, pk);
@@ -194,8 +194,8 @@ export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestCont
   const emu = await throttling(s, clock);
   emu.behave('throttle');
   const p = await deliveringPostern(s, clock, { retry_ladder_seconds: [10] });
-  const pk = createProjectWithKeys(p.ctx, 'reset', 'pro', { provider: false });
-  kit.attach(p, pk, emu);
+  const pk = await createProjectWithKeys(p.ctx, 'reset', 'pro', { provider: false });
+  await kit.attach(p, pk, emu);
   const id = await sendOver(p, pk);
   await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
   const first = messageShow(p.ctx, id);
