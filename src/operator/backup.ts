@@ -60,6 +60,29 @@ async function copyDurably(from: string, to: string): Promise<number> {
   return statSync(to).size;
 }
 
+/** Directories made (or being made) for copies: a copy waits for its directory's mkdir, never races it. */
+class Directories {
+  private readonly made = new Map<string, Promise<unknown>>();
+
+  constructor(root: string) {
+    this.made.set(root, Promise.resolve());
+  }
+
+  ensure(dir: string): Promise<unknown> {
+    let making = this.made.get(dir);
+    if (!making) {
+      making = mkdir(dir, { recursive: true, mode: 0o700 });
+      this.made.set(dir, making);
+    }
+    return making;
+  }
+
+  /** Every directory, deepest first (flushed after their files). */
+  deepestFirst(): string[] {
+    return [...this.made.keys()].sort((a, b) => b.length - a.length);
+  }
+}
+
 /** Runs `work` over `items`, COPY_PARALLEL at a time. */
 async function inParallel<T>(items: T[], work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -71,9 +94,8 @@ async function inParallel<T>(items: T[], work: (item: T) => Promise<void>): Prom
 }
 
 /** Copies a directory tree (the certificates), files flushed. */
-async function copyTree(from: string, to: string, dirs: Set<string>): Promise<void> {
-  await mkdir(to, { recursive: true, mode: 0o700 });
-  dirs.add(to);
+async function copyTree(from: string, to: string, dirs: Directories): Promise<void> {
+  await dirs.ensure(to);
   for (const entry of await readdir(from, { withFileTypes: true })) {
     if (entry.isDirectory()) await copyTree(path.join(from, entry.name), path.join(to, entry.name), dirs);
     else if (entry.isFile()) await copyDurably(path.join(from, entry.name), path.join(to, entry.name));
@@ -85,7 +107,7 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   if (!existsSync(path.join(stateDir, INDEX_FILE))) throw new OperatorError('not_found', `no index in ${stateDir}: nothing to back up`);
   if (!isEmptyOrAbsent(to)) throw new OperatorError('conflict', `${to} is not empty: back up into a new or empty directory`);
   ensurePrivateDirectory(to);
-  const dirs = new Set<string>([to]);
+  const dirs = new Directories(to);
   const indexCopy = path.join(to, INDEX_FILE);
   // Created private before SQLite writes into it: the index holds provider secrets.
   ensurePrivateFile(indexCopy, { create: true });
@@ -103,11 +125,7 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   let files = 0;
   await inParallel(rows, async (row) => {
     const target = path.join(to, 'spool', row.spool_path);
-    const dir = path.dirname(target);
-    if (!dirs.has(dir)) {
-      dirs.add(dir);
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-    }
+    await dirs.ensure(path.dirname(target));
     try {
       bytes += await copyDurably(path.join(stateDir, 'spool', row.spool_path), target);
       files++;
@@ -116,12 +134,12 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
       missing.push(row.id);
     }
   });
-  dirs.add(path.join(to, 'spool'));
+  await dirs.ensure(path.join(to, 'spool'));
   for (const extra of EXTRA_DIRS) if (existsSync(path.join(stateDir, extra))) await copyTree(path.join(stateDir, extra), path.join(to, extra), dirs);
 
   const manifest: BackupManifest = { format: FORMAT, created_at: new Date().toISOString(), messages: rows.length, files, bytes, missing };
   // Directories first (deepest first), then the manifest: it marks a finished backup.
-  for (const dir of [...dirs].sort((a, b) => b.length - a.length)) if (existsSync(dir)) await flush(dir);
+  for (const dir of dirs.deepestFirst()) await flush(dir);
   await writeFile(path.join(to, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
   await flush(path.join(to, MANIFEST));
   await flush(to);
@@ -141,7 +159,7 @@ export async function restoreState(from: string, stateDir: string, logger: Logge
     throw new OperatorError('conflict', `the state directory ${stateDir} is not empty: restore only into an empty one (set state_dir or POSTERN_STATE_DIR to a new directory)`);
   }
   ensurePrivateDirectory(stateDir);
-  const dirs = new Set<string>([stateDir]);
+  const dirs = new Directories(stateDir);
   await copyDurably(path.join(from, INDEX_FILE), path.join(stateDir, INDEX_FILE));
   let files = 0;
   const spool = path.join(from, 'spool');
@@ -150,18 +168,14 @@ export async function restoreState(from: string, stateDir: string, logger: Logge
     await inParallel(entries, async (e) => {
       const rel = path.relative(spool, path.join(e.parentPath, e.name));
       const target = path.join(stateDir, 'spool', rel);
-      const dir = path.dirname(target);
-      if (!dirs.has(dir)) {
-        dirs.add(dir);
-        await mkdir(dir, { recursive: true, mode: 0o700 });
-      }
+      await dirs.ensure(path.dirname(target));
       await copyDurably(path.join(spool, rel), target);
       files++;
     });
-    dirs.add(path.join(stateDir, 'spool'));
+    await dirs.ensure(path.join(stateDir, 'spool'));
   }
   for (const extra of EXTRA_DIRS) if (existsSync(path.join(from, extra))) await copyTree(path.join(from, extra), path.join(stateDir, extra), dirs);
-  for (const dir of [...dirs].sort((a, b) => b.length - a.length)) if (existsSync(dir)) await flush(dir);
+  for (const dir of dirs.deepestFirst()) await flush(dir);
   // Opened as the server would (private files, WAL, migrations of a newer release), then checked.
   const db = openDatabase(stateDir, logger);
   try {

@@ -4,13 +4,18 @@ import type { Db } from './db.js';
 /** The index's file name in a state directory, and in a backup. */
 export const INDEX_FILE = 'postern.db';
 
+/** Pages per backup step after the first: all of them (sqlite3_backup_step copies none for 0). */
+const ALL_PAGES = 0x7fffffff;
+
 /**
  * Copies the index into `destFile` with SQLite's online backup API, from a reader connection
- * while the server writes. After its first step the rest goes in one step (progress → 0): one
- * read snapshot, so commits of the server meanwhile neither restart it nor appear half in it.
+ * while the server writes. better-sqlite3's first step copies no page (it counts them); the
+ * second copies every page (ALL_PAGES): one step is one read snapshot, so commits of the server
+ * meanwhile neither restart it nor appear half in it. (With a step size, each commit between
+ * steps restarts the backup, and under steady sends it never ends.)
  */
 export async function backupIndex(db: Db, destFile: string): Promise<{ totalPages: number }> {
-  const done = await db.backup(destFile, { progress: () => 0 });
+  const done = await db.backup(destFile, { progress: () => ALL_PAGES });
   return { totalPages: done.totalPages };
 }
 
