@@ -15,6 +15,7 @@ import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { webhookBench, webhookLines } from './webhooks.js';
 import { consoleBench, consoleLines } from './console.js';
+import { webConsoleBench, webConsoleLines } from './webConsole.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -131,7 +132,7 @@ const summary = (r: LoadResult) => ({
   errors: r.errors,
 });
 
-/** `BENCH_ONLY=send|smtp|relay|webhooks|console` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|smtp|relay|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
 /** The /v1/send body every send phase posts: a 1 KB text message. */
@@ -188,6 +189,14 @@ async function main(): Promise<void> {
     console.log(`machine: ${machine()}`);
     for (const line of consoleLines(console_)) console.log(line);
     console.log(JSON.stringify({ machine: machine(), console: console_ }));
+    return;
+  }
+  if (only === 'web') {
+    // Not part of the full run: it needs chromium, and filling 100,000 messages takes a minute.
+    const web = await webConsoleBench();
+    console.log(`machine: ${machine()}`);
+    for (const line of webConsoleLines(web)) console.log(line);
+    console.log(JSON.stringify({ machine: machine(), web_console: web }));
     return;
   }
   if (only === 'webhooks') {

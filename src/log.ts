@@ -6,7 +6,8 @@ export type { Logger };
  * Secrets that can hide inside text the code does not write itself (an error's message or
  * stack, a request path): API keys, webhook signing secrets, bearer and basic credentials, a
  * URL's password, and the URL secret of provider feedback endpoints
- * (`/v1/feedback/<account>/<secret>`, Postmark, Brevo, SES).
+ * (`/v1/feedback/<account>/<secret>`, Postmark, Brevo, SES) and of public viewer links
+ * (`/view/<id>/<token>`).
  */
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\bps_(live|test)_[A-Za-z0-9]{40}\b/g, 'ps_$1_[redacted]'],
@@ -14,6 +15,7 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, '$1 [redacted]'],
   [/(\/\/[^/\s:@]*):[^@\s/]*@/g, '$1:[redacted]@'],
   [/(\/v1\/feedback\/[^/\s?#]+\/)[^\s?#"']+/g, '$1***'],
+  [/(\/view\/[^/\s?#]+\/)[^/\s?#"']+/g, '$1***'],
 ];
 
 /** `text` with every secret of SECRET_PATTERNS masked. */

@@ -31,6 +31,9 @@ import { Admission } from './policy/admission.js';
 import { Janitor } from './housekeeping/janitor.js';
 import { FeedbackIntake } from './delivery/feedback.js';
 import { createWebhookDispatcher } from './events/host.js';
+import { viewerSecret } from './policy/viewerTokens.js';
+import { Viewer } from './viewer/route.js';
+import { configuredViewerBase } from './operator/messageLinks.js';
 
 export interface BoundListener {
   name: string;
@@ -112,6 +115,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip);
   const bodies = new BodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
+  const secret = viewerSecret(config.state_dir);
+  const viewer = new Viewer({ ctx: { db, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -141,7 +146,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       const door = listener as ListenerConfig;
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
-          { db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, throttledUntil: (id) => scheduler.accountThrottledUntil(id) },
+          {
+            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, throttledUntil: (id) => scheduler.accountThrottledUntil(id),
+            viewerLinks: { secret, base: () => viewerBase(config, listeners) },
+            doors: () => ({
+              production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
+              sandbox: listeners.find((l) => l.protocol === 'http' && l.environment === 'sandbox')?.url ?? null,
+            }),
+          },
           listener,
         );
         consoles.push(consoleServer);
@@ -149,7 +161,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         port = await listenOn(consoleServer.server, listener.port, listener.host);
         scheme = listener.cert && listener.key ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies }, door);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, viewer }, door);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
         scheme = 'http';
@@ -194,6 +206,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       logger.info('stopped');
     },
   };
+}
+
+/** Where viewer links point: `viewer.base_url`, else the first production HTTP listener as bound. */
+function viewerBase(config: PosternConfig, listeners: BoundListener[]): string {
+  const door = listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? listeners.find((l) => l.protocol === 'http');
+  return config.viewer.base_url ?? door?.url ?? configuredViewerBase(config) ?? '';
 }
 
 /** Listens; resolves with the bound port (port 0 picks one). */

@@ -94,6 +94,8 @@ export interface OperatorWrites {
   /* messages */
   message_one: [{ action: MessageAction; id: string; now: number; stamp: AuditStamp }, null];
   message_delete: [{ id: string; stamp: AuditStamp }, { spool_path: string | null }];
+  /** A viewer link made: nothing changes but the audit log (the link itself is a credential, never recorded). */
+  message_link: [{ id: string; expires_at: string; stamp: AuditStamp }, null];
 }
 
 export type OperatorWriteType = keyof OperatorWrites;
@@ -337,6 +339,10 @@ const bodies: Bodies = {
     const spoolPath = deleteCapturedMessage(db, w.id);
     audit(db, w.stamp, 'message.delete', w.id);
     return { spool_path: spoolPath };
+  },
+  message_link(db, w) {
+    audit(db, w.stamp, 'message.link', w.id, { expires_at: w.expires_at });
+    return null;
   },
 };
 

@@ -307,6 +307,10 @@ batch_per_key: number
  * Requests without a valid key, per client IP per window; once spent, that IP is refused before any key lookup.
  */
 unauthenticated_per_ip: number
+/**
+ * Public viewer requests (GET /view/...: the page and its message body) per client IP per window; then 429 with Retry-After.
+ */
+viewer_per_ip: number
 }
 policy: {
 /**
@@ -341,6 +345,23 @@ sign_in_failures_per_account: number
  * While a live-updates stream is open, how often the events outbox is read for new and changed messages.
  */
 events_poll_ms: number
+}
+/**
+ * The public viewer (GET /view/{id}/{token} on the HTTP listeners) and its signed, expiring links.
+ */
+viewer: {
+/**
+ * Where people open viewer links (scheme, host, port, optional path prefix behind a proxy). null: the first production HTTP listener's own address.
+ */
+base_url: (string | null)
+/**
+ * How long a link lives when its maker names no expiry (7 days).
+ */
+link_expiry_seconds: number
+/**
+ * The longest expiry a link may be given (90 days).
+ */
+max_link_expiry_seconds: number
 }
 /**
  * Outbound lifecycle webhooks: the dispatcher that fans events out to the registered endpoints and delivers them, signed, at least once.

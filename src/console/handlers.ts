@@ -27,6 +27,8 @@ import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from
 import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
 import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, type TargetOptions } from '../operator/webhooks.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
+import { messageLink } from '../operator/messageLinks.js';
+import { sendBodyDocument } from '../viewer/bodyDocument.js';
 import { sessionCookieHeader, type SignInThrottle } from './auth.js';
 import type { LiveEvents } from './liveEvents.js';
 import type * as Api from './types.gen.js';
@@ -58,6 +60,8 @@ export interface HandlerDeps {
   keyUse: KeyUseRecorder | null;
   /** Test seams for webhook targets (DNS, CAs). */
   webhookTargets?: TargetOptions;
+  /** The public viewer's signing key and where its links point (known once the HTTP listeners are bound). */
+  viewerLinks: { secret: Buffer; base: () => string };
 }
 
 const ok = (body: unknown, status = 200): Answer => ({ status, body });
@@ -245,6 +249,16 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       });
       await pipeline(stream, c.res);
       return undefined;
+    },
+    async getMessagePreview(c) {
+      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      sendBodyDocument(c.res, await messageContent(c.ctx, c.params.message_id), c.query.images === '1');
+      return undefined;
+    },
+    async createMessageLink(c) {
+      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const expires = c.body.expires_in_seconds as number | undefined;
+      return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, expires), 201);
     },
     releaseMessage: single('release'),
     cancelMessage: single('cancel'),

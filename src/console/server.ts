@@ -22,8 +22,9 @@ import { actingAs } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
 import { authenticateRequest, SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
-import { consoleHandlers, type Call, type Handler } from './handlers.js';
+import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
+import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
   db: OperatorContext['db'];
@@ -40,6 +41,9 @@ export interface ConsoleDeps {
   /** The delivery scheduler's view of throttled provider accounts. */
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;
+  viewerLinks: HandlerDeps['viewerLinks'];
+  /** The send API's addresses, for the web app's examples. */
+  doors?: () => { production: string | null; sandbox: string | null };
 }
 
 export interface ConsoleServer {
@@ -90,6 +94,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       overview: { activity, storage: new StorageFigures(db, config.state_dir), throttledUntil: deps.throttledUntil },
       keyUse: deps.keyUse,
       webhookTargets: deps.webhookTargets,
+      viewerLinks: deps.viewerLinks,
     }),
     getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) as unknown }),
   };
@@ -158,17 +163,21 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     app.all(route, (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
   }
 
+  const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = process.hrtime.bigint();
-    // Operator data: never cached, never sniffed.
+    // Operator data: never cached, never sniffed, never framed, no referrer; the web app's files set their own CSP.
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('Content-Security-Policy', API_POLICY);
     res.once('close', () => {
       const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
       if (res.writableFinished) log.info(line, 'console request');
       else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
     if (deps.connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
+    if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
   };
   const options = {

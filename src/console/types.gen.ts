@@ -307,6 +307,8 @@ MessageFilter?: MessageFilter
 BulkAction?: BulkAction
 BulkRequest?: BulkRequest
 BulkResult?: BulkResult
+ViewerLinkCreate?: ViewerLinkCreate
+ViewerLink?: ViewerLink
 MessageDeleted?: MessageDeleted
 Suppression?: Suppression
 SuppressionPage?: SuppressionPage
@@ -831,6 +833,27 @@ changed: number
 skipped: number
 not_found: number
 changed_ids?: MessageId[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkCreate".
+ */
+export interface ViewerLinkCreate {
+/**
+ * how long the link works (default viewer.link_expiry_seconds, 7 days; at most viewer.max_link_expiry_seconds)
+ */
+expires_in_seconds?: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLink".
+ */
+export interface ViewerLink {
+/**
+ * the public viewer page: whoever holds it can read the message until it expires
+ */
+url: string
+expires_at: string
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema

@@ -18,6 +18,7 @@ import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
 import { ClientGone } from './requestBody.js';
 import { sendError, sendJson } from './respond.js';
+import type { Viewer } from '../viewer/route.js';
 
 export interface HttpDeps {
   feedback: FeedbackIntake;
@@ -26,6 +27,8 @@ export interface HttpDeps {
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
+  /** The public viewer (GET /view/…), shared by every HTTP listener. */
+  viewer?: Viewer;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
   bodies: BodyBudget;
@@ -43,7 +46,7 @@ export function timeoutCheckInterval(config: PosternConfig['http']): number {
   return Math.max(100, Math.min(1000, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
-/** Paths that hold no secret, logged as they are (the masking is five regular expressions). */
+/** Paths that hold no secret, logged as they are (the masking is six regular expressions). */
 const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/openapi.json']);
 
 /** The request path as logged: no query string, and the URL secret of a feedback endpoint masked. */
@@ -133,6 +136,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .post('/v1/feedback/:account/:token', guarded(feedback))
     .all('/v1/send', methodNotAllowed('POST'))
     .all('/v1/send/batch', methodNotAllowed('POST'));
+  if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body);
 
   const server = createServer(
     {

@@ -1,6 +1,7 @@
 /**
  * What the HTTP door writes to the log (issue 17), read from a real server's stderr: the URL
- * secret of a provider feedback endpoint is masked in the request line, no key or credential
+ * secret of a provider feedback endpoint and a public viewer link's token are masked in the
+ * request line, no key or credential
  * reaches any line, and a client that goes away mid-body is an info line, not an error.
  */
 import assert from 'node:assert/strict';
@@ -78,6 +79,25 @@ describe('the request log (a real server at log level info)', () => {
     );
     const text = readFileSync(logFile, 'utf8');
     for (const secret of [WEBHOOK_SECRET, WRONG_SECRET, liveKey]) assert.ok(!text.includes(secret), `the log holds ${secret}`);
+  });
+});
+
+describe('a public viewer link in the request log (a real server at log level info)', () => {
+  const processes = new ProcessScope();
+  after(async () => processes.cleanup());
+
+  test('its token is logged as ***, for the page and its body, and appears on no line', async () => {
+    const { server, logFile } = await loggingServer(processes, () => null);
+    const token = `tok3n.${'S'.repeat(43)}`;
+    for (const suffix of ['', '/body']) {
+      const res = await fetch(`${server.production}/view/m.01abc/${token}${suffix}`);
+      assert.equal(res.status, 404);
+      await res.text();
+    }
+    await server.stop();
+    const viewerLines = logLines(logFile).filter((l) => l.msg === 'request' && l.path?.startsWith('/view/'));
+    assert.deepEqual(viewerLines.map((l) => [l.path, l.status]), [['/view/m.01abc/***', 404], ['/view/m.01abc/***/body', 404]]);
+    assert.ok(!readFileSync(logFile, 'utf8').includes('SSSSSSSS'), 'the log holds the token');
   });
 });
 

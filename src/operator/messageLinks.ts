@@ -1,0 +1,92 @@
+/**
+ * Public viewer links to one message: made by the console's share action and `postern message
+ * link`, opened by the viewer on the HTTP listeners (src/viewer) through `viewedMessage`.
+ */
+import type { PosternConfig } from '../config/load.js';
+import { viewerToken, viewerTokenValid } from '../policy/viewerTokens.js';
+import { getMessage } from '../store/messages.js';
+import { auditStamp } from './audit.js';
+import type { OperatorContext } from './context.js';
+import { OperatorError } from './errors.js';
+import { messageContent, type AttachmentInfo } from './messageContent.js';
+import { requireMessage } from './messages.js';
+import { write } from './writer.js';
+
+export interface ViewerLink {
+  url: string;
+  expires_at: string;
+}
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
+
+/** `7d`, `12h`, `30m`, `90s`, `2w` (or plain seconds) as seconds; null when it is none of those. */
+export function durationSeconds(text: string): number | null {
+  const m = /^(\d{1,9})([smhdw]?)$/.exec(text.trim());
+  if (!m) return null;
+  return Number(m[1]) * UNITS[m[2] || 's'];
+}
+
+/** Where links point: `viewer.base_url`, else the first production HTTP listener as configured. */
+export function configuredViewerBase(config: Pick<PosternConfig, 'viewer' | 'listeners'>): string | null {
+  if (config.viewer.base_url) return config.viewer.base_url;
+  const door = config.listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? config.listeners.find((l) => l.protocol === 'http');
+  if (!door) return null;
+  const host = door.host === '0.0.0.0' ? '127.0.0.1' : door.host === '::' ? '[::1]' : door.host.includes(':') ? `[${door.host}]` : door.host;
+  return `http://${host}:${door.port}`;
+}
+
+/**
+ * A link to one message valid for `expiresInSeconds` (`viewer.link_expiry_seconds` when absent,
+ * at most `viewer.max_link_expiry_seconds`). The link exposes the message to whoever holds it,
+ * so making one is recorded in the audit log (without the link itself: it is a credential).
+ */
+export async function messageLink(ctx: OperatorContext, secret: Buffer, base: string, id: string, expiresInSeconds?: number): Promise<ViewerLink> {
+  requireMessage(ctx, id);
+  const seconds = expiresInSeconds ?? ctx.config.viewer.link_expiry_seconds;
+  const max = ctx.config.viewer.max_link_expiry_seconds;
+  if (!Number.isInteger(seconds) || seconds < 60 || seconds > max) {
+    throw new OperatorError('invalid_argument', `the expiry must be from 60 seconds to ${max} seconds (viewer.max_link_expiry_seconds)`, 'expires_in_seconds', 'out_of_range');
+  }
+  const expiresAtMs = Math.floor((ctx.clock.now() + seconds * 1000) / 1000) * 1000;
+  const url = `${base.replace(/\/+$/, '')}/view/${encodeURIComponent(id)}/${viewerToken(secret, id, expiresAtMs)}`;
+  const link = { url, expires_at: new Date(expiresAtMs).toISOString() };
+  await write(ctx, { type: 'message_link', id, expires_at: link.expires_at, stamp: auditStamp(ctx) });
+  return link;
+}
+
+/** What the public viewer shows of a message: never Bcc, metadata, provider or routing details. */
+export interface ViewedMessage {
+  subject: string | null;
+  from: string;
+  to: string[];
+  cc: string[];
+  created_at: string;
+  status: string;
+  attachments: Pick<AttachmentInfo, 'filename' | 'content_type' | 'size'>[];
+  html: string | null;
+  text: string | null;
+}
+
+/**
+ * The message a viewer link opens, or null for an unknown id, a forged token, an expired link
+ * and a message whose file is gone (retention, a deleted capture) alike.
+ */
+export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<ViewedMessage | null> {
+  if (!viewerTokenValid(secret, id, token, ctx.clock.now())) return null;
+  const m = getMessage(ctx.db, id);
+  if (!m) return null;
+  const content = await messageContent(ctx, id).catch(() => null);
+  if (!content) return null;
+  const recipients = JSON.parse(m.recipients) as { to: string[]; cc: string[] };
+  return {
+    subject: m.subject,
+    from: m.from_email,
+    to: recipients.to,
+    cc: recipients.cc,
+    created_at: new Date(m.created_at).toISOString(),
+    status: m.status,
+    attachments: content.attachments.filter((a) => a.disposition === 'attachment').map((a) => ({ filename: a.filename, content_type: a.content_type, size: a.size })),
+    html: content.html,
+    text: content.text,
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * The public viewer on the send API listeners: `GET /view/{m.id}/{token}` (the page) and
+ * `GET /view/{m.id}/{token}/body` (the message body, framed by the page). No account: the
+ * signed token is the permission (operator/messageLinks.ts). Unknown, forged and expired links
+ * get one identical 404.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PosternConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import type { OperatorContext } from '../operator/context.js';
+import { viewedMessage } from '../operator/messageLinks.js';
+import { SlidingWindowLimiter } from '../policy/rateLimiter.js';
+import { sendBodyDocument } from './bodyDocument.js';
+import { NOT_FOUND_PAGE, PAGE_POLICY, viewerPage } from './page.js';
+
+export interface ViewerDeps {
+  /** Reads messages and their files (the operator layer's context; the viewer writes nothing). */
+  ctx: OperatorContext;
+  rateLimits: Pick<PosternConfig['rate_limits'], 'viewer_per_ip' | 'window_seconds'>;
+  logger: Logger;
+  secret: Buffer;
+}
+
+type Request = IncomingMessage & { params?: Record<string, string> };
+
+const COMMON_HEADERS = { 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store', 'X-Robots-Tag': 'noindex' };
+
+function sendPage(res: ServerResponse, status: number, html: string, extra: Record<string, string> = {}): void {
+  res.writeHead(status, { ...COMMON_HEADERS, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(html), 'Content-Security-Policy': PAGE_POLICY, ...extra });
+  res.end(html);
+}
+
+/** One viewer for every HTTP listener: one per-IP window for all of them. */
+export class Viewer {
+  private readonly perIp: SlidingWindowLimiter;
+
+  constructor(private readonly deps: ViewerDeps) {
+    this.perIp = new SlidingWindowLimiter(deps.rateLimits.viewer_per_ip, deps.rateLimits.window_seconds * 1000, deps.ctx.clock);
+  }
+
+  readonly page = (req: Request, res: ServerResponse): void => void this.serve(req, res, false);
+  readonly body = (req: Request, res: ServerResponse): void => void this.serve(req, res, true);
+
+  private async serve(req: Request, res: ServerResponse, body: boolean): Promise<void> {
+    try {
+      const wait = this.perIp.take(req.socket.remoteAddress ?? 'unknown');
+      if (wait > 0) {
+        const seconds = Math.max(1, Math.ceil(wait / 1000));
+        return sendPage(res, 429, '<!DOCTYPE html><title>Too many requests</title><h1>Too many requests</h1>', { 'Retry-After': String(seconds) });
+      }
+      const token = req.params?.token ?? '';
+      const m = await viewedMessage(this.deps.ctx, this.deps.secret, req.params?.id ?? '', token);
+      if (!m) return sendPage(res, 404, NOT_FOUND_PAGE);
+      const remoteImages = new URL(req.url ?? '/', 'http://viewer').searchParams.get('images') === '1';
+      if (body) return sendBodyDocument(res, m, remoteImages);
+      // Relative: the page is /view/{id}/{token}, its body /view/{id}/{token}/body (behind a proxy's prefix too).
+      sendPage(res, 200, viewerPage(m, `${token}/body${remoteImages ? '?images=1' : ''}`, remoteImages));
+    } catch (err) {
+      this.deps.logger.error({ err }, 'viewer request failed');
+      if (!res.headersSent) sendPage(res, 500, '<!DOCTYPE html><title>Error</title><h1>Something went wrong</h1>');
+      else res.destroy();
+    }
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * A real browser for the console's tests: Debian's chromium, headless, driven by
+ * playwright-core (which downloads no browser). One browser per test file; a context (its own
+ * cookies and storage) per test.
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+/** Where Debian's chromium package puts the browser (the `chromium` on PATH is a shell wrapper). */
+const CANDIDATES = [process.env.POSTERN_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+
+export function chromiumPath(): string {
+  const found = CANDIDATES.find((p) => existsSync(p));
+  if (!found) throw new Error('no chromium: install the Debian package (apt-get install chromium), or set POSTERN_CHROMIUM');
+  return found;
+}
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: chromiumPath(), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+}
+
+/** A fresh context at a desktop (1280 px) or phone (390 px) width, with the console's origin. */
+export function newContext(browser: Browser, baseURL: string, viewport: 'desktop' | 'phone' = 'desktop'): Promise<BrowserContext> {
+  return browser.newContext({
+    baseURL,
+    viewport: viewport === 'desktop' ? { width: 1280, height: 800 } : { width: 390, height: 800 },
+    timezoneId: 'America/New_York',
+    locale: 'en-US',
+  });
+}
+
+/** Signs in through the sign-in form, as a person would. */
+export async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+}

@@ -1,0 +1,51 @@
+import { useState } from 'preact/hooks';
+import { get, query, type Api } from '../api';
+import { Empty, ErrorNote, Field, formValues, Loading, Table, Time, useCursorPages, useLoad } from '../ui';
+
+export function AuditScreen() {
+  const [filter, setFilter] = useState<{ actor?: string; action?: string }>({});
+  const pages = useCursorPages();
+  const page = useLoad(() => get<Api.AuditPage>(`/audit${query({ ...filter, limit: 50, cursor: pages.cursor })}`), [filter.actor, filter.action, pages.cursor]);
+  const list = page.data?.entries ?? [];
+  return (
+    <section>
+      <h1>Audit log</h1>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          const v = formValues(e);
+          setFilter({ actor: v.actor || undefined, action: v.action || undefined });
+          pages.first();
+        }}
+      >
+        <Field label="Actor" hint="an operator id, or cli">
+          <input name="actor" />
+        </Field>
+        <Field label="Action" hint="for example message.release">
+          <input name="action" />
+        </Field>
+        <button type="submit">Filter</button>
+      </form>
+      <ErrorNote error={page.error} />
+      {!page.data && !page.error && <Loading what="the audit log" />}
+      {page.data && list.length === 0 && <Empty title="Nothing recorded yet." />}
+      {list.length > 0 && (
+        <Table label="Audit log" head={['When', 'Who', 'Action', 'Target', 'From', 'Details']}>
+            {list.map((e) => (
+              <tr key={e.seq}>
+                <td class="nowrap">
+                  <Time iso={e.at} />
+                </td>
+                <td>{e.actor_email ?? e.actor}</td>
+                <td>{e.action}</td>
+                <td class="wrap">{e.target ?? '—'}</td>
+                <td>{e.client_ip ?? '—'}</td>
+                <td class="wrap">{e.details ? JSON.stringify(e.details) : ''}</td>
+              </tr>
+            ))}
+          </Table>
+      )}
+      {pages.pager(page.data?.next_cursor)}
+    </section>
+  );
+}

@@ -1,0 +1,108 @@
+import { useState } from 'preact/hooks';
+import { get, post, type Api } from '../api';
+import { Empty, ErrorNote, Field, formValues, Loading, ShownOnce, Table, Time, useAction, useLoad } from '../ui';
+
+export function KeysScreen({ projectId }: { projectId: string }) {
+  const keys = useLoad(() => get<Api.KeyList>(`/projects/${projectId}/keys`), [projectId]);
+  const action = useAction();
+  const [shown, setShown] = useState<{ label: string; key: string } | null>(null);
+  const [grace, setGrace] = useState('86400');
+  const list = keys.data?.keys ?? [];
+  return (
+    <section>
+      <h1>API keys</h1>
+      {shown && <ShownOnce label={shown.label} value={shown.key} onDone={() => setShown(null)} />}
+      <form
+        class="inline-form"
+        onSubmit={async (e) => {
+          const v = formValues(e);
+          const created = await action.run(() => post<Api.KeyCreated>(`/projects/${projectId}/keys`, { mode: v.mode, ...(v.expires_at ? { expires_at: new Date(v.expires_at).toISOString() } : {}) }));
+          if (created) {
+            setShown({ label: `New ${created.mode} key`, key: created.key });
+            keys.reload();
+          }
+        }}
+      >
+        <Field label="Mode" hint="live keys send for real; test keys go to the sandbox">
+          <select name="mode">
+            <option value="test">test (sandbox)</option>
+            <option value="live">live</option>
+          </select>
+        </Field>
+        <Field label="Expires (optional)">
+          <input name="expires_at" type="datetime-local" />
+        </Field>
+        <button type="submit" class="primary" disabled={action.busy}>
+          Create key
+        </button>
+      </form>
+      <ErrorNote error={action.error} />
+      <ErrorNote error={keys.error} />
+      {!keys.data && !keys.error && <Loading what="keys" />}
+      {keys.data && list.length === 0 && (
+        <Empty title="No keys yet.">
+          <p>Create a test key to send to the sandbox while you build, and a live key for production.</p>
+        </Empty>
+      )}
+      {list.length > 0 && (
+        <>
+          <p class="muted">
+            Rotating makes a new key; the old one keeps working for{' '}
+            <select aria-label="Grace after rotation" value={grace} onChange={(e) => setGrace(e.currentTarget.value)}>
+              <option value="0">no time</option>
+              <option value="3600">1 hour</option>
+              <option value="86400">1 day</option>
+              <option value="604800">7 days</option>
+            </select>
+            .
+          </p>
+          <Table label="API keys" head={['Key', 'Mode', 'State', 'Created', 'Last used', 'Expires']} actions>
+              {list.map((k) => (
+                <tr key={k.id}>
+                  <td>
+                    <code>{k.hint}</code>
+                  </td>
+                  <td>{k.mode}</td>
+                  <td>
+                    <span class={`badge key-${k.state}`}>{k.state}</span>
+                  </td>
+                  <td>
+                    <Time iso={k.created_at} />
+                  </td>
+                  <td>
+                    <Time iso={k.last_used_at} />
+                  </td>
+                  <td>
+                    <Time iso={k.revoked_at ?? k.expires_at} />
+                  </td>
+                  <td class="nowrap">
+                    {k.state === 'active' && (
+                      <>
+                        <button
+                          type="button"
+                          class="small"
+                          disabled={action.busy}
+                          onClick={async () => {
+                            const r = await action.run(() => post<Api.KeyRotated>(`/keys/${k.id}/rotate`, { grace_seconds: Number(grace) }));
+                            if (r) {
+                              setShown({ label: `New ${r.key.mode} key (replaces ${k.hint})`, key: r.key.key });
+                              keys.reload();
+                            }
+                          }}
+                        >
+                          Rotate
+                        </button>{' '}
+                        <button type="button" class="small danger" disabled={action.busy} onClick={async () => confirm(`Revoke ${k.hint}? It stops working at once.`) && (await action.run(() => post(`/keys/${k.id}/revoke`))) && keys.reload()}>
+                          Revoke
+                        </button>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </Table>
+        </>
+      )}
+    </section>
+  );
+}

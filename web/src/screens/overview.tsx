@@ -1,0 +1,135 @@
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import { get, type Api } from '../api';
+import { href } from '../router';
+import { bytes, Empty, ErrorNote, Loading, Table, Time, useLoad } from '../ui';
+
+const SERIES: { key: keyof Api.Overview['hourly'][number]['counts']; label: string; color: string }[] = [
+  { key: 'accepted', label: 'Accepted', color: '#5b6b7f' },
+  { key: 'sent', label: 'Sent', color: '#2f6fdb' },
+  { key: 'delivered', label: 'Delivered', color: '#1f8a4c' },
+  { key: 'bounced', label: 'Bounced', color: '#d4862a' },
+  { key: 'complained', label: 'Complained', color: '#9b3fc4' },
+  { key: 'failed', label: 'Failed', color: '#c93c3c' },
+];
+
+function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = box.current!;
+    const data: uPlot.AlignedData = [hourly.map((h) => Date.parse(h.hour) / 1000), ...SERIES.map((s) => hourly.map((h) => h.counts[s.key]))];
+    const size = () => ({ width: Math.max(280, el.clientWidth), height: 240 });
+    const chart = new uPlot(
+      {
+        ...size(),
+        series: [{}, ...SERIES.map((s) => ({ label: s.label, stroke: s.color, width: 2, points: { show: false } }))],
+        axes: [{}, { size: 50 }],
+        scales: { y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
+      },
+      data,
+      el,
+    );
+    const resize = new ResizeObserver(() => chart.setSize(size()));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      chart.destroy();
+    };
+  }, [hourly]);
+  return <div ref={box} class="chart" role="img" aria-label="Messages per hour over the last 24 hours, by outcome" />;
+}
+
+export function OverviewScreen() {
+  const overview = useLoad(() => get<Api.Overview>('/overview'), []);
+  const o = overview.data;
+  return (
+    <section>
+      <h1>Overview</h1>
+      <ErrorNote error={overview.error} />
+      {!o && !overview.error && <Loading what="the overview" />}
+      {o && (
+        <>
+          <div class="card">
+            <h2>Last 24 hours</h2>
+            <HourlyChart hourly={o.hourly} />
+          </div>
+          <div class="tiles">
+            {(Object.keys(o.queue) as (keyof typeof o.queue)[]).map((k) => (
+              <a key={k} class="tile" href={href('/messages', { status: k === 'sending' ? 'sending' : k })}>
+                <span class="tile-value">{o.queue[k].toLocaleString()}</span>
+                <span class="tile-label">{k}</span>
+              </a>
+            ))}
+          </div>
+          <div class="grid2">
+            <div class="card">
+              <h2>Oldest waiting message</h2>
+              {o.oldest_waiting ? (
+                <p>
+                  <a href={href(`/messages/${o.oldest_waiting.id}`)}>{o.oldest_waiting.id}</a> — waiting {Math.round(o.oldest_waiting.age_seconds / 60)} min, {o.oldest_waiting.attempts} attempts, next{' '}
+                  <Time iso={o.oldest_waiting.next_attempt_at} />
+                </p>
+              ) : (
+                <p class="muted">Nothing is waiting.</p>
+              )}
+            </div>
+            <div class="card">
+              <h2>Storage</h2>
+              {o.storage ? (
+                <p>
+                  Spool {bytes(o.storage.spool_bytes)}{o.storage.disk_free_bytes !== null && o.storage.disk_total_bytes !== null && `; disk ${bytes(o.storage.disk_free_bytes)} free of ${bytes(o.storage.disk_total_bytes)}`}
+                </p>
+              ) : (
+                <p class="muted">Owners see the spool and disk figures.</p>
+              )}
+            </div>
+          </div>
+          {o.providers && (
+            <div class="card">
+              <h2>Providers (last hour)</h2>
+              {o.providers.length === 0 ? (
+                <Empty title="No provider accounts yet.">
+                  <p>Attach one under a project's Providers page so production mail can leave.</p>
+                </Empty>
+              ) : (
+                <Table label="Provider health" head={['Account', 'Hand-offs', 'Failures', 'Throttled until', 'Last error']}>
+                    {o.providers.map((p) => (
+                      <tr key={p.id}>
+                        <td>
+                          {p.slug} <span class="muted">{p.id}</span>
+                        </td>
+                        <td>{p.handoffs_last_hour}</td>
+                        <td class={p.failures_last_hour ? 'bad' : ''}>{p.failures_last_hour}</td>
+                        <td>
+                          <Time iso={p.throttled_until} />
+                        </td>
+                        <td class="wrap">{p.last_error ?? '—'}</td>
+                      </tr>
+                    ))}
+                  </Table>
+              )}
+            </div>
+          )}
+          <div class="card">
+            <h2>Webhook endpoints needing attention</h2>
+            {o.webhooks.length === 0 ? (
+              <p class="muted">Every endpoint is delivering.</p>
+            ) : (
+              <ul>
+                {o.webhooks.map((w) => (
+                  <li key={w.id}>
+                    <a href={href(`/projects/${w.project_id}/webhooks`)}>{w.url}</a> — {w.state}
+                    {w.disabled_reason ? `: ${w.disabled_reason}` : ''} (since <Time iso={w.disabled_at ?? w.failing_since} />)
+                  </li>
+                ))}
+              </ul>
+            )}
+          </div>
+          <p class="muted">
+            Figures as of <Time iso={o.generated_at} />. <button type="button" class="link" onClick={overview.reload}>Refresh</button>
+          </p>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,104 @@
+import { useState } from 'preact/hooks';
+import { api, get, post, type Api } from '../api';
+import { href } from '../router';
+import { isOwner, useApp } from '../session';
+import { bytes, Empty, ErrorNote, Field, formValues, Loading, UsageBar, useAction, useLoad } from '../ui';
+
+const STRATEGIES: Api.Strategy[] = ['fallback', 'round-robin', 'random', 'free-first'];
+
+export function ProjectsScreen() {
+  const app = useApp();
+  const owner = isOwner(app);
+  const create = useAction();
+  return (
+    <section>
+      <h1>Projects</h1>
+      {app.projects.length === 0 && (
+        <Empty title="No projects yet.">
+          <p>{owner ? 'Create one below, then give it an API key.' : 'An owner has not given you a project yet.'}</p>
+        </Empty>
+      )}
+      <div class="cards">
+        {app.projects.map((p) => (
+          <ProjectCard key={p.id} id={p.id} owner={owner} onChanged={app.reloadProjects} />
+        ))}
+      </div>
+      {owner && (
+        <form
+          class="card inline-form"
+          onSubmit={async (e) => {
+            const v = formValues(e);
+            const form = e.currentTarget;
+            if (await create.run(() => post('/projects', { name: v.name, ...(v.plan ? { plan: v.plan } : {}) }))) {
+              form.reset();
+              app.reloadProjects();
+            }
+          }}
+        >
+          <h2>New project</h2>
+          <Field label="Name">
+            <input name="name" required maxLength={200} />
+          </Field>
+          <Field label="Plan" hint="empty: the default plan">
+            <input name="plan" />
+          </Field>
+          <button type="submit" class="primary" disabled={create.busy}>
+            Create project
+          </button>
+          <ErrorNote error={create.error} />
+        </form>
+      )}
+    </section>
+  );
+}
+
+function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onChanged: () => void }) {
+  const project = useLoad(() => get<Api.ProjectDetail>(`/projects/${id}`), [id]);
+  const action = useAction();
+  const [strategy, setStrategy] = useState<string | null>(null);
+  const p = project.data;
+  if (project.error) return <ErrorNote error={project.error} />;
+  if (!p) return <Loading what="project" />;
+  const change = async (fn: () => Promise<unknown>) => {
+    if (await action.run(fn)) {
+      project.reload();
+      onChanged();
+    }
+  };
+  return (
+    <article class="card project">
+      <h2>
+        {p.name} {p.paused && <span class="badge status-paused">paused</span>}
+      </h2>
+      <p class="muted">
+        {p.id} · plan <strong>{p.plan}</strong> · strategy {p.strategy}
+      </p>
+      <UsageBar label={`Messages this month (${p.usage.month.period})`} used={p.usage.month.messages} limit={p.limits.monthly_messages} />
+      <UsageBar label={`Messages today (${p.usage.day.period})`} used={p.usage.day.messages} limit={p.limits.daily_messages} />
+      <UsageBar label={`Volume this month (${bytes(p.usage.month.bytes)})`} used={p.usage.month.bytes} limit={p.limits.monthly_bytes} />
+      <UsageBar label="Sender domains" used={p.usage.sender_domains.length} limit={p.limits.sender_domains} />
+      <p class="links">
+        <a href={href(`/projects/${p.id}/inbox`)}>Sandbox inbox</a> · <a href={href(`/projects/${p.id}/keys`)}>API keys</a> · <a href={href(`/projects/${p.id}/webhooks`)}>Webhooks</a>
+      </p>
+      {owner && (
+        <div class="actions">
+          <button type="button" disabled={action.busy} onClick={() => change(() => post(`/projects/${p.id}/${p.paused ? 'resume' : 'pause'}`))}>
+            {p.paused ? 'Resume' : 'Pause'}
+          </button>
+          <label>
+            <span class="visually-hidden">Strategy</span>
+            <select aria-label="Strategy" value={strategy ?? p.strategy} onChange={(e) => setStrategy(e.currentTarget.value)}>
+              {STRATEGIES.map((s) => (
+                <option key={s}>{s}</option>
+              ))}
+            </select>
+          </label>
+          <button type="button" disabled={action.busy || !strategy || strategy === p.strategy} onClick={() => change(() => api('PUT', `/projects/${p.id}/strategy`, { strategy }))}>
+            Set strategy
+          </button>
+        </div>
+      )}
+      <ErrorNote error={action.error} />
+    </article>
+  );
+}

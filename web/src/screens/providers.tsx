@@ -1,0 +1,161 @@
+import { useState } from 'preact/hooks';
+import { api, get, post, type Api } from '../api';
+import { Empty, ErrorNote, Field, Loading, Table, useAction, useLoad } from '../ui';
+
+const SLUGS: Api.ProviderSlug[] = [
+  'smtp', 'provider-a-smtp', 'provider-b-smtp', 'provider-c-smtp', 'provider-d-smtp', 'provider-e-smtp', 'provider-f-smtp', 'provider-g-smtp',
+  'provider-a-api', 'provider-b-api', 'provider-c-api', 'provider-d-api', 'provider-e-api', 'provider-f-api',
+];
+
+type FieldName = 'host' | 'port' | 'tls' | 'user' | 'pass' | 'api_key' | 'endpoint' | 'region' | 'domain' | 'webhook_secret' | 'webhook_public_key';
+
+/** The fields each kind of slug takes (required ones first). */
+function fieldsFor(slug: string): { name: FieldName; label: string; required?: boolean; secret?: boolean; hint?: string }[] {
+  if (slug === 'smtp')
+    return [
+      { name: 'host', label: 'Host', required: true },
+      { name: 'port', label: 'Port', hint: 'default 587' },
+      { name: 'tls', label: 'TLS' },
+      { name: 'user', label: 'User' },
+      { name: 'pass', label: 'Password', secret: true },
+    ];
+  if (slug.endsWith('-smtp'))
+    return [
+      { name: 'user', label: 'SMTP user', required: true },
+      { name: 'pass', label: 'SMTP password', required: true, secret: true },
+      { name: 'host', label: 'Host', hint: "empty: the provider's" },
+      { name: 'port', label: 'Port' },
+      { name: 'tls', label: 'TLS' },
+    ];
+  return [
+    { name: 'api_key', label: 'API key', required: true, secret: true },
+    ...(slug === 'provider-c-api' ? [{ name: 'domain' as const, label: 'Sending domain', required: true }] : [{ name: 'domain' as const, label: 'Domain' }]),
+    { name: 'region', label: 'Region' },
+    { name: 'endpoint', label: 'Endpoint', hint: "empty: the provider's" },
+    { name: 'webhook_secret', label: 'Webhook secret', secret: true },
+    { name: 'webhook_public_key', label: 'Webhook public key' },
+  ];
+}
+
+export function ProvidersScreen({ projectId }: { projectId: string }) {
+  const providers = useLoad(() => get<Api.ProviderList>(`/projects/${projectId}/providers`), [projectId]);
+  const action = useAction();
+  const [slug, setSlug] = useState<string>('smtp');
+  const [checks, setChecks] = useState<Record<string, Api.ConnectionCheck>>({});
+  const list = providers.data?.providers ?? [];
+  return (
+    <section>
+      <h1>Providers</h1>
+      <ErrorNote error={providers.error} />
+      {!providers.data && !providers.error && <Loading what="providers" />}
+      {providers.data && list.length === 0 && (
+        <Empty title="No provider accounts on this project.">
+          <p>Attach one below: production mail waits in the queue until a provider can take it.</p>
+        </Empty>
+      )}
+      {list.length > 0 && (
+        <Table label="Provider accounts" head={['Account', 'Where', 'Priority', 'Free quota / month', 'Check']} actions>
+            {list.map((p) => {
+              const check = checks[p.id];
+              return (
+                <tr key={p.id}>
+                  <td>
+                    {p.slug} <span class="muted">{p.id}</span>
+                  </td>
+                  <td class="wrap">{p.host ? `${p.host}:${p.port ?? ''} ${p.tls ?? ''}` : (p.endpoint ?? p.domain ?? p.region ?? '—')}</td>
+                  <td colSpan={2}>
+                    <form
+                      class="row-form"
+                      aria-label={`Priority and free quota of ${p.id}`}
+                      onSubmit={async (e) => {
+                        e.preventDefault();
+                        const data = new FormData(e.currentTarget);
+                        const quota = String(data.get('free_quota') ?? '').trim();
+                        const changed = await action.run(() => api('PATCH', `/providers/${p.id}`, { priority: Number(data.get('priority')), free_quota: quota === '' ? null : Number(quota) }));
+                        if (changed) providers.reload();
+                      }}
+                    >
+                      <input name="priority" type="number" min={0} required aria-label="Priority" defaultValue={String(p.priority)} />
+                      <input name="free_quota" type="number" min={0} aria-label="Free quota per month (empty: none)" placeholder="none" defaultValue={p.free_quota === null ? '' : String(p.free_quota)} />
+                      <button type="submit" class="small" disabled={action.busy}>
+                        Save
+                      </button>
+                    </form>
+                  </td>
+                  <td class="wrap" aria-live="polite">
+                    {check ? (
+                      <span class={check.ok ? 'good' : check.ok === false ? 'bad' : 'muted'}>
+                        {check.ok ? 'OK' : check.ok === false ? `Failed at ${check.failed_at}` : 'Not checkable'}: {check.message} ({check.duration_ms} ms)
+                      </span>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  <td class="nowrap">
+                    <button type="button" class="small" disabled={action.busy} onClick={async () => {
+                      const r = await action.run(() => post<Api.ConnectionCheck>(`/providers/${p.id}/check`));
+                      if (r) setChecks({ ...checks, [p.id]: r });
+                    }}>
+                      Check connection
+                    </button>{' '}
+                    <button type="button" class="small danger" disabled={action.busy} onClick={async () => confirm(`Detach ${p.slug} (${p.id})?`) && (await action.run(() => api('DELETE', `/providers/${p.id}`))) && providers.reload()}>
+                      Detach
+                    </button>
+                  </td>
+                </tr>
+              );
+            })}
+          </Table>
+      )}
+      <ErrorNote error={action.error} />
+      <form
+        class="card inline-form"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const form = e.currentTarget;
+          const body: Record<string, string | number> = { slug };
+          new FormData(form).forEach((v, k) => {
+            if (typeof v !== 'string' || v.trim() === '' || k === 'slug') return;
+            body[k] = ['port', 'priority', 'free_quota'].includes(k) ? Number(v) : v.trim();
+          });
+          if (await action.run(() => post(`/projects/${projectId}/providers`, body))) {
+            form.reset();
+            providers.reload();
+          }
+        }}
+      >
+        <h2>Attach a provider account</h2>
+        <Field label="Provider">
+          <select name="slug" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
+            {SLUGS.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </Field>
+        {fieldsFor(slug).map((f) => (
+          <Field key={slug + f.name} label={f.label + (f.required ? '' : ' (optional)')} hint={f.hint}>
+            {f.name === 'tls' ? (
+              <select name="tls">
+                <option value="">default</option>
+                <option>starttls</option>
+                <option>implicit</option>
+                <option>none</option>
+              </select>
+            ) : (
+              <input name={f.name} required={f.required} type={f.secret ? 'password' : f.name === 'port' ? 'number' : 'text'} autoComplete="off" />
+            )}
+          </Field>
+        ))}
+        <Field label="Priority (optional)" hint="lower goes first; default 100">
+          <input name="priority" type="number" min={0} />
+        </Field>
+        <Field label="Free quota per month (optional)">
+          <input name="free_quota" type="number" min={0} />
+        </Field>
+        <button type="submit" class="primary" disabled={action.busy}>
+          Attach
+        </button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,271 @@
+/** Small shared pieces: loading, errors, empty states, times, copy buttons, pagers, badges. */
+import type { ComponentChildren, JSX } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError } from './api';
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload(): void;
+  setData(data: T): void;
+}
+
+/** Runs `load` when `deps` change (and on reload); the last answer wins. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  const latest = useRef(0);
+  useEffect(() => {
+    const n = ++latest.current;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => n === latest.current && setState({ data, loading: false }),
+      (error: unknown) => n === latest.current && setState((s) => ({ data: s.data, error, loading: false })),
+    );
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick]);
+  return {
+    data: state.data,
+    error: state.error,
+    loading: state.loading,
+    reload: useCallback(() => setTick((t) => t + 1), []),
+    setData: useCallback((data: T) => setState({ data, loading: false }), []),
+  };
+}
+
+/** An action button's state: busy while it runs, the API's error message if it fails. */
+export function useAction(): { busy: boolean; error: unknown; run: <T>(fn: () => Promise<T>) => Promise<T | undefined>; clear(): void } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = useCallback(async <T,>(fn: () => Promise<T>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      return await fn();
+    } catch (err) {
+      setError(err);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run, clear: () => setError(null) };
+}
+
+export function errorText(error: unknown): string {
+  if (error instanceof ApiError) {
+    const fields = error.details.map((d) => `${d.field}: ${d.code.split(':').pop()?.replace(/_/g, ' ')}`);
+    return fields.length > 0 && !error.message.includes(fields[0].split(':')[0]) ? `${error.message} (${fields.join('; ')})` : error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {errorText(error)}
+    </p>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return <p class="muted" aria-live="polite">Loading {what}…</p>;
+}
+
+export function Empty({ title, children }: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <p class="empty-title">{title}</p>
+      {children}
+    </div>
+  );
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+/** An instant in the browser's time zone; the UTC instant on hover. */
+export function Time({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span class="muted">—</span>;
+  const d = new Date(iso);
+  return (
+    <time dateTime={iso} title={d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}>
+      {dateTime.format(d)}
+    </time>
+  );
+}
+
+async function copyText(text: string): Promise<void> {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  // Plain http on another host: the older way.
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.style.position = 'fixed';
+  area.style.opacity = '0';
+  document.body.appendChild(area);
+  area.select();
+  document.execCommand('copy');
+  area.remove();
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      class="small"
+      onClick={async () => {
+        await copyText(text).catch(() => undefined);
+        setCopied(true);
+        setTimeout(() => setCopied(false), 1500);
+      }}
+    >
+      <span class="copy-label">{copied ? 'Copied' : label}</span>
+    </button>
+  );
+}
+
+/** A secret shown once (a new key, a webhook secret, a password): copy it now, it is never shown again. */
+export function ShownOnce({ label, value, onDone }: { label: string; value: string; onDone: () => void }) {
+  return (
+    <div class="shown-once" role="status">
+      <p>
+        <strong>{label}</strong> — shown only now. Copy it and keep it somewhere safe.
+      </p>
+      <div class="secret-row">
+        <code class="secret" data-testid="secret">
+          {value}
+        </code>
+        <CopyButton text={value} />
+      </div>
+      <button type="button" onClick={onDone}>
+        I have saved it
+      </button>
+    </div>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return <span class={`badge status-${status}`}>{status}</span>;
+}
+
+export function SandboxMarker() {
+  return (
+    <span class="badge sandbox" title="Sandbox: captured, never delivered">
+      sandbox
+    </span>
+  );
+}
+
+/** Cursor pagination: first page, and the next one while there is one. */
+export function Pager({ page, hasNext, onFirst, onNext }: { page: number; hasNext: boolean; onFirst: () => void; onNext: () => void }) {
+  if (page === 0 && !hasNext) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={page === 0} onClick={onFirst}>
+        ← Newest
+      </button>
+      <span class="muted">Page {page + 1}</span>
+      <button type="button" disabled={!hasNext} onClick={onNext}>
+        Older →
+      </button>
+    </nav>
+  );
+}
+
+export function UsageBar({ label, used, limit }: { label: string; used: number; limit: number | null }) {
+  const pct = limit ? Math.min(100, Math.round((used / limit) * 100)) : 0;
+  return (
+    <div class="usage">
+      <div class="usage-label">
+        <span>{label}</span>
+        <span class="muted">
+          {used.toLocaleString()} / {limit === null ? 'no limit' : limit.toLocaleString()}
+        </span>
+      </div>
+      <div class="bar" role="progressbar" aria-label={label} aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct}>
+        <div class={`bar-fill${pct >= 90 ? ' high' : ''}`} style={{ width: `${pct}%` }} />
+      </div>
+    </div>
+  );
+}
+
+export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
+  return (
+    <label class="field">
+      <span class="field-label">{label}</span>
+      {children}
+      {hint && <span class="hint">{hint}</span>}
+    </label>
+  );
+}
+
+/** Form values by input name. */
+export function formValues(e: JSX.TargetedEvent<HTMLFormElement>): Record<string, string> {
+  e.preventDefault();
+  const out: Record<string, string> = {};
+  new FormData(e.currentTarget).forEach((v, k) => {
+    if (typeof v === 'string') out[k] = v.trim();
+  });
+  return out;
+}
+
+/** The values of a form's ticked checkboxes named `name`. */
+export function checkedValues(data: FormData, name: string): string[] {
+  return data.getAll(name).filter((v): v is string => typeof v === 'string');
+}
+
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MB`;
+  return `${(n / 1024 ** 3).toFixed(1)} GB`;
+}
+
+/**
+ * A table in a scrolling region. With `head`, its column titles (and, with `actions`, a last
+ * column for row buttons) and `children` as the body's rows; without, `children` is the table.
+ */
+export function Table({ label, head, actions, bodyClass, children }: { label: string; head?: string[]; actions?: boolean; bodyClass?: string; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
+      <table>
+        {head ? (
+          <>
+            <thead>
+              <tr>
+                {head.map((h) => (
+                  <th key={h}>{h}</th>
+                ))}
+                {actions && (
+                  <th>
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                )}
+              </tr>
+            </thead>
+            <tbody class={bodyClass}>{children}</tbody>
+          </>
+        ) : (
+          children
+        )}
+      </table>
+    </div>
+  );
+}
+
+/** Cursor pagination of one list: the cursor to ask with, a way back to the first page, and its pager. */
+export function useCursorPages() {
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const cursor = cursors[cursors.length - 1];
+  return {
+    cursor,
+    onFirstPage: cursors.length === 1,
+    first: () => setCursors([null]),
+    pager: (next: string | null | undefined) => (
+      <Pager page={cursors.length - 1} hasNext={Boolean(next)} onFirst={() => setCursors([null])} onNext={() => next && setCursors([...cursors, next])} />
+    ),
+  };
+}
