@@ -16,7 +16,7 @@ import { waitFor } from '../test/support/waiting.js';
 
 const sink = await Sink.start('relay', { rcpt: (to) => (to.startsWith('gone') ? { code: 550, text: '5.1.1 No such user' } : null) });
 const p = await startTestPostern({ console: true, config: { delivery: { enabled: true } } });
-const project = await createProject(p.ctx, 'Storefront', 'pro');
+const project = (await createProject(p.ctx, 'Storefront', 'pro'));
 await attachProvider(p.ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink.port), tls: 'none' });
 const live = (await createKey(p.ctx, project.id, 'live')).key;
 const test = (await createKey(p.ctx, project.id, 'test')).key;

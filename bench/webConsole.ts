@@ -49,7 +49,7 @@ async function setUp(stateDir: string) {
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
     const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const project = await createProject(ctx, 'bench-web', 'pro');
+    const project = (await createProject(ctx, 'bench-web', 'pro'));
     await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     await createOperator(ctx, { email: 'bench@example.com', role: 'owner', password: PASSWORD });
     return { live: (await createKey(ctx, project.id, 'live')).key, test: (await createKey(ctx, project.id, 'test')).key };

@@ -94,7 +94,7 @@ export interface OperatorWrites {
   /* messages */
   message_one: [{ action: MessageAction; id: string; now: number; stamp: AuditStamp }, null];
   message_delete: [{ id: string; stamp: AuditStamp }, { spool_path: string | null }];
-  /** A public viewer link made: only its expiry is recorded (the link itself is a credential). */
+  /** A viewer link made: nothing changes but the audit log (the link itself is a credential, never recorded). */
   message_link: [{ id: string; expires_at: string; stamp: AuditStamp }, null];
 }
 
@@ -341,7 +341,6 @@ const bodies: Bodies = {
     return { spool_path: spoolPath };
   },
   message_link(db, w) {
-    if (!getMessage(db, w.id)) throw notFound('message', w.id);
     audit(db, w.stamp, 'message.link', w.id, { expires_at: w.expires_at });
     return null;
   },
