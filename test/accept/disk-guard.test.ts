@@ -10,33 +10,19 @@ import assert from 'node:assert/strict';
 import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { SendMailOptions } from 'nodemailer';
 import { attachProvider } from '../../src/operator/providers.js';
 import { readMessageRows } from '../support/assertions.js';
 import { createProjectWithKeys, post, runCli, spawnPostern, validMessage, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { withClosedIndex } from '../support/processes.js';
 import { Sink } from '../support/relaySink.js';
 import { fill, fillLeaving, isRoot, mountSmallDisk, NEEDS_ROOT } from '../support/smallDisk.js';
-import { starttlsTransport } from '../support/smtpTransport.js';
+import { lastReply } from '../support/smtpTransport.js';
 import { waitFor } from '../support/waiting.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
 
 const MIB = 1024 * 1024;
 // Room below the guard for what keeps writing meanwhile: the index's WAL grows up to its checkpoint (about 4 MiB).
 const GUARD = 10 * MIB;
-
-/** The server's reply to a message sent over SMTP, accepted or not. */
-async function smtpSend(port: number, key: string, extra: SendMailOptions = {}): Promise<string> {
-  const transport = starttlsTransport(port, key, { socketTimeout: 30_000 });
-  try {
-    return String((await transport.sendMail({ from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Guard', text: 'A small message', ...extra })).response);
-  } catch (err) {
-    const e = err as { response?: string; message: string };
-    return e.response ?? `no reply: ${e.message}`;
-  } finally {
-    transport.close();
-  }
-}
 
 /** Every regular file under `dir`, with its size. */
 function filesUnder(dir: string): { file: string; size: number }[] {
@@ -110,7 +96,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? fa
     assert.deepEqual(Object.keys(refused.body.error).sort(), ['code', 'message', 'type']);
     assert.equal(refused.body.error.type, 'api_error');
     assert.equal(refused.body.error.code, 'storage_low');
-    assert.match(await smtpSend(smtpPort, keys.liveKey), /^452 4\.3\.1 storage_low: /);
+    assert.match(await lastReply(smtpPort, keys.liveKey), /^452 4\.3\.1 storage_low: /);
 
     const ready = await fetch(`${server.production}/readyz`);
     assert.equal(ready.status, 503);
@@ -129,7 +115,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? fa
     // Now actually full.
     fillers.push(...fill(mount));
     assert.equal((await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() })).status, 503);
-    assert.match(await smtpSend(smtpPort, keys.liveKey, { attachments: [{ filename: 'big.bin', content: Buffer.alloc(1024 * 1024, 0x62) }] }), /^452 4\.3\.1 storage_low: /);
+    assert.match(await lastReply(smtpPort, keys.liveKey, { attachments: [{ filename: 'big.bin', content: Buffer.alloc(1024 * 1024, 0x62) }] }), /^452 4\.3\.1 storage_low: /);
     assert.equal(server.child.exitCode, null, 'the process is still running');
 
     // Space back: acceptance resumes by itself (the guard reads statfs every second).
@@ -139,7 +125,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? fa
       return res.status === 202 ? res : null;
     }, 5000, 'acceptance to resume');
     acknowledged.push(resumed.body.id as string);
-    const viaSmtp = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/.exec(await smtpSend(smtpPort, keys.liveKey))?.[1];
+    const viaSmtp = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/.exec(await lastReply(smtpPort, keys.liveKey))?.[1];
     assert.ok(viaSmtp, 'SMTP accepts again');
     acknowledged.push(viaSmtp);
     assert.equal((await fetch(`${server.production}/readyz`)).status, 200);

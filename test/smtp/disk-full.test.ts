@@ -9,28 +9,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { SendMailOptions } from 'nodemailer';
 import { readMessageRows } from '../support/assertions.js';
 import { createProjectWithKeys, spawnPostern, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { sleep, withClosedIndex } from '../support/processes.js';
 import { fill, isRoot, mountSmallDisk, NEEDS_ROOT } from '../support/smallDisk.js';
-import { starttlsTransport } from '../support/smtpTransport.js';
+import { lastReply } from '../support/smtpTransport.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
-
-/** The server's last reply to a message, accepted or not. */
-async function send(port: number, key: string, extra: SendMailOptions = {}): Promise<string> {
-  // Well under the server's idle timeout (60 s): a reply that never comes fails here.
-  const transport = starttlsTransport(port, key, { socketTimeout: 30_000 });
-  try {
-    return String((await transport.sendMail({ from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Disk', text: 'A small message', ...extra })).response);
-  } catch (err) {
-    const e = err as { response?: string; message: string };
-    return e.response ?? `no reply: ${e.message}`;
-  } finally {
-    transport.close();
-  }
-}
 
 interface LogLine {
   time: string;
@@ -70,14 +55,14 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
     // Two acknowledged messages. The second one's mail.accepted event leaves the webhook
     // dispatcher a cursor to write a few seconds later (it writes at most every 5 s), while the
     // disk is full.
-    const acknowledged = [await send(port, keys.liveKey), await send(port, keys.liveKey)].map((r) => QUEUED.exec(r)?.[1]);
+    const acknowledged = [await lastReply(port, keys.liveKey), await lastReply(port, keys.liveKey)].map((r) => QUEUED.exec(r)?.[1]);
     assert.ok(acknowledged.every(Boolean), `both accepted: ${acknowledged.join(', ')}`);
 
     const fullFrom = new Date().toISOString();
     const fillers = fill(mount);
     // Over smtp.in_memory_message_bytes (256 KiB): the streaming path; then the held path.
-    const streamed = await send(port, keys.liveKey, { attachments: [{ filename: 'big.bin', content: Buffer.alloc(1024 * 1024, 0x62) }] });
-    const held = await send(port, keys.liveKey);
+    const streamed = await lastReply(port, keys.liveKey, { attachments: [{ filename: 'big.bin', content: Buffer.alloc(1024 * 1024, 0x62) }] });
+    const held = await lastReply(port, keys.liveKey);
     assert.match(streamed, /^451 4\.3\.0 server_error: /);
     assert.match(held, /^451 4\.3\.0 server_error: /);
     // Long enough for the dispatcher's cursor write to come due (within 5 s) and fail, again and
@@ -87,7 +72,7 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
     const fullUntil = new Date().toISOString();
     for (const file of fillers) rmSync(file);
 
-    const after = QUEUED.exec(await send(port, keys.liveKey))?.[1];
+    const after = QUEUED.exec(await lastReply(port, keys.liveKey))?.[1];
     assert.ok(after, 'accepted again once space is back');
     assert.deepEqual(readdirSync(path.join(stateDir, 'spool', 'tmp')), [], 'no temp file left behind');
     // The dispatcher retries at most 5 s apart: time for it to find the space again.

@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 
 /**
@@ -15,4 +15,18 @@ export function starttlsTransport(port: number, key: string, options: SMTPTransp
     auth: { user: 'postern-test', pass: key },
     ...options,
   });
+}
+
+/** The server's last reply to one small message sent over STARTTLS, accepted or not (`extra` adds to or overrides the message). */
+export async function lastReply(port: number, key: string, extra: SendMailOptions = {}): Promise<string> {
+  // Well under the server's idle timeout (60 s): a reply that never comes fails here.
+  const transport = starttlsTransport(port, key, { socketTimeout: 30_000 });
+  try {
+    return String((await transport.sendMail({ from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Disk', text: 'A small message', ...extra })).response);
+  } catch (err) {
+    const e = err as { response?: string; message: string };
+    return e.response ?? `no reply: ${e.message}`;
+  } finally {
+    transport.close();
+  }
 }
