@@ -1,5 +1,5 @@
 import type { ProviderAccount } from '../contract/providerAccount.js';
-import { createApiKey, type KeyMode } from '../policy/apiKeys.js';
+import { createApiKey, credentialState, type KeyMode } from '../policy/apiKeys.js';
 import { getApiKey, revokeApiKey, shortenApiKeyExpiry } from '../store/apiKeys.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
 import type { Db } from '../store/db.js';
@@ -233,7 +233,7 @@ const bodies: Bodies = {
   key_rotate(db, w) {
     const old = getApiKey(db, w.id);
     if (!old) throw notFound('key', w.id);
-    const state = old.revoked_at !== null ? 'revoked' : old.expires_at !== null && old.expires_at <= w.now ? 'expired' : 'active';
+    const state = credentialState(old, w.now);
     if (state !== 'active') throw conflict(`key ${w.id} is ${state}; only an active key can be rotated`);
     if (!getProject(db, old.project_id)) throw notFound('project', old.project_id);
     const made = createApiKey(db, old.project_id, old.mode, w.now, null);

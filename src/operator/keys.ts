@@ -1,4 +1,4 @@
-import type { KeyMode } from '../policy/apiKeys.js';
+import { credentialState, type KeyMode } from '../policy/apiKeys.js';
 import { apiKeyLastUsed } from '../store/apiKeyUsage.js';
 import { getApiKey, listApiKeys, type ApiKeyRow } from '../store/apiKeys.js';
 import { auditStamp } from './audit.js';
@@ -21,7 +21,7 @@ export interface KeyView {
 }
 
 function keyView(ctx: OperatorContext, k: ApiKeyRow): KeyView {
-  const state = k.revoked_at !== null ? 'revoked' : k.expires_at !== null && k.expires_at <= ctx.clock.now() ? 'expired' : 'active';
+  const state = credentialState(k, ctx.clock.now());
   return {
     id: k.id,
     project_id: k.project_id,

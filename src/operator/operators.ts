@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isEmail } from '../contract/address.js';
+import { credentialState } from '../policy/apiKeys.js';
 import { newOperatorId, newOperatorTokenId, randomAlphanumeric } from '../ids.js';
 import { getOperator, listOperators, operatorProjectIds, type OperatorRole, type OperatorRow } from '../store/operators.js';
 import { getOperatorToken, listOperatorTokens, type OperatorTokenRow } from '../store/operatorSessions.js';
@@ -129,7 +130,7 @@ export interface OperatorTokenView {
 }
 
 export function tokenView(ctx: OperatorContext, t: OperatorTokenRow): OperatorTokenView {
-  const state = t.revoked_at !== null ? 'revoked' : t.expires_at !== null && t.expires_at <= ctx.clock.now() ? 'expired' : 'active';
+  const state = credentialState(t, ctx.clock.now());
   return {
     id: t.id,
     operator_id: t.operator_id,

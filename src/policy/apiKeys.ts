@@ -22,6 +22,11 @@ export function hashApiKey(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
 }
 
+/** A key's or an operator token's state at `now`: revoked wins, then expiry. */
+export function credentialState(c: { revoked_at: number | null; expires_at: number | null }, now: number): 'active' | 'expired' | 'revoked' {
+  return c.revoked_at !== null ? 'revoked' : c.expires_at !== null && c.expires_at <= now ? 'expired' : 'active';
+}
+
 export interface CreatedKey {
   row: ApiKeyRow;
   key: string;
