@@ -88,7 +88,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const spoolSync = config.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
   logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
   const indexWriter = new IndexWriter(config.state_dir, limits, logger, spoolSync, config.metrics.enabled);
-  const writers = new SpoolWriters(spool, config.spool.writer_threads, logger);
+  const writers = new SpoolWriters(spool, config.spool.writer_threads, config.spool.index_body_max_bytes, logger);
   // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
   const disk = config.spool.min_free_bytes === 0 ? null : new DiskGuard(config.state_dir, config.spool.min_free_bytes, logger);
   disk?.start();
@@ -121,8 +121,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     config: { delivery: config.delivery },
     adapterFor: (slug) => adapters.adapterFor(slug),
     // A large file is opened only when a key applies (most messages have none), and streamed.
-    sign: (projectId, domain, mime, mimePath) =>
-      dkimKeyFor(db, projectId, domain) ? dkimSignatureFor(db, projectId, domain, mime ?? createReadStream(mimePath), new Date(clock.now())) : Promise.resolve(null),
+    sign: (projectId, domain, stored) =>
+      dkimKeyFor(db, projectId, domain)
+        ? dkimSignatureFor(db, projectId, domain, stored.mime ? stored.mime : createReadStream(stored.mimePath), new Date(clock.now()))
+        : Promise.resolve(null),
   });
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go

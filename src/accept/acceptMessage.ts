@@ -16,12 +16,13 @@ import { indexAnswers, type Db } from '../store/db.js';
 import { findIdempotentResponse } from '../store/idempotency.js';
 import type { IndexWriter } from '../commit/indexWriter.js';
 import type { HoldReason } from '../store/messages.js';
+import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { createTempFileStream, type Spool } from '../spool/spool.js';
-import { ingestMessage, type ParsedMail } from '../mime/ingest.js';
+import { ingestMessage } from '../mime/ingest.js';
 import { BODY_MAX_LENGTH } from './messageRules.js';
 import type { MessageFacts, OutgoingMessage } from './outgoingMessage.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
-import type { SpooledMessage, SpoolWriters } from './writers.js';
+import type { SpooledMessage, SpoolFile, SpoolWriters } from './writers.js';
 
 export interface AcceptDeps {
   db: Db;
@@ -42,9 +43,10 @@ export interface AcceptOptions {
 
 /**
  * Where a message's MIME comes from: composed from JSON (HTTP), or a received message already
- * rewritten into a temp file, whose id was fixed when its Message-ID header was written. Either
- * way it ends as a temp file, which the index writer publishes (durable under its final name)
- * and then commits.
+ * rewritten (held, or in a temp file), whose id was fixed when its Message-ID header was
+ * written. Either way it ends held in memory, for the index to keep in the commit of its row,
+ * or as a temp file, which the index writer publishes (durable under its final name) and then
+ * commits.
  */
 interface MimeSource {
   id?: string;
@@ -92,7 +94,8 @@ export function refusalError(refusal: Refusal): ContractError {
 /** A message whose MIME file is on disk, waiting for its index commit. */
 interface Spooled {
   response: SendAccepted;
-  file: SpooledMessage;
+  /** null: the body travels in `record`, for the index to keep. */
+  file: SpoolFile | null;
   record: AcceptanceRecord;
 }
 
@@ -173,16 +176,17 @@ export class AcceptPipeline {
     let adopted = false;
     try {
       const options = { id, defaultSender: opts.defaultSender };
-      const mail: ParsedMail =
+      const { parsed: mail, held } =
         'whole' in received
           ? await writers.ingest(received.whole, tmpPath, options)
-          : await ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH });
+          : { parsed: await ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH }), held: undefined };
       const judged = judgeSmtpMessage(mail, opts.recipients, clock.now());
       // A message read only in part is always over a length the rules refuse (above).
       if (!mail.complete) throw new Error('a message read only in part passed the rules');
       const source: MimeSource = {
         id,
         write: async () => {
+          if (held) return { held, size: mail.size };
           adopted = true; // from here the commit publishes the file, or removes it
           return { relPath, tmpPath, size: mail.size };
         },
@@ -275,13 +279,14 @@ export class AcceptPipeline {
         routing: JSON.stringify(message.routing),
         provider_options: message.providerOptions ? JSON.stringify(message.providerOptions) : null,
         scheduled_at: message.scheduledAt?.at ?? null,
-        spool_path: written.relPath,
+        spool_path: 'held' in written ? BODY_IN_INDEX : written.relPath,
         size_bytes: written.size,
         idempotency_key: opts.idempotencyKey,
         created_at: now,
         updated_at: now,
         next_attempt_at: state.status === 'queued' ? now : state.status === 'scheduled' ? message.scheduledAt!.at : null,
       },
+      body: 'held' in written ? written.held : null,
       idempotency: opts.idempotencyKey === null ? null : { key: opts.idempotencyKey, response: JSON.stringify(response) },
       usage: usageFacts(auth, message, written.size),
       event: {
@@ -304,14 +309,14 @@ export class AcceptPipeline {
         }),
       },
     };
-    return { response, file: written, record };
+    return { response, file: 'held' in written ? null : { relPath: written.relPath, tmpPath: written.tmpPath }, record };
   }
 
   /** Publishes and commits in order; a refused, duplicate or failed unit removes its own file. */
   private async commit(units: Spooled[]): Promise<(SendAccepted | ContractError)[]> {
     const { spool, indexWriter, logger } = this.deps;
     const settled = await Promise.allSettled(
-      indexWriter.submitMany(units.map((u) => ({ file: { tmpPath: u.file.tmpPath, finalPath: spool.absolute(u.file.relPath) }, record: u.record }))),
+      indexWriter.submitMany(units.map((u) => ({ file: u.file && { tmpPath: u.file.tmpPath, finalPath: spool.absolute(u.file.relPath) }, record: u.record }))),
     );
     return Promise.all(
       settled.map(async (result, i): Promise<SendAccepted | ContractError> => {
@@ -323,7 +328,7 @@ export class AcceptPipeline {
           countAccepted(m.source, m.environment);
           return unit.response;
         }
-        await spool.removeUnpublished(unit.file).catch(() => undefined);
+        if (unit.file) await spool.removeUnpublished(unit.file).catch(() => undefined);
         if (outcome?.kind === 'duplicate') return JSON.parse(outcome.response) as SendAccepted;
         if (outcome?.kind === 'refused') return refusalError(outcome.refusal);
         logger.error({ err: result.status === 'rejected' ? result.reason : undefined, message_id: unit.response.id }, 'index commit failed');

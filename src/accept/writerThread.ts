@@ -1,8 +1,9 @@
 /**
  * Worker-thread entry: composes messages' MIME (HTTP) or rewrites and parses received ones
- * (SMTP), and writes each under its temp name. MailComposer and mailparser are CPU-heavy; they
- * stay off the event loop that serves both doors. Making the files durable under their final
- * names is the index writer's, once per commit group.
+ * (SMTP), and writes each under its temp name, or hands a small one back whole for the index
+ * to keep (`heldMaxBytes`). MailComposer and mailparser are CPU-heavy; they stay off the event
+ * loop that serves both doors. Making the files durable under their final names is the index
+ * writer's, once per commit group.
  */
 import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
@@ -11,18 +12,33 @@ import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../m
 import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 
-/** Each task writes its message to the temp file `tmpPath`, into the retired file `reusePath` if one was given (Spool.retire). */
+/**
+ * Each task hands its message back whole (`held`) when it is at most `heldMaxBytes`, else writes
+ * it to the temp file `tmpPath`, into the retired file `reusePath` if one was given (Spool.retire).
+ */
 export type WriteTask =
-  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string }
-  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; options: IngestOptions };
+  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string; heldMaxBytes: number }
+  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; heldMaxBytes: number; options: IngestOptions };
 
+/** `held`: the MIME, in memory of its own (moved, not copied, to the event loop); absent: written to `tmpPath`. */
 export type WriteResult =
-  | { seq: number; ok: true; size: number; parsed?: ParsedMail }
+  | { seq: number; ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array }
   | { seq: number; ok: false; error: string };
 
 /** Buffers arrive as plain Uint8Arrays after structured cloning. */
 function revive(message: OutgoingMessage): OutgoingMessage {
   return { ...message, attachments: message.attachments.map((a) => ({ ...a, content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength) })) };
+}
+
+/**
+ * `bytes` in memory of its own, so that it can be moved between threads: a small Buffer is a
+ * slice of a shared pool, and moving the pool would take every other Buffer in it along.
+ */
+function ownedCopy(bytes: Buffer): Uint8Array {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) return bytes;
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
 }
 
 /** A result waits at most this long for others to share its message back. */
@@ -38,7 +54,8 @@ function flushResults(): void {
   if (flushTimer) clearTimeout(flushTimer);
   flushTimer = null;
   if (results.length === 0) return;
-  parentPort!.postMessage(results);
+  const moved = results.flatMap((r) => (r.ok && r.held ? [r.held.buffer as ArrayBuffer] : []));
+  parentPort!.postMessage(results, moved);
   results = [];
 }
 
@@ -66,8 +83,12 @@ async function handle(task: WriteTask): Promise<WriteResult> {
   try {
     if (task.kind === 'ingest') {
       const data = Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength);
-      const parsed = await ingestBufferedMessage(data, task.options, (rewritten) => writeTempFileSync(task.tmpPath, rewritten, task.reusePath));
-      return { seq: task.seq, ok: true, size: parsed.size, parsed };
+      let held: Uint8Array | undefined;
+      const parsed = await ingestBufferedMessage(data, task.options, (rewritten) => {
+        if (rewritten.length <= task.heldMaxBytes) held = ownedCopy(rewritten);
+        else writeTempFileSync(task.tmpPath, rewritten, task.reusePath);
+      });
+      return { seq: task.seq, ok: true, size: parsed.size, parsed, held };
     }
     const message = revive(task.message);
     const date = new Date(task.dateMs);
@@ -76,6 +97,7 @@ async function handle(task: WriteTask): Promise<WriteResult> {
       return { seq: task.seq, ok: true, size };
     }
     const mime = await composeMime(task.id, message, date);
+    if (mime.length <= task.heldMaxBytes) return { seq: task.seq, ok: true, size: mime.length, held: ownedCopy(mime) };
     writeTempFileSync(task.tmpPath, mime, task.reusePath);
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {

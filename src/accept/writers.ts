@@ -9,7 +9,7 @@ import type { WriteResult, WriteTask } from './writerThread.js';
 /** Tasks waiting on a thread before the next one is woken for more. */
 const SPILL_AT = 4;
 
-type Done = { ok: true; size: number; parsed?: ParsedMail };
+type Done = { ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array };
 
 interface Waiter {
   resolve: (done: Done) => void;
@@ -22,11 +22,13 @@ interface Slot {
 }
 
 /** A message's MIME under its temp name, to be published as `relPath` at its commit. */
-export interface SpooledMessage {
+export interface SpoolFile {
   relPath: string;
   tmpPath: string;
-  size: number;
 }
+
+/** A message's MIME written: a spool file, or held in memory for the index to keep (`held`). */
+export type SpooledMessage = ({ held: Uint8Array } | SpoolFile) & { size: number };
 
 /** Attachments at least this big own their memory (Buffer's pool serves only small ones). */
 const MOVED_ATTACHMENT_BYTES = 64 * 1024;
@@ -61,9 +63,14 @@ export class SpoolWriters {
    * spills onto them. Each isolate costs its own heap, and on a server that does little
    * accepting (working through a queue, a quiet night) the second was never given a task.
    */
+  /**
+   * `heldMaxBytes` (spool.index_body_max_bytes): a message up to this size comes back held in
+   * memory for the index to keep instead of being written to a spool file.
+   */
   constructor(
     private readonly spool: Spool,
     private readonly maxThreads: number,
+    private readonly heldMaxBytes: number,
     private readonly logger: Logger,
   ) {
     this.slots.push(this.spawn());
@@ -89,24 +96,37 @@ export class SpoolWriters {
     return slot;
   }
 
-  /** Composes one message and writes it under its temp name. */
+  /** Composes one message and writes it under its temp name, or holds it (heldMaxBytes). */
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
-    const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, reusePath: this.spool.takeFree() };
-    const { size } = await this.submit(task, attachmentBuffers(message));
-    return { relPath, tmpPath, size };
+    const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, ...this.target() };
+    const { size, held } = await this.submit(task, attachmentBuffers(message));
+    this.returnUnused(task, held);
+    return held ? { held, size } : { relPath, tmpPath, size };
   }
 
   /**
-   * Rewrites a message received whole, writes it to the temp file `tmpPath` and parses it (see
-   * ingestBufferedMessage). A buffer that owns its memory (Buffer.allocUnsafeSlow) is moved to
-   * the thread, not copied.
+   * Rewrites a message received whole, parses it (see ingestBufferedMessage) and holds it
+   * (heldMaxBytes) or writes it to the temp file `tmpPath`. A buffer that owns its memory
+   * (Buffer.allocUnsafeSlow) is moved to the thread, not copied.
    */
-  async ingest(data: Buffer, tmpPath: string, options: IngestOptions): Promise<ParsedMail> {
+  async ingest(data: Buffer, tmpPath: string, options: IngestOptions): Promise<{ parsed: ParsedMail; held?: Uint8Array }> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
-    const { parsed } = await this.submit({ kind: 'ingest', seq: ++this.seq, data, tmpPath, reusePath: this.spool.takeFree(), options }, owned ? [owned] : []);
-    return parsed!;
+    const task: WriteTask = { kind: 'ingest', seq: ++this.seq, data, tmpPath, options, ...this.target() };
+    const { parsed, held } = await this.submit(task, owned ? [owned] : []);
+    this.returnUnused(task, held);
+    return { parsed: parsed!, held };
+  }
+
+  /** A retired file to write into, when the message may need a file at all. */
+  private target(): { heldMaxBytes: number; reusePath?: string } {
+    return { heldMaxBytes: this.heldMaxBytes, reusePath: this.spool.takeFree() };
+  }
+
+  /** A held message left its retired file unwritten: back to the spool for the next one. */
+  private returnUnused(task: WriteTask, held: Uint8Array | undefined): void {
+    if (held && task.reusePath !== undefined) this.spool.returnFree(task.reusePath);
   }
 
   private submit(task: WriteTask, transfer: ArrayBuffer[]): Promise<Done> {

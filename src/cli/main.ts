@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { clockFromEnvironment } from '../clock.js';
 import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
@@ -9,7 +8,7 @@ import { Spool } from '../spool/spool.js';
 import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
 import { dkimCommands } from './dkim.js';
 import { keyCommands } from './key.js';
-import { messageCommands, RawFile } from './message.js';
+import { messageCommands, RawOutput } from './message.js';
 import { output } from './output.js';
 import { projectCommands } from './project.js';
 import { providerCommands } from './provider.js';
@@ -100,8 +99,8 @@ export async function runCli(argv: string[]): Promise<number> {
     const db = openDatabase(config.state_dir, logger);
     try {
       const result = await cmd.run({ db, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
-      if (result instanceof RawFile) {
-        await new Promise<void>((resolve, reject) => createReadStream(result.path).on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
+      if (result instanceof RawOutput) {
+        await new Promise<void>((resolve, reject) => result.stream.on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
       } else if (result instanceof TextOutput) {
         for (const chunk of result.chunks) if (!process.stdout.write(chunk)) await new Promise((resolve) => process.stdout.once('drain', resolve));
       } else {

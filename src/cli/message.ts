@@ -1,6 +1,7 @@
+import type { Readable } from 'node:stream';
 import { bulkMessageAction } from '../operator/bulk.js';
 import type { BulkTarget } from '../operator/bulkTarget.js';
-import { cancelMessage, deleteMessage, MESSAGE_STATUSES, messageList, messageRawPath, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
+import { cancelMessage, deleteMessage, MESSAGE_STATUSES, messageList, openMessageMime, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
 import { OperatorError } from '../operator/errors.js';
 import type { MessageStatus } from '../store/messages.js';
 import type { MessageAction } from '../store/messageActions.js';
@@ -50,8 +51,9 @@ function singleOrBulk(action: MessageAction, one: (ctx: Parameters<Command['run'
 }
 
 /** Returned by `message show --raw`: the CLI streams the file instead of printing JSON. */
-export class RawFile {
-  constructor(readonly path: string) {}
+/** Bytes printed as they are (`message show --raw`), not as JSON. */
+export class RawOutput {
+  constructor(readonly stream: Readable) {}
 }
 
 export const messageCommands: CommandGroup = {
@@ -69,7 +71,7 @@ export const messageCommands: CommandGroup = {
     usage: 'message show ID [--raw]',
     positionals: ['ID'],
     options: { raw: { type: 'boolean' } },
-    run: (ctx, v, [id]) => (v.raw ? new RawFile(messageRawPath(ctx, id)) : messageShow(ctx, id)),
+    run: (ctx, v, [id]) => (v.raw ? new RawOutput(openMessageMime(ctx, id)) : messageShow(ctx, id)),
   },
   release: singleOrBulk('release', releaseMessage),
   cancel: singleOrBulk('cancel', cancelMessage),

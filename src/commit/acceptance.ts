@@ -2,12 +2,15 @@ import { usageRefusal, recordUsage, type LimitSettings, type Refusal, type Usage
 import type { Db } from '../store/db.js';
 import { insertEvent, type EventRow } from '../store/events.js';
 import { findIdempotentResponse, insertIdempotencyKey } from '../store/idempotency.js';
+import { insertMessageBody } from '../store/messageBodies.js';
 import { insertMessage, type NewMessageRow } from '../store/messages.js';
 import { projectPlan } from '../store/projects.js';
 
 /** Everything one acceptance commits, as plain data (it crosses to the index writer thread). */
 export interface AcceptanceRecord {
   message: NewMessageRow;
+  /** The MIME, when the index keeps it (a small message; its spool_path is BODY_IN_INDEX); null: a spool file. */
+  body: Uint8Array | null;
   /** The 202 body to remember under the Idempotency-Key, when one was sent. */
   idempotency: { key: string; response: string } | null;
   usage: UsageFacts;
@@ -17,7 +20,7 @@ export interface AcceptanceRecord {
 export type AcceptanceOutcome = { kind: 'stored' } | { kind: 'duplicate'; response: string } | { kind: 'refused'; refusal: Refusal };
 
 /**
- * Commits one acceptance: the message row, its Idempotency-Key, its usage and its
+ * Commits one acceptance: the message row (and its body when the index keeps it), its Idempotency-Key, its usage and its
  * `mail.accepted` event. Runs inside the writer's transaction, so neither the key check nor
  * the caps and quotas (read with the project's current plan) can race another insert.
  */
@@ -32,6 +35,7 @@ export function recordAcceptance(db: Db, record: AcceptanceRecord, limits: Limit
   if (refusal) return { kind: 'refused', refusal };
   recordUsage(db, record.usage, limits, m.created_at);
   insertMessage(db, m);
+  if (record.body) insertMessageBody(db, m.id, record.body);
   if (record.idempotency) {
     insertIdempotencyKey(db, {
       project_id: m.project_id,

@@ -16,6 +16,8 @@ export class IndexWriter {
   private readonly worker: Worker;
   private readonly channel: ThreadChannel<IndexWriterReply>;
   private outbox: CommitUnit[] = [];
+  /** The outbox's bodies' memory, moved with it (each body owns its ArrayBuffer: heldBody). */
+  private outboxTransfer: ArrayBuffer[] = [];
   private seq = 0;
   private closed = false;
 
@@ -29,24 +31,28 @@ export class IndexWriter {
   }
 
   /**
-   * Publishes each unit's spool file (durable under its final name), then commits its record;
-   * each promise resolves when its unit is durable. Units submitted together are committed in
-   * the order given.
+   * Publishes each unit's spool file, if it has one (durable under its final name), then commits
+   * its record (with its body, if the index keeps it); each promise resolves when its unit is
+   * durable. Units submitted together are committed in the order given. A body's memory moves
+   * to the thread: the caller no longer reads it.
    */
-  submitMany(units: { file: PendingSpoolFile; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
+  submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
     return units.map(({ file, record }) => {
       if (this.closed) return Promise.reject(new Error('index writer closed'));
       const seq = ++this.seq;
       if (this.outbox.length === 0) queueMicrotask(() => this.send());
       this.outbox.push({ seq, file, record });
+      if (record.body) this.outboxTransfer.push(record.body.buffer as ArrayBuffer);
       return this.channel.expect(seq).then((committed) => (committed as Extract<CommitResult, { ok: true }>).outcome);
     });
   }
 
   private send(): void {
     const units = this.outbox;
+    const transfer = this.outboxTransfer;
     this.outbox = [];
-    this.channel.post(units satisfies IndexWriterMessage);
+    this.outboxTransfer = [];
+    this.channel.post(units satisfies IndexWriterMessage, transfer);
   }
 
   /**

@@ -3,8 +3,10 @@
  * webhook dispatcher, the delivery scheduler, provider feedback, housekeeping and the operator
  * layer (over a MessagePort each, commit/bookkeepingChannel.ts).
  * It drains every batch that arrived while it was busy into one group: publish the group's
- * spool files (renames, then one filesystem flush: spool/publish.ts), then one
- * BEGIN IMMEDIATE … COMMIT with synchronous=FULL. Those flushes block this thread, never the event loop that serves
+ * spool files, if any (renames, then one filesystem flush: spool/publish.ts), then one
+ * BEGIN IMMEDIATE … COMMIT with synchronous=FULL, which also holds the bodies of the group's
+ * small messages (store/messageBodies.ts): a group of small messages is durable after the one
+ * flush of the WAL. Those flushes block this thread, never the event loop that serves
  * requests. (A separate publisher thread overlapping the two measured slower: the flushes
  * queue behind each other in the filesystem journal anyway.)
  */
@@ -20,7 +22,8 @@ import { countWebhookOutcome, metricsSnapshot, observeCommitGroup, setMetricsRec
 
 export interface CommitUnit {
   seq: number;
-  file: PendingSpoolFile;
+  /** null: the body is in `record` (kept in the index). */
+  file: PendingSpoolFile | null;
   record: AcceptanceRecord;
 }
 
@@ -106,11 +109,12 @@ function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Bookk
 
 function commit(units: CommitUnit[]): CommitResult[] {
   const started = performance.now();
-  const published = publishSpoolFiles(units.map((u) => u.file), syncFilesystem);
+  const withFiles = units.filter((u) => u.file !== null);
+  const published = new Map(publishSpoolFiles(withFiles.map((u) => u.file!), syncFilesystem).map((err, i) => [withFiles[i], err]));
   const unpublished: CommitResult[] = [];
   const batch: CommitUnit[] = [];
-  units.forEach((unit, i) => {
-    const err = published[i];
+  units.forEach((unit) => {
+    const err = published.get(unit);
     if (err) unpublished.push({ seq: unit.seq, ok: false, error: `spool file not made durable: ${err.message}` });
     else batch.push(unit);
   });

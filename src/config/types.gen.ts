@@ -101,6 +101,10 @@ writer_threads: number
  */
 sync: ("auto" | "fsync")
 /**
+ * A message's MIME up to this size is stored in the index itself (SQLite), in the same transaction as its row: its commit group is then made durable by the one flush of the index's write-ahead log, with no spool file created, renamed or flushed. A larger message is a spool file. 0: every message is a spool file.
+ */
+index_body_max_bytes: number
+/**
  * The disk guard: while the state directory's filesystem has less free space than this, new mail is refused before the disk is actually full (HTTP 503 storage_low with Retry-After, SMTP 452 4.3.1); delivery, webhooks and the console keep working, and acceptance resumes by itself within a second of space returning. null (the default): 5 % of the filesystem, at most 1 GiB. 0 turns the guard off.
  */
 min_free_bytes: (number | null)

@@ -3,7 +3,6 @@
  * operator layer's rule (the CLI's). Bodies and parameters arrive validated against the
  * document; answers are the operator layer's views.
  */
-import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { ContractError } from '../contract/errors.js';
@@ -15,7 +14,7 @@ import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
 import {
-  deleteMessage, messageAction, messageDetail, messageRawPath, messageSearch, requireMessage, type MessageAction, type MessageFilter, type MessageStatus,
+  deleteMessage, messageAction, messageDetail, openMessageMime, messageSearch, requireMessage, type MessageAction, type MessageFilter, type MessageStatus,
 } from '../operator/messages.js';
 import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
@@ -228,13 +227,13 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     },
     async getMessageRaw(c) {
       requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      const file = messageRawPath(c.ctx, c.params.message_id);
+      const mime = openMessageMime(c.ctx, c.params.message_id);
       c.res.writeHead(200, {
         'Content-Type': 'message/rfc822',
         'Content-Disposition': contentDisposition(`${c.params.message_id}.eml`),
         'X-Content-Type-Options': 'nosniff',
       });
-      await pipeline(createReadStream(file), c.res);
+      await pipeline(mime, c.res);
       return undefined;
     },
     async getMessageAttachment(c) {

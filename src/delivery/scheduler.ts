@@ -1,17 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { countHandoff } from '../platform/metrics.js';
-import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
-import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../providers/adapter.js';
+import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
 import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import type { Db } from '../store/db.js';
 import { providerUsage } from '../store/delivery.js';
 import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
+import { storedMime } from '../store/messageBodies.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts } from '../store/providerAccounts.js';
@@ -29,8 +29,8 @@ export interface SchedulerDeps {
   /** The sections it reads. */
   config: Pick<PosternConfig, 'delivery'>;
   adapterFor(slug: string): ProviderAdapter | undefined;
-  /** DKIM-Signature header lines for the message (`mime` when held, else the file), or null when no key applies. */
-  sign(projectId: string, fromDomain: string, mime: Buffer | null, mimePath: string): Promise<string | null>;
+  /** DKIM-Signature header lines for the message (held, or its spool file), or null when no key applies. */
+  sign(projectId: string, fromDomain: string, stored: StoredMimeOfJob): Promise<string | null>;
 }
 
 /** Messages up to this size are held in memory for their hand-off instead of streamed. */
@@ -273,15 +273,16 @@ export class DeliveryScheduler {
     all: string[],
   ): Promise<void> {
     const { clock, spoolRoot } = this.deps;
-    const mimePath = path.join(spoolRoot, row.spool_path);
-    // A small message is read once, whole and synchronously, and serves signing and every
-    // candidate: cheaper on the event loop than a stream per use (docs/architecture.md, Delivery).
-    const mime = row.size_bytes <= HELD_MIME_BYTES ? readFileSync(mimePath) : null;
-    const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), mime, mimePath);
+    const stored = storedMime(this.deps.db, spoolRoot, row);
+    // A small message is read once, whole and synchronously (or comes whole from the index), and
+    // serves signing and every candidate: cheaper on the event loop than a stream per use
+    // (docs/architecture.md, Delivery).
+    const source: StoredMimeOfJob =
+      'held' in stored ? { mime: stored.held } : row.size_bytes <= HELD_MIME_BYTES ? { mime: readFileSync(stored.file) } : { mime: null, mimePath: stored.file };
+    const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), source);
     const job: DeliveryJob = {
+      ...source,
       messageId: row.id,
-      mimePath,
-      mime,
       prependHeaders: signature ?? '',
       envelope: { from: row.from_email, to: deliverTo },
       providerOptions: row.provider_options ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>) : null,

@@ -2,7 +2,7 @@
  * `postern backup --to DIR` and `postern restore --from DIR` (README, "Backup and restore").
  *
  * Backup, while the server runs: the index first, with SQLite's online backup API from a reader
- * connection (store/backup.ts: one consistent snapshot), then the spool files that the copy's
+ * connection (store/backup.ts: one consistent snapshot, with the bodies the index keeps), then the spool files that the copy's
  * rows name, each copied (a reflink where the filesystem has them) and flushed, then the
  * self-signed certificates, then `backup.json`, written last: a directory without it is not a
  * finished backup. Files are copied, never hard-linked: the spool empties a finished message's
@@ -19,11 +19,15 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { ensurePrivateDirectory, ensurePrivateFile } from '../platform/privateFiles.js';
 import { backupIndex, INDEX_FILE, quickCheck, spoolFilesOfCopy } from '../store/backup.js';
+import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { openDatabase } from '../store/db.js';
 import { OperatorError } from './errors.js';
 
 const MANIFEST = 'backup.json';
-const FORMAT = 1;
+/** 2: message bodies may be in the index (migration 8); a release that knows only format 1 refuses it rather than restore messages without bodies. */
+const FORMAT = 2;
+/** Formats this release restores (a format-1 copy gets migration 8 when it is opened). */
+const RESTORABLE_FORMATS = [1, 2];
 /** Files copied at once. */
 const COPY_PARALLEL = 8;
 /** Besides the index and the spool: the state directory's self-signed SMTP certificate pair. */
@@ -33,8 +37,11 @@ export interface BackupManifest {
   format: number;
   created_at: string;
   messages: number;
+  /** Spool files copied, and their bytes. */
   files: number;
   bytes: number;
+  /** Messages whose MIME is in the index copy itself (no spool file). */
+  bodies_in_index: number;
   /** Messages in the index copy whose file was gone by the time it was copied (deleted meanwhile). */
   missing: string[];
 }
@@ -120,10 +127,11 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   await flush(indexCopy);
 
   const rows = spoolFilesOfCopy(indexCopy);
+  const withFiles = rows.filter((row) => row.spool_path !== BODY_IN_INDEX);
   const missing: string[] = [];
   let bytes = 0;
   let files = 0;
-  await inParallel(rows, async (row) => {
+  await inParallel(withFiles, async (row) => {
     const target = path.join(to, 'spool', row.spool_path);
     await dirs.ensure(path.dirname(target));
     try {
@@ -137,7 +145,15 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   await dirs.ensure(path.join(to, 'spool'));
   for (const extra of EXTRA_DIRS) if (existsSync(path.join(stateDir, extra))) await copyTree(path.join(stateDir, extra), path.join(to, extra), dirs);
 
-  const manifest: BackupManifest = { format: FORMAT, created_at: new Date().toISOString(), messages: rows.length, files, bytes, missing };
+  const manifest: BackupManifest = {
+    format: FORMAT,
+    created_at: new Date().toISOString(),
+    messages: rows.length,
+    files,
+    bytes,
+    bodies_in_index: rows.length - withFiles.length,
+    missing,
+  };
   // Directories first (deepest first), then the manifest: it marks a finished backup.
   for (const dir of dirs.deepestFirst()) await flush(dir);
   await writeFile(path.join(to, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
@@ -154,7 +170,9 @@ export async function restoreState(from: string, stateDir: string, logger: Logge
   } catch {
     throw new OperatorError('invalid_argument', `${from} is not a finished Postern backup (no readable ${MANIFEST})`, 'from');
   }
-  if (manifest.format !== FORMAT) throw new OperatorError('invalid_argument', `${from} is a backup of format ${manifest.format}; this release restores format ${FORMAT}`, 'from');
+  if (!RESTORABLE_FORMATS.includes(manifest.format)) {
+    throw new OperatorError('invalid_argument', `${from} is a backup of format ${manifest.format}; this release restores formats ${RESTORABLE_FORMATS.join(' and ')}`, 'from');
+  }
   if (!isEmptyOrAbsent(stateDir)) {
     throw new OperatorError('conflict', `the state directory ${stateDir} is not empty: restore only into an empty one (set state_dir or POSTERN_STATE_DIR to a new directory)`);
   }

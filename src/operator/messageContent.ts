@@ -1,9 +1,8 @@
-import { createReadStream } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { MailParser, type AttachmentStream, type MessageText } from 'mailparser';
 import type { OperatorContext } from './context.js';
 import { notFound } from './errors.js';
-import { messageRawPath } from './messages.js';
+import { openMessageMime } from './messages.js';
 
 /** The longest text or HTML body the console is given whole; longer ones are cut (and say so). */
 export const BODY_PREVIEW_CHARS = 2 * 1024 * 1024;
@@ -51,10 +50,9 @@ const cut = (s: string | undefined | false) => (typeof s === 'string' ? { value:
  * counted and dropped, never held.
  */
 export function messageContent(ctx: OperatorContext, id: string): Promise<MessageContent> {
-  const file = messageRawPath(ctx, id);
   return new Promise((resolve, reject) => {
     const parser = newParser();
-    const source = createReadStream(file);
+    const source = openMessageMime(ctx, id);
     const attachments: AttachmentInfo[] = [];
     let headers: { name: string; value: string }[] = [];
     let text: MessageText | null = null;
@@ -94,10 +92,9 @@ export function messageContent(ctx: OperatorContext, id: string): Promise<Messag
  * are skipped as they stream past. Not found: an index past the last attachment.
  */
 export function openAttachment(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
-  const file = messageRawPath(ctx, id);
   return new Promise((resolve, reject) => {
     const parser = newParser();
-    const source = createReadStream(file);
+    const source = openMessageMime(ctx, id);
     let seen = 0;
     let found = false;
     const stop = () => {
@@ -125,7 +122,7 @@ export function openAttachment(ctx: OperatorContext, id: string, index: number):
       });
       resolve({ attachment: info(data, i, 0), stream: out });
     });
-    parser.on('error', (err) => (found ? undefined : reject(err)));
+    parser.on('error', (err: Error) => (found ? undefined : reject(err)));
     source.on('error', (err) => (found ? undefined : reject(err)));
     parser.on('end', () => {
       if (!found) reject(notFound('attachment', `${index} of message ${id}`));

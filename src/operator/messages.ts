@@ -1,8 +1,10 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { attemptsFor, recipientOutcomesFor, type AttemptRow } from '../store/delivery.js';
 import { eventsForMessage, type EventRow } from '../store/events.js';
 import type { MessageAction } from '../store/messageActions.js';
+import { BODY_IN_INDEX, openStoredMime, storedMime } from '../store/messageBodies.js';
 import { searchMessages, type MessageFilter } from '../store/messageSearch.js';
 import { FINISHED_STATUSES, getMessage, listMessages, LIVE_STATUSES, type MessageRow, type MessageStatus } from '../store/messages.js';
 import { auditStamp } from './audit.js';
@@ -69,7 +71,8 @@ export function messageShow(ctx: OperatorContext, id: string) {
     provider_options: m.provider_options ? (JSON.parse(m.provider_options) as unknown) : null,
     idempotency_key: m.idempotency_key,
     size_bytes: m.size_bytes,
-    spool_path: m.spool_path,
+    // null: the body is kept in the index (a small message), not in a spool file.
+    spool_path: m.spool_path === BODY_IN_INDEX ? null : m.spool_path,
     attempts: m.attempts,
     next_attempt_at: iso(m.next_attempt_at),
     provider: m.provider_slug,
@@ -92,9 +95,9 @@ export function messageShow(ctx: OperatorContext, id: string) {
   };
 }
 
-/** The stored MIME file of a message, for `message show --raw`. */
-export function messageRawPath(ctx: OperatorContext, id: string): string {
-  return path.join(ctx.spoolRoot, requireMessage(ctx, id).spool_path);
+/** The stored MIME of a message as a stream (`message show --raw`, the console's raw view and parsed content). */
+export function openMessageMime(ctx: OperatorContext, id: string): Readable {
+  return openStoredMime(storedMime(ctx.db, ctx.spoolRoot, requireMessage(ctx, id)));
 }
 
 

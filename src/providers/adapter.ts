@@ -4,15 +4,16 @@ import { Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 
+/**
+ * The stored MIME of a hand-off: held (`mime`) when small (kept in the index, or a small spool
+ * file read once at hand-off, for signing and sending), else the spool file `mimePath`,
+ * streamed.
+ */
+export type StoredMimeOfJob = { mime: Buffer; mimePath?: undefined } | { mime: null; mimePath: string };
+
 /** One hand-off: the stored MIME (with headers to prepend) and its SMTP envelope. */
-export interface DeliveryJob {
+export type DeliveryJob = StoredMimeOfJob & {
   messageId: string;
-  mimePath: string;
-  /**
-   * The stored MIME itself when it is small (read once at hand-off, for signing and sending);
-   * null for a large message, which is streamed from `mimePath` instead.
-   */
-  mime: Buffer | null;
   /** Header lines prepended at hand-off (DKIM-Signature, provider option headers), each ending CRLF. */
   prependHeaders: string;
   envelope: { from: string; to: string[] };
@@ -26,7 +27,7 @@ export interface DeliveryJob {
   tags: string[];
   metadata: Record<string, string>;
   category: string | null;
-}
+};
 
 /**
  * What an adapter reports. A `temporary` result may carry `retryAfterMs` (a 429 with reset
@@ -69,11 +70,12 @@ export interface ProviderAdapter {
  */
 export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
   if (job.mime) return Readable.from([prefix ? Buffer.concat([Buffer.from(prefix), job.mime]) : job.mime], { objectMode: false });
-  if (!prefix) return createReadStream(job.mimePath);
+  const file = job.mimePath;
+  if (!prefix) return createReadStream(file);
   return Readable.from(
     (async function* () {
       yield Buffer.from(prefix);
-      yield* createReadStream(job.mimePath);
+      yield* createReadStream(file);
     })(),
     { objectMode: false },
   );
@@ -81,6 +83,6 @@ export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
 
 /** The stored MIME as one buffer, `prefix` in front (for request bodies that carry it whole). */
 export async function storedMimeBytes(job: DeliveryJob, prefix = ''): Promise<Buffer> {
-  const mime = job.mime ?? (await readFile(job.mimePath));
+  const mime = job.mime ? job.mime : await readFile(job.mimePath);
   return prefix ? Buffer.concat([Buffer.from(prefix), mime]) : mime;
 }

@@ -56,9 +56,8 @@ export class MailgunApiAdapter implements ProviderAdapter {
     const form = new FormData();
     for (const to of job.envelope.to) form.append('to', to);
     // Behind the prepended headers: the MIME held at hand-off, or the spool file, read as it is sent.
-    // (A held buffer comes from readFileSync: its memory is a plain ArrayBuffer.)
-    const held = job.mime as Uint8Array<ArrayBuffer> | null;
-    const mime = new Blob([job.prependHeaders, held ?? (await openAsBlob(job.mimePath))], { type: 'message/rfc822' });
+    // (A held buffer comes from readFileSync or the index: its memory is a plain ArrayBuffer.)
+    const mime = new Blob([job.prependHeaders, job.mime ? (job.mime as Uint8Array<ArrayBuffer>) : await openAsBlob(job.mimePath)], { type: 'message/rfc822' });
     form.append('message', mime, 'message.mime');
     const tags = [...new Set([...(job.category ? [job.category] : []), ...job.tags])].slice(0, MAILGUN_MAX_TAGS);
     for (const tag of tags) form.append('o:tag', tag);

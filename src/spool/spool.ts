@@ -48,6 +48,11 @@ export class Spool {
     return this.free.pop();
   }
 
+  /** A file from takeFree that was not written after all. */
+  returnFree(file: string): void {
+    this.free.push(file);
+  }
+
   /**
    * Removes a message's file for good (retention). Up to REUSE_CAP files are emptied and kept
    * for the next messages instead of unlinked: on ext4 without a journal, every create scans

@@ -1,4 +1,5 @@
 import { sql, type Db } from './db.js';
+import { BODY_IN_INDEX } from './messageBodies.js';
 import type { MessageStatus } from './messages.js';
 
 /** What an operator can do to a message that has not been handed off yet. */
@@ -56,7 +57,8 @@ export function applyMessageAction(db: Db, action: MessageAction, messages: { id
 /**
  * Removes a captured (sandbox) message: its row, attempts, recipient outcomes, Idempotency-Key
  * and events (except one a pending webhook delivery still has to send). Returns its spool file,
- * for the caller to remove after the commit; null when it is not captured (or not there).
+ * for the caller to remove after the commit; null when it has none (its body was in the index)
+ * or is not captured (or not there).
  */
 export function deleteCapturedMessage(db: Db, id: string): string | null {
   const row = sql(db, "SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND status = 'captured'").get(id) as
@@ -69,6 +71,7 @@ export function deleteCapturedMessage(db: Db, id: string): string | null {
     sql(db, 'DELETE FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ? AND message_id = ?').run(row.project_id, row.environment, row.idempotency_key, id);
   }
   sql(db, "DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)").run(id);
+  sql(db, 'DELETE FROM message_bodies WHERE message_id = ?').run(id);
   sql(db, 'DELETE FROM messages WHERE id = ?').run(id);
-  return row.spool_path;
+  return row.spool_path === BODY_IN_INDEX ? null : row.spool_path;
 }

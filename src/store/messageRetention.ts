@@ -1,4 +1,5 @@
 import { sql, type Db } from './db.js';
+import { BODY_IN_INDEX } from './messageBodies.js';
 import { FINISHED_STATUSES } from './messages.js';
 
 const DAY_MS = 86_400_000;
@@ -7,8 +8,8 @@ const finishedList = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
 /**
  * Removes, in one transaction, up to `limit` finished messages created before their project's
  * retention (`retention_days` of the project, else `defaultRetentionDays`): the row, its
- * attempts and recipient outcomes, and its events, except an event a pending webhook delivery
- * still has to send. Returns the spool files of the removed rows: the caller retires them after
+ * body if the index holds it, its attempts and recipient outcomes, and its events, except an event a pending webhook delivery
+ * still has to send. Returns the spool files of the removed rows that had one: the caller retires them after
  * the commit (a crash between the two leaves files without rows, which start-up removes).
  */
 export function pruneFinishedMessages(db: Db, now: number, defaultRetentionDays: number, limit: number): string[] {
@@ -23,6 +24,7 @@ export function pruneFinishedMessages(db: Db, now: number, defaultRetentionDays:
     db,
     `DELETE FROM events WHERE message_id IN (${ids}) AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)`,
   );
+  const deleteBodies = sql(db, `DELETE FROM message_bodies WHERE message_id IN (${ids})`);
   const deleteMessages = sql(db, `DELETE FROM messages WHERE id IN (${ids})`);
   return db.transaction(() => {
     const rows: { id: string; spool_path: string }[] = [];
@@ -36,8 +38,9 @@ export function pruneFinishedMessages(db: Db, now: number, defaultRetentionDays:
     deleteAttempts.run(idList);
     deleteOutcomes.run(idList);
     deleteEvents.run(idList);
+    deleteBodies.run(idList);
     deleteMessages.run(idList);
-    return rows.map((r) => r.spool_path);
+    return rows.map((r) => r.spool_path).filter((p) => p !== BODY_IN_INDEX);
     // Immediate: the rows read are the rows deleted, with no writer in between.
   }).immediate();
 }

@@ -102,9 +102,9 @@ export function messageExists(db: Db, id: string): boolean {
   return sql(db, 'SELECT 1 FROM messages WHERE id = ?').get(id) !== undefined;
 }
 
-/** Live messages and their spool files, walked row by row: a queue of 100,000 is never loaded. */
+/** Live messages that have spool files, walked row by row: a queue of 100,000 is never loaded. */
 export function liveMessageFiles(db: Db): IterableIterator<Pick<MessageRow, 'id' | 'spool_path'>> {
-  return sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')})`).iterate(...LIVE_STATUSES) as IterableIterator<
+  return sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')}) AND spool_path != ''`).iterate(...LIVE_STATUSES) as IterableIterator<
     Pick<MessageRow, 'id' | 'spool_path'>
   >;
 }

@@ -339,6 +339,19 @@ export const migrations: Migration[] = [
       CREATE INDEX webhook_attempts_at ON webhook_attempts(attempted_at);
     `,
   },
+  {
+    version: 8,
+    name: 'message bodies kept in the index: small messages need no spool file',
+    sql: `
+      -- The MIME of a message small enough to live in the index (spool.index_body_max_bytes),
+      -- committed with its row in one transaction and removed with it; such a message's spool_path
+      -- is ''.
+      CREATE TABLE message_bodies (
+        message_id TEXT PRIMARY KEY,
+        mime BLOB NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, test } from 'node:test';
 import { serverWithProject } from '../support/hooks.js';
 import { post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { spoolFiles } from '../support/assertions.js';
+import { storedMimeCount } from '../support/assertions.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 const ID = /^m\.[0-9a-z]{26}$/;
 const HOUR = 3600_000;
@@ -49,7 +48,7 @@ describe('POST /v1/send/batch', () => {
   const totals = () => ({
     messages: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
     events: p.ctx.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number,
-    spool_files: spoolFiles(p.stateDir).length,
+    stored_mime: storedMimeCount(p.stateDir),
   });
 
   /** A BatchAccepted slot: exactly {id, status}, backed by a row, a MIME file and a mail.accepted event. */
@@ -62,9 +61,7 @@ describe('POST /v1/send/batch', () => {
     assert.equal(r.status, status);
     assert.equal(r.subject, subject, 'data[i] answers messages[i]');
     assert.equal(r.project_id, proj.project.id);
-    const file = path.join(p.stateDir, 'spool', r.spool_path);
-    assert.ok(existsSync(file));
-    assert.ok(readFileSync(file, 'utf8').includes(`Message-ID: <${slot.id}@example.com>`));
+    assert.ok(storedMimeOf(p.ctx.db, p.stateDir, slot.id).toString('utf8').includes(`Message-ID: <${slot.id}@example.com>`));
     const events = p.ctx.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(slot.id) as { data: string }[];
     assert.equal(events.length, 1);
     assert.equal(JSON.parse(events[0].data).mail.uid, slot.id);
@@ -113,7 +110,7 @@ describe('POST /v1/send/batch', () => {
     const now = totals();
     assert.equal(now.messages, before.messages + 4, 'only the valid elements are stored');
     assert.equal(now.events, before.events + 4);
-    assert.equal(now.spool_files, before.spool_files + 4);
+    assert.equal(now.stored_mime, before.stored_mime + 4);
   });
 
   test('elements are independent: the same valid element is accepted whatever its neighbours are', async () => {
@@ -169,7 +166,7 @@ describe('POST /v1/send/batch', () => {
     const now = totals();
     assert.equal(now.messages, before.messages + 100);
     assert.equal(now.events, before.events + 100);
-    assert.equal(now.spool_files, before.spool_files + 100);
+    assert.equal(now.stored_mime, before.stored_mime + 100);
   });
 
   test('101 elements are a whole-request 422 messages:too_many and store nothing', async () => {

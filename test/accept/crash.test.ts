@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { spawn as spawnChild } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import {
 } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
 import { acceptedEventIds, assertSpoolConsistent, leftByKill, readMessageRows, spoolSnapshot } from '../support/assertions.js';
+import { readStoredMime } from '../support/storedMime.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -177,12 +178,12 @@ interface Row {
 
 /**
  * The durability promise, checked on a stopped server's state dir: every acknowledged id is a
- * queued row with its MIME file; no file without a row; no temp file; no row without a file.
+ * queued row with its MIME (a file, or for a small message its body in the index); no file
+ * without a row; no temp file; no row without its MIME.
  */
 function assertSpoolIntact(stateDir: string, acked: string[]): void {
   const rows = readMessageRows<Row>(stateDir);
   const events = acceptedEventIds(stateDir);
-  const spoolRoot = path.join(stateDir, 'spool');
 
   const missingRows = acked.filter((id) => !rows.has(id));
   assert.deepEqual(missingRows, [], 'every acknowledged id has a messages row');
@@ -193,17 +194,16 @@ function assertSpoolIntact(stateDir: string, acked: string[]): void {
     if (row.status !== 'queued') problems.push(`${id}: status ${row.status} (last_error ${row.last_error})`);
     if (row.last_error !== null) problems.push(`${id}: last_error ${row.last_error}`);
     if (!events.has(id)) problems.push(`${id}: no mail.accepted event`);
-    const file = path.join(spoolRoot, row.spool_path);
-    if (!existsSync(file)) {
-      problems.push(`${id}: file ${row.spool_path} missing`);
+    const data = readStoredMime(stateDir, row);
+    if (typeof data === 'string') {
+      problems.push(`${id}: ${data}`);
       continue;
     }
-    const data = readFileSync(file);
-    if (data.length === 0) problems.push(`${id}: file ${row.spool_path} is empty`);
-    if (data.length !== row.size_bytes) problems.push(`${id}: file is ${data.length} bytes, row says ${row.size_bytes}`);
-    if (!data.toString('latin1').includes(`Message-ID: <${id}@`)) problems.push(`${id}: file lacks its Message-ID header`);
+    if (data.length === 0) problems.push(`${id}: stored MIME is empty`);
+    if (data.length !== row.size_bytes) problems.push(`${id}: stored MIME is ${data.length} bytes, row says ${row.size_bytes}`);
+    if (!data.toString('latin1').includes(`Message-ID: <${id}@`)) problems.push(`${id}: stored MIME lacks its Message-ID header`);
   }
-  assert.deepEqual(problems, [], 'every acknowledged message is queued with a complete MIME file');
+  assert.deepEqual(problems, [], 'every acknowledged message is queued with its complete MIME (file or body in the index)');
 
   assertSpoolConsistent(stateDir, rows);
 }
@@ -286,11 +286,14 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
       ['queued', 'queued'],
     );
     const inTwoHours = new Date(Date.now() + 2 * 3600_000).toISOString();
+    // Over spool.index_body_max_bytes, so each is a spool file that can go missing; the kept
+    // ones are small, their bodies in the index, which reconciliation leaves alone.
+    const large = 'x'.repeat(70_000);
     const lost = [
-      await send(p.production, liveKey, { subject: 'lost queued' }),
-      await send(p.production, liveKey, { subject: 'lost scheduled', scheduled_at: inTwoHours }),
-      await send(p.production, liveKey, { subject: 'lost paused', paused: true }),
-      await send(p.sandbox, testKey, { subject: 'lost captured' }),
+      await send(p.production, liveKey, { subject: 'lost queued', text: large }),
+      await send(p.production, liveKey, { subject: 'lost scheduled', scheduled_at: inTwoHours, text: large }),
+      await send(p.production, liveKey, { subject: 'lost paused', paused: true, text: large }),
+      await send(p.sandbox, testKey, { subject: 'lost captured', text: large }),
     ];
     assert.deepEqual(
       lost.map((m) => m.status),
@@ -325,7 +328,9 @@ function assertReconciled(stateDir: string, planted: Planted): void {
   for (const id of planted.keptIds) {
     const row = rows.get(id)!;
     assert.deepEqual({ id, status: row.status, last_error: row.last_error }, { id, status: 'queued', last_error: null });
-    const data = readFileSync(path.join(stateDir, 'spool', row.spool_path));
+    assert.equal(row.spool_path, '', `${id}: its body is in the index`);
+    const data = readStoredMime(stateDir, row);
+    assert.ok(Buffer.isBuffer(data), `${id}: ${String(data)}`);
     assert.equal(data.length, row.size_bytes);
     assert.ok(data.toString('latin1').includes(`Message-ID: <${id}@example.com>`));
   }

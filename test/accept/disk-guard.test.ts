@@ -19,6 +19,7 @@ import { fill, fillLeaving, isRoot, mountSmallDisk, NEEDS_ROOT } from '../suppor
 import { lastReply } from '../support/smtpTransport.js';
 import { waitFor } from '../support/waiting.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
+import { readStoredMime } from '../support/storedMime.js';
 
 const MIB = 1024 * 1024;
 // Room below the guard for what keeps writing meanwhile: the index's WAL grows up to its checkpoint (about 4 MiB).
@@ -133,7 +134,10 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? fa
     assert.equal(await server.stop(), 0, 'a clean exit');
     const rows = readMessageRows<{ id: string; spool_path: string }>(stateDir);
     assert.deepEqual([...rows.keys()].sort(), [...acknowledged].sort(), 'exactly the acknowledged messages are stored');
-    for (const row of rows.values()) assert.ok(statSync(path.join(stateDir, 'spool', row.spool_path)).size > 0, `${row.id} has its whole file`);
+    for (const row of rows.values()) {
+      const stored = readStoredMime(stateDir, row);
+      assert.ok(Buffer.isBuffer(stored) && stored.length > 0, `${row.id} has its whole MIME: ${typeof stored === 'string' ? stored : 'empty'}`);
+    }
     assert.deepEqual(readdirSync(path.join(stateDir, 'spool', 'tmp')), [], 'no temp file left behind');
     const empty = filesUnder(path.join(stateDir, 'spool')).filter((f) => f.size === 0 && !f.file.startsWith(path.join(stateDir, 'spool', 'free') + path.sep));
     assert.deepEqual(empty, [], 'no empty spool file');

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { OperatorError } from '../../src/operator/errors.js';
 import { cancelMessage, releaseMessage } from '../../src/operator/messages.js';
@@ -8,6 +6,7 @@ import { setPaused } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { serverWithProject } from '../support/hooks.js';
 import { createProjectWithKeys, get, post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 const HOUR = 3600_000;
 const ID = /^m\.[0-9a-z]{26}$/;
@@ -63,9 +62,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   function spooledHeaders(id: string): { headers: string; file: string } {
     const r = row(id);
     assert.ok(r, `messages row for ${id}`);
-    const file = path.join(p.stateDir, 'spool', r.spool_path);
-    assert.ok(existsSync(file), `spool file ${file} exists`);
-    const raw = readFileSync(file, 'utf8');
+    const raw = storedMimeOf(p.ctx.db, p.stateDir, id).toString('utf8');
     const end = raw.indexOf('\r\n\r\n');
     assert.ok(end > 0, 'MIME file has a header block');
     return { headers: raw.slice(0, end).replace(/\r\n[ \t]+/g, ' '), file: raw };

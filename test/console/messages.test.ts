@@ -5,7 +5,7 @@
  * other projects is "not found"). Real server, real HTTP, real SMTP.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { getMessage, insertMessage, type NewMessageRow } from '../../src/store/messages.js';
@@ -15,6 +15,7 @@ import { createProjectWithKeys, post, startTestPostern, validMessage, type Proje
 import { authedSession, dataPayload } from '../support/rawSmtp.js';
 import { Sink } from '../support/relaySink.js';
 import { waitFor } from '../support/waiting.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
@@ -157,7 +158,7 @@ describe('console messages', () => {
     assert.equal(raw.status, 200);
     assert.equal(raw.headers.get('content-type'), 'message/rfc822');
     assert.match(raw.headers.get('content-disposition')!, new RegExp(`^attachment; filename="${id.replace('.', '\\.')}\\.eml"`));
-    const stored = readFileSync(path.join(p.stateDir, 'spool', getMessage(p.ctx.db, id)!.spool_path), 'utf8');
+    const stored = storedMimeOf(p.ctx.db, p.stateDir, id).toString('utf8');
     assert.equal(raw.text, stored);
 
     const png = await fetch(`${p.console}/console/api/v1/messages/${id}/attachments/0`, { headers: { cookie: member.cookie! } });
@@ -194,8 +195,9 @@ describe('console messages', () => {
     assert.equal(getMessage(p.ctx.db, ids.captured)!.status, 'captured');
   });
 
-  test('a captured message can be deleted (row and spool file); any other is 409', async () => {
-    const { id } = await send(p.sandbox, a.testKey, { subject: 'to delete' });
+  test('a captured message can be deleted (row and spool file, or its body in the index); any other is 409', async () => {
+    // Over spool.index_body_max_bytes: a spool file.
+    const { id } = await send(p.sandbox, a.testKey, { subject: 'to delete', text: 'x'.repeat(70_000) });
     const file = path.join(p.stateDir, 'spool', getMessage(p.ctx.db, id)!.spool_path);
     assert.ok(existsSync(file));
     expectError(await member.delete(`/messages/${ids.queued}`), 409, 'conflict');
@@ -203,6 +205,12 @@ describe('console messages', () => {
     assert.equal(getMessage(p.ctx.db, id), undefined);
     assert.ok(!existsSync(file));
     expectError(await member.get(`/messages/${id}`), 404, 'not_found');
+    // A small one: its body goes with its row.
+    const small = (await send(p.sandbox, a.testKey, { subject: 'small to delete' })).id;
+    const body = () => p.ctx.db.prepare('SELECT COUNT(*) FROM message_bodies WHERE message_id = ?').pluck().get(small);
+    assert.equal(body(), 1);
+    assert.deepEqual(expectStatus(await member.delete(`/messages/${small}`), 200), { id: small, deleted: true });
+    assert.equal(body(), 0);
   });
 
   test('bulk by ids acts on those in a state the action applies to and counts the rest; a member’s view stops at their projects', async () => {

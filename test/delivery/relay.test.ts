@@ -25,6 +25,7 @@ import { assertAccepted, assertErrorEnvelope } from '../support/assertions.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
 import { Sink, type SinkBehaviour } from '../support/relaySink.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
@@ -83,7 +84,7 @@ function events(p: TestPostern, id: string): { type: string; data: any }[] {
 
 const attemptsOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => ({ provider: a.provider, provider_account_id: a.provider_account_id, outcome: a.outcome }));
 
-const spooled = (p: TestPostern, id: string) => readFileSync(path.join(p.ctx.spoolRoot, messageShow(p.ctx, id).spool_path));
+const spooled = (p: TestPostern, id: string) => storedMimeOf(p.ctx.db, p.stateDir, id);
 
 /** Line endings normalised to CRLF. */
 const crlf = (b: Buffer) => b.toString('latin1').replace(/\r?\n/g, '\r\n');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
@@ -91,6 +92,7 @@ for case in json.load(sys.stdin):
     out.append('pass' if dkim.verify(base64.b64decode(case['message']), dnsfunc=dnsfunc) else 'fail')
 json.dump(out, sys.stdout)
 `;
+import { storedMimeOf } from '../support/storedMime.js';
 
 interface VerifyCase {
   message: Buffer;
@@ -381,12 +383,10 @@ describe('postern dkim list / replace / remove', () => {
 
 describe('DKIM signing of spooled messages', () => {
   /** Sends over HTTP and returns the stored MIME bytes. */
-  async function spooled(liveKey: string, overrides: Record<string, unknown> = {}): Promise<{ id: string; file: string; bytes: Buffer }> {
+  async function spooled(liveKey: string, overrides: Record<string, unknown> = {}): Promise<{ id: string; bytes: Buffer }> {
     const res = await post(p.production, '/v1/send', { key: liveKey, json: validMessage(overrides) });
     assert.equal(res.status, 202, res.text);
-    const { spool_path } = p.ctx.db.prepare('SELECT spool_path FROM messages WHERE id = ?').get(res.body.id) as { spool_path: string };
-    const file = path.join(p.stateDir, 'spool', spool_path);
-    return { id: res.body.id, file, bytes: readFileSync(file) };
+    return { id: res.body.id, bytes: storedMimeOf(p.ctx.db, p.stateDir, res.body.id) };
   }
 
   const rich = {
@@ -473,9 +473,11 @@ describe('DKIM signing of spooled messages', () => {
     });
   }
 
-  test('signs a message given as a stream (the spool file) exactly as the same bytes', async () => {
-    const { file, bytes } = await spooled(rsaLive, { ...rich, subject: 'streamed' });
-    const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', createReadStream(file), new Date());
+  test('signs a message given as a stream (a spool file) exactly as the same bytes', async () => {
+    const { bytes } = await spooled(rsaLive, { ...rich, subject: 'streamed' });
+    // In uneven chunks, as a file stream may cut it: inside the header block and inside a line.
+    const chunks = [bytes.subarray(0, 17), bytes.subarray(17, 700), bytes.subarray(700)];
+    const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', Readable.from(chunks, { objectMode: false }), new Date());
     assert.ok(header);
     const signed = Buffer.concat([Buffer.from(header), bytes]);
     assert.equal((await mailauthVerify(signed, rsaKey.dns_name, rsaKey.dns_value)).result.results[0].status.result, 'pass');

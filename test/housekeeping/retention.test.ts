@@ -20,8 +20,13 @@ import { waitFor } from '../support/waiting.js';
 const DAY = 86_400_000;
 const T0 = Date.parse('2026-03-01T10:00:00Z');
 
-async function send(p: TestPostern, key: string, idempotencyKey?: string): Promise<string> {
-  const res = await post(p.production, '/v1/send', { key, json: validMessage(), headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {} });
+/**
+ * Sends a message over spool.index_body_max_bytes, so that it is a spool file (these tests are
+ * about the files); `small`: one whose body the index keeps.
+ */
+async function send(p: TestPostern, key: string, idempotencyKey?: string, opts: { small?: boolean } = {}): Promise<string> {
+  const json = validMessage(opts.small ? {} : { text: 'x'.repeat(70_000) });
+  const res = await post(p.production, '/v1/send', { key, json, headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {} });
   assert.equal(res.status, 202, res.text);
   return res.body.id as string;
 }
@@ -103,6 +108,22 @@ test('an event a pending webhook delivery still has to send outlives its pruned 
     eventsForMessage(db, id).map((e) => e.seq),
     [events[0].seq],
   );
+});
+
+test('a finished small message past retention loses its body in the index with its row, and names no file to retire', async (t) => {
+  const clock = new ManualClock(T0);
+  const p = await startTestPostern({ clock, config: { retention_days: 30 } });
+  t.after(() => p.close());
+  const { liveKey } = await createProjectWithKeys(p.ctx);
+  const small = await send(p, liveKey, undefined, { small: true });
+  const large = await send(p, liveKey);
+  for (const id of [small, large]) await cancelMessage(p.ctx, id);
+  const bodies = () => sql(p.ctx.db, 'SELECT message_id FROM message_bodies WHERE message_id IN (?, ?)').pluck().all(small, large);
+  assert.deepEqual(bodies(), [small]);
+  const largePath = getMessage(p.ctx.db, large)!.spool_path;
+  assert.deepEqual(pruneFinishedMessages(p.ctx.db, T0 + 31 * DAY, 30, 100), [largePath]);
+  assert.equal(getMessage(p.ctx.db, small), undefined);
+  assert.deepEqual(bodies(), []);
 });
 
 test('a sweep removes at most one chunk per transaction and finds the rest next time', async (t) => {

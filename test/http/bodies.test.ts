@@ -6,17 +6,17 @@
  * budget, beyond which a request waits and then gets 503 server_busy.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, get, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { assertErrorEnvelope, emlCount, spoolFiles } from '../support/assertions.js';
+import { assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
+import { storedMimeOf } from '../support/storedMime.js';
 import { settle } from '../support/waiting.js';
 
 type Detail = { field: string; code: string };
 
 function stored(p: TestPostern): { rows: number; files: number } {
-  return { rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number, files: emlCount(p.stateDir) };
+  return { rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number, files: storedMimeCount(p.stateDir) };
 }
 
 /** The exact 422 envelope with these details (its message taken from the answer). */
@@ -184,11 +184,11 @@ describe('text that is not text is refused with its field code, never stored cha
     const raw = JSON.stringify(validMessage({ metadata: { '@@': 'x', constructor: 'y', toString: 'z' }, headers: { '@@': 'h' } })).replaceAll('"@@"', '"__proto__"');
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    const row = p.ctx.db.prepare('SELECT metadata, spool_path FROM messages WHERE id = ?').get(res.body.id) as { metadata: string; spool_path: string };
+    const row = p.ctx.db.prepare('SELECT metadata FROM messages WHERE id = ?').get(res.body.id) as { metadata: string };
     assert.equal(row.metadata, '{"__proto__":"x","constructor":"y","toString":"z"}');
     const event = p.ctx.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(res.body.id) as string;
     assert.equal(JSON.stringify(JSON.parse(event).mail.metadata), '{"__proto__":"x","constructor":"y","toString":"z"}');
-    const mime = readFileSync(spoolFiles(p.stateDir).find((f) => f.endsWith(row.spool_path))!, 'utf8');
+    const mime = storedMimeOf(p.ctx.db, p.stateDir, res.body.id).toString('utf8');
     assert.match(mime, /(^|\r\n)__proto__: h\r\n/);
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
@@ -7,6 +7,8 @@ import { showProject } from '../../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { assertErrorEnvelope } from '../support/assertions.js';
 import { plan, withPlans } from '../support/plans.js';
+import { storedMimeCount } from '../support/assertions.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 const ID = /^m\.[0-9a-z]{26}$/;
 
@@ -55,12 +57,12 @@ describe('batch sends against plan caps', () => {
   const totals = () => ({
     rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
     events: p.ctx.db.prepare("SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get() as number,
-    files: emlFiles(p.stateDir).filter((f) => f.endsWith('.eml')).length,
+    stored: storedMimeCount(p.stateDir),
     tmp: emlFiles(p.stateDir).filter((f) => !f.endsWith('.eml')).length,
   });
   const hundred = (prefix: string) => Array.from({ length: 100 }, (_, i) => validMessage({ subject: `${prefix} ${i}` }));
 
-  /** Slots [0, k) accepted with rows and files; [k, n) equal to `refusal` exactly. */
+  /** Slots [0, k) accepted with rows and stored MIME; [k, n) equal to `refusal` exactly. */
   function assertCutAt(res: HttpResult, proj: ProjectWithKeys, prefix: string, k: number, n: number, refusal: unknown): void {
     assert.equal(res.status, 207, res.text);
     const data = res.body.data as any[];
@@ -72,7 +74,7 @@ describe('batch sends against plan caps', () => {
         assert.match(data[i].id, ID);
         const row = rows.get(`${prefix} ${i}`);
         assert.equal(row?.id, data[i].id, `slot ${i} has its row`);
-        assert.ok(existsSync(path.join(p.stateDir, 'spool', row!.spool_path)), `slot ${i} has its file`);
+        assert.ok(storedMimeOf(p.ctx.db, p.stateDir, row!.id).length > 0, `slot ${i} has its MIME`);
       } else {
         assert.deepEqual(data[i], refusal, `slot ${i}`);
         assert.equal(rows.has(`${prefix} ${i}`), false, `slot ${i} stored nothing`);
@@ -89,7 +91,7 @@ describe('batch sends against plan caps', () => {
     assert.equal(single.headers.get('retry-after'), String(8 * 3600 + 30 * 60));
     assertCutAt(res, proj, 'd', 37, 100, single.body);
     const after = totals();
-    assert.deepEqual(after, { rows: before.rows + 37, events: before.events + 37, files: before.files + 37, tmp: before.tmp });
+    assert.deepEqual(after, { rows: before.rows + 37, events: before.events + 37, stored: before.stored + 37, tmp: before.tmp });
     const usage = showProject(p.ctx, proj.project.id).usage;
     assert.deepEqual([usage.day.messages, usage.month.messages], [37, 37]);
 
@@ -106,7 +108,7 @@ describe('batch sends against plan caps', () => {
     assertErrorEnvelope(single, 402, 'quota_error', 'monthly_quota_exceeded');
     assertCutAt(res, proj, 'm', 60, 100, single.body);
     const after = totals();
-    assert.deepEqual(after, { rows: before.rows + 60, events: before.events + 60, files: before.files + 60, tmp: before.tmp });
+    assert.deepEqual(after, { rows: before.rows + 60, events: before.events + 60, stored: before.stored + 60, tmp: before.tmp });
     assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 60);
   });
 
@@ -175,8 +177,8 @@ describe('batch sends against plan caps', () => {
       }
       assert.equal(rows.has('FAIL'), false);
       const after = totals();
-      assert.deepEqual(after, { rows: before.rows + 19, events: before.events + 19, files: before.files + 19, tmp: before.tmp });
-      assert.equal(after.files, after.rows, 'spool file count equals accepted count');
+      assert.deepEqual(after, { rows: before.rows + 19, events: before.events + 19, stored: before.stored + 19, tmp: before.tmp });
+      assert.equal(after.stored, after.rows, 'stored MIME count equals accepted count');
       const usage = showProject(p.ctx, proj.project.id).usage;
       assert.equal(usage.month.messages, 19, 'the failed element is not counted');
     } finally {
@@ -199,7 +201,7 @@ describe('batch sends against plan caps', () => {
       p.ctx.db.exec('DROP TRIGGER IF EXISTS fail_two');
     }
     const t = totals();
-    assert.equal(t.files, t.rows);
+    assert.equal(t.stored, t.rows);
   });
 
   test('the batch rate limit is a whole-request 429 that stores nothing', async () => {

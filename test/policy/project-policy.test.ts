@@ -6,7 +6,7 @@ import { showProject } from '../../src/operator/projects.js';
 import { detachProvider, listProviders, PROVIDER_SLUGS } from '../../src/operator/providers.js';
 import { suppress, unsuppress } from '../../src/operator/suppressions.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { assertAccepted, assertErrorEnvelope, emlCount } from '../support/assertions.js';
+import { assertAccepted, assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
 import { DEFAULT_PLANS, GIB } from '../support/plans.js';
 
 /** Plans for this suite: the defaults plus a two-domain plan and a one-message plan. */
@@ -55,7 +55,7 @@ describe('project policy and caps', () => {
       usage_rows: db.prepare('SELECT period, messages, bytes FROM usage_counters WHERE project_id = ? ORDER BY period').all(projectId),
       sender_domains: shown.usage.sender_domains,
       categories: db.prepare('SELECT name FROM categories WHERE project_id = ? ORDER BY name').pluck().all(projectId),
-      spool_files: emlCount(p.stateDir),
+      spool_files: storedMimeCount(p.stateDir),
       all_messages: db.prepare('SELECT COUNT(*) FROM messages').pluck().get(),
     };
   };

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { changePlan, showProject } from '../../src/operator/projects.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { assertAccepted, assertErrorEnvelope, emlCount } from '../support/assertions.js';
+import { assertAccepted, assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
 import { plan, withPlans } from '../support/plans.js';
 
 
@@ -47,10 +47,10 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'five', 'five');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj, validMessage({ subject: `m${i}` })));
-      const before = { rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage };
+      const before = { rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage };
       assert402(await send(proj, validMessage({ subject: 'sixth' })), 'monthly_quota_exceeded');
       assert402(await send(proj, validMessage({ subject: 'seventh' })), 'monthly_quota_exceeded');
-      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage }, before);
+      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage }, before);
       assert.equal(before.rows, 5);
       assert.equal(before.usage.month.messages, 5);
       assert.equal(before.usage.month.overage_messages, 0);
@@ -112,7 +112,7 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-03-10T21:15:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'daily', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
-      const before = { rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir) };
+      const before = { rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir) };
       const refused = await send(proj);
       assertErrorEnvelope(refused, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(refused.headers.get('retry-after'), String(2 * 3600 + 45 * 60));
@@ -120,7 +120,7 @@ describe('plan quotas (ManualClock)', () => {
       const last = await send(proj);
       assertErrorEnvelope(last, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(last.headers.get('retry-after'), '1');
-      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: emlCount(p.stateDir) }, before);
+      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir) }, before);
       clock.set('2026-03-11T00:00:00Z');
       assertAccepted(await send(proj));
       const usage = showProject(p.ctx, proj.project.id).usage;
@@ -175,7 +175,7 @@ describe('plan quotas (ManualClock)', () => {
       test(`200 concurrent sends against ${label} accept exactly 100 and refuse exactly 100`, async () => {
         clock.set('2026-05-05T05:05:05Z');
         const proj = await createProjectWithKeys(p.ctx, `concurrent ${planName}`, planName);
-        const filesBefore = emlCount(p.stateDir);
+        const filesBefore = storedMimeCount(p.stateDir);
         const results = await Promise.all(Array.from({ length: 200 }, (_, i) => send(proj, validMessage({ subject: `c${i}` }))));
         const accepted = results.filter((r) => r.status === 202);
         const refused = results.filter((r) => r.status !== 202);
@@ -190,7 +190,7 @@ describe('plan quotas (ManualClock)', () => {
         assert.equal(usage.month.messages, 100);
         assert.equal(usage.day.messages, 100);
         assert.equal(messageCount(p, proj.project.id), 100);
-        assert.equal(emlCount(p.stateDir) - filesBefore, 100, 'refused sends leave no spool file');
+        assert.equal(storedMimeCount(p.stateDir) - filesBefore, 100, 'refused sends leave no spool file');
       });
     }
   });
@@ -245,9 +245,9 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
   test('a cap of exactly 3 messages’ bytes accepts the 3rd (fits exactly) and refuses the 4th', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'exact3', 'exact3');
     await sendN(proj, 3);
-    const files = emlCount(p.stateDir);
+    const files = storedMimeCount(p.stateDir);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
-    assert.equal(emlCount(p.stateDir), files, 'the refused message leaves no spool file');
+    assert.equal(storedMimeCount(p.stateDir), files, 'the refused message leaves no spool file');
     const usage = showProject(p.ctx, proj.project.id).usage;
     assert.deepEqual([usage.month.messages, usage.month.bytes], [3, 3 * size]);
     assert.equal(messageCount(p, proj.project.id), 3);

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { assertErrorEnvelope, emlCount } from '../support/assertions.js';
+import { assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
 
 const SECOND = 1000;
 const HOUR = 3600 * SECOND;
@@ -47,7 +47,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   };
   const send = (key: string | null, message = validMessage(), base = p.production) => post(base, '/v1/send', { key, json: message });
   const batch = (key: string, n = 1) => post(p.production, '/v1/send/batch', { key, json: { messages: Array.from({ length: n }, (_, i) => validMessage({ subject: `b${i}` })) } });
-  const stored = () => ({ rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), files: emlCount(p.stateDir) });
+  const stored = () => ({ rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), files: storedMimeCount(p.stateDir) });
 
   describe('per-key send window', () => {
     test('the 6th send in the window is 429 rate_limited with a truthful integer Retry-After', async () => {

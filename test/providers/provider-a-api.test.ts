@@ -7,7 +7,7 @@
  * (certificates and SigV4 dates stay plausible); the scheduler polls on real timers.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -27,6 +27,7 @@ import { SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } 
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { postFeedback } from '../support/providerEmulator.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
@@ -201,7 +202,7 @@ describe('provider-a-api: SES SendEmail', () => {
     const raw = Buffer.from(body.Content.Raw.Data, 'base64');
     body.Content.Raw.Data = '{raw-base64}';
     assert.equal(JSON.stringify(body), JSON.stringify(golden.body));
-    const stored = readFileSync(path.join(w.p.ctx.spoolRoot, shown.spool_path));
+    const stored = storedMimeOf(w.p.ctx.db, w.p.stateDir, shown.id);
     assert.ok(raw.subarray(raw.length - stored.length).equals(stored), 'Raw.Data ends with the stored MIME, unchanged');
     const prepended = raw.subarray(0, raw.length - stored.length).toString('latin1');
     assert.match(prepended, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;(\r\n [^\r\n]*)*\r\n$/);

@@ -7,8 +7,6 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, test } from 'node:test';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { ManualClock } from '../../src/clock.js';
@@ -19,6 +17,7 @@ import { attemptOutcomes, attacherFor, deliveringPostern, eventData, eventTypes,
 import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
 import { createProjectWithKeys } from '../support/postern.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 const API_KEY = 'key-3ax6xnjp29jd6fds4gc373sgvjxteol0';
 const DOMAIN = 'mg.example.com';
@@ -92,7 +91,7 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
 
     // The message part is the spooled file, byte for byte, behind the DKIM-Signature header
     // prepended at hand-off; and that signature verifies over what Mailgun received.
-    const stored = readFileSync(path.join(p.ctx.spoolRoot, shown.spool_path));
+    const stored = storedMimeOf(p.ctx.db, p.stateDir, shown.id);
     const text = messagePart.value.toString('latin1');
     assert.match(text, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;\r\n[^]*? s=pm2026;/);
     const signatureLength = messagePart.value.length - stored.length;

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
 import { acceptedEventIds, assertSpoolConsistent, leftByKill, readMessageRows, type StoredRow } from '../support/assertions.js';
+import { readStoredMime } from '../support/storedMime.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -186,7 +187,6 @@ interface Row extends StoredRow {
 function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
   const rows = readMessageRows<Row>(stateDir);
   const events = acceptedEventIds(stateDir);
-  const spoolRoot = path.join(stateDir, 'spool');
 
   assert.deepEqual(
     [...acked.keys()].filter((id) => !rows.has(id)),
@@ -202,13 +202,13 @@ function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
     if (row.last_error !== null) problems.push(`${id}: last_error ${row.last_error}`);
     if (row.subject !== sent.marker) problems.push(`${id}: subject ${JSON.stringify(row.subject)}, sent ${JSON.stringify(sent.marker)}`);
     if (!events.has(id)) problems.push(`${id}: no mail.accepted event`);
-    const file = path.join(spoolRoot, row.spool_path);
-    if (!existsSync(file)) {
-      problems.push(`${id}: file ${row.spool_path} missing`);
+    const stored = readStoredMime(stateDir, row);
+    if (typeof stored === 'string') {
+      problems.push(`${id}: ${stored}`);
       continue;
     }
-    const data = readFileSync(file).toString('latin1');
-    if (data.length !== row.size_bytes) problems.push(`${id}: file is ${data.length} bytes, row says ${row.size_bytes}`);
+    const data = stored.toString('latin1');
+    if (data.length !== row.size_bytes) problems.push(`${id}: stored MIME is ${data.length} bytes, row says ${row.size_bytes}`);
     if (!data.includes(`\r\nSubject: ${sent.marker}\r\n`) && !data.startsWith(`Subject: ${sent.marker}\r\n`)) problems.push(`${id}: file lacks its Subject`);
     const expectedMessageId = sent.raw ? `<${id}@example.com>` : sent.messageId;
     if (!data.includes(`Message-ID: ${expectedMessageId}\r\n`)) problems.push(`${id}: file lacks Message-ID ${expectedMessageId}`);
@@ -217,7 +217,7 @@ function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
       if (split < 0 || data.slice(split + 4) !== sent.body) problems.push(`${id}: stored body differs from the body sent (${data.length - split - 4} vs ${sent.body.length} bytes)`);
     }
   }
-  assert.deepEqual(problems, [], 'every acknowledged message is a queued smtp row with its complete MIME file');
+  assert.deepEqual(problems, [], 'every acknowledged message is a queued smtp row with its complete MIME (file or body in the index)');
 
   assertSpoolConsistent(stateDir, rows);
 }

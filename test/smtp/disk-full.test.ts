@@ -6,7 +6,7 @@
  * are accepted again.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readMessageRows } from '../support/assertions.js';
@@ -14,6 +14,7 @@ import { createProjectWithKeys, spawnPostern, type ProjectWithKeys, type Spawned
 import { sleep, withClosedIndex } from '../support/processes.js';
 import { fill, isRoot, mountSmallDisk, NEEDS_ROOT } from '../support/smallDisk.js';
 import { lastReply } from '../support/smtpTransport.js';
+import { readStoredMime } from '../support/storedMime.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 
@@ -81,7 +82,10 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
 
     const rows = readMessageRows<{ id: string; spool_path: string }>(stateDir);
     assert.deepEqual([...rows.keys()].sort(), [...acknowledged, after].sort(), 'exactly the acknowledged messages are stored');
-    for (const row of rows.values()) assert.ok(existsSync(path.join(stateDir, 'spool', row.spool_path)), `${row.id} has its file`);
+    for (const row of rows.values()) {
+      const stored = readStoredMime(stateDir, row);
+      assert.ok(Buffer.isBuffer(stored) && stored.length > 0, `${row.id} has its whole MIME: ${typeof stored === 'string' ? stored : 'empty'}`);
+    }
 
     const lines = server
       .stderr()

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -29,6 +29,7 @@ import {
 import { plan, withPlans } from '../support/plans.js';
 import { authedSession, dataPayload, plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 import { waitFor } from '../support/waiting.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared fixtures                                                                             */
@@ -221,10 +222,9 @@ function assertStored(p: TestPostern, id: string, e: Expected): { row: MessageRo
     { uid: id, subject: e.subject, from: e.from, to: e.recipients.to, project: { uid: e.projectId, name: e.projectName }, tags: e.tags ?? [], metadata: e.metadata ?? {} },
   );
 
-  const file = path.join(p.stateDir, 'spool', row.spool_path);
-  assert.ok(existsSync(file), `spool file ${row.spool_path}`);
-  assert.equal(statSync(file).size, row.size_bytes, 'size_bytes is the stored file size');
-  const mime = readFileSync(file, 'utf8');
+  const stored = storedMimeOf(p.ctx.db, p.stateDir, id);
+  assert.equal(stored.length, row.size_bytes, 'size_bytes is the stored MIME size');
+  const mime = stored.toString('utf8');
   const headers = headerBlock(mime);
   assert.doesNotMatch(headers, /^X-Service-/im, 'control headers are stripped');
   assert.doesNotMatch(headers, /^Bcc:/im, 'no Bcc header');
@@ -1022,12 +1022,12 @@ describe('SMTP graceful shutdown', () => {
       await client.quit();
       await (closing ?? p.close());
     }
-    // Reopened: the message is there, row and file.
+    // Reopened: the message is there, row and MIME.
     const db = openDatabase(stateDir, silentLogger());
     try {
       const row = db.prepare('SELECT project_id, subject, spool_path FROM messages WHERE id = ?').get(id) as { project_id: string; subject: string; spool_path: string } | undefined;
       assert.deepEqual({ project_id: row?.project_id, subject: row?.subject }, { project_id: project.id, subject: 'In flight at shutdown' });
-      assert.ok(readFileSync(path.join(stateDir, 'spool', row!.spool_path), 'utf8').includes('line of body'));
+      assert.ok(storedMimeOf(db, stateDir, id).toString('utf8').includes('line of body'));
     } finally {
       db.close();
     }

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 /**
  * The SMTP door driven by swaks, a real Perl SMTP client run as a child process. CI installs
@@ -107,10 +106,9 @@ function assertStored(p: TestPostern, id: string, e: Expected): void {
     { uid: id, subject: e.subject, from: e.from, to: e.recipients.to, project: { uid: e.projectId, name: e.projectName }, tags: e.tags, metadata: e.metadata },
   );
 
-  const file = path.join(p.stateDir, 'spool', row.spool_path as string);
-  assert.ok(existsSync(file), `spool file ${row.spool_path}`);
-  assert.equal(statSync(file).size, row.size_bytes);
-  const mime = readFileSync(file, 'utf8');
+  const stored = storedMimeOf(p.ctx.db, p.stateDir, id);
+  assert.equal(stored.length, row.size_bytes);
+  const mime = stored.toString('utf8');
   const end = mime.indexOf('\r\n\r\n');
   const headers = mime.slice(0, end).replace(/\r\n[ \t]+/g, ' ');
   assert.doesNotMatch(headers, /^X-Service-/im, 'control headers are stripped');

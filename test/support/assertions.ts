@@ -12,9 +12,20 @@ export function spoolFiles(stateDir: string): string[] {
     .sort();
 }
 
-/** How many stored MIME files the spool holds. */
-export function emlCount(stateDir: string): number {
-  return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length;
+/** How many messages' MIME is stored: files in the spool, and bodies the index keeps. */
+export function storedMimeCount(stateDir: string): number {
+  return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + heldBodySizes(stateDir).size;
+}
+
+/** The bodies the index keeps (small messages), by message id: their sizes in bytes. */
+export function heldBodySizes(stateDir: string): Map<string, number> {
+  const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT message_id, length(mime) AS size FROM message_bodies').all() as { message_id: string; size: number }[];
+    return new Map(rows.map((r) => [r.message_id, r.size]));
+  } finally {
+    db.close();
+  }
 }
 
 /** An exact error envelope without details, taking the human message from the response. */
@@ -83,7 +94,7 @@ export function acceptedEventIds(stateDir: string): Set<string> {
 
 /**
  * What reconciliation leaves behind after a crash: nothing in spool/tmp, no stored file without
- * its index row, no row without its file.
+ * its index row, no row without its file or, for a small message, its body in the index.
  */
 export function assertSpoolConsistent(stateDir: string, rows: Map<string, { spool_path: string; last_error: string | null }>): void {
   const snap = spoolSnapshot(stateDir);
@@ -93,6 +104,9 @@ export function assertSpoolConsistent(stateDir: string, rows: Map<string, { spoo
     return !rel.endsWith('.eml') || row === undefined || row.spool_path !== rel;
   });
   assert.deepEqual(orphans, [], 'every spooled file has its index row');
-  const withoutFile = [...rows.entries()].filter(([, r]) => r.last_error === 'spool_file_missing' || !existsSync(path.join(stateDir, 'spool', r.spool_path)));
-  assert.deepEqual(withoutFile.map(([id]) => id), [], 'no index row lacks its file');
+  const held = heldBodySizes(stateDir);
+  const withoutBody = [...rows.entries()].filter(
+    ([id, r]) => r.last_error === 'spool_file_missing' || (r.spool_path === '' ? !(held.get(id)! > 0) : !existsSync(path.join(stateDir, 'spool', r.spool_path))),
+  );
+  assert.deepEqual(withoutBody.map(([id]) => id), [], 'no index row lacks its file or its body');
 }
