@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { serverWithProject } from '../support/hooks.js';
 import { createProjectWithKeys, post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { spoolFiles } from '../support/assertions.js';
+import { storedMimeCount } from '../support/assertions.js';
 
 let seq = 0;
 /** A fresh, valid Idempotency-Key per call (so tests never share one by accident). */
@@ -33,7 +33,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
     messages: countWhere('SELECT COUNT(*) FROM messages'),
     events: countWhere('SELECT COUNT(*) FROM events'),
     idempotency_keys: countWhere('SELECT COUNT(*) FROM idempotency_keys'),
-    spool_files: spoolFiles(p.stateDir).length,
+    stored_mime: storedMimeCount(p.stateDir),
   });
   const send = (key: string, json: unknown, opts: { base?: string; apiKey?: string } = {}) =>
     post(opts.base ?? p.production, '/v1/send', { key: opts.apiKey ?? proj.liveKey, json, headers: { 'idempotency-key': key } });
@@ -200,7 +200,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
         assert.deepEqual(res.body, results[0].body);
       }
       assert.equal(messagesWithKey(proj.project.id, key), 1);
-      assert.deepEqual(totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, spool_files: before.spool_files + 1 });
+      assert.deepEqual(totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
     });
 
     test('20 concurrent requests with one key and different bodies all get the same 202 and create one message', async () => {
@@ -221,7 +221,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.equal(results[0].body.category, `cat-${i}`);
       assert.equal(row.status, results[0].body.status);
       assert.equal(results[0].body.status, i % 2 === 0 ? 'paused' : 'queued');
-      assert.deepEqual(totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, spool_files: before.spool_files + 1 });
+      assert.deepEqual(totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
     });
 
     test('concurrent requests with one key where some bodies are invalid create one message, and every 202 is the same', async () => {

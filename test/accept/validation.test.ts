@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { spoolFiles } from '../support/assertions.js';
+import { storedMimeList } from '../support/assertions.js';
 
 /** The server's clock is fixed, so scheduled_at boundaries are exact. */
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -43,7 +43,7 @@ function snapshot(t: TestPostern = p): Snapshot {
   return {
     rows: count('SELECT COUNT(*) c FROM messages'),
     events: count('SELECT COUNT(*) c FROM events'),
-    files: spoolFiles(t.stateDir),
+    files: storedMimeList(t.stateDir),
   };
 }
 

@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/clock.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { deleteProject } from '../../src/operator/projects.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { spoolFiles } from '../support/assertions.js';
+import { storedMimeCount } from '../support/assertions.js';
 
 const ENDPOINTS = ['/v1/send', '/v1/send/batch'] as const;
 
@@ -30,12 +30,12 @@ interface StoreCounts {
   messages: number;
   events: number;
   idempotency_keys: number;
-  spool_files: number;
+  stored_mime: number;
 }
 
 function storeCounts(p: TestPostern): StoreCounts {
   const count = (table: string) => p.ctx.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number;
-  return { messages: count('messages'), events: count('events'), idempotency_keys: count('idempotency_keys'), spool_files: spoolFiles(p.stateDir).length };
+  return { messages: count('messages'), events: count('events'), idempotency_keys: count('idempotency_keys'), stored_mime: storedMimeCount(p.stateDir) };
 }
 
 describe('authentication (401 authentication_error)', () => {

@@ -12,6 +12,11 @@ export function spoolFiles(stateDir: string): string[] {
     .sort();
 }
 
+/** Every stored MIME: the spool's files, and `index:<id>` for each body the index keeps (sorted). */
+export function storedMimeList(stateDir: string): string[] {
+  return [...spoolFiles(stateDir), ...[...heldBodySizes(stateDir).keys()].map((id) => `index:${id}`)].sort();
+}
+
 /** How many messages' MIME is stored: files in the spool, and bodies the index keeps. */
 export function storedMimeCount(stateDir: string): number {
   return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + heldBodySizes(stateDir).size;
