@@ -42,7 +42,8 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
   };
 
   before(async () => {
-    const behindBalancer = { protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, proxy_protocol: true, trusted_proxies: [BALANCER] };
+    // A CIDR (127.0.0.2 and .3), as a pair of balancers is often listed; 127.0.0.1 is outside it.
+    const behindBalancer = { protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, proxy_protocol: true, trusted_proxies: ['127.0.0.2/31'] };
     p = await startTestPostern({
       logger: log.logger,
       config: {
