@@ -7,9 +7,9 @@ import http from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Logger } from '../../src/log.js';
-import type { HttpResult } from './postern.js';
+import { toResult, type HttpResult } from './postern.js';
 
-/** One HTTP request on a connection of its own from `localAddress`; the answer read whole (JSON parsed when it is JSON). */
+/** One HTTP request on a connection of its own from `localAddress` (fetch cannot choose it); the answer read whole. */
 export function requestFrom(
   localAddress: string,
   url: string,
@@ -23,16 +23,10 @@ export function requestFrom(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
         const fetchHeaders = new Headers();
         for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) fetchHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
-        resolve({ status: res.statusCode ?? 0, headers: fetchHeaders, body: parsed, text });
+        // Read as a fetch answer is (postern.ts), so both kinds of test see one shape.
+        resolve(toResult(new Response(chunks.length > 0 ? Buffer.concat(chunks) : null, { status: res.statusCode, headers: fetchHeaders })));
       });
     });
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} in 30 s`)));
