@@ -34,9 +34,9 @@ export interface HttpDeps {
   viewer?: Viewer;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
+  bodies: InflightBudget;
   /** `http.trusted_proxies`: whose X-Forwarded-For names the client (proxies.clientAddress). */
   proxies: TrustedProxies;
-  bodies: InflightBudget;
   /** GET /readyz (none: answers 200 when the index answers, as /healthz). */
   readiness?: Readiness;
 }
