@@ -35,7 +35,7 @@ cert: (string | null)
  */
 key: (string | null)
 /**
- * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 4.7.0 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
+ * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
  */
 proxy_protocol: boolean
 /**
@@ -64,7 +64,7 @@ cert: (string | null)
  */
 key: (string | null)
 /**
- * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 4.7.0 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
+ * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
  */
 proxy_protocol: boolean
 /**
