@@ -14,6 +14,7 @@ import { createBodyBudget } from './http/requestBody.js';
 import { setLogLevel, type Logger } from './log.js';
 import { applyHeapGrowth } from './platform/heapGrowth.js';
 import { openFileLimit } from './platform/openFileLimit.js';
+import { TrustedProxies } from './platform/trustedProxies.js';
 import { loadSyncFilesystem } from './spool/syncFilesystem.js';
 import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
@@ -139,12 +140,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   warnIfFewDescriptors(config, logger);
   const admission = new Admission(db, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
-  const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip);
+  // Whose X-Forwarded-For names the client, on every HTTP and console listener.
+  const proxies = new TrustedProxies(config.http.trusted_proxies);
+  const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip, proxies);
   const bodies = createBodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
   const secret = viewerSecret(config.state_dir);
-  const viewer = new Viewer({ ctx: { db, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret });
+  const viewer = new Viewer({ ctx: { db, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -188,7 +191,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {
-            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -202,7 +205,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         port = await listenOn(consoleServer.server, listener.port, listener.host);
         scheme = listener.cert && listener.key ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, viewer, readiness }, door);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, proxies, viewer, readiness }, door);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
         scheme = 'http';

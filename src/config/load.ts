@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import schema from './schema.json' with { type: 'json' };
+import { trustedProxyProblem } from '../platform/trustedProxies.js';
 import type { PosternConfig } from './types.gen.js';
 
 export type { PosternConfig };
@@ -68,12 +69,37 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
   config.listeners.forEach((l, i) => {
     if (names.has(l.name)) throw new ConfigError(`${source}: listeners.${i}.name "${l.name}" is used twice`, `listeners.${i}.name`);
     names.add(l.name);
+    checkProxyProtocol(l, `listeners.${i}`, source);
   });
+  checkTrustedProxies(config.http.trusted_proxies, 'http.trusted_proxies', source);
   if (!config.plans[config.default_plan]) {
     throw new ConfigError(`${source}: default_plan "${config.default_plan}" is not one of plans (${Object.keys(config.plans).join(', ')})`, 'default_plan');
   }
   config.state_dir = path.resolve(config.state_dir);
   return config;
+}
+
+/** Each entry an address, a CIDR or a named range (trustedProxyProblem), naming the first that is not. */
+function checkTrustedProxies(entries: readonly string[], key: string, source: string): void {
+  entries.forEach((entry, i) => {
+    const problem = trustedProxyProblem(entry);
+    if (problem) throw new ConfigError(`${source}: ${key}.${i} "${entry}" ${problem}`, `${key}.${i}`);
+  });
+}
+
+/** The PROXY protocol is an SMTP listener's, and needs the load balancer's addresses: without them anyone could claim any address. */
+function checkProxyProtocol(listener: AnyListenerConfig, key: string, source: string): void {
+  const { protocol, proxy_protocol: enabled, trusted_proxies: proxies } = listener;
+  if (protocol !== 'smtp' && (enabled || proxies.length > 0)) {
+    throw new ConfigError(`${source}: ${key}.proxy_protocol and trusted_proxies are for SMTP listeners (HTTP and console listeners: http.trusted_proxies)`, `${key}.proxy_protocol`);
+  }
+  if (enabled && proxies.length === 0) {
+    throw new ConfigError(`${source}: ${key}.trusted_proxies must list the load balancer's addresses when proxy_protocol is true`, `${key}.trusted_proxies`);
+  }
+  if (!enabled && proxies.length > 0) {
+    throw new ConfigError(`${source}: ${key}.trusted_proxies is used only with proxy_protocol: true`, `${key}.trusted_proxies`);
+  }
+  checkTrustedProxies(proxies, `${key}.trusted_proxies`, source);
 }
 
 export function listenerEnvName(name: string): string {

@@ -34,6 +34,14 @@ cert: (string | null)
  * Console listeners only: the PEM private key of `cert`.
  */
 key: (string | null)
+/**
+ * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
+ */
+proxy_protocol: boolean
+/**
+ * SMTP listeners with proxy_protocol only (and required there): the load balancer's addresses, as IP addresses, CIDRs (10.0.0.0/24, 2001:db8::/64) or loopback, linklocal, uniquelocal.
+ */
+trusted_proxies: string[]
 }, ...({
 name: string
 /**
@@ -55,6 +63,14 @@ cert: (string | null)
  * Console listeners only: the PEM private key of `cert`.
  */
 key: (string | null)
+/**
+ * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
+ */
+proxy_protocol: boolean
+/**
+ * SMTP listeners with proxy_protocol only (and required there): the load balancer's addresses, as IP addresses, CIDRs (10.0.0.0/24, 2001:db8::/64) or loopback, linklocal, uniquelocal.
+ */
+trusted_proxies: string[]
 })[]]
 http: {
 /**
@@ -79,9 +95,13 @@ keep_alive_timeout_ms: number
  */
 max_connections: number
 /**
- * Open HTTP connections from one client address: by default half of max_connections, so one address cannot take them all (a reverse proxy in front of Postern is one address: raise it to its connection pool size).
+ * Open HTTP connections from one TCP peer: by default half of max_connections, so one address cannot take them all. Counted when a connection opens, before any header, so by the TCP peer, never by X-Forwarded-For; a peer in trusted_proxies is not held to it (only to max_connections). A reverse proxy in front of Postern that is not listed there is one address: raise this to its connection pool size.
  */
 max_connections_per_ip: number
+/**
+ * Reverse proxies and load balancers in front of the HTTP and console listeners: IP addresses, CIDRs (10.0.0.0/24, 2001:db8::/64) or loopback, linklocal, uniquelocal. From such a TCP peer the client address is taken from X-Forwarded-For (the right-most address in it that is not itself a trusted proxy); from any other peer the header is ignored. Empty (the default): the header is always ignored.
+ */
+trusted_proxies: string[]
 /**
  * Memory budget of request bodies in flight (48 MiB: one body of the largest send at a time, small ones beside it): a request holds its body's bytes (Content-Length, or as received) from before it is read until it is answered; one that does not fit waits up to body_wait_ms, first come first served, then gets 503 server_busy with Retry-After. A body larger than the budget runs when nothing else holds any. While processed, a body costs about 3.5 times its size in memory.
  */

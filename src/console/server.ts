@@ -6,8 +6,9 @@ import polka from 'polka';
 import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
 import { asDetails, ContractError, type ErrorDetail } from '../contract/errors.js';
-import { timeoutCheckInterval } from '../http/app.js';
+import { requestAddresses, timeoutCheckInterval } from '../http/app.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
 import { readJsonBody } from '../http/jsonBody.js';
 import { ClientGone } from '../http/requestBody.js';
@@ -42,6 +43,8 @@ export interface ConsoleDeps {
   /** Shared with the HTTP listeners: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
   bodies: InflightBudget;
+  /** `http.trusted_proxies`: sign-in throttling, the audit log and the request log see the client behind them. */
+  proxies: TrustedProxies;
   /** The delivery scheduler's view of throttled provider accounts. */
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;
@@ -126,7 +129,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   };
 
   async function handle(op: ConsoleOperation, handler: Handler, req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> {
-    const clientIp = req.socket.remoteAddress ?? 'unknown';
+    const clientIp = deps.proxies.clientAddress(req);
     const auth = op.authenticated ? await authenticateRequest(base, req, config) : null;
     // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
     const params = Object.fromEntries(op.pathParams.map((name) => [name, percentDecoded(req.params?.[name] ?? '')]));
@@ -221,7 +224,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Content-Security-Policy', API_POLICY);
     res.once('close', () => {
-      const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
+      const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, deps.proxies) };
       if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path ?? ''), res.statusCode);
       if (res.writableFinished) log.info(line, 'console request');
       else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');

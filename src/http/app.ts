@@ -15,6 +15,7 @@ import type { Readiness } from '../platform/readiness.js';
 import type { Admission, Route } from '../policy/admission.js';
 import type { AuthContext } from '../policy/apiKeys.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
@@ -34,6 +35,8 @@ export interface HttpDeps {
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
   bodies: InflightBudget;
+  /** `http.trusted_proxies`: whose X-Forwarded-For names the client (proxies.clientAddress). */
+  proxies: TrustedProxies;
   /** GET /readyz (none: answers 200 when the index answers, as /healthz). */
   readiness?: Readiness;
 }
@@ -68,13 +71,13 @@ export function loggedPath(url: string | undefined): string {
 
 /** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
 export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
-  const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies } = deps;
+  const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies, proxies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
 
   // Authentication, then rate limits (see Admission); both before the body is read.
   const admit = (req: IncomingMessage, route: Route): AuthContext =>
-    admission.admit(req.socket.remoteAddress ?? 'unknown', req.headers.authorization, environment, route);
+    admission.admit(proxies.clientAddress(req), req.headers.authorization, environment, route);
 
   const guarded =
     (handler: Handler) =>
@@ -123,7 +126,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     sendJson(res, 207, { data });
   };
 
-  const feedback = createFeedbackHandler({ feedback: intake, admission, clock, logger: log, config, bodies }) as Handler;
+  const feedback = createFeedbackHandler({ feedback: intake, admission, clock, logger: log, config, bodies, proxies }) as Handler;
 
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
     sendError(res, new ContractError('method_not_allowed'), { Allow: allow });
@@ -174,7 +177,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       const path = loggedPath(req.url);
       // One line per request; a request whose client went away before its answer is `aborted`.
       res.once('close', () => {
-        const line = { method: req.method, path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ip: req.socket.remoteAddress };
+        const line = { method: req.method, path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, proxies) };
         if (res.writableFinished) countHttpRequest('send', routeLabel(path), res.statusCode);
         if (res.writableFinished) log.info(line, 'request');
         else log.info({ ...line, status: null, aborted: true }, 'request aborted by the client');
@@ -189,6 +192,13 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return server;
+}
+
+/** The request log's addresses: `ip`, the client's, and `proxy`, the TCP peer, when a trusted proxy forwarded the request. */
+export function requestAddresses(req: IncomingMessage, proxies: TrustedProxies): { ip: string; proxy?: string } {
+  const ip = proxies.clientAddress(req);
+  const peer = req.socket.remoteAddress;
+  return peer === undefined || peer === ip ? { ip } : { ip, proxy: peer };
 }
 
 function headerValue(req: IncomingMessage, name: string): string | null {

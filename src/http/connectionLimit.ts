@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { ContractError } from '../contract/errors.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
 
 /** Refusals still waiting for their request; beyond this many, excess connections are closed at once. */
 export const MAX_PENDING_REFUSALS = 64;
@@ -23,6 +24,10 @@ export const OVER_CONNECTION_CAP = new ContractError('server_busy', {
  * it sends none. Those refusals are bounded as well: while MAX_PENDING_REFUSALS are pending,
  * further excess connections are closed at once without an answer. So the descriptors the HTTP
  * door holds never exceed `max_connections + MAX_PENDING_REFUSALS`.
+ *
+ * A connection is counted when it opens, before any request on it is read, so by its TCP peer:
+ * X-Forwarded-For plays no part here. A peer in `http.trusted_proxies` (a load balancer, which
+ * carries many clients over its connections) is held to `max_connections` only.
  */
 export class ConnectionLimiter {
   private open = 0;
@@ -38,6 +43,8 @@ export class ConnectionLimiter {
   constructor(
     private readonly max: number,
     private readonly maxPerIp: number,
+    /** `http.trusted_proxies`: held to `max` only. */
+    private readonly proxies: TrustedProxies,
   ) {}
 
   /** Counts `server`'s connections from now on (before its HTTP parser sees them). */
@@ -52,18 +59,8 @@ export class ConnectionLimiter {
 
   private admit(socket: Socket): void {
     const ip = socket.remoteAddress ?? 'unknown';
-    const fromIp = this.perIp.get(ip) ?? 0;
-    if (this.open < this.max && fromIp < this.maxPerIp) {
-      this.open++;
-      this.perIp.set(ip, fromIp + 1);
-      socket.once('close', () => {
-        this.open--;
-        const left = (this.perIp.get(ip) ?? 1) - 1;
-        if (left > 0) this.perIp.set(ip, left);
-        else this.perIp.delete(ip);
-      });
-      return;
-    }
+    const proxy = this.proxies.includes(ip);
+    if (this.open < this.max && (proxy || (this.perIp.get(ip) ?? 0) < this.maxPerIp)) return this.count(socket, proxy ? null : ip);
     if (this.pendingRefusals >= MAX_PENDING_REFUSALS) {
       socket.destroy();
       return;
@@ -77,6 +74,19 @@ export class ConnectionLimiter {
       this.pendingRefusals--;
       this.refused.delete(key);
       clearTimeout(timer);
+    });
+  }
+
+  /** An admitted connection, counted until it closes (per address too, unless `ip` is null: a trusted proxy). */
+  private count(socket: Socket, ip: string | null): void {
+    this.open++;
+    if (ip !== null) this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
+    socket.once('close', () => {
+      this.open--;
+      if (ip === null) return;
+      const left = (this.perIp.get(ip) ?? 1) - 1;
+      if (left > 0) this.perIp.set(ip, left);
+      else this.perIp.delete(ip);
     });
   }
 }

@@ -8,6 +8,7 @@ import type { Admission } from '../policy/admission.js';
 import type { FeedbackContext } from '../providers/feedback.js';
 import { feedbackVerifierFor } from '../providers/registry.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { readRequestBody } from './requestBody.js';
 import { sendJson } from './respond.js';
 
@@ -18,6 +19,7 @@ export interface FeedbackDeps {
   logger: Logger;
   config: Pick<PosternConfig, 'feedback'>;
   bodies: InflightBudget;
+  proxies: TrustedProxies;
 }
 
 /**
@@ -26,11 +28,11 @@ export interface FeedbackDeps {
  * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
  */
 export function createFeedbackHandler(deps: FeedbackDeps) {
-  const { feedback, admission, clock, logger, config, bodies } = deps;
+  const { feedback, admission, clock, logger, config, bodies, proxies } = deps;
   const log = logger.child({ component: 'feedback' });
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
     // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
-    const ip = req.socket.remoteAddress ?? 'unknown';
+    const ip = proxies.clientAddress(req);
     admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
     const account = feedback.account(accountId);

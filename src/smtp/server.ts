@@ -11,10 +11,12 @@ import { MessageOverSize } from '../mime/ingest.js';
 import type { Admission } from '../policy/admission.js';
 import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
+import { TrustedProxies } from '../platform/trustedProxies.js';
 import type { TlsMaterial } from './certificates.js';
 import { readWholeUpTo } from './dataPayload.js';
 import { countRefusal } from '../platform/metrics.js';
 import { holdIdleTimeout } from './heldSessions.js';
+import { readProxyHeaders } from './proxyProtocol.js';
 import { replyForUnknown, smtpError } from './replies.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
@@ -58,6 +60,7 @@ class SessionGone extends Error {
 
 interface SessionState {
   started: number;
+  /** The client's address: the TCP peer's, or behind a load balancer the one its PROXY header names. */
   ip: string;
   authFailures: number;
   messages: number;
@@ -114,6 +117,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
   const log = logger.child({ listener: listener.name });
   const sessions = new Map<string, SessionState>();
   const perIp = new Map<string, number>();
+  // Behind a load balancer: only it connects, and each of its connections names its client (proxyProtocol.ts).
+  const proxies = listener.proxy_protocol ? new TrustedProxies(listener.trusted_proxies) : null;
   let closing = false;
   /** A refusal as an SMTP reply, counted by its contract code (postern_refusals_total). */
   const refusal = (err: unknown) => {
@@ -163,18 +168,27 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     // the library's), and the lookup held every greeting back: up to 1.5 s where DNS is slow
     // or unreachable, and long enough for a client that talks at once to be "too soon".
     disableReverseLookup: true,
+    // Which peers send the PROXY header: readProxyHeaders (below) answers from trusted_proxies.
+    useProxy: proxies !== null,
     logger: false,
 
     onConnect(session, callback) {
       const ip = session.remoteAddress;
       if (closing) return callback(smtpError(421, 'Server shutting down'));
+      const connection = connectionOf(session);
+      // The PROXY header is read (and so trusted) only from the balancer; a client that reaches
+      // this listener any other way could not be told from one claiming any address.
+      const peer = connection?._socket?.remoteAddress;
+      if (proxies && !proxies.includes(peer)) {
+        log.info({ peer }, 'SMTP connection refused: not from a trusted proxy');
+        return callback(smtpError(421, 'This listener takes connections only from its load balancer (PROXY protocol)'));
+      }
       const count = perIp.get(ip) ?? 0;
       if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
       // An address whose window for keyless requests is spent is still served: a valid key is
       // never held by it (README, rate limits); AUTH with a bad key is refused then (onAuth).
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
-      const connection = connectionOf(session);
       if (connection) coalesceReplies(connection);
       // AUTH is not even offered until the connection is encrypted (onSecure lifts this).
       if (listener.tls !== 'implicit') session.disabledCommands = ['AUTH'];
@@ -250,8 +264,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       receive(stream, session, auth)
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
-          if (err instanceof SessionGone) log.debug({ err }, 'SMTP message not accepted');
-          else if (!(err instanceof ContractError)) log.error({ err }, 'SMTP message not accepted');
+          if (err instanceof SessionGone) log.debug({ err, ip: state.ip }, 'SMTP message not accepted');
+          else if (!(err instanceof ContractError)) log.error({ err, ip: state.ip }, 'SMTP message not accepted');
           // Whatever is still to come is read and dropped here (smtp-server answers at its end).
           stream.unpipe();
           stream.resume();
@@ -327,6 +341,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
   }, Math.min(5000, limits.session_timeout_ms, limits.unauthenticated_timeout_ms));
   sweep.unref();
 
+  if (proxies) readProxyHeaders(server, proxies, log);
   server.on('error', (err) => log.warn({ err }, 'SMTP listener error'));
 
   return {

@@ -9,6 +9,7 @@ import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
 import { viewedMessage } from '../operator/messageLinks.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { SlidingWindowLimiter } from '../policy/rateLimiter.js';
 import { sendBodyDocument } from './bodyDocument.js';
 import { NOT_FOUND_PAGE, PAGE_POLICY, viewerPage } from './page.js';
@@ -19,6 +20,8 @@ export interface ViewerDeps {
   rateLimits: Pick<PosternConfig['rate_limits'], 'viewer_per_ip' | 'window_seconds'>;
   logger: Logger;
   secret: Buffer;
+  /** `http.trusted_proxies`: the per-IP window counts the client behind them. */
+  proxies: TrustedProxies;
 }
 
 type Request = IncomingMessage & { params?: Record<string, string> };
@@ -43,7 +46,7 @@ export class Viewer {
 
   private async serve(req: Request, res: ServerResponse, body: boolean): Promise<void> {
     try {
-      const wait = this.perIp.take(req.socket.remoteAddress ?? 'unknown');
+      const wait = this.perIp.take(this.deps.proxies.clientAddress(req));
       if (wait > 0) {
         const seconds = Math.max(1, Math.ceil(wait / 1000));
         return sendPage(res, 429, '<!DOCTYPE html><title>Too many requests</title><h1>Too many requests</h1>', { 'Retry-After': String(seconds) });

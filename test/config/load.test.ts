@@ -80,6 +80,21 @@ describe('postern start with a bad config', () => {
     await rejectsConfig(['start', '--config', writeConfig({ webhooks: { saturated_cpu_share: 0 } })], 'webhooks.saturated_cpu_share');
   });
 
+  test("trusted proxies are IP addresses or CIDRs, the bad entry named; proxy_protocol is an SMTP listener's and needs them", async () => {
+    const smtp = (extra: Record<string, unknown>) => ({ listeners: [{ name: 'smtp', protocol: 'smtp', environment: 'production', port: 0, ...extra }] });
+    const prefix = await rejectsConfig(['start', '--config', writeConfig({ http: { trusted_proxies: ['10.0.0.0/33'] } })], 'http.trusted_proxies.0');
+    assert.match(prefix.json.error.message, /: http\.trusted_proxies\.0 "10\.0\.0\.0\/33" has an invalid prefix length$/);
+    const name = await rejectsConfig(['start', '--config', writeConfig({ http: { trusted_proxies: ['127.0.0.1', 'lb.example.org'] } })], 'http.trusted_proxies.1');
+    assert.match(name.json.error.message, /"lb\.example\.org" is not an IP address, a CIDR/);
+    // ipaddr.js would read 0x7f000001 as 127.0.0.1; a config writes addresses plainly.
+    await rejectsConfig(['start', '--config', writeConfig(smtp({ proxy_protocol: true, trusted_proxies: ['10.0.0.1', '0x7f000001'] }))], 'listeners.0.trusted_proxies.1');
+    const none = await rejectsConfig(['start', '--config', writeConfig(smtp({ proxy_protocol: true }))], 'listeners.0.trusted_proxies');
+    assert.match(none.json.error.message, /must list the load balancer's addresses when proxy_protocol is true$/);
+    await rejectsConfig(['start', '--config', writeConfig(smtp({ trusted_proxies: ['10.0.0.1'] }))], 'listeners.0.trusted_proxies');
+    const http = await rejectsConfig(['start', '--config', writeConfig({ listeners: [{ ...listener('web', 'production', 0), proxy_protocol: true, trusted_proxies: ['10.0.0.1'] }] })], 'listeners.0.proxy_protocol');
+    assert.match(http.json.error.message, /are for SMTP listeners \(HTTP and console listeners: http\.trusted_proxies\)$/);
+  });
+
   test('memory.heap_growth_percent must be an integer 0-400', async () => {
     await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_growth_percent: -1 } })], 'memory.heap_growth_percent');
     await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_growth_percent: 12.5 } })], 'memory.heap_growth_percent');

@@ -1,7 +1,7 @@
 /**
  * What src/smtp patches in smtp-server (replyCode.ts, greetingDelay.ts, unauthenticatedCommands.ts,
  * commandLineLength.ts, heldSessions.ts) and reaches into (server.ts: the server's connection set, a connection's
- * session, send, close and socket), checked against the installed library before any patch is
+ * session, send, close and socket; proxyProtocol.ts: the server's PROXY header reading), checked against the installed library before any patch is
  * loaded. A failure here means an upgrade changed what a patch assumes: re-read that patch
  * against the new library, then move the exact pin in package.json.
  */
@@ -176,6 +176,25 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     const failed = new Promise<Error>((resolve) => parser.once('error', resolve));
     parser.write(`NOOP ${'x'.repeat(100)}\r\n`);
     assert.equal((await failed).message, TOO_LONG);
+  });
+
+  test('the PROXY header is read by _handleProxy and expected where _expectsProxyHeader says, both called on the server instance (proxyProtocol.ts replaces them there); a refused header ends the socket with "* BAD"', () => {
+    const server = SMTPServer.prototype as unknown as Record<string, Method>;
+    assert.deepEqual([server._expectsProxyHeader.length, server._handleProxy.length], [1, 2]);
+    // The connection handler in the constructor asks the instance, so a replacement on it is used.
+    assert.ok(inOrder(code(SMTPServer as unknown as Method), ['this._acceptSocket(socket, handshake);', 'this._handleProxy(socket, (err, socketOptions) => {', 'this.connect(socket, socketOptions);']));
+    assert.ok(code(server._acceptSocket).includes('if (!handshake && !this._expectsProxyHeader(socket)) {'), code(server._acceptSocket));
+    assert.ok(
+      inOrder(code(server._handleProxy), [
+        'if (!this._expectsProxyHeader(socket)) {',
+        // A refused header: the diagnostic, then the socket ended (proxyProtocol.ts tells it by writableEnded).
+        'if (socket.writableEnded) {',
+        "socket.end('* BAD Invalid PROXY header\\r\\n');",
+        // The client address becomes the session's.
+        'socketOptions.remoteAddress = proxiedAddress;',
+      ]),
+      code(server._handleProxy),
+    );
   });
 
   test('each patch module replaces its method on the prototype the server uses', async () => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { buildConfig, listenerEnvName, type PosternConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger, type Logger } from '../../src/log.js';
 import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
 import { openDatabase } from '../../src/store/db.js';
 import type { OperatorContext } from '../../src/operator/context.js';
@@ -38,7 +38,7 @@ export interface TestPostern {
 
 /** A real Postern (real SQLite, real spool, real sockets on ephemeral ports) inside the test process. */
 export async function startTestPostern(
-  opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string; smtp?: boolean; console?: boolean | { cert: string; key: string } } = {},
+  opts: { clock?: Clock; config?: Record<string, unknown>; stateDir?: string; smtp?: boolean; console?: boolean | { cert: string; key: string }; logger?: Logger } = {},
 ): Promise<TestPostern> {
   const stateDir = opts.stateDir ?? tempStateDir();
   const ownsDir = opts.stateDir === undefined;
@@ -66,7 +66,7 @@ export async function startTestPostern(
     {},
   );
   const clock = opts.clock ?? systemClock;
-  const running = await startPostern(config, silentLogger(), clock);
+  const running = await startPostern(config, opts.logger ?? silentLogger(), clock);
   // The suites act as the CLI does: on a connection of their own (the server's only reads).
   const operatorDb = openDatabase(stateDir, silentLogger(), { migrate: false });
   const url = (env: string) => running.listeners.find((l) => l.environment === env && l.protocol === 'http')!.url;

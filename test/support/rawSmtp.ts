@@ -28,15 +28,24 @@ export class RawSmtp {
     );
   }
 
-  /** Connects and reads the greeting. `implicit`: TLS from the first byte. */
-  static async connect(port: number, opts: { host?: string; implicit?: boolean } = {}): Promise<{ client: RawSmtp; greeting: string }> {
+  /**
+   * Connects and reads the greeting. `implicit`: TLS from the first byte. `localAddress`: the
+   * address to connect from (127.0.0.2, … on loopback); `proxyHeader`: written first, before TLS
+   * too, as a load balancer sends its PROXY protocol line.
+   */
+  static async connect(port: number, opts: { host?: string; implicit?: boolean; localAddress?: string; proxyHeader?: string } = {}): Promise<{ client: RawSmtp; greeting: string }> {
     const host = opts.host ?? '127.0.0.1';
-    const socket = await new Promise<net.Socket>((resolve, reject) => {
-      const s: net.Socket = opts.implicit
-        ? tls.connect({ host, port, rejectUnauthorized: false }, () => resolve(s))
-        : net.connect({ host, port }, () => resolve(s));
+    const tcp = await new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect({ host, port, localAddress: opts.localAddress }, () => resolve(s));
       s.once('error', reject);
     });
+    if (opts.proxyHeader !== undefined) tcp.write(opts.proxyHeader);
+    const socket = !opts.implicit
+      ? tcp
+      : await new Promise<net.Socket>((resolve, reject) => {
+          const s: net.Socket = tls.connect({ socket: tcp, rejectUnauthorized: false }, () => resolve(s));
+          s.once('error', reject);
+        });
     const client = new RawSmtp(socket);
     return { client, greeting: await client.next() };
   }
