@@ -121,6 +121,7 @@ const exitSteps: (() => void)[] = [];
  */
 export function onBenchExit(step: () => void): void {
   exitSteps.push(step);
+  exitOnSignals();
 }
 
 process.on('exit', () => {
@@ -147,8 +148,18 @@ export function exitOnSignal(signal: NodeJS.Signals | null): void {
   process.exit(code);
 }
 
-// A signal would end the process without 'exit': turn it into an exit.
-for (const signal of Object.keys(EXIT_CODES) as NodeJS.Signals[]) process.once(signal, () => exitOnSignal(signal));
+let signalsHandled = false;
+
+/**
+ * A signal would end the process without 'exit': turn it into an exit, once there is something
+ * to clean up (a helper process that imports this module, such as the webhook receiver, keeps
+ * the default: it dies by the signal).
+ */
+function exitOnSignals(): void {
+  if (signalsHandled) return;
+  signalsHandled = true;
+  for (const signal of Object.keys(EXIT_CODES) as NodeJS.Signals[]) process.once(signal, () => exitOnSignal(signal));
+}
 
 /**
  * Removes a section's state directory when the whole bench ends, not between sections:
@@ -157,6 +168,7 @@ for (const signal of Object.keys(EXIT_CODES) as NodeJS.Signals[]) process.once(s
  */
 export function removeAfterBench(dir: string): void {
   leftovers.push(dir);
+  exitOnSignals();
 }
 
 /** One completed request of the load: when it ended, how long it took, whether it was a 202. */
