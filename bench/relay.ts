@@ -39,7 +39,7 @@ const HTTP_TEXT = FILLER.repeat(Math.ceil(MESSAGE_BYTES / FILLER.length)).slice(
 // The sink
 // ---------------------------------------------------------------------------------------------
 
-export interface Sink {
+interface Sink {
   kind: 'smtp-sink' | 'smtp-server';
   port: number;
   pid: number | null;
