@@ -3,16 +3,52 @@ import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
-import { spawnPostern, type SpawnedPostern } from '../test/support/postern.js';
+import { buildConfig } from '../src/config/load.js';
+import { silentLogger } from '../src/log.js';
+import { loadTlsMaterial } from '../src/smtp/certificates.js';
+import { spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
 
 /** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
 export const BENCH_RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
 
-/** A Postern process on `stateDir` with `configFile`, logging to `<stateDir>/postern.log`. */
-export function startBenchPostern(stateDir: string, configFile?: string): Promise<SpawnedPostern> {
+/** A Postern process on `stateDir` with `configFile`, logging to `<stateDir>/postern.log`; killed if the bench exits first. */
+export async function startBenchPostern(stateDir: string, configFile?: string): Promise<SpawnedPostern> {
   const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' };
   if (configFile) env.POSTERN_CONFIG = configFile;
-  return spawnPostern(stateDir, env, [], { logFile: `${stateDir}/postern.log` });
+  const server = await spawnPostern(stateDir, env, [], { logFile: `${stateDir}/postern.log` });
+  onBenchExit(() => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  });
+  return server;
+}
+
+/** The SMTP certificate pair every section of one bench run uses, Postern's and Postfix's alike. */
+export interface BenchCertificate {
+  certPath: string;
+  keyPath: string;
+}
+
+let certificate: Promise<BenchCertificate> | null = null;
+
+/**
+ * One self-signed pair per bench run, made by the code that makes a Postern state directory's
+ * own (src/smtp/certificates.ts: RSA 2048, SHA-256), so both servers in a comparison hand the
+ * client the same certificate and do the same handshake work.
+ */
+export function benchCertificate(): Promise<BenchCertificate> {
+  certificate ??= (async () => {
+    const dir = tempStateDir('postern-bench-cert-');
+    removeAfterBench(dir);
+    const material = await loadTlsMaterial(buildConfig({ state_dir: dir, smtp: { hostname: 'localhost' } }, {}), silentLogger());
+    return { certPath: material.certPath, keyPath: material.keyPath };
+  })();
+  return certificate;
+}
+
+/** Postern's `smtp` config section for a bench server: the run's certificate (benchCertificate). */
+export async function benchSmtpConfig(): Promise<{ tls: { cert: string; key: string } }> {
+  const { certPath, keyPath } = await benchCertificate();
+  return { tls: { cert: certPath, key: keyPath } };
 }
 
 /** Rows of `table` by status, read while the server may still be writing. */
@@ -25,6 +61,12 @@ export function countByStatus(stateDir: string, table: 'messages' | 'webhook_del
   } finally {
     db.close();
   }
+}
+
+/** The `p`th percentile of ascending `sorted` (NaN when empty). */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 /** The machine a figure was measured on, for the line that reports it. */
@@ -45,23 +87,79 @@ export function processMemoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 
 export const peakRssMb = (pid: number): number => processMemoryMb(pid, 'VmHWM');
 
-/** utime + stime of a process, in seconds (NaN once it is gone). */
-export function cpuSeconds(pid: number): number {
+/** The fields of /proc/<pid>/stat after the command name (so `[0]` is the state), or null once it is gone. */
+export function procStat(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return NaN;
+    return null;
   }
+}
+
+/**
+ * utime + stime of a process, in seconds (NaN once it is gone); with `reaped`, plus the CPU of
+ * its children it has waited for (cutime + cstime), which is where a short-lived worker's CPU
+ * goes when it exits.
+ */
+export function cpuSeconds(pid: number, reaped = false): number {
+  const fields = procStat(pid);
+  if (!fields) return NaN;
+  const ticks = Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
+  return ticks / 100; // USER_HZ is 100 on Linux
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const leftovers: string[] = [];
+const exitSteps: (() => void)[] = [];
+
+/**
+ * A synchronous step run when the bench process exits, however it exits (the end, a thrown
+ * error, Ctrl-C, SIGTERM), before the state directories are removed: stopping what the bench
+ * started outside its own process (a Postfix instance, a competing writer, a server).
+ */
+export function onBenchExit(step: () => void): void {
+  exitSteps.push(step);
+  exitOnSignals();
+}
+
 process.on('exit', () => {
+  for (const step of exitSteps.splice(0)) {
+    try {
+      step();
+    } catch (err) {
+      process.stderr.write(`bench clean-up: ${(err as Error).message}\n`);
+    }
+  }
   if (!process.env.BENCH_KEEP) for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
 });
+const EXIT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+
+/**
+ * Ends the bench for `signal` through 'exit', so the steps above run; a no-op for other signals.
+ * Also for a synchronous child the signal killed (Ctrl-C reaches the whole process group),
+ * where this process's own handler would only run after the code that waited on the child.
+ */
+export function exitOnSignal(signal: NodeJS.Signals | null): void {
+  const code = signal ? EXIT_CODES[signal] : undefined;
+  if (code === undefined) return;
+  process.stderr.write(`bench: ${signal}, cleaning up\n`);
+  process.exit(code);
+}
+
+let signalsHandled = false;
+
+/**
+ * A signal would end the process without 'exit': turn it into an exit, once there is something
+ * to clean up (a helper process that imports this module, such as the webhook receiver, keeps
+ * the default: it dies by the signal).
+ */
+function exitOnSignals(): void {
+  if (signalsHandled) return;
+  signalsHandled = true;
+  for (const signal of Object.keys(EXIT_CODES) as NodeJS.Signals[]) process.once(signal, () => exitOnSignal(signal));
+}
 
 /**
  * Removes a section's state directory when the whole bench ends, not between sections:
@@ -70,6 +168,7 @@ process.on('exit', () => {
  */
 export function removeAfterBench(dir: string): void {
   leftovers.push(dir);
+  exitOnSignals();
 }
 
 /** One completed request of the load: when it ended, how long it took, whether it was a 202. */

@@ -73,7 +73,7 @@ const SCENARIOS: Scenario[] = [
     load: `${SMTP_CLIENTS} authenticated SMTP clients at once, each sending a ${TEXT_BYTES / 1e6} MB text/plain body (over the contract's 2 MB text, under SIZE)`,
     targetGrowthMiB: 64,
     async warmUp(server, liveKey) {
-      const client = await openBenchSession('127.0.0.1', smtpListenerPort(server), liveKey);
+      const client = await openBenchSession('127.0.0.1', smtpListenerPort(server), { user: 'user', password: liveKey });
       try {
         await sendLongText(client, TEXT_BYTES);
       } finally {
@@ -84,7 +84,7 @@ const SCENARIOS: Scenario[] = [
       const port = smtpListenerPort(server);
       const answers = await Promise.all(
         Array.from({ length: SMTP_CLIENTS }, async () => {
-          const client = await openBenchSession('127.0.0.1', port, liveKey);
+          const client = await openBenchSession('127.0.0.1', port, { user: 'user', password: liveKey });
           try {
             return await sendLongText(client, TEXT_BYTES);
           } finally {

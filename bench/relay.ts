@@ -8,15 +8,15 @@
  * delivery off (batches of 100, 8 in flight), then a restart with delivery on: the server's
  * RSS while the scheduler works through that queue (time-bounded by BENCH_DRAIN_SECONDS).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, postOnce, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { BENCH_RATE_LIMITS, benchSmtpConfig, countByStatus, cpuSeconds, onBenchExit, postOnce, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
 export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
@@ -24,7 +24,9 @@ export const RELAY_HTTP_CLIENTS = Number(process.env.BENCH_RELAY_HTTP_CLIENTS ??
 export const RELAY_SMTP_SESSIONS = Number(process.env.BENCH_RELAY_SMTP_SESSIONS ?? 10);
 export const QUEUE_SIZE = Number(process.env.BENCH_QUEUE ?? 100_000);
 export const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
-const WARMUP_MS = 2000;
+export const RELAY_WARMUP_MS = 2000;
+/** After the load: how long the backlog may take to drain before the bench moves on. */
+export const RELAY_DRAIN_BOUND_MS = 30_000;
 
 /** Delivery tuned for a local sink: wide concurrency, a pool of 100 connections (with 20, hand-offs queued behind the pool and delivery fell behind acceptance), a short idle poll. */
 const DELIVERY = { enabled: true, poll_interval_ms: 20, batch_size: 100, concurrency: 100, per_account_concurrency: 100, smtp_pool_size: 100 };
@@ -41,10 +43,12 @@ interface Sink {
   kind: 'smtp-sink' | 'smtp-server';
   port: number;
   pid: number | null;
+  /** Messages the sink has answered 250 to the final dot of, so far. */
+  delivered(): number;
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = net.createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   const port = (probe.address() as AddressInfo).port;
@@ -52,9 +56,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitForPort(port: number, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (child.exitCode !== null) throw new Error(`smtp-sink exited with ${child.exitCode}`);
+/** Resolves once 127.0.0.1:`port` takes connections; `gone` says why waiting is pointless (the process exited), else null. */
+export async function waitForPort(port: number, what: string, gone: () => string | null, tries = 100): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    const why = gone();
+    if (why) throw new Error(`${what}: ${why}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1');
       s.once('connect', () => {
@@ -66,7 +72,7 @@ async function waitForPort(port: number, child: ChildProcess): Promise<void> {
     if (ok) return;
     await sleep(50);
   }
-  throw new Error(`smtp-sink did not listen on ${port}`);
+  throw new Error(`${what} did not listen on ${port}`);
 }
 
 function smtpSinkPath(): string | null {
@@ -75,18 +81,44 @@ function smtpSinkPath(): string | null {
   return p ? p : null;
 }
 
-/** Postfix's smtp-sink (a separate process: the bench process stays free) or, without it, an smtp-server here. */
+/** The last `mesg=N` smtp-sink's `-c` counter wrote to `file` (it rewrites one line with \r per message). */
+function lastSinkCount(file: string): number {
+  const fd = openSync(file, 'r');
+  try {
+    const tail = Buffer.alloc(256);
+    const size = readSync(fd, tail, 0, tail.length, Math.max(0, fstatSync(fd).size - tail.length));
+    const counts = [...tail.subarray(0, size).toString('latin1').matchAll(/mesg=(\d+)/g)];
+    return counts.length > 0 ? Number(counts[counts.length - 1][1]) : 0;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Postfix's smtp-sink (a separate process: the bench process stays free) or, without it, an
+ * smtp-server here. smtp-sink counts what it receives (`-c`) into a file the bench reads: the
+ * figure at the sink, the same for every server relaying to it.
+ */
 export async function startSink(): Promise<Sink> {
   const bin = smtpSinkPath();
   if (bin) {
     const port = await freePort();
-    const args = [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), '-m', '512', `127.0.0.1:${port}`, '1024'];
-    const child = spawn(bin, args, { stdio: 'ignore' });
-    await waitForPort(port, child);
+    const dir = tempStateDir('postern-bench-sink-');
+    removeAfterBench(dir);
+    const countFile = `${dir}/count`;
+    const out = openSync(countFile, 'w');
+    const args = [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), '-c', '-m', '512', `127.0.0.1:${port}`, '1024'];
+    const child = spawn(bin, args, { stdio: ['ignore', out, 'ignore'] });
+    closeSync(out);
+    onBenchExit(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    await waitForPort(port, 'smtp-sink', () => (child.exitCode !== null ? `exited with ${child.exitCode}` : null));
     return {
       kind: 'smtp-sink',
       port,
       pid: child.pid ?? null,
+      delivered: () => lastSinkCount(countFile),
       async stop() {
         if (child.exitCode !== null || child.signalCode !== null) return;
         const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -112,6 +144,7 @@ export async function startSink(): Promise<Sink> {
     kind: 'smtp-server',
     port: (server.server.address() as AddressInfo).port,
     pid: null,
+    delivered: () => n,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -129,10 +162,12 @@ interface Setup {
 
 async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
   const stateDir = tempStateDir(prefix);
+  removeAfterBench(stateDir);
   const configOn = `${stateDir}/relay-on.json`;
   const configOff = `${stateDir}/relay-off.json`;
-  writeFileSync(configOn, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: DELIVERY }));
-  writeFileSync(configOff, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { ...DELIVERY, enabled: false } }));
+  const smtp = await benchSmtpConfig();
+  writeFileSync(configOn, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: DELIVERY, smtp }));
+  writeFileSync(configOff, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { ...DELIVERY, enabled: false }, smtp }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff };
   const project = (await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)).json as { id: string };
   const attached = await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', String(sinkPort), '--tls', 'none', '--json'], env);
@@ -197,6 +232,8 @@ export interface RelayThroughputResult {
   accepted_smtp_per_s: number;
   accepted_per_s: number;
   delivered_per_s: number;
+  /** What the sink counted in the window (the figure the Postfix comparison reads on both sides). */
+  delivered_at_sink_per_s: number;
   /** Accepted but not yet sent when the window closed (growth means delivery lags acceptance). */
   backlog_at_start: number;
   backlog_at_end: number;
@@ -216,6 +253,7 @@ export interface RelayThroughputResult {
 
 interface Snapshot {
   sent: number;
+  atSink: number;
   accepted: number;
   serverCpu: number;
   sinkCpu: number;
@@ -234,7 +272,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     if (!smtpListener) throw new Error('no production STARTTLS listener');
     const url = new URL('/v1/send', server.production);
     const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
-    const measureFrom = performance.now() + WARMUP_MS;
+    const measureFrom = performance.now() + RELAY_WARMUP_MS;
     const stopAt = measureFrom + seconds * 1000;
     let httpOk = 0;
     let smtpOk = 0;
@@ -249,6 +287,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       const u = process.cpuUsage();
       return {
         sent: countSent(setup.stateDir),
+        atSink: sink.delivered(),
         accepted: acceptedTotal,
         serverCpu: cpuSeconds(pid),
         sinkCpu: sink.pid ? cpuSeconds(sink.pid) : 0,
@@ -256,7 +295,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       };
     };
     const marks: { begin?: Snapshot } = {};
-    const snapTimer = setTimeout(() => (marks.begin = snap()), WARMUP_MS);
+    const snapTimer = setTimeout(() => (marks.begin = snap()), RELAY_WARMUP_MS);
     const post = (body: Buffer) => postOnce(url, agent, headers, body);
     const httpLoop = async (n: number) => {
       for (let i = 0; ; i++) {
@@ -311,7 +350,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     // Let the backlog drain, bounded.
     const drainStart = performance.now();
     let sent = end.sent;
-    while (sent < acceptedTotal && performance.now() - drainStart < 30_000) {
+    while (sent < acceptedTotal && performance.now() - drainStart < RELAY_DRAIN_BOUND_MS) {
       await sleep(100);
       sent = countSent(setup.stateDir);
     }
@@ -328,6 +367,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       accepted_smtp_per_s: Math.round(smtpOk / wall),
       accepted_per_s: Math.round((httpOk + smtpOk) / wall),
       delivered_per_s: Math.round((end.sent - begin.sent) / wall),
+      delivered_at_sink_per_s: Math.round((end.atSink - begin.atSink) / wall),
       backlog_at_start: begin.accepted - begin.sent,
       backlog_at_end: end.accepted - end.sent,
       errors,
@@ -346,7 +386,6 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     agent.destroy();
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
-    removeAfterBench(setup.stateDir);
   }
 }
 
@@ -451,7 +490,6 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
   } finally {
     if (server && server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
-    removeAfterBench(setup.stateDir);
   }
 }
 

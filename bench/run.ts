@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: durable accepts/s and latency of POST /v1/send against a real Postern process,
  * and, in the same run, the requests/s of a no-op route (GET /healthz) on the same HTTP stack,
- * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions).
+ * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions) and end-to-end
+ * relay, each phase beside a private Postfix instance's (bench/postfixComparison.ts), also
+ * with a competing writer on the filesystem.
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
 import { spawn } from 'node:child_process';
@@ -9,11 +11,12 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, machine, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { BENCH_RATE_LIMITS, machine, peakRssMb, percentile, startBenchPostern, removeAfterBench } from './benchServer.js';
 import { measureDiskCeiling, measureGroupCeiling } from './diskCeiling.js';
 import { runWrk, wrkAvailable } from './wrk.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
+import { comparisonLines, postfixComparison, withoutLatencies } from './postfixComparison.js';
 import { webhookBench, webhookLines } from './webhooks.js';
 import { consoleBench, consoleLines } from './console.js';
 import { webConsoleBench, webConsoleLines } from './webConsole.js';
@@ -32,11 +35,6 @@ interface LoadResult {
   latenciesMs: number[];
   /** wrk reports percentiles, not each latency. */
   percentilesMs?: { 50: number; 99: number };
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 /**
@@ -178,7 +176,7 @@ const summary = (r: LoadResult) => ({
   errors: r.errors,
 });
 
-/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|postfix|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
 /** The /v1/send body every send phase posts: a 1 KB text message. */
@@ -266,6 +264,12 @@ async function main(): Promise<void> {
   if (only === 'metrics') return metricsOnly();
   if (only === 'scrape') return void console.log(`machine: ${machine()}\n${await scrapeBench()}`);
   if (only === 'smtp') return smtpOnly();
+  if (only === 'postfix') {
+    const comparison = await postfixComparison(DURATION_MS, WARMUP_MS);
+    for (const line of comparisonLines(comparison, DURATION_MS)) console.log(line);
+    console.log(JSON.stringify(comparison, withoutLatencies));
+    return;
+  }
   if (only === 'relay') {
     console.log(`machine: ${machine()}`);
     const relay = { throughput: await relayThroughputPhase(), queue: await relayQueuePhase() };
@@ -316,9 +320,10 @@ async function main(): Promise<void> {
         : undefined,
     };
   };
-  // SMTP ingest, two phases (fresh server each) merged, for the same reason.
-  const smtpPhases: SmtpIngestResult[] = [];
-  for (let i = 0; i < 2; i++) smtpPhases.push(await smtpIngestPhase(DURATION_MS, WARMUP_MS));
+  // SMTP ingest, two phases (fresh server each) merged, for the same reason; each beside a
+  // Postfix phase, as are end-to-end relay and both under a competing writer (bench/postfixComparison.ts).
+  const comparison = await postfixComparison(DURATION_MS, WARMUP_MS);
+  const smtpPhases: SmtpIngestResult[] = comparison.ingest.map((pair) => pair.postern);
   const smtpMerged: LoadResult = {
     requests: smtpPhases.reduce((a, r) => a + r.accepted + r.errors, 0),
     ok: smtpPhases.reduce((a, r) => a + r.accepted, 0),
@@ -381,16 +386,17 @@ async function main(): Promise<void> {
   );
   console.log(`ratios: smtp/send ${report.smtp_to_send_ratio}, smtp/disk ${report.smtp_to_disk_ratio}`);
   if (smtp.error_samples.length > 0) console.log(`SMTP errors (first ${smtp.error_samples.length}): ${smtp.error_samples.join(' | ')}`);
-  // End-to-end relay (bench/relay.ts): accepted over HTTP and SMTP, delivered to a local sink; then a queue of BENCH_QUEUE.
-  const relay = { throughput: await relayThroughputPhase(), queue: await relayQueuePhase() };
+  // End-to-end relay (bench/relay.ts, measured beside Postfix above): accepted over HTTP and SMTP, delivered to a local sink; then a queue of BENCH_QUEUE.
+  const relay = { throughput: comparison.relay.postern, queue: await relayQueuePhase() };
   for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
+  for (const line of comparisonLines(comparison, DURATION_MS)) console.log(line);
   // Outbound webhooks (bench/webhooks.ts): delivery rate, and acceptance with the dispatcher idle and working.
   const webhooks = await webhookBench();
   for (const line of webhookLines(webhooks)) console.log(line);
   // Console bulk actions (bench/console.ts): a bulk retry of 10,000 messages, and acceptance meanwhile.
   const consoleFigures = await consoleBench();
   for (const line of consoleLines(consoleFigures)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures }));
+  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison }, withoutLatencies));
 }
 
 await main();

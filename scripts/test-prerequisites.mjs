@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Run by `npm test` before the suite: the real programs the tests talk to (swaks as an SMTP
-// client, Postfix's smtp-sink as a next hop, python3-dkim as an independent DKIM verifier,
+// client, Postfix's smtp-sink as a next hop and Postfix itself with a Cyrus sasldb as the bench's
+// anchor, python3-dkim as an independent DKIM verifier,
 // chromium as the web console's browser, driven by playwright-core, which downloads none)
 // come from Debian packages. Missing ones are installed when this runs as root with apt-get;
 // otherwise it prints the one command that installs them and fails, before any test runs.
@@ -16,6 +17,8 @@ const needs = [
     packages: ['libio-socket-ssl-perl', 'libnet-ssleay-perl'],
   },
   { what: "Postfix's smtp-sink and smtp-source", present: () => existsSync('/usr/sbin/smtp-sink') && existsSync('/usr/sbin/smtp-source'), packages: ['postfix'] },
+  // The bench's private Postfix instance authenticates against a Cyrus sasldb (test/bench/postfix.test.ts).
+  { what: "Cyrus SASL's sasldb tools", present: () => existsSync('/usr/sbin/saslpasswd2'), packages: ['sasl2-bin', 'libsasl2-modules'] },
   { what: 'python3-dkim (DKIM verifier)', present: () => spawnSync('/usr/bin/python3', ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0, packages: ['python3-dkim'] },
   // A font, so pages render text the same on a bare machine (and screenshots are legible).
   { what: 'chromium (web console tests)', present: () => existsSync('/usr/lib/chromium/chromium') && existsSync('/usr/share/fonts/truetype/liberation'), packages: ['chromium', 'fonts-liberation'] },

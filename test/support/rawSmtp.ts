@@ -118,11 +118,11 @@ export class RawSmtp {
   }
 }
 
-/** AUTH PLAIN's argument for an API key as the password. */
-export const plain = (key: string) => Buffer.from(`\0user\0${key}`).toString('base64');
+/** AUTH PLAIN's argument for an API key (or any password) as the password of `user`. */
+export const plain = (key: string, user = 'user') => Buffer.from(`\0${user}\0${key}`).toString('base64');
 
-/** EHLO, STARTTLS (unless implicit), EHLO, AUTH PLAIN with the key: a session ready for MAIL. */
-export async function authedSession(port: number, key: string, implicit = false, host = '127.0.0.1'): Promise<RawSmtp> {
+/** EHLO, STARTTLS (unless implicit), EHLO: an encrypted session, not yet authenticated. */
+export async function tlsSession(port: number, implicit = false, host = '127.0.0.1'): Promise<RawSmtp> {
   const { client, greeting } = await RawSmtp.connect(port, { host, implicit });
   assert.match(greeting, /^220 /);
   assert.match(await client.command('EHLO client.test'), /^250/);
@@ -130,7 +130,13 @@ export async function authedSession(port: number, key: string, implicit = false,
     await client.startTls();
     assert.match(await client.command('EHLO client.test'), /^250/);
   }
-  assert.match(await client.command(`AUTH PLAIN ${plain(key)}`), /^235 /);
+  return client;
+}
+
+/** A TLS session (tlsSession), then AUTH PLAIN with the key as `user`'s password: a session ready for MAIL. */
+export async function authedSession(port: number, key: string, implicit = false, host = '127.0.0.1', user = 'user'): Promise<RawSmtp> {
+  const client = await tlsSession(port, implicit, host);
+  assert.match(await client.command(`AUTH PLAIN ${plain(key, user)}`), /^235 /);
   return client;
 }
 
