@@ -173,13 +173,16 @@ export class AcceptPipeline {
     const id = newMessageId(now);
     const relPath = spool.relativePathFor(id, now);
     const tmpPath = spool.tempPathFor(relPath);
-    let adopted = false;
+    // Whether a temp file may be left for this call to remove: none once the message came back
+    // held (it never had one; an lstat per message showed in the SMTP profile) or was adopted.
+    let tempFileOurs = true;
     try {
       const options = { id, defaultSender: opts.defaultSender };
       const { parsed: mail, held } =
         'whole' in received
           ? await writers.ingest(received.whole, tmpPath, options)
           : { parsed: await ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH }), held: undefined };
+      if (held) tempFileOurs = false;
       const judged = judgeSmtpMessage(mail, opts.recipients, clock.now());
       // A message read only in part is always over a length the rules refuse (above).
       if (!mail.complete) throw new Error('a message read only in part passed the rules');
@@ -187,13 +190,13 @@ export class AcceptPipeline {
         id,
         write: async () => {
           if (held) return { held, size: mail.size };
-          adopted = true; // from here the commit publishes the file, or removes it
+          tempFileOurs = false; // from here the commit publishes the file, or removes it
           return { relPath, tmpPath, size: mail.size };
         },
       };
       return await this.idempotent(auth, judged.idempotencyKey, () => this.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, source));
     } finally {
-      if (!adopted) spool.removeTempSync(tmpPath);
+      if (tempFileOurs) spool.removeTempSync(tmpPath);
     }
   }
 
