@@ -93,7 +93,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
   const disk = config.spool.min_free_bytes === 0 ? null : new DiskGuard(config.state_dir, config.spool.min_free_bytes, logger);
   disk?.start();
-  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits, disk });
+  // A message due now wakes the delivery scheduler (declared below; only called once serving).
+  const onDue = config.delivery.enabled ? () => scheduler.kick() : undefined;
+  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits, disk, onDue });
 
   // From here on, the event loop's connection only reads: what it writes (provider feedback,
   // housekeeping) goes over this channel to the index writer thread.

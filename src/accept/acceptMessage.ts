@@ -34,6 +34,8 @@ export interface AcceptDeps {
   limits: LimitSettings;
   /** The disk guard (spool.min_free_bytes); none: never refused for space. */
   disk?: DiskGuard | null;
+  /** Told once per commit that stored a message due now, so delivery starts without waiting for its next poll. */
+  onDue?: () => void;
 }
 
 export interface AcceptOptions {
@@ -317,10 +319,11 @@ export class AcceptPipeline {
 
   /** Publishes and commits in order; a refused, duplicate or failed unit removes its own file. */
   private async commit(units: Spooled[]): Promise<(SendAccepted | ContractError)[]> {
-    const { spool, indexWriter, logger } = this.deps;
+    const { spool, indexWriter, logger, onDue } = this.deps;
     const settled = await Promise.allSettled(
       indexWriter.submitMany(units.map((u) => ({ file: u.file && { tmpPath: u.file.tmpPath, finalPath: spool.absolute(u.file.relPath) }, record: u.record }))),
     );
+    if (onDue && settled.some((r, i) => r.status === 'fulfilled' && r.value.kind === 'stored' && units[i].record.message.status === 'queued')) onDue();
     return Promise.all(
       settled.map(async (result, i): Promise<SendAccepted | ContractError> => {
         const unit = units[i];

@@ -238,7 +238,7 @@ lease_ms: number
  */
 concurrency: number
 /**
- * Messages in hand-off at once per provider account.
+ * Messages in hand-off at once per provider account (20, as Postfix relays to one destination over 20 connections by default).
  */
 per_account_concurrency: number
 /**
@@ -256,7 +256,7 @@ max_age_seconds: number
  */
 smtp_timeout_ms: number
 /**
- * Pooled connections per SMTP relay account.
+ * Pooled connections per SMTP relay account (as many as the account's hand-offs at once, so none waits for a connection).
  */
 smtp_pool_size: number
 /**

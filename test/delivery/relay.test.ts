@@ -229,6 +229,30 @@ describe('end to end through a real SMTP relay', () => {
 /* 2. Failover                                                                                */
 /* ------------------------------------------------------------------------------------------ */
 
+describe('a message accepted for now wakes the scheduler', () => {
+  test('with an idle poll of 10 minutes, messages sent over HTTP and SMTP are handed off at once, not at the next poll', async (t) => {
+    const s = scope(t);
+    const sink = await startSink(s, 'wake');
+    const p = await startPostern(s, { delivery: { poll_interval_ms: 600_000 }, smtp: true });
+    const pk = await project(p);
+    await attach(p, pk, sink.port);
+    // The scheduler's first look (at start) found nothing; the next poll is 10 minutes away.
+    await settle(300);
+
+    const overHttp = await send(p.production, pk.liveKey, { subject: 'woken over HTTP' });
+    await waitStatus(p, overHttp, 'sent', 15_000);
+
+    const transport = s.add(
+      nodemailer.createTransport({ host: '127.0.0.1', port: p.smtp.production.starttls, secure: false, requireTLS: true, tls: { rejectUnauthorized: false }, auth: { user: 'user', pass: pk.liveKey } }),
+      (x) => x.close(),
+    );
+    const info = await transport.sendMail({ from: 'sender@example.com', to: 'ann@example.org', subject: 'woken over SMTP', text: 'hello' });
+    const overSmtp = /queued as (m\.[0-9a-z]{26})/.exec(info.response)![1];
+    await waitStatus(p, overSmtp, 'sent', 15_000);
+    assert.deepEqual(sink.received.map((m) => m.from), ['sender@example.com', 'sender@example.com']);
+  });
+});
+
 describe('provider_options over a provider SMTP relay', () => {
   test('provider-a-smtp gets X-SES-CONFIGURATION-SET and provider-e-smtp X-PM-Message-Stream in front of the stored MIME; the generic smtp slug gets neither', async (t) => {
     const s = scope(t);
