@@ -2,11 +2,12 @@
 // Run by `npm test` before the suite: the real programs the tests talk to (swaks as an SMTP
 // client, Postfix's smtp-sink as a next hop and Postfix itself with a Cyrus sasldb as the bench's
 // anchor, python3-dkim as an independent DKIM verifier,
-// chromium as the web console's browser, driven by playwright-core, which downloads none)
+// chromium as the web console's browser, driven by playwright-core, which downloads none,
+// PostgreSQL's server binaries, from which the tests start a private instance)
 // come from Debian packages. Missing ones are installed when this runs as root with apt-get;
 // otherwise it prints the one command that installs them and fails, before any test runs.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 
 /** Each need: how to tell it is there, and the Debian packages that provide it. */
 const needs = [
@@ -22,7 +23,17 @@ const needs = [
   { what: 'python3-dkim (DKIM verifier)', present: () => spawnSync('/usr/bin/python3', ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0, packages: ['python3-dkim'] },
   // A font, so pages render text the same on a bare machine (and screenshots are legible).
   { what: 'chromium (web console tests)', present: () => existsSync('/usr/lib/chromium/chromium') && existsSync('/usr/share/fonts/truetype/liberation'), packages: ['chromium', 'fonts-liberation'] },
+  // initdb and pg_ctl in Debian's versioned directory (test/support/postgres.ts finds the newest);
+  // not needed when the tests are given a server (POSTERN_TEST_DATABASE_URL).
+  { what: 'PostgreSQL server (initdb, pg_ctl)', present: () => Boolean(process.env.POSTERN_TEST_DATABASE_URL) || postgresInstalled(), packages: ['postgresql'] },
 ];
+
+/** Whether some /usr/lib/postgresql/<version>/bin holds initdb and pg_ctl. */
+function postgresInstalled() {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return false;
+  return readdirSync(root).some((version) => existsSync(`${root}/${version}/bin/initdb`) && existsSync(`${root}/${version}/bin/pg_ctl`));
+}
 
 function onPath(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
