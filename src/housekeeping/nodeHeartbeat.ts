@@ -40,6 +40,8 @@ export class NodeHeartbeat {
         { node_id: id, other_pid: previous.pid, other_hostname: previous.hostname, other_last_beat_at: new Date(previous.last_beat_at).toISOString() },
         `another node with node.id "${id}" beat ${Math.round((now - previous.last_beat_at) / 1000)} s ago and has not stopped: give each node its own node.id (POSTERN_NODE_ID)`,
       );
+      // Out now, not when the log buffer fills: whoever starts the node is watching.
+      logger.flush();
     }
     this.timer = setInterval(() => {
       this.beating = this.beat();
