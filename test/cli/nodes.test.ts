@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { buildConfig, ConfigError } from '../../src/config/load.js';
 import { after, test } from 'node:test';
 import { repoRoot, runCli } from '../support/postern.js';
 import { ProcessScope, sleep } from '../support/processes.js';
@@ -99,4 +101,12 @@ test('a second process with the id of a node that is still beating starts, and w
   assert.equal(await third.stop(), 0);
   // Its whole log, read after it exited.
   assert.doesNotMatch(third.stderr(), /another node with node\.id/);
+});
+
+test('node.id defaults to the host name, POSTERN_NODE_ID overrides it; node.heartbeat_seconds is at least 1', () => {
+  assert.equal(buildConfig({}, {}).node.id, os.hostname());
+  assert.equal(buildConfig({}, {}).node.heartbeat_seconds, 10);
+  assert.equal(buildConfig({ node: { id: 'from-file' } }, {}).node.id, 'from-file');
+  assert.equal(buildConfig({ node: { id: 'from-file' } }, { POSTERN_NODE_ID: 'from-env' }).node.id, 'from-env');
+  assert.throws(() => buildConfig({ node: { heartbeat_seconds: 0 } }, {}), (err: unknown) => err instanceof ConfigError && err.key === 'node.heartbeat_seconds');
 });

@@ -40,8 +40,9 @@ function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
 }
 
 /** The Postern processes serving this index (GET /nodes): up, missing (no beat for 3 heartbeats) or stopped. */
-function NodesPanel() {
-  const nodes = useLoad(() => get<Api.NodeList>('/nodes'), []);
+function NodesPanel({ asOf }: { asOf: string }) {
+  // Read again whenever the overview is (its Refresh), so "last beat" stays current.
+  const nodes = useLoad(() => get<Api.NodeList>('/nodes'), [asOf]);
   return (
     <div class="card">
       <h2>Nodes</h2>
@@ -143,7 +144,7 @@ export function OverviewScreen() {
               )}
             </div>
           )}
-          <NodesPanel />
+          <NodesPanel asOf={o.generated_at} />
           <div class="card">
             <h2>Webhook endpoints needing attention</h2>
             {o.webhooks.length === 0 ? (
