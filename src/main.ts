@@ -36,7 +36,9 @@ import { viewerSecret } from './policy/viewerTokens.js';
 import { Viewer } from './viewer/route.js';
 import { configuredViewerBase } from './operator/messageLinks.js';
 import { DiskGuard } from './platform/diskSpace.js';
-import { setMetricsRecording, startProcessMetrics } from './platform/metrics.js';
+import { setMetricsRecording, setNodeInfo, startProcessMetrics } from './platform/metrics.js';
+import { posternVersion } from './platform/version.js';
+import { NodeHeartbeat } from './housekeeping/nodeHeartbeat.js';
 import { Readiness } from './platform/readiness.js';
 import { StorageFigures } from './operator/overview.js';
 import { MetricsExposition } from './operator/stateMetrics.js';
@@ -102,6 +104,11 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const bookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
   const janitor = new Janitor({ bookkeeping, spool, clock, logger, retentionDays: config.retention_days, sessionIdleSeconds: config.console.session_idle_seconds });
   await janitor.start();
+  // This process's row in `nodes`, registered once its listeners are bound (below).
+  const heartbeat = new NodeHeartbeat({
+    bookkeeping, clock, logger, id: config.node.id, heartbeatSeconds: config.node.heartbeat_seconds, version: posternVersion(), hostname: os.hostname(), pid: process.pid,
+  });
+  setNodeInfo(config.node.id, posternVersion());
   const feedback = new FeedbackIntake(db, bookkeeping);
 
   const adapters = createAdapterRegistry({
@@ -170,6 +177,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const shutdown = async () => {
     await Promise.all(consoles.map((c) => c.close()));
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
+    // No longer serving: say so before the rest winds down.
+    await heartbeat.stop();
     await keyUse.stop();
     operatorBookkeeping.close();
     await scheduler.stop();
@@ -223,6 +232,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       listeners.push(bound);
       logger.info(bound, 'listening');
     }
+    await heartbeat.start(listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })));
   } catch (err) {
     await shutdown();
     throw listenError(err);

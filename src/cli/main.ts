@@ -20,6 +20,7 @@ import { auditCommands, operatorCommands, operatorTokenCommands } from './operat
 import { overviewCommands } from './overview.js';
 import { stateCommands } from './backup.js';
 import { queueCommands } from './queue.js';
+import { nodeCommands } from './node.js';
 
 const groups: Record<string, CommandGroup> = {
   project: projectCommands,
@@ -36,6 +37,7 @@ const groups: Record<string, CommandGroup> = {
   audit: auditCommands,
   overview: overviewCommands,
   queue: queueCommands,
+  node: nodeCommands,
 };
 
 const GLOBAL: OptionSpec = { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };

@@ -6,13 +6,14 @@ import { applyFeedbackBookkeeping, type FeedbackBookkeeping, type FeedbackBookke
 import {
   applyPruneBookkeeping, applyRetentionBookkeeping, type PruneBookkeeping, type PruneBookkeepingResult, type RetentionBookkeeping, type RetentionBookkeepingResult,
 } from './housekeepingBookkeeping.js';
+import { applyNodeBookkeeping, type NodeBookkeeping, type NodeBookkeepingResult } from './nodeBookkeeping.js';
 import { applyOperatorBookkeeping, operatorWriteIsDurable, type OperatorBookkeeping, type OperatorBookkeepingResult } from './operatorBookkeeping.js';
 import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
 
 /**
  * The writes the index writer thread runs for others, as plain data, one transaction each:
  * the webhook dispatcher's, the delivery scheduler's, provider feedback's, housekeeping's and
- * the operator layer's (a bulk message action's chunks, API keys' last use).
+ * the operator layer's (a bulk message action's chunks, API keys' last use), and the node's heartbeat row.
  * The index keeps one writer, so none of them ever holds (or waits for) the write lock the
  * doors' commits need, and the event loop never waits on busy_timeout.
  */
@@ -23,6 +24,7 @@ export interface BookkeepingWork {
   prune: PruneBookkeeping;
   retention: RetentionBookkeeping;
   operator: OperatorBookkeeping;
+  node: NodeBookkeeping;
 }
 
 export interface BookkeepingResults {
@@ -32,6 +34,7 @@ export interface BookkeepingResults {
   prune: PruneBookkeepingResult;
   retention: RetentionBookkeepingResult;
   operator: OperatorBookkeepingResult;
+  node: NodeBookkeepingResult;
 }
 
 export type BookkeepingKind = keyof BookkeepingWork;
@@ -63,6 +66,8 @@ export function applyBookkeeping(db: Db, request: BookkeepingRequest): Bookkeepi
       return applyRetentionBookkeeping(db, request.work);
     case 'operator':
       return applyOperatorBookkeeping(db, request.work);
+    case 'node':
+      return applyNodeBookkeeping(db, request.work);
   }
 }
 

@@ -3,12 +3,15 @@ import { pruneReceipts } from '../store/feedback.js';
 import { pruneIdempotencyKeys } from '../store/idempotency.js';
 import { pruneFinishedMessages } from '../store/messageRetention.js';
 import { pruneOperatorSessions } from '../store/operatorSessions.js';
+import { pruneStoppedNodes } from '../store/nodes.js';
 
 const DAY_MS = 86_400_000;
+/** A node stopped this long ago is no longer listed (a renamed or retired one drops out). */
+export const STOPPED_NODE_DAYS = 7;
 
 /**
  * The hourly prune of what only bounds repeats: Idempotency-Keys past retention, old feedback
- * receipts; and console sessions idle past their expiry.
+ * receipts; console sessions idle past their expiry; nodes stopped for STOPPED_NODE_DAYS.
  */
 export interface PruneBookkeeping {
   now: number;
@@ -21,6 +24,7 @@ export interface PruneBookkeepingResult {
   idempotencyKeys: number;
   receipts: number;
   sessions: number;
+  nodes: number;
 }
 
 /** One chunk of the retention sweep: up to `limit` finished messages past their project's retention. */
@@ -42,6 +46,7 @@ export function applyPruneBookkeeping(db: Db, work: PruneBookkeeping): PruneBook
     // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
     receipts: pruneReceipts(db, work.now - work.retentionDays * DAY_MS),
     sessions: pruneOperatorSessions(db, work.now - work.sessionIdleSeconds * 1000),
+    nodes: pruneStoppedNodes(db, work.now - STOPPED_NODE_DAYS * DAY_MS),
   };
 }
 

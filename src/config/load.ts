@@ -1,12 +1,14 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import schema from './schema.json' with { type: 'json' };
 import { trustedProxyProblem } from '../platform/trustedProxies.js';
-import type { PosternConfig } from './types.gen.js';
+import type { PosternConfig as ConfigFile } from './types.gen.js';
 
-export type { PosternConfig };
+/** The config as loaded: the file's, with `node.id` resolved (null in the file: the host name). */
+export type PosternConfig = ConfigFile & { node: { id: string } };
 type AnyListenerConfig = PosternConfig['listeners'][number];
 /** An HTTP or SMTP listener: a door of one environment (the schema requires it to name one). */
 export type ListenerConfig = AnyListenerConfig & { protocol: 'http' | 'smtp'; environment: 'production' | 'sandbox' };
@@ -26,7 +28,7 @@ export class ConfigError extends Error {
 }
 
 const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true });
-const validate = ajv.compile<PosternConfig>(schema);
+const validate = ajv.compile<ConfigFile>(schema);
 
 /** The config shipped with Postern; `postern start` with no flags uses it. */
 export const defaultConfigPath = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
@@ -76,7 +78,9 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
     throw new ConfigError(`${source}: default_plan "${config.default_plan}" is not one of plans (${Object.keys(config.plans).join(', ')})`, 'default_plan');
   }
   config.state_dir = path.resolve(config.state_dir);
-  return config;
+  // Resolved once, so every reader (heartbeat, metrics, logs) names this node alike.
+  config.node.id ??= os.hostname();
+  return config as PosternConfig;
 }
 
 /** Each entry an address, a CIDR or a named range (trustedProxyProblem), naming the first that is not. */
@@ -106,8 +110,9 @@ export function listenerEnvName(name: string): string {
   return `POSTERN_LISTEN_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
 }
 
-function applyEnvironment(config: PosternConfig, env: NodeJS.ProcessEnv): void {
+function applyEnvironment(config: ConfigFile, env: NodeJS.ProcessEnv): void {
   if (env.POSTERN_STATE_DIR) config.state_dir = env.POSTERN_STATE_DIR;
+  if (env.POSTERN_NODE_ID) config.node.id = env.POSTERN_NODE_ID;
   for (const listener of config.listeners) {
     const variable = listenerEnvName(listener.name);
     const value = env[variable];

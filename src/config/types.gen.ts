@@ -8,6 +8,16 @@ export interface PosternConfig {
  * Index, spool and certificates. Relative paths resolve against the working directory. Env: POSTERN_STATE_DIR.
  */
 state_dir: string
+node: {
+/**
+ * This process's name among the nodes that serve this state (postern node list, the console's Nodes panel). null: the machine host name. Env: POSTERN_NODE_ID.
+ */
+id: (string | null)
+/**
+ * How often the node writes its heartbeat row. A node whose last beat is older than 3 × this is shown missing.
+ */
+heartbeat_seconds: number
+}
 /**
  * Each listener serves one environment. Env POSTERN_LISTEN_<NAME> (name upper-cased, non-alphanumerics as _) = host:port overrides its address.
  * 

@@ -20,6 +20,7 @@ import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
 } from '../operator/operators.js';
 import { overview, type OverviewSources } from '../operator/overview.js';
+import { nodeList } from '../operator/nodes.js';
 import { changePlan, createProject, deleteProject, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
 import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
 import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from '../operator/sessions.js';
@@ -153,6 +154,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       const owner = c.principal.operator.role === 'owner';
       return ok(await overview(c.ctx, deps.overview, project !== undefined ? [project] : c.principal.projects, owner));
     },
+
+    // Owners and members alike: which processes serve the index is no project's secret.
+    listNodes: (c) => ok(nodeList(c.ctx)),
 
     /* projects --------------------------------------------------------------------------- */
     listProjects: (c) => ok({ projects: projectList(c.ctx).projects.filter((p) => canSeeProject(c.principal, p.id)) }),

@@ -239,6 +239,13 @@ secret: string
 export type WebhookEnabled = (WebhookFields & {
 resumed_deliveries: number
 })
+/**
+ * up: a beat within 3 heartbeats; missing: no beat since, not stopped; stopped: stopped gracefully
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "NodeState".
+ */
+export type NodeState = ("up" | "missing" | "stopped")
 
 export interface ConsoleApi {
 ErrorType?: ErrorType
@@ -332,6 +339,10 @@ WebhookTestResult?: WebhookTestResult
 WebhookAttempt?: WebhookAttempt
 WebhookAttemptPage?: WebhookAttemptPage
 Overview?: Overview
+NodeState?: NodeState
+NodeListener?: NodeListener
+Node?: Node
+NodeList?: NodeList
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -1390,4 +1401,49 @@ spool_counted_at: string
 disk_free_bytes: (number | null)
 disk_total_bytes: (number | null)
 })
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "NodeListener".
+ */
+export interface NodeListener {
+name: string
+protocol: ("http" | "smtp" | "console")
+host: string
+port: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Node".
+ */
+export interface Node {
+/**
+ * node.id (default: the host name)
+ */
+id: string
+/**
+ * the Postern version it runs
+ */
+version: string
+state: NodeState
+pid: number
+hostname: string
+started_at: string
+last_beat_at: string
+stopped_at: (string | null)
+/**
+ * as bound at its start
+ */
+listeners: NodeListener[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "NodeList".
+ */
+export interface NodeList {
+/**
+ * node.heartbeat_seconds of the node that answers: a node is missing after 3 of them without a beat
+ */
+heartbeat_seconds: number
+nodes: Node[]
 }

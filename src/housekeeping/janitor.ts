@@ -20,7 +20,7 @@ export interface JanitorDeps {
 
 /**
  * Hourly housekeeping while the server runs: expired Idempotency-Keys, old feedback receipts and
- * idle console sessions pruned, and the retention sweep. Its writes go to the index writer thread, never the event
+ * idle console sessions and long-stopped nodes pruned, and the retention sweep. Its writes go to the index writer thread, never the event
  * loop's connection.
  */
 export class Janitor {
@@ -55,6 +55,7 @@ export class Janitor {
       const { result } = await bookkeeping.write('prune', { now: clock.now(), retentionDays, sessionIdleSeconds });
       if (result.idempotencyKeys > 0) logger.info({ removed: result.idempotencyKeys }, 'expired idempotency keys pruned');
       if (result.receipts > 0) logger.info({ removed: result.receipts }, 'old provider feedback receipts pruned');
+      if (result.nodes > 0) logger.info({ removed: result.nodes }, 'nodes stopped for a week pruned');
     } catch (err) {
       logger.error({ err }, 'prune failed; the next one retries');
     }

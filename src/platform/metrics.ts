@@ -51,6 +51,7 @@ const commitSeconds = new client.Histogram({
   registers,
 });
 const httpRequests = new client.Counter({ name: 'postern_http_requests_total', help: 'HTTP requests answered, by listener kind (send, console), route and status.', labelNames: ['listener', 'route', 'status'], registers });
+const nodeInfo = new client.Gauge({ name: 'postern_node_info', help: 'This node: its node.id and version (the value is always 1).', labelNames: ['node_id', 'version'], registers });
 
 export function countAccepted(door: 'http' | 'smtp', environment: string): void {
   if (recording) accepted.inc({ door, environment });
@@ -82,6 +83,13 @@ export function observeCommitGroup(size: number, seconds: number): void {
 
 export function countHttpRequest(listener: 'send' | 'console', route: string, status: number): void {
   if (recording) httpRequests.inc({ listener, route, status: String(status) });
+}
+
+/** Names this node on /metrics (one series: a server in a test process may be started again). */
+export function setNodeInfo(nodeId: string, version: string): void {
+  if (!recording) return;
+  nodeInfo.reset();
+  nodeInfo.set({ node_id: nodeId, version }, 1);
 }
 
 /** This isolate's figures, as plain data that crosses threads. */

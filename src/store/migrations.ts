@@ -352,6 +352,25 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: 'nodes: the Postern processes serving this state, and their heartbeats',
+    sql: `
+      -- One row per node.id: written at start, its last_beat_at every node.heartbeat_seconds,
+      -- stopped_at on a graceful stop. Whether a node is up is judged when read (operator/nodes.ts).
+      CREATE TABLE nodes (
+        id TEXT PRIMARY KEY,
+        version TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        hostname TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        last_beat_at INTEGER NOT NULL,
+        -- JSON: [{name, protocol, host, port}], the listeners as bound.
+        listeners TEXT NOT NULL,
+        stopped_at INTEGER
+      );
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

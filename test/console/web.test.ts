@@ -43,7 +43,7 @@ describe('web console in a browser', () => {
 
   before(async () => {
     receiver = await WebhookReceiver.start();
-    w = await consoleWorld({ config: { webhooks: { allow_private_targets: true, enabled: false } } });
+    w = await consoleWorld({ config: { webhooks: { allow_private_targets: true, enabled: false }, node: { id: 'web-node' } } });
     // Projects the tests use alone (the app loads the project list at sign-in).
     inbox = await createProjectWithKeys(w.p.ctx, 'inbox project');
     live = await createProjectWithKeys(w.p.ctx, 'live project');
@@ -81,7 +81,7 @@ describe('web console in a browser', () => {
     assert.equal(api.headers.get('referrer-policy'), 'no-referrer');
   });
 
-  test('sign-in by keyboard alone: a wrong password shows the API\'s message; the right one opens the overview with its 24 h chart', async () => {
+  test('sign-in by keyboard alone: a wrong password shows the API\'s message; the right one opens the overview with its 24 h chart and its Nodes panel', async () => {
     const ctx = await newContext(browser, w.p.console);
     contexts.push(ctx);
     const page = await ctx.newPage();
@@ -97,6 +97,8 @@ describe('web console in a browser', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.getByRole('img', { name: /per hour over the last 24 hours/ }).locator('canvas').waitFor();
+    // The Nodes panel names this server, up.
+    await page.getByRole('region', { name: 'Nodes' }).getByRole('row').filter({ hasText: 'web-node' }).filter({ hasText: 'up' }).waitFor();
     // Keyboard: the navigation's links are reachable with Tab and open their screen with Enter.
     await page.getByRole('link', { name: 'Messages', exact: true }).focus();
     await page.keyboard.press('Enter');

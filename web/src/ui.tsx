@@ -96,6 +96,19 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   );
 }
 
+/** How long ago an instant was ("12 s ago", "3 min ago"); the UTC instant on hover, like Time. */
+export function Ago({ iso, now = Date.now() }: { iso: string | null | undefined; now?: number }) {
+  if (!iso) return <span class="muted">—</span>;
+  const d = new Date(iso);
+  const seconds = Math.max(0, Math.round((now - d.getTime()) / 1000));
+  const text = seconds < 90 ? `${seconds} s ago` : seconds < 5400 ? `${Math.round(seconds / 60)} min ago` : seconds < 172_800 ? `${Math.round(seconds / 3600)} h ago` : `${Math.round(seconds / 86_400)} days ago`;
+  return (
+    <time dateTime={iso} title={d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}>
+      {text}
+    </time>
+  );
+}
+
 async function copyText(text: string): Promise<void> {
   if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
   // Plain http on another host: the older way.

@@ -2,7 +2,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import { get, type Api } from '../api';
 import { href } from '../router';
-import { bytes, Empty, ErrorNote, Loading, Table, Time, useLoad } from '../ui';
+import { Ago, bytes, Empty, ErrorNote, Loading, Table, Time, useLoad } from '../ui';
 
 const SERIES: { key: keyof Api.Overview['hourly'][number]['counts']; label: string; color: string }[] = [
   { key: 'accepted', label: 'Accepted', color: '#5b6b7f' },
@@ -37,6 +37,40 @@ function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
     };
   }, [hourly]);
   return <div ref={box} class="chart" role="img" aria-label="Messages per hour over the last 24 hours, by outcome" />;
+}
+
+/** The Postern processes serving this index (GET /nodes): up, missing (no beat for 3 heartbeats) or stopped. */
+function NodesPanel({ asOf }: { asOf: string }) {
+  // Read again whenever the overview is (its Refresh), so "last beat" stays current.
+  const nodes = useLoad(() => get<Api.NodeList>('/nodes'), [asOf]);
+  return (
+    <div class="card">
+      <h2>Nodes</h2>
+      <ErrorNote error={nodes.error} />
+      {nodes.data &&
+        (nodes.data.nodes.length === 0 ? (
+          <p class="muted">No node has registered yet.</p>
+        ) : (
+          <Table label="Nodes" head={['Node', 'Version', 'State', 'Last beat', 'Listeners']}>
+            {nodes.data.nodes.map((n) => (
+              <tr key={n.id}>
+                <td>
+                  {n.id} <span class="muted">{n.hostname} pid {n.pid}</span>
+                </td>
+                <td>{n.version}</td>
+                <td>
+                  <span class={`badge node-${n.state}`}>{n.state}</span>
+                </td>
+                <td>
+                  <Ago iso={n.last_beat_at} />
+                </td>
+                <td class="wrap">{n.listeners.map((l) => `${l.name} ${l.host}:${l.port}`).join(', ')}</td>
+              </tr>
+            ))}
+          </Table>
+        ))}
+    </div>
+  );
 }
 
 export function OverviewScreen() {
@@ -110,6 +144,7 @@ export function OverviewScreen() {
               )}
             </div>
           )}
+          <NodesPanel asOf={o.generated_at} />
           <div class="card">
             <h2>Webhook endpoints needing attention</h2>
             {o.webhooks.length === 0 ? (

@@ -1,0 +1,7 @@
+import { nodeList, nodeListTable } from '../operator/nodes.js';
+import { TextOutput, type CommandGroup } from './command.js';
+
+export const nodeCommands: CommandGroup = {
+  // A table for people; one JSON object with --json.
+  list: { usage: 'node list [--json]', run: (ctx, v) => (v.json ? nodeList(ctx) : new TextOutput(nodeListTable(nodeList(ctx)))) },
+};

@@ -1,0 +1,74 @@
+import { sql, type Db } from './db.js';
+
+/** A listener of a node, as it was bound (port 0 in the config: the port it got). */
+export interface NodeListener {
+  name: string;
+  protocol: string;
+  host: string;
+  port: number;
+}
+
+/** A Postern process serving this state: its start, its last heartbeat, its graceful stop. */
+export interface NodeRow {
+  id: string;
+  version: string;
+  pid: number;
+  hostname: string;
+  started_at: number;
+  last_beat_at: number;
+  listeners: NodeListener[];
+  stopped_at: number | null;
+}
+
+/** A node whose last beat is older than this many heartbeats is missing. */
+export const MISSED_BEATS = 3;
+
+export type NodeState = 'up' | 'missing' | 'stopped';
+
+/** Judged when read: stopped gracefully, else up while it beat within MISSED_BEATS heartbeats, else missing. */
+export function nodeState(row: Pick<NodeRow, 'last_beat_at' | 'stopped_at'>, now: number, heartbeatSeconds: number): NodeState {
+  if (row.stopped_at !== null) return 'stopped';
+  return now - row.last_beat_at <= MISSED_BEATS * heartbeatSeconds * 1000 ? 'up' : 'missing';
+}
+
+type StoredNodeRow = Omit<NodeRow, 'listeners'> & { listeners: string };
+
+const fromStored = (row: StoredNodeRow): NodeRow => ({ ...row, listeners: JSON.parse(row.listeners) as NodeListener[] });
+
+export function findNode(db: Db, id: string): NodeRow | undefined {
+  const row = sql(db, 'SELECT * FROM nodes WHERE id = ?').get(id) as StoredNodeRow | undefined;
+  return row && fromStored(row);
+}
+
+export function listNodes(db: Db): NodeRow[] {
+  return (sql(db, 'SELECT * FROM nodes ORDER BY id').all() as StoredNodeRow[]).map(fromStored);
+}
+
+/** A node's row at its start: a node id seen before (a restart) is written over. */
+export function upsertNode(db: Db, row: Omit<NodeRow, 'stopped_at'>): void {
+  sql(
+    db,
+    `INSERT INTO nodes (id, version, pid, hostname, started_at, last_beat_at, listeners, stopped_at)
+     VALUES (@id, @version, @pid, @hostname, @started_at, @last_beat_at, @listeners, NULL)
+     ON CONFLICT (id) DO UPDATE SET version = excluded.version, pid = excluded.pid, hostname = excluded.hostname,
+       started_at = excluded.started_at, last_beat_at = excluded.last_beat_at, listeners = excluded.listeners, stopped_at = NULL`,
+  ).run({ ...row, listeners: JSON.stringify(row.listeners) });
+}
+
+/** One run of a node: a later process with the same id takes the row over, and the earlier one's writes no longer move it. */
+export type NodeRun = Pick<NodeRow, 'id' | 'pid' | 'started_at'>;
+
+export function recordNodeBeat(db: Db, run: NodeRun, at: number): boolean {
+  return sql(db, 'UPDATE nodes SET last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL').run({ id: run.id, pid: run.pid, started_at: run.started_at, at }).changes === 1;
+}
+
+export function markNodeStopped(db: Db, run: NodeRun, at: number): boolean {
+  return (
+    sql(db, 'UPDATE nodes SET stopped_at = @at, last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL').run({ id: run.id, pid: run.pid, started_at: run.started_at, at }).changes === 1
+  );
+}
+
+/** Nodes stopped before `stoppedBefore` are forgotten. */
+export function pruneStoppedNodes(db: Db, stoppedBefore: number): number {
+  return sql(db, 'DELETE FROM nodes WHERE stopped_at IS NOT NULL AND stopped_at < ?').run(stoppedBefore).changes;
+}

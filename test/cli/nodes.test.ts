@@ -1,0 +1,112 @@
+/**
+ * Nodes are visible (issue 23): a spawned server registers its row (version, listeners as
+ * bound) and beats; `postern node list` shows it up, missing once SIGKILLed and 3 heartbeats
+ * have passed, stopped after a graceful stop; a second process with a live node's id says so.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildConfig, ConfigError } from '../../src/config/load.js';
+import { after, test } from 'node:test';
+import { repoRoot, runCli } from '../support/postern.js';
+import { ProcessScope, sleep } from '../support/processes.js';
+import { waitFor } from '../support/waiting.js';
+
+const processes = new ProcessScope();
+after(() => processes.cleanup());
+
+const VERSION = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** A state directory and the config its server and CLI share (delivery off, the given heartbeat). */
+function nodeState(prefix: string, heartbeatSeconds: number): { stateDir: string; env: Record<string, string> } {
+  const stateDir = processes.stateDir(prefix);
+  const file = path.join(stateDir, 'test-config.json');
+  writeFileSync(file, JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: heartbeatSeconds } }));
+  return { stateDir, env: { POSTERN_CONFIG: file, POSTERN_STATE_DIR: stateDir } };
+}
+
+async function listNodes(env: Record<string, string>): Promise<any[]> {
+  const res = await runCli(['node', 'list', '--json'], env);
+  assert.equal(res.code, 0, res.stderr + res.stdout);
+  return res.json.nodes as any[];
+}
+
+test('a spawned server is up in node list with its version and listeners; SIGKILLed it is missing after 3 heartbeats', async () => {
+  const { stateDir, env } = nodeState('postern-nodes-kill-', 1);
+  const server = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'node-a' });
+
+  const [node] = await listNodes(env);
+  assert.equal(node.id, 'node-a');
+  assert.equal(node.state, 'up');
+  assert.equal(node.version, VERSION);
+  assert.equal(node.pid, server.child.pid);
+  assert.equal(node.stopped_at, null);
+  assert.deepEqual(
+    node.listeners,
+    server.listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })),
+  );
+  assert.ok(node.listeners.every((l: { port: number }) => l.port > 0), 'ports as bound, not the config 0');
+
+  // It beats: last_beat_at moves on while it runs.
+  const firstBeat = Date.parse(node.last_beat_at);
+  await waitFor(async () => Date.parse((await listNodes(env))[0].last_beat_at) > firstBeat, 5_000, 'a heartbeat');
+
+  const table = await runCli(['node', 'list'], env);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /^id\s+state\s+version/);
+  assert.match(table.stdout, new RegExp(`^node-a\\s+up\\s+${VERSION.replace(/\./g, '\\.')}`, 'm'));
+
+  await server.kill();
+  const killedAt = Date.now();
+  // No beat for 3 × 1 s: missing, never stopped.
+  const missing = await waitFor(async () => (await listNodes(env)).find((n) => n.state === 'missing'), 10_000, 'the killed node to be missing');
+  assert.ok(Date.now() - killedAt >= 1_500, 'not missing before its heartbeats ran out');
+  assert.equal(missing.id, 'node-a');
+  assert.equal(missing.stopped_at, null);
+});
+
+test('a graceful stop (SIGTERM) shows the node stopped', async () => {
+  const { stateDir, env } = nodeState('postern-nodes-stop-', 1);
+  const server = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'node-b' });
+  assert.equal((await listNodes(env))[0].state, 'up');
+  assert.equal(await server.stop(), 0);
+  const [node] = await listNodes(env);
+  assert.equal(node.id, 'node-b');
+  assert.equal(node.state, 'stopped');
+  assert.ok(node.stopped_at && Date.now() - Date.parse(node.stopped_at) < 10_000, node.stopped_at);
+  // Still stopped (never missing) long after its last beat.
+  await sleep(3_500);
+  assert.equal((await listNodes(env))[0].state, 'stopped');
+});
+
+test('a second process with the id of a node that is still beating starts, and warns naming the conflict; after a graceful stop it does not', async () => {
+  const { stateDir, env } = nodeState('postern-nodes-twin-', 10);
+  const first = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'twin' });
+  // Its row is fresh and not stopped: as a second server on a shared database would find it.
+  await first.kill();
+  const second = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'twin' });
+  // The log is written as the server starts; read it once it has arrived.
+  const warning = await waitFor(() => second.stderr().split('\n').find((line) => line.includes('another node with node.id')), 5_000, 'the warning').catch((err: Error) => assert.fail(`${err.message}: ${second.stderr()}`));
+  const logged = JSON.parse(warning);
+  assert.equal(logged.node_id, 'twin');
+  assert.equal(logged.other_pid, first.child.pid);
+  assert.match(logged.msg, /another node with node\.id "twin" beat \d+ s ago and has not stopped/);
+  const [node] = await listNodes(env);
+  assert.equal(node.pid, second.child.pid, 'the newer process owns the row');
+  assert.equal(node.state, 'up');
+  assert.equal(await second.stop(), 0);
+
+  const third = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'twin' });
+  assert.equal(await third.stop(), 0);
+  // Its whole log, read after it exited.
+  assert.doesNotMatch(third.stderr(), /another node with node\.id/);
+});
+
+test('node.id defaults to the host name, POSTERN_NODE_ID overrides it; node.heartbeat_seconds is at least 1', () => {
+  assert.equal(buildConfig({}, {}).node.id, os.hostname());
+  assert.equal(buildConfig({}, {}).node.heartbeat_seconds, 10);
+  assert.equal(buildConfig({ node: { id: 'from-file' } }, {}).node.id, 'from-file');
+  assert.equal(buildConfig({ node: { id: 'from-file' } }, { POSTERN_NODE_ID: 'from-env' }).node.id, 'from-env');
+  assert.throws(() => buildConfig({ node: { heartbeat_seconds: 0 } }, {}), (err: unknown) => err instanceof ConfigError && err.key === 'node.heartbeat_seconds');
+});
