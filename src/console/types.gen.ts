@@ -1430,6 +1430,10 @@ pid: number
 hostname: string
 started_at: string
 last_beat_at: string
+/**
+ * the node's own node.heartbeat_seconds: it is missing after 3 of them without a beat
+ */
+heartbeat_seconds: number
 stopped_at: (string | null)
 /**
  * as bound at its start
@@ -1441,9 +1445,5 @@ listeners: NodeListener[]
  * via the `definition` "NodeList".
  */
 export interface NodeList {
-/**
- * node.heartbeat_seconds of the node that answers: a node is missing after 3 of them without a beat
- */
-heartbeat_seconds: number
 nodes: Node[]
 }

@@ -30,11 +30,11 @@ export class NodeHeartbeat {
   async start(listeners: NodeListener[]): Promise<void> {
     const { bookkeeping, clock, logger, id, heartbeatSeconds, version, hostname, pid } = this.deps;
     const now = clock.now();
-    const row = { id, version, pid, hostname, started_at: now, last_beat_at: now, listeners };
+    const row = { id, version, pid, hostname, started_at: now, last_beat_at: now, heartbeat_seconds: heartbeatSeconds, listeners };
     const { result } = await bookkeeping.write('node', { type: 'register', row });
     this.run = { id, pid, started_at: now };
     const previous = result.previous;
-    if (previous && nodeState(previous, now, heartbeatSeconds) === 'up') {
+    if (previous && nodeState(previous, now) === 'up') {
       // On one SQLite index the other one cannot be serving; on a shared database it may be.
       logger.warn(
         { node_id: id, other_pid: previous.pid, other_hostname: previous.hostname, other_last_beat_at: new Date(previous.last_beat_at).toISOString() },

@@ -9,30 +9,29 @@ export interface NodeView {
   hostname: string;
   started_at: string;
   last_beat_at: string;
+  /** The node's own node.heartbeat_seconds: it is `missing` past 3 of them without a beat. */
+  heartbeat_seconds: number;
   stopped_at: string | null;
   listeners: NodeListener[];
 }
 
 export interface NodeList {
-  /** `node.heartbeat_seconds` of the reader: a node is `missing` past 3 of them without a beat. */
-  heartbeat_seconds: number;
   nodes: NodeView[];
 }
 
 /** `postern node list` and the console's Nodes panel: every node row, its state judged now. */
 export function nodeList(ctx: OperatorContext): NodeList {
   const now = ctx.clock.now();
-  const heartbeatSeconds = ctx.config.node.heartbeat_seconds;
   return {
-    heartbeat_seconds: heartbeatSeconds,
     nodes: listNodes(ctx.db).map((row) => ({
       id: row.id,
       version: row.version,
-      state: nodeState(row, now, heartbeatSeconds),
+      state: nodeState(row, now),
       pid: row.pid,
       hostname: row.hostname,
       started_at: iso(row.started_at)!,
       last_beat_at: iso(row.last_beat_at)!,
+      heartbeat_seconds: row.heartbeat_seconds,
       stopped_at: iso(row.stopped_at),
       listeners: row.listeners,
     })),

@@ -16,6 +16,8 @@ export interface NodeRow {
   hostname: string;
   started_at: number;
   last_beat_at: number;
+  /** The node's own node.heartbeat_seconds (nodes of one cluster may differ, e.g. during a rolling change). */
+  heartbeat_seconds: number;
   listeners: NodeListener[];
   stopped_at: number | null;
 }
@@ -25,10 +27,10 @@ export const MISSED_BEATS = 3;
 
 export type NodeState = 'up' | 'missing' | 'stopped';
 
-/** Judged when read: stopped gracefully, else up while it beat within MISSED_BEATS heartbeats, else missing. */
-export function nodeState(row: Pick<NodeRow, 'last_beat_at' | 'stopped_at'>, now: number, heartbeatSeconds: number): NodeState {
+/** Judged when read: stopped gracefully, else up while it beat within MISSED_BEATS of its own heartbeats, else missing. */
+export function nodeState(row: Pick<NodeRow, 'last_beat_at' | 'stopped_at' | 'heartbeat_seconds'>, now: number): NodeState {
   if (row.stopped_at !== null) return 'stopped';
-  return now - row.last_beat_at <= MISSED_BEATS * heartbeatSeconds * 1000 ? 'up' : 'missing';
+  return now - row.last_beat_at <= MISSED_BEATS * row.heartbeat_seconds * 1000 ? 'up' : 'missing';
 }
 
 type StoredNodeRow = Omit<NodeRow, 'listeners'> & { listeners: string };
@@ -48,10 +50,11 @@ export function listNodes(db: Db): NodeRow[] {
 export function upsertNode(db: Db, row: Omit<NodeRow, 'stopped_at'>): void {
   sql(
     db,
-    `INSERT INTO nodes (id, version, pid, hostname, started_at, last_beat_at, listeners, stopped_at)
-     VALUES (@id, @version, @pid, @hostname, @started_at, @last_beat_at, @listeners, NULL)
+    `INSERT INTO nodes (id, version, pid, hostname, started_at, last_beat_at, heartbeat_seconds, listeners, stopped_at)
+     VALUES (@id, @version, @pid, @hostname, @started_at, @last_beat_at, @heartbeat_seconds, @listeners, NULL)
      ON CONFLICT (id) DO UPDATE SET version = excluded.version, pid = excluded.pid, hostname = excluded.hostname,
-       started_at = excluded.started_at, last_beat_at = excluded.last_beat_at, listeners = excluded.listeners, stopped_at = NULL`,
+       started_at = excluded.started_at, last_beat_at = excluded.last_beat_at, heartbeat_seconds = excluded.heartbeat_seconds,
+       listeners = excluded.listeners, stopped_at = NULL`,
   ).run({ ...row, listeners: JSON.stringify(row.listeners) });
 }
 

@@ -57,10 +57,16 @@ test('a spawned server is up in node list with its version and listeners; SIGKIL
   assert.match(table.stdout, /^id\s+state\s+version/);
   assert.match(table.stdout, new RegExp(`^node-a\\s+up\\s+${VERSION.replace(/\./g, '\\.')}`, 'm'));
 
+  assert.equal(node.heartbeat_seconds, 1);
+
   await server.kill();
   const killedAt = Date.now();
-  // No beat for 3 × 1 s: missing, never stopped.
-  const missing = await waitFor(async () => (await listNodes(env)).find((n) => n.state === 'missing'), 10_000, 'the killed node to be missing');
+  // No beat for 3 × 1 s: missing, never stopped — judged by the node's own heartbeat, even by a
+  // reader whose config says 60 s.
+  const readerConfig = path.join(stateDir, 'reader-config.json');
+  writeFileSync(readerConfig, JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: 60 } }));
+  const reader = { ...env, POSTERN_CONFIG: readerConfig };
+  const missing = await waitFor(async () => (await listNodes(reader)).find((n) => n.state === 'missing'), 10_000, 'the killed node to be missing');
   assert.ok(Date.now() - killedAt >= 1_500, 'not missing before its heartbeats ran out');
   assert.equal(missing.id, 'node-a');
   assert.equal(missing.stopped_at, null);

@@ -394,6 +394,8 @@ export const postgresMigrations: Migration[] = [
         hostname TEXT NOT NULL,
         started_at BIGINT NOT NULL,
         last_beat_at BIGINT NOT NULL,
+        -- Its own node.heartbeat_seconds: it is judged missing by its interval, not the reader's.
+        heartbeat_seconds INTEGER NOT NULL,
         -- JSON: [{name, protocol, host, port}], the listeners as bound.
         listeners TEXT NOT NULL,
         stopped_at BIGINT
