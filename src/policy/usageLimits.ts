@@ -3,7 +3,7 @@ import type { ErrorCode } from '../contract/errors.js';
 import type { Db } from '../store/db.js';
 import {
   addUsage, categoryCount, categoryKnown, dayPeriod, monthPeriod, registerCategory, registerSenderDomain, senderDomainCount,
-  senderDomainKnown, usageFor,
+  senderDomainKnown, usageFor, type UsageCounter,
 } from '../store/usage.js';
 
 /** What the limits need to know about one message (plain data: it crosses to the index writer). */
@@ -42,26 +42,62 @@ export function planFor(settings: LimitSettings, name: string): PlanConfig {
 }
 
 /**
+ * What the caps and quotas read of a project's state for one message. Each store gathers it its
+ * own way (SQLite below, PostgreSQL in commit/postgresAcceptance.ts), reading only what
+ * `usageReads` asks for; a fact not read holds its neutral value (known, 0), which no rule looks at.
+ */
+export interface UsageState {
+  /** Whether the message's sender domain is already one of the project's. */
+  senderDomainKnown: boolean;
+  /** How many sender domains the project has; read only for a new domain. */
+  senderDomainCount: number;
+  /** Whether the message's category is already one of the project's (true without a category). */
+  categoryKnown: boolean;
+  /** How many categories the project has; read only for a new category. */
+  categoryCount: number;
+  /** This UTC month's usage; production only. */
+  month: UsageCounter;
+  /** Today's (UTC) usage; production only, under a plan with a daily ceiling. */
+  day: UsageCounter;
+}
+
+/** Which parts of UsageState the rules need for this message under this plan. */
+export interface UsageReads {
+  senderDomain: boolean;
+  category: boolean;
+  month: boolean;
+  day: boolean;
+}
+
+const NOTHING_USED: UsageCounter = Object.freeze({ messages: 0, bytes: 0 });
+
+export function usageReads(facts: UsageFacts, plan: PlanConfig, settings: LimitSettings): UsageReads {
+  if (!settings.enabled) return { senderDomain: false, category: false, month: false, day: false };
+  const production = facts.environment === 'production';
+  return { senderDomain: plan.sender_domains !== null, category: facts.category !== null, month: production, day: production && plan.daily_messages !== null };
+}
+
+/**
  * The project caps and plan quotas, in the documented order: sender-domain cap, category cap
  * (both environments: they are project configuration), then — production only, since sandbox
- * mail is never sent — monthly messages, monthly bytes, daily ceiling. Read-only: the same
- * function serves the cheap pre-check before composing and the authoritative check inside the
- * transaction that stores the message, so concurrent sends can never overshoot a cap.
+ * mail is never sent — monthly messages, monthly bytes, daily ceiling. Pure: both stores judge
+ * by this one function, for the cheap pre-check before composing and for the authoritative
+ * check inside the transaction that stores the message, so concurrent sends can never
+ * overshoot a cap.
  */
-export function usageRefusal(db: Db, facts: UsageFacts, planName: string, settings: LimitSettings, now: number): Refusal | null {
+export function decideUsage(facts: UsageFacts, state: UsageState, plan: PlanConfig, settings: LimitSettings, now: number): Refusal | null {
   if (!settings.enabled) return null;
-  const plan = planFor(settings, planName);
-  if (plan.sender_domains !== null && !senderDomainKnown(db, facts.projectId, facts.senderDomain) && senderDomainCount(db, facts.projectId) >= plan.sender_domains) {
+  if (plan.sender_domains !== null && !state.senderDomainKnown && state.senderDomainCount >= plan.sender_domains) {
     return {
       code: 'sender_domain:limit_reached',
       message: `The sender domain ${facts.senderDomain} is new and the plan allows ${plan.sender_domains} sender domain${plan.sender_domains === 1 ? '' : 's'}.`,
     };
   }
-  if (facts.category !== null && !categoryKnown(db, facts.projectId, facts.category) && categoryCount(db, facts.projectId) >= settings.categoriesPerProject) {
+  if (facts.category !== null && !state.categoryKnown && state.categoryCount >= settings.categoriesPerProject) {
     return { code: 'category:limit_reached', message: `The project already has ${settings.categoriesPerProject} distinct categories; "${facts.category}" is new.` };
   }
   if (facts.environment === 'sandbox') return null;
-  const month = usageFor(db, facts.projectId, monthPeriod(now));
+  const month = state.month;
   if (!plan.overage && month.messages >= plan.monthly_messages) {
     return { code: 'monthly_quota_exceeded', message: `The plan's monthly quota of ${plan.monthly_messages} messages is spent; it renews on ${nextMonthStart(now)} or when the plan changes.` };
   }
@@ -69,28 +105,69 @@ export function usageRefusal(db: Db, facts: UsageFacts, planName: string, settin
   if (month.bytes + Math.max(facts.bytes, 1) > byteCap) {
     return { code: 'throughput_quota_exceeded', message: `The plan's monthly data volume of ${byteCap} bytes is spent; it renews on ${nextMonthStart(now)} or when the plan changes.` };
   }
-  if (plan.daily_messages !== null) {
-    const day = usageFor(db, facts.projectId, dayPeriod(now));
-    if (day.messages >= plan.daily_messages) {
-      const untilMidnight = DAY_MS - (now % DAY_MS);
-      return {
-        code: 'daily_send_cap_exceeded',
-        message: `The plan's daily ceiling of ${plan.daily_messages} messages is reached; it resets at 00:00 UTC.`,
-        retryAfterSeconds: Math.max(1, Math.ceil(untilMidnight / 1000)),
-      };
-    }
+  if (plan.daily_messages !== null && state.day.messages >= plan.daily_messages) {
+    const untilMidnight = DAY_MS - (now % DAY_MS);
+    return {
+      code: 'daily_send_cap_exceeded',
+      message: `The plan's daily ceiling of ${plan.daily_messages} messages is reached; it resets at 00:00 UTC.`,
+      retryAfterSeconds: Math.max(1, Math.ceil(untilMidnight / 1000)),
+    };
   }
   return null;
 }
 
+/**
+ * The SQLite store's UsageState. A known domain or category skips its count, as the rules
+ * never look at it; an accepted message costs the same reads as before the rule was shared (a
+ * refused one may cost a read or two more: every needed fact is read before judging).
+ */
+function sqliteUsageState(db: Db, facts: UsageFacts, plan: PlanConfig, settings: LimitSettings, now: number): UsageState {
+  const reads = usageReads(facts, plan, settings);
+  const senderDomainIsKnown = !reads.senderDomain || senderDomainKnown(db, facts.projectId, facts.senderDomain);
+  const categoryIsKnown = !reads.category || categoryKnown(db, facts.projectId, facts.category!);
+  return {
+    senderDomainKnown: senderDomainIsKnown,
+    senderDomainCount: senderDomainIsKnown ? 0 : senderDomainCount(db, facts.projectId),
+    categoryKnown: categoryIsKnown,
+    categoryCount: categoryIsKnown ? 0 : categoryCount(db, facts.projectId),
+    month: reads.month ? usageFor(db, facts.projectId, monthPeriod(now)) : NOTHING_USED,
+    day: reads.day ? usageFor(db, facts.projectId, dayPeriod(now)) : NOTHING_USED,
+  };
+}
+
+/** The caps and quotas judged on the SQLite index (read-only): its facts, then decideUsage. */
+export function usageRefusal(db: Db, facts: UsageFacts, planName: string, settings: LimitSettings, now: number): Refusal | null {
+  if (!settings.enabled) return null;
+  const plan = planFor(settings, planName);
+  return decideUsage(facts, sqliteUsageState(db, facts, plan, settings, now), plan, settings, now);
+}
+
+/** What an accepted message adds to its project's usage (both stores write exactly this). */
+export interface UsageWrites {
+  /** Registered if new (sender domains and categories are only ever added). */
+  senderDomain: string | null;
+  category: string | null;
+  /** The periods whose counters move by one message and `bytes`: this month's and today's, production only. */
+  periods: string[];
+  bytes: number;
+}
+
+export function usageWrites(facts: UsageFacts, settings: LimitSettings, now: number): UsageWrites {
+  if (!settings.enabled) return { senderDomain: null, category: null, periods: [], bytes: 0 };
+  return {
+    senderDomain: facts.senderDomain,
+    category: facts.category,
+    periods: facts.environment === 'sandbox' ? [] : [monthPeriod(now), dayPeriod(now)],
+    bytes: facts.bytes,
+  };
+}
+
 /** Counts an accepted message; runs in the transaction that stores it. */
 export function recordUsage(db: Db, facts: UsageFacts, settings: LimitSettings, now: number): void {
-  if (!settings.enabled) return;
-  registerSenderDomain(db, facts.projectId, facts.senderDomain, now);
-  if (facts.category !== null) registerCategory(db, facts.projectId, facts.category, now);
-  if (facts.environment === 'sandbox') return;
-  addUsage(db, facts.projectId, monthPeriod(now), facts.bytes);
-  addUsage(db, facts.projectId, dayPeriod(now), facts.bytes);
+  const writes = usageWrites(facts, settings, now);
+  if (writes.senderDomain !== null) registerSenderDomain(db, facts.projectId, writes.senderDomain, now);
+  if (writes.category !== null) registerCategory(db, facts.projectId, writes.category, now);
+  for (const period of writes.periods) addUsage(db, facts.projectId, period, writes.bytes);
 }
 
 export function limitSettings(config: { policy: { enabled: boolean }; plans: Record<string, PlanConfig | undefined>; default_plan: string; limits: { categories_per_project: number } }): LimitSettings {
