@@ -402,6 +402,23 @@ export const postgresMigrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 10,
+    name: 'delivery leases owned by a node, provider throttles shared by nodes',
+    sql: `
+      -- The node holding a message's lease (its node.id) while it is sending. With several nodes a
+      -- node whose lease ran out (it hung) must not record an outcome over the node that took the
+      -- message since: the outcome write names its node (store/postgres/deliveryLeases.ts).
+      ALTER TABLE messages ADD COLUMN lease_owner TEXT;
+      -- Accounts a provider asked to wait (a 429 with reset headers), until when: shared by the
+      -- nodes, so three nodes do not hit a throttled provider three times as hard. One row per
+      -- account, the latest until kept; a row whose time has passed is simply not resting.
+      CREATE TABLE provider_throttles (
+        account_id TEXT PRIMARY KEY,
+        until BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Migration 6's triggers, named as SQLite's: any change to a policy table moves the generation. */
