@@ -40,21 +40,21 @@ export function expiredMessages(db: Db, createdBefore: number, limit: number): M
   ).all(createdBefore, limit) as MessageRow[];
 }
 
+/** Where a hand-off leaves its message (both stores' outcome writes set these columns). */
+export interface HandOffEnd {
+  status: 'sent' | 'queued' | 'failed' | 'suppressed';
+  next_attempt_at: number | null;
+  /** Omitted or null: unchanged. */
+  provider_slug?: string | null;
+  /** Omitted or null: unchanged. */
+  provider_message_id?: string | null;
+  last_error: string | null;
+  /** Recipients still owed a hand-off (a partial one); omitted: unchanged. */
+  pending_recipients?: string[] | null;
+}
+
 /** Ends a hand-off: only a message still `sending` (leased by us) moves. */
-export function finishSending(
-  db: Db,
-  id: string,
-  to: {
-    status: 'sent' | 'queued' | 'failed' | 'suppressed';
-    next_attempt_at: number | null;
-    provider_slug?: string | null;
-    provider_message_id?: string | null;
-    last_error: string | null;
-    /** Recipients still owed a hand-off (a partial one); omitted: unchanged. */
-    pending_recipients?: string[] | null;
-  },
-  now: number,
-): boolean {
+export function finishSending(db: Db, id: string, to: HandOffEnd, now: number): boolean {
   const pending = to.pending_recipients === undefined ? undefined : to.pending_recipients === null ? null : JSON.stringify(to.pending_recipients);
   return (
     sql(

@@ -2,23 +2,14 @@ import type { ClientBase } from 'pg';
 import type { EventRow } from '../events.js';
 import type { NewMessageRow } from '../messages.js';
 import type { UsageCounter } from '../usage.js';
+import { bigintNumber } from './bigintNumber.js';
 
 /**
  * The queries of one acceptance on PostgreSQL: the PostgreSQL twins of store/projects.ts
  * (the plan), store/idempotency.ts, store/usage.ts, store/messages.ts and store/events.ts, as
  * commit/postgresAcceptance.ts runs them inside a group's transaction on one client.
- *
- * BIGINT (int8) arrives from pg as a string, since it may pass 2^53. It is parsed here, per
- * query (`bigintNumber`), not with pg's process-wide `types.setTypeParser`: that would change
- * what every other user of pg in the process reads (the tests' own queries, any later module),
- * and the values read here (message and byte counters) stay far below 2^53 anyway; a value
- * that did not would be refused loudly rather than rounded. Counts are cast to int in SQL.
+ * BIGINT arrives as a string and is parsed per query (`bigintNumber`); counts are cast to int in SQL.
  */
-function bigintNumber(value: string | number, what: string): number {
-  const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isSafeInteger(n)) throw new RangeError(`${what}: ${value} is not an integer JavaScript can hold exactly`);
-  return n;
-}
 
 /**
  * Locks the project's row until the transaction ends and returns its plan (null: no such
