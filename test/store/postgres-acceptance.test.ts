@@ -16,7 +16,7 @@ import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { insertProject } from '../../src/store/projects.js';
 import { dayPeriod, monthPeriod } from '../../src/store/usage.js';
 import { DEFAULT_PLANS, plan } from '../support/plans.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres } from '../support/postgres.js';
+import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres, testPool } from '../support/postgres.js';
 
 /** One instant for every record: the month's and the day's counters are the same ones throughout. */
 const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);
@@ -110,7 +110,7 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
   before(async () => {
     server = await startPrivatePostgres();
     database = await freshDatabase(server.url);
-    nodes = [0, 1, 2].map(() => new pg.Pool({ connectionString: database.url, max: 4 }));
+    nodes = [0, 1, 2].map(() => testPool(database.url, 4));
     pool = nodes[0];
     await migratePostgres(pool, silentLogger());
   });

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { silentLogger } from '../../src/log.js';
 import { BODY_CHUNK_BYTES, readBodyChunks, writeBodyChunks } from '../../src/store/postgres/bodyChunks.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres } from '../support/postgres.js';
+import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres, testPool } from '../support/postgres.js';
 
 /** 40 MB and a bit: the largest message a send may carry, and a short last piece. */
 const BODY_BYTES = 40_000_000 + 123;
@@ -45,7 +45,7 @@ describe('message bodies in PostgreSQL, in chunks', { skip: postgresUnavailable(
   before(async () => {
     server = await startPrivatePostgres();
     database = await freshDatabase(server.url);
-    pool = new pg.Pool({ connectionString: database.url, max: 3 });
+    pool = testPool(database.url, 3);
     await migratePostgres(pool, silentLogger());
   });
   after(async () => {

@@ -15,7 +15,7 @@ import { throttleAccount, throttledAccounts } from '../../src/store/postgres/pro
 import { insertProject } from '../../src/store/projects.js';
 import { tempDirs } from '../support/hooks.js';
 import { DEFAULT_PLANS } from '../support/plans.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres } from '../support/postgres.js';
+import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 
 /**
  * Delivery leases and provider throttles on PostgreSQL, shared by nodes: three pools on one
@@ -98,22 +98,13 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
   /** A fresh migrated database and three warm pools on it ("nodes"), for one test. */
   async function withNodes(run: (nodes: pg.Pool[]) => Promise<void>): Promise<void> {
     const database = await freshDatabase(server.url);
-    const nodes = [0, 1, 2].map(() => new pg.Pool({ connectionString: database.url, max: 3 }));
-    let ending = false;
-    // pool.end() resolves before its connections have closed, and dropping the database then
-    // terminates the ones still closing: the pool reports that as an error, expected only then.
-    for (const pool of nodes) {
-      pool.on('error', (err) => {
-        if (!ending) throw err;
-      });
-    }
+    const nodes = [0, 1, 2].map(() => testPool(database.url, 3));
     try {
       await migratePostgres(nodes[0], silentLogger());
       // Connected before the test: a node's first lease must not trail the others by a login.
       await Promise.all(nodes.map((p) => p.query('SELECT 1')));
       await run(nodes);
     } finally {
-      ending = true;
       await Promise.all(nodes.map((p) => p.end()));
       await database.drop();
     }

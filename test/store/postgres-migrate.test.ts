@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { pino } from 'pino';
 import type { Logger } from '../../src/log.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresMigrations } from '../../src/store/postgres/migrations.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres } from '../support/postgres.js';
+import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 
 /** A logger whose lines are kept, parsed, for the test to read. */
 function recordingLogger(): { logger: Logger; lines: { msg: string; version?: number }[] } {
@@ -23,7 +22,7 @@ describe('migrating a PostgreSQL database', { skip: postgresUnavailable() }, () 
   test('three nodes starting together on one database apply each version exactly once, in order', async () => {
     const database = await freshDatabase(server.url);
     // One pool per node, as three processes would have.
-    const nodes = [1, 2, 3].map(() => ({ pool: new pg.Pool({ connectionString: database.url, max: 2 }), ...recordingLogger() }));
+    const nodes = [1, 2, 3].map(() => ({ pool: testPool(database.url, 2), ...recordingLogger() }));
     try {
       await Promise.all(nodes.map((n) => migratePostgres(n.pool, n.logger)));
       const applied = nodes.flatMap((n) => n.lines.filter((l) => l.msg === 'migration applied').map((l) => l.version));
@@ -43,7 +42,7 @@ describe('migrating a PostgreSQL database', { skip: postgresUnavailable() }, () 
 
   test('a migration that fails rolls back alone: the versions before it stay, it is not recorded, and it is thrown', async () => {
     const database = await freshDatabase(server.url);
-    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    const pool = testPool(database.url, 1);
     try {
       const broken = [...postgresMigrations.slice(0, 2), { version: 3, name: 'broken', sql: 'CREATE TABLE half_done (id TEXT); SELECT no_such_function();' }];
       await assert.rejects(migratePostgres(pool, recordingLogger().logger, broken), /no_such_function/);

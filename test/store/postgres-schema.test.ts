@@ -7,7 +7,7 @@ import { migrations } from '../../src/store/migrations.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresMigrations } from '../../src/store/postgres/migrations.js';
 import { tempDirs } from '../support/hooks.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres } from '../support/postgres.js';
+import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres, testPool } from '../support/postgres.js';
 
 /**
  * The PostgreSQL schema (src/store/postgres/migrations.ts) against the SQLite one it
@@ -163,7 +163,7 @@ describe('the PostgreSQL schema against the SQLite one', { skip: postgresUnavail
   before(async () => {
     server = await startPrivatePostgres();
     database = await freshDatabase(server.url);
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    const pool = testPool(database.url, 2);
     try {
       await migratePostgres(pool, silentLogger());
     } finally {
@@ -306,7 +306,7 @@ describe('the PostgreSQL schema against the SQLite one', { skip: postgresUnavail
     let db: Db;
     before(async () => {
       sampleDb = await freshDatabase(server.url);
-      const pool = new pg.Pool({ connectionString: sampleDb.url, max: 1 });
+      const pool = testPool(sampleDb.url, 1);
       await migratePostgres(pool, silentLogger()).finally(() => pool.end());
       client = new pg.Client({ connectionString: sampleDb.url });
       await client.connect();

@@ -251,6 +251,19 @@ export async function freshDatabase(url: string): Promise<FreshDatabase> {
   };
 }
 
+/**
+ * A pool for tests. pool.end() resolves before its connections have closed, so dropping the
+ * database or stopping the server right after terminates ones still closing, which the pool
+ * reports as an error: expected while it ends (pg-pool's `ending`), thrown at any other time.
+ */
+export function testPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', (err) => {
+    if (!pool.ending) throw err;
+  });
+  return pool;
+}
+
 /** The exit handler's drop: nothing asynchronous runs there, so a child process does it. */
 function dropDatabaseSync(serverUrl: string, database: string): void {
   const script = `
