@@ -3,7 +3,7 @@ import type { ErrorCode } from '../contract/errors.js';
 import type { Db } from '../store/db.js';
 import {
   addUsage, categoryCount, categoryKnown, dayPeriod, monthPeriod, registerCategory, registerSenderDomain, senderDomainCount,
-  senderDomainKnown, usageFor, type UsageCounter,
+  senderDomainKnown, usageFor, type UsageCounter, type UsageState,
 } from '../store/usage.js';
 
 /** What the limits need to know about one message (plain data: it crosses to the index writer). */
@@ -39,26 +39,6 @@ function nextMonthStart(now: number): string {
 /** A project's plan; one removed from the config falls back to the default plan (checked at load). */
 export function planFor(settings: LimitSettings, name: string): PlanConfig {
   return settings.plans[name] ?? settings.plans[settings.defaultPlan]!;
-}
-
-/**
- * What the caps and quotas read of a project's state for one message. Each store gathers it its
- * own way (SQLite below, PostgreSQL in commit/postgresAcceptance.ts), reading only what
- * `usageReads` asks for; a fact not read holds its neutral value (known, 0), which no rule looks at.
- */
-export interface UsageState {
-  /** Whether the message's sender domain is already one of the project's. */
-  senderDomainKnown: boolean;
-  /** How many sender domains the project has; read only for a new domain. */
-  senderDomainCount: number;
-  /** Whether the message's category is already one of the project's (true without a category). */
-  categoryKnown: boolean;
-  /** How many categories the project has; read only for a new category. */
-  categoryCount: number;
-  /** This UTC month's usage; production only. */
-  month: UsageCounter;
-  /** Today's (UTC) usage; production only, under a plan with a daily ceiling. */
-  day: UsageCounter;
 }
 
 /** Which parts of UsageState the rules need for this message under this plan. */

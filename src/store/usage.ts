@@ -14,6 +14,27 @@ export interface UsageCounter {
   bytes: number;
 }
 
+/**
+ * What the caps and quotas (policy/usageLimits.ts decideUsage) read of a project's state for one
+ * message. Each store gathers it its own way (usageLimits.ts on SQLite, postgres/acceptance.ts),
+ * reading only what `usageReads` asks for; a fact not read holds its neutral value (known, 0),
+ * which no rule looks at.
+ */
+export interface UsageState {
+  /** Whether the message's sender domain is already one of the project's. */
+  senderDomainKnown: boolean;
+  /** How many sender domains the project has; read only for a new domain. */
+  senderDomainCount: number;
+  /** Whether the message's category is already one of the project's (true without a category). */
+  categoryKnown: boolean;
+  /** How many categories the project has; read only for a new category. */
+  categoryCount: number;
+  /** This UTC month's usage; production only. */
+  month: UsageCounter;
+  /** Today's (UTC) usage; production only, under a plan with a daily ceiling. */
+  day: UsageCounter;
+}
+
 export function usageFor(db: Db, projectId: string, period: string): UsageCounter {
   return (sql(db, 'SELECT messages, bytes FROM usage_counters WHERE project_id = ? AND period = ?').get(projectId, period) as UsageCounter | undefined) ?? {
     messages: 0,

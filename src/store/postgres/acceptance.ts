@@ -1,7 +1,7 @@
 import type { ClientBase } from 'pg';
 import type { EventRow } from '../events.js';
 import type { NewMessageRow } from '../messages.js';
-import type { UsageCounter } from '../usage.js';
+import type { UsageState } from '../usage.js';
 import { bigintNumber } from './bigintNumber.js';
 
 /**
@@ -37,16 +37,8 @@ export interface AcceptanceReadRequest {
   dayPeriod: string | null;
 }
 
-export interface AcceptanceRead {
-  /** The first acceptance's response under this Idempotency-Key, or null. */
-  idempotentResponse: string | null;
-  senderDomainKnown: boolean;
-  senderDomainCount: number;
-  categoryKnown: boolean;
-  categoryCount: number;
-  month: UsageCounter;
-  day: UsageCounter;
-}
+/** The caps' and quotas' facts, and the first acceptance's response under this Idempotency-Key (null: none). */
+export type AcceptanceRead = UsageState & { idempotentResponse: string | null };
 
 interface AcceptanceReadRow {
   idempotent_response: string | null;
