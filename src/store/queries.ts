@@ -1,0 +1,138 @@
+import type Database from 'better-sqlite3';
+import { sql, type Db } from './db.js';
+
+/**
+ * The store's one way to run a statement, on either backend (CLUSTER.md: "everything above the
+ * store is the same code"). A store function takes `Queries` and is written once, in the SQL
+ * both engines speak: `?` or `@name` placeholders, the same table and column names (the two
+ * dialects' migrations are kept equal by test/store/postgres-schema.test.ts). Where the engines
+ * differ (a lease's row locks, an upsert's spelling), the function asks `dialect`.
+ *
+ * Rows come back as SQLite gives them: integers as numbers (PostgreSQL's BIGINT included, which
+ * pg hands out as strings), flags as 0/1, text as strings, blobs as Buffers.
+ */
+export interface Queries {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** The first row, or undefined. */
+  get<Row>(text: string, ...params: Bind): Promise<Row | undefined>;
+  all<Row>(text: string, ...params: Bind): Promise<Row[]>;
+  /** Runs a write; resolves with how many rows it changed. */
+  run(text: string, ...params: Bind): Promise<number>;
+  /**
+   * The rows one at a time, read in pieces: a result far larger than memory (a scan of every
+   * message) never sits whole in the process.
+   */
+  iterate<Row>(text: string, ...params: Bind): AsyncIterable<Row>;
+  /**
+   * `work`'s statements commit together or not at all (a savepoint when already in one). On
+   * SQLite the transaction takes the write lock at once (BEGIN IMMEDIATE); transactions on one
+   * connection run one after another.
+   */
+  transaction<T>(work: (tx: Queries) => Promise<T>): Promise<T>;
+}
+
+/** A value a statement binds. Booleans are bound as 1/0, as SQLite stores flags. */
+export type SqlParam = string | number | bigint | boolean | Buffer | null;
+
+/** Positional parameters (`?`), or one object naming them (`@name`). */
+export type Bind = SqlParam[] | [Readonly<Record<string, SqlParam | undefined>>];
+
+function isNamed(params: Bind): params is [Readonly<Record<string, SqlParam | undefined>>] {
+  const first = params[0];
+  return params.length === 1 && first !== null && typeof first === 'object' && !Buffer.isBuffer(first);
+}
+
+type SqliteParam = string | number | bigint | Buffer | null;
+const sqliteParam = (v: SqlParam | undefined): SqliteParam => (v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v);
+
+/** SQLite binds named parameters from an object whose keys are the names without `@`. */
+function sqliteParams(params: Bind): SqliteParam[] | [Record<string, SqliteParam>] {
+  if (!isNamed(params)) return (params as SqlParam[]).map(sqliteParam);
+  const named: Record<string, SqliteParam> = {};
+  for (const [k, v] of Object.entries(params[0])) named[k] = sqliteParam(v);
+  return [named];
+}
+
+/**
+ * Queries on a better-sqlite3 connection. Each statement runs synchronously, as it always has;
+ * the promise only lets the same store code serve PostgreSQL. Transactions are serialised per
+ * connection: a second one waits for the first to end, so two callers' statements never
+ * interleave inside one BEGIN … COMMIT.
+ */
+export function sqliteQueries(db: Db): Queries {
+  return new SqliteQueries(db, { tail: Promise.resolve(), depth: 0 });
+}
+
+interface SqliteTransactionState {
+  /** Resolves when the transaction in progress (if any) has ended. */
+  tail: Promise<void>;
+  depth: number;
+}
+
+class SqliteQueries implements Queries {
+  readonly dialect = 'sqlite' as const;
+
+  constructor(
+    private readonly db: Db,
+    private readonly state: SqliteTransactionState,
+    private readonly inTransaction = false,
+  ) {}
+
+  private stmt(text: string): Database.Statement {
+    return sql(this.db, text);
+  }
+
+  async get<Row>(text: string, ...params: Bind): Promise<Row | undefined> {
+    return this.stmt(text).get(...sqliteParams(params)) as Row | undefined;
+  }
+
+  async all<Row>(text: string, ...params: Bind): Promise<Row[]> {
+    return this.stmt(text).all(...sqliteParams(params)) as Row[];
+  }
+
+  async run(text: string, ...params: Bind): Promise<number> {
+    return this.stmt(text).run(...sqliteParams(params)).changes;
+  }
+
+  async *iterate<Row>(text: string, ...params: Bind): AsyncIterable<Row> {
+    // better-sqlite3's iterator reads row by row; the connection is busy until it ends.
+    for (const row of this.stmt(text).iterate(...sqliteParams(params))) yield row as Row;
+  }
+
+  async transaction<T>(work: (tx: Queries) => Promise<T>): Promise<T> {
+    if (this.inTransaction) return this.savepoint(work);
+    const previous = this.state.tail;
+    let done!: () => void;
+    this.state.tail = new Promise<void>((resolve) => (done = resolve));
+    await previous;
+    try {
+      this.db.prepare('BEGIN IMMEDIATE').run();
+      try {
+        const result = await work(new SqliteQueries(this.db, this.state, true));
+        this.db.prepare('COMMIT').run();
+        return result;
+      } catch (err) {
+        if (this.db.inTransaction) this.db.prepare('ROLLBACK').run();
+        throw err;
+      }
+    } finally {
+      done();
+    }
+  }
+
+  private async savepoint<T>(work: (tx: Queries) => Promise<T>): Promise<T> {
+    const name = `sp${++this.state.depth}`;
+    this.db.prepare(`SAVEPOINT ${name}`).run();
+    try {
+      const result = await work(this);
+      this.db.prepare(`RELEASE ${name}`).run();
+      return result;
+    } catch (err) {
+      this.db.prepare(`ROLLBACK TO ${name}`).run();
+      this.db.prepare(`RELEASE ${name}`).run();
+      throw err;
+    } finally {
+      this.state.depth -= 1;
+    }
+  }
+}
