@@ -26,7 +26,8 @@ export interface Queries {
   /**
    * `work`'s statements commit together or not at all (a savepoint when already in one). On
    * SQLite the transaction takes the write lock at once (BEGIN IMMEDIATE); transactions on one
-   * connection run one after another.
+   * connection run one after another. Savepoints inside one transaction are taken one at a
+   * time (await each; never several at once).
    */
   transaction<T>(work: (tx: Queries) => Promise<T>): Promise<T>;
 }
@@ -106,13 +107,13 @@ class SqliteQueries implements Queries {
     this.state.tail = new Promise<void>((resolve) => (done = resolve));
     await previous;
     try {
-      this.db.prepare('BEGIN IMMEDIATE').run();
+      this.stmt('BEGIN IMMEDIATE').run();
       try {
         const result = await work(new SqliteQueries(this.db, this.state, true));
-        this.db.prepare('COMMIT').run();
+        this.stmt('COMMIT').run();
         return result;
       } catch (err) {
-        if (this.db.inTransaction) this.db.prepare('ROLLBACK').run();
+        if (this.db.inTransaction) this.stmt('ROLLBACK').run();
         throw err;
       }
     } finally {
