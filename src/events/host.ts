@@ -31,7 +31,7 @@ export function createWebhookDispatcher(deps: {
   /** A new channel to the index writer thread, which runs the dispatcher's writes. */
   openBookkeepingPort: () => MessagePort;
 }): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
+  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps);
   return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
 }
 
@@ -39,20 +39,15 @@ export function createWebhookDispatcher(deps: {
 class InProcessDispatcher implements WebhookDispatcherHandle {
   private running: { db: Db; dispatcher: WebhookDispatcher } | null = null;
 
-  constructor(
-    private readonly stateDir: string,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly config: Pick<PosternConfig, 'webhooks'>,
-    private readonly openBookkeepingPort: () => MessagePort,
-  ) {}
+  constructor(private readonly deps: Parameters<typeof createWebhookDispatcher>[0]) {}
 
   start(): void {
     if (this.running) return;
-    const db = openDatabase(this.stateDir, this.logger, { migrate: false });
-    const dispatcher = new WebhookDispatcher({ store: sqliteQueries(db), clock: this.clock, logger: this.logger, config: this.config, bookkeeping: new BookkeepingClient(this.openBookkeepingPort()) });
+    const { stateDir, clock, logger, config, openBookkeepingPort } = this.deps;
+    const db = openDatabase(stateDir, logger, { migrate: false });
+    const dispatcher = new WebhookDispatcher({ store: sqliteQueries(db), clock, logger, config, bookkeeping: new BookkeepingClient(openBookkeepingPort()) });
     this.running = { db, dispatcher };
-    dispatcher.start().catch((err: unknown) => this.logger.error({ err }, 'webhook dispatcher did not start'));
+    dispatcher.start().catch((err: unknown) => logger.error({ err }, 'webhook dispatcher did not start'));
   }
 
   async stop(): Promise<void> {
