@@ -21,6 +21,7 @@ import { createOperator, createOperatorToken } from '../src/operator/operators.j
 import { createProject } from '../src/operator/projects.js';
 import { attachProvider } from '../src/operator/providers.js';
 import { openDatabase } from '../src/store/db.js';
+import { sqliteQueries } from '../src/store/queries.js';
 import { tempStateDir } from '../test/support/postern.js';
 import { BENCH_RATE_LIMITS, cpuSeconds, removeAfterBench, runLoad, sleep, startBenchPostern, type Completion } from './benchServer.js';
 import { writeFileSync } from 'node:fs';
@@ -55,7 +56,7 @@ async function setUp(stateDir: string) {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
-    const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
     const bulk = await createProject(ctx, 'bench-bulk', 'pro');
     const load = await createProject(ctx, 'bench-load', 'pro');
     for (const p of [bulk, load]) await attachProvider(ctx, p.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });

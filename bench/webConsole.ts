@@ -21,6 +21,7 @@ import { createOperator } from '../src/operator/operators.js';
 import { createProject } from '../src/operator/projects.js';
 import { attachProvider } from '../src/operator/providers.js';
 import { openDatabase } from '../src/store/db.js';
+import { sqliteQueries } from '../src/store/queries.js';
 import { launchBrowser } from '../test/support/browser.js';
 import { tempStateDir } from '../test/support/postern.js';
 import { BENCH_RATE_LIMITS, removeAfterBench, startBenchPostern } from './benchServer.js';
@@ -48,7 +49,7 @@ async function setUp(stateDir: string) {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
-    const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
     const project = (await createProject(ctx, 'bench-web', 'pro'));
     await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     await createOperator(ctx, { email: 'bench@example.com', role: 'owner', password: PASSWORD });

@@ -34,6 +34,7 @@ import { createProject } from '../src/operator/projects.js';
 import { attachProvider } from '../src/operator/providers.js';
 import { addWebhook, removeWebhook } from '../src/operator/webhooks.js';
 import { openDatabase } from '../src/store/db.js';
+import { sqliteQueries } from '../src/store/queries.js';
 import { insertEvent } from '../src/store/events.js';
 import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
 import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, runLoad, sleep, startBenchPostern, removeAfterBench, type Completion } from './benchServer.js';
@@ -193,7 +194,7 @@ async function setUp(receiverUrl: string | null): Promise<Setup> {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, webhooks: { allow_private_targets: true } }, {});
-    const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
     const project = await createProject(ctx, 'bench-webhooks', 'pro');
     await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     const key = (await createKey(ctx, project.id, 'live')).key;
@@ -240,7 +241,7 @@ export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<W
     // The backlog: mail.accepted events as acceptance records them (about 450 bytes of data each).
     const db = openDatabase(setup.stateDir, silentLogger());
     const now = Date.now();
-    db.transaction(() => {
+    await sqliteQueries(db).transaction(async (tx) => {
       for (let i = 0; i < events; i++) {
         const uid = `m.bench${String(i).padStart(19, '0')}`;
         const data = {
@@ -256,9 +257,9 @@ export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<W
           status: 'queued',
           environment: 'production',
         };
-        insertEvent(db, { project_id: setup.projectId, message_id: uid, type: 'mail.accepted', created_at: now, data: JSON.stringify(data) });
+        await insertEvent(tx, { project_id: setup.projectId, message_id: uid, type: 'mail.accepted', created_at: now, data: JSON.stringify(data) });
       }
-    })();
+    });
     db.close();
     const config = writeConfig(setup, 'webhooks-on.json', { allow_private_targets: true, ...EXTRA_WEBHOOK_CONFIG });
     const server = await start(setup, config);
@@ -325,7 +326,7 @@ async function alternatingAcceptPhase(receiver: Receiver, body: Buffer): Promise
     const server = await start(setup, config);
     const control = openDatabase(setup.stateDir, silentLogger());
     try {
-      const ctx = { db: control, clock: systemClock, config: buildConfig({ state_dir: setup.stateDir, webhooks: { allow_private_targets: true } }, {}), spoolRoot: path.join(setup.stateDir, 'spool') };
+      const ctx = { store: sqliteQueries(control), clock: systemClock, config: buildConfig({ state_dir: setup.stateDir, webhooks: { allow_private_targets: true } }, {}), spoolRoot: path.join(setup.stateDir, 'spool') };
       const pid = server.child.pid!;
       let stop!: () => void;
       const until = new Promise<void>((resolve) => (stop = resolve));

@@ -20,6 +20,7 @@ import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './accept/writers.js';
 import { openDatabase, type Db } from './store/db.js';
+import { sqliteQueries, type Queries } from './store/queries.js';
 import { IndexWriter } from './commit/indexWriter.js';
 import { BookkeepingClient } from './commit/bookkeepingChannel.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
@@ -56,7 +57,10 @@ export interface BoundListener {
 
 export interface RunningPostern {
   listeners: BoundListener[];
+  /** The event loop's connection: SQLite plumbing (and tests that read it directly). */
   db: Db;
+  /** Its statements, as every component above the store runs them. */
+  store: Queries;
   pipeline: AcceptPipeline;
   /** Re-reads the SMTP certificate and key (SIGHUP); sessions in progress keep theirs. */
   reloadTls(): void;
@@ -83,9 +87,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   setMetricsRecording(config.metrics.enabled);
   if (config.metrics.enabled) startProcessMetrics();
   const db = openDatabase(config.state_dir, logger);
+  const store = sqliteQueries(db);
   const spool = new Spool(config.state_dir);
   // Before the index writer starts: the only writes on this connection, while nothing else runs.
-  reconcileSpool(db, spool, logger, clock.now());
+  await reconcileSpool(store, spool, logger, clock.now());
   const limits = limitSettings(config);
   // One syncfs per commit group where the addon is built; one fsync per file otherwise.
   const spoolSync = config.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
@@ -97,7 +102,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   disk?.start();
   // A message due now wakes the delivery scheduler (declared below; only called once serving).
   const onDue = config.delivery.enabled ? () => scheduler.kick() : undefined;
-  const pipeline = new AcceptPipeline({ db, spool, writers, indexWriter, clock, logger, limits, disk, onDue });
+  const pipeline = new AcceptPipeline({ store, spool, writers, indexWriter, clock, logger, limits, disk, onDue });
 
   // From here on, the event loop's connection only reads: what it writes (provider feedback,
   // housekeeping) goes over this channel to the index writer thread.
@@ -109,7 +114,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     bookkeeping, clock, logger, id: config.node.id, heartbeatSeconds: config.node.heartbeat_seconds, version: posternVersion(), hostname: os.hostname(), pid: process.pid,
   });
   setNodeInfo(config.node.id, posternVersion());
-  const feedback = new FeedbackIntake(db, bookkeeping);
+  const feedback = new FeedbackIntake(store, bookkeeping);
 
   const adapters = createAdapterRegistry({
     clock,
@@ -123,7 +128,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const deliveryDb = openDatabase(config.state_dir, logger, { migrate: false, durability: 'at-least-once' });
   const deliveryBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
   const scheduler = new DeliveryScheduler({
-    db: deliveryDb,
+    store: sqliteQueries(deliveryDb),
     bookkeeping: deliveryBookkeeping,
     spoolRoot: spool.root,
     clock,
@@ -131,10 +136,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     config: { delivery: config.delivery },
     adapterFor: (slug) => adapters.adapterFor(slug),
     // A large file is opened only when a key applies (most messages have none), and streamed.
-    sign: (projectId, domain, stored) =>
-      dkimKeyFor(db, projectId, domain)
-        ? dkimSignatureFor(db, projectId, domain, stored.mime ? stored.mime : createReadStream(stored.mimePath), new Date(clock.now()))
-        : Promise.resolve(null),
+    sign: async (projectId, domain, stored) =>
+      (await dkimKeyFor(store, projectId, domain))
+        ? dkimSignatureFor(store, projectId, domain, stored.mime ? stored.mime : createReadStream(stored.mimePath), new Date(clock.now()))
+        : null,
   });
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
@@ -147,7 +152,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   warnIfFewDescriptors(config, logger);
-  const admission = new Admission(db, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
+  const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
@@ -156,7 +161,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
   const secret = viewerSecret(config.state_dir);
-  const viewer = new Viewer({ ctx: { db, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
+  const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -165,9 +170,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const readiness = readinessChecks({ pipeline, indexWriter, disk, servers, smtpServers });
   const metrics = config.metrics.enabled
     ? new MetricsExposition({
-        db,
+        store,
         now: () => clock.now(),
-        storage: new StorageFigures(db, config.state_dir, METRICS_SPOOL_TTL_MS),
+        storage: new StorageFigures(store, config.state_dir, METRICS_SPOOL_TTL_MS),
         disk,
         throttledAccounts: () => scheduler.throttledAccounts(),
         smtpSessions: () => smtpServers.reduce((n, s) => n + s.openSessions(), 0),
@@ -202,7 +207,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {
-            db, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -248,6 +253,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   return {
     listeners,
     db,
+    store,
     pipeline,
     reloadTls() {
       if (!tls) return;
@@ -301,7 +307,7 @@ function readinessChecks(parts: { pipeline: AcceptPipeline; indexWriter: IndexWr
   const { pipeline, indexWriter, disk, servers, smtpServers } = parts;
   return new Readiness()
     .add('index_writable', async () => {
-      if (!pipeline.indexAnswers()) return { ok: false, detail: 'the index does not answer a query' };
+      if (!(await pipeline.indexAnswers())) return { ok: false, detail: 'the index does not answer a query' };
       const status = await indexWriter.status(WRITER_ANSWER_MS);
       if (status?.lastWriteError) return { ok: false, detail: `the last write to the index failed: ${status.lastWriteError}` };
       return { ok: true };

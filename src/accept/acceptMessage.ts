@@ -12,8 +12,8 @@ import type { AuthContext } from '../policy/apiKeys.js';
 import { checkProjectPolicy } from '../policy/projectPolicy.js';
 import { usageRefusal, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from '../commit/acceptance.js';
-import { indexAnswers, type Db } from '../store/db.js';
 import { findIdempotentResponse } from '../store/idempotency.js';
+import { indexAnswers, type Queries } from '../store/queries.js';
 import type { IndexWriter } from '../commit/indexWriter.js';
 import type { HoldReason } from '../store/messages.js';
 import { BODY_IN_INDEX } from '../store/messageBodies.js';
@@ -25,7 +25,8 @@ import { judgeSmtpMessage } from './smtpMessage.js';
 import type { SpooledMessage, SpoolFile, SpoolWriters } from './writers.js';
 
 export interface AcceptDeps {
-  db: Db;
+  /** For reads only: the commit runs on the index writer thread. */
+  store: Queries;
   spool: Spool;
   writers: SpoolWriters;
   indexWriter: IndexWriter;
@@ -113,8 +114,8 @@ export class AcceptPipeline {
   constructor(private readonly deps: AcceptDeps) {}
 
   /** Whether the index answers a query (GET /healthz). */
-  indexAnswers(): boolean {
-    return indexAnswers(this.deps.db);
+  indexAnswers(): Promise<boolean> {
+    return indexAnswers(this.deps.store);
   }
 
   /**
@@ -138,7 +139,7 @@ export class AcceptPipeline {
     if (formatError) throw new ContractError(formatError);
     const slot = `${auth.project.id}\u0000${auth.environment}\u0000${key}`;
     for (;;) {
-      const stored = findIdempotentResponse(this.deps.db, auth.project.id, auth.environment, key);
+      const stored = await findIdempotentResponse(this.deps.store, auth.project.id, auth.environment, key);
       if (stored) return JSON.parse(stored) as SendAccepted;
       const running = this.inFlight.get(slot);
       if (!running) break;
@@ -204,7 +205,7 @@ export class AcceptPipeline {
 
   /** Any door: policy, then `source` writes the MIME, then the durable commit. */
   private async acceptFrom(auth: AuthContext, facts: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<SendAccepted> {
-    this.checkPolicy(auth, facts);
+    await this.checkPolicy(auth, facts);
     const spooled = await this.spool(auth, facts, opts, source);
     const [outcome] = await this.commit([spooled]);
     if (outcome instanceof ContractError) throw outcome;
@@ -224,7 +225,7 @@ export class AcceptPipeline {
     const spooled = await Promise.all(
       messages.map(async (message) => {
         try {
-          this.checkPolicy(auth, message);
+          await this.checkPolicy(auth, message);
           return await this.spool(auth, message, opts, this.composed(message));
         } catch (err) {
           return asContractError(err);
@@ -236,11 +237,11 @@ export class AcceptPipeline {
     return spooled.map((s) => (s instanceof ContractError ? s : outcomes[ready.indexOf(s)]));
   }
 
-  private checkPolicy(auth: AuthContext, message: MessageFacts): void {
-    const { db, clock, limits } = this.deps;
+  private async checkPolicy(auth: AuthContext, message: MessageFacts): Promise<void> {
+    const { store, clock, limits } = this.deps;
     if (!limits.enabled) return;
-    checkProjectPolicy(db, auth, message);
-    const refusal = usageRefusal(db, usageFacts(auth, message, 0), auth.project.plan, limits, clock.now());
+    await checkProjectPolicy(store, auth, message);
+    const refusal = await usageRefusal(store, usageFacts(auth, message, 0), auth.project.plan, limits, clock.now());
     if (refusal) throw refusalError(refusal);
   }
 

@@ -34,7 +34,7 @@ export function int(name: string, v: string | string[] | boolean | undefined): n
 
 /** Text printed as it is (CSV), chunk by chunk, instead of JSON. */
 export class TextOutput {
-  constructor(readonly chunks: Iterable<string>) {}
+  constructor(readonly chunks: Iterable<string> | AsyncIterable<string>) {}
 }
 
 /** Standard input, whole, without its final line break (`--password-stdin`). */

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '
 import { createLogger } from '../log.js';
 import { OperatorError } from '../operator/errors.js';
 import { openDatabase } from '../store/db.js';
+import { sqliteQueries } from '../store/queries.js';
 import { Spool } from '../spool/spool.js';
 import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
 import { dkimCommands } from './dkim.js';
@@ -100,11 +101,11 @@ export async function runCli(argv: string[]): Promise<number> {
     const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
     const db = openDatabase(config.state_dir, logger);
     try {
-      const result = await cmd.run({ db, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
+      const result = await cmd.run({ store: sqliteQueries(db), clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
       if (result instanceof RawOutput) {
         await new Promise<void>((resolve, reject) => result.stream.on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
       } else if (result instanceof TextOutput) {
-        for (const chunk of result.chunks) if (!process.stdout.write(chunk)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+        for await (const chunk of result.chunks) if (!process.stdout.write(chunk)) await new Promise((resolve) => process.stdout.once('drain', resolve));
       } else {
         out.print(result);
       }

@@ -71,7 +71,7 @@ export const messageCommands: CommandGroup = {
     usage: 'message show ID [--raw]',
     positionals: ['ID'],
     options: { raw: { type: 'boolean' } },
-    run: (ctx, v, [id]) => (v.raw ? new RawOutput(openMessageMime(ctx, id)) : messageShow(ctx, id)),
+    run: async (ctx, v, [id]) => (v.raw ? new RawOutput(await openMessageMime(ctx, id)) : messageShow(ctx, id)),
   },
   release: singleOrBulk('release', releaseMessage),
   cancel: singleOrBulk('cancel', cancelMessage),

@@ -3,5 +3,5 @@ import { TextOutput, type CommandGroup } from './command.js';
 
 export const nodeCommands: CommandGroup = {
   // A table for people; one JSON object with --json.
-  list: { usage: 'node list [--json]', run: (ctx, v) => (v.json ? nodeList(ctx) : new TextOutput(nodeListTable(nodeList(ctx)))) },
+  list: { usage: 'node list [--json]', run: async (ctx, v) => (v.json ? nodeList(ctx) : new TextOutput(nodeListTable(await nodeList(ctx)))) },
 };

@@ -8,10 +8,10 @@ export const overviewCommands: CommandGroup = {
     usage: 'overview show [--project ID]',
     options: { project: { type: 'string' } },
     // Read from the index now: the last 24 hours of events and last hour of attempts (throttled-until is known only to the server).
-    run: (ctx, v) => {
+    run: async (ctx, v) => {
       const project = str(v.project);
-      if (project !== undefined) requireProject(ctx, project);
-      return overview(ctx, { activity: new ActivityTail(ctx.db, ctx.clock), storage: new StorageFigures(ctx.db, ctx.config.state_dir) }, project === undefined ? null : [project], true);
+      if (project !== undefined) await requireProject(ctx, project);
+      return overview(ctx, { activity: new ActivityTail(ctx.store, ctx.clock), storage: new StorageFigures(ctx.store, ctx.config.state_dir) }, project === undefined ? null : [project], true);
     },
   },
 };

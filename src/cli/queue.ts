@@ -3,5 +3,5 @@ import { TextOutput, type CommandGroup } from './command.js';
 
 export const queueCommands: CommandGroup = {
   // A table for people (qshape's layout); one JSON object with --json.
-  summary: { usage: 'queue summary [--json]', run: (ctx, v) => (v.json ? queueSummary(ctx) : new TextOutput(queueSummaryTable(queueSummary(ctx)))) },
+  summary: { usage: 'queue summary [--json]', run: async (ctx, v) => (v.json ? queueSummary(ctx) : new TextOutput(queueSummaryTable(await queueSummary(ctx)))) },
 };

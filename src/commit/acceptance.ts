@@ -1,10 +1,10 @@
 import { usageRefusal, recordUsage, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
-import type { Db } from '../store/db.js';
 import { insertEvent, type EventRow } from '../store/events.js';
 import { findIdempotentResponse, insertIdempotencyKey } from '../store/idempotency.js';
 import { insertMessageBody } from '../store/messageBodies.js';
 import { insertMessage, type NewMessageRow } from '../store/messages.js';
 import { projectPlan } from '../store/projects.js';
+import type { Queries } from '../store/queries.js';
 
 /** Everything one acceptance commits, as plain data (it crosses to the index writer thread). */
 export interface AcceptanceRecord {
@@ -24,20 +24,20 @@ export type AcceptanceOutcome = { kind: 'stored' } | { kind: 'duplicate'; respon
  * `mail.accepted` event. Runs inside the writer's transaction, so neither the key check nor
  * the caps and quotas (read with the project's current plan) can race another insert.
  */
-export function recordAcceptance(db: Db, record: AcceptanceRecord, limits: LimitSettings): AcceptanceOutcome {
+export async function recordAcceptance(q: Queries, record: AcceptanceRecord, limits: LimitSettings): Promise<AcceptanceOutcome> {
   const m = record.message;
   if (record.idempotency) {
-    const existing = findIdempotentResponse(db, m.project_id, m.environment, record.idempotency.key);
+    const existing = await findIdempotentResponse(q, m.project_id, m.environment, record.idempotency.key);
     if (existing) return { kind: 'duplicate', response: existing };
   }
-  const plan = projectPlan(db, m.project_id);
-  const refusal = usageRefusal(db, record.usage, plan, limits, m.created_at);
+  const plan = await projectPlan(q, m.project_id);
+  const refusal = await usageRefusal(q, record.usage, plan, limits, m.created_at);
   if (refusal) return { kind: 'refused', refusal };
-  recordUsage(db, record.usage, limits, m.created_at);
-  insertMessage(db, m);
-  if (record.body) insertMessageBody(db, m.id, record.body);
+  await recordUsage(q, record.usage, limits, m.created_at);
+  await insertMessage(q, m);
+  if (record.body) await insertMessageBody(q, m.id, record.body);
   if (record.idempotency) {
-    insertIdempotencyKey(db, {
+    await insertIdempotencyKey(q, {
       project_id: m.project_id,
       environment: m.environment,
       key: record.idempotency.key,
@@ -46,6 +46,6 @@ export function recordAcceptance(db: Db, record: AcceptanceRecord, limits: Limit
       created_at: m.created_at,
     });
   }
-  insertEvent(db, record.event);
+  await insertEvent(q, record.event);
   return { kind: 'stored' };
 }

@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ThreadChannel } from '../platform/threadChannel.js';
-import type { Db } from '../store/db.js';
+import type { Queries } from '../store/queries.js';
 import { applyDeliveryBookkeeping, type DeliveryBookkeeping, type DeliveryBookkeepingResult } from './deliveryBookkeeping.js';
 import { applyFeedbackBookkeeping, type FeedbackBookkeeping, type FeedbackBookkeepingResult } from './feedbackBookkeeping.js';
 import {
@@ -52,22 +52,22 @@ export interface BookkeepingOutcome<K extends BookkeepingKind> {
 }
 
 /** Runs one request's writes (the caller wraps it in a transaction). */
-export function applyBookkeeping(db: Db, request: BookkeepingRequest): BookkeepingResults[BookkeepingKind] {
+export function applyBookkeeping(q: Queries, request: BookkeepingRequest): Promise<BookkeepingResults[BookkeepingKind]> {
   switch (request.kind) {
     case 'webhooks':
-      return applyWebhookBookkeeping(db, request.work);
+      return applyWebhookBookkeeping(q, request.work);
     case 'delivery':
-      return applyDeliveryBookkeeping(db, request.work);
+      return applyDeliveryBookkeeping(q, request.work);
     case 'feedback':
-      return applyFeedbackBookkeeping(db, request.work);
+      return applyFeedbackBookkeeping(q, request.work);
     case 'prune':
-      return applyPruneBookkeeping(db, request.work);
+      return applyPruneBookkeeping(q, request.work);
     case 'retention':
-      return applyRetentionBookkeeping(db, request.work);
+      return applyRetentionBookkeeping(q, request.work);
     case 'operator':
-      return applyOperatorBookkeeping(db, request.work);
+      return applyOperatorBookkeeping(q, request.work);
     case 'node':
-      return applyNodeBookkeeping(db, request.work);
+      return applyNodeBookkeeping(q, request.work);
   }
 }
 

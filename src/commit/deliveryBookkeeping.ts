@@ -1,9 +1,9 @@
-import type { Db } from '../store/db.js';
 import {
   expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, addProviderUsage, type AttemptRow, type RecipientStatus,
 } from '../store/delivery.js';
 import { insertMailEvent, type EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
+import type { Queries } from '../store/queries.js';
 import { addSuppression, type SuppressionRow } from '../store/suppressions.js';
 
 /** What a lifecycle event needs of its message. */
@@ -51,37 +51,37 @@ export interface DeliveryBookkeepingResult {
 export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row.project_id, subject: row.subject, from_email: row.from_email });
 
 /** Runs one exchange's writes; the caller wraps it in a transaction. */
-export function applyDeliveryBookkeeping(db: Db, work: DeliveryBookkeeping): DeliveryBookkeepingResult {
-  const event = (e: MailEventRecord) => insertMailEvent(db, e.message, e.type, e.at, e.extra);
+export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkeeping): Promise<DeliveryBookkeepingResult> {
+  const event = (e: MailEventRecord) => insertMailEvent(q, e.message, e.type, e.at, e.extra);
   for (const w of work.writes) {
     switch (w.kind) {
       case 'attempt':
-        insertAttempt(db, w.attempt);
+        await insertAttempt(q, w.attempt);
         break;
       case 'recipient':
-        insertRecipientOutcome(db, w.outcome);
+        await insertRecipientOutcome(q, w.outcome);
         break;
       case 'suppress':
-        addSuppression(db, w.suppression);
+        await addSuppression(q, w.suppression);
         break;
       case 'usage':
-        addProviderUsage(db, w.accountId, w.period);
+        await addProviderUsage(q, w.accountId, w.period);
         break;
       case 'event':
-        event(w.event);
+        await event(w.event);
         break;
       case 'finish':
-        if (finishSending(db, w.id, w.to, w.at) && w.event) event(w.event);
+        if ((await finishSending(q, w.id, w.to, w.at)) && w.event) await event(w.event);
         break;
     }
   }
   if (work.expire) {
     const { createdBefore, at, limit } = work.expire;
-    for (const row of expiredMessages(db, createdBefore, limit)) {
-      if (!failExpired(db, row.id, at)) continue;
-      event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
+    for (const row of await expiredMessages(q, createdBefore, limit)) {
+      if (!(await failExpired(q, row.id, at))) continue;
+      await event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
     }
   }
-  const leased = work.lease ? leaseDueMessages(db, work.lease.now, work.lease.leaseUntil, work.lease.limit) : [];
+  const leased = work.lease ? await leaseDueMessages(q, work.lease.now, work.lease.leaseUntil, work.lease.limit) : [];
   return { leased };
 }

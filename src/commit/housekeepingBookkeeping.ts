@@ -1,9 +1,9 @@
-import type { Db } from '../store/db.js';
 import { pruneReceipts } from '../store/feedback.js';
 import { pruneIdempotencyKeys } from '../store/idempotency.js';
 import { pruneFinishedMessages } from '../store/messageRetention.js';
 import { pruneOperatorSessions } from '../store/operatorSessions.js';
 import { pruneStoppedNodes } from '../store/nodes.js';
+import type { Queries } from '../store/queries.js';
 
 const DAY_MS = 86_400_000;
 /** A node stopped this long ago is no longer listed (a renamed or retired one drops out). */
@@ -40,17 +40,17 @@ export interface RetentionBookkeepingResult {
 }
 
 /** Runs the prune; the caller wraps it in a transaction. */
-export function applyPruneBookkeeping(db: Db, work: PruneBookkeeping): PruneBookkeepingResult {
+export async function applyPruneBookkeeping(q: Queries, work: PruneBookkeeping): Promise<PruneBookkeepingResult> {
   return {
-    idempotencyKeys: pruneIdempotencyKeys(db, work.now, work.retentionDays),
+    idempotencyKeys: await pruneIdempotencyKeys(q, work.now, work.retentionDays),
     // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
-    receipts: pruneReceipts(db, work.now - work.retentionDays * DAY_MS),
-    sessions: pruneOperatorSessions(db, work.now - work.sessionIdleSeconds * 1000),
-    nodes: pruneStoppedNodes(db, work.now - STOPPED_NODE_DAYS * DAY_MS),
+    receipts: await pruneReceipts(q, work.now - work.retentionDays * DAY_MS),
+    sessions: await pruneOperatorSessions(q, work.now - work.sessionIdleSeconds * 1000),
+    nodes: await pruneStoppedNodes(q, work.now - STOPPED_NODE_DAYS * DAY_MS),
   };
 }
 
 /** Runs one retention chunk; the caller wraps it in a transaction. */
-export function applyRetentionBookkeeping(db: Db, work: RetentionBookkeeping): RetentionBookkeepingResult {
-  return { spoolFiles: pruneFinishedMessages(db, work.now, work.defaultRetentionDays, work.limit) };
+export async function applyRetentionBookkeeping(q: Queries, work: RetentionBookkeeping): Promise<RetentionBookkeepingResult> {
+  return { spoolFiles: await pruneFinishedMessages(q, work.now, work.defaultRetentionDays, work.limit) };
 }

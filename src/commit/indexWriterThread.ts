@@ -4,7 +4,7 @@
  * layer (over a MessagePort each, commit/bookkeepingChannel.ts).
  * It drains every batch that arrived while it was busy into one group: publish the group's
  * spool files, if any (renames, then one filesystem flush: spool/publish.ts), then one
- * BEGIN IMMEDIATE … COMMIT with synchronous=FULL, which also holds the bodies of the group's
+ * BEGIN IMMEDIATE … COMMIT with synchronous=FULL (a savepoint per acceptance), which also holds the bodies of the group's
  * small messages (store/messageBodies.ts): a group of small messages is durable after the one
  * flush of the WAL. Those flushes block this thread, never the event loop that serves
  * requests. (A separate publisher thread overlapping the two measured slower: the flushes
@@ -16,6 +16,7 @@ import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
 import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase, setDurability } from '../store/db.js';
+import { sqliteQueries } from '../store/queries.js';
 import { applyBookkeeping, committedDurably, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import { countWebhookOutcome, metricsSnapshot, observeCommitGroup, setMetricsRecording, type MetricsSnapshot } from '../platform/metrics.js';
@@ -57,8 +58,7 @@ let limits = (workerData as IndexWriterData).limits;
 setMetricsRecording(metrics);
 const syncFilesystem = spoolSync === 'syncfs' ? loadSyncFilesystem() : null;
 const db = openDatabase(stateDir, silentLogger(), { migrate: false });
-const runUnit = db.transaction((record: AcceptanceRecord) => recordAcceptance(db, record, limits));
-const runBookkeeping = db.transaction(applyBookkeeping);
+const store = sqliteQueries(db);
 const queue: CommitUnit[] = [];
 const bookkeeping: { port: MessagePort; request: BookkeepingRequest }[] = [];
 /** Per channel, acceptance units committed since its last write: the dispatcher writes less often while they flow. */
@@ -70,18 +70,28 @@ let lastWriteError: string | null = null;
 function schedule(): void {
   if (scheduled) return;
   scheduled = true;
-  setImmediate(flush);
+  setImmediate(() => void flush());
 }
 
-function flush(): void {
-  scheduled = false;
-  while (queue.length > 0) {
-    const batch = queue.splice(0, MAX_BATCH);
-    for (const [port, n] of acceptedSince) acceptedSince.set(port, n + batch.length);
-    parentPort!.postMessage(commit(batch));
+/**
+ * Its store calls never wait on other I/O (SQLite answers at once), so a flush still runs to its
+ * end in one turn. `scheduled` stays set until then: work that arrives meanwhile joins this
+ * loop, never a second flush (one transaction at a time on this connection).
+ */
+async function flush(): Promise<void> {
+  try {
+    while (queue.length > 0 || bookkeeping.length > 0) {
+      while (queue.length > 0) {
+        const batch = queue.splice(0, MAX_BATCH);
+        for (const [port, n] of acceptedSince) acceptedSince.set(port, n + batch.length);
+        parentPort!.postMessage(await commit(batch));
+      }
+      // Acceptances first: a bookkeeping write waits for the groups that arrived with it.
+      for (const { port, request } of bookkeeping.splice(0)) port.postMessage([await writeBookkeeping(port, request)]);
+    }
+  } finally {
+    scheduled = false;
   }
-  // Acceptances first: a bookkeeping write waits for the groups that arrived with it.
-  for (const { port, request } of bookkeeping.splice(0)) port.postMessage([writeBookkeeping(port, request)]);
 }
 
 /**
@@ -89,12 +99,13 @@ function flush(): void {
  * power failure only repeats work (at-least-once), and the next acceptance commit (FULL)
  * flushes the WAL with it anyway. Those that must not be lost stay FULL (committedDurably).
  */
-function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): BookkeepingReply {
+async function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Promise<BookkeepingReply> {
   const acceptanceBusy = (acceptedSince.get(port) ?? 0) > 0;
   acceptedSince.set(port, 0);
   if (!committedDurably(request)) setDurability(db, 'at-least-once');
   try {
-    const reply: BookkeepingReply = { seq: request.seq, ok: true, result: runBookkeeping.immediate(db, request), acceptanceBusy };
+    const result = await store.transaction((tx) => applyBookkeeping(tx, request));
+    const reply: BookkeepingReply = { seq: request.seq, ok: true, result, acceptanceBusy };
     lastWriteError = null;
     if (request.kind === 'webhooks') for (const o of request.work.outcomes) countWebhookOutcome(o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed');
     return reply;
@@ -107,7 +118,7 @@ function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Bookk
   }
 }
 
-function commit(units: CommitUnit[]): CommitResult[] {
+async function commit(units: CommitUnit[]): Promise<CommitResult[]> {
   const started = performance.now();
   const withFiles = units.filter((u) => u.file !== null);
   const published = new Map(publishSpoolFiles(withFiles.map((u) => u.file!), syncFilesystem).map((err, i) => [withFiles[i], err]));
@@ -124,16 +135,16 @@ function commit(units: CommitUnit[]): CommitResult[] {
   }
   const results: CommitResult[] = [...unpublished];
   try {
-    db.transaction(() => {
+    await store.transaction(async (tx) => {
       for (const unit of batch) {
         // Each unit in its own savepoint: one that fails rolls back alone.
         try {
-          results.push({ seq: unit.seq, ok: true, outcome: runUnit(unit.record) });
+          results.push({ seq: unit.seq, ok: true, outcome: await tx.transaction((unitTx) => recordAcceptance(unitTx, unit.record, limits)) });
         } catch (err) {
           results.push({ seq: unit.seq, ok: false, error: (err as Error).message });
         }
       }
-    }).immediate();
+    });
   } catch (err) {
     lastWriteError = `commit failed: ${(err as Error).message}`;
     return [...unpublished, ...batch.map((u): CommitResult => ({ seq: u.seq, ok: false, error: `commit failed: ${(err as Error).message}` }))];

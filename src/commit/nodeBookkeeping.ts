@@ -1,5 +1,5 @@
-import type { Db } from '../store/db.js';
 import { findNode, markNodeStopped, recordNodeBeat, upsertNode, type NodeRow, type NodeRun } from '../store/nodes.js';
+import type { Queries } from '../store/queries.js';
 
 /**
  * A node's own row (store/nodes.ts): registered at start, a beat every heartbeat, stopped on a
@@ -19,16 +19,16 @@ export interface NodeBookkeepingResult {
 }
 
 /** Runs one node write; the caller wraps it in a transaction. */
-export function applyNodeBookkeeping(db: Db, work: NodeBookkeeping): NodeBookkeepingResult {
+export async function applyNodeBookkeeping(q: Queries, work: NodeBookkeeping): Promise<NodeBookkeepingResult> {
   switch (work.type) {
     case 'register': {
-      const previous = findNode(db, work.row.id) ?? null;
-      upsertNode(db, work.row);
+      const previous = (await findNode(q, work.row.id)) ?? null;
+      await upsertNode(q, work.row);
       return { previous, changed: true };
     }
     case 'beat':
-      return { previous: null, changed: recordNodeBeat(db, work.run, work.at) };
+      return { previous: null, changed: await recordNodeBeat(q, work.run, work.at) };
     case 'stop':
-      return { previous: null, changed: markNodeStopped(db, work.run, work.at) };
+      return { previous: null, changed: await markNodeStopped(q, work.run, work.at) };
   }
 }

@@ -1,7 +1,7 @@
 import { recordApiKeyUse } from '../store/apiKeyUsage.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
-import type { Db } from '../store/db.js';
 import { applyMessageAction, type MessageAction } from '../store/messageActions.js';
+import type { Queries } from '../store/queries.js';
 import { applyOperatorWrite, OPERATOR_WRITES_NOT_DURABLE, WriteRefused, type OperatorWrite, type OperatorWrites, type WriteRefusal } from './operatorWrites.js';
 
 /**
@@ -48,24 +48,24 @@ export type OperatorResultOf<W extends OperatorBookkeeping> = W extends MessageA
 export type OperatorBookkeepingResult = { value: unknown } | { refused: WriteRefusal };
 
 /** Runs one write; the caller wraps it in a transaction. A refusal rolls back its own savepoint only. */
-export function applyOperatorBookkeeping(db: Db, work: OperatorBookkeeping): OperatorBookkeepingResult {
+export async function applyOperatorBookkeeping(q: Queries, work: OperatorBookkeeping): Promise<OperatorBookkeepingResult> {
   if (work.type === 'key_use') {
-    recordApiKeyUse(db, new Map(work.uses));
+    await recordApiKeyUse(q, new Map(work.uses));
     return { value: null };
   }
-  if (work.type === 'message_action') return { value: applyChunk(db, work) };
+  if (work.type === 'message_action') return { value: await applyChunk(q, work) };
   try {
-    return { value: db.transaction(() => applyOperatorWrite(db, work))() };
+    return { value: await q.transaction((tx) => applyOperatorWrite(tx, work)) };
   } catch (err) {
     if (err instanceof WriteRefused) return { refused: err.refusal };
     throw err;
   }
 }
 
-function applyChunk(db: Db, work: MessageActionChunk): MessageActionResult {
-  const changed = applyMessageAction(db, work.action, { rows: work.rows }, work.now);
+async function applyChunk(q: Queries, work: MessageActionChunk): Promise<MessageActionResult> {
+  const changed = await applyMessageAction(q, work.action, { rows: work.rows }, work.now);
   const total = (work.audit?.changedBefore ?? 0) + changed.length;
-  if (work.audit && total > 0) insertAudit(db, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
+  if (work.audit && total > 0) await insertAudit(q, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
   return { changed: work.returnIds ? changed : [], changedCount: changed.length };
 }
 

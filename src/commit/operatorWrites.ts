@@ -2,7 +2,6 @@ import type { ProviderAccount } from '../contract/providerAccount.js';
 import { createApiKey, credentialState, type KeyMode } from '../policy/apiKeys.js';
 import { getApiKey, revokeApiKey, shortenApiKeyExpiry } from '../store/apiKeys.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
-import type { Db } from '../store/db.js';
 import { removeDkimKey, storeDkimKey, type DkimKeyRow } from '../store/dkimKeys.js';
 import { ACTION_FROM, applyMessageAction, deleteCapturedMessage, type MessageAction } from '../store/messageActions.js';
 import { getMessage, projectHeldMessages, transitionMessage } from '../store/messages.js';
@@ -15,6 +14,7 @@ import {
 } from '../store/operators.js';
 import { getProject, insertProject, markProjectDeleted, setProjectPaused, setProjectPlan, setProjectStrategy } from '../store/projects.js';
 import { detachProviderAccount, findProviderAccount, insertProviderAccount, setProviderAccountLimits } from '../store/providerAccounts.js';
+import type { Queries } from '../store/queries.js';
 import { addSuppression, removeSuppression, type SuppressionRow } from '../store/suppressions.js';
 import { insertWebhookAttempt, type WebhookAttemptRow } from '../store/webhookAttempts.js';
 import { enableWebhookEndpoint, insertWebhookDelivery, insertWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../store/webhooks.js';
@@ -47,8 +47,8 @@ export class WriteRefused extends Error {
 const notFound = (what: string, id: string) => new WriteRefused({ code: 'not_found', message: `${what} ${id} not found` });
 const conflict = (message: string) => new WriteRefused({ code: 'conflict', message });
 
-function audit(db: Db, stamp: AuditStamp, action: string, target: string | null, details?: Record<string, unknown>): void {
-  insertAudit(db, { ...stamp, action, target, details: details === undefined ? null : JSON.stringify(details) });
+async function audit(q: Queries, stamp: AuditStamp, action: string, target: string | null, details?: Record<string, unknown>): Promise<void> {
+  await insertAudit(q, { ...stamp, action, target, details: details === undefined ? null : JSON.stringify(details) });
 }
 
 /** Session and token ids travel as hex: a Buffer crosses a MessagePort as a bare Uint8Array. */
@@ -107,203 +107,203 @@ const ACTION_WORDS: Record<MessageAction, string> = {
   retry: 'only a queued message (waiting for its next attempt) can be retried now',
 };
 
-function requireOperatorRow(db: Db, id: string): OperatorRow {
-  const row = getOperator(db, id);
+async function requireOperatorRow(q: Queries, id: string): Promise<OperatorRow> {
+  const row = await getOperator(q, id);
   if (!row) throw notFound('operator', id);
   return row;
 }
 
 /** There is always an owner left: someone must be able to manage the rest. */
-function keepAnOwner(db: Db, row: OperatorRow): void {
-  if (row.role === 'owner' && countOwners(db) <= 1) throw conflict(`operator ${row.id} is the last owner; make another operator an owner first`);
+async function keepAnOwner(q: Queries, row: OperatorRow): Promise<void> {
+  if (row.role === 'owner' && (await countOwners(q)) <= 1) throw conflict(`operator ${row.id} is the last owner; make another operator an owner first`);
 }
 
-function requireAttachedAccount(db: Db, id: string): ProviderAccount {
-  const row = findProviderAccount(db, id);
+async function requireAttachedAccount(q: Queries, id: string): Promise<ProviderAccount> {
+  const row = await findProviderAccount(q, id);
   if (!row || row.detached_at !== null) throw notFound('provider account', id);
   return row;
 }
 
-type Bodies = { [K in OperatorWriteType]: (db: Db, w: { type: K } & OperatorWrites[K][0]) => OperatorWrites[K][1] };
+type Bodies = { [K in OperatorWriteType]: (q: Queries, w: { type: K } & OperatorWrites[K][0]) => Promise<OperatorWrites[K][1]> };
 
 const bodies: Bodies = {
-  session_start(db, w) {
-    insertOperatorSession(db, { id_hash: hex(w.id_hash), operator_id: w.operator_id, created_at: w.now, last_seen_at: w.now, client_ip: w.client_ip });
-    audit(db, w.stamp, 'session.sign_in', w.operator_id);
+  async session_start(q, w) {
+    await insertOperatorSession(q, { id_hash: hex(w.id_hash), operator_id: w.operator_id, created_at: w.now, last_seen_at: w.now, client_ip: w.client_ip });
+    await audit(q, w.stamp, 'session.sign_in', w.operator_id);
     return null;
   },
-  session_end(db, w) {
-    if (deleteOperatorSession(db, hex(w.id_hash))) audit(db, w.stamp, 'session.sign_out', w.operator_id);
+  async session_end(q, w) {
+    if (await deleteOperatorSession(q, hex(w.id_hash))) await audit(q, w.stamp, 'session.sign_out', w.operator_id);
     return null;
   },
-  session_expire(db, w) {
-    deleteOperatorSession(db, hex(w.id_hash));
+  async session_expire(q, w) {
+    await deleteOperatorSession(q, hex(w.id_hash));
     return null;
   },
-  session_touch(db, w) {
-    touchOperatorSession(db, hex(w.id_hash), w.now);
+  async session_touch(q, w) {
+    await touchOperatorSession(q, hex(w.id_hash), w.now);
     return null;
   },
-  token_touch(db, w) {
-    touchOperatorToken(db, w.token_id, w.now);
+  async token_touch(q, w) {
+    await touchOperatorToken(q, w.token_id, w.now);
     return null;
   },
-  password_set(db, w) {
-    if (!setOperatorPassword(db, w.operator_id, w.password_hash, w.now)) throw notFound('operator', w.operator_id);
-    deleteOperatorSessions(db, w.operator_id, w.keep_session === null ? null : hex(w.keep_session));
-    audit(db, w.stamp, w.action, w.operator_id);
+  async password_set(q, w) {
+    if (!(await setOperatorPassword(q, w.operator_id, w.password_hash, w.now))) throw notFound('operator', w.operator_id);
+    await deleteOperatorSessions(q, w.operator_id, w.keep_session === null ? null : hex(w.keep_session));
+    await audit(q, w.stamp, w.action, w.operator_id);
     return null;
   },
-  token_create(db, w) {
-    insertOperatorToken(db, { ...w.row, token_hash: hex(w.row.token_hash) });
-    audit(db, w.stamp, 'operator_token.create', w.row.id, { operator: w.row.operator_id, name: w.row.name });
+  async token_create(q, w) {
+    await insertOperatorToken(q, { ...w.row, token_hash: hex(w.row.token_hash) });
+    await audit(q, w.stamp, 'operator_token.create', w.row.id, { operator: w.row.operator_id, name: w.row.name });
     return null;
   },
-  token_revoke(db, w) {
-    if (!getOperatorToken(db, w.id)) throw notFound('token', w.id);
-    if (revokeOperatorToken(db, w.id, w.now)) audit(db, w.stamp, 'operator_token.revoke', w.id);
+  async token_revoke(q, w) {
+    if (!(await getOperatorToken(q, w.id))) throw notFound('token', w.id);
+    if (await revokeOperatorToken(q, w.id, w.now)) await audit(q, w.stamp, 'operator_token.revoke', w.id);
     return null;
   },
-  operator_create(db, w) {
-    if (findOperatorByEmail(db, w.row.email)) throw conflict(`an operator with email ${w.row.email} already exists`);
-    insertOperator(db, w.row);
-    setOperatorProjects(db, w.row.id, w.projects);
-    audit(db, w.stamp, 'operator.create', w.row.id, { email: w.row.email, role: w.row.role, projects: w.projects });
+  async operator_create(q, w) {
+    if (await findOperatorByEmail(q, w.row.email)) throw conflict(`an operator with email ${w.row.email} already exists`);
+    await insertOperator(q, w.row);
+    await setOperatorProjects(q, w.row.id, w.projects);
+    await audit(q, w.stamp, 'operator.create', w.row.id, { email: w.row.email, role: w.row.role, projects: w.projects });
     return null;
   },
-  operator_remove(db, w) {
-    const row = requireOperatorRow(db, w.id);
-    keepAnOwner(db, row);
-    deleteOperator(db, w.id);
-    audit(db, w.stamp, 'operator.remove', w.id, { email: row.email });
+  async operator_remove(q, w) {
+    const row = await requireOperatorRow(q, w.id);
+    await keepAnOwner(q, row);
+    await deleteOperator(q, w.id);
+    await audit(q, w.stamp, 'operator.remove', w.id, { email: row.email });
     return null;
   },
-  operator_update(db, w) {
-    const row = requireOperatorRow(db, w.id);
+  async operator_update(q, w) {
+    const row = await requireOperatorRow(q, w.id);
     const role = w.role ?? row.role;
-    if (role !== row.role && role === 'member') keepAnOwner(db, row);
-    const projects = w.projects ?? (role === 'owner' ? [] : operatorProjectIds(db, w.id));
-    setOperatorRole(db, w.id, role);
-    setOperatorProjects(db, w.id, projects);
-    audit(db, w.stamp, 'operator.update', w.id, { role, projects });
+    if (role !== row.role && role === 'member') await keepAnOwner(q, row);
+    const projects = w.projects ?? (role === 'owner' ? [] : await operatorProjectIds(q, w.id));
+    await setOperatorRole(q, w.id, role);
+    await setOperatorProjects(q, w.id, projects);
+    await audit(q, w.stamp, 'operator.update', w.id, { role, projects });
     return null;
   },
-  project_create(db, w) {
-    insertProject(db, w.row);
-    audit(db, w.stamp, 'project.create', w.row.id, { name: w.row.name, plan: w.row.plan });
+  async project_create(q, w) {
+    await insertProject(q, w.row);
+    await audit(q, w.stamp, 'project.create', w.row.id, { name: w.row.name, plan: w.row.plan });
     return null;
   },
-  project_change(db, w) {
+  async project_change(q, w) {
     const c = w.change;
-    if ('strategy' in c) setProjectStrategy(db, w.id, c.strategy);
-    else if ('plan' in c) setProjectPlan(db, w.id, c.plan);
-    else markProjectDeleted(db, w.id, c.deleted_at);
+    if ('strategy' in c) await setProjectStrategy(q, w.id, c.strategy);
+    else if ('plan' in c) await setProjectPlan(q, w.id, c.plan);
+    else await markProjectDeleted(q, w.id, c.deleted_at);
     const [action, details] = 'strategy' in c ? ['project.strategy', c] : 'plan' in c ? ['project.plan', c] : ['project.delete', undefined];
-    audit(db, w.stamp, action, w.id, details);
+    await audit(q, w.stamp, action, w.id, details);
     return null;
   },
   /** Pausing holds new messages (status `paused`); resuming releases the ones held only by the pause. */
-  project_pause(db, w) {
-    if (!getProject(db, w.id)) throw notFound('project', w.id);
-    setProjectPaused(db, w.id, w.paused);
-    audit(db, w.stamp, w.paused ? 'project.pause' : 'project.resume', w.id);
+  async project_pause(q, w) {
+    if (!(await getProject(q, w.id))) throw notFound('project', w.id);
+    await setProjectPaused(q, w.id, w.paused);
+    await audit(q, w.stamp, w.paused ? 'project.pause' : 'project.resume', w.id);
     let released = 0;
     if (w.paused) return { released };
-    for (const m of projectHeldMessages(db, w.id)) {
+    for (const m of await projectHeldMessages(q, w.id)) {
       if (m.status === 'captured') {
         // A sandbox message stays captured; it is simply no longer held by the pause.
-        transitionMessage(db, m.id, ['captured'], { status: 'captured', hold_reason: null, next_attempt_at: null }, w.now);
+        await transitionMessage(q, m.id, ['captured'], { status: 'captured', hold_reason: null, next_attempt_at: null }, w.now);
         continue;
       }
       const scheduled = m.scheduled_at !== null && m.scheduled_at > w.now;
-      if (transitionMessage(db, m.id, ['paused'], { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : w.now }, w.now)) released++;
+      if (await transitionMessage(q, m.id, ['paused'], { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : w.now }, w.now)) released++;
     }
     return { released };
   },
-  key_create(db, w) {
-    const made = createApiKey(db, w.project_id, w.mode, w.now, w.expires_at);
-    audit(db, w.stamp, 'key.create', made.row.id, { project: w.project_id, mode: w.mode });
+  async key_create(q, w) {
+    const made = await createApiKey(q, w.project_id, w.mode, w.now, w.expires_at);
+    await audit(q, w.stamp, 'key.create', made.row.id, { project: w.project_id, mode: w.mode });
     return { id: made.row.id, key: made.key };
   },
-  key_revoke(db, w) {
-    if (!getApiKey(db, w.id)) throw notFound('key', w.id);
-    if (revokeApiKey(db, w.id, w.now)) audit(db, w.stamp, 'key.revoke', w.id);
+  async key_revoke(q, w) {
+    if (!(await getApiKey(q, w.id))) throw notFound('key', w.id);
+    if (await revokeApiKey(q, w.id, w.now)) await audit(q, w.stamp, 'key.revoke', w.id);
     return null;
   },
-  key_rotate(db, w) {
-    const old = getApiKey(db, w.id);
+  async key_rotate(q, w) {
+    const old = await getApiKey(q, w.id);
     if (!old) throw notFound('key', w.id);
     const state = credentialState(old, w.now);
     if (state !== 'active') throw conflict(`key ${w.id} is ${state}; only an active key can be rotated`);
-    if (!getProject(db, old.project_id)) throw notFound('project', old.project_id);
-    const made = createApiKey(db, old.project_id, old.mode, w.now, null);
-    shortenApiKeyExpiry(db, w.id, w.now + w.grace_seconds * 1000);
-    audit(db, w.stamp, 'key.rotate', w.id, { new_key: made.row.id, grace_seconds: w.grace_seconds });
+    if (!(await getProject(q, old.project_id))) throw notFound('project', old.project_id);
+    const made = await createApiKey(q, old.project_id, old.mode, w.now, null);
+    await shortenApiKeyExpiry(q, w.id, w.now + w.grace_seconds * 1000);
+    await audit(q, w.stamp, 'key.rotate', w.id, { new_key: made.row.id, grace_seconds: w.grace_seconds });
     return { id: made.row.id, key: made.key };
   },
-  provider_attach(db, w) {
-    insertProviderAccount(db, w.row);
-    audit(db, w.stamp, 'provider.attach', w.row.id, { project: w.row.project_id, slug: w.row.slug });
+  async provider_attach(q, w) {
+    await insertProviderAccount(q, w.row);
+    await audit(q, w.stamp, 'provider.attach', w.row.id, { project: w.row.project_id, slug: w.row.slug });
     return null;
   },
-  provider_detach(db, w) {
-    if (!detachProviderAccount(db, w.id, w.now)) throw notFound('provider account', w.id);
-    audit(db, w.stamp, 'provider.detach', w.id);
+  async provider_detach(q, w) {
+    if (!(await detachProviderAccount(q, w.id, w.now))) throw notFound('provider account', w.id);
+    await audit(q, w.stamp, 'provider.detach', w.id);
     return null;
   },
-  provider_update(db, w) {
-    const row = requireAttachedAccount(db, w.id);
+  async provider_update(q, w) {
+    const row = await requireAttachedAccount(q, w.id);
     const next = { priority: w.priority ?? row.priority, free_quota: w.free_quota === undefined ? row.free_quota : w.free_quota };
-    setProviderAccountLimits(db, w.id, next.priority, next.free_quota);
-    audit(db, w.stamp, 'provider.update', w.id, next);
+    await setProviderAccountLimits(q, w.id, next.priority, next.free_quota);
+    await audit(q, w.stamp, 'provider.update', w.id, next);
     return null;
   },
-  suppression_add(db, w) {
-    addSuppression(db, w.row);
-    audit(db, w.stamp, 'suppression.add', w.row.project_id, { email: w.row.email, reason: w.row.reason });
+  async suppression_add(q, w) {
+    await addSuppression(q, w.row);
+    await audit(q, w.stamp, 'suppression.add', w.row.project_id, { email: w.row.email, reason: w.row.reason });
     return null;
   },
-  suppression_remove(db, w) {
-    if (!removeSuppression(db, w.project_id, w.email)) throw notFound('suppression', w.email);
-    audit(db, w.stamp, 'suppression.remove', w.project_id, { email: w.email });
+  async suppression_remove(q, w) {
+    if (!(await removeSuppression(q, w.project_id, w.email))) throw notFound('suppression', w.email);
+    await audit(q, w.stamp, 'suppression.remove', w.project_id, { email: w.email });
     return null;
   },
-  dkim_add(db, w) {
-    storeDkimKey(db, w.row);
-    audit(db, w.stamp, 'dkim.add', w.row.id, { project: w.row.project_id, domain: w.row.domain, selector: w.row.selector });
+  async dkim_add(q, w) {
+    await storeDkimKey(q, w.row);
+    await audit(q, w.stamp, 'dkim.add', w.row.id, { project: w.row.project_id, domain: w.row.domain, selector: w.row.selector });
     return null;
   },
-  dkim_remove(db, w) {
-    if (!removeDkimKey(db, w.id, w.now)) throw notFound('DKIM key', w.id);
-    audit(db, w.stamp, 'dkim.remove', w.id);
+  async dkim_remove(q, w) {
+    if (!(await removeDkimKey(q, w.id, w.now))) throw notFound('DKIM key', w.id);
+    await audit(q, w.stamp, 'dkim.remove', w.id);
     return null;
   },
-  webhook_add(db, w) {
-    const row = insertWebhookEndpoint(db, w.row);
-    audit(db, w.stamp, 'webhook.add', row.id, { project: row.project_id, url: row.url });
+  async webhook_add(q, w) {
+    const row = await insertWebhookEndpoint(q, w.row);
+    await audit(q, w.stamp, 'webhook.add', row.id, { project: row.project_id, url: row.url });
     return null;
   },
-  webhook_remove(db, w) {
-    const removed = removeWebhookEndpoint(db, w.id, w.now);
+  async webhook_remove(q, w) {
+    const removed = await removeWebhookEndpoint(q, w.id, w.now);
     if (!removed.removed) throw notFound('webhook', w.id);
-    audit(db, w.stamp, 'webhook.remove', w.id);
+    await audit(q, w.stamp, 'webhook.remove', w.id);
     return { cancelled: removed.cancelled };
   },
-  webhook_rotate(db, w) {
-    if (!rotateWebhookSecret(db, w.id, w.secret, w.previous_expires_at)) throw notFound('webhook', w.id);
-    audit(db, w.stamp, 'webhook.rotate_secret', w.id);
+  async webhook_rotate(q, w) {
+    if (!(await rotateWebhookSecret(q, w.id, w.secret, w.previous_expires_at))) throw notFound('webhook', w.id);
+    await audit(q, w.stamp, 'webhook.rotate_secret', w.id);
     return null;
   },
-  webhook_enable(db, w) {
-    const resumed = enableWebhookEndpoint(db, w.id, w.now);
+  async webhook_enable(q, w) {
+    const resumed = await enableWebhookEndpoint(q, w.id, w.now);
     if (resumed === null) throw notFound('webhook', w.id);
-    audit(db, w.stamp, 'webhook.enable', w.id);
+    await audit(q, w.stamp, 'webhook.enable', w.id);
     return { resumed };
   },
   /** A test delivery: recorded as one delivery of the endpoint with its one attempt, never retried. */
-  webhook_test(db, w) {
+  async webhook_test(q, w) {
     const ok = w.attempt.ok === 1;
-    insertWebhookDelivery(db, {
+    await insertWebhookDelivery(q, {
       id: w.delivery_id,
       endpoint_id: w.endpoint_id,
       event_seq: null,
@@ -317,39 +317,39 @@ const bodies: Bodies = {
       last_error: w.attempt.error,
       completed_at: w.at,
     });
-    insertWebhookAttempt(db, { ...w.attempt, delivery_id: w.delivery_id, endpoint_id: w.endpoint_id, type: w.event_type, attempt: 1, attempted_at: w.created_at });
-    audit(db, w.stamp, 'webhook.test', w.endpoint_id, { delivery: w.delivery_id, delivered: ok });
+    await insertWebhookAttempt(q, { ...w.attempt, delivery_id: w.delivery_id, endpoint_id: w.endpoint_id, type: w.event_type, attempt: 1, attempted_at: w.created_at });
+    await audit(q, w.stamp, 'webhook.test', w.endpoint_id, { delivery: w.delivery_id, delivered: ok });
     return null;
   },
   /** The rule of a single message action; bulk actions apply the same `applyMessageAction`. */
-  message_one(db, w) {
-    const m = getMessage(db, w.id);
+  async message_one(q, w) {
+    const m = await getMessage(q, w.id);
     if (!m) throw notFound('message', w.id);
     if (!ACTION_FROM[w.action].includes(m.status)) throw conflict(`message ${w.id} is ${m.status}; ${ACTION_WORDS[w.action]}`);
-    if (w.action === 'release' && getProject(db, m.project_id)?.paused === 1 && m.hold_reason === 'project') {
+    if (w.action === 'release' && (await getProject(q, m.project_id))?.paused === 1 && m.hold_reason === 'project') {
       throw conflict(`message ${w.id} is held by its paused project; resume the project`);
     }
-    if (applyMessageAction(db, w.action, { ids: [w.id] }, w.now).length > 0) audit(db, w.stamp, `message.${w.action}`, w.id);
+    if ((await applyMessageAction(q, w.action, { ids: [w.id] }, w.now)).length > 0) await audit(q, w.stamp, `message.${w.action}`, w.id);
     return null;
   },
-  message_delete(db, w) {
-    const m = getMessage(db, w.id);
+  async message_delete(q, w) {
+    const m = await getMessage(q, w.id);
     if (!m) throw notFound('message', w.id);
     if (m.status !== 'captured') throw conflict(`message ${w.id} is ${m.status}; only a captured (sandbox) message can be deleted`);
-    const spoolPath = deleteCapturedMessage(db, w.id);
-    audit(db, w.stamp, 'message.delete', w.id);
+    const spoolPath = await deleteCapturedMessage(q, w.id);
+    await audit(q, w.stamp, 'message.delete', w.id);
     return { spool_path: spoolPath };
   },
-  message_link(db, w) {
-    audit(db, w.stamp, 'message.link', w.id, { expires_at: w.expires_at });
+  async message_link(q, w) {
+    await audit(q, w.stamp, 'message.link', w.id, { expires_at: w.expires_at });
     return null;
   },
 };
 
 /** Runs one write; the caller wraps it in a transaction. A WriteRefused rolls back what it began and is thrown on. */
-export function applyOperatorWrite(db: Db, work: OperatorWrite): unknown {
-  const body = bodies[work.type] as (db: Db, w: OperatorWrite) => unknown;
-  return body(db, work);
+export function applyOperatorWrite(q: Queries, work: OperatorWrite): Promise<unknown> {
+  const body = bodies[work.type] as (q: Queries, w: OperatorWrite) => Promise<unknown>;
+  return body(q, work);
 }
 
 /** Writes whose loss in a power failure costs nothing an operator was told: last-seen times. */

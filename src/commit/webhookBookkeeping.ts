@@ -1,9 +1,9 @@
 import { newDeliveryId } from '../ids.js';
-import type { Db } from '../store/db.js';
 import {
   claimDueDeliveries, insertWebhookDelivery, markEndpointFailure, markEndpointSuccess, newPendingDelivery, pruneWebhookDeliveries, recordAttemptFailed,
   recordDelivered, registeredWebhookEndpoints, setWebhookCursor, type ClaimedDelivery, type OutboxEventHead, type WebhookEndpointRow,
 } from '../store/webhooks.js';
+import type { Queries } from '../store/queries.js';
 import { insertWebhookAttempt, pruneWebhookAttempts } from '../store/webhookAttempts.js';
 
 /** One attempt's outcome, with everything the ladder decided already worked out by the dispatcher. */
@@ -53,27 +53,27 @@ export interface WebhookBookkeepingResult {
 }
 
 /** Runs a dispatcher cycle's writes; the caller wraps it in a transaction. */
-export function applyWebhookBookkeeping(db: Db, work: WebhookBookkeeping): WebhookBookkeepingResult {
-  const disabled = applyOutcomes(db, work.outcomes, work.disableAfterMs);
+export async function applyWebhookBookkeeping(q: Queries, work: WebhookBookkeeping): Promise<WebhookBookkeepingResult> {
+  const disabled = await applyOutcomes(q, work.outcomes, work.disableAfterMs);
   // Endpoints read inside the write transaction: one removed a moment ago gets no new rows,
   // and one registered since wants none of these events (its from_seq is newer).
-  const endpoints = registeredWebhookEndpoints(db);
+  const endpoints = await registeredWebhookEndpoints(q);
   let fannedOut = 0;
   if (work.fanOut.length > 0) {
-    for (const row of fanOutPlan(endpoints, work.fanOut)) insertWebhookDelivery(db, newPendingDelivery(newDeliveryId(), row.endpointId, row.event, work.now));
+    for (const row of fanOutPlan(endpoints, work.fanOut)) await insertWebhookDelivery(q, newPendingDelivery(newDeliveryId(), row.endpointId, row.event, work.now));
     fannedOut = work.fanOut.length;
   }
-  if (work.cursor !== null) setWebhookCursor(db, work.cursor);
+  if (work.cursor !== null) await setWebhookCursor(q, work.cursor);
   const { room, defaultRoom, minRoom, leaseUntil } = work.claims;
   const claimed: WebhookBookkeepingResult['claimed'] = [];
   for (const endpoint of endpoints) {
     const limit = room[endpoint.id] ?? defaultRoom;
     if (endpoint.disabled_at !== null || limit < minRoom) continue;
-    const rows = claimDueDeliveries(db, endpoint.id, work.now, leaseUntil, limit);
+    const rows = await claimDueDeliveries(q, endpoint.id, work.now, leaseUntil, limit);
     if (rows.length > 0) claimed.push({ endpoint, rows });
   }
-  const pruned = work.prune ? pruneWebhookDeliveries(db, work.prune.before, work.prune.limit) : 0;
-  if (work.prune) pruneWebhookAttempts(db, work.prune.before, work.prune.limit);
+  const pruned = work.prune ? await pruneWebhookDeliveries(q, work.prune.before, work.prune.limit) : 0;
+  if (work.prune) await pruneWebhookAttempts(q, work.prune.before, work.prune.limit);
   return { disabled, claimed, fannedOut, pruned };
 }
 
@@ -98,19 +98,19 @@ export function fanOutPlan(endpoints: WebhookEndpointRow[], events: OutboxEventH
 }
 
 /** Records outcomes; returns the endpoints this disabled (and why). */
-function applyOutcomes(db: Db, outcomes: WebhookOutcomeRecord[], disableAfterMs: number): { endpoint: string; reason: string }[] {
+async function applyOutcomes(q: Queries, outcomes: WebhookOutcomeRecord[], disableAfterMs: number): Promise<{ endpoint: string; reason: string }[]> {
   const disabled: { endpoint: string; reason: string }[] = [];
   // An endpoint's health is written once per run of successes (the latest one), in order with its failures.
   const successes = new Map<string, number>();
-  const flushSuccess = (endpointId: string) => {
+  const flushSuccess = async (endpointId: string) => {
     const at = successes.get(endpointId);
     if (at === undefined) return;
-    markEndpointSuccess(db, endpointId, at);
+    await markEndpointSuccess(q, endpointId, at);
     successes.delete(endpointId);
   };
   for (const o of outcomes) {
     const record = { seq: o.seq, at: o.at, status: o.status, error: o.error };
-    insertWebhookAttempt(db, {
+    await insertWebhookAttempt(q, {
       delivery_id: o.deliveryId,
       endpoint_id: o.endpointId,
       type: o.type,
@@ -122,19 +122,19 @@ function applyOutcomes(db: Db, outcomes: WebhookOutcomeRecord[], disableAfterMs:
       error: o.error,
     });
     if (o.ok) {
-      recordDelivered(db, record);
+      await recordDelivered(q, record);
       successes.set(o.endpointId, Math.max(successes.get(o.endpointId) ?? 0, o.at));
       continue;
     }
-    flushSuccess(o.endpointId);
-    recordAttemptFailed(db, record, o.nextAttemptAt);
+    await flushSuccess(o.endpointId);
+    await recordAttemptFailed(q, record, o.nextAttemptAt);
     if (!o.countsAgainstEndpoint) continue;
     const reason = (since: number) =>
       `every attempt failed for ${formatDuration(disableAfterMs)} (since ${new Date(since).toISOString()}); last: ${o.error ?? 'unknown error'}`;
-    const disabledFor = markEndpointFailure(db, o.endpointId, o.at, disableAfterMs, reason);
+    const disabledFor = await markEndpointFailure(q, o.endpointId, o.at, disableAfterMs, reason);
     if (disabledFor !== null) disabled.push({ endpoint: o.endpointId, reason: disabledFor });
   }
-  for (const endpointId of [...successes.keys()]) flushSuccess(endpointId);
+  for (const endpointId of [...successes.keys()]) await flushSuccess(endpointId);
   return disabled;
 }
 

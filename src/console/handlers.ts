@@ -66,9 +66,9 @@ export interface HandlerDeps {
 
 const ok = (body: unknown, status = 200): Answer => ({ status, body });
 
-function sessionView(p: Principal, sessionId: string | null, deps: HandlerDeps): Api.Session {
+async function sessionView(p: Principal, sessionId: string | null, deps: HandlerDeps): Promise<Api.Session> {
   return {
-    operator: operatorView(deps.ctx, p.operator),
+    operator: await operatorView(deps.ctx, p.operator),
     via: p.via,
     csrf_token: sessionId === null ? null : csrfTokenFor(sessionId),
     idle_timeout_seconds: p.via === 'session' ? deps.ctx.config.console.session_idle_seconds : null,
@@ -76,9 +76,9 @@ function sessionView(p: Principal, sessionId: string | null, deps: HandlerDeps):
 }
 
 /** The console's message filter from the list's query (or a bulk body's `filter`), within what the principal may see. */
-function messageFilter(ctx: OperatorContext, p: Principal, q: Record<string, unknown>): MessageFilter {
+async function messageFilter(ctx: OperatorContext, p: Principal, q: Record<string, unknown>): Promise<MessageFilter> {
   const project = q.project as string | undefined;
-  if (project !== undefined) requireVisibleProject(ctx, p, project);
+  if (project !== undefined) await requireVisibleProject(ctx, p, project);
   const statuses = q.status as MessageStatus[] | undefined;
   const time = (v: unknown) => (typeof v === 'string' ? Date.parse(v) : undefined);
   return {
@@ -107,13 +107,13 @@ function contentDisposition(name: string): string {
 
 export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
   const single = (action: MessageAction): Handler => async (c) => {
-    const projectId = requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+    const projectId = await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
     const result = await messageAction(c.ctx, action, c.params.message_id);
     deps.live.announce([{ id: result.id, status: result.status, project_id: projectId, environment: result.environment, type: `message.${action}` }]);
     return ok(result);
   };
-  const inProject = (c: Call) => {
-    requireVisibleProject(c.ctx, c.principal, c.params.project_id);
+  const inProject = async (c: Call) => {
+    await requireVisibleProject(c.ctx, c.principal, c.params.project_id);
     return c.params.project_id;
   };
 
@@ -127,9 +127,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
         deps.throttle.failed(c.clientIp, email);
         throw new ContractError('invalid_credentials');
       }
-      return { status: 201, body: sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
+      return { status: 201, body: await sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
     },
-    getSession: (c) => ok(sessionView(c.principal, c.sessionId, deps)),
+    getSession: async (c) => ok(await sessionView(c.principal, c.sessionId, deps)),
     async signOut(c) {
       await signOut(c.ctx, c.principal);
       const headers: Record<string, string> = c.principal.via === 'session' ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) } : {};
@@ -139,10 +139,10 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, c.body.new_password as string);
       return { status: 204 };
     },
-    listTokens: (c) => ok(operatorTokens(c.ctx, c.principal.operator.id)),
+    listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
     createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
     async revokeToken(c) {
-      const token = requireOperatorToken(c.ctx, c.params.token_id);
+      const token = await requireOperatorToken(c.ctx, c.params.token_id);
       if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
       return ok(await revokeOperatorTokenById(c.ctx, token.id));
     },
@@ -150,18 +150,18 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     /* overview --------------------------------------------------------------------------- */
     async getOverview(c) {
       const project = str(c.query.project);
-      if (project !== undefined) requireVisibleProject(c.ctx, c.principal, project);
+      if (project !== undefined) await requireVisibleProject(c.ctx, c.principal, project);
       const owner = c.principal.operator.role === 'owner';
       return ok(await overview(c.ctx, deps.overview, project !== undefined ? [project] : c.principal.projects, owner));
     },
 
     // Owners and members alike: which processes serve the index is no project's secret.
-    listNodes: (c) => ok(nodeList(c.ctx)),
+    listNodes: async (c) => ok(await nodeList(c.ctx)),
 
     /* projects --------------------------------------------------------------------------- */
-    listProjects: (c) => ok({ projects: projectList(c.ctx).projects.filter((p) => canSeeProject(c.principal, p.id)) }),
+    listProjects: async (c) => ok({ projects: (await projectList(c.ctx)).projects.filter((p) => canSeeProject(c.principal, p.id)) }),
     createProject: async (c) => ok(await createProject(c.ctx, c.body.name as string, str(c.body.plan)), 201),
-    getProject: (c) => ok(showProject(c.ctx, inProject(c))),
+    getProject: async (c) => ok(await showProject(c.ctx, await inProject(c))),
     deleteProject: async (c) => ok(await deleteProject(c.ctx, c.params.project_id)),
     pauseProject: async (c) => ok(await setPaused(c.ctx, c.params.project_id, true)),
     resumeProject: async (c) => ok(await setPaused(c.ctx, c.params.project_id, false)),
@@ -170,23 +170,23 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* keys ------------------------------------------------------------------------------- */
     async listKeys(c) {
-      const projectId = inProject(c);
+      const projectId = await inProject(c);
       // Uses noted in memory are written first, so "last used" is current.
       await deps.keyUse?.flush();
-      return ok(listKeys(c.ctx, projectId));
+      return ok(await listKeys(c.ctx, projectId));
     },
-    createKey: async (c) => ok(await createKey(c.ctx, inProject(c), c.body.mode as string, str(c.body.expires_at)), 201),
+    createKey: async (c) => ok(await createKey(c.ctx, await inProject(c), c.body.mode as string, str(c.body.expires_at)), 201),
     async revokeKey(c) {
-      requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
+      await requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
       return ok(await revokeKey(c.ctx, c.params.key_id));
     },
     async rotateKey(c) {
-      requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
+      await requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
       return ok(await rotateKey(c.ctx, c.params.key_id, (c.body.grace_seconds as number | undefined) ?? 86_400), 201);
     },
 
     /* providers (owners: the router checks) ---------------------------------------------- */
-    listProviders: (c) => ok(listProviders(c.ctx, c.params.project_id)),
+    listProviders: async (c) => ok(await listProviders(c.ctx, c.params.project_id)),
     attachProvider: async (c) =>
       ok(
         await attachProvider(c.ctx, c.params.project_id, {
@@ -213,25 +213,25 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
 
     /* messages --------------------------------------------------------------------------- */
-    listMessages: (c) => ok(messageSearch(c.ctx, messageFilter(c.ctx, c.principal, c.query), { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
+    listMessages: async (c) => ok(await messageSearch(c.ctx, await messageFilter(c.ctx, c.principal, c.query), { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
     async bulkMessages(c) {
       const action = c.body.action as MessageAction;
-      const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
+      const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: await messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
       const result = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
       if (result.changed > 0) deps.live.refresh({ reason: 'bulk', action, count: result.changed });
       return ok(result);
     },
-    getMessage(c) {
-      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      return ok(messageDetail(c.ctx, c.params.message_id));
+    async getMessage(c) {
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      return ok(await messageDetail(c.ctx, c.params.message_id));
     },
     async getMessageContent(c) {
-      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       return ok(await messageContent(c.ctx, c.params.message_id));
     },
     async getMessageRaw(c) {
-      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      const mime = openMessageMime(c.ctx, c.params.message_id);
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const mime = await openMessageMime(c.ctx, c.params.message_id);
       c.res.writeHead(200, {
         'Content-Type': 'message/rfc822',
         'Content-Disposition': contentDisposition(`${c.params.message_id}.eml`),
@@ -241,7 +241,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return undefined;
     },
     async getMessageAttachment(c) {
-      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       const { attachment, stream } = await openAttachment(c.ctx, c.params.message_id, Number(c.params.index));
       // Served as a download, never rendered in the console's origin.
       c.res.writeHead(200, {
@@ -254,12 +254,12 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return undefined;
     },
     async getMessagePreview(c) {
-      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       sendBodyDocument(c.res, await messageContent(c.ctx, c.params.message_id), c.query.images === '1');
       return undefined;
     },
     async createMessageLink(c) {
-      requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       const expires = c.body.expires_in_seconds as number | undefined;
       return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, expires), 201);
     },
@@ -267,29 +267,29 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     cancelMessage: single('cancel'),
     retryMessage: single('retry'),
     async deleteMessage(c) {
-      const projectId = requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      const { environment } = requireMessage(c.ctx, c.params.message_id);
+      const projectId = await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const { environment } = await requireMessage(c.ctx, c.params.message_id);
       const result = await deleteMessage(c.ctx, c.params.message_id);
       deps.live.announce([{ id: result.id, status: 'deleted', project_id: projectId, environment, type: 'message.delete' }]);
       return ok(result);
     },
     async streamEvents(c) {
       const project = str(c.query.project) ?? null;
-      if (project !== null) requireVisibleProject(c.ctx, c.principal, project);
+      if (project !== null) await requireVisibleProject(c.ctx, c.principal, project);
       await deps.live.open(c.res, c.principal.projects, { project, environment: str(c.query.environment) ?? null });
       return undefined;
     },
 
     /* suppressions ----------------------------------------------------------------------- */
-    listSuppressions: (c) => ok(suppressionSearch(c.ctx, inProject(c), { q: str(c.query.q), limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
-    addSuppression: async (c) => ok(await suppress(c.ctx, inProject(c), c.body.email as string, str(c.body.reason)), 201),
-    removeSuppression: async (c) => ok(await unsuppress(c.ctx, inProject(c), c.params.email)),
+    listSuppressions: async (c) => ok(await suppressionSearch(c.ctx, await inProject(c), { q: str(c.query.q), limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
+    addSuppression: async (c) => ok(await suppress(c.ctx, await inProject(c), c.body.email as string, str(c.body.reason)), 201),
+    removeSuppression: async (c) => ok(await unsuppress(c.ctx, await inProject(c), c.params.email)),
     async exportSuppressions(c) {
-      const chunks = suppressionCsv(c.ctx, inProject(c));
-      const first = chunks.next();
+      const chunks = suppressionCsv(c.ctx, await inProject(c));
+      const first = await chunks.next();
       c.res.writeHead(200, { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': contentDisposition(`suppressions-${c.params.project_id}.csv`) });
       if (!first.done) c.res.write(first.value);
-      for (const chunk of chunks) {
+      for await (const chunk of chunks) {
         // Waits for the client to take each chunk: memory stays flat for any list length.
         if (!c.res.write(chunk)) await new Promise((resolve) => c.res.once('drain', resolve));
       }
@@ -298,45 +298,45 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     },
 
     /* DKIM ------------------------------------------------------------------------------- */
-    listDkim: (c) => ok(listDkim(c.ctx, inProject(c))),
+    listDkim: async (c) => ok(await listDkim(c.ctx, await inProject(c))),
     addDkim: async (c) =>
-      ok(await addDkimKey(c.ctx, inProject(c), { domain: c.body.domain as string, selector: c.body.selector as string, algorithm: str(c.body.algorithm), privateKeyPem: str(c.body.private_key) }), 201),
+      ok(await addDkimKey(c.ctx, await inProject(c), { domain: c.body.domain as string, selector: c.body.selector as string, algorithm: str(c.body.algorithm), privateKeyPem: str(c.body.private_key) }), 201),
     async removeDkim(c) {
-      requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
+      await requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
       return ok(await removeDkim(c.ctx, c.params.dkim_id));
     },
 
     /* webhooks --------------------------------------------------------------------------- */
-    listWebhooks: (c) => ok(listWebhooks(c.ctx, inProject(c))),
-    addWebhook: async (c) => ok(await addWebhook(c.ctx, inProject(c), c.body.url as string, (c.body.events as string[] | undefined)?.join(','), deps.webhookTargets), 201),
+    listWebhooks: async (c) => ok(await listWebhooks(c.ctx, await inProject(c))),
+    addWebhook: async (c) => ok(await addWebhook(c.ctx, await inProject(c), c.body.url as string, (c.body.events as string[] | undefined)?.join(','), deps.webhookTargets), 201),
     async removeWebhook(c) {
-      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await removeWebhook(c.ctx, c.params.webhook_id));
     },
     async enableWebhook(c) {
-      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await enableWebhook(c.ctx, c.params.webhook_id));
     },
     async rotateWebhookSecret(c) {
-      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await rotateWebhookSecret(c.ctx, c.params.webhook_id));
     },
     async testWebhook(c) {
-      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await testWebhook(c.ctx, c.params.webhook_id, deps.webhookTargets));
     },
-    listWebhookAttempts(c) {
-      requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
-      return ok(webhookAttempts(c.ctx, c.params.webhook_id, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) }));
+    async listWebhookAttempts(c) {
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(await webhookAttempts(c.ctx, c.params.webhook_id, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) }));
     },
 
     /* operators and the audit log (owners: the router checks) ---------------------------- */
-    listOperators: (c) => ok(operatorList(c.ctx)),
+    listOperators: async (c) => ok(await operatorList(c.ctx)),
     createOperator: async (c) =>
       ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
     updateOperator: async (c) => ok(await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
     removeOperator: async (c) => ok(await removeOperator(c.ctx, c.params.operator_id)),
     resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id)),
-    listAudit: (c) => ok(auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
+    listAudit: async (c) => ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
   };
 }

@@ -45,8 +45,10 @@ export class LiveEvents {
       if (!this.primed || this.clients.size === 0) return;
       const types = new Map(events.filter((e) => e.message_id !== null).map((e) => [e.message_id!, e.type]));
       if (types.size === 0) return;
-      const changes = this.activity.messagesNow([...types.keys()]).map((m) => ({ ...m, type: types.get(m.id)! }));
-      this.announce(changes);
+      this.activity.messagesNow([...types.keys()]).then(
+        (now) => this.announce(now.map((m) => ({ ...m, type: types.get(m.id)! }))),
+        (err: unknown) => this.logger.warn({ err }, 'live updates: reading the changed messages failed'),
+      );
     });
   }
 

@@ -32,7 +32,7 @@ import { LiveEvents } from './liveEvents.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
-  db: OperatorContext['db'];
+  store: OperatorContext['store'];
   clock: Clock;
   logger: Logger;
   config: PosternConfig;
@@ -103,12 +103,12 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 
 /** One console listener: the console API under /console/api/v1 (and, later, the web app); GET /metrics and GET /readyz. */
 export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
-  const { db, clock, logger, config } = deps;
+  const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
   const secure = Boolean(listener.cert && listener.key);
   const reader = new BulkReader(config.state_dir);
-  const base: OperatorContext = { db, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
-  const activity = new ActivityTail(db, clock);
+  const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
+  const activity = new ActivityTail(store, clock);
   const live = new LiveEvents(activity, config.console.events_poll_ms, log);
   const handlers: Record<string, Handler> = {
     ...consoleHandlers({
@@ -116,7 +116,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       secure,
       throttle: new SignInThrottle(config, clock),
       live,
-      overview: { activity, storage: new StorageFigures(db, config.state_dir), throttledUntil: deps.throttledUntil },
+      overview: { activity, storage: new StorageFigures(store, config.state_dir), throttledUntil: deps.throttledUntil },
       keyUse: deps.keyUse,
       webhookTargets: deps.webhookTargets,
       viewerLinks: deps.viewerLinks,

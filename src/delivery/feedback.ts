@@ -5,9 +5,9 @@ import { ContractError } from '../contract/errors.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import type { FeedbackItem } from '../providers/feedback.js';
-import type { Db } from '../store/db.js';
 import { receiptExists } from '../store/feedback.js';
 import { findProviderAccount } from '../store/providerAccounts.js';
+import type { Queries } from '../store/queries.js';
 
 export type { FeedbackTally };
 
@@ -20,18 +20,18 @@ export type { FeedbackTally };
 export class FeedbackIntake {
   constructor(
     /** For reads only. */
-    private readonly db: Db,
+    private readonly store: Queries,
     private readonly bookkeeping: BookkeepingClient,
   ) {}
 
   /** The account a notification is addressed to; detached accounts still take feedback (their messages were sent before the detach). */
-  account(id: string): ProviderAccount | undefined {
-    return findProviderAccount(this.db, id);
+  account(id: string): Promise<ProviderAccount | undefined> {
+    return findProviderAccount(this.store, id);
   }
 
   /** Whether a one-time key (a signature token) was already recorded for the account. */
-  onceKeyUsed(accountId: string, key: string): boolean {
-    return receiptExists(this.db, accountId, key);
+  onceKeyUsed(accountId: string, key: string): Promise<boolean> {
+    return receiptExists(this.store, accountId, key);
   }
 
   /**
@@ -48,11 +48,11 @@ export class FeedbackIntake {
  * The same on a connection of the caller's, in one IMMEDIATE transaction: for a process without
  * the index writer (tests).
  */
-export function applyFeedback(db: Db, account: ProviderAccount, items: FeedbackItem[], now: number, logger: Logger, onceKeys: string[] = []): FeedbackTally {
+export async function applyFeedback(q: Queries, account: ProviderAccount, items: FeedbackItem[], now: number, logger: Logger, onceKeys: string[] = []): Promise<FeedbackTally> {
   const work = feedbackWork(account, items, now, onceKeys);
-  // IMMEDIATE: it reads before it writes, and a deferred transaction whose snapshot another
-  // connection has committed past fails at once with SQLITE_BUSY instead of waiting.
-  return settled(db.transaction(() => applyFeedbackBookkeeping(db, work)).immediate(), account, items, logger);
+  // IMMEDIATE (as every transaction): it reads before it writes, and a deferred transaction
+  // whose snapshot another connection has committed past fails at once with SQLITE_BUSY instead of waiting.
+  return settled(await q.transaction((tx) => applyFeedbackBookkeeping(tx, work)), account, items, logger);
 }
 
 function feedbackWork(account: ProviderAccount, items: FeedbackItem[], now: number, onceKeys: string[]): FeedbackBookkeeping {

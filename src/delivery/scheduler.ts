@@ -7,7 +7,6 @@ import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
 import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
-import type { Db } from '../store/db.js';
 import { providerUsage } from '../store/delivery.js';
 import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
@@ -15,13 +14,14 @@ import { storedMime } from '../store/messageBodies.js';
 import type { MessageRow } from '../store/messages.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts } from '../store/providerAccounts.js';
+import type { Queries } from '../store/queries.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import { monthPeriod } from '../store/usage.js';
 import { orderCandidates, type Strategy } from './routing.js';
 
 export interface SchedulerDeps {
   /** For reads only: every write goes to the index writer thread through `bookkeeping`. */
-  db: Db;
+  store: Queries;
   bookkeeping: BookkeepingClient;
   spoolRoot: string;
   clock: Clock;
@@ -213,13 +213,13 @@ export class DeliveryScheduler {
   }
 
   private async handOff(row: MessageRow): Promise<void> {
-    const { db, clock } = this.deps;
-    const project = getProject(db, row.project_id);
+    const { store, clock } = this.deps;
+    const project = await getProject(store, row.project_id);
     const recipients = JSON.parse(row.recipients) as DeliveryJob['recipients'];
     // After a partial hand-off only the recipients still owed one are tried.
     const all = row.pending_recipients ? (JSON.parse(row.pending_recipients) as string[]) : [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
     // Suppression is checked again at hand-off: an address may have bounced since acceptance.
-    const suppressed = new Set(suppressedAmong(db, row.project_id, all).map((e) => e.toLowerCase()));
+    const suppressed = new Set((await suppressedAmong(store, row.project_id, all)).map((e) => e.toLowerCase()));
     const deliverTo = all.filter((e) => !suppressed.has(e.toLowerCase()));
     const now = clock.now();
     if (suppressed.size > 0) {
@@ -237,14 +237,20 @@ export class DeliveryScheduler {
       return;
     }
     const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
-    const accounts = listProviderAccounts(db, row.project_id);
-    const candidates = orderCandidates(accounts, routing.provider, (routing.strategy ?? project.strategy) as Strategy, {
+    const accounts = await listProviderAccounts(store, row.project_id);
+    const strategy = (routing.strategy ?? project.strategy) as Strategy;
+    // What free-first weighs, read before the order is chosen: from here to the reservation below nothing awaits.
+    const used = new Map<string, number>();
+    if (routing.provider === null && strategy === 'free-first') {
+      for (const a of accounts) if (a.free_quota !== null) used.set(a.id, await providerUsage(store, a.id, monthPeriod(now)));
+    }
+    const candidates = orderCandidates(accounts, routing.provider, strategy, {
       nextRotation: (id) => {
         const n = this.rotation.get(id) ?? 0;
         this.rotation.set(id, n + 1);
         return n;
       },
-      hasFreeAllowance: (a) => a.free_quota !== null && providerUsage(db, a.id, monthPeriod(now)) + (this.reserved.get(a.id) ?? 0) < a.free_quota,
+      hasFreeAllowance: (a) => a.free_quota !== null && (used.get(a.id) ?? 0) + (this.reserved.get(a.id) ?? 0) < a.free_quota,
       random: Math.random,
     }, row.project_id);
     if (candidates.length === 0) {
@@ -273,7 +279,7 @@ export class DeliveryScheduler {
     all: string[],
   ): Promise<void> {
     const { clock, spoolRoot } = this.deps;
-    const stored = storedMime(this.deps.db, spoolRoot, row);
+    const stored = await storedMime(this.deps.store, spoolRoot, row);
     // A small message is read once, whole and synchronously (or comes whole from the index), and
     // serves signing and every candidate: cheaper on the event loop than a stream per use
     // (docs/architecture.md, Delivery).

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 import { headerBlockEnd } from '../mime/headerBlock.js';
-import type { Db } from '../store/db.js';
 import { cachedDkimKey, type DkimKeyRow } from '../store/dkimKeys.js';
+import type { Queries } from '../store/queries.js';
 
 /**
  * The header fields signed when present. Each present instance is signed;
@@ -32,8 +32,8 @@ export function signingDomainCandidates(fromDomain: string): string[] {
 }
 
 /** The project's active key for the from domain, else for its nearest parent that has one. */
-export function dkimKeyFor(db: Db, projectId: string, fromDomain: string): DkimKeyRow | undefined {
-  return cachedDkimKey(db, projectId, fromDomain, signingDomainCandidates(fromDomain));
+export function dkimKeyFor(q: Queries, projectId: string, fromDomain: string): Promise<DkimKeyRow | undefined> {
+  return cachedDkimKey(q, projectId, fromDomain, signingDomainCandidates(fromDomain));
 }
 
 /**
@@ -89,8 +89,8 @@ async function splitHeaders(stream: Readable): Promise<{ headerBlock: Buffer | n
  * DkimSignError if signing fails (e.g. an unusable stored key); the error never carries key
  * material.
  */
-export async function dkimSignatureFor(db: Db, projectId: string, fromDomain: string, message: Buffer | Readable, signTime: Date): Promise<string | null> {
-  const key = dkimKeyFor(db, projectId, fromDomain);
+export async function dkimSignatureFor(q: Queries, projectId: string, fromDomain: string, message: Buffer | Readable, signTime: Date): Promise<string | null> {
+  const key = await dkimKeyFor(q, projectId, fromDomain);
   if (!key) return null;
   let input = message;
   let headerBlock: Buffer | null;

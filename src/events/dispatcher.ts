@@ -2,9 +2,9 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
-import { openDatabase, type Db } from '../store/db.js';
 import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
 import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
+import type { Queries } from '../store/queries.js';
 import {
   eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
 } from '../store/webhooks.js';
@@ -40,8 +40,8 @@ const FAILURE_MAX_DELAY_MS = 5000;
 const FAILURE_LOG_PERIOD_MS = 60_000;
 
 export interface DispatcherDeps {
-  /** The state directory: the dispatcher reads the index on its own connection. */
-  stateDir: string;
+  /** Its reads, on a connection of its own (its thread's); the owner opens and closes it. */
+  store: Queries;
   /** Its writes: one transaction per cycle, run by the index writer thread. */
   bookkeeping: BookkeepingClient;
   clock: Clock;
@@ -108,7 +108,7 @@ const isLocked = (err: unknown) => {
  * again) — never an event, which is committed with FULL.
  */
 export class WebhookDispatcher {
-  private db: Db | null = null;
+  private readonly store: Queries;
   private readonly sender: WebhookSender;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
@@ -116,6 +116,8 @@ export class WebhookDispatcher {
   private writeGap = MIN_WRITE_GAP_MS;
   /** The write in flight at the index writer, if any (one at a time). */
   private writing: Promise<void> | null = null;
+  /** The cycle reading the index, if any (one at a time; it decides the next wake). */
+  private reading: Promise<void> | null = null;
   private stopping = false;
   private started = false;
   private inFlight = 0;
@@ -139,6 +141,7 @@ export class WebhookDispatcher {
   private readonly writeFailure: RepeatedFailure;
 
   constructor(private readonly deps: DispatcherDeps) {
+    this.store = deps.store;
     const c = deps.config.webhooks;
     this.leaseMs = Math.max(c.lease_ms, c.timeout_ms + 2000);
     this.random = deps.random ?? Math.random;
@@ -156,12 +159,10 @@ export class WebhookDispatcher {
     });
   }
 
-  start(): void {
+  async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    const db = openDatabase(this.deps.stateDir, this.deps.logger, { migrate: false });
-    this.db = db;
-    this.cursor = webhookCursor(db);
+    this.cursor = await webhookCursor(this.store);
     this.lastPrune = this.deps.clock.now() - PRUNE_EVERY_MS + 60_000;
     this.deps.logger.info({ cursor: this.cursor, allow_private_targets: this.deps.config.webhooks.allow_private_targets }, 'webhook dispatcher started');
     this.wake(0);
@@ -182,6 +183,7 @@ export class WebhookDispatcher {
     // Queued deliveries stay claimed (due again after the lease); attempts in flight have their own deadline.
     for (const lane of this.lanes.values()) lane.queue.length = 0;
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
+    await this.reading;
     await this.writing;
     if (this.outcomes.length > 0 || this.cursorDirty) {
       try {
@@ -196,8 +198,6 @@ export class WebhookDispatcher {
     }
     this.sender.close();
     this.deps.bookkeeping.close();
-    this.db!.close();
-    this.db = null;
   }
 
   private wake(delayMs: number): void {
@@ -209,7 +209,12 @@ export class WebhookDispatcher {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.timerAt = Infinity;
-      this.cycle();
+      if (this.reading) {
+        // A wake while a cycle reads: one more cycle once it is done.
+        void this.reading.then(() => this.wake(0));
+        return;
+      }
+      this.reading = this.cycle().finally(() => (this.reading = null));
     }, delayMs);
     this.timer.unref();
   }
@@ -223,12 +228,12 @@ export class WebhookDispatcher {
     return lane ? lane.queue.length + lane.inFlight : 0;
   }
 
-  private cycle(): void {
+  private async cycle(): Promise<void> {
     // A write in flight decides the next wake when it returns.
     if (this.stopping || this.writing) return;
     const { clock, config } = this.deps;
     const c = config.webhooks;
-    const db = this.db!;
+    const store = this.store;
     const now = clock.now();
     const prefetch = c.per_endpoint_concurrency * Math.max(PREFETCH_ROUNDS_MIN, Math.ceil(this.writeGap / 5));
     // A lane is refilled once it has room for at least one full round of its concurrency.
@@ -241,10 +246,10 @@ export class WebhookDispatcher {
       // only move the cursor, in memory (persisted with the next write, or every few seconds).
       // Events are read BEFORE the endpoints: an endpoint missing from the list was registered
       // after these events were visible, so its from_seq excludes them all.
-      latest = latestEventSeq(db);
-      const events = latest > this.cursor ? eventsAfter(db, this.cursor, c.batch_size) : [];
+      latest = await latestEventSeq(store);
+      const events = latest > this.cursor ? await eventsAfter(store, this.cursor, c.batch_size) : [];
       const pruneDue = now - this.lastPrune >= PRUNE_EVERY_MS;
-      const registered = registeredWebhookEndpoints(db);
+      const registered = await registeredWebhookEndpoints(store);
       this.refreshLanes(registered);
       this.closeIdleAgents(registered);
       const wanted = events.length > 0 && fanOutPlan(registered, events).length > 0;
@@ -253,7 +258,13 @@ export class WebhookDispatcher {
         this.cursorDirty = true;
       }
       const persistCursor = this.cursorDirty && Date.now() - this.lastWrite >= CURSOR_PERSIST_MS;
-      const claimable = registered.some((e) => wantsClaim(e) && hasDueDelivery(db, e.id, now));
+      let claimable = false;
+      for (const e of registered) {
+        if (wantsClaim(e) && (await hasDueDelivery(store, e.id, now))) {
+          claimable = true;
+          break;
+        }
+      }
       if (!wanted && !claimable && this.outcomes.length === 0 && !pruneDue && !persistCursor) {
         this.wake(latest > this.cursor ? 0 : c.poll_interval_ms);
         return;
@@ -273,24 +284,21 @@ export class WebhookDispatcher {
       return;
     }
     this.readFailure.succeeded();
+    if (this.stopping) return;
     const written = this.outcomes.length;
     const recorded = new Set(work.outcomes.map((o) => o.seq));
     this.writing = this.deps.bookkeeping.write('webhooks', work).then(
-      ({ result, acceptanceBusy }) => {
-        this.writing = null;
-        // Even while stopping: the outcomes it recorded must not be written again by stop().
-        this.written(work, written, recorded, result, acceptanceBusy, latest);
-      },
+      // Even while stopping: the outcomes it recorded must not be written again by stop().
+      ({ result, acceptanceBusy }) => this.written(work, written, recorded, result, acceptanceBusy, latest),
       (err: unknown) => {
-        this.writing = null;
         if (this.stopping) return;
         this.wake(this.writeFailure.failed(err));
       },
-    );
+    ).finally(() => (this.writing = null));
   }
 
   /** After a cycle's write committed: the state it changed, in memory, and the next wake. */
-  private written(work: WebhookBookkeeping, written: number, recorded: Set<number>, result: WebhookBookkeepingResult, acceptanceBusy: boolean, latest: number): void {
+  private async written(work: WebhookBookkeeping, written: number, recorded: Set<number>, result: WebhookBookkeepingResult, acceptanceBusy: boolean, latest: number): Promise<void> {
     const { logger, config } = this.deps;
     this.writeFailure.succeeded();
     this.lastWrite = Date.now();
@@ -305,7 +313,7 @@ export class WebhookDispatcher {
     if (this.stopping) return;
     // A delivery whose outcome was just recorded may be due again at once (a zero wait): claimable.
     const claimed = result.claimed.map(({ endpoint, rows }) => ({ endpoint, rows: rows.filter((d) => recorded.has(d.seq) || !this.held.has(d.seq)) }));
-    const events = this.readEvents(claimed.flatMap(({ rows }) => rows));
+    const events = await this.readEvents(claimed.flatMap(({ rows }) => rows));
     for (const { endpoint, rows } of claimed) this.enqueue(endpoint, rows.map((d) => ({ ...d, event: d.event_seq === null ? null : events ? (events.get(d.event_seq) ?? null) : undefined })));
     if (work.prune) {
       if (result.pruned < work.prune.limit) this.lastPrune = work.now;
@@ -386,11 +394,11 @@ export class WebhookDispatcher {
   }
 
   /** The events of a claim, in one read; null if that read failed (each attempt then reads its own). */
-  private readEvents(rows: ClaimedDelivery[]): Map<number, OutboxEvent> | null {
+  private async readEvents(rows: ClaimedDelivery[]): Promise<Map<number, OutboxEvent> | null> {
     const seqs = rows.flatMap((d) => (d.event_seq === null ? [] : [d.event_seq]));
     if (seqs.length === 0) return new Map();
     try {
-      return outboxEvents(this.db!, seqs);
+      return await outboxEvents(this.store, seqs);
     } catch (err) {
       this.deps.logger.warn({ err }, 'webhook events not read with their claim; read one by one');
       return null;
@@ -447,7 +455,7 @@ export class WebhookDispatcher {
     let result: AttemptResult;
     let permanent = false;
     try {
-      const ev = delivery.event_seq === null ? undefined : delivery.event === undefined ? outboxEvent(this.db!, delivery.event_seq) : (delivery.event ?? undefined);
+      const ev = delivery.event_seq === null ? undefined : delivery.event === undefined ? await outboxEvent(this.store, delivery.event_seq) : (delivery.event ?? undefined);
       let body: Buffer | null = null;
       let broken: string | null = ev ? null : 'the event is no longer in the outbox';
       if (ev) {

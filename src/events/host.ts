@@ -3,6 +3,8 @@ import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import { openDatabase, type Db } from '../store/db.js';
+import { sqliteQueries } from '../store/queries.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
@@ -29,8 +31,35 @@ export function createWebhookDispatcher(deps: {
   /** A new channel to the index writer thread, which runs the dispatcher's writes. */
   openBookkeepingPort: () => MessagePort;
 }): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new WebhookDispatcher({ ...deps, bookkeeping: new BookkeepingClient(deps.openBookkeepingPort()) });
+  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps);
   return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
+}
+
+/** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
+class InProcessDispatcher implements WebhookDispatcherHandle {
+  private running: { db: Db; dispatcher: WebhookDispatcher } | null = null;
+
+  constructor(private readonly deps: Parameters<typeof createWebhookDispatcher>[0]) {}
+
+  start(): void {
+    if (this.running) return;
+    const { stateDir, clock, logger, config, openBookkeepingPort } = this.deps;
+    const db = openDatabase(stateDir, logger, { migrate: false });
+    const dispatcher = new WebhookDispatcher({ store: sqliteQueries(db), clock, logger, config, bookkeeping: new BookkeepingClient(openBookkeepingPort()) });
+    this.running = { db, dispatcher };
+    dispatcher.start().catch((err: unknown) => logger.error({ err }, 'webhook dispatcher did not start'));
+  }
+
+  async stop(): Promise<void> {
+    const running = this.running;
+    if (!running) return;
+    this.running = null;
+    try {
+      await running.dispatcher.stop();
+    } finally {
+      running.db.close();
+    }
+  }
 }
 
 class ThreadedDispatcher implements WebhookDispatcherHandle {

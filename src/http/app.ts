@@ -76,7 +76,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   const log = logger.child({ listener: listener.name });
 
   // Authentication, then rate limits (see Admission); both before the body is read.
-  const admit = (req: IncomingMessage, route: Route): AuthContext =>
+  const admit = (req: IncomingMessage, route: Route): Promise<AuthContext> =>
     admission.admit(proxies.clientAddress(req), req.headers.authorization, environment, route);
 
   const guarded =
@@ -106,7 +106,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   };
 
   const send: Handler = async (req, res) => {
-    const context = admit(req, 'send');
+    const context = await admit(req, 'send');
     pipeline.checkDiskSpace();
     const idempotencyKey = headerValue(req, 'idempotency-key');
     const accepted = await pipeline.idempotent(context, idempotencyKey, async () =>
@@ -116,7 +116,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   };
 
   const sendBatch: Handler = async (req, res) => {
-    const context = admit(req, 'batch');
+    const context = await admit(req, 'batch');
     pipeline.checkDiskSpace();
     const body = await readJsonBody(req, res, { limit: config.http.max_batch_body_bytes, budget: bodies, envelope: 'batch' });
     const envelope = validateBatchEnvelope(body.value);
@@ -141,13 +141,18 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
 
   app
     .get('/healthz', (_req, res) => {
-      const ok = pipeline.indexAnswers();
-      sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment });
+      void pipeline.indexAnswers().then(
+        (ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment }),
+        () => sendJson(res, 503, { status: 'unavailable', environment }),
+      );
     })
     .get('/readyz', (_req, res) => {
       if (!deps.readiness) {
-        const ok = pipeline.indexAnswers();
-        return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', failing: ok ? [] : ['index'], checks: { index: { ok } } });
+        void pipeline.indexAnswers().then(
+          (ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', failing: ok ? [] : ['index'], checks: { index: { ok } } }),
+          () => sendJson(res, 503, { status: 'not_ready', failing: ['index'], checks: { index: { ok: false } } }),
+        );
+        return;
       }
       deps.readiness.report().then(
         (report) => sendJson(res, report.status === 'ready' ? 200 : 503, report),

@@ -35,7 +35,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
     const ip = proxies.clientAddress(req);
     admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
-    const account = feedback.account(accountId);
+    const account = await feedback.account(accountId);
     const verifier = account ? feedbackVerifierFor(account.slug) : undefined;
     // Detached accounts still take feedback: their messages were sent before the detach.
     if (!account || !verifier) {
@@ -51,9 +51,9 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       clock,
       logger: log,
       config: config.feedback,
-      rememberOnce: (acct, key) => {
+      rememberOnce: async (acct, key) => {
         const receipt = `once:${key}`;
-        if (onceKeys.includes(receipt) || feedback.onceKeyUsed(acct.id, receipt)) return false;
+        if (onceKeys.includes(receipt) || (await feedback.onceKeyUsed(acct.id, receipt))) return false;
         onceKeys.push(receipt);
         return true;
       },

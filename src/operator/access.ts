@@ -20,20 +20,20 @@ export function requireOwner(p: Principal): void {
 
 export const canSeeProject = (p: Principal, projectId: string): boolean => p.projects === null || p.projects.includes(projectId);
 
-export function requireVisibleProject(ctx: OperatorContext, p: Principal, projectId: string): void {
+export async function requireVisibleProject(ctx: OperatorContext, p: Principal, projectId: string): Promise<void> {
   if (!canSeeProject(p, projectId)) throw notFound('project', projectId);
-  requireProject(ctx, projectId);
+  await requireProject(ctx, projectId);
 }
 
 export type Owned = 'message' | 'key' | 'webhook' | 'dkim' | 'provider';
 
-const owners: Record<Owned, (ctx: OperatorContext, id: string) => string | undefined> = {
-  message: (ctx, id) => getMessage(ctx.db, id)?.project_id,
-  key: (ctx, id) => getApiKey(ctx.db, id)?.project_id,
-  webhook: (ctx, id) => getWebhookEndpoint(ctx.db, id)?.project_id,
-  dkim: (ctx, id) => getDkimKey(ctx.db, id)?.project_id,
-  provider: (ctx, id) => {
-    const account = findProviderAccount(ctx.db, id);
+const owners: Record<Owned, (ctx: OperatorContext, id: string) => Promise<string | undefined>> = {
+  message: async (ctx, id) => (await getMessage(ctx.store, id))?.project_id,
+  key: async (ctx, id) => (await getApiKey(ctx.store, id))?.project_id,
+  webhook: async (ctx, id) => (await getWebhookEndpoint(ctx.store, id))?.project_id,
+  dkim: async (ctx, id) => (await getDkimKey(ctx.store, id))?.project_id,
+  provider: async (ctx, id) => {
+    const account = await findProviderAccount(ctx.store, id);
     return account?.detached_at === null ? account.project_id : undefined;
   },
 };
@@ -41,8 +41,8 @@ const owners: Record<Owned, (ctx: OperatorContext, id: string) => string | undef
 const names: Record<Owned, string> = { message: 'message', key: 'key', webhook: 'webhook', dkim: 'DKIM key', provider: 'provider account' };
 
 /** The project of a message, key, webhook, DKIM key or provider account the principal may see; else not found. */
-export function requireVisible(ctx: OperatorContext, p: Principal, kind: Owned, id: string): string {
-  const projectId = owners[kind](ctx, id);
+export async function requireVisible(ctx: OperatorContext, p: Principal, kind: Owned, id: string): Promise<string> {
+  const projectId = await owners[kind](ctx, id);
   if (projectId === undefined || !canSeeProject(p, projectId)) throw notFound(names[kind], id);
   return projectId;
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { attemptsAfterSeq, eventsAfterSeq, lastSeqBefore, messageHeads, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
-import type { Db } from '../store/db.js';
+import type { Queries } from '../store/queries.js';
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -35,7 +35,7 @@ export class ActivityTail {
   private running: Promise<void> | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Queries,
     private readonly clock: Clock,
   ) {}
 
@@ -47,7 +47,7 @@ export class ActivityTail {
 
   /** Where each of these messages stands now (those that still exist). */
   messagesNow(ids: readonly string[]): ReturnType<typeof messageHeads> {
-    return messageHeads(this.db, ids);
+    return messageHeads(this.store, ids);
   }
 
   get listenerCount(): number {
@@ -64,16 +64,16 @@ export class ActivityTail {
 
   private async read(): Promise<void> {
     const now = this.clock.now();
-    this.eventSeq ??= lastSeqBefore(this.db, 'events', now - 24 * HOUR);
-    this.attemptSeq ??= lastSeqBefore(this.db, 'attempts', now - HOUR);
+    this.eventSeq ??= await lastSeqBefore(this.store, 'events', now - 24 * HOUR);
+    this.attemptSeq ??= await lastSeqBefore(this.store, 'attempts', now - HOUR);
     for (;;) {
-      const events = eventsAfterSeq(this.db, this.eventSeq, STEP);
+      const events = await eventsAfterSeq(this.store, this.eventSeq, STEP);
       for (const e of events) this.countEvent(e);
       if (events.length > 0) {
         this.eventSeq = events[events.length - 1].seq;
         for (const listener of this.listeners) listener(events);
       }
-      const attempts = attemptsAfterSeq(this.db, this.attemptSeq, STEP);
+      const attempts = await attemptsAfterSeq(this.store, this.attemptSeq, STEP);
       for (const a of attempts) this.countAttempt(a);
       if (attempts.length > 0) this.attemptSeq = attempts[attempts.length - 1].seq;
       if (events.length < STEP && attempts.length < STEP) break;

@@ -1,6 +1,6 @@
-import type { Db } from '../store/db.js';
 import { ACTION_FROM, type MessageAction, type MessageKey } from '../store/messageActions.js';
 import { matchingMessageKeys, messageStates, type MessageFilter } from '../store/messageSearch.js';
+import type { Queries } from '../store/queries.js';
 import type { MessageActionChunk } from '../commit/operatorBookkeeping.js';
 import { auditRow } from './audit.js';
 import type { BulkCandidates, BulkTarget } from './bulkTarget.js';
@@ -46,20 +46,20 @@ function narrowScope(named: readonly string[] | null, scope: readonly string[] |
  * than BULK_MAX_MESSAGES is refused. Pure reads: the server runs this on its bulk reader thread,
  * so the event loop handles chunks as strings, never ten thousand rows.
  */
-export function bulkCandidates(db: Db, action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): BulkCandidates {
+export async function bulkCandidates(store: Queries, action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates> {
   let keys: MessageKey[];
   const counts = { skipped: 0, not_found: 0 };
   if ('ids' in target) {
     const ids = [...new Set(target.ids)];
     if (ids.length > BULK_MAX_MESSAGES) throw new OperatorError('invalid_argument', `at most ${BULK_MAX_MESSAGES} ids at once`, 'ids', 'too_many');
-    const visible = messageStates(db, ids).filter((m) => scope === null || scope.includes(m.project_id));
+    const visible = (await messageStates(store, ids)).filter((m) => scope === null || scope.includes(m.project_id));
     counts.not_found = ids.length - visible.length;
     keys = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m): MessageKey => [m.rowid, m.id]);
     counts.skipped = visible.length - keys.length;
   } else {
     const statuses = (target.filter.statuses ?? ACTION_FROM[action]).filter((s) => ACTION_FROM[action].includes(s));
     const narrowed: MessageFilter = { ...target.filter, projectIds: narrowScope(target.filter.projectIds, scope), statuses, ...(action === 'retry' ? { waitingAfter: now } : {}) };
-    keys = statuses.length === 0 ? [] : matchingMessageKeys(db, narrowed, BULK_MAX_MESSAGES + 1);
+    keys = statuses.length === 0 ? [] : await matchingMessageKeys(store, narrowed, BULK_MAX_MESSAGES + 1);
     if (keys.length > BULK_MAX_MESSAGES) {
       throw new OperatorError('invalid_argument', `the filter matches more than ${BULK_MAX_MESSAGES} messages the action applies to; narrow it`, 'filter', 'too_many');
     }
@@ -78,7 +78,7 @@ export function bulkCandidates(db: Db, action: MessageAction, target: BulkTarget
  */
 export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkResult> {
   const now = ctx.clock.now();
-  const found = ctx.reader ? await ctx.reader.bulkCandidates(action, target, scope, now) : bulkCandidates(ctx.db, action, target, scope, now);
+  const found = ctx.reader ? await ctx.reader.bulkCandidates(action, target, scope, now) : await bulkCandidates(ctx.store, action, target, scope, now);
   const wantIds = 'ids' in target;
   const changedIds: string[] = [];
   let changed = 0;

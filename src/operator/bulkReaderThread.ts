@@ -9,6 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { silentLogger } from '../log.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
 import { openDatabase } from '../store/db.js';
+import { sqliteQueries } from '../store/queries.js';
 import { bulkCandidates } from './bulk.js';
 import type { BulkReaderReply, BulkReaderRequest } from './bulkReader.js';
 import { OperatorError } from './errors.js';
@@ -16,13 +17,13 @@ import { OperatorError } from './errors.js';
 /** Below the doors' threads (nice 0), above SCHED_IDLE: a bulk action must still finish while the machine is busy. */
 const READER_NICE = 10;
 
-const db = openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false });
+const store = sqliteQueries(openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false }));
 // An operator's bulk action may take a second or two; the doors' requests may not.
 lowerThreadPriority(READER_NICE);
 
-function answer(r: BulkReaderRequest): BulkReaderReply {
+async function answer(r: BulkReaderRequest): Promise<BulkReaderReply> {
   try {
-    return { seq: r.seq, ok: true, result: bulkCandidates(db, r.action, r.target, r.scope, r.now), refusal: null };
+    return { seq: r.seq, ok: true, result: await bulkCandidates(store, r.action, r.target, r.scope, r.now), refusal: null };
   } catch (err) {
     if (err instanceof OperatorError) return { seq: r.seq, ok: true, result: null, refusal: { code: err.code, message: err.message, field: err.field, reason: err.reason } };
     return { seq: r.seq, ok: false, error: (err as Error).message };
@@ -30,5 +31,5 @@ function answer(r: BulkReaderRequest): BulkReaderReply {
 }
 
 parentPort!.on('message', (requests: BulkReaderRequest[]) => {
-  parentPort!.postMessage(requests.map(answer));
+  void Promise.all(requests.map(answer)).then((replies) => parentPort!.postMessage(replies));
 });

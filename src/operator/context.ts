@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
-import type { Db } from '../store/db.js';
 import type { OperatorBookkeeping, OperatorResultOf } from '../commit/operatorBookkeeping.js';
+import type { Queries } from '../store/queries.js';
 import type { OperatorReader } from './bulkTarget.js';
 
 /** Who acts, for the audit log: a signed-in operator (console), else the CLI on the server. */
@@ -12,7 +12,7 @@ export interface Actor {
 
 /**
  * Where the operator layer's writes run, each one transaction (src/operator/writer.ts): in the
- * server the index writer thread; absent (the CLI, its own process), on `db` itself. A write
+ * server the index writer thread; absent (the CLI, its own process), on `store` itself. A write
  * the index refuses (not found, conflict) rejects with an OperatorError.
  */
 export interface OperatorWriter {
@@ -28,7 +28,7 @@ export type OperatorSettings = Pick<PosternConfig, 'plans' | 'default_plan' | 'p
 
 /** What every operator operation needs: the index, the one clock and the config sections it reads. */
 export interface OperatorContext {
-  db: Db;
+  store: Queries;
   clock: Clock;
   config: OperatorSettings;
   spoolRoot: string;
@@ -37,7 +37,7 @@ export interface OperatorContext {
   /** The client's address, for the audit log (console requests). */
   clientIp?: string | null;
   writer?: OperatorWriter;
-  /** Where the server reads a bulk action's candidates (a thread of their own); absent: on `db`. */
+  /** Where the server reads a bulk action's candidates (a thread of their own); absent: on `store`. */
   reader?: OperatorReader;
 }
 

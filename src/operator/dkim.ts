@@ -108,7 +108,7 @@ function keyFromPem(pem: Buffer, kind: 'rsa' | 'ed25519' | undefined, source: st
  * It becomes the domain's active key; a previous active key for the domain is retired.
  */
 export async function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDkimKeyOptions): Promise<DkimKeyView> {
-  requireProject(ctx, projectId);
+  await requireProject(ctx, projectId);
   const domain = checkDomain(opts.domain);
   checkSelector(opts.selector, domain);
   const kind = checkAlgorithm(opts.algorithm);
@@ -128,12 +128,12 @@ export async function addDkimKey(ctx: OperatorContext, projectId: string, opts: 
     created_at: ctx.clock.now(),
   };
   await write(ctx, { type: 'dkim_add', row, stamp: auditStamp(ctx) });
-  return dkimView(getDkimKey(ctx.db, id)!);
+  return dkimView((await getDkimKey(ctx.store, id))!);
 }
 
-export function listDkim(ctx: OperatorContext, projectId: string): { keys: DkimKeyView[] } {
-  requireProject(ctx, projectId);
-  return { keys: listDkimKeys(ctx.db, projectId).map(dkimView) };
+export async function listDkim(ctx: OperatorContext, projectId: string): Promise<{ keys: DkimKeyView[] }> {
+  await requireProject(ctx, projectId);
+  return { keys: (await listDkimKeys(ctx.store, projectId)).map(dkimView) };
 }
 
 /** Retires a key: messages are no longer signed with it. */

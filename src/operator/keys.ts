@@ -20,7 +20,7 @@ export interface KeyView {
   state: 'active' | 'expired' | 'revoked';
 }
 
-function keyView(ctx: OperatorContext, k: ApiKeyRow): KeyView {
+async function keyView(ctx: OperatorContext, k: ApiKeyRow): Promise<KeyView> {
   const state = credentialState(k, ctx.clock.now());
   return {
     id: k.id,
@@ -30,7 +30,7 @@ function keyView(ctx: OperatorContext, k: ApiKeyRow): KeyView {
     created_at: iso(k.created_at)!,
     expires_at: iso(k.expires_at),
     revoked_at: iso(k.revoked_at),
-    last_used_at: iso(apiKeyLastUsed(ctx.db, k.id)),
+    last_used_at: iso(await apiKeyLastUsed(ctx.store, k.id)),
     state,
   };
 }
@@ -59,21 +59,21 @@ function checkMode(mode: string): KeyMode {
 /** The key itself is returned here once and never again: only its SHA-256 is stored. */
 export async function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string): Promise<KeyView & { key: string }> {
   const checked = checkMode(mode);
-  requireProject(ctx, projectId);
+  await requireProject(ctx, projectId);
   const expiresAt = parseExpiry(ctx, expires);
   const created = await write(ctx, { type: 'key_create', project_id: projectId, mode: checked, now: ctx.clock.now(), expires_at: expiresAt, stamp: auditStamp(ctx) });
-  return { ...keyView(ctx, requireKey(ctx, created.id)), key: created.key };
+  return { ...(await keyView(ctx, await requireKey(ctx, created.id))), key: created.key };
 }
 
-export function requireKey(ctx: OperatorContext, id: string): ApiKeyRow {
-  const key = getApiKey(ctx.db, id);
+export async function requireKey(ctx: OperatorContext, id: string): Promise<ApiKeyRow> {
+  const key = await getApiKey(ctx.store, id);
   if (!key) throw notFound('key', id);
   return key;
 }
 
 export async function revokeKey(ctx: OperatorContext, id: string): Promise<KeyView> {
   await write(ctx, { type: 'key_revoke', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
-  return keyView(ctx, requireKey(ctx, id));
+  return keyView(ctx, await requireKey(ctx, id));
 }
 
 /** Longest grace a rotated-out key may keep working: 30 days. */
@@ -89,10 +89,10 @@ export async function rotateKey(ctx: OperatorContext, id: string, graceSeconds: 
     throw new OperatorError('invalid_argument', `the grace must be an integer number of seconds from 0 to ${MAX_ROTATION_GRACE_SECONDS}`, 'grace_seconds');
   }
   const made = await write(ctx, { type: 'key_rotate', id, now: ctx.clock.now(), grace_seconds: graceSeconds, stamp: auditStamp(ctx) });
-  return { key: { ...keyView(ctx, requireKey(ctx, made.id)), key: made.key }, previous: keyView(ctx, requireKey(ctx, id)) };
+  return { key: { ...(await keyView(ctx, await requireKey(ctx, made.id))), key: made.key }, previous: await keyView(ctx, await requireKey(ctx, id)) };
 }
 
-export function listKeys(ctx: OperatorContext, projectId: string): { keys: KeyView[] } {
-  requireProject(ctx, projectId);
-  return { keys: listApiKeys(ctx.db, projectId).map((k) => keyView(ctx, k)) };
+export async function listKeys(ctx: OperatorContext, projectId: string): Promise<{ keys: KeyView[] }> {
+  await requireProject(ctx, projectId);
+  return { keys: await Promise.all((await listApiKeys(ctx.store, projectId)).map((k) => keyView(ctx, k))) };
 }

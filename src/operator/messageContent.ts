@@ -49,10 +49,10 @@ const cut = (s: string | undefined | false) => (typeof s === 'string' ? { value:
  * names, types and sizes. The file is streamed through the parser; attachment contents are
  * counted and dropped, never held.
  */
-export function messageContent(ctx: OperatorContext, id: string): Promise<MessageContent> {
+export async function messageContent(ctx: OperatorContext, id: string): Promise<MessageContent> {
+  const source = await openMessageMime(ctx, id);
   return new Promise((resolve, reject) => {
     const parser = newParser();
-    const source = openMessageMime(ctx, id);
     const attachments: AttachmentInfo[] = [];
     let headers: { name: string; value: string }[] = [];
     let text: MessageText | null = null;
@@ -91,10 +91,10 @@ export function messageContent(ctx: OperatorContext, id: string): Promise<Messag
  * One attachment's decoded bytes as a stream, with its name and type; the attachments before it
  * are skipped as they stream past. Not found: an index past the last attachment.
  */
-export function openAttachment(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+export async function openAttachment(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+  const source = await openMessageMime(ctx, id);
   return new Promise((resolve, reject) => {
     const parser = newParser();
-    const source = openMessageMime(ctx, id);
     let seen = 0;
     let found = false;
     const stop = () => {

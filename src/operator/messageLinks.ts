@@ -41,7 +41,7 @@ export function configuredViewerBase(config: Pick<PosternConfig, 'viewer' | 'lis
  * so making one is recorded in the audit log (without the link itself: it is a credential).
  */
 export async function messageLink(ctx: OperatorContext, secret: Buffer, base: string, id: string, expiresInSeconds?: number): Promise<ViewerLink> {
-  requireMessage(ctx, id);
+  await requireMessage(ctx, id);
   const seconds = expiresInSeconds ?? ctx.config.viewer.link_expiry_seconds;
   const max = ctx.config.viewer.max_link_expiry_seconds;
   if (!Number.isInteger(seconds) || seconds < 60 || seconds > max) {
@@ -73,7 +73,7 @@ export interface ViewedMessage {
  */
 export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<ViewedMessage | null> {
   if (!viewerTokenValid(secret, id, token, ctx.clock.now())) return null;
-  const m = getMessage(ctx.db, id);
+  const m = await getMessage(ctx.store, id);
   if (!m) return null;
   const content = await messageContent(ctx, id).catch(() => null);
   if (!content) return null;

@@ -42,25 +42,25 @@ export function summary(m: MessageRow) {
   };
 }
 
-export function messageList(ctx: OperatorContext, projectId: string, status?: string, limit = 50) {
-  requireProject(ctx, projectId);
+export async function messageList(ctx: OperatorContext, projectId: string, status?: string, limit = 50) {
+  await requireProject(ctx, projectId);
   if (status !== undefined && !STATUSES.includes(status as MessageStatus)) throw new OperatorError('invalid_argument', `--status must be one of: ${STATUSES.join(', ')}`, 'status');
   if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new OperatorError('invalid_argument', '--limit must be an integer from 1 to 10000', 'limit');
-  return { messages: listMessages(ctx.db, projectId, status, limit).map(summary) };
+  return { messages: (await listMessages(ctx.store, projectId, status, limit)).map(summary) };
 }
 
-export function requireMessage(ctx: OperatorContext, id: string): MessageRow {
-  const m = getMessage(ctx.db, id);
+export async function requireMessage(ctx: OperatorContext, id: string): Promise<MessageRow> {
+  const m = await getMessage(ctx.store, id);
   if (!m) throw notFound('message', id);
   return m;
 }
 
-export function messageShow(ctx: OperatorContext, id: string) {
-  const m = requireMessage(ctx, id);
+export async function messageShow(ctx: OperatorContext, id: string) {
+  const m = await requireMessage(ctx, id);
   const recipients = JSON.parse(m.recipients) as { to: string[]; cc: string[]; bcc: string[] };
-  const attempts = attemptsFor(ctx.db, id);
-  const events = eventsForMessage(ctx.db, id);
-  const outcomes = recipientOutcomesFor(ctx.db, id);
+  const attempts = await attemptsFor(ctx.store, id);
+  const events = await eventsForMessage(ctx.store, id);
+  const outcomes = await recipientOutcomesFor(ctx.store, id);
   return {
     ...summary(m),
     hold_reason: m.hold_reason,
@@ -96,8 +96,8 @@ export function messageShow(ctx: OperatorContext, id: string) {
 }
 
 /** The stored MIME of a message as a stream (`message show --raw`, the console's raw view and parsed content). */
-export function openMessageMime(ctx: OperatorContext, id: string): Readable {
-  return openStoredMime(storedMime(ctx.db, ctx.spoolRoot, requireMessage(ctx, id)));
+export async function openMessageMime(ctx: OperatorContext, id: string): Promise<Readable> {
+  return openStoredMime(await storedMime(ctx.store, ctx.spoolRoot, await requireMessage(ctx, id)));
 }
 
 
@@ -161,10 +161,10 @@ function recipientStates(m: MessageRow, list: { to: string[]; cc: string[]; bcc:
 }
 
 /** The console's message search: the filter, a page of up to `limit` newest first, and where the next page starts. */
-export function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts: { limit?: number; cursor?: string } = {}) {
+export async function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts: { limit?: number; cursor?: string } = {}) {
   const limit = pageLimit(opts.limit, 50, 500);
   const before = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
-  const rows = searchMessages(ctx.db, filter, before, limit + 1);
+  const rows = await searchMessages(ctx.store, filter, before, limit + 1);
   const page = rows.slice(0, limit);
   return { messages: page.map(summary), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }
@@ -177,7 +177,7 @@ export function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts:
  */
 export async function messageAction(ctx: OperatorContext, action: MessageAction, id: string) {
   await write(ctx, { type: 'message_one', action, id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
-  return summary(requireMessage(ctx, id));
+  return summary(await requireMessage(ctx, id));
 }
 
 export const releaseMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'release', id);
@@ -196,7 +196,7 @@ export async function deleteMessage(ctx: OperatorContext, id: string): Promise<{
  * A message as the console shows it: `messageShow` with the timeline and recipients in place of
  * the CLI's separate attempt, event and outcome lists, and without the spool file's path.
  */
-export function messageDetail(ctx: OperatorContext, id: string) {
-  const { spool_path: _path, attempts_log: _attempts, events: _events, recipient_outcomes: _outcomes, ...detail } = messageShow(ctx, id);
+export async function messageDetail(ctx: OperatorContext, id: string) {
+  const { spool_path: _path, attempts_log: _attempts, events: _events, recipient_outcomes: _outcomes, ...detail } = await messageShow(ctx, id);
   return detail;
 }

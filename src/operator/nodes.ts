@@ -20,10 +20,10 @@ export interface NodeList {
 }
 
 /** `postern node list` and the console's Nodes panel: every node row, its state judged now. */
-export function nodeList(ctx: OperatorContext): NodeList {
+export async function nodeList(ctx: OperatorContext): Promise<NodeList> {
   const now = ctx.clock.now();
   return {
-    nodes: listNodes(ctx.db).map((row) => ({
+    nodes: (await listNodes(ctx.store)).map((row) => ({
       id: row.id,
       version: row.version,
       state: nodeState(row, now),

@@ -24,19 +24,19 @@ export interface OperatorView {
   password_changed_at: string;
 }
 
-export function operatorView(ctx: OperatorContext, row: OperatorRow): OperatorView {
+export async function operatorView(ctx: OperatorContext, row: OperatorRow): Promise<OperatorView> {
   return {
     id: row.id,
     email: row.email,
     role: row.role,
-    projects: row.role === 'owner' ? [] : operatorProjectIds(ctx.db, row.id),
+    projects: row.role === 'owner' ? [] : await operatorProjectIds(ctx.store, row.id),
     created_at: iso(row.created_at)!,
     password_changed_at: iso(row.password_changed_at)!,
   };
 }
 
-export function requireOperator(ctx: OperatorContext, id: string): OperatorRow {
-  const row = getOperator(ctx.db, id);
+export async function requireOperator(ctx: OperatorContext, id: string): Promise<OperatorRow> {
+  const row = await getOperator(ctx.store, id);
   if (!row) throw notFound('operator', id);
   return row;
 }
@@ -47,9 +47,9 @@ function checkRole(role: string): OperatorRole {
 }
 
 /** Members are given projects; owners see all, so giving them some would mean nothing. */
-function checkProjects(ctx: OperatorContext, role: OperatorRole, projects: readonly string[]): string[] {
+async function checkProjects(ctx: OperatorContext, role: OperatorRole, projects: readonly string[]): Promise<string[]> {
   if (role === 'owner' && projects.length > 0) throw new OperatorError('invalid_argument', 'an owner sees every project; --project is for members', 'projects');
-  for (const id of projects) requireProject(ctx, id);
+  for (const id of projects) await requireProject(ctx, id);
   return [...new Set(projects)];
 }
 
@@ -66,7 +66,7 @@ export async function createOperator(ctx: OperatorContext, opts: CreateOperatorO
   const email = opts.email.trim();
   if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${opts.email}" is not an email address`, 'email');
   const role = checkRole(opts.role);
-  const projects = checkProjects(ctx, role, opts.projects ?? []);
+  const projects = await checkProjects(ctx, role, opts.projects ?? []);
   if (opts.password !== undefined) checkPasswordRules(opts.password);
   const password = opts.password ?? generatePassword();
   const hash = await hashPassword(password);
@@ -74,12 +74,12 @@ export async function createOperator(ctx: OperatorContext, opts: CreateOperatorO
   const now = ctx.clock.now();
   const row = { id, email, role, password_hash: hash, created_at: now, password_changed_at: now };
   await write(ctx, { type: 'operator_create', row, projects, stamp: auditStamp(ctx) });
-  const view = operatorView(ctx, requireOperator(ctx, id));
+  const view = await operatorView(ctx, await requireOperator(ctx, id));
   return opts.password === undefined ? { ...view, password } : view;
 }
 
-export function operatorList(ctx: OperatorContext): { operators: OperatorView[] } {
-  return { operators: listOperators(ctx.db).map((r) => operatorView(ctx, r)) };
+export async function operatorList(ctx: OperatorContext): Promise<{ operators: OperatorView[] }> {
+  return { operators: await Promise.all((await listOperators(ctx.store)).map((r) => operatorView(ctx, r))) };
 }
 
 /** Removes an operator; the last owner stays (someone must be able to manage the rest). */
@@ -90,11 +90,11 @@ export async function removeOperator(ctx: OperatorContext, id: string): Promise<
 
 /** Changes a role and/or a member's projects; an operator who becomes an owner keeps no project list. */
 export async function updateOperator(ctx: OperatorContext, id: string, changes: { role?: string; projects?: readonly string[] }): Promise<OperatorView> {
-  const row = requireOperator(ctx, id);
+  const row = await requireOperator(ctx, id);
   const role = changes.role === undefined ? null : checkRole(changes.role);
-  const projects = changes.projects === undefined ? null : checkProjects(ctx, role ?? row.role, changes.projects);
+  const projects = changes.projects === undefined ? null : await checkProjects(ctx, role ?? row.role, changes.projects);
   await write(ctx, { type: 'operator_update', id, role, projects, stamp: auditStamp(ctx) });
-  return operatorView(ctx, requireOperator(ctx, id));
+  return operatorView(ctx, await requireOperator(ctx, id));
 }
 
 /**
@@ -102,7 +102,7 @@ export async function updateOperator(ctx: OperatorContext, id: string, changes: 
  * everywhere (every session ends; API tokens stay).
  */
 export async function resetOperatorPassword(ctx: OperatorContext, id: string, password?: string): Promise<{ id: string; email: string; password?: string }> {
-  const row = requireOperator(ctx, id);
+  const row = await requireOperator(ctx, id);
   if (password !== undefined) checkPasswordRules(password);
   const chosen = password ?? generatePassword();
   const hash = await hashPassword(chosen);
@@ -146,7 +146,7 @@ export function tokenView(ctx: OperatorContext, t: OperatorTokenRow): OperatorTo
 
 /** A `pso_` token for scripts, acting as the operator. Returned here once; only its SHA-256 is stored. */
 export async function createOperatorToken(ctx: OperatorContext, operatorId: string, name: string, expires?: string): Promise<OperatorTokenView & { token: string }> {
-  requireOperator(ctx, operatorId);
+  await requireOperator(ctx, operatorId);
   const label = name.trim();
   if (label === '' || label.length > 100) throw new OperatorError('invalid_argument', 'the token name must be 1 to 100 characters', 'name');
   const expiresAt = parseExpiry(ctx, expires);
@@ -154,21 +154,21 @@ export async function createOperatorToken(ctx: OperatorContext, operatorId: stri
   const id = newOperatorTokenId();
   const row = { id, operator_id: operatorId, name: label, token_hash: hashOperatorToken(token).toString('hex'), hint: `pso_…${token.slice(-4)}`, created_at: ctx.clock.now(), expires_at: expiresAt };
   await write(ctx, { type: 'token_create', row, stamp: auditStamp(ctx) });
-  return { ...tokenView(ctx, getOperatorToken(ctx.db, id)!), token };
+  return { ...tokenView(ctx, (await getOperatorToken(ctx.store, id))!), token };
 }
 
-export function requireOperatorToken(ctx: OperatorContext, id: string): OperatorTokenRow {
-  const row = getOperatorToken(ctx.db, id);
+export async function requireOperatorToken(ctx: OperatorContext, id: string): Promise<OperatorTokenRow> {
+  const row = await getOperatorToken(ctx.store, id);
   if (!row) throw notFound('token', id);
   return row;
 }
 
 export async function revokeOperatorTokenById(ctx: OperatorContext, id: string): Promise<OperatorTokenView> {
   await write(ctx, { type: 'token_revoke', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
-  return tokenView(ctx, requireOperatorToken(ctx, id));
+  return tokenView(ctx, await requireOperatorToken(ctx, id));
 }
 
-export function operatorTokens(ctx: OperatorContext, operatorId: string): { tokens: OperatorTokenView[] } {
-  requireOperator(ctx, operatorId);
-  return { tokens: listOperatorTokens(ctx.db, operatorId).map((t) => tokenView(ctx, t)) };
+export async function operatorTokens(ctx: OperatorContext, operatorId: string): Promise<{ tokens: OperatorTokenView[] }> {
+  await requireOperator(ctx, operatorId);
+  return { tokens: (await listOperatorTokens(ctx.store, operatorId)).map((t) => tokenView(ctx, t)) };
 }

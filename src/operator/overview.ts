@@ -1,7 +1,7 @@
 import { statfs } from 'node:fs/promises';
 import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedFilesBetween, troubledWebhookEndpoints } from '../store/activity.js';
-import type { Db } from '../store/db.js';
 import { LIVE_STATUSES } from '../store/messages.js';
+import type { Queries } from '../store/queries.js';
 import type { ActivityTail } from './activity.js';
 import { iso, type OperatorContext } from './context.js';
 
@@ -20,7 +20,7 @@ export class StorageFigures {
   private counting: Promise<{ bytes: number; files: number }> | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Queries,
     private readonly stateDir: string,
     private readonly ttlMs = STORAGE_TTL_MS,
   ) {}
@@ -49,10 +49,10 @@ export class StorageFigures {
   }
 
   private async count(): Promise<{ bytes: number; files: number }> {
-    const last = maxMessageRowid(this.db);
+    const last = await maxMessageRowid(this.store);
     const total = { bytes: 0, files: 0 };
     for (let from = 0; from < last; from += SCAN_STEP) {
-      const step = storedFilesBetween(this.db, from, from + SCAN_STEP);
+      const step = await storedFilesBetween(this.store, from, from + SCAN_STEP);
       total.bytes += step.bytes;
       total.files += step.files;
       await new Promise((resolve) => setImmediate(resolve));
@@ -77,9 +77,9 @@ export async function overview(ctx: OperatorContext, sources: OverviewSources, p
   await sources.activity.catchUp();
   const inScope = (projectId: string) => projects === null || projects.includes(projectId);
   const queue: Record<string, number> = Object.fromEntries(LIVE_STATUSES.map((s) => [s, 0]));
-  for (const row of liveMessageCounts(ctx.db)) if (inScope(row.project_id)) queue[row.status] += row.count;
-  const oldest = oldestQueuedMessage(ctx.db, projects);
-  const webhooks = troubledWebhookEndpoints(ctx.db)
+  for (const row of await liveMessageCounts(ctx.store)) if (inScope(row.project_id)) queue[row.status] += row.count;
+  const oldest = await oldestQueuedMessage(ctx.store, projects);
+  const webhooks = (await troubledWebhookEndpoints(ctx.store))
     .filter((w) => inScope(w.project_id))
     .map((w) => ({
       id: w.id,
@@ -92,7 +92,7 @@ export async function overview(ctx: OperatorContext, sources: OverviewSources, p
       disabled_reason: w.disabled_reason,
     }));
   const providers = includeSystem
-    ? attachedProviderAccounts(ctx.db).map((a) => {
+    ? (await attachedProviderAccounts(ctx.store)).map((a) => {
         const hour = sources.activity.providerHour(a.id);
         const throttled = sources.throttledUntil?.(a.id) ?? null;
         return {

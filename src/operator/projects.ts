@@ -30,12 +30,12 @@ function checkPlan(ctx: OperatorContext, plan: string): void {
   if (!names.includes(plan)) throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${names.join(', ')})`, 'plan');
 }
 
-export function projectList(ctx: OperatorContext): { projects: ProjectView[] } {
-  return { projects: listProjects(ctx.db).map(projectView) };
+export async function projectList(ctx: OperatorContext): Promise<{ projects: ProjectView[] }> {
+  return { projects: (await listProjects(ctx.store)).map(projectView) };
 }
 
-export function requireProject(ctx: OperatorContext, id: string): ProjectRow {
-  const project = getProject(ctx.db, id);
+export async function requireProject(ctx: OperatorContext, id: string): Promise<ProjectRow> {
+  const project = await getProject(ctx.store, id);
   if (!project) throw notFound('project', id);
   return project;
 }
@@ -45,13 +45,13 @@ export async function createProject(ctx: OperatorContext, name: string, plan = c
   checkPlan(ctx, plan);
   const id = newProjectId();
   await write(ctx, { type: 'project_create', row: { id, name, plan, created_at: ctx.clock.now() }, stamp: auditStamp(ctx) });
-  return projectView(requireProject(ctx, id));
+  return projectView(await requireProject(ctx, id));
 }
 
 /** Pausing holds new messages (status `paused`); resuming releases the ones held only by the pause. */
 export async function setPaused(ctx: OperatorContext, id: string, paused: boolean): Promise<ProjectView & { released?: number }> {
   const { released } = await write(ctx, { type: 'project_pause', id, paused, now: ctx.clock.now(), stamp: auditStamp(ctx) });
-  const view = projectView(requireProject(ctx, id));
+  const view = projectView(await requireProject(ctx, id));
   return paused ? view : { ...view, released };
 }
 
@@ -60,41 +60,41 @@ const STRATEGIES = ['fallback', 'round-robin', 'random', 'free-first'];
 /** The project's default routing strategy; a message's `routing.strategy` overrides it. */
 export async function setStrategy(ctx: OperatorContext, id: string, strategy: string): Promise<ProjectView> {
   if (!STRATEGIES.includes(strategy)) throw new OperatorError('invalid_argument', `--strategy must be one of: ${STRATEGIES.join(', ')}`, 'strategy');
-  requireProject(ctx, id);
+  await requireProject(ctx, id);
   await write(ctx, { type: 'project_change', id, change: { strategy }, stamp: auditStamp(ctx) });
-  return projectView(requireProject(ctx, id));
+  return projectView(await requireProject(ctx, id));
 }
 
 /** Takes effect on the next request: a 402 of the old plan is lifted at once. */
 export async function changePlan(ctx: OperatorContext, id: string, plan: string): Promise<ProjectView> {
   checkPlan(ctx, plan);
-  requireProject(ctx, id);
+  await requireProject(ctx, id);
   await write(ctx, { type: 'project_change', id, change: { plan }, stamp: auditStamp(ctx) });
-  return projectView(requireProject(ctx, id));
+  return projectView(await requireProject(ctx, id));
 }
 
 /** Soft delete: its keys stop working at once (invalid_api_key); its messages stay for audit. */
 export async function deleteProject(ctx: OperatorContext, id: string): Promise<{ id: string; deleted: true }> {
-  requireProject(ctx, id);
+  await requireProject(ctx, id);
   await write(ctx, { type: 'project_change', id, change: { deleted_at: ctx.clock.now() }, stamp: auditStamp(ctx) });
   return { id, deleted: true };
 }
 
 /** A project with its plan's limits and this period's usage (UTC month and day). */
-export function showProject(ctx: OperatorContext, id: string) {
-  const project = requireProject(ctx, id);
+export async function showProject(ctx: OperatorContext, id: string) {
+  const project = await requireProject(ctx, id);
   const now = ctx.clock.now();
   const plan = planFor(limitSettings(ctx.config), project.plan);
-  const month = usageFor(ctx.db, id, monthPeriod(now));
-  const day = usageFor(ctx.db, id, dayPeriod(now));
+  const month = await usageFor(ctx.store, id, monthPeriod(now));
+  const day = await usageFor(ctx.store, id, dayPeriod(now));
   return {
     ...projectView(project),
     limits: plan,
     usage: {
       month: { period: monthPeriod(now).slice(2), messages: month.messages, bytes: month.bytes, overage_messages: plan.overage ? Math.max(0, month.messages - plan.monthly_messages) : 0 },
       day: { period: dayPeriod(now).slice(2), messages: day.messages },
-      sender_domains: senderDomains(ctx.db, id),
-      categories: categoryCount(ctx.db, id),
+      sender_domains: await senderDomains(ctx.store, id),
+      categories: await categoryCount(ctx.store, id),
     },
   };
 }

@@ -66,7 +66,7 @@ function integer(name: string, value: string | undefined, min: number, max: numb
 
 /** Stores a provider account; delivery through it is the scheduler's job. */
 export async function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): Promise<ProviderAccountView> {
-  requireProject(ctx, projectId);
+  await requireProject(ctx, projectId);
   if (!PROVIDER_SLUGS.includes(opts.slug)) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
   const isApi = opts.slug.endsWith('-api');
   if (opts.slug === 'smtp' && !opts.host) throw new OperatorError('invalid_argument', 'the smtp provider needs --host', 'host');
@@ -108,12 +108,12 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
     created_at: ctx.clock.now(),
   };
   await write(ctx, { type: 'provider_attach', row, stamp: auditStamp(ctx) });
-  return view(requireProviderAccount(ctx, id));
+  return view(await requireProviderAccount(ctx, id));
 }
 
-export function listProviders(ctx: OperatorContext, projectId: string): { providers: ProviderAccountView[] } {
-  requireProject(ctx, projectId);
-  return { providers: listProviderAccounts(ctx.db, projectId).map(view) };
+export async function listProviders(ctx: OperatorContext, projectId: string): Promise<{ providers: ProviderAccountView[] }> {
+  await requireProject(ctx, projectId);
+  return { providers: (await listProviderAccounts(ctx.store, projectId)).map(view) };
 }
 
 export async function detachProvider(ctx: OperatorContext, id: string): Promise<{ id: string; detached: true }> {
@@ -122,8 +122,8 @@ export async function detachProvider(ctx: OperatorContext, id: string): Promise<
 }
 
 /** An attached account (not detached), else not found. */
-export function requireProviderAccount(ctx: OperatorContext, id: string): ProviderAccount {
-  const row = findProviderAccount(ctx.db, id);
+export async function requireProviderAccount(ctx: OperatorContext, id: string): Promise<ProviderAccount> {
+  const row = await findProviderAccount(ctx.store, id);
   if (!row || row.detached_at !== null) throw notFound('provider account', id);
   return row;
 }
@@ -133,7 +133,7 @@ export async function updateProvider(ctx: OperatorContext, id: string, changes: 
   const priority = integer('priority', changes.priority, 0, 1_000_000);
   const freeQuota = changes.freeQuota === null ? null : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
   await write(ctx, { type: 'provider_update', id, priority, ...(changes.freeQuota === undefined ? {} : { free_quota: freeQuota }), stamp: auditStamp(ctx) });
-  return view(requireProviderAccount(ctx, id));
+  return view(await requireProviderAccount(ctx, id));
 }
 
 /**
@@ -142,7 +142,7 @@ export async function updateProvider(ctx: OperatorContext, id: string, changes: 
  * read-only call (src/providers/connectionCheck.ts). Changes nothing, so it is not audited.
  */
 export async function checkProvider(ctx: OperatorContext, id: string): Promise<ConnectionCheck & { id: string; slug: string }> {
-  const row = requireProviderAccount(ctx, id);
+  const row = await requireProviderAccount(ctx, id);
   const result = await checkConnection(row, { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
   return { id, slug: row.slug, ...result };
 }

@@ -18,15 +18,15 @@ export interface QueueSummary {
 }
 
 /** `postern queue summary`: the queue's shape, read from the index. */
-export function queueSummary(ctx: OperatorContext): QueueSummary {
+export async function queueSummary(ctx: OperatorContext): Promise<QueueSummary> {
   const now = ctx.clock.now();
   const byStatus = Object.fromEntries(MESSAGE_STATUSES.map((s) => [s, 0])) as Record<MessageStatus, number>;
-  for (const row of messageCountsByStatus(ctx.db)) byStatus[row.status as MessageStatus] = row.count;
+  for (const row of await messageCountsByStatus(ctx.store)) byStatus[row.status as MessageStatus] = row.count;
   const byAge = Object.fromEntries(LIVE_STATUSES.map((s) => [s, Object.fromEntries(AGE_BUCKETS.map((b) => [b, 0]))])) as QueueSummary['by_age'];
-  for (const row of liveMessageAges(ctx.db, now)) byAge[row.status as (typeof LIVE_STATUSES)[number]][AGE_BUCKETS[row.bucket]] = row.count;
+  for (const row of await liveMessageAges(ctx.store, now)) byAge[row.status as (typeof LIVE_STATUSES)[number]][AGE_BUCKETS[row.bucket]] = row.count;
   const byProvider: QueueSummary['by_provider'] = {};
-  for (const row of messagesByProvider(ctx.db)) (byProvider[row.provider] ??= {})[row.status] = row.count;
-  const oldest = oldestQueuedMessage(ctx.db, null);
+  for (const row of await messagesByProvider(ctx.store)) (byProvider[row.provider] ??= {})[row.status] = row.count;
+  const oldest = await oldestQueuedMessage(ctx.store, null);
   return {
     generated_at: iso(now)!,
     by_status: byStatus,

@@ -23,8 +23,8 @@ const TOUCH_EVERY_MS = 60_000;
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
-function principal(ctx: OperatorContext, operator: OperatorRow, via: Principal['via'], sessionHash: Buffer | null, tokenId: string | null): Principal {
-  return { operator, projects: operator.role === 'owner' ? null : operatorProjectIds(ctx.db, operator.id), via, sessionHash, tokenId };
+async function principal(ctx: OperatorContext, operator: OperatorRow, via: Principal['via'], sessionHash: Buffer | null, tokenId: string | null): Promise<Principal> {
+  return { operator, projects: operator.role === 'owner' ? null : await operatorProjectIds(ctx.store, operator.id), via, sessionHash, tokenId };
 }
 
 /** The audit context of an action by `operator`. */
@@ -40,7 +40,7 @@ export const actingAs = (ctx: OperatorContext, operator: OperatorRow, clientIp: 
  * bytes, base64url) is returned once here: only its SHA-256 is stored.
  */
 export async function signIn(ctx: OperatorContext, email: string, password: string, clientIp: string | null): Promise<{ sessionId: string; principal: Principal } | null> {
-  const operator = findOperatorByEmail(ctx.db, email.trim());
+  const operator = await findOperatorByEmail(ctx.store, email.trim());
   const ok = operator ? await verifyPassword(password, operator.password_hash) : await verifyAgainstDummy(password);
   if (!operator || !ok) return null;
   const sessionId = randomBytes(32).toString('base64url');
@@ -48,7 +48,7 @@ export async function signIn(ctx: OperatorContext, email: string, password: stri
   const now = ctx.clock.now();
   const stamp = auditStamp(actingAs(ctx, operator, clientIp));
   await write(ctx, { type: 'session_start', id_hash: idHash.toString('hex'), operator_id: operator.id, now, client_ip: clientIp, stamp });
-  return { sessionId, principal: principal(ctx, operator, 'session', idHash, null) };
+  return { sessionId, principal: await principal(ctx, operator, 'session', idHash, null) };
 }
 
 /**
@@ -57,14 +57,14 @@ export async function signIn(ctx: OperatorContext, email: string, password: stri
  */
 export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, idleMs: number): Promise<Principal | 'expired' | null> {
   const idHash = sha256(sessionId);
-  const session = findOperatorSession(ctx.db, idHash);
+  const session = await findOperatorSession(ctx.store, idHash);
   if (!session) return null;
   const now = ctx.clock.now();
   if (now - session.last_seen_at > idleMs) {
     await write(ctx, { type: 'session_expire', id_hash: idHash.toString('hex') });
     return 'expired';
   }
-  const operator = getOperator(ctx.db, session.operator_id);
+  const operator = await getOperator(ctx.store, session.operator_id);
   if (!operator) return null;
   if (now - session.last_seen_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
   return principal(ctx, operator, 'session', idHash, null);
@@ -79,10 +79,10 @@ export async function signOut(ctx: OperatorContext, p: Principal): Promise<void>
 export async function tokenPrincipal(ctx: OperatorContext, token: string): Promise<Principal | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
   const hash = hashOperatorToken(token);
-  const row = findOperatorTokenByHash(ctx.db, hash);
+  const row = await findOperatorTokenByHash(ctx.store, hash);
   const now = ctx.clock.now();
   if (!row || !timingSafeEqual(row.token_hash, hash) || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
-  const operator = getOperator(ctx.db, row.operator_id);
+  const operator = await getOperator(ctx.store, row.operator_id);
   if (!operator) return null;
   if (row.last_used_at === null || now - row.last_used_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'token_touch', token_id: row.id, now });
   return principal(ctx, operator, 'token', null, row.id);

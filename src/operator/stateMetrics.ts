@@ -1,13 +1,13 @@
 import client, { type Registry } from 'prom-client';
 import { messageCountsByStatus, oldestQueuedMessage, pendingWebhookDeliveries } from '../store/activity.js';
-import type { Db } from '../store/db.js';
 import type { DiskGuard } from '../platform/diskSpace.js';
+import type { Queries } from '../store/queries.js';
 import { mergedMetrics, metricsSnapshot, type MetricsSnapshot } from '../platform/metrics.js';
 import { MESSAGE_STATUSES } from './messages.js';
 import type { StorageFigures } from './overview.js';
 
 export interface StateMetricSources {
-  db: Db;
+  store: Queries;
   now(): number;
   storage: StorageFigures;
   disk: DiskGuard | null;
@@ -45,14 +45,14 @@ export class MetricsExposition {
 
   /** The exposition text (Prometheus text format 0.0.4). */
   async text(): Promise<string> {
-    const { db, storage, disk } = this.sources;
+    const { store, storage, disk } = this.sources;
     const now = this.sources.now();
-    const counts = new Map(messageCountsByStatus(db).map((r) => [r.status, r.count]));
+    const counts = new Map((await messageCountsByStatus(store)).map((r) => [r.status, r.count]));
     for (const status of MESSAGE_STATUSES) this.messages.set({ status }, counts.get(status) ?? 0);
-    const oldest = oldestQueuedMessage(db, null);
+    const oldest = await oldestQueuedMessage(store, null);
     this.oldest.set(oldest ? Math.max(0, (now - oldest.created_at) / 1000) : 0);
     this.throttled.set(this.sources.throttledAccounts());
-    this.webhookBacklog.set(pendingWebhookDeliveries(db));
+    this.webhookBacklog.set(await pendingWebhookDeliveries(store));
     const spool = await storage.spool(now);
     this.spoolBytes.set(spool.bytes);
     this.spoolFiles.set(spool.files);

@@ -39,8 +39,8 @@ export interface WebhookView {
   created_at: string;
 }
 
-function view(ctx: OperatorContext, row: WebhookEndpointRow): WebhookView {
-  const counts = deliveryCounts(ctx.db, row.id);
+async function view(ctx: OperatorContext, row: WebhookEndpointRow): Promise<WebhookView> {
+  const counts = await deliveryCounts(ctx.store, row.id);
   const previousActive = row.previous_secret !== null && row.previous_secret_expires_at !== null && row.previous_secret_expires_at > ctx.clock.now();
   return {
     id: row.id,
@@ -60,8 +60,8 @@ function view(ctx: OperatorContext, row: WebhookEndpointRow): WebhookView {
   };
 }
 
-export function requireEndpoint(ctx: OperatorContext, id: string): WebhookEndpointRow {
-  const row = getWebhookEndpoint(ctx.db, id);
+export async function requireEndpoint(ctx: OperatorContext, id: string): Promise<WebhookEndpointRow> {
+  const row = await getWebhookEndpoint(ctx.store, id);
   if (!row) throw notFound('webhook', id);
   return row;
 }
@@ -84,7 +84,7 @@ function parseEvents(events: string | undefined): string[] | null {
  * The signing secret is returned here, once.
  */
 export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl: string, events?: string, opts: TargetOptions = {}): Promise<WebhookView & { secret: string }> {
-  requireProject(ctx, projectId);
+  await requireProject(ctx, projectId);
   const types = parseEvents(events);
   const policy = { allowPrivate: ctx.config.webhooks.allow_private_targets };
   let url: URL;
@@ -99,12 +99,12 @@ export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl
   const id = newEndpointId();
   const row = { id, project_id: projectId, url: url.href, event_types: types === null ? null : JSON.stringify(types), secret, created_at: ctx.clock.now() };
   await write(ctx, { type: 'webhook_add', row, stamp: auditStamp(ctx) });
-  return { ...view(ctx, requireEndpoint(ctx, id)), secret };
+  return { ...(await view(ctx, await requireEndpoint(ctx, id))), secret };
 }
 
-export function listWebhooks(ctx: OperatorContext, projectId: string): { webhooks: WebhookView[] } {
-  requireProject(ctx, projectId);
-  return { webhooks: listWebhookEndpoints(ctx.db, projectId).map((r) => view(ctx, r)) };
+export async function listWebhooks(ctx: OperatorContext, projectId: string): Promise<{ webhooks: WebhookView[] }> {
+  await requireProject(ctx, projectId);
+  return { webhooks: await Promise.all((await listWebhookEndpoints(ctx.store, projectId)).map((r) => view(ctx, r))) };
 }
 
 /** Removes the endpoint: nothing more is sent to it; its pending deliveries end `failed`. */
@@ -119,7 +119,7 @@ export async function removeWebhook(ctx: OperatorContext, id: string): Promise<{
  * without rejecting a delivery. Rotating again within that time retires the oldest secret.
  */
 export async function rotateWebhookSecret(ctx: OperatorContext, id: string): Promise<{ id: string; secret: string; previous_secret_expires_at: string | null }> {
-  requireEndpoint(ctx, id);
+  await requireEndpoint(ctx, id);
   const grace = ctx.config.webhooks.secret_rotation_grace_seconds * 1000;
   const expires = grace > 0 ? ctx.clock.now() + grace : null;
   const secret = newWebhookSecret();
@@ -133,7 +133,7 @@ export async function rotateWebhookSecret(ctx: OperatorContext, id: string): Pro
  */
 export async function enableWebhook(ctx: OperatorContext, id: string): Promise<WebhookView & { resumed_deliveries: number }> {
   const { resumed } = await write(ctx, { type: 'webhook_enable', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
-  return { ...view(ctx, requireEndpoint(ctx, id)), resumed_deliveries: resumed };
+  return { ...(await view(ctx, await requireEndpoint(ctx, id))), resumed_deliveries: resumed };
 }
 
 export interface WebhookTestResult {
@@ -153,8 +153,8 @@ export interface WebhookTestResult {
  * the endpoint's failure run. A disabled endpoint can be tested (to check it before `enable`).
  */
 export async function testWebhook(ctx: OperatorContext, id: string, opts: TargetOptions = {}): Promise<WebhookTestResult> {
-  const endpoint = requireEndpoint(ctx, id);
-  const project = getProject(ctx.db, endpoint.project_id);
+  const endpoint = await requireEndpoint(ctx, id);
+  const project = await getProject(ctx.store, endpoint.project_id);
   const c = ctx.config.webhooks;
   const deliveryId = newDeliveryId();
   const now = ctx.clock.now();
@@ -218,12 +218,12 @@ const attemptView = (a: WebhookAttemptRow): WebhookAttemptView => ({
 });
 
 /** An endpoint's delivery log: every attempt, newest first, a page at a time (kept as long as finished deliveries). */
-export function webhookAttempts(ctx: OperatorContext, id: string, opts: { limit?: number; cursor?: string } = {}): { attempts: WebhookAttemptView[]; next_cursor: string | null } {
-  requireEndpoint(ctx, id);
+export async function webhookAttempts(ctx: OperatorContext, id: string, opts: { limit?: number; cursor?: string } = {}): Promise<{ attempts: WebhookAttemptView[]; next_cursor: string | null }> {
+  await requireEndpoint(ctx, id);
   const limit = pageLimit(opts.limit, 50, 500);
   const before = opts.cursor === undefined ? null : Number(decodeCursor(opts.cursor));
   if (before !== null && !Number.isInteger(before)) throw new OperatorError('invalid_argument', 'cursor is not one this list gave', 'cursor');
-  const rows = listWebhookAttempts(ctx.db, id, before, limit + 1);
+  const rows = await listWebhookAttempts(ctx.store, id, before, limit + 1);
   const page = rows.slice(0, limit);
   return { attempts: page.map(attemptView), next_cursor: rows.length > limit ? encodeCursor(String(page[page.length - 1].seq)) : null };
 }

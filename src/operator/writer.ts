@@ -1,6 +1,6 @@
 import type { OperatorBookkeeping, OperatorBookkeepingResult, OperatorResultOf } from '../commit/operatorBookkeeping.js';
 import { applyOperatorBookkeeping } from '../commit/operatorBookkeeping.js';
-import type { Db } from '../store/db.js';
+import type { Queries } from '../store/queries.js';
 import type { OperatorContext, OperatorWriter } from './context.js';
 import { OperatorError } from './errors.js';
 
@@ -16,23 +16,12 @@ export function writerThrough(send: (work: OperatorBookkeeping) => Promise<Opera
   return { write: async <W extends OperatorBookkeeping>(work: W) => settle<W>(await send(work)) };
 }
 
-/**
- * The CLI's: each write one transaction on its own connection, run before `write` returns (the
- * promise is already settled), so a caller that does not wait still finds it done.
- */
-export function directWriter(db: Db): OperatorWriter {
-  return {
-    write: <W extends OperatorBookkeeping>(work: W) => {
-      try {
-        return Promise.resolve(settle<W>(db.transaction(() => applyOperatorBookkeeping(db, work)).immediate()));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
-  };
+/** The CLI's: each write one transaction on its own connection. */
+export function directWriter(store: Queries): OperatorWriter {
+  return { write: async <W extends OperatorBookkeeping>(work: W) => settle<W>(await store.transaction((tx) => applyOperatorBookkeeping(tx, work))) };
 }
 
-/** Runs one write where this context writes: the writer thread in the server, else `ctx.db`. */
+/** Runs one write where this context writes: the writer thread in the server, else `ctx.store`. */
 export function write<W extends OperatorBookkeeping>(ctx: OperatorContext, work: W): Promise<OperatorResultOf<W>> {
-  return (ctx.writer ?? directWriter(ctx.db)).write(work);
+  return (ctx.writer ?? directWriter(ctx.store)).write(work);
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import type { Db } from '../store/db.js';
+import type { Queries } from '../store/queries.js';
 import { authenticate, bearerKey, type AuthContext, type Environment } from './apiKeys.js';
 import { SlidingWindowLimiter } from './rateLimiter.js';
 
@@ -28,7 +28,7 @@ export class Admission {
   private readonly enforce: boolean;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Queries,
     private readonly clock: Clock,
     config: Pick<PosternConfig, 'rate_limits' | 'policy'>,
     /** Told of every key that authenticates a request (its "last used", kept by operator/keyUse.ts). */
@@ -52,8 +52,8 @@ export class Admission {
   }
 
   /** An HTTP request: its bearer key, then its route's window. */
-  admit(clientIp: string, authorization: string | undefined, environment: Environment, route: Route): AuthContext {
-    const auth = this.authenticateClient(clientIp, bearerKey(authorization), environment);
+  async admit(clientIp: string, authorization: string | undefined, environment: Environment, route: Route): Promise<AuthContext> {
+    const auth = await this.authenticateClient(clientIp, bearerKey(authorization), environment);
     this.takeRequest(auth, route);
     return auth;
   }
@@ -80,9 +80,9 @@ export class Admission {
    * Authenticates a key (HTTP bearer or SMTP AUTH password). A failure counts against the IP,
    * and once the IP's window is spent the failure is answered 429 (not counted again).
    */
-  authenticateClient(clientIp: string, key: string | null, environment: Environment): AuthContext {
+  async authenticateClient(clientIp: string, key: string | null, environment: Environment): Promise<AuthContext> {
     try {
-      const auth = authenticate(this.db, key, environment, this.clock);
+      const auth = await authenticate(this.store, key, environment, this.clock);
       this.onKeyUsed(auth.keyId);
       return auth;
     } catch (err) {
@@ -98,8 +98,8 @@ export class Admission {
    * revocation, expiry and a project's pause apply mid-session. A failure here is not the
    * client guessing keys: it does not count against its IP.
    */
-  reauthenticate(key: string, environment: Environment): AuthContext {
-    return authenticate(this.db, key, environment, this.clock);
+  reauthenticate(key: string, environment: Environment): Promise<AuthContext> {
+    return authenticate(this.store, key, environment, this.clock);
   }
 
   /** One request (an HTTP call, or one SMTP message) in the key's window for `route`. */

@@ -3,8 +3,8 @@ import type { Clock } from '../clock.js';
 import { ContractError } from '../contract/errors.js';
 import { newKeyId, randomAlphanumeric } from '../ids.js';
 import { findKeyByHash, insertApiKey, type ApiKeyRow } from '../store/apiKeys.js';
-import type { Db } from '../store/db.js';
 import type { ProjectRow } from '../store/projects.js';
+import type { Queries } from '../store/queries.js';
 
 export type Environment = 'production' | 'sandbox';
 export type KeyMode = 'live' | 'test';
@@ -32,7 +32,7 @@ export interface CreatedKey {
   key: string;
 }
 
-export function createApiKey(db: Db, projectId: string, mode: KeyMode, now: number, expiresAt: number | null): CreatedKey {
+export async function createApiKey(q: Queries, projectId: string, mode: KeyMode, now: number, expiresAt: number | null): Promise<CreatedKey> {
   const key = `ps_${mode}_${randomAlphanumeric(40)}`;
   const row: ApiKeyRow = {
     id: newKeyId(),
@@ -44,7 +44,7 @@ export function createApiKey(db: Db, projectId: string, mode: KeyMode, now: numb
     expires_at: expiresAt,
     revoked_at: null,
   };
-  insertApiKey(db, row);
+  await insertApiKey(q, row);
   return { row, key };
 }
 
@@ -65,10 +65,10 @@ export function bearerKey(header: string | undefined): string | null {
  * The contract's authentication table, in this order: missing_api_key → invalid_api_key
  * (unknown, revoked, project deleted) → key_expired → mode_mismatch.
  */
-export function authenticate(db: Db, key: string | null, environment: Environment, clock: Clock): AuthContext {
+export async function authenticate(q: Queries, key: string | null, environment: Environment, clock: Clock): Promise<AuthContext> {
   if (!key) throw new ContractError('missing_api_key');
   const hash = hashApiKey(key);
-  const found = findKeyByHash(db, hash);
+  const found = await findKeyByHash(q, hash);
   if (!found || !timingSafeEqual(found.key.key_hash, hash) || found.key.revoked_at !== null || found.project.deleted_at !== null) {
     throw new ContractError('invalid_api_key');
   }

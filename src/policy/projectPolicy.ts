@@ -1,7 +1,7 @@
 import type { Mailbox } from '../contract/address.js';
 import { ContractError } from '../contract/errors.js';
-import type { Db } from '../store/db.js';
 import { attachedSlugs } from '../store/providerAccounts.js';
+import type { Queries } from '../store/queries.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import type { AuthContext } from './apiKeys.js';
 
@@ -19,9 +19,9 @@ export interface PolicyFacts {
  * (both environments, so a request that passes in the sandbox passes in production), and
  * suppressed recipients among to, cc and bcc (case-insensitive).
  */
-export function checkProjectPolicy(db: Db, auth: AuthContext, message: PolicyFacts): void {
+export async function checkProjectPolicy(q: Queries, auth: AuthContext, message: PolicyFacts): Promise<void> {
   const projectId = auth.project.id;
-  const slugs = attachedSlugs(db, projectId);
+  const slugs = await attachedSlugs(q, projectId);
   if (auth.environment === 'production' && slugs.size === 0) {
     throw new ContractError('no_providers_configured', { message: 'The project has no attached provider; attach one with `postern provider attach`.' });
   }
@@ -31,7 +31,7 @@ export function checkProjectPolicy(db: Db, auth: AuthContext, message: PolicyFac
     throw new ContractError('routing_provider_not_configured', { message: `Not attached to this project: ${missing.join(', ')}.` });
   }
   const recipients = [...new Set([...message.to, ...message.cc, ...message.bcc].map((r) => r.email.toLowerCase()))];
-  const suppressed = suppressedAmong(db, projectId, recipients);
+  const suppressed = await suppressedAmong(q, projectId, recipients);
   if (suppressed.length > 0) {
     throw new ContractError('suppressed_recipient', { message: `On the project's suppression list: ${suppressed.join(', ')}.` });
   }

@@ -1,6 +1,6 @@
 import type { PlanConfig } from '../config/load.js';
 import type { ErrorCode } from '../contract/errors.js';
-import type { Db } from '../store/db.js';
+import type { Queries } from '../store/queries.js';
 import {
   addUsage, categoryCount, categoryKnown, dayPeriod, monthPeriod, registerCategory, registerSenderDomain, senderDomainCount,
   senderDomainKnown, usageFor, type UsageCounter, type UsageState,
@@ -101,25 +101,25 @@ export function decideUsage(facts: UsageFacts, state: UsageState, plan: PlanConf
  * never look at it; an accepted message costs the same reads as before the rule was shared (a
  * refused one may cost a read or two more: every needed fact is read before judging).
  */
-function sqliteUsageState(db: Db, facts: UsageFacts, plan: PlanConfig, settings: LimitSettings, now: number): UsageState {
+async function sqliteUsageState(q: Queries, facts: UsageFacts, plan: PlanConfig, settings: LimitSettings, now: number): Promise<UsageState> {
   const reads = usageReads(facts, plan, settings);
-  const senderDomainIsKnown = !reads.senderDomain || senderDomainKnown(db, facts.projectId, facts.senderDomain);
-  const categoryIsKnown = !reads.category || categoryKnown(db, facts.projectId, facts.category!);
+  const senderDomainIsKnown = !reads.senderDomain || (await senderDomainKnown(q, facts.projectId, facts.senderDomain));
+  const categoryIsKnown = !reads.category || (await categoryKnown(q, facts.projectId, facts.category!));
   return {
     senderDomainKnown: senderDomainIsKnown,
-    senderDomainCount: senderDomainIsKnown ? 0 : senderDomainCount(db, facts.projectId),
+    senderDomainCount: senderDomainIsKnown ? 0 : await senderDomainCount(q, facts.projectId),
     categoryKnown: categoryIsKnown,
-    categoryCount: categoryIsKnown ? 0 : categoryCount(db, facts.projectId),
-    month: reads.month ? usageFor(db, facts.projectId, monthPeriod(now)) : NOTHING_USED,
-    day: reads.day ? usageFor(db, facts.projectId, dayPeriod(now)) : NOTHING_USED,
+    categoryCount: categoryIsKnown ? 0 : await categoryCount(q, facts.projectId),
+    month: reads.month ? await usageFor(q, facts.projectId, monthPeriod(now)) : NOTHING_USED,
+    day: reads.day ? await usageFor(q, facts.projectId, dayPeriod(now)) : NOTHING_USED,
   };
 }
 
 /** The caps and quotas judged on the SQLite index (read-only): its facts, then decideUsage. */
-export function usageRefusal(db: Db, facts: UsageFacts, planName: string, settings: LimitSettings, now: number): Refusal | null {
+export async function usageRefusal(q: Queries, facts: UsageFacts, planName: string, settings: LimitSettings, now: number): Promise<Refusal | null> {
   if (!settings.enabled) return null;
   const plan = planFor(settings, planName);
-  return decideUsage(facts, sqliteUsageState(db, facts, plan, settings, now), plan, settings, now);
+  return decideUsage(facts, await sqliteUsageState(q, facts, plan, settings, now), plan, settings, now);
 }
 
 /** What an accepted message adds to its project's usage (both stores write exactly this). */
@@ -143,11 +143,11 @@ export function usageWrites(facts: UsageFacts, settings: LimitSettings, now: num
 }
 
 /** Counts an accepted message; runs in the transaction that stores it. */
-export function recordUsage(db: Db, facts: UsageFacts, settings: LimitSettings, now: number): void {
+export async function recordUsage(q: Queries, facts: UsageFacts, settings: LimitSettings, now: number): Promise<void> {
   const writes = usageWrites(facts, settings, now);
-  if (writes.senderDomain !== null) registerSenderDomain(db, facts.projectId, writes.senderDomain, now);
-  if (writes.category !== null) registerCategory(db, facts.projectId, writes.category, now);
-  for (const period of writes.periods) addUsage(db, facts.projectId, period, writes.bytes);
+  if (writes.senderDomain !== null) await registerSenderDomain(q, facts.projectId, writes.senderDomain, now);
+  if (writes.category !== null) await registerCategory(q, facts.projectId, writes.category, now);
+  for (const period of writes.periods) await addUsage(q, facts.projectId, period, writes.bytes);
 }
 
 export function limitSettings(config: { policy: { enabled: boolean }; plans: Record<string, PlanConfig | undefined>; default_plan: string; limits: { categories_per_project: number } }): LimitSettings {

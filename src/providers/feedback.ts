@@ -56,7 +56,7 @@ export interface FeedbackContext {
    * Records `key` for this account if it was never seen; false if it was (a replayed token).
    * Durable: a restart does not forget.
    */
-  rememberOnce(account: ProviderAccount, key: string): boolean;
+  rememberOnce(account: ProviderAccount, key: string): Promise<boolean>;
 }
 
 /** One per provider (all its slugs: `provider-a-api` and `provider-a-smtp` get the same notifications). */

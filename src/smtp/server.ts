@@ -212,25 +212,25 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     onAuth(auth: SMTPServerAuthentication, session, callback) {
       const state = sessions.get(session.id)!;
       const key = typeof auth.password === 'string' && KEY_PATTERN.test(auth.password) ? auth.password : null;
-      let context: AuthContext;
-      try {
-        context = admission.authenticateClient(state.ip, key, environment);
-      } catch (err) {
-        state.authFailures++;
-        const reply = refusal(err);
-        if (state.authFailures >= limits.auth_failures_before_disconnect) {
-          callback(reply);
-          drop(session, 'Too many failed authentication attempts');
-          return;
-        }
-        // Repeated failures are answered ever more slowly, then dropped (above).
-        const delay = Math.max(0, state.authFailures - limits.auth_failures_before_delay) * 1000;
-        if (delay === 0) callback(reply);
-        else setTimeout(() => callback(reply), delay).unref();
-        return;
-      }
-      state.key = key;
-      callback(null, { user: context });
+      admission.authenticateClient(state.ip, key, environment).then(
+        (context) => {
+          state.key = key;
+          callback(null, { user: context });
+        },
+        (err: unknown) => {
+          state.authFailures++;
+          const reply = refusal(err);
+          if (state.authFailures >= limits.auth_failures_before_disconnect) {
+            callback(reply);
+            drop(session, 'Too many failed authentication attempts');
+            return;
+          }
+          // Repeated failures are answered ever more slowly, then dropped (above).
+          const delay = Math.max(0, state.authFailures - limits.auth_failures_before_delay) * 1000;
+          if (delay === 0) callback(reply);
+          else setTimeout(() => callback(reply), delay).unref();
+        },
+      );
     },
 
     onMailFrom(_address, session, callback) {
@@ -244,17 +244,21 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         drop(session, 'Too many messages in one session');
         return;
       }
-      try {
-        // Fresh on every message: revocation, expiry and project pause apply mid-session.
-        const context = admission.reauthenticate(state.key, environment);
-        session.user = context as unknown as string;
-        admission.takeRequest(context, 'send');
-        // Low on disk: refused before the client uploads the message (452 4.3.1).
-        pipeline.checkDiskSpace();
-      } catch (err) {
-        return callback(refusal(err));
-      }
-      callback();
+      // Fresh on every message: revocation, expiry and project pause apply mid-session.
+      admission.reauthenticate(state.key, environment).then(
+        (context) => {
+          try {
+            session.user = context as unknown as string;
+            admission.takeRequest(context, 'send');
+            // Low on disk: refused before the client uploads the message (452 4.3.1).
+            pipeline.checkDiskSpace();
+          } catch (err) {
+            return callback(refusal(err));
+          }
+          callback();
+        },
+        (err: unknown) => callback(refusal(err)),
+      );
     },
 
     onData(stream: Readable, session, callback) {

@@ -1,15 +1,12 @@
-import { sql, type Db } from './db.js';
+import { getValue, type Queries } from './queries.js';
 
 /** Records when keys were last used; a later time wins, an earlier one changes nothing. */
-export function recordApiKeyUse(db: Db, uses: ReadonlyMap<string, number>): void {
-  const upsert = sql(
-    db,
-    `INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?)
-     ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(last_used_at, excluded.last_used_at)`,
-  );
-  for (const [keyId, at] of uses) upsert.run(keyId, at);
+export async function recordApiKeyUse(q: Queries, uses: ReadonlyMap<string, number>): Promise<void> {
+  const upsert = `INSERT INTO api_key_usage (key_id, last_used_at) VALUES (?, ?)
+     ON CONFLICT (key_id) DO UPDATE SET last_used_at = MAX(last_used_at, excluded.last_used_at)`;
+  for (const [keyId, at] of uses) await q.run(upsert, keyId, at);
 }
 
-export function apiKeyLastUsed(db: Db, keyId: string): number | null {
-  return (sql(db, 'SELECT last_used_at FROM api_key_usage WHERE key_id = ?').pluck().get(keyId) as number | undefined) ?? null;
+export async function apiKeyLastUsed(q: Queries, keyId: string): Promise<number | null> {
+  return (await getValue<number>(q, 'SELECT last_used_at FROM api_key_usage WHERE key_id = ?', keyId)) ?? null;
 }

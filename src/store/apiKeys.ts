@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 import { cachedPolicyRow } from './policyCache.js';
 import type { ProjectRow } from './projects.js';
 
@@ -13,11 +13,11 @@ export interface ApiKeyRow {
   revoked_at: number | null;
 }
 
-export function insertApiKey(db: Db, row: Omit<ApiKeyRow, 'revoked_at'>): void {
-  sql(
-    db,
+export async function insertApiKey(q: Queries, row: Omit<ApiKeyRow, 'revoked_at'>): Promise<void> {
+  await q.run(
     'INSERT INTO api_keys (id, project_id, mode, key_hash, hint, created_at, expires_at) VALUES (@id, @project_id, @mode, @key_hash, @hint, @created_at, @expires_at)',
-  ).run(row);
+    row,
+  );
 }
 
 export interface KeyWithProject {
@@ -26,17 +26,17 @@ export interface KeyWithProject {
 }
 
 /** The key with this hash and its project, whatever their state; the caller judges validity. */
-export function findKeyByHash(db: Db, hash: Buffer): KeyWithProject | undefined {
-  return cachedPolicyRow(db, 'key', hash.toString('hex'), () => loadKeyByHash(db, hash));
+export async function findKeyByHash(q: Queries, hash: Buffer): Promise<KeyWithProject | undefined> {
+  return cachedPolicyRow(q, 'key', hash.toString('hex'), () => loadKeyByHash(q, hash));
 }
 
-function loadKeyByHash(db: Db, hash: Buffer): KeyWithProject | undefined {
-  const row = sql(
-    db,
+async function loadKeyByHash(q: Queries, hash: Buffer): Promise<KeyWithProject | undefined> {
+  const row = await q.get<Record<string, unknown>>(
     `SELECT k.id AS k_id, k.project_id AS k_project_id, k.mode AS k_mode, k.key_hash AS k_key_hash, k.hint AS k_hint,
             k.created_at AS k_created_at, k.expires_at AS k_expires_at, k.revoked_at AS k_revoked_at, p.*
        FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = ?`,
-  ).get(hash) as Record<string, unknown> | undefined;
+    hash,
+  );
   if (!row) return undefined;
   const key: ApiKeyRow = {
     id: row.k_id as string,
@@ -61,19 +61,19 @@ function loadKeyByHash(db: Db, hash: Buffer): KeyWithProject | undefined {
   return { key, project };
 }
 
-export function revokeApiKey(db: Db, id: string, now: number): boolean {
-  return sql(db, 'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1;
+export async function revokeApiKey(q: Queries, id: string, now: number): Promise<boolean> {
+  return (await q.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id)) === 1;
 }
 
-export function getApiKey(db: Db, id: string): ApiKeyRow | undefined {
-  return sql(db, 'SELECT * FROM api_keys WHERE id = ?').get(id) as ApiKeyRow | undefined;
+export async function getApiKey(q: Queries, id: string): Promise<ApiKeyRow | undefined> {
+  return q.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = ?', id);
 }
 
-export function listApiKeys(db: Db, projectId: string): ApiKeyRow[] {
-  return sql(db, 'SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at').all(projectId) as ApiKeyRow[];
+export async function listApiKeys(q: Queries, projectId: string): Promise<ApiKeyRow[]> {
+  return q.all<ApiKeyRow>('SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at', projectId);
 }
 
 /** Brings a key's expiry forward to `at` (a rotation's grace); a key already expiring sooner keeps its time. */
-export function shortenApiKeyExpiry(db: Db, id: string, at: number): boolean {
-  return sql(db, 'UPDATE api_keys SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE id = ? AND revoked_at IS NULL').run(at, at, id).changes === 1;
+export async function shortenApiKeyExpiry(q: Queries, id: string, at: number): Promise<boolean> {
+  return (await q.run('UPDATE api_keys SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE id = ? AND revoked_at IS NULL', at, at, id)) === 1;
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 
 export interface AuditRow {
   seq: number;
@@ -13,16 +13,16 @@ export interface AuditRow {
   details: string | null;
 }
 
-export function insertAudit(db: Db, row: Omit<AuditRow, 'seq'>): void {
-  sql(db, 'INSERT INTO audit_log (at, actor, actor_email, action, target, client_ip, details) VALUES (@at, @actor, @actor_email, @action, @target, @client_ip, @details)').run(row);
+export async function insertAudit(q: Queries, row: Omit<AuditRow, 'seq'>): Promise<void> {
+  await q.run('INSERT INTO audit_log (at, actor, actor_email, action, target, client_ip, details) VALUES (@at, @actor, @actor_email, @action, @target, @client_ip, @details)', row);
 }
 
 /** Newest first; `beforeSeq` continues a page. */
-export function listAudit(db: Db, filter: { actor?: string; action?: string; beforeSeq?: number }, limit: number): AuditRow[] {
-  return sql(
-    db,
+export async function listAudit(q: Queries, filter: { actor?: string; action?: string; beforeSeq?: number }, limit: number): Promise<AuditRow[]> {
+  return q.all<AuditRow>(
     `SELECT * FROM audit_log
       WHERE (@before IS NULL OR seq < @before) AND (@actor IS NULL OR actor = @actor) AND (@action IS NULL OR action = @action)
       ORDER BY seq DESC LIMIT @limit`,
-  ).all({ before: filter.beforeSeq ?? null, actor: filter.actor ?? null, action: filter.action ?? null, limit }) as AuditRow[];
+    { before: filter.beforeSeq ?? null, actor: filter.actor ?? null, action: filter.action ?? null, limit },
+  );
 }

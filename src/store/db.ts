@@ -77,8 +77,3 @@ export function sql(db: Db, text: string): Database.Statement {
   }
   return stmt;
 }
-
-/** Whether the index answers a query at all. */
-export function indexAnswers(db: Db): boolean {
-  return sql(db, 'SELECT 1').pluck().get() === 1;
-}

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { getValue, type Queries } from './queries.js';
 import type { MessageRow } from './messages.js';
 
 /**
@@ -7,37 +7,38 @@ import type { MessageRow } from './messages.js';
  * Each claim is one UPDATE, so two claimers can never take the same message, and each walks
  * its own index to the limit — the cost does not grow with the queue.
  */
-export function leaseDueMessages(db: Db, now: number, leaseUntil: number, limit: number): MessageRow[] {
-  return db.transaction(() => {
-    const expired = sql(
-      db,
+export async function leaseDueMessages(q: Queries, now: number, leaseUntil: number, limit: number): Promise<MessageRow[]> {
+  return q.transaction(async (tx) => {
+    const expired = await tx.all<MessageRow>(
       `UPDATE messages SET lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
         WHERE id IN (SELECT id FROM messages INDEXED BY messages_status_lease
                       WHERE status = 'sending' AND lease_until <= @now
                         AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
                       LIMIT @limit)
         RETURNING *`,
-    ).all({ now, leaseUntil, limit }) as MessageRow[];
+      { now, leaseUntil, limit },
+    );
     if (expired.length >= limit) return expired;
-    const due = sql(
-      db,
+    const due = await tx.all<MessageRow>(
       `UPDATE messages SET status = 'sending', lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
         WHERE id IN (SELECT id FROM messages INDEXED BY messages_status_due
                       WHERE status IN ('queued', 'scheduled') AND next_attempt_at <= @now
                         AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
                       LIMIT @limit)
         RETURNING *`,
-    ).all({ now, leaseUntil, limit: limit - expired.length }) as MessageRow[];
+      { now, leaseUntil, limit: limit - expired.length },
+    );
     return [...expired, ...due];
-  })();
+  });
 }
 
 /** Messages past their maximum age in a state that will not deliver them, at most `limit`. */
-export function expiredMessages(db: Db, createdBefore: number, limit: number): MessageRow[] {
-  return sql(
-    db,
+export async function expiredMessages(q: Queries, createdBefore: number, limit: number): Promise<MessageRow[]> {
+  return q.all<MessageRow>(
     `SELECT * FROM messages WHERE status IN ('queued', 'scheduled', 'paused', 'captured') AND created_at < ? ORDER BY created_at LIMIT ?`,
-  ).all(createdBefore, limit) as MessageRow[];
+    createdBefore,
+    limit,
+  );
 }
 
 /** Where a hand-off leaves its message (both stores' outcome writes set these columns). */
@@ -54,36 +55,37 @@ export interface HandOffEnd {
 }
 
 /** Ends a hand-off: only a message still `sending` (leased by us) moves. */
-export function finishSending(db: Db, id: string, to: HandOffEnd, now: number): boolean {
+export async function finishSending(q: Queries, id: string, to: HandOffEnd, now: number): Promise<boolean> {
   const pending = to.pending_recipients === undefined ? undefined : to.pending_recipients === null ? null : JSON.stringify(to.pending_recipients);
   return (
-    sql(
-      db,
+    (await q.run(
       `UPDATE messages SET status = @status, next_attempt_at = @next_attempt_at, lease_until = NULL,
          provider_slug = COALESCE(@provider_slug, provider_slug), provider_message_id = COALESCE(@provider_message_id, provider_message_id),
          last_error = @last_error, updated_at = @now,
          pending_recipients = CASE WHEN @keep_pending THEN pending_recipients ELSE @pending END
        WHERE id = @id AND status = 'sending'`,
-    ).run({
-      id,
-      now,
-      status: to.status,
-      next_attempt_at: to.next_attempt_at,
-      provider_slug: to.provider_slug ?? null,
-      provider_message_id: to.provider_message_id ?? null,
-      last_error: to.last_error,
-      keep_pending: pending === undefined ? 1 : 0,
-      pending: pending ?? null,
-    }).changes === 1
+      {
+        id,
+        now,
+        status: to.status,
+        next_attempt_at: to.next_attempt_at,
+        provider_slug: to.provider_slug ?? null,
+        provider_message_id: to.provider_message_id ?? null,
+        last_error: to.last_error,
+        keep_pending: pending === undefined ? 1 : 0,
+        pending: pending ?? null,
+      },
+    )) === 1
   );
 }
 
-export function failExpired(db: Db, id: string, now: number): boolean {
+export async function failExpired(q: Queries, id: string, now: number): Promise<boolean> {
   return (
-    sql(db, `UPDATE messages SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, hold_reason = NULL, updated_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'paused', 'captured')`).run(
+    (await q.run(
+      `UPDATE messages SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, hold_reason = NULL, updated_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'paused', 'captured')`,
       now,
       id,
-    ).changes === 1
+    )) === 1
   );
 }
 
@@ -99,44 +101,45 @@ export interface AttemptRow {
   provider_message_id: string | null;
 }
 
-export function insertAttempt(db: Db, row: AttemptRow): void {
-  sql(
-    db,
+export async function insertAttempt(q: Queries, row: AttemptRow): Promise<void> {
+  await q.run(
     `INSERT INTO attempts (message_id, provider_account_id, provider_slug, started_at, finished_at, outcome, reply, provider_message_id)
      VALUES (@message_id, @provider_account_id, @provider_slug, @started_at, @finished_at, @outcome, @reply, @provider_message_id)`,
-  ).run(row);
+    { ...row },
+  );
 }
 
-export function attemptsFor(db: Db, messageId: string): AttemptRow[] {
-  return sql(db, 'SELECT * FROM attempts WHERE message_id = ? ORDER BY seq').all(messageId) as AttemptRow[];
+export async function attemptsFor(q: Queries, messageId: string): Promise<AttemptRow[]> {
+  return q.all<AttemptRow>('SELECT * FROM attempts WHERE message_id = ? ORDER BY seq', messageId);
 }
 
 export type RecipientStatus = 'bounced' | 'suppressed' | 'delivered' | 'soft_bounced' | 'complained' | 'failed';
 
-export function insertRecipientOutcome(db: Db, row: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number }): void {
-  sql(
-    db,
+export async function insertRecipientOutcome(q: Queries, row: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number }): Promise<void> {
+  await q.run(
     `INSERT INTO recipient_outcomes (message_id, email, status, reply, created_at) VALUES (@message_id, @email, @status, @reply, @created_at)
      ON CONFLICT (message_id, email) DO UPDATE SET status = excluded.status, reply = excluded.reply`,
-  ).run(row);
+    row,
+  );
 }
 
-export function recipientOutcomesFor(db: Db, messageId: string): { email: string; status: string; reply: string | null }[] {
-  return sql(db, 'SELECT email, status, reply FROM recipient_outcomes WHERE message_id = ? ORDER BY email').all(messageId) as {
+export async function recipientOutcomesFor(q: Queries, messageId: string): Promise<{ email: string; status: string; reply: string | null }[]> {
+  return q.all<{
     email: string;
     status: string;
     reply: string | null;
-  }[];
+  }>('SELECT email, status, reply FROM recipient_outcomes WHERE message_id = ? ORDER BY email', messageId);
 }
 
-export function providerUsage(db: Db, accountId: string, period: string): number {
-  return (sql(db, 'SELECT messages FROM provider_usage WHERE provider_account_id = ? AND period = ?').pluck().get(accountId, period) as number | undefined) ?? 0;
+export async function providerUsage(q: Queries, accountId: string, period: string): Promise<number> {
+  return (await getValue<number>(q, 'SELECT messages FROM provider_usage WHERE provider_account_id = ? AND period = ?', accountId, period)) ?? 0;
 }
 
-export function addProviderUsage(db: Db, accountId: string, period: string): void {
-  sql(
-    db,
+export async function addProviderUsage(q: Queries, accountId: string, period: string): Promise<void> {
+  await q.run(
     `INSERT INTO provider_usage (provider_account_id, period, messages) VALUES (?, ?, 1)
      ON CONFLICT (provider_account_id, period) DO UPDATE SET messages = messages + 1`,
-  ).run(accountId, period);
+    accountId,
+    period,
+  );
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 import { cachedPolicyRow } from './policyCache.js';
 
 /** A project's DKIM key for one domain. Private keys live in the index (state dir 0700) and are never logged or printed. */
@@ -17,23 +17,21 @@ export interface DkimKeyRow {
 }
 
 /** Stores a key as the project's active one for its domain, retiring the previous one (atomic). */
-export function storeDkimKey(db: Db, row: Omit<DkimKeyRow, 'removed_at'>): { replaced: string | null } {
-  return db
-    .transaction(() => {
-      const previous = activeDkimKey(db, row.project_id, row.domain);
-      if (previous) sql(db, 'UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL').run(row.created_at, previous.id);
-      sql(
-        db,
-        `INSERT INTO dkim_keys (id, project_id, domain, selector, algorithm, private_key, public_key, created_at)
+export async function storeDkimKey(q: Queries, row: Omit<DkimKeyRow, 'removed_at'>): Promise<{ replaced: string | null }> {
+  return q.transaction(async (tx) => {
+    const previous = await activeDkimKey(tx, row.project_id, row.domain);
+    if (previous) await tx.run('UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL', row.created_at, previous.id);
+    await tx.run(
+      `INSERT INTO dkim_keys (id, project_id, domain, selector, algorithm, private_key, public_key, created_at)
          VALUES (@id, @project_id, @domain, @selector, @algorithm, @private_key, @public_key, @created_at)`,
-      ).run(row);
-      return { replaced: previous?.id ?? null };
-    })
-    .immediate();
+      row,
+    );
+    return { replaced: previous?.id ?? null };
+  });
 }
 
-export function activeDkimKey(db: Db, projectId: string, domain: string): DkimKeyRow | undefined {
-  return sql(db, 'SELECT * FROM dkim_keys WHERE project_id = ? AND domain = ? AND removed_at IS NULL').get(projectId, domain) as DkimKeyRow | undefined;
+export async function activeDkimKey(q: Queries, projectId: string, domain: string): Promise<DkimKeyRow | undefined> {
+  return q.get<DkimKeyRow>('SELECT * FROM dkim_keys WHERE project_id = ? AND domain = ? AND removed_at IS NULL', projectId, domain);
 }
 
 /**
@@ -41,10 +39,10 @@ export function activeDkimKey(db: Db, projectId: string, domain: string): DkimKe
  * and remembered under it with the other policy rows (policyCache.ts), a miss included: most
  * messages are not signed.
  */
-export function cachedDkimKey(db: Db, projectId: string, fromDomain: string, domains: string[]): DkimKeyRow | undefined {
-  const found = cachedPolicyRow(db, 'dkim', `${projectId}\u0000${fromDomain}`, () => {
+export async function cachedDkimKey(q: Queries, projectId: string, fromDomain: string, domains: string[]): Promise<DkimKeyRow | undefined> {
+  const found = await cachedPolicyRow(q, 'dkim', `${projectId}\u0000${fromDomain}`, async () => {
     for (const domain of domains) {
-      const row = activeDkimKey(db, projectId, domain);
+      const row = await activeDkimKey(q, projectId, domain);
       if (row) return row;
     }
     return null;
@@ -52,16 +50,16 @@ export function cachedDkimKey(db: Db, projectId: string, fromDomain: string, dom
   return found ?? undefined;
 }
 
-export function getDkimKey(db: Db, id: string): DkimKeyRow | undefined {
-  return sql(db, 'SELECT * FROM dkim_keys WHERE id = ?').get(id) as DkimKeyRow | undefined;
+export async function getDkimKey(q: Queries, id: string): Promise<DkimKeyRow | undefined> {
+  return q.get<DkimKeyRow>('SELECT * FROM dkim_keys WHERE id = ?', id);
 }
 
 /** The project's active keys, by domain. */
-export function listDkimKeys(db: Db, projectId: string): DkimKeyRow[] {
-  return sql(db, 'SELECT * FROM dkim_keys WHERE project_id = ? AND removed_at IS NULL ORDER BY domain, created_at').all(projectId) as DkimKeyRow[];
+export async function listDkimKeys(q: Queries, projectId: string): Promise<DkimKeyRow[]> {
+  return q.all<DkimKeyRow>('SELECT * FROM dkim_keys WHERE project_id = ? AND removed_at IS NULL ORDER BY domain, created_at', projectId);
 }
 
 /** Retires an active key; false when there is no such active key. */
-export function removeDkimKey(db: Db, id: string, now: number): boolean {
-  return sql(db, 'UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL').run(now, id).changes === 1;
+export async function removeDkimKey(q: Queries, id: string, now: number): Promise<boolean> {
+  return (await q.run('UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL', now, id)) === 1;
 }

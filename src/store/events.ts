@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { getValue, type Queries } from './queries.js';
 
 /** Lifecycle events: the outbox the webhook dispatcher reads. */
 export type EventType =
@@ -13,26 +13,26 @@ export interface EventRow {
   data: string;
 }
 
-export function insertEvent(db: Db, row: Omit<EventRow, 'seq'>): void {
-  sql(db, 'INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (@project_id, @message_id, @type, @created_at, @data)').run(row);
+export async function insertEvent(q: Queries, row: Omit<EventRow, 'seq'>): Promise<void> {
+  await q.run('INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (@project_id, @message_id, @type, @created_at, @data)', row);
 }
 
-export function eventsForMessage(db: Db, messageId: string): EventRow[] {
-  return sql(db, 'SELECT * FROM events WHERE message_id = ? ORDER BY seq').all(messageId) as EventRow[];
+export async function eventsForMessage(q: Queries, messageId: string): Promise<EventRow[]> {
+  return q.all<EventRow>('SELECT * FROM events WHERE message_id = ? ORDER BY seq', messageId);
 }
 
 /**
  * Inserts a lifecycle event for a message, carrying the `data.mail` block recorded at
  * acceptance (so every event of a mail echoes the same uid, recipients, tags and metadata).
  */
-export function insertMailEvent(
-  db: Db,
+export async function insertMailEvent(
+  q: Queries,
   message: { id: string; project_id: string; subject: string; from_email: string },
   type: EventType,
   now: number,
   extra: Record<string, unknown>,
-): void {
-  const accepted = sql(db, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(message.id) as string | undefined;
+): Promise<void> {
+  const accepted = await getValue<string>(q, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'", message.id);
   const mail = accepted ? (JSON.parse(accepted) as { mail: unknown }).mail : { uid: message.id, subject: message.subject, from: message.from_email };
-  insertEvent(db, { project_id: message.project_id, message_id: message.id, type, created_at: now, data: JSON.stringify({ mail, ...extra }) });
+  await insertEvent(q, { project_id: message.project_id, message_id: message.id, type, created_at: now, data: JSON.stringify({ mail, ...extra }) });
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { allValues, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
 import type { MessageStatus } from './messages.js';
 
@@ -28,7 +28,7 @@ const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS 
  * (resuming the project releases those). Retry: only a message whose next attempt is still
  * ahead moves.
  */
-export function applyMessageAction(db: Db, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): string[] {
+export async function applyMessageAction(q: Queries, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): Promise<string[]> {
   if ('ids' in messages && messages.ids.length === 0) return [];
   // By rowid (a bulk action's chunk, read with them), the row is reached without the id index;
   // its id is checked too, since a deleted last row's rowid can be given to a new message.
@@ -51,7 +51,7 @@ export function applyMessageAction(db: Db, action: MessageAction, messages: { id
         : `UPDATE messages SET next_attempt_at = @now, updated_at = @now
            WHERE ${ids} AND status = 'queued' AND next_attempt_at > @now
            RETURNING id`;
-  return sql(db, statement).pluck().all(params) as string[];
+  return allValues<string>(q, statement, params);
 }
 
 /**
@@ -60,18 +60,19 @@ export function applyMessageAction(db: Db, action: MessageAction, messages: { id
  * for the caller to remove after the commit; null when it has none (its body was in the index)
  * or is not captured (or not there).
  */
-export function deleteCapturedMessage(db: Db, id: string): string | null {
-  const row = sql(db, "SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND status = 'captured'").get(id) as
-    | { spool_path: string; project_id: string; environment: string; idempotency_key: string | null }
-    | undefined;
+export async function deleteCapturedMessage(q: Queries, id: string): Promise<string | null> {
+  const row = await q.get<{ spool_path: string; project_id: string; environment: string; idempotency_key: string | null }>(
+    "SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND status = 'captured'",
+    id,
+  );
   if (!row) return null;
-  sql(db, 'DELETE FROM attempts WHERE message_id = ?').run(id);
-  sql(db, 'DELETE FROM recipient_outcomes WHERE message_id = ?').run(id);
+  await q.run('DELETE FROM attempts WHERE message_id = ?', id);
+  await q.run('DELETE FROM recipient_outcomes WHERE message_id = ?', id);
   if (row.idempotency_key !== null) {
-    sql(db, 'DELETE FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ? AND message_id = ?').run(row.project_id, row.environment, row.idempotency_key, id);
+    await q.run('DELETE FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ? AND message_id = ?', row.project_id, row.environment, row.idempotency_key, id);
   }
-  sql(db, "DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)").run(id);
-  sql(db, 'DELETE FROM message_bodies WHERE message_id = ?').run(id);
-  sql(db, 'DELETE FROM messages WHERE id = ?').run(id);
+  await q.run("DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)", id);
+  await q.run('DELETE FROM message_bodies WHERE message_id = ?', id);
+  await q.run('DELETE FROM messages WHERE id = ?', id);
   return row.spool_path === BODY_IN_INDEX ? null : row.spool_path;
 }

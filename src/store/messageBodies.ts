@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { sql, type Db } from './db.js';
+import { getValue, type Queries } from './queries.js';
 
 /**
  * The spool_path of a message whose MIME is kept in the index (message_bodies) instead of a
@@ -9,8 +9,9 @@ import { sql, type Db } from './db.js';
  */
 export const BODY_IN_INDEX = '';
 
-export function insertMessageBody(db: Db, messageId: string, mime: Uint8Array): void {
-  sql(db, 'INSERT INTO message_bodies (message_id, mime) VALUES (?, ?)').run(messageId, mime);
+export async function insertMessageBody(q: Queries, messageId: string, mime: Uint8Array): Promise<void> {
+  // A Buffer over the same memory (no copy): what both drivers bind as a blob.
+  await q.run('INSERT INTO message_bodies (message_id, mime) VALUES (?, ?)', messageId, Buffer.isBuffer(mime) ? mime : Buffer.from(mime.buffer, mime.byteOffset, mime.byteLength));
 }
 
 /** Where a stored message's MIME is: held in the index, or a spool file. */
@@ -20,9 +21,9 @@ export type StoredMime = { held: Buffer } | { file: string };
  * The stored MIME of the message `row`. A row says `BODY_IN_INDEX` only once its body row
  * committed with it, so a missing body row is a broken index, reported as such.
  */
-export function storedMime(db: Db, spoolRoot: string, row: { id: string; spool_path: string }): StoredMime {
+export async function storedMime(q: Queries, spoolRoot: string, row: { id: string; spool_path: string }): Promise<StoredMime> {
   if (row.spool_path !== BODY_IN_INDEX) return { file: path.join(spoolRoot, row.spool_path) };
-  const mime = sql(db, 'SELECT mime FROM message_bodies WHERE message_id = ?').pluck().get(row.id) as Buffer | undefined;
+  const mime = await getValue<Buffer>(q, 'SELECT mime FROM message_bodies WHERE message_id = ?', row.id);
   if (!mime) throw new Error(`message ${row.id}: its body is missing from the index`);
   return { held: mime };
 }

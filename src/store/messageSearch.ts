@@ -1,5 +1,5 @@
 import { messageIdFloor } from '../ids.js';
-import { sql, type Db } from './db.js';
+import type { Queries, SqlParam } from './queries.js';
 import type { MessageKey } from './messageActions.js';
 import type { MessageRow, MessageStatus } from './messages.js';
 
@@ -32,9 +32,9 @@ const ID_TIME_SLACK_MS = 3600_000;
 
 const like = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-function where(filter: MessageFilter, projectId: string | null, beforeId: string | null): { clause: string; params: Record<string, unknown> } {
+function where(filter: MessageFilter, projectId: string | null, beforeId: string | null): { clause: string; params: Record<string, SqlParam> } {
   const parts: string[] = [];
-  const params: Record<string, unknown> = {};
+  const params: Record<string, SqlParam> = {};
   if (projectId !== null) {
     parts.push('project_id = @project');
     params.project = projectId;
@@ -92,14 +92,14 @@ function where(filter: MessageFilter, projectId: string | null, beforeId: string
  * Up to `limit` messages matching `filter`, newest first (by id), after `beforeId` when
  * continuing a page. Several projects are read one by one along their own index and merged.
  */
-export function searchMessages(db: Db, filter: MessageFilter, beforeId: string | null, limit: number): MessageRow[] {
+export async function searchMessages(q: Queries, filter: MessageFilter, beforeId: string | null, limit: number): Promise<MessageRow[]> {
   if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
   const scopes: (string | null)[] = filter.projectIds === null ? [null] : [...new Set(filter.projectIds)];
   const rows: MessageRow[] = [];
   for (const projectId of scopes) {
     const { clause, params } = where(filter, projectId, beforeId);
     // Statements vary with the filter's shape; the cache keeps one per shape (a handful).
-    rows.push(...(sql(db, `SELECT * FROM messages ${clause} ORDER BY id DESC LIMIT @limit`).all({ ...params, limit }) as MessageRow[]));
+    rows.push(...(await q.all<MessageRow>(`SELECT * FROM messages ${clause} ORDER BY id DESC LIMIT @limit`, { ...params, limit })));
   }
   if (scopes.length === 1) return rows;
   return rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit);
@@ -110,12 +110,12 @@ export function searchMessages(db: Db, filter: MessageFilter, beforeId: string |
  * candidates). Read in whatever order the chosen index gives (no ORDER BY: sorting ten thousand
  * rows would go through a temporary file), then sorted here.
  */
-export function matchingMessageKeys(db: Db, filter: MessageFilter, limit: number): MessageKey[] {
+export async function matchingMessageKeys(q: Queries, filter: MessageFilter, limit: number): Promise<MessageKey[]> {
   if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
   const keys: MessageKey[] = [];
   for (const projectId of filter.projectIds === null ? [null] : [...new Set(filter.projectIds)]) {
     const { clause, params } = where(filter, projectId, null);
-    for (const r of sql(db, `SELECT rowid, id FROM messages ${clause} LIMIT @limit`).all({ ...params, limit: limit - keys.length }) as { rowid: number; id: string }[]) keys.push([r.rowid, r.id]);
+    for (const r of await q.all<{ rowid: number; id: string }>(`SELECT rowid, id FROM messages ${clause} LIMIT @limit`, { ...params, limit: limit - keys.length })) keys.push([r.rowid, r.id]);
     if (keys.length >= limit) break;
   }
   return keys.sort((a, b) => a[0] - b[0]);
@@ -130,7 +130,7 @@ export interface MessageState {
 }
 
 /** The state of each of these messages that exists, in rowid order. */
-export function messageStates(db: Db, ids: readonly string[]): MessageState[] {
-  const rows = sql(db, 'SELECT rowid, id, project_id, status, next_attempt_at FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as MessageState[];
+export async function messageStates(q: Queries, ids: readonly string[]): Promise<MessageState[]> {
+  const rows = await q.all<MessageState>('SELECT rowid, id, project_id, status, next_attempt_at FROM messages WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify(ids));
   return rows.sort((a, b) => a.rowid - b.rowid);
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 
 /** States in which a message may still be sent, and so still needs its MIME file. */
 export const LIVE_STATUSES = ['queued', 'scheduled', 'paused', 'captured', 'sending'] as const;
@@ -48,68 +48,74 @@ export interface MessageRow {
 
 export type NewMessageRow = Omit<MessageRow, 'attempts' | 'lease_until' | 'provider_slug' | 'provider_message_id' | 'last_error' | 'pending_recipients'>;
 
-export function insertMessage(db: Db, row: NewMessageRow): void {
-  sql(
-    db,
+export async function insertMessage(q: Queries, row: NewMessageRow): Promise<void> {
+  await q.run(
     `INSERT INTO messages (id, project_id, environment, source, status, hold_reason, from_email, recipients, subject, tags,
        metadata, category, routing, provider_options, scheduled_at, spool_path, size_bytes, idempotency_key, created_at,
        updated_at, next_attempt_at)
      VALUES (@id, @project_id, @environment, @source, @status, @hold_reason, @from_email, @recipients, @subject, @tags,
        @metadata, @category, @routing, @provider_options, @scheduled_at, @spool_path, @size_bytes, @idempotency_key,
        @created_at, @updated_at, @next_attempt_at)`,
-  ).run(row);
+    row,
+  );
 }
 
-export function getMessage(db: Db, id: string): MessageRow | undefined {
-  return sql(db, 'SELECT * FROM messages WHERE id = ?').get(id) as MessageRow | undefined;
+export async function getMessage(q: Queries, id: string): Promise<MessageRow | undefined> {
+  return q.get<MessageRow>('SELECT * FROM messages WHERE id = ?', id);
 }
 
-export function listMessages(db: Db, projectId: string, status: string | undefined, limit: number): MessageRow[] {
+export async function listMessages(q: Queries, projectId: string, status: string | undefined, limit: number): Promise<MessageRow[]> {
   if (status) {
-    return sql(db, 'SELECT * FROM messages WHERE project_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(
-      projectId, status, limit,
-    ) as MessageRow[];
+    return q.all<MessageRow>('SELECT * FROM messages WHERE project_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?', projectId, status, limit);
   }
-  return sql(db, 'SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(projectId, limit) as MessageRow[];
+  return q.all<MessageRow>('SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', projectId, limit);
 }
 
 /** Moves a message between states only from one of `from`; false when it was not in one of them. */
-export function transitionMessage(
-  db: Db,
+export async function transitionMessage(
+  q: Queries,
   id: string,
   from: MessageStatus[],
   to: { status: MessageStatus; hold_reason: HoldReason; next_attempt_at: number | null; last_error?: string | null },
   now: number,
-): boolean {
+): Promise<boolean> {
   const placeholders = from.map(() => '?').join(', ');
   return (
-    sql(
-      db,
+    (await q.run(
       `UPDATE messages SET status = ?, hold_reason = ?, next_attempt_at = ?, last_error = COALESCE(?, last_error), updated_at = ?
         WHERE id = ? AND status IN (${placeholders})`,
-    ).run(to.status, to.hold_reason, to.next_attempt_at, to.last_error ?? null, now, id, ...from).changes === 1
+      to.status,
+      to.hold_reason,
+      to.next_attempt_at,
+      to.last_error ?? null,
+      now,
+      id,
+      ...from,
+    )) === 1
   );
 }
 
 /** Messages held only because their project was paused, released when it resumes. */
-export function projectHeldMessages(db: Db, projectId: string): Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[] {
-  return sql(db, "SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND status IN ('paused', 'captured')").all(
+export async function projectHeldMessages(q: Queries, projectId: string): Promise<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[]> {
+  return q.all<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>>(
+    "SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND status IN ('paused', 'captured')",
     projectId,
-  ) as Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[];
+  );
 }
 
-export function messageExists(db: Db, id: string): boolean {
-  return sql(db, 'SELECT 1 FROM messages WHERE id = ?').get(id) !== undefined;
+export async function messageExists(q: Queries, id: string): Promise<boolean> {
+  return (await q.get('SELECT 1 FROM messages WHERE id = ?', id)) !== undefined;
 }
 
-/** Live messages that have spool files, walked row by row: a queue of 100,000 is never loaded. */
-export function liveMessageFiles(db: Db): IterableIterator<Pick<MessageRow, 'id' | 'spool_path'>> {
-  return sql(db, `SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')}) AND spool_path != ''`).iterate(...LIVE_STATUSES) as IterableIterator<
-    Pick<MessageRow, 'id' | 'spool_path'>
-  >;
+/**
+ * Live messages that have spool files, walked row by row: a queue of 100,000 is never loaded.
+ * The connection is busy while the walk lasts: its loop must not wait on other I/O.
+ */
+export function liveMessageFiles(q: Queries): AsyncIterable<Pick<MessageRow, 'id' | 'spool_path'>> {
+  return q.iterate<Pick<MessageRow, 'id' | 'spool_path'>>(`SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')}) AND spool_path != ''`, ...LIVE_STATUSES);
 }
 
 /** A message whose spool file is gone cannot be sent: failed, never retried. */
-export function failForMissingSpoolFile(db: Db, id: string, now: number): void {
-  sql(db, "UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ?").run(now, id);
+export async function failForMissingSpoolFile(q: Queries, id: string, now: number): Promise<void> {
+  await q.run("UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ?", now, id);
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 
 /** A listener of a node, as it was bound (port 0 in the config: the port it got). */
 export interface NodeListener {
@@ -37,41 +37,41 @@ type StoredNodeRow = Omit<NodeRow, 'listeners'> & { listeners: string };
 
 const fromStored = (row: StoredNodeRow): NodeRow => ({ ...row, listeners: JSON.parse(row.listeners) as NodeListener[] });
 
-export function findNode(db: Db, id: string): NodeRow | undefined {
-  const row = sql(db, 'SELECT * FROM nodes WHERE id = ?').get(id) as StoredNodeRow | undefined;
+export async function findNode(q: Queries, id: string): Promise<NodeRow | undefined> {
+  const row = await q.get<StoredNodeRow>('SELECT * FROM nodes WHERE id = ?', id);
   return row && fromStored(row);
 }
 
-export function listNodes(db: Db): NodeRow[] {
-  return (sql(db, 'SELECT * FROM nodes ORDER BY id').all() as StoredNodeRow[]).map(fromStored);
+export async function listNodes(q: Queries): Promise<NodeRow[]> {
+  return (await q.all<StoredNodeRow>('SELECT * FROM nodes ORDER BY id')).map(fromStored);
 }
 
 /** A node's row at its start: a node id seen before (a restart) is written over. */
-export function upsertNode(db: Db, row: Omit<NodeRow, 'stopped_at'>): void {
-  sql(
-    db,
+export async function upsertNode(q: Queries, row: Omit<NodeRow, 'stopped_at'>): Promise<void> {
+  await q.run(
     `INSERT INTO nodes (id, version, pid, hostname, started_at, last_beat_at, heartbeat_seconds, listeners, stopped_at)
      VALUES (@id, @version, @pid, @hostname, @started_at, @last_beat_at, @heartbeat_seconds, @listeners, NULL)
      ON CONFLICT (id) DO UPDATE SET version = excluded.version, pid = excluded.pid, hostname = excluded.hostname,
        started_at = excluded.started_at, last_beat_at = excluded.last_beat_at, heartbeat_seconds = excluded.heartbeat_seconds,
        listeners = excluded.listeners, stopped_at = NULL`,
-  ).run({ ...row, listeners: JSON.stringify(row.listeners) });
+    { ...row, listeners: JSON.stringify(row.listeners) },
+  );
 }
 
 /** One run of a node: a later process with the same id takes the row over, and the earlier one's writes no longer move it. */
 export type NodeRun = Pick<NodeRow, 'id' | 'pid' | 'started_at'>;
 
-export function recordNodeBeat(db: Db, run: NodeRun, at: number): boolean {
-  return sql(db, 'UPDATE nodes SET last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL').run({ id: run.id, pid: run.pid, started_at: run.started_at, at }).changes === 1;
+export async function recordNodeBeat(q: Queries, run: NodeRun, at: number): Promise<boolean> {
+  return (await q.run('UPDATE nodes SET last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL', { id: run.id, pid: run.pid, started_at: run.started_at, at })) === 1;
 }
 
-export function markNodeStopped(db: Db, run: NodeRun, at: number): boolean {
+export async function markNodeStopped(q: Queries, run: NodeRun, at: number): Promise<boolean> {
   return (
-    sql(db, 'UPDATE nodes SET stopped_at = @at, last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL').run({ id: run.id, pid: run.pid, started_at: run.started_at, at }).changes === 1
+    (await q.run('UPDATE nodes SET stopped_at = @at, last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL', { id: run.id, pid: run.pid, started_at: run.started_at, at })) === 1
   );
 }
 
 /** Nodes stopped before `stoppedBefore` are forgotten. */
-export function pruneStoppedNodes(db: Db, stoppedBefore: number): number {
-  return sql(db, 'DELETE FROM nodes WHERE stopped_at IS NOT NULL AND stopped_at < ?').run(stoppedBefore).changes;
+export async function pruneStoppedNodes(q: Queries, stoppedBefore: number): Promise<number> {
+  return q.run('DELETE FROM nodes WHERE stopped_at IS NOT NULL AND stopped_at < ?', stoppedBefore);
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 
 /** A console session, found by the SHA-256 of its cookie value. */
 export interface OperatorSessionRow {
@@ -9,30 +9,30 @@ export interface OperatorSessionRow {
   client_ip: string | null;
 }
 
-export function insertOperatorSession(db: Db, row: OperatorSessionRow): void {
-  sql(db, 'INSERT INTO operator_sessions (id_hash, operator_id, created_at, last_seen_at, client_ip) VALUES (@id_hash, @operator_id, @created_at, @last_seen_at, @client_ip)').run(row);
+export async function insertOperatorSession(q: Queries, row: OperatorSessionRow): Promise<void> {
+  await q.run('INSERT INTO operator_sessions (id_hash, operator_id, created_at, last_seen_at, client_ip) VALUES (@id_hash, @operator_id, @created_at, @last_seen_at, @client_ip)', { ...row });
 }
 
-export function findOperatorSession(db: Db, idHash: Buffer): OperatorSessionRow | undefined {
-  return sql(db, 'SELECT * FROM operator_sessions WHERE id_hash = ?').get(idHash) as OperatorSessionRow | undefined;
+export async function findOperatorSession(q: Queries, idHash: Buffer): Promise<OperatorSessionRow | undefined> {
+  return q.get<OperatorSessionRow>('SELECT * FROM operator_sessions WHERE id_hash = ?', idHash);
 }
 
-export function touchOperatorSession(db: Db, idHash: Buffer, now: number): void {
-  sql(db, 'UPDATE operator_sessions SET last_seen_at = ? WHERE id_hash = ?').run(now, idHash);
+export async function touchOperatorSession(q: Queries, idHash: Buffer, now: number): Promise<void> {
+  await q.run('UPDATE operator_sessions SET last_seen_at = ? WHERE id_hash = ?', now, idHash);
 }
 
-export function deleteOperatorSession(db: Db, idHash: Buffer): boolean {
-  return sql(db, 'DELETE FROM operator_sessions WHERE id_hash = ?').run(idHash).changes === 1;
+export async function deleteOperatorSession(q: Queries, idHash: Buffer): Promise<boolean> {
+  return (await q.run('DELETE FROM operator_sessions WHERE id_hash = ?', idHash)) === 1;
 }
 
 /** Signs an operator out everywhere, except the session `keep` (its own, after a password change). */
-export function deleteOperatorSessions(db: Db, operatorId: string, keep: Buffer | null = null): number {
-  return sql(db, 'DELETE FROM operator_sessions WHERE operator_id = ? AND (? IS NULL OR id_hash <> ?)').run(operatorId, keep, keep).changes;
+export async function deleteOperatorSessions(q: Queries, operatorId: string, keep: Buffer | null = null): Promise<number> {
+  return q.run('DELETE FROM operator_sessions WHERE operator_id = ? AND (? IS NULL OR id_hash <> ?)', operatorId, keep, keep);
 }
 
 /** Sessions idle since before `seenBefore` are gone for good. */
-export function pruneOperatorSessions(db: Db, seenBefore: number): number {
-  return sql(db, 'DELETE FROM operator_sessions WHERE last_seen_at < ?').run(seenBefore).changes;
+export async function pruneOperatorSessions(q: Queries, seenBefore: number): Promise<number> {
+  return q.run('DELETE FROM operator_sessions WHERE last_seen_at < ?', seenBefore);
 }
 
 export interface OperatorTokenRow {
@@ -47,30 +47,30 @@ export interface OperatorTokenRow {
   revoked_at: number | null;
 }
 
-export function insertOperatorToken(db: Db, row: Omit<OperatorTokenRow, 'last_used_at' | 'revoked_at'>): void {
-  sql(
-    db,
+export async function insertOperatorToken(q: Queries, row: Omit<OperatorTokenRow, 'last_used_at' | 'revoked_at'>): Promise<void> {
+  await q.run(
     `INSERT INTO operator_tokens (id, operator_id, name, token_hash, hint, created_at, expires_at)
      VALUES (@id, @operator_id, @name, @token_hash, @hint, @created_at, @expires_at)`,
-  ).run(row);
+    row,
+  );
 }
 
-export function findOperatorTokenByHash(db: Db, hash: Buffer): OperatorTokenRow | undefined {
-  return sql(db, 'SELECT * FROM operator_tokens WHERE token_hash = ?').get(hash) as OperatorTokenRow | undefined;
+export async function findOperatorTokenByHash(q: Queries, hash: Buffer): Promise<OperatorTokenRow | undefined> {
+  return q.get<OperatorTokenRow>('SELECT * FROM operator_tokens WHERE token_hash = ?', hash);
 }
 
-export function getOperatorToken(db: Db, id: string): OperatorTokenRow | undefined {
-  return sql(db, 'SELECT * FROM operator_tokens WHERE id = ?').get(id) as OperatorTokenRow | undefined;
+export async function getOperatorToken(q: Queries, id: string): Promise<OperatorTokenRow | undefined> {
+  return q.get<OperatorTokenRow>('SELECT * FROM operator_tokens WHERE id = ?', id);
 }
 
-export function listOperatorTokens(db: Db, operatorId: string): OperatorTokenRow[] {
-  return sql(db, 'SELECT * FROM operator_tokens WHERE operator_id = ? ORDER BY created_at, id').all(operatorId) as OperatorTokenRow[];
+export async function listOperatorTokens(q: Queries, operatorId: string): Promise<OperatorTokenRow[]> {
+  return q.all<OperatorTokenRow>('SELECT * FROM operator_tokens WHERE operator_id = ? ORDER BY created_at, id', operatorId);
 }
 
-export function revokeOperatorToken(db: Db, id: string, now: number): boolean {
-  return sql(db, 'UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id).changes === 1;
+export async function revokeOperatorToken(q: Queries, id: string, now: number): Promise<boolean> {
+  return (await q.run('UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id)) === 1;
 }
 
-export function touchOperatorToken(db: Db, id: string, now: number): void {
-  sql(db, 'UPDATE operator_tokens SET last_used_at = ? WHERE id = ?').run(now, id);
+export async function touchOperatorToken(q: Queries, id: string, now: number): Promise<void> {
+  await q.run('UPDATE operator_tokens SET last_used_at = ? WHERE id = ?', now, id);
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { allValues, getValue, type Queries } from './queries.js';
 
 export type OperatorRole = 'owner' | 'member';
 
@@ -11,51 +11,50 @@ export interface OperatorRow {
   password_changed_at: number;
 }
 
-export function insertOperator(db: Db, row: OperatorRow): void {
-  sql(
-    db,
+export async function insertOperator(q: Queries, row: OperatorRow): Promise<void> {
+  await q.run(
     `INSERT INTO operators (id, email, role, password_hash, created_at, password_changed_at)
      VALUES (@id, @email, @role, @password_hash, @created_at, @password_changed_at)`,
-  ).run(row);
+    { ...row },
+  );
 }
 
-export function getOperator(db: Db, id: string): OperatorRow | undefined {
-  return sql(db, 'SELECT * FROM operators WHERE id = ?').get(id) as OperatorRow | undefined;
+export async function getOperator(q: Queries, id: string): Promise<OperatorRow | undefined> {
+  return q.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', id);
 }
 
 /** Emails compare case-insensitively (COLLATE NOCASE). */
-export function findOperatorByEmail(db: Db, email: string): OperatorRow | undefined {
-  return sql(db, 'SELECT * FROM operators WHERE email = ?').get(email) as OperatorRow | undefined;
+export async function findOperatorByEmail(q: Queries, email: string): Promise<OperatorRow | undefined> {
+  return q.get<OperatorRow>('SELECT * FROM operators WHERE email = ?', email);
 }
 
-export function listOperators(db: Db): OperatorRow[] {
-  return sql(db, 'SELECT * FROM operators ORDER BY created_at, id').all() as OperatorRow[];
+export async function listOperators(q: Queries): Promise<OperatorRow[]> {
+  return q.all<OperatorRow>('SELECT * FROM operators ORDER BY created_at, id');
 }
 
-export function countOwners(db: Db): number {
-  return sql(db, "SELECT COUNT(*) FROM operators WHERE role = 'owner'").pluck().get() as number;
+export async function countOwners(q: Queries): Promise<number> {
+  return (await getValue<number>(q, "SELECT COUNT(*) FROM operators WHERE role = 'owner'"))!;
 }
 
 /** Removes the operator with its project grants, sessions and tokens (ON DELETE CASCADE). */
-export function deleteOperator(db: Db, id: string): boolean {
-  return sql(db, 'DELETE FROM operators WHERE id = ?').run(id).changes === 1;
+export async function deleteOperator(q: Queries, id: string): Promise<boolean> {
+  return (await q.run('DELETE FROM operators WHERE id = ?', id)) === 1;
 }
 
-export function setOperatorPassword(db: Db, id: string, passwordHash: string, now: number): boolean {
-  return sql(db, 'UPDATE operators SET password_hash = ?, password_changed_at = ? WHERE id = ?').run(passwordHash, now, id).changes === 1;
+export async function setOperatorPassword(q: Queries, id: string, passwordHash: string, now: number): Promise<boolean> {
+  return (await q.run('UPDATE operators SET password_hash = ?, password_changed_at = ? WHERE id = ?', passwordHash, now, id)) === 1;
 }
 
-export function setOperatorRole(db: Db, id: string, role: OperatorRole): boolean {
-  return sql(db, 'UPDATE operators SET role = ? WHERE id = ?').run(role, id).changes === 1;
+export async function setOperatorRole(q: Queries, id: string, role: OperatorRole): Promise<boolean> {
+  return (await q.run('UPDATE operators SET role = ? WHERE id = ?', role, id)) === 1;
 }
 
 /** The projects a member was given (owners see every project and have none listed). */
-export function operatorProjectIds(db: Db, operatorId: string): string[] {
-  return sql(db, 'SELECT project_id FROM operator_projects WHERE operator_id = ? ORDER BY project_id').pluck().all(operatorId) as string[];
+export async function operatorProjectIds(q: Queries, operatorId: string): Promise<string[]> {
+  return allValues<string>(q, 'SELECT project_id FROM operator_projects WHERE operator_id = ? ORDER BY project_id', operatorId);
 }
 
-export function setOperatorProjects(db: Db, operatorId: string, projectIds: readonly string[]): void {
-  sql(db, 'DELETE FROM operator_projects WHERE operator_id = ?').run(operatorId);
-  const insert = sql(db, 'INSERT INTO operator_projects (operator_id, project_id) VALUES (?, ?)');
-  for (const projectId of new Set(projectIds)) insert.run(operatorId, projectId);
+export async function setOperatorProjects(q: Queries, operatorId: string, projectIds: readonly string[]): Promise<void> {
+  await q.run('DELETE FROM operator_projects WHERE operator_id = ?', operatorId);
+  for (const projectId of new Set(projectIds)) await q.run('INSERT INTO operator_projects (operator_id, project_id) VALUES (?, ?)', operatorId, projectId);
 }

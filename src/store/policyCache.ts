@@ -1,4 +1,5 @@
-import { sql, type Db } from './db.js';
+import type { Db } from './db.js';
+import { getValue, sqliteConnection, type Queries } from './queries.js';
 
 /** Entries per kind before a cache starts over (the keys come from requests: bounded). */
 const MAX_ENTRIES = 10_000;
@@ -12,6 +13,7 @@ interface ConnectionCache {
   changes: number;
 }
 
+/** Per SQLite connection: every Queries on it (a transaction's too) shares its cache and its change count. */
 const caches = new WeakMap<Db, ConnectionCache>();
 
 /**
@@ -25,17 +27,23 @@ const caches = new WeakMap<Db, ConnectionCache>();
  *
  * `load` returning undefined is not cached (an unknown API key stays a query each time).
  * Cached values are shared: callers must not change them.
+ *
+ * SQLite only: the own-writes check is SQLite's total_changes(). On PostgreSQL (not wired yet,
+ * issue 23) every call loads; how nodes see each other's policy changes comes with that step.
  */
-export function cachedPolicyRow<T>(db: Db, kind: string, key: string, load: () => T | undefined): T | undefined {
-  let cache = caches.get(db);
+export async function cachedPolicyRow<T>(q: Queries, kind: string, key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+  const db = sqliteConnection(q);
+  if (!db) return load();
   // A connection-level counter: no page is read.
-  const changes = sql(db, 'SELECT total_changes()').pluck().get() as number;
+  const changes = (await getValue<number>(q, 'SELECT total_changes()'))!;
+  let cache = caches.get(db);
   if (!cache?.checked || cache.changes !== changes) {
     // Once per turn of the event loop: the requests and hand-offs of one turn share the read
     // (itself a page read after every foreign commit). A change another process commits
     // meanwhile is seen from the next turn on, as if those requests had come a moment earlier;
     // this connection's own writes (an operator command run in process) at once.
-    const generation = sql(db, 'SELECT n FROM policy_generation WHERE id = 1').pluck().get() as number;
+    const generation = (await getValue<number>(q, 'SELECT n FROM policy_generation WHERE id = 1'))!;
+    cache = caches.get(db);
     if (!cache || cache.generation !== generation) {
       cache = { generation, kinds: new Map(), checked: false, changes };
       caches.set(db, cache);
@@ -51,7 +59,7 @@ export function cachedPolicyRow<T>(db: Db, kind: string, key: string, load: () =
     cache.kinds.set(kind, entries);
   }
   if (entries.has(key)) return entries.get(key) as T;
-  const value = load();
+  const value = await load();
   if (value === undefined) return undefined;
   if (entries.size >= MAX_ENTRIES) entries.clear();
   entries.set(key, value);

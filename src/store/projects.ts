@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { getValue, type Queries } from './queries.js';
 import { cachedPolicyRow } from './policyCache.js';
 
 export interface ProjectRow {
@@ -12,35 +12,35 @@ export interface ProjectRow {
   deleted_at: number | null;
 }
 
-export function insertProject(db: Db, row: Pick<ProjectRow, 'id' | 'name' | 'plan' | 'created_at'>): void {
-  sql(db, 'INSERT INTO projects (id, name, plan, created_at) VALUES (@id, @name, @plan, @created_at)').run(row);
+export async function insertProject(q: Queries, row: Pick<ProjectRow, 'id' | 'name' | 'plan' | 'created_at'>): Promise<void> {
+  await q.run('INSERT INTO projects (id, name, plan, created_at) VALUES (@id, @name, @plan, @created_at)', row);
 }
 
-export function getProject(db: Db, id: string): ProjectRow | undefined {
-  return cachedPolicyRow(db, 'project', id, () => sql(db, 'SELECT * FROM projects WHERE id = ? AND deleted_at IS NULL').get(id) as ProjectRow | undefined);
+export async function getProject(q: Queries, id: string): Promise<ProjectRow | undefined> {
+  return cachedPolicyRow(q, 'project', id, () => q.get<ProjectRow>('SELECT * FROM projects WHERE id = ? AND deleted_at IS NULL', id));
 }
 
 /** The project's plan as committed now (not cached): what a commit checks the quotas against. */
-export function projectPlan(db: Db, id: string): string {
-  return sql(db, 'SELECT plan FROM projects WHERE id = ?').pluck().get(id) as string;
+export async function projectPlan(q: Queries, id: string): Promise<string> {
+  return (await getValue<string>(q, 'SELECT plan FROM projects WHERE id = ?', id))!;
 }
 
-export function listProjects(db: Db): ProjectRow[] {
-  return sql(db, 'SELECT * FROM projects WHERE deleted_at IS NULL ORDER BY created_at').all() as ProjectRow[];
+export async function listProjects(q: Queries): Promise<ProjectRow[]> {
+  return q.all<ProjectRow>('SELECT * FROM projects WHERE deleted_at IS NULL ORDER BY created_at');
 }
 
-export function setProjectPaused(db: Db, id: string, paused: boolean): boolean {
-  return sql(db, 'UPDATE projects SET paused = ? WHERE id = ? AND deleted_at IS NULL').run(paused ? 1 : 0, id).changes === 1;
+export async function setProjectPaused(q: Queries, id: string, paused: boolean): Promise<boolean> {
+  return (await q.run('UPDATE projects SET paused = ? WHERE id = ? AND deleted_at IS NULL', paused ? 1 : 0, id)) === 1;
 }
 
-export function setProjectPlan(db: Db, id: string, plan: string): boolean {
-  return sql(db, 'UPDATE projects SET plan = ? WHERE id = ? AND deleted_at IS NULL').run(plan, id).changes === 1;
+export async function setProjectPlan(q: Queries, id: string, plan: string): Promise<boolean> {
+  return (await q.run('UPDATE projects SET plan = ? WHERE id = ? AND deleted_at IS NULL', plan, id)) === 1;
 }
 
-export function setProjectStrategy(db: Db, id: string, strategy: string): boolean {
-  return sql(db, 'UPDATE projects SET strategy = ? WHERE id = ? AND deleted_at IS NULL').run(strategy, id).changes === 1;
+export async function setProjectStrategy(q: Queries, id: string, strategy: string): Promise<boolean> {
+  return (await q.run('UPDATE projects SET strategy = ? WHERE id = ? AND deleted_at IS NULL', strategy, id)) === 1;
 }
 
-export function markProjectDeleted(db: Db, id: string, now: number): boolean {
-  return sql(db, 'UPDATE projects SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL').run(now, id).changes === 1;
+export async function markProjectDeleted(q: Queries, id: string, now: number): Promise<boolean> {
+  return (await q.run('UPDATE projects SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', now, id)) === 1;
 }

@@ -54,14 +54,51 @@ function sqliteParams(params: Bind): SqliteParam[] | [Record<string, SqliteParam
   return [named];
 }
 
+const connections = new WeakMap<Db, Queries>();
+
 /**
  * Queries on a better-sqlite3 connection. Each statement runs synchronously, as it always has;
  * the promise only lets the same store code serve PostgreSQL. Transactions are serialised per
  * connection: a second one waits for the first to end, so two callers' statements never
- * interleave inside one BEGIN … COMMIT.
+ * interleave inside one BEGIN … COMMIT. One Queries per connection (the same one each call),
+ * so that every caller shares that order.
  */
 export function sqliteQueries(db: Db): Queries {
-  return new SqliteQueries(db, { tail: Promise.resolve(), depth: 0 });
+  let q = connections.get(db);
+  if (!q) {
+    q = new SqliteQueries(db, { tail: Promise.resolve(), depth: 0 });
+    connections.set(db, q);
+  }
+  return q;
+}
+
+/** The better-sqlite3 connection under `q`; undefined on PostgreSQL. For what only SQLite has (policyCache.ts). */
+export function sqliteConnection(q: Queries): Db | undefined {
+  return q instanceof SqliteQueries ? q.db : undefined;
+}
+
+/**
+ * The first column of the first row (a COUNT, a MAX, one column looked up), or undefined when
+ * there is no row: better-sqlite3's pluck(), on either backend.
+ */
+export async function getValue<T>(q: Queries, text: string, ...params: Bind): Promise<T | undefined> {
+  const row = await q.get<Record<string, unknown>>(text, ...params);
+  return row === undefined ? undefined : (firstColumn(row) as T);
+}
+
+/** The first column of every row. */
+export async function allValues<T>(q: Queries, text: string, ...params: Bind): Promise<T[]> {
+  return (await q.all<Record<string, unknown>>(text, ...params)).map((row) => firstColumn(row) as T);
+}
+
+function firstColumn(row: Record<string, unknown>): unknown {
+  for (const key in row) return row[key];
+  return undefined;
+}
+
+/** Whether the index answers a query at all (the health check). */
+export async function indexAnswers(q: Queries): Promise<boolean> {
+  return (await getValue<number>(q, 'SELECT 1')) === 1;
 }
 
 interface SqliteTransactionState {
@@ -74,11 +111,12 @@ class SqliteQueries implements Queries {
   readonly dialect = 'sqlite' as const;
 
   constructor(
-    private readonly db: Db,
+    readonly db: Db,
     private readonly state: SqliteTransactionState,
     private readonly inTransaction = false,
   ) {}
 
+  /** Compiled once per connection (db.ts), transaction control too: a group commit runs a savepoint per unit. */
   private stmt(text: string): Database.Statement {
     return sql(this.db, text);
   }
@@ -123,14 +161,14 @@ class SqliteQueries implements Queries {
 
   private async savepoint<T>(work: (tx: Queries) => Promise<T>): Promise<T> {
     const name = `sp${++this.state.depth}`;
-    this.db.prepare(`SAVEPOINT ${name}`).run();
+    this.stmt(`SAVEPOINT ${name}`).run();
     try {
       const result = await work(this);
-      this.db.prepare(`RELEASE ${name}`).run();
+      this.stmt(`RELEASE ${name}`).run();
       return result;
     } catch (err) {
-      this.db.prepare(`ROLLBACK TO ${name}`).run();
-      this.db.prepare(`RELEASE ${name}`).run();
+      this.stmt(`ROLLBACK TO ${name}`).run();
+      this.stmt(`RELEASE ${name}`).run();
       throw err;
     } finally {
       this.state.depth -= 1;

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 
 export interface SuppressionRow {
   project_id: string;
@@ -8,33 +8,34 @@ export interface SuppressionRow {
 }
 
 /** Adds or refreshes an entry; addresses compare case-insensitively (COLLATE NOCASE). */
-export function addSuppression(db: Db, row: SuppressionRow): void {
-  sql(
-    db,
+export async function addSuppression(q: Queries, row: SuppressionRow): Promise<void> {
+  await q.run(
     `INSERT INTO suppressions (project_id, email, reason, created_at) VALUES (@project_id, @email, @reason, @created_at)
      ON CONFLICT (project_id, email) DO UPDATE SET reason = excluded.reason`,
-  ).run(row);
+    { ...row },
+  );
 }
 
-export function removeSuppression(db: Db, projectId: string, email: string): boolean {
-  return sql(db, 'DELETE FROM suppressions WHERE project_id = ? AND email = ?').run(projectId, email).changes === 1;
+export async function removeSuppression(q: Queries, projectId: string, email: string): Promise<boolean> {
+  return (await q.run('DELETE FROM suppressions WHERE project_id = ? AND email = ?', projectId, email)) === 1;
 }
 
-export function listSuppressions(db: Db, projectId: string): SuppressionRow[] {
-  return sql(db, 'SELECT * FROM suppressions WHERE project_id = ? ORDER BY created_at, email').all(projectId) as SuppressionRow[];
+export async function listSuppressions(q: Queries, projectId: string): Promise<SuppressionRow[]> {
+  return q.all<SuppressionRow>('SELECT * FROM suppressions WHERE project_id = ? ORDER BY created_at, email', projectId);
 }
 
 /** Which of these addresses the project suppresses (as given by the caller). */
-export function suppressedAmong(db: Db, projectId: string, emails: string[]): string[] {
-  const stmt = sql(db, 'SELECT 1 FROM suppressions WHERE project_id = ? AND email = ?');
-  return emails.filter((e) => stmt.get(projectId, e) !== undefined);
+export async function suppressedAmong(q: Queries, projectId: string, emails: string[]): Promise<string[]> {
+  const suppressed: string[] = [];
+  for (const e of emails) if ((await q.get('SELECT 1 FROM suppressions WHERE project_id = ? AND email = ?', projectId, e)) !== undefined) suppressed.push(e);
+  return suppressed;
 }
 
-/** A page of a project's suppressions by address (after `afterEmail`), those containing `q` when given. */
-export function searchSuppressions(db: Db, projectId: string, q: string | null, afterEmail: string | null, limit: number): SuppressionRow[] {
-  return sql(
-    db,
+/** A page of a project's suppressions by address (after `afterEmail`), those containing `search` when given. */
+export async function searchSuppressions(q: Queries, projectId: string, search: string | null, afterEmail: string | null, limit: number): Promise<SuppressionRow[]> {
+  return q.all<SuppressionRow>(
     `SELECT * FROM suppressions WHERE project_id = @project AND (@after IS NULL OR email > @after)
        AND (@q IS NULL OR email LIKE @q ESCAPE '\\') ORDER BY email LIMIT @limit`,
-  ).all({ project: projectId, after: afterEmail, q: q === null ? null : `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, limit }) as SuppressionRow[];
+    { project: projectId, after: afterEmail, q: search === null ? null : `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, limit },
+  );
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { allValues, getValue, type Queries } from './queries.js';
 
 /** Usage periods are UTC calendar months and days: `M:2026-11`, `D:2026-11-22`. */
 export function monthPeriod(nowMs: number): string {
@@ -35,45 +35,47 @@ export interface UsageState {
   day: UsageCounter;
 }
 
-export function usageFor(db: Db, projectId: string, period: string): UsageCounter {
-  return (sql(db, 'SELECT messages, bytes FROM usage_counters WHERE project_id = ? AND period = ?').get(projectId, period) as UsageCounter | undefined) ?? {
+export async function usageFor(q: Queries, projectId: string, period: string): Promise<UsageCounter> {
+  return (await q.get<UsageCounter>('SELECT messages, bytes FROM usage_counters WHERE project_id = ? AND period = ?', projectId, period)) ?? {
     messages: 0,
     bytes: 0,
   };
 }
 
-export function addUsage(db: Db, projectId: string, period: string, bytes: number): void {
-  sql(
-    db,
+export async function addUsage(q: Queries, projectId: string, period: string, bytes: number): Promise<void> {
+  await q.run(
     `INSERT INTO usage_counters (project_id, period, messages, bytes) VALUES (?, ?, 1, ?)
      ON CONFLICT (project_id, period) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes`,
-  ).run(projectId, period, bytes);
+    projectId,
+    period,
+    bytes,
+  );
 }
 
-export function senderDomainKnown(db: Db, projectId: string, domain: string): boolean {
-  return sql(db, 'SELECT 1 FROM sender_domains WHERE project_id = ? AND domain = ?').get(projectId, domain) !== undefined;
+export async function senderDomainKnown(q: Queries, projectId: string, domain: string): Promise<boolean> {
+  return (await q.get('SELECT 1 FROM sender_domains WHERE project_id = ? AND domain = ?', projectId, domain)) !== undefined;
 }
 
-export function senderDomainCount(db: Db, projectId: string): number {
-  return sql(db, 'SELECT COUNT(*) FROM sender_domains WHERE project_id = ?').pluck().get(projectId) as number;
+export async function senderDomainCount(q: Queries, projectId: string): Promise<number> {
+  return (await getValue<number>(q, 'SELECT COUNT(*) FROM sender_domains WHERE project_id = ?', projectId))!;
 }
 
-export function registerSenderDomain(db: Db, projectId: string, domain: string, now: number): void {
-  sql(db, 'INSERT OR IGNORE INTO sender_domains (project_id, domain, first_used_at) VALUES (?, ?, ?)').run(projectId, domain, now);
+export async function registerSenderDomain(q: Queries, projectId: string, domain: string, now: number): Promise<void> {
+  await q.run('INSERT OR IGNORE INTO sender_domains (project_id, domain, first_used_at) VALUES (?, ?, ?)', projectId, domain, now);
 }
 
-export function categoryKnown(db: Db, projectId: string, name: string): boolean {
-  return sql(db, 'SELECT 1 FROM categories WHERE project_id = ? AND name = ?').get(projectId, name) !== undefined;
+export async function categoryKnown(q: Queries, projectId: string, name: string): Promise<boolean> {
+  return (await q.get('SELECT 1 FROM categories WHERE project_id = ? AND name = ?', projectId, name)) !== undefined;
 }
 
-export function categoryCount(db: Db, projectId: string): number {
-  return sql(db, 'SELECT COUNT(*) FROM categories WHERE project_id = ?').pluck().get(projectId) as number;
+export async function categoryCount(q: Queries, projectId: string): Promise<number> {
+  return (await getValue<number>(q, 'SELECT COUNT(*) FROM categories WHERE project_id = ?', projectId))!;
 }
 
-export function registerCategory(db: Db, projectId: string, name: string, now: number): void {
-  sql(db, 'INSERT OR IGNORE INTO categories (project_id, name, first_used_at) VALUES (?, ?, ?)').run(projectId, name, now);
+export async function registerCategory(q: Queries, projectId: string, name: string, now: number): Promise<void> {
+  await q.run('INSERT OR IGNORE INTO categories (project_id, name, first_used_at) VALUES (?, ?, ?)', projectId, name, now);
 }
 
-export function senderDomains(db: Db, projectId: string): string[] {
-  return sql(db, 'SELECT domain FROM sender_domains WHERE project_id = ? ORDER BY first_used_at, domain').pluck().all(projectId) as string[];
+export async function senderDomains(q: Queries, projectId: string): Promise<string[]> {
+  return allValues<string>(q, 'SELECT domain FROM sender_domains WHERE project_id = ? ORDER BY first_used_at, domain', projectId);
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import type { Queries } from './queries.js';
 
 /** One attempt to deliver a webhook, as an endpoint's delivery log shows it. */
 export interface WebhookAttemptRow {
@@ -16,24 +16,24 @@ export interface WebhookAttemptRow {
   error: string | null;
 }
 
-export function insertWebhookAttempt(db: Db, row: Omit<WebhookAttemptRow, 'seq'>): void {
-  sql(
-    db,
+export async function insertWebhookAttempt(q: Queries, row: Omit<WebhookAttemptRow, 'seq'>): Promise<void> {
+  await q.run(
     `INSERT INTO webhook_attempts (delivery_id, endpoint_id, type, attempt, attempted_at, ok, status_code, duration_ms, error)
      VALUES (@delivery_id, @endpoint_id, @type, @attempt, @attempted_at, @ok, @status_code, @duration_ms, @error)`,
-  ).run(row);
+    row,
+  );
 }
 
 /** An endpoint's attempts, newest first; `beforeSeq` continues a page. */
-export function listWebhookAttempts(db: Db, endpointId: string, beforeSeq: number | null, limit: number): WebhookAttemptRow[] {
-  return sql(db, 'SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint AND (@before IS NULL OR seq < @before) ORDER BY seq DESC LIMIT @limit').all({
+export async function listWebhookAttempts(q: Queries, endpointId: string, beforeSeq: number | null, limit: number): Promise<WebhookAttemptRow[]> {
+  return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint AND (@before IS NULL OR seq < @before) ORDER BY seq DESC LIMIT @limit', {
     endpoint: endpointId,
     before: beforeSeq,
     limit,
-  }) as WebhookAttemptRow[];
+  });
 }
 
 /** Attempts older than `before` go with the finished deliveries they belong to. */
-export function pruneWebhookAttempts(db: Db, before: number, limit: number): number {
-  return sql(db, 'DELETE FROM webhook_attempts WHERE seq IN (SELECT seq FROM webhook_attempts WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)').run(before, limit).changes;
+export async function pruneWebhookAttempts(q: Queries, before: number, limit: number): Promise<number> {
+  return q.run('DELETE FROM webhook_attempts WHERE seq IN (SELECT seq FROM webhook_attempts WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)', before, limit);
 }

@@ -1,4 +1,4 @@
-import { sql, type Db } from './db.js';
+import { getValue, type Queries } from './queries.js';
 
 /** A registered webhook endpoint (migration 5). Secrets are stored in clear: they must sign. */
 export interface WebhookEndpointRow {
@@ -49,60 +49,57 @@ export interface WebhookDeliveryRow {
 // Endpoints
 // ------------------------------------------------------------------------------------------
 
-export function insertWebhookEndpoint(db: Db, row: Pick<WebhookEndpointRow, 'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'>): WebhookEndpointRow {
+export async function insertWebhookEndpoint(q: Queries, row: Pick<WebhookEndpointRow, 'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'>): Promise<WebhookEndpointRow> {
   // In one write transaction: every event committed after this one has a larger seq.
-  return db
-    .transaction(() => {
-      sql(
-        db,
-        `INSERT INTO webhook_endpoints (id, project_id, url, event_types, secret, from_seq, created_at)
+  return q.transaction(async (tx) => {
+    await tx.run(
+      `INSERT INTO webhook_endpoints (id, project_id, url, event_types, secret, from_seq, created_at)
          VALUES (@id, @project_id, @url, @event_types, @secret, (SELECT COALESCE(MAX(seq), 0) FROM events), @created_at)`,
-      ).run(row);
-      return getWebhookEndpoint(db, row.id)!;
-    })
-    .immediate();
+      row,
+    );
+    return (await getWebhookEndpoint(tx, row.id))!;
+  });
 }
 
 /** A registered (not removed) endpoint. */
-export function getWebhookEndpoint(db: Db, id: string): WebhookEndpointRow | undefined {
-  return sql(db, 'SELECT * FROM webhook_endpoints WHERE id = ? AND removed_at IS NULL').get(id) as WebhookEndpointRow | undefined;
+export async function getWebhookEndpoint(q: Queries, id: string): Promise<WebhookEndpointRow | undefined> {
+  return q.get<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ? AND removed_at IS NULL', id);
 }
 
-export function listWebhookEndpoints(db: Db, projectId: string): WebhookEndpointRow[] {
-  return sql(db, 'SELECT * FROM webhook_endpoints WHERE project_id = ? AND removed_at IS NULL ORDER BY created_at, id').all(projectId) as WebhookEndpointRow[];
+export async function listWebhookEndpoints(q: Queries, projectId: string): Promise<WebhookEndpointRow[]> {
+  return q.all<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE project_id = ? AND removed_at IS NULL ORDER BY created_at, id', projectId);
 }
 
 /** Every registered endpoint, enabled or not (the dispatcher's view; a short list). */
-export function registeredWebhookEndpoints(db: Db): WebhookEndpointRow[] {
-  return sql(db, 'SELECT * FROM webhook_endpoints WHERE removed_at IS NULL').all() as WebhookEndpointRow[];
+export async function registeredWebhookEndpoints(q: Queries): Promise<WebhookEndpointRow[]> {
+  return q.all<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE removed_at IS NULL');
 }
 
 /** Removes an endpoint; its pending deliveries end `failed` (`endpoint removed`). */
-export function removeWebhookEndpoint(db: Db, id: string, now: number): { removed: boolean; cancelled: number } {
-  return db
-    .transaction(() => {
-      const removed = sql(db, 'UPDATE webhook_endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL').run(now, id).changes > 0;
-      if (!removed) return { removed, cancelled: 0 };
-      const cancelled = sql(
-        db,
-        "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = 'endpoint removed', completed_at = ? WHERE endpoint_id = ? AND status = 'pending'",
-      ).run(now, id).changes;
-      return { removed, cancelled };
-    })
-    .immediate();
+export async function removeWebhookEndpoint(q: Queries, id: string, now: number): Promise<{ removed: boolean; cancelled: number }> {
+  return q.transaction(async (tx) => {
+    const removed = (await tx.run('UPDATE webhook_endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL', now, id)) > 0;
+    if (!removed) return { removed, cancelled: 0 };
+    const cancelled = await tx.run(
+      "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = 'endpoint removed', completed_at = ? WHERE endpoint_id = ? AND status = 'pending'",
+      now,
+      id,
+    );
+    return { removed, cancelled };
+  });
 }
 
 /** The new secret signs from now on; the old one keeps signing (second `v1`) until `previousExpiresAt`. */
-export function rotateWebhookSecret(db: Db, id: string, secret: string, previousExpiresAt: number | null): boolean {
+export async function rotateWebhookSecret(q: Queries, id: string, secret: string, previousExpiresAt: number | null): Promise<boolean> {
   return (
-    sql(
-      db,
+    (await q.run(
       `UPDATE webhook_endpoints
           SET previous_secret = CASE WHEN @expires IS NULL THEN NULL ELSE secret END,
               previous_secret_expires_at = @expires,
               secret = @secret
         WHERE id = @id AND removed_at IS NULL`,
-    ).run({ id, secret, expires: previousExpiresAt }).changes > 0
+      { id, secret, expires: previousExpiresAt },
+    )) > 0
   );
 }
 
@@ -111,20 +108,18 @@ export function rotateWebhookSecret(db: Db, id: string, secret: string, previous
  * (the operator has just fixed the receiver). Returns how many deliveries resume, or null when
  * there is no such endpoint.
  */
-export function enableWebhookEndpoint(db: Db, id: string, now: number): number | null {
-  return db
-    .transaction(() => {
-      const found = sql(db, 'UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = ? AND removed_at IS NULL').run(id).changes > 0;
-      if (!found) return null;
-      sql(db, "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at > ?").run(now, id, now);
-      return sql(db, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'").pluck().get(id) as number;
-    })
-    .immediate();
+export async function enableWebhookEndpoint(q: Queries, id: string, now: number): Promise<number | null> {
+  return q.transaction(async (tx) => {
+    const found = (await tx.run('UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = ? AND removed_at IS NULL', id)) > 0;
+    if (!found) return null;
+    await tx.run("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at > ?", now, id, now);
+    return (await getValue<number>(tx, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'", id))!;
+  });
 }
 
-export function deliveryCounts(db: Db, endpointId: string): { pending: number; failed: number } {
-  const pending = sql(db, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'").pluck().get(endpointId) as number;
-  const failed = sql(db, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'failed'").pluck().get(endpointId) as number;
+export async function deliveryCounts(q: Queries, endpointId: string): Promise<{ pending: number; failed: number }> {
+  const pending = (await getValue<number>(q, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'", endpointId))!;
+  const failed = (await getValue<number>(q, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'failed'", endpointId))!;
   return { pending, failed };
 }
 
@@ -132,12 +127,12 @@ export function deliveryCounts(db: Db, endpointId: string): { pending: number; f
 // Fan-out: the cursor over events.seq
 // ------------------------------------------------------------------------------------------
 
-export function webhookCursor(db: Db): number {
-  return sql(db, 'SELECT event_seq FROM webhook_cursor WHERE id = 1').pluck().get() as number;
+export async function webhookCursor(q: Queries): Promise<number> {
+  return (await getValue<number>(q, 'SELECT event_seq FROM webhook_cursor WHERE id = 1'))!;
 }
 
-export function setWebhookCursor(db: Db, seq: number): void {
-  sql(db, 'UPDATE webhook_cursor SET event_seq = ? WHERE id = 1').run(seq);
+export async function setWebhookCursor(q: Queries, seq: number): Promise<void> {
+  await q.run('UPDATE webhook_cursor SET event_seq = ? WHERE id = 1', seq);
 }
 
 export interface OutboxEventHead {
@@ -147,23 +142,23 @@ export interface OutboxEventHead {
 }
 
 /** The next events after `afterSeq`, oldest first, without their data. */
-export function eventsAfter(db: Db, afterSeq: number, limit: number): OutboxEventHead[] {
-  return sql(db, 'SELECT seq, project_id, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as OutboxEventHead[];
+export async function eventsAfter(q: Queries, afterSeq: number, limit: number): Promise<OutboxEventHead[]> {
+  return q.all<OutboxEventHead>('SELECT seq, project_id, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?', afterSeq, limit);
 }
 
-export function latestEventSeq(db: Db): number {
-  return sql(db, 'SELECT COALESCE(MAX(seq), 0) FROM events').pluck().get() as number;
+export async function latestEventSeq(q: Queries): Promise<number> {
+  return (await getValue<number>(q, 'SELECT COALESCE(MAX(seq), 0) FROM events'))!;
 }
 
-export function insertWebhookDelivery(
-  db: Db,
+export async function insertWebhookDelivery(
+  q: Queries,
   row: Pick<WebhookDeliveryRow, 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'status' | 'attempts' | 'next_attempt_at' | 'created_at' | 'last_attempt_at' | 'last_status' | 'last_error' | 'completed_at'>,
-): void {
-  sql(
-    db,
+): Promise<void> {
+  await q.run(
     `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, type, status, attempts, next_attempt_at, created_at, last_attempt_at, last_status, last_error, completed_at)
      VALUES (@id, @endpoint_id, @event_seq, @type, @status, @attempts, @next_attempt_at, @created_at, @last_attempt_at, @last_status, @last_error, @completed_at)`,
-  ).run(row);
+    row,
+  );
 }
 
 export function newPendingDelivery(id: string, endpointId: string, event: OutboxEventHead, now: number): Parameters<typeof insertWebhookDelivery>[1] {
@@ -188,8 +183,8 @@ export function newPendingDelivery(id: string, endpointId: string, event: Outbox
 // ------------------------------------------------------------------------------------------
 
 /** Whether the endpoint has a pending delivery due by `now` (an index probe). */
-export function hasDueDelivery(db: Db, endpointId: string, now: number): boolean {
-  return sql(db, "SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ? LIMIT 1").get(endpointId, now) !== undefined;
+export async function hasDueDelivery(q: Queries, endpointId: string, now: number): Promise<boolean> {
+  return (await q.get("SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ? LIMIT 1", endpointId, now)) !== undefined;
 }
 
 export type ClaimedDelivery = Pick<WebhookDeliveryRow, 'seq' | 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'attempts'>;
@@ -199,15 +194,15 @@ export type ClaimedDelivery = Pick<WebhookDeliveryRow, 'seq' | 'id' | 'endpoint_
  * time to the end of the lease: a crash before the outcome is recorded makes them due again
  * then (at-least-once), and nothing else claims them meanwhile.
  */
-export function claimDueDeliveries(db: Db, endpointId: string, now: number, leaseUntil: number, limit: number): ClaimedDelivery[] {
-  return sql(
-    db,
+export async function claimDueDeliveries(q: Queries, endpointId: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+  return q.all<ClaimedDelivery>(
     `UPDATE webhook_deliveries SET next_attempt_at = @lease
       WHERE seq IN (SELECT seq FROM webhook_deliveries
                      WHERE endpoint_id = @endpoint AND status = 'pending' AND next_attempt_at <= @now
                      ORDER BY next_attempt_at LIMIT @limit)
       RETURNING seq, id, endpoint_id, event_seq, type, attempts`,
-  ).all({ endpoint: endpointId, now, lease: leaseUntil, limit }) as ClaimedDelivery[];
+    { endpoint: endpointId, now, lease: leaseUntil, limit },
+  );
 }
 
 export interface OutboxEvent {
@@ -216,13 +211,13 @@ export interface OutboxEvent {
   data: string;
 }
 
-export function outboxEvent(db: Db, seq: number): OutboxEvent | undefined {
-  return sql(db, 'SELECT type, created_at, data FROM events WHERE seq = ?').get(seq) as OutboxEvent | undefined;
+export async function outboxEvent(q: Queries, seq: number): Promise<OutboxEvent | undefined> {
+  return q.get<OutboxEvent>('SELECT type, created_at, data FROM events WHERE seq = ?', seq);
 }
 
 /** Several events by seq in one read (one statement instead of one per delivery). Missing ones are absent. */
-export function outboxEvents(db: Db, seqs: number[]): Map<number, OutboxEvent> {
-  const rows = sql(db, 'SELECT seq, type, created_at, data FROM events WHERE seq IN (SELECT value FROM json_each(?))').all(JSON.stringify(seqs)) as (OutboxEvent & { seq: number })[];
+export async function outboxEvents(q: Queries, seqs: number[]): Promise<Map<number, OutboxEvent>> {
+  const rows = await q.all<OutboxEvent & { seq: number }>('SELECT seq, type, created_at, data FROM events WHERE seq IN (SELECT value FROM json_each(?))', JSON.stringify(seqs));
   return new Map(rows.map(({ seq, ...event }) => [seq, event]));
 }
 
@@ -233,60 +228,57 @@ export interface AttemptRecord {
   error: string | null;
 }
 
-export function recordDelivered(db: Db, a: AttemptRecord): boolean {
+export async function recordDelivered(q: Queries, a: AttemptRecord): Promise<boolean> {
   return (
-    sql(
-      db,
+    (await q.run(
       `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, next_attempt_at = NULL, last_attempt_at = @at,
               last_status = @status, last_error = NULL, completed_at = @at
         WHERE seq = @seq AND status = 'pending'`,
-    ).run(a).changes > 0
+      { ...a },
+    )) > 0
   );
 }
 
 /** A failed attempt: due again at `nextAttemptAt`, or, with null, failed for good. */
-export function recordAttemptFailed(db: Db, a: AttemptRecord, nextAttemptAt: number | null): boolean {
+export async function recordAttemptFailed(q: Queries, a: AttemptRecord, nextAttemptAt: number | null): Promise<boolean> {
   return (
-    sql(
-      db,
+    (await q.run(
       `UPDATE webhook_deliveries
           SET status = CASE WHEN @next IS NULL THEN 'failed' ELSE 'pending' END,
               attempts = attempts + 1, next_attempt_at = @next, last_attempt_at = @at, last_status = @status, last_error = @error,
               completed_at = CASE WHEN @next IS NULL THEN @at ELSE NULL END
         WHERE seq = @seq AND status = 'pending'`,
-    ).run({ ...a, next: nextAttemptAt }).changes > 0
+      { ...a, next: nextAttemptAt },
+    )) > 0
   );
 }
 
 /** A delivery outcome for the endpoint's health: success clears the failure run. */
-export function markEndpointSuccess(db: Db, endpointId: string, at: number): void {
-  sql(db, 'UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = MAX(COALESCE(last_success_at, 0), @at) WHERE id = @id').run({ id: endpointId, at });
+export async function markEndpointSuccess(q: Queries, endpointId: string, at: number): Promise<void> {
+  await q.run('UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = MAX(COALESCE(last_success_at, 0), @at) WHERE id = @id', { id: endpointId, at });
 }
 
 /**
  * A failed attempt for the endpoint's health. When its failure run has lasted `disableAfterMs`
  * the endpoint is disabled; returns the reason recorded then (once), else null.
  */
-export function markEndpointFailure(db: Db, endpointId: string, at: number, disableAfterMs: number, reason: (failingSince: number) => string): string | null {
-  sql(
-    db,
+export async function markEndpointFailure(q: Queries, endpointId: string, at: number, disableAfterMs: number, reason: (failingSince: number) => string): Promise<string | null> {
+  await q.run(
     'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, @at), last_failure_at = MAX(COALESCE(last_failure_at, 0), @at) WHERE id = @id',
-  ).run({ id: endpointId, at });
-  const row = sql(db, 'SELECT failing_since, disabled_at FROM webhook_endpoints WHERE id = ?').get(endpointId) as { failing_since: number; disabled_at: number | null } | undefined;
+    { id: endpointId, at },
+  );
+  const row = await q.get<{ failing_since: number; disabled_at: number | null }>('SELECT failing_since, disabled_at FROM webhook_endpoints WHERE id = ?', endpointId);
   if (!row || row.disabled_at !== null || at - row.failing_since < disableAfterMs) return null;
   const text = reason(row.failing_since);
-  sql(db, 'UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL').run(at, text, endpointId);
+  await q.run('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL', at, text, endpointId);
   return text;
 }
 
 /** Deletes finished deliveries completed before `before`, at most `limit` at a time. */
-export function pruneWebhookDeliveries(db: Db, before: number, limit: number): number {
-  return sql(
-    db,
-    "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < ? LIMIT ?)",
-  ).run(before, limit).changes;
+export async function pruneWebhookDeliveries(q: Queries, before: number, limit: number): Promise<number> {
+  return q.run("DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < ? LIMIT ?)", before, limit);
 }
 
-export function getWebhookDelivery(db: Db, id: string): WebhookDeliveryRow | undefined {
-  return sql(db, 'SELECT * FROM webhook_deliveries WHERE id = ?').get(id) as WebhookDeliveryRow | undefined;
+export async function getWebhookDelivery(q: Queries, id: string): Promise<WebhookDeliveryRow | undefined> {
+  return q.get<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = ?', id);
 }

@@ -42,17 +42,17 @@ describe('POST /v1/send/batch', () => {
   const batch = (messages: unknown, opts: { base?: string; key?: string } = {}) =>
     post(opts.base ?? p.production, '/v1/send/batch', { key: opts.key ?? proj.liveKey, json: { messages } });
   const row = (id: string) =>
-    p.ctx.db.prepare('SELECT id, project_id, environment, status, subject, spool_path FROM messages WHERE id = ?').get(id) as
+    p.db.prepare('SELECT id, project_id, environment, status, subject, spool_path FROM messages WHERE id = ?').get(id) as
       | { id: string; project_id: string; environment: string; status: string; subject: string; spool_path: string }
       | undefined;
   const totals = () => ({
-    messages: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
-    events: p.ctx.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number,
+    messages: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
+    events: p.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number,
     stored_mime: storedMimeCount(p.stateDir),
   });
 
   /** A BatchAccepted slot: exactly {id, status}, backed by a row, a MIME file and a mail.accepted event. */
-  function assertAcceptedSlot(slot: any, status: string, subject: string): void {
+  async function assertAcceptedSlot(slot: any, status: string, subject: string): Promise<void> {
     assert.deepEqual(Object.keys(slot).sort(), ['id', 'status'], `slot ${JSON.stringify(slot)}`);
     assert.match(slot.id, ID);
     assert.deepEqual(slot, { id: slot.id, status });
@@ -61,8 +61,8 @@ describe('POST /v1/send/batch', () => {
     assert.equal(r.status, status);
     assert.equal(r.subject, subject, 'data[i] answers messages[i]');
     assert.equal(r.project_id, proj.project.id);
-    assert.ok(storedMimeOf(p.ctx.db, p.stateDir, slot.id).toString('utf8').includes(`Message-ID: <${slot.id}@example.com>`));
-    const events = p.ctx.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(slot.id) as { data: string }[];
+    assert.ok((await storedMimeOf(p.ctx.store, p.stateDir, slot.id)).toString('utf8').includes(`Message-ID: <${slot.id}@example.com>`));
+    const events = p.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(slot.id) as { data: string }[];
     assert.equal(events.length, 1);
     assert.equal(JSON.parse(events[0].data).mail.uid, slot.id);
   }
@@ -88,9 +88,9 @@ describe('POST /v1/send/batch', () => {
     const data = res.body.data as any[];
     assert.equal(data.length, messages.length);
 
-    assertAcceptedSlot(data[0], 'queued', 'first');
+    await assertAcceptedSlot(data[0], 'queued', 'first');
     assert.deepEqual(data[1], validationEnvelope(data[1], [{ field: 'subject', code: 'subject:required' }]));
-    assertAcceptedSlot(data[2], 'queued', 'third');
+    await assertAcceptedSlot(data[2], 'queued', 'third');
     assert.deepEqual(data[3], validationEnvelope(data[3], [{ field: 'to', code: 'to:invalid_address' }]));
     assert.deepEqual(
       data[4],
@@ -100,9 +100,9 @@ describe('POST /v1/send/batch', () => {
         { field: 'body', code: 'body:required' },
       ]),
     );
-    assertAcceptedSlot(data[5], 'paused', 'sixth');
+    await assertAcceptedSlot(data[5], 'paused', 'sixth');
     assert.deepEqual(data[6], validationEnvelope(data[6], [{ field: 'unexpected', code: 'body:unknown_key' }]));
-    assertAcceptedSlot(data[7], 'scheduled', 'eighth');
+    await assertAcceptedSlot(data[7], 'scheduled', 'eighth');
     assert.deepEqual(data[8], validationEnvelope(data[8], [{ field: 'scheduled_at', code: 'scheduled_at:too_soon' }]));
 
     const ids = [data[0], data[2], data[5], data[7]].map((s) => s.id);
@@ -119,10 +119,10 @@ describe('POST /v1/send/batch', () => {
     const surrounded = await batch([noSubject, validMessage({ subject: 'surrounded' }), 'not an object', { ...validMessage(), html: 5 }]);
     assert.equal(alone.status, 207);
     assert.equal(surrounded.status, 207);
-    assertAcceptedSlot(alone.body.data[0], 'queued', 'alone');
+    await assertAcceptedSlot(alone.body.data[0], 'queued', 'alone');
     assert.equal(surrounded.body.data.length, 4);
     assert.deepEqual(surrounded.body.data[0], validationEnvelope(surrounded.body.data[0], [{ field: 'subject', code: 'subject:required' }]));
-    assertAcceptedSlot(surrounded.body.data[1], 'queued', 'surrounded');
+    await assertAcceptedSlot(surrounded.body.data[1], 'queued', 'surrounded');
     assert.deepEqual(surrounded.body.data[2], validationEnvelope(surrounded.body.data[2], [{ field: 'body', code: 'body:invalid_type' }]));
     assert.deepEqual(surrounded.body.data[3], validationEnvelope(surrounded.body.data[3], [{ field: 'html', code: 'html:invalid_type' }]));
   });
@@ -143,7 +143,7 @@ describe('POST /v1/send/batch', () => {
     const res = await batch([validMessage({ subject: 'kept' }), ...elements]);
     assert.equal(res.status, 207, res.text);
     assert.equal(res.body.data.length, elements.length + 1);
-    assertAcceptedSlot(res.body.data[0], 'queued', 'kept');
+    await assertAcceptedSlot(res.body.data[0], 'queued', 'kept');
     for (let i = 1; i <= elements.length; i++) {
       const slot = res.body.data[i];
       assert.deepEqual(slot, validationEnvelope(slot, [{ field: 'body', code: 'body:invalid_type' }]), `slot ${i} for ${JSON.stringify(elements[i - 1])}`);
@@ -237,9 +237,9 @@ describe('POST /v1/send/batch', () => {
     );
     assert.equal(res.status, 207, res.text);
     assert.equal(res.body.data.length, 4);
-    assertAcceptedSlot(res.body.data[0], 'captured', 'sb 0');
-    assertAcceptedSlot(res.body.data[1], 'captured', 'sb 1');
-    assertAcceptedSlot(res.body.data[2], 'captured', 'sb 2');
+    await assertAcceptedSlot(res.body.data[0], 'captured', 'sb 0');
+    await assertAcceptedSlot(res.body.data[1], 'captured', 'sb 1');
+    await assertAcceptedSlot(res.body.data[2], 'captured', 'sb 2');
     assert.deepEqual(res.body.data[3], validationEnvelope(res.body.data[3], [{ field: 'body', code: 'body:invalid_type' }]));
     for (const slot of res.body.data.slice(0, 3)) assert.equal(row(slot.id)?.environment, 'sandbox');
   });

@@ -181,7 +181,7 @@ interface Row {
  * queued row with its MIME (a file, or for a small message its body in the index); no file
  * without a row; no temp file; no row without its MIME.
  */
-function assertSpoolIntact(stateDir: string, acked: string[]): void {
+async function assertSpoolIntact(stateDir: string, acked: string[]): Promise<void> {
   const rows = readMessageRows<Row>(stateDir);
   const events = acceptedEventIds(stateDir);
 
@@ -194,7 +194,7 @@ function assertSpoolIntact(stateDir: string, acked: string[]): void {
     if (row.status !== 'queued') problems.push(`${id}: status ${row.status} (last_error ${row.last_error})`);
     if (row.last_error !== null) problems.push(`${id}: last_error ${row.last_error}`);
     if (!events.has(id)) problems.push(`${id}: no mail.accepted event`);
-    const data = readStoredMime(stateDir, row);
+    const data = await readStoredMime(stateDir, row);
     if (typeof data === 'string') {
       problems.push(`${id}: ${data}`);
       continue;
@@ -249,7 +249,7 @@ describe('SIGKILL under load', () => {
     assert.equal(await stopWhenServing(restarted), 0);
 
     t.diagnostic(`acknowledged per cycle: ${perCycle.join(', ')} (total ${allAcked.length})`);
-    assertSpoolIntact(stateDir, allAcked);
+    await assertSpoolIntact(stateDir, allAcked);
   });
 });
 
@@ -317,7 +317,7 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
   return { tmpFile, orphanFile, orphanRel, missingIds, keptIds };
 }
 
-function assertReconciled(stateDir: string, planted: Planted): void {
+async function assertReconciled(stateDir: string, planted: Planted): Promise<void> {
   assert.equal(existsSync(planted.tmpFile), false, 'the half-written temp file is removed');
   assert.equal(existsSync(planted.orphanFile), false, 'the .eml without an index row is removed');
   const rows = readMessageRows<Row>(stateDir);
@@ -329,7 +329,7 @@ function assertReconciled(stateDir: string, planted: Planted): void {
     const row = rows.get(id)!;
     assert.deepEqual({ id, status: row.status, last_error: row.last_error }, { id, status: 'queued', last_error: null });
     assert.equal(row.spool_path, '', `${id}: its body is in the index`);
-    const data = readStoredMime(stateDir, row);
+    const data = await readStoredMime(stateDir, row);
     assert.ok(Buffer.isBuffer(data), `${id}: ${String(data)}`);
     assert.equal(data.length, row.size_bytes);
     assert.ok(data.toString('latin1').includes(`Message-ID: <${id}@example.com>`));
@@ -352,7 +352,7 @@ describe('spool reconciliation at start', () => {
     } finally {
       await p.close();
     }
-    assertReconciled(stateDir, planted);
+    await assertReconciled(stateDir, planted);
   });
 
   test('a real server process logs each reconciliation repair', async () => {
@@ -388,7 +388,7 @@ describe('spool reconciliation at start', () => {
       byMsg('spool reconciled').map((l) => ({ tempFilesRemoved: l.tempFilesRemoved, orphanFilesRemoved: l.orphanFilesRemoved, rowsWithoutFile: l.rowsWithoutFile })),
       [{ tempFilesRemoved: 1, orphanFilesRemoved: 1, rowsWithoutFile: planted.missingIds.length }],
     );
-    assertReconciled(stateDir, planted);
+    await assertReconciled(stateDir, planted);
   });
 
   test('a second start after reconciliation finds nothing to repair', async () => {
@@ -407,7 +407,7 @@ describe('spool reconciliation at start', () => {
       .filter((l) => l.msg === 'spool reconciled')
       .map((l) => ({ tempFilesRemoved: l.tempFilesRemoved, orphanFilesRemoved: l.orphanFilesRemoved, rowsWithoutFile: l.rowsWithoutFile }));
     assert.deepEqual(reports, [{ tempFilesRemoved: 0, orphanFilesRemoved: 0, rowsWithoutFile: 0 }]);
-    assertReconciled(stateDir, planted);
+    await assertReconciled(stateDir, planted);
   });
 });
 
@@ -463,7 +463,7 @@ describe('SIGTERM under load', () => {
   test('every message acknowledged before or during the shutdown is intact after a restart', async () => {
     const restarted = await spawn(stateDir);
     assert.equal(await stopWhenServing(restarted), 0);
-    assertSpoolIntact(stateDir, load.acked);
+    await assertSpoolIntact(stateDir, load.acked);
     // A graceful stop leaves nothing for reconciliation to repair.
     const rows = readMessageRows<Row>(stateDir);
     assert.deepEqual(

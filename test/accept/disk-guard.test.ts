@@ -135,7 +135,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? fa
     const rows = readMessageRows<{ id: string; spool_path: string }>(stateDir);
     assert.deepEqual([...rows.keys()].sort(), [...acknowledged].sort(), 'exactly the acknowledged messages are stored');
     for (const row of rows.values()) {
-      const stored = readStoredMime(stateDir, row);
+      const stored = await readStoredMime(stateDir, row);
       assert.ok(Buffer.isBuffer(stored) && stored.length > 0, `${row.id} has its whole MIME: ${typeof stored === 'string' ? stored : 'empty'}`);
     }
     assert.deepEqual(readdirSync(path.join(stateDir, 'spool', 'tmp')), [], 'no temp file left behind');

@@ -27,7 +27,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
     proj = project;
   });
 
-  const countWhere = (sqlText: string, ...args: unknown[]) => p.ctx.db.prepare(sqlText).pluck().get(...args) as number;
+  const countWhere = (sqlText: string, ...args: unknown[]) => p.db.prepare(sqlText).pluck().get(...args) as number;
   const messagesWithKey = (projectId: string, key: string) => countWhere('SELECT COUNT(*) FROM messages WHERE project_id = ? AND idempotency_key = ?', projectId, key);
   const totals = () => ({
     messages: countWhere('SELECT COUNT(*) FROM messages'),
@@ -107,7 +107,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.equal(second.status, 202);
       assert.deepEqual(second.body, first.body);
       assert.deepEqual(totals(), before);
-      const row = p.ctx.db.prepare('SELECT subject, category, status FROM messages WHERE id = ?').get(first.body.id);
+      const row = p.db.prepare('SELECT subject, category, status FROM messages WHERE id = ?').get(first.body.id);
       assert.deepEqual(row, { subject: 'First', category: 'one', status: 'paused' });
     });
 
@@ -214,7 +214,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
         assert.deepEqual(res.body, results[0].body);
       }
       assert.equal(messagesWithKey(proj.project.id, key), 1);
-      const row = p.ctx.db.prepare('SELECT subject, category, status FROM messages WHERE id = ?').get(results[0].body.id) as { subject: string; category: string; status: string };
+      const row = p.db.prepare('SELECT subject, category, status FROM messages WHERE id = ?').get(results[0].body.id) as { subject: string; category: string; status: string };
       // The stored message is one of the requests, and the 202 describes that one.
       const i = Number(row.subject.replace('Subject ', ''));
       assert.equal(row.category, `cat-${i}`);

@@ -56,13 +56,13 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     proj = project;
   });
 
-  const row = (id: string) => p.ctx.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRowLite | undefined;
+  const row = (id: string) => p.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRowLite | undefined;
 
   /** Unfolded header block of a spooled MIME file. */
-  function spooledHeaders(id: string): { headers: string; file: string } {
+  async function spooledHeaders(id: string): Promise<{ headers: string; file: string }> {
     const r = row(id);
     assert.ok(r, `messages row for ${id}`);
-    const raw = storedMimeOf(p.ctx.db, p.stateDir, id).toString('utf8');
+    const raw = (await storedMimeOf(p.ctx.store, p.stateDir, id)).toString('utf8');
     const end = raw.indexOf('\r\n\r\n');
     assert.ok(end > 0, 'MIME file has a header block');
     return { headers: raw.slice(0, end).replace(/\r\n[ \t]+/g, ' '), file: raw };
@@ -76,19 +76,19 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   }
 
   /** Every acceptance leaves: the row with `status`, the MIME file, and a mail.accepted event. */
-  function assertStored(res: HttpResult, status: string, msg: { subject: string; to: string; fromDomain: string }) {
+  async function assertStored(res: HttpResult, status: string, msg: { subject: string; to: string; fromDomain: string }) {
     const id = res.body.id as string;
     const r = row(id);
     assert.ok(r, 'a messages row exists');
     assert.equal(r.status, status);
     assert.equal(r.project_id, res.body.project_id);
     assert.equal(r.subject, msg.subject);
-    const { headers } = spooledHeaders(id);
+    const { headers } = await spooledHeaders(id);
     assert.deepEqual(headerValues(headers, 'Message-ID'), [`<${id}@${msg.fromDomain}>`]);
     assert.deepEqual(headerValues(headers, 'Subject'), [msg.subject]);
     assert.equal(headerValues(headers, 'To').length, 1);
     assert.ok(headerValues(headers, 'To')[0].includes(msg.to), `To header names ${msg.to}`);
-    const events = p.ctx.db.prepare("SELECT * FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(id) as { project_id: string; data: string }[];
+    const events = p.db.prepare("SELECT * FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(id) as { project_id: string; data: string }[];
     assert.equal(events.length, 1, 'one mail.accepted event');
     assert.equal(events[0].project_id, res.body.project_id);
     const data = JSON.parse(events[0].data) as { mail: { uid: string; subject: string; project: { uid: string } } };
@@ -106,7 +106,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.match(res.body.id, ID);
     assert.deepEqual(Object.keys(res.body).sort(), ['category', 'id', 'paused', 'project_id', 'routing', 'scheduled_at', 'status']);
     assert.deepEqual(res.body, expected202(res, { status: 'queued', project_id: proj.project.id }));
-    assertStored(res, 'queued', plain);
+    await assertStored(res, 'queued', plain);
   });
 
   test('two sends get different ids', async () => {
@@ -123,7 +123,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'scheduled', project_id: proj.project.id, scheduled_at: scheduledAt }));
     assert.ok(scheduledAt.endsWith('+02:00'));
-    assertStored(res, 'scheduled', plain);
+    await assertStored(res, 'scheduled', plain);
     assert.equal(row(res.body.id)!.scheduled_at, Date.parse(scheduledAt));
   });
 
@@ -139,7 +139,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true }) });
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'paused', project_id: proj.project.id, paused: true }));
-    assertStored(res, 'paused', plain);
+    await assertStored(res, 'paused', plain);
     assert.equal(row(res.body.id)!.hold_reason, 'request');
   });
 
@@ -156,14 +156,14 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true, scheduled_at: scheduledAt }) });
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'paused', project_id: proj.project.id, paused: true, scheduled_at: scheduledAt }));
-    assertStored(res, 'paused', plain);
+    await assertStored(res, 'paused', plain);
   });
 
   test('a test send on the sandbox is captured', async () => {
     const res = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage() });
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'captured', project_id: proj.project.id }));
-    assertStored(res, 'captured', plain);
+    await assertStored(res, 'captured', plain);
     assert.equal(row(res.body.id)!.environment, 'sandbox');
   });
 
@@ -171,7 +171,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     const res = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage({ paused: true }) });
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'captured', project_id: proj.project.id, paused: true }));
-    assertStored(res, 'captured', plain);
+    await assertStored(res, 'captured', plain);
   });
 
   test('a sandbox send with a future scheduled_at is captured and echoes scheduled_at', async () => {
@@ -188,7 +188,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     const held = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage() });
     assert.equal(held.status, 202);
     assert.deepEqual(held.body, expected202(held, { status: 'paused', project_id: q.project.id, paused: true }));
-    assertStored(held, 'paused', plain);
+    await assertStored(held, 'paused', plain);
     assert.equal(row(held.body.id)!.hold_reason, 'project');
 
     const heldAndFlagged = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage({ paused: true }) });
@@ -273,8 +273,8 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     });
     assert.equal(res.status, 202);
     const id = res.body.id as string;
-    assertStored(res, 'queued', { subject: 'Your invoice', to: 'ann@example.org', fromDomain: 'mail.shop.example' });
-    const { headers } = spooledHeaders(id);
+    await assertStored(res, 'queued', { subject: 'Your invoice', to: 'ann@example.org', fromDomain: 'mail.shop.example' });
+    const { headers } = await spooledHeaders(id);
     assert.ok(headerValues(headers, 'To')[0].includes('bob@example.org'));
     assert.deepEqual(headerValues(headers, 'Cc'), ['carol@example.org']);
     assert.deepEqual(headerValues(headers, 'Bcc'), []);
@@ -289,7 +289,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   test('a captured sandbox message also keeps its bcc in the row and out of the headers', async () => {
     const res = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage({ bcc: 'audit@archive.example' }) });
     assert.equal(res.status, 202);
-    const { headers } = spooledHeaders(res.body.id);
+    const { headers } = await spooledHeaders(res.body.id);
     assert.ok(!headers.includes('audit@archive.example'));
     assert.deepEqual(JSON.parse(row(res.body.id)!.recipients).bcc, ['audit@archive.example']);
   });

@@ -39,7 +39,7 @@ interface Snapshot {
 
 
 function snapshot(t: TestPostern = p): Snapshot {
-  const count = (sql: string) => (t.ctx.db.prepare(sql).get() as { c: number }).c;
+  const count = (sql: string) => (t.db.prepare(sql).get() as { c: number }).c;
   return {
     rows: count('SELECT COUNT(*) c FROM messages'),
     events: count('SELECT COUNT(*) c FROM events'),
@@ -104,7 +104,7 @@ async function expectAccepted(json: unknown, echo: Echo = {}): Promise<string> {
 }
 
 function storedRow(id: string): { from_email: string; recipients: string; subject: string; category: string | null } {
-  return p.ctx.db.prepare('SELECT from_email, recipients, subject, category FROM messages WHERE id = ?').get(id) as {
+  return p.db.prepare('SELECT from_email, recipients, subject, category FROM messages WHERE id = ?').get(id) as {
     from_email: string;
     recipients: string;
     subject: string;
@@ -577,7 +577,7 @@ describe('POST /v1/send body validation', () => {
         assert.deepEqual(snapshot(), before);
       } else {
         assert.equal(res.status, 202, res.text);
-        const row = p.ctx.db.prepare('SELECT scheduled_at FROM messages WHERE id = ?').get(res.body.id) as { scheduled_at: number | null };
+        const row = p.db.prepare('SELECT scheduled_at FROM messages WHERE id = ?').get(res.body.id) as { scheduled_at: number | null };
         assert.equal(row.scheduled_at, Date.parse('2026-03-03T00:00:00Z'), 'accepted with a scheduled_at the index cannot use');
       }
     });

@@ -51,7 +51,7 @@ test('a backup taken under load restores into a new directory that starts with e
   assert.equal(backup.json.files + backup.json.bodies_in_index, backup.json.messages);
   assert.ok(backup.json.files > 0 && backup.json.bodies_in_index > 0, 'both kinds of message are in the backup');
   await server.stop();
-  const originals = await withClosedIndex(stateDir, async (ctx) => new Map(await Promise.all(before.map(async (id) => [id, await text(openMessageMime(ctx, id))] as const))));
+  const originals = await withClosedIndex(stateDir, async (ctx) => new Map(await Promise.all(before.map(async (id) => [id, await text(await openMessageMime(ctx, id))] as const))));
 
   const restoredDir = path.join(scope.stateDir('postern-backup-dst-'), 'state');
   const restored = await runCli(['restore', '--from', backupDir, '--json'], { POSTERN_STATE_DIR: restoredDir });
@@ -62,12 +62,12 @@ test('a backup taken under load restores into a new directory that starts with e
   assert.equal((await fetch(`${again.production}/readyz`)).status, 200);
   await withClosedIndex(restoredDir, async (ctx) => {
     for (const id of before) {
-      const shown = messageShow(ctx, id);
+      const shown = await messageShow(ctx, id);
       assert.equal(shown.status, 'queued', id);
       assert.deepEqual(shown.events.map((e) => e.type), ['mail.accepted'], `${id} has its events`);
       const original = originals.get(id)!;
       assert.ok(original.length > 0);
-      assert.equal(await text(openMessageMime(ctx, id)), original, `${id} reads the same bytes`);
+      assert.equal(await text(await openMessageMime(ctx, id)), original, `${id} reads the same bytes`);
     }
   });
   // The restored server accepts new mail too.

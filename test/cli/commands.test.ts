@@ -453,7 +453,7 @@ describe('postern message, against the state dir of a running server', () => {
     assert.match(r.stdout, /^[A-Za-z][A-Za-z0-9-]*: /);
     assert.ok(r.stdout.includes(`Message-ID: <${ids.queued}@example.com>`), r.stdout);
     assert.ok(r.stdout.includes('Subject: queued one'));
-    assert.equal(r.stdout, await withClosedIndex(dir, (ctx) => storedMimeOf(ctx.db, dir, ids.queued).toString('utf8')));
+    assert.equal(r.stdout, await withClosedIndex(dir, async (ctx) => (await storedMimeOf(ctx.store, dir, ids.queued)).toString('utf8')));
   });
 
   test('message release lets a paused message go on; releasing a queued one is a conflict', async () => {

@@ -111,12 +111,12 @@ describe('postern operator', () => {
   test('message retry, delete and bulk; key rotate; provider set and check; webhook attempts; suppression export; overview show', async () => {
     // Set up in-process (each CLI run costs a process start); the commands under test run as the CLI.
     const { project, liveKey, testKey } = await createProjectWithKeys(p.ctx, 'ops');
-    const live = { id: listKeys(p.ctx, project.id).keys.find((k) => k.mode === 'live')!.id, key: liveKey };
+    const live = { id: (await listKeys(p.ctx, project.id)).keys.find((k) => k.mode === 'live')!.id, key: liveKey };
     const test = { key: testKey };
     const queued = (await post(p.production, '/v1/send', { key: live.key, json: validMessage() })).body.id;
-    sql(p.ctx.db, 'UPDATE messages SET next_attempt_at = ? WHERE id = ?').run(Date.now() + 3600_000, queued);
+    sql(p.db, 'UPDATE messages SET next_attempt_at = ? WHERE id = ?').run(Date.now() + 3600_000, queued);
     assert.equal((await ok(['message', 'retry', queued])).status, 'queued');
-    assert.ok(getMessage(p.ctx.db, queued)!.next_attempt_at! <= Date.now());
+    assert.ok((await getMessage(p.ctx.store, queued))!.next_attempt_at! <= Date.now());
     const captured = (await post(p.sandbox, '/v1/send', { key: test.key, json: validMessage() })).body.id;
     const bulk = await ok(['message', 'bulk', '--action', 'release', '--project', project.id]);
     assert.deepEqual(bulk, { action: 'release', matched: 1, changed: 1, skipped: 0, not_found: 0 });
@@ -126,7 +126,7 @@ describe('postern operator', () => {
 
     const rotated = await ok(['key', 'rotate', live.id, '--grace-seconds', '0']);
     assert.equal(rotated.previous.state, 'expired');
-    const accounts = listProviders(p.ctx, project.id).providers;
+    const accounts = (await listProviders(p.ctx, project.id)).providers;
     const set = await ok(['provider', 'set', accounts[0].id, '--priority', '7', '--free-quota', '100']);
     assert.deepEqual([set.priority, set.free_quota], [7, 100]);
     assert.equal((await ok(['provider', 'set', accounts[0].id, '--free-quota', 'none'])).free_quota, null);

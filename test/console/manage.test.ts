@@ -240,9 +240,9 @@ describe('console management', () => {
     assert.equal(figures.hourly.length, 24);
     assert.equal(figures.hourly[23].hour, new Date(Math.floor(clock.now() / 3600_000) * 3600_000).toISOString());
     const accepted: number = figures.hourly.reduce((n: number, h: any) => n + h.counts.accepted, 0);
-    assert.equal(accepted, sql(p.ctx.db, "SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get());
+    assert.equal(accepted, sql(p.db, "SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get());
     assert.ok(accepted > 0);
-    assert.equal(figures.queue.queued, sql(p.ctx.db, "SELECT COUNT(*) FROM messages WHERE status = 'queued'").pluck().get());
+    assert.equal(figures.queue.queued, sql(p.db, "SELECT COUNT(*) FROM messages WHERE status = 'queued'").pluck().get());
     assert.ok(figures.oldest_waiting.id.startsWith('m.'));
     assert.equal(figures.oldest_waiting.age_seconds, Math.round((clock.now() - T0) / 1000));
     assert.deepEqual(
@@ -269,7 +269,7 @@ describe('console management', () => {
     await owner.post(`/webhooks/${hook.id}/test`);
     receiver.respond = () => ({ status: 200 });
     const { markEndpointFailure } = await import('../../src/store/webhooks.js');
-    markEndpointFailure(p.ctx.db, hook.id, clock.now(), 86_400_000, () => 'failing');
+    await markEndpointFailure(p.ctx.store, hook.id, clock.now(), 86_400_000, () => 'failing');
     const troubled = expectStatus(await owner.get('/overview'), 200).webhooks;
     assert.deepEqual(troubled.map((w: any) => [w.id, w.state]), [[hook.id, 'failing']]);
     assert.deepEqual(expectStatus(await member.get('/overview'), 200).webhooks, []);

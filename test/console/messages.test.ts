@@ -27,7 +27,7 @@ async function send(base: string, key: string, overrides: Record<string, unknown
 
 /** Puts a queued message on the retry ladder, as a failed hand-off would (delivery is off in these suites). */
 function waiting(p: TestPostern, id: string, dueInMs = 3600_000): void {
-  sql(p.ctx.db, 'UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE id = ?').run(Date.now() + dueInMs, id);
+  sql(p.db, 'UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE id = ?').run(Date.now() + dueInMs, id);
 }
 
 describe('console messages', () => {
@@ -91,7 +91,7 @@ describe('console messages', () => {
     assert.deepEqual(await found(`id=${ids.paused}`), [ids.paused]);
     // Substring filters are literal: % and _ match only themselves.
     assert.deepEqual(await found('subject=%25'), []);
-    const queued = getMessage(p.ctx.db, ids.queued)!;
+    const queued = (await getMessage(p.ctx.store, ids.queued))!;
     assert.deepEqual(await found(`project=${a.project.id}&created_after=${new Date(queued.created_at).toISOString()}`), [ids.paused, ids.queued]);
     assert.deepEqual(await found(`project=${a.project.id}&created_before=${new Date(queued.created_at).toISOString()}`), [ids.captured]);
     assert.deepEqual(await found(`environment=production&status=queued&status=paused&project=${a.project.id}`), [ids.paused, ids.queued]);
@@ -115,7 +115,7 @@ describe('console messages', () => {
     for (const suffix of ['', '/content', '/raw', '/attachments/0']) expectError(await member.get(`/messages/${ids.other}${suffix}`, { unchecked: suffix === '/raw' || suffix.startsWith('/att') }), 404, 'not_found');
     for (const action of ['release', 'cancel', 'retry']) expectError(await member.post(`/messages/${ids.other}/${action}`), 404, 'not_found');
     expectError(await member.delete(`/messages/${ids.other}`), 404, 'not_found');
-    assert.equal(getMessage(p.ctx.db, ids.other)!.status, 'queued');
+    assert.equal((await getMessage(p.ctx.store, ids.other))!.status, 'queued');
     // The same answer as for an id that does not exist at all.
     const unknown = await member.get('/messages/m.01nosuchmessage000000000000');
     const hidden = await member.get(`/messages/${ids.other}`);
@@ -158,7 +158,7 @@ describe('console messages', () => {
     assert.equal(raw.status, 200);
     assert.equal(raw.headers.get('content-type'), 'message/rfc822');
     assert.match(raw.headers.get('content-disposition')!, new RegExp(`^attachment; filename="${id.replace('.', '\\.')}\\.eml"`));
-    const stored = storedMimeOf(p.ctx.db, p.stateDir, id).toString('utf8');
+    const stored = (await storedMimeOf(p.ctx.store, p.stateDir, id)).toString('utf8');
     assert.equal(raw.text, stored);
 
     const png = await fetch(`${p.console}/console/api/v1/messages/${id}/attachments/0`, { headers: { cookie: member.cookie! } });
@@ -186,28 +186,28 @@ describe('console messages', () => {
 
     const retried = (await send(p.production, a.liveKey, { subject: 'to retry' })).id;
     waiting(p, retried);
-    assert.ok(getMessage(p.ctx.db, retried)!.next_attempt_at! > Date.now());
+    assert.ok((await getMessage(p.ctx.store, retried))!.next_attempt_at! > Date.now());
     const before = Date.now();
     assert.equal(expectStatus(await member.post(`/messages/${retried}/retry`), 200).status, 'queued');
-    const due = getMessage(p.ctx.db, retried)!.next_attempt_at!;
+    const due = (await getMessage(p.ctx.store, retried))!.next_attempt_at!;
     assert.ok(due >= before && due <= Date.now(), `due at ${due}`);
     expectError(await member.post(`/messages/${ids.captured}/retry`), 409, 'conflict');
-    assert.equal(getMessage(p.ctx.db, ids.captured)!.status, 'captured');
+    assert.equal((await getMessage(p.ctx.store, ids.captured))!.status, 'captured');
   });
 
   test('a captured message can be deleted (row and spool file, or its body in the index); any other is 409', async () => {
     // Over spool.index_body_max_bytes: a spool file.
     const { id } = await send(p.sandbox, a.testKey, { subject: 'to delete', text: 'x'.repeat(70_000) });
-    const file = path.join(p.stateDir, 'spool', getMessage(p.ctx.db, id)!.spool_path);
+    const file = path.join(p.stateDir, 'spool', (await getMessage(p.ctx.store, id))!.spool_path);
     assert.ok(existsSync(file));
     expectError(await member.delete(`/messages/${ids.queued}`), 409, 'conflict');
     assert.deepEqual(expectStatus(await member.delete(`/messages/${id}`), 200), { id, deleted: true });
-    assert.equal(getMessage(p.ctx.db, id), undefined);
+    assert.equal(await getMessage(p.ctx.store, id), undefined);
     assert.ok(!existsSync(file));
     expectError(await member.get(`/messages/${id}`), 404, 'not_found');
     // A small one: its body goes with its row.
     const small = (await send(p.sandbox, a.testKey, { subject: 'small to delete' })).id;
-    const body = () => p.ctx.db.prepare('SELECT COUNT(*) FROM message_bodies WHERE message_id = ?').pluck().get(small);
+    const body = () => p.db.prepare('SELECT COUNT(*) FROM message_bodies WHERE message_id = ?').pluck().get(small);
     assert.equal(body(), 1);
     assert.deepEqual(expectStatus(await member.delete(`/messages/${small}`), 200), { id: small, deleted: true });
     assert.equal(body(), 0);
@@ -219,8 +219,8 @@ describe('console messages', () => {
     const result = expectStatus(await member.post('/messages/bulk', { action: 'release', ids: [one, two, ids.queued, ids.other, 'm.01nosuchmessage000000000000'] }), 200);
     assert.deepEqual(result, { action: 'release', matched: 2, changed: 2, skipped: 1, not_found: 2, changed_ids: result.changed_ids });
     assert.deepEqual(new Set(result.changed_ids), new Set([one, two]));
-    assert.equal(getMessage(p.ctx.db, ids.other)!.status, 'queued');
-    assert.deepEqual([one, two].map((id) => getMessage(p.ctx.db, id)!.status), ['queued', 'queued']);
+    assert.equal((await getMessage(p.ctx.store, ids.other))!.status, 'queued');
+    assert.deepEqual(await Promise.all([one, two].map(async (id) => (await getMessage(p.ctx.store, id))!.status)), ['queued', 'queued']);
   });
 
   test('bulk retry by filter makes every waiting message of the filter due at once and leaves the rest', async () => {
@@ -228,11 +228,11 @@ describe('console messages', () => {
     for (let i = 0; i < 3; i++) waitingIds.push((await send(p.production, b.liveKey, { subject: `waiting ${i}` })).id);
     for (const id of waitingIds) waiting(p, id);
     const dueAlready = (await send(p.production, b.liveKey, { subject: 'due already' })).id;
-    const dueAt = getMessage(p.ctx.db, dueAlready)!.next_attempt_at;
+    const dueAt = (await getMessage(p.ctx.store, dueAlready))!.next_attempt_at;
     const result = expectStatus(await owner.post('/messages/bulk', { action: 'retry', filter: { project: b.project.id } }), 200);
     assert.deepEqual(result, { action: 'retry', matched: 3, changed: 3, skipped: 0, not_found: 0 });
-    for (const id of waitingIds) assert.ok(getMessage(p.ctx.db, id)!.next_attempt_at! <= Date.now());
-    assert.equal(getMessage(p.ctx.db, dueAlready)!.next_attempt_at, dueAt);
+    for (const id of waitingIds) assert.ok((await getMessage(p.ctx.store, id))!.next_attempt_at! <= Date.now());
+    assert.equal((await getMessage(p.ctx.store, dueAlready))!.next_attempt_at, dueAt);
     // A member's filter cannot reach another project.
     expectError(await member.post('/messages/bulk', { action: 'cancel', filter: { project: b.project.id } }), 404, 'not_found');
     const none = expectStatus(await member.post('/messages/bulk', { action: 'cancel', filter: { subject: 'waiting' } }), 200);
@@ -268,14 +268,14 @@ describe('console messages', () => {
       updated_at: now,
       next_attempt_at: null,
     });
-    p.ctx.db.transaction(() => {
-      for (let i = 0; i < 10_001; i++) insertMessage(p.ctx.db, row(i));
-    })();
+    await p.ctx.store.transaction(async (tx) => {
+      for (let i = 0; i < 10_001; i++) await insertMessage(tx, row(i));
+    });
     const refused = expectError(await owner.post('/messages/bulk', { action: 'cancel', filter: { project: big.project.id } }), 422, 'filter:too_many');
     assert.deepEqual(refused.details, [{ field: 'filter', code: 'filter:too_many' }]);
-    assert.equal(sql(p.ctx.db, "SELECT COUNT(*) FROM messages WHERE project_id = ? AND status = 'cancelled'").pluck().get(big.project.id), 0);
+    assert.equal(sql(p.db, "SELECT COUNT(*) FROM messages WHERE project_id = ? AND status = 'cancelled'").pluck().get(big.project.id), 0);
     // Exactly the bound is fine.
-    sql(p.ctx.db, "UPDATE messages SET status = 'cancelled' WHERE id = ?").run(row(0).id);
+    sql(p.db, "UPDATE messages SET status = 'cancelled' WHERE id = ?").run(row(0).id);
     const done = expectStatus(await owner.post('/messages/bulk', { action: 'release', filter: { project: big.project.id } }), 200);
     assert.deepEqual(done, { action: 'release', matched: 10_000, changed: 10_000, skipped: 0, not_found: 0 });
   });
@@ -366,7 +366,7 @@ describe('console message timeline', () => {
     const queued = await smtp.next();
     const overSmtp = /queued as (m\.\S+)/.exec(queued)![1];
     smtp.destroy();
-    for (const id of [overHttp, overSmtp]) await waitFor(() => getMessage(p.ctx.db, id)!.status === 'sent', 10_000, `${id} sent`);
+    for (const id of [overHttp, overSmtp]) await waitFor(async () => (await getMessage(p.ctx.store, id))!.status === 'sent', 10_000, `${id} sent`);
 
     const shapes = [];
     for (const id of [overHttp, overSmtp]) {

@@ -84,7 +84,7 @@ test('the counters move by exactly what happened: sends by door, refusals by cod
     transport.close();
   }
 
-  await waitFor(() => messageShow(p.ctx, id).status === 'sent', 10_000, `${id} to be sent`);
+  await waitFor(async () => (await messageShow(p.ctx, id)).status === 'sent', 10_000, `${id} to be sent`);
   const record = readFileSync(path.join(repoRoot, 'test', 'fixtures', 'providers', 'a', 'event-delivery.json'), 'utf8').replaceAll(DOC_MESSAGE_ID, ses.accepted[0].messageId);
   const notification = signer.notification(record, { timestamp: new Date() });
   const fb = await postFeedback(p.production, sesAccount.id, notification.body, notification.headers);

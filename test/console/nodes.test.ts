@@ -62,7 +62,7 @@ test('the janitor prunes nodes stopped for more than 7 days, and keeps the recen
   clock.set(T0 + 8 * DAY);
   const p = await startTestPostern({ clock, stateDir, config: { node: { id: 'current' } } });
   try {
-    const nodes = nodeList(p.ctx).nodes;
+    const nodes = (await nodeList(p.ctx)).nodes;
     assert.deepEqual(
       nodes.map((n) => [n.id, n.state]),
       [

@@ -83,7 +83,7 @@ describe('console writes through the index writer', () => {
     expectStatus(await owner.delete(`/operators/${dev.id}`), 200);
     expectStatus(await owner.delete(`/projects/${project.id}`), 200);
 
-    const actions = new Set(listAudit(p.ctx.db, {}, 1000).map((r) => r.action));
+    const actions = new Set((await listAudit(p.ctx.store, {}, 1000)).map((r) => r.action));
     for (const action of [
       'project.create', 'project.plan', 'project.strategy', 'project.pause', 'project.resume', 'project.delete',
       'key.create', 'key.rotate', 'key.revoke', 'provider.attach', 'provider.update', 'provider.detach',

@@ -52,7 +52,7 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
   assertAccepted(res, 'queued');
   const id = res.body.id as string;
 
-  const sent = await waitFor(() => (messageShow(p.ctx, id).status === 'sent' ? messageShow(p.ctx, id) : null), 10_000, `${id} to be sent`);
+  const sent = await waitFor(async () => ((await messageShow(p.ctx, id)).status === 'sent' ? (await messageShow(p.ctx, id)) : null), 10_000, `${id} to be sent`);
   // One hand-off each, in the pinned order: Postmark throttled (its 429), SES took it.
   assert.deepEqual(
     sent.attempts_log.map((a) => [a.provider, a.provider_account_id, a.outcome]),
@@ -75,10 +75,10 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
   assert.equal(fb.status, 200, fb.text);
   assert.deepEqual(fb.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
 
-  const shown = messageShow(p.ctx, id);
+  const shown = await messageShow(p.ctx, id);
   assert.equal(shown.status, 'delivered');
   assert.deepEqual(shown.recipient_outcomes.map((o) => [o.email, o.status]), [['recipient@example.com', 'delivered']]);
-  const events = eventsForMessage(p.ctx.db, id);
+  const events = await eventsForMessage(p.ctx.store, id);
   assert.deepEqual(events.map((e) => e.type), ['mail.accepted', 'mail.sent', 'mail.delivered']);
   const delivered = JSON.parse(events[2].data);
   assert.equal(delivered.mail.uid, id);

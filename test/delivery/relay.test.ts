@@ -71,20 +71,20 @@ async function send(baseUrl: string, key: string, overrides: Record<string, unkn
   return res.body.id as string;
 }
 
-const statusOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).status;
+const statusOf = async (p: TestPostern, id: string) => (await messageShow(p.ctx, id)).status;
 
 async function waitStatus(p: TestPostern, id: string, status: string, timeoutMs = 10_000) {
-  await waitFor(() => statusOf(p, id) === status, timeoutMs, `${id} to be ${status} (is ${statusOf(p, id)})`);
+  await waitFor(async () => (await statusOf(p, id)) === status, timeoutMs, `${id} to be ${status} (is ${await statusOf(p, id)})`);
   return messageShow(p.ctx, id);
 }
 
-function events(p: TestPostern, id: string): { type: string; data: any }[] {
-  return eventsForMessage(p.ctx.db, id).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+async function events(p: TestPostern, id: string): Promise<{ type: string; data: any }[]> {
+  return (await eventsForMessage(p.ctx.store, id)).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
 }
 
-const attemptsOf = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => ({ provider: a.provider, provider_account_id: a.provider_account_id, outcome: a.outcome }));
+const attemptsOf = async (p: TestPostern, id: string) => (await messageShow(p.ctx, id)).attempts_log.map((a) => ({ provider: a.provider, provider_account_id: a.provider_account_id, outcome: a.outcome }));
 
-const spooled = (p: TestPostern, id: string) => storedMimeOf(p.ctx.db, p.stateDir, id);
+const spooled = (p: TestPostern, id: string) => storedMimeOf(p.ctx.store, p.stateDir, id);
 
 /** Line endings normalised to CRLF. */
 const crlf = (b: Buffer) => b.toString('latin1').replace(/\r?\n/g, '\r\n');
@@ -122,7 +122,7 @@ describe('end to end through a real SMTP relay', () => {
     // after line-ending normalisation: the SMTP client writes every line with CRLF on the wire,
     // while the stored file may hold a bare LF inside a text part (a separate test below pins
     // the byte-for-byte case).
-    const stored = spooled(p, id);
+    const stored = await spooled(p, id);
     assert.equal(crlf(got.raw), crlf(stored));
     assert.ok(got.raw.includes(Buffer.from('Plain part\r\nsecond line\r\n')));
     // The Bcc recipient is in the envelope only.
@@ -131,7 +131,7 @@ describe('end to end through a real SMTP relay', () => {
     assert.doesNotMatch(headerBlock, /^bcc:/im);
     assert.match(headerBlock, new RegExp(`^Message-ID: <${id.replace('.', '\\.')}@example\\.com>$`, 'im'));
 
-    assert.deepEqual(p.ctx.db.prepare('SELECT status, provider_slug, provider_message_id, last_error FROM messages WHERE id = ?').get(id), {
+    assert.deepEqual(p.db.prepare('SELECT status, provider_slug, provider_message_id, last_error FROM messages WHERE id = ?').get(id), {
       status: 'sent',
       provider_slug: 'smtp',
       provider_message_id: 'relay-0001',
@@ -142,10 +142,10 @@ describe('end to end through a real SMTP relay', () => {
     assert.equal(shown.last_error, null);
     assert.equal(shown.next_attempt_at, null);
     assert.deepEqual(shown.recipient_outcomes, []);
-    assert.deepEqual(attemptsOf(p, id), [{ provider: 'smtp', provider_account_id: account.id, outcome: 'sent' }]);
+    assert.deepEqual(await attemptsOf(p, id), [{ provider: 'smtp', provider_account_id: account.id, outcome: 'sent' }]);
     assert.equal(shown.attempts_log[0].reply, '250 OK queued as relay-0001');
 
-    const evs = events(p, id);
+    const evs = await events(p, id);
     assert.deepEqual(evs.map((e) => e.type), ['mail.accepted', 'mail.sent']);
     assert.equal(evs[1].data.provider, 'smtp');
     assert.equal(evs[1].data.provider_message_id, 'relay-0001');
@@ -161,7 +161,7 @@ describe('end to end through a real SMTP relay', () => {
 
     const id = await send(p.production, pk.liveKey, { text: 'line one\nline two\n\nline four', html: '<p>one</p>\n<p>two</p>' });
     await waitStatus(p, id, 'sent');
-    const stored = spooled(p, id);
+    const stored = await spooled(p, id);
     const bareLf = stored.toString('latin1').split('\n').slice(0, -1).filter((line) => !line.endsWith('\r'));
     assert.deepEqual(bareLf, [], 'lines of the stored MIME that end in a bare LF');
     assert.equal(sink.received[0].raw.toString('latin1'), stored.toString('latin1'));
@@ -199,12 +199,12 @@ describe('end to end through a real SMTP relay', () => {
     const got = sink.received[0];
     assert.equal(got.from, 'sender@example.com');
     assert.deepEqual([...got.to].sort(), ['ann@example.org', 'hidden@example.net']);
-    assert.ok(got.raw.equals(spooled(p, id)), 'relayed MIME equals the stored MIME');
+    assert.ok(got.raw.equals(await spooled(p, id)), 'relayed MIME equals the stored MIME');
     assert.doesNotMatch(got.raw.toString('utf8').split('\r\n\r\n')[0], /hidden@example\.net/);
     assert.equal(shown.source, 'smtp');
     assert.equal(shown.provider, 'smtp');
     assert.equal(shown.provider_message_id, 'relay-0001');
-    assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual((await events(p, id)).map((e) => e.type), ['mail.accepted', 'mail.sent']);
     assert.deepEqual(shown.attempts_log.map((a) => a.outcome), ['sent']);
   });
 
@@ -269,7 +269,7 @@ describe('provider_options over a provider SMTP relay', () => {
       await attach(p, pk, sink.port, { slug });
       const id = await send(p.production, pk.liveKey, { subject: `options via ${slug}`, provider_options: options });
       await waitStatus(p, id, 'sent');
-      assert.equal(sink.received[0].raw.toString('latin1'), expected + spooled(p, id).toString('latin1'), slug);
+      assert.equal(sink.received[0].raw.toString('latin1'), expected + (await spooled(p, id)).toString('latin1'), slug);
     }
   });
 
@@ -357,14 +357,14 @@ describe('failover to the next account in the same hand-off', () => {
       assert.equal(shown.attempts, 1);
       assert.equal(shown.provider, 'provider-b-smtp');
       assert.equal(shown.provider_message_id, 'second-0001');
-      assert.deepEqual(attemptsOf(p, id), [
+      assert.deepEqual(await attemptsOf(p, id), [
         { provider: 'smtp', provider_account_id: a1.id, outcome: c.outcome },
         { provider: 'provider-b-smtp', provider_account_id: a2.id, outcome: 'sent' },
       ]);
       assert.equal(second.received.length, 1);
       assert.deepEqual([...second.received[0].to].sort(), ['ann@example.org', 'hidden@example.net']);
       assert.equal(first.sink?.received.length ?? 0, 0);
-      const evs = events(p, id);
+      const evs = await events(p, id);
       assert.deepEqual(evs.map((e) => e.type), ['mail.accepted', 'mail.sent']);
       assert.equal(evs[1].data.provider, 'provider-b-smtp');
     });
@@ -383,7 +383,7 @@ describe('failover to the next account in the same hand-off', () => {
     const shown = await waitStatus(p, id, 'failed');
     assert.deepEqual(shown.attempts_log.map((a) => [a.provider, a.outcome]), [['smtp', 'permanent']]);
     assert.equal(second.received.length, 0);
-    const evs = events(p, id);
+    const evs = await events(p, id);
     assert.deepEqual(evs.map((e) => e.type), ['mail.accepted', 'mail.failed']);
     assert.equal(evs[1].data.failure.reason, 'rejected');
   });
@@ -407,19 +407,19 @@ describe('a pinned send is never rerouted', () => {
     const b = await attach(p, pk, pinned.port, { slug: 'provider-b-smtp', priority: '5' });
 
     const id = await send(p.production, pk.liveKey, { routing: { provider: 'provider-b-smtp' } });
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 10_000, 'first attempt');
-    let shown = messageShow(p.ctx, id);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await statusOf(p, id)) === 'queued', 10_000, 'first attempt');
+    let shown = await messageShow(p.ctx, id);
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000));
     assert.match(shown.last_error ?? '', /^provider-b-smtp: 451 4\.3\.0 Try again later/);
-    assert.deepEqual(attemptsOf(p, id), [{ provider: 'provider-b-smtp', provider_account_id: b.id, outcome: 'temporary' }]);
+    assert.deepEqual(await attemptsOf(p, id), [{ provider: 'provider-b-smtp', provider_account_id: b.id, outcome: 'temporary' }]);
 
     // Not due yet: nothing happens.
     await settle();
-    assert.equal(messageShow(p.ctx, id).attempts_log.length, 1);
+    assert.equal((await messageShow(p.ctx, id)).attempts_log.length, 1);
 
     // Due again, still refusing: retried on the same account only.
     clock.advance(60_000);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && statusOf(p, id) === 'queued', 10_000, 'second attempt');
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 2 && (await statusOf(p, id)) === 'queued', 10_000, 'second attempt');
     assert.equal(healthy.received.length, 0);
 
     refusing = false;
@@ -435,7 +435,7 @@ describe('a pinned send is never rerouted', () => {
     ]);
     assert.equal(healthy.received.length, 0);
     assert.equal(pinned.received.length, 1);
-    assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual((await events(p, id)).map((e) => e.type), ['mail.accepted', 'mail.sent']);
   });
 
   test('pinned to an account detached after acceptance: held with an error, never sent by another account', async (t) => {
@@ -453,13 +453,13 @@ describe('a pinned send is never rerouted', () => {
     await detachProvider(p.ctx, b.id);
     await setPaused(p.ctx, pk.project.id, false);
 
-    await waitFor(() => messageShow(p.ctx, id).last_error !== null && statusOf(p, id) === 'queued', 10_000, 'hand-off without candidates');
-    const shown = messageShow(p.ctx, id);
+    await waitFor(async () => (await messageShow(p.ctx, id)).last_error !== null && (await statusOf(p, id)) === 'queued', 10_000, 'hand-off without candidates');
+    const shown = await messageShow(p.ctx, id);
     assert.equal(shown.last_error, 'no attached provider matches the pinned routing');
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000));
     clock.advance(60_000);
-    await waitFor(() => messageShow(p.ctx, id).attempts === 2 && statusOf(p, id) === 'queued', 10_000, 'second hand-off');
-    assert.deepEqual(messageShow(p.ctx, id).attempts_log, []);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts === 2 && (await statusOf(p, id)) === 'queued', 10_000, 'second hand-off');
+    assert.deepEqual((await messageShow(p.ctx, id)).attempts_log, []);
     assert.equal(healthy.received.length + pinned.received.length, 0);
   });
 
@@ -509,7 +509,7 @@ describe('routing strategies', () => {
     assert.deepEqual(sinks.map((x) => x.received.length), [3, 3, 3]);
     const bySlug = new Map<string, number>();
     for (const id of ids) {
-      const slug = messageShow(p.ctx, id).provider!;
+      const slug = (await messageShow(p.ctx, id)).provider!;
       bySlug.set(slug, (bySlug.get(slug) ?? 0) + 1);
     }
     assert.deepEqual(Object.fromEntries([...bySlug].sort()), { 'provider-b-smtp': 3, 'provider-c-smtp': 3, smtp: 3 });
@@ -600,21 +600,21 @@ describe('retry on the backoff ladder', () => {
     await attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && statusOf(p, id) === 'queued', 10_000, 'first failure');
-    let shown = messageShow(p.ctx, id);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await statusOf(p, id)) === 'queued', 10_000, 'first failure');
+    let shown = await messageShow(p.ctx, id);
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000));
     assert.equal(shown.last_error, 'smtp: 451 4.3.0 Temporary local problem');
     await settle();
     assert.equal(sink.dataCount, 1, 'not retried before its time');
 
     clock.advance(60_000);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && statusOf(p, id) === 'queued', 10_000, 'second failure');
-    shown = messageShow(p.ctx, id);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 2 && (await statusOf(p, id)) === 'queued', 10_000, 'second failure');
+    shown = await messageShow(p.ctx, id);
     assert.equal(shown.next_attempt_at, iso(T0 + 60_000 + 120_000));
 
     clock.advance(119_000);
     await settle();
-    assert.equal(statusOf(p, id), 'queued', 'one second early: still waiting');
+    assert.equal(await statusOf(p, id), 'queued', 'one second early: still waiting');
     clock.advance(1_000);
     shown = await waitStatus(p, id, 'sent');
     assert.equal(shown.attempts, 3);
@@ -625,7 +625,7 @@ describe('retry on the backoff ladder', () => {
       ['sent', iso(T0 + 180_000)],
     ]);
     assert.equal(sink.received.length, 1);
-    assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual((await events(p, id)).map((e) => e.type), ['mail.accepted', 'mail.sent']);
   });
 });
 
@@ -645,26 +645,26 @@ describe('maximum queue age', () => {
     const failing = await send(p.production, pk.liveKey, { subject: 'failing' });
     const captured = await send(p.sandbox, pk.testKey, { subject: 'captured' }, 'captured');
     const paused = await send(p.production, pk.liveKey, { subject: 'paused', paused: true }, 'paused');
-    await waitFor(() => messageShow(p.ctx, failing).attempts_log.length === 1 && statusOf(p, failing) === 'queued', 10_000, 'first failure');
+    await waitFor(async () => (await messageShow(p.ctx, failing)).attempts_log.length === 1 && (await statusOf(p, failing)) === 'queued', 10_000, 'first failure');
 
     // Half-way: retried once more, nothing expired yet.
     clock.advance(1_800_000);
-    await waitFor(() => messageShow(p.ctx, failing).attempts_log.length === 2 && statusOf(p, failing) === 'queued', 10_000, 'second failure');
-    assert.equal(messageShow(p.ctx, failing).next_attempt_at, iso(T0 + 3_600_000));
-    assert.equal(statusOf(p, captured), 'captured');
-    assert.equal(statusOf(p, paused), 'paused');
+    await waitFor(async () => (await messageShow(p.ctx, failing)).attempts_log.length === 2 && (await statusOf(p, failing)) === 'queued', 10_000, 'second failure');
+    assert.equal((await messageShow(p.ctx, failing)).next_attempt_at, iso(T0 + 3_600_000));
+    assert.equal(await statusOf(p, captured), 'captured');
+    assert.equal(await statusOf(p, paused), 'paused');
 
     // Past created_at + 1 h: every one of them ends failed.
     clock.advance(1_800_000 + 1_000);
     for (const id of [failing, captured, paused]) {
       await waitStatus(p, id, 'failed');
-      const evs = events(p, id);
+      const evs = await events(p, id);
       assert.deepEqual(evs.map((e) => e.type), ['mail.accepted', 'mail.failed'], id);
       assert.equal(evs[1].data.failure.reason, 'expired');
     }
     assert.equal(sink.received.length, 0);
-    assert.equal(messageShow(p.ctx, paused).attempts_log.length, 0);
-    assert.equal(messageShow(p.ctx, captured).attempts_log.length, 0);
+    assert.equal((await messageShow(p.ctx, paused)).attempts_log.length, 0);
+    assert.equal((await messageShow(p.ctx, captured)).attempts_log.length, 0);
   });
 
   test('the last retry that would overshoot the maximum age ends the message failed (expired) at once', async (t) => {
@@ -675,11 +675,11 @@ describe('maximum queue age', () => {
     const pk = await project(p);
     await attach(p, pk, sink.port);
     const id = await send(p.production, pk.liveKey);
-    await waitFor(() => statusOf(p, id) === 'queued' && messageShow(p.ctx, id).attempts_log.length === 1, 10_000, 'first failure');
+    await waitFor(async () => (await statusOf(p, id)) === 'queued' && (await messageShow(p.ctx, id)).attempts_log.length === 1, 10_000, 'first failure');
     clock.advance(3_000_000);
     const shown = await waitStatus(p, id, 'failed');
     assert.equal(shown.attempts_log.length, 2);
-    const evs = events(p, id);
+    const evs = await events(p, id);
     assert.deepEqual(evs.map((e) => e.type), ['mail.accepted', 'mail.failed']);
     assert.equal(evs[1].data.failure.reason, 'expired');
   });
@@ -703,7 +703,7 @@ describe('scheduled, held and cancelled messages', () => {
     await settle();
     clock.advance(599_000);
     await settle();
-    assert.equal(statusOf(p, id), 'scheduled');
+    assert.equal(await statusOf(p, id), 'scheduled');
     assert.equal(sink.received.length, 0);
     assert.equal(sink.mailCount, 0);
 
@@ -724,8 +724,8 @@ describe('scheduled, held and cancelled messages', () => {
     const paused = await send(p.production, pk.liveKey, { subject: 'held', paused: true }, 'paused');
     const captured = await send(p.sandbox, pk.testKey, { subject: 'sandboxed' }, 'captured');
     await settle();
-    assert.equal(statusOf(p, paused), 'paused');
-    assert.equal(statusOf(p, captured), 'captured');
+    assert.equal(await statusOf(p, paused), 'paused');
+    assert.equal(await statusOf(p, captured), 'captured');
     assert.equal(sink.received.length, 0);
 
     assert.equal((await releaseMessage(p.ctx, paused)).status, 'queued');
@@ -734,7 +734,7 @@ describe('scheduled, held and cancelled messages', () => {
     const shown = await waitStatus(p, captured, 'sent');
     assert.equal(shown.environment, 'sandbox');
     assert.deepEqual(sink.received.map((r) => /^Subject: (.*)$/m.exec(r.raw.toString('utf8'))![1].trim()), ['held', 'sandboxed']);
-    for (const id of [paused, captured]) assert.deepEqual(events(p, id).map((e) => e.type), ['mail.accepted', 'mail.sent']);
+    for (const id of [paused, captured]) assert.deepEqual((await events(p, id)).map((e) => e.type), ['mail.accepted', 'mail.sent']);
   });
 
   test('a cancelled scheduled message is never delivered', async (t) => {
@@ -751,10 +751,10 @@ describe('scheduled, held and cancelled messages', () => {
     clock.advance(600_000);
     await waitStatus(p, kept, 'sent');
     await settle();
-    assert.equal(statusOf(p, cancelled), 'cancelled');
-    assert.equal(messageShow(p.ctx, cancelled).attempts_log.length, 0);
+    assert.equal(await statusOf(p, cancelled), 'cancelled');
+    assert.equal((await messageShow(p.ctx, cancelled)).attempts_log.length, 0);
     assert.deepEqual(sink.received.map((r) => /^Subject: (.*)$/m.exec(r.raw.toString('utf8'))![1].trim()), ['keep me']);
-    assert.deepEqual(events(p, cancelled).map((e) => e.type), ['mail.accepted']);
+    assert.deepEqual((await events(p, cancelled)).map((e) => e.type), ['mail.accepted']);
   });
 });
 
@@ -777,12 +777,12 @@ describe('recipient-level outcomes', () => {
     assert.deepEqual(shown.recipient_outcomes, [{ email: 'gone@example.org', status: 'bounced', reply: '550 5.1.1 No such user' }]);
     assert.deepEqual(shown.attempts_log.map((a) => a.outcome), ['sent']);
 
-    const evs = events(p, id);
+    const evs = await events(p, id);
     assert.deepEqual(evs.map((e) => e.type).sort(), ['mail.accepted', 'mail.bounced', 'mail.sent']);
     const bounce = evs.find((e) => e.type === 'mail.bounced')!;
     assert.equal(bounce.data.bounce.recipient, 'gone@example.org');
 
-    assert.deepEqual(suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]), [['gone@example.org', 'hard_bounce']]);
+    assert.deepEqual((await suppressionList(p.ctx, pk.project.id)).suppressions.map((x) => [x.email, x.reason]), [['gone@example.org', 'hard_bounce']]);
     const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage({ to: 'Gone@Example.org' }) });
     assertErrorEnvelope(res, 422, 'validation_error', 'suppressed_recipient');
     assert.match(res.body.error.message, /gone@example\.org/);
@@ -796,13 +796,13 @@ describe('recipient-level outcomes', () => {
     await attach(p, pk, sink.port);
 
     const id = await send(p.production, pk.liveKey, { to: ['ok@example.org', 'busy@example.org'] });
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length >= 1 && statusOf(p, id) !== 'sending', 10_000, 'first hand-off');
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length >= 1 && (await statusOf(p, id)) !== 'sending', 10_000, 'first hand-off');
     await settle();
     assert.deepEqual(sink.received.map((r) => r.to), [['ok@example.org']]);
-    const shown = messageShow(p.ctx, id);
+    const shown = await messageShow(p.ctx, id);
     assert.deepEqual(shown.recipient_outcomes.filter((r) => r.status === 'bounced'), []);
-    assert.deepEqual(suppressionList(p.ctx, pk.project.id).suppressions, []);
-    assert.ok(!events(p, id).some((e) => e.type === 'mail.bounced'), 'no mail.bounced for a 4xx');
+    assert.deepEqual((await suppressionList(p.ctx, pk.project.id)).suppressions, []);
+    assert.ok(!(await events(p, id)).some((e) => e.type === 'mail.bounced'), 'no mail.bounced for a 4xx');
     const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage({ to: 'busy@example.org' }) });
     assertAccepted(res);
   });
@@ -823,7 +823,7 @@ describe('recipient-level outcomes', () => {
       ['y@example.org', 'bounced'],
     ]);
     assert.equal(other.received.length, 0);
-    const types = events(p, id).map((e) => e.type);
+    const types = (await events(p, id)).map((e) => e.type);
     assert.equal(types.filter((x) => x === 'mail.bounced').length, 2);
     assert.ok(types.includes('mail.failed'));
   });
@@ -847,13 +847,13 @@ describe('recipient-level outcomes', () => {
     assert.deepEqual(sink.received[0].to, ['keep@example.org']);
 
     assert.deepEqual(shownBoth.recipient_outcomes.map((r) => [r.email, r.status]), [['drop@example.org', 'suppressed']]);
-    const evBoth = events(p, both);
+    const evBoth = await events(p, both);
     assert.deepEqual(evBoth.map((e) => e.type), ['mail.accepted', 'mail.suppressed', 'mail.sent']);
     assert.equal(evBoth[1].data.suppressed.recipient, 'drop@example.org');
 
     assert.deepEqual(shownOnly.recipient_outcomes.map((r) => [r.email, r.status]), [['drop@example.org', 'suppressed']]);
     assert.deepEqual(shownOnly.attempts_log, []);
-    assert.deepEqual(events(p, only).map((e) => e.type), ['mail.accepted', 'mail.suppressed']);
+    assert.deepEqual((await events(p, only)).map((e) => e.type), ['mail.accepted', 'mail.suppressed']);
   });
 });
 

@@ -131,7 +131,7 @@ after(async () => {
   await p?.close();
 });
 
-const row = (id: string): DkimRow => p.ctx.db.prepare('SELECT * FROM dkim_keys WHERE id = ?').get(id) as DkimRow;
+const row = (id: string): DkimRow => p.db.prepare('SELECT * FROM dkim_keys WHERE id = ?').get(id) as DkimRow;
 
 async function cli(args: string[]): Promise<CliResult> {
   return runCli([...args, '--json'], { POSTERN_STATE_DIR: p.stateDir });
@@ -271,7 +271,7 @@ describe('postern dkim add', () => {
     assert.equal(missing.json.error.code, 'usage');
     assert.match(missing.json.error.message, /--selector is required/);
     // Nothing was stored.
-    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
+    assert.deepEqual(await listDkim(p.ctx, project.id), { keys: [] });
   });
 });
 
@@ -301,7 +301,7 @@ describe('dkim add validation (operator)', () => {
     const edFile = file('ed.pem', generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
     await assertRefusal(async () => (await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: rsaFile, algorithm: 'ed25519' })), 'invalid_argument', /holds a rsa key, not ed25519/);
     await assertRefusal(async () => (await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 's', privateKeyFile: edFile, algorithm: 'rsa' })), 'invalid_argument', /holds a ed25519 key, not rsa/);
-    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
+    assert.deepEqual(await listDkim(p.ctx, project.id), { keys: [] });
   });
 
   test('the domain must be a host name of at least two labels (stored lower-case); the selector lower-case DNS labels', async () => {
@@ -314,7 +314,7 @@ describe('dkim add validation (operator)', () => {
     await assertRefusal(add('example.com', Array(4).fill('a'.repeat(60)).join('.'), 'ed25519'), 'invalid_argument', /longer than 253 characters/);
     for (const algorithm of ['dsa', 'RSA', 'ed448', '']) await assertRefusal(add('example.com', 's', algorithm), 'invalid_argument', /^--algorithm must be rsa or ed25519/, algorithm);
     await assertRefusal(async () => (await addDkimKey(p.ctx, 'p.nope', { domain: 'example.com', selector: 's' })), 'not_found', /^project p\.nope not found$/);
-    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [] });
+    assert.deepEqual(await listDkim(p.ctx, project.id), { keys: [] });
 
     // Accepted: digits, "-" and "_" in selectors, dotted selectors, xn-- labels; the domain is lower-cased.
     const good = await addDkimKey(p.ctx, project.id, { domain: 'Mail.Example.COM', selector: '2026-01_a.b9', algorithm: 'ed25519' });
@@ -340,7 +340,7 @@ describe('postern dkim list / replace / remove', () => {
     assert.deepEqual(mine, { keys: [second, keep] });
     assert.deepEqual(theirs, { keys: [otherKey] });
     // The replaced key no longer signs; the new one does.
-    const signature = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', Buffer.from('From: a@example.com\r\nSubject: x\r\n\r\nhi\r\n'), new Date());
+    const signature = await dkimSignatureFor(p.ctx.store, project.id, 'example.com', Buffer.from('From: a@example.com\r\nSubject: x\r\n\r\nhi\r\n'), new Date());
     assert.equal(signatureTags(signature!).s, 'new');
   });
 
@@ -377,7 +377,7 @@ describe('postern dkim list / replace / remove', () => {
     assert.equal(unknown, 'DKIM key dk.0000000000000000 not found');
     // A new key for the domain can be added after removal.
     const fresh = await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'back', algorithm: 'ed25519' });
-    assert.deepEqual(listDkim(p.ctx, project.id), { keys: [fresh, stays] });
+    assert.deepEqual(await listDkim(p.ctx, project.id), { keys: [fresh, stays] });
   });
 });
 
@@ -386,7 +386,7 @@ describe('DKIM signing of spooled messages', () => {
   async function spooled(liveKey: string, overrides: Record<string, unknown> = {}): Promise<{ id: string; bytes: Buffer }> {
     const res = await post(p.production, '/v1/send', { key: liveKey, json: validMessage(overrides) });
     assert.equal(res.status, 202, res.text);
-    return { id: res.body.id, bytes: storedMimeOf(p.ctx.db, p.stateDir, res.body.id) };
+    return { id: res.body.id, bytes: await storedMimeOf(p.ctx.store, p.stateDir, res.body.id) };
   }
 
   const rich = {
@@ -422,7 +422,7 @@ describe('DKIM signing of spooled messages', () => {
     test(`an ${kind} signature of a spooled message verifies with mailauth and with python3-dkim (dkimverify); tampering fails both`, async () => {
       const [projectId, live, key] = kind === 'rsa' ? [rsaProject, rsaLive, rsaKey] : [edProject, edLive, edKey];
       const { bytes } = await spooled(live, rich);
-      const header = await dkimSignatureFor(p.ctx.db, projectId, 'example.com', bytes, new Date());
+      const header = await dkimSignatureFor(p.ctx.store, projectId, 'example.com', bytes, new Date());
       assert.ok(header, 'a signature');
       assert.match(header, /^DKIM-Signature: /);
       assert.ok(header.endsWith('\r\n'));
@@ -477,7 +477,7 @@ describe('DKIM signing of spooled messages', () => {
     const { bytes } = await spooled(rsaLive, { ...rich, subject: 'streamed' });
     // In uneven chunks, as a file stream may cut it: inside the header block and inside a line.
     const chunks = [bytes.subarray(0, 17), bytes.subarray(17, 700), bytes.subarray(700)];
-    const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', Readable.from(chunks, { objectMode: false }), new Date());
+    const header = await dkimSignatureFor(p.ctx.store, rsaProject, 'example.com', Readable.from(chunks, { objectMode: false }), new Date());
     assert.ok(header);
     const signed = Buffer.concat([Buffer.from(header), bytes]);
     assert.equal((await mailauthVerify(signed, rsaKey.dns_name, rsaKey.dns_value)).result.results[0].status.result, 'pass');
@@ -495,7 +495,7 @@ describe('DKIM signing of spooled messages', () => {
     Date.now = () => realNow() + 1000 * reads++;
     let header: string | null;
     try {
-      header = await dkimSignatureFor(p.ctx.db, edProject, 'example.com', bytes, signTime);
+      header = await dkimSignatureFor(p.ctx.store, edProject, 'example.com', bytes, signTime);
     } finally {
       Date.now = realNow;
     }
@@ -526,7 +526,7 @@ describe('DKIM signing of spooled messages', () => {
     ];
     const toVerify: VerifyCase[] = [];
     for (const [label, bytes, input, canonicalization] of cases) {
-      const header = await dkimSignatureFor(p.ctx.db, rsaProject, 'example.com', input, new Date());
+      const header = await dkimSignatureFor(p.ctx.store, rsaProject, 'example.com', input, new Date());
       assert.ok(header, label);
       assert.equal(signatureTags(header).c, canonicalization, label);
       const signed = Buffer.concat([Buffer.from(header), bytes]);
@@ -550,7 +550,7 @@ describe('DKIM signing of spooled messages', () => {
     const toVerify: VerifyCase[] = [];
     for (const [from, key] of cases) {
       const { bytes } = await spooled(liveKey, { from, subject: `from ${from}` });
-      const header = await dkimSignatureFor(p.ctx.db, project.id, from.split('@')[1], bytes, new Date());
+      const header = await dkimSignatureFor(p.ctx.store, project.id, from.split('@')[1], bytes, new Date());
       assert.ok(header, from);
       assert.equal(signatureTags(header).d, key.domain, from);
       assert.equal(signatureTags(header).s, key.selector, from);
@@ -566,27 +566,27 @@ describe('DKIM signing of spooled messages', () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'signing none');
     await addDkimKey(p.ctx, project.id, { domain: 'sub.example.com', selector: 'sub', algorithm: 'ed25519' });
     const { bytes } = await spooled(liveKey, { from: 'a@other.org' });
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.store, project.id, 'other.org', bytes, new Date()), null);
     // A key for a subdomain never signs its parent or a sibling; a bare TLD never matches.
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date()), null);
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.example.com', bytes, new Date()), null);
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.store, project.id, 'example.com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.store, project.id, 'other.example.com', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.store, project.id, 'com', bytes, new Date()), null);
     // Another project's key never applies.
     const bare = await createProjectWithKeys(p.ctx, 'signing none bare');
     const fromRsaDomain = await spooled(bare.liveKey, { from: 'a@example.com' });
-    assert.equal(await dkimSignatureFor(p.ctx.db, bare.project.id, 'example.com', fromRsaDomain.bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.store, bare.project.id, 'example.com', fromRsaDomain.bytes, new Date()), null);
     // A removed key no longer signs.
     const gone = await addDkimKey(p.ctx, project.id, { domain: 'other.org', selector: 'gone', algorithm: 'ed25519' });
-    assert.ok(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()));
+    assert.ok(await dkimSignatureFor(p.ctx.store, project.id, 'other.org', bytes, new Date()));
     await removeDkim(p.ctx, gone.id);
-    assert.equal(await dkimSignatureFor(p.ctx.db, project.id, 'other.org', bytes, new Date()), null);
+    assert.equal(await dkimSignatureFor(p.ctx.store, project.id, 'other.org', bytes, new Date()), null);
   });
 
   test('a key added with the CLI signs messages that verify against the DNS record the CLI printed', async () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'signing cli');
     const printed = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'cli']);
     const { bytes } = await spooled(liveKey, rich);
-    const header = await dkimSignatureFor(p.ctx.db, project.id, 'example.com', bytes, new Date());
+    const header = await dkimSignatureFor(p.ctx.store, project.id, 'example.com', bytes, new Date());
     assert.ok(header);
     const signed = Buffer.concat([Buffer.from(header), bytes]);
     assert.equal((await mailauthVerify(signed, printed.dns_name, printed.dns_value)).result.results[0].status.result, 'pass');

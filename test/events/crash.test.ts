@@ -19,6 +19,7 @@ import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { addWebhook } from '../../src/operator/webhooks.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import { ProcessScope, sleep } from '../support/processes.js';
 import { WebhookReceiver, type ReceivedWebhook } from '../support/webhookReceiver.js';
@@ -44,7 +45,7 @@ async function seed(stateDir: string, url: string): Promise<{ liveKey: string; s
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, webhooks: { allow_private_targets: true } }, {});
-    const ctx = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
     const project = await createProject(ctx, 'webhook crash', 'pro');
     await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     const hook = await addWebhook(ctx, project.id, url);

@@ -121,14 +121,14 @@ function assertEnvelope(hook: ReceivedWebhook): void {
 }
 
 function deliveryRow(p: TestPostern, id: string): WebhookDeliveryRow {
-  return p.ctx.db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?').get(id) as WebhookDeliveryRow;
+  return p.db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?').get(id) as WebhookDeliveryRow;
 }
 
 function deliveriesOf(p: TestPostern, endpointId: string): WebhookDeliveryRow[] {
-  return p.ctx.db.prepare('SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq').all(endpointId) as WebhookDeliveryRow[];
+  return p.db.prepare('SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq').all(endpointId) as WebhookDeliveryRow[];
 }
 
-const view = (p: TestPostern, pk: ProjectWithKeys, id: string): WebhookView => listWebhooks(p.ctx, pk.project.id).webhooks.find((w) => w.id === id)!;
+const view = async (p: TestPostern, pk: ProjectWithKeys, id: string): Promise<WebhookView> => (await listWebhooks(p.ctx, pk.project.id)).webhooks.find((w) => w.id === id)!;
 
 /** A pro project with keys and the default unreachable provider (acceptance only). */
 const project = async (p: TestPostern, name = 'webhooks') => await createProjectWithKeys(p.ctx, name, 'pro');
@@ -196,7 +196,7 @@ describe('webhooks', { concurrency: true }, () => {
     assert.equal(row.last_status, null);
     assert.match(row.last_error!, /^timeout: no 2xx within 10000 ms$/);
     assert.ok(row.next_attempt_at! >= T0 + 54_000 && row.next_attempt_at! <= T0 + 66_000, 'next attempt on the first ladder step');
-    assert.equal(view(p, pk, hook.id).failing_since, iso(T0));
+    assert.equal((await view(p, pk, hook.id)).failing_since, iso(T0));
     // The retry (same id) succeeds at once.
     clock.set(row.next_attempt_at!);
     const [, second] = await r.waitFor(2);
@@ -282,7 +282,7 @@ describe('webhooks', { concurrency: true }, () => {
         }
         const pk = await createProjectWithKeys(p.ctx, 'Events project', 'pro', { provider: false });
         await attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none' });
-        const account = listProviderAccounts(p.ctx.db, pk.project.id)[0];
+        const account = (await listProviderAccounts(p.ctx.store, pk.project.id))[0];
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         assert.match(hook.secret, /^whsec_[A-Za-z0-9]{43}$/);
 
@@ -301,23 +301,23 @@ describe('webhooks', { concurrency: true }, () => {
         const now = Date.now();
         const feedback = (kind: 'delivered' | 'complaint', key: string) =>
           applyFeedback(
-            p.ctx.db,
+            p.ctx.store,
             account,
             [{ receiptKey: key, kind, providerMessageId: sentRow.body.data.provider_message_id, messageId: sentId, recipient: 'ann@example.org', occurredAt: now, detail: kind === 'complaint' ? { type: 'abuse' } : { reply: '250 2.0.0 Ok' } }],
             now,
             silentLogger(),
           );
-        assert.equal(feedback('delivered', 'fb-1').applied, 1);
-        assert.equal(feedback('complaint', 'fb-2').applied, 1);
+        assert.equal((await feedback('delivered', 'fb-1')).applied, 1);
+        assert.equal((await feedback('complaint', 'fb-2')).applied, 1);
         const test1 = await testWebhook(p.ctx, hook.id);
         assert.equal(test1.delivered, true, test1.error ?? '');
 
         const expectTypes = [...MAIL_EVENT_TYPES, 'webhook.test'];
         await r.waitUntil(() => expectTypes.every((type) => r.on().some((h) => h.body.type === type)), 15_000, 'one delivery of every type');
         // Every event of the outbox was delivered once, as its own envelope.
-        await waitFor(() => (p.ctx.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number) === r.on().filter((h) => h.body.type !== 'webhook.test').length, 5000, 'all events');
+        await waitFor(() => (p.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number) === r.on().filter((h) => h.body.type !== 'webhook.test').length, 5000, 'all events');
         await waitFor(() => deliveriesOf(p, hook.id).every((d) => d.status === 'delivered'), 5000, 'every outcome recorded');
-        const events = p.ctx.db.prepare('SELECT * FROM events ORDER BY seq').all() as { seq: number; message_id: string; type: string; created_at: number; data: string }[];
+        const events = p.db.prepare('SELECT * FROM events ORDER BY seq').all() as { seq: number; message_id: string; type: string; created_at: number; data: string }[];
         const project = { uid: pk.project.id, name: 'Events project' };
         const mailOf: Record<string, unknown> = {
           [sentId]: { uid: sentId, subject: 'Hello Ann', from: 'sender@example.com', to: ['ann@example.org', 'bob@example.org'], project, tags: ['welcome', 'v2'], metadata: { user_id: '42', plan: 'gold' } },
@@ -380,7 +380,7 @@ describe('webhooks', { concurrency: true }, () => {
         const after = await send(p, pk, { subject: 'after' });
         await send(p, other, { subject: 'other project' });
         // A mail.sent for `after`, recorded the way the scheduler records it.
-        insertEvent(p.ctx.db, {
+        await insertEvent(p.ctx.store, {
           project_id: pk.project.id,
           message_id: after,
           type: 'mail.sent',
@@ -413,7 +413,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(row.status, 'pending');
         assert.equal(row.last_status, 500);
         assert.equal(row.last_error, 'HTTP 500: database is down');
-        assert.equal(view(p, pk, hook.id).failing_since, iso(T0));
+        assert.equal((await view(p, pk, hook.id)).failing_since, iso(T0));
         clock.advance(row.next_attempt_at! - T0);
         const [, second] = await r.waitFor(2);
         assert.equal(second.body.id, first.body.id, 'same delivery id');
@@ -428,7 +428,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(done.attempts, 2);
         assert.equal(done.last_status, 204);
         assert.equal(done.last_error, null);
-        const v = view(p, pk, hook.id);
+        const v = await view(p, pk, hook.id);
         assert.equal(v.failing_since, null, 'a success ends the failure run');
         assert.equal(v.last_success_at, iso(clock.now()));
       });
@@ -562,27 +562,27 @@ describe('webhooks', { concurrency: true }, () => {
           return id;
         };
         await round(T0, 'at 0 h');
-        assert.equal(view(p, pk, a.id).failing_since, iso(T0));
-        assert.equal(view(p, pk, b.id).failing_since, iso(T0));
+        assert.equal((await view(p, pk, a.id)).failing_since, iso(T0));
+        assert.equal((await view(p, pk, b.id)).failing_since, iso(T0));
         // 20 h later /b answers once; /a keeps failing.
         healthy = new Set(['/b']);
         await round(T0 + 20 * HOUR, 'at 20 h');
         healthy = new Set();
-        assert.equal(view(p, pk, b.id).failing_since, null, 'a success ends the run');
-        assert.equal(view(p, pk, b.id).last_success_at, iso(T0 + 20 * HOUR));
-        assert.equal(view(p, pk, a.id).failing_since, iso(T0));
+        assert.equal((await view(p, pk, b.id)).failing_since, null, 'a success ends the run');
+        assert.equal((await view(p, pk, b.id)).last_success_at, iso(T0 + 20 * HOUR));
+        assert.equal((await view(p, pk, a.id)).failing_since, iso(T0));
         // One minute short of 24 h: still enabled.
         await round(T0 + 24 * HOUR - 60_000, 'at 24 h - 1 min');
-        assert.equal(view(p, pk, a.id).state, 'enabled');
+        assert.equal((await view(p, pk, a.id)).state, 'enabled');
         // The first failure once 24 h have passed disables /a.
         const disabledAt = T0 + 24 * HOUR + 60_000;
         await round(disabledAt, 'at 24 h + 1 min');
-        const va = view(p, pk, a.id);
+        const va = await view(p, pk, a.id);
         assert.equal(va.state, 'disabled');
         assert.equal(va.disabled_at, iso(disabledAt));
         assert.equal(va.disabled_reason, `every attempt failed for 24 h (since ${iso(T0)}); last: HTTP 500: broken`);
         assert.equal(va.failing_since, iso(T0));
-        const vb = view(p, pk, b.id);
+        const vb = await view(p, pk, b.id);
         assert.equal(vb.state, 'enabled', '/b succeeded at 20 h, so its run began at 24 h - 1 min');
         assert.equal(vb.disabled_at, null);
         assert.equal(vb.disabled_reason, null);
@@ -595,7 +595,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(r.on('/a').length, aFrozen, 'nothing sent to a disabled endpoint');
         const pendingA = deliveriesOf(p, a.id).filter((d) => d.status === 'pending');
         assert.equal(pendingA.length, 5, 'four waiting for their retry, one never tried');
-        assert.equal(view(p, pk, a.id).pending_deliveries, 5);
+        assert.equal((await view(p, pk, a.id)).pending_deliveries, 5);
 
         // Fixed and re-enabled: every pending delivery goes out at once, without waiting for its retry time.
         healthy = new Set(['/a', '/b']);
@@ -607,8 +607,8 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(enabled.resumed_deliveries, 5);
         await waitFor(() => deliveriesOf(p, a.id).every((d) => d.status === 'delivered'), 5000, 'the pending deliveries of /a');
         assert.ok(r.on('/a').some((h) => h.body.data.mail.uid === queued), 'the event recorded while disabled arrived');
-        assert.equal(view(p, pk, a.id).pending_deliveries, 0);
-        assert.equal(view(p, pk, a.id).last_success_at, iso(T0 + 31 * HOUR));
+        assert.equal((await view(p, pk, a.id)).pending_deliveries, 0);
+        assert.equal((await view(p, pk, a.id)).last_success_at, iso(T0 + 31 * HOUR));
       });
 
       test('a slow endpoint holds only its own slots: another endpoint is served at once', async (t) => {
@@ -644,7 +644,7 @@ describe('webhooks', { concurrency: true }, () => {
         const [first] = await r.waitFor(1);
         await waitFor(() => deliveryRow(p, first.body.id).attempts === 1);
         assert.deepEqual((await removeWebhook(p.ctx, hook.id)), { id: hook.id, removed: true, cancelled_deliveries: 1 });
-        assert.deepEqual(listWebhooks(p.ctx, pk.project.id).webhooks, []);
+        assert.deepEqual((await listWebhooks(p.ctx, pk.project.id)).webhooks, []);
         const row = deliveryRow(p, first.body.id);
         assert.equal(row.status, 'failed');
         assert.equal(row.last_error, 'endpoint removed');
@@ -673,14 +673,14 @@ describe('webhooks', { concurrency: true }, () => {
         assert.match(rotated.secret, /^whsec_[A-Za-z0-9]{43}$/);
         assert.notEqual(rotated.secret, hook.secret);
         assert.equal(rotated.previous_secret_expires_at, iso(clock.now() + 24 * HOUR));
-        assert.equal(view(p, pk, hook.id).previous_secret_expires_at, rotated.previous_secret_expires_at);
-        assert.ok(!JSON.stringify(listWebhooks(p.ctx, pk.project.id)).includes('whsec_'), 'list never shows a secret');
+        assert.equal((await view(p, pk, hook.id)).previous_secret_expires_at, rotated.previous_secret_expires_at);
+        assert.ok(!JSON.stringify(await listWebhooks(p.ctx, pk.project.id)).includes('whsec_'), 'list never shows a secret');
         await send(p, pk);
         const [, two] = await r.waitFor(2);
         assertSigned(two, [rotated.secret, hook.secret], clock.now());
 
         clock.advance(24 * HOUR + 1000);
-        assert.equal(view(p, pk, hook.id).previous_secret_expires_at, null);
+        assert.equal((await view(p, pk, hook.id)).previous_secret_expires_at, null);
         await send(p, pk);
         const [, , three] = await r.waitFor(3);
         assertSigned(three, [rotated.secret], clock.now());
@@ -722,7 +722,7 @@ describe('webhooks', { concurrency: true }, () => {
         await refused('ftp://example.com/', /must be https:\/\//);
         await refused('https://user:pw@example.com/', /credentials/);
         await refused('not a url', /not an absolute URL/);
-        assert.deepEqual(listWebhooks(p.ctx, pk.project.id).webhooks, []);
+        assert.deepEqual((await listWebhooks(p.ctx, pk.project.id)).webhooks, []);
       });
 
       test('checked again at delivery: an endpoint registered while private targets were allowed gets nothing once they are not', async (t) => {
@@ -901,7 +901,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(deliveryRow(p, result.id).status, 'failed');
         await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 1, 'a test is never retried');
-        assert.equal(view(p, pk, hook.id).failing_since, null, 'a test does not count towards the failure run');
+        assert.equal((await view(p, pk, hook.id)).failing_since, null, 'a test does not count towards the failure run');
         await assert.rejects(testWebhook(p.ctx, 'wh.nope'), (e: unknown) => e instanceof OperatorError && e.code === 'not_found');
         await assert.rejects(addWebhook(p.ctx, pk.project.id, r.url(), 'mail.sent,mail.opened'), /unknown event type mail\.opened/);
         await assert.rejects(addWebhook(p.ctx, pk.project.id, r.url(), ' , '), /--events needs at least one event type/);

@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { cancelMessage } from '../../src/operator/messages.js';
 import { sql } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { getMessage } from '../../src/store/messages.js';
 import { pruneFinishedMessages } from '../../src/store/messageRetention.js';
@@ -31,7 +32,7 @@ async function send(p: TestPostern, key: string, idempotencyKey?: string, opts: 
   return res.body.id as string;
 }
 
-const spoolFile = (p: TestPostern, id: string) => path.join(p.stateDir, 'spool', getMessage(p.ctx.db, id)!.spool_path);
+const spoolFile = async (p: TestPostern, id: string) => path.join(p.stateDir, 'spool', (await getMessage(p.ctx.store, id))!.spool_path);
 
 test('finished messages past retention lose their row, events and spool file; live and recent ones stay', async (t) => {
   const stateDir = tempStateDir();
@@ -42,26 +43,26 @@ test('finished messages past retention lose their row, events and spool file; li
   const old = await send(p, liveKey, 'retention-key-0001');
   await cancelMessage(p.ctx, old);
   const live = await send(p, liveKey);
-  const oldFile = spoolFile(p, old);
-  const liveFile = spoolFile(p, live);
+  const oldFile = await spoolFile(p, old);
+  const liveFile = await spoolFile(p, live);
   clock.advance(10 * DAY);
   const recent = await send(p, liveKey);
   await cancelMessage(p.ctx, recent);
-  const recentFile = spoolFile(p, recent);
-  assert.ok(eventsForMessage(p.ctx.db, old).length > 0);
+  const recentFile = await spoolFile(p, recent);
+  assert.ok((await eventsForMessage(p.ctx.store, old)).length > 0);
   await p.close();
 
   // 31 days after the first sends: the sweep at start removes what is due.
   clock.set(T0 + 31 * DAY);
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
-    await waitFor(() => getMessage(p.ctx.db, old) === undefined, 10_000, 'the old cancelled message to be removed');
-    assert.deepEqual(eventsForMessage(p.ctx.db, old), []);
+    await waitFor(async () => (await getMessage(p.ctx.store, old)) === undefined, 10_000, 'the old cancelled message to be removed');
+    assert.deepEqual(await eventsForMessage(p.ctx.store, old), []);
     await waitFor(() => !existsSync(oldFile), 5_000, 'its spool file to be removed');
     // Queued (live) for 31 days: kept, with its file; finished 21 days ago: kept.
-    assert.equal(getMessage(p.ctx.db, live)?.status, 'queued');
+    assert.equal((await getMessage(p.ctx.store, live))?.status, 'queued');
     assert.ok(existsSync(liveFile));
-    assert.equal(getMessage(p.ctx.db, recent)?.status, 'cancelled');
+    assert.equal((await getMessage(p.ctx.store, recent))?.status, 'cancelled');
     assert.ok(existsSync(recentFile));
     // The Idempotency-Key's window is the same retention: the key now sends a new message.
     const again = await send(p, liveKey, 'retention-key-0001');
@@ -78,11 +79,11 @@ test('a project retention shorter than the default removes its messages sooner',
   const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
   await cancelMessage(p.ctx, id);
-  sql(p.ctx.db, 'UPDATE projects SET retention_days = 3 WHERE id = ?').run(project.id);
-  const spoolPath = getMessage(p.ctx.db, id)!.spool_path;
-  assert.deepEqual(pruneFinishedMessages(p.ctx.db, T0 + 2 * DAY, 30, 100), []);
-  assert.deepEqual(pruneFinishedMessages(p.ctx.db, T0 + 4 * DAY, 30, 100), [spoolPath]);
-  assert.equal(getMessage(p.ctx.db, id), undefined);
+  sql(p.db, 'UPDATE projects SET retention_days = 3 WHERE id = ?').run(project.id);
+  const spoolPath = (await getMessage(p.ctx.store, id))!.spool_path;
+  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 2 * DAY, 30, 100), []);
+  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 4 * DAY, 30, 100), [spoolPath]);
+  assert.equal(await getMessage(p.ctx.store, id), undefined);
 });
 
 test('an event a pending webhook delivery still has to send outlives its pruned message', async (t) => {
@@ -92,20 +93,20 @@ test('an event a pending webhook delivery still has to send outlives its pruned 
   const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
   await cancelMessage(p.ctx, id);
-  const db = p.ctx.db;
+  const db = p.db;
   // mail.accepted, and a second event of the message that no delivery waits for.
   sql(db, "INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (?, ?, 'mail.failed', ?, '{}')").run(project.id, id, T0);
-  const events = eventsForMessage(db, id);
+  const events = await eventsForMessage(sqliteQueries(db), id);
   assert.deepEqual(
     events.map((e) => e.type),
     ['mail.accepted', 'mail.failed'],
   );
   sql(db, "INSERT INTO webhook_endpoints (id, project_id, url, secret, from_seq, created_at) VALUES ('we_1', ?, 'https://hooks.example.com/', 's', 0, ?)").run(project.id, T0);
   sql(db, "INSERT INTO webhook_deliveries (seq, id, endpoint_id, event_seq, type, status, created_at) VALUES (1, 'wd_1', 'we_1', ?, ?, 'pending', ?)").run(events[0].seq, events[0].type, T0);
-  assert.equal(pruneFinishedMessages(db, T0 + 31 * DAY, 30, 100).length, 1);
-  assert.equal(getMessage(db, id), undefined);
+  assert.equal((await pruneFinishedMessages(sqliteQueries(db), T0 + 31 * DAY, 30, 100)).length, 1);
+  assert.equal(await getMessage(sqliteQueries(db), id), undefined);
   assert.deepEqual(
-    eventsForMessage(db, id).map((e) => e.seq),
+    (await eventsForMessage(sqliteQueries(db), id)).map((e) => e.seq),
     [events[0].seq],
   );
 });
@@ -118,11 +119,11 @@ test('a finished small message past retention loses its body in the index with i
   const small = await send(p, liveKey, undefined, { small: true });
   const large = await send(p, liveKey);
   for (const id of [small, large]) await cancelMessage(p.ctx, id);
-  const bodies = () => sql(p.ctx.db, 'SELECT message_id FROM message_bodies WHERE message_id IN (?, ?)').pluck().all(small, large);
+  const bodies = () => sql(p.db, 'SELECT message_id FROM message_bodies WHERE message_id IN (?, ?)').pluck().all(small, large);
   assert.deepEqual(bodies(), [small]);
-  const largePath = getMessage(p.ctx.db, large)!.spool_path;
-  assert.deepEqual(pruneFinishedMessages(p.ctx.db, T0 + 31 * DAY, 30, 100), [largePath]);
-  assert.equal(getMessage(p.ctx.db, small), undefined);
+  const largePath = (await getMessage(p.ctx.store, large))!.spool_path;
+  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 31 * DAY, 30, 100), [largePath]);
+  assert.equal(await getMessage(p.ctx.store, small), undefined);
   assert.deepEqual(bodies(), []);
 });
 
@@ -138,11 +139,11 @@ test('a sweep removes at most one chunk per transaction and finds the rest next 
     ids.push(id);
   }
   const later = T0 + 31 * DAY;
-  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 2);
-  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 2);
-  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 1);
-  assert.equal(pruneFinishedMessages(p.ctx.db, later, 30, 2).length, 0);
-  for (const id of ids) assert.equal(getMessage(p.ctx.db, id), undefined);
+  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 2);
+  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 2);
+  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 1);
+  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 0);
+  for (const id of ids) assert.equal(await getMessage(p.ctx.store, id), undefined);
 });
 
 test('a retired spool file is emptied, kept across a restart, and becomes a later message\'s file', async (t) => {
@@ -154,7 +155,7 @@ test('a retired spool file is emptied, kept across a restart, and becomes a late
   const { liveKey } = await createProjectWithKeys(p.ctx);
   const old = await send(p, liveKey);
   await cancelMessage(p.ctx, old);
-  const oldInode = statSync(spoolFile(p, old)).ino;
+  const oldInode = statSync(await spoolFile(p, old)).ino;
   await p.close();
 
   clock.set(T0 + 31 * DAY);
@@ -172,11 +173,11 @@ test('a retired spool file is emptied, kept across a restart, and becomes a late
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
     const next = await send(p, liveKey);
-    const file = spoolFile(p, next);
+    const file = await spoolFile(p, next);
     assert.equal(statSync(file).ino, oldInode);
     assert.deepEqual(readdirSync(freeDir), []);
     const mime = readFileSync(file, 'latin1');
-    assert.equal(mime.length, getMessage(p.ctx.db, next)!.size_bytes);
+    assert.equal(mime.length, (await getMessage(p.ctx.store, next))!.size_bytes);
     assert.match(mime, new RegExp(`^Message-ID: <${next.replace('.', '\\.')}@example\\.com>`, 'm'));
   } finally {
     await p.close();

@@ -16,7 +16,7 @@ import { settle } from '../support/waiting.js';
 type Detail = { field: string; code: string };
 
 function stored(p: TestPostern): { rows: number; files: number } {
-  return { rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number, files: storedMimeCount(p.stateDir) };
+  return { rows: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number, files: storedMimeCount(p.stateDir) };
 }
 
 /** The exact 422 envelope with these details (its message taken from the answer). */
@@ -177,18 +177,18 @@ describe('text that is not text is refused with its field code, never stored cha
     const raw = JSON.stringify(validMessage({ subject: 'smile @@ \uFFFD' })).replace('@@', '\\ud83d\\ude00');
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    assert.equal(p.ctx.db.prepare('SELECT subject FROM messages WHERE id = ?').pluck().get(res.body.id), 'smile 😀 \uFFFD');
+    assert.equal(p.db.prepare('SELECT subject FROM messages WHERE id = ?').pluck().get(res.body.id), 'smile 😀 \uFFFD');
   });
 
   test('"__proto__", "constructor" and "toString" metadata keys and a "__proto__" header are kept: in the index, the mail.accepted event and the MIME', async () => {
     const raw = JSON.stringify(validMessage({ metadata: { '@@': 'x', constructor: 'y', toString: 'z' }, headers: { '@@': 'h' } })).replaceAll('"@@"', '"__proto__"');
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    const row = p.ctx.db.prepare('SELECT metadata FROM messages WHERE id = ?').get(res.body.id) as { metadata: string };
+    const row = p.db.prepare('SELECT metadata FROM messages WHERE id = ?').get(res.body.id) as { metadata: string };
     assert.equal(row.metadata, '{"__proto__":"x","constructor":"y","toString":"z"}');
-    const event = p.ctx.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(res.body.id) as string;
+    const event = p.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(res.body.id) as string;
     assert.equal(JSON.stringify(JSON.parse(event).mail.metadata), '{"__proto__":"x","constructor":"y","toString":"z"}');
-    const mime = storedMimeOf(p.ctx.db, p.stateDir, res.body.id).toString('utf8');
+    const mime = (await storedMimeOf(p.ctx.store, p.stateDir, res.body.id)).toString('utf8');
     assert.match(mime, /(^|\r\n)__proto__: h\r\n/);
   });
 });

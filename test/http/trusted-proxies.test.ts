@@ -88,7 +88,7 @@ describe('HTTP behind trusted proxies (http.trusted_proxies)', () => {
     assert.equal(throttled.body.error.code, 'sign_in_throttled');
     const signedIn = await signIn('198.51.100.41', PASSWORD);
     assert.equal(signedIn.status, 201, signedIn.text);
-    const audited = p.ctx.db.prepare("SELECT client_ip FROM audit_log WHERE action = 'session.sign_in' AND target = ?").pluck().all(owner.id);
+    const audited = p.db.prepare("SELECT client_ip FROM audit_log WHERE action = 'session.sign_in' AND target = ?").pluck().all(owner.id);
     assert.deepEqual(audited, ['198.51.100.41']);
   });
 

@@ -34,7 +34,7 @@ interface StoreCounts {
 }
 
 function storeCounts(p: TestPostern): StoreCounts {
-  const count = (table: string) => p.ctx.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number;
+  const count = (table: string) => p.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number;
   return { messages: count('messages'), events: count('events'), idempotency_keys: count('idempotency_keys'), stored_mime: storedMimeCount(p.stateDir) };
 }
 

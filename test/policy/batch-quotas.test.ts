@@ -50,20 +50,20 @@ describe('batch sends against plan caps', () => {
   const send = (proj: ProjectWithKeys, message = validMessage()) => post(p.production, '/v1/send', { key: proj.liveKey, json: message });
   const rowsBySubject = (projectId: string) =>
     new Map(
-      (p.ctx.db.prepare('SELECT id, subject, spool_path FROM messages WHERE project_id = ?').all(projectId) as { id: string; subject: string; spool_path: string }[]).map(
+      (p.db.prepare('SELECT id, subject, spool_path FROM messages WHERE project_id = ?').all(projectId) as { id: string; subject: string; spool_path: string }[]).map(
         (r) => [r.subject, r],
       ),
     );
   const totals = () => ({
-    rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
-    events: p.ctx.db.prepare("SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get() as number,
+    rows: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
+    events: p.db.prepare("SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get() as number,
     stored: storedMimeCount(p.stateDir),
     tmp: emlFiles(p.stateDir).filter((f) => !f.endsWith('.eml')).length,
   });
   const hundred = (prefix: string) => Array.from({ length: 100 }, (_, i) => validMessage({ subject: `${prefix} ${i}` }));
 
   /** Slots [0, k) accepted with rows and stored MIME; [k, n) equal to `refusal` exactly. */
-  function assertCutAt(res: HttpResult, proj: ProjectWithKeys, prefix: string, k: number, n: number, refusal: unknown): void {
+  async function assertCutAt(res: HttpResult, proj: ProjectWithKeys, prefix: string, k: number, n: number, refusal: unknown): Promise<void> {
     assert.equal(res.status, 207, res.text);
     const data = res.body.data as any[];
     assert.equal(data.length, n);
@@ -74,7 +74,7 @@ describe('batch sends against plan caps', () => {
         assert.match(data[i].id, ID);
         const row = rows.get(`${prefix} ${i}`);
         assert.equal(row?.id, data[i].id, `slot ${i} has its row`);
-        assert.ok(storedMimeOf(p.ctx.db, p.stateDir, row!.id).length > 0, `slot ${i} has its MIME`);
+        assert.ok((await storedMimeOf(p.ctx.store, p.stateDir, row!.id)).length > 0, `slot ${i} has its MIME`);
       } else {
         assert.deepEqual(data[i], refusal, `slot ${i}`);
         assert.equal(rows.has(`${prefix} ${i}`), false, `slot ${i} stored nothing`);
@@ -89,15 +89,15 @@ describe('batch sends against plan caps', () => {
     const single = await send(proj);
     assertErrorEnvelope(single, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
     assert.equal(single.headers.get('retry-after'), String(8 * 3600 + 30 * 60));
-    assertCutAt(res, proj, 'd', 37, 100, single.body);
+    await assertCutAt(res, proj, 'd', 37, 100, single.body);
     const after = totals();
     assert.deepEqual(after, { rows: before.rows + 37, events: before.events + 37, stored: before.stored + 37, tmp: before.tmp });
-    const usage = showProject(p.ctx, proj.project.id).usage;
+    const usage = (await showProject(p.ctx, proj.project.id)).usage;
     assert.deepEqual([usage.day.messages, usage.month.messages], [37, 37]);
 
     // A later batch on the spent cap: every slot refused, still a 207.
     const again = await batch(proj, [validMessage({ subject: 'late 0' }), validMessage({ subject: 'late 1' })]);
-    assertCutAt(again, proj, 'late', 0, 2, single.body);
+    await assertCutAt(again, proj, 'late', 0, 2, single.body);
   });
 
   test('monthly cap 60: elements 0..59 are accepted, 60..99 get the monthly_quota_exceeded envelope a single send gets', async () => {
@@ -106,10 +106,10 @@ describe('batch sends against plan caps', () => {
     const res = await batch(proj, hundred('m'));
     const single = await send(proj);
     assertErrorEnvelope(single, 402, 'quota_error', 'monthly_quota_exceeded');
-    assertCutAt(res, proj, 'm', 60, 100, single.body);
+    await assertCutAt(res, proj, 'm', 60, 100, single.body);
     const after = totals();
     assert.deepEqual(after, { rows: before.rows + 60, events: before.events + 60, stored: before.stored + 60, tmp: before.tmp });
-    assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 60);
+    assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.messages, 60);
   });
 
   test('a cap partly used by single sends runs out at the right element', async () => {
@@ -117,14 +117,14 @@ describe('batch sends against plan caps', () => {
     for (let i = 0; i < 30; i++) assert.equal((await send(proj)).status, 202);
     const res = await batch(proj, Array.from({ length: 10 }, (_, i) => validMessage({ subject: `x ${i}` })));
     const single = await send(proj);
-    assertCutAt(res, proj, 'x', 7, 10, single.body);
+    await assertCutAt(res, proj, 'x', 7, 10, single.body);
   });
 
   test('a paid plan (overage) accepts every element past its quota', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'paid batch', 'paid10');
     const res = await batch(proj, hundred('o'));
-    assertCutAt(res, proj, 'o', 100, 100, null);
-    assert.equal(showProject(p.ctx, proj.project.id).usage.month.overage_messages, 90);
+    await assertCutAt(res, proj, 'o', 100, 100, null);
+    assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.overage_messages, 90);
   });
 
   test('invalid elements do not consume the cap', async () => {
@@ -154,12 +154,12 @@ describe('batch sends against plan caps', () => {
       }
     }
     assert.equal(totals().rows, before.rows + 5);
-    assert.equal(showProject(p.ctx, proj.project.id).usage.day.messages, 5);
+    assert.equal((await showProject(p.ctx, proj.project.id)).usage.day.messages, 5);
   });
 
   test('a persistence fault on one element fails only that slot with server_error, leaving no file behind', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'fault');
-    p.ctx.db.exec("CREATE TRIGGER fail_one BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    p.db.exec("CREATE TRIGGER fail_one BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
     try {
       const messages = Array.from({ length: 20 }, (_, i) => validMessage({ subject: i === 7 ? 'FAIL' : `f ${i}` }));
       const before = totals();
@@ -179,16 +179,16 @@ describe('batch sends against plan caps', () => {
       const after = totals();
       assert.deepEqual(after, { rows: before.rows + 19, events: before.events + 19, stored: before.stored + 19, tmp: before.tmp });
       assert.equal(after.stored, after.rows, 'stored MIME count equals accepted count');
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.equal(usage.month.messages, 19, 'the failed element is not counted');
     } finally {
-      p.ctx.db.exec('DROP TRIGGER IF EXISTS fail_one');
+      p.db.exec('DROP TRIGGER IF EXISTS fail_one');
     }
   });
 
   test('a persistence fault inside a cap does not use up the cap', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'fault and cap', 'daily5');
-    p.ctx.db.exec("CREATE TRIGGER fail_two BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+    p.db.exec("CREATE TRIGGER fail_two BEFORE INSERT ON messages WHEN NEW.subject = 'FAIL' BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
     try {
       const messages = Array.from({ length: 8 }, (_, i) => validMessage({ subject: i === 1 ? 'FAIL' : `g ${i}` }));
       const res = await batch(proj, messages);
@@ -198,7 +198,7 @@ describe('batch sends against plan caps', () => {
       for (const i of [0, 2, 3, 4, 5]) assert.deepEqual(data[i], { id: data[i].id, status: 'queued' }, `slot ${i}`);
       for (const i of [6, 7]) assert.equal(data[i].error?.code, 'daily_send_cap_exceeded', `slot ${i}`);
     } finally {
-      p.ctx.db.exec('DROP TRIGGER IF EXISTS fail_two');
+      p.db.exec('DROP TRIGGER IF EXISTS fail_two');
     }
     const t = totals();
     assert.equal(t.stored, t.rows);

@@ -46,9 +46,9 @@ describe('project policy and caps', () => {
     post(env === 'production' ? p.production : p.sandbox, '/v1/send', { key: env === 'production' ? proj.liveKey : proj.testKey, json: message });
 
   /** Everything a refused message could leave behind, for one project and for the whole spool. */
-  const footprint = (projectId: string) => {
-    const db = p.ctx.db;
-    const shown = showProject(p.ctx, projectId);
+  const footprint = async (projectId: string) => {
+    const db = p.db;
+    const shown = await showProject(p.ctx, projectId);
     return {
       messages: db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId),
       events: db.prepare('SELECT COUNT(*) FROM events WHERE project_id = ?').pluck().get(projectId),
@@ -63,10 +63,10 @@ describe('project policy and caps', () => {
   describe('no_providers_configured', () => {
     test('production refuses a project without providers with 422 permission_error', async () => {
       const proj = await createProjectWithKeys(p.ctx, 'no providers', 'pro', { provider: false });
-      const before = footprint(proj.project.id);
+      const before = await footprint(proj.project.id);
       const res = await send(proj, validMessage());
       assertErrorEnvelope(res, 422, 'permission_error', 'no_providers_configured');
-      assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing');
+      assert.deepEqual(await footprint(proj.project.id), before, 'a refused message stores nothing');
     });
 
     test('the sandbox accepts for a project without providers (captured)', async () => {
@@ -77,7 +77,7 @@ describe('project policy and caps', () => {
     test('a project whose only provider was detached is refused in production', async () => {
       const proj = await createProjectWithKeys(p.ctx, 'detached provider');
       assertAccepted(await send(proj, validMessage()));
-      for (const account of listProviders(p.ctx, proj.project.id).providers) await detachProvider(p.ctx, account.id);
+      for (const account of (await listProviders(p.ctx, proj.project.id)).providers) await detachProvider(p.ctx, account.id);
       assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
 
@@ -85,7 +85,7 @@ describe('project policy and caps', () => {
       const proj = await createProjectWithKeys(p.ctx, 'detached elsewhere');
       assertAccepted(await send(proj, validMessage()));
       assertAccepted(await send(proj, validMessage()));
-      for (const account of listProviders(p.ctx, proj.project.id).providers) {
+      for (const account of (await listProviders(p.ctx, proj.project.id)).providers) {
         const detached = await runCli(['provider', 'detach', account.id, '--json'], { POSTERN_STATE_DIR: p.stateDir });
         assert.equal(detached.code, 0, detached.stderr);
       }
@@ -101,11 +101,11 @@ describe('project policy and caps', () => {
 
     for (const env of ['production', 'sandbox'] as const) {
       test(`${env}: a pin (string) to an unattached provider is refused, naming it`, async () => {
-        const before = footprint(proj.project.id);
+        const before = await footprint(proj.project.id);
         const res = await send(proj, validMessage({ routing: { provider: 'provider-b-api' } }), env);
         assertErrorEnvelope(res, 422, 'validation_error', 'routing_provider_not_configured');
         assert.deepEqual(slugsNamed(res.body.error.message), ['provider-b-api'], res.body.error.message);
-        assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing');
+        assert.deepEqual(await footprint(proj.project.id), before, 'a refused message stores nothing');
       });
 
       test(`${env}: a list pin names exactly the missing slugs, not the attached one`, async () => {
@@ -154,12 +154,12 @@ describe('project policy and caps', () => {
     for (const field of ['to', 'cc', 'bcc'] as const) {
       for (const env of ['production', 'sandbox'] as const) {
         test(`${env}: a suppressed address in ${field} is refused, matched case-insensitively and named lower-cased`, async () => {
-          const before = footprint(proj.project.id);
+          const before = await footprint(proj.project.id);
           const message = validMessage(field === 'to' ? { to: 'Foo <foo@example.com>' } : { [field]: ['ok@example.org', 'foo@example.com'] });
           const res = await send(proj, message, env);
           assertErrorEnvelope(res, 422, 'validation_error', 'suppressed_recipient');
           assert.deepEqual(addressesNamed(res.body.error.message), ['foo@example.com'], res.body.error.message);
-          assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing');
+          assert.deepEqual(await footprint(proj.project.id), before, 'a refused message stores nothing');
         });
       }
     }
@@ -199,13 +199,13 @@ describe('project policy and caps', () => {
       const proj = await createProjectWithKeys(p.ctx, 'domains', 'two_domains');
       assertAccepted(await send(proj, validMessage({ from: 'a@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'Bee <b@b.example>' })));
-      const before = footprint(proj.project.id);
+      const before = await footprint(proj.project.id);
       const refused = await send(proj, validMessage({ from: 'c@c.example' }));
       assertErrorEnvelope(refused, 422, 'validation_error', 'sender_domain:limit_reached');
-      assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing and registers no domain');
+      assert.deepEqual(await footprint(proj.project.id), before, 'a refused message stores nothing and registers no domain');
       assertAccepted(await send(proj, validMessage({ from: 'other@a.example' })));
       assertAccepted(await send(proj, validMessage({ from: 'x@B.EXAMPLE' })), 'queued');
-      assert.deepEqual([...showProject(p.ctx, proj.project.id).usage.sender_domains].sort(), ['a.example', 'b.example']);
+      assert.deepEqual([...(await showProject(p.ctx, proj.project.id)).usage.sender_domains].sort(), ['a.example', 'b.example']);
     });
 
     test('a subdomain counts as a new domain', async () => {
@@ -214,7 +214,7 @@ describe('project policy and caps', () => {
       assertAccepted(await send(proj, validMessage({ from: 'a@mail.a.example' })));
       assertErrorEnvelope(await send(proj, validMessage({ from: 'b@b.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
       assertErrorEnvelope(await send(proj, validMessage({ from: 'a@news.a.example' })), 422, 'validation_error', 'sender_domain:limit_reached');
-      assert.deepEqual([...showProject(p.ctx, proj.project.id).usage.sender_domains].sort(), ['a.example', 'mail.a.example']);
+      assert.deepEqual([...(await showProject(p.ctx, proj.project.id)).usage.sender_domains].sort(), ['a.example', 'mail.a.example']);
     });
 
     test('a full project refuses a subdomain of a registered domain', async () => {
@@ -239,8 +239,8 @@ describe('project policy and caps', () => {
       const accepted = results.filter((r) => r.status === 202);
       assert.equal(accepted.length, 2);
       for (const r of results.filter((r) => r.status !== 202)) assertErrorEnvelope(r, 422, 'validation_error', 'sender_domain:limit_reached');
-      assert.equal(showProject(p.ctx, proj.project.id).usage.sender_domains.length, 2);
-      assert.equal(footprint(proj.project.id).messages, 2);
+      assert.equal((await showProject(p.ctx, proj.project.id)).usage.sender_domains.length, 2);
+      assert.equal((await footprint(proj.project.id)).messages, 2);
     });
   });
 
@@ -252,15 +252,15 @@ describe('project policy and caps', () => {
         assertAccepted(res);
         assert.equal(res.body.category, category);
       }
-      const before = footprint(proj.project.id);
+      const before = await footprint(proj.project.id);
       assertErrorEnvelope(await send(proj, validMessage({ category: 'Digest' })), 422, 'validation_error', 'category:limit_reached');
       assertErrorEnvelope(await send(proj, validMessage({ category: 'WELCOME' })), 422, 'validation_error', 'category:limit_reached');
-      assert.deepEqual(footprint(proj.project.id), before, 'a refused message stores nothing and registers no category');
+      assert.deepEqual(await footprint(proj.project.id), before, 'a refused message stores nothing and registers no category');
       assertAccepted(await send(proj, validMessage({ category: 'welcome' })));
       assertAccepted(await send(proj, validMessage({ category: 'Welcome' })));
       assertAccepted(await send(proj, validMessage({ category: null })));
       assertAccepted(await send(proj, validMessage()));
-      assert.equal(showProject(p.ctx, proj.project.id).usage.categories, 3);
+      assert.equal((await showProject(p.ctx, proj.project.id)).usage.categories, 3);
     });
 
     test('concurrent sends with 10 new categories register exactly 3', async () => {
@@ -268,8 +268,8 @@ describe('project policy and caps', () => {
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(proj, validMessage({ category: `c${i}` }))));
       assert.equal(results.filter((r) => r.status === 202).length, 3);
       for (const r of results.filter((r) => r.status !== 202)) assertErrorEnvelope(r, 422, 'validation_error', 'category:limit_reached');
-      assert.equal(showProject(p.ctx, proj.project.id).usage.categories, 3);
-      assert.equal(footprint(proj.project.id).messages, 3);
+      assert.equal((await showProject(p.ctx, proj.project.id)).usage.categories, 3);
+      assert.equal((await footprint(proj.project.id)).messages, 3);
     });
 
     test('the category cap applies in the sandbox and is per project', async () => {
@@ -301,7 +301,7 @@ describe('project policy and caps', () => {
       const proj = await createProjectWithKeys(p.ctx, 'order providers quota', 'one_message');
       assertAccepted(await send(proj, validMessage()));
       assertErrorEnvelope(await send(proj, validMessage()), 402, 'quota_error', 'monthly_quota_exceeded');
-      for (const account of listProviders(p.ctx, proj.project.id).providers) await detachProvider(p.ctx, account.id);
+      for (const account of (await listProviders(p.ctx, proj.project.id)).providers) await detachProvider(p.ctx, account.id);
       assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
     });
 
@@ -363,13 +363,13 @@ describe('order of checks: rate limit before body validation', () => {
   test('rate-limited + invalid body → 429 rate_limited', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'rate order');
     assertAccepted(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
-    const before = p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get();
+    const before = p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get();
     const unparseable = await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json' });
     assertErrorEnvelope(unparseable, 429, 'rate_limit_error', 'rate_limited');
     assert.match(unparseable.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
     const invalid = await post(p.production, '/v1/send', { key: proj.liveKey, json: { from: 'nope' } });
     assertErrorEnvelope(invalid, 429, 'rate_limit_error', 'rate_limited');
-    assert.equal(p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), before);
+    assert.equal(p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), before);
   });
 
   test('rate-limited + suppressed recipient → 429 rate_limited', async () => {

@@ -15,7 +15,7 @@ const assert402 = (res: HttpResult, code: 'monthly_quota_exceeded' | 'throughput
 };
 
 
-const messageCount = (p: TestPostern, projectId: string) => p.ctx.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
+const messageCount = (p: TestPostern, projectId: string) => p.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
 
 describe('plan quotas (ManualClock)', () => {
   let p: TestPostern;
@@ -47,10 +47,10 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'five', 'five');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj, validMessage({ subject: `m${i}` })));
-      const before = { rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage };
+      const before = { rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: (await showProject(p.ctx, proj.project.id)).usage };
       assert402(await send(proj, validMessage({ subject: 'sixth' })), 'monthly_quota_exceeded');
       assert402(await send(proj, validMessage({ subject: 'seventh' })), 'monthly_quota_exceeded');
-      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: showProject(p.ctx, proj.project.id).usage }, before);
+      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: (await showProject(p.ctx, proj.project.id)).usage }, before);
       assert.equal(before.rows, 5);
       assert.equal(before.usage.month.messages, 5);
       assert.equal(before.usage.month.overage_messages, 0);
@@ -68,14 +68,14 @@ describe('plan quotas (ManualClock)', () => {
       assert.equal(repeat.status, 202, repeat.text);
       assert.deepEqual(repeat.body, first.body);
       assert.equal(messageCount(p, proj.project.id), 5);
-      assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 5);
+      assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.messages, 5);
     });
 
     test('a paid plan (overage) accepts past the quota and counts the excess as overage', async () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'paid', 'paid3');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj));
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.equal(usage.month.messages, 5);
       assert.equal(usage.month.overage_messages, 2);
       assert.equal(messageCount(p, proj.project.id), 5);
@@ -88,7 +88,7 @@ describe('plan quotas (ManualClock)', () => {
       assert402(await send(proj), 'monthly_quota_exceeded');
       await changePlan(p.ctx, proj.project.id, 'big');
       assertAccepted(await send(proj));
-      assert.equal(showProject(p.ctx, proj.project.id).usage.month.messages, 6);
+      assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.messages, 6);
       await changePlan(p.ctx, proj.project.id, 'five');
       assert402(await send(proj), 'monthly_quota_exceeded');
     });
@@ -102,7 +102,7 @@ describe('plan quotas (ManualClock)', () => {
       assert402(await send(proj), 'monthly_quota_exceeded');
       clock.set('2026-02-01T00:00:00Z');
       assertAccepted(await send(proj));
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.deepEqual({ period: usage.month.period, messages: usage.month.messages }, { period: '2026-02', messages: 1 });
     });
   });
@@ -123,7 +123,7 @@ describe('plan quotas (ManualClock)', () => {
       assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir) }, before);
       clock.set('2026-03-11T00:00:00Z');
       assertAccepted(await send(proj));
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.equal(usage.day.messages, 1);
       assert.equal(usage.month.messages, 4, 'the daily reset does not reset the monthly counter');
     });
@@ -138,7 +138,7 @@ describe('plan quotas (ManualClock)', () => {
       assertAccepted(await send(proj));
       // 5 this month: the monthly quota (checked before the daily one) refuses, though today has room.
       assert402(await send(proj), 'monthly_quota_exceeded');
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.equal(usage.day.messages, 2);
       assert.equal(usage.month.messages, 5);
     });
@@ -150,9 +150,9 @@ describe('plan quotas (ManualClock)', () => {
       const proj = await createProjectWithKeys(p.ctx, 'sandbox unmetered', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
       assertErrorEnvelope(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       for (let i = 0; i < 6; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
-      assert.deepEqual(showProject(p.ctx, proj.project.id).usage, usage);
+      assert.deepEqual((await showProject(p.ctx, proj.project.id)).usage, usage);
       assert.equal(usage.month.messages, 3);
       assert.equal(messageCount(p, proj.project.id), 9);
     });
@@ -162,7 +162,7 @@ describe('plan quotas (ManualClock)', () => {
       const proj = await createProjectWithKeys(p.ctx, 'stingy', 'stingy');
       assert402(await send(proj), 'throughput_quota_exceeded');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
-      const usage = showProject(p.ctx, proj.project.id).usage;
+      const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.deepEqual([usage.month.messages, usage.month.bytes, usage.day.messages], [0, 0, 0]);
     });
   });
@@ -186,7 +186,7 @@ describe('plan quotas (ManualClock)', () => {
           else assertErrorEnvelope(r, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
         }
         assert.equal(new Set(accepted.map((r) => r.body.id)).size, 100);
-        const usage = showProject(p.ctx, proj.project.id).usage;
+        const usage = (await showProject(p.ctx, proj.project.id)).usage;
         assert.equal(usage.month.messages, 100);
         assert.equal(usage.day.messages, 100);
         assert.equal(messageCount(p, proj.project.id), 100);
@@ -211,7 +211,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
       for (let i = 0; i < 3; i++) {
         const res = await post(probe.production, '/v1/send', { key: proj.liveKey, json: message });
         assert.equal(res.status, 202, res.text);
-        sizes.push(probe.ctx.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(res.body.id) as number);
+        sizes.push(probe.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(res.body.id) as number);
       }
       assert.equal(new Set(sizes).size, 1, `identical messages have one size: ${sizes}`);
       size = sizes[0];
@@ -237,7 +237,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     for (let i = 0; i < n; i++) {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: message });
       assertAccepted(res);
-      assert.equal(p.ctx.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(res.body.id), size);
+      assert.equal(p.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(res.body.id), size);
     }
   };
   const sendOne = (proj: ProjectWithKeys) => post(p.production, '/v1/send', { key: proj.liveKey, json: message });
@@ -248,7 +248,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     const files = storedMimeCount(p.stateDir);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
     assert.equal(storedMimeCount(p.stateDir), files, 'the refused message leaves no spool file');
-    const usage = showProject(p.ctx, proj.project.id).usage;
+    const usage = (await showProject(p.ctx, proj.project.id)).usage;
     assert.deepEqual([usage.month.messages, usage.month.bytes], [3, 3 * size]);
     assert.equal(messageCount(p, proj.project.id), 3);
   });
@@ -259,9 +259,9 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
     const small = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ subject: 's', text: 'x' }) });
     assertAccepted(small);
-    const smallSize = p.ctx.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(small.body.id) as number;
+    const smallSize = p.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(small.body.id) as number;
     assert.ok(smallSize <= Math.floor(size / 2), `small message ${smallSize} bytes fits in the remaining ${Math.floor(size / 2)}`);
-    assert.equal(showProject(p.ctx, proj.project.id).usage.month.bytes, 3 * size + smallSize);
+    assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.bytes, 3 * size + smallSize);
   });
 
   test('the grace percent widens the cap (3.5 messages + 50% → 5 messages)', async () => {
@@ -275,13 +275,13 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     const proj = await createProjectWithKeys(p.ctx, 'paid bytes', 'paid_bytes');
     await sendN(proj, 2);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
-    assert.equal(showProject(p.ctx, proj.project.id).usage.month.overage_messages, 1);
+    assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.overage_messages, 1);
   });
 
   test('the sandbox is not metered by bytes', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'bytes sandbox', 'exact3');
     await sendN(proj, 3);
     for (let i = 0; i < 3; i++) assertAccepted(await post(p.sandbox, '/v1/send', { key: proj.testKey, json: message }), 'captured');
-    assert.equal(showProject(p.ctx, proj.project.id).usage.month.bytes, 3 * size);
+    assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.bytes, 3 * size);
   });
 });

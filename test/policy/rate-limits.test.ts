@@ -47,7 +47,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   };
   const send = (key: string | null, message = validMessage(), base = p.production) => post(base, '/v1/send', { key, json: message });
   const batch = (key: string, n = 1) => post(p.production, '/v1/send/batch', { key, json: { messages: Array.from({ length: n }, (_, i) => validMessage({ subject: `b${i}` })) } });
-  const stored = () => ({ rows: p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), files: storedMimeCount(p.stateDir) });
+  const stored = () => ({ rows: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), files: storedMimeCount(p.stateDir) });
 
   describe('per-key send window', () => {
     test('the 6th send in the window is 429 rate_limited with a truthful integer Retry-After', async () => {
@@ -106,11 +106,11 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       freshWindows();
       const proj = await createProjectWithKeys(p.ctx, 'nothing stored');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
-      const usage = () => p.ctx.db.prepare('SELECT SUM(messages) FROM usage_counters WHERE project_id = ?').pluck().get(proj.project.id);
+      const usage = () => p.db.prepare('SELECT SUM(messages) FROM usage_counters WHERE project_id = ?').pluck().get(proj.project.id);
       const before = { ...stored(), usage: usage() };
       for (let i = 0; i < 3; i++) assertRateLimited(await send(proj.liveKey, validMessage({ subject: `limited ${i}` })));
       assert.deepEqual({ ...stored(), usage: usage() }, before);
-      assert.equal(p.ctx.db.prepare("SELECT COUNT(*) FROM messages WHERE subject LIKE 'limited %'").pluck().get(), 0);
+      assert.equal(p.db.prepare("SELECT COUNT(*) FROM messages WHERE subject LIKE 'limited %'").pluck().get(), 0);
     });
 
     test('windows are per key: a second key of the same project is unaffected', async () => {

@@ -85,17 +85,17 @@ async function send(w: World, overrides: Record<string, unknown> = {}): Promise<
   return res.body.id as string;
 }
 
-const statusOf = (w: World, id: string) => messageShow(w.p.ctx, id).status;
+const statusOf = async (w: World, id: string) => (await messageShow(w.p.ctx, id)).status;
 
 async function waitStatus(w: World, id: string, status: string) {
-  await waitFor(() => statusOf(w, id) === status, 8000, `${id} to be ${status} (is ${statusOf(w, id)}; ${messageShow(w.p.ctx, id).last_error})`);
+  await waitFor(async () => (await statusOf(w, id)) === status, 8000, `${id} to be ${status} (is ${await statusOf(w, id)}; ${(await messageShow(w.p.ctx, id)).last_error})`);
   return messageShow(w.p.ctx, id);
 }
 
-const attempts = (w: World, id: string) => messageShow(w.p.ctx, id).attempts_log.map((a) => ({ account: a.provider_account_id, outcome: a.outcome }));
-const eventTypes = (w: World, id: string) => eventsForMessage(w.p.ctx.db, id).map((e) => e.type);
-const events = (w: World, id: string) => eventsForMessage(w.p.ctx.db, id).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
-const suppressed = (w: World) => suppressionList(w.p.ctx, w.pk.project.id).suppressions.map((x) => `${x.email}:${x.reason}`).sort();
+const attempts = async (w: World, id: string) => (await messageShow(w.p.ctx, id)).attempts_log.map((a) => ({ account: a.provider_account_id, outcome: a.outcome }));
+const eventTypes = async (w: World, id: string) => (await eventsForMessage(w.p.ctx.store, id)).map((e) => e.type);
+const events = async (w: World, id: string) => (await eventsForMessage(w.p.ctx.store, id)).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+const suppressed = async (w: World) => (await suppressionList(w.p.ctx, w.pk.project.id)).suppressions.map((x) => `${x.email}:${x.reason}`).sort();
 
 /** A documented SES record with the example message id and recipient replaced by ours. */
 function record(name: string, sesId: string, recipient = 'recipient@example.com'): string {
@@ -202,7 +202,7 @@ describe('provider-a-api: SES SendEmail', () => {
     const raw = Buffer.from(body.Content.Raw.Data, 'base64');
     body.Content.Raw.Data = '{raw-base64}';
     assert.equal(JSON.stringify(body), JSON.stringify(golden.body));
-    const stored = storedMimeOf(w.p.ctx.db, w.p.stateDir, shown.id);
+    const stored = await storedMimeOf(w.p.ctx.store, w.p.stateDir, shown.id);
     assert.ok(raw.subarray(raw.length - stored.length).equals(stored), 'Raw.Data ends with the stored MIME, unchanged');
     const prepended = raw.subarray(0, raw.length - stored.length).toString('latin1');
     assert.match(prepended, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;(\r\n [^\r\n]*)*\r\n$/);
@@ -215,7 +215,7 @@ describe('provider-a-api: SES SendEmail', () => {
     assert.equal(shown.provider, 'provider-a-api');
     assert.equal(shown.provider_message_id, sesId);
     assert.deepEqual(shown.attempts_log.map((a) => [a.provider_account_id, a.outcome, a.provider_message_id, a.reply]), [[account.id, 'sent', sesId, `200 MessageId ${sesId}`]]);
-    const sent = events(w, id).find((e) => e.type === 'mail.sent')!;
+    const sent = (await events(w, id)).find((e) => e.type === 'mail.sent')!;
     assert.equal(sent.data.provider_message_id, sesId);
   });
 
@@ -319,7 +319,7 @@ describe('provider-a-api: SES SendEmail', () => {
 
     const first = await send(w);
     const shown = await waitStatus(w, first, 'sent');
-    assert.deepEqual(attempts(w, first), [
+    assert.deepEqual(await attempts(w, first), [
       { account: accA.id, outcome: 'temporary' },
       { account: accB.id, outcome: 'sent' },
     ]);
@@ -330,13 +330,13 @@ describe('provider-a-api: SES SendEmail', () => {
     const second = await send(w);
     await waitStatus(w, second, 'sent');
     assert.equal(a.requests.length, 1);
-    assert.deepEqual(attempts(w, second), [{ account: accB.id, outcome: 'sent' }]);
+    assert.deepEqual(await attempts(w, second), [{ account: accB.id, outcome: 'sent' }]);
 
     // After it, A is first again.
     w.clock.advance(1000);
     const third = await send(w);
     await waitStatus(w, third, 'sent');
-    assert.deepEqual(attempts(w, third), [{ account: accA.id, outcome: 'sent' }]);
+    assert.deepEqual(await attempts(w, third), [{ account: accA.id, outcome: 'sent' }]);
   });
 
   test('sending quota exceeded (LimitExceededException) with one account: the retry waits out the rest, then succeeds', async (t) => {
@@ -347,8 +347,8 @@ describe('provider-a-api: SES SendEmail', () => {
     a.fail('LimitExceededException');
 
     const id = await send(w);
-    await waitFor(() => attempts(w, id).length === 1 && statusOf(w, id) === 'queued', 5000, 'the first attempt');
-    const shown = messageShow(w.p.ctx, id);
+    await waitFor(async () => (await attempts(w, id)).length === 1 && (await statusOf(w, id)) === 'queued', 5000, 'the first attempt');
+    const shown = await messageShow(w.p.ctx, id);
     const finished = Date.parse(shown.attempts_log[0].finished_at);
     // The ladder says 1 s; the quota rest (10 min, per SES's guidance) wins.
     assert.equal(Date.parse(shown.next_attempt_at!), finished + 600_000);
@@ -371,7 +371,7 @@ describe('provider-a-api: SES SendEmail', () => {
     a.behave('server_error');
     const id = await send(w);
     await waitStatus(w, id, 'sent');
-    assert.deepEqual(attempts(w, id), [
+    assert.deepEqual(await attempts(w, id), [
       { account: accA.id, outcome: 'temporary' },
       { account: accB.id, outcome: 'sent' },
     ]);
@@ -380,11 +380,11 @@ describe('provider-a-api: SES SendEmail', () => {
     a.behave('server_error');
     b.behave('server_error');
     const retried = await send(w);
-    await waitFor(() => attempts(w, retried).length === 2 && statusOf(w, retried) === 'queued', 5000, 'both attempts');
-    assert.match(messageShow(w.p.ctx, retried).last_error!, /InternalFailure/);
+    await waitFor(async () => (await attempts(w, retried)).length === 2 && (await statusOf(w, retried)) === 'queued', 5000, 'both attempts');
+    assert.match((await messageShow(w.p.ctx, retried)).last_error!, /InternalFailure/);
     w.clock.advance(1000);
     await waitStatus(w, retried, 'sent');
-    assert.deepEqual(attempts(w, retried).map((x) => x.outcome), ['temporary', 'temporary', 'sent']);
+    assert.deepEqual((await attempts(w, retried)).map((x) => x.outcome), ['temporary', 'temporary', 'sent']);
   });
 
   test('a bad secret (403 InvalidSignatureException) or a suspended account: the next account takes it', async (t) => {
@@ -396,7 +396,7 @@ describe('provider-a-api: SES SendEmail', () => {
     const accB = await attachSes(w, b, { priority: '2' });
     const id = await send(w);
     const shown = await waitStatus(w, id, 'sent');
-    assert.deepEqual(attempts(w, id), [
+    assert.deepEqual(await attempts(w, id), [
       { account: badKey.id, outcome: 'account' },
       { account: accB.id, outcome: 'sent' },
     ]);
@@ -408,8 +408,8 @@ describe('provider-a-api: SES SendEmail', () => {
     c.behave('suspended');
     const id2 = await send(w);
     const shown2 = await waitStatus(w, id2, 'sent');
-    assert.deepEqual(attempts(w, id2)[0], { account: suspended.id, outcome: 'account' });
-    assert.equal(attempts(w, id2).at(-1)!.account, accB.id);
+    assert.deepEqual((await attempts(w, id2))[0], { account: suspended.id, outcome: 'account' });
+    assert.equal((await attempts(w, id2)).at(-1)!.account, accB.id);
     assert.match(shown2.attempts_log[0].reply ?? "", /^400 AccountSuspendedException/);
   });
 
@@ -423,10 +423,10 @@ describe('provider-a-api: SES SendEmail', () => {
     a.behave('reject');
     const id = await send(w);
     const shown = await waitStatus(w, id, 'failed');
-    assert.deepEqual(attempts(w, id), [{ account: accA.id, outcome: 'permanent' }]);
+    assert.deepEqual(await attempts(w, id), [{ account: accA.id, outcome: 'permanent' }]);
     assert.equal(b.requests.length, 0);
     assert.match(shown.last_error!, /^400 MessageRejected/);
-    assert.deepEqual(eventTypes(w, id), ['mail.accepted', 'mail.failed']);
+    assert.deepEqual(await eventTypes(w, id), ['mail.accepted', 'mail.failed']);
   });
 });
 
@@ -450,8 +450,8 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     let res = await postSns('event-delivery.json', delivered.sesId, 'ann@example.org');
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.equal(statusOf(w, delivered.id), 'delivered');
-    const ev = events(w, delivered.id).find((e) => e.type === 'mail.delivered')!;
+    assert.equal(await statusOf(w, delivered.id), 'delivered');
+    const ev = (await events(w, delivered.id)).find((e) => e.type === 'mail.delivered')!;
     assert.equal(ev.data.delivery.recipient, 'ann@example.org');
     assert.equal(ev.data.delivery.provider_message_id, delivered.sesId);
     assert.equal(ev.data.delivery.reply, '250 2.6.0 Message received');
@@ -460,8 +460,8 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const bounced = await sentMessage(w, emu, 'bob@example.org');
     res = await postSns('event-bounce.json', bounced.sesId, 'bob@example.org', '2');
     assert.equal(res.status, 200, res.text);
-    assert.equal(statusOf(w, bounced.id), 'bounced');
-    const bounce = events(w, bounced.id).find((e) => e.type === 'mail.bounced')!;
+    assert.equal(await statusOf(w, bounced.id), 'bounced');
+    const bounce = (await events(w, bounced.id)).find((e) => e.type === 'mail.bounced')!;
     assert.equal(bounce.data.bounce.type, 'hard');
     assert.equal(bounce.data.bounce.subtype, 'General');
     assert.equal(bounce.data.bounce.reply, 'smtp; 550 5.1.1 user unknown');
@@ -470,27 +470,27 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const soft = await sentMessage(w, emu, 'cat@example.org');
     res = await postSns('event-bounce-transient.json', soft.sesId, 'cat@example.org');
     assert.equal(res.status, 200, res.text);
-    assert.equal(statusOf(w, soft.id), 'sent');
-    assert.deepEqual(messageShow(w.p.ctx, soft.id).recipient_outcomes, [{ email: 'cat@example.org', status: 'soft_bounced', reply: 'smtp; 452 4.2.2 mailbox full' }]);
-    assert.deepEqual(eventTypes(w, soft.id), ['mail.accepted', 'mail.sent']);
+    assert.equal(await statusOf(w, soft.id), 'sent');
+    assert.deepEqual((await messageShow(w.p.ctx, soft.id)).recipient_outcomes, [{ email: 'cat@example.org', status: 'soft_bounced', reply: 'smtp; 452 4.2.2 mailbox full' }]);
+    assert.deepEqual(await eventTypes(w, soft.id), ['mail.accepted', 'mail.sent']);
     // A delivery delay is a soft bounce too.
     res = await postSns('event-delivery-delay.json', soft.sesId, 'cat@example.org');
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(eventTypes(w, soft.id), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual(await eventTypes(w, soft.id), ['mail.accepted', 'mail.sent']);
 
     // Complaint → mail.complained + suppression (complaint).
     const complained = await sentMessage(w, emu, 'dan@example.org');
     res = await postSns('event-complaint.json', complained.sesId, 'dan@example.org');
     assert.equal(res.status, 200, res.text);
-    assert.equal(statusOf(w, complained.id), 'complained');
-    assert.equal(events(w, complained.id).find((e) => e.type === 'mail.complained')!.data.complaint.feedback_type, 'abuse');
+    assert.equal(await statusOf(w, complained.id), 'complained');
+    assert.equal((await events(w, complained.id)).find((e) => e.type === 'mail.complained')!.data.complaint.feedback_type, 'abuse');
 
     // Reject (SES refused to send it) → mail.failed.
     const rejected = await sentMessage(w, emu, 'eve@example.org');
     res = await postSns('event-reject.json', rejected.sesId, 'eve@example.org');
     assert.equal(res.status, 200, res.text);
-    assert.equal(statusOf(w, rejected.id), 'failed');
-    const failure = events(w, rejected.id).find((e) => e.type === 'mail.failed')!;
+    assert.equal(await statusOf(w, rejected.id), 'failed');
+    const failure = (await events(w, rejected.id)).find((e) => e.type === 'mail.failed')!;
     assert.equal(failure.data.failure.reason, 'provider_rejected');
     assert.equal(failure.data.failure.message, 'Bad content');
 
@@ -500,7 +500,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     assert.equal(res.body.received, 0);
     assert.match(res.body.note, /Open/);
 
-    assert.deepEqual(suppressed(w), ['bob@example.org:hard_bounce', 'dan@example.org:complaint']);
+    assert.deepEqual(await suppressed(w), ['bob@example.org:hard_bounce', 'dan@example.org:complaint']);
   });
 
   test('the older identity-notification format (notificationType) is read too, and our Message-ID matches when the SES id does not', async (t) => {
@@ -524,7 +524,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     res = await postRecord(withId('notification-complaint.json'));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(
-      messageShow(w.p.ctx, m.id).recipient_outcomes.map((o) => `${o.email}:${o.status}`),
+      (await messageShow(w.p.ctx, m.id)).recipient_outcomes.map((o) => `${o.email}:${o.status}`),
       ['jane@example.com:delivered', 'richard@example.com:complained'],
     );
 
@@ -537,8 +537,8 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     res = await postRecord(JSON.stringify(bounce));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.equal(statusOf(w, other.id), 'bounced');
-    assert.deepEqual(suppressed(w), ['jane@example.com:hard_bounce', 'richard@example.com:complaint']);
+    assert.equal(await statusOf(w, other.id), 'bounced');
+    assert.deepEqual(await suppressed(w), ['jane@example.com:hard_bounce', 'richard@example.com:complaint']);
   });
 
   test('the same notification twice is refused as a replay; the same record re-published is applied once; an unknown id is acknowledged', async (t) => {
@@ -557,7 +557,7 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const again = w.signer.notification(record('event-bounce.json', m.sesId), { timestamp: new Date(w.clock.now()) });
     res = await postFeedback(w.p.production, account.id, again.body, again.headers);
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(eventTypes(w, m.id), ['mail.accepted', 'mail.sent', 'mail.bounced']);
+    assert.deepEqual(await eventTypes(w, m.id), ['mail.accepted', 'mail.sent', 'mail.bounced']);
 
     const unknown = w.signer.notification(record('event-delivery.json', '0000014a5b6c7d8e-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee-000000'), { timestamp: new Date(w.clock.now()) });
     res = await postFeedback(w.p.production, account.id, unknown.body, unknown.headers);
@@ -600,26 +600,26 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     await refused('{"Type":', { 'content-type': 'text/plain' }, 400, 'feedback:malformed');
     await refused(JSON.stringify({ hello: 'world' }), {}, 400, 'feedback:malformed');
 
-    assert.deepEqual(eventTypes(w, m.id), ['mail.accepted', 'mail.sent']);
-    assert.equal(statusOf(w, m.id), 'sent');
-    assert.deepEqual(suppressed(w), []);
+    assert.deepEqual(await eventTypes(w, m.id), ['mail.accepted', 'mail.sent']);
+    assert.equal(await statusOf(w, m.id), 'sent');
+    assert.deepEqual(await suppressed(w), []);
 
     // With a webhook secret, the subscription URL must carry it.
     const secured = await attachSes(w, emu, { webhookSecret: 's3cret-path-token' });
     const m2 = await send(w);
     await waitStatus(w, m2, 'sent');
-    const n2 = w.signer.notification(record('event-delivery.json', messageShow(w.p.ctx, m2).provider_message_id!), { timestamp: now() });
+    const n2 = w.signer.notification(record('event-delivery.json', (await messageShow(w.p.ctx, m2)).provider_message_id!), { timestamp: now() });
     let res = await postFeedback(w.p.production, secured.id, n2.body, n2.headers);
     assert.equal(res.status, 401);
     res = await postFeedback(w.p.production, secured.id, n2.body, n2.headers, 'wrong-token');
     assert.equal(res.status, 401);
     res = await postFeedback(w.p.production, secured.id, n2.body, n2.headers, 's3cret-path-token');
     assert.equal(res.status, 200, res.text);
-    assert.equal(statusOf(w, m2), 'delivered');
+    assert.equal(await statusOf(w, m2), 'delivered');
     // The original, untampered notification still applies (none of the refusals used it up).
     res = await postFeedback(w.p.production, account.id, n.body, n.headers);
     assert.equal(res.status, 200, res.text);
-    assert.equal(statusOf(w, m.id), 'bounced');
+    assert.equal(await statusOf(w, m.id), 'bounced');
   });
 
   test('SubscriptionConfirmation is confirmed by a GET of SubscribeURL only after the signature verifies and only on an SNS (or the account endpoint) host', async (t) => {

@@ -71,7 +71,7 @@ describe('provider-b-api: the Mail Send request', () => {
     assert.equal(shown.provider, 'provider-b-api');
     assert.equal(shown.provider_message_id, xMessageId);
     assert.deepEqual(shown.attempts_log.map((a) => [a.provider_account_id, a.outcome, a.reply]), [[account.id, 'sent', `202 Accepted X-Message-Id: ${xMessageId}`]]);
-    const sent = eventsForMessage(p.ctx.db, id).find((e) => e.type === 'mail.sent')!;
+    const sent = (await eventsForMessage(p.ctx.store, id)).find((e) => e.type === 'mail.sent')!;
     assert.equal(JSON.parse(sent.data).provider_message_id, xMessageId);
   });
 
@@ -176,7 +176,7 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
     const res = await feedback(body, headers);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { received: 6, applied: 6, duplicates: 0, unknown: 0, note: '3 event(s) that are not delivery feedback ignored' });
-    const after = state();
+    const after = await state();
     assert.deepEqual(after.events, ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.failed', 'mail.complained']);
     assert.deepEqual(after.suppressions, [
       ['alex@example.com', 'complaint'],
@@ -189,7 +189,7 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
       { email: 'dana@example.com', status: 'failed', reply: 'Bounced Address' },
     ]);
     assert.equal(after.status, 'complained');
-    const evs = eventsForMessage(p.ctx.db, id).map((e) => JSON.parse(e.data));
+    const evs = (await eventsForMessage(p.ctx.store, id)).map((e) => JSON.parse(e.data));
     assert.deepEqual(
       { ...evs[3].bounce, occurred_at: undefined },
       { recipient: 'bola@example.com', provider: 'provider-b-api', provider_message_id: xMessageId, occurred_at: undefined, type: 'hard', subtype: 'bounce', reply: '500 unknown recipient' },
@@ -203,14 +203,14 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
     // SendGrid retrying the batch (signed anew): acknowledged, nothing applied twice.
     const retry = await feedback(body, signed(signer, body));
     assert.deepEqual(retry.body, { received: 6, applied: 0, duplicates: 6, unknown: 0, note: '3 event(s) that are not delivery feedback ignored' });
-    assert.deepEqual(state(), after);
+    assert.deepEqual(await state(), after);
 
     // An id Postern never handed off: logged and acknowledged.
     const unknown = documentedEvents('AAAAAAAAAAAAAAAAAAAAAA', 'm.00000000000000000000000000', ['delivered']);
     const unknownRes = await feedback(unknown, signed(signer, unknown));
     assert.equal(unknownRes.status, 200);
     assert.deepEqual(unknownRes.body, { received: 1, applied: 0, duplicates: 0, unknown: 1 });
-    assert.deepEqual(state(), after);
+    assert.deepEqual(await state(), after);
 
     // Not an array of events: malformed (authenticated, so the signature is checked first).
     const notArray = JSON.stringify({ event: 'delivered' });
@@ -231,7 +231,7 @@ describe('provider-b feedback: the Signed Event Webhook', () => {
     const body = documentedEvents('SomeOtherXMessageId0000', id, ['delivered']);
     const res = await postFeedback(p.production, account.id, body, signed(signer, body));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
   });
 
   test('the documented test vector (SendGrid’s own key, signature, timestamp) verifies: refused only as stale; one changed byte is unauthenticated', async (t) => {

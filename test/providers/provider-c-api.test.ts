@@ -91,7 +91,7 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
 
     // The message part is the spooled file, byte for byte, behind the DKIM-Signature header
     // prepended at hand-off; and that signature verifies over what Mailgun received.
-    const stored = storedMimeOf(p.ctx.db, p.stateDir, shown.id);
+    const stored = await storedMimeOf(p.ctx.store, p.stateDir, shown.id);
     const text = messagePart.value.toString('latin1');
     assert.match(text, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;\r\n[^]*? s=pm2026;/);
     const signatureLength = messagePart.value.length - stored.length;
@@ -115,8 +115,8 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     assert.deepEqual(shown.attempts_log.map((a) => [a.provider_account_id, a.outcome, a.provider_message_id, a.reply]), [
       [account.id, 'sent', providerId, `200 {"id":"<${providerId}>","message":"Queued. Thank you."}`],
     ]);
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent']);
-    assert.equal(eventData(p, id, 'mail.sent').provider_message_id, providerId);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent']);
+    assert.equal((await eventData(p, id, 'mail.sent')).provider_message_id, providerId);
   });
 
   test('the account’s domain is in the path: a key that does not own it gets Mailgun’s 404, an account-level failure', async (t) => {
@@ -129,11 +129,11 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     const good = await attach(p, pk, emu, { priority: '2' });
     const id = await sendOver(p, pk);
     await statusReached(p, id, 'sent');
-    assert.deepEqual(attemptOutcomes(p, id), [
+    assert.deepEqual(await attemptOutcomes(p, id), [
       [wrongDomain.id, 'account'],
       [good.id, 'sent'],
     ]);
-    assert.match(messageShow(p.ctx, id).attempts_log[0].reply ?? '', /^404 \{"message":"Domain not found: other\.example\.com"\}/);
+    assert.match((await messageShow(p.ctx, id)).attempts_log[0].reply ?? '', /^404 \{"message":"Domain not found: other\.example\.com"\}/);
   });
 });
 
@@ -153,16 +153,16 @@ describe('provider-c-api errors drive the delivery engine', () => {
 
     emu.behave('throttle', 1).behave('server_error', 1);
     const id = await sendOver(p, pk);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
-    assert.equal(messageShow(p.ctx, id).next_attempt_at, new Date(T0 + 60_000).toISOString());
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'first attempt');
+    assert.equal((await messageShow(p.ctx, id)).next_attempt_at, new Date(T0 + 60_000).toISOString());
     await settle();
     assert.equal(emu.requests.length, 1);
     clock.advance(60_000);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 2 && messageShow(p.ctx, id).status === 'queued', 10_000, 'second attempt');
-    assert.match(messageShow(p.ctx, id).last_error ?? '', /^provider-c-api: 503 \{"message":"Service Unavailable"\}/);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 2 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'second attempt');
+    assert.match((await messageShow(p.ctx, id)).last_error ?? '', /^provider-c-api: 503 \{"message":"Service Unavailable"\}/);
     clock.advance(60_000);
     await statusReached(p, id, 'sent');
-    assert.deepEqual(attemptOutcomes(p, id), [
+    assert.deepEqual(await attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [a.id, 'temporary'],
       [a.id, 'sent'],
@@ -187,7 +187,7 @@ describe('provider-c-api errors drive the delivery engine', () => {
 
     const id = await sendOver(p, pk);
     const shown = await statusReached(p, id, 'sent');
-    assert.deepEqual(attemptOutcomes(p, id), [
+    assert.deepEqual(await attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [b.id, 'account'],
       [c.id, 'account'],
@@ -226,8 +226,8 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     let res = await deliver(webhook('webhook-delivered', vars('ann@example.org')));
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
-    const delivered = eventData(p, id, 'mail.delivered');
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
+    const delivered = await eventData(p, id, 'mail.delivered');
     assert.deepEqual(delivered.delivery, {
       recipient: 'ann@example.org',
       provider: 'provider-c-api',
@@ -235,11 +235,11 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
       occurred_at: '2026-03-02T10:00:00.153Z',
       reply: 'OK',
     });
-    assert.equal(messageShow(p.ctx, id).status, 'delivered');
+    assert.equal((await messageShow(p.ctx, id)).status, 'delivered');
 
     res = await deliver(webhook('webhook-failed-permanent', vars('bob@example.org')));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    const bounce = eventData(p, id, 'mail.bounced').bounce;
+    const bounce = (await eventData(p, id, 'mail.bounced')).bounce;
     assert.deepEqual(bounce, {
       recipient: 'bob@example.org',
       provider: 'provider-c-api',
@@ -255,7 +255,7 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
 
     res = await deliver(webhook('webhook-complained', vars('cc@example.org')));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventData(p, id, 'mail.complained').complaint, {
+    assert.deepEqual((await eventData(p, id, 'mail.complained')).complaint, {
       recipient: 'cc@example.org',
       provider: 'provider-c-api',
       provider_message_id: providerId,
@@ -264,9 +264,9 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     });
 
     // A soft bounce is recorded on the message only: no event, no suppression.
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained']);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained']);
     assert.deepEqual(
-      messageShow(p.ctx, id).recipient_outcomes.map((o) => [o.email, o.status, o.reply]),
+      (await messageShow(p.ctx, id)).recipient_outcomes.map((o) => [o.email, o.status, o.reply]),
       [
         ['ann@example.org', 'delivered', 'OK'],
         ['bob@example.org', 'bounced', '5.1.1 The email account that you tried to reach does not exist.'],
@@ -274,11 +274,11 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
         ['dan@example.net', 'soft_bounced', 'No MX for example.org'],
       ],
     );
-    assert.deepEqual(suppressions(p, pk).sort(), [
+    assert.deepEqual((await suppressions(p, pk)).sort(), [
       ['bob@example.org', 'hard_bounce'],
       ['cc@example.org', 'complaint'],
     ]);
-    assert.equal(messageShow(p.ctx, id).status, 'complained');
+    assert.equal((await messageShow(p.ctx, id)).status, 'complained');
   });
 
   test('a rejected event is mail.failed for the recipient its headers name; opens are acknowledged without effect', async (t) => {
@@ -289,8 +289,8 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     assert.deepEqual(res.body, { received: 0, applied: 0, duplicates: 0, unknown: 0, note: 'mailgun "opened" events are not delivery feedback' });
     res = await deliver(webhook('webhook-rejected', { recipient: 'Ann <ann@example.org>', provider_message_id: providerId, postern_message_id: id }));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.failed']);
-    assert.deepEqual(eventData(p, id, 'mail.failed').failure, {
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.failed']);
+    assert.deepEqual((await eventData(p, id, 'mail.failed')).failure, {
       reason: 'provider_rejected',
       message: 'Sandbox subdomains are for test purposes only.',
       recipient: 'ann@example.org',
@@ -298,7 +298,7 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
       provider_message_id: providerId,
       occurred_at: '2026-03-02T10:00:00.153Z',
     });
-    assert.equal(messageShow(p.ctx, id).status, 'failed');
+    assert.equal((await messageShow(p.ctx, id)).status, 'failed');
   });
 
   test('the same event again (re-signed, as Mailgun retries) applies once; an unknown message id is acknowledged; a provider id we never stored falls back to our user variable, else to our Message-ID', async (t) => {
@@ -307,12 +307,12 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     const body = () => webhook('webhook-failed-permanent', { recipient: 'bob@example.org', provider_message_id: providerId, postern_message_id: id });
     assert.deepEqual((await deliver(body())).body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
     assert.deepEqual((await deliver(body())).body, { received: 1, applied: 0, duplicates: 1, unknown: 0 });
-    assert.equal(eventTypes(p, id).filter((e) => e === 'mail.bounced').length, 1);
+    assert.equal((await eventTypes(p, id)).filter((e) => e === 'mail.bounced').length, 1);
 
     const unknown = await deliver(webhook('webhook-delivered', { recipient: 'ann@example.org', provider_message_id: '20260302.nobody@mg.example.com', postern_message_id: 'm.unknown' }));
     assert.equal(unknown.status, 200);
     assert.deepEqual(unknown.body, { received: 1, applied: 0, duplicates: 0, unknown: 1 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.bounced']);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.bounced']);
 
     const byVariable = await deliver(webhook('webhook-delivered', { recipient: 'ann@example.org', provider_message_id: 'rewritten@mg.example.com', postern_message_id: id }));
     assert.deepEqual(byVariable.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
@@ -323,15 +323,15 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     event.id = 'smtp-sent-delivery';
     const byHeader = await deliver(signedMailgunWebhook(event, SIGNING_KEY, { timestamp: Math.floor(T0 / 1000) }));
     assert.deepEqual(byHeader.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.bounced', 'mail.delivered', 'mail.delivered']);
-    assert.deepEqual(suppressions(p, pk), [['bob@example.org', 'hard_bounce']]);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.bounced', 'mail.delivered', 'mail.delivered']);
+    assert.deepEqual(await suppressions(p, pk), [['bob@example.org', 'hard_bounce']]);
   });
 
   test('a bad signature, a stale timestamp, a replayed token and a body that is not JSON are refused and change nothing', async (t) => {
     const s = scope(t);
     const { p, pk, id, providerId, deliver } = await sent(s);
     const vars = { recipient: 'bob@example.org', provider_message_id: providerId, postern_message_id: id };
-    const before = { events: eventTypes(p, id), outcomes: messageShow(p.ctx, id).recipient_outcomes };
+    const before = { events: await eventTypes(p, id), outcomes: (await messageShow(p.ctx, id)).recipient_outcomes };
 
     const token = 'f'.repeat(50);
     const forged = await deliver(webhook('webhook-failed-permanent', vars, { key: 'not-the-signing-key', token }));
@@ -350,8 +350,8 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     assert.equal(notJson.status, 400);
     assert.equal(notJson.body.error.code, 'feedback:malformed');
 
-    assert.deepEqual({ events: eventTypes(p, id), outcomes: messageShow(p.ctx, id).recipient_outcomes }, before);
-    assert.deepEqual(suppressions(p, pk), []);
+    assert.deepEqual({ events: await eventTypes(p, id), outcomes: (await messageShow(p.ctx, id)).recipient_outcomes }, before);
+    assert.deepEqual(await suppressions(p, pk), []);
 
     // Refusals consume no token: the genuine notification with that token applies, once.
     const genuine = webhook('webhook-failed-permanent', vars, { token });
@@ -359,7 +359,7 @@ describe('Mailgun webhooks at /v1/feedback/<account>', () => {
     const replay = await deliver(genuine);
     assert.equal(replay.status, 406);
     assert.deepEqual(replay.body, { error: { type: 'authentication_error', code: 'feedback:replayed', message: 'this signature token was already used' } });
-    assert.deepEqual(eventTypes(p, id), [...before.events, 'mail.bounced']);
-    assert.deepEqual(suppressions(p, pk), [['bob@example.org', 'hard_bounce']]);
+    assert.deepEqual(await eventTypes(p, id), [...before.events, 'mail.bounced']);
+    assert.deepEqual(await suppressions(p, pk), [['bob@example.org', 'hard_bounce']]);
   });
 });

@@ -75,7 +75,7 @@ describe('provider-d-api: the /emails request', () => {
     assert.equal(shown.provider, 'provider-d-api');
     assert.equal(shown.provider_message_id, resendIdFor(1));
     assert.deepEqual(shown.attempts_log.map((a) => [a.provider_account_id, a.outcome, a.reply]), [[account.id, 'sent', `200 id ${resendIdFor(1)}`]]);
-    assert.equal(JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === 'mail.sent')!.data).provider_message_id, resendIdFor(1));
+    assert.equal(JSON.parse((await eventsForMessage(p.ctx.store, id)).find((e) => e.type === 'mail.sent')!.data).provider_message_id, resendIdFor(1));
   });
 
   test('only Bcc recipients owed (the To is suppressed): one request each, addressed to that recipient alone', async (t) => {
@@ -108,8 +108,8 @@ describe('provider-d-api: the /emails request', () => {
     await attachResend(p, pk, emu);
     emu.delayMs = 800;
     const id = await sendOver(p, pk);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'the timed-out attempt');
-    assert.match(messageShow(p.ctx, id).attempts_log[0].reply ?? '', /timed out after 200 ms/);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'the timed-out attempt');
+    assert.match((await messageShow(p.ctx, id)).attempts_log[0].reply ?? '', /timed out after 200 ms/);
     assert.equal(emu.resend.sent.size, 1, 'Resend took the first request');
 
     emu.delayMs = 0;
@@ -222,7 +222,7 @@ describe('provider-d feedback: Resend webhooks', () => {
       assert.equal(res.status, 200, `${type}: ${res.text}`);
       assert.deepEqual(res.body, tally, type);
     }
-    const after = state();
+    const after = await state();
     assert.deepEqual(after.events, ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.failed']);
     assert.deepEqual(after.suppressions, [
       ['bounced@resend.dev', 'hard_bounce'],
@@ -237,7 +237,7 @@ describe('provider-d feedback: Resend webhooks', () => {
       { email: 'suppressed@resend.dev', status: 'failed', reply: 'Resend has suppressed sending to this address because it is on the account-level suppression list. This does not count toward your bounce rate metric' },
     ]);
     assert.equal(after.status, 'complained');
-    const bounce = eventsForMessage(p.ctx.db, id).map((e) => JSON.parse(e.data)).find((d) => d.bounce)!.bounce;
+    const bounce = (await eventsForMessage(p.ctx.store, id)).map((e) => JSON.parse(e.data)).find((d) => d.bounce)!.bounce;
     assert.deepEqual(bounce, {
       recipient: 'bounced@resend.dev',
       provider: 'provider-d-api',
@@ -258,14 +258,14 @@ describe('provider-d feedback: Resend webhooks', () => {
     const retry = await feedback(bouncedBody, svixHeaders(secret, bouncedBody, sentHeaders[2]['svix-id'], String(Number(sentHeaders[2]['svix-timestamp']) + 1)));
     assert.equal(retry.status, 200, retry.text);
     assert.deepEqual(retry.body, { received: 1, applied: 0, duplicates: 1, unknown: 0 });
-    assert.deepEqual(state(), after);
+    assert.deepEqual(await state(), after);
 
     // An email Postern never handed off (and no tag of ours): logged and acknowledged.
     const unknown = documented('email.delivered', '56761188-7520-42d8-8898-ff6fc54ce618', 'someone@resend.dev', 'm.00000000000000000000000000');
     const unknownRes = await feedback(unknown, svixHeaders(secret, unknown, 'msg_unknown'));
     assert.equal(unknownRes.status, 200);
     assert.deepEqual(unknownRes.body, { received: 1, applied: 0, duplicates: 0, unknown: 1 });
-    assert.deepEqual(state(), after);
+    assert.deepEqual(await state(), after);
 
     // Authenticated but not a Resend event.
     const malformed = await feedback('[1,2]', svixHeaders(secret, '[1,2]', 'msg_malformed'));
@@ -285,7 +285,7 @@ describe('provider-d feedback: Resend webhooks', () => {
     const body = documented('email.delivered', '00000000-0000-4000-a000-000000000000', 'delivered@resend.dev', id);
     const res = await postFeedback(p.production, account.id, body, svixHeaders(secret, body, 'msg_bytag'));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
   });
 
   test('the documented Svix example (secret, id, timestamp, signature) verifies: refused only as stale; a changed byte is unauthenticated', async (t) => {

@@ -78,7 +78,7 @@ describe('provider-e-api sends through Postmark /email', () => {
     assert.equal(shown.provider, 'provider-e-api');
     assert.equal(shown.provider_message_id, answer.MessageID);
     assert.deepEqual(shown.attempts_log.map((a) => [a.provider_account_id, a.outcome, a.provider_message_id]), [[account.id, 'sent', answer.MessageID]]);
-    assert.equal(eventData(p, id, 'mail.sent').provider_message_id, answer.MessageID);
+    assert.equal((await eventData(p, id, 'mail.sent')).provider_message_id, answer.MessageID);
   });
 
   test('names, several tags, long metadata and a message stream from provider_options: what Postmark can carry is carried, in its limits', async (t) => {
@@ -145,7 +145,7 @@ describe('provider-e-api errors drive the delivery engine', () => {
     broken.behave('server_error', 1);
     const id = await sendOver(p, pk);
     const shown = await statusReached(p, id, 'sent');
-    assert.deepEqual(attemptOutcomes(p, id), [
+    assert.deepEqual(await attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [b.id, 'temporary'],
       [c.id, 'sent'],
@@ -162,8 +162,8 @@ describe('provider-e-api errors drive the delivery engine', () => {
     await attach(p, pk, emu);
     emu.behave('throttle', 1);
     const id = await sendOver(p, pk);
-    await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
-    assert.equal(messageShow(p.ctx, id).next_attempt_at, new Date(T0 + 60_000).toISOString());
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'first attempt');
+    assert.equal((await messageShow(p.ctx, id)).next_attempt_at, new Date(T0 + 60_000).toISOString());
     await settle();
     assert.equal(emu.requests.length, 1);
     clock.advance(60_000);
@@ -186,7 +186,7 @@ describe('provider-e-api errors drive the delivery engine', () => {
     broke.behave('suspended', 1);
     const id = await sendOver(p, pk, { provider_options: { 'provider-e-api': { message_stream: 'receipts' } } });
     const shown = await statusReached(p, id, 'sent');
-    assert.deepEqual(attemptOutcomes(p, id), [
+    assert.deepEqual(await attemptOutcomes(p, id), [
       [a.id, 'account'],
       [b.id, 'account'],
       [c.id, 'account'],
@@ -221,14 +221,14 @@ describe('provider-e-api errors drive the delivery engine', () => {
     assert.deepEqual(shown.attempts_log.map((a) => a.outcome), ['temporary', 'sent']);
     assert.deepEqual(shown.recipient_outcomes.map((o) => [o.email, o.status]), [['dead@example.org', 'bounced']]);
     assert.equal(JSON.parse(spare.requests[0].body.toString('utf8')).To, 'alive@example.org');
-    assert.deepEqual(suppressions(p, pk), [['dead@example.org', 'hard_bounce']]);
+    assert.deepEqual(await suppressions(p, pk), [['dead@example.org', 'hard_bounce']]);
 
     // Every recipient inactive: they bounce, and nobody is left to send to.
     const onlyDead = await sendOver(p, pk, { to: 'Gone <GONE@example.org>' });
     const failed = await statusReached(p, onlyDead, 'failed');
     assert.deepEqual(failed.attempts_log.map((a) => a.outcome), ['permanent']);
     assert.deepEqual(failed.recipient_outcomes.map((o) => [o.email, o.status]), [['GONE@example.org', 'bounced']]);
-    assert.deepEqual(eventTypes(p, onlyDead), ['mail.accepted', 'mail.bounced', 'mail.failed']);
+    assert.deepEqual(await eventTypes(p, onlyDead), ['mail.accepted', 'mail.bounced', 'mail.failed']);
     assert.equal(spare.requests.length, 1);
   });
 });
@@ -254,7 +254,7 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     let res = await viaBasic(webhook('webhook-delivery', vars('ann@example.org')));
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventData(p, id, 'mail.delivered').delivery, {
+    assert.deepEqual((await eventData(p, id, 'mail.delivered')).delivery, {
       recipient: 'ann@example.org',
       provider: 'provider-e-api',
       provider_message_id: providerId,
@@ -268,7 +268,7 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
     res = await viaToken(webhook('webhook-bounce-hard', vars('bob@example.org')));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventData(p, id, 'mail.bounced').bounce, {
+    assert.deepEqual((await eventData(p, id, 'mail.bounced')).bounce, {
       recipient: 'bob@example.org',
       provider: 'provider-e-api',
       provider_message_id: providerId,
@@ -280,11 +280,11 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
 
     res = await viaBasic(webhook('webhook-spam-complaint', vars('cc@example.org')));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.equal(eventData(p, id, 'mail.complained').complaint.feedback_type, 'SpamComplaint');
+    assert.equal((await eventData(p, id, 'mail.complained')).complaint.feedback_type, 'SpamComplaint');
 
     res = await viaBasic(webhook('webhook-bounce-blocked', vars('dan@example.net')));
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.deepEqual(eventData(p, id, 'mail.failed').failure, {
+    assert.deepEqual((await eventData(p, id, 'mail.failed')).failure, {
       reason: 'provider_rejected',
       message: 'smtp;554 5.7.1 Message rejected due to content restrictions',
       recipient: 'dan@example.net',
@@ -293,14 +293,14 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
       occurred_at: '2026-03-02T10:00:08.000Z',
     });
 
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed']);
-    assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes.map((o) => [o.email, o.status]), [
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed']);
+    assert.deepEqual((await messageShow(p.ctx, id)).recipient_outcomes.map((o) => [o.email, o.status]), [
       ['ann@example.org', 'delivered'],
       ['bob@example.org', 'bounced'],
       ['cc@example.org', 'complained'],
       ['dan@example.net', 'failed'],
     ]);
-    assert.deepEqual(suppressions(p, pk).sort(), [
+    assert.deepEqual((await suppressions(p, pk)).sort(), [
       ['bob@example.org', 'hard_bounce'],
       ['cc@example.org', 'complaint'],
     ]);
@@ -315,12 +315,12 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     assert.deepEqual(res.body, { received: 0, applied: 0, duplicates: 0, unknown: 0, note: 'postmark "Open" records are not delivery feedback' });
     res = await deliver(webhook('webhook-subscription-change', vars('ann@example.org')));
     assert.deepEqual(res.body, { received: 0, applied: 0, duplicates: 0, unknown: 0, note: 'postmark "SubscriptionChange" records are not delivery feedback' });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent']);
-    assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes.map((o) => [o.email, o.status, o.reply]), [
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual((await messageShow(p.ctx, id)).recipient_outcomes.map((o) => [o.email, o.status, o.reply]), [
       ['bob@example.org', 'soft_bounced', 'smtp;452 4.2.2 The email account that you tried to reach is over quota.'],
     ]);
-    assert.deepEqual(suppressions(p, pk), []);
-    assert.equal(messageShow(p.ctx, id).status, 'sent');
+    assert.deepEqual(await suppressions(p, pk), []);
+    assert.equal((await messageShow(p.ctx, id)).status, 'sent');
   });
 
   test('the same record twice applies once; an unknown MessageID is acknowledged; our metadata matches when the MessageID does not', async (t) => {
@@ -333,7 +333,7 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     const delivery = webhook('webhook-delivery', vars('ann@example.org'));
     assert.deepEqual((await deliver(delivery)).body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
     assert.deepEqual((await deliver(delivery)).body, { received: 1, applied: 0, duplicates: 1, unknown: 0 });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.bounced', 'mail.delivered']);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.bounced', 'mail.delivered']);
 
     const unknown = await deliver(webhook('webhook-delivery', { recipient: 'x@example.org', provider_message_id: '00000000-0000-0000-0000-000000000000', postern_message_id: 'm.unknown' }));
     assert.equal(unknown.status, 200);
@@ -366,9 +366,9 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     );
     const malformed = await postFeedback(p.production, account.id, '{"Type":"HardBounce"}', {}, WEBHOOK_SECRET);
     assert.deepEqual([malformed.status, malformed.body.error.code], [400, 'feedback:malformed']);
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent']);
-    assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes, []);
-    assert.deepEqual(suppressions(p, pk), []);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual((await messageShow(p.ctx, id)).recipient_outcomes, []);
+    assert.deepEqual(await suppressions(p, pk), []);
   });
 
   test('a notification waiting for the index write lock holds up neither door: the health check answers meanwhile, and the notification applies once the lock is free', async (t) => {
@@ -388,6 +388,6 @@ describe('Postmark webhooks at /v1/feedback/<account>', () => {
     const res = await notification;
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
-    assert.equal(eventTypes(p, id).at(-1), 'mail.delivered');
+    assert.equal((await eventTypes(p, id)).at(-1), 'mail.delivered');
   });
 });

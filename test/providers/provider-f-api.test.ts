@@ -135,7 +135,7 @@ describe('provider-f-api errors drive the delivery engine', () => {
     suspended.behave('suspended', 1);
     const id = await sendOver(p, pk);
     const shown = await statusReached(p, id, 'sent');
-    assert.deepEqual(attemptOutcomes(p, id), [
+    assert.deepEqual(await attemptOutcomes(p, id), [
       [a.id, 'temporary'],
       [b.id, 'account'],
       [c.id, 'account'],
@@ -190,7 +190,7 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     let res = await viaBearer(webhook('webhook-delivered', vars('ann@example.org')));
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, applied);
-    assert.deepEqual(eventData(p, id, 'mail.delivered').delivery, {
+    assert.deepEqual((await eventData(p, id, 'mail.delivered')).delivery, {
       recipient: 'ann@example.org',
       provider: 'provider-f-api',
       provider_message_id: providerId,
@@ -198,7 +198,7 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
       reply: 'delivered',
     });
     assert.deepEqual((await viaBasic(webhook('webhook-hard-bounce', vars('bob@example.org')))).body, applied);
-    assert.deepEqual(eventData(p, id, 'mail.bounced').bounce, {
+    assert.deepEqual((await eventData(p, id, 'mail.bounced')).bounce, {
       recipient: 'bob@example.org',
       provider: 'provider-f-api',
       provider_message_id: providerId,
@@ -209,19 +209,19 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     });
     assert.deepEqual((await viaToken(webhook('webhook-soft-bounce', vars('eve@example.net')))).body, applied);
     assert.deepEqual((await viaToken(webhook('webhook-spam', vars('cc@example.org')))).body, applied);
-    assert.equal(eventData(p, id, 'mail.complained').complaint.feedback_type, 'spam');
+    assert.equal((await eventData(p, id, 'mail.complained')).complaint.feedback_type, 'spam');
     assert.deepEqual((await viaBearer(webhook('webhook-blocked', vars('dan@example.net')))).body, applied);
-    assert.deepEqual(eventData(p, id, 'mail.failed').failure.message, 'blocked : due to blacklist user');
+    assert.deepEqual((await eventData(p, id, 'mail.failed')).failure.message, 'blocked : due to blacklist user');
 
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed']);
-    assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes.map((o) => [o.email, o.status, o.reply]), [
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed']);
+    assert.deepEqual((await messageShow(p.ctx, id)).recipient_outcomes.map((o) => [o.email, o.status, o.reply]), [
       ['ann@example.org', 'delivered', 'delivered'],
       ['bob@example.org', 'bounced', '550 5.1.1 The email account that you tried to reach does not exist'],
       ['cc@example.org', 'complained', 'spam'],
       ['dan@example.net', 'failed', 'blocked : due to blacklist user'],
       ['eve@example.net', 'soft_bounced', '452 4.2.2 Mailbox full'],
     ]);
-    assert.deepEqual(suppressions(p, pk).sort(), [
+    assert.deepEqual((await suppressions(p, pk)).sort(), [
       ['bob@example.org', 'hard_bounce'],
       ['cc@example.org', 'complaint'],
     ]);
@@ -234,8 +234,8 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     const res = await postFeedback(p.production, account.id, batch, {}, WEBHOOK_SECRET);
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, { received: 2, applied: 2, duplicates: 0, unknown: 0, note: 'brevo "unique_opened" events are not delivery feedback' });
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
-    assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes.map((o) => [o.email, o.status]), [
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent', 'mail.delivered']);
+    assert.deepEqual((await messageShow(p.ctx, id)).recipient_outcomes.map((o) => [o.email, o.status]), [
       ['ann@example.org', 'delivered'],
       ['eve@example.net', 'soft_bounced'],
     ]);
@@ -248,7 +248,7 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     const hard = webhook('webhook-hard-bounce', vars('bob@example.org'));
     assert.deepEqual((await deliver(hard)).body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
     assert.deepEqual((await deliver(hard)).body, { received: 1, applied: 0, duplicates: 1, unknown: 0 });
-    assert.equal(eventTypes(p, id).filter((e) => e === 'mail.bounced').length, 1);
+    assert.equal((await eventTypes(p, id)).filter((e) => e === 'mail.bounced').length, 1);
     const unknown = await deliver(webhook('webhook-delivered', { recipient: 'x@example.org', provider_message_id: '<000000000000.00000000000@smtp-relay.mailin.fr>', postern_message_id: 'm.unknown' }));
     assert.equal(unknown.status, 200);
     assert.deepEqual(unknown.body, { received: 1, applied: 0, duplicates: 0, unknown: 1 });
@@ -284,8 +284,8 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     );
     const malformed = await postFeedback(p.production, account.id, '{"email":"bob@example.org"}', {}, WEBHOOK_SECRET);
     assert.deepEqual([malformed.status, malformed.body.error.code], [400, 'feedback:malformed']);
-    assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.sent']);
-    assert.deepEqual(messageShow(p.ctx, id).recipient_outcomes, []);
-    assert.deepEqual(suppressions(p, pk), []);
+    assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.sent']);
+    assert.deepEqual((await messageShow(p.ctx, id)).recipient_outcomes, []);
+    assert.deepEqual(await suppressions(p, pk), []);
   });
 });

@@ -184,7 +184,7 @@ interface Row extends StoredRow {
 
 
 /** Every acknowledged message: a queued smtp row, its event, and its complete MIME file; no debris. */
-function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
+async function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): Promise<void> {
   const rows = readMessageRows<Row>(stateDir);
   const events = acceptedEventIds(stateDir);
 
@@ -202,7 +202,7 @@ function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): void {
     if (row.last_error !== null) problems.push(`${id}: last_error ${row.last_error}`);
     if (row.subject !== sent.marker) problems.push(`${id}: subject ${JSON.stringify(row.subject)}, sent ${JSON.stringify(sent.marker)}`);
     if (!events.has(id)) problems.push(`${id}: no mail.accepted event`);
-    const stored = readStoredMime(stateDir, row);
+    const stored = await readStoredMime(stateDir, row);
     if (typeof stored === 'string') {
       problems.push(`${id}: ${stored}`);
       continue;
@@ -264,6 +264,6 @@ describe('SIGKILL during concurrent SMTP DATA', () => {
     assert.equal(await stopWhenServing(restarted), 0);
 
     t.diagnostic(`answered 250 per cycle: ${perCycle.join(', ')} (total ${allAcked.size})`);
-    assertSpoolIntact(stateDir, allAcked);
+    await assertSpoolIntact(stateDir, allAcked);
   });
 });

@@ -83,7 +83,7 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
     const rows = readMessageRows<{ id: string; spool_path: string }>(stateDir);
     assert.deepEqual([...rows.keys()].sort(), [...acknowledged, after].sort(), 'exactly the acknowledged messages are stored');
     for (const row of rows.values()) {
-      const stored = readStoredMime(stateDir, row);
+      const stored = await readStoredMime(stateDir, row);
       assert.ok(Buffer.isBuffer(stored) && stored.length > 0, `${row.id} has its whole MIME: ${typeof stored === 'string' ? stored : 'empty'}`);
     }
 

@@ -15,6 +15,7 @@ import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { suppress } from '../../src/operator/suppressions.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import {
   createProjectWithKeys,
   post,
@@ -159,7 +160,7 @@ interface Expected {
 }
 
 function rowOf(p: TestPostern, id: string): MessageRow | undefined {
-  return p.ctx.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRow | undefined;
+  return p.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRow | undefined;
 }
 
 /** The header block of a stored MIME file, unfolded. */
@@ -169,7 +170,7 @@ function headerBlock(mime: string): string {
 }
 
 /** The index row, the mail.accepted event and the spool file of one accepted SMTP message. */
-function assertStored(p: TestPostern, id: string, e: Expected): { row: MessageRow; mime: string } {
+async function assertStored(p: TestPostern, id: string, e: Expected): Promise<{ row: MessageRow; mime: string }> {
   const row = rowOf(p, id);
   assert.ok(row, `a messages row for ${id}`);
   assert.deepEqual(
@@ -209,7 +210,7 @@ function assertStored(p: TestPostern, id: string, e: Expected): { row: MessageRo
     },
   );
 
-  const events = p.ctx.db.prepare('SELECT * FROM events WHERE message_id = ? ORDER BY seq').all(id) as { project_id: string; type: string; data: string }[];
+  const events = p.db.prepare('SELECT * FROM events WHERE message_id = ? ORDER BY seq').all(id) as { project_id: string; type: string; data: string }[];
   assert.deepEqual(
     events.map((ev) => ev.type),
     ['mail.accepted'],
@@ -222,7 +223,7 @@ function assertStored(p: TestPostern, id: string, e: Expected): { row: MessageRo
     { uid: id, subject: e.subject, from: e.from, to: e.recipients.to, project: { uid: e.projectId, name: e.projectName }, tags: e.tags ?? [], metadata: e.metadata ?? {} },
   );
 
-  const stored = storedMimeOf(p.ctx.db, p.stateDir, id);
+  const stored = await storedMimeOf(p.ctx.store, p.stateDir, id);
   assert.equal(stored.length, row.size_bytes, 'size_bytes is the stored MIME size');
   const mime = stored.toString('utf8');
   const headers = headerBlock(mime);
@@ -245,7 +246,7 @@ function spoolTmpEntries(p: TestPostern): string[] {
   return readdirSync(path.join(p.stateDir, 'spool', 'tmp'));
 }
 
-const countMessages = (p: TestPostern, projectId: string) => p.ctx.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
+const countMessages = (p: TestPostern, projectId: string) => p.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
 
 /* ------------------------------------------------------------------------------------------ */
 /* The main in-process server                                                                  */
@@ -290,7 +291,7 @@ describe('SMTP door', () => {
       });
       assert.equal(res.accepted, true, res.response);
       const id = queuedId(res.response);
-      assertStored(p, id, {
+      await assertStored(p, id, {
         projectId: project.id,
         projectName: project.name,
         environment: 'production',
@@ -320,7 +321,7 @@ describe('SMTP door', () => {
         headers: control({ 'X-Service-Tags': 'implicit', 'X-Service-Category': 'Receipts' }),
       });
       const id = queuedId(res.response);
-      assertStored(p, id, {
+      await assertStored(p, id, {
         projectId: project.id,
         projectName: project.name,
         environment: 'production',
@@ -348,7 +349,7 @@ describe('SMTP door', () => {
         headers: control({ 'X-Service-Metadata': '{"env":"sandbox"}' }),
       });
       const id = queuedId(res.response);
-      assertStored(p, id, {
+      await assertStored(p, id, {
         projectId: project.id,
         projectName: project.name,
         environment: 'sandbox',
@@ -374,7 +375,7 @@ describe('SMTP door', () => {
         headers: control({ 'X-Service-Tags': 'sandbox' }),
       });
       const id = queuedId(res.response);
-      assertStored(p, id, {
+      await assertStored(p, id, {
         projectId: project.id,
         projectName: project.name,
         environment: 'sandbox',
@@ -407,7 +408,7 @@ describe('SMTP door', () => {
         raw,
       });
       const id = queuedId(res.response);
-      assertStored(p, id, {
+      await assertStored(p, id, {
         projectId: project.id,
         projectName: project.name,
         environment: 'production',
@@ -435,7 +436,7 @@ describe('SMTP door', () => {
       });
       assert.equal(res.accepted, true, res.response);
       const id = queuedId(res.response);
-      assertStored(p, id, {
+      await assertStored(p, id, {
         projectId: project.id,
         projectName: project.name,
         environment: 'production',
@@ -480,22 +481,22 @@ describe('SMTP door', () => {
       const k = await fresh();
       const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3600_000).toISOString().replace('.000Z', 'Z');
       const sent = await send(k.liveKey, { 'X-Service-Scheduled-At': at });
-      assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'scheduled', scheduledAt: Date.parse(at) });
+      await assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'scheduled', scheduledAt: Date.parse(at) });
     });
 
     test('X-Service-Paused: true holds the message (paused, hold reason request); false is queued', async () => {
       const k = await fresh();
       const held = await send(k.liveKey, { 'X-Service-Paused': 'true' });
-      assertStored(p, queuedId(held.response), { ...base(k, held), status: 'paused', holdReason: 'request' });
+      await assertStored(p, queuedId(held.response), { ...base(k, held), status: 'paused', holdReason: 'request' });
       const notHeld = await send(k.liveKey, { 'X-Service-Paused': 'false' });
-      assertStored(p, queuedId(notHeld.response), { ...base(k, notHeld), status: 'queued' });
+      await assertStored(p, queuedId(notHeld.response), { ...base(k, notHeld), status: 'queued' });
     });
 
     test('X-Service-Provider as a comma list and X-Service-Strategy are recorded as routing', async () => {
       const k = await fresh();
       await attachProvider(p.ctx, k.project.id, { slug: 'provider-b-api', apiKey: 'pb-secret' });
       const sent = await send(k.liveKey, { 'X-Service-Provider': 'smtp, provider-b-api', 'X-Service-Strategy': 'round-robin' });
-      assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'queued', routing: { provider: ['smtp', 'provider-b-api'], strategy: 'round-robin' } });
+      await assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'queued', routing: { provider: ['smtp', 'provider-b-api'], strategy: 'round-robin' } });
     });
 
     test('X-Service-Idempotency-Key: a repeat (even with another body) answers the same id and stores one message', async () => {
@@ -504,9 +505,9 @@ describe('SMTP door', () => {
       const first = queuedId(sent.response);
       const again = await send(k.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' }, { subject: 'A different subject' });
       assert.equal(queuedId(again.response), first);
-      assertStored(p, first, { ...base(k, sent), status: 'queued', idempotencyKey: 'order-1234-confirm' });
+      await assertStored(p, first, { ...base(k, sent), status: 'queued', idempotencyKey: 'order-1234-confirm' });
       assert.equal(countMessages(p, k.project.id), 1);
-      assert.equal(p.ctx.db.prepare("SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'").pluck().get(k.project.id), 1);
+      assert.equal(p.db.prepare("SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'").pluck().get(k.project.id), 1);
       // The key is per project: another project's message with the same key is its own.
       const other = await fresh();
       const otherId = queuedId((await send(other.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' })).response);
@@ -1027,7 +1028,7 @@ describe('SMTP graceful shutdown', () => {
     try {
       const row = db.prepare('SELECT project_id, subject, spool_path FROM messages WHERE id = ?').get(id) as { project_id: string; subject: string; spool_path: string } | undefined;
       assert.deepEqual({ project_id: row?.project_id, subject: row?.subject }, { project_id: project.id, subject: 'In flight at shutdown' });
-      assert.ok(storedMimeOf(db, stateDir, id).toString('utf8').includes('line of body'));
+      assert.ok((await storedMimeOf(sqliteQueries(db), stateDir, id)).toString('utf8').includes('line of body'));
     } finally {
       db.close();
     }
@@ -1101,7 +1102,7 @@ describe('spawned server, SIGHUP', () => {
     // A project in the child's state, made through the same store the CLI uses.
     const config = buildConfig({ state_dir: stateDir }, {});
     const db = openDatabase(stateDir, silentLogger());
-    const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx: OperatorContext = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
     const { liveKey } = await createProjectWithKeys(ctx, 'sighup');
     const fingerprintOf = async () => {
       const { client, greeting } = await RawSmtp.connect(port, { implicit: true });

@@ -14,7 +14,7 @@ import { settle } from '../support/waiting.js';
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const KiB = 1024;
 
-const countMessages = (p: TestPostern, projectId: string) => p.ctx.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
+const countMessages = (p: TestPostern, projectId: string) => p.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
 
 /** Bytes in the spool's temp directory right now (files may vanish while they are counted). */
 function spoolTmpBytes(p: TestPostern): number {

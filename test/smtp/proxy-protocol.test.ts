@@ -82,7 +82,7 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
     assert.match(await client.command('EHLO client.test'), /^250/);
     assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
     const [, id] = QUEUED.exec(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()))!;
-    assert.equal(p.ctx.db.prepare('SELECT project_id FROM messages WHERE id = ?').pluck().get(id), project.id);
+    assert.equal(p.db.prepare('SELECT project_id FROM messages WHERE id = ?').pluck().get(id), project.id);
     await client.quit();
     await first.client.quit();
   });

@@ -9,6 +9,7 @@ import { buildConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { readMessageRows, spoolSnapshot, type StoredRow } from '../support/assertions.js';
 import { watchPeakRss, type PeakRss } from '../support/processMemory.js';
@@ -29,7 +30,7 @@ async function seedProject(stateDir: string): Promise<ProjectWithKeys> {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
-    const ctx: OperatorContext = { db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx: OperatorContext = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
     return await createProjectWithKeys(ctx, 'smtp stream project', 'pro');
   } finally {
     db.close();

@@ -49,7 +49,7 @@ async function finish(client: RawSmtp): Promise<string> {
 function assertStored(p: TestPostern, reply: string): void {
   const id = QUEUED.exec(reply)?.[1];
   assert.ok(id, `accepted: ${reply}`);
-  const row = p.ctx.db.prepare('SELECT status, source, spool_path FROM messages WHERE id = ?').get(id) as { status: string; source: string; spool_path: string } | undefined;
+  const row = p.db.prepare('SELECT status, source, spool_path FROM messages WHERE id = ?').get(id) as { status: string; source: string; spool_path: string } | undefined;
   assert.deepEqual(row && { status: row.status, source: row.source }, { status: 'queued', source: 'smtp' });
   assert.ok(existsSync(path.join(p.stateDir, 'spool', row!.spool_path)), 'its spool file exists');
 }

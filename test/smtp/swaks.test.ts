@@ -60,8 +60,8 @@ interface Expected {
 }
 
 /** Row, mail.accepted event and stored MIME of one accepted message. */
-function assertStored(p: TestPostern, id: string, e: Expected): void {
-  const row = p.ctx.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as Record<string, any> | undefined;
+async function assertStored(p: TestPostern, id: string, e: Expected): Promise<void> {
+  const row = p.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as Record<string, any> | undefined;
   assert.ok(row, `a messages row for ${id}`);
   assert.deepEqual(
     {
@@ -94,7 +94,7 @@ function assertStored(p: TestPostern, id: string, e: Expected): void {
     },
   );
 
-  const events = p.ctx.db.prepare('SELECT type, project_id, data FROM events WHERE message_id = ? ORDER BY seq').all(id) as { type: string; project_id: string; data: string }[];
+  const events = p.db.prepare('SELECT type, project_id, data FROM events WHERE message_id = ? ORDER BY seq').all(id) as { type: string; project_id: string; data: string }[];
   assert.deepEqual(
     events.map((ev) => [ev.type, ev.project_id]),
     [['mail.accepted', e.projectId]],
@@ -106,7 +106,7 @@ function assertStored(p: TestPostern, id: string, e: Expected): void {
     { uid: id, subject: e.subject, from: e.from, to: e.recipients.to, project: { uid: e.projectId, name: e.projectName }, tags: e.tags, metadata: e.metadata },
   );
 
-  const stored = storedMimeOf(p.ctx.db, p.stateDir, id);
+  const stored = await storedMimeOf(p.ctx.store, p.stateDir, id);
   assert.equal(stored.length, row.size_bytes);
   const mime = stored.toString('utf8');
   const end = mime.indexOf('\r\n\r\n');
@@ -147,7 +147,7 @@ describe('SMTP door with swaks', () => {
     ]);
     const id = queuedId(result);
     assert.match(result.output, /^<- {2}220 .*\n(?:.*\n)*? -> STARTTLS$/m, 'swaks upgraded with STARTTLS');
-    assertStored(p, id, {
+    await assertStored(p, id, {
       projectId: project.id,
       projectName: project.name,
       environment: 'production',
@@ -178,7 +178,7 @@ describe('SMTP door with swaks', () => {
     ]);
     const id = queuedId(result);
     assert.match(result.output, /^=== TLS started/m);
-    assertStored(p, id, {
+    await assertStored(p, id, {
       projectId: project.id,
       projectName: project.name,
       environment: 'sandbox',
@@ -207,7 +207,7 @@ describe('SMTP door with swaks', () => {
       '--body', 'Body sent with AUTH LOGIN',
     ]);
     const id = queuedId(result);
-    assertStored(p, id, {
+    await assertStored(p, id, {
       projectId: project.id,
       projectName: project.name,
       environment: 'production',
@@ -225,7 +225,7 @@ describe('SMTP door with swaks', () => {
   });
 
   test('open-relay attempt without --auth: 530 5.7.0 at MAIL FROM, over STARTTLS and implicit TLS; nothing stored', async () => {
-    const countBefore = p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number;
+    const countBefore = p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number;
     for (const args of [
       ['--port', String(p.smtp.production.starttls), '--tls'],
       ['--port', String(p.smtp.production.implicit), '--tlsc'],
@@ -236,7 +236,7 @@ describe('SMTP door with swaks', () => {
       assert.match(result.output, /^<[~-]\* 530 5\.7\.0 /m, result.output);
       assert.doesNotMatch(result.output, /queued as/);
     }
-    assert.equal(p.ctx.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), countBefore);
+    assert.equal(p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), countBefore);
   });
 
   test('a bad key is refused with 535 5.7.8 and the contract code', async () => {

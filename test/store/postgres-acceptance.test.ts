@@ -12,6 +12,7 @@ import { commitAcceptanceGroup, type PostgresAcceptanceUnit, type PostgresUnitRe
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { readBodyChunks } from '../../src/store/postgres/bodyChunks.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { insertProject } from '../../src/store/projects.js';
@@ -378,10 +379,11 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       const db = openDatabase(stateDir, silentLogger());
       try {
         const project = await newProject(c.plan);
-        insertProject(db, { id: project, name: 'parity', plan: c.plan, created_at: NOW });
+        await insertProject(sqliteQueries(db), { id: project, name: 'parity', plan: c.plan, created_at: NOW });
         const records = c.sends.map((send) => acceptance(project, send));
         // SQLite: one unit after the other, as the index writer commits them.
-        const sqliteOutcomes = records.map((record) => db.transaction(() => recordAcceptance(db, record, LIMITS))());
+        const sqliteOutcomes = [];
+        for (const record of records) sqliteOutcomes.push(await sqliteQueries(db).transaction((tx) => recordAcceptance(tx, record, LIMITS)));
         // PostgreSQL: one group.
         const postgresResults = await commitAcceptanceGroup(nodes[2], units(records), LIMITS);
         assert.deepEqual(postgresResults.map(word), c.expected);

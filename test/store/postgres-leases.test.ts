@@ -7,6 +7,7 @@ import { commitAcceptanceGroup } from '../../src/commit/postgresAcceptance.js';
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { finishSending, leaseDueMessages, type HandOffEnd } from '../../src/store/delivery.js';
 import { insertMessage } from '../../src/store/messages.js';
 import { finishHandOffPostgres, leaseDueMessagesPostgres, type LeasedMessage } from '../../src/store/postgres/deliveryLeases.js';
@@ -283,8 +284,8 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
       await accept(pool, [record]);
       const db = openDatabase(stateDir(), silentLogger());
       try {
-        insertProject(db, { id: project, name: 'twin', plan: 'pro', created_at: NOW });
-        insertMessage(db, record.message);
+        await insertProject(sqliteQueries(db), { id: project, name: 'twin', plan: 'pro', created_at: NOW });
+        await insertMessage(sqliteQueries(db), record.message);
         const onSqlite = (): LeaseColumns => {
           const row = db.prepare(`SELECT ${LEASE_COLUMNS.replace(', lease_owner', '')} FROM messages WHERE id = ?`).get(record.message.id) as LeaseColumns;
           return { ...row };
@@ -294,13 +295,13 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
           return rest;
         };
         const lease = async (now: number, leaseUntil: number) => {
-          const sqliteLeased = leaseDueMessages(db, now, leaseUntil, 10).map((m) => m.id);
+          const sqliteLeased = (await leaseDueMessages(sqliteQueries(db), now, leaseUntil, 10)).map((m) => m.id);
           const postgresLeased = (await leaseDueMessagesPostgres(pool, { node: 'node-0', now, leaseUntil, limit: 10 })).map((m) => m.id);
           assert.deepEqual(postgresLeased, sqliteLeased, `leased at ${now - NOW}`);
           assert.deepEqual(await onPostgres(), onSqlite(), `after the lease at ${now - NOW}`);
         };
         const finish = async (to: HandOffEnd, now: number) => {
-          const movedOnSqlite = finishSending(db, record.message.id, to, now);
+          const movedOnSqlite = await finishSending(sqliteQueries(db), record.message.id, to, now);
           assert.equal(await finishHandOffPostgres(pool, { id: record.message.id, node: 'node-0', now, ...to }), movedOnSqlite);
           assert.deepEqual(await onPostgres(), onSqlite(), `after ${JSON.stringify(to)}`);
         };

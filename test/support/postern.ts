@@ -7,7 +7,8 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { buildConfig, listenerEnvName, type PosternConfig } from '../../src/config/load.js';
 import { silentLogger, type Logger } from '../../src/log.js';
 import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase, type Db } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
@@ -32,6 +33,8 @@ export interface TestPostern {
   /** Base URL of the console listener (`''` unless started with `console`). */
   console: string;
   stateDir: string;
+  /** The suites' own connection (as the CLI's): `ctx.store` runs the store's statements on it; raw SQL checks read it directly. */
+  db: Db;
   ctx: OperatorContext;
   close(): Promise<void>;
 }
@@ -82,7 +85,8 @@ export async function startTestPostern(
     },
     console: running.listeners.find((l) => l.protocol === 'console')?.url ?? '',
     stateDir,
-    ctx: { db: operatorDb, clock, config, spoolRoot: path.join(stateDir, 'spool') },
+    db: operatorDb,
+    ctx: { store: sqliteQueries(operatorDb), clock, config, spoolRoot: path.join(stateDir, 'spool') },
     async close() {
       await running.close();
       operatorDb.close();

@@ -5,6 +5,7 @@ import { buildConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { spawnPostern, tempStateDir, type SpawnedPostern } from './postern.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -17,7 +18,7 @@ export async function withClosedIndex<T>(stateDir: string, fn: (ctx: OperatorCon
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
-    return await fn({ db, clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
+    return await fn({ store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
   } finally {
     db.close();
   }

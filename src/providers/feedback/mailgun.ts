@@ -84,7 +84,7 @@ export const mailgunVerifier: FeedbackVerifier = {
 
     const stale = staleness(timestamp, ctx);
     if (stale) return { ok: false, code: 'feedback:stale', reason: stale };
-    if (!ctx.rememberOnce(account, `mailgun-token:${token}`)) return { ok: false, code: 'feedback:replayed', reason: 'this signature token was already used' };
+    if (!(await ctx.rememberOnce(account, `mailgun-token:${token}`))) return { ok: false, code: 'feedback:replayed', reason: 'this signature token was already used' };
 
     const data = body['event-data'];
     if (!data || typeof data !== 'object' || typeof data.event !== 'string') return { ok: false, code: 'feedback:malformed', reason: 'no event-data with an event' };

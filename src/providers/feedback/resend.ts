@@ -89,7 +89,7 @@ export const resendFeedback: FeedbackVerifier = {
     if (stale) return { ok: false, code: 'feedback:stale', reason: stale };
     // A retry of the same event keeps its svix-id but is signed at a new timestamp: only the
     // exact same signed request again is a replay (its items dedupe by svix-id anyway).
-    if (!ctx.rememberOnce(account, `resend:${id}:${timestamp}`)) return { ok: false, code: 'feedback:replayed', reason: 'this signed notification was already received' };
+    if (!(await ctx.rememberOnce(account, `resend:${id}:${timestamp}`))) return { ok: false, code: 'feedback:replayed', reason: 'this signed notification was already received' };
 
     let event: Data;
     try {

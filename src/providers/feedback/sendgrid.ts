@@ -71,7 +71,7 @@ export const sendgridFeedback: FeedbackVerifier = {
     const stale = staleness(timestamp, ctx);
     if (stale) return { ok: false, code: 'feedback:stale', reason: stale };
     // SendGrid signs every delivery attempt afresh: the same signature twice is a replay.
-    if (!ctx.rememberOnce(account, `sendgrid:${createHash('sha256').update(signature).digest('hex')}`)) {
+    if (!(await ctx.rememberOnce(account, `sendgrid:${createHash('sha256').update(signature).digest('hex')}`))) {
       return { ok: false, code: 'feedback:replayed', reason: 'this signed notification was already received' };
     }
 

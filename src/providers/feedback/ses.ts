@@ -283,7 +283,7 @@ export const sesFeedbackVerifier: FeedbackVerifier = {
     // Confirming is idempotent at SNS, and a failed GET must leave SNS free to deliver the
     // confirmation again: no replay bookkeeping for it.
     if (m.Type === 'SubscriptionConfirmation') return confirmSubscription(m, account, ctx);
-    if (!ctx.rememberOnce(account, `sns:${m.MessageId}`)) return { ok: false, code: 'feedback:replayed', reason: `SNS message ${m.MessageId} was already received` };
+    if (!(await ctx.rememberOnce(account, `sns:${m.MessageId}`))) return { ok: false, code: 'feedback:replayed', reason: `SNS message ${m.MessageId} was already received` };
     if (m.Type === 'UnsubscribeConfirmation') {
       ctx.logger.warn({ provider_account_id: account.id, topic_arn: m.TopicArn }, 'SNS subscription deleted: no more SES feedback from this topic until it is subscribed again');
       return { ok: true, items: [], note: `SNS subscription to ${m.TopicArn} was deleted` };

@@ -32,29 +32,29 @@ export async function sendOver(p: TestPostern, pk: ProjectWithKeys, overrides: R
 }
 
 export async function statusReached(p: TestPostern, id: string, status: string) {
-  await waitFor(() => messageShow(p.ctx, id).status === status, 10_000, `${id} to be ${status} (is ${messageShow(p.ctx, id).status})`);
+  await waitFor(async () => (await messageShow(p.ctx, id)).status === status, 10_000, `${id} to be ${status} (is ${(await messageShow(p.ctx, id)).status})`);
   return messageShow(p.ctx, id);
 }
 
 /** The message's event types, in order. */
-export const eventTypes = (p: TestPostern, id: string) => eventsForMessage(p.ctx.db, id).map((e) => e.type);
+export const eventTypes = async (p: TestPostern, id: string) => (await eventsForMessage(p.ctx.store, id)).map((e) => e.type);
 
 /** [account id, outcome] of each attempt. */
-export const attemptOutcomes = (p: TestPostern, id: string) => messageShow(p.ctx, id).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
+export const attemptOutcomes = async (p: TestPostern, id: string) => (await messageShow(p.ctx, id)).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
 
 /** The data of a message's first event of `type`, parsed. */
-export const eventData = (p: TestPostern, id: string, type: string) => JSON.parse(eventsForMessage(p.ctx.db, id).find((e) => e.type === type)!.data);
+export const eventData = async (p: TestPostern, id: string, type: string) => JSON.parse((await eventsForMessage(p.ctx.store, id)).find((e) => e.type === type)!.data);
 
 /** The project's suppressions as [email, reason], in the order listed. */
-export const suppressions = (p: TestPostern, pk: ProjectWithKeys) => suppressionList(p.ctx, pk.project.id).suppressions.map((x) => [x.email, x.reason]);
+export const suppressions = async (p: TestPostern, pk: ProjectWithKeys) => (await suppressionList(p.ctx, pk.project.id)).suppressions.map((x) => [x.email, x.reason]);
 
 /** Everything feedback can change: events, the project's suppressions, the recipients' outcomes, the status. */
-export function feedbackState(p: TestPostern, pk: ProjectWithKeys, id: string) {
-  const shown = messageShow(p.ctx, id);
+export async function feedbackState(p: TestPostern, pk: ProjectWithKeys, id: string) {
+  const shown = await messageShow(p.ctx, id);
   return {
     status: shown.status,
-    events: eventTypes(p, id),
-    suppressions: suppressions(p, pk).sort(),
+    events: await eventTypes(p, id),
+    suppressions: (await suppressions(p, pk)).sort(),
     outcomes: shown.recipient_outcomes,
   };
 }
@@ -114,7 +114,7 @@ export async function failsOverToSecond<E extends ProviderEmulator>(t: TestConte
   const a2 = await kit.attach(p, pk, second, { priority: '2' });
   const id = await sendOver(p, pk);
   const shown = await statusReached(p, id, 'sent');
-  assert.deepEqual(attemptOutcomes(p, id), [
+  assert.deepEqual(await attemptOutcomes(p, id), [
     [a1.id, outcome],
     [a2.id, 'sent'],
   ]);
@@ -136,9 +136,9 @@ export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestCo
   await kit.attach(p, pk, second, { priority: '2' });
   const id = await sendOver(p, pk);
   const shown = await statusReached(p, id, 'failed');
-  assert.deepEqual(attemptOutcomes(p, id), [[a1.id, 'permanent']]);
+  assert.deepEqual(await attemptOutcomes(p, id), [[a1.id, 'permanent']]);
   assert.equal(second.requests.length, 0);
-  assert.deepEqual(eventTypes(p, id), ['mail.accepted', 'mail.failed']);
+  assert.deepEqual(await eventTypes(p, id), ['mail.accepted', 'mail.failed']);
   return shown.last_error;
 }
 
@@ -166,22 +166,22 @@ export async function restsThrottledAccount<E extends ProviderEmulator>(
 
   const first = await sendOver(p, pk);
   await statusReached(p, first, 'sent');
-  assert.deepEqual(attemptOutcomes(p, first), [
+  assert.deepEqual(await attemptOutcomes(p, first), [
     [a.id, 'temporary'],
     [b.id, 'sent'],
   ]);
   // Within the reset window the throttled account is skipped without a request.
   const second = await sendOver(p, pk);
   await statusReached(p, second, 'sent');
-  assert.deepEqual(attemptOutcomes(p, second), [[b.id, 'sent']]);
+  assert.deepEqual(await attemptOutcomes(p, second), [[b.id, 'sent']]);
   assert.equal(throttled.requests.length, 1);
 
   clock.advance(resetMs);
   const third = await sendOver(p, pk);
   await statusReached(p, third, 'sent');
-  assert.deepEqual(attemptOutcomes(p, third), [[a.id, 'sent']]);
+  assert.deepEqual(await attemptOutcomes(p, third), [[a.id, 'sent']]);
   assert.equal(throttled.requests.length, 2);
-  return messageShow(p.ctx, first).attempts_log[0].reply;
+  return (await messageShow(p.ctx, first)).attempts_log[0].reply;
 }
 
 /**
@@ -197,8 +197,8 @@ export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestCont
   const pk = await createProjectWithKeys(p.ctx, 'reset', 'pro', { provider: false });
   await kit.attach(p, pk, emu);
   const id = await sendOver(p, pk);
-  await waitFor(() => messageShow(p.ctx, id).attempts_log.length === 1 && messageShow(p.ctx, id).status === 'queued', 10_000, 'first attempt');
-  const first = messageShow(p.ctx, id);
+  await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'first attempt');
+  const first = await messageShow(p.ctx, id);
   assert.equal(first.next_attempt_at, new Date(T0 + waitMs).toISOString());
   clock.advance(waitMs / 2);
   await settle(200);
@@ -218,13 +218,13 @@ export async function assertRefused(
   postIt: (body: string, headers: Record<string, string>) => Promise<{ status: number; body: any; text: string }>,
   body: string,
   cases: [Record<string, string>, number, string][],
-  state: () => unknown,
+  state: () => Promise<unknown>,
 ): Promise<void> {
-  const before = state();
+  const before = await state();
   for (const [headers, status, code] of cases) {
     const res = await postIt(body, headers);
     assert.equal(res.status, status, res.text);
     assert.equal(res.body.error.code, code, res.text);
   }
-  assert.deepEqual(state(), before);
+  assert.deepEqual(await state(), before);
 }
