@@ -26,7 +26,8 @@ export interface Queries {
   /**
    * `work`'s statements commit together or not at all (a savepoint when already in one). On
    * SQLite the transaction takes the write lock at once (BEGIN IMMEDIATE); transactions on one
-   * connection run one after another.
+   * connection run one after another. Savepoints inside one transaction are taken one at a
+   * time (await each; never several at once).
    */
   transaction<T>(work: (tx: Queries) => Promise<T>): Promise<T>;
 }
