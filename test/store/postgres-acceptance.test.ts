@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from '../../src/commit/acceptance.js';
+import { PostgresAcceptanceWriter } from '../../src/commit/postgresAcceptanceWriter.js';
 import { commitAcceptanceGroup, type PostgresAcceptanceUnit, type PostgresUnitResult } from '../../src/commit/postgresAcceptance.js';
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
@@ -268,6 +269,67 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
     assert.deepEqual([...new Set(results.map(word))], ['stored']);
     assert.equal((await usage(p, dayPeriod(NOW)))?.messages, 60);
     assert.equal((await usage(q, dayPeriod(NOW)))?.messages, 60);
+  });
+
+  test('the node\'s writer groups what arrives while a group commits, answers each unit, and removes scratch files once stored', async () => {
+    const project = await newProject('pro');
+    const node = testPool(database.url, 4);
+    // Each group is one transaction on one connection: counting the connections taken counts the groups.
+    let groups = 0;
+    const connect = node.connect.bind(node);
+    node.connect = (() => {
+      groups += 1;
+      return connect();
+    }) as typeof node.connect;
+    const writer = new PostgresAcceptanceWriter(node, LIMITS, silentLogger());
+    const scratch = mkdtempSync(path.join(tmpdir(), 'postern-pg-writer-'));
+    try {
+      const big = randomBytes(3 * 1024 * 1024 + 17);
+      const file = { tmpPath: path.join(scratch, 'big.tmp'), finalPath: '' };
+      writeFileSync(file.tmpPath, big);
+      const bigRecord = acceptance(project, { body: Buffer.alloc(0), bytes: big.length });
+      bigRecord.body = null;
+      const taken = acceptance(project);
+      // Three ticks of submissions, the second and third while the first group commits.
+      const first = writer.submitMany([{ file, record: bigRecord }, { file: null, record: taken }]);
+      await new Promise((resolve) => setImmediate(resolve));
+      const second = writer.submitMany(Array.from({ length: 40 }, () => ({ file: null, record: acceptance(project, { body: Buffer.from('held body') }) })));
+      await new Promise((resolve) => setImmediate(resolve));
+      const again = { ...acceptance(project), message: { ...taken.message } };
+      const third = writer.submitMany([{ file: null, record: again }]);
+      const outcomes = await Promise.allSettled([...first, ...second, ...third]);
+      assert.deepEqual(
+        outcomes.slice(0, 42).map((o) => (o.status === 'fulfilled' ? o.value.kind : o.reason.message)),
+        Array.from({ length: 42 }, () => 'stored'),
+      );
+      // The same message id again: that unit alone fails.
+      assert.equal(outcomes[42].status, 'rejected');
+      assert.equal(existsSync(file.tmpPath), false, 'the scratch copy is removed once the body is stored');
+      assert.ok((await readAll(readBodyChunks(pool, bigRecord.message.id))).equals(big));
+      assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 42);
+      assert.equal(writer.lastWriteError(), null);
+      assert.ok(groups <= 3, `43 units in three ticks took ${groups} group transactions`);
+    } finally {
+      await writer.close();
+      await node.end();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  test('the node\'s writer answers every unit an error when the database cannot be reached, and refuses units once closed', async () => {
+    const project = await newProject('pro');
+    const unreachable = testPool('postgres://postern:wrong@127.0.0.1:1/nowhere', 1);
+    const writer = new PostgresAcceptanceWriter(unreachable, LIMITS, silentLogger());
+    try {
+      const outcomes = await Promise.allSettled(writer.submitMany([{ file: null, record: acceptance(project) }, { file: null, record: acceptance(project) }]));
+      assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+      assert.match((outcomes[0] as PromiseRejectedResult).reason.message, /^commit failed: /);
+      assert.match(writer.lastWriteError() ?? '', /^commit failed: /);
+      await writer.close();
+      await assert.rejects(writer.submitMany([{ file: null, record: acceptance(project) }])[0], /closed/);
+    } finally {
+      await unreachable.end();
+    }
   });
 
   /** A sequence of acceptances for one project, and what each must come to. */

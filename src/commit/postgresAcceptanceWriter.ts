@@ -1,0 +1,114 @@
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { Pool } from 'pg';
+import type { Logger } from '../log.js';
+import type { LimitSettings } from '../policy/usageLimits.js';
+import type { PendingSpoolFile } from '../spool/publish.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
+import { commitAcceptanceGroup, type PostgresAcceptanceUnit, type PostgresUnitResult } from './postgresAcceptance.js';
+
+/** Units per group transaction, as the SQLite writer thread groups them. */
+const MAX_GROUP = 512;
+
+/**
+ * Group transactions in flight at once. One would leave the pool idle while a commit waits for
+ * its flush (and a synchronous standby); a few let the next group run its statements meanwhile.
+ * Groups of one project still take turns at its row lock, which is what keeps its caps exact.
+ */
+const DEFAULT_CONCURRENT_GROUPS = 2;
+
+interface Pending {
+  file: PendingSpoolFile | null;
+  record: AcceptanceRecord;
+  resolve: (outcome: AcceptanceOutcome) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * The PostgreSQL node's acceptance commits, the twin of the SQLite index writer thread
+ * (IndexWriter): units submitted while a group commits wait and go together in the next group,
+ * so a busy node shares each flush among many acceptances. Each promise resolves only once its
+ * unit is committed with synchronous commit (commitAcceptanceGroup), which is what a 202 or 250
+ * may promise. A large body arrives as a temp file (node-local scratch, not the durable copy):
+ * it is streamed into the database in its unit's transaction and removed once the group ends.
+ */
+export class PostgresAcceptanceWriter {
+  private queue: Pending[] = [];
+  private running = 0;
+  private closed = false;
+  private idle: (() => void) | null = null;
+  private lastError: string | null = null;
+
+  constructor(
+    private readonly pool: Pool,
+    private limits: LimitSettings,
+    private readonly logger: Logger,
+    private readonly concurrentGroups = DEFAULT_CONCURRENT_GROUPS,
+  ) {}
+
+  submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
+    const promises = units.map(
+      ({ file, record }) =>
+        new Promise<AcceptanceOutcome>((resolve, reject) => {
+          if (this.closed) return reject(new Error('acceptance writer closed'));
+          this.queue.push({ file, record, resolve, reject });
+        }),
+    );
+    // After this tick's other submissions: they join the same group.
+    queueMicrotask(() => this.startGroups());
+    return promises;
+  }
+
+  /** New plans and caps (SIGHUP): groups started from now on judge by them. */
+  updateLimits(limits: LimitSettings): void {
+    this.limits = limits;
+  }
+
+  /** The last group's error, if its commit failed as a whole (the database unreachable, say); null once one commits. */
+  lastWriteError(): string | null {
+    return this.lastError;
+  }
+
+  /** Refuses new units and waits for the groups already taken. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.running === 0 && this.queue.length === 0) return;
+    await new Promise<void>((resolve) => (this.idle = resolve));
+  }
+
+  private startGroups(): void {
+    while (this.running < this.concurrentGroups && this.queue.length > 0) {
+      const group = this.queue.splice(0, MAX_GROUP);
+      this.running += 1;
+      void this.commit(group).finally(() => {
+        this.running -= 1;
+        if (this.queue.length > 0) this.startGroups();
+        else if (this.running === 0) this.idle?.();
+      });
+    }
+  }
+
+  private async commit(group: Pending[]): Promise<void> {
+    const units: PostgresAcceptanceUnit[] = group.map(({ file, record }) => (file ? { record, openBody: () => createReadStream(file.tmpPath) } : { record }));
+    let results: PostgresUnitResult[];
+    try {
+      results = await commitAcceptanceGroup(this.pool, units, this.limits);
+    } catch (err) {
+      results = group.map(() => ({ ok: false, error: `commit failed: ${(err as Error).message}` }));
+    }
+    const failedWhole = results.length > 0 && results.every((r) => !r.ok && r.error.startsWith('commit failed:'));
+    if (failedWhole) {
+      this.lastError = (results[0] as { error: string }).error;
+      this.logger.error({ units: group.length, err: this.lastError }, 'acceptance commit failed; the group is answered with an error');
+    } else {
+      this.lastError = null;
+    }
+    // The bodies are in the database (or their units failed): the scratch copies go either way.
+    await Promise.all(group.map((p) => (p.file ? rm(p.file.tmpPath, { force: true }) : undefined)));
+    group.forEach((p, i) => {
+      const r = results[i]!;
+      if (r.ok) p.resolve(r.outcome);
+      else p.reject(new Error(r.error));
+    });
+  }
+}
