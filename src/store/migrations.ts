@@ -391,6 +391,35 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: 'rate windows shared by nodes: the last events of each limiter and key',
+    sql: `
+      -- The sliding windows (policy/rateLimiter.ts) several nodes count together on PostgreSQL
+      -- (store/rateWindows.ts). One node counts in memory: this SQLite store has the tables,
+      -- unused, so both schemas stay equal. A row per limiter, its configuration and key; its
+      -- last max_events event times in rate_window_slots, a ring: while filled < max_events
+      -- the next event fills the slot numbered filled, then it overwrites the oldest, next_slot.
+      CREATE TABLE rate_windows (
+        id INTEGER PRIMARY KEY,
+        limiter TEXT NOT NULL,
+        max_events INTEGER NOT NULL,
+        window_ms INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        filled INTEGER NOT NULL,
+        next_slot INTEGER NOT NULL,
+        -- When the newest event leaves the window: from then on the row holds nothing and is pruned.
+        expires_at INTEGER NOT NULL,
+        UNIQUE (limiter, max_events, window_ms, key)
+      );
+      CREATE TABLE rate_window_slots (
+        window_id INTEGER NOT NULL,
+        slot INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (window_id, slot)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

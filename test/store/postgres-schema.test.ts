@@ -299,6 +299,13 @@ describe('the PostgreSQL schema against the SQLite one', { skip: postgresUnavail
       { what: 'a session, removed with its operator (ON DELETE CASCADE)', sql: "INSERT INTO operator_sessions (id_hash, operator_id, created_at, last_seen_at) VALUES (?, 'o.1', 1, 1)", params: [hash(9)], expect: 'ok' },
       { what: 'the operator deleted', sql: "DELETE FROM operators WHERE id = 'o.1'", expect: 'ok' },
       { what: 'its sessions gone', sql: 'SELECT count(*) AS n FROM operator_sessions', expect: [{ n: 0 }] },
+      { what: 'a rate window', sql: "INSERT INTO rate_windows (limiter, max_events, window_ms, key, filled, next_slot, expires_at) VALUES ('send', 10, 60000, 'k.1', 1, 0, 60001)", expect: 'ok' },
+      { what: 'a second window of the same limiter, configuration and key (UNIQUE)', sql: "INSERT INTO rate_windows (limiter, max_events, window_ms, key, filled, next_slot, expires_at) VALUES ('send', 10, 60000, 'k.1', 1, 0, 60001)", expect: 'refused' },
+      { what: 'the same key under another limit: a window of its own', sql: "INSERT INTO rate_windows (limiter, max_events, window_ms, key, filled, next_slot, expires_at) VALUES ('send', 20, 60000, 'k.1', 1, 0, 60001)", expect: 'ok' },
+      // Numbered by the table, in order (a refused insert may leave a gap on PostgreSQL, not on SQLite).
+      { what: 'windows numbered by the table', sql: 'SELECT max_events FROM rate_windows ORDER BY id', expect: [{ max_events: 10 }, { max_events: 20 }] },
+      { what: 'a slot of a window', sql: 'INSERT INTO rate_window_slots (window_id, slot, at) VALUES (1, 0, 1)', expect: 'ok' },
+      { what: 'the same slot again (PRIMARY KEY)', sql: 'INSERT INTO rate_window_slots (window_id, slot, at) VALUES (1, 0, 2)', expect: 'refused' },
     ];
 
     let sampleDb: FreshDatabase;
