@@ -1,0 +1,72 @@
+import type { Clock } from '../clock.js';
+import type { Queries } from '../store/queries.js';
+import { pruneRateWindows, rateWindowWait, recordRateWindow, takeRateWindow, type RateWindowLimit } from '../store/rateWindows.js';
+import type { RateWindow } from './rateWindow.js';
+
+/**
+ * A sliding-window limit counted by all the nodes on one PostgreSQL (store/rateWindows.ts):
+ * the same answers as `SlidingWindowLimiter` gives on one node, for the cluster's events
+ * together. One round trip per take, waitMs or record.
+ *
+ * Like the in-memory limiter's sweep, windows whose events have all left are deleted at most
+ * once per window (per limiter and node), off the caller's path: a failure is told to
+ * `onPruneFailed` and the prune tried again a window later.
+ */
+export class SharedSlidingWindowLimiter implements RateWindow {
+  private readonly window: RateWindowLimit;
+  private nextPruneAt = Number.NEGATIVE_INFINITY;
+  private pruning: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly queries: Queries,
+    /** Which limiter: limiters of different names never share a window, even for one key. */
+    readonly name: string,
+    readonly limit: number,
+    readonly windowMs: number,
+    private readonly clock: Clock,
+    private readonly onPruneFailed: (err: Error) => void,
+  ) {
+    if (queries.dialect !== 'postgres') throw new Error('a shared rate window needs the PostgreSQL store; one node counts in memory (SlidingWindowLimiter)');
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 2 ** 31 - 1) throw new RangeError(`limit must be a positive integer, not ${limit}`);
+    if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new RangeError(`windowMs must be a positive integer, not ${windowMs}`);
+    this.window = { limiter: name, maxEvents: limit, windowMs };
+  }
+
+  take(key: string): Promise<number> {
+    const now = this.clock.now();
+    this.pruneNowAndThen(now);
+    return takeRateWindow(this.queries, this.window, key, now);
+  }
+
+  waitMs(key: string): Promise<number> {
+    return rateWindowWait(this.queries, this.window, key, this.clock.now());
+  }
+
+  record(key: string): Promise<void> {
+    const now = this.clock.now();
+    this.pruneNowAndThen(now);
+    return recordRateWindow(this.queries, this.window, key, now);
+  }
+
+  /** Deletes this limiter's windows whose events have all left them (every node's); returns how many. */
+  prune(): Promise<number> {
+    return pruneRateWindows(this.queries, this.name, this.clock.now());
+  }
+
+  /** Resolves when the background prune started last (if any) has ended: before the pool closes, and in tests. */
+  settled(): Promise<void> {
+    return this.pruning;
+  }
+
+  private pruneNowAndThen(now: number): void {
+    if (now < this.nextPruneAt) return;
+    this.nextPruneAt = now + this.windowMs;
+    // One prune at a time: a slow one is followed, not overlapped, by the next.
+    this.pruning = this.pruning.then(() =>
+      pruneRateWindows(this.queries, this.name, now).then(
+        () => undefined,
+        (err: unknown) => this.onPruneFailed(err instanceof Error ? err : new Error(String(err))),
+      ),
+    );
+  }
+}
