@@ -420,6 +420,23 @@ export const migrations: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 12,
+    name: 'webhook outbox shared by nodes: delivery leases owned by a node, events waiting for fan-out',
+    sql: `
+      -- The node holding a claimed delivery's lease (its node.id). With several nodes, one whose
+      -- lease ran out must not record an outcome over the node that claimed the delivery since.
+      -- This SQLite store has one dispatcher and leaves it NULL; kept so both schemas stay equal.
+      ALTER TABLE webhook_deliveries ADD COLUMN lease_owner TEXT;
+      -- Events committed and not yet fanned out: PostgreSQL's nodes take them from here
+      -- (store/postgres/webhookOutbox.ts), since a cursor over seq misses events committed out
+      -- of seq order. SQLite commits seqs in order and keeps following webhook_cursor; this table
+      -- stays empty here, kept so both schemas stay equal.
+      CREATE TABLE webhook_fanout_pending (
+        event_seq INTEGER PRIMARY KEY
+      );
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

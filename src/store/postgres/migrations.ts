@@ -499,6 +499,36 @@ export const postgresMigrations: Migration[] = [
       $$;
     `,
   },
+  {
+    version: 12,
+    name: 'webhook outbox shared by nodes: delivery leases owned by a node, events waiting for fan-out',
+    sql: `
+      -- The node holding a claimed delivery's lease (its node.id): an outcome is recorded only by
+      -- that node, so one whose lease ran out (it hung) cannot overwrite the node that claimed
+      -- the delivery since (store/postgres/webhookOutbox.ts).
+      ALTER TABLE webhook_deliveries ADD COLUMN lease_owner TEXT;
+      -- Events committed and not yet fanned out, one row per event, taken by whichever node fans
+      -- out (FOR UPDATE SKIP LOCKED) and deleted in the transaction that inserts their deliveries.
+      -- A cursor over events.seq cannot serve several nodes: identity values commit out of order.
+      -- No foreign key: retention may delete an event first; its row is then taken and dropped.
+      CREATE TABLE webhook_fanout_pending (
+        event_seq BIGINT PRIMARY KEY
+      );
+      -- Filled by a trigger, so every writer of events (the acceptance commit, delivery and
+      -- feedback events, any later one) queues its events for fan-out in its own transaction: an
+      -- event and its row commit, or roll back, together. PostgreSQL only (SQLite follows
+      -- webhook_cursor); test/store/postgres-schema.test.ts allows this one extra trigger.
+      CREATE FUNCTION webhook_fanout_pending_add() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO webhook_fanout_pending (event_seq) VALUES (NEW.seq);
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER events_webhook_fanout_pending AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION webhook_fanout_pending_add();
+      -- Events past the old cursor are queued too (none on a database no node has served yet).
+      INSERT INTO webhook_fanout_pending (event_seq) SELECT seq FROM events WHERE seq > (SELECT event_seq FROM webhook_cursor);
+    `,
+  },
 ];
 
 /** Migration 6's triggers, named as SQLite's: any change to a policy table moves the generation. */
