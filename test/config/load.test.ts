@@ -101,6 +101,20 @@ describe('postern start with a bad config', () => {
     await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_grow: 20 } })], 'memory.heap_grow');
   });
 
+  test('store.backend "postgres" needs a postgres:// URL, from the file or POSTERN_DATABASE_URL; the error never repeats it', async () => {
+    await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres' } })], 'store.postgres.url');
+    await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'mysql' } })], 'store.backend');
+    await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres', postgres: { pool_size: 1 } } })], 'store.postgres.pool_size');
+    const notUrl = await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres' } })], 'store.postgres.url', { POSTERN_DATABASE_URL: 'user:s3cret@db/postern' });
+    assert.doesNotMatch(notUrl.json.error.message, /s3cret/);
+    const wrongScheme = await rejectsConfig(
+      ['start', '--config', writeConfig({ store: { backend: 'postgres', postgres: { url: 'mysql://user:s3cret@db/postern' } } })],
+      'store.postgres.url',
+    );
+    assert.match(wrongScheme.json.error.message, /must start with postgres:\/\/ or postgresql:\/\/ \(got mysql:\/\/\)/);
+    assert.doesNotMatch(wrongScheme.json.error.message, /s3cret/);
+  });
+
   test('a file that is not JSON is refused', async () => {
     const file = writeConfig('{"listeners": [ this is not json');
     const r = await rejectsConfig(['start', '--config', file], null);
