@@ -8,6 +8,7 @@ import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookOutcomeRe
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { insertEvent } from '../../src/store/events.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresMigrations } from '../../src/store/postgres/migrations.js';
@@ -426,11 +427,12 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
       const { q } = pool;
       const project = await newProject(q);
       const endpoint = await newEndpoint(q, project);
-      const db = openDatabase(stateDir(), silentLogger());
+      const connection = openDatabase(stateDir(), silentLogger());
+      const db = sqliteQueries(connection);
       try {
-        insertProject(db, { id: project, name: 'twin', plan: 'pro', created_at: NOW });
-        insertWebhookEndpoint(db, { id: endpoint, project_id: project, url: 'https://hooks.example/in', event_types: null, secret: 's', created_at: NOW });
-        const onSqlite = () => db.prepare(`SELECT ${HEALTH_COLUMNS} FROM webhook_endpoints WHERE id = ?`).get(endpoint) as Health;
+        await insertProject(db, { id: project, name: 'twin', plan: 'pro', created_at: NOW });
+        await insertWebhookEndpoint(db, { id: endpoint, project_id: project, url: 'https://hooks.example/in', event_types: null, secret: 's', created_at: NOW });
+        const onSqlite = () => connection.prepare(`SELECT ${HEALTH_COLUMNS} FROM webhook_endpoints WHERE id = ?`).get(endpoint) as Health;
         const random = seeded(23);
         let at = NOW;
         let disables = 0;
@@ -443,10 +445,10 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
           const error = ok ? null : `HTTP 5${String(step % 100).padStart(2, '0')}`;
           const what = `step ${step}: ${ok ? 'success' : 'failure'} at +${(at - NOW) / MINUTE} min`;
           if (ok) {
-            markEndpointSuccess(db, endpoint, at);
+            await markEndpointSuccess(db, endpoint, at);
             await markEndpointSuccessPostgres(q, endpoint, at);
           } else {
-            const onSqliteReason = markEndpointFailure(db, endpoint, at, DISABLE_AFTER_MS, (since) => reasonText(since, error));
+            const onSqliteReason = await markEndpointFailure(db, endpoint, at, DISABLE_AFTER_MS, (since) => reasonText(since, error));
             const onPostgresReason = await markEndpointFailurePostgres(q, endpoint, at, DISABLE_AFTER_MS, (since) => reasonText(since, error));
             assert.equal(onPostgresReason, onSqliteReason, what);
             if (onSqliteReason !== null) disables += 1;
@@ -454,13 +456,13 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
           assert.deepEqual(await health(q, endpoint), onSqlite(), what);
           // An operator re-enables a disabled endpoint a while later.
           if (onSqlite().disabled_at !== null && random() < 0.2) {
-            enableWebhookEndpoint(db, endpoint, at);
+            await enableWebhookEndpoint(db, endpoint, at);
             await q.run('UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = ?', endpoint);
           }
         }
         assert.ok(disables >= 3, `the sequence disabled the endpoint ${disables} times`);
       } finally {
-        db.close();
+        connection.close();
       }
     });
   });
@@ -469,22 +471,23 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
     await withNodes(async ([node]) => {
       const { q } = node;
       const project = await newProject(q);
-      const db = openDatabase(stateDir(), silentLogger());
+      const connection = openDatabase(stateDir(), silentLogger());
+      const db = sqliteQueries(connection);
       try {
-        insertProject(db, { id: project, name: 'twin', plan: 'pro', created_at: NOW });
+        await insertProject(db, { id: project, name: 'twin', plan: 'pro', created_at: NOW });
         // One mostly healthy endpoint, one mostly failing; registered in the same order on both.
         const endpoints = ['wh.twin.healthy', 'wh.twin.failing'];
         for (const [i, id] of endpoints.entries()) {
-          insertWebhookEndpoint(db, { id, project_id: project, url: 'https://hooks.example/in', event_types: null, secret: 's', created_at: NOW + i });
+          await insertWebhookEndpoint(db, { id, project_id: project, url: 'https://hooks.example/in', event_types: null, secret: 's', created_at: NOW + i });
           await insertWebhookEndpointPostgres(q, { id, project_id: project, url: 'https://hooks.example/in', event_types: null, secret: 's', created_at: NOW + i });
         }
         for (let i = 0; i < 40; i++) {
-          insertEvent(db, { project_id: project, message_id: null, type: 'mail.sent', created_at: NOW, data: '{}' });
+          await insertEvent(db, { project_id: project, message_id: null, type: 'mail.sent', created_at: NOW, data: '{}' });
         }
         await insertEvents(q, project, 40);
         const bookkeeping = (work: Partial<WebhookBookkeeping> & { now: number }) =>
-          db.transaction(() =>
-            applyWebhookBookkeeping(db, {
+          db.transaction((tx) =>
+            applyWebhookBookkeeping(tx, {
               outcomes: [],
               disableAfterMs: DISABLE_AFTER_MS,
               fanOut: [],
@@ -493,9 +496,9 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
               prune: null,
               ...work,
             }),
-          )();
-        const events = eventsAfter(db, 0, 100);
-        bookkeeping({ now: NOW, fanOut: events, cursor: events[events.length - 1].seq });
+          );
+        const events = await eventsAfter(db, 0, 100);
+        await bookkeeping({ now: NOW, fanOut: events, cursor: events[events.length - 1].seq });
         assert.equal((await fanOutEventsPostgres(q, { now: NOW, limit: 100 })).deliveries, 80);
 
         // Deliveries compared by (endpoint, event): their seqs and ids are each store's own.
@@ -503,14 +506,14 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
         const COLUMNS = 'seq, endpoint_id, event_seq, type, status, attempts, next_attempt_at, created_at, last_attempt_at, last_status, last_error, completed_at';
         const key = (r: { endpoint_id: string; event_seq: number | null }) => `${r.endpoint_id} ${r.event_seq}`;
         const table = (rows: Row[]) => new Map(rows.map(({ seq: _seq, ...rest }) => [key(rest as Row), rest]));
-        const sqliteSeq = () => new Map((db.prepare('SELECT seq, endpoint_id, event_seq FROM webhook_deliveries').all() as Row[]).map((r) => [key(r), r.seq]));
+        const sqliteSeq = () => new Map((connection.prepare('SELECT seq, endpoint_id, event_seq FROM webhook_deliveries').all() as Row[]).map((r) => [key(r), r.seq]));
         const postgresSeq = new Map((await q.all<Row>('SELECT seq, endpoint_id, event_seq FROM webhook_deliveries')).map((r) => [key(r), r.seq]));
         const random = seeded(7);
         let disabledCount = 0;
         for (let round = 0, now = NOW; round < 40; round++, now += 3 * MINUTE) {
           const leaseUntil = now + MINUTE;
           // Claims: each store's own, for its enabled endpoints, at most 7 each.
-          const sqliteClaims = bookkeeping({ now, claims: { room: {}, defaultRoom: 7, minRoom: 1, leaseUntil } }).claimed.flatMap((c) => c.rows);
+          const sqliteClaims = (await bookkeeping({ now, claims: { room: {}, defaultRoom: 7, minRoom: 1, leaseUntil } })).claimed.flatMap((c) => c.rows);
           const enabled = (await q.all<{ id: string }>('SELECT id FROM webhook_endpoints WHERE disabled_at IS NULL ORDER BY id')).map((e) => e.id);
           const postgresClaims: LeasedDelivery[] = [];
           for (const endpointId of enabled) postgresClaims.push(...(await claimDueDeliveriesPostgres(q, { endpointId, node: node.name, now, leaseUntil, limit: 7 })));
@@ -537,7 +540,7 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
           });
           const seqs = sqliteSeq();
           const sqliteOutcomes: WebhookOutcomeRecord[] = outcomes.map((o) => ({ ...o, seq: seqs.get(o.key)!, deliveryId: `we.${o.key}`, durationMs: 10 }));
-          const sqliteDisabled = bookkeeping({ now, outcomes: sqliteOutcomes }).disabled;
+          const sqliteDisabled = (await bookkeeping({ now, outcomes: sqliteOutcomes })).disabled;
           const result = await recordWebhookOutcomesPostgres(q, {
             node: node.name,
             outcomes: outcomes.map((o) => ({ ...o, seq: postgresSeq.get(o.key)! })),
@@ -548,17 +551,17 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
           assert.deepEqual(result.disabled, sqliteDisabled, `round ${round}: disabled`);
           disabledCount += sqliteDisabled.length;
 
-          const onSqlite = table(db.prepare(`SELECT ${COLUMNS} FROM webhook_deliveries`).all() as Row[]);
+          const onSqlite = table(connection.prepare(`SELECT ${COLUMNS} FROM webhook_deliveries`).all() as Row[]);
           const onPostgres = table(await q.all<Row>(`SELECT ${COLUMNS} FROM webhook_deliveries`));
           assert.deepEqual(onPostgres, onSqlite, `round ${round}: deliveries`);
           for (const id of endpoints) {
-            assert.deepEqual(await health(q, id), db.prepare(`SELECT ${HEALTH_COLUMNS} FROM webhook_endpoints WHERE id = ?`).get(id), `round ${round}: ${id}`);
+            assert.deepEqual(await health(q, id), connection.prepare(`SELECT ${HEALTH_COLUMNS} FROM webhook_endpoints WHERE id = ?`).get(id), `round ${round}: ${id}`);
           }
           assert.equal((await q.get<{ n: number }>('SELECT count(*) AS n FROM webhook_deliveries WHERE lease_owner IS NOT NULL'))!.n, 0, 'every lease ended with its outcome');
           // The failing endpoint is re-enabled a few rounds after it is disabled.
           if (round % 8 === 7) {
             for (const id of endpoints) {
-              enableWebhookEndpoint(db, id, now);
+              await enableWebhookEndpoint(db, id, now);
               await q.run('UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = ?', id);
               await q.run("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at > ?", now, id, now);
             }
@@ -568,7 +571,7 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
         const statuses = await q.all<{ status: string }>('SELECT DISTINCT status FROM webhook_deliveries ORDER BY status');
         assert.deepEqual(statuses.map((s) => s.status), ['delivered', 'failed', 'pending'], 'every ending happened');
       } finally {
-        db.close();
+        connection.close();
       }
     });
   });
