@@ -6,7 +6,7 @@ import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { providerUsage } from '../store/delivery.js';
 import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
@@ -22,7 +22,7 @@ import { orderCandidates, type Strategy } from './routing.js';
 export interface SchedulerDeps {
   /** For reads only: every write goes to the index writer thread through `bookkeeping`. */
   store: Queries;
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
   spoolRoot: string;
   clock: Clock;
   logger: Logger;

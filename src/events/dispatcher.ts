@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
 import type { Queries } from '../store/queries.js';
 import {
@@ -43,7 +43,7 @@ export interface DispatcherDeps {
   /** Its reads, on a connection of its own (its thread's); the owner opens and closes it. */
   store: Queries;
   /** Its writes: one transaction per cycle, run by the index writer thread. */
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
   clock: Clock;
   logger: Logger;
   /** The section it reads. */

@@ -2,9 +2,7 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
-import { openDatabase, type Db } from '../store/db.js';
-import { sqliteQueries } from '../store/queries.js';
+import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
@@ -23,35 +21,37 @@ const RESTART_DELAY_MS = 1000;
  * dispatcher runs on the event loop instead.
  */
 export function createWebhookDispatcher(deps: {
-  stateDir: string;
+  /** Where the store is: the dispatcher reads on connections of its own. */
+  location: StoreLocation;
   clock: Clock;
   logger: Logger;
   /** The section the dispatcher reads: all that crosses to its thread. */
   config: Pick<PosternConfig, 'webhooks'>;
-  /** A new channel to the index writer thread, which runs the dispatcher's writes. */
-  openBookkeepingPort: () => MessagePort;
+  /** A new channel to the index writer thread, which runs the dispatcher's writes (none on PostgreSQL: it writes itself). */
+  openBookkeepingPort: () => MessagePort | null;
 }): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
-  return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
+  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
+  return new ThreadedDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
 }
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
-  private running: { db: Db; dispatcher: WebhookDispatcher } | null = null;
+  private running: { connections: ThreadStore; dispatcher: WebhookDispatcher } | null = null;
 
   constructor(
-    private readonly stateDir: string,
+    private readonly location: StoreLocation,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly config: Pick<PosternConfig, 'webhooks'>,
-    private readonly openBookkeepingPort: () => MessagePort,
+    private readonly openBookkeepingPort: () => MessagePort | null,
   ) {}
 
   start(): void {
     if (this.running) return;
-    const db = openDatabase(this.stateDir, this.logger, { migrate: false });
-    const dispatcher = new WebhookDispatcher({ store: sqliteQueries(db), clock: this.clock, logger: this.logger, config: this.config, bookkeeping: new BookkeepingClient(this.openBookkeepingPort()) });
-    this.running = { db, dispatcher };
+    const connections = openThreadStore(this.location, this.logger, 'webhooks');
+    const bookkeeping = bookkeepingThrough(this.openBookkeepingPort(), connections.store);
+    const dispatcher = new WebhookDispatcher({ store: connections.store, clock: this.clock, logger: this.logger, config: this.config, bookkeeping });
+    this.running = { connections, dispatcher };
     dispatcher.start().catch((err: unknown) => this.logger.error({ err }, 'webhook dispatcher did not start'));
   }
 
@@ -62,7 +62,7 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     try {
       await running.dispatcher.stop();
     } finally {
-      running.db.close();
+      await running.connections.close();
     }
   }
 }
@@ -73,11 +73,11 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
   private restart: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly stateDir: string,
+    private readonly location: StoreLocation,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly config: Pick<PosternConfig, 'webhooks'>,
-    private readonly openBookkeepingPort: () => MessagePort,
+    private readonly openBookkeepingPort: () => MessagePort | null,
   ) {}
 
   start(): void {
@@ -85,10 +85,10 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     // A new channel each start: a restarted thread cannot reuse the last one's port.
     const bookkeepingPort = this.openBookkeepingPort();
     const worker = new Worker(new URL('./dispatcherThread.js', import.meta.url), {
-      transferList: [bookkeepingPort],
+      transferList: bookkeepingPort ? [bookkeepingPort] : [],
       workerData: {
         bookkeepingPort,
-        stateDir: this.stateDir,
+        location: this.location,
         config: this.config,
         // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
         clockOffsetMs: Math.round(this.clock.now() - Date.now()),

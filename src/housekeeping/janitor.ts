@@ -1,4 +1,4 @@
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
@@ -8,7 +8,7 @@ const HOUR = 3600_000;
 
 export interface JanitorDeps {
   /** The event loop's channel to the index writer thread: every write here runs there. */
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
   spool: Spool;
   clock: Clock;
   logger: Logger;

@@ -1,4 +1,4 @@
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
@@ -17,7 +17,7 @@ export class RetentionSweeper {
   private stopped = false;
 
   constructor(
-    private readonly bookkeeping: BookkeepingClient,
+    private readonly bookkeeping: Bookkeeping,
     private readonly spool: Spool,
     private readonly clock: Clock,
     private readonly logger: Logger,

@@ -21,7 +21,7 @@ export async function insertIdempotencyKey(
 /** Forgets keys older than their project's retention (the window of the contract). */
 export async function pruneIdempotencyKeys(q: Queries, now: number, defaultRetentionDays: number): Promise<number> {
   return q.run(
-    `DELETE FROM idempotency_keys WHERE created_at < ? - 86400000 * COALESCE(
+    `DELETE FROM idempotency_keys WHERE created_at < CAST(? AS BIGINT) - 86400000 * COALESCE(
        (SELECT retention_days FROM projects WHERE projects.id = idempotency_keys.project_id), ?)`,
     now,
     defaultRetentionDays,
