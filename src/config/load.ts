@@ -131,6 +131,11 @@ export function listenerEnvName(name: string): string {
 function applyEnvironment(config: ConfigFile, env: NodeJS.ProcessEnv): void {
   if (env.POSTERN_STATE_DIR) config.state_dir = env.POSTERN_STATE_DIR;
   if (env.POSTERN_NODE_ID) config.node.id = env.POSTERN_NODE_ID;
+  if (env.POSTERN_STORE_BACKEND) {
+    const backend = env.POSTERN_STORE_BACKEND;
+    if (backend !== 'sqlite' && backend !== 'postgres') throw new ConfigError(`POSTERN_STORE_BACKEND must be sqlite or postgres (got "${backend}")`, 'POSTERN_STORE_BACKEND');
+    config.store.backend = backend;
+  }
   if (env.POSTERN_DATABASE_URL) config.store.postgres.url = env.POSTERN_DATABASE_URL;
   for (const listener of config.listeners) {
     const variable = listenerEnvName(listener.name);

@@ -9,6 +9,8 @@ import { silentLogger, type Logger } from '../../src/log.js';
 import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { sqliteQueries } from '../../src/store/queries.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { databaseFor, dropDatabaseFor, testPool, testStore } from './postgres.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
@@ -50,9 +52,12 @@ export async function startTestPostern(
         (['starttls', 'implicit'] as const).map((tls) => ({ name: `smtp-${environment}-${tls}`, protocol: 'smtp', environment, host: '127.0.0.1', port: 0, tls })),
       )
     : [];
+  // POSTERN_TEST_STORE=postgres: the same suites against a database of this state directory's own.
+  const database = testStore() === 'postgres' ? await databaseFor(stateDir) : null;
   const config = buildConfig(
     {
       state_dir: stateDir,
+      ...(database ? { store: { backend: 'postgres', postgres: { url: database.url, pool_size: 10 } } } : {}),
       listeners: [
         { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
         { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
@@ -71,7 +76,9 @@ export async function startTestPostern(
   const clock = opts.clock ?? systemClock;
   const running = await startPostern(config, opts.logger ?? silentLogger(), clock);
   // The suites act as the CLI does: on a connection of their own (the server's only reads).
-  const operatorDb = openDatabase(stateDir, silentLogger(), { migrate: false });
+  const operatorDb = database ? null : openDatabase(stateDir, silentLogger(), { migrate: false });
+  const operatorPool = database ? testPool(database.url, 4) : null;
+  const store = operatorPool ? postgresQueries(operatorPool) : sqliteQueries(operatorDb!);
   const url = (env: string) => running.listeners.find((l) => l.environment === env && l.protocol === 'http')!.url;
   const smtpPort = (name: string) => running.listeners.find((l) => l.name === name)?.port ?? 0;
   return {
@@ -85,12 +92,19 @@ export async function startTestPostern(
     },
     console: running.listeners.find((l) => l.protocol === 'console')?.url ?? '',
     stateDir,
-    db: operatorDb,
-    ctx: { store: sqliteQueries(operatorDb), clock, config, spoolRoot: path.join(stateDir, 'spool') },
+    get db(): Db {
+      if (!operatorDb) throw new Error('this test reads the SQLite index directly: mark it sqliteOnly() (the suites run on PostgreSQL)');
+      return operatorDb;
+    },
+    ctx: { store, clock, config, spoolRoot: path.join(stateDir, 'spool') },
     async close() {
       await running.close();
-      operatorDb.close();
-      if (ownsDir) rmSync(stateDir, { recursive: true, force: true });
+      operatorDb?.close();
+      await operatorPool?.end();
+      if (ownsDir) {
+        await dropDatabaseFor(stateDir);
+        rmSync(stateDir, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -217,6 +231,10 @@ export async function spawnPostern(
   // A log file keeps a chatty server from costing the parent CPU (benchmarks).
   const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
   // Without a config of the test's own, delivery stays off unless asked for.
+  // POSTERN_TEST_STORE=postgres: the state directory's database, unless the test names a store itself.
+  if (testStore() === 'postgres' && !env.POSTERN_DATABASE_URL) {
+    env = { ...env, POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: (await databaseFor(stateDir)).url };
+  }
   if (!env.POSTERN_CONFIG && !opts.delivery) {
     mkdirSync(stateDir, { recursive: true });
     const file = path.join(stateDir, 'test-config.json');
