@@ -94,7 +94,7 @@ export async function rotateWebhookSecret(q: Queries, id: string, secret: string
   return (
     (await q.run(
       `UPDATE webhook_endpoints
-          SET previous_secret = CASE WHEN @expires IS NULL THEN NULL ELSE secret END,
+          SET previous_secret = CASE WHEN CAST(@expires AS BIGINT) IS NULL THEN NULL ELSE secret END,
               previous_secret_expires_at = @expires,
               secret = @secret
         WHERE id = @id AND removed_at IS NULL`,
