@@ -52,6 +52,8 @@ export interface WebhookBookkeeping {
 
 export interface WebhookBookkeepingResult {
   disabled: { endpoint: string; reason: string }[];
+  /** PostgreSQL: the deliveries whose outcome was recorded (the others were another node's by then); null: every outcome given (SQLite). */
+  recorded: number[] | null;
   claimed: { endpoint: WebhookEndpointRow; rows: ClaimedDelivery[] }[];
   fannedOut: number;
   pruned: number;
@@ -80,7 +82,7 @@ export async function applyWebhookBookkeeping(q: Queries, work: WebhookBookkeepi
   }
   const pruned = work.prune ? await pruneWebhookDeliveries(q, work.prune.before, work.prune.limit) : 0;
   if (work.prune) await pruneWebhookAttempts(q, work.prune.before, work.prune.limit);
-  return { disabled, claimed, fannedOut, pruned };
+  return { disabled, recorded: null, claimed, fannedOut, pruned };
 }
 
 /**
@@ -115,7 +117,7 @@ async function applyWebhookBookkeepingPostgres(q: Queries, work: WebhookBookkeep
   }
   const pruned = work.prune ? await pruneWebhookDeliveries(q, work.prune.before, work.prune.limit) : 0;
   if (work.prune) await pruneWebhookAttempts(q, work.prune.before, work.prune.limit);
-  return { disabled: outcomes.disabled, claimed, fannedOut, pruned };
+  return { disabled: outcomes.disabled, recorded: outcomes.recorded, claimed, fannedOut, pruned };
 }
 
 /** An outcome as the endpoint's delivery log keeps it. */

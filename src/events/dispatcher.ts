@@ -51,12 +51,19 @@ export interface DispatcherDeps {
   config: Pick<PosternConfig, 'webhooks'>;
   /** This node's id (`node.id`): on PostgreSQL the owner of the leases it claims. */
   nodeId: string;
+  /**
+   * PostgreSQL: counts the outcomes recorded, for GET /metrics (the event loop's registry; on
+   * SQLite the index writer thread counts them as it records them).
+   */
+  countOutcomes?: (outcomes: WebhookOutcomeKind[]) => void;
   /** DNS resolution (tests); the system resolver by default. */
   resolver?: Resolver;
   /** Extra trusted CAs (tests with a self-signed receiver). */
   ca?: string | Buffer;
   random?: () => number;
 }
+
+export type WebhookOutcomeKind = 'delivered' | 'retry' | 'failed';
 
 interface Outcome {
   delivery: ClaimedDelivery;
@@ -199,11 +206,13 @@ export class WebhookDispatcher {
     await this.writing;
     if (this.outcomes.length > 0 || this.cursorDirty) {
       try {
-        await this.deps.bookkeeping.write('webhooks', {
+        const outcomes = this.outcomeRecords(this.outcomes.splice(0));
+        const { result } = await this.deps.bookkeeping.write('webhooks', {
           ...this.bookkeepingBase(this.deps.clock.now()),
-          outcomes: this.outcomeRecords(this.outcomes.splice(0)),
+          outcomes,
           cursor: this.cursorDirty ? this.cursor : null,
         });
+        this.countRecorded(outcomes, result.recorded);
       } catch (err) {
         this.deps.logger.error({ err }, 'webhook outcomes not recorded at shutdown; those deliveries will be repeated');
       }
@@ -320,6 +329,7 @@ export class WebhookDispatcher {
     this.lastWrite = Date.now();
     this.writeGap = acceptanceBusy ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
     for (const o of this.outcomes.splice(0, written)) this.held.delete(o.delivery.seq);
+    this.countRecorded(work.outcomes, result.recorded);
     // (No cycle ran while the write was in flight: the cursor has not moved since.)
     if (work.cursor !== null) {
       this.cursor = work.cursor;
@@ -349,6 +359,14 @@ export class WebhookDispatcher {
     this.pump();
     if (more || this.outcomes.length > 0) this.wakeForWrite();
     else this.wake(config.webhooks.poll_interval_ms);
+  }
+
+  /** Hands the outcomes a write recorded to countOutcomes (PostgreSQL), each delivery once. */
+  private countRecorded(outcomes: WebhookOutcomeRecord[], recorded: number[] | null): void {
+    if (!this.deps.countOutcomes || recorded === null || recorded.length === 0) return;
+    const left = new Set(recorded);
+    const kinds = outcomes.filter((o) => left.delete(o.seq)).map((o): WebhookOutcomeKind => (o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed'));
+    if (kinds.length > 0) this.deps.countOutcomes(kinds);
   }
 
   /** The parts of a write every cycle (and the last one, at stop) fills the same way. */

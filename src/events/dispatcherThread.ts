@@ -26,7 +26,7 @@ if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread p
 
 // Its reads, on connections of its own; its writes go through the index writer thread (SQLite).
 const connections = openThreadStore(location, logger, 'webhooks');
-const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
+const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 
 parentPort!.on('message', (message: unknown) => {
   if (message !== 'stop') return;

@@ -3,7 +3,8 @@ import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
-import { WebhookDispatcher } from './dispatcher.js';
+import { countWebhookOutcome } from '../platform/metrics.js';
+import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
   start(): void;
@@ -53,7 +54,15 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     if (this.running) return;
     const connections = openThreadStore(this.location, this.logger, 'webhooks');
     const bookkeeping = bookkeepingThrough(this.openBookkeepingPort(), connections.store);
-    const dispatcher = new WebhookDispatcher({ store: connections.store, clock: this.clock, logger: this.logger, config: this.config, nodeId: this.nodeId, bookkeeping });
+    const dispatcher = new WebhookDispatcher({
+      store: connections.store,
+      clock: this.clock,
+      logger: this.logger,
+      config: this.config,
+      nodeId: this.nodeId,
+      countOutcomes: (outcomes) => outcomes.forEach(countWebhookOutcome),
+      bookkeeping,
+    });
     this.running = { connections, dispatcher };
     dispatcher.start().catch((err: unknown) => this.logger.error({ err }, 'webhook dispatcher did not start'));
   }
@@ -102,6 +111,8 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     });
     this.worker = worker;
     worker.on('error', (err) => this.logger.error({ err }, 'webhook dispatcher thread failed'));
+    // Its recorded outcomes (PostgreSQL), counted in this thread's registry, which GET /metrics reads.
+    worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) => message.webhookOutcomes?.forEach(countWebhookOutcome));
     worker.on('exit', (code) => {
       this.worker = null;
       if (this.stopping) return;
