@@ -152,7 +152,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
   // through the index writer thread (src/events/host.ts).
   const webhooks = config.webhooks.enabled
-    ? createWebhookDispatcher({ location: node.location, clock, logger, config: { webhooks: config.webhooks }, openBookkeepingPort: () => node.openBookkeepingPort() })
+    ? createWebhookDispatcher({ location: node.location, clock, logger, config: { webhooks: config.webhooks }, nodeId: config.node.id, openBookkeepingPort: () => node.openBookkeepingPort() })
     : null;
 
   // Operator writes (bulk actions, API keys' last use) go to the index writer thread too.

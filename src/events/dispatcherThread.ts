@@ -7,9 +7,10 @@ import { lowerThreadPriority } from '../platform/threadPriority.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 /** The webhook dispatcher's own thread (see host.ts). */
-const { location, config, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
+const { location, config, nodeId, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
   location: StoreLocation;
   config: Pick<PosternConfig, 'webhooks'>;
+  nodeId: string;
   clockOffsetMs: number;
   logLevel: string;
   /** null on PostgreSQL: the thread writes through its own connections. */
@@ -25,7 +26,7 @@ if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread p
 
 // Its reads, on connections of its own; its writes go through the index writer thread (SQLite).
 const connections = openThreadStore(location, logger, 'webhooks');
-const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
+const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 
 parentPort!.on('message', (message: unknown) => {
   if (message !== 'stop') return;

@@ -3,7 +3,8 @@ import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
-import { WebhookDispatcher } from './dispatcher.js';
+import { countWebhookOutcome } from '../platform/metrics.js';
+import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
   start(): void;
@@ -27,11 +28,13 @@ export function createWebhookDispatcher(deps: {
   logger: Logger;
   /** The section the dispatcher reads: all that crosses to its thread. */
   config: Pick<PosternConfig, 'webhooks'>;
+  /** `node.id`: on PostgreSQL the owner of the deliveries the dispatcher leases. */
+  nodeId: string;
   /** A new channel to the index writer thread, which runs the dispatcher's writes (none on PostgreSQL: it writes itself). */
   openBookkeepingPort: () => MessagePort | null;
 }): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
-  return new ThreadedDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
+  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.nodeId, deps.openBookkeepingPort);
+  return new ThreadedDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.nodeId, deps.openBookkeepingPort);
 }
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
@@ -43,6 +46,7 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly config: Pick<PosternConfig, 'webhooks'>,
+    private readonly nodeId: string,
     private readonly openBookkeepingPort: () => MessagePort | null,
   ) {}
 
@@ -50,7 +54,15 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     if (this.running) return;
     const connections = openThreadStore(this.location, this.logger, 'webhooks');
     const bookkeeping = bookkeepingThrough(this.openBookkeepingPort(), connections.store);
-    const dispatcher = new WebhookDispatcher({ store: connections.store, clock: this.clock, logger: this.logger, config: this.config, bookkeeping });
+    const dispatcher = new WebhookDispatcher({
+      store: connections.store,
+      clock: this.clock,
+      logger: this.logger,
+      config: this.config,
+      nodeId: this.nodeId,
+      countOutcomes: (outcomes) => outcomes.forEach(countWebhookOutcome),
+      bookkeeping,
+    });
     this.running = { connections, dispatcher };
     dispatcher.start().catch((err: unknown) => this.logger.error({ err }, 'webhook dispatcher did not start'));
   }
@@ -77,6 +89,7 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly config: Pick<PosternConfig, 'webhooks'>,
+    private readonly nodeId: string,
     private readonly openBookkeepingPort: () => MessagePort | null,
   ) {}
 
@@ -90,6 +103,7 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
         bookkeepingPort,
         location: this.location,
         config: this.config,
+        nodeId: this.nodeId,
         // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
         clockOffsetMs: Math.round(this.clock.now() - Date.now()),
         logLevel: this.logger.level,
@@ -97,6 +111,8 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     });
     this.worker = worker;
     worker.on('error', (err) => this.logger.error({ err }, 'webhook dispatcher thread failed'));
+    // Its recorded outcomes (PostgreSQL), counted in this thread's registry, which GET /metrics reads.
+    worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) => message.webhookOutcomes?.forEach(countWebhookOutcome));
     worker.on('exit', (code) => {
       this.worker = null;
       if (this.stopping) return;

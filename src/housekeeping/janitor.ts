@@ -53,6 +53,7 @@ export class Janitor {
     const { bookkeeping, clock, logger, retentionDays, sessionIdleSeconds } = this.deps;
     try {
       const { result } = await bookkeeping.write('prune', { now: clock.now(), retentionDays, sessionIdleSeconds });
+      if (result.skipped) logger.debug('prune skipped: another node is pruning');
       if (result.idempotencyKeys > 0) logger.info({ removed: result.idempotencyKeys }, 'expired idempotency keys pruned');
       if (result.receipts > 0) logger.info({ removed: result.receipts }, 'old provider feedback receipts pruned');
       if (result.nodes > 0) logger.info({ removed: result.nodes }, 'nodes stopped for a week pruned');

@@ -46,8 +46,9 @@ export class RetentionSweeper {
         const files = result.spoolFiles;
         // After the commit: a crash in between leaves files without rows, which start-up removes.
         await Promise.all(files.map((f) => this.spool.retire(f)));
-        removed += files.length;
-        if (files.length < CHUNK) break;
+        removed += result.removed;
+        // Another node is sweeping (PostgreSQL), or nothing more is due.
+        if (result.skipped || result.removed < CHUNK) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
     } catch (err) {
