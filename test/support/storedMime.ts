@@ -2,10 +2,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { storedMime } from '../../src/store/messageBodies.js';
-import { sqliteQueries, type Queries } from '../../src/store/queries.js';
+import { allValues, sqliteQueries, type Queries } from '../../src/store/queries.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { databaseFor, testPool, testStore } from './postgres.js';
 
 /** A message's stored MIME, wherever it is kept: in the index (a small message) or its spool file. */
 export async function storedMimeOf(q: Queries, stateDir: string, id: string): Promise<Buffer> {
+  if (q.dialect === 'postgres') return chunkedMimeOf(q, id);
   const row = await q.get<{ id: string; spool_path: string }>('SELECT id, spool_path FROM messages WHERE id = ?', id);
   if (!row) throw new Error(`no message ${id}`);
   const stored = await storedMime(q, path.join(stateDir, 'spool'), row);
@@ -17,6 +20,16 @@ export async function storedMimeOf(q: Queries, stateDir: string, id: string): Pr
  * it cannot be read (its file or its body row missing).
  */
 export async function readStoredMime(stateDir: string, row: { id: string; spool_path: string }): Promise<Buffer | string> {
+  if (testStore() === 'postgres') {
+    const pool = testPool((await databaseFor(stateDir)).url, 1);
+    try {
+      return await chunkedMimeOf(postgresQueries(pool), row.id);
+    } catch (err) {
+      return (err as Error).message;
+    } finally {
+      await pool.end();
+    }
+  }
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
   try {
     const stored = await storedMime(sqliteQueries(db), path.join(stateDir, 'spool'), row);
@@ -26,4 +39,11 @@ export async function readStoredMime(stateDir: string, row: { id: string; spool_
   } finally {
     db.close();
   }
+}
+
+/** On PostgreSQL every body is kept in message_body_chunks (whatever spool_path says): its pieces in order. */
+async function chunkedMimeOf(q: Queries, id: string): Promise<Buffer> {
+  const pieces = await allValues<Buffer>(q, 'SELECT bytes FROM message_body_chunks WHERE message_id = ? ORDER BY seq', id);
+  if (pieces.length === 0) throw new Error(`message ${id}: its body is missing from the database`);
+  return Buffer.concat(pieces);
 }
