@@ -2,12 +2,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { storedMime } from '../../src/store/messageBodies.js';
-import { sqliteQueries, type Queries } from '../../src/store/queries.js';
+import { allValues, sqliteQueries, type Queries } from '../../src/store/queries.js';
 
 /** A message's stored MIME, wherever it is kept: in the index (a small message) or its spool file. */
 export async function storedMimeOf(q: Queries, stateDir: string, id: string): Promise<Buffer> {
   const row = await q.get<{ id: string; spool_path: string }>('SELECT id, spool_path FROM messages WHERE id = ?', id);
   if (!row) throw new Error(`no message ${id}`);
+  // PostgreSQL keeps every body in message_body_chunks, whatever spool_path says.
+  if (q.dialect === 'postgres') return Buffer.concat(await allValues<Buffer>(q, 'SELECT bytes FROM message_body_chunks WHERE message_id = ? ORDER BY seq', id));
   const stored = await storedMime(q, path.join(stateDir, 'spool'), row);
   return 'held' in stored ? stored.held : readFileSync(stored.file);
 }
