@@ -162,7 +162,13 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   warnIfFewDescriptors(config, logger);
-  const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
+  const admission = new Admission(
+    store,
+    clock,
+    { rate_limits: config.rate_limits, policy: config.policy },
+    (keyId) => keyUse.note(keyId),
+    (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'),
+  );
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
@@ -194,6 +200,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     // No longer serving: say so before the rest winds down.
     await heartbeat.stop();
+    await admission.settled();
     await keyUse.stop();
     operatorBookkeeping.close();
     await scheduler.stop();

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { allValues } from '../../src/store/queries.js';
 import { operatorAccount, PASSWORD } from '../support/console.js';
 import { capturedLogger, requestFrom } from '../support/fromAddress.js';
 import { startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
@@ -88,7 +89,7 @@ describe('HTTP behind trusted proxies (http.trusted_proxies)', () => {
     assert.equal(throttled.body.error.code, 'sign_in_throttled');
     const signedIn = await signIn('198.51.100.41', PASSWORD);
     assert.equal(signedIn.status, 201, signedIn.text);
-    const audited = p.db.prepare("SELECT client_ip FROM audit_log WHERE action = 'session.sign_in' AND target = ?").pluck().all(owner.id);
+    const audited = await allValues<string>(p.ctx.store, "SELECT client_ip FROM audit_log WHERE action = 'session.sign_in' AND target = ?", owner.id);
     assert.deepEqual(audited, ['198.51.100.41']);
   });
 

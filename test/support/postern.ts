@@ -10,7 +10,7 @@ import { startPostern, type BoundListener, type RunningPostern } from '../../src
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { sqliteQueries } from '../../src/store/queries.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
-import { databaseFor, dropDatabaseFor, testPool, testStore } from './postgres.js';
+import { databaseFor, dropDatabaseFor, freshDatabase, sharedPostgres, testPool, testStore } from './postgres.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
@@ -52,8 +52,9 @@ export async function startTestPostern(
         (['starttls', 'implicit'] as const).map((tls) => ({ name: `smtp-${environment}-${tls}`, protocol: 'smtp', environment, host: '127.0.0.1', port: 0, tls })),
       )
     : [];
-  // POSTERN_TEST_STORE=postgres: the same suites against a database of this state directory's own.
-  const database = testStore() === 'postgres' ? await databaseFor(stateDir) : null;
+  // POSTERN_TEST_STORE=postgres: the same suites against a database of this state directory's own
+  // (unless the test names a store itself: several nodes on one database).
+  const database = testStore() === 'postgres' && !opts.config?.store ? await databaseFor(stateDir) : null;
   const config = buildConfig(
     {
       state_dir: stateDir,
@@ -76,8 +77,8 @@ export async function startTestPostern(
   const clock = opts.clock ?? systemClock;
   const running = await startPostern(config, opts.logger ?? silentLogger(), clock);
   // The suites act as the CLI does: on a connection of their own (the server's only reads).
-  const operatorDb = database ? null : openDatabase(stateDir, silentLogger(), { migrate: false });
-  const operatorPool = database ? testPool(database.url, 4) : null;
+  const operatorPool = config.store.backend === 'postgres' ? testPool(config.store.postgres.url!, 4) : null;
+  const operatorDb = operatorPool ? null : openDatabase(stateDir, silentLogger(), { migrate: false });
   const store = operatorPool ? postgresQueries(operatorPool) : sqliteQueries(operatorDb!);
   const url = (env: string) => running.listeners.find((l) => l.environment === env && l.protocol === 'http')!.url;
   const smtpPort = (name: string) => running.listeners.find((l) => l.name === name)?.port ?? 0;
@@ -107,6 +108,30 @@ export async function startTestPostern(
       }
     },
   };
+}
+
+/**
+ * Test servers as the nodes of one cluster, whatever POSTERN_TEST_STORE says: one fresh database
+ * on the private PostgreSQL (skip with postgresUnavailable()), nodes named node-1, node-2, …, each
+ * with its own state directory; `close` stops them and drops the database.
+ */
+export async function startTestNodes(count: number, opts: Omit<NonNullable<Parameters<typeof startTestPostern>[0]>, 'stateDir'> = {}): Promise<{ nodes: TestPostern[]; close(): Promise<void> }> {
+  const database = await freshDatabase((await sharedPostgres()).url);
+  const nodes: TestPostern[] = [];
+  const close = async () => {
+    for (const node of nodes) await node.close();
+    await database.drop();
+  };
+  try {
+    for (let i = 1; i <= count; i++) {
+      const config = { ...opts.config, store: { backend: 'postgres', postgres: { url: database.url, pool_size: 10 } }, node: { id: `node-${i}` } };
+      nodes.push(await startTestPostern({ ...opts, config }));
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { nodes, close };
 }
 
 export interface ProjectWithKeys {
@@ -179,6 +204,12 @@ export interface CliResult {
   stderr: string;
   /** stdout parsed as JSON when it is one JSON object. */
   json: any;
+}
+
+/** The environment that points the CLI at a test server's store: its state directory and, on PostgreSQL, its database. */
+export function cliEnv(p: Pick<TestPostern, 'stateDir' | 'config'>): Record<string, string> {
+  const { store } = p.config;
+  return { POSTERN_STATE_DIR: p.stateDir, ...(store.backend === 'postgres' ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: store.postgres.url! } : {}) };
 }
 
 /** Runs the real `postern` CLI as a child process (`input`: written to its standard input). */
