@@ -269,7 +269,9 @@ export async function spawnPostern(
   if (!env.POSTERN_CONFIG && !opts.delivery) {
     mkdirSync(stateDir, { recursive: true });
     const file = path.join(stateDir, 'test-config.json');
-    writeFileSync(file, JSON.stringify({ delivery: { enabled: false } }));
+    // Generous request limits, as startTestPostern's: on PostgreSQL the windows are the cluster's
+    // and outlive a restart, so a suite that restarts a server under load would trip them.
+    writeFileSync(file, JSON.stringify({ delivery: { enabled: false }, rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 } }));
     env = { ...env, POSTERN_CONFIG: file };
   }
   // e.g. POSTERN_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.
