@@ -1,10 +1,13 @@
 import { parseArgs } from 'node:util';
 import { clockFromEnvironment } from '../clock.js';
 import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { OperatorError } from '../operator/errors.js';
+import { postgresPool } from '../commit/nodeStore.js';
 import { openDatabase } from '../store/db.js';
-import { sqliteQueries } from '../store/queries.js';
+import { migratePostgres } from '../store/postgres/migrate.js';
+import { postgresQueries } from '../store/postgres/queries.js';
+import { sqliteQueries, type Queries } from '../store/queries.js';
 import { Spool } from '../spool/spool.js';
 import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
 import { dkimCommands } from './dkim.js';
@@ -99,9 +102,9 @@ export async function runCli(argv: string[]): Promise<number> {
     const { values, positionals } = parseCommand(cmd, rest);
     const config: PosternConfig = loadConfig(resolveConfigPath(values.config as string | undefined));
     const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
-    const db = openDatabase(config.state_dir, logger);
+    const store = await openCliStore(config, logger);
     try {
-      const result = await cmd.run({ store: sqliteQueries(db), clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
+      const result = await cmd.run({ store: store.q, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
       if (result instanceof RawOutput) {
         await new Promise<void>((resolve, reject) => result.stream.on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
       } else if (result instanceof TextOutput) {
@@ -111,7 +114,7 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       return EXIT.ok;
     } finally {
-      db.close();
+      await store.close();
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -129,4 +132,25 @@ export async function runCli(argv: string[]): Promise<number> {
     out.fail('internal', (err as Error).message);
     return EXIT.refused;
   }
+}
+
+/** The configured store for one command: the SQLite index, or the shared PostgreSQL database (migrated as a node would). */
+async function openCliStore(config: PosternConfig, logger: Logger): Promise<{ q: Queries; close(): Promise<void> }> {
+  if (config.store.backend === 'postgres') {
+    const pool = postgresPool(config.store.postgres.url!, 2, logger, 'cli');
+    try {
+      await migratePostgres(pool, logger);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+    return { q: postgresQueries(pool), close: () => pool.end() };
+  }
+  const db = openDatabase(config.state_dir, logger);
+  return {
+    q: sqliteQueries(db),
+    close: async () => {
+      db.close();
+    },
+  };
 }
