@@ -98,6 +98,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   });
   if (node.backend === 'sqlite') {
     logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
+  } else {
+    // PostgreSQL: spool/tmp only holds large bodies on their way into the database; what a killed
+    // node left there was never acknowledged (a 202 waits for the commit) and would pile up.
+    for (const name of spool.removeTempFiles()) logger.warn({ file: name }, 'removed half-written spool file');
   }
   const { store, acceptance } = node;
   const writers = new SpoolWriters(spool, config.spool.writer_threads, config.spool.index_body_max_bytes, logger);

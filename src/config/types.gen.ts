@@ -20,7 +20,7 @@ heartbeat_seconds: number
 }
 store: {
 /**
- * Where the index and the message bodies live. sqlite: an embedded index and the spool under state_dir (one node; the default and the fastest). postgres: a shared PostgreSQL database holding the index and the bodies, so several identical nodes serve the same mail (docs/scaling.md).
+ * Where the index and the message bodies live. sqlite: an embedded index and the spool under state_dir (one node; the default and the fastest). postgres: a shared PostgreSQL database holding the index and the bodies, so several identical nodes serve the same mail (docs/scaling.md). Env: POSTERN_STORE_BACKEND.
  */
 backend: ("sqlite" | "postgres")
 postgres: {
