@@ -233,8 +233,8 @@ export class DeliveryScheduler {
    * starved on a node), so the cluster may run up to nodes − 1 more than the limit when it does
    * not divide evenly. When a node dies the survivors keep their smaller shares until it is
    * judged missing (3 of its heartbeats), under the limit meanwhile; a node that joins is felt
-   * within NODES_READ_MS. A node that cannot read the table keeps its last share. SQLite (one
-   * node) takes the whole limit.
+   * within NODES_READ_MS (until then the cluster may exceed the limit by the newcomer's share). A
+   * node that cannot read the table keeps its last share. SQLite (one node) takes the whole limit.
    */
   private async takeConcurrencyShare(now: number): Promise<void> {
     try {
