@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -26,6 +25,7 @@ import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/cer
 import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
 import { createAdapterRegistry } from './providers/registry.js';
+import { openMimeOfJob } from './providers/adapter.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
@@ -138,6 +138,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const scheduler = new DeliveryScheduler({
     store: node.deliveryStore,
     bookkeeping: deliveryBookkeeping,
+    nodeId: config.node.id,
     spoolRoot: spool.root,
     clock,
     logger,
@@ -146,7 +147,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     // A large file is opened only when a key applies (most messages have none), and streamed.
     sign: async (projectId, domain, stored) =>
       (await dkimKeyFor(store, projectId, domain))
-        ? dkimSignatureFor(store, projectId, domain, stored.mime ? stored.mime : createReadStream(stored.mimePath), new Date(clock.now()))
+        ? dkimSignatureFor(store, projectId, domain, stored.mime ? stored.mime : openMimeOfJob(stored), new Date(clock.now()))
         : null,
   });
 

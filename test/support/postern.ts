@@ -213,7 +213,11 @@ export function cliEnv(p: Pick<TestPostern, 'stateDir' | 'config'>): Record<stri
 }
 
 /** Runs the real `postern` CLI as a child process (`input`: written to its standard input). */
-export function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
+export async function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
+  // POSTERN_TEST_STORE=postgres: the state directory's database, as its server uses.
+  if (testStore() === 'postgres' && env.POSTERN_STATE_DIR && !env.POSTERN_DATABASE_URL) {
+    env = { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: (await databaseFor(env.POSTERN_STATE_DIR)).url, ...env };
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     if (input !== undefined) child.stdin!.end(input);
