@@ -42,7 +42,11 @@ after(async () => {
   await database?.drop();
 });
 
-/** Message ids (from the Message-ID header's local part) in arrival order, duplicates included. */
+/**
+ * The Subject of each message the sink receives, in arrival order, duplicates included: every
+ * send has a Subject of its own (an SMTP client's message keeps its own Message-ID, so that
+ * header does not name Postern's id).
+ */
 async function startSink(received: string[]): Promise<number> {
   sink = new SMTPServer({
     authOptional: true,
@@ -54,7 +58,7 @@ async function startSink(received: string[]): Promise<number> {
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         const raw = Buffer.concat(chunks).toString('latin1');
-        const m = /^Message-ID:[ \t]*<([^@>\r\n]+)@/im.exec(raw.slice(0, raw.indexOf('\r\n\r\n')));
+        const m = /^Subject:[ \t]*([^\r\n]*)/im.exec(raw.slice(0, raw.indexOf('\r\n\r\n')));
         received.push(m ? m[1] : '?');
         // A little slower than instant, so the kill finds hand-offs in flight.
         setTimeout(() => callback(null, 'OK queued'), 3);
@@ -116,25 +120,35 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
 
   test('one node SIGKILLed under HTTP and SMTP load: the survivors deliver every acknowledged message, and every webhook event arrives', async () => {
     const acknowledged: string[] = [];
+    /** The Subject each acknowledged message was sent with. */
+    const subjectOf = new Map<string, string>();
     let stop = false;
     const smtpPort = (n: SpawnedPostern) => n.listeners.find((l) => l.protocol === 'smtp')!.port;
     // Load: per node, an HTTP sender and an SMTP sender, each one message at a time, until told to stop.
     const senders = nodes.flatMap((node, i) => [
       (async () => {
         for (let k = 0; !stop; k++) {
-          const res = await post(node.production, '/v1/send', { key: liveKey, json: validMessage({ subject: `http ${i}.${k}` }) }).catch(() => null);
+          const subject = `http ${i}.${k}`;
+          const res = await post(node.production, '/v1/send', { key: liveKey, json: validMessage({ subject }) }).catch(() => null);
           if (!res) return; // the node is gone
-          if (res.status === 202) acknowledged.push(res.body.id as string);
+          if (res.status === 202) {
+            acknowledged.push(res.body.id as string);
+            subjectOf.set(res.body.id as string, subject);
+          }
         }
       })(),
       (async () => {
         const transport = starttlsTransport(smtpPort(node), liveKey, { pool: false, socketTimeout: 10_000 });
         try {
           for (let k = 0; !stop; k++) {
-            const info = await transport.sendMail({ from: 'app@example.com', to: 'ann@example.org', subject: `smtp ${i}.${k}`, text: 'hello' }).catch(() => null);
+            const subject = `smtp ${i}.${k}`;
+            const info = await transport.sendMail({ from: 'app@example.com', to: 'ann@example.org', subject, text: 'hello' }).catch(() => null);
             if (!info) return;
             const m = /queued as (m\.[0-9a-z]{26})/.exec(String(info.response));
-            if (m) acknowledged.push(m[1]);
+            if (m) {
+              acknowledged.push(m[1]);
+              subjectOf.set(m[1], subject);
+            }
           }
         } finally {
           transport.close();
@@ -161,7 +175,7 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     const until = Date.now() + 60_000;
     const missing = () => {
       const got = new Set(received);
-      return acknowledged.filter((id) => !got.has(id));
+      return acknowledged.filter((id) => !got.has(subjectOf.get(id)!));
     };
     while (missing().length > 0 && Date.now() < until) await sleep(100);
     assert.deepEqual(missing(), [], `every acknowledged message delivered (${acknowledged.length} acknowledged, ${received.length} received)`);
