@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -19,14 +18,14 @@ import { loadSyncFilesystem } from './spool/syncFilesystem.js';
 import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './accept/writers.js';
-import { openDatabase, type Db } from './store/db.js';
-import { sqliteQueries, type Queries } from './store/queries.js';
-import { IndexWriter } from './commit/indexWriter.js';
-import { BookkeepingClient } from './commit/bookkeepingChannel.js';
+import type { Db } from './store/db.js';
+import type { Queries } from './store/queries.js';
+import { openNodeStore, type AcceptanceCommits } from './commit/nodeStore.js';
 import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
 import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
 import { createAdapterRegistry } from './providers/registry.js';
+import { openMimeOfJob } from './providers/adapter.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
@@ -57,8 +56,8 @@ export interface BoundListener {
 
 export interface RunningPostern {
   listeners: BoundListener[];
-  /** The event loop's connection: SQLite plumbing (and tests that read it directly). */
-  db: Db;
+  /** The event loop's SQLite connection: SQLite plumbing (and tests that read it directly); null on PostgreSQL. */
+  db: Db | null;
   /** Its statements, as every component above the store runs them. */
   store: Queries;
   pipeline: AcceptPipeline;
@@ -86,27 +85,37 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   applyHeapGrowth(config.memory.heap_growth_percent);
   setMetricsRecording(config.metrics.enabled);
   if (config.metrics.enabled) startProcessMetrics();
-  const db = openDatabase(config.state_dir, logger);
-  const store = sqliteQueries(db);
-  const spool = new Spool(config.state_dir);
-  // Before the index writer starts: the only writes on this connection, while nothing else runs.
-  await reconcileSpool(store, spool, logger, clock.now());
   const limits = limitSettings(config);
   // One syncfs per commit group where the addon is built; one fsync per file otherwise.
   const spoolSync = config.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
-  logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
-  const indexWriter = new IndexWriter(config.state_dir, limits, logger, spoolSync, config.metrics.enabled);
+  const spool = new Spool(config.state_dir);
+  const node = await openNodeStore(config, logger, {
+    limits, spoolSync, metrics: config.metrics.enabled, nodeId: config.node.id,
+    // SQLite: the spool and the index agree before anything else writes (on PostgreSQL the bodies are rows).
+    beforeWrites: async (index) => {
+      await reconcileSpool(index, spool, logger, clock.now());
+    },
+  });
+  if (node.backend === 'sqlite') {
+    logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
+  } else {
+    // This node's scratch copies of bodies that a crash cut off: each acceptance either committed
+    // its body to the database or never did, so none is needed again (reconcileSpool's twin).
+    const scratch = spool.removeTempFiles();
+    if (scratch.length > 0) logger.warn({ files: scratch.length }, 'removed scratch files left by an earlier run');
+  }
+  const { store, acceptance } = node;
   const writers = new SpoolWriters(spool, config.spool.writer_threads, config.spool.index_body_max_bytes, logger);
   // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
   const disk = config.spool.min_free_bytes === 0 ? null : new DiskGuard(config.state_dir, config.spool.min_free_bytes, logger);
   disk?.start();
   // A message due now wakes the delivery scheduler (declared below; only called once serving).
   const onDue = config.delivery.enabled ? () => scheduler.kick() : undefined;
-  const pipeline = new AcceptPipeline({ store, spool, writers, indexWriter, clock, logger, limits, disk, onDue });
+  const pipeline = new AcceptPipeline({ store, spool, writers, indexWriter: acceptance, clock, logger, limits, disk, onDue });
 
   // From here on, the event loop's connection only reads: what it writes (provider feedback,
-  // housekeeping) goes over this channel to the index writer thread.
-  const bookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
+  // housekeeping) goes over this channel to the index writer thread (on PostgreSQL, to the database).
+  const bookkeeping = node.openBookkeeping();
   const janitor = new Janitor({ bookkeeping, spool, clock, logger, retentionDays: config.retention_days, sessionIdleSeconds: config.console.session_idle_seconds });
   await janitor.start();
   // This process's row in `nodes`, registered once its listeners are bound (below).
@@ -123,13 +132,13 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     smtpPoolSize: config.delivery.smtp_pool_size,
     heloName: config.smtp.hostname ?? os.hostname(),
   });
-  // The scheduler reads on a connection of its own; its writes (leases, outcomes) go to the index
-  // writer thread, so the event loop that serves both doors never waits for the write lock.
-  const deliveryDb = openDatabase(config.state_dir, logger, { migrate: false, durability: 'at-least-once' });
-  const deliveryBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
+  // The scheduler's writes (leases, outcomes) go to the index writer thread, so the event loop
+  // that serves both doors never waits for the write lock.
+  const deliveryBookkeeping = node.openBookkeeping();
   const scheduler = new DeliveryScheduler({
-    store: sqliteQueries(deliveryDb),
+    store: node.deliveryStore,
     bookkeeping: deliveryBookkeeping,
+    nodeId: config.node.id,
     spoolRoot: spool.root,
     clock,
     logger,
@@ -138,21 +147,29 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     // A large file is opened only when a key applies (most messages have none), and streamed.
     sign: async (projectId, domain, stored) =>
       (await dkimKeyFor(store, projectId, domain))
-        ? dkimSignatureFor(store, projectId, domain, stored.mime ? stored.mime : createReadStream(stored.mimePath), new Date(clock.now()))
+        ? dkimSignatureFor(store, projectId, domain, stored.mime ? stored.mime : openMimeOfJob(stored), new Date(clock.now()))
         : null,
   });
 
   // Outbound webhooks: its own thread and connection, reading the events outbox; its writes go
   // through the index writer thread (src/events/host.ts).
-  const webhooks = config.webhooks.enabled ? createWebhookDispatcher({ stateDir: config.state_dir, clock, logger, config: { webhooks: config.webhooks }, openBookkeepingPort: () => indexWriter.openBookkeepingPort() }) : null;
+  const webhooks = config.webhooks.enabled
+    ? createWebhookDispatcher({ location: node.location, clock, logger, config: { webhooks: config.webhooks }, nodeId: config.node.id, openBookkeepingPort: () => node.openBookkeepingPort() })
+    : null;
 
   // Operator writes (bulk actions, API keys' last use) go to the index writer thread too.
-  const operatorBookkeeping = new BookkeepingClient(indexWriter.openBookkeepingPort());
+  const operatorBookkeeping = node.openBookkeeping();
   const operatorWriter = writerThrough(async (work) => (await operatorBookkeeping.write('operator', work)).result);
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   warnIfFewDescriptors(config, logger);
-  const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, (keyId) => keyUse.note(keyId));
+  const admission = new Admission(
+    store,
+    clock,
+    { rate_limits: config.rate_limits, policy: config.policy },
+    (keyId) => keyUse.note(keyId),
+    (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'),
+  );
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
@@ -167,7 +184,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
   let tls: TlsMaterial | null = null;
-  const readiness = readinessChecks({ pipeline, indexWriter, disk, servers, smtpServers });
+  const readiness = readinessChecks({ pipeline, indexWriter: acceptance, disk, servers, smtpServers });
   const metrics = config.metrics.enabled
     ? new MetricsExposition({
         store,
@@ -176,7 +193,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         disk,
         throttledAccounts: () => scheduler.throttledAccounts(),
         smtpSessions: () => smtpServers.reduce((n, s) => n + s.openSessions(), 0),
-        threadSnapshots: async () => [await indexWriter.metrics()],
+        threadSnapshots: async () => [await acceptance.metrics()],
       })
     : null;
   const shutdown = async () => {
@@ -184,19 +201,18 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     // No longer serving: say so before the rest winds down.
     await heartbeat.stop();
+    await admission.settled();
     await keyUse.stop();
     operatorBookkeeping.close();
     await scheduler.stop();
     deliveryBookkeeping.close();
-    deliveryDb.close();
     await webhooks?.stop();
     await adapters.close();
     await janitor.stop();
     bookkeeping.close();
     await writers.close();
-    await indexWriter.close();
     disk?.stop();
-    db.close();
+    await node.close();
   };
   try {
     for (const listener of config.listeners) {
@@ -245,14 +261,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // From here on this connection only reads: every write goes through the index writer thread.
   // A write here would wait on busy_timeout whenever the writer holds the lock (both doors with
   // it), so SQLite refuses one outright (SQLITE_READONLY) rather than let it slip in.
-  db.pragma('query_only = 1');
+  node.sqlite?.pragma('query_only = 1');
   if (config.delivery.enabled) scheduler.start();
   webhooks?.start();
 
   let closed = false;
   return {
     listeners,
-    db,
+    db: node.sqlite,
     store,
     pipeline,
     reloadTls() {
@@ -274,7 +290,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       // in place. What was copied at start (the limits, the rate-limit windows, the level) is set again.
       for (const key of result.changed) current[key] = incoming[key];
       Object.assign(limits, limitSettings(config));
-      indexWriter.updateLimits(limits);
+      acceptance.updateLimits(limits);
       admission.updateRateLimits(config.rate_limits);
       if (result.changed.includes('log')) setLogLevel(logger, process.env.POSTERN_LOG_LEVEL || config.log.level);
       return result;
@@ -303,7 +319,7 @@ const WRITER_ANSWER_MS = 2000;
  * GET /readyz: the index reads and its writer's last write succeeded, the writer thread answers,
  * the disk is above its guard, and every listener is bound.
  */
-function readinessChecks(parts: { pipeline: AcceptPipeline; indexWriter: IndexWriter; disk: DiskGuard | null; servers: Server[]; smtpServers: PosternSmtpServer[] }): Readiness {
+function readinessChecks(parts: { pipeline: AcceptPipeline; indexWriter: AcceptanceCommits; disk: DiskGuard | null; servers: Server[]; smtpServers: PosternSmtpServer[] }): Readiness {
   const { pipeline, indexWriter, disk, servers, smtpServers } = parts;
   return new Readiness()
     .add('index_writable', async () => {

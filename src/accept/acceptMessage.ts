@@ -14,7 +14,7 @@ import { usageRefusal, type LimitSettings, type Refusal, type UsageFacts } from 
 import type { AcceptanceOutcome, AcceptanceRecord } from '../commit/acceptance.js';
 import { findIdempotentResponse } from '../store/idempotency.js';
 import { indexAnswers, type Queries } from '../store/queries.js';
-import type { IndexWriter } from '../commit/indexWriter.js';
+import type { AcceptanceCommits } from '../commit/nodeStore.js';
 import type { HoldReason } from '../store/messages.js';
 import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { createTempFileStream, type Spool } from '../spool/spool.js';
@@ -29,7 +29,7 @@ export interface AcceptDeps {
   store: Queries;
   spool: Spool;
   writers: SpoolWriters;
-  indexWriter: IndexWriter;
+  indexWriter: AcceptanceCommits;
   clock: Clock;
   logger: Logger;
   limits: LimitSettings;

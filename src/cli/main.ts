@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
 import { clockFromEnvironment } from '../clock.js';
 import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { OperatorError } from '../operator/errors.js';
+import { postgresPool, storeLocationOf, type ThreadStore } from '../commit/nodeStore.js';
 import { openDatabase } from '../store/db.js';
+import { migratePostgres } from '../store/postgres/migrate.js';
+import { postgresQueries } from '../store/postgres/queries.js';
 import { sqliteQueries } from '../store/queries.js';
 import { Spool } from '../spool/spool.js';
 import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
@@ -99,9 +102,9 @@ export async function runCli(argv: string[]): Promise<number> {
     const { values, positionals } = parseCommand(cmd, rest);
     const config: PosternConfig = loadConfig(resolveConfigPath(values.config as string | undefined));
     const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
-    const db = openDatabase(config.state_dir, logger);
+    const opened = await openCommandStore(config, logger);
     try {
-      const result = await cmd.run({ store: sqliteQueries(db), clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
+      const result = await cmd.run({ store: opened.store, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
       if (result instanceof RawOutput) {
         await new Promise<void>((resolve, reject) => result.stream.on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
       } else if (result instanceof TextOutput) {
@@ -111,7 +114,7 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       return EXIT.ok;
     } finally {
-      db.close();
+      await opened.close();
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -129,4 +132,33 @@ export async function runCli(argv: string[]): Promise<number> {
     out.fail('internal', (err as Error).message);
     return EXIT.refused;
   }
+}
+
+/** Connections a command opens on PostgreSQL: it runs its statements one after another. */
+const COMMAND_POOL_SIZE = 2;
+
+/**
+ * A command's store: the configured backend, migrated as a node would migrate it (a command may
+ * come before the first start). On PostgreSQL that is the database every node shares, so what a
+ * command changes (a key revoked, a project paused) acts on every node's next request.
+ */
+async function openCommandStore(config: PosternConfig, logger: Logger): Promise<ThreadStore> {
+  const location = storeLocationOf(config);
+  if (location.backend === 'sqlite') {
+    const db = openDatabase(location.stateDir, logger);
+    return {
+      store: sqliteQueries(db),
+      close: async () => {
+        db.close();
+      },
+    };
+  }
+  const pool = postgresPool(location.url, COMMAND_POOL_SIZE, logger, 'cli');
+  try {
+    await migratePostgres(pool, logger);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  return { store: postgresQueries(pool), close: () => pool.end() };
 }

@@ -81,8 +81,17 @@ export function committedDurably(request: BookkeepingRequest): boolean {
   return request.kind === 'feedback' || request.kind === 'retention' || (request.kind === 'operator' && operatorWriteIsDurable(request.work));
 }
 
+/**
+ * Where a writer's bookkeeping runs, each `write` one transaction: on SQLite the index writer
+ * thread (BookkeepingClient), on PostgreSQL the database itself (PostgresBookkeeping).
+ */
+export interface Bookkeeping {
+  write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>>;
+  close(): void;
+}
+
 /** A writer's handle on the index writer thread: each `write` is one transaction there. */
-export class BookkeepingClient {
+export class BookkeepingClient implements Bookkeeping {
   private seq = 0;
   private readonly channel: ThreadChannel<BookkeepingReply>;
 

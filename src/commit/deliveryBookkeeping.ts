@@ -3,6 +3,7 @@ import {
 } from '../store/delivery.js';
 import { insertMailEvent, type EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
+import { throttleAccount, throttledAccounts } from '../store/postgres/providerThrottles.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, type SuppressionRow } from '../store/suppressions.js';
 
@@ -30,8 +31,13 @@ export type DeliveryWrite =
   | { kind: 'suppress'; suppression: SuppressionRow }
   | { kind: 'usage'; accountId: string; period: string }
   | { kind: 'event'; event: MailEventRecord }
-  /** Ends a hand-off (only a message still `sending` moves); `event` is recorded only if it moved. */
-  | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null };
+  /** A provider asked to rest the account until `until` (PostgreSQL only: every node reads it). */
+  | { kind: 'throttle'; accountId: string; until: number }
+  /**
+   * Ends a hand-off (only a message still `sending` moves; on PostgreSQL only while `node`
+   * holds its lease); `event` is recorded only if it moved.
+   */
+  | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null; node: string };
 
 /**
  * One exchange of the delivery scheduler with the index: the outcomes it has to record, then
@@ -41,11 +47,17 @@ export interface DeliveryBookkeeping {
   writes: DeliveryWrite[];
   /** Messages past their maximum age (created before `createdBefore`) end `failed`, at most `limit`. */
   expire: { createdBefore: number; at: number; limit: number } | null;
-  lease: { now: number; leaseUntil: number; limit: number } | null;
+  /** `node`: the leasing node (node.id), the lease's owner on PostgreSQL. */
+  lease: { node: string; now: number; leaseUntil: number; limit: number } | null;
 }
 
 export interface DeliveryBookkeepingResult {
   leased: MessageRow[];
+  /**
+   * PostgreSQL, with a lease: the accounts a provider rests now (any node was told), each with
+   * its reset, read in the lease's transaction, so the leased messages' candidates skip them.
+   */
+  throttled: [accountId: string, until: number][];
 }
 
 export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row.project_id, subject: row.subject, from_email: row.from_email });
@@ -70,8 +82,11 @@ export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkee
       case 'event':
         await event(w.event);
         break;
+      case 'throttle':
+        if (q.dialect === 'postgres') await throttleAccount(q, w.accountId, w.until);
+        break;
       case 'finish':
-        if ((await finishSending(q, w.id, w.to, w.at)) && w.event) await event(w.event);
+        if ((await finishSending(q, w.id, w.to, w.at, w.node)) && w.event) await event(w.event);
         break;
     }
   }
@@ -82,6 +97,8 @@ export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkee
       await event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
     }
   }
-  const leased = work.lease ? await leaseDueMessages(q, work.lease.now, work.lease.leaseUntil, work.lease.limit) : [];
-  return { leased };
+  const lease = work.lease;
+  const leased = lease ? await leaseDueMessages(q, lease.now, lease.leaseUntil, lease.limit, lease.node) : [];
+  const throttled = lease && q.dialect === 'postgres' ? [...(await throttledAccounts(q, lease.now))] : [];
+  return { leased, throttled };
 }

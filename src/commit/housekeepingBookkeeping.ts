@@ -1,6 +1,6 @@
 import { pruneReceipts } from '../store/feedback.js';
 import { pruneIdempotencyKeys } from '../store/idempotency.js';
-import { pruneFinishedMessages } from '../store/messageRetention.js';
+import { pruneFinishedMessageRows } from '../store/messageRetention.js';
 import { pruneOperatorSessions } from '../store/operatorSessions.js';
 import { pruneStoppedNodes } from '../store/nodes.js';
 import type { Queries } from '../store/queries.js';
@@ -8,6 +8,20 @@ import type { Queries } from '../store/queries.js';
 const DAY_MS = 86_400_000;
 /** A node stopped this long ago is no longer listed (a renamed or retired one drops out). */
 export const STOPPED_NODE_DAYS = 7;
+
+/**
+ * On PostgreSQL, where several nodes share the store: the transaction-level advisory lock
+ * (Postern's constant "PSTNHK"; migrations use "PSTN", the webhook outbox "PSTNWH") under which
+ * one node at a time prunes or sweeps. A node that does not get it skips that round: another
+ * node is doing the same work at that moment, and the next round (an hour later) comes anyway.
+ */
+export const HOUSEKEEPING_LOCK = 0x5053544e484b;
+
+/** Whether this transaction may do housekeeping: always on SQLite (one node, one writer); on PostgreSQL if it got HOUSEKEEPING_LOCK. */
+async function housekeepingTurn(q: Queries): Promise<boolean> {
+  if (q.dialect !== 'postgres') return true;
+  return (await q.get<{ locked: number }>('SELECT pg_try_advisory_xact_lock(@key) AS locked', { key: HOUSEKEEPING_LOCK }))?.locked === 1;
+}
 
 /**
  * The hourly prune of what only bounds repeats: Idempotency-Keys past retention, old feedback
@@ -21,6 +35,8 @@ export interface PruneBookkeeping {
 }
 
 export interface PruneBookkeepingResult {
+  /** PostgreSQL: another node held the housekeeping lock, so nothing was done this round. */
+  skipped: boolean;
   idempotencyKeys: number;
   receipts: number;
   sessions: number;
@@ -35,13 +51,19 @@ export interface RetentionBookkeeping {
 }
 
 export interface RetentionBookkeepingResult {
+  /** PostgreSQL: another node held the housekeeping lock, so nothing was done this round. */
+  skipped: boolean;
+  /** Messages removed (a full chunk: there may be more). */
+  removed: number;
   /** The removed messages' spool files, to be retired once this has committed. */
   spoolFiles: string[];
 }
 
 /** Runs the prune; the caller wraps it in a transaction. */
 export async function applyPruneBookkeeping(q: Queries, work: PruneBookkeeping): Promise<PruneBookkeepingResult> {
+  if (!(await housekeepingTurn(q))) return { skipped: true, idempotencyKeys: 0, receipts: 0, sessions: 0, nodes: 0 };
   return {
+    skipped: false,
     idempotencyKeys: await pruneIdempotencyKeys(q, work.now, work.retentionDays),
     // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
     receipts: await pruneReceipts(q, work.now - work.retentionDays * DAY_MS),
@@ -52,5 +74,6 @@ export async function applyPruneBookkeeping(q: Queries, work: PruneBookkeeping):
 
 /** Runs one retention chunk; the caller wraps it in a transaction. */
 export async function applyRetentionBookkeeping(q: Queries, work: RetentionBookkeeping): Promise<RetentionBookkeepingResult> {
-  return { spoolFiles: await pruneFinishedMessages(q, work.now, work.defaultRetentionDays, work.limit) };
+  if (!(await housekeepingTurn(q))) return { skipped: true, removed: 0, spoolFiles: [] };
+  return { skipped: false, ...(await pruneFinishedMessageRows(q, work.now, work.defaultRetentionDays, work.limit)) };
 }

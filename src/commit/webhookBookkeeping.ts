@@ -5,6 +5,7 @@ import {
 } from '../store/webhooks.js';
 import type { Queries } from '../store/queries.js';
 import { insertWebhookAttempt, pruneWebhookAttempts } from '../store/webhookAttempts.js';
+import { claimDueDeliveriesPostgres, fanOutEventsPostgres, recordWebhookOutcomesPostgres } from '../store/postgres/webhookOutbox.js';
 
 /** One attempt's outcome, with everything the ladder decided already worked out by the dispatcher. */
 export interface WebhookOutcomeRecord {
@@ -39,6 +40,10 @@ export interface WebhookBookkeeping {
   fanOut: OutboxEventHead[];
   /** The cursor to store: past `fanOut`, or moved over events no endpoint wanted. Null: unchanged. */
   cursor: number | null;
+  /** PostgreSQL (no cursor): queued events to take off webhook_fanout_pending and fan out, at most (0: none). */
+  fanOutQueued: number;
+  /** PostgreSQL: this node (node.id), the owner of the leases its claims take; only its own leases' outcomes are recorded. */
+  node: string;
   /** Claims: per endpoint, how many more it can hold (`defaultRoom` for one not listed); one with less than `minRoom` claims nothing. */
   claims: { room: Record<string, number>; defaultRoom: number; minRoom: number; leaseUntil: number };
   /** Finished deliveries to prune: completed before `before`, at most `limit`. */
@@ -47,6 +52,8 @@ export interface WebhookBookkeeping {
 
 export interface WebhookBookkeepingResult {
   disabled: { endpoint: string; reason: string }[];
+  /** PostgreSQL: the deliveries whose outcome was recorded (the others were another node's by then); null: every outcome given (SQLite). */
+  recorded: number[] | null;
   claimed: { endpoint: WebhookEndpointRow; rows: ClaimedDelivery[] }[];
   fannedOut: number;
   pruned: number;
@@ -54,6 +61,7 @@ export interface WebhookBookkeepingResult {
 
 /** Runs a dispatcher cycle's writes; the caller wraps it in a transaction. */
 export async function applyWebhookBookkeeping(q: Queries, work: WebhookBookkeeping): Promise<WebhookBookkeepingResult> {
+  if (q.dialect === 'postgres') return applyWebhookBookkeepingPostgres(q, work);
   const disabled = await applyOutcomes(q, work.outcomes, work.disableAfterMs);
   // Endpoints read inside the write transaction: one removed a moment ago gets no new rows,
   // and one registered since wants none of these events (its from_seq is newer).
@@ -74,7 +82,61 @@ export async function applyWebhookBookkeeping(q: Queries, work: WebhookBookkeepi
   }
   const pruned = work.prune ? await pruneWebhookDeliveries(q, work.prune.before, work.prune.limit) : 0;
   if (work.prune) await pruneWebhookAttempts(q, work.prune.before, work.prune.limit);
-  return { disabled, claimed, fannedOut, pruned };
+  return { disabled, recorded: null, claimed, fannedOut, pruned };
+}
+
+/**
+ * The same cycle on PostgreSQL, where several nodes share the outbox (store/postgres/webhookOutbox.ts):
+ * fan-out from the queue of committed events instead of a cursor, claims leased to this node,
+ * outcomes recorded only for the deliveries it still holds. The fan-out comes first: it takes the
+ * endpoint list's advisory lock (shared) before any delivery row is locked, as a registration or
+ * a removal takes it (exclusively) before theirs, so the two never wait for each other in a circle.
+ */
+async function applyWebhookBookkeepingPostgres(q: Queries, work: WebhookBookkeeping): Promise<WebhookBookkeepingResult> {
+  const fannedOut = work.fanOutQueued > 0 ? (await fanOutEventsPostgres(q, { now: work.now, limit: work.fanOutQueued })).events : 0;
+  const outcomes = await recordWebhookOutcomesPostgres(q, {
+    node: work.node,
+    outcomes: work.outcomes,
+    disableAfterMs: work.disableAfterMs,
+    reason: (since, o) => disableReason(work.disableAfterMs, since, o.error),
+  });
+  // The delivery log shows the attempts whose outcome was recorded (a refused one is another node's now).
+  const logged = new Set(outcomes.recorded);
+  for (const o of work.outcomes) {
+    if (!logged.delete(o.seq)) continue;
+    await insertWebhookAttempt(q, attemptRow(o));
+  }
+  const endpoints = await registeredWebhookEndpoints(q);
+  const { room, defaultRoom, minRoom, leaseUntil } = work.claims;
+  const claimed: WebhookBookkeepingResult['claimed'] = [];
+  for (const endpoint of endpoints) {
+    const limit = room[endpoint.id] ?? defaultRoom;
+    if (endpoint.disabled_at !== null || limit < minRoom) continue;
+    const leased = await claimDueDeliveriesPostgres(q, { endpointId: endpoint.id, node: work.node, now: work.now, leaseUntil, limit });
+    if (leased.length > 0) claimed.push({ endpoint, rows: leased.map(({ lease_owner: _owner, ...row }) => row) });
+  }
+  const pruned = work.prune ? await pruneWebhookDeliveries(q, work.prune.before, work.prune.limit) : 0;
+  if (work.prune) await pruneWebhookAttempts(q, work.prune.before, work.prune.limit);
+  return { disabled: outcomes.disabled, recorded: outcomes.recorded, claimed, fannedOut, pruned };
+}
+
+/** An outcome as the endpoint's delivery log keeps it. */
+function attemptRow(o: WebhookOutcomeRecord): Parameters<typeof insertWebhookAttempt>[1] {
+  return {
+    delivery_id: o.deliveryId,
+    endpoint_id: o.endpointId,
+    type: o.type,
+    attempt: o.attempt,
+    attempted_at: o.at - o.durationMs,
+    ok: o.ok ? 1 : 0,
+    status_code: o.status,
+    duration_ms: o.durationMs,
+    error: o.error,
+  };
+}
+
+function disableReason(disableAfterMs: number, since: number, error: string | null): string {
+  return `every attempt failed for ${formatDuration(disableAfterMs)} (since ${new Date(since).toISOString()}); last: ${error ?? 'unknown error'}`;
 }
 
 /** The delivery rows a batch of events makes: one per (event, endpoint of its project that wants its type and is newer than it). */
@@ -110,17 +172,7 @@ async function applyOutcomes(q: Queries, outcomes: WebhookOutcomeRecord[], disab
   };
   for (const o of outcomes) {
     const record = { seq: o.seq, at: o.at, status: o.status, error: o.error };
-    await insertWebhookAttempt(q, {
-      delivery_id: o.deliveryId,
-      endpoint_id: o.endpointId,
-      type: o.type,
-      attempt: o.attempt,
-      attempted_at: o.at - o.durationMs,
-      ok: o.ok ? 1 : 0,
-      status_code: o.status,
-      duration_ms: o.durationMs,
-      error: o.error,
-    });
+    await insertWebhookAttempt(q, attemptRow(o));
     if (o.ok) {
       await recordDelivered(q, record);
       successes.set(o.endpointId, Math.max(successes.get(o.endpointId) ?? 0, o.at));
@@ -129,8 +181,7 @@ async function applyOutcomes(q: Queries, outcomes: WebhookOutcomeRecord[], disab
     await flushSuccess(o.endpointId);
     await recordAttemptFailed(q, record, o.nextAttemptAt);
     if (!o.countsAgainstEndpoint) continue;
-    const reason = (since: number) =>
-      `every attempt failed for ${formatDuration(disableAfterMs)} (since ${new Date(since).toISOString()}); last: ${o.error ?? 'unknown error'}`;
+    const reason = (since: number) => disableReason(disableAfterMs, since, o.error);
     const disabledFor = await markEndpointFailure(q, o.endpointId, o.at, disableAfterMs, reason);
     if (disabledFor !== null) disabled.push({ endpoint: o.endpointId, reason: disabledFor });
   }

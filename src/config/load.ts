@@ -77,10 +77,36 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
   if (!config.plans[config.default_plan]) {
     throw new ConfigError(`${source}: default_plan "${config.default_plan}" is not one of plans (${Object.keys(config.plans).join(', ')})`, 'default_plan');
   }
+  checkStore(config, source);
   config.state_dir = path.resolve(config.state_dir);
   // Resolved once, so every reader (heartbeat, metrics, logs) names this node alike.
   config.node.id ??= os.hostname();
   return config as PosternConfig;
+}
+
+/** PostgreSQL needs somewhere to connect; a URL pg cannot read is refused before anything starts. */
+function checkStore(config: ConfigFile, source: string): void {
+  const { backend, postgres } = config.store;
+  if (backend !== 'postgres') return;
+  // Said at start rather than served half-working (issue 23): a PostgreSQL node is operated with the CLI.
+  const consoleAt = config.listeners.findIndex((l) => l.protocol === 'console');
+  if (consoleAt >= 0) {
+    throw new ConfigError(
+      `${source}: listeners.${consoleAt} is a console listener: the console (and /metrics) are not yet available with store.backend "postgres"; remove it and use the operator CLI, which works on the shared database`,
+      `listeners.${consoleAt}.protocol`,
+    );
+  }
+  if (!postgres.url) throw new ConfigError(`${source}: store.postgres.url (or POSTERN_DATABASE_URL) is required with store.backend "postgres"`, 'store.postgres.url');
+  let url: URL;
+  try {
+    url = new URL(postgres.url);
+  } catch {
+    // The URL itself is not repeated: it may hold a password.
+    throw new ConfigError(`${source}: store.postgres.url is not a URL (postgres://user:password@host:port/database)`, 'store.postgres.url');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`${source}: store.postgres.url must start with postgres:// or postgresql:// (got ${url.protocol}//)`, 'store.postgres.url');
+  }
 }
 
 /** Each entry an address, a CIDR or a named range (trustedProxyProblem), naming the first that is not. */
@@ -113,6 +139,12 @@ export function listenerEnvName(name: string): string {
 function applyEnvironment(config: ConfigFile, env: NodeJS.ProcessEnv): void {
   if (env.POSTERN_STATE_DIR) config.state_dir = env.POSTERN_STATE_DIR;
   if (env.POSTERN_NODE_ID) config.node.id = env.POSTERN_NODE_ID;
+  if (env.POSTERN_STORE_BACKEND) {
+    const backend = env.POSTERN_STORE_BACKEND;
+    if (backend !== 'sqlite' && backend !== 'postgres') throw new ConfigError(`POSTERN_STORE_BACKEND must be sqlite or postgres (got "${backend}")`, 'POSTERN_STORE_BACKEND');
+    config.store.backend = backend;
+  }
+  if (env.POSTERN_DATABASE_URL) config.store.postgres.url = env.POSTERN_DATABASE_URL;
   for (const listener of config.listeners) {
     const variable = listenerEnvName(listener.name);
     const value = env[variable];

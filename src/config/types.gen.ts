@@ -18,6 +18,22 @@ id: (string | null)
  */
 heartbeat_seconds: number
 }
+store: {
+/**
+ * Where the index and the message bodies live. sqlite: an embedded index and the spool under state_dir (one node; the default and the fastest). postgres: a shared PostgreSQL database holding the index and the bodies, so several identical nodes serve the same mail (docs/scaling.md). Env: POSTERN_STORE_BACKEND.
+ */
+backend: ("sqlite" | "postgres")
+postgres: {
+/**
+ * The database's connection URL (postgres://user:password@host:port/database?sslmode=…), required with backend postgres. Env: POSTERN_DATABASE_URL (keeps the password out of the config file).
+ */
+url: (string | null)
+/**
+ * Connections this node's event loop opens at most (its share of the server's max_connections: docs/scaling.md budgets them); the webhook dispatcher thread opens up to 4 more of its own.
+ */
+pool_size: number
+}
+}
 /**
  * Each listener serves one environment. Env POSTERN_LISTEN_<NAME> (name upper-cased, non-alphanumerics as _) = host:port overrides its address.
  * 

@@ -106,7 +106,9 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
   const secure = Boolean(listener.cert && listener.key);
-  const reader = new BulkReader(config.state_dir);
+  // SQLite: a bulk action's candidate scan blocks the thread that runs it, so a thread of its own;
+  // PostgreSQL reads wait on the network, never on the event loop.
+  const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
   const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
   const activity = new ActivityTail(store, clock);
   const live = new LiveEvents(activity, config.console.events_poll_ms, log);
@@ -248,7 +250,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     server,
     close: async () => {
       live.close();
-      await reader.close();
+      await reader?.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import { applyFeedbackBookkeeping, type FeedbackBookkeeping, type FeedbackBookkeepingResult, type FeedbackTally } from '../commit/feedbackBookkeeping.js';
 import { countFeedback } from '../platform/metrics.js';
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { ContractError } from '../contract/errors.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
@@ -21,7 +21,7 @@ export class FeedbackIntake {
   constructor(
     /** For reads only. */
     private readonly store: Queries,
-    private readonly bookkeeping: BookkeepingClient,
+    private readonly bookkeeping: Bookkeeping,
   ) {}
 
   /** The account a notification is addressed to; detached accounts still take feedback (their messages were sent before the detach). */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { buffer } from 'node:stream/consumers';
 import { countHandoff } from '../platform/metrics.js';
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
@@ -6,12 +7,13 @@ import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { providerUsage } from '../store/delivery.js';
 import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
 import { storedMime } from '../store/messageBodies.js';
 import type { MessageRow } from '../store/messages.js';
+import { listNodes, nodeState } from '../store/nodes.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts } from '../store/providerAccounts.js';
 import type { Queries } from '../store/queries.js';
@@ -22,7 +24,9 @@ import { orderCandidates, type Strategy } from './routing.js';
 export interface SchedulerDeps {
   /** For reads only: every write goes to the index writer thread through `bookkeeping`. */
   store: Queries;
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
+  /** This node's id (node.id): the owner of its leases on PostgreSQL. */
+  nodeId: string;
   spoolRoot: string;
   clock: Clock;
   logger: Logger;
@@ -40,7 +44,18 @@ const HELD_MIME_BYTES = 256 * 1024;
 class Slots {
   private readonly used = new Map<string, number>();
   private readonly waiting = new Map<string, (() => void)[]>();
-  constructor(private readonly limit: number) {}
+  constructor(private limit: number) {}
+  /** A new share (the nodes up changed); a larger one lets waiting hand-offs go at once. */
+  setLimit(limit: number): void {
+    if (limit === this.limit) return;
+    const grew = limit > this.limit;
+    this.limit = limit;
+    if (!grew) return;
+    for (const [key, list] of this.waiting) {
+      let free = this.limit - (this.used.get(key) ?? 0);
+      while (free-- > 0 && list.length > 0) list.shift()!();
+    }
+  }
   async acquire(key: string): Promise<void> {
     while ((this.used.get(key) ?? 0) >= this.limit) {
       await new Promise<void>((resolve) => {
@@ -56,6 +71,9 @@ class Slots {
     this.waiting.get(key)?.shift()?.();
   }
 }
+
+/** How often a node on PostgreSQL counts the nodes up, to take its share of per_account_concurrency. */
+const NODES_READ_MS = 5000;
 
 /** How long outcomes wait to share one exchange with the index writer (one transaction for many). */
 const WRITE_GROUPING_MS = 5;
@@ -92,6 +110,7 @@ export class DeliveryScheduler {
   /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
   private readonly throttledUntil = new Map<string, number>();
   private readonly bookkeepingFailure: RepeatedFailure;
+  private lastNodesRead = 0;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
@@ -166,7 +185,11 @@ export class DeliveryScheduler {
       // Lease in batches: when busy, wait until a good share of the slots is free, so one
       // claim (one small transaction) feeds many hand-offs.
       if (want > 0 && (this.inFlight === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
-        work.lease = { now, leaseUntil: now + config.delivery.lease_ms, limit: want };
+        work.lease = { node: this.deps.nodeId, now, leaseUntil: now + config.delivery.lease_ms, limit: want };
+      }
+      if (this.deps.store.dialect === 'postgres' && now - this.lastNodesRead >= NODES_READ_MS) {
+        this.lastNodesRead = now;
+        void this.takeConcurrencyShare(now);
       }
     }
     if (this.writeTimer) clearTimeout(this.writeTimer);
@@ -181,6 +204,10 @@ export class DeliveryScheduler {
     const done = bookkeeping.write('delivery', work).then(
       ({ result }) => {
         this.bookkeepingFailure.succeeded();
+        // Throttles any node was told (PostgreSQL): the leased messages' candidates skip them too.
+        for (const [accountId, until] of result.throttled) {
+          if (until > (this.throttledUntil.get(accountId) ?? 0)) this.throttledUntil.set(accountId, until);
+        }
         for (const row of result.leased) void this.deliver(row);
         if (work.lease && result.leased.length === work.lease.limit) next = 0;
       },
@@ -196,6 +223,27 @@ export class DeliveryScheduler {
       this.schedule(this.pendingWrites.length > 0 ? Math.min(next, WRITE_GROUPING_MS) : next);
     });
     await this.exchanging;
+  }
+
+  /**
+   * per_account_concurrency with several nodes (PostgreSQL): the limit is the cluster's, so each
+   * node takes ceil(limit / nodes up) hand-offs per account at once, the nodes up counted from
+   * the `nodes` table (heartbeats; this node counts itself even before its first beat) every
+   * NODES_READ_MS. Rounding up keeps every node at one hand-off at least (an account is never
+   * starved on a node), so the cluster may run up to nodes − 1 more than the limit when it does
+   * not divide evenly. When a node dies the survivors keep their smaller shares until it is
+   * judged missing (3 of its heartbeats), under the limit meanwhile; a node that joins is felt
+   * within NODES_READ_MS (until then the cluster may exceed the limit by the newcomer's share). A
+   * node that cannot read the table keeps its last share. SQLite (one node) takes the whole limit.
+   */
+  private async takeConcurrencyShare(now: number): Promise<void> {
+    try {
+      const nodes = await listNodes(this.deps.store);
+      const up = nodes.filter((n) => n.id !== this.deps.nodeId && nodeState(n, now) === 'up').length + 1;
+      this.slots.setLimit(Math.ceil(this.deps.config.delivery.per_account_concurrency / up));
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'could not count the nodes up; keeping this node\'s share of per_account_concurrency');
+    }
   }
 
   private async deliver(row: MessageRow): Promise<void> {
@@ -228,12 +276,12 @@ export class DeliveryScheduler {
         this.write({ kind: 'event', event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }) });
       }
       if (deliverTo.length === 0) {
-        this.write(finish(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now));
+        this.write(this.ending(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now));
         return;
       }
     }
     if (!project) {
-      this.write(finish(row, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now));
+      this.write(this.ending(row, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now));
       return;
     }
     const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
@@ -282,9 +330,15 @@ export class DeliveryScheduler {
     const stored = await storedMime(this.deps.store, spoolRoot, row);
     // A small message is read once, whole and synchronously (or comes whole from the index), and
     // serves signing and every candidate: cheaper on the event loop than a stream per use
-    // (docs/architecture.md, Delivery).
+    // (docs/architecture.md, Delivery). On PostgreSQL a small one is read whole from its pieces,
+    // a large one streamed from them for each use.
+    const small = row.size_bytes <= HELD_MIME_BYTES;
     const source: StoredMimeOfJob =
-      'held' in stored ? { mime: stored.held } : row.size_bytes <= HELD_MIME_BYTES ? { mime: readFileSync(stored.file) } : { mime: null, mimePath: stored.file };
+      'held' in stored
+        ? { mime: stored.held }
+        : 'open' in stored
+          ? small ? { mime: await buffer(stored.open()) } : { mime: null, openMime: stored.open }
+          : small ? { mime: readFileSync(stored.file) } : { mime: null, mimePath: stored.file };
     const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), source);
     const job: DeliveryJob = {
       ...source,
@@ -322,6 +376,8 @@ export class DeliveryScheduler {
       const finished = clock.now();
       if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
         this.throttledUntil.set(account.id, finished + result.retryAfterMs);
+        // Every node must rest the account, not only this one (PostgreSQL; SQLite has one node).
+        if (this.deps.store.dialect === 'postgres') this.write({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
       }
       this.write({
         kind: 'attempt',
@@ -379,11 +435,11 @@ export class DeliveryScheduler {
         );
         return;
       }
-      this.write(finish(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now));
+      this.write(this.ending(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now));
     } else {
       // Permanently refused, or every recipient bounced.
       this.write(
-        finish(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } })),
+        this.ending(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } })),
       );
     }
   }
@@ -401,9 +457,14 @@ export class DeliveryScheduler {
     const ladder = config.delivery.retry_ladder_seconds;
     const wait = Math.max(ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000, notBefore - now);
     if (now + wait - row.created_at > config.delivery.max_age_seconds * 1000) {
-      return finish(row, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } }));
+      return this.ending(row, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } }));
     }
-    return finish(row, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
+    return this.ending(row, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
+  }
+
+  /** Ends the hand-off of `row`: on PostgreSQL only while this node still holds its lease. */
+  private ending(row: MessageRow, to: FinishSending, at: number, event: MailEventRecord | null = null): DeliveryWrite {
+    return { kind: 'finish', id: row.id, to, at, event, node: this.deps.nodeId };
   }
 
   private event(row: MessageRow, type: EventType, at: number, extra: Record<string, unknown>): MailEventRecord {
@@ -422,6 +483,3 @@ export class DeliveryScheduler {
   }
 }
 
-function finish(row: MessageRow, to: FinishSending, at: number, event: MailEventRecord | null = null): DeliveryWrite {
-  return { kind: 'finish', id: row.id, to, at, event };
-}

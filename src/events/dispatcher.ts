@@ -2,8 +2,9 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
+import { hasQueuedEventsPostgres } from '../store/postgres/webhookOutbox.js';
 import type { Queries } from '../store/queries.js';
 import {
   eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
@@ -43,17 +44,26 @@ export interface DispatcherDeps {
   /** Its reads, on a connection of its own (its thread's); the owner opens and closes it. */
   store: Queries;
   /** Its writes: one transaction per cycle, run by the index writer thread. */
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
   clock: Clock;
   logger: Logger;
   /** The section it reads. */
   config: Pick<PosternConfig, 'webhooks'>;
+  /** This node's id (`node.id`): on PostgreSQL the owner of the leases it claims. */
+  nodeId: string;
+  /**
+   * PostgreSQL: counts the outcomes recorded, for GET /metrics (the event loop's registry; on
+   * SQLite the index writer thread counts them as it records them).
+   */
+  countOutcomes?: (outcomes: WebhookOutcomeKind[]) => void;
   /** DNS resolution (tests); the system resolver by default. */
   resolver?: Resolver;
   /** Extra trusted CAs (tests with a self-signed receiver). */
   ca?: string | Buffer;
   random?: () => number;
 }
+
+export type WebhookOutcomeKind = 'delivered' | 'retry' | 'failed';
 
 interface Outcome {
   delivery: ClaimedDelivery;
@@ -98,6 +108,11 @@ const isLocked = (err: unknown) => {
  * 4. Outcomes: delivered, or the ladder's next time, or failed after the last attempt; the
  *    endpoint's failure run (and, after `disable_after_seconds`, its disabling) is kept with them.
  *
+ * On PostgreSQL, shared by several nodes, step 1 has no cursor: each node takes committed events
+ * off the outbox's queue (webhook_fanout_pending, SKIP LOCKED), step 2 leases deliveries to this
+ * node (`nodeId`), and step 4 records only the outcomes of deliveries this node still holds
+ * (store/postgres/webhookOutbox.ts); its cycles run on its own connections, one transaction each.
+ *
  * Steps 4, 1 and 2 run as ONE transaction per cycle (25 to 200 ms apart, see MIN_WRITE_GAP_MS),
  * handed as plain data to the index writer thread (commit/webhookBookkeeping.ts). The dispatcher
  * itself only reads: at idle priority it must never hold the write lock that acceptance waits
@@ -109,6 +124,8 @@ const isLocked = (err: unknown) => {
  */
 export class WebhookDispatcher {
   private readonly store: Queries;
+  /** Several nodes share the outbox: fan-out from its queue, claims leased to this node. */
+  private readonly postgres: boolean;
   private readonly sender: WebhookSender;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
@@ -142,6 +159,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly deps: DispatcherDeps) {
     this.store = deps.store;
+    this.postgres = deps.store.dialect === 'postgres';
     const c = deps.config.webhooks;
     this.leaseMs = Math.max(c.lease_ms, c.timeout_ms + 2000);
     this.random = deps.random ?? Math.random;
@@ -162,7 +180,8 @@ export class WebhookDispatcher {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.cursor = await webhookCursor(this.store);
+    // PostgreSQL has no cursor: the events not yet fanned out wait in a queue (store/postgres/webhookOutbox.ts).
+    this.cursor = this.postgres ? 0 : await webhookCursor(this.store);
     this.lastPrune = this.deps.clock.now() - PRUNE_EVERY_MS + 60_000;
     this.deps.logger.info({ cursor: this.cursor, allow_private_targets: this.deps.config.webhooks.allow_private_targets }, 'webhook dispatcher started');
     this.wake(0);
@@ -187,11 +206,13 @@ export class WebhookDispatcher {
     await this.writing;
     if (this.outcomes.length > 0 || this.cursorDirty) {
       try {
-        await this.deps.bookkeeping.write('webhooks', {
+        const outcomes = this.outcomeRecords(this.outcomes.splice(0));
+        const { result } = await this.deps.bookkeeping.write('webhooks', {
           ...this.bookkeepingBase(this.deps.clock.now()),
-          outcomes: this.outcomeRecords(this.outcomes.splice(0)),
+          outcomes,
           cursor: this.cursorDirty ? this.cursor : null,
         });
+        this.countRecorded(outcomes, result.recorded);
       } catch (err) {
         this.deps.logger.error({ err }, 'webhook outcomes not recorded at shutdown; those deliveries will be repeated');
       }
@@ -246,13 +267,16 @@ export class WebhookDispatcher {
       // only move the cursor, in memory (persisted with the next write, or every few seconds).
       // Events are read BEFORE the endpoints: an endpoint missing from the list was registered
       // after these events were visible, so its from_seq excludes them all.
-      latest = await latestEventSeq(store);
+      // PostgreSQL: whether any committed event waits in the queue (no cursor, no `latest`).
+      const queued = this.postgres && (await hasQueuedEventsPostgres(store));
+      latest = this.postgres ? 0 : await latestEventSeq(store);
       const events = latest > this.cursor ? await eventsAfter(store, this.cursor, c.batch_size) : [];
       const pruneDue = now - this.lastPrune >= PRUNE_EVERY_MS;
       const registered = await registeredWebhookEndpoints(store);
       this.refreshLanes(registered);
       this.closeIdleAgents(registered);
-      const wanted = events.length > 0 && fanOutPlan(registered, events).length > 0;
+      // (Queued events are taken off the queue even when no endpoint wants them.)
+      const wanted = queued || (events.length > 0 && fanOutPlan(registered, events).length > 0);
       if (events.length > 0 && !wanted) {
         this.cursor = events[events.length - 1].seq;
         this.cursorDirty = true;
@@ -274,8 +298,9 @@ export class WebhookDispatcher {
       work = {
         ...this.bookkeepingBase(now),
         outcomes: this.outcomeRecords(this.outcomes),
-        fanOut: wanted ? events : [],
-        cursor: wanted ? events[events.length - 1].seq : this.cursorDirty ? this.cursor : null,
+        fanOut: wanted && !queued ? events : [],
+        cursor: wanted && !queued ? events[events.length - 1].seq : this.cursorDirty ? this.cursor : null,
+        fanOutQueued: queued ? c.batch_size : 0,
         claims: { room, defaultRoom: prefetch, minRoom: c.per_endpoint_concurrency, leaseUntil: now + this.leaseMs },
         prune: pruneDue ? { before: now - c.retention_days * 86_400_000, limit: PRUNE_CHUNK } : null,
       };
@@ -304,6 +329,7 @@ export class WebhookDispatcher {
     this.lastWrite = Date.now();
     this.writeGap = acceptanceBusy ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
     for (const o of this.outcomes.splice(0, written)) this.held.delete(o.delivery.seq);
+    this.countRecorded(work.outcomes, result.recorded);
     // (No cycle ran while the write was in flight: the cursor has not moved since.)
     if (work.cursor !== null) {
       this.cursor = work.cursor;
@@ -335,6 +361,14 @@ export class WebhookDispatcher {
     else this.wake(config.webhooks.poll_interval_ms);
   }
 
+  /** Hands the outcomes a write recorded to countOutcomes (PostgreSQL), each delivery once. */
+  private countRecorded(outcomes: WebhookOutcomeRecord[], recorded: number[] | null): void {
+    if (!this.deps.countOutcomes || recorded === null || recorded.length === 0) return;
+    const left = new Set(recorded);
+    const kinds = outcomes.filter((o) => left.delete(o.seq)).map((o): WebhookOutcomeKind => (o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed'));
+    if (kinds.length > 0) this.deps.countOutcomes(kinds);
+  }
+
   /** The parts of a write every cycle (and the last one, at stop) fills the same way. */
   private bookkeepingBase(now: number): WebhookBookkeeping {
     return {
@@ -343,6 +377,8 @@ export class WebhookDispatcher {
       disableAfterMs: this.deps.config.webhooks.disable_after_seconds * 1000,
       fanOut: [],
       cursor: null,
+      fanOutQueued: 0,
+      node: this.deps.nodeId,
       claims: { room: {}, defaultRoom: 0, minRoom: 1, leaseUntil: now },
       prune: null,
     };

@@ -2,19 +2,19 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { offsetClock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
-import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import { bookkeepingThrough, openThreadStore, type StoreLocation } from '../commit/nodeStore.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
-import { openDatabase } from '../store/db.js';
-import { sqliteQueries } from '../store/queries.js';
 import { WebhookDispatcher } from './dispatcher.js';
 
 /** The webhook dispatcher's own thread (see host.ts). */
-const { stateDir, config, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
-  stateDir: string;
+const { location, config, nodeId, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
+  location: StoreLocation;
   config: Pick<PosternConfig, 'webhooks'>;
+  nodeId: string;
   clockOffsetMs: number;
   logLevel: string;
-  bookkeepingPort: MessagePort;
+  /** null on PostgreSQL: the thread writes through its own connections. */
+  bookkeepingPort: MessagePort | null;
 };
 const logger = createLogger(logLevel).child({ thread: 'webhooks' });
 
@@ -24,17 +24,17 @@ const logger = createLogger(logLevel).child({ thread: 'webhooks' });
 const lowered = lowerThreadPriority(config.webhooks.nice);
 if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread priority; it runs at the process priority');
 
-// Its reads, on a connection of its own; its writes go through the index writer thread.
-const db = openDatabase(stateDir, logger, { migrate: false });
-const dispatcher = new WebhookDispatcher({ store: sqliteQueries(db), clock: offsetClock(clockOffsetMs), logger, config, bookkeeping: new BookkeepingClient(bookkeepingPort) });
+// Its reads, on connections of its own; its writes go through the index writer thread (SQLite).
+const connections = openThreadStore(location, logger, 'webhooks');
+const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 
 parentPort!.on('message', (message: unknown) => {
   if (message !== 'stop') return;
   void dispatcher
     .stop()
     .catch((err: unknown) => logger.error({ err }, 'webhook dispatcher did not stop cleanly'))
-    .finally(() => {
-      db.close();
+    .finally(async () => {
+      await connections.close().catch((err: unknown) => logger.warn({ err }, 'webhook dispatcher connections did not close cleanly'));
       logger.flush(() => parentPort!.close());
     });
 });

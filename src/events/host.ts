@@ -2,10 +2,9 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import { ManualClock, type Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { BookkeepingClient } from '../commit/bookkeepingChannel.js';
-import { openDatabase, type Db } from '../store/db.js';
-import { sqliteQueries } from '../store/queries.js';
-import { WebhookDispatcher } from './dispatcher.js';
+import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
+import { countWebhookOutcome } from '../platform/metrics.js';
+import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
 
 export interface WebhookDispatcherHandle {
   start(): void;
@@ -23,31 +22,49 @@ const RESTART_DELAY_MS = 1000;
  * dispatcher runs on the event loop instead.
  */
 export function createWebhookDispatcher(deps: {
-  stateDir: string;
+  /** Where the store is: the dispatcher reads on connections of its own. */
+  location: StoreLocation;
   clock: Clock;
   logger: Logger;
   /** The section the dispatcher reads: all that crosses to its thread. */
   config: Pick<PosternConfig, 'webhooks'>;
-  /** A new channel to the index writer thread, which runs the dispatcher's writes. */
-  openBookkeepingPort: () => MessagePort;
+  /** `node.id`: on PostgreSQL the owner of the deliveries the dispatcher leases. */
+  nodeId: string;
+  /** A new channel to the index writer thread, which runs the dispatcher's writes (none on PostgreSQL: it writes itself). */
+  openBookkeepingPort: () => MessagePort | null;
 }): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps);
-  return new ThreadedDispatcher(deps.stateDir, deps.clock, deps.logger, deps.config, deps.openBookkeepingPort);
+  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.nodeId, deps.openBookkeepingPort);
+  return new ThreadedDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.nodeId, deps.openBookkeepingPort);
 }
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
-  private running: { db: Db; dispatcher: WebhookDispatcher } | null = null;
+  private running: { connections: ThreadStore; dispatcher: WebhookDispatcher } | null = null;
 
-  constructor(private readonly deps: Parameters<typeof createWebhookDispatcher>[0]) {}
+  constructor(
+    private readonly location: StoreLocation,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly config: Pick<PosternConfig, 'webhooks'>,
+    private readonly nodeId: string,
+    private readonly openBookkeepingPort: () => MessagePort | null,
+  ) {}
 
   start(): void {
     if (this.running) return;
-    const { stateDir, clock, logger, config, openBookkeepingPort } = this.deps;
-    const db = openDatabase(stateDir, logger, { migrate: false });
-    const dispatcher = new WebhookDispatcher({ store: sqliteQueries(db), clock, logger, config, bookkeeping: new BookkeepingClient(openBookkeepingPort()) });
-    this.running = { db, dispatcher };
-    dispatcher.start().catch((err: unknown) => logger.error({ err }, 'webhook dispatcher did not start'));
+    const connections = openThreadStore(this.location, this.logger, 'webhooks');
+    const bookkeeping = bookkeepingThrough(this.openBookkeepingPort(), connections.store);
+    const dispatcher = new WebhookDispatcher({
+      store: connections.store,
+      clock: this.clock,
+      logger: this.logger,
+      config: this.config,
+      nodeId: this.nodeId,
+      countOutcomes: (outcomes) => outcomes.forEach(countWebhookOutcome),
+      bookkeeping,
+    });
+    this.running = { connections, dispatcher };
+    dispatcher.start().catch((err: unknown) => this.logger.error({ err }, 'webhook dispatcher did not start'));
   }
 
   async stop(): Promise<void> {
@@ -57,7 +74,7 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     try {
       await running.dispatcher.stop();
     } finally {
-      running.db.close();
+      await running.connections.close();
     }
   }
 }
@@ -68,11 +85,12 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
   private restart: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly stateDir: string,
+    private readonly location: StoreLocation,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly config: Pick<PosternConfig, 'webhooks'>,
-    private readonly openBookkeepingPort: () => MessagePort,
+    private readonly nodeId: string,
+    private readonly openBookkeepingPort: () => MessagePort | null,
   ) {}
 
   start(): void {
@@ -80,11 +98,12 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     // A new channel each start: a restarted thread cannot reuse the last one's port.
     const bookkeepingPort = this.openBookkeepingPort();
     const worker = new Worker(new URL('./dispatcherThread.js', import.meta.url), {
-      transferList: [bookkeepingPort],
+      transferList: bookkeepingPort ? [bookkeepingPort] : [],
       workerData: {
         bookkeepingPort,
-        stateDir: this.stateDir,
+        location: this.location,
         config: this.config,
+        nodeId: this.nodeId,
         // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
         clockOffsetMs: Math.round(this.clock.now() - Date.now()),
         logLevel: this.logger.level,
@@ -92,6 +111,8 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     });
     this.worker = worker;
     worker.on('error', (err) => this.logger.error({ err }, 'webhook dispatcher thread failed'));
+    // Its recorded outcomes (PostgreSQL), counted in this thread's registry, which GET /metrics reads.
+    worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) => message.webhookOutcomes?.forEach(countWebhookOutcome));
     worker.on('exit', (code) => {
       this.worker = null;
       if (this.stopping) return;

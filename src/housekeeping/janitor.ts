@@ -1,4 +1,4 @@
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
@@ -8,7 +8,7 @@ const HOUR = 3600_000;
 
 export interface JanitorDeps {
   /** The event loop's channel to the index writer thread: every write here runs there. */
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
   spool: Spool;
   clock: Clock;
   logger: Logger;
@@ -53,6 +53,7 @@ export class Janitor {
     const { bookkeeping, clock, logger, retentionDays, sessionIdleSeconds } = this.deps;
     try {
       const { result } = await bookkeeping.write('prune', { now: clock.now(), retentionDays, sessionIdleSeconds });
+      if (result.skipped) logger.debug('prune skipped: another node is pruning');
       if (result.idempotencyKeys > 0) logger.info({ removed: result.idempotencyKeys }, 'expired idempotency keys pruned');
       if (result.receipts > 0) logger.info({ removed: result.receipts }, 'old provider feedback receipts pruned');
       if (result.nodes > 0) logger.info({ removed: result.nodes }, 'nodes stopped for a week pruned');

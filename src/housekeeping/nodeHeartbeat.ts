@@ -1,11 +1,11 @@
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { nodeState, type NodeListener, type NodeRun } from '../store/nodes.js';
 
 export interface NodeHeartbeatDeps {
   /** Its writes run on the index writer thread, as bookkeeping. */
-  bookkeeping: BookkeepingClient;
+  bookkeeping: Bookkeeping;
   clock: Clock;
   logger: Logger;
   id: string;

@@ -1,4 +1,4 @@
-import type { BookkeepingClient } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
@@ -17,7 +17,7 @@ export class RetentionSweeper {
   private stopped = false;
 
   constructor(
-    private readonly bookkeeping: BookkeepingClient,
+    private readonly bookkeeping: Bookkeeping,
     private readonly spool: Spool,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -46,8 +46,9 @@ export class RetentionSweeper {
         const files = result.spoolFiles;
         // After the commit: a crash in between leaves files without rows, which start-up removes.
         await Promise.all(files.map((f) => this.spool.retire(f)));
-        removed += files.length;
-        if (files.length < CHUNK) break;
+        removed += result.removed;
+        // Another node is sweeping (PostgreSQL), or nothing more is due.
+        if (result.skipped || result.removed < CHUNK) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
     } catch (err) {

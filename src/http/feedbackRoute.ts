@@ -33,13 +33,13 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
   return async (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> => {
     // Unauthenticated notifications count in the same tight per-IP window as bad API keys.
     const ip = proxies.clientAddress(req);
-    admission.admitUnauthenticated(ip);
+    await admission.admitUnauthenticated(ip);
     const accountId = req.params?.account ?? '';
     const account = await feedback.account(accountId);
     const verifier = account ? feedbackVerifierFor(account.slug) : undefined;
     // Detached accounts still take feedback: their messages were sent before the detach.
     if (!account || !verifier) {
-      admission.recordUnauthenticatedFailure(ip);
+      await admission.recordUnauthenticatedFailure(ip);
       throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
     }
     // Raw bytes: signatures are over the exact bytes. They count in the budget of bodies in flight.
@@ -60,7 +60,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
     };
     const verdict = await verifier.verify({ headers: req.headers, rawBody, token: req.params?.token ?? null, url: req.url ?? '/' }, account, ctx);
     if (!verdict.ok) {
-      if (verdict.code !== 'feedback:malformed') admission.recordUnauthenticatedFailure(ip);
+      if (verdict.code !== 'feedback:malformed') await admission.recordUnauthenticatedFailure(ip);
       log.warn({ provider_account_id: account.id, slug: account.slug, code: verdict.code, reason: verdict.reason, ip }, 'provider feedback refused');
       throw new ContractError(verdict.code, { message: verdict.reason });
     }

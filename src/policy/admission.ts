@@ -4,8 +4,16 @@ import { ContractError } from '../contract/errors.js';
 import type { Queries } from '../store/queries.js';
 import { authenticate, bearerKey, type AuthContext, type Environment } from './apiKeys.js';
 import { SlidingWindowLimiter } from './rateLimiter.js';
+import type { RateWindow } from './rateWindow.js';
+import { SharedSlidingWindowLimiter } from './sharedRateLimiter.js';
 
 export type Route = 'send' | 'batch';
+
+/** Throws 429 when there is a wait (the in-memory limiter answers at once, the shared one later). */
+function admitted(wait: number | Promise<number>): void | Promise<void> {
+  if (typeof wait !== 'number') return wait.then(admitted);
+  if (wait > 0) throw rateLimited(wait);
+}
 
 function rateLimited(waitMs: number): ContractError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
@@ -21,10 +29,16 @@ function rateLimited(waitMs: number): ContractError {
  * key is never held by that window, only by its own per route ("rate budgets are per key"):
  * one misconfigured client must not lock out every other client behind the same address (a
  * NAT, a shared host). A bad key costs one hash and one indexed lookup either way.
+ *
+ * One node counts its windows in memory. On PostgreSQL the nodes count them together
+ * (SharedSlidingWindowLimiter: one round trip per count), so a client spreading its requests
+ * over the nodes gets no more than one node would give it.
  */
 export class Admission {
-  private unauthenticated: SlidingWindowLimiter;
-  private perKey: Record<Route, SlidingWindowLimiter>;
+  private unauthenticated: RateWindow;
+  private perKey: Record<Route, RateWindow>;
+  /** Shared windows a reload replaced: their last background prune may still be running. */
+  private readonly retired: SharedSlidingWindowLimiter[] = [];
   private readonly enforce: boolean;
 
   constructor(
@@ -33,47 +47,60 @@ export class Admission {
     config: Pick<PosternConfig, 'rate_limits' | 'policy'>,
     /** Told of every key that authenticates a request (its "last used", kept by operator/keyUse.ts). */
     private readonly onKeyUsed: (keyId: string) => void = () => undefined,
+    /** Told when a shared window's background prune fails (PostgreSQL); it is tried again a window later. */
+    private readonly onPruneFailed: (err: Error) => void = () => undefined,
   ) {
     this.enforce = config.policy.enabled;
-    [this.unauthenticated, this.perKey] = Admission.limiters(config.rate_limits, clock);
+    [this.unauthenticated, this.perKey] = this.limiters(config.rate_limits);
   }
 
-  private static limiters(limits: PosternConfig['rate_limits'], clock: Clock): [SlidingWindowLimiter, Record<Route, SlidingWindowLimiter>] {
+  private limiters(limits: PosternConfig['rate_limits']): [RateWindow, Record<Route, RateWindow>] {
     const windowMs = limits.window_seconds * 1000;
-    return [
-      new SlidingWindowLimiter(limits.unauthenticated_per_ip, windowMs, clock),
-      { send: new SlidingWindowLimiter(limits.send_per_key, windowMs, clock), batch: new SlidingWindowLimiter(limits.batch_per_key, windowMs, clock) },
-    ];
+    const window = (name: string, limit: number): RateWindow =>
+      this.store.dialect === 'postgres'
+        ? new SharedSlidingWindowLimiter(this.store, name, limit, windowMs, this.clock, this.onPruneFailed)
+        : new SlidingWindowLimiter(limit, windowMs, this.clock);
+    return [window('unauthenticated', limits.unauthenticated_per_ip), { send: window('send', limits.send_per_key), batch: window('batch', limits.batch_per_key) }];
   }
 
-  /** New rate limits (SIGHUP): every window starts afresh under them. */
+  /**
+   * New rate limits (SIGHUP): every window starts afresh under them. (On PostgreSQL a window
+   * is the cluster's, per limit and length: one left unchanged keeps counting.)
+   */
   updateRateLimits(limits: PosternConfig['rate_limits']): void {
-    [this.unauthenticated, this.perKey] = Admission.limiters(limits, this.clock);
+    const previous = [this.unauthenticated, ...Object.values(this.perKey)];
+    [this.unauthenticated, this.perKey] = this.limiters(limits);
+    this.retired.push(...previous.filter((w) => w instanceof SharedSlidingWindowLimiter));
+  }
+
+  /** Resolves when the shared windows' background prunes have ended: before the store closes. */
+  async settled(): Promise<void> {
+    const windows = [this.unauthenticated, ...Object.values(this.perKey), ...this.retired];
+    await Promise.all(windows.map((w) => (w instanceof SharedSlidingWindowLimiter ? w.settled() : undefined)));
   }
 
   /** An HTTP request: its bearer key, then its route's window. */
   async admit(clientIp: string, authorization: string | undefined, environment: Environment, route: Route): Promise<AuthContext> {
     const auth = await this.authenticateClient(clientIp, bearerKey(authorization), environment);
-    this.takeRequest(auth, route);
+    await this.takeRequest(auth, route);
     return auth;
   }
 
   /** Milliseconds before this IP's next request without a valid key is answered other than 429. */
-  unauthenticatedWaitMs(clientIp: string): number {
+  unauthenticatedWaitMs(clientIp: string): number | Promise<number> {
     return this.enforce ? this.unauthenticated.waitMs(clientIp) : 0;
   }
 
   /**
    * Requests authenticated some other way (provider feedback signatures) share the same per-IP
-   * window: refused while it is spent; `failed` records a refusal in it.
+   * window: refused while it is spent; `recordUnauthenticatedFailure` records a refusal in it.
    */
-  admitUnauthenticated(clientIp: string): void {
-    const wait = this.unauthenticatedWaitMs(clientIp);
-    if (wait > 0) throw rateLimited(wait);
+  admitUnauthenticated(clientIp: string): void | Promise<void> {
+    return admitted(this.unauthenticatedWaitMs(clientIp));
   }
 
-  recordUnauthenticatedFailure(clientIp: string): void {
-    if (this.enforce) this.unauthenticated.record(clientIp);
+  recordUnauthenticatedFailure(clientIp: string): void | Promise<void> {
+    if (this.enforce) return this.unauthenticated.record(clientIp);
   }
 
   /**
@@ -86,9 +113,9 @@ export class Admission {
       this.onKeyUsed(auth.keyId);
       return auth;
     } catch (err) {
-      const wait = this.unauthenticatedWaitMs(clientIp);
-      if (wait > 0) throw rateLimited(wait);
-      if (this.enforce) this.unauthenticated.record(clientIp);
+      // One take: the failure is recorded unless the window is spent (then it is a 429), in one
+      // step, so that nodes failing the same IP at once never let more than the limit through.
+      if (this.enforce) await admitted(this.unauthenticated.take(clientIp));
       throw err;
     }
   }
@@ -102,10 +129,12 @@ export class Admission {
     return authenticate(this.store, key, environment, this.clock);
   }
 
-  /** One request (an HTTP call, or one SMTP message) in the key's window for `route`. */
-  takeRequest(auth: AuthContext, route: Route): void {
+  /**
+   * One request (an HTTP call, or one SMTP message) in the key's window for `route`. Throws
+   * 429 at once in memory (no promise on that path); on PostgreSQL the promise rejects with it.
+   */
+  takeRequest(auth: AuthContext, route: Route): void | Promise<void> {
     if (!this.enforce) return;
-    const wait = this.perKey[route].take(auth.keyId);
-    if (wait > 0) throw rateLimited(wait);
+    return admitted(this.perKey[route].take(auth.keyId));
   }
 }

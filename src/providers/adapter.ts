@@ -1,15 +1,26 @@
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { Clock } from '../clock.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 
 /**
  * The stored MIME of a hand-off: held (`mime`) when small (kept in the index, or a small spool
  * file read once at hand-off, for signing and sending), else the spool file `mimePath`,
- * streamed.
+ * streamed, or (PostgreSQL) `openMime`: a new stream of the database's pieces per call, so a
+ * large body is never whole in memory.
  */
-export type StoredMimeOfJob = { mime: Buffer; mimePath?: undefined } | { mime: null; mimePath: string };
+export type StoredMimeOfJob =
+  | { mime: Buffer; mimePath?: undefined; openMime?: undefined }
+  | { mime: null; mimePath: string; openMime?: undefined }
+  | { mime: null; mimePath?: undefined; openMime: () => Readable };
+
+/** A stream of the stored MIME, whichever way it is kept: read as it is consumed. */
+export function openMimeOfJob(stored: StoredMimeOfJob): Readable {
+  if (stored.mime) return Readable.from([stored.mime], { objectMode: false });
+  return stored.openMime ? stored.openMime() : createReadStream(stored.mimePath);
+}
 
 /** One hand-off: the stored MIME (with headers to prepend) and its SMTP envelope. */
 export type DeliveryJob = StoredMimeOfJob & {
@@ -70,12 +81,11 @@ export interface ProviderAdapter {
  */
 export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
   if (job.mime) return Readable.from([prefix ? Buffer.concat([Buffer.from(prefix), job.mime]) : job.mime], { objectMode: false });
-  const file = job.mimePath;
-  if (!prefix) return createReadStream(file);
+  if (!prefix) return openMimeOfJob(job);
   return Readable.from(
     (async function* () {
       yield Buffer.from(prefix);
-      yield* createReadStream(file);
+      yield* openMimeOfJob(job);
     })(),
     { objectMode: false },
   );
@@ -83,6 +93,6 @@ export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
 
 /** The stored MIME as one buffer, `prefix` in front (for request bodies that carry it whole). */
 export async function storedMimeBytes(job: DeliveryJob, prefix = ''): Promise<Buffer> {
-  const mime = job.mime ? job.mime : await readFile(job.mimePath);
+  const mime = job.mime ? job.mime : job.openMime ? await buffer(job.openMime()) : await readFile(job.mimePath);
   return prefix ? Buffer.concat([Buffer.from(prefix), mime]) : mime;
 }

@@ -1,11 +1,12 @@
+import { Readable } from 'node:stream';
 import type { SendResult } from './adapter.js';
 
 export interface ApiRequest {
   method: 'POST' | 'GET';
   url: string;
   headers: Record<string, string>;
-  /** None for a GET. */
-  body?: string | Uint8Array | FormData;
+  /** None for a GET. A stream is sent as it is read (chunked): a large stored body never whole in memory. */
+  body?: string | Uint8Array | FormData | Readable;
   timeoutMs: number;
 }
 
@@ -22,13 +23,16 @@ export interface ApiResponse {
  */
 export async function callProviderApi(request: ApiRequest): Promise<ApiResponse | Extract<SendResult, { kind: 'temporary' }>> {
   try {
+    const streamed = request.body instanceof Readable;
     const res = await fetch(request.url, {
       method: request.method,
       headers: request.headers,
-      body: request.body as BodyInit | undefined,
+      body: (streamed ? Readable.toWeb(request.body as Readable) : request.body) as BodyInit | undefined,
+      // fetch sends a stream body only half-duplex (the answer is read once it is sent).
+      ...(streamed ? { duplex: 'half' } : {}),
       redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs),
-    });
+    } as RequestInit);
     return { status: res.status, headers: res.headers, text: await res.text() };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };

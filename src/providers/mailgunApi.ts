@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
+import { Readable } from 'node:stream';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
 import { baseUrl, callProviderApi, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
@@ -53,22 +55,34 @@ export class MailgunApiAdapter implements ProviderAdapter {
     if (!domain) return { kind: 'account', reply: `${account.slug}: the account has no sending domain` };
     const url = `${baseUrl(endpoint, region?.toLowerCase() === 'eu' ? MAILGUN_EU : MAILGUN_US)}/v3/${encodeURIComponent(domain)}/messages.mime`;
 
-    const form = new FormData();
-    for (const to of job.envelope.to) form.append('to', to);
-    // Behind the prepended headers: the MIME held at hand-off, or the spool file, read as it is sent.
-    // (A held buffer comes from readFileSync or the index: its memory is a plain ArrayBuffer.)
-    const mime = new Blob([job.prependHeaders, job.mime ? (job.mime as Uint8Array<ArrayBuffer>) : await openAsBlob(job.mimePath)], { type: 'message/rfc822' });
-    form.append('message', mime, 'message.mime');
+    const fields: [string, string][] = job.envelope.to.map((to) => ['to', to]);
     const tags = [...new Set([...(job.category ? [job.category] : []), ...job.tags])].slice(0, MAILGUN_MAX_TAGS);
-    for (const tag of tags) form.append('o:tag', tag);
-    for (const [key, value] of Object.entries(job.metadata)) if (key !== POSTERN_ID_VARIABLE) form.append(`v:${key}`, value);
-    form.append(`v:${POSTERN_ID_VARIABLE}`, job.messageId);
+    for (const tag of tags) fields.push(['o:tag', tag]);
+    for (const [key, value] of Object.entries(job.metadata)) if (key !== POSTERN_ID_VARIABLE) fields.push([`v:${key}`, value]);
+    fields.push([`v:${POSTERN_ID_VARIABLE}`, job.messageId]);
+    let body: FormData | Readable;
+    const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`api:${apiKey}`).toString('base64')}`, accept: 'application/json' };
+    if (job.openMime) {
+      // The database's pieces (PostgreSQL): a form written as they are read, never whole in memory.
+      const boundary = `postern-${randomBytes(12).toString('hex')}`;
+      body = streamedForm(boundary, fields, job.prependHeaders, job.openMime);
+      headers['content-type'] = `multipart/form-data; boundary=${boundary}`;
+    } else {
+      const form = new FormData();
+      // Behind the prepended headers: the MIME held at hand-off, or the spool file, read as it is sent.
+      // (A held buffer comes from readFileSync or the index: its memory is a plain ArrayBuffer.)
+      const mime = new Blob([job.prependHeaders, job.mime ? (job.mime as Uint8Array<ArrayBuffer>) : await openAsBlob(job.mimePath)], { type: 'message/rfc822' });
+      for (const [name, value] of fields.filter(([n]) => n === 'to')) form.append(name, value);
+      form.append('message', mime, 'message.mime');
+      for (const [name, value] of fields.filter(([n]) => n !== 'to')) form.append(name, value);
+      body = form;
+    }
 
     const res = await callProviderApi({
       method: 'POST',
       url,
-      headers: { authorization: `Basic ${Buffer.from(`api:${apiKey}`).toString('base64')}`, accept: 'application/json' },
-      body: form,
+      headers,
+      body,
       timeoutMs: this.deps.timeoutMs,
     });
     if (!isResponse(res)) return res;
@@ -86,4 +100,23 @@ export class MailgunApiAdapter implements ProviderAdapter {
   }
 
   async close(): Promise<void> {}
+}
+
+/** multipart/form-data as FormData writes it (the recipients, the message part, the other fields), the message streamed from `open`. */
+function streamedForm(boundary: string, fields: [string, string][], prefix: string, open: () => Readable): Readable {
+  // Names escaped as the HTML form encoding (and undici's FormData) does.
+  const escape = (name: string) => name.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  const part = (name: string, extra = '') => `--${boundary}\r\nContent-Disposition: form-data; name="${escape(name)}"${extra}\r\n`;
+  const field = ([name, value]: [string, string]) => Buffer.from(`${part(name)}\r\n${value}\r\n`);
+  return Readable.from(
+    (async function* () {
+      for (const f of fields) if (f[0] === 'to') yield field(f);
+      yield Buffer.from(`${part('message', '; filename="message.mime"')}Content-Type: message/rfc822\r\n\r\n${prefix}`);
+      yield* open();
+      yield Buffer.from('\r\n');
+      for (const f of fields) if (f[0] !== 'to') yield field(f);
+      yield Buffer.from(`--${boundary}--\r\n`);
+    })(),
+    { objectMode: false },
+  );
 }

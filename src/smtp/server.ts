@@ -245,20 +245,18 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         return;
       }
       // Fresh on every message: revocation, expiry and project pause apply mid-session.
-      admission.reauthenticate(state.key, environment).then(
-        (context) => {
-          try {
-            session.user = context as unknown as string;
-            admission.takeRequest(context, 'send');
-            // Low on disk: refused before the client uploads the message (452 4.3.1).
-            pipeline.checkDiskSpace();
-          } catch (err) {
-            return callback(refusal(err));
-          }
-          callback();
-        },
-        (err: unknown) => callback(refusal(err)),
-      );
+      admission
+        .reauthenticate(state.key, environment)
+        .then(async (context) => {
+          session.user = context as unknown as string;
+          await admission.takeRequest(context, 'send');
+          // Low on disk: refused before the client uploads the message (452 4.3.1).
+          pipeline.checkDiskSpace();
+        })
+        .then(
+          () => callback(),
+          (err: unknown) => callback(refusal(err)),
+        );
     },
 
     onData(stream: Readable, session, callback) {

@@ -75,5 +75,13 @@ export async function listApiKeys(q: Queries, projectId: string): Promise<ApiKey
 
 /** Brings a key's expiry forward to `at` (a rotation's grace); a key already expiring sooner keeps its time. */
 export async function shortenApiKeyExpiry(q: Queries, id: string, at: number): Promise<boolean> {
-  return (await q.run('UPDATE api_keys SET expires_at = MIN(COALESCE(expires_at, ?), ?) WHERE id = ? AND revoked_at IS NULL', at, at, id)) === 1;
+  // CASE, not SQLite's two-argument MIN (PostgreSQL has LEAST): one statement for both engines.
+  return (
+    (await q.run(
+      'UPDATE api_keys SET expires_at = CASE WHEN expires_at IS NOT NULL AND expires_at < CAST(? AS BIGINT) THEN expires_at ELSE CAST(? AS BIGINT) END WHERE id = ? AND revoked_at IS NULL',
+      at,
+      at,
+      id,
+    )) === 1
+  );
 }

@@ -22,7 +22,7 @@ export async function messageForFeedback(q: Queries, projectId: string, provider
 
 /** Records a feedback item (or a one-time token) for an account; false if it was already there. */
 export async function recordReceipt(q: Queries, accountId: string, key: string, now: number): Promise<boolean> {
-  return (await q.run('INSERT OR IGNORE INTO feedback_receipts (provider_account_id, receipt_key, received_at) VALUES (?, ?, ?)', accountId, key, now)) === 1;
+  return (await q.run('INSERT INTO feedback_receipts (provider_account_id, receipt_key, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', accountId, key, now)) === 1;
 }
 
 export async function receiptExists(q: Queries, accountId: string, key: string): Promise<boolean> {

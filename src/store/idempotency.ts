@@ -21,7 +21,8 @@ export async function insertIdempotencyKey(
 /** Forgets keys older than their project's retention (the window of the contract). */
 export async function pruneIdempotencyKeys(q: Queries, now: number, defaultRetentionDays: number): Promise<number> {
   return q.run(
-    `DELETE FROM idempotency_keys WHERE created_at < ? - 86400000 * COALESCE(
+    // BIGINT: on PostgreSQL 86400000 * an INTEGER number of days would overflow int4 past 24 days.
+    `DELETE FROM idempotency_keys WHERE created_at < CAST(? AS BIGINT) - CAST(86400000 AS BIGINT) * COALESCE(
        (SELECT retention_days FROM projects WHERE projects.id = idempotency_keys.project_id), ?)`,
     now,
     defaultRetentionDays,

@@ -32,8 +32,15 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
   if ('ids' in messages && messages.ids.length === 0) return [];
   // By rowid (a bulk action's chunk, read with them), the row is reached without the id index;
   // its id is checked too, since a deleted last row's rowid can be given to a new message.
+  // PostgreSQL has no rowid (nor json_each over an array): there the id alone reaches the row (its primary key).
   const ids =
-    'ids' in messages ? 'id IN (SELECT value FROM json_each(@list))' : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
+    q.dialect === 'postgres'
+      ? 'ids' in messages
+        ? 'id IN (SELECT json_array_elements_text(CAST(@list AS json)))'
+        : 'id IN (SELECT value ->> 1 FROM json_array_elements(CAST(@list AS json)))'
+      : 'ids' in messages
+        ? 'id IN (SELECT value FROM json_each(@list))'
+        : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
   const params = { list: 'ids' in messages ? JSON.stringify(messages.ids) : messages.rows, now };
   const statement =
     action === 'release'

@@ -13,16 +13,27 @@ const finishedList = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
  * the commit (a crash between the two leaves files without rows, which start-up removes).
  */
 export async function pruneFinishedMessages(q: Queries, now: number, defaultRetentionDays: number, limit: number): Promise<string[]> {
+  return (await pruneFinishedMessageRows(q, now, defaultRetentionDays, limit)).spoolFiles;
+}
+
+/**
+ * pruneFinishedMessages, also counting the messages removed: a sweep goes on while chunks come
+ * back full, which the files alone cannot tell (a body kept in the index has none; on
+ * PostgreSQL no body has one).
+ */
+export async function pruneFinishedMessageRows(q: Queries, now: number, defaultRetentionDays: number, limit: number): Promise<{ removed: number; spoolFiles: string[] }> {
   const projects = await q.all<{ id: string; retention_days: number | null }>('SELECT id, retention_days FROM projects');
   // The (project_id, created_at) index walks only the old rows of each project.
   const due = `SELECT id, spool_path FROM messages WHERE project_id = ? AND created_at < ? AND status IN (${finishedList}) ORDER BY created_at LIMIT ?`;
   // One statement per table for the whole chunk: the pending-deliveries subquery is built once.
-  const ids = "SELECT value FROM json_each(?)";
+  const ids = q.dialect === 'postgres' ? 'SELECT json_array_elements_text(?::json)' : 'SELECT value FROM json_each(?)';
   const deleteAttempts = `DELETE FROM attempts WHERE message_id IN (${ids})`;
   const deleteOutcomes = `DELETE FROM recipient_outcomes WHERE message_id IN (${ids})`;
   const deleteEvents = `DELETE FROM events WHERE message_id IN (${ids}) AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)`;
   const deleteBodies = `DELETE FROM message_bodies WHERE message_id IN (${ids})`;
   const deleteMessages = `DELETE FROM messages WHERE id IN (${ids})`;
+  // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from.
+  const deleteBodyChunks = q.dialect === 'postgres' ? `DELETE FROM message_body_chunks WHERE message_id IN (${ids})` : null;
   // Immediate (a transaction takes the write lock at once): the rows read are the rows deleted, with no writer in between.
   return q.transaction(async (tx) => {
     const rows: { id: string; spool_path: string }[] = [];
@@ -31,13 +42,16 @@ export async function pruneFinishedMessages(q: Queries, now: number, defaultRete
       rows.push(...(await tx.all<{ id: string; spool_path: string }>(due, project.id, cutoff, limit - rows.length)));
       if (rows.length >= limit) break;
     }
-    if (rows.length === 0) return [];
+    if (rows.length === 0) return { removed: 0, spoolFiles: [] };
     const idList = JSON.stringify(rows.map((r) => r.id));
     await tx.run(deleteAttempts, idList);
     await tx.run(deleteOutcomes, idList);
     await tx.run(deleteEvents, idList);
     await tx.run(deleteBodies, idList);
+    if (deleteBodyChunks) await tx.run(deleteBodyChunks, idList);
     await tx.run(deleteMessages, idList);
-    return rows.map((r) => r.spool_path).filter((p) => p !== BODY_IN_INDEX);
+    // PostgreSQL has no spool files: every body was rows (message_body_chunks), deleted above.
+    if (q.dialect === 'postgres') return { removed: rows.length, spoolFiles: [] };
+    return { removed: rows.length, spoolFiles: rows.map((r) => r.spool_path).filter((p) => p !== BODY_IN_INDEX) };
   });
 }

@@ -4,9 +4,12 @@ import { getValue, sqliteConnection, type Queries } from './queries.js';
 /** Entries per kind before a cache starts over (the keys come from requests: bounded). */
 const MAX_ENTRIES = 10_000;
 
-interface ConnectionCache {
+interface GenerationCache {
   generation: number;
   kinds: Map<string, Map<string, unknown>>;
+}
+
+interface ConnectionCache extends GenerationCache {
   /** The generation was read in this turn of the event loop (reset by setImmediate)… */
   checked: boolean;
   /** …when this connection's own change count was this (its own writes are seen at once). */
@@ -15,6 +18,11 @@ interface ConnectionCache {
 
 /** Per SQLite connection: every Queries on it (a transaction's too) shares its cache and its change count. */
 const caches = new WeakMap<Db, ConnectionCache>();
+
+/** Per PostgreSQL Queries (the pool's, or one transaction's own, dropped with it). */
+const postgresCaches = new WeakMap<Queries, GenerationCache>();
+
+const GENERATION = 'SELECT n FROM policy_generation WHERE id = 1';
 
 /**
  * Rows that change only by an operator's action (API keys, projects, provider accounts, DKIM
@@ -28,31 +36,15 @@ const caches = new WeakMap<Db, ConnectionCache>();
  * `load` returning undefined is not cached (an unknown API key stays a query each time).
  * Cached values are shared: callers must not change them.
  *
- * SQLite only: the own-writes check is SQLite's total_changes(). On PostgreSQL (not wired yet,
- * issue 23) every call loads; how nodes see each other's policy changes comes with that step.
+ * On PostgreSQL the nodes change those rows too, so the generation is read on every call
+ * (CLUSTER.md: policy changes act on the next request on every node): a key revoked or a
+ * project paused through any node or the CLI is refused by this node's very next request. One
+ * primary-key read of a one-row table in place of the row's own query (a join, or rows whose
+ * JSON is parsed); a miss costs both.
  */
 export async function cachedPolicyRow<T>(q: Queries, kind: string, key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
   const db = sqliteConnection(q);
-  if (!db) return load();
-  // A connection-level counter: no page is read.
-  const changes = (await getValue<number>(q, 'SELECT total_changes()'))!;
-  let cache = caches.get(db);
-  if (!cache?.checked || cache.changes !== changes) {
-    // Once per turn of the event loop: the requests and hand-offs of one turn share the read
-    // (itself a page read after every foreign commit). A change another process commits
-    // meanwhile is seen from the next turn on, as if those requests had come a moment earlier;
-    // this connection's own writes (an operator command run in process) at once.
-    const generation = (await getValue<number>(q, 'SELECT n FROM policy_generation WHERE id = 1'))!;
-    cache = caches.get(db);
-    if (!cache || cache.generation !== generation) {
-      cache = { generation, kinds: new Map(), checked: false, changes };
-      caches.set(db, cache);
-    }
-    cache.checked = true;
-    cache.changes = changes;
-    const checked = cache;
-    setImmediate(() => (checked.checked = false));
-  }
+  const cache = db ? await sqliteCache(q, db) : await postgresCache(q);
   let entries = cache.kinds.get(kind);
   if (!entries) {
     entries = new Map();
@@ -64,4 +56,44 @@ export async function cachedPolicyRow<T>(q: Queries, kind: string, key: string, 
   if (entries.size >= MAX_ENTRIES) entries.clear();
   entries.set(key, value);
   return value;
+}
+
+/**
+ * The cache valid for a generation read now. A load that follows the read sees at least that
+ * generation's rows, and it fills the cache of the generation its caller read (never a newer
+ * one), so a request begun after a change commits is never served a row from before it.
+ * Inside a transaction the Queries is the transaction's: its uncommitted changes stay in its
+ * own cache.
+ */
+async function postgresCache(q: Queries): Promise<GenerationCache> {
+  const generation = (await getValue<number>(q, GENERATION))!;
+  let cache = postgresCaches.get(q);
+  if (!cache || cache.generation !== generation) {
+    cache = { generation, kinds: new Map() };
+    postgresCaches.set(q, cache);
+  }
+  return cache;
+}
+
+async function sqliteCache(q: Queries, db: Db): Promise<ConnectionCache> {
+  // A connection-level counter: no page is read.
+  const changes = (await getValue<number>(q, 'SELECT total_changes()'))!;
+  let cache = caches.get(db);
+  if (!cache?.checked || cache.changes !== changes) {
+    // Once per turn of the event loop: the requests and hand-offs of one turn share the read
+    // (itself a page read after every foreign commit). A change another process commits
+    // meanwhile is seen from the next turn on, as if those requests had come a moment earlier;
+    // this connection's own writes (an operator command run in process) at once.
+    const generation = (await getValue<number>(q, GENERATION))!;
+    cache = caches.get(db);
+    if (!cache || cache.generation !== generation) {
+      cache = { generation, kinds: new Map(), checked: false, changes };
+      caches.set(db, cache);
+    }
+    cache.checked = true;
+    cache.changes = changes;
+    const checked = cache;
+    setImmediate(() => (checked.checked = false));
+  }
+  return cache;
 }

@@ -94,7 +94,7 @@ export async function rotateWebhookSecret(q: Queries, id: string, secret: string
   return (
     (await q.run(
       `UPDATE webhook_endpoints
-          SET previous_secret = CASE WHEN @expires IS NULL THEN NULL ELSE secret END,
+          SET previous_secret = CASE WHEN CAST(@expires AS BIGINT) IS NULL THEN NULL ELSE secret END,
               previous_secret_expires_at = @expires,
               secret = @secret
         WHERE id = @id AND removed_at IS NULL`,
@@ -217,7 +217,8 @@ export async function outboxEvent(q: Queries, seq: number): Promise<OutboxEvent 
 
 /** Several events by seq in one read (one statement instead of one per delivery). Missing ones are absent. */
 export async function outboxEvents(q: Queries, seqs: number[]): Promise<Map<number, OutboxEvent>> {
-  const rows = await q.all<OutboxEvent & { seq: number }>('SELECT seq, type, created_at, data FROM events WHERE seq IN (SELECT value FROM json_each(?))', JSON.stringify(seqs));
+  const list = q.dialect === 'postgres' ? 'SELECT json_array_elements_text(?::json)::bigint' : 'SELECT value FROM json_each(?)';
+  const rows = await q.all<OutboxEvent & { seq: number }>(`SELECT seq, type, created_at, data FROM events WHERE seq IN (${list})`, JSON.stringify(seqs));
   return new Map(rows.map(({ seq, ...event }) => [seq, event]));
 }
 

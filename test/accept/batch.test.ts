@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { serverWithProject } from '../support/hooks.js';
 import { post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { storedMimeCount } from '../support/assertions.js';
+import { getValue } from '../../src/store/queries.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 const ID = /^m\.[0-9a-z]{26}$/;
 const HOUR = 3600_000;
@@ -42,13 +43,14 @@ describe('POST /v1/send/batch', () => {
   const batch = (messages: unknown, opts: { base?: string; key?: string } = {}) =>
     post(opts.base ?? p.production, '/v1/send/batch', { key: opts.key ?? proj.liveKey, json: { messages } });
   const row = (id: string) =>
-    p.db.prepare('SELECT id, project_id, environment, status, subject, spool_path FROM messages WHERE id = ?').get(id) as
-      | { id: string; project_id: string; environment: string; status: string; subject: string; spool_path: string }
-      | undefined;
-  const totals = () => ({
-    messages: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number,
-    events: p.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number,
-    stored_mime: storedMimeCount(p.stateDir),
+    p.ctx.store.get<{ id: string; project_id: string; environment: string; status: string; subject: string; spool_path: string }>(
+      'SELECT id, project_id, environment, status, subject, spool_path FROM messages WHERE id = ?',
+      id,
+    );
+  const totals = async () => ({
+    messages: (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'))!,
+    events: (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM events'))!,
+    stored_mime: await storedMimeCountIn(p.ctx.store, p.stateDir),
   });
 
   /** A BatchAccepted slot: exactly {id, status}, backed by a row, a MIME file and a mail.accepted event. */
@@ -56,13 +58,13 @@ describe('POST /v1/send/batch', () => {
     assert.deepEqual(Object.keys(slot).sort(), ['id', 'status'], `slot ${JSON.stringify(slot)}`);
     assert.match(slot.id, ID);
     assert.deepEqual(slot, { id: slot.id, status });
-    const r = row(slot.id);
+    const r = await row(slot.id);
     assert.ok(r, `a messages row for ${slot.id}`);
     assert.equal(r.status, status);
     assert.equal(r.subject, subject, 'data[i] answers messages[i]');
     assert.equal(r.project_id, proj.project.id);
     assert.ok((await storedMimeOf(p.ctx.store, p.stateDir, slot.id)).toString('utf8').includes(`Message-ID: <${slot.id}@example.com>`));
-    const events = p.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(slot.id) as { data: string }[];
+    const events = await p.ctx.store.all<{ data: string }>("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'", slot.id);
     assert.equal(events.length, 1);
     assert.equal(JSON.parse(events[0].data).mail.uid, slot.id);
   }
@@ -80,7 +82,7 @@ describe('POST /v1/send/batch', () => {
       validMessage({ subject: 'eighth', scheduled_at: new Date(Date.now() + HOUR).toISOString() }),
       validMessage({ subject: 'ninth', scheduled_at: new Date(Date.now() - HOUR).toISOString() }),
     ];
-    const before = totals();
+    const before = await totals();
     const res = await batch(messages);
     assert.equal(res.status, 207, res.text);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -107,7 +109,7 @@ describe('POST /v1/send/batch', () => {
 
     const ids = [data[0], data[2], data[5], data[7]].map((s) => s.id);
     assert.equal(new Set(ids).size, 4);
-    const now = totals();
+    const now = await totals();
     assert.equal(now.messages, before.messages + 4, 'only the valid elements are stored');
     assert.equal(now.events, before.events + 4);
     assert.equal(now.stored_mime, before.stored_mime + 4);
@@ -128,14 +130,14 @@ describe('POST /v1/send/batch', () => {
   });
 
   test('a batch where every element fails is still a 207 and stores nothing', async () => {
-    const before = totals();
+    const before = await totals();
     const res = await batch([{}, 7]);
     assert.equal(res.status, 207, res.text);
     assert.equal(res.body.data.length, 2);
     assert.equal(res.body.data[0].error.type, 'validation_error');
     assert.ok(Array.isArray(res.body.data[0].error.details));
     assert.deepEqual(res.body.data[1], validationEnvelope(res.body.data[1], [{ field: 'body', code: 'body:invalid_type' }]));
-    assert.deepEqual(totals(), before);
+    assert.deepEqual(await totals(), before);
   });
 
   test('a non-object element gets its own body:invalid_type envelope with details', async () => {
@@ -152,28 +154,28 @@ describe('POST /v1/send/batch', () => {
 
   test('100 elements are accepted, each with its own id and row, in order', async () => {
     const messages = Array.from({ length: 100 }, (_, i) => validMessage({ subject: `bulk ${i}` }));
-    const before = totals();
+    const before = await totals();
     const res = await batch(messages);
     assert.equal(res.status, 207, res.text);
     const data = res.body.data as { id: string; status: string }[];
     assert.equal(data.length, 100);
     assert.equal(new Set(data.map((s) => s.id)).size, 100);
-    data.forEach((slot, i) => {
+    for (const [i, slot] of data.entries()) {
       assert.deepEqual(slot, { id: slot.id, status: 'queued' });
       assert.match(slot.id, ID);
-      assert.equal(row(slot.id)?.subject, `bulk ${i}`, `data[${i}] answers messages[${i}]`);
-    });
-    const now = totals();
+      assert.equal((await row(slot.id))?.subject, `bulk ${i}`, `data[${i}] answers messages[${i}]`);
+    }
+    const now = await totals();
     assert.equal(now.messages, before.messages + 100);
     assert.equal(now.events, before.events + 100);
     assert.equal(now.stored_mime, before.stored_mime + 100);
   });
 
   test('101 elements are a whole-request 422 messages:too_many and store nothing', async () => {
-    const before = totals();
+    const before = await totals();
     const res = await batch(Array.from({ length: 101 }, () => validMessage()));
     assertWholeRequest422(res, [{ field: 'messages', code: 'messages:too_many' }]);
-    assert.deepEqual(totals(), before);
+    assert.deepEqual(await totals(), before);
   });
 
   test('0 elements are a whole-request 422 messages:too_few', async () => {
@@ -185,18 +187,18 @@ describe('POST /v1/send/batch', () => {
   });
 
   test('messages that is not an array is a whole-request 422 messages:invalid_type', async () => {
-    const before = totals();
+    const before = await totals();
     for (const messages of ['x', 1, {}, validMessage(), null, true]) {
       assertWholeRequest422(await batch(messages), [{ field: 'messages', code: 'messages:invalid_type' }]);
     }
-    assert.deepEqual(totals(), before);
+    assert.deepEqual(await totals(), before);
   });
 
   test('an extra top-level key is a whole-request 422 body:unknown_key, even with valid messages', async () => {
-    const before = totals();
+    const before = await totals();
     const res = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: { messages: [validMessage()], extra: true } });
     assertWholeRequest422(res, [{ field: 'extra', code: 'body:unknown_key' }]);
-    assert.deepEqual(totals(), before);
+    assert.deepEqual(await totals(), before);
   });
 
   test('envelope errors are listed messages first, then unknown keys', async () => {
@@ -241,11 +243,11 @@ describe('POST /v1/send/batch', () => {
     await assertAcceptedSlot(res.body.data[1], 'captured', 'sb 1');
     await assertAcceptedSlot(res.body.data[2], 'captured', 'sb 2');
     assert.deepEqual(res.body.data[3], validationEnvelope(res.body.data[3], [{ field: 'body', code: 'body:invalid_type' }]));
-    for (const slot of res.body.data.slice(0, 3)) assert.equal(row(slot.id)?.environment, 'sandbox');
+    for (const slot of res.body.data.slice(0, 3)) assert.equal((await row(slot.id))?.environment, 'sandbox');
   });
 
   test('whole-request 401s: no key, a malformed key, and either mode mismatch; nothing is stored', async () => {
-    const before = totals();
+    const before = await totals();
     const body = { messages: [validMessage(), validMessage()] };
     assert401(await post(p.production, '/v1/send/batch', { json: body }), 'missing_api_key');
     assert401(await post(p.sandbox, '/v1/send/batch', { json: body }), 'missing_api_key');
@@ -255,6 +257,6 @@ describe('POST /v1/send/batch', () => {
     // Authentication comes before the envelope: a bad key with a bad envelope is still a 401.
     assert401(await post(p.production, '/v1/send/batch', { json: { messages: [] } }), 'missing_api_key');
     assert401(await post(p.sandbox, '/v1/send/batch', { key: proj.liveKey, json: { messages: 'x' } }), 'mode_mismatch');
-    assert.deepEqual(totals(), before);
+    assert.deepEqual(await totals(), before);
   });
 });

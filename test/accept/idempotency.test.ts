@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { serverWithProject } from '../support/hooks.js';
 import { createProjectWithKeys, post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { storedMimeCount } from '../support/assertions.js';
+import { getValue, type SqlParam } from '../../src/store/queries.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 let seq = 0;
 /** A fresh, valid Idempotency-Key per call (so tests never share one by accident). */
@@ -27,13 +28,13 @@ describe('Idempotency-Key on POST /v1/send', () => {
     proj = project;
   });
 
-  const countWhere = (sqlText: string, ...args: unknown[]) => p.db.prepare(sqlText).pluck().get(...args) as number;
+  const countWhere = async (sqlText: string, ...args: SqlParam[]) => (await getValue<number>(p.ctx.store, sqlText, ...args))!;
   const messagesWithKey = (projectId: string, key: string) => countWhere('SELECT COUNT(*) FROM messages WHERE project_id = ? AND idempotency_key = ?', projectId, key);
-  const totals = () => ({
-    messages: countWhere('SELECT COUNT(*) FROM messages'),
-    events: countWhere('SELECT COUNT(*) FROM events'),
-    idempotency_keys: countWhere('SELECT COUNT(*) FROM idempotency_keys'),
-    stored_mime: storedMimeCount(p.stateDir),
+  const totals = async () => ({
+    messages: await countWhere('SELECT COUNT(*) FROM messages'),
+    events: await countWhere('SELECT COUNT(*) FROM events'),
+    idempotency_keys: await countWhere('SELECT COUNT(*) FROM idempotency_keys'),
+    stored_mime: await storedMimeCountIn(p.ctx.store, p.stateDir),
   });
   const send = (key: string, json: unknown, opts: { base?: string; apiKey?: string } = {}) =>
     post(opts.base ?? p.production, '/v1/send', { key: opts.apiKey ?? proj.liveKey, json, headers: { 'idempotency-key': key } });
@@ -62,16 +63,16 @@ describe('Idempotency-Key on POST /v1/send', () => {
       for (const key of ['Ab0_-Ab0_-Ab', 'aZ9_-'.repeat(8), `${'_'.repeat(6)}${'-'.repeat(6)}`]) {
         const res = await send(key, validMessage());
         assert.equal(res.status, 202, `${key}: ${res.text}`);
-        assert.equal(messagesWithKey(proj.project.id, key), 1);
+        assert.equal(await messagesWithKey(proj.project.id, key), 1);
       }
     });
 
     test('a malformed key is refused before the body is read and stores nothing', async () => {
-      const before = totals();
+      const before = await totals();
       assertIdemError(await send('short', validMessage()), 'idempotency_key:invalid_length');
       assertIdemError(await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json', headers: { 'idempotency-key': 'bad key!!!!!!' } }), 'idempotency_key:invalid');
       assertIdemError(await send('bad key!!!!!!', validMessage({ subject: undefined })), 'idempotency_key:invalid');
-      assert.deepEqual(totals(), before);
+      assert.deepEqual(await totals(), before);
     });
 
     test('the key check applies on the sandbox too', async () => {
@@ -85,7 +86,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
       const key = freshKey('repeat');
       const first = await send(key, validMessage({ category: 'welcome' }));
       assert.equal(first.status, 202);
-      const before = totals();
+      const before = await totals();
       const second = await send(key, validMessage({ category: 'welcome' }));
       const third = await send(key, validMessage({ category: 'welcome' }));
       assert.equal(second.status, 202);
@@ -93,8 +94,8 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.deepEqual(second.body, first.body);
       assert.deepEqual(third.body, first.body);
       assert.equal(second.text, first.text);
-      assert.deepEqual(totals(), before);
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
+      assert.deepEqual(await totals(), before);
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
     });
 
     test('a repeat with a different body returns the first body and keeps the first message', async () => {
@@ -102,12 +103,12 @@ describe('Idempotency-Key on POST /v1/send', () => {
       const first = await send(key, validMessage({ subject: 'First', category: 'one', paused: true }));
       assert.equal(first.status, 202);
       assert.equal(first.body.status, 'paused');
-      const before = totals();
+      const before = await totals();
       const second = await send(key, validMessage({ subject: 'Second', category: 'two', routing: { strategy: 'random' } }));
       assert.equal(second.status, 202);
       assert.deepEqual(second.body, first.body);
-      assert.deepEqual(totals(), before);
-      const row = p.db.prepare('SELECT subject, category, status FROM messages WHERE id = ?').get(first.body.id);
+      assert.deepEqual(await totals(), before);
+      const row = await p.ctx.store.get('SELECT subject, category, status FROM messages WHERE id = ?', first.body.id);
       assert.deepEqual(row, { subject: 'First', category: 'one', status: 'paused' });
     });
 
@@ -115,7 +116,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
       const key = freshKey('invalid');
       const first = await send(key, validMessage());
       assert.equal(first.status, 202);
-      const before = totals();
+      const before = await totals();
       const { subject: _subject, ...noSubject } = validMessage();
       const invalidBodies: HttpResult[] = [
         await send(key, noSubject),
@@ -128,7 +129,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
         assert.equal(res.status, 202, res.text);
         assert.deepEqual(res.body, first.body);
       }
-      assert.deepEqual(totals(), before);
+      assert.deepEqual(await totals(), before);
     });
 
     test('the same key in two projects creates two messages', async () => {
@@ -141,8 +142,8 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.notEqual(a.body.id, b.body.id);
       assert.equal(a.body.project_id, proj.project.id);
       assert.equal(b.body.project_id, other.project.id);
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
-      assert.equal(messagesWithKey(other.project.id, key), 1);
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
+      assert.equal(await messagesWithKey(other.project.id, key), 1);
       // Each project's repeat returns its own message.
       assert.deepEqual((await send(key, validMessage())).body, a.body);
       assert.deepEqual((await send(key, validMessage(), { apiKey: other.liveKey })).body, b.body);
@@ -157,7 +158,7 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.equal(real.status, 202);
       assert.equal(real.body.status, 'queued');
       assert.notEqual(real.body.id, rehearsal.body.id);
-      assert.equal(messagesWithKey(proj.project.id, key), 2);
+      assert.equal(await messagesWithKey(proj.project.id, key), 2);
       assert.deepEqual((await send(key, validMessage(), { base: p.sandbox, apiKey: proj.testKey })).body, rehearsal.body);
       assert.deepEqual((await send(key, validMessage())).body, real.body);
     });
@@ -170,11 +171,11 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.equal(failed.body.error.code, 'subject:required');
       const unparseable = await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{', headers: { 'idempotency-key': key } });
       assert.equal(unparseable.status, 400);
-      assert.equal(messagesWithKey(proj.project.id, key), 0);
+      assert.equal(await messagesWithKey(proj.project.id, key), 0);
 
       const ok = await send(key, validMessage({ subject: 'Now valid' }));
       assert.equal(ok.status, 202, ok.text);
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
       const repeat = await send(key, noSubject);
       assert.equal(repeat.status, 202);
       assert.deepEqual(repeat.body, ok.body);
@@ -186,26 +187,26 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.equal(refused.status, 401);
       const ok = await send(key, validMessage());
       assert.equal(ok.status, 202);
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
     });
   });
 
   describe('concurrency', () => {
     test('20 concurrent requests with one key all get the same 202 and create one message', async () => {
       const key = freshKey('concurrent');
-      const before = totals();
+      const before = await totals();
       const results = await Promise.all(Array.from({ length: 20 }, () => send(key, validMessage())));
       for (const res of results) {
         assert.equal(res.status, 202, res.text);
         assert.deepEqual(res.body, results[0].body);
       }
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
-      assert.deepEqual(totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
+      assert.deepEqual(await totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
     });
 
     test('20 concurrent requests with one key and different bodies all get the same 202 and create one message', async () => {
       const key = freshKey('concurrent-diff');
-      const before = totals();
+      const before = await totals();
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) => send(key, validMessage({ subject: `Subject ${i}`, category: `cat-${i}`, paused: i % 2 === 0 }))),
       );
@@ -213,15 +214,15 @@ describe('Idempotency-Key on POST /v1/send', () => {
         assert.equal(res.status, 202, res.text);
         assert.deepEqual(res.body, results[0].body);
       }
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
-      const row = p.db.prepare('SELECT subject, category, status FROM messages WHERE id = ?').get(results[0].body.id) as { subject: string; category: string; status: string };
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
+      const row = (await p.ctx.store.get<{ subject: string; category: string; status: string }>('SELECT subject, category, status FROM messages WHERE id = ?', results[0].body.id))!;
       // The stored message is one of the requests, and the 202 describes that one.
       const i = Number(row.subject.replace('Subject ', ''));
       assert.equal(row.category, `cat-${i}`);
       assert.equal(results[0].body.category, `cat-${i}`);
       assert.equal(row.status, results[0].body.status);
       assert.equal(results[0].body.status, i % 2 === 0 ? 'paused' : 'queued');
-      assert.deepEqual(totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
+      assert.deepEqual(await totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
     });
 
     test('concurrent requests with one key where some bodies are invalid create one message, and every 202 is the same', async () => {
@@ -234,14 +235,14 @@ describe('Idempotency-Key on POST /v1/send', () => {
         if (res.status === 202) assert.deepEqual(res.body, accepted[0].body);
         else assert.equal(res.body.error.code, 'subject:required');
       }
-      assert.equal(messagesWithKey(proj.project.id, key), 1);
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
     });
 
     test('concurrent requests with distinct keys create one message each', async () => {
       const keys = Array.from({ length: 10 }, () => freshKey('distinct'));
       const results = await Promise.all(keys.map((k) => send(k, validMessage())));
       assert.equal(new Set(results.map((r) => r.body.id)).size, 10);
-      for (const k of keys) assert.equal(messagesWithKey(proj.project.id, k), 1);
+      for (const k of keys) assert.equal(await messagesWithKey(proj.project.id, k), 1);
     });
   });
 
@@ -249,15 +250,15 @@ describe('Idempotency-Key on POST /v1/send', () => {
     test('two identical batches with the same header give different ids', async () => {
       const key = freshKey('batch');
       const body = { messages: [validMessage(), validMessage({ subject: 'Two' })] };
-      const before = totals();
+      const before = await totals();
       const a = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: body, headers: { 'idempotency-key': key } });
       const b = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: body, headers: { 'idempotency-key': key } });
       assert.equal(a.status, 207);
       assert.equal(b.status, 207);
       const ids = [...a.body.data, ...b.body.data].map((s: { id: string }) => s.id);
       assert.equal(new Set(ids).size, 4);
-      assert.equal(totals().messages, before.messages + 4);
-      assert.equal(totals().idempotency_keys, before.idempotency_keys);
+      assert.equal((await totals()).messages, before.messages + 4);
+      assert.equal((await totals()).idempotency_keys, before.idempotency_keys);
       // The key was not recorded by the batch: a single send with it is a new message.
       const single = await send(key, validMessage());
       assert.equal(single.status, 202);

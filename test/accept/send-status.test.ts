@@ -56,11 +56,11 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     proj = project;
   });
 
-  const row = (id: string) => p.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRowLite | undefined;
+  const row = (id: string) => p.ctx.store.get<MessageRowLite>('SELECT * FROM messages WHERE id = ?', id);
 
   /** Unfolded header block of a spooled MIME file. */
   async function spooledHeaders(id: string): Promise<{ headers: string; file: string }> {
-    const r = row(id);
+    const r = await row(id);
     assert.ok(r, `messages row for ${id}`);
     const raw = (await storedMimeOf(p.ctx.store, p.stateDir, id)).toString('utf8');
     const end = raw.indexOf('\r\n\r\n');
@@ -78,7 +78,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   /** Every acceptance leaves: the row with `status`, the MIME file, and a mail.accepted event. */
   async function assertStored(res: HttpResult, status: string, msg: { subject: string; to: string; fromDomain: string }) {
     const id = res.body.id as string;
-    const r = row(id);
+    const r = await row(id);
     assert.ok(r, 'a messages row exists');
     assert.equal(r.status, status);
     assert.equal(r.project_id, res.body.project_id);
@@ -88,7 +88,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.deepEqual(headerValues(headers, 'Subject'), [msg.subject]);
     assert.equal(headerValues(headers, 'To').length, 1);
     assert.ok(headerValues(headers, 'To')[0].includes(msg.to), `To header names ${msg.to}`);
-    const events = p.db.prepare("SELECT * FROM events WHERE message_id = ? AND type = 'mail.accepted'").all(id) as { project_id: string; data: string }[];
+    const events = await p.ctx.store.all<{ project_id: string; data: string }>("SELECT * FROM events WHERE message_id = ? AND type = 'mail.accepted'", id);
     assert.equal(events.length, 1, 'one mail.accepted event');
     assert.equal(events[0].project_id, res.body.project_id);
     const data = JSON.parse(events[0].data) as { mail: { uid: string; subject: string; project: { uid: string } } };
@@ -124,7 +124,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.deepEqual(res.body, expected202(res, { status: 'scheduled', project_id: proj.project.id, scheduled_at: scheduledAt }));
     assert.ok(scheduledAt.endsWith('+02:00'));
     await assertStored(res, 'scheduled', plain);
-    assert.equal(row(res.body.id)!.scheduled_at, Date.parse(scheduledAt));
+    assert.equal((await row(res.body.id))!.scheduled_at, Date.parse(scheduledAt));
   });
 
   test('scheduled_at with fractional seconds and a negative offset is echoed verbatim', async () => {
@@ -140,7 +140,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'paused', project_id: proj.project.id, paused: true }));
     await assertStored(res, 'paused', plain);
-    assert.equal(row(res.body.id)!.hold_reason, 'request');
+    assert.equal((await row(res.body.id))!.hold_reason, 'request');
   });
 
   test('paused: false and paused: null are not held', async () => {
@@ -164,7 +164,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'captured', project_id: proj.project.id }));
     await assertStored(res, 'captured', plain);
-    assert.equal(row(res.body.id)!.environment, 'sandbox');
+    assert.equal((await row(res.body.id))!.environment, 'sandbox');
   });
 
   test('a sandbox send with paused: true is captured and reports paused: true', async () => {
@@ -189,7 +189,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.equal(held.status, 202);
     assert.deepEqual(held.body, expected202(held, { status: 'paused', project_id: q.project.id, paused: true }));
     await assertStored(held, 'paused', plain);
-    assert.equal(row(held.body.id)!.hold_reason, 'project');
+    assert.equal((await row(held.body.id))!.hold_reason, 'project');
 
     const heldAndFlagged = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage({ paused: true }) });
     assert.deepEqual(heldAndFlagged.body, expected202(heldAndFlagged, { status: 'paused', project_id: q.project.id, paused: true }));
@@ -203,14 +203,14 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
 
     const resumed = await setPaused(p.ctx, q.project.id, false);
     assert.equal(resumed.paused, false);
-    assert.equal(row(held.body.id)!.status, 'queued');
-    assert.equal(row(held.body.id)!.hold_reason, null);
-    assert.equal(row(heldScheduled.body.id)!.status, 'scheduled');
+    assert.equal((await row(held.body.id))!.status, 'queued');
+    assert.equal((await row(held.body.id))!.hold_reason, null);
+    assert.equal((await row(heldScheduled.body.id))!.status, 'scheduled');
     // Held by its own flag, not by the project: resuming does not release it.
-    assert.equal(row(heldAndFlagged.body.id)!.status, 'paused');
-    assert.equal(row(sandbox.body.id)!.status, 'captured');
+    assert.equal((await row(heldAndFlagged.body.id))!.status, 'paused');
+    assert.equal((await row(sandbox.body.id))!.status, 'captured');
     // The captured sandbox message is no longer held by the pause once the project resumes.
-    assert.equal(row(sandbox.body.id)!.hold_reason, null);
+    assert.equal((await row(sandbox.body.id))!.hold_reason, null);
 
     const later = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage() });
     assert.deepEqual(later.body, expected202(later, { status: 'queued', project_id: q.project.id }));
@@ -221,7 +221,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ category }) });
       assert.equal(res.status, 202, res.text);
       assert.deepEqual(res.body, expected202(res, { status: 'queued', project_id: proj.project.id, category }));
-      assert.equal(row(res.body.id)!.category, category);
+      assert.equal((await row(res.body.id))!.category, category);
     }
     const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ category: null }) });
     assert.deepEqual(res.body, expected202(res, { status: 'queued', project_id: proj.project.id }));
@@ -282,7 +282,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.ok(!headers.includes('hidden-two@secret.example'), 'bcc address absent from headers');
     assert.ok(!headers.includes('Hidden Two'), 'bcc name absent from headers');
     assert.ok(!headers.includes('secret.example'), 'bcc domain absent from headers');
-    const recipients = JSON.parse(row(id)!.recipients) as { to: string[]; cc: string[]; bcc: string[] };
+    const recipients = JSON.parse((await row(id))!.recipients) as { to: string[]; cc: string[]; bcc: string[] };
     assert.deepEqual(recipients, { to: ['ann@example.org', 'bob@example.org'], cc: ['carol@example.org'], bcc: ['hidden-one@secret.example', 'hidden-two@secret.example'] });
   });
 
@@ -291,34 +291,34 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
     assert.equal(res.status, 202);
     const { headers } = await spooledHeaders(res.body.id);
     assert.ok(!headers.includes('audit@archive.example'));
-    assert.deepEqual(JSON.parse(row(res.body.id)!.recipients).bcc, ['audit@archive.example']);
+    assert.deepEqual(JSON.parse((await row(res.body.id))!.recipients).bcc, ['audit@archive.example']);
   });
 
   describe('operator release and cancel', () => {
     test('releasing a captured sandbox message queues it', async () => {
       const res = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage() });
-      assert.equal(row(res.body.id)!.status, 'captured');
+      assert.equal((await row(res.body.id))!.status, 'captured');
       const released = await releaseMessage(p.ctx, res.body.id);
       assert.equal(released.status, 'queued');
       assert.equal(released.paused, false);
-      assert.equal(row(res.body.id)!.status, 'queued');
+      assert.equal((await row(res.body.id))!.status, 'queued');
     });
 
     test('releasing a request-paused message queues it; with a future scheduled_at it becomes scheduled', async () => {
       const a = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true }) });
       assert.equal((await releaseMessage(p.ctx, a.body.id)).status, 'queued');
-      assert.equal(row(a.body.id)!.status, 'queued');
-      assert.equal(row(a.body.id)!.hold_reason, null);
+      assert.equal((await row(a.body.id))!.status, 'queued');
+      assert.equal((await row(a.body.id))!.hold_reason, null);
 
       const b = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ paused: true, scheduled_at: instantWithOffset(HOUR, '+02:00') }) });
       assert.equal((await releaseMessage(p.ctx, b.body.id)).status, 'scheduled');
-      assert.equal(row(b.body.id)!.status, 'scheduled');
+      assert.equal((await row(b.body.id))!.status, 'scheduled');
     });
 
     test('releasing a queued message is a conflict', async () => {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() });
       await assert.rejects(async () => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
-      assert.equal(row(res.body.id)!.status, 'queued');
+      assert.equal((await row(res.body.id))!.status, 'queued');
     });
 
     test('releasing a message held by a still-paused project is a conflict', async () => {
@@ -326,17 +326,17 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
       await setPaused(p.ctx, q.project.id, true);
       const res = await post(p.production, '/v1/send', { key: q.liveKey, json: validMessage() });
       await assert.rejects(async () => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
-      assert.equal(row(res.body.id)!.status, 'paused');
+      assert.equal((await row(res.body.id))!.status, 'paused');
     });
 
     test('cancelling a queued message cancels it; cancelling it again is a conflict', async () => {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() });
       const cancelled = await cancelMessage(p.ctx, res.body.id);
       assert.equal(cancelled.status, 'cancelled');
-      assert.equal(row(res.body.id)!.status, 'cancelled');
+      assert.equal((await row(res.body.id))!.status, 'cancelled');
       await assert.rejects(async () => cancelMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
       await assert.rejects(async () => releaseMessage(p.ctx, res.body.id), (err: unknown) => err instanceof OperatorError && err.code === 'conflict');
-      assert.equal(row(res.body.id)!.status, 'cancelled');
+      assert.equal((await row(res.body.id))!.status, 'cancelled');
     });
 
     test('scheduled, paused and captured messages can be cancelled', async () => {
@@ -345,7 +345,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
       const captured = await post(p.sandbox, '/v1/send', { key: proj.testKey, json: validMessage() });
       for (const res of [scheduled, paused, captured]) {
         assert.equal((await cancelMessage(p.ctx, res.body.id)).status, 'cancelled');
-        assert.equal(row(res.body.id)!.status, 'cancelled');
+        assert.equal((await row(res.body.id))!.status, 'cancelled');
       }
     });
 

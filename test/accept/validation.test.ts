@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { storedMimeList } from '../support/assertions.js';
+import { storedMimeListIn } from '../support/storeReads.js';
 
 /** The server's clock is fixed, so scheduled_at boundaries are exact. */
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -38,12 +38,12 @@ interface Snapshot {
 }
 
 
-function snapshot(t: TestPostern = p): Snapshot {
-  const count = (sql: string) => (t.db.prepare(sql).get() as { c: number }).c;
+async function snapshot(t: TestPostern = p): Promise<Snapshot> {
+  const count = async (sql: string) => (await t.ctx.store.get<{ c: number }>(sql))!.c;
   return {
-    rows: count('SELECT COUNT(*) c FROM messages'),
-    events: count('SELECT COUNT(*) c FROM events'),
-    files: storedMimeList(t.stateDir),
+    rows: await count('SELECT COUNT(*) c FROM messages'),
+    events: await count('SELECT COUNT(*) c FROM events'),
+    files: await storedMimeListIn(t.ctx.store, t.stateDir),
   };
 }
 
@@ -53,14 +53,14 @@ function send(json: unknown, k: string = key): Promise<HttpResult> {
 
 /** Sends `json` and asserts the exact 422 envelope with these details, and that nothing was stored. */
 async function expectFieldError(json: unknown, details: Detail[]): Promise<void> {
-  const before = snapshot();
+  const before = await snapshot();
   const res = await send(json);
   assert.equal(res.status, 422, `expected 422, got ${res.status}: ${res.text.slice(0, 500)}`);
   assert.deepEqual(res.body, {
     error: { type: 'validation_error', code: details[0].code, message: res.body?.error?.message, details },
   });
   assert.equal(typeof res.body.error.message, 'string');
-  assert.deepEqual(snapshot(), before, 'a rejected request stored something');
+  assert.deepEqual(await snapshot(), before, 'a rejected request stored something');
 }
 
 /** Shorthand: one failing field. */
@@ -84,7 +84,7 @@ interface Echo {
 
 /** Sends `json`, asserts the exact 202 body and that one row and one spool file were added. */
 async function expectAccepted(json: unknown, echo: Echo = {}): Promise<string> {
-  const before = snapshot();
+  const before = await snapshot();
   const res = await send(json);
   assert.equal(res.status, 202, `expected 202, got ${res.status}: ${res.text.slice(0, 500)}`);
   assert.match(res.body.id, /^m\.[0-9a-z]{26}$/);
@@ -97,19 +97,17 @@ async function expectAccepted(json: unknown, echo: Echo = {}): Promise<string> {
     project_id: projectId,
     routing: echo.routing ?? { provider: null, strategy: null },
   });
-  const after = snapshot();
+  const after = await snapshot();
   assert.equal(after.rows, before.rows + 1);
   assert.equal(after.files.length, before.files.length + 1);
   return res.body.id as string;
 }
 
-function storedRow(id: string): { from_email: string; recipients: string; subject: string; category: string | null } {
-  return p.db.prepare('SELECT from_email, recipients, subject, category FROM messages WHERE id = ?').get(id) as {
-    from_email: string;
-    recipients: string;
-    subject: string;
-    category: string | null;
-  };
+async function storedRow(id: string): Promise<{ from_email: string; recipients: string; subject: string; category: string | null }> {
+  return (await p.ctx.store.get<{ from_email: string; recipients: string; subject: string; category: string | null }>(
+    'SELECT from_email, recipients, subject, category FROM messages WHERE id = ?',
+    id,
+  ))!;
 }
 
 const msg = validMessage;
@@ -173,12 +171,12 @@ describe('POST /v1/send body validation', () => {
     for (const form of forms) {
       test(`from accepts ${form.name}`, async () => {
         const id = await expectAccepted(msg({ from: form.value }));
-        assert.equal(storedRow(id).from_email, form.email);
+        assert.equal((await storedRow(id)).from_email, form.email);
       });
       for (const field of ['to', 'cc', 'bcc'] as const) {
         test(`${field} accepts ${form.name} as a single value`, async () => {
           const id = await expectAccepted(msg({ [field]: form.value, ...(field === 'to' ? {} : { to: 'x@example.org' }) }));
-          const rcpts = JSON.parse(storedRow(id).recipients) as Record<string, string[]>;
+          const rcpts = JSON.parse((await storedRow(id)).recipients) as Record<string, string[]>;
           assert.deepEqual(rcpts[field], [form.email]);
         });
       }
@@ -191,7 +189,7 @@ describe('POST /v1/send body validation', () => {
       test(`${field} accepts an array mixing every Address form`, async () => {
         const id = await expectAccepted(msg({ [field]: forms.map((f) => f.value) }));
         if (field !== 'reply_to') {
-          const rcpts = JSON.parse(storedRow(id).recipients) as Record<string, string[]>;
+          const rcpts = JSON.parse((await storedRow(id)).recipients) as Record<string, string[]>;
           assert.deepEqual(rcpts[field], forms.map((f) => f.email));
         }
       });
@@ -299,7 +297,7 @@ describe('POST /v1/send body validation', () => {
     });
     test('998 two-byte characters (é) are accepted: the limit counts characters, not bytes', async () => {
       const id = await expectAccepted(msg({ subject: 'é'.repeat(998) }));
-      assert.equal(storedRow(id).subject, 'é'.repeat(998));
+      assert.equal((await storedRow(id)).subject, 'é'.repeat(998));
     });
     test('999 two-byte characters (é) give subject:too_long', async () => {
       await expectOne(msg({ subject: 'é'.repeat(999) }), 'subject', 'subject:too_long');
@@ -514,7 +512,7 @@ describe('POST /v1/send body validation', () => {
     for (const good of ['a', '7', 'Billing/Invoices: Q1 2026_v1.2-final', '9lives', 'Z- ./:_']) {
       test(`the category ${JSON.stringify(good)} is accepted and echoed verbatim`, async () => {
         const id = await expectAccepted(msg({ category: good }), { category: good });
-        assert.equal(storedRow(id).category, good);
+        assert.equal((await storedRow(id)).category, good);
       });
     }
     for (const bad of ['-lead', ' lead', '_lead', '.lead', '/lead', ':lead', 'a!b', 'a,b', 'a\nb', 'caf\u00e9', 'a\tb']) {
@@ -568,16 +566,16 @@ describe('POST /v1/send body validation', () => {
     }
     test('a leap-second instant is never accepted without a usable time (either invalid, or stored as its instant)', async () => {
       const raw = '2026-03-02T23:59:60Z';
-      const before = snapshot();
+      const before = await snapshot();
       const res = await send(msg({ scheduled_at: raw }));
       if (res.status === 422) {
         assert.deepEqual(res.body, {
           error: { type: 'validation_error', code: 'scheduled_at:invalid', message: res.body.error.message, details: [{ field: 'scheduled_at', code: 'scheduled_at:invalid' }] },
         });
-        assert.deepEqual(snapshot(), before);
+        assert.deepEqual(await snapshot(), before);
       } else {
         assert.equal(res.status, 202, res.text);
-        const row = p.db.prepare('SELECT scheduled_at FROM messages WHERE id = ?').get(res.body.id) as { scheduled_at: number | null };
+        const row = (await p.ctx.store.get<{ scheduled_at: number | null }>('SELECT scheduled_at FROM messages WHERE id = ?', res.body.id))!;
         assert.equal(row.scheduled_at, Date.parse('2026-03-03T00:00:00Z'), 'accepted with a scheduled_at the index cannot use');
       }
     });
@@ -837,74 +835,74 @@ describe('POST /v1/send body validation', () => {
   describe('body-level answers', () => {
     async function expectPlain(res: HttpResult, status: number, type: string, code: string, before: Snapshot): Promise<void> {
       assertPlainError(res, status, type, code);
-      assert.deepEqual(snapshot(), before, 'a rejected request stored something');
+      assert.deepEqual(await snapshot(), before, 'a rejected request stored something');
     }
 
     for (const raw of ['{"from":', '{"from": "a@example.com",}', "{'from': 'a'}", '{} trailing', 'undefined']) {
       test(`unparseable JSON ${JSON.stringify(raw)} is 400 body:invalid_json`, async () => {
-        const before = snapshot();
+        const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { key, raw }), 400, 'validation_error', 'body:invalid_json', before);
       });
     }
     for (const raw of ['', '   ']) {
       test(`an empty body ${JSON.stringify(raw)} is 400 body:invalid_json`, async () => {
-        const before = snapshot();
+        const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { key, raw }), 400, 'validation_error', 'body:invalid_json', before);
       });
     }
     for (const raw of ['[]', JSON.stringify([validMessage()]), '"a string"', '42', 'null', 'true']) {
       test(`the non-object JSON body ${raw.slice(0, 20)} is 422 body:invalid_type with details`, async () => {
-        const before = snapshot();
+        const before = await snapshot();
         const res = await post(p.sandbox, '/v1/send', { key, raw });
         assert.equal(res.status, 422, res.text);
         assert.deepEqual(res.body, {
           error: { type: 'validation_error', code: 'body:invalid_type', message: res.body.error.message, details: [{ field: 'body', code: 'body:invalid_type' }] },
         });
-        assert.deepEqual(snapshot(), before);
+        assert.deepEqual(await snapshot(), before);
       });
     }
     for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'multipart/form-data; boundary=x']) {
       test(`Content-Type ${ct} is 415 body:unsupported_media_type`, async () => {
-        const before = snapshot();
+        const before = await snapshot();
         const res = await post(p.sandbox, '/v1/send', { key, json: validMessage(), headers: { 'content-type': ct } });
         await expectPlain(res, 415, 'validation_error', 'body:unsupported_media_type', before);
       });
     }
     test('a missing Content-Type is 415 body:unsupported_media_type', async () => {
-      const before = snapshot();
+      const before = await snapshot();
       const res = await rawPost(p.sandbox, { headers: { authorization: `Bearer ${key}` }, chunks: [JSON.stringify(validMessage())] });
       await expectPlain(res, 415, 'validation_error', 'body:unsupported_media_type', before);
     });
     for (const ct of ['application/json; charset=utf-8', 'Application/JSON', 'APPLICATION/JSON; charset=UTF-8']) {
       test(`Content-Type ${ct} is accepted (media types are case-insensitive, parameters allowed)`, async () => {
-        const before = snapshot();
+        const before = await snapshot();
         const res = await post(p.sandbox, '/v1/send', { key, json: validMessage(), headers: { 'content-type': ct } });
         assert.equal(res.status, 202, res.text);
-        assert.equal(snapshot().rows, before.rows + 1);
+        assert.equal((await snapshot()).rows, before.rows + 1);
       });
     }
 
     describe('authentication comes before the body', () => {
       const unknownKey = 'ps_test_' + 'A'.repeat(40);
       test('no key with invalid JSON is 401 missing_api_key', async () => {
-        const before = snapshot();
+        const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { raw: '{"from":' }), 401, 'authentication_error', 'missing_api_key', before);
       });
       test('an unknown key with invalid JSON is 401 invalid_api_key', async () => {
-        const before = snapshot();
+        const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { key: unknownKey, raw: '{"from":' }), 401, 'authentication_error', 'invalid_api_key', before);
       });
       test('an unknown key with an unsupported Content-Type is 401 invalid_api_key', async () => {
-        const before = snapshot();
+        const before = await snapshot();
         const res = await post(p.sandbox, '/v1/send', { key: unknownKey, raw: 'hello', headers: { 'content-type': 'text/plain' } });
         await expectPlain(res, 401, 'authentication_error', 'invalid_api_key', before);
       });
       test('a live key on the sandbox with an invalid body is 401 mode_mismatch', async () => {
-        const before = snapshot();
+        const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { key: liveKey, json: [] }), 401, 'authentication_error', 'mode_mismatch', before);
       });
       test('an unknown key with a schema-invalid body is 401 invalid_api_key', async () => {
-        const before = snapshot();
+        const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { key: unknownKey, json: { from: 'bad' } }), 401, 'authentication_error', 'invalid_api_key', before);
       });
     });
@@ -928,29 +926,29 @@ describe('POST /v1/send body validation', () => {
       after(async () => small.close());
 
       test('a body of exactly the limit is accepted', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const res = await post(small.sandbox, '/v1/send', { key: smallKey, raw: sized(LIMIT) });
         assert.equal(res.status, 202, res.text);
-        assert.equal(snapshot(small).rows, before.rows + 1);
+        assert.equal((await snapshot(small)).rows, before.rows + 1);
       });
       test('a body one byte over the limit, with Content-Length, is 413 body:too_large', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const res = await post(small.sandbox, '/v1/send', { key: smallKey, raw: sized(LIMIT + 1) });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
-        assert.deepEqual(snapshot(small), before);
+        assert.deepEqual(await snapshot(small), before);
       });
       test('a body one byte over the limit, chunked without Content-Length, is 413 body:too_large', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const body = sized(LIMIT + 1);
         const res = await rawPost(small.sandbox, {
           headers: { authorization: `Bearer ${smallKey}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
           chunks: [body.slice(0, 1000), body.slice(1000)],
         });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
-        assert.deepEqual(snapshot(small), before);
+        assert.deepEqual(await snapshot(small), before);
       });
       test('a much larger chunked body is 413 body:too_large and the server keeps serving', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const body = sized(64 * 1024);
         const chunks: string[] = [];
         for (let i = 0; i < body.length; i += 4096) chunks.push(body.slice(i, i + 4096));
@@ -959,31 +957,31 @@ describe('POST /v1/send body validation', () => {
           chunks,
         });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
-        assert.deepEqual(snapshot(small), before);
+        assert.deepEqual(await snapshot(small), before);
         const ok = await post(small.sandbox, '/v1/send', { key: smallKey, json: validMessage() });
         assert.equal(ok.status, 202, ok.text);
       });
       test('an over-limit Content-Length is 413 even when the JSON would also be invalid', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const res = await post(small.sandbox, '/v1/send', { key: smallKey, raw: '{' + ' '.repeat(LIMIT + 10) });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
-        assert.deepEqual(snapshot(small), before);
+        assert.deepEqual(await snapshot(small), before);
       });
       test('a bad key with an over-limit body is 401 invalid_api_key, not 413', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const res = await post(small.sandbox, '/v1/send', { key: 'ps_test_' + 'B'.repeat(40), raw: sized(LIMIT + 1) });
         assertPlainError(res, 401, 'authentication_error', 'invalid_api_key');
-        assert.deepEqual(snapshot(small), before);
+        assert.deepEqual(await snapshot(small), before);
       });
       test('no key with an over-limit chunked body is 401 missing_api_key, not 413', async () => {
-        const before = snapshot(small);
+        const before = await snapshot(small);
         const body = sized(LIMIT + 1);
         const res = await rawPost(small.sandbox, {
           headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
           chunks: [body.slice(0, 1000), body.slice(1000)],
         });
         assertPlainError(res, 401, 'authentication_error', 'missing_api_key');
-        assert.deepEqual(snapshot(small), before);
+        assert.deepEqual(await snapshot(small), before);
       });
     });
   });

@@ -5,7 +5,7 @@
  * restore refuses a state directory that is not empty, and a directory that is no backup.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { text } from 'node:stream/consumers';
@@ -100,4 +100,20 @@ test('restore refuses a state directory that is not empty and a directory that i
   const intoFull = await runCli(['backup', '--to', notBackup, '--json'], { POSTERN_STATE_DIR: stateDir });
   assert.equal(intoFull.code, 1);
   assert.match(intoFull.json.error.message, /is not empty: back up into a new or empty directory/);
+});
+
+test('with store.backend "postgres", backup and restore say to use the database\'s own tools, and touch nothing', async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-backup-pg-');
+  const target = path.join(scope.stateDir('postern-backup-pg-to-'), 'copy');
+  // Never connected to: the refusal comes first.
+  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: 'postgres://postern@127.0.0.1:1/postern' };
+  for (const args of [['backup', '--to', target], ['restore', '--from', target]]) {
+    const r = await runCli([...args, '--json'], env);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.equal(r.json.error.code, 'invalid_argument');
+    assert.match(r.json.error.message, /every message is in the database: use pg_dump \/ pg_restore/);
+  }
+  assert.equal(existsSync(target), false);
 });

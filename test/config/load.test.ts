@@ -101,6 +101,33 @@ describe('postern start with a bad config', () => {
     await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_grow: 20 } })], 'memory.heap_grow');
   });
 
+  test('store.backend "postgres" needs a postgres:// URL, from the file or POSTERN_DATABASE_URL; the error never repeats it', async () => {
+    await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres' } })], 'store.postgres.url');
+    await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'mysql' } })], 'store.backend');
+    await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres', postgres: { pool_size: 1 } } })], 'store.postgres.pool_size');
+    const notUrl = await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres' } })], 'store.postgres.url', { POSTERN_DATABASE_URL: 'user:s3cret@db/postern' });
+    assert.doesNotMatch(notUrl.json.error.message, /s3cret/);
+    const wrongScheme = await rejectsConfig(
+      ['start', '--config', writeConfig({ store: { backend: 'postgres', postgres: { url: 'mysql://user:s3cret@db/postern' } } })],
+      'store.postgres.url',
+    );
+    assert.match(wrongScheme.json.error.message, /must start with postgres:\/\/ or postgresql:\/\/ \(got mysql:\/\/\)/);
+    assert.doesNotMatch(wrongScheme.json.error.message, /s3cret/);
+    // Not yet on PostgreSQL: a console listener is refused rather than served half-working.
+    const withConsole = await rejectsConfig(
+      [
+        'start',
+        '--config',
+        writeConfig({
+          store: { backend: 'postgres', postgres: { url: 'postgres://postern@127.0.0.1:1/postern' } },
+          listeners: [listener('web', 'production', 0), { name: 'console', protocol: 'console', port: 0 }],
+        }),
+      ],
+      'listeners.1.protocol',
+    );
+    assert.match(withConsole.json.error.message, /the console \(and \/metrics\) are not yet available with store.backend "postgres"/);
+  });
+
   test('a file that is not JSON is refused', async () => {
     const file = writeConfig('{"listeners": [ this is not json');
     const r = await rejectsConfig(['start', '--config', file], null);

@@ -26,8 +26,8 @@ describe('console writes through the index writer', () => {
   });
 
   test('once the listeners are open the server’s own connection is read-only: a write on it is refused', () => {
-    assert.equal(p.running.db.pragma('query_only', { simple: true }), 1);
-    assert.throws(() => sql(p.running.db, 'UPDATE projects SET name = name').run(), /readonly/i);
+    assert.equal(p.running.db!.pragma('query_only', { simple: true }), 1);
+    assert.throws(() => sql(p.running.db!, 'UPDATE projects SET name = name').run(), /readonly/i);
   });
 
   test('every kind of console write succeeds, each committed with its audit row, while the server’s connection only reads', async () => {
@@ -97,7 +97,7 @@ describe('console writes through the index writer', () => {
     }
     // A refused write changed nothing: no audit row for the retry that was a conflict.
     assert.equal(actions.has('message.retry'), false);
-    assert.equal(p.running.db.pragma('query_only', { simple: true }), 1);
+    assert.equal(p.running.db!.pragma('query_only', { simple: true }), 1);
   });
 
   test('a write the operator is told succeeded is flushed to disk before its answer; last-seen times are not', () => {

@@ -14,7 +14,9 @@ import { SMTPServer } from 'smtp-server';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
+import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
 
 const TOTAL = 1000;
@@ -94,14 +96,25 @@ function writeConfig(stateDir: string, name: string, delivery: Record<string, un
 
 const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
 
-function readRows(stateDir: string): { id: string; status: string; provider_message_id: string | null }[] {
+/** Rows of the state directory's store, read on a connection of the test's own (read-only on SQLite). */
+async function readAll<T>(stateDir: string, text: string): Promise<T[]> {
+  if (testStore() === 'postgres') {
+    const pool = testPool((await databaseFor(stateDir)).url, 1);
+    try {
+      return await postgresQueries(pool).all<T>(text);
+    } finally {
+      await pool.end();
+    }
+  }
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
   try {
-    return db.prepare('SELECT id, status, provider_message_id FROM messages ORDER BY id').all() as { id: string; status: string; provider_message_id: string | null }[];
+    return db.prepare(text).all() as T[];
   } finally {
     db.close();
   }
 }
+
+const readRows = (stateDir: string) => readAll<{ id: string; status: string; provider_message_id: string | null }>(stateDir, 'SELECT id, status, provider_message_id FROM messages ORDER BY id');
 
 describe('SIGKILL while 1,000 messages are being relayed', () => {
   test('after a restart every accepted message reaches the sink at least once, none is lost, and only messages leased by the killed process are repeated', async (t) => {
@@ -134,7 +147,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     assert.equal(await acceptor.stop(), 0);
     assert.equal(sink.receipts.length, 0, 'nothing is relayed while delivery is off');
     assert.deepEqual(
-      readRows(stateDir).map((r) => r.status),
+      (await readRows(stateDir)).map((r) => r.status),
       Array(TOTAL).fill('queued'),
     );
 
@@ -157,7 +170,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     await sleep(100);
     const receivedBeforeRestart = sink.receipts.length;
     assert.ok(receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL, `killed mid-relay (${receivedBeforeRestart} received)`);
-    const afterKill = new Map(readRows(stateDir).map((r) => [r.id, r.status]));
+    const afterKill = new Map((await readRows(stateDir)).map((r) => [r.id, r.status]));
     const statusesAfterKill = new Set(afterKill.values());
     for (const s of statusesAfterKill) assert.ok(['queued', 'sending', 'sent'].includes(s), `status after the kill: ${s}`);
     const leasedAtKill = [...afterKill].filter(([, s]) => s === 'sending').map(([id]) => id);
@@ -171,15 +184,15 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     const acceptedSet = new Set(accepted);
     const receivedIds = () => new Set(sink.receipts.map((r) => r.messageId?.split('@')[0]));
     const deadline = Date.now() + 40_000;
-    let rows = readRows(stateDir);
+    let rows = await readRows(stateDir);
     while (Date.now() < deadline) {
       const got = receivedIds();
-      rows = readRows(stateDir);
+      rows = await readRows(stateDir);
       if (accepted.every((id) => got.has(id)) && rows.every((r) => r.status === 'sent')) break;
       await sleep(100);
     }
     assert.equal(await restarted.stop(), 0);
-    rows = readRows(stateDir);
+    rows = await readRows(stateDir);
 
     // Nothing lost: every accepted id reached the sink at least once, under its own Message-ID.
     const perId = new Map<string, Receipt[]>();
@@ -207,9 +220,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     }
 
     // Exactly one mail.sent event per message, even for those relayed twice.
-    const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-    const sentEvents = db.prepare("SELECT message_id, COUNT(*) AS c FROM events WHERE type = 'mail.sent' GROUP BY message_id").all() as { message_id: string; c: number }[];
-    db.close();
+    const sentEvents = await readAll<{ message_id: string; c: number }>(stateDir, "SELECT message_id, COUNT(*) AS c FROM events WHERE type = 'mail.sent' GROUP BY message_id");
     assert.equal(sentEvents.length, TOTAL);
     assert.deepEqual(
       sentEvents.filter((e) => e.c !== 1),

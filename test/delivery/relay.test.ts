@@ -131,7 +131,7 @@ describe('end to end through a real SMTP relay', () => {
     assert.doesNotMatch(headerBlock, /^bcc:/im);
     assert.match(headerBlock, new RegExp(`^Message-ID: <${id.replace('.', '\\.')}@example\\.com>$`, 'im'));
 
-    assert.deepEqual(p.db.prepare('SELECT status, provider_slug, provider_message_id, last_error FROM messages WHERE id = ?').get(id), {
+    assert.deepEqual(await p.ctx.store.get('SELECT status, provider_slug, provider_message_id, last_error FROM messages WHERE id = ?', id), {
       status: 'sent',
       provider_slug: 'smtp',
       provider_message_id: 'relay-0001',

@@ -131,7 +131,7 @@ after(async () => {
   await p?.close();
 });
 
-const row = (id: string): DkimRow => p.db.prepare('SELECT * FROM dkim_keys WHERE id = ?').get(id) as DkimRow;
+const row = async (id: string): Promise<DkimRow> => (await p.ctx.store.get<DkimRow>('SELECT * FROM dkim_keys WHERE id = ?', id))!;
 
 async function cli(args: string[]): Promise<CliResult> {
   return runCli([...args, '--json'], { POSTERN_STATE_DIR: p.stateDir });
@@ -155,7 +155,7 @@ async function refused(args: string[], code: string): Promise<string> {
 }
 
 /** The printed key is exactly the stored one's DNS record; no private material is printed. */
-function assertPrintedKey(printed: any, expected: { project_id: string; domain: string; selector: string; algorithm: string; dns_value: string }, stdout?: string): void {
+async function assertPrintedKey(printed: any, expected: { project_id: string; domain: string; selector: string; algorithm: string; dns_value: string }, stdout?: string): Promise<void> {
   assert.match(printed.id, KEY_ID);
   assert.match(printed.created_at, ISO);
   assert.deepEqual(printed, {
@@ -170,7 +170,7 @@ function assertPrintedKey(printed: any, expected: { project_id: string; domain: 
   });
   const text = stdout ?? JSON.stringify(printed);
   assert.equal(text.includes('PRIVATE'), false);
-  const stored = row(printed.id);
+  const stored = await row(printed.id);
   const privateBody = stored.private_key.replace(/-----[^-]+-----|\s/g, '');
   assert.equal(text.includes(privateBody.slice(20, 80)), false, 'private key material printed');
 }
@@ -190,7 +190,7 @@ describe('postern dkim add', () => {
     const { project } = await createProjectWithKeys(p.ctx, 'dkim rsa');
     const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 's2026']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const stored = row(r.json.id);
+    const stored = await row(r.json.id);
     const priv = createPrivateKey(stored.private_key);
     assert.equal(priv.asymmetricKeyType, 'rsa');
     assert.equal(priv.asymmetricKeyDetails?.modulusLength, 2048);
@@ -198,7 +198,7 @@ describe('postern dkim add', () => {
     assert.match(stored.public_key, /^-----BEGIN PUBLIC KEY-----\n/); // SPKI
     // The stored public key is the private key's.
     assert.deepEqual(createPublicKey(stored.public_key).export({ type: 'spki', format: 'der' }), createPublicKey(priv).export({ type: 'spki', format: 'der' }));
-    assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 's2026', algorithm: 'rsa-sha256', dns_value: rsaRecord(priv) }, r.stdout);
+    await assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 's2026', algorithm: 'rsa-sha256', dns_value: rsaRecord(priv) }, r.stdout);
     assert.deepEqual({ project_id: stored.project_id, domain: stored.domain, selector: stored.selector, algorithm: stored.algorithm, removed_at: stored.removed_at }, {
       project_id: project.id,
       domain: 'example.com',
@@ -212,11 +212,11 @@ describe('postern dkim add', () => {
     const { project } = await createProjectWithKeys(p.ctx, 'dkim ed25519');
     const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'mail.example.org', '--selector', 'ed.2026', '--algorithm', 'ed25519']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const stored = row(r.json.id);
+    const stored = await row(r.json.id);
     const priv = createPrivateKey(stored.private_key);
     assert.equal(priv.asymmetricKeyType, 'ed25519');
     assert.match(r.json.dns_value, /^v=DKIM1; k=ed25519; p=[A-Za-z0-9+/]{43}=$/);
-    assertPrintedKey(r.json, { project_id: project.id, domain: 'mail.example.org', selector: 'ed.2026', algorithm: 'ed25519-sha256', dns_value: ed25519Record(priv) }, r.stdout);
+    await assertPrintedKey(r.json, { project_id: project.id, domain: 'mail.example.org', selector: 'ed.2026', algorithm: 'ed25519-sha256', dns_value: ed25519Record(priv) }, r.stdout);
   });
 
   test('imports an RSA private key from a PEM file (PKCS#1 or PKCS#8) and publishes that very key', async () => {
@@ -227,9 +227,9 @@ describe('postern dkim add', () => {
     writeFileSync(pkcs1, privateKey.export({ type: 'pkcs1', format: 'pem' }), { mode: 0o600 });
     const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'imported', '--private-key', pkcs1]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 'imported', algorithm: 'rsa-sha256', dns_value: rsaRecord(privateKey) }, r.stdout);
+    await assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 'imported', algorithm: 'rsa-sha256', dns_value: rsaRecord(privateKey) }, r.stdout);
     // The same key is stored, normalised to PKCS#8.
-    const stored = row(r.json.id);
+    const stored = await row(r.json.id);
     assert.match(stored.private_key, /^-----BEGIN PRIVATE KEY-----\n/);
     assert.deepEqual(createPrivateKey(stored.private_key).export({ type: 'pkcs8', format: 'der' }), privateKey.export({ type: 'pkcs8', format: 'der' }));
 
@@ -246,7 +246,7 @@ describe('postern dkim add', () => {
     writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     const r = await cli(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'ed', '--private-key', file]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 'ed', algorithm: 'ed25519-sha256', dns_value: ed25519Record(privateKey) }, r.stdout);
+    await assertPrintedKey(r.json, { project_id: project.id, domain: 'example.com', selector: 'ed', algorithm: 'ed25519-sha256', dns_value: ed25519Record(privateKey) }, r.stdout);
   });
 
   test('refusals exit 1 with {error:{code, message}}: invalid domain, selector, algorithm or key file; unknown project; a missing flag is a usage error', async () => {
@@ -334,8 +334,8 @@ describe('postern dkim list / replace / remove', () => {
     const otherKey = await addDkimKey(p.ctx, other.id, { domain: 'example.com', selector: 'theirs', algorithm: 'ed25519' });
     const second = await ok(['dkim', 'add', '--project', project.id, '--domain', 'example.com', '--selector', 'new', '--algorithm', 'ed25519']);
 
-    assert.notEqual(row(first.id).removed_at, null);
-    assert.equal(row(second.id).removed_at, null);
+    assert.notEqual((await row(first.id)).removed_at, null);
+    assert.equal((await row(second.id)).removed_at, null);
     const [mine, theirs] = await Promise.all([ok(['dkim', 'list', '--project', project.id]), ok(['dkim', 'list', '--project', other.id])]);
     assert.deepEqual(mine, { keys: [second, keep] });
     assert.deepEqual(theirs, { keys: [otherKey] });
@@ -366,7 +366,7 @@ describe('postern dkim list / replace / remove', () => {
     const key = await addDkimKey(p.ctx, project.id, { domain: 'example.com', selector: 'gone', algorithm: 'ed25519' });
     const stays = await addDkimKey(p.ctx, project.id, { domain: 'example.org', selector: 'stays', algorithm: 'ed25519' });
     assert.deepEqual(await ok(['dkim', 'remove', key.id]), { id: key.id, removed: true });
-    assert.notEqual(row(key.id).removed_at, null);
+    assert.notEqual((await row(key.id)).removed_at, null);
     const [list, again, unknown] = await Promise.all([
       ok(['dkim', 'list', '--project', project.id]),
       refused(['dkim', 'remove', key.id], 'not_found'),

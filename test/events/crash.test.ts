@@ -11,17 +11,14 @@ import { createHmac } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { systemClock } from '../../src/clock.js';
-import { buildConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { addWebhook } from '../../src/operator/webhooks.js';
-import { openDatabase } from '../../src/store/db.js';
-import { sqliteQueries } from '../../src/store/queries.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
-import { ProcessScope, sleep } from '../support/processes.js';
+import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
 import { WebhookReceiver, type ReceivedWebhook } from '../support/webhookReceiver.js';
 
 const TOTAL = 1000;
@@ -40,19 +37,15 @@ after(async () => {
   await receiver?.close();
 });
 
-/** Project, key, an (unused) provider and the endpoint, written before the server owns the directory. */
+/** Project, key, an (unused) provider and the endpoint, written before the server owns the directory (or its database). */
 async function seed(stateDir: string, url: string): Promise<{ liveKey: string; secret: string; endpointId: string }> {
-  const db = openDatabase(stateDir, silentLogger());
-  try {
-    const config = buildConfig({ state_dir: stateDir, webhooks: { allow_private_targets: true } }, {});
-    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+  return withClosedIndex(stateDir, async (base) => {
+    const ctx = { ...base, config: { ...base.config, webhooks: { ...base.config.webhooks, allow_private_targets: true } } };
     const project = await createProject(ctx, 'webhook crash', 'pro');
     await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     const hook = await addWebhook(ctx, project.id, url);
     return { liveKey: (await createKey(ctx, project.id, 'live')).key, secret: hook.secret, endpointId: hook.id };
-  } finally {
-    db.close();
-  }
+  });
 }
 
 function writeConfig(stateDir: string, name: string, webhooks: Record<string, unknown>): string {
@@ -68,10 +61,21 @@ interface DeliveryState {
   attempts: number;
 }
 
-function readDeliveries(stateDir: string): DeliveryState[] {
+const DELIVERIES = 'SELECT id, event_seq, status, attempts FROM webhook_deliveries ORDER BY seq';
+
+/** The deliveries as stored, read from outside the server (a read-only SQLite connection, or the state directory's database). */
+async function readDeliveries(stateDir: string): Promise<DeliveryState[]> {
+  if (testStore() === 'postgres') {
+    const pool = testPool((await databaseFor(stateDir)).url, 1);
+    try {
+      return await postgresQueries(pool).all<DeliveryState>(DELIVERIES);
+    } finally {
+      await pool.end();
+    }
+  }
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
   try {
-    return db.prepare('SELECT id, event_seq, status, attempts FROM webhook_deliveries ORDER BY seq').all() as DeliveryState[];
+    return db.prepare(DELIVERIES).all() as DeliveryState[];
   } finally {
     db.close();
   }
@@ -102,7 +106,7 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     assert.equal(new Set(accepted).size, TOTAL);
     assert.equal(await acceptor.stop(), 0);
     assert.equal(r.received.length, 0, 'nothing is sent while webhooks are off');
-    assert.equal(readDeliveries(stateDir).length, 0, 'nothing fanned out yet');
+    assert.equal((await readDeliveries(stateDir)).length, 0, 'nothing fanned out yet');
 
     // 2. Dispatcher on; SIGKILL from inside the receiver once it has had KILL_AT requests.
     const sender = await spawn(on);
@@ -121,7 +125,7 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     assert.equal(sender.child.signalCode, 'SIGKILL');
     await sleep(100);
     const receivedBeforeRestart = r.received.length;
-    const atKill = readDeliveries(stateDir);
+    const atKill = await readDeliveries(stateDir);
     const deliveredAtKill = new Set(atKill.filter((d) => d.status === 'delivered').map((d) => d.id));
     assert.ok(receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL, `killed mid-way (${receivedBeforeRestart} received)`);
     assert.ok(atKill.every((d) => d.status === 'delivered' || d.status === 'pending'), 'nothing failed');
@@ -133,12 +137,12 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     const uids = () => new Set(r.received.map((h) => h.body.data.mail.uid as string));
     const deadline = Date.now() + 40_000;
     while (Date.now() < deadline) {
-      const done = readDeliveries(stateDir);
+      const done = await readDeliveries(stateDir);
       if (uids().size === TOTAL && done.length === TOTAL && done.every((d) => d.status === 'delivered')) break;
       await sleep(100);
     }
     assert.equal(await restarted.stop(), 0);
-    const rows = readDeliveries(stateDir);
+    const rows = await readDeliveries(stateDir);
 
     // Nothing lost: one delivery row per event, all delivered.
     assert.equal(rows.length, TOTAL, 'one delivery per event');

@@ -30,6 +30,7 @@ import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSe
 import { OperatorError } from '../../src/operator/errors.js';
 import { insertEvent, type EventType } from '../../src/store/events.js';
 import { listProviderAccounts } from '../../src/store/providerAccounts.js';
+import { getValue } from '../../src/store/queries.js';
 import type { WebhookDeliveryRow } from '../../src/store/webhooks.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, tempStateDir, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { scope, settle, waitFor } from '../support/waiting.js';
@@ -120,12 +121,19 @@ function assertEnvelope(hook: ReceivedWebhook): void {
   assert.equal(hook.raw.toString('utf8'), JSON.stringify(hook.body));
 }
 
-function deliveryRow(p: TestPostern, id: string): WebhookDeliveryRow {
-  return p.db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?').get(id) as WebhookDeliveryRow;
+/** Read through the suite's store (SQLite or PostgreSQL). */
+async function deliveryRow(p: TestPostern, id: string): Promise<WebhookDeliveryRow> {
+  return (await p.ctx.store.get<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = ?', id))!;
 }
 
-function deliveriesOf(p: TestPostern, endpointId: string): WebhookDeliveryRow[] {
-  return p.db.prepare('SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq').all(endpointId) as WebhookDeliveryRow[];
+/** The delivery row once `ready` holds for it, else null (a waitFor condition). */
+async function deliveryRowWhen(p: TestPostern, id: string, ready: (d: WebhookDeliveryRow) => boolean): Promise<WebhookDeliveryRow | null> {
+  const d = await deliveryRow(p, id);
+  return ready(d) ? d : null;
+}
+
+async function deliveriesOf(p: TestPostern, endpointId: string): Promise<WebhookDeliveryRow[]> {
+  return p.ctx.store.all<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq', endpointId);
 }
 
 const view = async (p: TestPostern, pk: ProjectWithKeys, id: string): Promise<WebhookView> => (await listWebhooks(p.ctx, pk.project.id)).webhooks.find((w) => w.id === id)!;
@@ -185,10 +193,7 @@ describe('webhooks', { concurrency: true }, () => {
     await send(p, pk);
     const [first] = await r.waitFor(1);
     const started = Date.now();
-    const row = await waitFor(() => {
-      const d = deliveryRow(p, first.body.id);
-      return d.attempts === 1 ? d : null;
-    }, 22_000, 'the first attempt to time out');
+    const row = await waitFor(() => deliveryRowWhen(p, first.body.id, (d) => d.attempts === 1), 22_000, 'the first attempt to time out');
     const elapsed = Date.now() - started;
     // The answer comes 10 s after the deadline: a loaded machine's delay cannot make it win.
     assert.ok(elapsed >= 9_000 && elapsed < 20_000, `gave up after ${elapsed} ms, before the 20 s answer`);
@@ -201,8 +206,8 @@ describe('webhooks', { concurrency: true }, () => {
     clock.set(row.next_attempt_at!);
     const [, second] = await r.waitFor(2);
     assert.equal(second.body.id, first.body.id);
-    await waitFor(() => deliveryRow(p, first.body.id).status === 'delivered', 5000, 'delivered on the retry');
-    assert.equal(deliveryRow(p, first.body.id).attempts, 2);
+    await waitFor(async () => (await deliveryRow(p, first.body.id)).status === 'delivered', 5000, 'delivered on the retry');
+    assert.equal((await deliveryRow(p, first.body.id)).attempts, 2);
   });
 
   /* The real CLI, in child processes, alongside the rest too. */
@@ -315,9 +320,9 @@ describe('webhooks', { concurrency: true }, () => {
         const expectTypes = [...MAIL_EVENT_TYPES, 'webhook.test'];
         await r.waitUntil(() => expectTypes.every((type) => r.on().some((h) => h.body.type === type)), 15_000, 'one delivery of every type');
         // Every event of the outbox was delivered once, as its own envelope.
-        await waitFor(() => (p.db.prepare('SELECT COUNT(*) FROM events').pluck().get() as number) === r.on().filter((h) => h.body.type !== 'webhook.test').length, 5000, 'all events');
-        await waitFor(() => deliveriesOf(p, hook.id).every((d) => d.status === 'delivered'), 5000, 'every outcome recorded');
-        const events = p.db.prepare('SELECT * FROM events ORDER BY seq').all() as { seq: number; message_id: string; type: string; created_at: number; data: string }[];
+        await waitFor(async () => (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM events')) === r.on().filter((h) => h.body.type !== 'webhook.test').length, 5000, 'all events');
+        await waitFor(async () => (await deliveriesOf(p, hook.id)).every((d) => d.status === 'delivered'), 5000, 'every outcome recorded');
+        const events = await p.ctx.store.all<{ seq: number; message_id: string; type: string; created_at: number; data: string }>('SELECT * FROM events ORDER BY seq');
         const project = { uid: pk.project.id, name: 'Events project' };
         const mailOf: Record<string, unknown> = {
           [sentId]: { uid: sentId, subject: 'Hello Ann', from: 'sender@example.com', to: ['ann@example.org', 'bob@example.org'], project, tags: ['welcome', 'v2'], metadata: { user_id: '42', plan: 'gold' } },
@@ -335,7 +340,7 @@ describe('webhooks', { concurrency: true }, () => {
           assert.equal(h.body.created_at, iso(ev.created_at));
           assert.deepEqual(h.body.data, JSON.parse(ev.data), 'data is the event data as recorded');
           assert.deepEqual(h.body.data.mail, mailOf[ev.message_id], `${ev.type}: data.mail`);
-          assert.equal(deliveryRow(p, h.body.id).status, 'delivered');
+          assert.equal((await deliveryRow(p, h.body.id)).status, 'delivered');
           seen.set(`${ev.type} ${ev.message_id}`, h);
         }
         const data = (type: EventType, id: string) => seen.get(`${type} ${id}`)?.body.data;
@@ -362,7 +367,8 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal('mail' in testHook.body.data, false);
         assert.deepEqual(testHook.body.data, { webhook: { id: hook.id, url: r.url() }, project });
         assert.equal(testHook.headers['user-agent'], 'Postern-Webhooks/1.0');
-        assert.deepEqual(deliveryRow(p, test1.id), { ...deliveryRow(p, test1.id), status: 'delivered', attempts: 1, event_seq: null, type: 'webhook.test', last_status: 200 });
+        const testRow = await deliveryRow(p, test1.id);
+        assert.deepEqual(testRow, { ...testRow, status: 'delivered', attempts: 1, event_seq: null, type: 'webhook.test', last_status: 200 });
       });
 
       test('the events a project had before an endpoint was added are not sent to it; --events filters by type; other projects are not mixed in', async (t) => {
@@ -409,7 +415,7 @@ describe('webhooks', { concurrency: true }, () => {
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         const id = await send(p, pk);
         const [first] = await r.waitFor(1);
-        const row = await waitFor(() => (deliveryRow(p, first.body.id).attempts === 1 ? deliveryRow(p, first.body.id) : null));
+        const row = await waitFor(() => deliveryRowWhen(p, first.body.id, (d) => d.attempts === 1));
         assert.equal(row.status, 'pending');
         assert.equal(row.last_status, 500);
         assert.equal(row.last_error, 'HTTP 500: database is down');
@@ -423,8 +429,8 @@ describe('webhooks', { concurrency: true }, () => {
         assertSigned(second, [hook.secret], clock.now());
         assert.notEqual(first.headers['x-service-signature'], second.headers['x-service-signature'], 'signed again at the new time');
         assert.equal(first.body.data.mail.uid, id);
-        await waitFor(() => deliveryRow(p, first.body.id).status === 'delivered');
-        const done = deliveryRow(p, first.body.id);
+        await waitFor(async () => (await deliveryRow(p, first.body.id)).status === 'delivered');
+        const done = await deliveryRow(p, first.body.id);
         assert.equal(done.attempts, 2);
         assert.equal(done.last_status, 204);
         assert.equal(done.last_error, null);
@@ -442,7 +448,7 @@ describe('webhooks', { concurrency: true }, () => {
         await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const [first] = await r.waitFor(1, '/hook');
-        const row = await waitFor(() => (deliveryRow(p, first.body.id).attempts === 1 ? deliveryRow(p, first.body.id) : null));
+        const row = await waitFor(() => deliveryRowWhen(p, first.body.id, (d) => d.attempts === 1));
         await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on('/elsewhere').length, 0, 'the Location was not requested');
         assert.equal(row.status, 'pending');
@@ -466,7 +472,7 @@ describe('webhooks', { concurrency: true }, () => {
         const id = first.body.id as string;
         const attemptTimes = [clock.now()];
         for (let i = 1; i <= 5; i++) {
-          const row = await waitFor(() => (deliveryRow(p, id).attempts === i ? deliveryRow(p, id) : null), 5000, `attempt ${i} recorded`);
+          const row = await waitFor(() => deliveryRowWhen(p, id, (d) => d.attempts === i), 5000, `attempt ${i} recorded`);
           assert.equal(row.status, 'pending');
           const wait = row.next_attempt_at! - row.last_attempt_at!;
           const step = DEFAULT_LADDER[i - 1] * 1000;
@@ -479,7 +485,7 @@ describe('webhooks', { concurrency: true }, () => {
           await r.waitFor(i + 1);
           attemptTimes.push(clock.now());
         }
-        const last = await waitFor(() => (deliveryRow(p, id).attempts === 6 ? deliveryRow(p, id) : null));
+        const last = await waitFor(() => deliveryRowWhen(p, id, (d) => d.attempts === 6));
         assert.equal(last.status, 'failed');
         assert.equal(last.next_attempt_at, null);
         assert.equal(last.completed_at, attemptTimes[5]);
@@ -502,7 +508,7 @@ describe('webhooks', { concurrency: true }, () => {
         await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const hooks = await r.waitFor(3, undefined, 3000);
-        const row = await waitFor(() => (deliveryRow(p, hooks[0].body.id).status === 'failed' ? deliveryRow(p, hooks[0].body.id) : null), 3000, 'failed');
+        const row = await waitFor(() => deliveryRowWhen(p, hooks[0].body.id, (d) => d.status === 'failed'), 3000, 'failed');
         assert.equal(row.attempts, 3);
         await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 3);
@@ -525,8 +531,8 @@ describe('webhooks', { concurrency: true }, () => {
         for (const path of paths) await addWebhook(p.ctx, pk.project.id, r.url(path));
         await send(p, pk);
         await r.waitFor(5);
-        const rows = await waitFor(() => {
-          const all = paths.map((path) => deliveryRow(p, r.on(path)[0].body.id));
+        const rows = await waitFor(async () => {
+          const all = await Promise.all(paths.map((path) => deliveryRow(p, r.on(path)[0].body.id)));
           return all.every((x) => x.attempts === 1) ? all : null;
         });
         const waits = Object.fromEntries(paths.map((path, i) => [path, (rows[i].next_attempt_at! - rows[i].last_attempt_at!) / 1000]));
@@ -557,7 +563,7 @@ describe('webhooks', { concurrency: true }, () => {
           const id = await send(p, pk, { subject: label });
           for (const path of paths) {
             const hook = await waitFor(() => r.on(path).find((h) => h.body.data.mail.uid === id), 5000, `${label} on ${path}`);
-            await waitFor(() => deliveryRow(p, hook.body.id).attempts === 1, 5000, `${label} on ${path} recorded`);
+            await waitFor(async () => (await deliveryRow(p, hook.body.id)).attempts === 1, 5000, `${label} on ${path} recorded`);
           }
           return id;
         };
@@ -593,7 +599,7 @@ describe('webhooks', { concurrency: true }, () => {
         const queued = await round(T0 + 31 * HOUR, 'while disabled', ['/b']);
         await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on('/a').length, aFrozen, 'nothing sent to a disabled endpoint');
-        const pendingA = deliveriesOf(p, a.id).filter((d) => d.status === 'pending');
+        const pendingA = (await deliveriesOf(p, a.id)).filter((d) => d.status === 'pending');
         assert.equal(pendingA.length, 5, 'four waiting for their retry, one never tried');
         assert.equal((await view(p, pk, a.id)).pending_deliveries, 5);
 
@@ -605,7 +611,7 @@ describe('webhooks', { concurrency: true }, () => {
         assert.equal(enabled.disabled_reason, null);
         assert.equal(enabled.failing_since, null);
         assert.equal(enabled.resumed_deliveries, 5);
-        await waitFor(() => deliveriesOf(p, a.id).every((d) => d.status === 'delivered'), 5000, 'the pending deliveries of /a');
+        await waitFor(async () => (await deliveriesOf(p, a.id)).every((d) => d.status === 'delivered'), 5000, 'the pending deliveries of /a');
         assert.ok(r.on('/a').some((h) => h.body.data.mail.uid === queued), 'the event recorded while disabled arrived');
         assert.equal((await view(p, pk, a.id)).pending_deliveries, 0);
         assert.equal((await view(p, pk, a.id)).last_success_at, iso(T0 + 31 * HOUR));
@@ -642,10 +648,10 @@ describe('webhooks', { concurrency: true }, () => {
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         await send(p, pk);
         const [first] = await r.waitFor(1);
-        await waitFor(() => deliveryRow(p, first.body.id).attempts === 1);
+        await waitFor(async () => (await deliveryRow(p, first.body.id)).attempts === 1);
         assert.deepEqual((await removeWebhook(p.ctx, hook.id)), { id: hook.id, removed: true, cancelled_deliveries: 1 });
         assert.deepEqual((await listWebhooks(p.ctx, pk.project.id)).webhooks, []);
-        const row = deliveryRow(p, first.body.id);
+        const row = await deliveryRow(p, first.body.id);
         assert.equal(row.status, 'failed');
         assert.equal(row.last_error, 'endpoint removed');
         clock.advance(HOUR);
@@ -733,7 +739,7 @@ describe('webhooks', { concurrency: true }, () => {
         // Registered under a config that allowed it (say, before the operator changed it).
         const hook = await addWebhook({ ...p.ctx, config: { ...p.config, webhooks: { ...p.config.webhooks, allow_private_targets: true } } }, pk.project.id, r.url());
         await send(p, pk);
-        const row = await waitFor(() => deliveriesOf(p, hook.id).find((d) => d.attempts === 1));
+        const row = await waitFor(async () => (await deliveriesOf(p, hook.id)).find((d) => d.attempts === 1));
         await settle(100);
         assert.equal(r.on().length, 0, 'no request reached the receiver');
         assert.equal(row.status, 'pending');
@@ -898,7 +904,7 @@ describe('webhooks', { concurrency: true }, () => {
         const hook = await addWebhook(p.ctx, pk.project.id, r.url());
         const result = await testWebhook(p.ctx, hook.id);
         assert.deepEqual(result, { id: result.id, endpoint_id: hook.id, type: 'webhook.test', delivered: false, status_code: 410, error: 'HTTP 410: gone', duration_ms: result.duration_ms });
-        assert.equal(deliveryRow(p, result.id).status, 'failed');
+        assert.equal((await deliveryRow(p, result.id)).status, 'failed');
         await settle(DISPATCHER_SETTLE_MS);
         assert.equal(r.on().length, 1, 'a test is never retried');
         assert.equal((await view(p, pk, hook.id)).failing_since, null, 'a test does not count towards the failure run');

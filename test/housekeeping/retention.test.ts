@@ -1,20 +1,23 @@
 /**
  * Retention (`retention_days`): finished messages, their spool files, attempts and events, and
  * Idempotency-Keys are removed once older than the project's retention; live messages never.
- * A ManualClock moves the server 31 days on; the sweep runs at start and hourly.
+ * A ManualClock moves the server 31 days on; the sweep runs at start and hourly. On PostgreSQL
+ * every body is rows (message_body_chunks), removed with its message: no file is ever named.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
+import { HOUSEKEEPING_LOCK } from '../../src/commit/housekeepingBookkeeping.js';
+import { PostgresBookkeeping } from '../../src/commit/postgresBookkeeping.js';
 import { cancelMessage } from '../../src/operator/messages.js';
-import { sql } from '../../src/store/db.js';
-import { sqliteQueries } from '../../src/store/queries.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { getMessage } from '../../src/store/messages.js';
-import { pruneFinishedMessages } from '../../src/store/messageRetention.js';
+import { pruneFinishedMessageRows, pruneFinishedMessages } from '../../src/store/messageRetention.js';
+import { getValue } from '../../src/store/queries.js';
 import { writeTempFileSync } from '../../src/spool/spool.js';
+import { sqliteOnly, testStore } from '../support/postgres.js';
 import { createProjectWithKeys, post, startTestPostern, tempStateDir, validMessage, type TestPostern } from '../support/postern.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -34,6 +37,23 @@ async function send(p: TestPostern, key: string, idempotencyKey?: string, opts: 
 
 const spoolFile = async (p: TestPostern, id: string) => path.join(p.stateDir, 'spool', (await getMessage(p.ctx.store, id))!.spool_path);
 
+const onPostgres = testStore() === 'postgres';
+
+/** Where a message's stored body is looked for once its row may be gone: its spool file (SQLite), or its rows in message_body_chunks (PostgreSQL). */
+interface StoredBody {
+  id: string;
+  file: string | null;
+}
+
+async function storedBody(p: TestPostern, id: string): Promise<StoredBody> {
+  return { id, file: onPostgres ? null : await spoolFile(p, id) };
+}
+
+async function bodyKept(p: TestPostern, body: StoredBody): Promise<boolean> {
+  if (body.file !== null) return existsSync(body.file);
+  return (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM message_body_chunks WHERE message_id = ?', body.id))! > 0;
+}
+
 test('finished messages past retention lose their row, events and spool file; live and recent ones stay', async (t) => {
   const stateDir = tempStateDir();
   t.after(() => rmSync(stateDir, { recursive: true, force: true }));
@@ -43,12 +63,13 @@ test('finished messages past retention lose their row, events and spool file; li
   const old = await send(p, liveKey, 'retention-key-0001');
   await cancelMessage(p.ctx, old);
   const live = await send(p, liveKey);
-  const oldFile = await spoolFile(p, old);
-  const liveFile = await spoolFile(p, live);
+  const oldBody = await storedBody(p, old);
+  const liveBody = await storedBody(p, live);
   clock.advance(10 * DAY);
   const recent = await send(p, liveKey);
   await cancelMessage(p.ctx, recent);
-  const recentFile = await spoolFile(p, recent);
+  const recentBody = await storedBody(p, recent);
+  for (const body of [oldBody, liveBody, recentBody]) assert.ok(await bodyKept(p, body));
   assert.ok((await eventsForMessage(p.ctx.store, old)).length > 0);
   await p.close();
 
@@ -58,12 +79,12 @@ test('finished messages past retention lose their row, events and spool file; li
   try {
     await waitFor(async () => (await getMessage(p.ctx.store, old)) === undefined, 10_000, 'the old cancelled message to be removed');
     assert.deepEqual(await eventsForMessage(p.ctx.store, old), []);
-    await waitFor(() => !existsSync(oldFile), 5_000, 'its spool file to be removed');
+    await waitFor(async () => !(await bodyKept(p, oldBody)), 5_000, 'its spool file to be removed');
     // Queued (live) for 31 days: kept, with its file; finished 21 days ago: kept.
     assert.equal((await getMessage(p.ctx.store, live))?.status, 'queued');
-    assert.ok(existsSync(liveFile));
+    assert.ok(await bodyKept(p, liveBody));
     assert.equal((await getMessage(p.ctx.store, recent))?.status, 'cancelled');
-    assert.ok(existsSync(recentFile));
+    assert.ok(await bodyKept(p, recentBody));
     // The Idempotency-Key's window is the same retention: the key now sends a new message.
     const again = await send(p, liveKey, 'retention-key-0001');
     assert.notEqual(again, old);
@@ -79,11 +100,15 @@ test('a project retention shorter than the default removes its messages sooner',
   const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
   await cancelMessage(p.ctx, id);
-  sql(p.db, 'UPDATE projects SET retention_days = 3 WHERE id = ?').run(project.id);
+  await p.ctx.store.run('UPDATE projects SET retention_days = 3 WHERE id = ?', project.id);
   const spoolPath = (await getMessage(p.ctx.store, id))!.spool_path;
+  const body = await storedBody(p, id);
   assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 2 * DAY, 30, 100), []);
-  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 4 * DAY, 30, 100), [spoolPath]);
+  assert.ok(await bodyKept(p, body));
+  // The file to retire once committed (none on PostgreSQL: the body went with the row).
+  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 4 * DAY, 30, 100), onPostgres ? [] : [spoolPath]);
   assert.equal(await getMessage(p.ctx.store, id), undefined);
+  if (onPostgres) assert.equal(await bodyKept(p, body), false);
 });
 
 test('an event a pending webhook delivery still has to send outlives its pruned message', async (t) => {
@@ -93,20 +118,20 @@ test('an event a pending webhook delivery still has to send outlives its pruned 
   const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
   await cancelMessage(p.ctx, id);
-  const db = p.db;
+  const store = p.ctx.store;
   // mail.accepted, and a second event of the message that no delivery waits for.
-  sql(db, "INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (?, ?, 'mail.failed', ?, '{}')").run(project.id, id, T0);
-  const events = await eventsForMessage(sqliteQueries(db), id);
+  await store.run("INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (?, ?, 'mail.failed', ?, '{}')", project.id, id, T0);
+  const events = await eventsForMessage(store, id);
   assert.deepEqual(
     events.map((e) => e.type),
     ['mail.accepted', 'mail.failed'],
   );
-  sql(db, "INSERT INTO webhook_endpoints (id, project_id, url, secret, from_seq, created_at) VALUES ('we_1', ?, 'https://hooks.example.com/', 's', 0, ?)").run(project.id, T0);
-  sql(db, "INSERT INTO webhook_deliveries (seq, id, endpoint_id, event_seq, type, status, created_at) VALUES (1, 'wd_1', 'we_1', ?, ?, 'pending', ?)").run(events[0].seq, events[0].type, T0);
-  assert.equal((await pruneFinishedMessages(sqliteQueries(db), T0 + 31 * DAY, 30, 100)).length, 1);
-  assert.equal(await getMessage(sqliteQueries(db), id), undefined);
+  await store.run("INSERT INTO webhook_endpoints (id, project_id, url, secret, from_seq, created_at) VALUES ('we_1', ?, 'https://hooks.example.com/', 's', 0, ?)", project.id, T0);
+  await store.run("INSERT INTO webhook_deliveries (seq, id, endpoint_id, event_seq, type, status, created_at) VALUES (1, 'wd_1', 'we_1', ?, ?, 'pending', ?)", events[0].seq, events[0].type, T0);
+  assert.equal((await pruneFinishedMessageRows(store, T0 + 31 * DAY, 30, 100)).removed, 1);
+  assert.equal(await getMessage(store, id), undefined);
   assert.deepEqual(
-    (await eventsForMessage(sqliteQueries(db), id)).map((e) => e.seq),
+    (await eventsForMessage(store, id)).map((e) => e.seq),
     [events[0].seq],
   );
 });
@@ -119,12 +144,16 @@ test('a finished small message past retention loses its body in the index with i
   const small = await send(p, liveKey, undefined, { small: true });
   const large = await send(p, liveKey);
   for (const id of [small, large]) await cancelMessage(p.ctx, id);
-  const bodies = () => sql(p.db, 'SELECT message_id FROM message_bodies WHERE message_id IN (?, ?)').pluck().all(small, large);
-  assert.deepEqual(bodies(), [small]);
+  // SQLite keeps a small body in the index, a large one in a file; PostgreSQL keeps every body as rows.
+  const bodyTable = onPostgres ? 'message_body_chunks' : 'message_bodies';
+  const bodies = async () =>
+    (await p.ctx.store.all<{ message_id: string }>(`SELECT DISTINCT message_id FROM ${bodyTable} WHERE message_id IN (?, ?) ORDER BY message_id`, small, large)).map((r) => r.message_id);
+  assert.deepEqual(await bodies(), onPostgres ? [small, large].sort() : [small]);
   const largePath = (await getMessage(p.ctx.store, large))!.spool_path;
-  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 31 * DAY, 30, 100), [largePath]);
+  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 31 * DAY, 30, 100), onPostgres ? [] : [largePath]);
   assert.equal(await getMessage(p.ctx.store, small), undefined);
-  assert.deepEqual(bodies(), []);
+  assert.equal(await getMessage(p.ctx.store, large), undefined);
+  assert.deepEqual(await bodies(), []);
 });
 
 test('a sweep removes at most one chunk per transaction and finds the rest next time', async (t) => {
@@ -139,14 +168,41 @@ test('a sweep removes at most one chunk per transaction and finds the rest next 
     ids.push(id);
   }
   const later = T0 + 31 * DAY;
-  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 2);
-  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 2);
-  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 1);
-  assert.equal((await pruneFinishedMessages(p.ctx.store, later, 30, 2)).length, 0);
+  // Each chunk names a file per message on SQLite (these are spool files), none on PostgreSQL.
+  for (const expected of [2, 2, 1, 0]) {
+    const chunk = await pruneFinishedMessageRows(p.ctx.store, later, 30, 2);
+    assert.equal(chunk.removed, expected);
+    assert.equal(chunk.spoolFiles.length, onPostgres ? 0 : expected);
+  }
   for (const id of ids) assert.equal(await getMessage(p.ctx.store, id), undefined);
 });
 
-test('a retired spool file is emptied, kept across a restart, and becomes a later message\'s file', async (t) => {
+test('on PostgreSQL one node at a time prunes and sweeps: a node that finds another holding the housekeeping lock skips that round', { skip: onPostgres ? false : 'the housekeeping lock is PostgreSQL\'s (several nodes on one store)' }, async (t) => {
+  const clock = new ManualClock(T0);
+  const p = await startTestPostern({ clock, config: { retention_days: 30 } });
+  t.after(() => p.close());
+  const { liveKey } = await createProjectWithKeys(p.ctx);
+  const id = await send(p, liveKey, 'housekeeping-key-01');
+  await cancelMessage(p.ctx, id);
+  // Another node's writes, as its janitor makes them, 31 days on.
+  const node = new PostgresBookkeeping(p.ctx.store);
+  const later = T0 + 31 * DAY;
+  const sweep = async () => (await node.write('retention', { now: later, defaultRetentionDays: 30, limit: 100 })).result;
+  const prune = async () => (await node.write('prune', { now: later, retentionDays: 30, sessionIdleSeconds: 3600 })).result;
+  await p.ctx.store.transaction(async (busy) => {
+    // A node's round under way: it holds the lock until its transaction ends.
+    await busy.get('SELECT pg_advisory_xact_lock(?)', HOUSEKEEPING_LOCK);
+    assert.deepEqual(await sweep(), { skipped: true, removed: 0, spoolFiles: [] });
+    assert.deepEqual(await prune(), { skipped: true, idempotencyKeys: 0, receipts: 0, sessions: 0, nodes: 0 });
+    assert.equal((await getMessage(p.ctx.store, id))?.status, 'cancelled', 'nothing removed by the node that skipped');
+  });
+  // The round over, the next one does the work.
+  assert.deepEqual(await sweep(), { skipped: false, removed: 1, spoolFiles: [] });
+  assert.equal((await prune()).idempotencyKeys, 1);
+  assert.equal(await getMessage(p.ctx.store, id), undefined);
+});
+
+test('a retired spool file is emptied, kept across a restart, and becomes a later message\'s file', { skip: sqliteOnly() }, async (t) => {
   const stateDir = tempStateDir();
   t.after(() => rmSync(stateDir, { recursive: true, force: true }));
   const freeDir = path.join(stateDir, 'spool', 'free');

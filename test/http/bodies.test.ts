@@ -8,15 +8,16 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, get, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
+import { assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
 import { storedMimeOf } from '../support/storedMime.js';
 import { settle } from '../support/waiting.js';
 
 type Detail = { field: string; code: string };
 
-function stored(p: TestPostern): { rows: number; files: number } {
-  return { rows: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number, files: storedMimeCount(p.stateDir) };
+async function stored(p: TestPostern): Promise<{ rows: number; files: number }> {
+  return { rows: (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'))!, files: await storedMimeCountIn(p.ctx.store, p.stateDir) };
 }
 
 /** The exact 422 envelope with these details (its message taken from the answer). */
@@ -38,13 +39,13 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
   after(async () => p.close());
 
   test('1,000,000 unknown top-level keys (13.9 MB) are 422 body:too_many_keys at body, in an answer of a few hundred bytes', async () => {
-    const before = stored(p);
+    const before = await stored(p);
     const keys: string[] = [];
     for (let i = 0; i < 1_000_000; i++) keys.push(`"unknown_${i}":1`);
     const res = await post(p.sandbox, '/v1/send', { key, raw: withRaw(keys.join(',')) });
     assertDetails(res, [{ field: 'body', code: 'body:too_many_keys' }]);
     assert.ok(res.text.length < 1000, `answer of ${res.text.length} bytes`);
-    assert.deepEqual(stored(p), before);
+    assert.deepEqual(await stored(p), before);
     assert.equal((await get(p.sandbox, '/healthz')).status, 200);
     assert.equal((await post(p.sandbox, '/v1/send', { key, json: validMessage() })).status, 202);
   });
@@ -71,11 +72,11 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
   });
 
   test('10 MB of nested brackets is 400 body:invalid_json ("nests deeper than 32 levels")', async () => {
-    const before = stored(p);
+    const before = await stored(p);
     const res = await post(p.sandbox, '/v1/send', { key, raw: withRaw(`"metadata":${'['.repeat(5_000_000)}${']'.repeat(5_000_000)}`) });
     assertErrorEnvelope(res, 400, 'validation_error', 'body:invalid_json');
     assert.match(res.body.error.message, /deeper than 32 levels/);
-    assert.deepEqual(stored(p), before);
+    assert.deepEqual(await stored(p), before);
   });
 
   test('an object of 2,000 metadata keys is metadata:too_many_keys at metadata; 5,000 recipients are recipients:too_many', async () => {
@@ -86,11 +87,11 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
   });
 
   test('a batch element of 5,000 unknown keys refuses the batch at that element (messages.1), storing nothing', async () => {
-    const before = stored(p);
+    const before = await stored(p);
     const keys = Array.from({ length: 5000 }, (_, i) => `"x${i}":1`).join(',');
     const res = await post(p.sandbox, '/v1/send/batch', { key, raw: `{"messages":[${JSON.stringify(validMessage())},${withRaw(keys)}]}` });
     assertDetails(res, [{ field: 'messages.1', code: 'body:too_many_keys' }]);
-    assert.deepEqual(stored(p), before);
+    assert.deepEqual(await stored(p), before);
   });
 
   test('more than 5,000 keys and values in all is 413 body:too_large', async () => {
@@ -119,10 +120,10 @@ describe('text that is not text is refused with its field code, never stored cha
   };
 
   test('bytes that are not UTF-8 in the subject are 422 subject:invalid_value; nothing is stored', async () => {
-    const before = stored(p);
+    const before = await stored(p);
     const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ subject: 'Hello @@' })), [0xff, 0xfe]) });
     assertDetails(res, [{ field: 'subject', code: 'subject:invalid_value' }]);
-    assert.deepEqual(stored(p), before);
+    assert.deepEqual(await stored(p), before);
   });
 
   test('a truncated UTF-8 sequence in a metadata value is 422 metadata:invalid_value at its key', async () => {
@@ -151,13 +152,13 @@ describe('text that is not text is refused with its field code, never stored cha
   });
 
   test('a lone surrogate ("\\ud800") in the subject is 422 subject:invalid_value; in a header value headers:invalid_value', async () => {
-    const before = stored(p);
+    const before = await stored(p);
     const raw = JSON.stringify(validMessage({ subject: 'Hi @@', headers: { 'X-Trace': 'v@@' } })).replaceAll('@@', '\\ud800');
     assertDetails(await post(p.sandbox, '/v1/send', { key, raw }), [
       { field: 'subject', code: 'subject:invalid_value' },
       { field: 'headers.X-Trace', code: 'headers:invalid_value' },
     ]);
-    assert.deepEqual(stored(p), before);
+    assert.deepEqual(await stored(p), before);
   });
 
   test('a lone low surrogate in a metadata key is metadata:invalid_value at that key', async () => {
@@ -177,16 +178,16 @@ describe('text that is not text is refused with its field code, never stored cha
     const raw = JSON.stringify(validMessage({ subject: 'smile @@ \uFFFD' })).replace('@@', '\\ud83d\\ude00');
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    assert.equal(p.db.prepare('SELECT subject FROM messages WHERE id = ?').pluck().get(res.body.id), 'smile 😀 \uFFFD');
+    assert.equal(await getValue<string>(p.ctx.store, 'SELECT subject FROM messages WHERE id = ?', res.body.id), 'smile 😀 \uFFFD');
   });
 
   test('"__proto__", "constructor" and "toString" metadata keys and a "__proto__" header are kept: in the index, the mail.accepted event and the MIME', async () => {
     const raw = JSON.stringify(validMessage({ metadata: { '@@': 'x', constructor: 'y', toString: 'z' }, headers: { '@@': 'h' } })).replaceAll('"@@"', '"__proto__"');
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    const row = p.db.prepare('SELECT metadata FROM messages WHERE id = ?').get(res.body.id) as { metadata: string };
+    const row = (await p.ctx.store.get<{ metadata: string }>('SELECT metadata FROM messages WHERE id = ?', res.body.id))!;
     assert.equal(row.metadata, '{"__proto__":"x","constructor":"y","toString":"z"}');
-    const event = p.db.prepare("SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'").pluck().get(res.body.id) as string;
+    const event = (await getValue<string>(p.ctx.store, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'", res.body.id))!;
     assert.equal(JSON.stringify(JSON.parse(event).mail.metadata), '{"__proto__":"x","constructor":"y","toString":"z"}');
     const mime = (await storedMimeOf(p.ctx.store, p.stateDir, res.body.id)).toString('utf8');
     assert.match(mime, /(^|\r\n)__proto__: h\r\n/);
@@ -233,11 +234,11 @@ describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, 
 
   test('a body that does not fit waits, then gets 503 server_busy with Retry-After; nothing is stored', async () => {
     const held = await holdingSend(60_000);
-    const before = stored(p);
+    const before = await stored(p);
     const res = await post(p.sandbox, '/v1/send', { key, raw: sized(20_000) });
     assertErrorEnvelope(res, 503, 'api_error', 'server_busy');
     assert.match(res.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
-    assert.deepEqual(stored(p), before);
+    assert.deepEqual(await stored(p), before);
     assert.match(await held.finish(), /^HTTP\/1\.1 202 /);
   });
 

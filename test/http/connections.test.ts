@@ -11,6 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import nodemailer from 'nodemailer';
+import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, startTestPostern, validMessage, type SpawnedPostern, type TestPostern } from '../support/postern.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
 import { settle, waitFor } from '../support/waiting.js';
@@ -184,13 +185,13 @@ describe('timeouts fire as configured (headers_timeout_ms 1000, request_timeout_
   });
 
   test('a body that stops half-way is answered 408 about 2 s after the request began, and nothing is stored', async () => {
-    const before = p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get();
+    const before = await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages');
     const body = JSON.stringify(validMessage());
     const { answer, ms } = await until408(
       `POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
     );
     assert.match(answer, /^HTTP\/1\.1 408 /);
     assert.ok(ms >= 1900 && ms < 3500, `closed after ${ms.toFixed(0)} ms`);
-    assert.equal(p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), before);
+    assert.equal(await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'), before);
   });
 });

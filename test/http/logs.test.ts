@@ -5,12 +5,12 @@
  * reaches any line, and a client that goes away mid-body is an info line, not an error.
  */
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { attachProvider } from '../../src/operator/providers.js';
+import { allValues } from '../../src/store/queries.js';
 import { createProjectWithKeys, post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
@@ -128,11 +128,6 @@ describe('a client that goes away mid-body (a real server at log level info)', (
     const aborted = all.filter((l) => l.aborted === true);
     assert.equal(aborted.length, 1);
     assert.deepEqual([aborted[0].level, aborted[0].msg, aborted[0].path, aborted[0].status], ['info', 'request aborted by the client', '/v1/send', null]);
-    const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
-    try {
-      assert.deepEqual(db.prepare('SELECT id FROM messages').pluck().all(), [sent.body.id]);
-    } finally {
-      db.close();
-    }
+    assert.deepEqual(await withClosedIndex(stateDir, (ctx) => allValues<string>(ctx.store, 'SELECT id FROM messages')), [sent.body.id]);
   });
 });

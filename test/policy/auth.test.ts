@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
-import { deleteProject } from '../../src/operator/projects.js';
-import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { storedMimeCount } from '../support/assertions.js';
+import { deleteProject, setPaused } from '../../src/operator/projects.js';
+import { getValue } from '../../src/store/queries.js';
+import { cliEnv, createProjectWithKeys, post, runCli, startTestNodes, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
+import { storedMimeCountIn } from '../support/assertions.js';
+import { postgresUnavailable } from '../support/postgres.js';
 
 const ENDPOINTS = ['/v1/send', '/v1/send/batch'] as const;
 
@@ -33,9 +35,9 @@ interface StoreCounts {
   stored_mime: number;
 }
 
-function storeCounts(p: TestPostern): StoreCounts {
-  const count = (table: string) => p.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number;
-  return { messages: count('messages'), events: count('events'), idempotency_keys: count('idempotency_keys'), stored_mime: storedMimeCount(p.stateDir) };
+async function storeCounts(p: TestPostern): Promise<StoreCounts> {
+  const count = async (table: string) => (await getValue<number>(p.ctx.store, `SELECT COUNT(*) FROM ${table}`))!;
+  return { messages: await count('messages'), events: await count('events'), idempotency_keys: await count('idempotency_keys'), stored_mime: await storedMimeCountIn(p.ctx.store, p.stateDir) };
 }
 
 describe('authentication (401 authentication_error)', () => {
@@ -122,7 +124,7 @@ describe('authentication (401 authentication_error)', () => {
         const ok = endpoint === '/v1/send' ? 202 : 207;
         assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
         assert.equal((await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
-        const revoked = await runCli(['key', 'revoke', live.id, '--json'], { POSTERN_STATE_DIR: p.stateDir });
+        const revoked = await runCli(['key', 'revoke', live.id, '--json'], cliEnv(p));
         assert.equal(revoked.code, 0, revoked.stderr);
         assert401(await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
       });
@@ -170,7 +172,7 @@ describe('authentication (401 authentication_error)', () => {
 
   test('a 401 stores nothing: no message row, event, idempotency key or spool file', async () => {
     const { liveKey: live, testKey: test } = await createProjectWithKeys(p.ctx, 'nothing stored');
-    const before = storeCounts(p);
+    const before = await storeCounts(p);
     const idem = { 'idempotency-key': 'auth-nothing-stored-1' };
     for (const endpoint of ENDPOINTS) {
       assert401(await post(p.production, endpoint, { json: bodyFor(endpoint), headers: idem }), 'missing_api_key');
@@ -179,11 +181,11 @@ describe('authentication (401 authentication_error)', () => {
       assert401(await post(p.production, endpoint, { key: test, json: bodyFor(endpoint), headers: idem }), 'mode_mismatch');
       assert401(await post(p.sandbox, endpoint, { key: live, json: bodyFor(endpoint), headers: idem }), 'mode_mismatch');
     }
-    assert.deepEqual(storeCounts(p), before);
+    assert.deepEqual(await storeCounts(p), before);
     // The Idempotency-Key was not consumed by the refused requests.
     const ok = await post(p.production, '/v1/send', { key: live, json: validMessage(), headers: idem });
     assert.equal(ok.status, 202);
-    assert.equal(storeCounts(p).messages, before.messages + 1);
+    assert.equal((await storeCounts(p)).messages, before.messages + 1);
   });
 });
 
@@ -215,10 +217,10 @@ describe('authentication with expiring keys (ManualClock)', () => {
       assert401(await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'key_expired');
 
       clock.advance(HOUR);
-      const before = storeCounts(p);
+      const before = await storeCounts(p);
       assert401(await post(p.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'key_expired');
       assert401(await post(p.sandbox, endpoint, { key: test.key, json: bodyFor(endpoint) }), 'key_expired');
-      assert.deepEqual(storeCounts(p), before);
+      assert.deepEqual(await storeCounts(p), before);
     });
 
     test(`${endpoint}: expiry is checked before the mode (an expired live key on the sandbox is key_expired)`, async () => {
@@ -243,4 +245,53 @@ describe('authentication with expiring keys (ManualClock)', () => {
       assert.equal((await post(p.production, endpoint, { key: live, json: bodyFor(endpoint) })).status, endpoint === '/v1/send' ? 202 : 207);
     });
   }
+});
+
+describe("two nodes on one PostgreSQL: a policy change made through one acts on the other's very next request", { skip: postgresUnavailable() }, () => {
+  let a: TestPostern;
+  let b: TestPostern;
+  let close: () => Promise<void>;
+
+  before(async () => {
+    ({ nodes: [a, b], close } = await startTestNodes(2));
+  });
+  after(async () => close?.());
+
+  for (const endpoint of ENDPOINTS) {
+    const ok = endpoint === '/v1/send' ? 202 : 207;
+
+    test(`${endpoint}: a key revoked through one node is refused by the other at once, right after requests it served`, async () => {
+      const project = (await createProjectWithKeys(a.ctx, 'revoked on a node')).project;
+      const live = await createKey(a.ctx, project.id, 'live');
+      const other = await createKey(a.ctx, project.id, 'live');
+      for (let i = 0; i < 3; i++) assert.equal((await post(b.production, endpoint, { key: live.key, json: bodyFor(endpoint) })).status, ok);
+      await revokeKey(a.ctx, live.id);
+      assert401(await post(b.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
+      assert401(await post(a.production, endpoint, { key: live.key, json: bodyFor(endpoint) }), 'invalid_api_key');
+      // The project's other key is untouched on both nodes.
+      assert.equal((await post(b.production, endpoint, { key: other.key, json: bodyFor(endpoint) })).status, ok);
+      assert.equal((await post(a.production, endpoint, { key: other.key, json: bodyFor(endpoint) })).status, ok);
+    });
+  }
+
+  test('a project paused through one node holds the other node\'s very next send, and resumed, the one after', async () => {
+    const { project, liveKey } = await createProjectWithKeys(a.ctx, 'paused on a node');
+    const status = async () => {
+      const res = await post(b.production, '/v1/send', { key: liveKey, json: validMessage() });
+      assert.equal(res.status, 202, res.text);
+      return res.body.status as string;
+    };
+    assert.equal(await status(), 'queued');
+    await setPaused(a.ctx, project.id, true);
+    assert.equal(await status(), 'paused');
+    await setPaused(a.ctx, project.id, false);
+    assert.equal(await status(), 'queued');
+  });
+
+  test('a project deleted through one node is refused by the other at once', async () => {
+    const { project, liveKey } = await createProjectWithKeys(a.ctx, 'deleted on a node');
+    assert.equal((await post(b.production, '/v1/send', { key: liveKey, json: validMessage() })).status, 202);
+    await deleteProject(a.ctx, project.id);
+    assert401(await post(b.production, '/v1/send', { key: liveKey, json: validMessage() }), 'invalid_api_key');
+  });
 });

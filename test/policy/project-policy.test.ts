@@ -5,8 +5,9 @@ import { createKey } from '../../src/operator/keys.js';
 import { showProject } from '../../src/operator/projects.js';
 import { detachProvider, listProviders, PROVIDER_SLUGS } from '../../src/operator/providers.js';
 import { suppress, unsuppress } from '../../src/operator/suppressions.js';
-import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { assertAccepted, assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
+import { allValues, getValue } from '../../src/store/queries.js';
+import { cliEnv, createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { assertAccepted, assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
 import { DEFAULT_PLANS, GIB } from '../support/plans.js';
 
 /** Plans for this suite: the defaults plus a two-domain plan and a one-message plan. */
@@ -47,16 +48,16 @@ describe('project policy and caps', () => {
 
   /** Everything a refused message could leave behind, for one project and for the whole spool. */
   const footprint = async (projectId: string) => {
-    const db = p.db;
+    const q = p.ctx.store;
     const shown = await showProject(p.ctx, projectId);
     return {
-      messages: db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId),
-      events: db.prepare('SELECT COUNT(*) FROM events WHERE project_id = ?').pluck().get(projectId),
-      usage_rows: db.prepare('SELECT period, messages, bytes FROM usage_counters WHERE project_id = ? ORDER BY period').all(projectId),
+      messages: await getValue<number>(q, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId),
+      events: await getValue<number>(q, 'SELECT COUNT(*) FROM events WHERE project_id = ?', projectId),
+      usage_rows: await q.all('SELECT period, messages, bytes FROM usage_counters WHERE project_id = ? ORDER BY period', projectId),
       sender_domains: shown.usage.sender_domains,
-      categories: db.prepare('SELECT name FROM categories WHERE project_id = ? ORDER BY name').pluck().all(projectId),
-      spool_files: storedMimeCount(p.stateDir),
-      all_messages: db.prepare('SELECT COUNT(*) FROM messages').pluck().get(),
+      categories: await allValues<string>(q, 'SELECT name FROM categories WHERE project_id = ? ORDER BY name', projectId),
+      spool_files: await storedMimeCountIn(q, p.stateDir),
+      all_messages: await getValue<number>(q, 'SELECT COUNT(*) FROM messages'),
     };
   };
 
@@ -86,7 +87,7 @@ describe('project policy and caps', () => {
       assertAccepted(await send(proj, validMessage()));
       assertAccepted(await send(proj, validMessage()));
       for (const account of (await listProviders(p.ctx, proj.project.id)).providers) {
-        const detached = await runCli(['provider', 'detach', account.id, '--json'], { POSTERN_STATE_DIR: p.stateDir });
+        const detached = await runCli(['provider', 'detach', account.id, '--json'], cliEnv(p));
         assert.equal(detached.code, 0, detached.stderr);
       }
       assertErrorEnvelope(await send(proj, validMessage()), 422, 'permission_error', 'no_providers_configured');
@@ -363,13 +364,13 @@ describe('order of checks: rate limit before body validation', () => {
   test('rate-limited + invalid body → 429 rate_limited', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'rate order');
     assertAccepted(await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
-    const before = p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get();
+    const before = await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages');
     const unparseable = await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json' });
     assertErrorEnvelope(unparseable, 429, 'rate_limit_error', 'rate_limited');
     assert.match(unparseable.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
     const invalid = await post(p.production, '/v1/send', { key: proj.liveKey, json: { from: 'nope' } });
     assertErrorEnvelope(invalid, 429, 'rate_limit_error', 'rate_limited');
-    assert.equal(p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), before);
+    assert.equal(await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'), before);
   });
 
   test('rate-limited + suppressed recipient → 429 rate_limited', async () => {

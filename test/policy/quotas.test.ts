@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { changePlan, showProject } from '../../src/operator/projects.js';
+import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { assertAccepted, assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
+import { assertAccepted, assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
 import { plan, withPlans } from '../support/plans.js';
 
 
@@ -15,7 +16,9 @@ const assert402 = (res: HttpResult, code: 'monthly_quota_exceeded' | 'throughput
 };
 
 
-const messageCount = (p: TestPostern, projectId: string) => p.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
+const messageCount = async (p: TestPostern, projectId: string) => (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId))!;
+const storedMimeCount = (p: TestPostern) => storedMimeCountIn(p.ctx.store, p.stateDir);
+const sizeOf = async (p: TestPostern, id: string) => (await getValue<number>(p.ctx.store, 'SELECT size_bytes FROM messages WHERE id = ?', id))!;
 
 describe('plan quotas (ManualClock)', () => {
   let p: TestPostern;
@@ -47,10 +50,10 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'five', 'five');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj, validMessage({ subject: `m${i}` })));
-      const before = { rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: (await showProject(p.ctx, proj.project.id)).usage };
+      const before = { rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p), usage: (await showProject(p.ctx, proj.project.id)).usage };
       assert402(await send(proj, validMessage({ subject: 'sixth' })), 'monthly_quota_exceeded');
       assert402(await send(proj, validMessage({ subject: 'seventh' })), 'monthly_quota_exceeded');
-      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir), usage: (await showProject(p.ctx, proj.project.id)).usage }, before);
+      assert.deepEqual({ rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p), usage: (await showProject(p.ctx, proj.project.id)).usage }, before);
       assert.equal(before.rows, 5);
       assert.equal(before.usage.month.messages, 5);
       assert.equal(before.usage.month.overage_messages, 0);
@@ -67,7 +70,7 @@ describe('plan quotas (ManualClock)', () => {
       const repeat = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage(), headers });
       assert.equal(repeat.status, 202, repeat.text);
       assert.deepEqual(repeat.body, first.body);
-      assert.equal(messageCount(p, proj.project.id), 5);
+      assert.equal(await messageCount(p, proj.project.id), 5);
       assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.messages, 5);
     });
 
@@ -78,7 +81,7 @@ describe('plan quotas (ManualClock)', () => {
       const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.equal(usage.month.messages, 5);
       assert.equal(usage.month.overage_messages, 2);
-      assert.equal(messageCount(p, proj.project.id), 5);
+      assert.equal(await messageCount(p, proj.project.id), 5);
     });
 
     test('changePlan to a bigger plan lifts the 402 on the very next request', async () => {
@@ -112,7 +115,7 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-03-10T21:15:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'daily', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
-      const before = { rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir) };
+      const before = { rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p) };
       const refused = await send(proj);
       assertErrorEnvelope(refused, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(refused.headers.get('retry-after'), String(2 * 3600 + 45 * 60));
@@ -120,7 +123,7 @@ describe('plan quotas (ManualClock)', () => {
       const last = await send(proj);
       assertErrorEnvelope(last, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(last.headers.get('retry-after'), '1');
-      assert.deepEqual({ rows: messageCount(p, proj.project.id), files: storedMimeCount(p.stateDir) }, before);
+      assert.deepEqual({ rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p) }, before);
       clock.set('2026-03-11T00:00:00Z');
       assertAccepted(await send(proj));
       const usage = (await showProject(p.ctx, proj.project.id)).usage;
@@ -154,7 +157,7 @@ describe('plan quotas (ManualClock)', () => {
       for (let i = 0; i < 6; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
       assert.deepEqual((await showProject(p.ctx, proj.project.id)).usage, usage);
       assert.equal(usage.month.messages, 3);
-      assert.equal(messageCount(p, proj.project.id), 9);
+      assert.equal(await messageCount(p, proj.project.id), 9);
     });
 
     test('a plan no production message fits (1 byte) still lets the sandbox accept', async () => {
@@ -175,7 +178,7 @@ describe('plan quotas (ManualClock)', () => {
       test(`200 concurrent sends against ${label} accept exactly 100 and refuse exactly 100`, async () => {
         clock.set('2026-05-05T05:05:05Z');
         const proj = await createProjectWithKeys(p.ctx, `concurrent ${planName}`, planName);
-        const filesBefore = storedMimeCount(p.stateDir);
+        const filesBefore = await storedMimeCount(p);
         const results = await Promise.all(Array.from({ length: 200 }, (_, i) => send(proj, validMessage({ subject: `c${i}` }))));
         const accepted = results.filter((r) => r.status === 202);
         const refused = results.filter((r) => r.status !== 202);
@@ -189,8 +192,8 @@ describe('plan quotas (ManualClock)', () => {
         const usage = (await showProject(p.ctx, proj.project.id)).usage;
         assert.equal(usage.month.messages, 100);
         assert.equal(usage.day.messages, 100);
-        assert.equal(messageCount(p, proj.project.id), 100);
-        assert.equal(storedMimeCount(p.stateDir) - filesBefore, 100, 'refused sends leave no spool file');
+        assert.equal(await messageCount(p, proj.project.id), 100);
+        assert.equal((await storedMimeCount(p)) - filesBefore, 100, 'refused sends leave no spool file');
       });
     }
   });
@@ -211,7 +214,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
       for (let i = 0; i < 3; i++) {
         const res = await post(probe.production, '/v1/send', { key: proj.liveKey, json: message });
         assert.equal(res.status, 202, res.text);
-        sizes.push(probe.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(res.body.id) as number);
+        sizes.push(await sizeOf(probe, res.body.id));
       }
       assert.equal(new Set(sizes).size, 1, `identical messages have one size: ${sizes}`);
       size = sizes[0];
@@ -237,7 +240,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     for (let i = 0; i < n; i++) {
       const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: message });
       assertAccepted(res);
-      assert.equal(p.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(res.body.id), size);
+      assert.equal(await sizeOf(p, res.body.id), size);
     }
   };
   const sendOne = (proj: ProjectWithKeys) => post(p.production, '/v1/send', { key: proj.liveKey, json: message });
@@ -245,12 +248,12 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
   test('a cap of exactly 3 messages’ bytes accepts the 3rd (fits exactly) and refuses the 4th', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'exact3', 'exact3');
     await sendN(proj, 3);
-    const files = storedMimeCount(p.stateDir);
+    const files = await storedMimeCount(p);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
-    assert.equal(storedMimeCount(p.stateDir), files, 'the refused message leaves no spool file');
+    assert.equal(await storedMimeCount(p), files, 'the refused message leaves no spool file');
     const usage = (await showProject(p.ctx, proj.project.id)).usage;
     assert.deepEqual([usage.month.messages, usage.month.bytes], [3, 3 * size]);
-    assert.equal(messageCount(p, proj.project.id), 3);
+    assert.equal(await messageCount(p, proj.project.id), 3);
   });
 
   test('a cap a little above 3 messages accepts 3 and refuses the 4th; a smaller message still fits', async () => {
@@ -259,7 +262,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
     const small = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ subject: 's', text: 'x' }) });
     assertAccepted(small);
-    const smallSize = p.db.prepare('SELECT size_bytes FROM messages WHERE id = ?').pluck().get(small.body.id) as number;
+    const smallSize = await sizeOf(p, small.body.id);
     assert.ok(smallSize <= Math.floor(size / 2), `small message ${smallSize} bytes fits in the remaining ${Math.floor(size / 2)}`);
     assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.bytes, 3 * size + smallSize);
   });
@@ -268,7 +271,7 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     const proj = await createProjectWithKeys(p.ctx, 'grace', 'grace50');
     await sendN(proj, 5);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
-    assert.equal(messageCount(p, proj.project.id), 5);
+    assert.equal(await messageCount(p, proj.project.id), 5);
   });
 
   test('overage does not lift the data-volume cap', async () => {

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { assertErrorEnvelope, storedMimeCount } from '../support/assertions.js';
+import { getValue } from '../../src/store/queries.js';
+import { createProjectWithKeys, post, startTestNodes, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
+import { assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
+import { postgresUnavailable } from '../support/postgres.js';
 
 const SECOND = 1000;
 const HOUR = 3600 * SECOND;
@@ -47,7 +49,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   };
   const send = (key: string | null, message = validMessage(), base = p.production) => post(base, '/v1/send', { key, json: message });
   const batch = (key: string, n = 1) => post(p.production, '/v1/send/batch', { key, json: { messages: Array.from({ length: n }, (_, i) => validMessage({ subject: `b${i}` })) } });
-  const stored = () => ({ rows: p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), files: storedMimeCount(p.stateDir) });
+  const stored = async () => ({ rows: await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'), files: await storedMimeCountIn(p.ctx.store, p.stateDir) });
 
   describe('per-key send window', () => {
     test('the 6th send in the window is 429 rate_limited with a truthful integer Retry-After', async () => {
@@ -58,9 +60,9 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
         assertAccepted(await send(proj.liveKey));
       }
       clock.set(t0 + 45 * SECOND);
-      const before = stored();
+      const before = await stored();
       const retryAfter = assertRateLimited(await send(proj.liveKey), 15);
-      assert.deepEqual(stored(), before, 'a rate-limited request stores nothing');
+      assert.deepEqual(await stored(), before, 'a rate-limited request stores nothing');
 
       // Retry-After − 1 seconds later: still refused.
       clock.set(t0 + (45 + retryAfter - 1) * SECOND);
@@ -106,11 +108,11 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       freshWindows();
       const proj = await createProjectWithKeys(p.ctx, 'nothing stored');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
-      const usage = () => p.db.prepare('SELECT SUM(messages) FROM usage_counters WHERE project_id = ?').pluck().get(proj.project.id);
-      const before = { ...stored(), usage: usage() };
+      const usage = () => getValue<number>(p.ctx.store, 'SELECT SUM(messages) FROM usage_counters WHERE project_id = ?', proj.project.id);
+      const before = { ...(await stored()), usage: await usage() };
       for (let i = 0; i < 3; i++) assertRateLimited(await send(proj.liveKey, validMessage({ subject: `limited ${i}` })));
-      assert.deepEqual({ ...stored(), usage: usage() }, before);
-      assert.equal(p.db.prepare("SELECT COUNT(*) FROM messages WHERE subject LIKE 'limited %'").pluck().get(), 0);
+      assert.deepEqual({ ...(await stored()), usage: await usage() }, before);
+      assert.equal(await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM messages WHERE subject LIKE 'limited %'"), 0);
     });
 
     test('windows are per key: a second key of the same project is unaffected', async () => {
@@ -132,9 +134,9 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       assertRateLimited(await send(a.liveKey));
       assertBatch207(await batch(a.liveKey, 2), 2);
       assertBatch207(await batch(a.liveKey, 2), 2);
-      const before = stored();
+      const before = await stored();
       assertRateLimited(await batch(a.liveKey, 3));
-      assert.deepEqual(stored(), before, 'a rate-limited batch stores nothing');
+      assert.deepEqual(await stored(), before, 'a rate-limited batch stores nothing');
 
       const b = await createProjectWithKeys(p.ctx, 'batch then send');
       assertBatch207(await batch(b.liveKey), 1);
@@ -173,10 +175,10 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       assert401(await send('ps_live_' + 'A1b2C3d4E5'.repeat(4)), 'invalid_api_key');
 
       clock.set(t0 + 30 * SECOND);
-      const before = stored();
+      const before = await stored();
       assertRateLimited(await send(revoked.key), 30);
       assertRateLimited(await send(null), 30);
-      assert.deepEqual(stored(), before);
+      assert.deepEqual(await stored(), before);
       // Rate budgets are per key: a valid key from the same IP (behind the same NAT) is served,
       // on send and batch, and spends none of the IP's window.
       assertAccepted(await send(proj.liveKey));
@@ -240,5 +242,58 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       for (let i = 0; i < 3; i++) assert401(await send(null), 'missing_api_key');
       assertRateLimited(await send(null));
     });
+  });
+});
+
+describe('two nodes on one PostgreSQL count one window (send 5, batch 2, unauthenticated per IP 3)', { skip: postgresUnavailable() }, () => {
+  let a: TestPostern;
+  let b: TestPostern;
+  let close: () => Promise<void>;
+  const clock = new ManualClock(Date.parse('2026-07-01T00:00:00Z'));
+
+  before(async () => {
+    ({ nodes: [a, b], close } = await startTestNodes(2, { clock, config: { rate_limits: { window_seconds: 60, send_per_key: 5, batch_per_key: 2, unauthenticated_per_ip: 3 } } }));
+  });
+  after(async () => close?.());
+
+  test('sends spread over both nodes get 5 per window in all, and the Retry-After either node gives is truthful', async () => {
+    const t0 = clock.now();
+    const proj = await createProjectWithKeys(a.ctx, 'two nodes, one window');
+    const nodes = [a, b, a, b, a];
+    for (const [i, node] of nodes.entries()) {
+      clock.set(t0 + i * 10 * SECOND);
+      assertAccepted(await post(node.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
+    }
+    clock.set(t0 + 45 * SECOND);
+    assertRateLimited(await post(b.production, '/v1/send', { key: proj.liveKey, json: validMessage() }), 15);
+    assertRateLimited(await post(a.production, '/v1/send', { key: proj.liveKey, json: validMessage() }), 15);
+    clock.set(t0 + 60 * SECOND);
+    assertAccepted(await post(b.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
+    assertRateLimited(await post(a.production, '/v1/send', { key: proj.liveKey, json: validMessage() }), 10);
+  });
+
+  test('concurrent sends on both nodes: exactly 5 admitted', async () => {
+    clock.advance(HOUR);
+    const proj = await createProjectWithKeys(a.ctx, 'two nodes at once');
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => post((i % 2 ? a : b).production, '/v1/send', { key: proj.liveKey, json: validMessage() })));
+    assert.equal(results.filter((r) => r.status === 202).length, 5);
+    for (const r of results.filter((r) => r.status !== 202)) assertRateLimited(r);
+  });
+
+  test('batches: 2 per window across the nodes', async () => {
+    clock.advance(HOUR);
+    const proj = await createProjectWithKeys(a.ctx, 'two nodes, batches');
+    const batch = (node: TestPostern) => post(node.production, '/v1/send/batch', { key: proj.liveKey, json: { messages: [validMessage()] } });
+    assertBatch207(await batch(a), 1);
+    assertBatch207(await batch(b), 1);
+    assertRateLimited(await batch(a), 60);
+    assertRateLimited(await batch(b), 60);
+  });
+
+  test('requests without a valid key: 3 per IP across the nodes, then 429 on both', async () => {
+    clock.advance(HOUR);
+    for (const node of [a, b, a]) assert401(await post(node.production, '/v1/send', { key: null, json: validMessage() }), 'missing_api_key');
+    assertRateLimited(await post(b.production, '/v1/send', { key: null, json: validMessage() }), 60);
+    assertRateLimited(await post(a.production, '/v1/send', { key: null, json: validMessage() }), 60);
   });
 });

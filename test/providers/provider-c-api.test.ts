@@ -119,6 +119,36 @@ describe('provider-c-api sends through Mailgun messages.mime', () => {
     assert.equal((await eventData(p, id, 'mail.sent')).provider_message_id, providerId);
   });
 
+  test('a large message (over 256 KB, streamed at hand-off from its spool file or its database pieces) arrives whole behind its signature, the form in the same order', async (t) => {
+    const s = scope(t);
+    const clock = new ManualClock(T0);
+    const emu = await emulator(s);
+    const p = await deliveringPostern(s, clock);
+    const pk = await createProjectWithKeys(p.ctx, 'mailgun-large', 'pro', { provider: false });
+    const key = await addDkimKey(p.ctx, pk.project.id, { domain: 'example.com', selector: 'big' });
+    await attach(p, pk, emu);
+    const attachment = Buffer.alloc(600 * 1024, 7).toString('base64');
+    const id = await sendOver(p, pk, { to: ['ann@example.org', 'bob@example.org'], tags: ['big'], metadata: { size: 'large' }, attachments: [{ filename: 'big.bin', content: attachment, content_type: 'application/octet-stream' }] });
+    await statusReached(p, id, 'sent');
+
+    const req = emu.requests[0];
+    const fields = parseMultipart(req.body, req.headers['content-type']);
+    assert.deepEqual(fields.map((f) => f.name), ['to', 'to', 'message', 'o:tag', 'v:size', 'v:postern_message_id']);
+    const messagePart = fields.find((f) => f.name === 'message')!;
+    assert.deepEqual([messagePart.filename, messagePart.contentType], ['message.mime', 'message/rfc822']);
+    const stored = await storedMimeOf(p.ctx.store, p.stateDir, id);
+    assert.ok(stored.length > 256 * 1024);
+    const signatureLength = messagePart.value.length - stored.length;
+    assert.ok(signatureLength > 0 && messagePart.value.subarray(signatureLength).equals(stored), 'the stored MIME follows the signature unchanged');
+    const verified = await dkimVerify(messagePart.value, {
+      resolver: async (name: string, rrtype: string) => {
+        if (rrtype === 'TXT' && name === key.dns_name) return [[key.dns_value]];
+        throw Object.assign(new Error(`no ${rrtype} ${name}`), { code: 'ENOTFOUND' });
+      },
+    });
+    assert.deepEqual(verified.results.map((r: { status: { result: string } }) => r.status.result), ['pass']);
+  });
+
   test('the account’s domain is in the path: a key that does not own it gets Mailgun’s 404, an account-level failure', async (t) => {
     const s = scope(t);
     const clock = new ManualClock(T0);

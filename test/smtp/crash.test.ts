@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
-import { acceptedEventIds, assertSpoolConsistent, leftByKill, readMessageRows, type StoredRow } from '../support/assertions.js';
+import { acceptedEventIdsOf, assertStoreConsistent, leftByKillOf, messageRowsOf, type StoredRow } from '../support/assertions.js';
 import { readStoredMime } from '../support/storedMime.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -183,10 +183,10 @@ interface Row extends StoredRow {
 
 
 
-/** Every acknowledged message: a queued smtp row, its event, and its complete MIME file; no debris. */
+/** Every acknowledged message: a queued smtp row, its event, and its complete MIME (file, or body in the index or the database); no debris. */
 async function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): Promise<void> {
-  const rows = readMessageRows<Row>(stateDir);
-  const events = acceptedEventIds(stateDir);
+  const rows = await messageRowsOf<Row>(stateDir);
+  const events = await acceptedEventIdsOf(stateDir);
 
   assert.deepEqual(
     [...acked.keys()].filter((id) => !rows.has(id)),
@@ -219,7 +219,7 @@ async function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): Pr
   }
   assert.deepEqual(problems, [], 'every acknowledged message is a queued smtp row with its complete MIME (file or body in the index)');
 
-  assertSpoolConsistent(stateDir, rows);
+  await assertStoreConsistent(stateDir, rows);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ describe('SIGKILL during concurrent SMTP DATA', () => {
       await killed;
       await load.done;
 
-      const { debris, rows: rowsAfterKill, orphans: orphansAfterKill } = leftByKill<Row>(stateDir);
+      const { debris, rows: rowsAfterKill, orphans: orphansAfterKill } = await leftByKillOf<Row>(stateDir);
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.size} answered 250, ${load.transportErrors} cut off; left behind by the kill: ` +
           `${debris.tmpFiles.length} temp file(s), ${orphansAfterKill} renamed file(s) without a committed row, ` +

@@ -7,15 +7,11 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { generate } from 'selfsigned';
-import { systemClock } from '../../src/clock.js';
-import { buildConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { suppress } from '../../src/operator/suppressions.js';
-import { openDatabase } from '../../src/store/db.js';
-import { sqliteQueries } from '../../src/store/queries.js';
+import { getValue } from '../../src/store/queries.js';
 import {
   createProjectWithKeys,
   post,
@@ -30,6 +26,7 @@ import {
 import { plan, withPlans } from '../support/plans.js';
 import { authedSession, dataPayload, plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 import { waitFor } from '../support/waiting.js';
+import { withClosedIndex } from '../support/processes.js';
 import { storedMimeOf } from '../support/storedMime.js';
 
 /* ------------------------------------------------------------------------------------------ */
@@ -159,8 +156,8 @@ interface Expected {
   bodyIncludes?: string;
 }
 
-function rowOf(p: TestPostern, id: string): MessageRow | undefined {
-  return p.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as MessageRow | undefined;
+function rowOf(p: TestPostern, id: string): Promise<MessageRow | undefined> {
+  return p.ctx.store.get<MessageRow>('SELECT * FROM messages WHERE id = ?', id);
 }
 
 /** The header block of a stored MIME file, unfolded. */
@@ -171,7 +168,7 @@ function headerBlock(mime: string): string {
 
 /** The index row, the mail.accepted event and the spool file of one accepted SMTP message. */
 async function assertStored(p: TestPostern, id: string, e: Expected): Promise<{ row: MessageRow; mime: string }> {
-  const row = rowOf(p, id);
+  const row = await rowOf(p, id);
   assert.ok(row, `a messages row for ${id}`);
   assert.deepEqual(
     {
@@ -210,7 +207,7 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<{ 
     },
   );
 
-  const events = p.db.prepare('SELECT * FROM events WHERE message_id = ? ORDER BY seq').all(id) as { project_id: string; type: string; data: string }[];
+  const events = await p.ctx.store.all<{ project_id: string; type: string; data: string }>('SELECT * FROM events WHERE message_id = ? ORDER BY seq', id);
   assert.deepEqual(
     events.map((ev) => ev.type),
     ['mail.accepted'],
@@ -246,7 +243,7 @@ function spoolTmpEntries(p: TestPostern): string[] {
   return readdirSync(path.join(p.stateDir, 'spool', 'tmp'));
 }
 
-const countMessages = (p: TestPostern, projectId: string) => p.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
+const countMessages = (p: TestPostern, projectId: string) => getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The main in-process server                                                                  */
@@ -506,8 +503,8 @@ describe('SMTP door', () => {
       const again = await send(k.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' }, { subject: 'A different subject' });
       assert.equal(queuedId(again.response), first);
       await assertStored(p, first, { ...base(k, sent), status: 'queued', idempotencyKey: 'order-1234-confirm' });
-      assert.equal(countMessages(p, k.project.id), 1);
-      assert.equal(p.db.prepare("SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'").pluck().get(k.project.id), 1);
+      assert.equal(await countMessages(p, k.project.id), 1);
+      assert.equal(await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'", k.project.id), 1);
       // The key is per project: another project's message with the same key is its own.
       const other = await fresh();
       const otherId = queuedId((await send(other.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' })).response);
@@ -559,7 +556,7 @@ describe('SMTP door', () => {
         } else {
           assert.ok(res.response.endsWith(` ${c.details}`), res.response);
         }
-        assert.equal(countMessages(p, k.project.id), 0);
+        assert.equal(await countMessages(p, k.project.id), 0);
       });
     }
   });
@@ -610,7 +607,7 @@ describe('SMTP door', () => {
       } finally {
         await client.quit();
       }
-      assert.equal(countMessages(p, project.id), 0);
+      assert.equal(await countMessages(p, project.id), 0);
     });
 
     test('AUTH LOGIN with the key as the password is accepted as well as PLAIN', async () => {
@@ -623,7 +620,7 @@ describe('SMTP door', () => {
         assert.match(await client.command(Buffer.from(liveKey).toString('base64')), /^235 /);
         const reply = await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage({ headers: ['Message-ID: <login-1@example.com>'] }));
         const id = queuedId(reply);
-        assert.equal(rowOf(p, id)?.project_id, project.id);
+        assert.equal((await rowOf(p, id))?.project_id, project.id);
       } finally {
         await client.quit();
       }
@@ -652,7 +649,7 @@ describe('SMTP door', () => {
       const midnight = new Date();
       midnight.setUTCHours(24, 0, 0, 0);
       assert.ok(Math.abs(Number(m[1]) - (midnight.getTime() - Date.now()) / 1000) < 10, res.response);
-      assert.equal(countMessages(p, project.id), 1);
+      assert.equal(await countMessages(p, project.id), 1);
       // The sandbox is not metered.
       const testKey = (await createKey(p.ctx, project.id, 'test')).key;
       queuedId((await sendMinimal(p.smtp.sandbox.starttls, testKey)).response);
@@ -663,7 +660,7 @@ describe('SMTP door', () => {
       queuedId((await sendMinimal(p.smtp.production.starttls, liveKey)).response);
       const res = await sendMinimal(p.smtp.production.implicit, liveKey, true);
       assert.match(res.response, /^552 5\.2\.2 monthly_quota_exceeded: \S/);
-      assert.equal(countMessages(p, project.id), 1);
+      assert.equal(await countMessages(p, project.id), 1);
     });
 
     test('550 5.1.1 suppressed_recipient names the suppressed address', async () => {
@@ -672,7 +669,7 @@ describe('SMTP door', () => {
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { to: ['ok@example.org'], cc: 'Blocked@Example.org' });
       assert.match(res.response, /^550 5\.1\.1 suppressed_recipient: /);
       assert.ok(res.response.includes('blocked@example.org'), res.response);
-      assert.equal(countMessages(p, project.id), 0);
+      assert.equal(await countMessages(p, project.id), 0);
     });
 
     test('553 5.1.3 sender_domain:limit_reached for a second sender domain on a one-domain plan', async () => {
@@ -681,7 +678,7 @@ describe('SMTP door', () => {
       queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'b@first.example' })).response);
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'c@second.example' });
       assert.match(res.response, /^553 5\.1\.3 sender_domain:limit_reached: \S/);
-      assert.equal(countMessages(p, project.id), 2);
+      assert.equal(await countMessages(p, project.id), 2);
     });
 
     test('554 5.6.0 subject:required for a message without Subject', async () => {
@@ -693,7 +690,7 @@ describe('SMTP door', () => {
       } finally {
         await client.quit();
       }
-      assert.equal(countMessages(p, project.id), 0);
+      assert.equal(await countMessages(p, project.id), 0);
     });
 
     test('554 5.6.0 body:required for a message with neither a text nor an html part', async () => {
@@ -717,14 +714,14 @@ describe('SMTP door', () => {
       } finally {
         await client.quit();
       }
-      assert.equal(countMessages(p, project.id), 0);
+      assert.equal(await countMessages(p, project.id), 0);
     });
 
     test('554 5.6.0 no_providers_configured for a production project without providers (the sandbox still captures)', async () => {
       const { project, liveKey, testKey } = await fresh('pro', { provider: false });
       const res = await sendMinimal(p.smtp.production.starttls, liveKey);
       assert.match(res.response, /^554 5\.6\.0 no_providers_configured: \S/);
-      assert.equal(countMessages(p, project.id), 0);
+      assert.equal(await countMessages(p, project.id), 0);
       queuedId((await sendMinimal(p.smtp.sandbox.implicit, testKey, true)).response);
     });
 
@@ -733,7 +730,7 @@ describe('SMTP door', () => {
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Provider': 'provider-b-api' }) });
       assert.match(res.response, /^554 5\.6\.0 routing_provider_not_configured: /);
       assert.ok(res.response.includes('Not attached to this project: provider-b-api.'), res.response);
-      assert.equal(countMessages(p, project.id), 0);
+      assert.equal(await countMessages(p, project.id), 0);
     });
 
     test('554 5.6.0 category:limit_reached for a third category when the cap is 2', async () => {
@@ -743,7 +740,7 @@ describe('SMTP door', () => {
       }
       const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Category': 'Gamma' }) });
       assert.match(res.response, /^554 5\.6\.0 category:limit_reached: \S/);
-      assert.equal(countMessages(p, project.id), 3);
+      assert.equal(await countMessages(p, project.id), 3);
     });
 
     test('452 4.5.3 for the 51st RCPT TO; the message then goes through with its 50 recipients', async () => {
@@ -757,12 +754,12 @@ describe('SMTP door', () => {
         assert.match(await client.command('DATA'), /^354 /);
         client.write(dataPayload(rawMessage({ to: 'r0@example.org', headers: ['Message-ID: <fifty@example.com>'] })));
         const id = queuedId(await client.next());
-        const recipients = JSON.parse(rowOf(p, id)!.recipients) as { to: string[]; cc: string[]; bcc: string[] };
+        const recipients = JSON.parse((await rowOf(p, id))!.recipients) as { to: string[]; cc: string[]; bcc: string[] };
         assert.deepEqual(recipients, { to: ['r0@example.org'], cc: [], bcc: rcpts.slice(1, 50) });
       } finally {
         await client.quit();
       }
-      assert.equal(countMessages(p, project.id), 1);
+      assert.equal(await countMessages(p, project.id), 1);
     });
 
     test('552 5.3.4 at MAIL FROM for a declared SIZE over smtp.max_message_bytes (advertised as SIZE 20000)', async () => {
@@ -775,7 +772,7 @@ describe('SMTP door', () => {
       } finally {
         await client.quit();
       }
-      assert.equal(countMessages(p, project.id), 1);
+      assert.equal(await countMessages(p, project.id), 1);
     });
 
     test('552 5.3.4 after DATA for an undeclared message over smtp.max_message_bytes; nothing is kept and the session goes on', async () => {
@@ -789,7 +786,7 @@ describe('SMTP door', () => {
       } finally {
         await client.quit();
       }
-      assert.equal(countMessages(p, project.id), 1);
+      assert.equal(await countMessages(p, project.id), 1);
       assert.deepEqual(spoolTmpEntries(p), [], 'no temp file left behind');
     });
   });
@@ -859,7 +856,7 @@ describe('SMTP rate limits and AUTH failures', () => {
     } finally {
       await client.quit();
     }
-    assert.equal(countMessages(p, project.id), 2);
+    assert.equal(await countMessages(p, project.id), 2);
   });
 
   test('451 4.3.0 rate_limited with "Retry in" on the 3rd message across sessions', async () => {
@@ -869,7 +866,7 @@ describe('SMTP rate limits and AUTH failures', () => {
     queuedId((await send()).response);
     const third = await send();
     assert.match(third.response, /^451 4\.3\.0 rate_limited: .*Retry in (\d+) seconds\.$/);
-    assert.equal(countMessages(p, project.id), 2);
+    assert.equal(await countMessages(p, project.id), 2);
   });
 
   test('repeated AUTH failures are answered later and later, then the connection is dropped with 421', async () => {
@@ -1024,14 +1021,11 @@ describe('SMTP graceful shutdown', () => {
       await (closing ?? p.close());
     }
     // Reopened: the message is there, row and MIME.
-    const db = openDatabase(stateDir, silentLogger());
-    try {
-      const row = db.prepare('SELECT project_id, subject, spool_path FROM messages WHERE id = ?').get(id) as { project_id: string; subject: string; spool_path: string } | undefined;
+    await withClosedIndex(stateDir, async ({ store }) => {
+      const row = await store.get<{ project_id: string; subject: string; spool_path: string }>('SELECT project_id, subject, spool_path FROM messages WHERE id = ?', id);
       assert.deepEqual({ project_id: row?.project_id, subject: row?.subject }, { project_id: project.id, subject: 'In flight at shutdown' });
-      assert.ok((await storedMimeOf(sqliteQueries(db), stateDir, id)).toString('utf8').includes('line of body'));
-    } finally {
-      db.close();
-    }
+      assert.ok((await storedMimeOf(store, stateDir, id)).toString('utf8').includes('line of body'));
+    });
   });
 });
 
@@ -1100,10 +1094,7 @@ describe('spawned server, SIGHUP', () => {
     const port = implicitListener.port;
 
     // A project in the child's state, made through the same store the CLI uses.
-    const config = buildConfig({ state_dir: stateDir }, {});
-    const db = openDatabase(stateDir, silentLogger());
-    const ctx: OperatorContext = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const { liveKey } = await createProjectWithKeys(ctx, 'sighup');
+    const { liveKey } = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'sighup'));
     const fingerprintOf = async () => {
       const { client, greeting } = await RawSmtp.connect(port, { implicit: true });
       assert.match(greeting, /^220 /);
@@ -1133,10 +1124,10 @@ describe('spawned server, SIGHUP', () => {
       assert.equal(open.fingerprint(), oldFingerprint);
       const reply = await rawSend(open, 'sender@example.com', ['rcpt@example.org'], rawMessage({ subject: 'Across SIGHUP', headers: ['Message-ID: <sighup@example.com>'] }));
       const id = queuedId(reply);
-      assert.equal((db.prepare('SELECT subject FROM messages WHERE id = ?').get(id) as { subject: string } | undefined)?.subject, 'Across SIGHUP');
+      const subject = await withClosedIndex(stateDir, ({ store }) => getValue<string>(store, 'SELECT subject FROM messages WHERE id = ?', id));
+      assert.equal(subject, 'Across SIGHUP');
     } finally {
       await open.quit();
-      db.close();
       assert.equal(await server.stop(), 0, server.stderr());
     }
   });

@@ -10,11 +10,12 @@ import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
 import { authedSession, plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 import { settle } from '../support/waiting.js';
+import { getValue } from '../../src/store/queries.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const KiB = 1024;
 
-const countMessages = (p: TestPostern, projectId: string) => p.db.prepare('SELECT COUNT(*) FROM messages WHERE project_id = ?').pluck().get(projectId) as number;
+const countMessages = (p: TestPostern, projectId: string) => getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId);
 
 /** Bytes in the spool's temp directory right now (files may vanish while they are counted). */
 function spoolTmpBytes(p: TestPostern): number {
@@ -75,7 +76,7 @@ describe('SMTP DATA over SIZE (smtp.max_message_bytes)', () => {
       clearInterval(watch);
       await client.quit();
     }
-    assert.equal(countMessages(p, project.id), 1);
+    assert.equal(await countMessages(p, project.id), 1);
     assert.equal(spoolTmpBytes(p), 0, 'no temp file left behind');
   });
 });
@@ -200,6 +201,6 @@ describe('SMTP and the per-IP window for keyless requests', () => {
       await client.quit();
     }
     assert.equal((await post(p.production, '/v1/send', { key: liveKey, json: validMessage() })).status, 202);
-    assert.equal(countMessages(p, project.id), 2);
+    assert.equal(await countMessages(p, project.id), 2);
   });
 });

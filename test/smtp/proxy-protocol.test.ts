@@ -12,6 +12,7 @@ import { capturedLogger } from '../support/fromAddress.js';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 import { waitFor } from '../support/waiting.js';
+import { getValue } from '../../src/store/queries.js';
 
 const BALANCER = '127.0.0.2';
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
@@ -82,7 +83,7 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
     assert.match(await client.command('EHLO client.test'), /^250/);
     assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
     const [, id] = QUEUED.exec(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()))!;
-    assert.equal(p.db.prepare('SELECT project_id FROM messages WHERE id = ?').pluck().get(id), project.id);
+    assert.equal(await getValue<string>(p.ctx.store, 'SELECT project_id FROM messages WHERE id = ?', id), project.id);
     await client.quit();
     await first.client.quit();
   });

@@ -4,14 +4,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Transporter } from 'nodemailer';
-import { systemClock } from '../../src/clock.js';
-import { buildConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
-import type { OperatorContext } from '../../src/operator/context.js';
-import { openDatabase } from '../../src/store/db.js';
-import { sqliteQueries } from '../../src/store/queries.js';
 import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
-import { readMessageRows, spoolSnapshot, type StoredRow } from '../support/assertions.js';
+import { messageRowsOf, spoolSnapshot, type StoredRow } from '../support/assertions.js';
+import { withClosedIndex } from '../support/processes.js';
+import { databaseFor, testPool, testStore } from '../support/postgres.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { watchPeakRss, type PeakRss } from '../support/processMemory.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
 
@@ -26,15 +23,8 @@ const MiB = 1024 * 1024;
 const NO_DELIVERY = { delivery: { enabled: false } };
 
 /** A project on the `pro` plan (50 GiB a month: room for big messages) with an smtp provider. */
-async function seedProject(stateDir: string): Promise<ProjectWithKeys> {
-  const db = openDatabase(stateDir, silentLogger());
-  try {
-    const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
-    const ctx: OperatorContext = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    return await createProjectWithKeys(ctx, 'smtp stream project', 'pro');
-  } finally {
-    db.close();
-  }
+function seedProject(stateDir: string): Promise<ProjectWithKeys> {
+  return withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'smtp stream project', 'pro'));
 }
 
 function transportFor(port: number, key: string): Transporter {
@@ -90,6 +80,47 @@ function generatedText(size: number): Readable {
 
 interface Row extends StoredRow {
   environment: string;
+}
+
+/**
+ * The stored size of a message's MIME and its first and last bytes, read without holding it
+ * whole: its spool file on SQLite; on PostgreSQL its pieces in message_body_chunks.
+ */
+async function storedHeadAndTail(stateDir: string, row: Row, headBytes: number, tailBytes: number): Promise<{ size: number; head: Buffer; tail: Buffer }> {
+  const head = Buffer.alloc(headBytes);
+  const tail = Buffer.alloc(tailBytes);
+  if (testStore() === 'postgres') {
+    const pool = testPool((await databaseFor(stateDir)).url, 1);
+    try {
+      const q = postgresQueries(pool);
+      const pieces = await q.all<{ seq: number; length: number }>('SELECT seq, length(bytes) AS length FROM message_body_chunks WHERE message_id = ? ORDER BY seq', row.id);
+      const size = pieces.reduce((sum, p) => sum + p.length, 0);
+      // Each piece is a fixed size but the last: read the pieces the head and tail fall in.
+      let offset = 0;
+      for (const piece of pieces) {
+        const start = offset;
+        offset += piece.length;
+        if (start >= headBytes && offset <= size - tailBytes) continue;
+        const bytes = (await q.get<{ bytes: Buffer }>('SELECT bytes FROM message_body_chunks WHERE message_id = ? AND seq = ?', row.id, piece.seq))!.bytes;
+        if (start < headBytes) bytes.copy(head, start, 0, Math.min(bytes.length, headBytes - start));
+        const tailStart = size - tailBytes;
+        if (offset > tailStart) bytes.copy(tail, Math.max(0, start - tailStart), Math.max(0, tailStart - start));
+      }
+      return { size, head, tail };
+    } finally {
+      await pool.end();
+    }
+  }
+  const file = path.join(stateDir, 'spool', row.spool_path);
+  const size = statSync(file).size;
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, head, 0, head.length, 0);
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+  } finally {
+    closeSync(fd);
+  }
+  return { size, head, tail };
 }
 
 
@@ -165,29 +196,21 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     const m = ACCEPTED_RE.exec(response);
     assert.ok(m, `250 reply with the id: ${response}`);
     const id = m[1];
-    const row = readMessageRows<Row>(stateDir).get(id);
+    const row = (await messageRowsOf<Row>(stateDir)).get(id);
     assert.ok(row, 'the message has its index row');
-    const file = path.join(stateDir, 'spool', row.spool_path);
-    const size = statSync(file).size;
+    const stored = await storedHeadAndTail(stateDir, row, 64 * 1024, 4 * 1024);
+    const size = stored.size;
     t.diagnostic(
       `stored ${size} bytes; server RSS baseline ${(baseline / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB ` +
         `(polled ${(rss.polled / MiB).toFixed(1)}, VmHWM ${rss.hwm === null ? 'not resettable' : (rss.hwm / MiB).toFixed(1)}), growth ${((peak - baseline) / MiB).toFixed(1)} MiB`,
     );
     assert.deepEqual({ status: row.status, source: row.source, environment: row.environment }, { status: 'queued', source: 'smtp', environment: 'production' });
-    assert.ok(size >= 30_000_000, `the stored file is at least 30,000,000 bytes (${size})`);
-    assert.equal(row.size_bytes, size, "the row's size_bytes is the file's size");
+    assert.ok(size >= 30_000_000, `the stored MIME is at least 30,000,000 bytes (${size})`);
+    assert.equal(row.size_bytes, size, "the row's size_bytes is the stored MIME's size");
     assert.ok(peak - baseline < 64 * MiB, `RSS grew by ${((peak - baseline) / MiB).toFixed(1)} MiB`);
 
     // The stored MIME is the message as sent, with its parts intact to the last boundary.
-    const head = Buffer.alloc(64 * 1024);
-    const tail = Buffer.alloc(4 * 1024);
-    const fd = openSync(file, 'r');
-    try {
-      readSync(fd, head, 0, head.length, 0);
-      readSync(fd, tail, 0, tail.length, size - tail.length);
-    } finally {
-      closeSync(fd);
-    }
+    const { head, tail } = stored;
     const headText = head.toString('latin1');
     assert.match(headText, /^Subject: A very large message\r$/m);
     assert.equal(/^Content-Type: multipart\/mixed; boundary="?([^"\r\n;]+)"?/m.test(headText), true, 'a multipart/mixed message');
@@ -197,7 +220,7 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
 
   test('a message with an 11 MiB attachment is refused 554 5.6.0 attachments:too_large and leaves nothing in the spool', async () => {
     const before = spoolSnapshot(stateDir);
-    const rowsBefore = readMessageRows<Row>(stateDir).size;
+    const rowsBefore = (await messageRowsOf<Row>(stateDir)).size;
     const refusal = await refusalOf(
       transport.sendMail({
         from: 'Sender <sender@example.com>',
@@ -212,12 +235,12 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:too_large: .+ \[attachments\.0\.content: attachments:too_large\]$/);
     const afterSnap = spoolSnapshot(stateDir);
     assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
-    assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
+    assert.equal((await messageRowsOf<Row>(stateDir)).size, rowsBefore, 'no new index row');
   });
 
   test('attachments of 9 MiB each, 27 MiB together, are refused 554 5.6.0 attachments:total_too_large and leave nothing in the spool', async () => {
     const before = spoolSnapshot(stateDir);
-    const rowsBefore = readMessageRows<Row>(stateDir).size;
+    const rowsBefore = (await messageRowsOf<Row>(stateDir)).size;
     const refusal = await refusalOf(
       transport.sendMail({
         from: 'Sender <sender@example.com>',
@@ -231,12 +254,12 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:total_too_large: .+ \[attachments: attachments:total_too_large\]$/);
     const afterSnap = spoolSnapshot(stateDir);
     assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
-    assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
+    assert.equal((await messageRowsOf<Row>(stateDir)).size, rowsBefore, 'no new index row');
   });
 
   test("four clients each sending a 39 MB text body are refused 554 5.6.0 text:too_long while the server's RSS grows by less than 64 MiB", async (t) => {
     const pid = server.child.pid!;
-    const rowsBefore = readMessageRows<Row>(stateDir).size;
+    const rowsBefore = (await messageRowsOf<Row>(stateDir)).size;
     const clients = [0, 1, 2, 3].map(() => transportFor(port, keys.liveKey));
     // Warm-up: every client's session and TLS set up before the baseline.
     await Promise.all(clients.map((c) => c.verify()));
@@ -269,7 +292,7 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     }
     assert.ok(rss.peak - rss.baseline < 64 * MiB, `RSS grew by ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`);
     assert.deepEqual(spoolSnapshot(stateDir).tmpFiles, [], 'no temp file left behind');
-    assert.equal(readMessageRows<Row>(stateDir).size, rowsBefore, 'no new index row');
+    assert.equal((await messageRowsOf<Row>(stateDir)).size, rowsBefore, 'no new index row');
   });
 
   test('a 3 MB html body is refused 554 5.6.0 html:too_long and leaves nothing in the spool', async () => {
@@ -301,6 +324,6 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     const info = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'after', text: 'still here' });
     const m = ACCEPTED_RE.exec(String(info.response));
     assert.ok(m, String(info.response));
-    assert.equal(readMessageRows<Row>(stateDir).get(m[1])?.status, 'queued');
+    assert.equal((await messageRowsOf<Row>(stateDir)).get(m[1])?.status, 'queued');
   });
 });

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { getValue } from '../../src/store/queries.js';
 
 /**
  * The SMTP door driven by swaks, a real Perl SMTP client run as a child process. CI installs
@@ -61,7 +62,7 @@ interface Expected {
 
 /** Row, mail.accepted event and stored MIME of one accepted message. */
 async function assertStored(p: TestPostern, id: string, e: Expected): Promise<void> {
-  const row = p.db.prepare('SELECT * FROM messages WHERE id = ?').get(id) as Record<string, any> | undefined;
+  const row = await p.ctx.store.get<Record<string, any>>('SELECT * FROM messages WHERE id = ?', id);
   assert.ok(row, `a messages row for ${id}`);
   assert.deepEqual(
     {
@@ -94,7 +95,7 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<vo
     },
   );
 
-  const events = p.db.prepare('SELECT type, project_id, data FROM events WHERE message_id = ? ORDER BY seq').all(id) as { type: string; project_id: string; data: string }[];
+  const events = await p.ctx.store.all<{ type: string; project_id: string; data: string }>('SELECT type, project_id, data FROM events WHERE message_id = ? ORDER BY seq', id);
   assert.deepEqual(
     events.map((ev) => [ev.type, ev.project_id]),
     [['mail.accepted', e.projectId]],
@@ -225,7 +226,7 @@ describe('SMTP door with swaks', () => {
   });
 
   test('open-relay attempt without --auth: 530 5.7.0 at MAIL FROM, over STARTTLS and implicit TLS; nothing stored', async () => {
-    const countBefore = p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get() as number;
+    const countBefore = await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages');
     for (const args of [
       ['--port', String(p.smtp.production.starttls), '--tls'],
       ['--port', String(p.smtp.production.implicit), '--tlsc'],
@@ -236,7 +237,7 @@ describe('SMTP door with swaks', () => {
       assert.match(result.output, /^<[~-]\* 530 5\.7\.0 /m, result.output);
       assert.doesNotMatch(result.output, /queued as/);
     }
-    assert.equal(p.db.prepare('SELECT COUNT(*) FROM messages').pluck().get(), countBefore);
+    assert.equal(await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'), countBefore);
   });
 
   test('a bad key is refused with 535 5.7.8 and the contract code', async () => {

@@ -492,6 +492,8 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
               disableAfterMs: DISABLE_AFTER_MS,
               fanOut: [],
               cursor: null,
+              fanOutQueued: 0,
+              node: 'sqlite',
               claims: { room: {}, defaultRoom: 0, minRoom: 1, leaseUntil: work.now },
               prune: null,
               ...work,

@@ -3,6 +3,9 @@ import Database from 'better-sqlite3';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { HttpResult } from './postern.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { allValues, getValue, type Queries } from '../../src/store/queries.js';
+import { databaseFor, testPool, testStore } from './postgres.js';
 
 /** Every file under `<stateDir>/spool` (temp and day directories), sorted. */
 export function spoolFiles(stateDir: string): string[] {
@@ -20,6 +23,18 @@ export function storedMimeList(stateDir: string): string[] {
 /** How many messages' MIME is stored: files in the spool, and bodies the index keeps. */
 export function storedMimeCount(stateDir: string): number {
   return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + heldBodySizes(stateDir).size;
+}
+
+/**
+ * storedMimeCount read through a store of either backend (a suite's own `p.ctx.store`): on
+ * PostgreSQL every body is rows of message_body_chunks (and the spool keeps no file).
+ */
+export async function storedMimeCountIn(q: Queries, stateDir: string): Promise<number> {
+  const bodies =
+    q.dialect === 'postgres'
+      ? await getValue<number>(q, 'SELECT COUNT(DISTINCT message_id) FROM message_body_chunks')
+      : await getValue<number>(q, 'SELECT COUNT(*) FROM message_bodies');
+  return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + bodies!;
 }
 
 /** The bodies the index keeps (small messages), by message id: their sizes in bytes. */
@@ -114,4 +129,62 @@ export function assertSpoolConsistent(stateDir: string, rows: Map<string, { spoo
     ([id, r]) => r.last_error === 'spool_file_missing' || (r.spool_path === '' ? !(held.get(id)! > 0) : !existsSync(path.join(stateDir, 'spool', r.spool_path))),
   );
   assert.deepEqual(withoutBody.map(([id]) => id), [], 'no index row lacks its file or its body');
+}
+
+/**
+ * `fn` on the state directory's PostgreSQL database (POSTERN_TEST_STORE=postgres), on a
+ * connection of its own: the async helpers below read what a (stopped or running) node stored.
+ */
+async function withStateDatabase<T>(stateDir: string, fn: (q: Queries) => Promise<T>): Promise<T> {
+  const pool = testPool((await databaseFor(stateDir)).url, 1);
+  try {
+    return await fn(postgresQueries(pool));
+  } finally {
+    await pool.end();
+  }
+}
+
+/** readMessageRows on either backend. */
+export async function messageRowsOf<Row extends { id: string }>(stateDir: string): Promise<Map<string, Row>> {
+  if (testStore() !== 'postgres') return readMessageRows<Row>(stateDir);
+  const rows = await withStateDatabase(stateDir, (q) => q.all<Row>('SELECT * FROM messages'));
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** acceptedEventIds on either backend. */
+export async function acceptedEventIdsOf(stateDir: string): Promise<Set<string>> {
+  if (testStore() !== 'postgres') return acceptedEventIds(stateDir);
+  return new Set(await withStateDatabase(stateDir, (q) => allValues<string>(q, "SELECT message_id FROM events WHERE type = 'mail.accepted'")));
+}
+
+/** leftByKill on either backend (on PostgreSQL the spool holds only a node's scratch files). */
+export async function leftByKillOf<Row extends { id: string }>(stateDir: string): Promise<ReturnType<typeof leftByKill<Row>>> {
+  if (testStore() !== 'postgres') return leftByKill<Row>(stateDir);
+  const debris = spoolSnapshot(stateDir);
+  const rows = await messageRowsOf<Row>(stateDir);
+  return { debris, rows, orphans: debris.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))).length };
+}
+
+/**
+ * assertSpoolConsistent on either backend. On PostgreSQL every body is rows of
+ * message_body_chunks: nothing is left in spool/tmp, no spool file is written at all, and every
+ * message row has its body (piece 0 onwards, as many bytes as its size_bytes).
+ */
+export async function assertStoreConsistent(stateDir: string, rows: Map<string, { spool_path: string; last_error: string | null; size_bytes?: number }>): Promise<void> {
+  if (testStore() !== 'postgres') return assertSpoolConsistent(stateDir, rows);
+  const snap = spoolSnapshot(stateDir);
+  assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
+  assert.deepEqual(snap.dayFiles, [], 'no spool file: the bodies are in the database');
+  const bodies = await withStateDatabase(stateDir, (q) =>
+    q.all<{ message_id: string; pieces: number; last_seq: number; bytes: number }>(
+      'SELECT message_id, COUNT(*) AS pieces, MAX(seq) AS last_seq, SUM(length(bytes)) AS bytes FROM message_body_chunks GROUP BY message_id',
+    ),
+  );
+  const byId = new Map(bodies.map((b) => [b.message_id, b]));
+  const withoutBody = [...rows.entries()].filter(([id, r]) => {
+    const body = byId.get(id);
+    return r.last_error === 'spool_file_missing' || !body || body.pieces !== body.last_seq + 1 || (r.size_bytes !== undefined && Number(body.bytes) !== r.size_bytes);
+  });
+  assert.deepEqual(withoutBody.map(([id]) => id), [], 'no message row lacks its body (or a piece of it)');
+  assert.deepEqual(bodies.filter((b) => !rows.has(b.message_id)).map((b) => b.message_id), [], 'no body without its message row');
 }

@@ -9,6 +9,8 @@ import { silentLogger, type Logger } from '../../src/log.js';
 import { startPostern, type BoundListener, type RunningPostern } from '../../src/main.js';
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { sqliteQueries } from '../../src/store/queries.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { databaseFor, dropDatabaseFor, freshDatabase, sharedPostgres, testPool, testStore } from './postgres.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
@@ -50,9 +52,13 @@ export async function startTestPostern(
         (['starttls', 'implicit'] as const).map((tls) => ({ name: `smtp-${environment}-${tls}`, protocol: 'smtp', environment, host: '127.0.0.1', port: 0, tls })),
       )
     : [];
+  // POSTERN_TEST_STORE=postgres: the same suites against a database of this state directory's own
+  // (unless the test names a store itself: several nodes on one database).
+  const database = testStore() === 'postgres' && !opts.config?.store ? await databaseFor(stateDir) : null;
   const config = buildConfig(
     {
       state_dir: stateDir,
+      ...(database ? { store: { backend: 'postgres', postgres: { url: database.url, pool_size: 10 } } } : {}),
       listeners: [
         { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
         { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
@@ -71,7 +77,9 @@ export async function startTestPostern(
   const clock = opts.clock ?? systemClock;
   const running = await startPostern(config, opts.logger ?? silentLogger(), clock);
   // The suites act as the CLI does: on a connection of their own (the server's only reads).
-  const operatorDb = openDatabase(stateDir, silentLogger(), { migrate: false });
+  const operatorPool = config.store.backend === 'postgres' ? testPool(config.store.postgres.url!, 4) : null;
+  const operatorDb = operatorPool ? null : openDatabase(stateDir, silentLogger(), { migrate: false });
+  const store = operatorPool ? postgresQueries(operatorPool) : sqliteQueries(operatorDb!);
   const url = (env: string) => running.listeners.find((l) => l.environment === env && l.protocol === 'http')!.url;
   const smtpPort = (name: string) => running.listeners.find((l) => l.name === name)?.port ?? 0;
   return {
@@ -85,14 +93,45 @@ export async function startTestPostern(
     },
     console: running.listeners.find((l) => l.protocol === 'console')?.url ?? '',
     stateDir,
-    db: operatorDb,
-    ctx: { store: sqliteQueries(operatorDb), clock, config, spoolRoot: path.join(stateDir, 'spool') },
+    get db(): Db {
+      if (!operatorDb) throw new Error('this test reads the SQLite index directly: mark it sqliteOnly() (the suites run on PostgreSQL)');
+      return operatorDb;
+    },
+    ctx: { store, clock, config, spoolRoot: path.join(stateDir, 'spool') },
     async close() {
       await running.close();
-      operatorDb.close();
-      if (ownsDir) rmSync(stateDir, { recursive: true, force: true });
+      operatorDb?.close();
+      await operatorPool?.end();
+      if (ownsDir) {
+        await dropDatabaseFor(stateDir);
+        rmSync(stateDir, { recursive: true, force: true });
+      }
     },
   };
+}
+
+/**
+ * Test servers as the nodes of one cluster, whatever POSTERN_TEST_STORE says: one fresh database
+ * on the private PostgreSQL (skip with postgresUnavailable()), nodes named node-1, node-2, …, each
+ * with its own state directory; `close` stops them and drops the database.
+ */
+export async function startTestNodes(count: number, opts: Omit<NonNullable<Parameters<typeof startTestPostern>[0]>, 'stateDir'> = {}): Promise<{ nodes: TestPostern[]; close(): Promise<void> }> {
+  const database = await freshDatabase((await sharedPostgres()).url);
+  const nodes: TestPostern[] = [];
+  const close = async () => {
+    for (const node of nodes) await node.close();
+    await database.drop();
+  };
+  try {
+    for (let i = 1; i <= count; i++) {
+      const config = { ...opts.config, store: { backend: 'postgres', postgres: { url: database.url, pool_size: 10 } }, node: { id: `node-${i}` } };
+      nodes.push(await startTestPostern({ ...opts, config }));
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { nodes, close };
 }
 
 export interface ProjectWithKeys {
@@ -167,8 +206,18 @@ export interface CliResult {
   json: any;
 }
 
+/** The environment that points the CLI at a test server's store: its state directory and, on PostgreSQL, its database. */
+export function cliEnv(p: Pick<TestPostern, 'stateDir' | 'config'>): Record<string, string> {
+  const { store } = p.config;
+  return { POSTERN_STATE_DIR: p.stateDir, ...(store.backend === 'postgres' ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: store.postgres.url! } : {}) };
+}
+
 /** Runs the real `postern` CLI as a child process (`input`: written to its standard input). */
-export function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
+export async function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
+  // POSTERN_TEST_STORE=postgres: the state directory's database, as its server uses.
+  if (testStore() === 'postgres' && env.POSTERN_STATE_DIR && !env.POSTERN_DATABASE_URL) {
+    env = { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: (await databaseFor(env.POSTERN_STATE_DIR)).url, ...env };
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     if (input !== undefined) child.stdin!.end(input);
@@ -217,10 +266,16 @@ export async function spawnPostern(
   // A log file keeps a chatty server from costing the parent CPU (benchmarks).
   const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
   // Without a config of the test's own, delivery stays off unless asked for.
+  // POSTERN_TEST_STORE=postgres: the state directory's database, unless the test names a store itself.
+  if (testStore() === 'postgres' && !env.POSTERN_DATABASE_URL) {
+    env = { ...env, POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: (await databaseFor(stateDir)).url };
+  }
   if (!env.POSTERN_CONFIG && !opts.delivery) {
     mkdirSync(stateDir, { recursive: true });
     const file = path.join(stateDir, 'test-config.json');
-    writeFileSync(file, JSON.stringify({ delivery: { enabled: false } }));
+    // Generous request limits, as startTestPostern's: on PostgreSQL the windows are the cluster's
+    // and outlive a restart, so a suite that restarts a server under load would trip them.
+    writeFileSync(file, JSON.stringify({ delivery: { enabled: false }, rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 } }));
     env = { ...env, POSTERN_CONFIG: file };
   }
   // e.g. POSTERN_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.

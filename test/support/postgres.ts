@@ -279,3 +279,46 @@ function dropDatabaseSync(serverUrl: string, database: string): void {
     timeout: 30_000,
   });
 }
+
+/**
+ * The backend the suites run against: `POSTERN_TEST_STORE=postgres` runs the contract suites on
+ * PostgreSQL (npm test does, after the SQLite run); otherwise SQLite.
+ */
+export function testStore(): 'sqlite' | 'postgres' {
+  return process.env.POSTERN_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+}
+
+/** For a suite or test that is about SQLite or the spool itself: skipped when the suites run on PostgreSQL. */
+export function sqliteOnly(): string | false {
+  return testStore() === 'postgres' ? 'about the SQLite index or the spool (the suites run on PostgreSQL)' : false;
+}
+
+let shared: Promise<TestPostgres> | null = null;
+const databases = new Map<string, Promise<FreshDatabase>>();
+
+/** One private PostgreSQL for the whole test process, started on first use and stopped at exit. */
+export function sharedPostgres(): Promise<TestPostgres> {
+  shared ??= startPrivatePostgres();
+  return shared;
+}
+
+/**
+ * The database that stands for a state directory when the suites run on PostgreSQL: made on
+ * first use (a fresh one per state directory, so suites never see each other's rows), dropped
+ * with the server at exit or by `dropDatabaseFor`.
+ */
+export function databaseFor(stateDir: string): Promise<FreshDatabase> {
+  let database = databases.get(stateDir);
+  if (!database) {
+    database = sharedPostgres().then((server) => freshDatabase(server.url));
+    databases.set(stateDir, database);
+  }
+  return database;
+}
+
+export async function dropDatabaseFor(stateDir: string): Promise<void> {
+  const database = databases.get(stateDir);
+  if (!database) return;
+  databases.delete(stateDir);
+  await (await database).drop();
+}

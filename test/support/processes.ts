@@ -6,6 +6,9 @@ import { silentLogger } from '../../src/log.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { openDatabase } from '../../src/store/db.js';
 import { sqliteQueries } from '../../src/store/queries.js';
+import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { databaseFor, dropDatabaseFor, testPool, testStore } from './postgres.js';
 import { spawnPostern, tempStateDir, type SpawnedPostern } from './postern.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -15,9 +18,19 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * `postern start` can own the directory afterwards (setting up before spawning).
  */
 export async function withClosedIndex<T>(stateDir: string, fn: (ctx: OperatorContext) => T | Promise<T>): Promise<T> {
+  const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
+  if (testStore() === 'postgres') {
+    // The state directory's database (the one a spawned server will use), migrated as a node would.
+    const pool = testPool((await databaseFor(stateDir)).url, 2);
+    try {
+      await migratePostgres(pool, silentLogger());
+      return await fn({ store: postgresQueries(pool), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
+    } finally {
+      await pool.end();
+    }
+  }
   const db = openDatabase(stateDir, silentLogger());
   try {
-    const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
     return await fn({ store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
   } finally {
     db.close();
@@ -45,6 +58,9 @@ export class ProcessScope {
     for (const child of this.children) {
       if (child.child.exitCode === null && child.child.signalCode === null) await child.kill();
     }
-    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
+    for (const dir of this.dirs) {
+      await dropDatabaseFor(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 }

@@ -1,5 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { Readable } from 'node:stream';
+import { getValue, type Queries } from '../queries.js';
+import { postgresQueries } from './queries.js';
 
 /** The largest piece of a body one row holds (message_body_chunks, migration 8). */
 export const BODY_CHUNK_BYTES = 256 * 1024;
@@ -52,24 +54,24 @@ export async function writeBodyChunks(client: PoolClient, messageId: string, bod
  * message is never whole in memory. The body must exist: none at all, or a piece missing
  * (deleted while it was read), fails the stream.
  */
-export function readBodyChunks(pool: Pool, messageId: string): Readable {
+export function readBodyChunks(source: Pool | Queries, messageId: string): Readable {
+  // The store reads through Queries (storedMime); a pool serves the tests and tools that hold one.
+  const q = 'dialect' in source ? source : postgresQueries(source);
   let chunks: number | null = null;
   let seq = 0;
   async function nextPiece(): Promise<Buffer | null> {
     if (chunks === null) {
-      const count = await pool.query<{ chunks: number }>('SELECT count(*)::int AS chunks FROM message_body_chunks WHERE message_id = $1', [messageId]);
-      chunks = count.rows[0]?.chunks ?? 0;
+      chunks = (await getValue<number>(q, 'SELECT count(*)::int AS chunks FROM message_body_chunks WHERE message_id = ?', messageId)) ?? 0;
       if (chunks === 0) throw new Error(`message ${messageId}: its body is missing from the database`);
     }
     if (seq >= chunks) return null;
     // In text, as hex (pg decodes it to a Buffer): pg's binary results decode every field as
     // UTF-8 text, which bytea does not survive.
-    const piece = await pool.query<{ bytes: Buffer }>('SELECT bytes FROM message_body_chunks WHERE message_id = $1 AND seq = $2', [messageId, seq]);
-    const row = piece.rows[0];
-    if (!row) throw new Error(`message ${messageId}: piece ${seq} of its body is missing from the database`);
+    const bytes = await getValue<Buffer>(q, 'SELECT bytes FROM message_body_chunks WHERE message_id = ? AND seq = ?', messageId, seq);
+    if (!bytes) throw new Error(`message ${messageId}: piece ${seq} of its body is missing from the database`);
     seq += 1;
     // The one empty piece is a whole empty body: pushing it would not end the stream, null does.
-    return row.bytes.length === 0 ? null : row.bytes;
+    return bytes.length === 0 ? null : bytes;
   }
   // A byte stream like a spool file's read stream. It asks for the next piece only when the
   // consumer has taken the last (highWaterMark 1: any piece fills the buffer).

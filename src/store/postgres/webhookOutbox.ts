@@ -8,8 +8,9 @@ import type { ClaimedDelivery, WebhookEndpointRow } from '../webhooks.js';
  * recordAttemptFailed and markEndpointSuccess / markEndpointFailure, plus endpoint registration
  * and removal, which must agree with the fan-out (see ENDPOINT_LIST_LOCK). Written against
  * `Queries` with dialect 'postgres'; each function runs in the caller's transaction when given
- * one (its own becomes a savepoint), so a dispatcher cycle can still commit as one. Not yet wired
- * to the dispatcher (issue 23).
+ * one (its own becomes a savepoint), so a dispatcher cycle can still commit as one: the
+ * dispatcher's cycle on PostgreSQL (commit/webhookBookkeeping.ts) and the operator's endpoint
+ * writes (commit/operatorWrites.ts) use these.
  *
  * FAN-OUT: a queue of pending events, not a cursor.
  * SQLite's one cursor over events.seq is exact because its seqs commit in order. Here a

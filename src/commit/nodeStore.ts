@@ -1,0 +1,170 @@
+import type { MessagePort } from 'node:worker_threads';
+import pg from 'pg';
+import type { PosternConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import type { MetricsSnapshot } from '../platform/metrics.js';
+import type { LimitSettings } from '../policy/usageLimits.js';
+import type { PendingSpoolFile } from '../spool/publish.js';
+import type { SpoolSync } from '../spool/syncFilesystem.js';
+import { openDatabase, type Db } from '../store/db.js';
+import { migratePostgres } from '../store/postgres/migrate.js';
+import { postgresQueries } from '../store/postgres/queries.js';
+import { sqliteQueries, type Queries } from '../store/queries.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
+import { BookkeepingClient, type Bookkeeping } from './bookkeepingChannel.js';
+import { IndexWriter } from './indexWriter.js';
+import type { WriterStatus } from './indexWriterThread.js';
+import { PostgresAcceptanceWriter } from './postgresAcceptanceWriter.js';
+import { PostgresBookkeeping } from './postgresBookkeeping.js';
+
+/**
+ * Where a node's store is, as plain data a worker thread can be given to open its own
+ * connection: the SQLite index in the state directory, or the shared PostgreSQL database.
+ */
+export type StoreLocation = { backend: 'sqlite'; stateDir: string } | { backend: 'postgres'; url: string; poolSize: number };
+
+/** What the accept pipeline commits through: the index writer thread (SQLite) or the node's group commits (PostgreSQL). */
+export interface AcceptanceCommits {
+  submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[];
+  updateLimits(limits: LimitSettings): void;
+  /** null: the writer did not answer within `timeoutMs` (stalled). */
+  status(timeoutMs: number): Promise<WriterStatus | null>;
+  /** A writer thread's own figures for GET /metrics (none on PostgreSQL: the event loop's registry has them). */
+  metrics(): Promise<MetricsSnapshot>;
+  close(): Promise<void>;
+}
+
+/** A worker thread's connections: the store to read from and where its writes go. */
+export interface ThreadStore {
+  store: Queries;
+  close(): Promise<void>;
+}
+
+/** Connections a worker thread (the webhook dispatcher, the bulk reader) opens of its own on PostgreSQL. */
+export const THREAD_POOL_SIZE = 4;
+
+/**
+ * The node's store, opened once at start: the event loop's reads, the acceptance commits, new
+ * bookkeeping channels for each writer (scheduler, janitor, operator layer…), and the location
+ * worker threads open their own connections from.
+ */
+export interface NodeStore {
+  backend: 'sqlite' | 'postgres';
+  /** The event loop's reads (and on PostgreSQL its writes too). */
+  store: Queries;
+  /** The delivery scheduler's reads: a connection of its own on SQLite. */
+  deliveryStore: Queries;
+  acceptance: AcceptanceCommits;
+  openBookkeeping(): Bookkeeping;
+  /** The SQLite index writer thread's end for a thread's writes; on PostgreSQL a thread writes itself. */
+  openBookkeepingPort(): MessagePort | null;
+  location: StoreLocation;
+  /** The SQLite connection of the event loop, for SQLite plumbing (query_only, backup); null on PostgreSQL. */
+  sqlite: Db | null;
+  close(): Promise<void>;
+}
+
+export function storeLocationOf(config: Pick<PosternConfig, 'state_dir' | 'store'>): StoreLocation {
+  if (config.store.backend === 'sqlite') return { backend: 'sqlite', stateDir: config.state_dir };
+  // checked when the config was loaded (config/load.ts)
+  return { backend: 'postgres', url: config.store.postgres.url!, poolSize: config.store.postgres.pool_size };
+}
+
+/**
+ * A pool whose idle connections may be cut (a database restart, a failover, an idle timeout)
+ * without taking the process down: pg reports those on the pool, and the next query connects anew.
+ */
+export function postgresPool(url: string, max: number, logger: Logger, name: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: `postern ${name}` } as pg.PoolConfig);
+  pool.on('error', (err) => logger.warn({ err: err.message }, 'an idle PostgreSQL connection was closed; the next query opens a new one'));
+  return pool;
+}
+
+export interface NodeStoreOptions {
+  limits: LimitSettings;
+  spoolSync: SpoolSync;
+  metrics: boolean;
+  nodeId: string;
+  /** SQLite: run on the event loop's connection before the index writer thread starts (nothing else writes yet). */
+  beforeWrites?: (store: Queries) => Promise<void>;
+}
+
+/** Opens the configured backend and, on PostgreSQL, applies its migrations (one node at a time). */
+export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 'store'>, logger: Logger, opts: NodeStoreOptions): Promise<NodeStore> {
+  const location = storeLocationOf(config);
+  if (location.backend === 'sqlite') {
+    const db = openDatabase(location.stateDir, logger);
+    await opts.beforeWrites?.(sqliteQueries(db));
+    const indexWriter = new IndexWriter(location.stateDir, opts.limits, logger, opts.spoolSync, opts.metrics);
+    // The scheduler reads on a connection of its own; its writes (leases, outcomes) go to the index
+    // writer thread, so the event loop that serves both doors never waits for the write lock.
+    const deliveryDb = openDatabase(location.stateDir, logger, { migrate: false, durability: 'at-least-once' });
+    return {
+      backend: 'sqlite',
+      store: sqliteQueries(db),
+      deliveryStore: sqliteQueries(deliveryDb),
+      acceptance: indexWriter,
+      openBookkeeping: () => new BookkeepingClient(indexWriter.openBookkeepingPort()),
+      openBookkeepingPort: () => indexWriter.openBookkeepingPort(),
+      location,
+      sqlite: db,
+      async close() {
+        await indexWriter.close();
+        deliveryDb.close();
+        db.close();
+      },
+    };
+  }
+  const pool = postgresPool(location.url, location.poolSize, logger, opts.nodeId);
+  try {
+    await migratePostgres(pool, logger);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw new Error(`cannot open the PostgreSQL store (store.postgres.url): ${(err as Error).message}`);
+  }
+  const store = postgresQueries(pool);
+  const writer = new PostgresAcceptanceWriter(pool, opts.limits, logger);
+  return {
+    backend: 'postgres',
+    store,
+    deliveryStore: store,
+    acceptance: {
+      submitMany: (units) => writer.submitMany(units),
+      updateLimits: (limits) => writer.updateLimits(limits),
+      status: async () => ({ lastWriteError: writer.lastWriteError() }),
+      metrics: async () => [],
+      close: () => writer.close(),
+    },
+    openBookkeeping: () => new PostgresBookkeeping(store),
+    openBookkeepingPort: () => null,
+    location,
+    sqlite: null,
+    async close() {
+      await writer.close();
+      await pool.end();
+    },
+  };
+}
+
+/** A worker thread's own connections to the node's store. */
+export function openThreadStore(location: StoreLocation, logger: Logger, name: string): ThreadStore {
+  if (location.backend === 'sqlite') {
+    const db = openDatabase(location.stateDir, logger, { migrate: false });
+    return {
+      store: sqliteQueries(db),
+      close: async () => {
+        db.close();
+      },
+    };
+  }
+  const pool = postgresPool(location.url, THREAD_POOL_SIZE, logger, name);
+  return { store: postgresQueries(pool), close: () => pool.end() };
+}
+
+/**
+ * A writer's bookkeeping given what its host handed it: a port to the SQLite index writer
+ * thread, or none on PostgreSQL, where it writes through its own connections (`store`).
+ */
+export function bookkeepingThrough(port: MessagePort | null, store: Queries): Bookkeeping {
+  return port ? new BookkeepingClient(port) : new PostgresBookkeeping(store);
+}

@@ -1,0 +1,25 @@
+import type { Queries } from '../store/queries.js';
+import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingKind, type BookkeepingOutcome, type BookkeepingRequest, type BookkeepingResults, type BookkeepingWork } from './bookkeepingChannel.js';
+
+/**
+ * Bookkeeping on PostgreSQL: each write one transaction of its own, run by the database, which
+ * serialises what must be (row locks, SKIP LOCKED leases), so writers need no single writer
+ * thread as SQLite does. The same rule as SQLite's for the flush: writes whose loss only repeats
+ * work commit without waiting for it (synchronous_commit off, as SQLite's synchronous=NORMAL);
+ * the rest wait (committedDurably).
+ */
+export class PostgresBookkeeping implements Bookkeeping {
+  constructor(private readonly store: Queries) {}
+
+  async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
+    const request = { seq: 0, kind, work } as BookkeepingRequest;
+    const result = await this.store.transaction(async (tx) => {
+      if (!committedDurably(request)) await tx.run('SET LOCAL synchronous_commit = off');
+      return applyBookkeeping(tx, request);
+    });
+    // Acceptance commits run on their own connections: nothing here waits behind them.
+    return { result: result as BookkeepingResults[K], acceptanceBusy: false };
+  }
+
+  close(): void {}
+}

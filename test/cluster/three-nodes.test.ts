@@ -1,0 +1,203 @@
+/**
+ * Three Postern nodes on one PostgreSQL (CLUSTER.md): real processes, real sockets, one shared
+ * database. One node is SIGKILLed under mixed HTTP and SMTP load; every message any node
+ * acknowledged (202 or 250) is then delivered by the survivors once the dead node's leases run
+ * out, and every webhook event of those messages reaches the endpoint.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { SMTPServer } from 'smtp-server';
+import { systemClock } from '../../src/clock.js';
+import { buildConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/log.js';
+import { createKey } from '../../src/operator/keys.js';
+import { createProject } from '../../src/operator/projects.js';
+import { attachProvider } from '../../src/operator/providers.js';
+import { addWebhook } from '../../src/operator/webhooks.js';
+import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
+import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
+import { ProcessScope, sleep } from '../support/processes.js';
+import { starttlsTransport } from '../support/smtpTransport.js';
+import { WebhookReceiver } from '../support/webhookReceiver.js';
+
+const LEASE_MS = 3000;
+const NODES = ['node-a', 'node-b', 'node-c'];
+const ID_RE = /^m\.[0-9a-z]{26}$/;
+
+const scope = new ProcessScope();
+let sink: SMTPServer | null = null;
+let receiver: WebhookReceiver | null = null;
+let database: FreshDatabase | null = null;
+
+after(async () => {
+  await scope.cleanup();
+  if (sink) await new Promise<void>((resolve) => sink!.close(() => resolve()));
+  await receiver?.close();
+  await database?.drop();
+});
+
+/**
+ * The Subject of each message the sink receives, in arrival order, duplicates included: every
+ * send has a Subject of its own (an SMTP client's message keeps its own Message-ID, so that
+ * header does not name Postern's id).
+ */
+async function startSink(received: string[]): Promise<number> {
+  sink = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    maxClients: 300,
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('latin1');
+        const m = /^Subject:[ \t]*([^\r\n]*)/im.exec(raw.slice(0, raw.indexOf('\r\n\r\n')));
+        received.push(m ? m[1] : '?');
+        // A little slower than instant, so the kill finds hand-offs in flight.
+        setTimeout(() => callback(null, 'OK queued'), 3);
+      });
+    },
+  });
+  sink.on('error', () => {});
+  await new Promise<void>((resolve) => sink!.listen(0, '127.0.0.1', () => resolve()));
+  return (sink.server.address() as AddressInfo).port;
+}
+
+function nodeConfig(dir: string): string {
+  const file = path.join(dir, 'node.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      listeners: [
+        { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
+        { name: 'smtp-587', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'starttls' },
+      ],
+      rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 },
+      delivery: { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS },
+      webhooks: { allow_private_targets: true, lease_ms: LEASE_MS, poll_interval_ms: 50, retry_ladder_seconds: [1, 1, 1], retry_jitter: 0 },
+      node: { heartbeat_seconds: 1 },
+    }),
+  );
+  return file;
+}
+
+describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () => {
+  let url = '';
+  let nodes: SpawnedPostern[] = [];
+  let liveKey = '';
+  const received: string[] = [];
+  before(async () => {
+    database = await freshDatabase((await sharedPostgres()).url);
+    url = database.url;
+    const sinkPort = await startSink(received);
+    receiver = await WebhookReceiver.start();
+    const pool = testPool(url, 2);
+    try {
+      await migratePostgres(pool, silentLogger());
+      const config = buildConfig({ state_dir: '/nonexistent', webhooks: { allow_private_targets: true } }, {});
+      const ctx = { store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' };
+      const project = await createProject(ctx, 'cluster', 'pro');
+      await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
+      await addWebhook(ctx, project.id, receiver.url('/cluster'));
+      liveKey = (await createKey(ctx, project.id, 'live')).key;
+    } finally {
+      await pool.end();
+    }
+    nodes = await Promise.all(
+      NODES.map(async (id) => {
+        const dir = scope.stateDir(`postern-${id}-`);
+        return scope.spawn(dir, { POSTERN_CONFIG: nodeConfig(dir), POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: url, POSTERN_NODE_ID: id }, [], { delivery: true });
+      }),
+    );
+  });
+
+  test('one node SIGKILLed under HTTP and SMTP load: the survivors deliver every acknowledged message, and every webhook event arrives', async () => {
+    const acknowledged: string[] = [];
+    /** The Subject each acknowledged message was sent with. */
+    const subjectOf = new Map<string, string>();
+    let stop = false;
+    const smtpPort = (n: SpawnedPostern) => n.listeners.find((l) => l.protocol === 'smtp')!.port;
+    // Load: per node, an HTTP sender and an SMTP sender, each one message at a time, until told to stop.
+    const senders = nodes.flatMap((node, i) => [
+      (async () => {
+        for (let k = 0; !stop; k++) {
+          const subject = `http ${i}.${k}`;
+          const res = await post(node.production, '/v1/send', { key: liveKey, json: validMessage({ subject }) }).catch(() => null);
+          if (!res) return; // the node is gone
+          if (res.status === 202) {
+            acknowledged.push(res.body.id as string);
+            subjectOf.set(res.body.id as string, subject);
+          }
+        }
+      })(),
+      (async () => {
+        const transport = starttlsTransport(smtpPort(node), liveKey, { pool: false, socketTimeout: 10_000 });
+        try {
+          for (let k = 0; !stop; k++) {
+            const subject = `smtp ${i}.${k}`;
+            const info = await transport.sendMail({ from: 'app@example.com', to: 'ann@example.org', subject, text: 'hello' }).catch(() => null);
+            if (!info) return;
+            const m = /queued as (m\.[0-9a-z]{26})/.exec(String(info.response));
+            if (m) {
+              acknowledged.push(m[1]);
+              subjectOf.set(m[1], subject);
+            }
+          }
+        } finally {
+          transport.close();
+        }
+      })(),
+    ]);
+    // Kill node B once the cluster has acknowledged some mail and the sink has started receiving.
+    const deadline = Date.now() + 30_000;
+    while ((acknowledged.length < 150 || received.length < 30) && Date.now() < deadline) await sleep(20);
+    assert.ok(acknowledged.length >= 150, `load ran (${acknowledged.length} acknowledged)`);
+    await nodes[1].kill();
+    assert.equal(nodes[1].child.signalCode, 'SIGKILL');
+    // A little more load on the survivors, then stop.
+    const atKill = acknowledged.length;
+    while (acknowledged.length < atKill + 100 && Date.now() < deadline + 30_000) await sleep(20);
+    stop = true;
+    await Promise.all(senders);
+
+    // One id space across nodes and doors.
+    assert.equal(new Set(acknowledged).size, acknowledged.length, 'no id given twice');
+    for (const id of acknowledged) assert.match(id, ID_RE);
+
+    // Every acknowledged message reaches the sink (the dead node's after its leases expire).
+    const until = Date.now() + 60_000;
+    const missing = () => {
+      const got = new Set(received);
+      return acknowledged.filter((id) => !got.has(subjectOf.get(id)!));
+    };
+    while (missing().length > 0 && Date.now() < until) await sleep(100);
+    assert.deepEqual(missing(), [], `every acknowledged message delivered (${acknowledged.length} acknowledged, ${received.length} received)`);
+
+    // Every acknowledged message's mail.accepted and mail.sent events reach the endpoint.
+    const hooks = () => new Set(receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`));
+    const missingEvents = () => {
+      const seen = hooks();
+      return acknowledged.flatMap((id) => ['mail.accepted', 'mail.sent'].map((type) => `${type} ${id}`)).filter((k) => !seen.has(k));
+    };
+    while (missingEvents().length > 0 && Date.now() < until + 30_000) await sleep(100);
+    assert.deepEqual(missingEvents(), [], 'every webhook event delivered');
+
+    // In the database: every acknowledged message sent; the dead node's heartbeat goes missing.
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const rows = (await pool.query<{ id: string; status: string }>('SELECT id, status FROM messages')).rows;
+      const status = new Map(rows.map((r) => [r.id, r.status]));
+      assert.deepEqual(acknowledged.filter((id) => status.get(id) !== 'sent'), [], 'every acknowledged message is sent');
+    } finally {
+      await pool.end();
+    }
+    for (const n of [nodes[0], nodes[2]]) assert.equal(await n.stop(), 0);
+  });
+});
