@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
-import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
+import { checkServable, isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
 import { createConsoleServer, type ConsoleServer } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import { writerThrough } from './operator/writer.js';
@@ -82,6 +82,7 @@ const LIVE_SECTIONS: readonly string[] = ['plans', 'default_plan', 'limits', 'ra
 
 /** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
+  checkServable(config);
   applyHeapGrowth(config.memory.heap_growth_percent);
   setMetricsRecording(config.metrics.enabled);
   if (config.metrics.enabled) startProcessMetrics();

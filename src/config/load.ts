@@ -88,14 +88,6 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
 function checkStore(config: ConfigFile, source: string): void {
   const { backend, postgres } = config.store;
   if (backend !== 'postgres') return;
-  // Said at start rather than served half-working (issue 23): a PostgreSQL node is operated with the CLI.
-  const consoleAt = config.listeners.findIndex((l) => l.protocol === 'console');
-  if (consoleAt >= 0) {
-    throw new ConfigError(
-      `${source}: listeners.${consoleAt} is a console listener: the console (and /metrics) are not yet available with store.backend "postgres"; remove it and use the operator CLI, which works on the shared database`,
-      `listeners.${consoleAt}.protocol`,
-    );
-  }
   if (!postgres.url) throw new ConfigError(`${source}: store.postgres.url (or POSTERN_DATABASE_URL) is required with store.backend "postgres"`, 'store.postgres.url');
   let url: URL;
   try {
@@ -106,6 +98,22 @@ function checkStore(config: ConfigFile, source: string): void {
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw new ConfigError(`${source}: store.postgres.url must start with postgres:// or postgresql:// (got ${url.protocol}//)`, 'store.postgres.url');
+  }
+}
+
+/**
+ * What `postern start` (and only it: the CLI reads the same file) cannot serve yet. The console on
+ * PostgreSQL is refused at start rather than served half-working (issue 23); such a node is
+ * operated with the CLI, which works on the shared database.
+ */
+export function checkServable(config: PosternConfig, source = 'config'): void {
+  if (config.store.backend !== 'postgres') return;
+  const consoleAt = config.listeners.findIndex((l) => l.protocol === 'console');
+  if (consoleAt >= 0) {
+    throw new ConfigError(
+      `${source}: listeners.${consoleAt} is a console listener: the console (and /metrics) are not yet available with store.backend "postgres"; remove it and use the operator CLI, which works on the shared database`,
+      `listeners.${consoleAt}.protocol`,
+    );
   }
 }
 

@@ -90,9 +90,10 @@ describe('message bodies in PostgreSQL, in chunks', { skip: postgresUnavailable(
     const read = await consume(readBodyChunks(pool, 'm.kept'), baseline);
     assert.equal(read.bytes, BODY_BYTES);
     assert.equal(read.digest, body.digest());
-    // Measured 1-15 MB: the spent pieces (and their hex text) until V8 collects them. A reader
-    // that held the body whole would add at least the 40 MB.
-    assert.ok(read.peakGrowth < BODY_BYTES / 2, `RSS grew by ${(read.peakGrowth / 1e6).toFixed(1)} MB while reading a ${(BODY_BYTES / 1e6).toFixed(0)} MB body`);
+    // Measured 1-15 MB on a quiet machine, 21 MB once under a full parallel suite: the spent
+    // pieces (and their hex text) until V8 collects them. A reader that held the body whole
+    // would add at least the 40 MB, so three quarters of it still tells the two apart.
+    assert.ok(read.peakGrowth < (BODY_BYTES * 3) / 4, `RSS grew by ${(read.peakGrowth / 1e6).toFixed(1)} MB while reading a ${(BODY_BYTES / 1e6).toFixed(0)} MB body`);
   });
 
   test('small bodies: an empty one is one empty piece, pieces split exactly at the chunk size, and a missing piece fails the reader', async () => {
