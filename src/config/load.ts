@@ -111,7 +111,7 @@ export function checkServable(config: PosternConfig, source = 'config'): void {
   const consoleAt = config.listeners.findIndex((l) => l.protocol === 'console');
   if (consoleAt >= 0) {
     throw new ConfigError(
-      `${source}: listeners.${consoleAt} is a console listener: the console (and /metrics) are not yet available with store.backend "postgres"; remove it and use the operator CLI, which works on the shared database`,
+      `${source}: listeners.${consoleAt}.protocol is "console": the console (and /metrics) are not yet available with store.backend "postgres"; remove that listener and use the operator CLI, which works on the shared database`,
       `listeners.${consoleAt}.protocol`,
     );
   }

@@ -125,7 +125,7 @@ describe('postern start with a bad config', () => {
       ],
       'listeners.1.protocol',
     );
-    assert.match(withConsole.json.error.message, /the console \(and \/metrics\) are not yet available with store.backend "postgres"/);
+    assert.match(withConsole.json.error.message, /listeners.1.protocol is "console": the console \(and \/metrics\) are not yet available with store.backend "postgres"/);
   });
 
   test('a file that is not JSON is refused', async () => {
