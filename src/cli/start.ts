@@ -1,5 +1,5 @@
 import { clockFromEnvironment } from '../clock.js';
-import { checkServable, loadConfig } from '../config/load.js';
+import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
 import { startPostern } from '../main.js';
 import type { Output } from './output.js';
@@ -8,7 +8,6 @@ import type { Output } from './output.js';
 export async function runStart(configPath: string, out: Output): Promise<number> {
   // A bad config throws ConfigError here, before the state directory is touched.
   const config = loadConfig(configPath);
-  checkServable(config, configPath);
   const logger = createLogger(process.env.POSTERN_LOG_LEVEL || config.log.level);
   // Handlers first: a supervisor may signal the moment it reads the ready line.
   let signalled: (signal: string) => void = () => undefined;

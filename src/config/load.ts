@@ -101,22 +101,6 @@ function checkStore(config: ConfigFile, source: string): void {
   }
 }
 
-/**
- * What `postern start` (and only it: the CLI reads the same file) cannot serve yet. The console on
- * PostgreSQL is refused at start rather than served half-working (issue 23); such a node is
- * operated with the CLI, which works on the shared database.
- */
-export function checkServable(config: PosternConfig, source = 'config'): void {
-  if (config.store.backend !== 'postgres') return;
-  const consoleAt = config.listeners.findIndex((l) => l.protocol === 'console');
-  if (consoleAt >= 0) {
-    throw new ConfigError(
-      `${source}: listeners.${consoleAt}.protocol is "console": the console (and /metrics) are not yet available with store.backend "postgres"; remove that listener and use the operator CLI, which works on the shared database`,
-      `listeners.${consoleAt}.protocol`,
-    );
-  }
-}
-
 /** Each entry an address, a CIDR or a named range (trustedProxyProblem), naming the first that is not. */
 function checkTrustedProxies(entries: readonly string[], key: string, source: string): void {
   entries.forEach((entry, i) => {

@@ -113,19 +113,6 @@ describe('postern start with a bad config', () => {
     );
     assert.match(wrongScheme.json.error.message, /must start with postgres:\/\/ or postgresql:\/\/ \(got mysql:\/\/\)/);
     assert.doesNotMatch(wrongScheme.json.error.message, /s3cret/);
-    // Not yet on PostgreSQL: a console listener is refused rather than served half-working.
-    const withConsole = await rejectsConfig(
-      [
-        'start',
-        '--config',
-        writeConfig({
-          store: { backend: 'postgres', postgres: { url: 'postgres://postern@127.0.0.1:1/postern' } },
-          listeners: [listener('web', 'production', 0), { name: 'console', protocol: 'console', port: 0 }],
-        }),
-      ],
-      'listeners.1.protocol',
-    );
-    assert.match(withConsole.json.error.message, /listeners.1.protocol is "console": the console \(and \/metrics\) are not yet available with store.backend "postgres"/);
   });
 
   test('a file that is not JSON is refused', async () => {

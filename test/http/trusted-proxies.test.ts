@@ -27,7 +27,7 @@ describe('HTTP behind trusted proxies (http.trusted_proxies)', () => {
 
   before(async () => {
     p = await startTestPostern({
-      // Not yet on a PostgreSQL node (config/load.ts refuses it there).
+      // Not yet on a PostgreSQL node (main.ts does not start it there).
       console: testStore() === 'sqlite',
       logger: log.logger,
       config: {
