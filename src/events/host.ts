@@ -14,14 +14,7 @@ export interface WebhookDispatcherHandle {
 
 const RESTART_DELAY_MS = 1000;
 
-/**
- * The dispatcher runs in its own worker thread, at a lower priority (`webhooks.nice`), so its
- * HTTP, signing and bookkeeping never take event-loop time from the doors and, on a saturated
- * machine, acceptance gets the CPU first (webhooks then lag, and catch up when it frees).
- * A ManualClock cannot cross threads: with one (tests of time-dependent rules) the same
- * dispatcher runs on the event loop instead.
- */
-export function createWebhookDispatcher(deps: {
+export interface WebhookDispatcherDeps {
   /** Where the store is: the dispatcher reads on connections of its own. */
   location: StoreLocation;
   clock: Clock;
@@ -32,39 +25,40 @@ export function createWebhookDispatcher(deps: {
   nodeId: string;
   /** A new channel to the index writer thread, which runs the dispatcher's writes (none on PostgreSQL: it writes itself). */
   openBookkeepingPort: () => MessagePort | null;
-}): WebhookDispatcherHandle {
-  if (deps.clock instanceof ManualClock) return new InProcessDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.nodeId, deps.openBookkeepingPort);
-  return new ThreadedDispatcher(deps.location, deps.clock, deps.logger, deps.config, deps.nodeId, deps.openBookkeepingPort);
+}
+
+/**
+ * The dispatcher runs in its own worker thread, at a lower priority (`webhooks.nice`), so its
+ * HTTP, signing and bookkeeping never take event-loop time from the doors and, on a saturated
+ * machine, acceptance gets the CPU first (webhooks then lag, and catch up when it frees).
+ * A ManualClock cannot cross threads: with one (tests of time-dependent rules) the same
+ * dispatcher runs on the event loop instead.
+ */
+export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDispatcherHandle {
+  return deps.clock instanceof ManualClock ? new InProcessDispatcher(deps) : new ThreadedDispatcher(deps);
 }
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
   private running: { connections: ThreadStore; dispatcher: WebhookDispatcher } | null = null;
 
-  constructor(
-    private readonly location: StoreLocation,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly config: Pick<PosternConfig, 'webhooks'>,
-    private readonly nodeId: string,
-    private readonly openBookkeepingPort: () => MessagePort | null,
-  ) {}
+  constructor(private readonly deps: WebhookDispatcherDeps) {}
 
   start(): void {
     if (this.running) return;
-    const connections = openThreadStore(this.location, this.logger, 'webhooks');
-    const bookkeeping = bookkeepingThrough(this.openBookkeepingPort(), connections.store);
+    const connections = openThreadStore(this.deps.location, this.deps.logger, 'webhooks');
+    const bookkeeping = bookkeepingThrough(this.deps.openBookkeepingPort(), connections.store);
     const dispatcher = new WebhookDispatcher({
       store: connections.store,
-      clock: this.clock,
-      logger: this.logger,
-      config: this.config,
-      nodeId: this.nodeId,
+      clock: this.deps.clock,
+      logger: this.deps.logger,
+      config: this.deps.config,
+      nodeId: this.deps.nodeId,
       countOutcomes: (outcomes) => outcomes.forEach(countWebhookOutcome),
       bookkeeping,
     });
     this.running = { connections, dispatcher };
-    dispatcher.start().catch((err: unknown) => this.logger.error({ err }, 'webhook dispatcher did not start'));
+    dispatcher.start().catch((err: unknown) => this.deps.logger.error({ err }, 'webhook dispatcher did not start'));
   }
 
   async stop(): Promise<void> {
@@ -84,40 +78,33 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
   private stopping = false;
   private restart: NodeJS.Timeout | null = null;
 
-  constructor(
-    private readonly location: StoreLocation,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly config: Pick<PosternConfig, 'webhooks'>,
-    private readonly nodeId: string,
-    private readonly openBookkeepingPort: () => MessagePort | null,
-  ) {}
+  constructor(private readonly deps: WebhookDispatcherDeps) {}
 
   start(): void {
     if (this.worker || this.stopping) return;
     // A new channel each start: a restarted thread cannot reuse the last one's port.
-    const bookkeepingPort = this.openBookkeepingPort();
+    const bookkeepingPort = this.deps.openBookkeepingPort();
     const worker = new Worker(new URL('./dispatcherThread.js', import.meta.url), {
       transferList: bookkeepingPort ? [bookkeepingPort] : [],
       workerData: {
         bookkeepingPort,
-        location: this.location,
-        config: this.config,
-        nodeId: this.nodeId,
+        location: this.deps.location,
+        config: this.deps.config,
+        nodeId: this.deps.nodeId,
         // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
-        clockOffsetMs: Math.round(this.clock.now() - Date.now()),
-        logLevel: this.logger.level,
+        clockOffsetMs: Math.round(this.deps.clock.now() - Date.now()),
+        logLevel: this.deps.logger.level,
       },
     });
     this.worker = worker;
-    worker.on('error', (err) => this.logger.error({ err }, 'webhook dispatcher thread failed'));
+    worker.on('error', (err) => this.deps.logger.error({ err }, 'webhook dispatcher thread failed'));
     // Its recorded outcomes (PostgreSQL), counted in this thread's registry, which GET /metrics reads.
     worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) => message.webhookOutcomes?.forEach(countWebhookOutcome));
     worker.on('exit', (code) => {
       this.worker = null;
       if (this.stopping) return;
       // Nothing is lost (deliveries are rows; claims expire): start it again.
-      this.logger.error({ code }, `webhook dispatcher thread exited; restarting in ${RESTART_DELAY_MS} ms`);
+      this.deps.logger.error({ code }, `webhook dispatcher thread exited; restarting in ${RESTART_DELAY_MS} ms`);
       this.restart = setTimeout(() => {
         this.restart = null;
         this.start();
@@ -134,7 +121,7 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage('stop');
     // In-flight attempts end by their deadline; past that (and a margin) the thread is stopped.
-    const force = setTimeout(() => void worker.terminate(), this.config.webhooks.timeout_ms + 5000);
+    const force = setTimeout(() => void worker.terminate(), this.deps.config.webhooks.timeout_ms + 5000);
     await exited;
     clearTimeout(force);
   }
