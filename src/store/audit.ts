@@ -21,7 +21,7 @@ export async function insertAudit(q: Queries, row: Omit<AuditRow, 'seq'>): Promi
 export async function listAudit(q: Queries, filter: { actor?: string; action?: string; beforeSeq?: number }, limit: number): Promise<AuditRow[]> {
   return q.all<AuditRow>(
     `SELECT * FROM audit_log
-      WHERE (@before IS NULL OR seq < @before) AND (@actor IS NULL OR actor = @actor) AND (@action IS NULL OR action = @action)
+      WHERE (CAST(@before AS BIGINT) IS NULL OR seq < @before) AND (CAST(@actor AS TEXT) IS NULL OR actor = @actor) AND (CAST(@action AS TEXT) IS NULL OR action = @action)
       ORDER BY seq DESC LIMIT @limit`,
     { before: filter.beforeSeq ?? null, actor: filter.actor ?? null, action: filter.action ?? null, limit },
   );

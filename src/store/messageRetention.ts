@@ -1,4 +1,4 @@
-import type { Queries } from './queries.js';
+import { inJsonArray, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
 import { FINISHED_STATUSES } from './messages.js';
 
@@ -26,14 +26,14 @@ export async function pruneFinishedMessageRows(q: Queries, now: number, defaultR
   // The (project_id, created_at) index walks only the old rows of each project.
   const due = `SELECT id, spool_path FROM messages WHERE project_id = ? AND created_at < ? AND status IN (${finishedList}) ORDER BY created_at LIMIT ?`;
   // One statement per table for the whole chunk: the pending-deliveries subquery is built once.
-  const ids = q.dialect === 'postgres' ? 'SELECT json_array_elements_text(?::json)' : 'SELECT value FROM json_each(?)';
-  const deleteAttempts = `DELETE FROM attempts WHERE message_id IN (${ids})`;
-  const deleteOutcomes = `DELETE FROM recipient_outcomes WHERE message_id IN (${ids})`;
-  const deleteEvents = `DELETE FROM events WHERE message_id IN (${ids}) AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)`;
-  const deleteBodies = `DELETE FROM message_bodies WHERE message_id IN (${ids})`;
-  const deleteMessages = `DELETE FROM messages WHERE id IN (${ids})`;
+  const listed = (column: string) => inJsonArray(q, column, '?');
+  const deleteAttempts = `DELETE FROM attempts WHERE ${listed('message_id')}`;
+  const deleteOutcomes = `DELETE FROM recipient_outcomes WHERE ${listed('message_id')}`;
+  const deleteEvents = `DELETE FROM events WHERE ${listed('message_id')} AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)`;
+  const deleteBodies = `DELETE FROM message_bodies WHERE ${listed('message_id')}`;
+  const deleteMessages = `DELETE FROM messages WHERE ${listed('id')}`;
   // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from.
-  const deleteBodyChunks = q.dialect === 'postgres' ? `DELETE FROM message_body_chunks WHERE message_id IN (${ids})` : null;
+  const deleteBodyChunks = q.dialect === 'postgres' ? `DELETE FROM message_body_chunks WHERE ${listed('message_id')}` : null;
   // Immediate (a transaction takes the write lock at once): the rows read are the rows deleted, with no writer in between.
   return q.transaction(async (tx) => {
     const rows: { id: string; spool_path: string }[] = [];

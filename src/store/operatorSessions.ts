@@ -27,7 +27,8 @@ export async function deleteOperatorSession(q: Queries, idHash: Buffer): Promise
 
 /** Signs an operator out everywhere, except the session `keep` (its own, after a password change). */
 export async function deleteOperatorSessions(q: Queries, operatorId: string, keep: Buffer | null = null): Promise<number> {
-  return q.run('DELETE FROM operator_sessions WHERE operator_id = ? AND (? IS NULL OR id_hash <> ?)', operatorId, keep, keep);
+  if (keep === null) return q.run('DELETE FROM operator_sessions WHERE operator_id = ?', operatorId);
+  return q.run('DELETE FROM operator_sessions WHERE operator_id = ? AND id_hash <> ?', operatorId, keep);
 }
 
 /** Sessions idle since before `seenBefore` are gone for good. */

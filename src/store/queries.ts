@@ -96,6 +96,24 @@ function firstColumn(row: Record<string, unknown>): unknown {
   return undefined;
 }
 
+/**
+ * `value` is one of the values of the JSON array `list` (a parameter, `?` or `@name`, or a
+ * column), compared as text or as BIGINT: `${inJsonArray(q, 'id', '?')}`. SQLite: IN json_each.
+ * PostgreSQL: = ANY of the array built once, which reaches each value by an index whatever the
+ * planner's statistics say (an IN subquery was planned as a nested loop over a table the
+ * statistics thought empty: 2.5 s for 500 ids among 10,000 rows).
+ */
+export function inJsonArray(q: Queries, value: string, list: string, as: 'text' | 'bigint' = 'text'): string {
+  if (q.dialect === 'sqlite') return `${value} IN (SELECT value FROM json_each(${list}))`;
+  const values = as === 'bigint' ? `SELECT CAST(v AS BIGINT) FROM json_array_elements_text(CAST(${list} AS json)) AS t(v)` : `SELECT json_array_elements_text(CAST(${list} AS json))`;
+  return `${value} = ANY(ARRAY(${values}))`;
+}
+
+/** SQLite's INDEXED BY hint (the planner kept to an index it would otherwise miss); nothing on PostgreSQL, whose planner has no hints. */
+export function indexedBy(q: Queries, index: string): string {
+  return q.dialect === 'sqlite' ? `INDEXED BY ${index}` : '';
+}
+
 /** Whether the index answers a query at all (the health check). */
 export async function indexAnswers(q: Queries): Promise<boolean> {
   return (await getValue<number>(q, 'SELECT 1')) === 1;

@@ -34,8 +34,10 @@ export async function suppressedAmong(q: Queries, projectId: string, emails: str
 /** A page of a project's suppressions by address (after `afterEmail`), those containing `search` when given. */
 export async function searchSuppressions(q: Queries, projectId: string, search: string | null, afterEmail: string | null, limit: number): Promise<SuppressionRow[]> {
   return q.all<SuppressionRow>(
-    `SELECT * FROM suppressions WHERE project_id = @project AND (@after IS NULL OR email > @after)
-       AND (@q IS NULL OR email LIKE @q ESCAPE '\\') ORDER BY email LIMIT @limit`,
+    // CITEXT: both engines compare and match the addresses without case (SQLite reads it as TEXT,
+    // the column's NOCASE deciding), and PostgreSQL learns the parameters' types.
+    `SELECT * FROM suppressions WHERE project_id = @project AND (CAST(@after AS CITEXT) IS NULL OR email > CAST(@after AS CITEXT))
+       AND (CAST(@q AS CITEXT) IS NULL OR email LIKE CAST(@q AS CITEXT) ESCAPE '\\') ORDER BY email LIMIT @limit`,
     { project: projectId, after: afterEmail, q: search === null ? null : `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, limit },
   );
 }

@@ -26,7 +26,7 @@ export async function insertWebhookAttempt(q: Queries, row: Omit<WebhookAttemptR
 
 /** An endpoint's attempts, newest first; `beforeSeq` continues a page. */
 export async function listWebhookAttempts(q: Queries, endpointId: string, beforeSeq: number | null, limit: number): Promise<WebhookAttemptRow[]> {
-  return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint AND (@before IS NULL OR seq < @before) ORDER BY seq DESC LIMIT @limit', {
+  return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint AND (CAST(@before AS BIGINT) IS NULL OR seq < @before) ORDER BY seq DESC LIMIT @limit', {
     endpoint: endpointId,
     before: beforeSeq,
     limit,

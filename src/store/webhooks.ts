@@ -1,4 +1,4 @@
-import { getValue, type Queries } from './queries.js';
+import { getValue, inJsonArray, type Queries } from './queries.js';
 
 /** A registered webhook endpoint (migration 5). Secrets are stored in clear: they must sign. */
 export interface WebhookEndpointRow {
@@ -217,8 +217,7 @@ export async function outboxEvent(q: Queries, seq: number): Promise<OutboxEvent 
 
 /** Several events by seq in one read (one statement instead of one per delivery). Missing ones are absent. */
 export async function outboxEvents(q: Queries, seqs: number[]): Promise<Map<number, OutboxEvent>> {
-  const list = q.dialect === 'postgres' ? 'SELECT json_array_elements_text(?::json)::bigint' : 'SELECT value FROM json_each(?)';
-  const rows = await q.all<OutboxEvent & { seq: number }>(`SELECT seq, type, created_at, data FROM events WHERE seq IN (${list})`, JSON.stringify(seqs));
+  const rows = await q.all<OutboxEvent & { seq: number }>(`SELECT seq, type, created_at, data FROM events WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`, JSON.stringify(seqs));
   return new Map(rows.map(({ seq, ...event }) => [seq, event]));
 }
 
@@ -256,7 +255,7 @@ export async function recordAttemptFailed(q: Queries, a: AttemptRecord, nextAtte
 
 /** A delivery outcome for the endpoint's health: success clears the failure run. */
 export async function markEndpointSuccess(q: Queries, endpointId: string, at: number): Promise<void> {
-  await q.run('UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = MAX(COALESCE(last_success_at, 0), @at) WHERE id = @id', { id: endpointId, at });
+  await q.run('UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = CASE WHEN last_success_at > @at THEN last_success_at ELSE @at END WHERE id = @id', { id: endpointId, at });
 }
 
 /**
@@ -265,7 +264,7 @@ export async function markEndpointSuccess(q: Queries, endpointId: string, at: nu
  */
 export async function markEndpointFailure(q: Queries, endpointId: string, at: number, disableAfterMs: number, reason: (failingSince: number) => string): Promise<string | null> {
   await q.run(
-    'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, @at), last_failure_at = MAX(COALESCE(last_failure_at, 0), @at) WHERE id = @id',
+    'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, @at), last_failure_at = CASE WHEN last_failure_at > @at THEN last_failure_at ELSE @at END WHERE id = @id',
     { id: endpointId, at },
   );
   const row = await q.get<{ failing_since: number; disabled_at: number | null }>('SELECT failing_since, disabled_at FROM webhook_endpoints WHERE id = ?', endpointId);
