@@ -14,7 +14,7 @@ import { applyOperatorWrite, OPERATOR_WRITES_NOT_DURABLE, WriteRefused, type Ope
 export type MessageActionChunk = {
   type: 'message_action';
   action: MessageAction;
-  /** The chunk's messages, a JSON list of `[rowid, id]` (as the bulk action read them). */
+  /** The chunk's messages, a JSON list of MessageKey (as the bulk action read them). */
   rows: string;
   /** Send back the ids changed (a list of ids); else only their count (a filter's). */
   returnIds: boolean;

@@ -54,7 +54,7 @@ export async function bulkCandidates(store: Queries, action: MessageAction, targ
     if (ids.length > BULK_MAX_MESSAGES) throw new OperatorError('invalid_argument', `at most ${BULK_MAX_MESSAGES} ids at once`, 'ids', 'too_many');
     const visible = (await messageStates(store, ids)).filter((m) => scope === null || scope.includes(m.project_id));
     counts.not_found = ids.length - visible.length;
-    keys = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m): MessageKey => [m.rowid, m.id]);
+    keys = visible.filter((m) => ACTION_FROM[action].includes(m.status) && (action !== 'retry' || (m.next_attempt_at ?? 0) > now)).map((m) => m.key);
     counts.skipped = visible.length - keys.length;
   } else {
     const statuses = (target.filter.statuses ?? ACTION_FROM[action]).filter((s) => ACTION_FROM[action].includes(s));

@@ -4,7 +4,7 @@ import type { MessageFilter } from '../store/messageSearch.js';
 /** What a bulk message action applies to: a list of ids, or what a filter matches. */
 export type BulkTarget = { ids: readonly string[] } | { filter: MessageFilter };
 
-/** What a bulk action will touch: counts, and the candidates as JSON chunks of `[rowid, id]` ready for the writer. */
+/** What a bulk action will touch: counts, and the candidates as JSON chunks of MessageKey ready for the writer. */
 export interface BulkCandidates {
   matched: number;
   skipped: number;

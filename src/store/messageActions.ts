@@ -1,4 +1,4 @@
-import { allValues, type Queries } from './queries.js';
+import { allValues, inJsonArray, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
 import type { MessageStatus } from './messages.js';
 
@@ -16,31 +16,29 @@ export const ACTION_FROM: Record<MessageAction, readonly MessageStatus[]> = {
   retry: ['queued'],
 };
 
-/** A message by rowid and id: `[rowid, id]`. */
-export type MessageKey = [number, string];
+/**
+ * A message as a bulk action's chunk names it. SQLite: `[rowid, id]`, the row reached by its
+ * rowid without the id index (its id checked too, since a deleted last row's rowid can be given
+ * to a new message). PostgreSQL has no rowid: its id, the primary key, reaches the row.
+ */
+export type MessageKey = [number, string] | string;
 
 const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS NULL)';
 
 /**
  * The one rule of each action, for one message or a chunk of them (ids, or a JSON list of
- * `[rowid, id]`; one statement). Returns the ids that changed. Release: queued, or scheduled while its time is
+ * MessageKey; one statement). Returns the ids that changed. Release: queued, or scheduled while its time is
  * ahead; never a message of a deleted project, nor one held by a project that is still paused
  * (resuming the project releases those). Retry: only a message whose next attempt is still
  * ahead moves.
  */
 export async function applyMessageAction(q: Queries, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): Promise<string[]> {
   if ('ids' in messages && messages.ids.length === 0) return [];
-  // By rowid (a bulk action's chunk, read with them), the row is reached without the id index;
-  // its id is checked too, since a deleted last row's rowid can be given to a new message.
-  // PostgreSQL has no rowid (nor json_each over an array): there the id alone reaches the row (its primary key).
+  // A chunk's keys (MessageKey): on PostgreSQL ids, as a list of ids is.
   const ids =
-    q.dialect === 'postgres'
-      ? 'ids' in messages
-        ? 'id IN (SELECT json_array_elements_text(CAST(@list AS json)))'
-        : 'id IN (SELECT value ->> 1 FROM json_array_elements(CAST(@list AS json)))'
-      : 'ids' in messages
-        ? 'id IN (SELECT value FROM json_each(@list))'
-        : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
+    'ids' in messages || q.dialect === 'postgres'
+      ? inJsonArray(q, 'id', '@list')
+      : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
   const params = { list: 'ids' in messages ? JSON.stringify(messages.ids) : messages.rows, now };
   const statement =
     action === 'release'
@@ -62,8 +60,10 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
 }
 
 /**
- * Removes a captured (sandbox) message: its row, attempts, recipient outcomes, Idempotency-Key
- * and events (except one a pending webhook delivery still has to send). Returns its spool file,
+ * Removes a captured (sandbox) message: its row, its body kept in the store (message_bodies; on
+ * PostgreSQL every body, message_body_chunks), attempts, recipient outcomes, Idempotency-Key
+ * and events (except one a pending webhook delivery still has to send); the caller runs it in
+ * one transaction. Returns its spool file,
  * for the caller to remove after the commit; null when it has none (its body was in the index)
  * or is not captured (or not there).
  */
@@ -80,6 +80,8 @@ export async function deleteCapturedMessage(q: Queries, id: string): Promise<str
   }
   await q.run("DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)", id);
   await q.run('DELETE FROM message_bodies WHERE message_id = ?', id);
+  // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from; no spool file.
+  if (q.dialect === 'postgres') await q.run('DELETE FROM message_body_chunks WHERE message_id = ?', id);
   await q.run('DELETE FROM messages WHERE id = ?', id);
-  return row.spool_path === BODY_IN_INDEX ? null : row.spool_path;
+  return row.spool_path === BODY_IN_INDEX || q.dialect === 'postgres' ? null : row.spool_path;
 }

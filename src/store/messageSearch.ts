@@ -1,5 +1,5 @@
 import { messageIdFloor } from '../ids.js';
-import type { Queries, SqlParam } from './queries.js';
+import { inJsonArray, type Queries, type SqlParam } from './queries.js';
 import type { MessageKey } from './messageActions.js';
 import type { MessageRow, MessageStatus } from './messages.js';
 
@@ -30,9 +30,9 @@ export interface MessageFilter {
  */
 const ID_TIME_SLACK_MS = 3600_000;
 
-const like = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+const containing = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-function where(filter: MessageFilter, projectId: string | null, beforeId: string | null): { clause: string; params: Record<string, SqlParam> } {
+function where(q: Queries, filter: MessageFilter, projectId: string | null, beforeId: string | null): { clause: string; params: Record<string, SqlParam> } {
   const parts: string[] = [];
   const params: Record<string, SqlParam> = {};
   if (projectId !== null) {
@@ -47,10 +47,12 @@ function where(filter: MessageFilter, projectId: string | null, beforeId: string
     parts.push(`status IN (${filter.statuses.map((_, i) => `@status${i}`).join(', ')})`);
     filter.statuses.forEach((s, i) => (params[`status${i}`] = s));
   }
+  // SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does what it does.
+  const like = q.dialect === 'postgres' ? 'ILIKE' : 'LIKE';
   const substring = (column: string, name: string, value: string | undefined) => {
     if (value === undefined) return;
-    parts.push(`${column} LIKE @${name} ESCAPE '\\'`);
-    params[name] = like(value);
+    parts.push(`${column} ${like} @${name} ESCAPE '\\'`);
+    params[name] = containing(value);
   };
   substring('from_email', 'from', filter.from);
   substring('recipients', 'to', filter.to);
@@ -60,7 +62,7 @@ function where(filter: MessageFilter, projectId: string | null, beforeId: string
     params.category = filter.category;
   }
   if (filter.tag !== undefined) {
-    parts.push('EXISTS (SELECT 1 FROM json_each(messages.tags) WHERE value = @tag)');
+    parts.push(inJsonArray(q, '@tag', 'messages.tags'));
     params.tag = filter.tag;
   }
   if (filter.createdAfter !== undefined) {
@@ -97,7 +99,7 @@ export async function searchMessages(q: Queries, filter: MessageFilter, beforeId
   const scopes: (string | null)[] = filter.projectIds === null ? [null] : [...new Set(filter.projectIds)];
   const rows: MessageRow[] = [];
   for (const projectId of scopes) {
-    const { clause, params } = where(filter, projectId, beforeId);
+    const { clause, params } = where(q, filter, projectId, beforeId);
     // Statements vary with the filter's shape; the cache keeps one per shape (a handful).
     rows.push(...(await q.all<MessageRow>(`SELECT * FROM messages ${clause} ORDER BY id DESC LIMIT @limit`, { ...params, limit })));
   }
@@ -106,31 +108,46 @@ export async function searchMessages(q: Queries, filter: MessageFilter, beforeId
 }
 
 /**
- * Up to `limit` messages matching `filter`, as `[rowid, id]` in rowid order (a bulk action's
- * candidates). Read in whatever order the chosen index gives (no ORDER BY: sorting ten thousand
- * rows would go through a temporary file), then sorted here.
+ * A message's key (MessageKey) in the order a bulk action's chunks go: SQLite's rowid order
+ * (along the table), PostgreSQL's by id (along the primary key).
+ */
+function keyed<Row extends { rowid?: number; id: string }>(q: Queries, rows: Row[]): (Row & { key: MessageKey })[] {
+  if (q.dialect === 'postgres') return rows.map((r) => ({ ...r, key: r.id })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return rows.map((r) => ({ ...r, key: [r.rowid!, r.id] as MessageKey })).sort((a, b) => a.rowid! - b.rowid!);
+}
+
+/** The columns that reach a row fastest: SQLite's rowid and the id; PostgreSQL's id (no rowid). */
+const keyColumns = (q: Queries) => (q.dialect === 'postgres' ? 'id' : 'rowid, id');
+
+/**
+ * Up to `limit` messages matching `filter`, as MessageKeys in the order of `keyed` (a bulk
+ * action's candidates). Read in whatever order the chosen index gives (no ORDER BY: sorting ten
+ * thousand rows would go through a temporary file), then sorted here.
  */
 export async function matchingMessageKeys(q: Queries, filter: MessageFilter, limit: number): Promise<MessageKey[]> {
   if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
-  const keys: MessageKey[] = [];
+  const rows: { rowid?: number; id: string }[] = [];
   for (const projectId of filter.projectIds === null ? [null] : [...new Set(filter.projectIds)]) {
-    const { clause, params } = where(filter, projectId, null);
-    for (const r of await q.all<{ rowid: number; id: string }>(`SELECT rowid, id FROM messages ${clause} LIMIT @limit`, { ...params, limit: limit - keys.length })) keys.push([r.rowid, r.id]);
-    if (keys.length >= limit) break;
+    const { clause, params } = where(q, filter, projectId, null);
+    rows.push(...(await q.all<{ rowid?: number; id: string }>(`SELECT ${keyColumns(q)} FROM messages ${clause} LIMIT @limit`, { ...params, limit: limit - rows.length })));
+    if (rows.length >= limit) break;
   }
-  return keys.sort((a, b) => a[0] - b[0]);
+  return keyed(q, rows).map((r) => r.key);
 }
 
 export interface MessageState {
-  rowid: number;
+  key: MessageKey;
   id: string;
   project_id: string;
   status: MessageStatus;
   next_attempt_at: number | null;
 }
 
-/** The state of each of these messages that exists, in rowid order. */
+/** The state of each of these messages that exists, in the order of `keyed`. */
 export async function messageStates(q: Queries, ids: readonly string[]): Promise<MessageState[]> {
-  const rows = await q.all<MessageState>('SELECT rowid, id, project_id, status, next_attempt_at FROM messages WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify(ids));
-  return rows.sort((a, b) => a.rowid - b.rowid);
+  const rows = await q.all<Omit<MessageState, 'key'> & { rowid?: number }>(
+    `SELECT ${keyColumns(q)}, project_id, status, next_attempt_at FROM messages WHERE ${inJsonArray(q, 'id', '?')}`,
+    JSON.stringify(ids),
+  );
+  return keyed(q, rows).map(({ rowid: _rowid, ...state }) => state);
 }
