@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
-import { attemptsAfterSeq, eventsAfterSeq, lastSeqBefore, messageHeads, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
+import { attemptsAfterSeq, attemptsAtSeqs, eventsAfterSeq, eventsAtSeqs, lastSeqBefore, messageHeads, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
 import type { Queries } from '../store/queries.js';
+import { SeqFollower } from './seqFollower.js';
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -17,15 +18,15 @@ interface ProviderMinute {
 
 /**
  * What happened lately, read by following the events outbox and the attempts table by their
- * sequence numbers (no index on time, no hooks in either door): events counted per project,
- * hour and type for the last 24 hours, hand-off attempts per provider account and minute for
- * the last hour, with each account's last error. The first catch-up starts 24 hours (events) and
- * one hour (attempts) back; later ones read only what is new. Listeners get each new batch of
- * events (the console's live feed).
+ * sequence numbers (no index on time, no hooks in either door; SeqFollower: a row whose seq
+ * commits late is read too): events counted per project, hour and type for the last 24 hours,
+ * hand-off attempts per provider account and minute for the last hour, with each account's last
+ * error. The first catch-up starts 24 hours (events) and one hour (attempts) back; later ones
+ * read only what is new. Listeners get each new batch of events (the console's live feed).
  */
 export class ActivityTail {
-  private eventSeq: number | null = null;
-  private attemptSeq: number | null = null;
+  private events: SeqFollower<ActivityEvent> | null = null;
+  private attempts: SeqFollower<ActivityAttempt> | null = null;
   /** hour start → project → type → count */
   private readonly hourly = new Map<number, Map<string, Map<string, number>>>();
   /** minute start → account → counts */
@@ -64,19 +65,22 @@ export class ActivityTail {
 
   private async read(): Promise<void> {
     const now = this.clock.now();
-    this.eventSeq ??= await lastSeqBefore(this.store, 'events', now - 24 * HOUR);
-    this.attemptSeq ??= await lastSeqBefore(this.store, 'attempts', now - HOUR);
+    const store = this.store;
+    this.events ??= new SeqFollower<ActivityEvent>(
+      { after: (seq, limit) => eventsAfterSeq(store, seq, limit), at: (seqs) => eventsAtSeqs(store, seqs), timeOf: (e) => e.created_at },
+      await lastSeqBefore(store, 'events', now - 24 * HOUR),
+    );
+    this.attempts ??= new SeqFollower<ActivityAttempt>(
+      { after: (seq, limit) => attemptsAfterSeq(store, seq, limit), at: (seqs) => attemptsAtSeqs(store, seqs), timeOf: (a) => a.finished_at },
+      await lastSeqBefore(store, 'attempts', now - HOUR),
+    );
     for (;;) {
-      const events = await eventsAfterSeq(this.store, this.eventSeq, STEP);
-      for (const e of events) this.countEvent(e);
-      if (events.length > 0) {
-        this.eventSeq = events[events.length - 1].seq;
-        for (const listener of this.listeners) listener(events);
-      }
-      const attempts = await attemptsAfterSeq(this.store, this.attemptSeq, STEP);
-      for (const a of attempts) this.countAttempt(a);
-      if (attempts.length > 0) this.attemptSeq = attempts[attempts.length - 1].seq;
-      if (events.length < STEP && attempts.length < STEP) break;
+      const events = await this.events.next(STEP, now);
+      for (const e of events.rows) this.countEvent(e);
+      if (events.rows.length > 0) for (const listener of this.listeners) listener(events.rows);
+      const attempts = await this.attempts.next(STEP, now);
+      for (const a of attempts.rows) this.countAttempt(a);
+      if (!events.full && !attempts.full) break;
       await new Promise((resolve) => setImmediate(resolve));
     }
     this.forgetBefore(now);
@@ -100,7 +104,8 @@ export class ActivityTail {
     if (a.outcome === 'sent') counts.sent++;
     else {
       counts.failed++;
-      this.lastErrors.set(account, { at: a.finished_at, reply: a.reply });
+      // An attempt that committed late (SeqFollower) is not taken for a later one.
+      if ((this.lastErrors.get(account)?.at ?? -Infinity) <= a.finished_at) this.lastErrors.set(account, { at: a.finished_at, reply: a.reply });
     }
     accounts.set(account, counts);
   }

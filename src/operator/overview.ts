@@ -1,5 +1,5 @@
 import { statfs } from 'node:fs/promises';
-import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedFilesBetween, troubledWebhookEndpoints } from '../store/activity.js';
+import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedBodiesByStatistics, storedFilesBetween, troubledWebhookEndpoints } from '../store/activity.js';
 import { LIVE_STATUSES } from '../store/messages.js';
 import type { Queries } from '../store/queries.js';
 import type { ActivityTail } from './activity.js';
@@ -11,9 +11,9 @@ const SCAN_STEP = 50_000;
 const STORAGE_TTL_MS = 5 * 60_000;
 
 /**
- * The stored MIME the index accounts for (every message's file and size), counted in steps
- * along the rowid and kept for `ttlMs`; and the free space of the state directory's
- * filesystem (statfs).
+ * The stored MIME the index accounts for, kept for `ttlMs`: on SQLite every message's file and
+ * size, counted in steps along the rowid; on PostgreSQL the database's own figures (no scan:
+ * storedBodiesByStatistics). And the free space of the state directory's filesystem (statfs).
  */
 export class StorageFigures {
   private cached: { at: number; bytes: number; files: number } | null = null;
@@ -49,6 +49,7 @@ export class StorageFigures {
   }
 
   private async count(): Promise<{ bytes: number; files: number }> {
+    if (this.store.dialect === 'postgres') return storedBodiesByStatistics(this.store);
     const last = await maxMessageRowid(this.store);
     const total = { bytes: 0, files: 0 };
     for (let from = 0; from < last; from += SCAN_STEP) {

@@ -1,4 +1,4 @@
-import { getValue, type Queries } from './queries.js';
+import { getValue, indexedBy, inJsonArray, type Queries } from './queries.js';
 import { LIVE_STATUSES, type MessageStatus } from './messages.js';
 
 /** An outbox event, as the console's hourly figures and live feed read it. */
@@ -14,6 +14,11 @@ export async function eventsAfterSeq(q: Queries, afterSeq: number, limit: number
   return q.all<ActivityEvent>('SELECT seq, project_id, message_id, type, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?', afterSeq, limit);
 }
 
+/** These events, those that exist (by seq, in any order). */
+export async function eventsAtSeqs(q: Queries, seqs: readonly number[]): Promise<ActivityEvent[]> {
+  return q.all<ActivityEvent>(`SELECT seq, project_id, message_id, type, created_at FROM events WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`, JSON.stringify(seqs));
+}
+
 /** Where each of these messages stands now (those that still exist). */
 export async function messageHeads(q: Queries, ids: readonly string[]): Promise<{ id: string; project_id: string; environment: 'production' | 'sandbox'; status: MessageStatus }[]> {
   return q.all<{
@@ -21,7 +26,7 @@ export async function messageHeads(q: Queries, ids: readonly string[]): Promise<
     project_id: string;
     environment: 'production' | 'sandbox';
     status: MessageStatus;
-  }>('SELECT id, project_id, environment, status FROM messages WHERE id IN (SELECT value FROM json_each(?))', JSON.stringify(ids));
+  }>(`SELECT id, project_id, environment, status FROM messages WHERE ${inJsonArray(q, 'id', '?')}`, JSON.stringify(ids));
 }
 
 /** A hand-off attempt, for provider health. */
@@ -36,6 +41,11 @@ export interface ActivityAttempt {
 
 export async function attemptsAfterSeq(q: Queries, afterSeq: number, limit: number): Promise<ActivityAttempt[]> {
   return q.all<ActivityAttempt>('SELECT seq, provider_account_id, provider_slug, finished_at, outcome, reply FROM attempts WHERE seq > ? ORDER BY seq LIMIT ?', afterSeq, limit);
+}
+
+/** These attempts, those that exist (by seq, in any order). */
+export async function attemptsAtSeqs(q: Queries, seqs: readonly number[]): Promise<ActivityAttempt[]> {
+  return q.all<ActivityAttempt>(`SELECT seq, provider_account_id, provider_slug, finished_at, outcome, reply FROM attempts WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`, JSON.stringify(seqs));
 }
 
 /**
@@ -87,11 +97,9 @@ export interface QueuedHead {
  * the given projects (null: any). Walks only the queued rows of the status index.
  */
 export async function oldestQueuedMessage(q: Queries, projectIds: readonly string[] | null): Promise<QueuedHead | undefined> {
-  const rows = await q.all<QueuedHead>(
-    "SELECT id, project_id, created_at, next_attempt_at, attempts FROM messages INDEXED BY messages_status_due WHERE status = 'queued' AND (@all OR project_id IN (SELECT value FROM json_each(@projects))) ORDER BY created_at LIMIT 1",
-    { all: projectIds === null ? 1 : 0, projects: JSON.stringify(projectIds ?? []) },
-  );
-  return rows[0];
+  const head = `SELECT id, project_id, created_at, next_attempt_at, attempts FROM messages ${indexedBy(q, 'messages_status_due')} WHERE status = 'queued'`;
+  if (projectIds === null) return q.get<QueuedHead>(`${head} ORDER BY created_at LIMIT 1`);
+  return q.get<QueuedHead>(`${head} AND ${inJsonArray(q, 'project_id', '?')} ORDER BY created_at LIMIT 1`, JSON.stringify(projectIds));
 }
 
 /** Stored MIME files and their bytes, of the messages with rowid in (fromRowid, toRowid]: a bounded step of a scan. */
@@ -101,12 +109,26 @@ export async function storedFilesBetween(q: Queries, fromRowid: number, toRowid:
 
 /** Messages by status, every status (finished ones too): a walk of the status index, no table read. */
 export async function messageCountsByStatus(q: Queries): Promise<{ status: string; count: number }[]> {
-  return q.all<{ status: string; count: number }>('SELECT status, COUNT(*) AS count FROM messages INDEXED BY messages_status_due GROUP BY status');
+  return q.all<{ status: string; count: number }>(`SELECT status, COUNT(*) AS count FROM messages ${indexedBy(q, 'messages_status_due')} GROUP BY status`);
 }
 
 /** Webhook deliveries waiting (pending: due, or on the retry ladder): a count over the partial index of pending rows. */
 export async function pendingWebhookDeliveries(q: Queries): Promise<number> {
-  return (await getValue<number>(q, "SELECT COUNT(*) FROM webhook_deliveries INDEXED BY webhook_deliveries_due WHERE status = 'pending'"))!;
+  return (await getValue<number>(q, `SELECT COUNT(*) FROM webhook_deliveries ${indexedBy(q, 'webhook_deliveries_due')} WHERE status = 'pending'`))!;
+}
+
+/**
+ * PostgreSQL's figures of the stored MIME, read without a scan (a count of a large messages
+ * table by each node every minute would cost the shared database more than the figure is
+ * worth): the bytes the bodies take in the database (message_body_chunks with its TOAST and
+ * index, pg_total_relation_size: space a deleted body frees is reused, not given back) and the
+ * messages its statistics count (n_live_tup, up to a few seconds behind).
+ */
+export async function storedBodiesByStatistics(q: Queries): Promise<{ files: number; bytes: number }> {
+  return (await q.get<{ files: number; bytes: number }>(
+    `SELECT COALESCE((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = CAST('messages' AS regclass)), 0) AS files,
+            pg_total_relation_size(CAST('message_body_chunks' AS regclass)) AS bytes`,
+  ))!;
 }
 
 export async function maxMessageRowid(q: Queries): Promise<number> {
