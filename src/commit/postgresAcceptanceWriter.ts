@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Pool } from 'pg';
 import type { Logger } from '../log.js';
+import { observeCommitGroup } from '../platform/metrics.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import { BODY_CHUNK_BYTES } from '../store/postgres/bodyChunks.js';
@@ -96,6 +97,7 @@ export class PostgresAcceptanceWriter {
       file ? { record, openBody: () => createReadStream(file.tmpPath, { highWaterMark: BODY_CHUNK_BYTES }) } : { record },
     );
     let results: PostgresUnitResult[];
+    const started = performance.now();
     try {
       results = await commitAcceptanceGroup(this.pool, units, this.limits);
     } catch (err) {
@@ -107,6 +109,8 @@ export class PostgresAcceptanceWriter {
       this.logger.error({ units: group.length, err: this.lastError }, 'acceptance commit failed; the group is answered with an error');
     } else {
       this.lastError = null;
+      // postern_commit_group_size and _duration_seconds, as the SQLite writer thread records them.
+      observeCommitGroup(group.length, (performance.now() - started) / 1000);
     }
     // The bodies are in the database (or their units failed): the scratch copies go either way.
     await Promise.all(group.map((p) => (p.file ? rm(p.file.tmpPath, { force: true }) : undefined)));
