@@ -220,12 +220,6 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       let scheme: string;
       // Not a console: the schema requires an environment of every http and smtp listener.
       const door = listener as ListenerConfig;
-      if (isConsoleListener(listener) && node.backend === 'postgres') {
-        // Not yet on PostgreSQL (issue 23): said at start rather than served half-working; such a
-        // node is operated with the CLI, which works on the shared database.
-        logger.warn({ listener: listener.name }, 'console listener not started: the console (and /metrics) are not yet available with store.backend "postgres"; use the operator CLI');
-        continue;
-      }
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {

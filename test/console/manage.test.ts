@@ -9,7 +9,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { suppress } from '../../src/operator/suppressions.js';
-import { sql } from '../../src/store/db.js';
+import { getValue } from '../../src/store/queries.js';
 import { ConsoleClient, consoleWorld, expectError, expectStatus } from '../support/console.js';
 import { post, runCli, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { waitFor } from '../support/waiting.js';
@@ -240,9 +240,9 @@ describe('console management', () => {
     assert.equal(figures.hourly.length, 24);
     assert.equal(figures.hourly[23].hour, new Date(Math.floor(clock.now() / 3600_000) * 3600_000).toISOString());
     const accepted: number = figures.hourly.reduce((n: number, h: any) => n + h.counts.accepted, 0);
-    assert.equal(accepted, sql(p.db, "SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'").pluck().get());
+    assert.equal(accepted, await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM events WHERE type = 'mail.accepted'"));
     assert.ok(accepted > 0);
-    assert.equal(figures.queue.queued, sql(p.db, "SELECT COUNT(*) FROM messages WHERE status = 'queued'").pluck().get());
+    assert.equal(figures.queue.queued, await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM messages WHERE status = 'queued'"));
     assert.ok(figures.oldest_waiting.id.startsWith('m.'));
     assert.equal(figures.oldest_waiting.age_seconds, Math.round((clock.now() - T0) / 1000));
     assert.deepEqual(

@@ -11,7 +11,6 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { allValues } from '../../src/store/queries.js';
 import { operatorAccount, PASSWORD } from '../support/console.js';
-import { sqliteOnly, testStore } from '../support/postgres.js';
 import { capturedLogger, requestFrom } from '../support/fromAddress.js';
 import { startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
 import { waitFor } from '../support/waiting.js';
@@ -27,8 +26,7 @@ describe('HTTP behind trusted proxies (http.trusted_proxies)', () => {
 
   before(async () => {
     p = await startTestPostern({
-      // Not yet on a PostgreSQL node (main.ts does not start it there).
-      console: testStore() === 'sqlite',
+      console: true,
       logger: log.logger,
       config: {
         http: { trusted_proxies: [BALANCER, '10.0.0.0/8'] },
@@ -80,7 +78,7 @@ describe('HTTP behind trusted proxies (http.trusted_proxies)', () => {
     assert.equal((await view('198.51.100.31')).status, 404);
   });
 
-  test('console sign-in is throttled per forwarded client, and the audit log records the client behind the balancer as client_ip', { skip: sqliteOnly() }, async () => {
+  test('console sign-in is throttled per forwarded client, and the audit log records the client behind the balancer as client_ip', async () => {
     const owner = await operatorAccount(p.ctx, 'owner@example.com', 'owner');
     const signIn = (xff: string, password: string) =>
       requestFrom(BALANCER, `${p.console}/console/api/v1/session`, { json: { email: owner.email, password }, headers: { 'x-forwarded-for': xff } });
@@ -117,7 +115,6 @@ describe('HTTP behind trusted proxies (http.trusted_proxies)', () => {
       lines.map((l) => ({ ip: l.ip, ...(l.proxy === undefined ? {} : { proxy: l.proxy }) })),
       cases.map(([, , expected]) => expected),
     );
-    if (!p.console) return;
     const consoleLine = await (async () => {
       await requestFrom(BALANCER, `${p.console}/readyz`, { headers: { 'x-forwarded-for': '198.51.100.53' } });
       return waitFor(() => log.lines.find((l) => l.msg === 'console request' && l.path === '/readyz'));

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { viewerToken } from '../../src/policy/viewerTokens.js';
 import { consoleWorld, expectError, expectStatus, type ConsoleWorld } from '../support/console.js';
-import { post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
+import { cliEnv, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
 
 const DAY = 86_400_000;
 
@@ -134,7 +134,7 @@ describe('public viewer', () => {
     const config = path.join(w.p.stateDir, 'link-config.json');
     writeFileSync(config, JSON.stringify({ state_dir: w.p.stateDir, viewer: { base_url: `${w.p.production}/` } }));
     const before = Date.now();
-    const r = await runCli(['message', 'link', id, '--expires', '7d', '--json'], { POSTERN_CONFIG: config });
+    const r = await runCli(['message', 'link', id, '--expires', '7d', '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.deepEqual(Object.keys(r.json).sort(), ['expires_at', 'url']);
     const expires = Date.parse(r.json.expires_at);
@@ -150,10 +150,10 @@ describe('public viewer', () => {
     } finally {
       clock.set(saved);
     }
-    const bad = await runCli(['message', 'link', id, '--expires', 'soon', '--json'], { POSTERN_CONFIG: config });
+    const bad = await runCli(['message', 'link', id, '--expires', 'soon', '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(bad.code, 1);
     assert.equal(bad.json.error.code, 'invalid_argument');
-    const unknown = await runCli(['message', 'link', 'm_' + '1'.repeat(26), '--json'], { POSTERN_CONFIG: config });
+    const unknown = await runCli(['message', 'link', 'm_' + '1'.repeat(26), '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(unknown.json.error.code, 'not_found');
   });
 
