@@ -1,0 +1,111 @@
+/**
+ * The console on two nodes of one PostgreSQL (issue 23): two `postern start` processes, each
+ * with its own console listener, share operator sessions, the audit log and the nodes' rows,
+ * since all of them are rows of the one database. Real processes, real sockets.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { systemClock } from '../../src/clock.js';
+import { buildConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/log.js';
+import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { ConsoleClient, expectError, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
+import type { SpawnedPostern } from '../support/postern.js';
+import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
+import { ProcessScope } from '../support/processes.js';
+
+const EMAIL = 'owner@example.com';
+
+/** A node's config: a send door and a console, on ports of their own. */
+function nodeConfig(dir: string): string {
+  const file = path.join(dir, 'node.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      listeners: [
+        { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
+        { name: 'console', protocol: 'console', host: '127.0.0.1', port: 0 },
+      ],
+      delivery: { enabled: false },
+    }),
+  );
+  return file;
+}
+
+const consoleOf = (node: SpawnedPostern) => node.listeners.find((l) => l.protocol === 'console')!.url;
+
+/** Another node's client carrying the same session cookie and CSRF token. */
+function sameSessionOn(base: string, signedIn: ConsoleClient): ConsoleClient {
+  const client = new ConsoleClient(base);
+  client.cookie = signedIn.cookie;
+  client.csrf = signedIn.csrf;
+  return client;
+}
+
+describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailable() }, () => {
+  const scope = new ProcessScope();
+  let database: FreshDatabase;
+  let a: SpawnedPostern;
+  let b: SpawnedPostern;
+
+  before(async () => {
+    database = await freshDatabase((await sharedPostgres()).url);
+    const pool = testPool(database.url, 2);
+    try {
+      await migratePostgres(pool, silentLogger());
+      const config = buildConfig({ state_dir: '/nonexistent' }, {});
+      await operatorAccount({ store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' }, EMAIL, 'owner');
+    } finally {
+      await pool.end();
+    }
+    [a, b] = await Promise.all(
+      ['node-a', 'node-b'].map((id) => {
+        const dir = scope.stateDir(`postern-${id}-`);
+        return scope.spawn(dir, { POSTERN_CONFIG: nodeConfig(dir), POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: database.url, POSTERN_NODE_ID: id });
+      }),
+    );
+  });
+  after(async () => {
+    await Promise.all([a, b].map((n) => n?.stop()));
+    await scope.cleanup();
+    await database?.drop();
+  });
+
+  test("a session signed in through node A's console works on node B's, its CSRF token included; signed out through B, it is gone on A", async () => {
+    const onA = await ConsoleClient.signIn(consoleOf(a), EMAIL, PASSWORD);
+    const onB = sameSessionOn(consoleOf(b), onA);
+    assert.equal(expectStatus(await onB.get('/session'), 200).operator.email, EMAIL);
+    // A state-changing request through B, proven by the session's CSRF token.
+    const project = expectStatus(await onB.post('/projects', { name: 'made on b', plan: 'pro' }), 201);
+    assert.equal(expectStatus(await onA.get(`/projects/${project.id}`), 200).name, 'made on b');
+    assert.equal((await onB.delete('/session')).status, 204);
+    expectError(await onA.get('/session'), 401, 'unauthenticated');
+  });
+
+  test('an audit entry written through node A is listed through node B', async () => {
+    const onA = await ConsoleClient.signIn(consoleOf(a), EMAIL, PASSWORD);
+    const project = expectStatus(await onA.post('/projects', { name: 'audited on a', plan: 'pro' }), 201);
+    const onB = await ConsoleClient.signIn(consoleOf(b), EMAIL, PASSWORD);
+    const entries = expectStatus(await onB.get('/audit?action=project.create'), 200).entries;
+    const entry = entries.find((e: { target: string }) => e.target === project.id);
+    assert.ok(entry, `project.create of ${project.id} in ${JSON.stringify(entries)}`);
+    assert.deepEqual([entry.actor_email, entry.client_ip], [EMAIL, '127.0.0.1']);
+  });
+
+  test('GET /nodes on either node lists both, up', async () => {
+    for (const node of [a, b]) {
+      const client = await ConsoleClient.signIn(consoleOf(node), EMAIL, PASSWORD);
+      const { nodes } = expectStatus(await client.get('/nodes'), 200);
+      assert.deepEqual(
+        nodes.map((n: { id: string; state: string; pid: number }) => [n.id, n.state, n.pid]),
+        [
+          ['node-a', 'up', a.child.pid],
+          ['node-b', 'up', b.child.pid],
+        ],
+      );
+    }
+  });
+});
