@@ -9,9 +9,12 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/log.js';
+import { viewerSecret } from '../../src/policy/viewerKey.js';
 import { viewerToken } from '../../src/policy/viewerTokens.js';
 import { consoleWorld, expectError, expectStatus, type ConsoleWorld } from '../support/console.js';
-import { post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
+import { sqliteOnly } from '../support/postgres.js';
+import { cliEnv, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
 
 const DAY = 86_400_000;
 
@@ -32,7 +35,8 @@ function stableHeaders(h: Headers): Record<string, string> {
   return Object.fromEntries([...h.entries()].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name)));
 }
 
-const secretOf = (stateDir: string) => Buffer.from(readFileSync(path.join(stateDir, 'viewer.key'), 'utf8').trim(), 'hex');
+/** The key the server signs with, from where it keeps it (the state directory on SQLite, the database on PostgreSQL). */
+const secretOf = (p: TestPostern) => viewerSecret(p.ctx.store, p.stateDir, silentLogger());
 
 describe('public viewer', () => {
   let w: ConsoleWorld;
@@ -99,7 +103,7 @@ describe('public viewer', () => {
   });
 
   test('unknown, forged and expired links all answer the same 404, byte for byte', async () => {
-    const secret = secretOf(w.p.stateDir);
+    const secret = await secretOf(w.p);
     const valid = expectStatus(await w.owner.post(`/messages/${id}/link`, { expires_in_seconds: 60 }), 201).url as string;
     const token = valid.split('/').pop()!;
     const forgedToken = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
@@ -134,7 +138,7 @@ describe('public viewer', () => {
     const config = path.join(w.p.stateDir, 'link-config.json');
     writeFileSync(config, JSON.stringify({ state_dir: w.p.stateDir, viewer: { base_url: `${w.p.production}/` } }));
     const before = Date.now();
-    const r = await runCli(['message', 'link', id, '--expires', '7d', '--json'], { POSTERN_CONFIG: config });
+    const r = await runCli(['message', 'link', id, '--expires', '7d', '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.deepEqual(Object.keys(r.json).sort(), ['expires_at', 'url']);
     const expires = Date.parse(r.json.expires_at);
@@ -150,14 +154,14 @@ describe('public viewer', () => {
     } finally {
       clock.set(saved);
     }
-    const bad = await runCli(['message', 'link', id, '--expires', 'soon', '--json'], { POSTERN_CONFIG: config });
+    const bad = await runCli(['message', 'link', id, '--expires', 'soon', '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(bad.code, 1);
     assert.equal(bad.json.error.code, 'invalid_argument');
-    const unknown = await runCli(['message', 'link', 'm_' + '1'.repeat(26), '--json'], { POSTERN_CONFIG: config });
+    const unknown = await runCli(['message', 'link', 'm_' + '1'.repeat(26), '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(unknown.json.error.code, 'not_found');
   });
 
-  test('the signing key is created 0600 in the state directory', () => {
+  test('the signing key is created 0600 in the state directory', { skip: sqliteOnly() }, () => {
     const file = path.join(w.p.stateDir, 'viewer.key');
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.match(readFileSync(file, 'utf8'), /^[0-9a-f]{64}$/);
