@@ -32,7 +32,7 @@ import { Admission } from './policy/admission.js';
 import { Janitor } from './housekeeping/janitor.js';
 import { FeedbackIntake } from './delivery/feedback.js';
 import { createWebhookDispatcher } from './events/host.js';
-import { viewerSecret } from './policy/viewerTokens.js';
+import { viewerSecret } from './policy/viewerKey.js';
 import { Viewer } from './viewer/route.js';
 import { configuredViewerBase } from './operator/messageLinks.js';
 import { DiskGuard } from './platform/diskSpace.js';
@@ -177,7 +177,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const bodies = createBodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
-  const secret = viewerSecret(config.state_dir);
+  // The state directory's key on SQLite; on PostgreSQL the one every node shares (policy/viewerKey.ts).
+  const secret = await viewerSecret(store, config.state_dir, logger);
   const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];

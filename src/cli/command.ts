@@ -1,4 +1,5 @@
 import type { ParseArgsConfig } from 'node:util';
+import { createLogger, type Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
 import { OperatorError } from '../operator/errors.js';
 
@@ -18,6 +19,11 @@ export interface Command {
 }
 
 export type CommandGroup = Record<string, Command>;
+
+/** An operator command's logger (not the server's): warnings and errors on stderr, unless POSTERN_LOG_LEVEL says otherwise. */
+export function commandLogger(): Logger {
+  return createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
+}
 
 export const str = (v: string | string[] | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
 

@@ -1,15 +1,10 @@
 import { parseArgs } from 'node:util';
 import { clockFromEnvironment } from '../clock.js';
 import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
-import { createLogger, type Logger } from '../log.js';
 import { OperatorError } from '../operator/errors.js';
-import { postgresPool, storeLocationOf, type ThreadStore } from '../commit/nodeStore.js';
-import { openDatabase } from '../store/db.js';
-import { migratePostgres } from '../store/postgres/migrate.js';
-import { postgresQueries } from '../store/postgres/queries.js';
-import { sqliteQueries } from '../store/queries.js';
+import { openThreadStore, storeLocationOf } from '../commit/nodeStore.js';
 import { Spool } from '../spool/spool.js';
-import { TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
+import { commandLogger, TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
 import { dkimCommands } from './dkim.js';
 import { keyCommands } from './key.js';
 import { messageCommands, RawOutput } from './message.js';
@@ -93,7 +88,7 @@ export async function runCli(argv: string[]): Promise<number> {
       // No index is opened here: backup reads the live one itself, restore creates one.
       const { values } = parseCommand({ ...stateCommand, run: () => undefined }, argv.slice(1));
       const config = loadConfig(resolveConfigPath(values.config as string | undefined));
-      out.print(await stateCommand.run(config, values, createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn')));
+      out.print(await stateCommand.run(config, values, commandLogger()));
       return EXIT.ok;
     }
     const group = groups[groupName];
@@ -101,8 +96,11 @@ export async function runCli(argv: string[]): Promise<number> {
     if (!cmd) throw new UsageError(`unknown command "${[groupName, verb].filter(Boolean).join(' ')}"\n${usageText()}`);
     const { values, positionals } = parseCommand(cmd, rest);
     const config: PosternConfig = loadConfig(resolveConfigPath(values.config as string | undefined));
-    const logger = createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
-    const opened = await openCommandStore(config, logger);
+    const logger = commandLogger();
+    // The configured backend, migrated as a node would migrate it (a command may come before the
+    // first start). On PostgreSQL that is the database every node shares, so what a command
+    // changes (a key revoked, a project paused) acts on every node's next request.
+    const opened = await openThreadStore(storeLocationOf(config), logger, 'cli', { migrate: true });
     try {
       const result = await cmd.run({ store: opened.store, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
       if (result instanceof RawOutput) {
@@ -132,33 +130,4 @@ export async function runCli(argv: string[]): Promise<number> {
     out.fail('internal', (err as Error).message);
     return EXIT.refused;
   }
-}
-
-/** Connections a command opens on PostgreSQL: it runs its statements one after another. */
-const COMMAND_POOL_SIZE = 2;
-
-/**
- * A command's store: the configured backend, migrated as a node would migrate it (a command may
- * come before the first start). On PostgreSQL that is the database every node shares, so what a
- * command changes (a key revoked, a project paused) acts on every node's next request.
- */
-async function openCommandStore(config: PosternConfig, logger: Logger): Promise<ThreadStore> {
-  const location = storeLocationOf(config);
-  if (location.backend === 'sqlite') {
-    const db = openDatabase(location.stateDir, logger);
-    return {
-      store: sqliteQueries(db),
-      close: async () => {
-        db.close();
-      },
-    };
-  }
-  const pool = postgresPool(location.url, COMMAND_POOL_SIZE, logger, 'cli');
-  try {
-    await migratePostgres(pool, logger);
-  } catch (err) {
-    await pool.end().catch(() => undefined);
-    throw err;
-  }
-  return { store: postgresQueries(pool), close: () => pool.end() };
 }

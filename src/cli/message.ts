@@ -6,8 +6,8 @@ import { OperatorError } from '../operator/errors.js';
 import type { MessageStatus } from '../store/messages.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { configuredViewerBase, durationSeconds, messageLink } from '../operator/messageLinks.js';
-import { viewerSecret } from '../policy/viewerTokens.js';
-import { str, strs, type Command, type CommandGroup } from './command.js';
+import { viewerSecret } from '../policy/viewerKey.js';
+import { commandLogger, str, strs, type Command, type CommandGroup } from './command.js';
 
 const BULK_ACTIONS: readonly MessageAction[] = ['release', 'cancel', 'retry'];
 
@@ -80,13 +80,13 @@ export const messageCommands: CommandGroup = {
     usage: 'message link ID [--expires 7d]',
     positionals: ['ID'],
     options: { expires: { type: 'string' } },
-    run: (ctx, v, [id]) => {
+    run: async (ctx, v, [id]) => {
       const expires = str(v.expires);
       const seconds = expires === undefined ? undefined : durationSeconds(expires);
       if (seconds === null) throw new OperatorError('invalid_argument', '--expires must be a duration such as 90m, 12h, 7d or 2w', 'expires');
       const base = configuredViewerBase(ctx.config);
       if (base === null) throw new OperatorError('invalid_argument', 'no HTTP listener to link to: set viewer.base_url', 'viewer.base_url');
-      return messageLink(ctx, viewerSecret(ctx.config.state_dir), base, id, seconds);
+      return messageLink(ctx, await viewerSecret(ctx.store, ctx.config.state_dir, commandLogger()), base, id, seconds);
     },
   },
   delete: { usage: 'message delete ID', positionals: ['ID'], run: (ctx, _v, [id]) => deleteMessage(ctx, id) },

@@ -34,13 +34,16 @@ export interface AcceptanceCommits {
   close(): Promise<void>;
 }
 
-/** A worker thread's connections: the store to read from and where its writes go. */
+/** A worker thread's or a command's connections: the store it reads and, unless a writer thread takes them, writes. */
 export interface ThreadStore {
   store: Queries;
   close(): Promise<void>;
 }
 
-/** Connections a worker thread (the webhook dispatcher, the bulk reader) opens of its own on PostgreSQL. */
+/**
+ * Connections a worker thread (the webhook dispatcher) or an operator command opens of its own on
+ * PostgreSQL (opened as they are needed: a command running one statement at a time uses one).
+ */
 export const THREAD_POOL_SIZE = 4;
 
 /**
@@ -146,10 +149,14 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
   };
 }
 
-/** A worker thread's own connections to the node's store. */
-export function openThreadStore(location: StoreLocation, logger: Logger, name: string): ThreadStore {
+/**
+ * Connections of their own to the node's store: a worker thread's (the webhook dispatcher), or
+ * an operator command's (`migrate`: a command may come before the first start, so it migrates
+ * the store as a node would).
+ */
+export async function openThreadStore(location: StoreLocation, logger: Logger, name: string, opts: { migrate?: boolean } = {}): Promise<ThreadStore> {
   if (location.backend === 'sqlite') {
-    const db = openDatabase(location.stateDir, logger, { migrate: false });
+    const db = openDatabase(location.stateDir, logger, { migrate: opts.migrate ?? false });
     return {
       store: sqliteQueries(db),
       close: async () => {
@@ -158,6 +165,14 @@ export function openThreadStore(location: StoreLocation, logger: Logger, name: s
     };
   }
   const pool = postgresPool(location.url, THREAD_POOL_SIZE, logger, name);
+  if (opts.migrate) {
+    try {
+      await migratePostgres(pool, logger);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+  }
   return { store: postgresQueries(pool), close: () => pool.end() };
 }
 

@@ -25,7 +25,7 @@ const lowered = lowerThreadPriority(config.webhooks.nice);
 if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread priority; it runs at the process priority');
 
 // Its reads, on connections of its own; its writes go through the index writer thread (SQLite).
-const connections = openThreadStore(location, logger, 'webhooks');
+const connections = await openThreadStore(location, logger, 'webhooks');
 const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 
 parentPort!.on('message', (message: unknown) => {

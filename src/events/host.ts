@@ -40,13 +40,21 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
-  private running: { connections: ThreadStore; dispatcher: WebhookDispatcher } | null = null;
+  private running: Promise<{ connections: ThreadStore; dispatcher: WebhookDispatcher }> | null = null;
 
   constructor(private readonly deps: WebhookDispatcherDeps) {}
 
   start(): void {
     if (this.running) return;
-    const connections = openThreadStore(this.deps.location, this.deps.logger, 'webhooks');
+    this.running = this.open();
+    this.running.then(
+      ({ dispatcher }) => dispatcher.start().catch((err: unknown) => this.deps.logger.error({ err }, 'webhook dispatcher did not start')),
+      (err: unknown) => this.deps.logger.error({ err }, 'webhook dispatcher did not start'),
+    );
+  }
+
+  private async open(): Promise<{ connections: ThreadStore; dispatcher: WebhookDispatcher }> {
+    const connections = await openThreadStore(this.deps.location, this.deps.logger, 'webhooks');
     const bookkeeping = bookkeepingThrough(this.deps.openBookkeepingPort(), connections.store);
     const dispatcher = new WebhookDispatcher({
       store: connections.store,
@@ -57,18 +65,19 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
       countOutcomes: (outcomes) => outcomes.forEach(countWebhookOutcome),
       bookkeeping,
     });
-    this.running = { connections, dispatcher };
-    dispatcher.start().catch((err: unknown) => this.deps.logger.error({ err }, 'webhook dispatcher did not start'));
+    return { connections, dispatcher };
   }
 
   async stop(): Promise<void> {
     const running = this.running;
     if (!running) return;
     this.running = null;
+    const opened = await running.catch(() => null);
+    if (!opened) return;
     try {
-      await running.dispatcher.stop();
+      await opened.dispatcher.stop();
     } finally {
-      await running.connections.close();
+      await opened.connections.close();
     }
   }
 }

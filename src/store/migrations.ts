@@ -437,6 +437,20 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    name: 'viewer signing key shared by nodes',
+    sql: `
+      -- The key public viewer links are signed with, one for every node of a PostgreSQL cluster
+      -- (policy/viewerKey.ts). One node keeps it in <state_dir>/viewer.key, as before: this
+      -- SQLite store has the table, unused, so both schemas stay equal.
+      CREATE TABLE viewer_key (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        secret BLOB NOT NULL CHECK (length(secret) = 32),
+        created_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

@@ -6,11 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { SMTPServer } from 'smtp-server';
 import { systemClock } from '../../src/clock.js';
 import { buildConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
@@ -21,6 +19,7 @@ import { addWebhook } from '../../src/operator/webhooks.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
+import { headerOf, Sink } from '../support/relaySink.js';
 import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
 import { ProcessScope, sleep } from '../support/processes.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
@@ -31,13 +30,13 @@ const NODES = ['node-a', 'node-b', 'node-c'];
 const ID_RE = /^m\.[0-9a-z]{26}$/;
 
 const scope = new ProcessScope();
-let sink: SMTPServer | null = null;
+let sink: Sink | null = null;
 let receiver: WebhookReceiver | null = null;
 let database: FreshDatabase | null = null;
 
 after(async () => {
   await scope.cleanup();
-  if (sink) await new Promise<void>((resolve) => sink!.close(() => resolve()));
+  await sink?.close();
   await receiver?.close();
   await database?.drop();
 });
@@ -47,28 +46,7 @@ after(async () => {
  * send has a Subject of its own (an SMTP client's message keeps its own Message-ID, so that
  * header does not name Postern's id).
  */
-async function startSink(received: string[]): Promise<number> {
-  sink = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    maxClients: 300,
-    onData(stream, _session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('latin1');
-        const m = /^Subject:[ \t]*([^\r\n]*)/im.exec(raw.slice(0, raw.indexOf('\r\n\r\n')));
-        received.push(m ? m[1] : '?');
-        // A little slower than instant, so the kill finds hand-offs in flight.
-        setTimeout(() => callback(null, 'OK queued'), 3);
-      });
-    },
-  });
-  sink.on('error', () => {});
-  await new Promise<void>((resolve) => sink!.listen(0, '127.0.0.1', () => resolve()));
-  return (sink.server.address() as AddressInfo).port;
-}
+const received = () => sink!.received.map((r) => headerOf(r.raw, 'Subject'));
 
 function nodeConfig(dir: string): string {
   const file = path.join(dir, 'node.json');
@@ -92,11 +70,12 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
   let url = '';
   let nodes: SpawnedPostern[] = [];
   let liveKey = '';
-  const received: string[] = [];
   before(async () => {
     database = await freshDatabase((await sharedPostgres()).url);
     url = database.url;
-    const sinkPort = await startSink(received);
+    // A little slower than instant, so the kill finds hand-offs in flight.
+    sink = await Sink.start('cluster', { dataDelayMs: 3 });
+    const sinkPort = sink.port;
     receiver = await WebhookReceiver.start();
     const pool = testPool(url, 2);
     try {
@@ -157,7 +136,7 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     ]);
     // Kill node B once the cluster has acknowledged some mail and the sink has started receiving.
     const deadline = Date.now() + 30_000;
-    while ((acknowledged.length < 150 || received.length < 30) && Date.now() < deadline) await sleep(20);
+    while ((acknowledged.length < 150 || sink!.received.length < 30) && Date.now() < deadline) await sleep(20);
     assert.ok(acknowledged.length >= 150, `load ran (${acknowledged.length} acknowledged)`);
     await nodes[1].kill();
     assert.equal(nodes[1].child.signalCode, 'SIGKILL');
@@ -174,11 +153,11 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     // Every acknowledged message reaches the sink (the dead node's after its leases expire).
     const until = Date.now() + 60_000;
     const missing = () => {
-      const got = new Set(received);
+      const got = new Set(received());
       return acknowledged.filter((id) => !got.has(subjectOf.get(id)!));
     };
     while (missing().length > 0 && Date.now() < until) await sleep(100);
-    assert.deepEqual(missing(), [], `every acknowledged message delivered (${acknowledged.length} acknowledged, ${received.length} received)`);
+    assert.deepEqual(missing(), [], `every acknowledged message delivered (${acknowledged.length} acknowledged, ${sink!.received.length} received)`);
 
     // Every acknowledged message's mail.accepted and mail.sent events reach the endpoint.
     const hooks = () => new Set(receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`));

@@ -7,10 +7,8 @@
 import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { SMTPServer } from 'smtp-server';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
@@ -18,6 +16,7 @@ import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
+import { headerOf, Sink } from '../support/relaySink.js';
 
 const TOTAL = 1000;
 const BATCH = 100;
@@ -29,55 +28,21 @@ const LEASE_MS = 2000;
 const ID_RE = /^m\.[0-9a-z]{26}$/;
 
 const scope = new ProcessScope();
-const sinks: SMTPServer[] = [];
+const sinks: Sink[] = [];
 
 after(async () => {
   await scope.cleanup();
-  for (const sink of sinks) await new Promise<void>((resolve) => sink.close(() => resolve()));
+  for (const sink of sinks) await sink.close();
 });
 
-/** Every complete message the sink received, in order: its Message-ID and the queue number it was given. */
+/** A complete message the sink received: its Message-ID and the queue number it was given. */
 interface Receipt {
   messageId: string | null;
   queueId: string;
 }
 
-interface CountingSink {
-  port: number;
-  receipts: Receipt[];
-  /** Called (synchronously) after each complete message is recorded, before it is answered. */
-  onReceived: ((count: number) => void) | null;
-}
-
-/** An smtp-server on 127.0.0.1:0 recording each complete message's Message-ID, answering `250 OK queued as <n>` after a short delay. */
-async function startCountingSink(): Promise<CountingSink> {
-  const sink: CountingSink = { port: 0, receipts: [], onReceived: null };
-  let n = 0;
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    maxClients: 200,
-    onData(stream, _session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('latin1');
-        const head = raw.slice(0, Math.max(0, raw.indexOf('\r\n\r\n')));
-        const m = /^Message-ID:[ \t]*<([^>\r\n]+)>/im.exec(head);
-        const queueId = String(++n);
-        sink.receipts.push({ messageId: m ? m[1] : null, queueId });
-        sink.onReceived?.(sink.receipts.length);
-        setTimeout(() => callback(null, `OK queued as ${queueId}`), SINK_DELAY_MS);
-      });
-    },
-  });
-  server.on('error', () => {});
-  sinks.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  sink.port = (server.server.address() as AddressInfo).port;
-  return sink;
-}
+/** Every complete message the sink received, in order. */
+const receiptsOf = (sink: Sink): Receipt[] => sink.received.map((r) => ({ messageId: headerOf(r.raw, 'Message-ID')?.replace(/^<(.*)>$/, '$1') ?? null, queueId: r.queueId }));
 
 /** A pro project with an `smtp` provider pointing at the sink and a live key, written with the operator functions on an index closed afterwards. */
 async function seedProject(stateDir: string, sinkPort: number): Promise<{ projectId: string; liveKey: string }> {
@@ -119,7 +84,8 @@ const readRows = (stateDir: string) => readAll<{ id: string; status: string; pro
 describe('SIGKILL while 1,000 messages are being relayed', () => {
   test('after a restart every accepted message reaches the sink at least once, none is lost, and only messages leased by the killed process are repeated', async (t) => {
     const stateDir = scope.stateDir('postern-delivery-crash-');
-    const sink = await startCountingSink();
+    const sink = await Sink.start('crash', { dataDelayMs: SINK_DELAY_MS });
+    sinks.push(sink);
     const { liveKey } = await seedProject(stateDir, sink.port);
     const off = writeConfig(stateDir, 'delivery-off.json', { enabled: false });
     const on = writeConfig(stateDir, 'delivery-on.json', { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS });
@@ -145,7 +111,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     }
     assert.equal(new Set(accepted).size, TOTAL);
     assert.equal(await acceptor.stop(), 0);
-    assert.equal(sink.receipts.length, 0, 'nothing is relayed while delivery is off');
+    assert.equal(sink.received.length, 0, 'nothing is relayed while delivery is off');
     assert.deepEqual(
       (await readRows(stateDir)).map((r) => r.status),
       Array(TOTAL).fill('queued'),
@@ -155,7 +121,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     const relay = await spawn(stateDir, on);
     let killedAt = -1;
     const killed = new Promise<void>((resolve) => {
-      sink.onReceived = (count) => {
+      sink.behaviour.onReceived = (count) => {
         if (count < KILL_AT || killedAt >= 0) return;
         killedAt = count;
         relay.child.kill('SIGKILL');
@@ -163,12 +129,12 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
       };
     });
     await killed;
-    sink.onReceived = null;
+    sink.behaviour.onReceived = undefined;
     await relay.kill(); // waits for the exit
     assert.equal(relay.child.signalCode, 'SIGKILL');
     // Let connections the dead process left half-way through DATA close.
     await sleep(100);
-    const receivedBeforeRestart = sink.receipts.length;
+    const receivedBeforeRestart = sink.received.length;
     assert.ok(receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL, `killed mid-relay (${receivedBeforeRestart} received)`);
     const afterKill = new Map((await readRows(stateDir)).map((r) => [r.id, r.status]));
     const statusesAfterKill = new Set(afterKill.values());
@@ -177,12 +143,12 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     const sentAtKill = [...afterKill].filter(([, s]) => s === 'sent').map(([id]) => id);
     assert.ok(leasedAtKill.length > 0, 'the kill interrupted messages in hand-off');
     // Every message the sink holds was leased by the killed process: recorded `sent`, or still `sending`.
-    for (const r of sink.receipts) assert.ok(r.messageId !== null && ['sent', 'sending'].includes(afterKill.get(r.messageId.split('@')[0]) ?? ''), `${r.messageId} was leased`);
+    for (const r of receiptsOf(sink)) assert.ok(r.messageId !== null && ['sent', 'sending'].includes(afterKill.get(r.messageId.split('@')[0]) ?? ''), `${r.messageId} was leased`);
 
     // 3. Restart with delivery on; the killed process's leases run out after LEASE_MS and are relayed again.
     const restarted = await spawn(stateDir, on);
     const acceptedSet = new Set(accepted);
-    const receivedIds = () => new Set(sink.receipts.map((r) => r.messageId?.split('@')[0]));
+    const receivedIds = () => new Set(receiptsOf(sink).map((r) => r.messageId?.split('@')[0]));
     const deadline = Date.now() + 40_000;
     let rows = await readRows(stateDir);
     while (Date.now() < deadline) {
@@ -196,7 +162,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
 
     // Nothing lost: every accepted id reached the sink at least once, under its own Message-ID.
     const perId = new Map<string, Receipt[]>();
-    for (const r of sink.receipts) {
+    for (const r of receiptsOf(sink)) {
       assert.ok(r.messageId !== null, 'every relayed message carries a Message-ID');
       assert.match(r.messageId, /^m\.[0-9a-z]{26}@example\.com$/);
       const id = r.messageId.split('@')[0];
@@ -234,7 +200,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     for (const id of sentAtKill) assert.equal(perId.get(id)!.length, 1, `${id} was recorded sent before the kill and must not be relayed again`);
 
     const duplicates = duplicated.reduce((a, [, rs]) => a + rs.length - 1, 0);
-    assert.equal(sink.receipts.length, TOTAL + duplicates);
+    assert.equal(sink.received.length, TOTAL + duplicates);
     t.diagnostic(
       `killed after ${killedAt} messages reached the sink (${receivedBeforeRestart} once connections closed); ` +
         `at the kill ${sentAtKill.length} rows were sent, ${leasedAtKill.length} sending (leased), ${TOTAL - sentAtKill.length - leasedAtKill.length} queued; ` +

@@ -22,7 +22,7 @@ const POSTGRES_ONLY_TABLES = ['message_body_chunks'];
  * Rowid keys every insert names (a migration's version, the one-row tables pinned to id = 1, an
  * event's seq queued for fan-out).
  */
-const KEYS_WRITTEN_BY_THE_CODE = ['schema_migrations.version', 'webhook_cursor.id', 'policy_generation.id', 'webhook_fanout_pending.event_seq'];
+const KEYS_WRITTEN_BY_THE_CODE = ['schema_migrations.version', 'webhook_cursor.id', 'policy_generation.id', 'webhook_fanout_pending.event_seq', 'viewer_key.id'];
 
 /**
  * Triggers only PostgreSQL has. events_webhook_fanout_pending queues every inserted event for the
@@ -318,6 +318,11 @@ describe('the PostgreSQL schema against the SQLite one', { skip: postgresUnavail
       { what: 'windows numbered by the table', sql: 'SELECT max_events FROM rate_windows ORDER BY id', expect: [{ max_events: 10 }, { max_events: 20 }] },
       { what: 'a slot of a window', sql: 'INSERT INTO rate_window_slots (window_id, slot, at) VALUES (1, 0, 1)', expect: 'ok' },
       { what: 'the same slot again (PRIMARY KEY)', sql: 'INSERT INTO rate_window_slots (window_id, slot, at) VALUES (1, 0, 2)', expect: 'refused' },
+      { what: 'a viewer key that is not 32 bytes (CHECK)', sql: 'INSERT INTO viewer_key (id, secret, created_at) VALUES (1, ?, 1)', params: [Buffer.alloc(16, 7)], expect: 'refused' },
+      { what: 'the viewer key', sql: 'INSERT INTO viewer_key (id, secret, created_at) VALUES (1, ?, 1)', params: [hash(7)], expect: 'ok' },
+      { what: 'a second viewer key row (CHECK id = 1)', sql: 'INSERT INTO viewer_key (id, secret, created_at) VALUES (2, ?, 2)', params: [hash(8)], expect: 'refused' },
+      { what: 'another key offered once one is stored: nothing written (ON CONFLICT DO NOTHING)', sql: 'INSERT INTO viewer_key (id, secret, created_at) VALUES (1, ?, 2) ON CONFLICT DO NOTHING', params: [hash(8)], expect: 'ok' },
+      { what: 'the first key kept', sql: 'SELECT secret, created_at FROM viewer_key', expect: [{ secret: hash(7), created_at: 1 }] },
     ];
 
     let sampleDb: FreshDatabase;

@@ -1,4 +1,4 @@
-/** A next-hop SMTP relay on 127.0.0.1 (the "provider account" of delivery and console tests). */
+/** A next-hop SMTP relay on 127.0.0.1 (the "provider account" of delivery, crash, cluster and console tests). */
 import net from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
@@ -26,6 +26,10 @@ export interface SinkBehaviour {
   rcpt?: (to: string) => SmtpReply | null;
   /** A reply for the end of DATA other than 250, given how many DATA were received before. */
   data?: (previous: number) => SmtpReply | null;
+  /** Delay before answering the end of DATA (a relay a little slower than instant: a kill finds hand-offs in flight). */
+  dataDelayMs?: number;
+  /** Called with how many messages it holds, after each accepted message is recorded and before it is answered. */
+  onReceived?: (count: number) => void;
   /** AUTH required, and every credential refused with 535. */
   refuseAuth?: boolean;
   /** AUTH required, and only this user and password accepted. */
@@ -93,7 +97,10 @@ export class Sink {
             raw: Buffer.concat(chunks),
             queueId,
           });
-          callback(null, `OK queued as ${queueId}`);
+          self.behaviour.onReceived?.(self.received.length);
+          const answer = () => callback(null, `OK queued as ${queueId}`);
+          if (self.behaviour.dataDelayMs) setTimeout(answer, self.behaviour.dataDelayMs);
+          else answer();
         });
       },
     });
@@ -112,3 +119,11 @@ export class Sink {
   }
 }
 
+/** The first `name:` header of a raw message's header block, unfolded; null when it has none. */
+export function headerOf(raw: Buffer, name: string): string | null {
+  const text = raw.toString('latin1');
+  const end = text.indexOf('\r\n\r\n');
+  const head = (end < 0 ? text : text.slice(0, end)).replace(/\r\n[ \t]+/g, ' ');
+  const m = new RegExp(`^${name}:[ \\t]*(.*)$`, 'im').exec(head);
+  return m ? m[1].trimEnd() : null;
+}

@@ -9,8 +9,11 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/log.js';
+import { viewerSecret } from '../../src/policy/viewerKey.js';
 import { viewerToken } from '../../src/policy/viewerTokens.js';
 import { consoleWorld, expectError, expectStatus, type ConsoleWorld } from '../support/console.js';
+import { sqliteOnly } from '../support/postgres.js';
 import { cliEnv, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
 
 const DAY = 86_400_000;
@@ -32,7 +35,8 @@ function stableHeaders(h: Headers): Record<string, string> {
   return Object.fromEntries([...h.entries()].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name)));
 }
 
-const secretOf = (stateDir: string) => Buffer.from(readFileSync(path.join(stateDir, 'viewer.key'), 'utf8').trim(), 'hex');
+/** The key the server signs with, from where it keeps it (the state directory on SQLite, the database on PostgreSQL). */
+const secretOf = (p: TestPostern) => viewerSecret(p.ctx.store, p.stateDir, silentLogger());
 
 describe('public viewer', () => {
   let w: ConsoleWorld;
@@ -99,7 +103,7 @@ describe('public viewer', () => {
   });
 
   test('unknown, forged and expired links all answer the same 404, byte for byte', async () => {
-    const secret = secretOf(w.p.stateDir);
+    const secret = await secretOf(w.p);
     const valid = expectStatus(await w.owner.post(`/messages/${id}/link`, { expires_in_seconds: 60 }), 201).url as string;
     const token = valid.split('/').pop()!;
     const forgedToken = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
@@ -157,7 +161,7 @@ describe('public viewer', () => {
     assert.equal(unknown.json.error.code, 'not_found');
   });
 
-  test('the signing key is created 0600 in the state directory', () => {
+  test('the signing key is created 0600 in the state directory', { skip: sqliteOnly() }, () => {
     const file = path.join(w.p.stateDir, 'viewer.key');
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.match(readFileSync(file, 'utf8'), /^[0-9a-f]{64}$/);

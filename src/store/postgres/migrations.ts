@@ -529,6 +529,20 @@ export const postgresMigrations: Migration[] = [
       INSERT INTO webhook_fanout_pending (event_seq) SELECT seq FROM events WHERE seq > (SELECT event_seq FROM webhook_cursor);
     `,
   },
+  {
+    version: 13,
+    name: 'viewer signing key shared by nodes',
+    sql: `
+      -- The key public viewer links are signed with, one row for every node: a link made through
+      -- one node (or the CLI) opens on any other. Written once, by whichever node or command
+      -- first needs it (INSERT … ON CONFLICT DO NOTHING, then read back: policy/viewerKey.ts).
+      CREATE TABLE viewer_key (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        secret BYTEA NOT NULL CHECK (length(secret) = 32),
+        created_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Migration 6's triggers, named as SQLite's: any change to a policy table moves the generation. */
