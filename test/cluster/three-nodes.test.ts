@@ -5,23 +5,16 @@
  * out, and every webhook event of those messages reaches the endpoint.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
-import { systemClock } from '../../src/clock.js';
-import { buildConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { addWebhook } from '../../src/operator/webhooks.js';
-import { migratePostgres } from '../../src/store/postgres/migrate.js';
-import { postgresQueries } from '../../src/store/postgres/queries.js';
-import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
+import { startCluster, type Cluster, type ClusterNode } from '../support/cluster.js';
+import { post, validMessage } from '../support/postern.js';
 import { headerOf, Sink } from '../support/relaySink.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
-import { ProcessScope, sleep } from '../support/processes.js';
+import { postgresUnavailable } from '../support/postgres.js';
+import { sleep } from '../support/processes.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
 
@@ -29,16 +22,14 @@ const LEASE_MS = 3000;
 const NODES = ['node-a', 'node-b', 'node-c'];
 const ID_RE = /^m\.[0-9a-z]{26}$/;
 
-const scope = new ProcessScope();
+let cluster: Cluster | null = null;
 let sink: Sink | null = null;
 let receiver: WebhookReceiver | null = null;
-let database: FreshDatabase | null = null;
 
 after(async () => {
-  await scope.cleanup();
+  await cluster?.close();
   await sink?.close();
   await receiver?.close();
-  await database?.drop();
 });
 
 /**
@@ -48,53 +39,25 @@ after(async () => {
  */
 const received = () => sink!.received.map((r) => headerOf(r.raw, 'Subject'));
 
-function nodeConfig(dir: string): string {
-  const file = path.join(dir, 'node.json');
-  writeFileSync(
-    file,
-    JSON.stringify({
-      listeners: [
-        { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
-        { name: 'smtp-587', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'starttls' },
-      ],
-      rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 },
-      delivery: { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS },
-      webhooks: { allow_private_targets: true, lease_ms: LEASE_MS, poll_interval_ms: 50, retry_ladder_seconds: [1, 1, 1], retry_jitter: 0 },
-      node: { heartbeat_seconds: 1 },
-    }),
-  );
-  return file;
-}
-
 describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () => {
-  let url = '';
-  let nodes: SpawnedPostern[] = [];
+  let nodes: ClusterNode[] = [];
   let liveKey = '';
   before(async () => {
-    database = await freshDatabase((await sharedPostgres()).url);
-    url = database.url;
     // A little slower than instant, so the kill finds hand-offs in flight.
     sink = await Sink.start('cluster', { dataDelayMs: 3 });
     const sinkPort = sink.port;
     receiver = await WebhookReceiver.start();
-    const pool = testPool(url, 2);
-    try {
-      await migratePostgres(pool, silentLogger());
-      const config = buildConfig({ state_dir: '/nonexistent', webhooks: { allow_private_targets: true } }, {});
-      const ctx = { store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' };
-      const project = await createProject(ctx, 'cluster', 'pro');
-      await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
-      await addWebhook(ctx, project.id, receiver.url('/cluster'));
-      liveKey = (await createKey(ctx, project.id, 'live')).key;
-    } finally {
-      await pool.end();
-    }
-    nodes = await Promise.all(
-      NODES.map(async (id) => {
-        const dir = scope.stateDir(`postern-${id}-`);
-        return scope.spawn(dir, { POSTERN_CONFIG: nodeConfig(dir), POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: url, POSTERN_NODE_ID: id }, [], { delivery: true });
-      }),
-    );
+    cluster = await startCluster(NODES, {
+      delivery: { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS },
+      webhooks: { allow_private_targets: true, lease_ms: LEASE_MS, poll_interval_ms: 50, retry_ladder_seconds: [1, 1, 1], retry_jitter: 0 },
+      node: { heartbeat_seconds: 1 },
+    });
+    ({ nodes } = cluster);
+    const { ctx } = cluster;
+    const project = await createProject(ctx, 'cluster', 'pro');
+    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
+    await addWebhook(ctx, project.id, receiver.url('/cluster'));
+    liveKey = (await createKey(ctx, project.id, 'live')).key;
   });
 
   test('one node SIGKILLed under HTTP and SMTP load: the survivors deliver every acknowledged message, and every webhook event arrives', async () => {
@@ -102,7 +65,6 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     /** The Subject each acknowledged message was sent with. */
     const subjectOf = new Map<string, string>();
     let stop = false;
-    const smtpPort = (n: SpawnedPostern) => n.listeners.find((l) => l.protocol === 'smtp')!.port;
     // Load: per node, an HTTP sender and an SMTP sender, each one message at a time, until told to stop.
     const senders = nodes.flatMap((node, i) => [
       (async () => {
@@ -117,7 +79,7 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
         }
       })(),
       (async () => {
-        const transport = starttlsTransport(smtpPort(node), liveKey, { pool: false, socketTimeout: 10_000 });
+        const transport = starttlsTransport(node.smtp, liveKey, { pool: false, socketTimeout: 10_000 });
         try {
           for (let k = 0; !stop; k++) {
             const subject = `smtp ${i}.${k}`;
@@ -168,15 +130,10 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     while (missingEvents().length > 0 && Date.now() < until + 30_000) await sleep(100);
     assert.deepEqual(missingEvents(), [], 'every webhook event delivered');
 
-    // In the database: every acknowledged message sent; the dead node's heartbeat goes missing.
-    const pool = new pg.Pool({ connectionString: url, max: 1 });
-    try {
-      const rows = (await pool.query<{ id: string; status: string }>('SELECT id, status FROM messages')).rows;
-      const status = new Map(rows.map((r) => [r.id, r.status]));
-      assert.deepEqual(acknowledged.filter((id) => status.get(id) !== 'sent'), [], 'every acknowledged message is sent');
-    } finally {
-      await pool.end();
-    }
+    // In the database: every acknowledged message sent.
+    const rows = await cluster!.ctx.store.all<{ id: string; status: string }>('SELECT id, status FROM messages');
+    const status = new Map(rows.map((r) => [r.id, r.status]));
+    assert.deepEqual(acknowledged.filter((id) => status.get(id) !== 'sent'), [], 'every acknowledged message is sent');
     for (const n of [nodes[0], nodes[2]]) assert.equal(await n.stop(), 0);
   });
 });

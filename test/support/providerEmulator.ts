@@ -8,6 +8,8 @@ export interface RecordedRequest {
   url: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** When its headers arrived (Date.now()): what a test of a throttle's window compares. */
+  receivedAt: number;
 }
 
 export interface EmulatorReply {
@@ -56,10 +58,11 @@ export class ProviderEmulator {
   static async start(handler: EmulatorHandler): Promise<ProviderEmulator> {
     let emulator: ProviderEmulator | undefined;
     const server = createServer((req, res) => {
+      const receivedAt = Date.now();
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const recorded: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) };
+        const recorded: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks), receivedAt };
         const emu = emulator!;
         emu.requests.push(recorded);
         const mode = emu.script.shift() ?? emu.defaultMode;
