@@ -3,7 +3,8 @@
  * and, in the same run, the requests/s of a no-op route (GET /healthz) on the same HTTP stack,
  * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions) and end-to-end
  * relay, each phase beside a private Postfix instance's (bench/postfixComparison.ts), also
- * with a competing writer on the filesystem.
+ * with a competing writer on the filesystem; and a SQLite node beside one and three nodes on a
+ * private PostgreSQL (bench/cluster.ts).
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
 import { spawn } from 'node:child_process';
@@ -18,6 +19,7 @@ import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { comparisonLines, postfixComparison, withoutLatencies } from './postfixComparison.js';
 import { webhookBench, webhookLines } from './webhooks.js';
+import { clusterBench, clusterLines } from './cluster.js';
 import { consoleBench, consoleLines } from './console.js';
 import { webConsoleBench, webConsoleLines } from './webConsole.js';
 import { scrapeBench } from './metricsScrape.js';
@@ -111,7 +113,7 @@ async function noopPhase(): Promise<LoadResult> {
   }
 }
 
-/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|postfix|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|postfix|webhooks|console|cluster|web` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
 
 async function sendOnly(): Promise<void> {
@@ -206,6 +208,12 @@ async function main(): Promise<void> {
     console.log(`machine: ${machine()}`);
     for (const line of consoleLines(console_)) console.log(line);
     console.log(JSON.stringify({ machine: machine(), console: console_ }));
+    return;
+  }
+  if (only === 'cluster') {
+    const cluster = await clusterBench();
+    for (const line of clusterLines(cluster)) console.log(line);
+    console.log(JSON.stringify({ machine: machine(), cluster }));
     return;
   }
   if (only === 'web') {
@@ -321,7 +329,10 @@ async function main(): Promise<void> {
   // Console bulk actions (bench/console.ts): a bulk retry of 10,000 messages, and acceptance meanwhile.
   const consoleFigures = await consoleBench();
   for (const line of consoleLines(consoleFigures)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison }, withoutLatencies));
+  // A SQLite node beside one and three nodes on PostgreSQL (bench/cluster.ts): accepts/s, relay/s, and CPU, commits and WAL per message.
+  const cluster = await clusterBench();
+  for (const line of clusterLines(cluster)) console.log(line);
+  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison, cluster }, withoutLatencies));
 }
 
 await main();
