@@ -14,15 +14,18 @@
  * - CPU: utime + stime from /proc/<pid>/stat of each Postern process (its threads included) and of
  *   the postmaster and each process it forked (backends, WAL writer, checkpointer, autovacuum),
  *   each with the CPU of the children it has reaped, so a backend that exits meanwhile still
- *   counts (cpuWithChildren). Over the load itself: the accept phase's warm-up and window, or the
- *   relay phase's first request to its last delivery. Divided by the messages of that span (the
- *   rows stored; the messages sent).
- * - Database: xact_commit of the phase's database (pg_stat_database), wal_sync (pg_stat_wal,
- *   PostgreSQL 14+) and the WAL insert position, read before the nodes start (after a CHECKPOINT,
- *   so every phase starts alike) and after they have stopped and their backends have exited: a
- *   backend reports its counts at most once a second while busy and at its exit, so only then are
- *   they whole. So these include the nodes' start and stop (a few dozen transactions); the bench's
- *   own reads of the phase's database during the relay phase are taken off.
+ *   counts (cpuWithChildren). Over the measured window, after the warm-up (a node's first seconds
+ *   compile its code: on a slow phase that would dominate), divided by the messages of that
+ *   window: acknowledged (accept), or sent from the window's start until the backlog drained
+ *   (relay).
+ * - Database: xact_commit of the phase's database (pg_stat_database: every transaction, reads
+ *   included), wal_sync (pg_stat_wal, PostgreSQL 14+) and the WAL insert position, read before the
+ *   nodes start (after a CHECKPOINT, so every phase starts alike) and after they have stopped and
+ *   their backends have exited: a backend reports its counts at most once a second while busy,
+ *   and at its exit, so only then are they whole. Divided by every message of the phase (stored;
+ *   sent). So these include the nodes' start and stop (a few dozen transactions) and their
+ *   background work (about 20 transactions a second per node); the bench's own reads of the
+ *   phase's database during the relay phase are taken off.
  *
  * The private PostgreSQL is durable as in production (fsync, synchronous_commit and
  * full_page_writes on; test/support/privatePostgres.ts), otherwise on PostgreSQL's defaults.
@@ -46,19 +49,25 @@ const SETUPS: { backend: 'sqlite' | 'postgres'; nodes: number }[] = [
 
 /** What one phase cost, per message. */
 export interface PhaseCost {
-  /** What the costs are divided by: rows stored (accept) or messages sent (relay). */
-  messages: number;
-  /** Wall seconds the CPU was read over. */
-  seconds: number;
-  postern_cpu_ms_per_message: number;
-  /** null on SQLite. */
-  postgres_cpu_ms_per_message: number | null;
-  cpu_ms_per_message: number;
-  /** Cores busy on average over those seconds: Postern's processes, PostgreSQL's, and the load generator (this process and wrk). */
-  busy_cores: { postern: number; postgres: number | null; generator: number };
-  commits_per_message: number | null;
-  wal_flushes_per_message: number | null;
-  wal_bytes_per_message: number | null;
+  /**
+   * CPU over the measured window (after the warm-up: a node's first seconds compile its code), per
+   * message of that window: acknowledged (accept), or sent until the backlog drained (relay).
+   */
+  cpu: {
+    messages: number;
+    seconds: number;
+    postern_ms_per_message: number;
+    /** null on SQLite. */
+    postgres_ms_per_message: number | null;
+    total_ms_per_message: number;
+    /** Cores busy on average: Postern's processes, PostgreSQL's, and the load generator (this process and wrk). */
+    busy_cores: { postern: number; postgres: number | null; generator: number };
+  };
+  /**
+   * PostgreSQL's counters from before the nodes started until they had stopped, per message
+   * stored (accept) or sent (relay); null on SQLite.
+   */
+  database: { messages: number; commits_per_message: number; wal_flushes_per_message: number; wal_bytes_per_message: number } | null;
 }
 
 export interface ClusterRow {
@@ -223,30 +232,29 @@ function cpuNow(nodes: SpawnedPostern[], pgServer: BenchPostgres | null) {
 
 const per = (value: number, messages: number, digits: number) => +(value / Math.max(1, messages)).toFixed(digits);
 
-function phaseCost(
-  messages: number,
-  cpu0: ReturnType<typeof cpuNow>,
-  cpu1: ReturnType<typeof cpuNow>,
-  db: { commits: number; walSyncs: number; walBytes: number } | null,
-): PhaseCost {
+type CpuSample = ReturnType<typeof cpuNow>;
+
+function cpuCost(messages: number, cpu0: CpuSample, cpu1: CpuSample, onPostgres: boolean): PhaseCost['cpu'] {
   const seconds = (cpu1.at - cpu0.at) / 1000;
   const postern = cpu1.postern - cpu0.postern;
-  const postgres = db ? cpu1.postgres - cpu0.postgres : null;
+  const postgres = onPostgres ? cpu1.postgres - cpu0.postgres : null;
   return {
     messages,
     seconds: +seconds.toFixed(2),
-    postern_cpu_ms_per_message: per(postern * 1000, messages, 3),
-    postgres_cpu_ms_per_message: postgres === null ? null : per(postgres * 1000, messages, 3),
-    cpu_ms_per_message: per((postern + (postgres ?? 0)) * 1000, messages, 3),
+    postern_ms_per_message: per(postern * 1000, messages, 3),
+    postgres_ms_per_message: postgres === null ? null : per(postgres * 1000, messages, 3),
+    total_ms_per_message: per((postern + (postgres ?? 0)) * 1000, messages, 3),
     busy_cores: {
       postern: +(postern / seconds).toFixed(2),
       postgres: postgres === null ? null : +(postgres / seconds).toFixed(2),
       generator: +((cpu1.generator - cpu0.generator) / seconds).toFixed(2),
     },
-    commits_per_message: db ? per(db.commits, messages, 3) : null,
-    wal_flushes_per_message: db ? per(db.walSyncs, messages, 3) : null,
-    wal_bytes_per_message: db ? per(db.walBytes, messages, 0) : null,
   };
+}
+
+function databaseCost(messages: number, db: { commits: number; walSyncs: number; walBytes: number } | null): PhaseCost['database'] {
+  if (!db) return null;
+  return { messages, commits_per_message: per(db.commits, messages, 3), wal_flushes_per_message: per(db.walSyncs, messages, 3), wal_bytes_per_message: per(db.walBytes, messages, 0) };
 }
 
 /**
@@ -279,24 +287,18 @@ async function acceptPhase(backend: 'sqlite' | 'postgres', count: number, pgServ
       async () => {
         nodes = await startNodes(setup, setup.configOff, phase.store, count);
         const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
-        const cpu0 = cpuNow(nodes, pgServer);
-        const loaded = await load(
-          nodes.map((n) => new URL('/v1/send', n.production)),
-          'POST',
-          headers,
-          SEND_BODY,
-          202,
-          DURATION_MS,
-        );
-        const cpu1 = cpuNow(nodes, pgServer);
+        const window: { start?: CpuSample } = {};
+        const urls = nodes.map((n) => new URL('/v1/send', n.production));
+        const loaded = await load(urls, 'POST', headers, SEND_BODY, 202, DURATION_MS, () => (window.start = cpuNow(nodes, pgServer)));
+        const end = cpuNow(nodes, pgServer);
         await stopNodes(nodes);
-        return { loaded, cpu0, cpu1 };
+        return { loaded, cpu: cpuCost(loaded.ok, window.start ?? end, end, backend === 'postgres') };
       },
       () => 0,
     );
     const stored = await countMessages(phase, setup);
     if (stored < result.loaded.ok) throw new Error(`only ${stored} rows for ${result.loaded.ok} acknowledged sends`);
-    return { ...summary(result.loaded), clients: clientsFor(count), seconds: DURATION_MS / 1000, cost: phaseCost(stored, result.cpu0, result.cpu1, db) };
+    return { ...summary(result.loaded), clients: clientsFor(count), seconds: DURATION_MS / 1000, cost: { cpu: result.cpu, database: databaseCost(stored, db) } };
   } finally {
     await Promise.all(nodes.map((n) => (n.child.exitCode === null && n.child.signalCode === null ? n.kill() : null)));
   }
@@ -320,12 +322,12 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       phase,
       async () => {
         nodes = await startNodes(setup, setup.configOn, phase.store, count);
-        const cpu0 = cpuNow(nodes, pgServer);
-        const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS);
-        const cpu1 = cpuNow(nodes, pgServer);
+        const window: { start?: CpuSample } = {};
+        const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, () => (window.start = cpuNow(nodes, pgServer)));
+        const end = cpuNow(nodes, pgServer);
         await stopNodes(nodes);
         await pool?.end();
-        return { drive, cpu0, cpu1 };
+        return { drive, cpu: cpuCost(drive.sent_total - drive.sent_at_start, window.start ?? end, end, backend === 'postgres') };
       },
       () => reads,
     );
@@ -337,7 +339,7 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       errors: drive.errors,
       error_samples: drive.error_samples,
       drained_after_s: Number.isNaN(drive.drain_after_load_s) ? null : drive.drain_after_load_s,
-      cost: phaseCost(drive.sent_total, result.cpu0, result.cpu1, db),
+      cost: { cpu: result.cpu, database: databaseCost(drive.sent_total, db) },
     };
   } finally {
     await Promise.all(nodes.map((n) => (n.child.exitCode === null && n.child.signalCode === null ? n.kill() : null)));
@@ -381,15 +383,15 @@ function table(header: string[], body: string[][]): string[] {
 const n = (v: number | null, digits = 0) => (v === null ? '—' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
 const storeName = (r: ClusterRow) => (r.store === 'sqlite' ? 'SQLite' : 'PostgreSQL');
 
-function costCells(c: PhaseCost): string[] {
+function costCells({ cpu, database }: PhaseCost): string[] {
   return [
-    n(c.postern_cpu_ms_per_message, 3),
-    n(c.postgres_cpu_ms_per_message, 3),
-    n(c.cpu_ms_per_message, 3),
-    `${n(c.busy_cores.postern, 2)} + ${n(c.busy_cores.postgres, 2)} (${n(c.busy_cores.generator, 2)})`,
-    n(c.commits_per_message, 2),
-    n(c.wal_flushes_per_message, 3),
-    n(c.wal_bytes_per_message),
+    n(cpu.postern_ms_per_message, 2),
+    n(cpu.postgres_ms_per_message, 2),
+    n(cpu.total_ms_per_message, 2),
+    `${n(cpu.busy_cores.postern, 2)} + ${n(cpu.busy_cores.postgres, 2)} (${n(cpu.busy_cores.generator, 2)})`,
+    n(database?.commits_per_message ?? null, 2),
+    n(database?.wal_flushes_per_message ?? null, 3),
+    n(database?.wal_bytes_per_message ?? null),
   ];
 }
 
@@ -407,12 +409,12 @@ export function clusterLines(r: ClusterReport): string[] {
     `cluster: machine: ${r.machine}; HTTP load generator: ${r.generator}`,
     `uptime before: ${r.uptime.before}`,
     pgLine,
-    `POST /v1/send (1 KB text, ${clientsFor(1)} clients; on three nodes ${clientsFor(3)}, a third on each; ${WARMUP_MS / 1000}s warm-up + ${DURATION_MS / 1000}s; delivery off). Costs over warm-up and window, per row stored:`,
+    `POST /v1/send (1 KB text, ${clientsFor(1)} clients; on three nodes ${clientsFor(3)}, a third on each; ${WARMUP_MS / 1000}s warm-up + ${DURATION_MS / 1000}s; delivery off). CPU per message acknowledged in the window; database counters per row stored, from the nodes' start to their stop:`,
     ...table(
       ['store', 'nodes', 'accepts/s', 'p50 ms', 'p99 ms', 'errors', ...COST_HEADER],
       r.rows.map((row) => [storeName(row), String(row.nodes), n(row.accept.per_s), n(row.accept.p50_ms, 1), n(row.accept.p99_ms, 1), n(row.accept.errors), ...costCells(row.accept.cost)]),
     ),
-    `relay end to end (2 KB, ${RELAY_HTTP_CLIENTS} HTTP clients + ${RELAY_SMTP_SESSIONS} SMTP sessions spread over the nodes, delivery to a local sink, ${RELAY_WARMUP_MS / 1000}s warm-up + ${RELAY_SECONDS}s). Costs from the first request until every message was sent, per message sent:`,
+    `relay end to end (2 KB, ${RELAY_HTTP_CLIENTS} HTTP clients + ${RELAY_SMTP_SESSIONS} SMTP sessions spread over the nodes, delivery to a local sink, ${RELAY_WARMUP_MS / 1000}s warm-up + ${RELAY_SECONDS}s). CPU per message sent from the window's start until the backlog drained; database counters per message sent, from the nodes' start to their stop:`,
     ...table(
       ['store', 'nodes', 'delivered/s', 'accepting/s', 'errors', 'drained', ...COST_HEADER],
       r.rows.map((row) => [storeName(row), String(row.nodes), n(row.relay.delivered_per_s), n(row.relay.accepted_per_s), n(row.relay.errors), drained(row), ...costCells(row.relay.cost)]),

@@ -38,12 +38,22 @@ export function clientsFor(servers: number): number {
 
 /**
  * `clientsFor(urls.length)` keep-alive clients, each with one request in flight and each on one
- * of `urls` in turn (one server's listener each), for `durationMs` after a WARMUP_MS warm-up.
+ * of `urls` in turn (one server's listener each), for `durationMs` after a WARMUP_MS warm-up;
+ * `onMeasureStart` is called as the measured window opens.
  */
-export async function load(urls: URL[], method: 'GET' | 'POST', headers: Record<string, string>, body: Buffer | null, okStatus: number, durationMs: number): Promise<LoadResult> {
+export async function load(
+  urls: URL[],
+  method: 'GET' | 'POST',
+  headers: Record<string, string>,
+  body: Buffer | null,
+  okStatus: number,
+  durationMs: number,
+  onMeasureStart: () => void = () => {},
+): Promise<LoadResult> {
   const clients = clientsFor(urls.length);
   if (wrkAvailable()) {
     runWrk(urls, method, headers, body, clients, WARMUP_MS / 1000);
+    onMeasureStart();
     const r = runWrk(urls, method, headers, body, clients, durationMs / 1000);
     return { requests: r.requests, ok: r.requests - r.errors, errors: r.errors, seconds: r.seconds, latenciesMs: [], percentilesMs: { 50: r.p50Ms, 99: r.p99Ms } };
   }
@@ -53,6 +63,7 @@ export async function load(urls: URL[], method: 'GET' | 'POST', headers: Record<
   const measureFrom = started + WARMUP_MS;
   const stopAt = measureFrom + durationMs;
   const result: LoadResult = { requests: 0, ok: 0, errors: 0, seconds: durationMs / 1000, latenciesMs: [] };
+  const windowOpens = setTimeout(onMeasureStart, WARMUP_MS);
   const one = (url: URL) =>
     new Promise<number>((resolve) => {
       const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
@@ -78,6 +89,7 @@ export async function load(urls: URL[], method: 'GET' | 'POST', headers: Record<
       }
     }),
   );
+  clearTimeout(windowOpens);
   agent.destroy();
   result.latenciesMs.sort((a, b) => a - b);
   return result;

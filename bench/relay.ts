@@ -280,6 +280,8 @@ export type RelayDrive = Omit<RelayThroughputResult, 'sink' | 'server_peak_rss_m
   /** Every message acknowledged from the first request to the last, warm-up included, and how many of them were sent by the end of the drain. */
   accepted_total: number;
   sent_total: number;
+  /** Messages sent when the measured window opened. */
+  sent_at_start: number;
 };
 
 interface Snapshot {
@@ -294,9 +296,9 @@ interface Snapshot {
 /**
  * The relay load on `targets` (the HTTP clients and SMTP sessions spread over the nodes in turn)
  * for a warm-up and `seconds`, then waits, bounded, until every acknowledged message is sent.
- * The servers keep running.
+ * The servers keep running. `onMeasureStart` is called as the measured window opens.
  */
-export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: number): Promise<RelayDrive> {
+export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: number, onMeasureStart: () => void = () => {}): Promise<RelayDrive> {
   const { nodes } = targets;
   const transports: Transporter[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: RELAY_HTTP_CLIENTS });
@@ -332,7 +334,10 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
       };
     };
     const marks: { begin?: Promise<Snapshot> } = {};
-    const snapTimer = setTimeout(() => (marks.begin = snap()), RELAY_WARMUP_MS);
+    const snapTimer = setTimeout(() => {
+      onMeasureStart();
+      marks.begin = snap();
+    }, RELAY_WARMUP_MS);
     const httpLoop = async (n: number) => {
       const url = urls[n % urls.length];
       for (let i = 0; ; i++) {
@@ -414,6 +419,7 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
       delivered_after_load_per_s: Math.round((sent - end.sent) / drainSeconds),
       accepted_total: acceptedTotal,
       sent_total: sent,
+      sent_at_start: begin.sent,
     };
   } finally {
     for (const t of transports) t.close();
@@ -426,7 +432,7 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
   const setup = await setUp(sink.port, 'postern-bench-relay-');
   const server = await start(setup, setup.configOn);
   try {
-    const { accepted_total: _accepted, sent_total: _sent, ...drive } = await driveRelay({ nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) }, sink, seconds);
+    const { accepted_total: _accepted, sent_total: _sent, sent_at_start: _sentAtStart, ...drive } = await driveRelay({ nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) }, sink, seconds);
     const rss = processMemoryMb(server.child.pid!, 'VmHWM');
     await server.stop();
     return {
