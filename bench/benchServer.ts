@@ -1,5 +1,5 @@
 /** What every bench section shares: its server process, its rate limits, and reading back the index. */
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
@@ -11,9 +11,12 @@ import { spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support
 /** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
 export const BENCH_RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
 
-/** A Postern process on `stateDir` with `configFile`, logging to `<stateDir>/postern.log`; killed if the bench exits first. */
-export async function startBenchPostern(stateDir: string, configFile?: string): Promise<SpawnedPostern> {
-  const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info' };
+/**
+ * A Postern process on `stateDir` with `configFile` (and `extraEnv`, e.g. a node's store),
+ * logging to `<stateDir>/postern.log`; killed if the bench exits first.
+ */
+export async function startBenchPostern(stateDir: string, configFile?: string, extraEnv: Record<string, string> = {}): Promise<SpawnedPostern> {
+  const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info', ...extraEnv };
   if (configFile) env.POSTERN_CONFIG = configFile;
   const server = await spawnPostern(stateDir, env, [], { logFile: `${stateDir}/postern.log` });
   onBenchExit(() => {
@@ -107,6 +110,22 @@ export function cpuSeconds(pid: number, reaped = false): number {
   if (!fields) return NaN;
   const ticks = Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
   return ticks / 100; // USER_HZ is 100 on Linux
+}
+
+/**
+ * CPU seconds so far of a process and of its live children, each with the CPU of the children it
+ * has reaped (a child that exits moves into its parent's figure, so the sum does not drop). For a
+ * PostgreSQL instance: the postmaster and every backend and background process it forked (each
+ * starts a session of its own, so its process group would miss them).
+ */
+export function cpuWithChildren(pid: number): number {
+  let sum = cpuSeconds(pid, true);
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const fields = procStat(Number(name));
+    if (fields && Number(fields[1]) === pid) sum += cpuSeconds(Number(name), true) || 0;
+  }
+  return sum;
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

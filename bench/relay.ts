@@ -44,7 +44,7 @@ const HTTP_TEXT = FILLER.repeat(Math.ceil(MESSAGE_BYTES / FILLER.length)).slice(
 // The sink
 // ---------------------------------------------------------------------------------------------
 
-interface Sink {
+export interface Sink {
   kind: 'smtp-sink' | 'smtp-server';
   port: number;
   pid: number | null;
@@ -158,14 +158,26 @@ export async function startSink(): Promise<Sink> {
 // Set-up
 // ---------------------------------------------------------------------------------------------
 
-interface Setup {
+export interface RelaySetup {
   stateDir: string;
   key: string;
   configOn: string;
   configOff: string;
 }
 
-async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
+/** The store bench servers run on: their state directory's SQLite index (the default), or a PostgreSQL database their nodes share. */
+export type BenchStore = { backend: 'sqlite' } | { backend: 'postgres'; url: string };
+
+/** The environment that puts a server, or the CLI, on `store`. */
+export function storeEnv(store: BenchStore): Record<string, string> {
+  return store.backend === 'postgres' ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: store.url } : {};
+}
+
+/**
+ * A state directory with two configs (delivery on and off) and, on `store`, a project with an
+ * `smtp` provider pointing at the sink and a live key, made with the CLI.
+ */
+export async function setUp(sinkPort: number, prefix: string, store: BenchStore = { backend: 'sqlite' }): Promise<RelaySetup> {
   const stateDir = tempStateDir(prefix);
   removeAfterBench(stateDir);
   const configOn = `${stateDir}/relay-on.json`;
@@ -173,7 +185,7 @@ async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
   const smtp = await benchSmtpConfig();
   writeFileSync(configOn, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: DELIVERY, smtp }));
   writeFileSync(configOff, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { ...DELIVERY, enabled: false }, smtp }));
-  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff };
+  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff, ...storeEnv(store) };
   const project = (await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)).json as { id: string };
   const attached = await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', String(sinkPort), '--tls', 'none', '--json'], env);
   if (attached.code !== 0) throw new Error(`provider attach failed: ${attached.stderr}`);
@@ -181,7 +193,7 @@ async function setUp(sinkPort: number, prefix: string): Promise<Setup> {
   return { stateDir, key: key.key, configOn, configOff };
 }
 
-function start(setup: Setup, config: string): Promise<SpawnedPostern> {
+function start(setup: RelaySetup, config: string): Promise<SpawnedPostern> {
   return startBenchPostern(setup.stateDir, config);
 }
 
@@ -256,6 +268,22 @@ export interface RelayThroughputResult {
   final_statuses: Record<string, number>;
 }
 
+/** The servers a relay load runs against: one, or several nodes on one store; the key it sends with; the store's count of `sent` rows. */
+export interface RelayTargets {
+  nodes: SpawnedPostern[];
+  key: string;
+  countSent(): Promise<number>;
+}
+
+/** What driveRelay measured (RelayThroughputResult's figures that do not read the store). */
+export type RelayDrive = Omit<RelayThroughputResult, 'sink' | 'server_peak_rss_mb' | 'stored_message_bytes_avg' | 'final_statuses'> & {
+  /** Every message acknowledged from the first request to the last, warm-up included, and how many of them were sent by the end of the drain. */
+  accepted_total: number;
+  sent_total: number;
+  /** Messages sent when the measured window opened. */
+  sent_at_start: number;
+};
+
 interface Snapshot {
   sent: number;
   atSink: number;
@@ -265,18 +293,23 @@ interface Snapshot {
   genCpu: number;
 }
 
-export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<RelayThroughputResult> {
-  const sink = await startSink();
-  const setup = await setUp(sink.port, 'postern-bench-relay-');
-  const server = await start(setup, setup.configOn);
-  const pid = server.child.pid!;
+/**
+ * The relay load on `targets` (the HTTP clients and SMTP sessions spread over the nodes in turn)
+ * for a warm-up and `seconds`, then waits, bounded, until every acknowledged message is sent.
+ * The servers keep running. `onMeasureStart` is called as the measured window opens.
+ */
+export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: number, onMeasureStart: () => void = () => {}): Promise<RelayDrive> {
+  const { nodes } = targets;
   const transports: Transporter[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: RELAY_HTTP_CLIENTS });
   try {
-    const smtpListener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
-    if (!smtpListener) throw new Error('no production STARTTLS listener');
-    const url = new URL('/v1/send', server.production);
-    const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
+    const smtpListeners = nodes.map((node) => {
+      const listener = node.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+      if (!listener) throw new Error('no production STARTTLS listener');
+      return listener;
+    });
+    const urls = nodes.map((node) => new URL('/v1/send', node.production));
+    const headers = { authorization: `Bearer ${targets.key}`, 'content-type': 'application/json' };
     const measureFrom = performance.now() + RELAY_WARMUP_MS;
     const stopAt = measureFrom + seconds * 1000;
     let httpOk = 0;
@@ -288,25 +321,29 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       if (errorSamples.length < 5) errorSamples.push(why);
     };
     let acceptedTotal = 0;
-    const snap = (): Snapshot => {
+    const snap = async (): Promise<Snapshot> => {
       const u = process.cpuUsage();
+      const accepted = acceptedTotal;
       return {
-        sent: countSent(setup.stateDir),
+        sent: await targets.countSent(),
         atSink: sink.delivered(),
-        accepted: acceptedTotal,
-        serverCpu: cpuSeconds(pid),
+        accepted,
+        serverCpu: nodes.reduce((sum, node) => sum + cpuSeconds(node.child.pid!), 0),
         sinkCpu: sink.pid ? cpuSeconds(sink.pid) : 0,
         genCpu: (u.user + u.system) / 1e6,
       };
     };
-    const marks: { begin?: Snapshot } = {};
-    const snapTimer = setTimeout(() => (marks.begin = snap()), RELAY_WARMUP_MS);
-    const post = (body: Buffer) => postOnce(url, agent, headers, body);
+    const marks: { begin?: Promise<Snapshot> } = {};
+    const snapTimer = setTimeout(() => {
+      onMeasureStart();
+      marks.begin = snap();
+    }, RELAY_WARMUP_MS);
     const httpLoop = async (n: number) => {
+      const url = urls[n % urls.length];
       for (let i = 0; ; i++) {
         const t0 = performance.now();
         if (t0 >= stopAt) return;
-        const code = await post(httpBody(`h${n}.${i}`));
+        const code = await postOnce(url, agent, headers, httpBody(`h${n}.${i}`));
         if (code === 202) acceptedTotal++;
         if (t0 < measureFrom) continue;
         if (code === 202) httpOk++;
@@ -314,13 +351,14 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       }
     };
     const smtpLoop = async (n: number) => {
+      const listener = smtpListeners[n % smtpListeners.length];
       const transport = nodemailer.createTransport({
-        host: smtpListener.host,
-        port: smtpListener.port,
+        host: listener.host,
+        port: listener.port,
         secure: false,
         requireTLS: true,
         tls: { rejectUnauthorized: false },
-        auth: { user: `relay-${n}`, pass: setup.key },
+        auth: { user: `relay-${n}`, pass: targets.key },
         pool: true,
         maxConnections: 1,
         maxMessages: 1000,
@@ -347,9 +385,9 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     };
     await Promise.all([...Array.from({ length: RELAY_HTTP_CLIENTS }, (_, n) => httpLoop(n)), ...Array.from({ length: RELAY_SMTP_SESSIONS }, (_, n) => smtpLoop(n))]);
     clearTimeout(snapTimer);
-    const end = snap();
+    const end = await snap();
     const wall = (performance.now() - measureFrom) / 1000;
-    const begin = marks.begin ?? end;
+    const begin = (await marks.begin) ?? end;
     for (const t of transports) t.close();
     agent.destroy();
     // Let the backlog drain, bounded.
@@ -357,13 +395,10 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
     let sent = end.sent;
     while (sent < acceptedTotal && performance.now() - drainStart < RELAY_DRAIN_BOUND_MS) {
       await sleep(100);
-      sent = countSent(setup.stateDir);
+      sent = await targets.countSent();
     }
     const drainSeconds = (performance.now() - drainStart) / 1000;
-    const rss = processMemoryMb(pid, 'VmHWM');
-    await server.stop();
     return {
-      sink: sink.kind,
       seconds: +wall.toFixed(2),
       http_clients: RELAY_HTTP_CLIENTS,
       smtp_sessions: RELAY_SMTP_SESSIONS,
@@ -377,18 +412,37 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
       backlog_at_end: end.accepted - end.sent,
       errors,
       error_samples: errorSamples,
-      server_peak_rss_mb: +rss.toFixed(1),
       server_cpu_cores: +((end.serverCpu - begin.serverCpu) / wall).toFixed(2),
       generator_cpu_cores: +((end.genCpu - begin.genCpu) / wall).toFixed(2),
       sink_cpu_cores: +((end.sinkCpu - begin.sinkCpu) / wall).toFixed(2),
       drain_after_load_s: sent >= acceptedTotal ? +drainSeconds.toFixed(2) : NaN,
       delivered_after_load_per_s: Math.round((sent - end.sent) / drainSeconds),
-      stored_message_bytes_avg: averageSize(setup.stateDir),
-      final_statuses: countByStatus(setup.stateDir, 'messages'),
+      accepted_total: acceptedTotal,
+      sent_total: sent,
+      sent_at_start: begin.sent,
     };
   } finally {
     for (const t of transports) t.close();
     agent.destroy();
+  }
+}
+
+export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<RelayThroughputResult> {
+  const sink = await startSink();
+  const setup = await setUp(sink.port, 'postern-bench-relay-');
+  const server = await start(setup, setup.configOn);
+  try {
+    const { accepted_total: _accepted, sent_total: _sent, sent_at_start: _sentAtStart, ...drive } = await driveRelay({ nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) }, sink, seconds);
+    const rss = processMemoryMb(server.child.pid!, 'VmHWM');
+    await server.stop();
+    return {
+      sink: sink.kind,
+      ...drive,
+      server_peak_rss_mb: +rss.toFixed(1),
+      stored_message_bytes_avg: averageSize(setup.stateDir),
+      final_statuses: countByStatus(setup.stateDir, 'messages'),
+    };
+  } finally {
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
     await sink.stop();
   }

@@ -3,83 +3,27 @@
  * and, in the same run, the requests/s of a no-op route (GET /healthz) on the same HTTP stack,
  * and SMTP ingest (bench/smtp.ts: 2 KB messages, 20 STARTTLS + AUTH sessions) and end-to-end
  * relay, each phase beside a private Postfix instance's (bench/postfixComparison.ts), also
- * with a competing writer on the filesystem.
+ * with a competing writer on the filesystem; and a SQLite node beside one and three nodes on a
+ * private PostgreSQL (bench/cluster.ts).
  * Compare the ratio, not the absolute figures: these machines are noisy.
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import http from 'node:http';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, machine, peakRssMb, percentile, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { BENCH_RATE_LIMITS, machine, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
+import { CONCURRENCY, DURATION_MS, load, SEND_BODY, summary, WARMUP_MS, type LoadResult } from './httpLoad.js';
 import { measureDiskCeiling, measureGroupCeiling } from './diskCeiling.js';
-import { runWrk, wrkAvailable } from './wrk.js';
+import { wrkAvailable } from './wrk.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
 import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
 import { comparisonLines, postfixComparison, withoutLatencies } from './postfixComparison.js';
 import { webhookBench, webhookLines } from './webhooks.js';
+import { clusterBench, clusterLines } from './cluster.js';
 import { consoleBench, consoleLines } from './console.js';
 import { webConsoleBench, webConsoleLines } from './webConsole.js';
 import { scrapeBench } from './metricsScrape.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
-
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
-const DURATION_MS = Number(process.env.BENCH_SECONDS ?? 5) * 1000;
-const WARMUP_MS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5) * 1000;
-
-interface LoadResult {
-  requests: number;
-  ok: number;
-  errors: number;
-  seconds: number;
-  latenciesMs: number[];
-  /** wrk reports percentiles, not each latency. */
-  percentilesMs?: { 50: number; 99: number };
-}
-
-/**
- * `CONCURRENCY` keep-alive clients, each with one request in flight, for `durationMs` after a
- * warm-up: wrk when installed (bench/wrk.ts), else Node's http client.
- */
-async function load(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: Buffer | null, okStatus: number, durationMs: number): Promise<LoadResult> {
-  if (wrkAvailable()) {
-    runWrk(url, method, headers, body, CONCURRENCY, WARMUP_MS / 1000);
-    const r = runWrk(url, method, headers, body, CONCURRENCY, durationMs / 1000);
-    return { requests: r.requests, ok: r.requests - r.errors, errors: r.errors, seconds: r.seconds, latenciesMs: [], percentilesMs: { 50: r.p50Ms, 99: r.p99Ms } };
-  }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const started = performance.now();
-  const measureFrom = started + WARMUP_MS;
-  const stopAt = measureFrom + durationMs;
-  const result: LoadResult = { requests: 0, ok: 0, errors: 0, seconds: durationMs / 1000, latenciesMs: [] };
-  const one = () =>
-    new Promise<number>((resolve) => {
-      const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', () => resolve(0));
-      req.end(body ?? undefined);
-    });
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (;;) {
-        const t0 = performance.now();
-        if (t0 >= stopAt) return;
-        const status = await one();
-        const t1 = performance.now();
-        if (t0 < measureFrom) continue;
-        result.requests++;
-        result.latenciesMs.push(t1 - t0);
-        if (status === okStatus) result.ok++;
-        else result.errors++;
-      }
-    }),
-  );
-  agent.destroy();
-  result.latenciesMs.sort((a, b) => a - b);
-  return result;
-}
 
 interface Phase {
   policy: boolean;
@@ -143,7 +87,7 @@ async function sendPhase(policy: boolean, body: Buffer, metrics = true): Promise
     const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
     const consoleUrl = server.listeners.find((l) => l.protocol === 'console')?.url;
     const scraping = metrics && consoleUrl ? scrapeWhile(consoleUrl) : null;
-    const result = await load(new URL('/v1/send', server.production), 'POST', headers, body, 202, DURATION_MS);
+    const result = await load([new URL('/v1/send', server.production)], 'POST', headers, body, 202, DURATION_MS);
     const scrapes = await scraping?.stop();
     const rss = peakRssMb(server.child.pid!);
     await server.stop();
@@ -162,32 +106,15 @@ async function noopPhase(): Promise<LoadResult> {
   const stateDir = tempStateDir('postern-bench-');
   const server = await startBenchPostern(stateDir);
   try {
-    return await load(new URL('/healthz', server.production), 'GET', {}, null, 200, DURATION_MS);
+    return await load([new URL('/healthz', server.production)], 'GET', {}, null, 200, DURATION_MS);
   } finally {
     await server.stop();
     removeAfterBench(stateDir);
   }
 }
 
-const summary = (r: LoadResult) => ({
-  per_s: Math.round(r.ok / r.seconds),
-  p50_ms: +(r.percentilesMs?.[50] ?? percentile(r.latenciesMs, 50)).toFixed(2),
-  p99_ms: +(r.percentilesMs?.[99] ?? percentile(r.latenciesMs, 99)).toFixed(2),
-  errors: r.errors,
-});
-
-/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|postfix|webhooks|console|web` runs one section (quicker to iterate on); unset runs all. */
+/** `BENCH_ONLY=send|metrics|scrape|smtp|relay|postfix|webhooks|console|cluster|web` runs one section (quicker to iterate on); unset runs all. */
 const only = process.env.BENCH_ONLY;
-
-/** The /v1/send body every send phase posts: a 1 KB text message. */
-const SEND_BODY = Buffer.from(
-  JSON.stringify({
-    from: 'Bench <bench@example.com>',
-    to: 'rcpt@example.org',
-    subject: 'Benchmark message',
-    text: 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024),
-  }),
-);
 
 async function sendOnly(): Promise<void> {
   const probeDir = tempStateDir('postern-disk-');
@@ -281,6 +208,12 @@ async function main(): Promise<void> {
     console.log(`machine: ${machine()}`);
     for (const line of consoleLines(console_)) console.log(line);
     console.log(JSON.stringify({ machine: machine(), console: console_ }));
+    return;
+  }
+  if (only === 'cluster') {
+    const cluster = await clusterBench();
+    for (const line of clusterLines(cluster)) console.log(line);
+    console.log(JSON.stringify({ machine: machine(), cluster }));
     return;
   }
   if (only === 'web') {
@@ -396,7 +329,10 @@ async function main(): Promise<void> {
   // Console bulk actions (bench/console.ts): a bulk retry of 10,000 messages, and acceptance meanwhile.
   const consoleFigures = await consoleBench();
   for (const line of consoleLines(consoleFigures)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison }, withoutLatencies));
+  // A SQLite node beside one and three nodes on PostgreSQL (bench/cluster.ts): accepts/s, relay/s, and CPU, commits and WAL per message.
+  const cluster = await clusterBench();
+  for (const line of clusterLines(cluster)) console.log(line);
+  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison, cluster }, withoutLatencies));
 }
 
 await main();

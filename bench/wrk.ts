@@ -29,17 +29,34 @@ function durationMs(text: string): number {
   return Number(m[1]) * UNIT_MS[m[2]];
 }
 
-/** Runs `connections` keep-alive connections against `url` for `seconds` (one wrk thread). */
-export function runWrk(url: URL, method: string, headers: Record<string, string>, body: Buffer | null, connections: number, seconds: number): WrkResult {
+/**
+ * Runs `connections` keep-alive connections against `urls` for `seconds`: one wrk thread per URL
+ * (they share its path), each with `connections / urls.length` of them on its own server.
+ */
+export function runWrk(urls: URL[], method: string, headers: Record<string, string>, body: Buffer | null, connections: number, seconds: number): WrkResult {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'postern-wrk-'));
   try {
     const lua = [
       `wrk.method = ${JSON.stringify(method)}`,
       ...Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
       body ? `wrk.body = ${JSON.stringify(body.toString('utf8'))}` : '',
+      // wrk calls setup() once per thread, in order, before any connects: thread n goes to urls[n].
+      ...(urls.length > 1
+        ? [
+            `local targets = { ${urls.map((u) => `{ ${JSON.stringify(u.hostname)}, ${JSON.stringify(u.port)} }`).join(', ')} }`,
+            'local n = 0',
+            'function setup(thread)',
+            '  n = n + 1',
+            '  local t = targets[n]',
+            '  thread.addr = wrk.lookup(t[1], t[2])[1]',
+            'end',
+          ]
+        : []),
     ].join('\n');
     writeFileSync(path.join(dir, 'request.lua'), lua);
-    const run = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', path.join(dir, 'request.lua'), url.href], { encoding: 'utf8' });
+    // --timeout: wrk's default (2 s) would count a slower answer as an error and leave it out of the
+    // percentiles (a node on a loaded database answers in seconds).
+    const run = spawnSync('wrk', [`-t${urls.length}`, `-c${connections}`, `-d${seconds}s`, '--timeout', '30s', '--latency', '-s', path.join(dir, 'request.lua'), urls[0].href], { encoding: 'utf8' });
     if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
     const out = run.stdout;
     const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
