@@ -13,7 +13,9 @@ import { after, describe, test } from 'node:test';
 import { repoRoot } from '../support/postern.js';
 
 const script = path.join(repoRoot, 'scripts', 'check-web-bundle.mjs');
-const check = (dir?: string) => spawnSync(process.execPath, [script, ...(dir ? [dir] : [])], { encoding: 'utf8' });
+// Without npm's log level: under `npm run … --silent` (test:postgres) the script prints no figures.
+const { npm_config_loglevel: _silenced, ...env } = process.env;
+const check = (dir?: string) => spawnSync(process.execPath, [script, ...(dir ? [dir] : [])], { encoding: 'utf8', env });
 const temp = mkdtempSync(path.join(tmpdir(), 'postern-web-'));
 after(() => rmSync(temp, { recursive: true, force: true }));
 

@@ -10,7 +10,8 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, get, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
+import { assertErrorEnvelope } from '../support/assertions.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 import { storedMimeOf } from '../support/storedMime.js';
 import { settle } from '../support/waiting.js';
 

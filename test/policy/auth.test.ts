@@ -5,8 +5,8 @@ import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { deleteProject, setPaused } from '../../src/operator/projects.js';
 import { getValue } from '../../src/store/queries.js';
 import { cliEnv, createProjectWithKeys, post, runCli, startTestNodes, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { storedMimeCountIn } from '../support/assertions.js';
 import { postgresUnavailable } from '../support/postgres.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 const ENDPOINTS = ['/v1/send', '/v1/send/batch'] as const;
 

@@ -8,8 +8,8 @@ import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { assertErrorEnvelope } from '../support/assertions.js';
 import { plan, withPlans } from '../support/plans.js';
-import { storedMimeCountIn } from '../support/assertions.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 const ID = /^m\.[0-9a-z]{26}$/;
 

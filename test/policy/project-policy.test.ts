@@ -7,8 +7,9 @@ import { detachProvider, listProviders, PROVIDER_SLUGS } from '../../src/operato
 import { suppress, unsuppress } from '../../src/operator/suppressions.js';
 import { allValues, getValue } from '../../src/store/queries.js';
 import { cliEnv, createProjectWithKeys, post, runCli, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { assertAccepted, assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
+import { assertAccepted, assertErrorEnvelope } from '../support/assertions.js';
 import { DEFAULT_PLANS, GIB } from '../support/plans.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 /** Plans for this suite: the defaults plus a two-domain plan and a one-message plan. */
 const PLANS = {

@@ -4,8 +4,9 @@ import { ManualClock } from '../../src/clock.js';
 import { changePlan, showProject } from '../../src/operator/projects.js';
 import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { assertAccepted, assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
+import { assertAccepted, assertErrorEnvelope } from '../support/assertions.js';
 import { plan, withPlans } from '../support/plans.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 
 

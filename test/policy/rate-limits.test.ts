@@ -4,8 +4,9 @@ import { ManualClock } from '../../src/clock.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, post, startTestNodes, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { assertErrorEnvelope, storedMimeCountIn } from '../support/assertions.js';
+import { assertErrorEnvelope } from '../support/assertions.js';
 import { postgresUnavailable } from '../support/postgres.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 
 const SECOND = 1000;
 const HOUR = 3600 * SECOND;

@@ -4,7 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { HttpResult } from './postern.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
-import { allValues, getValue, type Queries } from '../../src/store/queries.js';
+import { allValues, type Queries } from '../../src/store/queries.js';
 import { databaseFor, testPool, testStore } from './postgres.js';
 
 /** Every file under `<stateDir>/spool` (temp and day directories), sorted. */
@@ -23,18 +23,6 @@ export function storedMimeList(stateDir: string): string[] {
 /** How many messages' MIME is stored: files in the spool, and bodies the index keeps. */
 export function storedMimeCount(stateDir: string): number {
   return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + heldBodySizes(stateDir).size;
-}
-
-/**
- * storedMimeCount read through a store of either backend (a suite's own `p.ctx.store`): on
- * PostgreSQL every body is rows of message_body_chunks (and the spool keeps no file).
- */
-export async function storedMimeCountIn(q: Queries, stateDir: string): Promise<number> {
-  const bodies =
-    q.dialect === 'postgres'
-      ? await getValue<number>(q, 'SELECT COUNT(DISTINCT message_id) FROM message_body_chunks')
-      : await getValue<number>(q, 'SELECT COUNT(*) FROM message_bodies');
-  return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + bodies!;
 }
 
 /** The bodies the index keeps (small messages), by message id: their sizes in bytes. */

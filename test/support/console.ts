@@ -234,16 +234,22 @@ export interface ConsoleWorld {
 /** A server with a console listener, two projects, an owner and a member of the first, both signed in. */
 export async function consoleWorld(opts: Parameters<typeof startTestPostern>[0] = {}): Promise<ConsoleWorld> {
   const p = await startTestPostern({ ...opts, console: true });
-  const a = await createProjectWithKeys(p.ctx, 'project a');
-  const b = await createProjectWithKeys(p.ctx, 'project b');
-  await operatorAccount(p.ctx, 'owner@example.com', 'owner');
-  const memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id])).id;
-  return {
-    p,
-    a,
-    b,
-    owner: await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD),
-    member: await ConsoleClient.signIn(p.console, 'member@example.com', PASSWORD),
-    memberId,
-  };
+  // A failure here stops the server it started: the caller never gets it to close, and the test file would hang.
+  try {
+    const a = await createProjectWithKeys(p.ctx, 'project a');
+    const b = await createProjectWithKeys(p.ctx, 'project b');
+    await operatorAccount(p.ctx, 'owner@example.com', 'owner');
+    const memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id])).id;
+    return {
+      p,
+      a,
+      b,
+      owner: await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD),
+      member: await ConsoleClient.signIn(p.console, 'member@example.com', PASSWORD),
+      memberId,
+    };
+  } catch (err) {
+    await p.close();
+    throw err;
+  }
 }
