@@ -178,7 +178,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
   // The state directory's key on SQLite; on PostgreSQL the one every node shares (policy/viewerKey.ts).
-  const secret = await viewerSecret(store, config.state_dir, logger);
+  const secret = await viewerSecret(store, config.state_dir, logger, clock);
   const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];

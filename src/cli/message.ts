@@ -86,7 +86,7 @@ export const messageCommands: CommandGroup = {
       if (seconds === null) throw new OperatorError('invalid_argument', '--expires must be a duration such as 90m, 12h, 7d or 2w', 'expires');
       const base = configuredViewerBase(ctx.config);
       if (base === null) throw new OperatorError('invalid_argument', 'no HTTP listener to link to: set viewer.base_url', 'viewer.base_url');
-      return messageLink(ctx, await viewerSecret(ctx.store, ctx.config.state_dir, commandLogger()), base, id, seconds);
+      return messageLink(ctx, await viewerSecret(ctx.store, ctx.config.state_dir, commandLogger(), ctx.clock), base, id, seconds);
     },
   },
   delete: { usage: 'message delete ID', positionals: ['ID'], run: (ctx, _v, [id]) => deleteMessage(ctx, id) },

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Queries } from '../store/queries.js';
 import { storedViewerKey, storeViewerKey } from '../store/viewerKey.js';
@@ -16,7 +17,7 @@ const KEY_BYTES = 32;
 
 /**
  * The signing key of the store `store` belongs to, read once at start by the server and by
- * `postern message link`; whichever comes first creates it.
+ * `postern message link`; whichever comes first creates it (stamped by the caller's clock).
  *
  * On PostgreSQL a node upgraded from one that signed with its own `viewer.key` finds that file
  * at its first start: when the database has no key yet, the file's key becomes the shared one
@@ -24,7 +25,7 @@ const KEY_BYTES = 32;
  * key is the one used; a file holding another is named in a warning (links signed with it stop
  * opening). No file is created on PostgreSQL.
  */
-export async function viewerSecret(store: Queries, stateDir: string, logger: Logger): Promise<Buffer> {
+export async function viewerSecret(store: Queries, stateDir: string, logger: Logger, clock: Clock = systemClock): Promise<Buffer> {
   const file = path.join(stateDir, KEY_FILE);
   if (store.dialect === 'sqlite') return fileSecret(file);
   const stored = await storedViewerKey(store);
@@ -34,7 +35,7 @@ export async function viewerSecret(store: Queries, stateDir: string, logger: Log
   }
   const local = readKeyFile(file);
   const candidate = local ?? randomBytes(KEY_BYTES);
-  const shared = await storeViewerKey(store, candidate, Date.now());
+  const shared = await storeViewerKey(store, candidate, clock.now());
   if (!shared.equals(candidate)) {
     // Another node (or command) stored its key first.
     if (local) strayFileWarning(file, logger);
