@@ -275,6 +275,23 @@ async function withDatabaseCounters<T>(pgServer: BenchPostgres | null, phase: Ph
   };
 }
 
+/**
+ * Runs `drive` on started nodes (it calls `windowOpens` when its measured window opens, after
+ * the warm-up), then stops them: what it measured, and the CPU of the window per message it counts.
+ */
+async function measureWindow<T>(
+  nodes: SpawnedPostern[],
+  pgServer: BenchPostgres | null,
+  backend: 'sqlite' | 'postgres',
+  drive: (windowOpens: () => void) => Promise<{ value: T; messages: number }>,
+): Promise<{ value: T; cpu: PhaseCost['cpu'] }> {
+  let start: CpuSample | undefined;
+  const { value, messages } = await drive(() => (start = cpuNow(nodes, pgServer)));
+  const end = cpuNow(nodes, pgServer);
+  await stopNodes(nodes);
+  return { value, cpu: cpuCost(messages, start ?? end, end, backend === 'postgres') };
+}
+
 async function acceptPhase(backend: 'sqlite' | 'postgres', count: number, pgServer: BenchPostgres | null): Promise<ClusterRow['accept']> {
   const phase = await phaseStore(backend, pgServer);
   // Delivery off; the provider points at a port nobody listens on.
@@ -287,12 +304,12 @@ async function acceptPhase(backend: 'sqlite' | 'postgres', count: number, pgServ
       async () => {
         nodes = await startNodes(setup, setup.configOff, phase.store, count);
         const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
-        const window: { start?: CpuSample } = {};
         const urls = nodes.map((n) => new URL('/v1/send', n.production));
-        const loaded = await load(urls, 'POST', headers, SEND_BODY, 202, DURATION_MS, () => (window.start = cpuNow(nodes, pgServer)));
-        const end = cpuNow(nodes, pgServer);
-        await stopNodes(nodes);
-        return { loaded, cpu: cpuCost(loaded.ok, window.start ?? end, end, backend === 'postgres') };
+        const { value: loaded, cpu } = await measureWindow(nodes, pgServer, backend, async (windowOpens) => {
+          const loaded = await load(urls, 'POST', headers, SEND_BODY, 202, DURATION_MS, windowOpens);
+          return { value: loaded, messages: loaded.ok };
+        });
+        return { loaded, cpu };
       },
       () => 0,
     );
@@ -322,12 +339,12 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       phase,
       async () => {
         nodes = await startNodes(setup, setup.configOn, phase.store, count);
-        const window: { start?: CpuSample } = {};
-        const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, () => (window.start = cpuNow(nodes, pgServer)));
-        const end = cpuNow(nodes, pgServer);
-        await stopNodes(nodes);
+        const { value: drive, cpu } = await measureWindow(nodes, pgServer, backend, async (windowOpens) => {
+          const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, windowOpens);
+          return { value: drive, messages: drive.sent_total - drive.sent_at_start };
+        });
         await pool?.end();
-        return { drive, cpu: cpuCost(drive.sent_total - drive.sent_at_start, window.start ?? end, end, backend === 'postgres') };
+        return { drive, cpu };
       },
       () => reads,
     );
