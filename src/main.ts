@@ -29,6 +29,7 @@ import { openMimeOfJob } from './providers/adapter.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
+import { RateWindowFactory } from './policy/rateWindowFactory.js';
 import { Janitor } from './housekeeping/janitor.js';
 import { FeedbackIntake } from './delivery/feedback.js';
 import { createWebhookDispatcher } from './events/host.js';
@@ -163,13 +164,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   warnIfFewDescriptors(config, logger);
-  const admission = new Admission(
-    store,
-    clock,
-    { rate_limits: config.rate_limits, policy: config.policy },
-    (keyId) => keyUse.note(keyId),
-    (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'),
-  );
+  // Every sliding window of the node (send API, console sign-in, viewer): in memory on SQLite, the cluster's on PostgreSQL.
+  const windows = new RateWindowFactory(store, clock, (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'));
+  const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, windows, (keyId) => keyUse.note(keyId));
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
@@ -202,7 +199,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     // No longer serving: say so before the rest winds down.
     await heartbeat.stop();
-    await admission.settled();
+    await windows.settled();
     await keyUse.stop();
     operatorBookkeeping.close();
     await scheduler.stop();
