@@ -4,6 +4,7 @@ import os from 'node:os';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
+import { SignInThrottle } from './console/auth.js';
 import { createConsoleServer, type ConsoleServer } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import { writerThrough } from './operator/writer.js';
@@ -167,6 +168,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Every sliding window of the node (send API, console sign-in, viewer): in memory on SQLite, the cluster's on PostgreSQL.
   const windows = new RateWindowFactory(store, clock, (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'));
   const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, windows, (keyId) => keyUse.note(keyId));
+  // One for every console listener: failed sign-ins count per node (the cluster on PostgreSQL), not per listener.
+  const signIns = new SignInThrottle(config, windows, logger);
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
@@ -221,7 +224,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {
-            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, signIns, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
