@@ -179,7 +179,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const streams = createStreamBudget(config.smtp);
   // The state directory's key on SQLite; on PostgreSQL the one every node shares (policy/viewerKey.ts).
   const secret = await viewerSecret(store, config.state_dir, logger, clock);
-  const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
+  const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, windows, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -293,6 +293,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       Object.assign(limits, limitSettings(config));
       acceptance.updateLimits(limits);
       admission.updateRateLimits(config.rate_limits);
+      viewer.updateRateLimits(config.rate_limits);
       if (result.changed.includes('log')) setLogLevel(logger, process.env.POSTERN_LOG_LEVEL || config.log.level);
       return result;
     },
