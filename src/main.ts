@@ -4,6 +4,7 @@ import os from 'node:os';
 import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
+import { SignInThrottle } from './console/auth.js';
 import { createConsoleServer, type ConsoleServer } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import { writerThrough } from './operator/writer.js';
@@ -29,6 +30,7 @@ import { openMimeOfJob } from './providers/adapter.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
 import { limitSettings } from './policy/usageLimits.js';
 import { Admission } from './policy/admission.js';
+import { RateWindowFactory } from './policy/rateWindowFactory.js';
 import { Janitor } from './housekeeping/janitor.js';
 import { FeedbackIntake } from './delivery/feedback.js';
 import { createWebhookDispatcher } from './events/host.js';
@@ -163,13 +165,11 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const keyUse = new KeyUseRecorder(operatorWriter, clock, logger);
   keyUse.start();
   warnIfFewDescriptors(config, logger);
-  const admission = new Admission(
-    store,
-    clock,
-    { rate_limits: config.rate_limits, policy: config.policy },
-    (keyId) => keyUse.note(keyId),
-    (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'),
-  );
+  // Every sliding window of the node (send API, console sign-in, viewer): in memory on SQLite, the cluster's on PostgreSQL.
+  const windows = new RateWindowFactory(store, clock, (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'));
+  const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, windows, (keyId) => keyUse.note(keyId));
+  // One for every console listener: failed sign-ins count per node (the cluster on PostgreSQL), not per listener.
+  const signIns = new SignInThrottle(config, windows, logger);
   // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
@@ -179,7 +179,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const streams = createStreamBudget(config.smtp);
   // The state directory's key on SQLite; on PostgreSQL the one every node shares (policy/viewerKey.ts).
   const secret = await viewerSecret(store, config.state_dir, logger, clock);
-  const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, logger, secret, proxies });
+  const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, windows, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
@@ -202,7 +202,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     // No longer serving: say so before the rest winds down.
     await heartbeat.stop();
-    await admission.settled();
+    await windows.settled();
     await keyUse.stop();
     operatorBookkeeping.close();
     await scheduler.stop();
@@ -224,7 +224,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       if (isConsoleListener(listener)) {
         const consoleServer = createConsoleServer(
           {
-            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, signIns, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -293,6 +293,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       Object.assign(limits, limitSettings(config));
       acceptance.updateLimits(limits);
       admission.updateRateLimits(config.rate_limits);
+      viewer.updateRateLimits(config.rate_limits);
       if (result.changed.includes('log')) setLogLevel(logger, process.env.POSTERN_LOG_LEVEL || config.log.level);
       return result;
     },

@@ -1,10 +1,12 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
+import type { Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
 import { csrfTokenMatches, sessionPrincipal, tokenPrincipal, type Principal } from '../operator/sessions.js';
-import { SlidingWindowLimiter } from '../policy/rateLimiter.js';
+import type { RateWindow } from '../policy/rateWindow.js';
+import type { RateWindowFactory } from '../policy/rateWindowFactory.js';
 import { API_BASE } from './document.js';
 
 export const SESSION_COOKIE = 'postern_session';
@@ -60,22 +62,41 @@ export async function authenticateRequest(ctx: OperatorContext, req: IncomingMes
 }
 
 /**
- * Failed sign-ins, limited per client address and per email (lower-cased, whether or not an
- * operator has it, so the answer tells nothing), in one sliding window each. While either is
- * spent, sign-in answers 429 before any password is checked.
+ * The key an email's failed sign-ins count under: lower-cased and trimmed, as operators' emails
+ * are matched, then hashed, so the shared windows (rows on PostgreSQL, kept by pg_dump) never
+ * hold what someone typed into the email field (at times a password).
+ */
+function accountKey(email: string): string {
+  return createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
+}
+
+/**
+ * Failed sign-ins, limited per client address and per email (whether or not an operator has
+ * it, so the answer tells nothing), in one sliding window each: in this node's memory on
+ * SQLite, the cluster's on PostgreSQL (`console_sign_in_ip`, `console_sign_in_account`), so
+ * failures spread over the nodes count together. While either is spent, sign-in answers 429
+ * before any password is checked. One per node, for all its console listeners.
+ *
+ * When the shared windows cannot be read or written (the database is unreachable), sign-in
+ * fails closed: 500, and no password is checked without its limits.
  */
 export class SignInThrottle {
-  private readonly perIp: SlidingWindowLimiter;
-  private readonly perAccount: SlidingWindowLimiter;
+  private readonly perIp: RateWindow;
+  private readonly perAccount: RateWindow;
 
-  constructor(config: PosternConfig, clock: Clock) {
+  constructor(
+    config: Pick<PosternConfig, 'console'>,
+    windows: RateWindowFactory,
+    private readonly logger: Logger,
+  ) {
     const windowMs = config.console.sign_in_window_seconds * 1000;
-    this.perIp = new SlidingWindowLimiter(config.console.sign_in_failures_per_ip, windowMs, clock);
-    this.perAccount = new SlidingWindowLimiter(config.console.sign_in_failures_per_account, windowMs, clock);
+    this.perIp = windows.window('console_sign_in_ip', config.console.sign_in_failures_per_ip, windowMs);
+    this.perAccount = windows.window('console_sign_in_account', config.console.sign_in_failures_per_account, windowMs);
   }
 
-  check(ip: string, email: string): void {
-    const wait = Math.max(this.perIp.waitMs(ip), this.perAccount.waitMs(email.trim().toLowerCase()));
+  /** Throws 429 `sign_in_throttled` while this address or this email has spent its failures. */
+  async check(ip: string, email: string): Promise<void> {
+    const wait = Math.max(...(await this.counted('check', [this.perIp.waitMs(ip), this.perAccount.waitMs(accountKey(email))])));
     if (wait <= 0) return;
     const seconds = Math.max(1, Math.ceil(wait / 1000));
     throw new ContractError('sign_in_throttled', {
@@ -84,8 +105,18 @@ export class SignInThrottle {
     });
   }
 
-  failed(ip: string, email: string): void {
-    this.perIp.record(ip);
-    this.perAccount.record(email.trim().toLowerCase());
+  /** Counts a failed sign-in against the address and the email. */
+  async failed(ip: string, email: string): Promise<void> {
+    await this.counted('record', [this.perIp.record(ip), this.perAccount.record(accountKey(email))]);
+  }
+
+  /** The windows' answers; a failure of the shared store becomes a 500 that names no email or password. */
+  private async counted<T>(step: 'check' | 'record', answers: (T | Promise<T>)[]): Promise<T[]> {
+    try {
+      return await Promise.all(answers);
+    } catch (err) {
+      this.logger.error({ err, step }, 'the sign-in limits could not be counted (the store failed); sign-in refused');
+      throw new ContractError('server_error', { message: 'Sign-in is unavailable for a moment; retry shortly.' });
+    }
   }
 }

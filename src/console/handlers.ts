@@ -121,10 +121,10 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     /* session ---------------------------------------------------------------------------- */
     async signIn(c) {
       const email = c.body.email as string;
-      deps.throttle.check(c.clientIp, email);
+      await deps.throttle.check(c.clientIp, email);
       const session = await signIn(c.ctx, email, c.body.password as string, c.clientIp);
       if (!session) {
-        deps.throttle.failed(c.clientIp, email);
+        await deps.throttle.failed(c.clientIp, email);
         throw new ContractError('invalid_credentials');
       }
       return { status: 201, body: await sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };

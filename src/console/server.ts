@@ -25,7 +25,7 @@ import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
 import { actingAs } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
-import { authenticateRequest, SignInThrottle } from './auth.js';
+import { authenticateRequest, type SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
 import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
@@ -45,6 +45,8 @@ export interface ConsoleDeps {
   bodies: InflightBudget;
   /** `http.trusted_proxies`: sign-in throttling, the audit log and the request log see the client behind them. */
   proxies: TrustedProxies;
+  /** The node's failed sign-in limits, one for all its console listeners. */
+  signIns: SignInThrottle;
   /** The delivery scheduler's view of throttled provider accounts. */
   throttledUntil?: (accountId: string) => number | null;
   webhookTargets?: TargetOptions;
@@ -116,7 +118,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     ...consoleHandlers({
       ctx: base,
       secure,
-      throttle: new SignInThrottle(config, clock),
+      throttle: deps.signIns,
       live,
       overview: { activity, storage: new StorageFigures(store, config.state_dir), throttledUntil: deps.throttledUntil },
       keyUse: deps.keyUse,

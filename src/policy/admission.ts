@@ -3,9 +3,8 @@ import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import type { Queries } from '../store/queries.js';
 import { authenticate, bearerKey, type AuthContext, type Environment } from './apiKeys.js';
-import { SlidingWindowLimiter } from './rateLimiter.js';
 import type { RateWindow } from './rateWindow.js';
-import { SharedSlidingWindowLimiter } from './sharedRateLimiter.js';
+import type { RateWindowFactory } from './rateWindowFactory.js';
 
 export type Route = 'send' | 'batch';
 
@@ -31,24 +30,22 @@ function rateLimited(waitMs: number): ContractError {
  * NAT, a shared host). A bad key costs one hash and one indexed lookup either way.
  *
  * One node counts its windows in memory. On PostgreSQL the nodes count them together
- * (SharedSlidingWindowLimiter: one round trip per count), so a client spreading its requests
- * over the nodes gets no more than one node would give it.
+ * (`RateWindowFactory`: one round trip per count), so a client spreading its requests over the
+ * nodes gets no more than one node would give it.
  */
 export class Admission {
   private unauthenticated: RateWindow;
   private perKey: Record<Route, RateWindow>;
-  /** Shared windows a reload replaced: their last background prune may still be running. */
-  private readonly retired: SharedSlidingWindowLimiter[] = [];
   private readonly enforce: boolean;
 
   constructor(
     private readonly store: Queries,
     private readonly clock: Clock,
     config: Pick<PosternConfig, 'rate_limits' | 'policy'>,
+    /** Makes the windows (and waits for the shared ones' prunes when the node stops). */
+    private readonly windows: RateWindowFactory,
     /** Told of every key that authenticates a request (its "last used", kept by operator/keyUse.ts). */
     private readonly onKeyUsed: (keyId: string) => void = () => undefined,
-    /** Told when a shared window's background prune fails (PostgreSQL); it is tried again a window later. */
-    private readonly onPruneFailed: (err: Error) => void = () => undefined,
   ) {
     this.enforce = config.policy.enabled;
     [this.unauthenticated, this.perKey] = this.limiters(config.rate_limits);
@@ -56,10 +53,7 @@ export class Admission {
 
   private limiters(limits: PosternConfig['rate_limits']): [RateWindow, Record<Route, RateWindow>] {
     const windowMs = limits.window_seconds * 1000;
-    const window = (name: string, limit: number): RateWindow =>
-      this.store.dialect === 'postgres'
-        ? new SharedSlidingWindowLimiter(this.store, name, limit, windowMs, this.clock, this.onPruneFailed)
-        : new SlidingWindowLimiter(limit, windowMs, this.clock);
+    const window = (name: string, limit: number) => this.windows.window(name, limit, windowMs);
     return [window('unauthenticated', limits.unauthenticated_per_ip), { send: window('send', limits.send_per_key), batch: window('batch', limits.batch_per_key) }];
   }
 
@@ -68,15 +62,7 @@ export class Admission {
    * is the cluster's, per limit and length: one left unchanged keeps counting.)
    */
   updateRateLimits(limits: PosternConfig['rate_limits']): void {
-    const previous = [this.unauthenticated, ...Object.values(this.perKey)];
     [this.unauthenticated, this.perKey] = this.limiters(limits);
-    this.retired.push(...previous.filter((w) => w instanceof SharedSlidingWindowLimiter));
-  }
-
-  /** Resolves when the shared windows' background prunes have ended: before the store closes. */
-  async settled(): Promise<void> {
-    const windows = [this.unauthenticated, ...Object.values(this.perKey), ...this.retired];
-    await Promise.all(windows.map((w) => (w instanceof SharedSlidingWindowLimiter ? w.settled() : undefined)));
   }
 
   /** An HTTP request: its bearer key, then its route's window. */

@@ -28,7 +28,7 @@ import type { Queries } from './queries.js';
 
 /** A limiter and its configuration: a new limit or window counts in a window of its own. */
 export interface RateWindowLimit {
-  /** Which limiter ('send', 'viewer', …): limiters never share a window, even for one key. */
+  /** Which limiter ('send', 'viewer_ip', 'console_sign_in_account', …): limiters never share a window, even for one key. */
   limiter: string;
   maxEvents: number;
   windowMs: number;

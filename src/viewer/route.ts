@@ -10,7 +10,8 @@ import type { Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
 import { viewedMessage } from '../operator/messageLinks.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
-import { SlidingWindowLimiter } from '../policy/rateLimiter.js';
+import type { RateWindow } from '../policy/rateWindow.js';
+import type { RateWindowFactory } from '../policy/rateWindowFactory.js';
 import { sendBodyDocument } from './bodyDocument.js';
 import { NOT_FOUND_PAGE, PAGE_POLICY, viewerPage } from './page.js';
 
@@ -18,6 +19,8 @@ export interface ViewerDeps {
   /** Reads messages and their files (the operator layer's context; the viewer writes nothing). */
   ctx: OperatorContext;
   rateLimits: Pick<PosternConfig['rate_limits'], 'viewer_per_ip' | 'window_seconds'>;
+  /** Makes the per-IP window: this node's memory on SQLite, the cluster's on PostgreSQL. */
+  windows: RateWindowFactory;
   logger: Logger;
   secret: Buffer;
   /** `http.trusted_proxies`: the per-IP window counts the client behind them. */
@@ -33,12 +36,24 @@ function sendPage(res: ServerResponse, status: number, html: string, extra: Reco
   res.end(html);
 }
 
-/** One viewer for every HTTP listener: one per-IP window for all of them. */
+/**
+ * One viewer for every HTTP listener: one per-IP window for all of them (`viewer_ip`; on
+ * PostgreSQL every node's requests count in it together).
+ */
 export class Viewer {
-  private readonly perIp: SlidingWindowLimiter;
+  private perIp: RateWindow;
 
   constructor(private readonly deps: ViewerDeps) {
-    this.perIp = new SlidingWindowLimiter(deps.rateLimits.viewer_per_ip, deps.rateLimits.window_seconds * 1000, deps.ctx.clock);
+    this.perIp = this.window(deps.rateLimits);
+  }
+
+  /** New rate limits (SIGHUP): the window starts afresh under them, as the send API's do. */
+  updateRateLimits(limits: ViewerDeps['rateLimits']): void {
+    this.perIp = this.window(limits);
+  }
+
+  private window(limits: ViewerDeps['rateLimits']): RateWindow {
+    return this.deps.windows.window('viewer_ip', limits.viewer_per_ip, limits.window_seconds * 1000);
   }
 
   readonly page = (req: Request, res: ServerResponse): void => void this.serve(req, res, false);
@@ -46,7 +61,9 @@ export class Viewer {
 
   private async serve(req: Request, res: ServerResponse, body: boolean): Promise<void> {
     try {
-      const wait = this.perIp.take(this.deps.proxies.clientAddress(req));
+      // In memory the answer comes at once; a shared window's is a promise (a failure: the 500 below).
+      const taken = this.perIp.take(this.deps.proxies.clientAddress(req));
+      const wait = typeof taken === 'number' ? taken : await taken;
       if (wait > 0) {
         const seconds = Math.max(1, Math.ceil(wait / 1000));
         return sendPage(res, 429, '<!DOCTYPE html><title>Too many requests</title><h1>Too many requests</h1>', { 'Retry-After': String(seconds) });

@@ -12,7 +12,9 @@ import { generate } from 'selfsigned';
 import { ManualClock } from '../../src/clock.js';
 import { createOperatorToken } from '../../src/operator/operators.js';
 import { API, assertDocumented, ConsoleClient, consoleDoc, expectError, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
-import { createProjectWithKeys, repoRoot, startTestPostern, tempStateDir, type TestPostern } from '../support/postern.js';
+import { capturedLogger } from '../support/fromAddress.js';
+import { createProjectWithKeys, repoRoot, startTestNodes, startTestPostern, tempStateDir, type TestPostern } from '../support/postern.js';
+import { postgresUnavailable } from '../support/postgres.js';
 
 const T0 = Date.parse('2026-11-20T09:00:00.000Z');
 
@@ -295,5 +297,47 @@ describe('console over TLS', () => {
     assert.equal(res.status, 201, res.text);
     assert.match(res.cookie, /; HttpOnly; SameSite=Strict; Secure$/);
     assertDocumented('POST', `${API}/session`, { status: res.status, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.parse(res.text), text: res.text });
+  });
+});
+
+describe('sign-in while the shared failed sign-in windows cannot be counted (a node on PostgreSQL)', { skip: postgresUnavailable() }, () => {
+  const log = capturedLogger('info');
+  const LOGGED = 'the sign-in limits could not be counted (the store failed); sign-in refused';
+  let nodes: Awaited<ReturnType<typeof startTestNodes>>;
+  let node: TestPostern;
+
+  before(async () => {
+    nodes = await startTestNodes(1, { console: true, logger: log.logger });
+    node = nodes.nodes[0];
+    await operatorAccount(node.ctx, 'owner@example.com', 'owner');
+  });
+  after(async () => nodes?.close());
+
+  test('sign-in answers 500 server_error before any password is checked (the right one signs nobody in), logs why without the email or password, and works again once the windows answer', async () => {
+    const attempt = (email: string, password: string) => new ConsoleClient(node.console).post('/session', { email, password });
+    // The windows' slots gone for a moment: every read or count of a window fails, while operators are still read.
+    await node.ctx.store.run('ALTER TABLE rate_window_slots RENAME TO rate_window_slots_away');
+    try {
+      const res = await attempt('owner@example.com', PASSWORD);
+      assert.deepEqual(
+        [res.status, res.body, res.headers.get('set-cookie')],
+        [500, { error: { type: 'api_error', code: 'server_error', message: 'Sign-in is unavailable for a moment; retry shortly.' } }, null],
+      );
+      expectError(await attempt('Guessed@Example.com', 'a guessed password'), 500, 'server_error');
+    } finally {
+      await node.ctx.store.run('ALTER TABLE rate_window_slots_away RENAME TO rate_window_slots');
+    }
+    assert.equal(await node.ctx.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM operator_sessions').then((r) => Number(r!.n)), 0, 'no session was made');
+    const lines = log.lines.filter((l) => l.msg === LOGGED);
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.step, /rate_window_slots/.test(String((l.err as { message?: unknown } | undefined)?.message))]),
+      [
+        [50, 'check', true],
+        [50, 'check', true],
+      ],
+    );
+    const logged = JSON.stringify(log.lines);
+    for (const secret of [PASSWORD, 'a guessed password', 'owner@example.com', 'guessed@example.com', 'Guessed@Example.com']) assert.ok(!logged.includes(secret), `${secret} is in the log`);
+    expectStatus(await attempt('owner@example.com', PASSWORD), 201);
   });
 });

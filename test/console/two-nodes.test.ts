@@ -1,7 +1,8 @@
 /**
  * The console on two nodes of one PostgreSQL (issue 23): two `postern start` processes, each
- * with its own console listener, share operator sessions, the audit log and the nodes' rows,
- * since all of them are rows of the one database. Real processes, real sockets.
+ * with its own console listener, share operator sessions, the audit log, the nodes' rows and
+ * the failed sign-in limits, since all of them are rows of the one database. Real processes,
+ * real sockets.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -13,13 +14,20 @@ import { silentLogger } from '../../src/log.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { ConsoleClient, expectError, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
-import type { SpawnedPostern } from '../support/postern.js';
+import type { HttpResult, SpawnedPostern } from '../support/postern.js';
 import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
 import { ProcessScope } from '../support/processes.js';
 
 const EMAIL = 'owner@example.com';
+/** Failed sign-ins allowed per email and per client address in the window (console.sign_in_*). */
+const PER_ACCOUNT = 3;
+const PER_IP = 4;
+const WINDOW_SECONDS = 600;
 
-/** A node's config: a send door and a console, on ports of their own. */
+/**
+ * A node's config: a send door and a console, on ports of their own; small sign-in limits, and
+ * the test as the trusted proxy, so each test names its client address (X-Forwarded-For).
+ */
 function nodeConfig(dir: string): string {
   const file = path.join(dir, 'node.json');
   writeFileSync(
@@ -30,6 +38,8 @@ function nodeConfig(dir: string): string {
         { name: 'console', protocol: 'console', host: '127.0.0.1', port: 0 },
       ],
       delivery: { enabled: false },
+      http: { trusted_proxies: ['127.0.0.1'] },
+      console: { sign_in_failures_per_account: PER_ACCOUNT, sign_in_failures_per_ip: PER_IP, sign_in_window_seconds: WINDOW_SECONDS },
     }),
   );
   return file;
@@ -45,6 +55,24 @@ function sameSessionOn(base: string, signedIn: ConsoleClient): ConsoleClient {
   return client;
 }
 
+/** A sign-in attempt from `address` (behind the trusted proxy). */
+const signInFrom = (base: string, address: string, email: string, password: string) =>
+  new ConsoleClient(base).post('/session', { email, password }, { headers: { 'x-forwarded-for': address } });
+
+/** A 429 sign_in_throttled whose Retry-After is within the window. */
+function expectThrottled(res: HttpResult): void {
+  expectError(res, 429, 'sign_in_throttled');
+  const retryAfter = Number(res.headers.get('retry-after'));
+  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= WINDOW_SECONDS, `Retry-After ${res.headers.get('retry-after')}`);
+}
+
+/** Where each email's failed sign-ins go, attempt by attempt: the limit's worth on one node, or spread. */
+const SPREADS = [
+  { email: 'all-on-a@example.com', nodes: 'AAA' },
+  { email: 'spread-aba@example.com', nodes: 'ABA' },
+  { email: 'spread-bba@example.com', nodes: 'BBA' },
+];
+
 describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailable() }, () => {
   const scope = new ProcessScope();
   let database: FreshDatabase;
@@ -57,7 +85,8 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
     try {
       await migratePostgres(pool, silentLogger());
       const config = buildConfig({ state_dir: '/nonexistent' }, {});
-      await operatorAccount({ store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' }, EMAIL, 'owner');
+      const ctx = { store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' };
+      for (const email of [EMAIL, ...SPREADS.map((s) => s.email)]) await operatorAccount(ctx, email, 'owner');
     } finally {
       await pool.end();
     }
@@ -107,5 +136,34 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
         ],
       );
     }
+  });
+
+  describe('failed sign-ins count together on both nodes', () => {
+    const nodeOf = (letter: string) => (letter === 'A' ? a : b);
+
+    for (const [k, { email, nodes }] of SPREADS.entries()) {
+      const address = (i: number) => `198.51.100.${10 * k + i}`;
+      test(`${PER_ACCOUNT} failed sign-ins for one email on nodes ${nodes.split('').join(', ')}: the next attempt is refused 429 sign_in_throttled with Retry-After on either node, the right password included`, async () => {
+        // Each failure from an address of its own: only the email's window fills.
+        for (const [i, letter] of [...nodes].entries()) {
+          expectError(await signInFrom(consoleOf(nodeOf(letter)), address(i + 1), email, 'not the password at all'), 401, 'invalid_credentials');
+        }
+        for (const node of [a, b]) {
+          expectThrottled(await signInFrom(consoleOf(node), address(8), email, PASSWORD));
+          expectThrottled(await signInFrom(consoleOf(node), address(9), email, 'not the password at all'));
+        }
+        // Another email from the same address is not held by it.
+        expectStatus(await signInFrom(consoleOf(b), address(1), EMAIL, PASSWORD), 201);
+      });
+    }
+
+    test(`${PER_IP} failed sign-ins from one address spread over nodes A and B (other emails each): its next attempt is refused 429 on either node, the right password included; another address is not held`, async () => {
+      const address = '203.0.113.7';
+      for (let i = 0; i < PER_IP; i++) {
+        expectError(await signInFrom(consoleOf(i % 2 === 0 ? a : b), address, `sprayed-${i}@example.com`, 'not the password at all'), 401, 'invalid_credentials');
+      }
+      for (const node of [a, b]) expectThrottled(await signInFrom(consoleOf(node), address, EMAIL, PASSWORD));
+      for (const node of [a, b]) expectStatus(await signInFrom(consoleOf(node), '203.0.113.8', EMAIL, PASSWORD), 201);
+    });
   });
 });

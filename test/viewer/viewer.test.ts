@@ -184,4 +184,16 @@ describe('public viewer rate limit', () => {
     // The send API is not held by the viewer's window.
     assert.equal((await fetch(`${p.production}/healthz`)).status, 200);
   });
+
+  test('a reload (SIGHUP) with another rate_limits.viewer_per_ip applies it: the window starts afresh under the new limit', async () => {
+    const url = `${p.production}/view/m_${'1'.repeat(26)}/x`;
+    // Spent under the running limit (3), whatever came before.
+    const statuses: number[] = [];
+    while (statuses.at(-1) !== 429 && statuses.length <= 3) statuses.push((await view(url)).status);
+    assert.equal(statuses.at(-1), 429, statuses.join());
+    assert.deepEqual(p.running.reload({ ...p.config, rate_limits: { ...p.config.rate_limits, viewer_per_ip: 5 } }), { changed: ['rate_limits'], restart_needed: [] });
+    const reloaded: number[] = [];
+    for (let i = 0; i < 6; i++) reloaded.push((await view(url)).status);
+    assert.deepEqual(reloaded, [404, 404, 404, 404, 404, 429]);
+  });
 });
