@@ -294,7 +294,11 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       acceptance.updateLimits(limits);
       admission.updateRateLimits(config.rate_limits);
       viewer.updateRateLimits(config.rate_limits);
-      if (result.changed.includes('log')) setLogLevel(logger, process.env.POSTERN_LOG_LEVEL || config.log.level);
+      if (result.changed.includes('log')) {
+        const level = process.env.POSTERN_LOG_LEVEL || config.log.level;
+        setLogLevel(logger, level);
+        webhooks?.setLogLevel(level);
+      }
       return result;
     },
     async close() {

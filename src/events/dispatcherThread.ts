@@ -1,7 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { offsetClock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
-import { createLogger } from '../log.js';
+import { createLogger, setLogLevel } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation } from '../commit/nodeStore.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
 import { WebhookDispatcher } from './dispatcher.js';
@@ -16,7 +16,11 @@ const { location, config, nodeId, clockOffsetMs, logLevel, bookkeepingPort } = w
   /** null on PostgreSQL: the thread writes through its own connections. */
   bookkeepingPort: MessagePort | null;
 };
-const logger = createLogger(logLevel).child({ thread: 'webhooks' });
+const rootLogger = createLogger(logLevel);
+const logger = rootLogger.child({ thread: 'webhooks' });
+
+/** What the host posts: stop, or the node's new log level (SIGHUP). */
+export type DispatcherThreadMessage = 'stop' | { logLevel: string };
 
 // On Linux a scheduling policy and a nice value belong to the thread: this one yields the CPU
 // to acceptance when the machine is saturated, and runs at full speed otherwise. (Elsewhere a
@@ -28,7 +32,8 @@ if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread p
 const connections = await openThreadStore(location, logger, 'webhooks');
 const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 
-parentPort!.on('message', (message: unknown) => {
+parentPort!.on('message', (message: DispatcherThreadMessage) => {
+  if (typeof message === 'object') return setLogLevel(rootLogger, message.logLevel);
   if (message !== 'stop') return;
   void dispatcher
     .stop()

@@ -5,11 +5,14 @@ import type { Logger } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
 import { countWebhookOutcome } from '../platform/metrics.js';
 import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
+import type { DispatcherThreadMessage } from './dispatcherThread.js';
 
 export interface WebhookDispatcherHandle {
   start(): void;
   /** Lets attempts in flight finish (each has its deadline), records their outcomes, stops. */
   stop(): Promise<void>;
+  /** A new log level (SIGHUP): the dispatcher's thread logs by it from now on. */
+  setLogLevel(level: string): void;
 }
 
 const RESTART_DELAY_MS = 1000;
@@ -68,6 +71,9 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     return { connections, dispatcher };
   }
 
+  /** Its logger is the node's own (a child of the root): the root's new level has reached it. */
+  setLogLevel(): void {}
+
   async stop(): Promise<void> {
     const running = this.running;
     if (!running) return;
@@ -102,6 +108,7 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
         nodeId: this.deps.nodeId,
         // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
         clockOffsetMs: Math.round(this.deps.clock.now() - Date.now()),
+        // The node's level now, a reload's included (a restarted thread starts with it).
         logLevel: this.deps.logger.level,
       },
     });
@@ -122,13 +129,17 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     });
   }
 
+  setLogLevel(level: string): void {
+    this.worker?.postMessage({ logLevel: level } satisfies DispatcherThreadMessage);
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.restart) clearTimeout(this.restart);
     const worker = this.worker;
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    worker.postMessage('stop');
+    worker.postMessage('stop' satisfies DispatcherThreadMessage);
     // In-flight attempts end by their deadline; past that (and a margin) the thread is stopped.
     const force = setTimeout(() => void worker.terminate(), this.deps.config.webhooks.timeout_ms + 5000);
     await exited;

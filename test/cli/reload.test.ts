@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { createProjectWithKeys, post, validMessage } from '../support/postern.js';
+import Database from 'better-sqlite3';
+import { createProjectWithKeys, post, runCli, validMessage } from '../support/postern.js';
 import { plan, withPlans } from '../support/plans.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
 import { waitFor } from '../support/waiting.js';
@@ -15,6 +16,7 @@ import { waitFor } from '../support/waiting.js';
 interface LogLine {
   level: string;
   msg: string;
+  thread?: string;
   changed?: string[];
   restart_needed?: string[];
 }
@@ -65,5 +67,54 @@ test('SIGHUP applies new plans and the log level at once, names what needs a res
   await waitFor(() => lines().some((l) => l.msg.startsWith('config reload refused')), 5000, 'the refusal line');
   assert.equal((await send()).status, 202, 'still the reloaded plan');
   assert.equal(server.child.exitCode, null, 'still running');
+  assert.equal(await server.stop(), 0);
+});
+
+test("SIGHUP's new log level reaches the webhook dispatcher's thread too", async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-reload-webhooks-');
+  const configFile = path.join(stateDir, 'config.json');
+  // Every attempt fails at once (nothing listens on the discard port): each is a debug line on the dispatcher's thread.
+  const write = (level: string) =>
+    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, log: { level }, webhooks: { allow_private_targets: true, poll_interval_ms: 20 } }));
+  write('info');
+  const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'reload webhooks', 'pro'));
+  const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
+  const added = await runCli(['webhook', 'add', '--project', keys.project.id, '--url', 'http://127.0.0.1:9/hook'], env);
+  assert.equal(added.code, 0, added.stderr);
+  const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
+  const lines = () =>
+    server
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as LogLine);
+  const send = async () => assert.equal((await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() })).status, 202);
+  const failedAttempt = (l: LogLine) => l.msg === 'webhook attempt failed' && l.thread === 'webhooks';
+
+  // At info: attempts fail (counted in the index), and say nothing.
+  for (let i = 0; i < 20; i++) await send();
+  const attempted = () => {
+    const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
+    try {
+      return db.prepare('SELECT COALESCE(SUM(attempts), 0) FROM webhook_deliveries').pluck().get() as number;
+    } finally {
+      db.close();
+    }
+  };
+  await waitFor(() => attempted() >= 20, 10_000, 'failed attempts at info');
+
+  write('debug');
+  server.child.kill('SIGHUP');
+  await waitFor(() => lines().some((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  // The thread's lines are written in 4 KiB blocks too: more failing attempts push them out.
+  await waitFor(async () => {
+    await send();
+    return lines().some(failedAttempt);
+  }, 15_000, "a debug line from the dispatcher's thread after the reload");
+  const all = lines();
+  const reloadAt = all.findIndex((l) => l.msg.startsWith('config reloaded'));
+  assert.ok(!all.slice(0, reloadAt).some(failedAttempt), 'no debug line at info');
   assert.equal(await server.stop(), 0);
 });
