@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { clockFromEnvironment } from '../clock.js';
-import { ConfigError, loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
+import { ConfigError } from '../config/configError.js';
+import { loadConfig, resolveConfigPath, type PosternConfig } from '../config/load.js';
 import { OperatorError } from '../operator/errors.js';
 import { openThreadStore, storeLocationOf } from '../commit/nodeStore.js';
 import { Spool } from '../spool/spool.js';

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import pg from 'pg';
+import type pg from 'pg';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { MetricsSnapshot } from '../platform/metrics.js';
@@ -7,6 +7,7 @@ import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
 import { openDatabase, type Db } from '../store/db.js';
+import { pgDriver } from '../store/postgres/driver.js';
 import { migratePostgres } from '../store/postgres/migrate.js';
 import { postgresQueries } from '../store/postgres/queries.js';
 import { sqliteQueries, type Queries } from '../store/queries.js';
@@ -78,7 +79,7 @@ export function storeLocationOf(config: Pick<PosternConfig, 'state_dir' | 'store
  * without taking the process down: pg reports those on the pool, and the next query connects anew.
  */
 export function postgresPool(url: string, max: number, logger: Logger, name: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, application_name: `postern ${name}` } as pg.PoolConfig);
+  const pool = new (pgDriver().Pool)({ connectionString: url, max, application_name: `postern ${name}` } as pg.PoolConfig);
   pool.on('error', (err) => logger.warn({ err: err.message }, 'an idle PostgreSQL connection was closed; the next query opens a new one'));
   return pool;
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import schema from './schema.json' with { type: 'json' };
 import { trustedProxyProblem } from '../platform/trustedProxies.js';
+import { ConfigError } from './configError.js';
 import type { PosternConfig as ConfigFile } from './types.gen.js';
 
 /** The config as loaded: the file's, with `node.id` resolved (null in the file: the host name). */
@@ -16,16 +17,6 @@ export type ListenerConfig = AnyListenerConfig & { protocol: 'http' | 'smtp'; en
 export type ConsoleListenerConfig = AnyListenerConfig & { protocol: 'console' };
 export const isConsoleListener = (l: AnyListenerConfig): l is ConsoleListenerConfig => l.protocol === 'console';
 export type PlanConfig = NonNullable<PosternConfig['plans'][string]>;
-
-/** A config problem, naming the offending key; the process exits non-zero before touching state. */
-export class ConfigError extends Error {
-  constructor(
-    message: string,
-    readonly key: string | null,
-  ) {
-    super(message);
-  }
-}
 
 const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true });
 const validate = ajv.compile<ConfigFile>(schema);

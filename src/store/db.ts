@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/configError.js';
 import type { Logger } from '../log.js';
 import { ensurePrivateDirectory, ensurePrivateFile, PrivateDirectoryError } from '../platform/privateFiles.js';
 import { migrations } from './migrations.js';

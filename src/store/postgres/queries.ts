@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Bind, Queries, SqlParam } from '../queries.js';
 import { bigintNumber } from './bigintNumber.js';
+import { pgDriver } from './driver.js';
 
 /**
  * Queries on PostgreSQL (a pg Pool), for the store code written once for both backends
@@ -122,7 +123,7 @@ const sqliteShapes: pg.CustomTypesConfig = {
       case JSONB:
         return (value: string) => value;
       default:
-        return pg.types.getTypeParser(oid, (format ?? 'text') as 'text');
+        return pgDriver().types.getTypeParser(oid, (format ?? 'text') as 'text');
     }
   }) as pg.CustomTypesConfig['getTypeParser'],
 };
