@@ -59,11 +59,15 @@ function sameSessionOn(base: string, signedIn: ConsoleClient): ConsoleClient {
 const signInFrom = (base: string, address: string, email: string, password: string) =>
   new ConsoleClient(base).post('/session', { email, password }, { headers: { 'x-forwarded-for': address } });
 
-/** A 429 sign_in_throttled whose Retry-After is within the window. */
+/**
+ * A 429 sign_in_throttled whose Retry-After is within the window, give or take its rounding up:
+ * among attempts sent at once, one node may read its clock a few milliseconds before the other
+ * writes the event it must wait for (then window + a few ms, rounded up to the next second).
+ */
 function expectThrottled(res: HttpResult): void {
   expectError(res, 429, 'sign_in_throttled');
   const retryAfter = Number(res.headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= WINDOW_SECONDS, `Retry-After ${res.headers.get('retry-after')}`);
+  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= WINDOW_SECONDS + 1, `Retry-After ${res.headers.get('retry-after')}`);
 }
 
 /** An operator whose password is guessed many times at once. */
