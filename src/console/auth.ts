@@ -5,7 +5,7 @@ import { ContractError } from '../contract/errors.js';
 import type { Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
 import { csrfTokenMatches, sessionPrincipal, tokenPrincipal, type Principal } from '../operator/sessions.js';
-import type { RateWindow } from '../policy/rateWindow.js';
+import type { RateSlot, RateWindow } from '../policy/rateWindow.js';
 import type { RateWindowFactory } from '../policy/rateWindowFactory.js';
 import { API_BASE } from './document.js';
 
@@ -70,15 +70,32 @@ function accountKey(email: string): string {
   return createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
 }
 
+/** A place a sign-in took in one of the failed sign-in windows. */
+interface Place {
+  readonly window: RateWindow;
+  readonly key: string;
+  readonly slot: RateSlot;
+}
+
+/** A sign-in's places in both windows, held while its password is checked. */
+export interface SignInAttempt {
+  readonly places: readonly Place[];
+}
+
 /**
  * Failed sign-ins, limited per client address and per email (whether or not an operator has
  * it, so the answer tells nothing), in one sliding window each: in this node's memory on
  * SQLite, the cluster's on PostgreSQL (`console_sign_in_ip`, `console_sign_in_account`), so
- * failures spread over the nodes count together. While either is spent, sign-in answers 429
- * before any password is checked. One per node, for all its console listeners.
+ * failures spread over the nodes count together. One per node, for all its console listeners.
  *
- * When the shared windows cannot be read or written (the database is unreachable), sign-in
- * fails closed: 500, and no password is checked without its limits.
+ * Exact under concurrency: every attempt takes its place in both windows before its password
+ * is checked (`reserve`), and one whose address or email has spent its failures is answered 429
+ * without a check; a right password gives the places back (`succeeded`), so sign-ins that work
+ * use up nothing. Checking first and counting the failure after the (slow) password check
+ * would let every one of N guesses sent at once pass the check.
+ *
+ * When the windows cannot be read or written (the database is unreachable), sign-in fails
+ * closed: 500, and no password is checked without its limits.
  */
 export class SignInThrottle {
   private readonly perIp: RateWindow;
@@ -94,10 +111,29 @@ export class SignInThrottle {
     this.perAccount = windows.window('console_sign_in_account', config.console.sign_in_failures_per_account, windowMs);
   }
 
-  /** Throws 429 `sign_in_throttled` while this address or this email has spent its failures. */
-  async check(ip: string, email: string): Promise<void> {
-    const wait = Math.max(...(await this.counted('check', [this.perIp.waitMs(ip), this.perAccount.waitMs(accountKey(email))])));
-    if (wait <= 0) return;
+  /**
+   * Takes this attempt's place in the address's and the email's windows, counted as a failure
+   * until `succeeded`. Throws 429 `sign_in_throttled` while either is spent, and then holds
+   * neither place (the other window's is given back: the attempt was never checked).
+   */
+  async reserve(ip: string, email: string): Promise<SignInAttempt> {
+    const windows: [RateWindow, string][] = [
+      [this.perIp, ip],
+      [this.perAccount, accountKey(email)],
+    ];
+    const answers = await Promise.allSettled(windows.map(([window, key]) => window.reserve(key)));
+    const places = windows.flatMap(([window, key], i) => {
+      const answer = answers[i];
+      return answer.status === 'fulfilled' && answer.value.slot !== null ? [{ window, key, slot: answer.value.slot }] : [];
+    });
+    if (places.length === windows.length) return { places };
+    await this.giveBack(places);
+    const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+    if (failed) {
+      this.logger.error({ err: failed.reason, step: 'reserve' }, 'the sign-in limits could not be counted (the store failed); sign-in refused');
+      throw new ContractError('server_error', { message: 'Sign-in is unavailable for a moment; retry shortly.' });
+    }
+    const wait = Math.max(...answers.map((a) => (a.status === 'fulfilled' ? a.value.waitMs : 0)));
     const seconds = Math.max(1, Math.ceil(wait / 1000));
     throw new ContractError('sign_in_throttled', {
       message: `Too many failed sign-ins; retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
@@ -105,18 +141,19 @@ export class SignInThrottle {
     });
   }
 
-  /** Counts a failed sign-in against the address and the email. */
-  async failed(ip: string, email: string): Promise<void> {
-    await this.counted('record', [this.perIp.record(ip), this.perAccount.record(accountKey(email))]);
+  /** The password was right: the attempt's places are given back, so it uses up no failure. */
+  succeeded(attempt: SignInAttempt): Promise<void> {
+    return this.giveBack(attempt.places);
   }
 
-  /** The windows' answers; a failure of the shared store becomes a 500 that names no email or password. */
-  private async counted<T>(step: 'check' | 'record', answers: (T | Promise<T>)[]): Promise<T[]> {
-    try {
-      return await Promise.all(answers);
-    } catch (err) {
-      this.logger.error({ err, step }, 'the sign-in limits could not be counted (the store failed); sign-in refused');
-      throw new ContractError('server_error', { message: 'Sign-in is unavailable for a moment; retry shortly.' });
+  /**
+   * A place that cannot be given back (the store failed) stays counted as a failure: stricter,
+   * never looser. It is logged (no email or password), and the answer stands.
+   */
+  private async giveBack(places: readonly Place[]): Promise<void> {
+    const results = await Promise.allSettled(places.map((p) => p.window.release(p.key, p.slot)));
+    for (const r of results) {
+      if (r.status === 'rejected') this.logger.warn({ err: r.reason, step: 'release' }, 'a sign-in could not give its place in the sign-in limits back (the store failed); it counts as a failure');
     }
   }
 }

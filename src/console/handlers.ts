@@ -121,12 +121,12 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     /* session ---------------------------------------------------------------------------- */
     async signIn(c) {
       const email = c.body.email as string;
-      await deps.throttle.check(c.clientIp, email);
+      // The attempt's place in the failed sign-in limits is taken before the password is
+      // checked (attempts sent at once cannot all pass), and kept unless the password was right.
+      const attempt = await deps.throttle.reserve(c.clientIp, email);
       const session = await signIn(c.ctx, email, c.body.password as string, c.clientIp);
-      if (!session) {
-        await deps.throttle.failed(c.clientIp, email);
-        throw new ContractError('invalid_credentials');
-      }
+      if (!session) throw new ContractError('invalid_credentials');
+      await deps.throttle.succeeded(attempt);
       return { status: 201, body: await sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
     },
     getSession: async (c) => ok(await sessionView(c.principal, c.sessionId, deps)),

@@ -1,12 +1,27 @@
 import type { Clock } from '../clock.js';
+import { RELEASED_AT, type RateSlot, type RateWindow, type Reservation } from './rateWindow.js';
+
+/** A key's window: its last `limit` events as a ring, oldest at `writes` mod limit once full. */
+interface KeyWindow {
+  /** Which window: a key forgotten and started afresh gets another, so an old slot never matches. */
+  readonly id: number;
+  times: number[];
+  /** Each place's write number (`RateSlot.write`); -1 for a place given back. */
+  numbers: number[];
+  /** Events written so far: the next one's number. */
+  writes: number;
+  /** The newest event's time (a place given back no longer shows it): when the key may be forgotten. */
+  newest: number;
+}
 
 /**
  * A sliding-window limit: at most `limit` events per `windowMs` for each key, exactly (a ring of
  * the last `limit` timestamps per key). The wait it reports is truthful: once it has passed,
  * the oldest event has left the window and the next event is admitted.
  */
-export class SlidingWindowLimiter {
-  private readonly windows = new Map<string, { times: number[]; next: number }>();
+export class SlidingWindowLimiter implements RateWindow {
+  private readonly windows = new Map<string, KeyWindow>();
+  private windowsMade = 0;
   private lastSweep = 0;
 
   constructor(
@@ -19,31 +34,66 @@ export class SlidingWindowLimiter {
   waitMs(key: string): number {
     const w = this.windows.get(key);
     if (!w || w.times.length < this.limit) return 0;
-    const oldest = w.times[w.next];
+    const oldest = w.times[this.oldestPlace(w)];
     return Math.max(0, oldest + this.windowMs - this.clock.now());
   }
 
   record(key: string): void {
-    const now = this.clock.now();
-    this.sweep(now);
-    let w = this.windows.get(key);
-    if (!w) {
-      w = { times: [], next: 0 };
-      this.windows.set(key, w);
-    }
-    if (w.times.length < this.limit) {
-      w.times.push(now);
-    } else {
-      w.times[w.next] = now;
-      w.next = (w.next + 1) % this.limit;
-    }
+    this.write(key);
   }
 
   /** Records an event unless the key is over its limit; returns the wait in ms (0 = admitted). */
   take(key: string): number {
+    return this.reserve(key).waitMs;
+  }
+
+  reserve(key: string): Reservation {
     const wait = this.waitMs(key);
-    if (wait === 0) this.record(key);
-    return wait;
+    if (wait > 0) return { waitMs: wait, slot: null };
+    return { waitMs: 0, slot: this.write(key) };
+  }
+
+  release(key: string, slot: RateSlot): boolean {
+    const w = this.windows.get(key);
+    if (!w || w.id !== slot.window) return false;
+    const place = w.numbers.indexOf(slot.write);
+    if (place < 0) return false;
+    // The events older than it move one place newer; the oldest place is left free.
+    const oldest = this.oldestPlace(w);
+    for (let i = place; i !== oldest; ) {
+      const older = (i - 1 + this.limit) % this.limit;
+      w.times[i] = w.times[older];
+      w.numbers[i] = w.numbers[older];
+      i = older;
+    }
+    w.times[oldest] = RELEASED_AT;
+    w.numbers[oldest] = -1;
+    return true;
+  }
+
+  /** The place of the oldest event: the first while the ring fills, then the one the next write takes. */
+  private oldestPlace(w: KeyWindow): number {
+    return w.times.length < this.limit ? 0 : w.writes % this.limit;
+  }
+
+  private write(key: string): RateSlot {
+    const now = this.clock.now();
+    this.sweep(now);
+    let w = this.windows.get(key);
+    if (!w) {
+      w = { id: this.windowsMade++, times: [], numbers: [], writes: 0, newest: now };
+      this.windows.set(key, w);
+    }
+    const write = w.writes++;
+    if (w.times.length < this.limit) {
+      w.times.push(now);
+      w.numbers.push(write);
+    } else {
+      w.times[write % this.limit] = now;
+      w.numbers[write % this.limit] = write;
+    }
+    w.newest = Math.max(w.newest, now);
+    return { window: w.id, write };
   }
 
   /** Forgets keys idle for a whole window, so memory follows active clients, not history. */
@@ -51,8 +101,7 @@ export class SlidingWindowLimiter {
     if (now - this.lastSweep < this.windowMs) return;
     this.lastSweep = now;
     for (const [key, w] of this.windows) {
-      const newest = w.times[(w.next + w.times.length - 1) % w.times.length];
-      if (newest + this.windowMs <= now) this.windows.delete(key);
+      if (w.newest + this.windowMs <= now) this.windows.delete(key);
     }
   }
 }

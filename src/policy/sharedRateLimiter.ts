@@ -1,12 +1,12 @@
 import type { Clock } from '../clock.js';
 import type { Queries } from '../store/queries.js';
-import { pruneRateWindows, rateWindowWait, recordRateWindow, takeRateWindow, type RateWindowLimit } from '../store/rateWindows.js';
-import type { RateWindow } from './rateWindow.js';
+import { pruneRateWindows, rateWindowWait, recordRateWindow, releaseRateWindow, takeRateWindow, type RateWindowLimit } from '../store/rateWindows.js';
+import type { RateSlot, RateWindow, Reservation } from './rateWindow.js';
 
 /**
  * A sliding-window limit counted by all the nodes on one PostgreSQL (store/rateWindows.ts):
  * the same answers as `SlidingWindowLimiter` gives on one node, for the cluster's events
- * together. One round trip per take, waitMs or record.
+ * together. One round trip per take, reserve, release, waitMs or record.
  *
  * Like the in-memory limiter's sweep, windows whose events have all left are deleted at most
  * once per window (per limiter and node), off the caller's path: a failure is told to
@@ -32,10 +32,18 @@ export class SharedSlidingWindowLimiter implements RateWindow {
     this.window = { limiter: name, maxEvents: limit, windowMs };
   }
 
-  take(key: string): Promise<number> {
+  async take(key: string): Promise<number> {
+    return (await this.reserve(key)).waitMs;
+  }
+
+  reserve(key: string): Promise<Reservation> {
     const now = this.clock.now();
     this.pruneNowAndThen(now);
     return takeRateWindow(this.queries, this.window, key, now);
+  }
+
+  release(key: string, slot: RateSlot): Promise<boolean> {
+    return releaseRateWindow(this.queries, this.window, key, slot);
   }
 
   waitMs(key: string): Promise<number> {

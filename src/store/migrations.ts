@@ -451,6 +451,18 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'rate windows: a take says which event it wrote, and an event can be given back',
+    sql: `
+      -- Each window numbers the events written to it, each slot holds its event's number:
+      -- PostgreSQL's nodes name an event by its window and number, to give it back
+      -- (store/rateWindows.ts). One node counts in memory: unused here, kept so both schemas
+      -- stay equal.
+      ALTER TABLE rate_windows ADD COLUMN writes INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE rate_window_slots ADD COLUMN write_id INTEGER;
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

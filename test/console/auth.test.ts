@@ -13,7 +13,7 @@ import { ManualClock } from '../../src/clock.js';
 import { createOperatorToken } from '../../src/operator/operators.js';
 import { API, assertDocumented, ConsoleClient, consoleDoc, expectError, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
 import { capturedLogger } from '../support/fromAddress.js';
-import { createProjectWithKeys, repoRoot, startTestNodes, startTestPostern, tempStateDir, type TestPostern } from '../support/postern.js';
+import { createProjectWithKeys, repoRoot, startTestNodes, startTestPostern, tempStateDir, type HttpResult, type TestPostern } from '../support/postern.js';
 import { postgresUnavailable } from '../support/postgres.js';
 
 const T0 = Date.parse('2026-11-20T09:00:00.000Z');
@@ -267,6 +267,70 @@ describe('console sessions', () => {
   });
 });
 
+describe('failed sign-in limits against attempts sent at once (5 per email, 8 per address, 600 s)', () => {
+  const PER_ACCOUNT = 5;
+  const PER_IP = 8;
+  const clock = new ManualClock(T0);
+  let p: TestPostern;
+
+  before(async () => {
+    // The test as the trusted proxy: each attempt names its client address (X-Forwarded-For).
+    p = await startTestPostern({
+      clock,
+      console: true,
+      config: { http: { trusted_proxies: ['127.0.0.1'] }, console: { sign_in_failures_per_account: PER_ACCOUNT, sign_in_failures_per_ip: PER_IP, sign_in_window_seconds: 600 } },
+    });
+    for (const email of ['guessed@example.com', 'regular@example.com']) await operatorAccount(p.ctx, email, 'owner');
+  });
+  after(async () => p?.close());
+
+  const attempt = (address: string, email: string, password: string) => new ConsoleClient(p.console).post('/session', { email, password }, { headers: { 'x-forwarded-for': address } });
+  const WRONG = 'not the password at all';
+
+  /** 401 invalid_credentials, or 429 sign_in_throttled with the whole window to wait (the clock stands still); the answers counted by status. */
+  function tally(answers: HttpResult[]): Record<number, number> {
+    const counts: Record<number, number> = {};
+    for (const res of answers) {
+      if (res.status === 401) expectError(res, 401, 'invalid_credentials');
+      else {
+        expectError(res, 429, 'sign_in_throttled');
+        assert.equal(res.headers.get('retry-after'), '600');
+      }
+      counts[res.status] = (counts[res.status] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  test('20 wrong passwords for one email sent at once (one address each): exactly 5 are checked and answered 401 invalid_credentials, the other 15 429 sign_in_throttled with Retry-After; then the right password is refused 429 too', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => attempt(`198.51.100.${i + 1}`, 'guessed@example.com', WRONG)));
+    assert.deepEqual(tally(answers), { 401: PER_ACCOUNT, 429: 20 - PER_ACCOUNT });
+    assert.deepEqual(tally([await attempt('198.51.100.99', 'guessed@example.com', PASSWORD)]), { 429: 1 });
+  });
+
+  test('20 wrong passwords from one address sent at once, for 20 emails: exactly 8 are answered 401, the other 12 429', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => attempt('203.0.113.20', `sprayed-${i}@example.com`, WRONG)));
+    assert.deepEqual(tally(answers), { 401: PER_IP, 429: 20 - PER_IP });
+    assert.deepEqual(tally([await attempt('203.0.113.20', 'regular@example.com', PASSWORD)]), { 429: 1 });
+  });
+
+  test('right passwords use up nothing: after 10 sign-ins in a row, 5 wrong passwords are answered 401 and the 6th 429', async () => {
+    for (let i = 0; i < 10; i++) expectStatus(await attempt('203.0.113.30', 'regular@example.com', PASSWORD), 201);
+    for (let i = 0; i < PER_ACCOUNT; i++) expectError(await attempt(`203.0.113.${31 + i}`, 'regular@example.com', WRONG), 401, 'invalid_credentials');
+    assert.deepEqual(tally([await attempt('203.0.113.39', 'regular@example.com', WRONG)]), { 429: 1 });
+  });
+
+  test("an attempt refused because one window is spent takes no place in the other: the spent email's refusals leave the address its 8 failures, the spent address's leave a new email its 5", async () => {
+    // guessed@example.com and 203.0.113.20 were spent by the tests above.
+    for (let i = 0; i < 10; i++) assert.deepEqual(tally([await attempt('203.0.113.40', 'guessed@example.com', WRONG)]), { 429: 1 });
+    for (let i = 0; i < PER_IP; i++) expectError(await attempt('203.0.113.40', `other-${i}@example.com`, WRONG), 401, 'invalid_credentials');
+    assert.deepEqual(tally([await attempt('203.0.113.40', 'another@example.com', WRONG)]), { 429: 1 });
+
+    for (let i = 0; i < 10; i++) assert.deepEqual(tally([await attempt('203.0.113.20', 'fresh@example.com', WRONG)]), { 429: 1 });
+    for (let i = 0; i < PER_ACCOUNT; i++) expectError(await attempt(`203.0.113.${50 + i}`, 'fresh@example.com', WRONG), 401, 'invalid_credentials');
+    assert.deepEqual(tally([await attempt('203.0.113.59', 'fresh@example.com', WRONG)]), { 429: 1 });
+  });
+});
+
 describe('console over TLS', () => {
   let p: TestPostern;
   let ca: string;
@@ -332,8 +396,8 @@ describe('sign-in while the shared failed sign-in windows cannot be counted (a n
     assert.deepEqual(
       lines.map((l) => [l.level, l.step, /rate_window_slots/.test(String((l.err as { message?: unknown } | undefined)?.message))]),
       [
-        [50, 'check', true],
-        [50, 'check', true],
+        [50, 'reserve', true],
+        [50, 'reserve', true],
       ],
     );
     const logged = JSON.stringify(log.lines);

@@ -3,15 +3,17 @@ import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { ManualClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
-import type { RateWindow } from '../../src/policy/rateWindow.js';
+import { RELEASED_AT, type RateSlot, type RateWindow } from '../../src/policy/rateWindow.js';
 import { SlidingWindowLimiter } from '../../src/policy/rateLimiter.js';
 import { SharedSlidingWindowLimiter } from '../../src/policy/sharedRateLimiter.js';
 import { openDatabase } from '../../src/store/db.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { postgresMigrations } from '../../src/store/postgres/migrations.js';
 import { sqliteQueries, type Queries } from '../../src/store/queries.js';
-import { pruneRateWindows, rateWindowWait, recordRateWindow, takeRateWindow } from '../../src/store/rateWindows.js';
+import { pruneRateWindows, rateWindowWait, recordRateWindow, releaseRateWindow, takeRateWindow } from '../../src/store/rateWindows.js';
 import { tempDirs } from '../support/hooks.js';
+import { runReleases } from '../support/rateWindowRelease.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 
 /**
@@ -219,6 +221,139 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
     });
   });
 
+  /** The slot of an admitted reservation (fails the test on a refusal). */
+  function admittedSlot(r: { waitMs: number; slot: RateSlot | null }): RateSlot {
+    assert.equal(r.waitMs, 0, 'admitted');
+    assert.ok(r.slot !== null);
+    return r.slot;
+  }
+
+  test("a reserve on one node names its event; a release through another gives it back (the oldest slot then holds a time before any clock) and a third node's reserve takes the place at once; a second release of it, or one for another key, does nothing", async () => {
+    await withNodes(async (nodes, pruneErrors) => {
+      const clock = new ManualClock(T0);
+      const [a, b, c] = limiterOnEachNode(nodes, 'console_sign_in_account', 2, MINUTE, clock, pruneErrors);
+      const first = admittedSlot(await a.reserve('k'));
+      clock.advance(1000);
+      const second = admittedSlot(await b.reserve('k'));
+      assert.deepEqual([second.window, first.write, second.write], [first.window, 0, 1]);
+      assert.deepEqual(await c.reserve('k'), { waitMs: MINUTE - 1000, slot: null });
+
+      assert.equal(await b.release('other key', first), false, 'another key');
+      assert.equal(await b.release('k', first), true);
+      assert.deepEqual(await nodes[0].q.all('SELECT slot, at FROM rate_window_slots ORDER BY slot'), [
+        { slot: 0, at: RELEASED_AT },
+        { slot: 1, at: T0 + 1000 },
+      ]);
+      assert.deepEqual(await c.reserve('k'), { waitMs: 0, slot: { window: first.window, write: 2 } }, 'the place given back, at once');
+      assert.equal(await a.release('k', first), false, 'given back already');
+      assert.equal(await a.waitMs('k'), MINUTE, 'both kept events at T0 + 1 s');
+      await settled([a, b, c]);
+    });
+  });
+
+  test('a slot of a window pruned since is not given back in the window its key started afresh', async () => {
+    await withNodes(async (nodes, pruneErrors) => {
+      const clock = new ManualClock(T0);
+      const [a, b] = limiterOnEachNode(nodes, 'viewer_ip', 1, MINUTE, clock, pruneErrors);
+      const old = admittedSlot(await a.reserve('k'));
+      await settled([a]);
+      clock.advance(2 * MINUTE);
+      assert.equal(await b.prune(), 1);
+      const fresh = admittedSlot(await b.reserve('k'));
+      assert.notEqual(fresh.window, old.window);
+      assert.equal(fresh.write, 0);
+      assert.equal(await a.release('k', old), false);
+      assert.equal(await a.waitMs('k'), MINUTE);
+      await settled([a, b]);
+    });
+  });
+
+  test('three nodes: 60 reserves at once with room for 10; then the 5 oldest given back while 60 more reserve at once: never more than 10 kept, and exactly 5 more admitted once the releases are in', async () => {
+    await withNodes(async (nodes, pruneErrors) => {
+      const clock = new ManualClock(T0);
+      const limiters = limiterOnEachNode(nodes, 'console_sign_in_ip', 10, MINUTE, clock, pruneErrors);
+      const first = await Promise.all(Array.from({ length: 60 }, (_, i) => limiters[i % 3].reserve('ip')));
+      const slots = first.flatMap((r) => (r.slot === null ? [] : [r.slot])).sort((x, y) => x.write - y.write);
+      assert.deepEqual(
+        slots.map((s) => s.write),
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+      );
+      const [released, during] = await Promise.all([Promise.all(slots.slice(0, 5).map((slot, i) => limiters[(i + 1) % 3].release('ip', slot))), takeAtOnce(limiters, 'ip', 60)]);
+      assert.deepEqual(released, [true, true, true, true, true]);
+      assert.ok(admitted(during) <= 5, `${admitted(during)} admitted while 5 were given back`);
+      const later = await takeAtOnce(limiters, 'ip', 60);
+      assert.equal(admitted(during) + admitted(later), 5);
+      assert.deepEqual(await nodes[0].q.all('SELECT at, count(*) AS n FROM rate_window_slots GROUP BY at'), [{ at: T0, n: 10 }], 'ten events kept, none given back left');
+      await settled(limiters);
+    });
+  });
+
+  for (const [limit, seed] of [
+    [1, 11],
+    [3, 12],
+    [5, 13],
+  ]) {
+    test(`release never admits more than the limit in any window, calls spread over three nodes (limit ${limit}, 400 random steps, seed ${seed})`, async () => {
+      await withNodes(async (nodes, pruneErrors) => {
+        const clock = new ManualClock(T0);
+        const limiters = limiterOnEachNode(nodes, 'console_sign_in_account', limit, 1000, clock, pruneErrors);
+        const run = await runReleases(limiters, clock, seed, 400);
+        assert.ok(run.admitted > 20 && run.refused > 20 && run.released > 20, JSON.stringify(run));
+        await settled(limiters);
+      });
+    });
+  }
+
+  test('windows filled before migration 14 (by rate_window_take, which a node of the previous release still calls during a rolling change) number their events from then on, and give them back in ring order', async () => {
+    const database = await freshDatabase(server.url);
+    const pool = testPool(database.url, 4);
+    try {
+      await migratePostgres(pool, silentLogger(), postgresMigrations.filter((m) => m.version < 14));
+      const q = postgresQueries(pool);
+      const oldTake = async (limiter: string, max: number, now: number, always = false) =>
+        (await q.get<{ wait_ms: number }>('SELECT rate_window_take(@limiter, @max, @windowMs, @key, @now, @always) AS wait_ms', { limiter, max, windowMs: MINUTE, key: 'k', now, always }))!.wait_ms;
+      // One window not yet full (two of three), one come round its ring (five failures recorded in two places).
+      for (let i = 0; i < 2; i++) assert.equal(await oldTake('part', 3, T0 + i), 0);
+      for (let i = 0; i < 5; i++) assert.equal(await oldTake('round', 2, T0 + i, true), 0);
+      await migratePostgres(pool, silentLogger());
+      // A limiter each: neither's background prune deletes the other's window.
+      const clock = new ManualClock(T0);
+      const errors: Error[] = [];
+      const part = new SharedSlidingWindowLimiter(q, 'part', 3, MINUTE, clock, failOnPrune(errors));
+      const round = new SharedSlidingWindowLimiter(q, 'round', 2, MINUTE, clock, failOnPrune(errors));
+      clock.set(T0 + 10);
+      const third = admittedSlot(await part.reserve('k'));
+      assert.equal(third.write, 0, 'numbered from 0: the events before have no number');
+      // The oldest of round's two (T0 + 3, in slot 1) has left.
+      clock.set(T0 + MINUTE + 3);
+      const sixth = admittedSlot(await round.reserve('k'));
+      assert.equal(sixth.write, 0);
+      // Given back, the event before it (unnumbered) moves up and the oldest slot is left free.
+      assert.equal(await round.release('k', sixth), true);
+      const slotsOf = (window: number) => q.all('SELECT slot, at, write_id FROM rate_window_slots WHERE window_id = @window ORDER BY slot', { window });
+      assert.deepEqual(await slotsOf(sixth.window), [
+        { slot: 0, at: RELEASED_AT, write_id: null },
+        { slot: 1, at: T0 + 4, write_id: null },
+      ]);
+      // The previous release's function numbers its events too.
+      assert.equal(await part.release('k', third), true);
+      assert.deepEqual([await oldTake('part', 3, T0 + MINUTE), await oldTake('part', 3, T0 + MINUTE + 1), await oldTake('part', 3, T0 + MINUTE + 1)], [0, 0, 0]);
+      assert.deepEqual(await slotsOf(third.window), [
+        { slot: 0, at: T0 + MINUTE, write_id: 1 },
+        { slot: 1, at: T0 + MINUTE + 1, write_id: 2 },
+        { slot: 2, at: T0 + MINUTE + 1, write_id: 3 },
+      ]);
+      assert.equal(await part.release('k', third), false, 'given back already');
+      clock.set(T0 + MINUTE + 1);
+      assert.equal(await part.waitMs('k'), MINUTE - 1);
+      await Promise.all([part.settled(), round.settled()]);
+      assert.deepEqual(errors, []);
+    } finally {
+      await pool.end();
+      await database.drop();
+    }
+  });
+
   /**
    * Sequences of events (milliseconds after T0, an operation, a key) run through the in-memory
    * limiter and the shared one (its calls spread over the three nodes): the same answers.
@@ -226,8 +361,10 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
    */
   interface Step {
     at: number;
-    op: 'take' | 'wait' | 'record';
+    op: 'take' | 'wait' | 'record' | 'reserve' | 'release';
     key: string;
+    /** For a release: the step whose reserve it gives back. */
+    of?: number;
   }
   interface Scenario {
     what: string;
@@ -239,6 +376,8 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
   const take = (at: number, key = 'a'): Step => ({ at, op: 'take', key });
   const wait = (at: number, key = 'a'): Step => ({ at, op: 'wait', key });
   const record = (at: number, key = 'a'): Step => ({ at, op: 'record', key });
+  const reserve = (at: number, key = 'a'): Step => ({ at, op: 'reserve', key });
+  const release = (at: number, of: number, key = 'a'): Step => ({ at, op: 'release', key, of });
 
   const scenarios: Scenario[] = [
     {
@@ -283,6 +422,20 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       steps: Array.from({ length: 40 }, (_, i) => take(i * 110)),
     },
     {
+      what: 'events given back (1) free their places at once, from the middle of the ring too',
+      limit: 3,
+      windowMs: 1000,
+      steps: [reserve(0), reserve(100), reserve(200), release(300, 1), take(300), release(300, 0), take(300), take(300), take(300), wait(300)],
+      expect: [0, 0, 0, 1, 0, 1, 0, 900, 900, 900],
+    },
+    {
+      what: 'an event whose place a later take has taken over is not given back (0); the newest given back frees a place at once',
+      limit: 2,
+      windowMs: 1000,
+      steps: [reserve(0), reserve(10), reserve(20), take(1000), release(1000, 0), take(1000), wait(1010), reserve(1010), release(1010, 7), take(1010)],
+      expect: [0, 0, 980, 0, 0, 10, 0, 0, 1, 0],
+    },
+    {
       what: 'several takes in one millisecond',
       limit: 3,
       windowMs: 1000,
@@ -301,12 +454,21 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
         const shared = limiterOnEachNode(nodes, `scenario-${n}`, scenario.limit, scenario.windowMs, sharedClock, pruneErrors);
         const run = async (clock: ManualClock, limiterFor: (i: number) => RateWindow) => {
           const answers: (number | null)[] = [];
+          const slots = new Map<number, RateSlot>();
           for (const [i, step] of scenario.steps.entries()) {
             clock.set(T0 + step.at);
             const limiter = limiterFor(i);
             if (step.op === 'take') answers.push(await answer(limiter.take(step.key)));
             else if (step.op === 'wait') answers.push(await answer(limiter.waitMs(step.key)));
-            else answers.push((await answer(limiter.record(step.key))) ?? null);
+            else if (step.op === 'record') answers.push((await answer(limiter.record(step.key))) ?? null);
+            else if (step.op === 'reserve') {
+              const reserved = await answer(limiter.reserve(step.key));
+              if (reserved.slot !== null) slots.set(i, reserved.slot);
+              answers.push(reserved.waitMs);
+            } else {
+              const slot = slots.get(step.of!);
+              answers.push(slot === undefined ? null : Number(await answer(limiter.release(step.key, slot))));
+            }
           }
           return answers;
         };
@@ -330,6 +492,7 @@ describe('rate windows on the SQLite store', () => {
       await assert.rejects(takeRateWindow(q, limit, 'k', T0), /PostgreSQL/);
       await assert.rejects(recordRateWindow(q, limit, 'k', T0), /PostgreSQL/);
       await assert.rejects(rateWindowWait(q, limit, 'k', T0), /PostgreSQL/);
+      await assert.rejects(releaseRateWindow(q, limit, 'k', { window: 1, write: 0 }), /PostgreSQL/);
       await assert.rejects(pruneRateWindows(q, 'send', T0), /PostgreSQL/);
     } finally {
       db.close();

@@ -543,6 +543,94 @@ export const postgresMigrations: Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'rate windows: a take says which event it wrote, and an event can be given back',
+    sql: `
+      -- Each window numbers the events written to it (writes: the next one's number), and each
+      -- slot holds its event's number, so that a take can name its event (window id, number)
+      -- and give it back later: a sign-in reserves its place in the failed sign-in windows
+      -- before the password is checked, and gives it back when the password was right
+      -- (console/auth.ts). Slots written before hold no number (none was reserved).
+      ALTER TABLE rate_windows ADD COLUMN writes BIGINT NOT NULL DEFAULT 0;
+      ALTER TABLE rate_window_slots ADD COLUMN write_id BIGINT;
+      -- Migration 11's rate_window_take, numbering its event: the wait in ms (0 when recorded)
+      -- and, when recorded, the window's id and the event's number. The same lock and the same
+      -- reads as before (exact across nodes: see migration 11).
+      CREATE FUNCTION rate_window_write(p_limiter TEXT, p_max_events INTEGER, p_window_ms BIGINT, p_key TEXT, p_now BIGINT, p_always BOOLEAN)
+      RETURNS TABLE (wait_ms BIGINT, slot_window BIGINT, slot_write BIGINT) LANGUAGE plpgsql VOLATILE AS $$
+      DECLARE
+        w rate_windows%ROWTYPE;
+        oldest BIGINT;
+      BEGIN
+        LOOP
+          SELECT * INTO w FROM rate_windows
+            WHERE limiter = p_limiter AND max_events = p_max_events AND window_ms = p_window_ms AND key = p_key
+            FOR UPDATE;
+          EXIT WHEN FOUND;
+          INSERT INTO rate_windows (limiter, max_events, window_ms, key, filled, next_slot, expires_at, writes)
+            VALUES (p_limiter, p_max_events, p_window_ms, p_key, 0, 0, p_now + p_window_ms, 0)
+            ON CONFLICT DO NOTHING
+            RETURNING * INTO w;
+          EXIT WHEN FOUND;
+        END LOOP;
+        IF w.filled < p_max_events THEN
+          INSERT INTO rate_window_slots (window_id, slot, at, write_id) VALUES (w.id, w.filled, p_now, w.writes);
+          UPDATE rate_windows SET filled = filled + 1, writes = writes + 1, expires_at = GREATEST(expires_at, p_now + p_window_ms) WHERE id = w.id;
+          RETURN QUERY SELECT 0::BIGINT, w.id, w.writes;
+          RETURN;
+        END IF;
+        SELECT at INTO oldest FROM rate_window_slots WHERE window_id = w.id AND slot = w.next_slot;
+        IF NOT p_always AND oldest + p_window_ms > p_now THEN
+          RETURN QUERY SELECT oldest + p_window_ms - p_now, NULL::BIGINT, NULL::BIGINT;
+          RETURN;
+        END IF;
+        UPDATE rate_window_slots SET at = p_now, write_id = w.writes WHERE window_id = w.id AND slot = w.next_slot;
+        UPDATE rate_windows SET next_slot = (next_slot + 1) % p_max_events, writes = writes + 1, expires_at = GREATEST(expires_at, p_now + p_window_ms) WHERE id = w.id;
+        RETURN QUERY SELECT 0::BIGINT, w.id, w.writes;
+      END
+      $$;
+      -- Nodes of the previous release still call rate_window_take during a rolling change:
+      -- it numbers its events too, through rate_window_write.
+      CREATE OR REPLACE FUNCTION rate_window_take(p_limiter TEXT, p_max_events INTEGER, p_window_ms BIGINT, p_key TEXT, p_now BIGINT, p_always BOOLEAN)
+      RETURNS BIGINT LANGUAGE sql VOLATILE AS $$
+        SELECT wait_ms FROM rate_window_write(p_limiter, p_max_events, p_window_ms, p_key, p_now, p_always)
+      $$;
+      -- Gives back event p_write of window p_window_id (of that limiter and key), under the
+      -- window's row lock as a take: the events older than it move one slot newer and the
+      -- oldest slot is left free, its time the earliest a JavaScript clock can hold (RELEASED_AT,
+      -- policy/rateWindow.ts), so the ring stays in order and the window exact. False when the
+      -- event is no longer in the ring (a later take took its slot over once it had left the
+      -- window; the window was pruned, or started afresh under another id). Reads and rewrites
+      -- up to max_events slots: meant for small limits (sign-ins).
+      CREATE FUNCTION rate_window_release(p_window_id BIGINT, p_limiter TEXT, p_key TEXT, p_write BIGINT)
+      RETURNS BOOLEAN LANGUAGE plpgsql VOLATILE AS $$
+      DECLARE
+        w rate_windows%ROWTYPE;
+        place INTEGER;
+        oldest_place INTEGER;
+      BEGIN
+        SELECT * INTO w FROM rate_windows WHERE id = p_window_id AND limiter = p_limiter AND key = p_key FOR UPDATE;
+        IF NOT FOUND THEN
+          RETURN FALSE;
+        END IF;
+        SELECT slot INTO place FROM rate_window_slots WHERE window_id = w.id AND write_id = p_write;
+        IF NOT FOUND THEN
+          RETURN FALSE;
+        END IF;
+        oldest_place := CASE WHEN w.filled < w.max_events THEN 0 ELSE w.next_slot END;
+        -- One statement: every slot from the oldest to the one before place reads its values
+        -- as they were before it (its snapshot), so each moves exactly one slot newer.
+        UPDATE rate_window_slots newer SET at = older.at, write_id = older.write_id
+          FROM rate_window_slots older
+          WHERE older.window_id = w.id AND newer.window_id = w.id AND newer.slot = (older.slot + 1) % w.max_events
+            AND (older.slot - oldest_place + w.max_events) % w.max_events < (place - oldest_place + w.max_events) % w.max_events;
+        UPDATE rate_window_slots SET at = -9007199254740991, write_id = NULL WHERE window_id = w.id AND slot = oldest_place;
+        RETURN TRUE;
+      END
+      $$;
+    `,
+  },
 ];
 
 /** Migration 6's triggers, named as SQLite's: any change to a policy table moves the generation. */
