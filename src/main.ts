@@ -216,6 +216,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await node.close();
   };
   try {
+    // The first spool writer thread has loaded its modules (it started with the writers, above):
+    // a node that listens before then makes its first messages wait for it.
+    await writers.ready();
     for (const listener of config.listeners) {
       let port: number;
       let scheme: string;

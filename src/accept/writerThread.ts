@@ -18,7 +18,9 @@ import type { OutgoingMessage } from './outgoingMessage.js';
  */
 export type WriteTask =
   | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string; heldMaxBytes: number }
-  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; heldMaxBytes: number; options: IngestOptions };
+  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; heldMaxBytes: number; options: IngestOptions }
+  /** Answered as soon as it is read: the thread has loaded its modules and takes work. */
+  | { kind: 'ready'; seq: number };
 
 /** `held`: the MIME, in memory of its own (moved, not copied, to the event loop); absent: written to `tmpPath`. */
 export type WriteResult =
@@ -80,6 +82,7 @@ async function drain(): Promise<void> {
 }
 
 async function handle(task: WriteTask): Promise<WriteResult> {
+  if (task.kind === 'ready') return { seq: task.seq, ok: true, size: 0 };
   try {
     if (task.kind === 'ingest') {
       const data = Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength);

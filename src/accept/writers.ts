@@ -19,6 +19,10 @@ interface Waiter {
 interface Slot {
   worker: Worker;
   channel: ThreadChannel<WriteResult>;
+  /** Settles once the thread has loaded its modules and answered (or failed to). */
+  loaded: Promise<void>;
+  /** Whether it has answered: tasks go only to loaded threads while any is. */
+  ready: boolean;
 }
 
 /** A message's MIME under its temp name, to be published as `relPath` at its commit. */
@@ -81,9 +85,27 @@ export class SpoolWriters {
     return this.slots.length;
   }
 
+  /**
+   * Resolves once the first thread has loaded its modules and takes work (start-up waits for it
+   * before the listeners open): loading them costs a few hundred ms of CPU, measured up to 1.3 s
+   * on a busy 2-core VM, and a node that reported ready before that made its first messages
+   * wait for it. Rejects if the thread cannot start.
+   */
+  ready(): Promise<void> {
+    return this.slots[0]!.loaded;
+  }
+
   private spawn(): Slot {
     const worker = new Worker(new URL('./writerThread.js', import.meta.url));
-    const slot: Slot = { worker, channel: new ThreadChannel(worker, { name: 'spool writer' }) };
+    const channel = new ThreadChannel<WriteResult>(worker, { name: 'spool writer' });
+    const seq = ++this.seq;
+    const loaded = channel.expect(seq).then(() => undefined);
+    worker.postMessage([{ kind: 'ready', seq } satisfies WriteTask]);
+    const slot: Slot = { worker, channel, loaded, ready: false };
+    loaded.then(
+      () => (slot.ready = true),
+      () => undefined,
+    );
     worker.on('error', (err) => {
       this.logger.error({ err }, 'spool writer thread failed');
     });
@@ -125,7 +147,7 @@ export class SpoolWriters {
   }
 
   /** A held message left its retired file unwritten: back to the spool for the next one. */
-  private returnUnused(task: WriteTask, held: Uint8Array | undefined): void {
+  private returnUnused(task: { reusePath?: string }, held: Uint8Array | undefined): void {
     if (held && task.reusePath !== undefined) this.spool.returnFree(task.reusePath);
   }
 
@@ -141,14 +163,20 @@ export class SpoolWriters {
    * has SPILL_AT tasks waiting, and only then to the next (started then, the first time). On a
    * small machine every thread woken competes with the event loop for a core: SMTP ingest ran
    * faster on one thread than spread over two, HTTP sends faster spilling to a second
-   * (docs/architecture.md, "Measured figures").
+   * (docs/architecture.md, "Measured figures"). A thread still loading its modules is given
+   * nothing while another has loaded: a spill started under a burst would otherwise hold the
+   * tasks it was given until it had loaded, later than the loaded thread would have done them.
    */
   private dispatch(): void {
     const queued = this.outbox;
     this.outbox = [];
     const parts = new Map<Slot, typeof queued>();
     for (const entry of queued) {
-      const slot = this.slots.find((s) => s.channel.waiting < SPILL_AT) ?? this.spawnSpare() ?? this.slots.reduce((a, b) => (b.channel.waiting < a.channel.waiting ? b : a));
+      let slot = this.openSlots().find((s) => s.channel.waiting < SPILL_AT);
+      if (!slot) {
+        this.spawnSpare();
+        slot = this.openSlots().reduce((a, b) => (b.channel.waiting < a.channel.waiting ? b : a));
+      }
       slot.channel.expect(entry.task.seq).then(entry.resolve, entry.reject);
       const part = parts.get(slot);
       if (part) part.push(entry);
@@ -162,12 +190,16 @@ export class SpoolWriters {
     }
   }
 
+  /** The threads that take tasks: those loaded, or every one while none is (one restarting). */
+  private openSlots(): Slot[] {
+    const loaded = this.slots.filter((s) => s.ready);
+    return loaded.length > 0 ? loaded : this.slots;
+  }
+
   /** A further thread when the running ones are all busy and the limit allows one. */
-  private spawnSpare(): Slot | undefined {
-    if (this.closing || this.slots.length >= this.maxThreads) return undefined;
-    const slot = this.spawn();
-    this.slots.push(slot);
-    return slot;
+  private spawnSpare(): void {
+    if (this.closing || this.slots.length >= this.maxThreads) return;
+    this.slots.push(this.spawn());
   }
 
   async close(): Promise<void> {

@@ -29,7 +29,7 @@ postgres: {
  */
 url: (string | null)
 /**
- * Connections this node's event loop opens at most (its share of the server's max_connections: docs/scaling.md budgets them); the webhook dispatcher thread opens up to 4 more of its own.
+ * Connections this node's event loop opens, all of them at start and kept open while idle (its share of the server's max_connections: docs/scaling.md budgets them); the webhook dispatcher thread opens up to 4 more of its own.
  */
 pool_size: number
 }

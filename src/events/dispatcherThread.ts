@@ -1,10 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { offsetClock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
-import { createLogger, setLogLevel } from '../log.js';
-import { bookkeepingThrough, openThreadStore, type StoreLocation } from '../commit/nodeStore.js';
+import type { StoreLocation } from '../commit/nodeStore.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
-import { WebhookDispatcher } from './dispatcher.js';
 
 /** The webhook dispatcher's own thread (see host.ts). */
 const { location, config, nodeId, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
@@ -16,16 +13,25 @@ const { location, config, nodeId, clockOffsetMs, logLevel, bookkeepingPort } = w
   /** null on PostgreSQL: the thread writes through its own connections. */
   bookkeepingPort: MessagePort | null;
 };
-const rootLogger = createLogger(logLevel);
-const logger = rootLogger.child({ thread: 'webhooks' });
 
 /** What the host posts: stop, or the node's new log level (SIGHUP). */
 export type DispatcherThreadMessage = 'stop' | { logLevel: string };
 
 // On Linux a scheduling policy and a nice value belong to the thread: this one yields the CPU
 // to acceptance when the machine is saturated, and runs at full speed otherwise. (Elsewhere a
-// nice value would apply to the whole process, so nothing is done.)
+// nice value would apply to the whole process, so nothing is done.) Lowered before the thread
+// loads the rest of its modules (imported below, not statically): loading them is about a
+// second of CPU on a busy 2-core VM, which at normal priority was taken from the node's first
+// requests, the thread starting as the listeners open.
 const lowered = lowerThreadPriority(config.webhooks.nice);
+const [{ offsetClock }, { createLogger, setLogLevel }, { bookkeepingThrough, openThreadStore }, { WebhookDispatcher }] = await Promise.all([
+  import('../clock.js'),
+  import('../log.js'),
+  import('../commit/nodeStore.js'),
+  import('./dispatcher.js'),
+]);
+const rootLogger = createLogger(logLevel);
+const logger = rootLogger.child({ thread: 'webhooks' });
 if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread priority; it runs at the process priority');
 
 // Its reads, on connections of its own; its writes go through the index writer thread (SQLite).

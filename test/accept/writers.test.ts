@@ -21,7 +21,8 @@ describe('spool writer threads', () => {
       // One task at a time never spills: the second thread is not started.
       for (let i = 0; i < 5; i++) await writers.write(`m.single${i}`, message, now);
       assert.equal(writers.threads, 1);
-      // Twenty in one tick: the first thread takes 4, the rest spill to a second, started now.
+      // Twenty in one tick: the first thread takes 4, and the spill starts a second (the tasks
+      // stay with the first until it has loaded).
       const written = await Promise.all(Array.from({ length: 20 }, (_, i) => writers.write(`m.burst${i}`, message, now)));
       assert.equal(writers.threads, 2);
       for (const [i, file] of written.entries()) {
