@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
+import { jsonLogLines } from '../support/logLines.js';
 import { createProjectWithKeys, post, runCli, validMessage } from '../support/postern.js';
 import { plan, withPlans } from '../support/plans.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
@@ -32,12 +33,7 @@ test('SIGHUP applies new plans and the log level at once, names what needs a res
   const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'reload', 'free'));
   // POSTERN_LOG_LEVEL empty: the config's log.level rules.
   const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
-  const lines = () =>
-    server
-      .stderr()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine);
+  const lines = () => jsonLogLines<LogLine>(server.stderr());
   const send = () => post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
 
   assert.equal((await send()).status, 202);
@@ -84,12 +80,7 @@ test("SIGHUP's new log level reaches the webhook dispatcher's thread too", async
   const added = await runCli(['webhook', 'add', '--project', keys.project.id, '--url', 'http://127.0.0.1:9/hook'], env);
   assert.equal(added.code, 0, added.stderr);
   const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
-  const lines = () =>
-    server
-      .stderr()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine);
+  const lines = () => jsonLogLines<LogLine>(server.stderr());
   const send = async () => assert.equal((await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() })).status, 202);
   const failedAttempt = (l: LogLine) => l.msg === 'webhook attempt failed' && l.thread === 'webhooks';
 

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { attachProvider } from '../../src/operator/providers.js';
 import { allValues } from '../../src/store/queries.js';
+import { jsonLogLines } from '../support/logLines.js';
 import { createProjectWithKeys, post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
@@ -40,11 +41,7 @@ async function loggingServer<T>(processes: ProcessScope, seed: (ctx: OperatorCon
 }
 
 /** Every line of the log (after the server stopped: lines are buffered). */
-const logLines = (logFile: string): LogLine[] =>
-  readFileSync(logFile, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
+const logLines = (logFile: string): LogLine[] => jsonLogLines<LogLine>(readFileSync(logFile, 'utf8'));
 
 describe('the request log (a real server at log level info)', () => {
   const processes = new ProcessScope();

@@ -10,6 +10,7 @@ import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readMessageRows } from '../support/assertions.js';
+import { jsonLogLines } from '../support/logLines.js';
 import { createProjectWithKeys, spawnPostern, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { sleep, withClosedIndex } from '../support/processes.js';
 import { fill, isRoot, mountSmallDisk, NEEDS_ROOT } from '../support/smallDisk.js';
@@ -89,11 +90,7 @@ describe('SMTP with the state disk full (a small tmpfs the test mounts)', { skip
       assert.ok(Buffer.isBuffer(stored) && stored.length > 0, `${row.id} has its whole MIME: ${typeof stored === 'string' ? stored : 'empty'}`);
     }
 
-    const lines = server
-      .stderr()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine);
+    const lines = jsonLogLines<LogLine>(server.stderr());
     const whileFull = lines.filter((l) => l.time >= fullFrom && l.time <= fullUntil);
     const dispatcherFailures = whileFull.filter((l) => /^webhook dispatcher (write|cycle) failed$/.test(l.msg));
     assert.ok(dispatcherFailures.length >= 1, 'the dispatcher met the full disk');

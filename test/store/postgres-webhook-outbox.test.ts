@@ -24,6 +24,7 @@ import { enableWebhookEndpoint, eventsAfter, insertWebhookEndpoint, markEndpoint
 import { tempDirs } from '../support/hooks.js';
 import { DEFAULT_PLANS } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
+import { seededRandom } from '../support/seededRandom.js';
 
 /**
  * The webhook outbox on PostgreSQL (src/store/postgres/webhookOutbox.ts), shared by nodes: three
@@ -44,18 +45,6 @@ interface Node {
   name: string;
   pool: pg.Pool;
   q: Queries;
-}
-
-/** A small seeded generator (mulberry32): the same "random" sequence on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 let serial = 0;
@@ -433,7 +422,7 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
         await insertProject(db, { id: project, name: 'twin', plan: 'pro', created_at: NOW });
         await insertWebhookEndpoint(db, { id: endpoint, project_id: project, url: 'https://hooks.example/in', event_types: null, secret: 's', created_at: NOW });
         const onSqlite = () => connection.prepare(`SELECT ${HEALTH_COLUMNS} FROM webhook_endpoints WHERE id = ?`).get(endpoint) as Health;
-        const random = seeded(23);
+        const random = seededRandom(23);
         let at = NOW;
         let disables = 0;
         let okShare = 0.5;
@@ -510,7 +499,7 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
         const table = (rows: Row[]) => new Map(rows.map(({ seq: _seq, ...rest }) => [key(rest as Row), rest]));
         const sqliteSeq = () => new Map((connection.prepare('SELECT seq, endpoint_id, event_seq FROM webhook_deliveries').all() as Row[]).map((r) => [key(r), r.seq]));
         const postgresSeq = new Map((await q.all<Row>('SELECT seq, endpoint_id, event_seq FROM webhook_deliveries')).map((r) => [key(r), r.seq]));
-        const random = seeded(7);
+        const random = seededRandom(7);
         let disabledCount = 0;
         for (let round = 0, now = NOW; round < 40; round++, now += 3 * MINUTE) {
           const leaseUntil = now + MINUTE;
@@ -585,7 +574,7 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
 
       // 60 failures over 20 minutes, in shuffled order, three nodes at once.
       const failing = await newEndpoint(nodes[0].q, project);
-      const random = seeded(11);
+      const random = seededRandom(11);
       const times = Array.from({ length: 60 }, (_, i) => NOW + i * 20_000).sort(() => random() - 0.5);
       const reasons: string[] = [];
       await Promise.all(
