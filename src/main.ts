@@ -295,8 +295,11 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       for (const key of result.changed) current[key] = incoming[key];
       Object.assign(limits, limitSettings(config));
       acceptance.updateLimits(limits);
-      admission.updateRateLimits(config.rate_limits);
-      viewer.updateRateLimits(config.rate_limits);
+      // Only a change of rate_limits makes new windows: any other reload keeps what they counted.
+      if (result.changed.includes('rate_limits')) {
+        admission.updateRateLimits(config.rate_limits);
+        viewer.updateRateLimits(config.rate_limits);
+      }
       if (result.changed.includes('log')) {
         const level = process.env.POSTERN_LOG_LEVEL || config.log.level;
         setLogLevel(logger, level);

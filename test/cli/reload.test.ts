@@ -109,3 +109,31 @@ test("SIGHUP's new log level reaches the webhook dispatcher's thread too", async
   assert.ok(!all.slice(0, reloadAt).some(failedAttempt), 'no debug line at info');
   assert.equal(await server.stop(), 0);
 });
+
+test('a SIGHUP that changes only the log level keeps the rate windows: a spent key stays refused', async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-reload-windows-');
+  const configFile = path.join(stateDir, 'config.json');
+  const write = (level: string) =>
+    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, log: { level }, rate_limits: { send_per_key: 2, window_seconds: 600 } }));
+  write('info');
+  const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'reload windows', 'pro'));
+  const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
+  const lines = () => jsonLogLines<LogLine>(server.stderr());
+  const send = () => post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
+  assert.equal((await send()).status, 202);
+  assert.equal((await send()).status, 202);
+  const spent = await send();
+  assert.equal(spent.status, 429);
+  assert.equal(spent.body.error.code, 'rate_limited');
+
+  write('debug');
+  server.child.kill('SIGHUP');
+  const reloaded = await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  assert.deepEqual(reloaded.changed, ['log']);
+  const after = await send();
+  assert.equal(after.status, 429, 'the window kept its two sends');
+  assert.equal(after.body.error.code, 'rate_limited');
+  assert.equal(await server.stop(), 0);
+});
