@@ -45,9 +45,14 @@ export function replyFor(err: ContractError): SmtpReplyError {
   }
 }
 
+/** Whether `err` is an SMTP reply already (smtpError). */
+export function isSmtpReply(err: unknown): err is SmtpReplyError {
+  return err instanceof Error && typeof (err as Partial<SmtpReplyError>).responseCode === 'number';
+}
+
 /** A contract refusal mapped by the table, an SMTP reply as it is, anything else a 451 server fault. */
 export function replyForUnknown(err: unknown): SmtpReplyError {
   if (err instanceof ContractError) return replyFor(err);
-  if (err instanceof Error && typeof (err as Partial<SmtpReplyError>).responseCode === 'number') return err as SmtpReplyError;
+  if (isSmtpReply(err)) return err;
   return replyFor(new ContractError('server_error'));
 }

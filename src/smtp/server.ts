@@ -17,7 +17,7 @@ import { readWholeUpTo } from './dataPayload.js';
 import { countRefusal } from '../platform/metrics.js';
 import { holdIdleTimeout } from './heldSessions.js';
 import { readProxyHeaders } from './proxyProtocol.js';
-import { replyForUnknown, smtpError } from './replies.js';
+import { isSmtpReply, replyForUnknown, smtpError } from './replies.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
 import './replyCode.js';
@@ -266,12 +266,17 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       receive(stream, session, auth)
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
+          const reply = refusal(err);
           if (err instanceof SessionGone) log.debug({ err, ip: state.ip }, 'SMTP message not accepted');
-          else if (!(err instanceof ContractError)) log.error({ err, ip: state.ip }, 'SMTP message not accepted');
+          // An answer the message earned (a contract refusal, SIZE's 552) is one line at info,
+          // without a stack; only anything else is a server fault, an error.
+          else if (err instanceof ContractError || isSmtpReply(err)) {
+            log.info({ ip: state.ip, session: session.id, reply: reply.responseCode, code: err instanceof ContractError ? err.code : undefined }, 'SMTP message refused');
+          } else log.error({ err, ip: state.ip }, 'SMTP message not accepted');
           // Whatever is still to come is read and dropped here (smtp-server answers at its end).
           stream.unpipe();
           stream.resume();
-          callback(refusal(err));
+          callback(reply);
         });
     },
   });
