@@ -19,6 +19,7 @@ import type { HoldReason } from '../store/messages.js';
 import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { createTempFileStream, type Spool } from '../spool/spool.js';
 import { ingestMessage } from '../mime/ingest.js';
+import { MessageStructureRefused } from '../mime/structureLimits.js';
 import { BODY_MAX_LENGTH } from './messageRules.js';
 import type { MessageFacts, OutgoingMessage } from './outgoingMessage.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
@@ -167,7 +168,8 @@ export class AcceptPipeline {
    * An SMTP message: rewritten, written to a temp file and parsed (a held one on a writer thread,
    * a streamed one as it arrives), judged by the Message rules, then accepted as any other,
    * under its control headers' Idempotency-Key. A message not accepted leaves no file behind.
-   * Throws MessageOverSize when a streamed one passes `maxBytes`.
+   * Throws MessageOverSize when a streamed one passes `maxBytes`; one past a structure limit
+   * (structureLimits.ts) is refused as field validation (`headers:too_large`, `body:too_many_parts`).
    */
   async acceptReceived(auth: AuthContext, received: ReceivedData, opts: ReceivedOptions): Promise<SendAccepted> {
     const { spool, writers, clock } = this.deps;
@@ -181,10 +183,11 @@ export class AcceptPipeline {
     let tempFileOurs = true;
     try {
       const options = { id, defaultSender: opts.defaultSender };
-      const { parsed: mail, held } =
+      const { parsed: mail, held } = await asRefusal(
         'whole' in received
-          ? await writers.ingest(received.whole, tmpPath, options)
-          : { parsed: await ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH }), held: undefined };
+          ? writers.ingest(received.whole, tmpPath, options)
+          : ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH }).then((parsed) => ({ parsed, held: undefined })),
+      );
       if (held) tempFileOurs = false;
       const judged = judgeSmtpMessage(mail, opts.recipients, clock.now());
       // A message read only in part is always over a length the rules refuse (above).
@@ -264,6 +267,8 @@ export class AcceptPipeline {
     try {
       written = await source.write(id, now);
     } catch (err) {
+      // Headers that make a header block no parser of Postern's would read again: the sender's fault.
+      if (err instanceof MessageStructureRefused) throw structureError(err);
       logger.error({ err, message_id: id }, 'spool write failed');
       throw new ContractError('server_error');
     }
@@ -347,6 +352,20 @@ export class AcceptPipeline {
 
 function usageFacts(auth: AuthContext, message: MessageFacts, bytes: number): UsageFacts {
   return { projectId: auth.project.id, environment: auth.environment, senderDomain: domainOf(message.from.email), category: message.category, bytes };
+}
+
+/** A message refused for its structure, as the field-validation refusal it is (422 / 554 5.6.0). */
+function structureError(err: MessageStructureRefused): ContractError {
+  return ContractError.validation([err.detail], err.message);
+}
+
+/** `work`'s result; a MessageStructureRefused it fails with becomes its validation refusal, any other failure stays as it is. */
+async function asRefusal<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw err instanceof MessageStructureRefused ? structureError(err) : err;
+  }
 }
 
 function asContractError(err: unknown): ContractError {

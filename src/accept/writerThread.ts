@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { composedAsStream, composeMime, composeMimeStream } from '../mime/composeMime.js';
 import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../mime/ingest.js';
+import { structureRefusal, type StructureProblem } from '../mime/structureLimits.js';
 import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 
@@ -22,9 +23,12 @@ export type WriteTask =
   /** Answered as soon as it is read: the thread has loaded its modules and takes work. */
   | { kind: 'ready'; seq: number };
 
-/** `held`: the MIME, in memory of its own (moved, not copied, to the event loop); absent: written to `tmpPath`. */
+/**
+ * `held`: the MIME, in memory of its own (moved, not copied, to the event loop); absent: written
+ * to `tmpPath`. `refused`: the task ran, and the message is the sender's fault (nothing written).
+ */
 export type WriteResult =
-  | { seq: number; ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array }
+  | { seq: number; ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array; refused?: StructureProblem }
   | { seq: number; ok: false; error: string };
 
 /** Buffers arrive as plain Uint8Arrays after structured cloning. */
@@ -105,6 +109,9 @@ async function handle(task: WriteTask): Promise<WriteResult> {
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {
     rmSync(task.tmpPath, { force: true });
+    // A message past a structure limit is refused, not failed: the caller answers 422 / 554, not 500 / 451.
+    const refused = structureRefusal(err);
+    if (refused) return { seq: task.seq, ok: true, size: 0, refused: refused.problem };
     return { seq: task.seq, ok: false, error: (err as Error).message };
   }
 }

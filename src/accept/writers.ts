@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import type { IngestOptions, ParsedMail } from '../mime/ingest.js';
+import { MessageStructureRefused, type StructureProblem } from '../mime/structureLimits.js';
 import { ThreadChannel } from '../platform/threadChannel.js';
 import type { Spool } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
@@ -9,7 +11,7 @@ import type { WriteResult, WriteTask } from './writerThread.js';
 /** Tasks waiting on a thread before the next one is woken for more. */
 const SPILL_AT = 4;
 
-type Done = { ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array };
+type Done = { ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array; refused?: StructureProblem };
 
 interface Waiter {
   resolve: (done: Done) => void;
@@ -118,12 +120,16 @@ export class SpoolWriters {
     return slot;
   }
 
-  /** Composes one message and writes it under its temp name, or holds it (heldMaxBytes). */
+  /**
+   * Composes one message and writes it under its temp name, or holds it (heldMaxBytes). Throws
+   * MessageStructureRefused when its headers make a header block Postern does not take.
+   */
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
     const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, ...this.target() };
-    const { size, held } = await this.submit(task, attachmentBuffers(message));
+    const { size, held, refused } = await this.submit(task, attachmentBuffers(message));
+    if (refused) this.refuse(task, refused);
     this.returnUnused(task, held);
     return held ? { held, size } : { relPath, tmpPath, size };
   }
@@ -131,12 +137,14 @@ export class SpoolWriters {
   /**
    * Rewrites a message received whole, parses it (see ingestBufferedMessage) and holds it
    * (heldMaxBytes) or writes it to the temp file `tmpPath`. A buffer that owns its memory
-   * (Buffer.allocUnsafeSlow) is moved to the thread, not copied.
+   * (Buffer.allocUnsafeSlow) is moved to the thread, not copied. Throws MessageStructureRefused
+   * when the message passes a structure limit (structureLimits.ts); nothing is kept then.
    */
   async ingest(data: Buffer, tmpPath: string, options: IngestOptions): Promise<{ parsed: ParsedMail; held?: Uint8Array }> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
     const task: WriteTask = { kind: 'ingest', seq: ++this.seq, data, tmpPath, options, ...this.target() };
-    const { parsed, held } = await this.submit(task, owned ? [owned] : []);
+    const { parsed, held, refused } = await this.submit(task, owned ? [owned] : []);
+    if (refused) this.refuse(task, refused);
     this.returnUnused(task, held);
     return { parsed: parsed!, held };
   }
@@ -144,6 +152,16 @@ export class SpoolWriters {
   /** A retired file to write into, when the message may need a file at all. */
   private target(): { heldMaxBytes: number; reusePath?: string } {
     return { heldMaxBytes: this.heldMaxBytes, reusePath: this.spool.takeFree() };
+  }
+
+  /**
+   * A message refused for its structure. Its retired file, if it was not written into (the
+   * refusal came first), goes back to the spool: a client sending such messages again and
+   * again must not use up the files kept for reuse.
+   */
+  private refuse(task: { reusePath?: string }, problem: StructureProblem): never {
+    if (task.reusePath !== undefined && existsSync(task.reusePath)) this.spool.returnFree(task.reusePath);
+    throw new MessageStructureRefused(problem);
   }
 
   /** A held message left its retired file unwritten: back to the spool for the next one. */

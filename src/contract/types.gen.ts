@@ -138,7 +138,7 @@ subject: string
 html?: (string | null)
 text?: (string | null)
 /**
- * Custom headers. Names are RFC 5322 field names; values at most 8192 characters without CR or LF. Reserved (case-insensitive): the names in `x-reserved-names` and any name starting with `X-Service-`.
+ * Custom headers. Names are RFC 5322 field names; values at most 8192 characters without CR or LF. Reserved (case-insensitive): the names in `x-reserved-names` and any name starting with `X-Service-`. The header block they make, as composed with the message's other headers (non-ASCII values as RFC 2047 encoded words), is at most 1048576 bytes (`headers:too_large`).
  */
 headers?: ({
 [k: string]: string | undefined

@@ -4,6 +4,7 @@ import type { MimeNode } from '@zone-eu/mailsplit';
 import FlowedDecoder from '@zone-eu/mailsplit/lib/flowed-decoder.js';
 import { MailParser } from 'mailparser';
 import { QuotedPrintableDecoder } from '../mime/quotedPrintable.js';
+import { RECEIVED_PARSER_LIMITS } from './structureLimits.js';
 
 /** The Message fields an SMTP body part stands for. */
 export type BodyField = 'text' | 'html';
@@ -139,7 +140,8 @@ class CountedPart extends Duplex {
  * by, never gathered. A message's text is its text parts together, its html its html parts
  * together; either is absent when no such part has a character. Past `limits`, `onOverLimit`
  * is told (once per field) while the message is still arriving. Headers, addresses and
- * attachments come from mailparser as usual; its own `text`/`html` output stays empty.
+ * attachments come from mailparser as usual; its own `text`/`html` output stays empty. It reads
+ * with the structure limits of a received message (structureLimits.ts).
  */
 export class CountingMailParser extends MailParser {
   readonly lengths: Record<BodyField, number> = { text: 0, html: 0 };
@@ -151,7 +153,7 @@ export class CountingMailParser extends MailParser {
     private readonly limits: Readonly<Record<BodyField, number>>,
     private readonly onOverLimit: (field: BodyField) => void,
   ) {
-    super({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+    super({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true, ...RECEIVED_PARSER_LIMITS });
   }
 
   /** Resolves once every part seen so far has been counted (after the parser ends, all of them). */

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type { Mailbox } from '../contract/address.js';
 import { domainOf } from '../contract/address.js';
+import { checkHeaderBlock, headerBlockLimit } from './structureLimits.js';
 
 /** What a message's MIME is composed from (an HTTP send's validated body: accept/outgoingMessage.ts). */
 export interface MessageContent {
@@ -88,17 +89,26 @@ export function composedAsStream(message: MessageContent): boolean {
 
 /**
  * Canonical MIME for an HTTP send (nodemailer's MailComposer), whole: the cheapest for the
- * common small message (a stream cost the writer thread about 10 % more per message).
+ * common small message (a stream cost the writer thread about 10 % more per message). Throws
+ * MessageStructureRefused when the custom headers make a header block Postern would not take
+ * (structureLimits.ts): a message its own parsers could not read again.
  */
 export async function composeMime(id: string, message: MessageContent, date: Date): Promise<Buffer> {
   const built = await composer(id, message, date, false).compile().build();
-  return Buffer.from(built.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+  const mime = Buffer.from(built.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+  checkHeaderBlock(mime);
+  return mime;
 }
 
 /**
  * The same MIME as a stream of chunks, for a big message: a 25 MB attachment is base64-encoded
- * and written as it goes, never held whole a second time.
+ * and written as it goes, never held whole a second time. Fails with MessageStructureRefused
+ * as composeMime throws it, as soon as the header block has passed the limit.
  */
 export function composeMimeStream(id: string, message: MessageContent, date: Date): Readable {
-  return composer(id, message, date, true).compile().createReadStream();
+  const composed = composer(id, message, date, true).compile().createReadStream();
+  const limited = headerBlockLimit();
+  composed.on('error', (err) => limited.destroy(err));
+  limited.on('close', () => composed.destroy());
+  return composed.pipe(limited);
 }

@@ -34,6 +34,30 @@ export interface ControlFields {
 
 const list = (value: string) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
+/**
+ * Containers an `X-Service-Metadata` value may nest, as the send API's JSON body may (its
+ * shape limit). JSON.parse builds any depth, and the rules walk a value recursively: 20,000
+ * brackets overflowed the stack, a server fault (451) for what is the sender's mistake.
+ */
+const MAX_METADATA_DEPTH = 32;
+
+/** Whether a JSON text opens more than `limit` containers at once (brackets inside strings not counted). */
+function nestsDeeperThan(json: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // the escaped character is skipped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
 /** The Message field each control header stands for, and the code a second copy of it gets. */
 const DUPLICATE_CODES: Record<ControlHeader, { field: string; code: string }> = {
   'x-service-tags': { field: 'tags', code: 'tags:invalid_value' },
@@ -53,11 +77,16 @@ export function readControlHeaders(values: Map<ControlHeader, string>, unknown: 
   if (tags !== undefined) body.tags = list(tags);
   const metadata = values.get('x-service-metadata');
   if (metadata !== undefined) {
-    try {
-      body.metadata = JSON.parse(metadata) as unknown;
-    } catch {
-      details.push({ field: 'metadata', code: 'metadata:invalid_format' });
+    let parsed: { value: unknown } | null = null;
+    if (!nestsDeeperThan(metadata, MAX_METADATA_DEPTH)) {
+      try {
+        parsed = { value: JSON.parse(metadata) as unknown };
+      } catch {
+        // not JSON: refused below
+      }
     }
+    if (parsed) body.metadata = parsed.value;
+    else details.push({ field: 'metadata', code: 'metadata:invalid_format' });
   }
   const category = values.get('x-service-category');
   if (category !== undefined) body.category = category.trim();

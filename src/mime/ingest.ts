@@ -9,6 +9,7 @@ import { CountingMailParser, type BodyField } from './bodyText.js';
 import { messageIdHeader } from './composeMime.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 import { headerBlockEnd } from './headerBlock.js';
+import { RECEIVED_PARSER_LIMITS, structureRefusal } from './structureLimits.js';
 
 export interface ParsedMail {
   from: AddressObject | undefined;
@@ -168,7 +169,8 @@ function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (
  * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
  * same rewrite and parse as the streaming path, without a stream stage per step. The rewritten
  * bytes are handed to `store` before the parse (on a writer thread, a synchronous write: an
- * async open/write/close costs the event loop more than the write itself).
+ * async open/write/close costs the event loop more than the write itself). Throws
+ * MessageStructureRefused when it passes a structure limit (structureLimits.ts).
  */
 export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, store: (rewritten: Buffer) => void): Promise<ParsedMail> {
   // A message without an empty line is all header, as the Splitter reads it.
@@ -182,7 +184,7 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, s
   const { parser, final } = watchBody();
   const done = new Promise<void>((resolve, reject) => {
     parser.on('end', resolve);
-    parser.on('error', reject);
+    parser.on('error', (err) => reject(structureRefusal(err) ?? err));
   });
   parser.end(data);
   await done;
@@ -203,8 +205,9 @@ export interface IngestLimits {
  * Streams one DATA payload to `destination` while parsing it, never holding the message whole:
  * the raw bytes go (a) through mailsplit, which rewrites the top-level header block, into
  * `destination`, and (b) through mailparser. Reading stops as soon as the payload passes
- * `maxBytes` (MessageOverSize) or its text or html passes `bodyMaxLength` (resolved,
- * `complete: false`); the rest of `input` is then drained unread, so its sender gets an answer
+ * `maxBytes` (MessageOverSize), it passes a structure limit (MessageStructureRefused), or its
+ * text or html passes `bodyMaxLength` (resolved, `complete: false`); the rest of `input` is
+ * then drained unread, so its sender gets an answer
  * at its final dot without one more byte stored. On failure `destination` has closed, and what
  * it wrote is the caller's to remove.
  */
@@ -277,14 +280,15 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, destin
   };
   const fileClosed = new Promise<void>((resolve) => destination.once('close', resolve));
   const sides = await Promise.allSettled([
-    pipeline(toDisk, new Splitter(), rewrite, new Joiner(), countBytes, destination, { signal: stop.signal }).catch(fail),
+    pipeline(toDisk, new Splitter(RECEIVED_PARSER_LIMITS), rewrite, new Joiner(), countBytes, destination, { signal: stop.signal }).catch(fail),
     pipeline(toParser, body.parser, { signal: stop.signal }).catch(fail),
   ]);
   // (The error listener stays: the input may still fail, a client going away mid-drain.)
   if (sides.some((side) => side.status === 'rejected')) {
     await fileClosed;
     if (overLimit) return { ...body.soFar(), ...(root ?? NO_ROOT), size, complete: false };
-    throw stop.signal.reason; // the first cause: over SIZE, the input's error, the failing side's
+    // The first cause: over SIZE, the input's error, the failing side's (a structure limit passed: the sender's fault).
+    throw structureRefusal(stop.signal.reason) ?? stop.signal.reason;
   }
   // Splitter always emits the root node, even for an empty message.
   return { ...(await body.final()), ...(root ?? NO_ROOT), size, complete: true };

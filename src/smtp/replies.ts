@@ -12,6 +12,14 @@ export function smtpError(code: number, text: string): SmtpReplyError {
 }
 
 /**
+ * The wait as a refusal's message may end by stating it for the send API: "retry in N seconds"
+ * (the rate limit's), or "Retry after the number of seconds in Retry-After" (a header an SMTP
+ * client never sees). A reply states the wait itself, once, at its end ("Retry in N seconds."):
+ * the rate limit's reply said "retry in 57 seconds. Retry in 57 seconds."
+ */
+const STATED_WAIT = /[;,.]?\s*retry (?:in \d+ seconds?|after the number of seconds in Retry-After)\.?$/i;
+
+/**
  * The reply for each refusal of the accept pipeline (README, "SMTP replies"). The text always
  * starts with the contract's code, so SMTP clients can branch on it like HTTP clients do.
  *
@@ -27,7 +35,8 @@ export function smtpError(code: number, text: string): SmtpReplyError {
 export function replyFor(err: ContractError): SmtpReplyError {
   const retry = err.headers?.['Retry-After'];
   const details = err.details ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]` : '';
-  const text = `${err.code}: ${err.message}${details}${retry ? ` Retry in ${retry} seconds.` : ''}`;
+  const message = retry ? err.message.replace(STATED_WAIT, '.') : err.message;
+  const text = `${err.code}: ${message}${details}${retry ? ` Retry in ${retry} second${retry === '1' ? '' : 's'}.` : ''}`;
   if (err.code === 'storage_low') return smtpError(452, text);
   switch (err.type) {
     case 'authentication_error':
@@ -45,9 +54,14 @@ export function replyFor(err: ContractError): SmtpReplyError {
   }
 }
 
+/** Whether `err` is an SMTP reply already (smtpError). */
+export function isSmtpReply(err: unknown): err is SmtpReplyError {
+  return err instanceof Error && typeof (err as Partial<SmtpReplyError>).responseCode === 'number';
+}
+
 /** A contract refusal mapped by the table, an SMTP reply as it is, anything else a 451 server fault. */
 export function replyForUnknown(err: unknown): SmtpReplyError {
   if (err instanceof ContractError) return replyFor(err);
-  if (err instanceof Error && typeof (err as Partial<SmtpReplyError>).responseCode === 'number') return err as SmtpReplyError;
+  if (isSmtpReply(err)) return err;
   return replyFor(new ContractError('server_error'));
 }

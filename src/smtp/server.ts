@@ -17,11 +17,12 @@ import { readWholeUpTo } from './dataPayload.js';
 import { countRefusal } from '../platform/metrics.js';
 import { holdIdleTimeout } from './heldSessions.js';
 import { readProxyHeaders } from './proxyProtocol.js';
-import { replyForUnknown, smtpError } from './replies.js';
+import { isSmtpReply, replyForUnknown, smtpError } from './replies.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
 import './replyCode.js';
 import './unauthenticatedCommands.js';
+import './authAttempts.js';
 
 export interface SmtpDeps {
   pipeline: AcceptPipeline;
@@ -62,6 +63,7 @@ interface SessionState {
   started: number;
   /** The client's address: the TCP peer's, or behind a load balancer the one its PROXY header names. */
   ip: string;
+  /** AUTH exchanges that ended refused (authRefused). */
   authFailures: number;
   messages: number;
   /** The AUTH password (the API key), re-checked at every MAIL FROM: a revoked key stops at once. */
@@ -138,6 +140,19 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       c.close();
     });
 
+  /**
+   * An AUTH exchange ended without authenticating (authAttempts.ts): a key onAuth refused, or a
+   * line smtp-server refused before asking it (`AUTH FOO`, `AUTH PLAIN !!!`, an aborted
+   * exchange). Each is a failed attempt; true once the session has reached
+   * `auth_failures_before_disconnect`, and is to be closed.
+   */
+  const authRefused = (session: SMTPServerSession): boolean => {
+    const state = sessions.get(session.id);
+    if (!state) return false;
+    state.authFailures++;
+    return state.authFailures >= limits.auth_failures_before_disconnect;
+  };
+
   const server: SMTPServer = new SMTPServer({
     secure: listener.tls === 'implicit',
     key: tls.key,
@@ -171,6 +186,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
     // Which peers send the PROXY header: readProxyHeaders (below) answers from trusted_proxies.
     useProxy: proxies !== null,
     logger: false,
+    // Told of every AUTH exchange that ended refused (authAttempts.ts).
+    ...{ onAuthRefused: authRefused },
 
     onConnect(session, callback) {
       const ip = session.remoteAddress;
@@ -218,15 +235,13 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
           callback(null, { user: context });
         },
         (err: unknown) => {
-          state.authFailures++;
           const reply = refusal(err);
-          if (state.authFailures >= limits.auth_failures_before_disconnect) {
-            callback(reply);
-            drop(session, 'Too many failed authentication attempts');
-            return;
-          }
-          // Repeated failures are answered ever more slowly, then dropped (above).
-          const delay = Math.max(0, state.authFailures - limits.auth_failures_before_delay) * 1000;
+          // Counted once the exchange has ended (authRefused); the one that reaches the limit is
+          // answered at once, and the session then closed.
+          const failures = state.authFailures + 1;
+          if (failures >= limits.auth_failures_before_disconnect) return callback(reply);
+          // Repeated failures are answered ever more slowly.
+          const delay = Math.max(0, failures - limits.auth_failures_before_delay) * 1000;
           if (delay === 0) callback(reply);
           else setTimeout(() => callback(reply), delay).unref();
         },
@@ -266,12 +281,17 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
       receive(stream, session, auth)
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
+          const reply = refusal(err);
           if (err instanceof SessionGone) log.debug({ err, ip: state.ip }, 'SMTP message not accepted');
-          else if (!(err instanceof ContractError)) log.error({ err, ip: state.ip }, 'SMTP message not accepted');
+          // An answer the message earned (a contract refusal, SIZE's 552) is one line at info,
+          // without a stack; only anything else is a server fault, an error.
+          else if (err instanceof ContractError || isSmtpReply(err)) {
+            log.info({ ip: state.ip, session: session.id, reply: reply.responseCode, code: err instanceof ContractError ? err.code : undefined }, 'SMTP message refused');
+          } else log.error({ err, ip: state.ip }, 'SMTP message not accepted');
           // Whatever is still to come is read and dropped here (smtp-server answers at its end).
           stream.unpipe();
           stream.resume();
-          callback(refusal(err));
+          callback(reply);
         });
     },
   });

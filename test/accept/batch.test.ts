@@ -129,6 +129,16 @@ describe('POST /v1/send/batch', () => {
     assert.deepEqual(surrounded.body.data[3], validationEnvelope(surrounded.body.data[3], [{ field: 'html', code: 'html:invalid_type' }]));
   });
 
+  test('an element whose custom headers make a header block over 1 MiB gets its own 422 headers:too_large; its neighbour is accepted', async () => {
+    const before = await totals();
+    const headers = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`X-Pad-${i}`, 'v'.repeat(8000)]));
+    const res = await batch([validMessage({ subject: 'huge headers', headers }), validMessage({ subject: 'neighbour' })]);
+    assert.equal(res.status, 207, res.text);
+    assert.deepEqual(res.body.data[0], validationEnvelope(res.body.data[0], [{ field: 'headers', code: 'headers:too_large' }]));
+    await assertAcceptedSlot(res.body.data[1], 'queued', 'neighbour');
+    assert.deepEqual(await totals(), { messages: before.messages + 1, events: before.events + 1, stored_mime: before.stored_mime + 1 });
+  });
+
   test('a batch where every element fails is still a 207 and stores nothing', async () => {
     const before = await totals();
     const res = await batch([{}, 7]);

@@ -10,6 +10,8 @@ import { ManualClock } from '../../src/clock.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
 import { storedMimeListIn } from '../support/storeReads.js';
+import { storedMimeOf } from '../support/storedMime.js';
+import { simpleParser } from 'mailparser';
 
 /** The server's clock is fixed, so scheduled_at boundaries are exact. */
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -376,6 +378,23 @@ describe('POST /v1/send body validation', () => {
         await expectOne(msg({ headers: { [name]: 'v' } }), `headers.${name}`, 'headers:invalid_name');
       });
     }
+    // Issue 32: 150 values of 8,000 characters were a 202 for a message whose header block no
+    // parser of Postern's reads back (the console's, the JSON providers'): mailsplit stops at 1 MiB.
+    const manyHeaders = (n: number, value: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-Pad-${i}`, value]));
+    test('custom headers that make a header block over 1 MiB (150 values of 8,000 characters) give headers:too_large', async () => {
+      await expectOne(msg({ headers: manyHeaders(150, 'v'.repeat(8000)) }), 'headers', 'headers:too_large');
+    });
+    test('the block is counted as composed: 40 values of 8,192 emoji (RFC 2047 words, about 2.2 MB) give headers:too_large', async () => {
+      await expectOne(msg({ headers: manyHeaders(40, '\u{1F600}'.repeat(8192)) }), 'headers', 'headers:too_large');
+    });
+    test('with an attachment big enough for the message to be composed as a stream, the same', async () => {
+      await expectOne(msg({ headers: manyHeaders(150, 'v'.repeat(8000)), attachments: [att({ content: b64(300 * 1024) })] }), 'headers', 'headers:too_large');
+    });
+    test('100 values of 8,000 characters (about 820 KB of header block) are accepted, and the stored message parses', async () => {
+      const id = await expectAccepted(msg({ headers: manyHeaders(100, 'v'.repeat(8000)) }));
+      const parsed = await simpleParser(await storedMimeOf(p.ctx.store, p.stateDir, id));
+      assert.equal(parsed.headers.get('x-pad-99'), 'v'.repeat(8000));
+    });
     test('ordinary custom headers are accepted', async () => {
       await expectAccepted(msg({ headers: { 'X-Campaign': 'spring', 'List-Unsubscribe': '<mailto:u@example.com>', 'X-Servicey': 'not the reserved prefix' } }));
     });

@@ -1,15 +1,18 @@
 /**
  * `kill -HUP` (systemctl reload, issue 21): the running server reads its config file again,
  * applies plans, limits and the log level at once, says what changed and what needs a restart,
- * and keeps the running config when the new file does not validate.
+ * and keeps the running config, and its TLS certificate, when the new file does not validate.
  */
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
+import { generate } from 'selfsigned';
 import { jsonLogLines } from '../support/logLines.js';
 import { createProjectWithKeys, post, runCli, validMessage } from '../support/postern.js';
+import { RawSmtp } from '../support/rawSmtp.js';
 import { plan, withPlans } from '../support/plans.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
 import { waitFor } from '../support/waiting.js';
@@ -136,4 +139,46 @@ test('a SIGHUP that changes only the log level keeps the rate windows: a spent k
   assert.equal(after.status, 429, 'the window kept its two sends');
   assert.equal(after.body.error.code, 'rate_limited');
   assert.equal(await server.stop(), 0);
+});
+
+test('a SIGHUP whose config file does not validate reloads nothing, the TLS certificate included, and says so: no "TLS certificate reloaded" line', async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-reload-tls-');
+  const configFile = path.join(stateDir, 'config.json');
+  const valid = JSON.stringify({ delivery: { enabled: false }, log: { level: 'info' } });
+  writeFileSync(configFile, valid);
+  const server = await scope.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: '' });
+  const lines = () => jsonLogLines<LogLine>(server.stderr());
+  const port = server.listeners.find((l) => l.protocol === 'smtp' && l.url.startsWith('smtps://'))!.port;
+  const served = async () => {
+    const { client } = await RawSmtp.connect(port, { implicit: true });
+    const fingerprint = client.fingerprint();
+    await client.quit();
+    return fingerprint;
+  };
+  const first = await served();
+
+  // A new pair where the server reads its certificate, and a config file that does not validate.
+  const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keySize: 2048, algorithm: 'sha256' });
+  writeFileSync(path.join(stateDir, 'certs', 'postern.crt'), pems.cert);
+  writeFileSync(path.join(stateDir, 'certs', 'postern.key'), pems.private);
+  writeFileSync(configFile, JSON.stringify({ plans: { free: { monthly_messages: -1 } } }));
+  server.child.kill('SIGHUP');
+  const refused = await waitFor(() => lines().find((l) => l.msg.startsWith('config reload refused')), 5000, 'the refusal line');
+  assert.equal(refused.level, 'error');
+  assert.equal(await served(), first, 'the running certificate is kept');
+
+  // The same SIGHUP with the file fixed: the new pair is served, and said so.
+  writeFileSync(configFile, valid);
+  server.child.kill('SIGHUP');
+  await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  assert.equal(await served(), new X509Certificate(pems.cert).fingerprint256);
+  // Stopped, the log is whole (lines are written in 4 KiB blocks).
+  assert.equal(await server.stop(), 0);
+  const said = lines()
+    .map((l) => l.msg)
+    .filter((msg) => msg.startsWith('config reload') || msg.startsWith('TLS'));
+  // It said "TLS certificate reloaded" after the refusal too, though nothing of the reload applied.
+  assert.deepEqual(said, [refused.msg, 'config reloaded', 'TLS certificate reloaded']);
 });

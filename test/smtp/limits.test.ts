@@ -1,14 +1,15 @@
 /**
  * What one SMTP client may cost the server before and outside a message: disk at SIZE, commands
- * and line lengths before AUTH, the time a session may stay unauthenticated, and the per-IP
- * window for keyless requests (which must never hold a valid key).
+ * and line lengths before AUTH, failed AUTH attempts (malformed ones included), the time a
+ * session may stay unauthenticated, and the per-IP window for keyless requests (which must
+ * never hold a valid key).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
-import { authedSession, plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
+import { authedSession, plain, RawSmtp, rawMessage, rawSend, tlsSession } from '../support/rawSmtp.js';
 import { settle } from '../support/waiting.js';
 import { getValue } from '../../src/store/queries.js';
 
@@ -151,6 +152,95 @@ describe('SMTP before AUTH: commands and command lines are bounded', () => {
   });
 });
 
+describe('SMTP AUTH lines smtp-server refuses before asking for a key count as failed attempts (smtp.auth_failures_before_disconnect, 5)', () => {
+  const CLOSED = '421 4.4.2 Too many failed authentication attempts';
+  let p: TestPostern;
+  before(async () => {
+    p = await startTestPostern({ smtp: true });
+  });
+  after(async () => p.close());
+
+  /** The next `n` replies (a pipelined loop's). */
+  async function replies(client: RawSmtp, n: number): Promise<string[]> {
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) out.push(await client.next());
+    return out;
+  }
+
+  for (const [line, refused] of [
+    ['AUTH FOO', /^504 5\.5\.4 Error: Unrecognized authentication type$/],
+    ['AUTH PLAIN !!!', /^501 5\.5\.4 Error: invalid userdata$/],
+  ] as const) {
+    test(`after STARTTLS, "${line}" sent in a loop is answered 5 times, then ${CLOSED} and the connection closed`, async () => {
+      const client = await tlsSession(p.smtp.production.starttls);
+      try {
+        client.write(`${line}\r\n`.repeat(1000));
+        const answers = await replies(client, 6);
+        assert.ok(answers.slice(0, 5).every((r) => refused.test(r)), answers.join(' | '));
+        assert.equal(answers[5], CLOSED, answers.join(' | '));
+        await client.closed;
+      } finally {
+        client.destroy();
+      }
+    });
+  }
+
+  test('the same loop on the implicit-TLS port is closed after 5 too', async () => {
+    const client = await tlsSession(p.smtp.production.implicit, true);
+    try {
+      client.write('AUTH FOO\r\n'.repeat(1000));
+      assert.equal((await replies(client, 6))[5], CLOSED);
+      await client.closed;
+    } finally {
+      client.destroy();
+    }
+  });
+
+  test('a bad key and every kind of malformed AUTH share the one count: the 5th failure closes the session', async () => {
+    const client = await tlsSession(p.smtp.production.starttls);
+    try {
+      assert.match(await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`), /^535 5\.7\.8 invalid_api_key: /);
+      assert.match(await client.command('AUTH'), /^504 /, 'no mechanism');
+      assert.match(await client.command('AUTH LOGIN'), /^334 /);
+      assert.match(await client.command('*'), /^501 .*Authentication aborted$/, 'an aborted exchange');
+      assert.match(await client.command('AUTH PLAIN a b'), /^501 /, 'bad syntax');
+      assert.match(await client.command(`AUTH PLAIN ${Buffer.from('no fields').toString('base64')}`), /^501 .*invalid userdata$/, 'a token without its three fields');
+      assert.equal(await client.next(), CLOSED);
+      await client.closed;
+    } finally {
+      client.destroy();
+    }
+  });
+
+  test('AUTH after STARTTLS but before the new EHLO (503) is counted too', async () => {
+    const { client } = await RawSmtp.connect(p.smtp.production.starttls);
+    try {
+      assert.match(await client.command('EHLO client.test'), /^250/);
+      await client.startTls();
+      client.write(`AUTH PLAIN ${plain('whatever')}\r\n`.repeat(100));
+      const answers = await replies(client, 6);
+      assert.ok(answers.slice(0, 5).every((r) => r.startsWith('503 ')), answers.join(' | '));
+      assert.equal(answers[5], CLOSED);
+      await client.closed;
+    } finally {
+      client.destroy();
+    }
+  });
+
+  test('four malformed attempts, then the right key: authenticated, and the message accepted', async () => {
+    const { project, liveKey } = await createProjectWithKeys(p.ctx, 'malformed then right');
+    const client = await tlsSession(p.smtp.production.starttls);
+    try {
+      for (let i = 0; i < 4; i++) assert.match(await client.command('AUTH FOO'), /^504 /);
+      assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
+      assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
+    } finally {
+      await client.quit();
+    }
+    assert.equal(await countMessages(p, project.id), 1);
+  });
+});
+
 describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_timeout_ms)', () => {
   let p: TestPostern;
   before(async () => {
@@ -194,7 +284,8 @@ describe('SMTP and the per-IP window for keyless requests', () => {
       assert.match(await client.command('EHLO client.test'), /^250/);
       await client.startTls();
       assert.match(await client.command('EHLO client.test'), /^250/);
-      assert.match(await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`), /^451 4\.3\.0 rate_limited: .*Retry in \d+ seconds\.$/);
+      // The wait said once (it said "retry in 57 seconds. Retry in 57 seconds.").
+      assert.match(await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`), /^451 4\.3\.0 rate_limited: Too many requests\. Retry in \d+ seconds?\.$/);
       assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
       assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
     } finally {

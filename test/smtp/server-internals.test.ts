@@ -1,6 +1,6 @@
 /**
  * What src/smtp patches in smtp-server (replyCode.ts, greetingDelay.ts, unauthenticatedCommands.ts,
- * commandLineLength.ts, heldSessions.ts) and reaches into (server.ts: the server's connection set, a connection's
+ * authAttempts.ts, commandLineLength.ts, heldSessions.ts) and reaches into (server.ts: the server's connection set, a connection's
  * session, send, close and socket; proxyProtocol.ts: the server's PROXY header reading), checked against the installed library before any patch is
  * loaded. A failure here means an upgrade changed what a patch assumes: re-read that patch
  * against the new library, then move the exact pin in package.json.
@@ -25,8 +25,8 @@ const ARITY: Record<string, number> = {
   _setListeners: 1, // greetingDelay.ts: called with the callback that greets
   connectionReady: 1, // greetingDelay.ts: called after the pause
   _getEnhancedStatusCode: 2, // replyCode.ts wraps it: (code, context)
-  _onCommand: 2, // unauthenticatedCommands.ts wraps it: (command, callback)
-  _isDisabled: 1, // unauthenticatedCommands.ts: whether AUTH is offered
+  _onCommand: 2, // unauthenticatedCommands.ts and authAttempts.ts wrap it: (command, callback)
+  _isDisabled: 1, // unauthenticatedCommands.ts and authAttempts.ts: whether AUTH is offered
   _createParser: 0, // commandLineLength.ts wraps it
   send: 3, // every patch and server.ts: (code, text, context)
   close: 0, // commandLineLength.ts and server.ts
@@ -95,6 +95,26 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     );
     // AUTH is offered exactly when it is not disabled (the patch counts where it is disabled).
     assert.match(code(prototype._isSupported), /return !this\._isDisabled\(command\) && /);
+  });
+
+  test('only an AUTH exchange queues a handler for the next line, and the handler callback ends each line (authAttempts.ts)', () => {
+    // The connection's own methods only ever clear _nextHandler; the SASL steps (sasl.js) set it.
+    const setters = Object.entries(Object.getOwnPropertyDescriptors(prototype))
+      .filter(([, d]) => typeof d.value === 'function' && /this\._nextHandler = (?!false)/.test(code(d.value as Method)))
+      .map(([name]) => name);
+    assert.deepEqual(setters, []);
+    // An AUTH it cannot try is answered and ended without onAuth; the rest goes to the mechanism.
+    assert.ok(
+      inOrder(code(prototype.handler_AUTH), [
+        "this.send(538, 'Error: Must issue a STARTTLS command first'); return callback();",
+        "this.send(503, 'Error: No identity changes permitted'); return callback();",
+        "this.send(504, 'Error: Unrecognized authentication type'); return callback();",
+        'handler(args, callback);',
+      ]),
+      code(prototype.handler_AUTH),
+    );
+    // Every line's handler gets a callback that ends it: the patch sees each exchange end there.
+    assert.ok(inOrder(code(original._onCommand), ['const next = callback || (() => false);', 'const done = () => this._whenWritable(next);', 'handler.call(this, command, handlerCallback);']));
   });
 
   test('_onTimeout re-arms with _armTimeout while a handler is pending (the rule heldSessions.ts extends to a held DATA), else answers 421', () => {
@@ -201,6 +221,7 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     await import('../../src/smtp/replyCode.js');
     await import('../../src/smtp/greetingDelay.js');
     await import('../../src/smtp/unauthenticatedCommands.js');
+    await import('../../src/smtp/authAttempts.js');
     await import('../../src/smtp/commandLineLength.js');
     await import('../../src/smtp/heldSessions.js');
     assert.deepEqual(
