@@ -90,7 +90,9 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const limits = limitSettings(config);
   // One syncfs per commit group where the addon is built; one fsync per file otherwise.
   const spoolSync = config.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
-  const spool = new Spool(config.state_dir);
+  // The state directory made private, its spool directories checked (a planted link or another
+  // user's file: ConfigError, exit 78) before anything reads or writes there.
+  const spool = new Spool(config.state_dir, logger);
   const node = await openNodeStore(config, logger, {
     limits, spoolSync, metrics: config.metrics.enabled, nodeId: config.node.id,
     // SQLite: the spool and the index agree before anything else writes (on PostgreSQL the bodies are rows).
@@ -107,6 +109,15 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     if (scratch.length > 0) logger.warn({ files: scratch.length }, 'removed scratch files left by an earlier run');
   }
   const { store, acceptance } = node;
+  // The state directory's key on SQLite; on PostgreSQL the one every node shares (policy/viewerKey.ts).
+  // Read before more threads start: a refused key file ends the start here.
+  let secret: Buffer;
+  try {
+    secret = await viewerSecret(store, config.state_dir, logger, clock);
+  } catch (err) {
+    await node.close();
+    throw err;
+  }
   const writers = new SpoolWriters(spool, config.spool.writer_threads, config.spool.index_body_max_bytes, logger);
   // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
   const disk = config.spool.min_free_bytes === 0 ? null : new DiskGuard(config.state_dir, config.spool.min_free_bytes, logger);
@@ -177,8 +188,6 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const bodies = createBodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
-  // The state directory's key on SQLite; on PostgreSQL the one every node shares (policy/viewerKey.ts).
-  const secret = await viewerSecret(store, config.state_dir, logger, clock);
   const viewer = new Viewer({ ctx: { store, clock, config, spoolRoot: spool.root }, rateLimits: config.rate_limits, windows, logger, secret, proxies });
   const consoles: ConsoleServer[] = [];
   const servers: Server[] = [];

@@ -103,7 +103,7 @@ export async function runCli(argv: string[]): Promise<number> {
     // changes (a key revoked, a project paused) acts on every node's next request.
     const opened = await openThreadStore(storeLocationOf(config), logger, 'cli', { migrate: true });
     try {
-      const result = await cmd.run({ store: opened.store, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir).root }, values, positionals);
+      const result = await cmd.run({ store: opened.store, clock: clockFromEnvironment(), config, spoolRoot: new Spool(config.state_dir, logger).root }, values, positionals);
       if (result instanceof RawOutput) {
         await new Promise<void>((resolve, reject) => result.stream.on('error', reject).on('end', resolve).pipe(process.stdout, { end: false }));
       } else if (result instanceof TextOutput) {

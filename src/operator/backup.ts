@@ -3,54 +3,55 @@
  *
  * Backup, while the server runs: the index first, with SQLite's online backup API from a reader
  * connection (store/backup.ts: one consistent snapshot, with the bodies the index keeps), then the spool files that the copy's
- * rows name, each copied (a reflink where the filesystem has them) and flushed, then the
- * self-signed certificates, then `backup.json`, written last: a directory without it is not a
- * finished backup. Files are copied, never hard-linked: the spool empties a finished message's
- * file in place to reuse it (Spool.retire), which would empty a hard link in the backup too.
- * A message deleted between the snapshot and its file's copy (retention, an operator) is listed
- * as missing; it was gone from the server by then anyway.
+ * rows name, each copied (a reflink where the filesystem has them), then the self-signed
+ * certificates and viewer.key, then `backup.json`, written last: a directory without it is not a
+ * finished backup. Each copy is read back once, streamed, for its size and SHA-256 (recorded in
+ * backup.json) and flushed. Files are copied, never hard-linked: the spool empties a finished
+ * message's file in place to reuse it (Spool.retire), which would empty a hard link in the backup
+ * too. A message deleted between the snapshot and its file's copy (retention, an operator: the
+ * file gone, or emptied) is listed as missing; it was gone from the server by then anyway.
  *
- * Restore only into an empty (or absent) state directory: the same layout, made private, the
- * index checked (quick_check) before it says done.
+ * Restore only into an empty (or absent) state directory, through a staging directory inside it
+ * (the same filesystem, so each rename is atomic): every file backup.json lists is copied there
+ * and checked (size, SHA-256), backup.json's counts against the index copy, the index opened as
+ * the server opens it and checked (quick_check); only then is it all renamed into place, the index
+ * last. Any refusal removes the staging directory (and the state directory when restore made
+ * it): nothing is changed, and the retry starts clean.
  */
+import { createHash } from 'node:crypto';
 import { constants, existsSync, readdirSync, statSync } from 'node:fs';
-import { copyFile, mkdir, open, readFile, readdir, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { ensurePrivateDirectory, ensurePrivateFile } from '../platform/privateFiles.js';
+import { checkOwnEntry, ensurePrivateDirectory, ensurePrivateFile, StateFileError } from '../platform/privateFiles.js';
+import { VIEWER_KEY_FILE } from '../policy/viewerKey.js';
 import { backupIndex, INDEX_FILE, quickCheck, spoolFilesOfCopy } from '../store/backup.js';
 import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { openDatabase } from '../store/db.js';
+import { countProblems, MANIFEST_FILE, MANIFEST_FORMAT, parseManifest, spoolEntryPath, type BackupManifest, type ContentEntry } from './backupManifest.js';
 import { OperatorError } from './errors.js';
 
-const MANIFEST = 'backup.json';
-/** 2: message bodies may be in the index (migration 8); a release that knows only format 1 refuses it rather than restore messages without bodies. */
-const FORMAT = 2;
-/** Formats this release restores (a format-1 copy gets migration 8 when it is opened). */
-const RESTORABLE_FORMATS = [1, 2];
 /** Files copied at once. */
 const COPY_PARALLEL = 8;
 /** Besides the index and the spool: the state directory's self-signed SMTP certificate pair. */
 const EXTRA_DIRS = ['certs'];
+/** And the key viewer links are signed with: without it, every link handed out stops opening. */
+const EXTRA_FILES = [VIEWER_KEY_FILE];
+/** Bytes read at a time while hashing a copy: a spool file is never held whole. */
+const DIGEST_CHUNK = 256 * 1024;
+/** Restore's staging directory in the state directory ('.': never a name a backup holds). */
+const STAGING_PREFIX = '.restore-';
+/** Problems named in a refused restore's message (the rest counted). */
+const PROBLEMS_NAMED = 5;
 
-export interface BackupManifest {
-  format: number;
-  created_at: string;
-  messages: number;
-  /** Spool files copied, and their bytes. */
-  files: number;
-  bytes: number;
-  /** Messages whose MIME is in the index copy itself (no spool file). */
-  bodies_in_index: number;
-  /** Messages in the index copy whose file was gone by the time it was copied (deleted meanwhile). */
-  missing: string[];
-}
+/** What `postern backup` prints: backup.json without the list of files. */
+export type BackupSummary = Omit<BackupManifest, 'contents'> & { to: string };
 
 function isEmptyOrAbsent(dir: string): boolean {
   return !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).length === 0);
 }
 
-/** Flushes a file or directory to disk. */
+/** Flushes a directory (or file) to disk. */
 async function flush(file: string): Promise<void> {
   const handle = await open(file, 'r');
   try {
@@ -60,11 +61,29 @@ async function flush(file: string): Promise<void> {
   }
 }
 
-/** Copies `from` to `to` (a reflink where the filesystem can), flushed; the directories are flushed by the caller. */
-async function copyDurably(from: string, to: string): Promise<number> {
+/** The size and SHA-256 of `file`, read in chunks (never whole), and the file flushed to disk. */
+async function digestAndFlush(file: string): Promise<{ size: number; sha256: string }> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const hash = createHash('sha256');
+    const buffer = Buffer.allocUnsafe(DIGEST_CHUNK);
+    let size = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      hash.update(buffer.subarray(0, bytesRead));
+      size += bytesRead;
+    }
+    await handle.sync();
+    return { size, sha256: hash.digest('hex') };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Copies `from` to the new file `to` (a reflink where the filesystem can); the caller digests and flushes it. */
+async function copyNew(from: string, to: string): Promise<void> {
   await copyFile(from, to, constants.COPYFILE_FICLONE | constants.COPYFILE_EXCL);
-  await flush(to);
-  return statSync(to).size;
 }
 
 /** Directories made (or being made) for copies: a copy waits for its directory's mkdir, never races it. */
@@ -91,7 +110,7 @@ class Directories {
 }
 
 /** Runs `work` over `items`, COPY_PARALLEL at a time. */
-async function inParallel<T>(items: T[], work: (item: T) => Promise<void>): Promise<void> {
+async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(COPY_PARALLEL, items.length) }, async () => {
@@ -100,21 +119,42 @@ async function inParallel<T>(items: T[], work: (item: T) => Promise<void>): Prom
   );
 }
 
-/** Copies a directory tree (the certificates), files flushed. */
-async function copyTree(from: string, to: string, dirs: Directories): Promise<void> {
-  await dirs.ensure(to);
-  for (const entry of await readdir(from, { withFileTypes: true })) {
-    if (entry.isDirectory()) await copyTree(path.join(from, entry.name), path.join(to, entry.name), dirs);
-    else if (entry.isFile()) await copyDurably(path.join(from, entry.name), path.join(to, entry.name));
+/** Copies a file of the state directory (checked: Postern's own, no link) into the backup; its entry for backup.json. */
+async function backUpFile(stateDir: string, to: string, rel: string, dirs: Directories): Promise<ContentEntry> {
+  checkOwnEntry(path.join(stateDir, rel), 'file');
+  await dirs.ensure(path.dirname(path.join(to, rel)));
+  await copyNew(path.join(stateDir, rel), path.join(to, rel));
+  return { path: rel.split(path.sep).join('/'), ...(await digestAndFlush(path.join(to, rel))) };
+}
+
+/** Copies a directory of the state directory (the certificates), each file checked and digested. */
+async function backUpTree(stateDir: string, to: string, rel: string, dirs: Directories, contents: ContentEntry[]): Promise<void> {
+  checkOwnEntry(path.join(stateDir, rel), 'directory');
+  await dirs.ensure(path.join(to, rel));
+  for (const entry of await readdir(path.join(stateDir, rel), { withFileTypes: true })) {
+    const child = path.join(rel, entry.name);
+    if (entry.isDirectory()) await backUpTree(stateDir, to, child, dirs, contents);
+    else contents.push(await backUpFile(stateDir, to, child, dirs));
+  }
+}
+
+/** The backup directory: made private (0700), or refused naming why (a link, another user's). */
+function prepareDestination(to: string): void {
+  try {
+    ensurePrivateDirectory(to);
+  } catch (err) {
+    if (err instanceof StateFileError) throw new OperatorError('invalid_argument', `${to} cannot hold a backup: ${err.message}`, 'to');
+    throw err;
   }
 }
 
 /** A consistent copy of `stateDir` into `to` (new or empty), while the server may run. */
-export async function backupState(stateDir: string, to: string, logger: Logger): Promise<BackupManifest & { to: string }> {
+export async function backupState(stateDir: string, to: string, logger: Logger): Promise<BackupSummary> {
   if (!existsSync(path.join(stateDir, INDEX_FILE))) throw new OperatorError('not_found', `no index in ${stateDir}: nothing to back up`);
   if (!isEmptyOrAbsent(to)) throw new OperatorError('conflict', `${to} is not empty: back up into a new or empty directory`);
-  ensurePrivateDirectory(to);
+  prepareDestination(to);
   const dirs = new Directories(to);
+  const contents: ContentEntry[] = [];
   const indexCopy = path.join(to, INDEX_FILE);
   // Created private before SQLite writes into it: the index holds provider secrets.
   ensurePrivateFile(indexCopy, { create: true });
@@ -124,7 +164,7 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   } finally {
     db.close();
   }
-  await flush(indexCopy);
+  contents.push({ path: INDEX_FILE, ...(await digestAndFlush(indexCopy)) });
 
   const rows = spoolFilesOfCopy(indexCopy);
   const withFiles = rows.filter((row) => row.spool_path !== BODY_IN_INDEX);
@@ -132,75 +172,164 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   let bytes = 0;
   let files = 0;
   await inParallel(withFiles, async (row) => {
-    const target = path.join(to, 'spool', row.spool_path);
-    await dirs.ensure(path.dirname(target));
+    const rel = spoolEntryPath(row.spool_path);
+    let entry: ContentEntry;
     try {
-      bytes += await copyDurably(path.join(stateDir, 'spool', row.spool_path), target);
-      files++;
+      entry = await backUpFile(stateDir, to, rel, dirs);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       missing.push(row.id);
+      return;
     }
+    if (entry.size !== row.size_bytes) {
+      // Emptied in place by retention meanwhile (Spool.retire), or cut short by it: deleted after the snapshot.
+      await rm(path.join(to, rel), { force: true });
+      missing.push(row.id);
+      return;
+    }
+    contents.push(entry);
+    bytes += entry.size;
+    files++;
   });
   await dirs.ensure(path.join(to, 'spool'));
-  for (const extra of EXTRA_DIRS) if (existsSync(path.join(stateDir, extra))) await copyTree(path.join(stateDir, extra), path.join(to, extra), dirs);
+  for (const extra of EXTRA_DIRS) if (existsSync(path.join(stateDir, extra))) await backUpTree(stateDir, to, extra, dirs, contents);
+  for (const extra of EXTRA_FILES) if (existsSync(path.join(stateDir, extra))) contents.push(await backUpFile(stateDir, to, extra, dirs));
 
   const manifest: BackupManifest = {
-    format: FORMAT,
+    format: MANIFEST_FORMAT,
     created_at: new Date().toISOString(),
     messages: rows.length,
     files,
     bytes,
     bodies_in_index: rows.length - withFiles.length,
     missing,
+    contents: contents.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
   };
   // Directories first (deepest first), then the manifest: it marks a finished backup.
   for (const dir of dirs.deepestFirst()) await flush(dir);
-  await writeFile(path.join(to, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
-  await flush(path.join(to, MANIFEST));
+  await writeFile(path.join(to, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  await flush(path.join(to, MANIFEST_FILE));
   await flush(to);
-  return { to, ...manifest };
+  const { contents: _listed, ...summary } = manifest;
+  return { to, ...summary };
+}
+
+async function readManifest(from: string): Promise<BackupManifest> {
+  let text: string;
+  try {
+    text = await readFile(path.join(from, MANIFEST_FILE), 'utf8');
+  } catch {
+    throw new OperatorError('invalid_argument', `${from} is not a finished Postern backup (no readable ${MANIFEST_FILE})`, 'from');
+  }
+  return parseManifest(text, from);
+}
+
+/**
+ * The state directory restore may fill: absent, or empty but for the staging directories of a
+ * restore that was killed (removed here). Returns the first directory restore made (removed
+ * again on a refusal), or null when the state directory was there.
+ */
+async function claimStateDirectory(stateDir: string): Promise<string | null> {
+  const entries = existsSync(stateDir) && statSync(stateDir).isDirectory() ? readdirSync(stateDir) : null;
+  const stale = entries?.filter((name) => name.startsWith(STAGING_PREFIX)) ?? [];
+  if (entries && entries.length > stale.length) {
+    const interrupted = stale.length > 0 ? ` (an earlier restore was interrupted while it renamed files into place: empty it and restore again)` : '';
+    throw new OperatorError('conflict', `the state directory ${stateDir} is not empty: restore only into an empty one (set state_dir or POSTERN_STATE_DIR to a new directory)${interrupted}`);
+  }
+  if (!entries && existsSync(stateDir)) throw new OperatorError('conflict', `the state directory ${stateDir} is not a directory`);
+  const made = (await mkdir(stateDir, { recursive: true, mode: 0o700 })) ?? null;
+  // A refusal here (another user's directory, a link to one others can read) is a config error (exit 78).
+  ensurePrivateDirectory(stateDir);
+  for (const name of stale) {
+    checkOwnEntry(path.join(stateDir, name), 'directory');
+    await rm(path.join(stateDir, name), { recursive: true, force: true });
+  }
+  return made;
+}
+
+/** A file of the backup that does not match backup.json, and how. */
+interface FileProblem {
+  path: string;
+  problem: string;
+}
+
+/** Copies each file backup.json lists from `from` into `staging`, checked against its size and SHA-256; what does not match. */
+async function copyChecked(from: string, staging: string, manifest: BackupManifest): Promise<FileProblem[]> {
+  const dirs = new Directories(staging);
+  const problems: FileProblem[] = [];
+  const report = (entry: ContentEntry, problem: string) => problems.push({ path: entry.path, problem: `${entry.path} ${problem}` });
+  await inParallel(manifest.contents, async (entry) => {
+    const source = path.join(from, entry.path);
+    const target = path.join(staging, entry.path);
+    let stats;
+    try {
+      stats = await lstat(source);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      report(entry, 'is listed in backup.json but is not in the backup');
+      return;
+    }
+    if (!stats.isFile()) {
+      report(entry, `in the backup is ${stats.isSymbolicLink() ? 'a symbolic link' : 'not a file'}; backup.json lists a file`);
+      return;
+    }
+    // Cheap first: a file of the wrong size is not copied at all.
+    if (stats.size !== entry.size) {
+      report(entry, `is ${stats.size} bytes; backup.json says ${entry.size}`);
+      return;
+    }
+    await dirs.ensure(path.dirname(target));
+    await copyNew(source, target);
+    // The copy itself is what is checked: what the restored server will read.
+    const copied = await digestAndFlush(target);
+    if (copied.size !== entry.size) report(entry, `is ${copied.size} bytes; backup.json says ${entry.size}`);
+    else if (copied.sha256 !== entry.sha256) report(entry, `does not match backup.json: its SHA-256 is ${copied.sha256}, backup.json says ${entry.sha256}`);
+  });
+  for (const dir of dirs.deepestFirst()) await flush(dir);
+  return problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function refusal(from: string, problems: string[]): OperatorError {
+  const named = problems.slice(0, PROBLEMS_NAMED).join('; ');
+  const more = problems.length > PROBLEMS_NAMED ? `; and ${problems.length - PROBLEMS_NAMED} more` : '';
+  return new OperatorError('invalid_argument', `${from} does not hold what its backup.json says, so nothing was restored: ${named}${more}`, 'from');
+}
+
+/** Renames the staging directory's entries into the state directory, the index (and its companions) last. */
+async function moveIntoPlace(staging: string, stateDir: string): Promise<void> {
+  const isIndex = (name: string) => name.startsWith(INDEX_FILE);
+  const names = readdirSync(staging).sort((a, b) => Number(isIndex(a)) - Number(isIndex(b)));
+  for (const name of names) await rename(path.join(staging, name), path.join(stateDir, name));
+  await rmdir(staging);
+  await flush(stateDir);
 }
 
 /** Restores a backup made by backupState into `stateDir`, which must be empty or absent. */
 export async function restoreState(from: string, stateDir: string, logger: Logger): Promise<{ from: string; state_dir: string; messages: number; files: number; created_at: string }> {
-  let manifest: BackupManifest;
+  const manifest = await readManifest(from);
+  const made = await claimStateDirectory(stateDir);
+  const staging = await mkdtemp(path.join(stateDir, STAGING_PREFIX));
   try {
-    manifest = JSON.parse(await readFile(path.join(from, MANIFEST), 'utf8')) as BackupManifest;
-  } catch {
-    throw new OperatorError('invalid_argument', `${from} is not a finished Postern backup (no readable ${MANIFEST})`, 'from');
+    const fileProblems = await copyChecked(from, staging, manifest);
+    const problems = fileProblems.map((p) => p.problem);
+    // Once the index copy matches its SHA-256, what backup.json counts is checked against it.
+    if (!fileProblems.some((p) => p.path === INDEX_FILE)) problems.push(...countProblems(manifest, spoolFilesOfCopy(path.join(staging, INDEX_FILE))));
+    if (problems.length > 0) throw refusal(from, problems);
+    // Opened as the server would (private files, WAL, migrations of a newer release), then checked.
+    const db = openDatabase(staging, logger);
+    try {
+      const check = quickCheck(db);
+      if (check !== 'ok') throw new OperatorError('conflict', `the restored index fails its check: ${check}`);
+    } finally {
+      db.close();
+    }
+    await flush(staging);
+    await moveIntoPlace(staging, stateDir);
+  } catch (err) {
+    await rm(staging, { recursive: true, force: true });
+    if (made !== null) await rm(made, { recursive: true, force: true });
+    throw err;
   }
-  if (!RESTORABLE_FORMATS.includes(manifest.format)) {
-    throw new OperatorError('invalid_argument', `${from} is a backup of format ${manifest.format}; this release restores formats ${RESTORABLE_FORMATS.join(' and ')}`, 'from');
-  }
-  if (!isEmptyOrAbsent(stateDir)) {
-    throw new OperatorError('conflict', `the state directory ${stateDir} is not empty: restore only into an empty one (set state_dir or POSTERN_STATE_DIR to a new directory)`);
-  }
-  ensurePrivateDirectory(stateDir);
-  const dirs = new Directories(stateDir);
-  await copyDurably(path.join(from, INDEX_FILE), path.join(stateDir, INDEX_FILE));
-  let files = 0;
-  const spool = path.join(from, 'spool');
-  if (existsSync(spool)) {
-    const entries = readdirSync(spool, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
-    await inParallel(entries, async (e) => {
-      const rel = path.relative(spool, path.join(e.parentPath, e.name));
-      const target = path.join(stateDir, 'spool', rel);
-      await dirs.ensure(path.dirname(target));
-      await copyDurably(path.join(spool, rel), target);
-      files++;
-    });
-    await dirs.ensure(path.join(stateDir, 'spool'));
-  }
-  for (const extra of EXTRA_DIRS) if (existsSync(path.join(from, extra))) await copyTree(path.join(from, extra), path.join(stateDir, extra), dirs);
-  for (const dir of dirs.deepestFirst()) await flush(dir);
-  // Opened as the server would (private files, WAL, migrations of a newer release), then checked.
-  const db = openDatabase(stateDir, logger);
-  try {
-    const check = quickCheck(db);
-    if (check !== 'ok') throw new OperatorError('conflict', `the restored index fails its check: ${check}`);
-  } finally {
-    db.close();
-  }
+  const files = manifest.contents.filter((entry) => entry.path.startsWith('spool/')).length;
   return { from, state_dir: stateDir, messages: manifest.messages, files, created_at: manifest.created_at };
 }

@@ -1,48 +1,268 @@
-import { chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
+/**
+ * The state directory holds provider passwords and API keys in clear (the relay needs them), the
+ * viewer's signing key and the SMTP listeners' private key: it and what Postern keeps in it are
+ * private (0700 / 0600). A directory that was open to others may hold what another user planted:
+ * a symbolic link (chmod, truncate or write through it would change a file elsewhere), a file
+ * or directory of their own (they could change it later), a second name of a file elsewhere (a
+ * hard link). Each is refused, naming the file and why, as a config error on `state_dir` (exit
+ * 78), and nothing is changed through it: files are opened with O_NOFOLLOW, checked on their
+ * descriptor (fstat) and tightened with fchmod, never chmod on a path; only SQLite's own files,
+ * whose descriptors this process must not close (ensurePrivateFile), are checked with lstat in a
+ * directory made private first.
+ */
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, writeSync, type Stats } from 'node:fs';
+import { ConfigError } from '../config/configError.js';
+import type { Logger } from '../log.js';
 
-/** Why a state directory was refused: the caller reports it as a config error on `state_dir`. */
-export class PrivateDirectoryError extends Error {}
+/** What was refused in the state directory (or found there): a config error on `state_dir`. */
+export class StateFileError extends ConfigError {
+  constructor(message: string) {
+    super(message, 'state_dir');
+  }
+}
+
+const { O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = constants;
+
+/** The user this process runs as; undefined where there are no uids (Windows: nothing to compare). */
+function ownUid(): number | undefined {
+  return process.geteuid?.();
+}
+
+function octal(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+function linkTarget(file: string): string {
+  try {
+    return readlinkSync(file);
+  } catch {
+    return 'somewhere';
+  }
+}
+
+function kindOf(stats: Stats): string {
+  if (stats.isSymbolicLink()) return 'a symbolic link';
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFile()) return 'a file';
+  if (stats.isFIFO()) return 'a named pipe';
+  if (stats.isSocket()) return 'a socket';
+  return 'a device';
+}
+
+function symbolicLink(file: string): StateFileError {
+  return new StateFileError(`${file} is a symbolic link (to ${linkTarget(file)}): Postern does not follow links in its state directory, nor change what they point at; remove the link`);
+}
 
 /**
- * The state directory holds provider passwords and API keys in clear (the relay needs them):
- * it is created 0700, and one that already exists with group or other bits is tightened to
- * 0700. A shared directory (sticky bit, as /tmp) is refused rather than changed, and so is one
- * this process may not change. Returns true when the mode was tightened.
+ * Refuses what is not Postern's own `kind` of entry: a link, another type, another user's, a file
+ * with a second name. `stats` from lstat, or fstat of a descriptor opened with O_NOFOLLOW.
  */
-export function ensurePrivateDirectory(dir: string): boolean {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const stat = statSync(dir);
-  if (!stat.isDirectory()) throw new PrivateDirectoryError(`${dir} is not a directory`);
-  const mode = stat.mode & 0o7777;
+function checkOwn(file: string, stats: Stats, kind: 'file' | 'directory'): void {
+  if (stats.isSymbolicLink()) throw symbolicLink(file);
+  if (kind === 'file' ? !stats.isFile() : !stats.isDirectory()) throw new StateFileError(`${file} is ${kindOf(stats)}, where Postern keeps a ${kind}: remove it`);
+  const uid = ownUid();
+  if (uid !== undefined && stats.uid !== uid) {
+    throw new StateFileError(`${file} is owned by uid ${stats.uid}, not by the user Postern runs as (uid ${uid}): that user could change it, so Postern does not use it; remove it, or chown it to uid ${uid} if it is Postern's`);
+  }
+  if (kind === 'file' && stats.nlink > 1) {
+    throw new StateFileError(`${file} has ${stats.nlink} hard links: it is also a file elsewhere, which Postern must not change; replace it with a copy of its own`);
+  }
+}
+
+/** Takes group and other bits off what `fd` is open on (fchmod: never a path a link could redirect). */
+function tighten(fd: number, stats: Stats): boolean {
+  const mode = stats.mode & 0o7777;
   if ((mode & 0o077) === 0) return false;
-  const octal = mode.toString(8).padStart(4, '0');
-  if (mode & 0o1000) {
-    throw new PrivateDirectoryError(`${dir} is a shared directory (mode ${octal}, sticky bit): give Postern a state directory of its own`);
-  }
-  try {
-    chmodSync(dir, mode & 0o700);
-  } catch (err) {
-    throw new PrivateDirectoryError(`${dir} is readable by other users (mode ${octal}) and could not be made private (${(err as NodeJS.ErrnoException).code}): run chmod 700 on it, or choose another state_dir`);
-  }
+  fchmodSync(fd, mode & 0o700);
   return true;
 }
 
 /**
- * Takes group and other bits off `file`; with `create`, first creates it empty with mode 0600
- * if it does not exist. SQLite creates a database 0644 (less the umask) and gives its -wal and
- * -shm files the database's own mode, so a database made private first keeps all three private.
+ * Opens `file` without following a link; when it is one (ELOOP, or ENOTDIR with O_DIRECTORY, which
+ * Linux checks first), the refusal says so.
  */
-export function ensurePrivateFile(file: string, opts: { create: boolean }): void {
+function openNoFollow(file: string, flags: number, mode?: number): number {
   try {
-    if (opts.create) {
-      closeSync(openSync(file, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600));
-      return;
-    }
-    const mode = statSync(file).mode & 0o7777;
-    if (mode & 0o077) chmodSync(file, mode & 0o700);
+    return openSync(file, flags | O_NOFOLLOW, mode);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return ensurePrivateFile(file, { create: false });
-    if (code !== 'ENOENT' || opts.create) throw err;
+    if ((code === 'ELOOP' || code === 'ENOTDIR') && isLink(file)) throw symbolicLink(file);
+    throw err;
+  }
+}
+
+function isLink(file: string): boolean {
+  try {
+    return lstatSync(file).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The state directory (or a backup's): created 0700, or an existing one checked (Postern's own
+ * user's) and tightened to 0700 when group or others could use it. A shared directory (sticky
+ * bit, as /tmp) is refused rather than changed, and so is one this process may not change. The
+ * configured path may itself be a link an administrator made (/var/lib/postern → /data/postern):
+ * it is followed, but no mode is changed through it. Returns true when the mode was tightened
+ * (with `logger`, a warning says so).
+ */
+export function ensurePrivateDirectory(dir: string, logger?: Logger): boolean {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  let throughLink = false;
+  let fd: number;
+  try {
+    fd = openSync(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // A link: ELOOP, or ENOTDIR with O_DIRECTORY (Linux checks that first).
+    if ((code !== 'ELOOP' && code !== 'ENOTDIR') || !isLink(dir)) {
+      if (code === 'ENOTDIR') throw new StateFileError(`${dir} is not a directory`);
+      throw err;
+    }
+    throughLink = true;
+    try {
+      fd = openSync(dir, O_RDONLY | O_DIRECTORY);
+    } catch (inner) {
+      if ((inner as NodeJS.ErrnoException).code === 'ENOTDIR') throw new StateFileError(`${dir} is not a directory`);
+      throw inner;
+    }
+  }
+  try {
+    const stats = fstatSync(fd);
+    checkOwn(dir, stats, 'directory');
+    const mode = stats.mode & 0o7777;
+    if ((mode & 0o077) === 0) return false;
+    if (mode & 0o1000) {
+      throw new StateFileError(`${dir} is a shared directory (mode ${octal(mode)}, sticky bit): give Postern a state directory of its own`);
+    }
+    if (throughLink) {
+      throw new StateFileError(`${dir} is a symbolic link to ${linkTarget(dir)}, a directory other users can read (mode ${octal(mode)}): Postern does not change modes through a link; run chmod 700 on the directory itself`);
+    }
+    try {
+      tighten(fd, stats);
+    } catch (err) {
+      throw new StateFileError(`${dir} is readable by other users (mode ${octal(mode)}) and could not be made private (${(err as NodeJS.ErrnoException).code}): run chmod 700 on it, or choose another state_dir`);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  logger?.warn({ state_dir: dir }, 'state directory was readable by other users; now 0700');
+  return true;
+}
+
+/**
+ * A directory Postern keeps inside a private one (spool/, its day directories, certs/): created
+ * 0700 if absent, else it must be a real directory of Postern's own user, tightened to 0700.
+ */
+export function ensurePrivateSubdirectory(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  let fd: number;
+  try {
+    fd = openNoFollow(dir, O_RDONLY | O_DIRECTORY);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') throw new StateFileError(`${dir} is ${kindOf(lstatSync(dir))}, where Postern keeps a directory: remove it`);
+    throw err;
+  }
+  try {
+    const stats = fstatSync(fd);
+    checkOwn(dir, stats, 'directory');
+    tighten(fd, stats);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The index and its companions (-wal, -shm, -journal), or a backup's index copy: takes group and
+ * other bits off `file` after checking it is Postern's own (no link, another user's file, second
+ * name); with `create`, first creates it empty with mode 0600 if it does not exist. SQLite
+ * creates a database 0644 (less the umask) and gives its -wal and -shm files the database's own
+ * mode, so a database made private first keeps all three private.
+ *
+ * No descriptor is opened on an existing file: SQLite connections of this process (the server
+ * has several, on several threads) may hold it, and closing any other descriptor of a file drops
+ * every POSIX lock the process holds on it (SQLite's "How To Corrupt", 2.2). So it is checked
+ * with lstat and tightened with chmod on its path, which is safe because the caller has made its
+ * directory private first (ensurePrivateDirectory: 0700, Postern's own): no other user can put
+ * another entry where lstat looked.
+ */
+export function ensurePrivateFile(file: string, opts: { create: boolean }): void {
+  if (opts.create) {
+    try {
+      // O_EXCL: an existing name, a link among them, is never followed.
+      closeSync(openSync(file, O_CREAT | O_EXCL | O_WRONLY, 0o600));
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  let stats: Stats;
+  try {
+    stats = lstatSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !opts.create) return;
+    throw err;
+  }
+  checkOwn(file, stats, 'file');
+  const mode = stats.mode & 0o7777;
+  if (mode & 0o077) chmodSync(file, mode & 0o700);
+}
+
+/** Checks an entry found in the state directory (a walk's lstat) is Postern's own file or directory. */
+export function checkOwnEntry(file: string, kind: 'file' | 'directory'): void {
+  checkOwn(file, lstatSync(file), kind);
+}
+
+/**
+ * The bytes of a private file of the state directory (a key), checked as ensurePrivateFile
+ * checks it and tightened, read through the same descriptor; null when there is none.
+ */
+export function readPrivateFile(file: string): Buffer | null {
+  return readOwnFile(file, { tighten: true });
+}
+
+/**
+ * The bytes of a file of the state directory that need not be private (a certificate), checked
+ * as ensurePrivateFile checks it; null when there is none.
+ */
+export function readOwnFile(file: string, opts: { tighten: boolean } = { tighten: false }): Buffer | null {
+  let fd: number;
+  try {
+    fd = openNoFollow(file, O_RDONLY | O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const stats = fstatSync(fd);
+    checkOwn(file, stats, 'file');
+    if (opts.tighten) tighten(fd, stats);
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes `data` as the whole of `file` (created with `mode`, or an existing file of Postern's
+ * own, checked before it is truncated). Never through a link.
+ */
+export function writePrivateFile(file: string, data: string | Uint8Array, mode: number): void {
+  const fd = openNoFollow(file, O_CREAT | O_WRONLY | O_NONBLOCK, mode);
+  try {
+    const stats = fstatSync(fd);
+    checkOwn(file, stats, 'file');
+    ftruncateSync(fd, 0);
+    if ((stats.mode & 0o7777) !== mode) fchmodSync(fd, mode);
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+  } finally {
+    closeSync(fd);
   }
 }

@@ -5,14 +5,16 @@
  * made through one node or the CLI opens on every node.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
+import { readPrivateFile, StateFileError } from '../platform/privateFiles.js';
 import type { Queries } from '../store/queries.js';
 import { storedViewerKey, storeViewerKey } from '../store/viewerKey.js';
 
-const KEY_FILE = 'viewer.key';
+/** The key's file in a SQLite node's state directory (backups hold it too). */
+export const VIEWER_KEY_FILE = 'viewer.key';
 const KEY_BYTES = 32;
 
 /**
@@ -26,7 +28,7 @@ const KEY_BYTES = 32;
  * opening). No file is created on PostgreSQL.
  */
 export async function viewerSecret(store: Queries, stateDir: string, logger: Logger, clock: Clock = systemClock): Promise<Buffer> {
-  const file = path.join(stateDir, KEY_FILE);
+  const file = path.join(stateDir, VIEWER_KEY_FILE);
   if (store.dialect === 'sqlite') return fileSecret(file);
   const stored = await storedViewerKey(store);
   if (stored) {
@@ -68,15 +70,14 @@ function fileSecret(file: string): Buffer {
   return readKeyFile(file)!;
 }
 
-/** The key a `viewer.key` file holds, or null when there is none. */
+/**
+ * The key a `viewer.key` file holds, or null when there is none. Whoever knows the key opens every
+ * message: a link or another user's file is refused (exit 78), never read (privateFiles.ts).
+ */
 function readKeyFile(file: string): Buffer | null {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
+  const bytes = readPrivateFile(file);
+  if (bytes === null) return null;
+  const text = bytes.toString('utf8').trim();
   if (!/^[0-9a-f]{64}$/.test(text)) throw new Error(`${file} is not a viewer key (64 hex digits); remove it to create a new one (old links stop working)`);
   return Buffer.from(text, 'hex');
 }
@@ -86,7 +87,8 @@ function warnIfStray(file: string, shared: Buffer, logger: Logger): void {
   let local: Buffer | null;
   try {
     local = readKeyFile(file);
-  } catch {
+  } catch (err) {
+    if (err instanceof StateFileError) throw err;
     local = Buffer.alloc(0); // not a key at all: stray too
   }
   if (local && !local.equals(shared)) strayFileWarning(file, logger);

@@ -1,7 +1,9 @@
-import { closeSync, constants, createWriteStream, fsyncSync, mkdirSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
-import { rename, rm, truncate } from 'node:fs/promises';
+import { closeSync, constants, createWriteStream, fsyncSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import type { Logger } from '../log.js';
+import { checkOwnEntry, ensurePrivateDirectory, ensurePrivateSubdirectory } from '../platform/privateFiles.js';
 
 /**
  * MIME files on disk: where they live, and how they are read and removed. A file is written
@@ -19,21 +21,26 @@ export class Spool {
   private freeSeq = 0;
   private readonly runTag = `${process.pid}-${Date.now().toString(36)}`;
 
-  constructor(stateDir: string) {
+  /**
+   * The state directory made private first (`logger` warns when it was tightened), then the
+   * spool's directories: each created 0700, or checked (no link, Postern's own; privateFiles.ts).
+   */
+  constructor(stateDir: string, logger?: Logger) {
     this.root = path.join(stateDir, 'spool');
     this.tmpDir = path.join(this.root, 'tmp');
     this.freeDir = path.join(this.root, 'free');
-    mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
-    mkdirSync(this.freeDir, { recursive: true, mode: 0o700 });
+    ensurePrivateDirectory(stateDir, logger);
+    for (const dir of [this.root, this.tmpDir, this.freeDir]) ensurePrivateSubdirectory(dir);
   }
 
   /**
    * Takes the retired files a previous run left (start-up), up to the cap; removes the rest.
-   * Returns how many were kept.
+   * Returns how many were kept. Each is checked first: new mail is written into them.
    */
   adoptFreeFiles(): number {
     for (const name of readdirSync(this.freeDir)) {
       const file = path.join(this.freeDir, name);
+      checkOwnEntry(file, 'file');
       if (this.free.length < REUSE_CAP) this.free.push(file);
       else rmSync(file, { force: true });
     }
@@ -66,8 +73,13 @@ export class Spool {
     const target = path.join(this.freeDir, `${this.runTag}.${++this.freeSeq}`);
     this.retiring++;
     try {
-      // Emptied under its old name: a file in free/ never holds a message.
-      await truncate(this.absolute(relPath), 0);
+      // Emptied under its old name: a file in free/ never holds a message. (Never through a link.)
+      const file = await open(this.absolute(relPath), constants.O_WRONLY | constants.O_NOFOLLOW);
+      try {
+        await file.truncate(0);
+      } finally {
+        await file.close();
+      }
       await rename(this.absolute(relPath), target);
       this.free.push(target);
     } catch {
@@ -109,21 +121,30 @@ export class Spool {
     rmSync(tmpPath, { force: true });
   }
 
-  /** Removes half-written temp files left by a crash; returns their names. */
+  /** Removes half-written temp files left by a crash (each checked: Postern's own file); returns their names. */
   removeTempFiles(): string[] {
     const names = readdirSync(this.tmpDir);
+    for (const name of names) checkOwnEntry(path.join(this.tmpDir, name), 'file');
     for (const name of names) rmSync(path.join(this.tmpDir, name), { force: true });
     return names;
   }
 
-  /** Every spooled file as a path relative to the root (day directories only). */
+  /**
+   * Every spooled file as a path relative to the root (day directories only), each day directory
+   * and file checked as it comes (no link, Postern's own; a refusal is a StateFileError).
+   */
   *listFiles(): Generator<string> {
     for (const day of readdirSync(this.root, { withFileTypes: true })) {
-      if (!day.isDirectory() || !/^\d{4}-\d{2}-\d{2}$/.test(day.name)) continue;
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(day.name)) continue;
+      const dayDir = path.join(this.root, day.name);
+      ensurePrivateSubdirectory(dayDir);
       // Read entry by entry: a day directory can hold a whole queue's files.
-      const dir = opendirSync(path.join(this.root, day.name));
+      const dir = opendirSync(dayDir);
       try {
-        for (let entry = dir.readSync(); entry; entry = dir.readSync()) yield path.join(day.name, entry.name);
+        for (let entry = dir.readSync(); entry; entry = dir.readSync()) {
+          checkOwnEntry(path.join(dayDir, entry.name), 'file');
+          yield path.join(day.name, entry.name);
+        }
       } finally {
         dir.closeSync();
       }
@@ -221,7 +242,7 @@ export function writeTempFileFrom(tmpPath: string, source: Readable, reuse?: str
 }
 
 function openTempFileSync(tmpPath: string, reuse?: string): number {
-  return reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC) : openSync(tmpPath, 'wx', 0o600);
+  return reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW) : openSync(tmpPath, 'wx', 0o600);
 }
 
 function claimRetired(reuse: string, tmpPath: string): boolean {

@@ -1,8 +1,7 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { ConfigError } from '../config/configError.js';
 import type { Logger } from '../log.js';
-import { ensurePrivateDirectory, ensurePrivateFile, PrivateDirectoryError } from '../platform/privateFiles.js';
+import { ensurePrivateDirectory, ensurePrivateFile } from '../platform/privateFiles.js';
 import { migrations } from './migrations.js';
 
 export type Db = Database.Database;
@@ -24,12 +23,8 @@ export type Durability = 'full' | 'at-least-once';
  */
 export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean; durability?: Durability } = {}): Db {
   const file = path.join(stateDir, 'postern.db');
-  try {
-    if (ensurePrivateDirectory(stateDir)) logger.warn({ state_dir: stateDir }, 'state directory was readable by other users; now 0700');
-  } catch (err) {
-    if (err instanceof PrivateDirectoryError) throw new ConfigError(err.message, 'state_dir');
-    throw err;
-  }
+  // Refusals (a shared directory, a planted link, another user's file) are ConfigErrors on state_dir.
+  ensurePrivateDirectory(stateDir, logger);
   ensurePrivateFile(file, { create: true });
   for (const companion of ['-wal', '-shm', '-journal']) ensurePrivateFile(file + companion, { create: false });
   const db = new Database(file);

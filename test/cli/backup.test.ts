@@ -5,7 +5,7 @@
  * restore refuses a state directory that is not empty, and a directory that is no backup.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { text } from 'node:stream/consumers';
@@ -117,3 +117,128 @@ test('with store.backend "postgres", backup and restore say to use the database\
   }
   assert.equal(existsSync(target), false);
 });
+
+/** Every spool file of a backup (or state directory), relative to it. */
+function spoolFilesIn(dir: string): string[] {
+  return readdirSync(path.join(dir, 'spool'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.eml'))
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+    .sort();
+}
+
+// Issue 32, item 10 and 11: on today's main each of these restored (rc 0) a backup that did not
+// hold what backup.json said, and a restore that failed halfway left files behind that refused the retry.
+test('restore checks every file and count against backup.json: a replaced, a deleted or an altered file, a changed count, an unverifiable old format are refused, change nothing, and the retry after the backup is fixed succeeds', { timeout: 180_000 }, async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-verify-src-');
+  const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'verify'));
+  const server = await scope.spawn(stateDir);
+  for (let i = 0; i < 5; i++) {
+    // Three over spool.index_body_max_bytes (spool files), two kept in the index.
+    const res = await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage({ subject: `verify ${i}`, ...(i < 3 ? { text: `${i}`.repeat(104_000) } : {}) }) });
+    assert.equal(res.status, 202, res.text);
+  }
+  await server.stop();
+  const backupDir = path.join(scope.stateDir('postern-verify-bk-'), 'copy');
+  const made = await runCli(['backup', '--to', backupDir, '--json'], { POSTERN_STATE_DIR: stateDir });
+  assert.equal(made.code, 0, made.stdout + made.stderr);
+  assert.deepEqual([made.json.messages, made.json.files, made.json.bodies_in_index], [5, 3, 2]);
+  const [eml, otherEml] = spoolFilesIn(backupDir);
+  const manifestFile = path.join(backupDir, 'backup.json');
+  const manifest = readFileSync(manifestFile, 'utf8');
+
+  const cases: { name: string; damage: () => void; repair: () => void; refused: RegExp[] }[] = [
+    {
+      name: 'a replaced .eml (50 bytes where the index says more)',
+      damage: () => writeFileSync(path.join(backupDir, eml), 'x'.repeat(50)),
+      repair: () => copyFileSync(path.join(stateDir, eml), path.join(backupDir, eml)),
+      refused: [new RegExp(escape(eml)), /is 50 bytes/, /backup\.json/],
+    },
+    {
+      name: 'an .eml altered in place (same size, other bytes)',
+      damage: () => {
+        const bytes = readFileSync(path.join(backupDir, otherEml));
+        bytes[bytes.length - 10] ^= 1;
+        writeFileSync(path.join(backupDir, otherEml), bytes);
+      },
+      repair: () => copyFileSync(path.join(stateDir, otherEml), path.join(backupDir, otherEml)),
+      refused: [new RegExp(escape(otherEml)), /SHA-256/],
+    },
+    {
+      name: 'a deleted .eml',
+      damage: () => rmSync(path.join(backupDir, eml)),
+      repair: () => copyFileSync(path.join(stateDir, eml), path.join(backupDir, eml)),
+      refused: [new RegExp(escape(eml)), /not in the backup/],
+    },
+    {
+      name: 'a changed count in backup.json',
+      damage: () => writeFileSync(manifestFile, manifest.replace('"messages": 5', '"messages": 6')),
+      repair: () => writeFileSync(manifestFile, manifest),
+      refused: [/backup\.json says 6 messages/, /the index copy holds 5/],
+    },
+    {
+      name: 'a backup of format 2 (made before backups recorded checksums)',
+      damage: () => writeFileSync(manifestFile, manifest.replace(/"format": \d+/, '"format": 2')),
+      repair: () => writeFileSync(manifestFile, manifest),
+      refused: [/format 2/, /SHA-256/, /take a new backup/],
+    },
+  ];
+  for (const [i, c] of cases.entries()) {
+    await t.test(c.name, async () => {
+      // An absent state directory, and an existing empty one: both left as they were.
+      const parent = scope.stateDir('postern-verify-dst-');
+      const target = path.join(parent, 'state');
+      if (i % 2 === 1) mkdirSync(target, { mode: 0o700 });
+      const expected = readdirSync(parent);
+      c.damage();
+      const refused = await runCli(['restore', '--from', backupDir, '--json'], { POSTERN_STATE_DIR: target });
+      assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+      assert.equal(refused.json.error.code, 'invalid_argument');
+      for (const re of c.refused) assert.match(refused.json.error.message, re);
+      assert.deepEqual(readdirSync(parent), expected, 'nothing made beside the state directory');
+      if (existsSync(target)) assert.deepEqual(readdirSync(target), [], 'the state directory is still empty');
+
+      c.repair();
+      const retried = await runCli(['restore', '--from', backupDir, '--json'], { POSTERN_STATE_DIR: target });
+      assert.equal(retried.code, 0, retried.stdout + retried.stderr);
+      assert.deepEqual([retried.json.messages, retried.json.files], [5, 3]);
+      assert.deepEqual(spoolFilesIn(target), spoolFilesIn(stateDir));
+      for (const file of spoolFilesIn(stateDir)) assert.deepEqual(readFileSync(path.join(target, file)), readFileSync(path.join(stateDir, file)), file);
+    });
+  }
+});
+
+test('viewer.key is in the backup: a viewer link made before the backup opens on the restored server', { timeout: 120_000 }, async (t) => {
+  const scope = new ProcessScope();
+  t.after(() => scope.cleanup());
+  const stateDir = scope.stateDir('postern-backup-viewer-');
+  const keys = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'viewer'));
+  const server = await scope.spawn(stateDir);
+  const sent = await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage({ subject: 'Shared before the backup' }) });
+  assert.equal(sent.status, 202, sent.text);
+  await server.stop();
+  const linkConfig = path.join(scope.stateDir('postern-backup-viewer-cfg-'), 'config.json');
+  writeFileSync(linkConfig, JSON.stringify({ viewer: { base_url: 'https://mail.example/' } }));
+  const link = await runCli(['message', 'link', sent.body.id as string, '--json'], { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: linkConfig });
+  assert.equal(link.code, 0, link.stdout + link.stderr);
+  const viewPath = new URL(link.json.url as string).pathname;
+
+  const backupDir = path.join(scope.stateDir('postern-backup-viewer-bk-'), 'copy');
+  const made = await runCli(['backup', '--to', backupDir, '--json'], { POSTERN_STATE_DIR: stateDir });
+  assert.equal(made.code, 0, made.stdout + made.stderr);
+  const restoredDir = path.join(scope.stateDir('postern-backup-viewer-dst-'), 'state');
+  const restored = await runCli(['restore', '--from', backupDir, '--json'], { POSTERN_STATE_DIR: restoredDir });
+  assert.equal(restored.code, 0, restored.stdout + restored.stderr);
+
+  const again = await scope.spawn(restoredDir);
+  const page = await fetch(`${again.production}${viewPath}`);
+  const body = await page.text();
+  assert.equal(page.status, 200, body);
+  assert.match(body, /Shared before the backup/);
+  assert.equal((statSync(path.join(restoredDir, 'viewer.key')).mode & 0o777).toString(8), '600');
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
