@@ -386,6 +386,10 @@ role: OperatorRole
 projects: ProjectId[]
 created_at: string
 password_changed_at: string
+/**
+ * the password was generated (`operator create` or a reset without a chosen password): until the operator changes it (`PUT /session/password`), their session or token may do nothing but that, read `GET /session` and sign out (`403 password_change_required`)
+ */
+must_change_password: boolean
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
