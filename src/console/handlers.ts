@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { ContractError } from '../contract/errors.js';
 import { canSeeProject, requireVisible, requireVisibleProject } from '../operator/access.js';
 import { auditLog } from '../operator/audit.js';
-import { bulkMessageAction } from '../operator/bulk.js';
+import { bulkDryRun, bulkMessageAction } from '../operator/bulk.js';
 import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
@@ -217,6 +217,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     async bulkMessages(c) {
       const action = c.body.action as MessageAction;
       const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: await messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
+      if (c.body.dry_run === true) return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
       const result = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
       if (result.changed > 0) deps.live.refresh({ reason: 'bulk', action, count: result.changed });
       return ok(result);

@@ -208,6 +208,10 @@ action: BulkAction
  */
 ids?: [MessageId, ...(MessageId)[]]
 filter?: MessageFilter
+/**
+ * true: change nothing, only count what the action would touch (`matched`, `skipped`, `not_found`; `changed` is 0): the console's confirmation names that count
+ */
+dry_run?: boolean
 } & BulkRequest1)
 export type BulkRequest1 = {
 [k: string]: unknown | undefined
@@ -848,6 +852,10 @@ changed: number
 skipped: number
 not_found: number
 changed_ids?: MessageId[]
+/**
+ * present (true) when the request was a dry run: nothing changed
+ */
+dry_run?: boolean
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema

@@ -279,6 +279,21 @@ describe('console messages', () => {
     assert.deepEqual(none, { action: 'cancel', matched: 0, changed: 0, skipped: 0, not_found: 0 });
   });
 
+  test('a bulk dry run counts what the action would touch and changes nothing, writing no audit row', async () => {
+    const held = [];
+    for (let i = 0; i < 3; i++) held.push((await send(p.production, a.liveKey, { subject: `dry run ${i}`, paused: true })).id);
+    const auditBefore = expectStatus(await owner.get('/audit?limit=500'), 200).entries.length;
+    const byFilter = expectStatus(await member.post('/messages/bulk', { action: 'release', filter: { subject: 'dry run' }, dry_run: true }), 200);
+    assert.deepEqual(byFilter, { action: 'release', matched: 3, changed: 0, skipped: 0, not_found: 0, dry_run: true });
+    const byIds = expectStatus(await member.post('/messages/bulk', { action: 'cancel', ids: [...held, ids.other, 'm.01nosuchmessage000000000000'], dry_run: true }), 200);
+    assert.deepEqual(byIds, { action: 'cancel', matched: 3, changed: 0, skipped: 0, not_found: 2, dry_run: true });
+    for (const id of held) assert.equal((await getMessage(p.ctx.store, id))!.status, 'paused');
+    assert.equal(expectStatus(await owner.get('/audit?limit=500'), 200).entries.length, auditBefore);
+    const done = expectStatus(await member.post('/messages/bulk', { action: 'release', filter: { subject: 'dry run' } }), 200);
+    assert.equal(done.changed, 3);
+    assert.equal(done.dry_run, undefined);
+  });
+
   test('a bulk request names ids or a filter, not both and not neither; more than 10,000 messages is refused and changes nothing', async () => {
     expectError(await owner.post('/messages/bulk', { action: 'cancel' }), 422, 'body:ids_or_filter');
     expectError(await owner.post('/messages/bulk', { action: 'cancel', ids: [ids.queued], filter: {} }), 422, 'body:ids_or_filter');
