@@ -60,7 +60,8 @@ async function setUp(stateDir: string) {
     const bulk = await createProject(ctx, 'bench-bulk', 'pro');
     const load = await createProject(ctx, 'bench-load', 'pro');
     for (const p of [bulk, load]) await attachProvider(ctx, p.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
-    const owner = await createOperator(ctx, { email: 'bench@example.com', role: 'owner' });
+    // A chosen password: a generated one must be changed before the token may act.
+    const owner = await createOperator(ctx, { email: 'bench@example.com', role: 'owner', password: 'bench console password' });
     return {
       bulkProject: bulk.id,
       bulkKey: (await createKey(ctx, bulk.id, 'live')).key,

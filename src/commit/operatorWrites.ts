@@ -63,7 +63,8 @@ export interface OperatorWrites {
   session_expire: [{ id_hash: string }, null];
   session_touch: [{ id_hash: string; now: number }, null];
   token_touch: [{ token_id: string; now: number }, null];
-  password_set: [{ operator_id: string; password_hash: string; now: number; keep_session: string | null; action: 'operator.change_password' | 'operator.reset_password'; stamp: AuditStamp }, null];
+  /** `must_change`: the password was generated (a reset), and is to be changed at the next sign-in. */
+  password_set: [{ operator_id: string; password_hash: string; now: number; must_change: boolean; keep_session: string | null; action: 'operator.change_password' | 'operator.reset_password'; stamp: AuditStamp }, null];
   token_create: [{ row: { id: string; operator_id: string; name: string; token_hash: string; hint: string; created_at: number; expires_at: number | null }; stamp: AuditStamp }, null];
   token_revoke: [{ id: string; now: number; stamp: AuditStamp }, null];
   /* operators */
@@ -150,7 +151,7 @@ const bodies: Bodies = {
     return null;
   },
   async password_set(q, w) {
-    if (!(await setOperatorPassword(q, w.operator_id, w.password_hash, w.now))) throw notFound('operator', w.operator_id);
+    if (!(await setOperatorPassword(q, w.operator_id, w.password_hash, w.now, w.must_change))) throw notFound('operator', w.operator_id);
     await deleteOperatorSessions(q, w.operator_id, w.keep_session === null ? null : hex(w.keep_session));
     await audit(q, w.stamp, w.action, w.operator_id);
     return null;

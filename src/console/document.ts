@@ -31,6 +31,8 @@ interface OperationObject {
   requestBody?: { required?: boolean; content: Record<string, { schema: AnySchemaObject }> };
   security?: unknown[];
   'x-role'?: 'owner';
+  /** Allowed to an operator who must change their (generated) password first. */
+  'x-before-password-change'?: boolean;
 }
 
 type Checked<T> = { ok: true; value: T } | { ok: false; details: ErrorDetail[] };
@@ -47,6 +49,8 @@ export interface ConsoleOperation {
   /** false: no authentication (sign-in, this document). */
   authenticated: boolean;
   ownerOnly: boolean;
+  /** Allowed while the operator must change their password (`x-before-password-change`: the change itself, sign-out, who is signed in). */
+  allowedBeforePasswordChange: boolean;
   /** Path parameters that do not match their schema: the id cannot exist, so 404. */
   checkPath(params: Record<string, string>): boolean;
   checkQuery(query: URLSearchParams): Checked<Record<string, unknown>>;
@@ -143,6 +147,7 @@ function compileOperation(method: string, path: string, op: OperationObject): Co
     pathParams: pathParams.map((p) => p.name),
     authenticated: op.security === undefined || op.security.length > 0,
     ownerOnly: op['x-role'] === 'owner',
+    allowedBeforePasswordChange: op['x-before-password-change'] === true,
     checkPath(values) {
       return checkPathSchema({ ...values }) === true;
     },

@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { ContractError } from '../contract/errors.js';
 import { canSeeProject, requireVisible, requireVisibleProject } from '../operator/access.js';
 import { auditLog } from '../operator/audit.js';
-import { bulkMessageAction } from '../operator/bulk.js';
+import { bulkDryRun, bulkMessageAction } from '../operator/bulk.js';
 import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
@@ -27,8 +27,8 @@ import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from
 import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
 import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, type TargetOptions } from '../operator/webhooks.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
-import { messageLink } from '../operator/messageLinks.js';
-import { sendBodyDocument } from '../viewer/bodyDocument.js';
+import { messageLink, previewPart, previewPartToken } from '../operator/messageLinks.js';
+import { inlinePartsOf, safeContentType, sendBodyDocument, sendInlinePart } from '../viewer/bodyDocument.js';
 import { sessionCookieHeader, type SignInThrottle } from './auth.js';
 import type { LiveEvents } from './liveEvents.js';
 import type * as Api from './types.gen.js';
@@ -217,6 +217,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     async bulkMessages(c) {
       const action = c.body.action as MessageAction;
       const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: await messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
+      if (c.body.dry_run === true) return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
       const result = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
       if (result.changed > 0) deps.live.refresh({ reason: 'bulk', action, count: result.changed });
       return ok(result);
@@ -245,7 +246,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       const { attachment, stream } = await openAttachment(c.ctx, c.params.message_id, Number(c.params.index));
       // Served as a download, never rendered in the console's origin.
       c.res.writeHead(200, {
-        'Content-Type': /^[\w.+-]+\/[\w.+-]+$/.test(attachment.content_type) ? attachment.content_type : 'application/octet-stream',
+        'Content-Type': safeContentType(attachment.content_type),
         'Content-Disposition': contentDisposition(attachment.filename ?? `attachment-${attachment.index}`),
         'X-Content-Type-Options': 'nosniff',
         'Content-Security-Policy': "default-src 'none'; sandbox",
@@ -254,8 +255,17 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return undefined;
     },
     async getMessagePreview(c) {
-      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      sendBodyDocument(c.res, await messageContent(c.ctx, c.params.message_id), c.query.images === '1');
+      const id = c.params.message_id;
+      await requireVisible(c.ctx, c.principal, 'message', id);
+      const content = await messageContent(c.ctx, id);
+      // Relative to …/messages/{id}/preview: …/messages/{id}/inline/{index}?token=….
+      const token = previewPartToken(c.ctx, deps.viewerLinks.secret, id);
+      sendBodyDocument(c.res, content, c.query.images === '1', { parts: inlinePartsOf(content.attachments), partUrl: (index) => `inline/${index}?token=${token}` });
+      return undefined;
+    },
+    async getMessageInlinePart(c) {
+      const { attachment, stream } = await previewPart(c.ctx, deps.viewerLinks.secret, c.params.message_id, str(c.query.token) ?? '', Number(c.params.index));
+      await sendInlinePart(c.res, attachment, stream);
       return undefined;
     },
     async createMessageLink(c) {

@@ -138,6 +138,9 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
     const params = Object.fromEntries(op.pathParams.map((name) => [name, percentDecoded(req.params?.[name] ?? '')]));
     if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });
+    // A generated password (operator create, reset-password) was seen by whoever made it: until
+    // its operator has changed it, their session or token may do nothing else.
+    if (auth?.principal.operator.must_change_password === 1 && !op.allowedBeforePasswordChange) throw new ContractError('password_change_required');
     if (op.ownerOnly && auth?.principal.operator.role !== 'owner') throw new ContractError('forbidden');
     const query = op.checkQuery(new URL(req.url ?? '/', 'http://console').searchParams);
     if (!query.ok) throw invalid(query.details);

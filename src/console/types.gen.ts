@@ -208,6 +208,10 @@ action: BulkAction
  */
 ids?: [MessageId, ...(MessageId)[]]
 filter?: MessageFilter
+/**
+ * true: change nothing, only count what the action would touch (`matched`, `skipped`, `not_found`; `changed` is 0): the console's confirmation names that count
+ */
+dry_run?: boolean
 } & BulkRequest1)
 export type BulkRequest1 = {
 [k: string]: unknown | undefined
@@ -386,6 +390,10 @@ role: OperatorRole
 projects: ProjectId[]
 created_at: string
 password_changed_at: string
+/**
+ * the password was generated (`operator create` or a reset without a chosen password): until the operator changes it (`PUT /session/password`), their session or token may do nothing but that, read `GET /session` and sign out (`403 password_change_required`)
+ */
+must_change_password: boolean
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -844,6 +852,10 @@ changed: number
 skipped: number
 not_found: number
 changed_ids?: MessageId[]
+/**
+ * present (true) when the request was a dry run: nothing changed
+ */
+dry_run?: boolean
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema

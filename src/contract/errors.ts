@@ -75,6 +75,7 @@ export const errorCatalogue = {
   invalid_credentials: { status: 401, type: 'authentication_error', message: 'The email or password is wrong.' },
   csrf_token_invalid: { status: 403, type: 'permission_error', message: 'A state-changing request of a console session needs its CSRF token in the X-CSRF-Token header.' },
   forbidden: { status: 403, type: 'permission_error', message: 'Your role does not allow this.' },
+  password_change_required: { status: 403, type: 'permission_error', message: 'Your password was generated for you: change it first (PUT /console/api/v1/session/password). Until then only that and signing out are allowed.' },
   conflict: { status: 409, type: 'api_error', message: 'The current state does not allow this.' },
   sign_in_throttled: { status: 429, type: 'rate_limit_error', message: 'Too many failed sign-ins; retry after the number of seconds in Retry-After.' },
 } as const satisfies Record<string, CatalogueEntry>;

@@ -169,7 +169,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .post('/v1/feedback/:account/:token', guarded(feedback))
     .all('/v1/send', methodNotAllowed('POST'))
     .all('/v1/send/batch', methodNotAllowed('POST'));
-  if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body);
+  if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body).get('/view/:id/:token/inline/:index', deps.viewer.inline);
 
   const server = createServer(
     {

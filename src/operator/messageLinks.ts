@@ -2,13 +2,14 @@
  * Public viewer links to one message: made by the console's share action and `postern message
  * link`, opened by the viewer on the HTTP listeners (src/viewer) through `viewedMessage`.
  */
+import type { Readable } from 'node:stream';
 import type { PosternConfig } from '../config/load.js';
 import { viewerToken, viewerTokenValid } from '../policy/viewerTokens.js';
 import { getMessage } from '../store/messages.js';
 import { auditStamp } from './audit.js';
 import type { OperatorContext } from './context.js';
-import { OperatorError } from './errors.js';
-import { messageContent, type AttachmentInfo } from './messageContent.js';
+import { notFound, OperatorError } from './errors.js';
+import { messageContent, openAttachment, type AttachmentInfo } from './messageContent.js';
 import { requireMessage } from './messages.js';
 import { write } from './writer.js';
 
@@ -65,6 +66,8 @@ export interface ViewedMessage {
   attachments: Pick<AttachmentInfo, 'filename' | 'content_type' | 'size'>[];
   html: string | null;
   text: string | null;
+  /** The parts its HTML can name as `cid:` (inline images): served to the body frame, never listed. */
+  inline_parts: { index: number; content_id: string }[];
 }
 
 /**
@@ -88,5 +91,47 @@ export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: st
     attachments: content.attachments.filter((a) => a.disposition === 'attachment').map((a) => ({ filename: a.filename, content_type: a.content_type, size: a.size })),
     html: content.html,
     text: content.text,
+    inline_parts: content.attachments.flatMap((a) => (a.content_id ? [{ index: a.index, content_id: a.content_id }] : [])),
   };
+}
+
+/**
+ * One part of a message that has a Content-ID (an inline image its HTML names as `cid:`), its
+ * bytes streamed. Not found: no such part, or a part without a Content-ID (an attachment, which
+ * neither the viewer nor the preview frame serves).
+ */
+async function openInlinePart(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+  const part = await openAttachment(ctx, id, index);
+  if (part.attachment.content_id === null) {
+    part.stream.destroy();
+    throw notFound('inline part', `${index} of message ${id}`);
+  }
+  return part;
+}
+
+/** An inline part for the public viewer's body frame: null for a link that opens nothing, as the viewer's page. */
+export async function viewedInlinePart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable } | null> {
+  if (!viewerTokenValid(secret, id, token, ctx.clock.now())) return null;
+  return openInlinePart(ctx, id, index).catch((err: unknown) => {
+    if (err instanceof OperatorError && err.code === 'not_found') return null;
+    throw err;
+  });
+}
+
+/**
+ * The console preview frame has an opaque origin (CSP sandbox), so its image requests carry no
+ * session cookie: its inline parts are fetched with a token of their own, for that message's
+ * inline parts only (never a viewer link), valid for an hour: the preview is made afresh each
+ * time it is shown.
+ */
+const PREVIEW_PART_TOKEN_MS = 3600_000;
+
+export function previewPartToken(ctx: OperatorContext, secret: Buffer, id: string): string {
+  return viewerToken(secret, id, ctx.clock.now() + PREVIEW_PART_TOKEN_MS, 'inline');
+}
+
+/** An inline part for the console preview frame, by its token; a wrong or expired token is not found, as an unknown message. */
+export async function previewPart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+  if (!viewerTokenValid(secret, id, token, ctx.clock.now(), 'inline')) throw notFound('message', id);
+  return openInlinePart(ctx, id, index);
 }

@@ -22,6 +22,8 @@ export interface OperatorView {
   projects: string[];
   created_at: string;
   password_changed_at: string;
+  /** The password was generated (operator create, reset-password): until they change it, the console allows nothing else. */
+  must_change_password: boolean;
 }
 
 export async function operatorView(ctx: OperatorContext, row: OperatorRow): Promise<OperatorView> {
@@ -32,6 +34,7 @@ export async function operatorView(ctx: OperatorContext, row: OperatorRow): Prom
     projects: row.role === 'owner' ? [] : await operatorProjectIds(ctx.store, row.id),
     created_at: iso(row.created_at)!,
     password_changed_at: iso(row.password_changed_at)!,
+    must_change_password: row.must_change_password === 1,
   };
 }
 
@@ -61,7 +64,11 @@ export interface CreateOperatorOptions {
   password?: string;
 }
 
-/** A new operator. The password (generated, or the one given) is returned only when generated, and only here. */
+/**
+ * A new operator. The password (generated, or the one given) is returned only when generated,
+ * and only here; a generated one has been seen by whoever made the account, so it must be
+ * changed at the first sign-in.
+ */
 export async function createOperator(ctx: OperatorContext, opts: CreateOperatorOptions): Promise<OperatorView & { password?: string }> {
   const email = opts.email.trim();
   if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${opts.email}" is not an email address`, 'email');
@@ -72,7 +79,7 @@ export async function createOperator(ctx: OperatorContext, opts: CreateOperatorO
   const hash = await hashPassword(password);
   const id = newOperatorId();
   const now = ctx.clock.now();
-  const row = { id, email, role, password_hash: hash, created_at: now, password_changed_at: now };
+  const row = { id, email, role, password_hash: hash, created_at: now, password_changed_at: now, must_change_password: opts.password === undefined ? 1 : 0 };
   await write(ctx, { type: 'operator_create', row, projects, stamp: auditStamp(ctx) });
   const view = await operatorView(ctx, await requireOperator(ctx, id));
   return opts.password === undefined ? { ...view, password } : view;
@@ -99,14 +106,15 @@ export async function updateOperator(ctx: OperatorContext, id: string, changes: 
 
 /**
  * A new password (generated and returned once, or the one given); the operator is signed out
- * everywhere (every session ends; API tokens stay).
+ * everywhere (every session ends; API tokens stay). A generated one must be changed at the next
+ * sign-in.
  */
 export async function resetOperatorPassword(ctx: OperatorContext, id: string, password?: string): Promise<{ id: string; email: string; password?: string }> {
   const row = await requireOperator(ctx, id);
   if (password !== undefined) checkPasswordRules(password);
   const chosen = password ?? generatePassword();
   const hash = await hashPassword(chosen);
-  await write(ctx, { type: 'password_set', operator_id: id, password_hash: hash, now: ctx.clock.now(), keep_session: null, action: 'operator.reset_password', stamp: auditStamp(ctx) });
+  await write(ctx, { type: 'password_set', operator_id: id, password_hash: hash, now: ctx.clock.now(), must_change: password === undefined, keep_session: null, action: 'operator.reset_password', stamp: auditStamp(ctx) });
   return password === undefined ? { id, email: row.email, password: chosen } : { id, email: row.email };
 }
 

@@ -105,12 +105,14 @@ export function csrfTokenMatches(sessionId: string, given: string | undefined): 
 
 /**
  * An operator changes their own password, proving the current one; every other session of
- * theirs ends (this one stays signed in).
+ * theirs ends (this one stays signed in). A password that must be changed (a generated one)
+ * no longer must; the new one must differ from it.
  */
 export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string): Promise<void> {
   checkPasswordRules(next, 'new_password');
   if (!(await verifyPassword(current, p.operator.password_hash))) throw new OperatorError('invalid_argument', 'the current password is wrong', 'current_password');
+  if (next.normalize('NFKC') === current.normalize('NFKC')) throw new OperatorError('invalid_argument', 'the new password must differ from the current one', 'new_password', 'unchanged');
   const hash = await hashPassword(next);
   const keep = p.sessionHash === null ? null : p.sessionHash.toString('hex');
-  await write(ctx, { type: 'password_set', operator_id: p.operator.id, password_hash: hash, now: ctx.clock.now(), keep_session: keep, action: 'operator.change_password', stamp: auditStamp(ctx) });
+  await write(ctx, { type: 'password_set', operator_id: p.operator.id, password_hash: hash, now: ctx.clock.now(), must_change: false, keep_session: keep, action: 'operator.change_password', stamp: auditStamp(ctx) });
 }

@@ -9,12 +9,14 @@ export interface OperatorRow {
   password_hash: string;
   created_at: number;
   password_changed_at: number;
+  /** 1 while the password is a generated one the operator has not changed yet (0 or 1 on both stores). */
+  must_change_password: number;
 }
 
 export async function insertOperator(q: Queries, row: OperatorRow): Promise<void> {
   await q.run(
-    `INSERT INTO operators (id, email, role, password_hash, created_at, password_changed_at)
-     VALUES (@id, @email, @role, @password_hash, @created_at, @password_changed_at)`,
+    `INSERT INTO operators (id, email, role, password_hash, created_at, password_changed_at, must_change_password)
+     VALUES (@id, @email, @role, @password_hash, @created_at, @password_changed_at, @must_change_password)`,
     { ...row },
   );
 }
@@ -41,8 +43,9 @@ export async function deleteOperator(q: Queries, id: string): Promise<boolean> {
   return (await q.run('DELETE FROM operators WHERE id = ?', id)) === 1;
 }
 
-export async function setOperatorPassword(q: Queries, id: string, passwordHash: string, now: number): Promise<boolean> {
-  return (await q.run('UPDATE operators SET password_hash = ?, password_changed_at = ? WHERE id = ?', passwordHash, now, id)) === 1;
+/** A new password hash; `mustChange`: it was generated, and must be changed at the next sign-in. */
+export async function setOperatorPassword(q: Queries, id: string, passwordHash: string, now: number, mustChange: boolean): Promise<boolean> {
+  return (await q.run('UPDATE operators SET password_hash = ?, password_changed_at = ?, must_change_password = ? WHERE id = ?', passwordHash, now, mustChange ? 1 : 0, id)) === 1;
 }
 
 export async function setOperatorRole(q: Queries, id: string, role: OperatorRole): Promise<boolean> {

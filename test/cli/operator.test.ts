@@ -59,7 +59,7 @@ describe('postern operator', () => {
     const member = await ok(['operator', 'create', '--email', 'dev@example.com', '--role', 'member', '--project', a.id, '--project', b.id]);
     const listed = (await ok(['operator', 'list'])).operators.find((o: any) => o.id === member.id);
     assert.deepEqual(listed.projects, [a.id, b.id].sort());
-    assert.deepEqual(Object.keys(listed).sort(), ['created_at', 'email', 'id', 'password_changed_at', 'projects', 'role']);
+    assert.deepEqual(Object.keys(listed).sort(), ['created_at', 'email', 'id', 'must_change_password', 'password_changed_at', 'projects', 'role']);
     await refused(['operator', 'create', '--email', 'x@example.com', '--role', 'admin'], 'invalid_argument');
     await refused(['operator', 'create', '--email', 'y@example.com', '--role', 'member', '--project', 'p.nosuchproject00000000'], 'not_found');
     await refused(['operator', 'create', '--email', 'Dev@Example.com', '--role', 'member'], 'conflict');

@@ -11,33 +11,12 @@ import { after, before, describe, test } from 'node:test';
 import { generate } from 'selfsigned';
 import { ManualClock } from '../../src/clock.js';
 import { createOperatorToken } from '../../src/operator/operators.js';
-import { API, assertDocumented, ConsoleClient, consoleDoc, expectError, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
+import { API, assertDocumented, ConsoleClient, documentedOperations as operations, expectError, expectStatus, operatorAccount, PASSWORD, samplePath } from '../support/console.js';
 import { capturedLogger } from '../support/fromAddress.js';
 import { createProjectWithKeys, repoRoot, startTestNodes, startTestPostern, tempStateDir, type HttpResult, type TestPostern } from '../support/postern.js';
 import { postgresUnavailable } from '../support/postgres.js';
 
 const T0 = Date.parse('2026-11-20T09:00:00.000Z');
-
-/** A path of the document with every parameter filled with a well-formed id that exists nowhere. */
-function samplePath(template: string): string {
-  const samples: Record<string, string> = {
-    project_id: 'p.nosuchproject00000000',
-    message_id: 'm.01nosuchmessage000000000000',
-    key_id: 'k.nosuchkey0000000',
-    account_id: 'pa.nosuchaccount000',
-    webhook_id: 'wh.nosuchwebhook00000000',
-    dkim_id: 'dk.nosuchdkimkey0000',
-    operator_id: 'op.nosuchoperator00',
-    token_id: 'ot.nosuchtoken00000',
-    email: 'nobody%40example.com',
-    index: '0',
-  };
-  return template.replace(/\{([a-z_]+)\}/g, (_m, name: string) => samples[name]);
-}
-
-const operations = Object.entries(consoleDoc.paths).flatMap(([template, item]) =>
-  Object.entries(item).map(([method, op]) => ({ template, method: method.toUpperCase(), op: op as { operationId: string; security?: unknown[]; 'x-role'?: string } })),
-);
 
 describe('console sessions', () => {
   const clock = new ManualClock(T0);
@@ -57,7 +36,7 @@ describe('console sessions', () => {
     const cookie = res.headers.get('set-cookie')!;
     assert.match(cookie, /^postern_session=[A-Za-z0-9_-]{43}; Path=\/console; HttpOnly; SameSite=Strict$/);
     assert.deepEqual(body, {
-      operator: { id: owner.id, email: owner.email, role: 'owner', projects: [], created_at: body.operator.created_at, password_changed_at: body.operator.password_changed_at },
+      operator: { id: owner.id, email: owner.email, role: 'owner', projects: [], created_at: body.operator.created_at, password_changed_at: body.operator.password_changed_at, must_change_password: false },
       via: 'session',
       csrf_token: body.csrf_token,
       idle_timeout_seconds: 43200,

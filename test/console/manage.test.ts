@@ -185,6 +185,9 @@ describe('console management', () => {
     const created = expectStatus(await owner.post('/operators', { email: 'dev@example.com', role: 'member', projects: [b.project.id] }), 201);
     assert.match(created.password, /^[A-Za-z0-9]{20}$/);
     const dev = await ConsoleClient.signIn(p.console, 'dev@example.com', created.password);
+    // The generated password is changed first; then the member sees their project.
+    expectError(await dev.get('/projects'), 403, 'password_change_required');
+    assert.equal((await dev.put('/session/password', { current_password: created.password, new_password: 'dev chosen password' })).status, 204);
     assert.deepEqual(expectStatus(await dev.get('/projects'), 200).projects.map((x: any) => x.id), [b.project.id]);
     expectError(await owner.post('/operators', { email: 'DEV@example.com', role: 'member' }), 409, 'conflict');
     expectError(await owner.post('/operators', { email: 'x@example.com', role: 'owner', projects: [a.project.id] }), 422, 'projects:invalid_value');
@@ -198,7 +201,7 @@ describe('console management', () => {
     assert.match(reset.password, /^[A-Za-z0-9]{20}$/);
     // Reset signs the operator out everywhere; the old password no longer works, the new one does.
     expectError(await dev.get('/session'), 401, 'unauthenticated');
-    expectError(await new ConsoleClient(p.console).post('/session', { email: 'dev@example.com', password: created.password }), 401, 'invalid_credentials');
+    expectError(await new ConsoleClient(p.console).post('/session', { email: 'dev@example.com', password: 'dev chosen password' }), 401, 'invalid_credentials');
     const again = await ConsoleClient.signIn(p.console, 'dev@example.com', reset.password);
     assert.deepEqual(expectStatus(await owner.delete(`/operators/${created.id}`), 200), { id: created.id, removed: true });
     expectError(await again.get('/session'), 401, 'unauthenticated');

@@ -173,6 +173,43 @@ describe('console messages', () => {
     expectError(await member.get(`/messages/${id}/attachments/2`, { unchecked: true }), 404, 'not_found');
   });
 
+  test('the preview points its cid: references at the message\'s own parts, with a token of their own: served without the session cookie, only for that message\'s inline parts, never with a forged or another message\'s token', async () => {
+    const { id } = await send(p.production, a.liveKey, {
+      subject: 'Inline parts',
+      html: '<p><img id="logo" src="cid:logo@example.com"> <span style="background:url(\'cid:logo%40example.com\')">x</span> <img src="cid:unknown@example.com"></p>',
+      attachments: [
+        { filename: 'logo.png', content_type: 'image/png', disposition: 'inline', content_id: 'logo@example.com', content: PNG },
+        { filename: 'report.csv', content_type: 'text/csv', content: Buffer.from('a,b\n').toString('base64') },
+      ],
+    });
+    const preview = await member.get(`/messages/${id}/preview`, { unchecked: true });
+    assert.equal(preview.status, 200);
+    assert.match(preview.headers.get('content-security-policy')!, /img-src data: 'self'; /);
+    const urls = [...preview.text.matchAll(/(?:src="|url\(')(inline\/\d+\?token=[^"']+)/g)].map((m) => m[1]);
+    assert.equal(urls.length, 2, preview.text);
+    assert.equal(urls[0], urls[1], 'both references are the one part');
+    assert.match(preview.text, /src="cid:unknown@example\.com"/, 'a reference to no part of the message stays as it is');
+    const [, index, token] = /^inline\/(\d+)\?token=(.+)$/.exec(urls[0])!;
+    assert.equal(index, '0');
+
+    // No cookie: the preview frame's opaque origin sends none.
+    const part = await fetch(`${p.console}/console/api/v1/messages/${id}/inline/0?token=${token}`);
+    assert.equal(part.status, 200);
+    assert.equal(part.headers.get('content-type'), 'image/png');
+    assert.equal(part.headers.get('x-content-type-options'), 'nosniff');
+    assert.match(part.headers.get('content-security-policy')!, /sandbox/);
+    assert.deepEqual(Buffer.from(await part.arrayBuffer()), Buffer.from(PNG, 'base64'));
+    const anonymous = new ConsoleClient(p.console);
+    // An attachment without a Content-ID, another message, a forged token, a viewer link's token: all 404.
+    expectError(await anonymous.get(`/messages/${id}/inline/1?token=${token}`, { unchecked: true }), 404, 'not_found');
+    expectError(await anonymous.get(`/messages/${ids.queued}/inline/0?token=${token}`, { unchecked: true }), 404, 'not_found');
+    expectError(await anonymous.get(`/messages/${id}/inline/0?token=${token.slice(0, -2)}xx`, { unchecked: true }), 404, 'not_found');
+    const link = expectStatus(await member.post(`/messages/${id}/link`, { expires_in_seconds: 3600 }), 201);
+    const viewerToken = link.url.split('/').pop();
+    expectError(await anonymous.get(`/messages/${id}/inline/0?token=${viewerToken}`, { unchecked: true }), 404, 'not_found');
+    expectError(await anonymous.get(`/messages/${id}/inline/0`), 422, 'token:required');
+  });
+
   test('release, cancel and retry apply the CLI rules; a state that does not allow the action is 409 and unchanged', async () => {
     const captured = (await send(p.sandbox, a.testKey, { subject: 'to release' })).id;
     const released = expectStatus(await member.post(`/messages/${captured}/release`), 200);
@@ -240,6 +277,21 @@ describe('console messages', () => {
     expectError(await member.post('/messages/bulk', { action: 'cancel', filter: { project: b.project.id } }), 404, 'not_found');
     const none = expectStatus(await member.post('/messages/bulk', { action: 'cancel', filter: { subject: 'waiting' } }), 200);
     assert.deepEqual(none, { action: 'cancel', matched: 0, changed: 0, skipped: 0, not_found: 0 });
+  });
+
+  test('a bulk dry run counts what the action would touch and changes nothing, writing no audit row', async () => {
+    const held = [];
+    for (let i = 0; i < 3; i++) held.push((await send(p.production, a.liveKey, { subject: `dry run ${i}`, paused: true })).id);
+    const auditBefore = expectStatus(await owner.get('/audit?limit=500'), 200).entries.length;
+    const byFilter = expectStatus(await member.post('/messages/bulk', { action: 'release', filter: { subject: 'dry run' }, dry_run: true }), 200);
+    assert.deepEqual(byFilter, { action: 'release', matched: 3, changed: 0, skipped: 0, not_found: 0, dry_run: true });
+    const byIds = expectStatus(await member.post('/messages/bulk', { action: 'cancel', ids: [...held, ids.other, 'm.01nosuchmessage000000000000'], dry_run: true }), 200);
+    assert.deepEqual(byIds, { action: 'cancel', matched: 3, changed: 0, skipped: 0, not_found: 2, dry_run: true });
+    for (const id of held) assert.equal((await getMessage(p.ctx.store, id))!.status, 'paused');
+    assert.equal(expectStatus(await owner.get('/audit?limit=500'), 200).entries.length, auditBefore);
+    const done = expectStatus(await member.post('/messages/bulk', { action: 'release', filter: { subject: 'dry run' } }), 200);
+    assert.equal(done.changed, 3);
+    assert.equal(done.dry_run, undefined);
   });
 
   test('a bulk request names ids or a filter, not both and not neither; more than 10,000 messages is refused and changes nothing', async () => {

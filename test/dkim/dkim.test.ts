@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, writeFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { dkimSignatureFor } from '../../src/dkim/sign.js';
 import { addDkimKey, listDkim, removeDkim, type DkimKeyView } from '../../src/operator/dkim.js';
 import { OperatorError } from '../../src/operator/errors.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, validMessage, type CliResult, type TestPostern } from '../support/postern.js';
 import { tempDirs } from '../support/hooks.js';
+import { mailauthVerify, pythonVerify, type VerifyCase } from '../support/dkimVerifiers.js';
+import { storedMimeOf } from '../support/storedMime.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY_ID = /^dk\.[0-9abcdefghjkmnpqrstvwxyz]{16}$/;
@@ -41,70 +41,6 @@ function ed25519Record(key: KeyObject): string {
   const raw = Buffer.from(createPublicKey(key).export({ format: 'jwk' }).x!, 'base64url');
   assert.equal(raw.length, 32);
   return `v=DKIM1; k=ed25519; p=${raw.toString('base64')}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Verifiers.
-
-/** mailauth's verifier, with DNS answered from the record we were given. */
-async function mailauthVerify(message: Buffer, dnsName: string, dnsValue: string) {
-  const queried: string[] = [];
-  const result = await dkimVerify(message, {
-    resolver: async (name: string, rrtype: string) => {
-      queried.push(`${rrtype} ${name}`);
-      if (rrtype === 'TXT' && name === dnsName) return [[dnsValue]];
-      throw Object.assign(new Error(`no ${rrtype} record for ${name}`), { code: 'ENOTFOUND' });
-    },
-  });
-  return { result, queried };
-}
-
-/** A python3 that can `import dkim` (python3-dkim): the interpreter of `dkimverify`, else the usual ones. */
-let python: string | undefined;
-function pythonWithDkim(): string {
-  if (python) return python;
-  const candidates: string[] = [];
-  const which = spawnSync('sh', ['-c', 'command -v dkimverify'], { encoding: 'utf8' });
-  const dkimverify = which.stdout.trim();
-  if (which.status === 0 && dkimverify && existsSync(dkimverify)) {
-    const shebang = /^#!\s*(\S+)/.exec(readFileSync(dkimverify, 'utf8').split('\n')[0]);
-    if (shebang && !shebang[1].endsWith('/env')) candidates.push(shebang[1]);
-  }
-  candidates.push('/usr/bin/python3', 'python3');
-  python = candidates.find((c) => spawnSync(c, ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0);
-  if (python) return python;
-  throw new Error('python3-dkim is not installed (apt-get install -y python3-dkim): the independent DKIM verifier is required');
-}
-
-/**
- * dkimverify's check (`dkim.verify` of python3-dkim) with the public key supplied instead of DNS.
- * Verifies a batch of messages in one interpreter: input JSON [{message (base64), name, value}],
- * output JSON ["pass" | "fail", ...].
- */
-const PY_VERIFY = `
-import base64, json, sys, dkim
-out = []
-for case in json.load(sys.stdin):
-    name = case['name'].encode()
-    record = case['value'].encode()
-    def dnsfunc(qname, timeout=5, name=name, record=record):
-        return record if qname.rstrip(b'.').lower() == name else None
-    out.append('pass' if dkim.verify(base64.b64decode(case['message']), dnsfunc=dnsfunc) else 'fail')
-json.dump(out, sys.stdout)
-`;
-import { storedMimeOf } from '../support/storedMime.js';
-
-interface VerifyCase {
-  message: Buffer;
-  name: string;
-  value: string;
-}
-
-function pythonVerify(cases: VerifyCase[]): string[] {
-  const input = JSON.stringify(cases.map((c) => ({ message: c.message.toString('base64'), name: c.name, value: c.value })));
-  const r = spawnSync(pythonWithDkim(), ['-c', PY_VERIFY], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  assert.equal(r.status, 0, `python3-dkim failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as string[];
 }
 
 /** The tags of a DKIM-Signature header (unfolded). */

@@ -19,10 +19,16 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath(), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 }
 
-/** A fresh context at a desktop (1280 px) or phone (390 px) width, with the console's origin. */
-export function newContext(browser: Browser, baseURL: string, viewport: 'desktop' | 'phone' = 'desktop'): Promise<BrowserContext> {
+export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
+
+/**
+ * A fresh context at a desktop (1280 px) or phone (390 px) width, with the console's origin;
+ * with `storageState`, the cookies and local storage of another (a session signed in once).
+ */
+export function newContext(browser: Browser, baseURL: string, viewport: 'desktop' | 'phone' = 'desktop', storageState?: StorageState): Promise<BrowserContext> {
   return browser.newContext({
     baseURL,
+    storageState,
     viewport: viewport === 'desktop' ? { width: 1280, height: 800 } : { width: 390, height: 800 },
     timezoneId: 'America/New_York',
     locale: 'en-US',
@@ -36,4 +42,45 @@ export async function signIn(page: Page, email: string, password: string): Promi
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
+}
+
+/**
+ * What went wrong on a page that nobody asked for: errors and warnings in its console (a CSP
+ * refusal, an uncaught exception), and the app's own requests that failed or were refused (any
+ * answer of 400 and up from `origins`). A test names what it provokes (`expect`); everything
+ * else fails it (`assertNone`). Requests the app or a navigation cancelled (net::ERR_ABORTED)
+ * are not failures.
+ */
+export class PageProblems {
+  private readonly seen: string[] = [];
+  private readonly expected: RegExp[] = [];
+
+  constructor(
+    readonly page: Page,
+    origins: string[],
+  ) {
+    const ours = (url: string) => origins.some((o) => url.startsWith(o));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') this.seen.push(`console ${m.type()}: ${m.text()} [${m.location().url}]`);
+    });
+    page.on('pageerror', (err) => this.seen.push(`uncaught: ${err.message}`));
+    page.on('requestfailed', (r) => {
+      const why = r.failure()?.errorText ?? '';
+      if (ours(r.url()) && !why.includes('ERR_ABORTED')) this.seen.push(`request failed: ${r.method()} ${r.url()} ${why}`);
+    });
+    page.on('response', (r) => {
+      if (ours(r.url()) && r.status() >= 400) this.seen.push(`answer ${r.status()}: ${r.request().method()} ${r.url()}`);
+    });
+  }
+
+  /** A problem this test provokes (a wrong password's 401, a CSP refusal of a message's script). */
+  expect(...patterns: RegExp[]): this {
+    this.expected.push(...patterns);
+    return this;
+  }
+
+  /** What was seen that nobody expected. */
+  unexpected(): string[] {
+    return this.seen.filter((line) => !this.expected.some((p) => p.test(line)));
+  }
 }

@@ -24,6 +24,32 @@ addFormats(ajv);
 ajv.addKeyword({ keyword: 'x-error-codes', schemaType: 'object' });
 ajv.addSchema(consoleDoc as unknown as AnySchemaObject, 'console');
 
+/** A path of the document with every parameter filled with a well-formed id that exists nowhere. */
+export function samplePath(template: string): string {
+  const samples: Record<string, string> = {
+    project_id: 'p.nosuchproject00000000',
+    message_id: 'm.01nosuchmessage000000000000',
+    key_id: 'k.nosuchkey0000000',
+    account_id: 'pa.nosuchaccount000',
+    webhook_id: 'wh.nosuchwebhook00000000',
+    dkim_id: 'dk.nosuchdkimkey0000',
+    operator_id: 'op.nosuchoperator00',
+    token_id: 'ot.nosuchtoken00000',
+    email: 'nobody%40example.com',
+    index: '0',
+  };
+  return template.replace(/\{([a-z_]+)\}/g, (_m, name: string) => samples[name]);
+}
+
+/** Every operation of the console document: its path template, method and operation object. */
+export const documentedOperations = Object.entries(consoleDoc.paths).flatMap(([template, item]) =>
+  Object.entries(item).map(([method, op]) => ({
+    template,
+    method: method.toUpperCase(),
+    op: op as unknown as { operationId: string; security?: unknown[]; 'x-role'?: string; 'x-before-password-change'?: boolean },
+  })),
+);
+
 const templates = Object.keys(consoleDoc.paths).map((template) => ({
   template,
   params: (template.match(/\{/g) ?? []).length,

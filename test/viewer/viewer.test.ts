@@ -93,13 +93,51 @@ describe('public viewer', () => {
     const bodyCsp = body.headers.get('content-security-policy')!;
     assert.match(bodyCsp, /default-src 'none'/);
     assert.match(bodyCsp, /sandbox(?![^;]*allow-scripts)/);
-    assert.match(bodyCsp, /img-src data:;/);
+    // 'self': the message's own inline images (below); nothing remote.
+    assert.match(bodyCsp, /img-src data: 'self';/);
     const withImages = await view(new URL(`${frameSrc[2]}?images=1`, link.url).href);
-    assert.match(withImages.headers.get('content-security-policy')!, /img-src data: http: https:/);
+    assert.match(withImages.headers.get('content-security-policy')!, /img-src data: 'self' http: https:/);
 
     const audit = expectStatus(await w.owner.get('/audit?action=message.link'), 200);
     assert.equal(audit.entries[0].target, id);
     assert.ok(!JSON.stringify(audit).includes(link.url.split('/').pop()), 'the token is not in the audit log');
+  });
+
+  test('inline images (cid:) are served from the message itself, under its link: the body points at them; a plain attachment is not served, nor anything under a forged or expired link', async () => {
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR4nGP4z8AAQQxwFgBB0gX7h/C5SAAAAABJRU5ErkJggg==', 'base64');
+    const withLogo = await send(w.p.production, w.a.liveKey, {
+      subject: 'With a logo',
+      html: '<p><img src="cid:logo@shop.example"></p>',
+      attachments: [
+        { filename: 'logo.png', content: png.toString('base64'), content_type: 'image/png', content_id: 'logo@shop.example', disposition: 'inline' },
+        { filename: 'terms.pdf', content: Buffer.from('%PDF-1.4 terms').toString('base64'), content_type: 'application/pdf' },
+      ],
+    });
+    const link = expectStatus(await w.owner.post(`/messages/${withLogo}/link`, { expires_in_seconds: 60 }), 201).url as string;
+    const page = await view(link);
+    assert.match(page.text, /terms\.pdf/);
+    assert.doesNotMatch(page.text, /logo\.png/, 'an inline image is not listed as an attachment');
+    const body = await view(`${link}/body`);
+    const src = /<img src="([^"]+)">/.exec(body.text)?.[1];
+    assert.equal(src, 'inline/0');
+    const partUrl = new URL(src!, `${link}/body`).href;
+    assert.equal(partUrl, `${link}/inline/0`);
+    const part = await fetch(partUrl);
+    assert.equal(part.status, 200);
+    assert.equal(part.headers.get('content-type'), 'image/png');
+    assert.equal(part.headers.get('x-content-type-options'), 'nosniff');
+    assert.match(part.headers.get('content-security-policy')!, /default-src 'none'; sandbox/);
+    assert.deepEqual(Buffer.from(await part.arrayBuffer()), png);
+
+    const notFound = await view(`${w.p.production}/view/${withLogo}/not-a-token`);
+    assert.equal(notFound.status, 404);
+    for (const url of [`${link}/inline/1`, `${link}/inline/7`, `${link}/inline/x`, `${link.slice(0, -2)}AA/inline/0`]) {
+      const refused = await view(url);
+      assert.equal(refused.status, 404, url);
+      assert.equal(refused.text, notFound.text);
+    }
+    clock.advance(61_000);
+    assert.equal((await view(partUrl)).status, 404, 'an expired link serves no part');
   });
 
   test('unknown, forged and expired links all answer the same 404, byte for byte', async () => {

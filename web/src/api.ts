@@ -2,9 +2,11 @@
  * The console API, as the web app calls it: same-origin fetch with the session cookie, the
  * CSRF token on every state-changing call, and the API's error envelope turned into an error
  * whose message is the API's own. Types come from the API's OpenAPI document (generated into
- * src/console/types.gen.ts by `npm run gen:types`).
+ * src/console/types.gen.ts by `npm run gen:types`). Every answer tells the connection monitor
+ * the server is reachable; a request that gets none tells it the opposite.
  */
 import type * as Api from '../../src/console/types.gen.js';
+import { markReachable, markUnreachable, setProbe } from './connection';
 
 export type { Api };
 
@@ -22,16 +24,26 @@ export class ApiError extends Error {
   }
 }
 
+/** Refusals the app answers itself (the sign-in form over the screen, the password change): not shown as a screen's error. */
+export const handledElsewhere = (err: unknown): boolean =>
+  err instanceof ApiError && ['session_expired', 'unauthenticated', 'invalid_operator_token', 'password_change_required'].includes(err.code);
+
 let csrfToken: string | null = null;
-let onSignedOut: (() => void) | null = null;
+let onSignedOut: ((code: string) => void) | null = null;
+let onPasswordChangeRequired: (() => void) | null = null;
 
 export function setCsrfToken(token: string | null): void {
   csrfToken = token;
 }
 
-/** Called when the API answers 401 (session expired or signed out elsewhere). */
-export function whenSignedOut(handler: () => void): void {
+/** Called when the API answers 401 (`session_expired`, `unauthenticated`: the session ended elsewhere). */
+export function whenSignedOut(handler: (code: string) => void): void {
   onSignedOut = handler;
+}
+
+/** Called when the API refuses because the operator must change their (generated) password first. */
+export function whenPasswordChangeRequired(handler: () => void): void {
+  onPasswordChangeRequired = handler;
 }
 
 export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
@@ -42,8 +54,10 @@ export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   try {
     res = await fetch(`${API_BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
   } catch {
+    markUnreachable();
     throw new ApiError(0, 'network', 'The console cannot reach the server. Check that Postern is running.');
   }
+  markReachable();
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   let json: unknown;
@@ -55,11 +69,21 @@ export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   if (!res.ok) {
     const e = (json as Api.ErrorEnvelope | undefined)?.error;
     const err = new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `The server answered ${res.status}.`, e?.details ?? []);
-    if (res.status === 401 && path !== '/session') onSignedOut?.();
+    // A refused sign-in is the sign-in form's own answer.
+    if (res.status === 401 && !(method === 'POST' && path === '/session')) onSignedOut?.(err.code);
+    if (err.code === 'password_change_required') onPasswordChangeRequired?.();
     throw err;
   }
   return json as T;
 }
+
+// While the server is unreachable, the connection monitor asks for the session until it answers.
+setProbe(() =>
+  api('GET', '/session').then(
+    () => true,
+    (err: unknown) => !(err instanceof ApiError && err.status === 0),
+  ),
+);
 
 export const get = <T>(path: string) => api<T>('GET', path);
 export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body);

@@ -1,8 +1,18 @@
-/** The shell: sign-in or the signed-in app (navigation, project picker, the screen of the route). */
-import { useEffect, useState } from 'preact/hooks';
-import { api, get, setCsrfToken, whenSignedOut, type Api } from './api';
+/**
+ * The shell: sign-in, the password change a generated password needs first, or the signed-in
+ * app (navigation, project picker, the screen of the route). A session that ends while the app
+ * is open brings the sign-in form over the screen, which stays as it was (what was typed
+ * included) for the same operator; a server that cannot be reached brings a banner until it
+ * answers again.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, get, setCsrfToken, whenPasswordChangeRequired, whenSignedOut, type Api } from './api';
+import { ConfirmHost } from './confirm';
+import { announceReconnected, useReachable } from './connection';
+import { useLiveStream } from './live';
 import { href, navigate, useRoute, type Route } from './router';
 import { AppContext, isOwner, type AppState } from './session';
+import { AccountScreen, ForcedPasswordChange } from './screens/account';
 import { AuditScreen } from './screens/audit';
 import { DkimScreen } from './screens/dkim';
 import { KeysScreen } from './screens/keys';
@@ -18,38 +28,99 @@ import { WebhooksScreen } from './screens/webhooks';
 import { ErrorNote, Loading } from './ui';
 
 const PROJECT_KEY = 'postern.project';
+/**
+ * Set while this browser has a session: without it the app opens on the sign-in form without
+ * asking the server (which would answer 401, an error in the browser's console for nothing).
+ */
+const SIGNED_IN_KEY = 'postern.signed-in';
+/** Why the last session ended, when the app saw it end (its sign-in form says so, after a reload too). */
+const SIGNED_OUT_KEY = 'postern.signed-out';
+
+function signedOutNotice(code: string, idleSeconds: number | null | undefined): string {
+  if (code === 'session_expired') {
+    const idle = idleSeconds ? ` after ${idleSeconds >= 3600 ? `${Math.round(idleSeconds / 3600)} h` : `${Math.round(idleSeconds / 60)} min`} without use` : '';
+    return `Your session expired${idle}. Sign in again to carry on where you were.`;
+  }
+  return 'You were signed out (the session was ended, or your password was changed or reset). Sign in again to carry on.';
+}
 
 export function App() {
   const [session, setSession] = useState<Api.Session | null | undefined>(undefined);
   const [projects, setProjects] = useState<Api.Project[]>([]);
   const [error, setError] = useState<unknown>(null);
+  /** Why the sign-in form is shown (a session that ended), when it is. */
+  const [notice, setNotice] = useState<string | null>(null);
+  /** The session ended while the app was open: the sign-in form over it, saying why. */
+  const [lapsed, setLapsed] = useState<string | null>(null);
+  const current = useRef<Api.Session | null | undefined>(undefined);
+  current.current = session;
+  const lapsedNow = useRef<string | null>(null);
+  lapsedNow.current = lapsed;
 
   const loadProjects = () =>
     get<Api.ProjectList>('/projects').then(
-      (p) => setProjects(p.projects),
+      (p) => {
+        setProjects(p.projects);
+        setError(null);
+      },
       (err: unknown) => setError(err),
     );
 
   const signedIn = (s: Api.Session) => {
+    const same = current.current?.operator.id === s.operator.id;
+    localStorage.setItem(SIGNED_IN_KEY, '1');
+    localStorage.removeItem(SIGNED_OUT_KEY);
     setCsrfToken(s.csrf_token);
     setSession(s);
-    void loadProjects();
+    setNotice(null);
+    if (lapsedNow.current !== null && same) {
+      // The same operator again: the screen stays as it was, and reads what it shows again.
+      setLapsed(null);
+      announceReconnected();
+      return;
+    }
+    setLapsed(null);
+    if (!s.operator.must_change_password) void loadProjects();
   };
 
+  const signedOut = () => {
+    localStorage.removeItem(SIGNED_IN_KEY);
+    localStorage.removeItem(SIGNED_OUT_KEY);
+    setCsrfToken(null);
+    setLapsed(null);
+    setSession(null);
+  };
+
+  const refreshSession = () => get<Api.Session>('/session').then(signedIn, () => undefined);
+
   useEffect(() => {
-    whenSignedOut(() => {
+    whenSignedOut((code) => {
       setCsrfToken(null);
-      setSession(null);
+      const s = current.current;
+      const text = signedOutNotice(code, s?.idle_timeout_seconds);
+      localStorage.removeItem(SIGNED_IN_KEY);
+      localStorage.setItem(SIGNED_OUT_KEY, text);
+      if (s) setLapsed(text);
+      else setNotice(text);
     });
-    get<Api.Session>('/session').then(signedIn, () => setSession(null));
+    whenPasswordChangeRequired(() => void refreshSession());
+    if (localStorage.getItem(SIGNED_IN_KEY) === null) {
+      setNotice(localStorage.getItem(SIGNED_OUT_KEY));
+      setSession(null);
+    } else get<Api.Session>('/session').then(signedIn, () => setSession(null));
   }, []);
 
   if (session === undefined) return <Loading what="the console" />;
-  if (session === null) return <SignIn onSignedIn={signedIn} />;
-  const state: AppState = { session, projects, reloadProjects: () => void loadProjects() };
+  if (session === null) return <SignIn onSignedIn={signedIn} notice={notice} />;
+  const signOut = () => void api('DELETE', '/session').then(signedOut, signedOut);
+  if (session.operator.must_change_password && lapsed === null) return <ForcedPasswordChange session={session} onChanged={() => void refreshSession()} onSignOut={signOut} />;
+  const state: AppState = { session, projects, reloadProjects: () => void loadProjects(), refreshSession: () => void refreshSession() };
   return (
     <AppContext.Provider value={state}>
-      <Shell state={state} error={error} onSignOut={() => api('DELETE', '/session').finally(() => setSession(null))} />
+      {/* Another operator signing in gets a fresh app, not the last one's screen. */}
+      <Shell key={session.operator.id} state={state} error={error} inert={lapsed !== null} onSignOut={signOut} />
+      {lapsed !== null && <SignIn again notice={lapsed} email={session.operator.email} onSignedIn={signedIn} />}
+      <ConfirmHost />
     </AppContext.Provider>
   );
 }
@@ -77,7 +148,19 @@ const NAV: NavItem[] = [
   { path: '/audit', label: 'Audit log', owner: true },
 ];
 
-function Shell({ state, error, onSignOut }: { state: AppState; error: unknown; onSignOut: () => void }) {
+/** The banner while the server cannot be reached (the connection monitor retries by itself). */
+function Offline() {
+  const reachable = useReachable();
+  if (reachable) return null;
+  return (
+    <div class="offline" role="alert">
+      <strong>Cannot reach the Postern server.</strong> Retrying every few seconds; what you change now is not saved.
+    </div>
+  );
+}
+
+function Shell({ state, error, inert, onSignOut }: { state: AppState; error: unknown; inert: boolean; onSignOut: () => void }) {
+  useLiveStream();
   const route = useRoute();
   const routeProject = route.parts[0] === 'projects' && route.parts[1] ? route.parts[1] : null;
   const [picked, setPicked] = useState<string | null>(() => localStorage.getItem(PROJECT_KEY));
@@ -92,7 +175,7 @@ function Shell({ state, error, onSignOut }: { state: AppState; error: unknown; o
   const active = (item: NavItem) => (item.project ? route.parts[0] === 'projects' && route.parts[2] === item.path : `/${route.parts[0] ?? 'overview'}` === item.path && !(route.parts[0] === 'projects' && route.parts[2]));
 
   return (
-    <div class="shell">
+    <div class="shell" inert={inert}>
       <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
         Skip to content
       </a>
@@ -104,12 +187,16 @@ function Shell({ state, error, onSignOut }: { state: AppState; error: unknown; o
           Postern
         </a>
         <span class="who">
-          <span class="muted">{state.session.operator.email}</span> <span class="badge">{state.session.operator.role}</span>
+          <a class="muted" href={href('/account')} title="Your account: change your password">
+            {state.session.operator.email}
+          </a>{' '}
+          <span class="badge">{state.session.operator.role}</span>
         </span>
         <button type="button" class="small" onClick={onSignOut}>
           Sign out
         </button>
       </header>
+      <Offline />
       <div class="body">
         <nav id="nav" class={`side${menuOpen ? ' open' : ''}`} aria-label="Console">
           <label class="field project-picker">
@@ -158,7 +245,8 @@ function Shell({ state, error, onSignOut }: { state: AppState; error: unknown; o
 
 function Screen({ route }: { route: Route }) {
   const [first, second, third] = route.parts;
-  if (first === 'messages' && second) return <MessageScreen id={second} />;
+  // Keyed by id: each message opens clean (no share link, remote images or tab of the last one).
+  if (first === 'messages' && second) return <MessageScreen key={second} id={second} />;
   if (first === 'messages') return <MessagesScreen route={route} />;
   if (first === 'projects' && second && third) {
     switch (third) {
@@ -179,5 +267,6 @@ function Screen({ route }: { route: Route }) {
   if (first === 'projects') return <ProjectsScreen />;
   if (first === 'operators') return <OperatorsScreen />;
   if (first === 'audit') return <AuditScreen />;
+  if (first === 'account') return <AccountScreen />;
   return <OverviewScreen />;
 }

@@ -34,6 +34,12 @@ export function href(path: string, params?: Record<string, string | string[] | u
   return `#${path}${s ? `?${s}` : ''}`;
 }
 
-export function navigate(to: string): void {
-  location.hash = to.replace(/^#/, '');
+/** Goes to `to`; `replace`: instead of the current entry (Back does not return to a page that is gone). */
+export function navigate(to: string, opts: { replace?: boolean } = {}): void {
+  if (!opts.replace) {
+    location.hash = to.replace(/^#/, '');
+    return;
+  }
+  history.replaceState(history.state, '', `#${to.replace(/^#/, '')}`);
+  window.dispatchEvent(new HashChangeEvent('hashchange'));
 }

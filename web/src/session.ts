@@ -6,6 +6,8 @@ export interface AppState {
   session: Api.Session;
   projects: Api.Project[];
   reloadProjects(): void;
+  /** Reads the session again (after a password change). */
+  refreshSession(): void;
 }
 
 export const AppContext = createContext<AppState | null>(null);

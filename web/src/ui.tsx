@@ -1,7 +1,8 @@
 /** Small shared pieces: loading, errors, empty states, times, copy buttons, pagers, badges. */
 import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api';
+import { ApiError, handledElsewhere } from './api';
+import { whenReconnected } from './connection';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -11,11 +12,15 @@ export interface Loaded<T> {
   setData(data: T): void;
 }
 
-/** Runs `load` when `deps` change (and on reload); the last answer wins. */
+/**
+ * Runs `load` when `deps` change (and on reload, and when the server answers again after an
+ * outage or a new sign-in: what is shown may have changed meanwhile); the last answer wins.
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   const latest = useRef(0);
+  useEffect(() => whenReconnected(() => setTick((t) => t + 1)), []);
   useEffect(() => {
     const n = ++latest.current;
     setState((s) => ({ ...s, loading: true }));
@@ -62,7 +67,8 @@ export function errorText(error: unknown): string {
 }
 
 export function ErrorNote({ error }: { error: unknown }) {
-  if (!error) return null;
+  // A session that ended and a password to change are answered by the shell (the sign-in form, the change form).
+  if (!error || handledElsewhere(error)) return null;
   return (
     <p class="error" role="alert">
       {errorText(error)}

@@ -631,6 +631,16 @@ export const postgresMigrations: Migration[] = [
       $$;
     `,
   },
+  {
+    version: 15,
+    name: 'operators: a generated password must be changed at first sign-in',
+    sql: `
+      -- 1 while the operator's password is one Postern generated (operator create, reset-password)
+      -- and shown to whoever ran the command: the console API then allows nothing but changing it
+      -- and signing out. Operators from before keep their passwords (0).
+      ALTER TABLE operators ADD COLUMN must_change_password INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** Migration 6's triggers, named as SQLite's: any change to a policy table moves the generation. */

@@ -1,9 +1,12 @@
+import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { CopyButton, Empty, ErrorNote, Field, formValues, Loading, Time, useAction, useLoad } from '../ui';
 
 export function DkimScreen({ projectId }: { projectId: string }) {
   const keys = useLoad(() => get<Api.DkimList>(`/projects/${projectId}/dkim`), [projectId]);
   const action = useAction();
+  const [added, setAdded] = useState<string | null>(null);
   const list = keys.data?.keys ?? [];
   return (
     <section>
@@ -16,7 +19,12 @@ export function DkimScreen({ projectId }: { projectId: string }) {
         </Empty>
       )}
       {list.map((k) => (
-        <article key={k.id} class="card">
+        <article key={k.id} class="card" aria-label={`DKIM key ${k.selector}._domainkey.${k.domain}`}>
+          {k.id === added && (
+            <p class="note" role="status">
+              Key added. Mail from {k.domain} is signed with it from now on: publish this record in {k.domain}'s DNS so receivers can check the signatures.
+            </p>
+          )}
           <h2>
             {k.domain} <span class="muted">selector {k.selector}</span>
           </h2>
@@ -32,7 +40,16 @@ export function DkimScreen({ projectId }: { projectId: string }) {
             <code class="break dns-value">{k.dns_value}</code>
             <CopyButton text={k.dns_value} label="Copy value" />
           </div>
-          <button type="button" class="small danger" disabled={action.busy} onClick={async () => confirm(`Remove the key for ${k.domain}? Mail from it is no longer signed.`) && (await action.run(() => api('DELETE', `/dkim/${k.id}`))) && keys.reload()}>
+          <button
+            type="button"
+            class="small danger"
+            disabled={action.busy}
+            onClick={async () =>
+              (await askConfirm({ title: `Remove the key for ${k.domain}?`, body: <p>Mail from {k.domain} is no longer signed with selector {k.selector}.</p>, confirm: 'Remove the key', cancel: 'Keep it', danger: true })) &&
+              (await action.run(() => api('DELETE', `/dkim/${k.id}`))) &&
+              keys.reload()
+            }
+          >
             Remove
           </button>
         </article>
@@ -42,8 +59,10 @@ export function DkimScreen({ projectId }: { projectId: string }) {
         onSubmit={async (e) => {
           const v = formValues(e);
           const form = e.currentTarget;
-          if (await action.run(() => post(`/projects/${projectId}/dkim`, { domain: v.domain, selector: v.selector, algorithm: v.algorithm }))) {
+          const added = await action.run(() => post<Api.DkimKey>(`/projects/${projectId}/dkim`, { domain: v.domain, selector: v.selector, algorithm: v.algorithm }));
+          if (added) {
             form.reset();
+            setAdded(added.id);
             keys.reload();
           }
         }}
@@ -56,9 +75,10 @@ export function DkimScreen({ projectId }: { projectId: string }) {
           <input name="selector" required placeholder="postern1" />
         </Field>
         <Field label="Algorithm">
+          {/* The API takes the key type; signatures are rsa-sha256 or ed25519-sha256. */}
           <select name="algorithm">
-            <option value="rsa-sha256">rsa-sha256</option>
-            <option value="ed25519-sha256">ed25519-sha256</option>
+            <option value="rsa">RSA 2048 (rsa-sha256)</option>
+            <option value="ed25519">Ed25519 (ed25519-sha256)</option>
           </select>
         </Field>
         <button type="submit" class="primary" disabled={action.busy}>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { get, post, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { Empty, ErrorNote, Field, formValues, Loading, ShownOnce, Table, Time, useAction, useLoad } from '../ui';
 
 export function KeysScreen({ projectId }: { projectId: string }) {
@@ -92,7 +93,7 @@ export function KeysScreen({ projectId }: { projectId: string }) {
                         >
                           Rotate
                         </button>{' '}
-                        <button type="button" class="small danger" disabled={action.busy} onClick={async () => confirm(`Revoke ${k.hint}? It stops working at once.`) && (await action.run(() => post(`/keys/${k.id}/revoke`))) && keys.reload()}>
+                        <button type="button" class="small danger" disabled={action.busy} onClick={async () => (await askConfirm({ title: `Revoke ${k.hint}?`, body: <p>It stops working at once: every request with it is refused.</p>, confirm: 'Revoke the key', cancel: 'Keep it', danger: true })) && (await action.run(() => post(`/keys/${k.id}/revoke`))) && keys.reload()}>
                           Revoke
                         </button>
                       </>

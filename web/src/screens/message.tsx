@@ -1,10 +1,14 @@
 /**
  * One message: summary, actions (release / cancel / retry now / share / delete a capture), the
- * HTML in a sandboxed frame (served by the API as an inert document: no scripts, remote loads
- * blocked until asked), text, headers, raw download, attachments, timeline and recipients.
+ * HTML in a sandboxed frame (served by the API as an inert document: no scripts, its own inline
+ * images, remote loads blocked until asked), text, headers, raw download, attachments, timeline
+ * and recipients. Each message opens clean (the shell keys this screen by id). Release asks
+ * first, naming who the message goes to; retry says what it did.
  */
-import { useState } from 'preact/hooks';
+import { Fragment } from 'preact';
+import { useRef, useState } from 'preact/hooks';
 import { API_BASE, api, get, post, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { useLiveMessages } from '../live';
 import { href, navigate } from '../router';
 import { bytes, CopyButton, ErrorNote, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useLoad } from '../ui';
@@ -15,20 +19,95 @@ type Tab = (typeof TABS)[number];
 const RELEASABLE = ['paused', 'captured'];
 const CANCELLABLE = ['queued', 'scheduled', 'paused', 'captured'];
 
+/** Everyone a message goes to, as the release dialog names them. */
+function RecipientList({ m }: { m: Api.MessageDetail }) {
+  const groups = [
+    ['To', m.to],
+    ['Cc', m.cc],
+    ['Bcc', m.bcc],
+  ] as const;
+  return (
+    <dl class="facts recipients-to-be">
+      {groups
+        .filter(([, list]) => list.length > 0)
+        .map(([label, list]) => (
+          <Fragment key={label}>
+            <dt>{label}</dt>
+            <dd>{list.join(', ')}</dd>
+          </Fragment>
+        ))}
+    </dl>
+  );
+}
+
 export function MessageScreen({ id }: { id: string }) {
   const detail = useLoad(() => get<Api.MessageDetail>(`/messages/${encodeURIComponent(id)}`), [id]);
   const content = useLoad(() => get<Api.MessageContent>(`/messages/${encodeURIComponent(id)}/content`), [id]);
   const [tab, setTab] = useState<Tab>('Preview');
   const action = useAction();
   const [link, setLink] = useState<Api.ViewerLink | null>(null);
+  const [done, setDone] = useState<string | null>(null);
   const [expiry, setExpiry] = useState('604800');
+  /** Deleted (here, or elsewhere as announced): never asked for again. */
+  const [gone, setGone] = useState(false);
+  const deleting = useRef(false);
   const m = detail.data;
-  useLiveMessages({ project: m?.project_id }, (c) => c.id === id && detail.reload(), detail.reload);
+  useLiveMessages(
+    { project: m?.project_id },
+    (c) => {
+      if (c.id !== id || deleting.current) return;
+      if (c.status === 'deleted') setGone(true);
+      else detail.reload();
+    },
+    () => !deleting.current && !gone && detail.reload(),
+  );
 
   const act = async (verb: 'release' | 'cancel' | 'retry') => {
-    const done = await action.run(() => post<Api.MessageSummary>(`/messages/${encodeURIComponent(id)}/${verb}`));
-    if (done) detail.reload();
+    setDone(null);
+    const result = await action.run(() => post<Api.MessageSummary>(`/messages/${encodeURIComponent(id)}/${verb}`));
+    if (!result) return;
+    detail.reload();
+    if (verb === 'retry') setDone(`Retry now: the message is due at once; its next attempt (attempt ${(m?.attempts ?? 0) + 1}) starts as soon as a delivery slot is free.`);
+    if (verb === 'release') setDone(result.status === 'scheduled' ? 'Released: it is scheduled, and goes at its scheduled time.' : 'Released: it is queued for delivery now.');
+    if (verb === 'cancel') setDone('Cancelled: it will not be sent.');
   };
+  const release = async (msg: Api.MessageDetail) => {
+    const count = msg.to.length + msg.cc.length + msg.bcc.length;
+    const ok = await askConfirm({
+      title: msg.sandbox ? 'Release this sandbox message to its real recipients?' : 'Release this message?',
+      body: (
+        <>
+          <p>
+            {msg.sandbox
+              ? 'It was captured by the sandbox and never left. Released, it is delivered for real, through the project\'s providers, to:'
+              : 'It is delivered now, through the project\'s providers, to:'}
+          </p>
+          <RecipientList m={msg} />
+        </>
+      ),
+      confirm: `Release and send to ${count} recipient${count === 1 ? '' : 's'}`,
+      cancel: 'Keep it held',
+    });
+    if (ok) await act('release');
+  };
+  const remove = async (msg: Api.MessageDetail) => {
+    const ok = await askConfirm({ title: 'Delete this captured message?', body: <p>It is removed for good, with its file; nothing is sent.</p>, confirm: 'Delete it', cancel: 'Keep it', danger: true });
+    if (!ok) return;
+    deleting.current = true;
+    if (await action.run(() => api('DELETE', `/messages/${encodeURIComponent(id)}`))) {
+      setGone(true);
+      // Back does not return to a message that is gone.
+      navigate(href(`/projects/${msg.project_id}/inbox`), { replace: true });
+    } else deleting.current = false;
+  };
+  if (gone)
+    return (
+      <section>
+        <p class="note" role="status">
+          This message was deleted. <a href={m ? href(`/projects/${m.project_id}/inbox`) : href('/messages')}>Back to the list</a>
+        </p>
+      </section>
+    );
   if (detail.error) return <ErrorNote error={detail.error} />;
   if (!m) return <Loading what="the message" />;
   const retryable = m.status === 'queued' && m.attempts > 0;
@@ -45,10 +124,14 @@ export function MessageScreen({ id }: { id: string }) {
         </span>
       </p>
       <div class="actions" role="group" aria-label="Message actions">
-        <button type="button" disabled={!RELEASABLE.includes(m.status) || action.busy} onClick={() => act('release')}>
+        <button type="button" disabled={!RELEASABLE.includes(m.status) || action.busy} onClick={() => release(m)}>
           Release
         </button>
-        <button type="button" disabled={!CANCELLABLE.includes(m.status) || action.busy} onClick={() => confirm('Cancel this message? It will not be sent.') && act('cancel')}>
+        <button
+          type="button"
+          disabled={!CANCELLABLE.includes(m.status) || action.busy}
+          onClick={async () => (await askConfirm({ title: 'Cancel this message?', body: <p>It will not be sent.</p>, confirm: 'Cancel the message', cancel: 'Keep it', danger: true })) && act('cancel')}
+        >
           Cancel
         </button>
         <button type="button" disabled={!retryable || action.busy} onClick={() => act('retry')}>
@@ -58,15 +141,7 @@ export function MessageScreen({ id }: { id: string }) {
           Download .eml
         </a>
         {m.status === 'captured' && (
-          <button
-            type="button"
-            class="danger"
-            disabled={action.busy}
-            onClick={async () => {
-              if (!confirm('Delete this captured message for good?')) return;
-              if (await action.run(() => api('DELETE', `/messages/${encodeURIComponent(id)}`))) navigate(href(`/projects/${m.project_id}/inbox`));
-            }}
-          >
+          <button type="button" class="danger" disabled={action.busy} onClick={() => remove(m)}>
             Delete
           </button>
         )}
@@ -86,6 +161,11 @@ export function MessageScreen({ id }: { id: string }) {
         </span>
       </div>
       <ErrorNote error={action.error} />
+      {done && (
+        <p class="note action-done" role="status">
+          {done}
+        </p>
+      )}
       {link && (
         <div class="note share-link" role="status">
           Public link (anyone with it can read this message until <Time iso={link.expires_at} />):{' '}
@@ -167,7 +247,7 @@ function Preview({ id, content, error }: { id: string; content: Api.MessageConte
   return (
     <>
       <p class="muted">
-        {images ? 'Remote images are shown.' : 'Remote images are blocked.'}{' '}
+        {images ? 'Remote images are shown.' : 'Remote images are blocked (images sent with the message show).'}{' '}
         {!images && (
           <button type="button" class="link" onClick={() => setImages(true)}>
             Show remote images

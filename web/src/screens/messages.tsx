@@ -1,13 +1,17 @@
 /**
  * The message list (all messages with filters) and, with `inboxProject`, one project's sandbox
  * inbox. Newest first, cursor pages, live updates, bulk release / cancel / retry now.
- * Live updates never move what is on screen: a changed row changes in place; new messages are
- * counted in the live bar (always the same height) and shown when asked, unless the list was
- * empty.
+ * Live updates never move what is on screen: a changed row changes in place; messages that are
+ * new to the list (or changed into its status filter), and those a bulk action elsewhere
+ * changed, are counted in the live bar (always the same height; each message once) and shown
+ * when asked, unless the list was empty. The bar says "up to date" only while the stream is
+ * open. A bulk action asks first, naming how many messages it will touch (counted by the
+ * server, a dry run), then changes the rows on screen in place and says what it did.
  */
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { doors, get, post, query, type Api } from '../api';
-import { useLiveMessages, type MessageChange } from '../live';
+import { askConfirm } from '../confirm';
+import { useLiveMessages, useLiveState, type BulkChange, type MessageChange } from '../live';
 import { href, navigate, type Route } from '../router';
 import { useApp } from '../session';
 import { Empty, ErrorNote, Field, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
@@ -15,6 +19,13 @@ import { Empty, ErrorNote, Field, Loading, SandboxMarker, StatusBadge, Table, Ti
 const STATUSES: Api.MessageStatus[] = ['queued', 'scheduled', 'paused', 'captured', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'];
 const FILTER_KEYS = ['project', 'environment', 'status', 'from', 'to', 'subject', 'category', 'tag', 'id', 'created_after', 'created_before'] as const;
 type Filter = Partial<Record<(typeof FILTER_KEYS)[number], string>>;
+type BulkAction = 'release' | 'cancel' | 'retry';
+
+/** The states each action applies to (the server's rule, for the rows on screen). */
+const ACTION_FROM: Record<BulkAction, string[]> = { release: ['paused', 'captured'], cancel: ['queued', 'scheduled', 'paused', 'captured'], retry: ['queued'] };
+const VERB: Record<BulkAction, string> = { release: 'Release', cancel: 'Cancel', retry: 'Retry now' };
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString()} ${n === 1 ? one : many}`;
 
 function filterOf(route: Route, inboxProject?: string): Filter {
   const f: Filter = {};
@@ -40,6 +51,24 @@ const TEXT_FILTERS: { name: (typeof FILTER_KEYS)[number]; label: string; type?: 
 /** `datetime-local` values are the browser's local time; the API takes an instant. */
 const instant = (local?: string) => (local ? new Date(local).toISOString() : undefined);
 
+/** The status a row shows once `action` changed it (the server's transitions). */
+function statusAfter(action: BulkAction, m: Api.MessageSummary): Api.MessageStatus {
+  if (action === 'cancel') return 'cancelled';
+  if (action === 'release') return m.scheduled_at && Date.parse(m.scheduled_at) > Date.now() ? 'scheduled' : 'queued';
+  return m.status;
+}
+
+/** What a bulk action did, in words. */
+function bulkDoneText(r: Api.BulkResult): string {
+  const n = plural(r.changed, 'message');
+  const said =
+    r.action === 'release' ? `Released ${n}: queued for delivery.` : r.action === 'cancel' ? `Cancelled ${n}: they will not be sent.` : `Retry now: ${n} ${r.changed === 1 ? 'is' : 'are'} due at once.`;
+  const meanwhile = r.matched > r.changed ? ` ${plural(r.matched - r.changed, 'message')} changed meanwhile and ${r.matched - r.changed === 1 ? 'was' : 'were'} left as ${r.matched - r.changed === 1 ? 'it was' : 'they were'}.` : '';
+  const skipped = r.skipped > 0 ? ` ${plural(r.skipped, 'selected message')} ${r.skipped === 1 ? 'was' : 'were'} not in a state this applies to.` : '';
+  const gone = r.not_found > 0 ? ` ${plural(r.not_found, 'message')} no longer ${r.not_found === 1 ? 'exists' : 'exist'}.` : '';
+  return said + meanwhile + skipped + gone;
+}
+
 function CurlHint({ sandbox }: { sandbox: boolean }) {
   const base = (sandbox ? doors().sandbox : doors().production) ?? doors().sandbox ?? 'http://127.0.0.1:8081';
   const cmd = `curl -X POST ${base}/v1/send \\\n  -H 'Authorization: Bearer ps_test_…' -H 'Content-Type: application/json' \\\n  -d '{"from":"you@example.com","to":"someone@example.org","subject":"Hello","text":"Hi"}'`;
@@ -62,55 +91,69 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
     pages.first();
   }
   const cursor = pages.cursor;
-  const page = useLoad(
-    () =>
-      get<Api.MessagePage>(
-        `/messages${query({
-          ...filter,
-          status: filter.status?.split(','),
-          created_after: instant(filter.created_after),
-          created_before: instant(filter.created_before),
-          limit: 50,
-          cursor: cursor ?? undefined,
-        })}`,
-      ),
-    [filterKey, cursor],
-  );
+  const apiFilter = { ...filter, status: filter.status?.split(','), created_after: instant(filter.created_after), created_before: instant(filter.created_before) };
+  const page = useLoad(() => get<Api.MessagePage>(`/messages${query({ ...apiFilter, limit: 50, cursor: cursor ?? undefined })}`), [filterKey, cursor]);
+  // The page as last changed here: several live changes in one tick each build on the one before.
+  const shown = useRef(page.data);
+  shown.current = page.data;
+  const setShown = (data: Api.MessagePage) => {
+    shown.current = data;
+    page.setData(data);
+  };
   const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [fresh, setFresh] = useState(0);
+  /** Messages new to the list (or changed into its status filter) since it was read: each once. */
+  const [fresh, setFresh] = useState<Set<string>>(new Set());
+  /** Messages changed by bulk actions elsewhere (the stream gives their count, not their ids). */
+  const [elsewhere, setElsewhere] = useState(0);
   const [highlight, setHighlight] = useState<Set<string>>(new Set());
   const bulk = useAction();
-  const [bulkResult, setBulkResult] = useState<Api.BulkResult | null>(null);
+  const [bulkNote, setBulkNote] = useState<string | null>(null);
+  const liveState = useLiveState();
+  /** This page's own bulk actions: their `refresh` event is not news here (the rows changed in place). */
+  const ownActions = useRef<{ action: string; count: number; at: number }[]>([]);
+  const inFlight = useRef<BulkChange[] | null>(null);
+
+  const statusFilter = filter.status?.split(',');
+  const belongs = (c: MessageChange) => (statusFilter ? statusFilter.includes(c.status) : c.type === 'mail.accepted');
+  const countElsewhere = (r: BulkChange) => {
+    const now = Date.now();
+    ownActions.current = ownActions.current.filter((o) => now - o.at < 60_000);
+    const mine = ownActions.current.findIndex((o) => o.action === r.action && o.count === r.count);
+    if (mine >= 0) ownActions.current.splice(mine, 1);
+    else setElsewhere((n) => n + r.count);
+  };
 
   const showFresh = () => {
-    setFresh(0);
+    setFresh(new Set());
+    setElsewhere(0);
     pages.first();
     page.reload();
   };
   useLiveMessages(
     { project: filter.project, environment: filter.environment },
     (c: MessageChange) => {
-      const rows = page.data?.messages;
-      if (!rows) return;
+      const data = shown.current;
+      if (!data) return;
+      const rows = data.messages;
       const i = rows.findIndex((m) => m.id === c.id);
       if (i >= 0) {
-        if (c.status === 'deleted') return setFresh((n) => n + 1);
         const next = rows.slice();
         next[i] = { ...rows[i], status: c.status as Api.MessageStatus, paused: c.status === 'paused' };
-        page.setData({ ...page.data!, messages: next });
+        setShown({ ...data, messages: next });
         setHighlight(new Set([c.id]));
-      } else if (c.type === 'mail.accepted' || c.status === 'captured' || c.status === 'queued' || c.status === 'scheduled' || c.status === 'paused') {
+      } else if (c.status !== 'deleted' && belongs(c)) {
         // An empty first page has nothing to push aside: show it at once.
         if (rows.length === 0 && pages.onFirstPage) {
           setHighlight(new Set([c.id]));
           page.reload();
-        } else setFresh((n) => n + 1);
+        } else setFresh((ids) => (ids.has(c.id) ? ids : new Set(ids).add(c.id)));
       }
     },
-    () => setFresh((n) => Math.max(n, 1)),
+    (r) => (inFlight.current ? inFlight.current.push(r) : countElsewhere(r)),
   );
 
   const rows = page.data?.messages ?? [];
+  const waiting = [...fresh].filter((id) => !rows.some((m) => m.id === id)).length + elsewhere;
   const allSelected = rows.length > 0 && rows.every((m) => selected.has(m.id));
   const toggle = (id: string) => {
     const next = new Set(selected);
@@ -118,16 +161,62 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
     else next.add(id);
     setSelected(next);
   };
-  const runBulk = async (action: 'release' | 'cancel' | 'retry', byFilter: boolean) => {
-    const body = byFilter
-      ? { action, filter: { ...filter, status: filter.status?.split(','), created_after: instant(filter.created_after), created_before: instant(filter.created_before) } }
-      : { action, ids: [...selected] };
-    const result = await bulk.run(() => post<Api.BulkResult>('/messages/bulk', body));
-    if (result) {
-      setBulkResult(result);
-      setSelected(new Set());
-      page.reload();
+  const runBulk = async (action: BulkAction, byFilter: boolean) => {
+    setBulkNote(null);
+    const target = byFilter ? { filter: apiFilter } : { ids: [...selected] };
+    const dry = await bulk.run(() => post<Api.BulkResult>('/messages/bulk', { action, ...target, dry_run: true }));
+    if (!dry) return;
+    const verb = VERB[action].toLowerCase();
+    if (dry.matched === 0) {
+      setBulkNote(
+        byFilter
+          ? `No message matching the filter can be ${action === 'retry' ? 'retried now' : `${verb}ed`}: ${action === 'release' ? 'only paused or captured messages can be released' : action === 'cancel' ? 'only messages not yet handed off can be cancelled' : 'only queued messages waiting for their next attempt can be retried'}.`
+          : `None of the selected messages can be ${action === 'retry' ? 'retried now' : action === 'cancel' ? 'cancelled' : 'released'}.`,
+      );
+      return;
     }
+    const count = plural(dry.matched, 'message');
+    const one = !byFilter && dry.matched === 1 ? rows.find((m) => selected.has(m.id) && ACTION_FROM[action].includes(m.status)) : undefined;
+    const sandbox = inboxProject !== undefined || filter.environment === 'sandbox' || rows.some((m) => m.sandbox && (byFilter || selected.has(m.id)));
+    const ok = await askConfirm({
+      title: `${VERB[action]} ${count}${byFilter ? ' matching the filter' : ''}?`,
+      body: (
+        <>
+          <p>
+            {action === 'release'
+              ? one
+                ? `It is delivered to ${one.to.join(', ')}, through the project's providers.`
+                : 'They are delivered to their recipients, through their projects\' providers.'
+              : action === 'cancel'
+                ? 'They will not be sent. This cannot be undone.'
+                : 'Each is tried again at once instead of waiting for its next attempt.'}
+          </p>
+          {action === 'release' && sandbox && <p>Sandbox messages were never delivered: released, they go to their real recipients.</p>}
+          {dry.skipped > 0 && <p class="muted">{plural(dry.skipped, 'selected message')} not in a state this applies to stay as they are.</p>}
+        </>
+      ),
+      confirm: `${VERB[action]} ${count}`,
+      cancel: 'Leave them as they are',
+      danger: action === 'cancel',
+    });
+    if (!ok) return;
+    inFlight.current = [];
+    const result = await bulk.run(() => post<Api.BulkResult>('/messages/bulk', { action, ...target }));
+    const arrived = inFlight.current;
+    inFlight.current = null;
+    if (result && result.changed > 0) ownActions.current.push({ action, count: result.changed, at: Date.now() });
+    arrived.forEach(countElsewhere);
+    if (!result) return;
+    // The rows on screen it changed change in place (no other message comes or goes).
+    const changed = result.changed_ids ? new Set(result.changed_ids) : null;
+    const data = shown.current;
+    if (data && result.changed > 0) {
+      const touched = (m: Api.MessageSummary) => (changed ? changed.has(m.id) : ACTION_FROM[action].includes(m.status));
+      setShown({ ...data, messages: data.messages.map((m) => (touched(m) ? { ...m, status: statusAfter(action, m), paused: action === 'release' ? false : m.paused } : m)) });
+      setHighlight(new Set(data.messages.filter(touched).map((m) => m.id)));
+    }
+    setBulkNote(bulkDoneText(result));
+    setSelected(new Set());
   };
 
   const title = inboxProject ? `Sandbox inbox — ${app.projects.find((p) => p.id === inboxProject)?.name ?? inboxProject}` : 'Messages';
@@ -137,10 +226,12 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
       <h1>{title}</h1>
       {!inboxProject && <Filters filter={filter} projects={app.projects} />}
       <div class="live-bar" aria-live="polite">
-        <span class="live-dot" aria-hidden="true" /> Live
-        {fresh > 0 ? (
+        <span class={`live-dot${liveState === 'live' ? '' : ' off'}`} aria-hidden="true" /> {liveState === 'live' ? 'Live' : 'Not live'}
+        {liveState !== 'live' ? (
+          <span class="muted"> · {liveState === 'connecting' ? 'connecting…' : 'reconnecting: changes are not shown until then'}</span>
+        ) : waiting > 0 ? (
           <button type="button" class="link" onClick={showFresh}>
-            {fresh} new or changed message{fresh === 1 ? '' : 's'} — show
+            {plural(waiting, 'new or changed message')} — show
           </button>
         ) : (
           <span class="muted"> · up to date</span>
@@ -150,24 +241,24 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
         <span class="muted">{selected.size} selected</span>
         {(['release', 'cancel', 'retry'] as const).map((a) => (
           <button key={a} type="button" disabled={selected.size === 0 || bulk.busy} onClick={() => runBulk(a, false)}>
-            {a === 'retry' ? 'Retry now' : a[0].toUpperCase() + a.slice(1)}
+            {VERB[a]}
           </button>
         ))}
         {filtered && (
           <details class="inline">
             <summary>All matching the filter…</summary>
             {(['release', 'cancel', 'retry'] as const).map((a) => (
-              <button key={a} type="button" disabled={bulk.busy} onClick={() => confirm(`${a} every message matching the filter?`) && runBulk(a, true)}>
-                {a === 'retry' ? 'Retry now' : a[0].toUpperCase() + a.slice(1)} all matching
+              <button key={a} type="button" disabled={bulk.busy} onClick={() => runBulk(a, true)}>
+                {VERB[a]} all matching
               </button>
             ))}
           </details>
         )}
       </div>
       <ErrorNote error={bulk.error} />
-      {bulkResult && (
-        <p class="note" role="status">
-          {bulkResult.action}: {bulkResult.changed} changed, {bulkResult.skipped} skipped{bulkResult.not_found ? `, ${bulkResult.not_found} not found` : ''}.
+      {bulkNote && (
+        <p class="note bulk-done" role="status">
+          {bulkNote}
         </p>
       )}
       <ErrorNote error={page.error} />

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { useApp } from '../session';
 import { checkedValues, ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useLoad } from '../ui';
 
@@ -59,13 +60,13 @@ export function OperatorsScreen() {
                   {o.id !== app.session.operator.id && (
                     <>
                       <button type="button" class="small" disabled={action.busy} onClick={async () => {
-                        if (!confirm(`Reset the password of ${o.email}? Their sessions end.`)) return;
+                        if (!(await askConfirm({ title: `Reset the password of ${o.email}?`, body: <p>Their sessions end, and they must change the new (generated) password when they sign in.</p>, confirm: 'Reset the password', danger: true }))) return;
                         const r = await action.run(() => post<Api.PasswordReset>(`/operators/${o.id}/reset-password`));
                         if (r) setShown({ label: `New password for ${o.email}`, value: r.password });
                       }}>
                         Reset password
                       </button>{' '}
-                      <button type="button" class="small danger" disabled={action.busy} onClick={async () => confirm(`Remove ${o.email}?`) && (await action.run(() => api('DELETE', `/operators/${o.id}`))) && operators.reload()}>
+                      <button type="button" class="small danger" disabled={action.busy} onClick={async () => (await askConfirm({ title: `Remove ${o.email}?`, body: <p>Their sessions and API tokens end.</p>, confirm: 'Remove the operator', cancel: 'Keep them', danger: true })) && (await action.run(() => api('DELETE', `/operators/${o.id}`))) && operators.reload()}>
                         Remove
                       </button>
                     </>

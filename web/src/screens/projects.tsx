@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { href } from '../router';
 import { isOwner, useApp } from '../session';
 import { bytes, Empty, ErrorNote, Field, formValues, Loading, UsageBar, useAction, useLoad } from '../ui';
@@ -56,14 +57,42 @@ function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onC
   const project = useLoad(() => get<Api.ProjectDetail>(`/projects/${id}`), [id]);
   const action = useAction();
   const [strategy, setStrategy] = useState<string | null>(null);
+  const [done, setDone] = useState<string | null>(null);
   const p = project.data;
   if (project.error) return <ErrorNote error={project.error} />;
   if (!p) return <Loading what="project" />;
-  const change = async (fn: () => Promise<unknown>) => {
-    if (await action.run(fn)) {
+  const change = async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    setDone(null);
+    const result = await action.run(fn);
+    if (result) {
       project.reload();
       onChanged();
     }
+    return result;
+  };
+  const pause = async () => {
+    const ok = await askConfirm({
+      title: `Pause ${p.name}?`,
+      body: (
+        <p>
+          Mail it accepts from now on is held (status <em>paused</em>) and not sent until you resume it; sandbox mail is held with it. Mail already queued still goes.
+        </p>
+      ),
+      confirm: `Pause ${p.name}`,
+      cancel: 'Keep it sending',
+    });
+    if (ok && (await change(() => post(`/projects/${p.id}/pause`)))) setDone(`${p.name} is paused: new mail is held until you resume it.`);
+  };
+  const resume = async () => {
+    const ok = await askConfirm({
+      title: `Resume ${p.name}?`,
+      body: <p>The mail held by the pause is released at once and delivered to its recipients (held sandbox mail stays captured).</p>,
+      confirm: `Resume and send the held mail`,
+      cancel: 'Keep it paused',
+    });
+    if (!ok) return;
+    const result = await change(() => post<Api.ProjectPauseResult>(`/projects/${p.id}/resume`));
+    if (result) setDone(`${p.name} is sending again: ${(result.released ?? 0).toLocaleString()} held message${result.released === 1 ? '' : 's'} released.`);
   };
   return (
     <article class="card project">
@@ -82,7 +111,7 @@ function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onC
       </p>
       {owner && (
         <div class="actions">
-          <button type="button" disabled={action.busy} onClick={() => change(() => post(`/projects/${p.id}/${p.paused ? 'resume' : 'pause'}`))}>
+          <button type="button" disabled={action.busy} onClick={() => (p.paused ? resume() : pause())}>
             {p.paused ? 'Resume' : 'Pause'}
           </button>
           <label>
@@ -99,6 +128,11 @@ function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onC
         </div>
       )}
       <ErrorNote error={action.error} />
+      {done && (
+        <p class="note" role="status">
+          {done}
+        </p>
+      )}
     </article>
   );
 }

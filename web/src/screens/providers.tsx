@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { Empty, ErrorNote, Field, Loading, Table, useAction, useLoad } from '../ui';
 
 const SLUGS: Api.ProviderSlug[] = [
@@ -98,7 +99,7 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
                     }}>
                       Check connection
                     </button>{' '}
-                    <button type="button" class="small danger" disabled={action.busy} onClick={async () => confirm(`Detach ${p.slug} (${p.id})?`) && (await action.run(() => api('DELETE', `/providers/${p.id}`))) && providers.reload()}>
+                    <button type="button" class="small danger" disabled={action.busy} onClick={async () => (await askConfirm({ title: `Detach ${p.slug} (${p.id})?`, body: <p>The project no longer sends through this account.</p>, confirm: 'Detach the account', cancel: 'Keep it', danger: true })) && (await action.run(() => api('DELETE', `/providers/${p.id}`))) && providers.reload()}>
                       Detach
                     </button>
                   </td>

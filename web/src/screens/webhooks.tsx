@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, query, type Api } from '../api';
+import { askConfirm } from '../confirm';
 import { checkedValues, Empty, ErrorNote, Field, Loading, ShownOnce, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
 
 const EVENTS: Api.MailEventType[] = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'];
@@ -92,7 +93,7 @@ function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () =>
           Send test event
         </button>
         <button type="button" disabled={action.busy} onClick={async () => {
-          if (!confirm('Rotate the signing secret? Both secrets sign deliveries during the grace period.')) return;
+          if (!(await askConfirm({ title: 'Rotate the signing secret?', body: <p>A new secret is made and shown once; both secrets sign deliveries during the grace period.</p>, confirm: 'Rotate the secret' }))) return;
           const r = await action.run(() => post<Api.WebhookSecret>(`/webhooks/${w.id}/rotate-secret`));
           if (r) {
             onSecret(r.secret);
@@ -106,7 +107,7 @@ function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () =>
             Re-enable
           </button>
         )}
-        <button type="button" class="danger" disabled={action.busy} onClick={async () => confirm(`Remove ${w.url}?`) && (await action.run(() => api('DELETE', `/webhooks/${w.id}`))) && onChanged()}>
+        <button type="button" class="danger" disabled={action.busy} onClick={async () => (await askConfirm({ title: `Remove ${w.url}?`, body: <p>It receives no more events; deliveries still waiting for it are cancelled.</p>, confirm: 'Remove the endpoint', cancel: 'Keep it', danger: true })) && (await action.run(() => api('DELETE', `/webhooks/${w.id}`))) && onChanged()}>
           Remove
         </button>
       </div>
