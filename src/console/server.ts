@@ -12,6 +12,7 @@ import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
 import { readJsonBody } from '../http/jsonBody.js';
 import { ClientGone } from '../http/requestBody.js';
+import { exactRoute, isCanonicalTarget, loggedPath, requestPath } from '../http/requestPath.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
 import { countHttpRequest } from '../platform/metrics.js';
@@ -68,15 +69,6 @@ export interface ConsoleServer {
 /** Console request bodies are small (the largest: 10,000 message ids, a PEM key). */
 const MAX_BODY_BYTES = 1024 * 1024;
 const documentBody = JSON.stringify(consoleDocument);
-
-/** A path segment decoded; one that is not valid percent-encoding is kept as is (and then matches no id). */
-function percentDecoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
 
 const invalid = (details: ErrorDetail[]) => ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
 
@@ -136,7 +128,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     const clientIp = deps.proxies.clientAddress(req);
     const auth = op.authenticated ? await authenticateRequest(base, req, config) : null;
     // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
-    const params = Object.fromEntries(op.pathParams.map((name) => [name, percentDecoded(req.params?.[name] ?? '')]));
+    // polka has percent-decoded them once; a second decoding would make `%2540` another spelling of `@`.
+    const params = Object.fromEntries(op.pathParams.map((name) => [name, req.params?.[name] ?? '']));
     if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });
     if (op.ownerOnly && auth?.principal.operator.role !== 'owner') throw new ContractError('forbidden');
     const query = op.checkQuery(new URL(req.url ?? '/', 'http://console').searchParams);
@@ -185,11 +178,12 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   for (const op of consoleOperations()) {
     const handler = handlers[op.operationId];
     if (!handler) throw new Error(`console operation ${op.operationId} has no handler`);
-    app.add(op.method as 'GET', op.route, serve(op, handler));
+    // Exact routes, case-sensitive, no trailing slash: a path is served in one spelling only (http/requestPath.ts).
+    app.add(op.method as 'GET', exactRoute(op.route), serve(op, handler));
     methodsByRoute.set(op.route, [...(methodsByRoute.get(op.route) ?? []), op.method]);
   }
   for (const [route, methods] of methodsByRoute) {
-    app.all(route, (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
+    app.all(exactRoute(route), (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
   }
 
   const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
@@ -228,13 +222,15 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Content-Security-Policy', API_POLICY);
     res.once('close', () => {
-      const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, deps.proxies) };
-      if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path ?? ''), res.statusCode);
+      const line = { method: req.method, path: loggedPath(req.url), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, deps.proxies) };
+      if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path), res.statusCode);
       if (res.writableFinished) log.info(line, 'console request');
       else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
     if (deps.connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
-    if (serveOperations(req, res, req.url?.split('?')[0] ?? '/')) return;
+    // Only the canonical spelling of a path is served; any other is unknown (the API, the web app, /metrics).
+    if (!isCanonicalTarget(req.url)) return sendError(res, new ContractError('not_found'));
+    if (serveOperations(req, res, requestPath(req.url))) return;
     if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
   };

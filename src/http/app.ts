@@ -9,7 +9,7 @@ import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
 import type { FeedbackIntake } from '../delivery/feedback.js';
-import { maskSecrets, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
 import { countHttpRequest, countRefusal } from '../platform/metrics.js';
 import type { Readiness } from '../platform/readiness.js';
 import type { Admission, Route } from '../policy/admission.js';
@@ -20,6 +20,7 @@ import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.j
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
 import { ClientGone } from './requestBody.js';
+import { exactRoute, isCanonicalTarget, loggedPath } from './requestPath.js';
 import { sendError, sendJson } from './respond.js';
 import type { Viewer } from '../viewer/route.js';
 
@@ -53,20 +54,14 @@ export function timeoutCheckInterval(config: PosternConfig['http']): number {
   return Math.max(100, Math.min(1000, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
-/** Paths that hold no secret, logged as they are (the masking is six regular expressions). */
-const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json']);
+/** The routes counted under their own path (the others have an id or a secret in it). */
+const COUNTED_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json']);
 
 /** The route a request path is counted under (postern_http_requests_total): never a path with an id or a secret in it. */
 export function routeLabel(path: string): string {
-  if (PLAIN_PATHS.has(path)) return path;
+  if (COUNTED_PATHS.has(path)) return path;
   if (path.startsWith('/v1/feedback/')) return '/v1/feedback';
   return 'other';
-}
-
-/** The request path as logged: no query string, and the URL secret of a feedback endpoint masked. */
-export function loggedPath(url: string | undefined): string {
-  const path = (url ?? '').split('?')[0];
-  return PLAIN_PATHS.has(path) ? path : maskSecrets(path);
 }
 
 /** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
@@ -139,14 +134,15 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     },
   });
 
+  // Exact routes, case-sensitive, no trailing slash: a path is served in one spelling only (requestPath.ts).
   app
-    .get('/healthz', (_req, res) => {
+    .get(exactRoute('/healthz'), (_req, res) => {
       void pipeline.indexAnswers().then(
         (ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment }),
         () => sendJson(res, 503, { status: 'unavailable', environment }),
       );
     })
-    .get('/readyz', (_req, res) => {
+    .get(exactRoute('/readyz'), (_req, res) => {
       if (!deps.readiness) {
         void pipeline.indexAnswers().then(
           (ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', failing: ok ? [] : ['index'], checks: { index: { ok } } }),
@@ -159,17 +155,17 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
         () => sendJson(res, 503, { status: 'not_ready', failing: ['readiness'], checks: {} }),
       );
     })
-    .get('/openapi.json', (_req, res) => {
+    .get(exactRoute('/openapi.json'), (_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(openapiBody) });
       res.end(openapiBody);
     })
-    .post('/v1/send', guarded(send))
-    .post('/v1/send/batch', guarded(sendBatch))
-    .post('/v1/feedback/:account', guarded(feedback))
-    .post('/v1/feedback/:account/:token', guarded(feedback))
-    .all('/v1/send', methodNotAllowed('POST'))
-    .all('/v1/send/batch', methodNotAllowed('POST'));
-  if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body);
+    .post(exactRoute('/v1/send'), guarded(send))
+    .post(exactRoute('/v1/send/batch'), guarded(sendBatch))
+    .post(exactRoute('/v1/feedback/:account'), guarded(feedback))
+    .post(exactRoute('/v1/feedback/:account/:token'), guarded(feedback))
+    .all(exactRoute('/v1/send'), methodNotAllowed('POST'))
+    .all(exactRoute('/v1/send/batch'), methodNotAllowed('POST'));
+  if (deps.viewer) app.get(exactRoute('/view/:id/:token'), deps.viewer.page).get(exactRoute('/view/:id/:token/body'), deps.viewer.body);
 
   const server = createServer(
     {
@@ -191,6 +187,8 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
         countRefusal('http', OVER_CONNECTION_CAP.code);
         return sendError(res, OVER_CONNECTION_CAP);
       }
+      // Only the canonical spelling of a path is routed; any other is unknown, on every route.
+      if (!isCanonicalTarget(req.url)) return sendError(res, new ContractError('not_found'));
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
   );
