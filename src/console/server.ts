@@ -11,9 +11,10 @@ import type { InflightBudget } from '../platform/inflightBudget.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
 import { readJsonBody } from '../http/jsonBody.js';
+import { closingConnection, refusalAnswer } from '../http/refusedBody.js';
 import { ClientGone } from '../http/requestBody.js';
 import { exactRoute, isCanonicalTarget, loggedPath, requestPath } from '../http/requestPath.js';
-import { sendError, sendJson } from '../http/respond.js';
+import { sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
 import { countHttpRequest } from '../platform/metrics.js';
 import type { Readiness } from '../platform/readiness.js';
@@ -99,6 +100,7 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
   const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
+  const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
   const secure = Boolean(listener.cert && listener.key);
   // SQLite: a bulk action's candidate scan blocks the thread that runs it, so a thread of its own;
   // PostgreSQL reads wait on the network, never on the event loop.
@@ -164,14 +166,14 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       res.destroy();
       return;
     }
-    if (err instanceof ContractError) return sendError(res, err);
-    if (err instanceof OperatorError) return sendError(res, contractErrorOf(err));
+    if (err instanceof ContractError) return refuse(res, err);
+    if (err instanceof OperatorError) return refuse(res, contractErrorOf(err));
     log.error({ err }, 'unhandled error in console request');
-    sendError(res, new ContractError('server_error', { message: 'Internal error.' }));
+    refuse(res, new ContractError('server_error', { message: 'Internal error.' }));
   }
 
   const app = polka({
-    onNoMatch: (_req, res) => sendError(res, new ContractError('not_found')),
+    onNoMatch: (_req, res) => refuse(res, new ContractError('not_found')),
     onError: (err, _req, res) => fail(res, err),
   });
   const methodsByRoute = new Map<string, string[]>();
@@ -183,7 +185,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     methodsByRoute.set(op.route, [...(methodsByRoute.get(op.route) ?? []), op.method]);
   }
   for (const [route, methods] of methodsByRoute) {
-    app.all(exactRoute(route), (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
+    app.all(exactRoute(route), (_req, res) => refuse(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
   }
 
   const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
@@ -191,7 +193,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   async function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: MetricsExposition): Promise<void> {
     const token = config.metrics.token;
     if (token !== null && !bearerMatches(req.headers.authorization, token)) {
-      return sendError(res, new ContractError('unauthenticated', { message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).' }), { 'WWW-Authenticate': 'Bearer' });
+      return refuse(res, new ContractError('unauthenticated', { message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).' }), { 'WWW-Authenticate': 'Bearer' });
     }
     const text = await metrics.text();
     res.writeHead(200, { 'Content-Type': METRICS_TEXT_TYPE, 'Content-Length': Buffer.byteLength(text) });
@@ -204,7 +206,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     const readiness = path === '/readyz' ? deps.readiness : null;
     if (!metrics && !readiness) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendError(res, new ContractError('method_not_allowed'), { Allow: 'GET' });
+      refuse(res, new ContractError('method_not_allowed'), { Allow: 'GET' });
       return true;
     }
     const served = metrics
@@ -215,6 +217,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    // A request behind a refused body, on a connection its answer closed: not served.
+    if (closingConnection(req)) return void req.socket.destroy();
     const started = process.hrtime.bigint();
     // Operator data: never cached, never sniffed, never framed, no referrer; the web app's files set their own CSP.
     res.setHeader('Cache-Control', 'no-store');
@@ -227,9 +231,9 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       if (res.writableFinished) log.info(line, 'console request');
       else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
-    if (deps.connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
+    if (deps.connections.isRefused(req.socket)) return refuse(res, OVER_CONNECTION_CAP);
     // Only the canonical spelling of a path is served; any other is unknown (the API, the web app, /metrics).
-    if (!isCanonicalTarget(req.url)) return sendError(res, new ContractError('not_found'));
+    if (!isCanonicalTarget(req.url)) return refuse(res, new ContractError('not_found'));
     if (serveOperations(req, res, requestPath(req.url))) return;
     if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);

@@ -19,9 +19,10 @@ import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
+import { closingConnection, refusalAnswer } from './refusedBody.js';
 import { ClientGone } from './requestBody.js';
 import { exactRoute, isCanonicalTarget, loggedPath } from './requestPath.js';
-import { sendError, sendJson } from './respond.js';
+import { sendJson } from './respond.js';
 import type { Viewer } from '../viewer/route.js';
 
 export interface HttpDeps {
@@ -69,6 +70,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies, proxies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
+  const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
 
   // Authentication, then rate limits (see Admission); both before the body is read.
   const admit = (req: IncomingMessage, route: Route): Promise<AuthContext> =>
@@ -80,14 +82,13 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       handler(req, res).catch((err: unknown) => {
         // Nobody to answer; the request line (aborted: true) says what happened.
         if (err instanceof ClientGone) return;
-        // Refused before its body was read: close rather than read a body nobody will use.
-        const close: Record<string, string> = req.complete ? {} : { Connection: 'close' };
+        // Refused before its body was read whole: answered, the rest drained (bounded), then closed.
         if (err instanceof ContractError) {
           countRefusal('http', err.code);
-          sendError(res, err, close);
+          refuse(res, err);
         } else {
           log.error({ err }, 'unhandled error in request');
-          sendError(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }), close);
+          refuse(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
         }
       });
     };
@@ -124,13 +125,13 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   const feedback = createFeedbackHandler({ feedback: intake, admission, clock, logger: log, config, bodies, proxies }) as Handler;
 
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
-    sendError(res, new ContractError('method_not_allowed'), { Allow: allow });
+    refuse(res, new ContractError('method_not_allowed'), { Allow: allow });
 
   const app = polka({
-    onNoMatch: (_req, res) => sendError(res, new ContractError('not_found')),
+    onNoMatch: (_req, res) => refuse(res, new ContractError('not_found')),
     onError: (err, _req, res) => {
       log.error({ err }, 'request pipeline error');
-      sendError(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
+      refuse(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
     },
   });
 
@@ -174,6 +175,8 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       connectionsCheckingInterval: timeoutCheckInterval(config.http),
     },
     (req, res) => {
+      // A request behind a refused body, on a connection its answer closed: not served.
+      if (closingConnection(req)) return void req.socket.destroy();
       const started = process.hrtime.bigint();
       const path = loggedPath(req.url);
       // One line per request; a request whose client went away before its answer is `aborted`.
@@ -185,10 +188,10 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       });
       if (connections.isRefused(req.socket)) {
         countRefusal('http', OVER_CONNECTION_CAP.code);
-        return sendError(res, OVER_CONNECTION_CAP);
+        return refuse(res, OVER_CONNECTION_CAP);
       }
       // Only the canonical spelling of a path is routed; any other is unknown, on every route.
-      if (!isCanonicalTarget(req.url)) return sendError(res, new ContractError('not_found'));
+      if (!isCanonicalTarget(req.url)) return refuse(res, new ContractError('not_found'));
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
   );
