@@ -136,6 +136,14 @@ max_inflight_body_bytes: number
  * How long a request waits for room in max_inflight_body_bytes before 503 server_busy (a waiting request holds no body memory: its client is held back by TCP).
  */
 body_wait_ms: number
+/**
+ * A request refused before its body was read whole (a bad key, a body over its limit, a shape refused mid-body, an unknown path) is answered with Connection: close, and up to this many more bytes of its body are read and discarded before the connection is closed, so that a client still sending (Python's http.client, Node's fetch) reads the answer instead of a reset connection, as nginx's lingering close does. 64 MiB: any body the send API takes. A body whose Content-Length is larger is not drained; 0 drains nothing.
+ */
+refused_body_drain_bytes: number
+/**
+ * The longest a refused request's body is drained (refused_body_drain_bytes): a slower body is cut off then (nginx's lingering_time). 0: the connection is closed as soon as the answer is out.
+ */
+refused_body_drain_ms: number
 }
 spool: {
 /**

@@ -9,7 +9,7 @@ export interface FeedbackRequest {
   headers: IncomingHttpHeaders;
   /** The exact bytes received: signatures are computed over them. */
   rawBody: Buffer;
-  /** The path segment after the account id (a secret token in the URL), if any. */
+  /** The path segment after the account id (a secret token in the URL), if any, percent-decoded once (by the router). */
   token: string | null;
   /** The full request URL as the provider called it (path and query). */
   url: string;

@@ -25,15 +25,9 @@ export function webhookSecretOf({ secrets }: ProviderAccount): string | null {
 /** The credentials a request presents, by scheme (only those the provider can send). */
 function presented(req: FeedbackRequest, schemes: UrlSecretScheme[]): { scheme: UrlSecretScheme; value: string }[] {
   const out: { scheme: UrlSecretScheme; value: string }[] = [];
-  if (schemes.includes('token') && req.token !== null) {
-    let token = req.token;
-    try {
-      token = decodeURIComponent(token);
-    } catch {
-      // A malformed escape is compared as it came.
-    }
-    out.push({ scheme: 'token', value: token });
-  }
+  // The token path segment as the router decoded it, once: decoding it again would take
+  // `%2541` for `A`, a second spelling of the secret.
+  if (schemes.includes('token') && req.token !== null) out.push({ scheme: 'token', value: req.token });
   const authorization = headerOf(req.headers, 'authorization')?.trim() ?? '';
   const [kind, ...rest] = authorization.split(/\s+/);
   const credential = rest.join(' ');
