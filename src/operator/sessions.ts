@@ -21,6 +21,13 @@ export interface Principal {
 /** Last-seen and last-used times are written at most this often per session or token. */
 const TOUCH_EVERY_MS = 60_000;
 
+/**
+ * How often a session's last-seen time is written: a session ends up to this long before its
+ * idle time has passed since its last use, so a quarter of a short idle time (15 s of the
+ * minimum 60 s), and never more than once a minute (not a write per request for long ones).
+ */
+const sessionTouchEveryMs = (idleMs: number): number => Math.min(TOUCH_EVERY_MS, Math.floor(idleMs / 4));
+
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 async function principal(ctx: OperatorContext, operator: OperatorRow, via: Principal['via'], sessionHash: Buffer | null, tokenId: string | null): Promise<Principal> {
@@ -66,7 +73,7 @@ export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, 
   }
   const operator = await getOperator(ctx.store, session.operator_id);
   if (!operator) return null;
-  if (now - session.last_seen_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
+  if (now - session.last_seen_at >= sessionTouchEveryMs(idleMs)) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
   return principal(ctx, operator, 'session', idHash, null);
 }
 

@@ -267,6 +267,37 @@ describe('console sessions', () => {
   });
 });
 
+describe('a session with console.session_idle_seconds 60 (the minimum)', () => {
+  const clock = new ManualClock(T0);
+  let p: TestPostern;
+
+  before(async () => {
+    p = await startTestPostern({ clock, console: true, config: { console: { session_idle_seconds: 60 } } });
+    await operatorAccount(p.ctx, 'owner@example.com', 'owner');
+  });
+  after(async () => p?.close());
+
+  test('a session used every 50 s stays signed in for 10 minutes; left unused for 61 s it expires', async () => {
+    const session = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
+    for (let i = 1; i <= 12; i++) {
+      clock.advance(50_000);
+      const res = await session.get('/session');
+      assert.equal(res.status, 200, `request ${i}, ${i * 50} s after sign-in: ${res.text}`);
+    }
+    clock.advance(61_000);
+    expectError(await session.get('/session'), 401, 'session_expired');
+  });
+
+  test('a session used at uneven gaps, each shorter than 45 s (three quarters of the idle time), stays signed in', async () => {
+    const session = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
+    for (const [i, gap] of [5, 44, 1, 40, 14, 44, 3, 44, 10, 44].entries()) {
+      clock.advance(gap * 1000);
+      const res = await session.get('/session');
+      assert.equal(res.status, 200, `request ${i + 1}, after ${gap} s: ${res.text}`);
+    }
+  });
+});
+
 describe('failed sign-in limits against attempts sent at once (5 per email, 8 per address, 600 s)', () => {
   const PER_ACCOUNT = 5;
   const PER_IP = 8;
