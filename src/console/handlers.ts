@@ -136,8 +136,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return { status: 204, headers };
     },
     async changePassword(c) {
-      await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, c.body.new_password as string);
-      return { status: 204 };
+      return ok(await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, c.body.new_password as string, c.body.revoke_tokens === true));
     },
     listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
     createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
@@ -336,7 +335,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
     updateOperator: async (c) => ok(await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
     removeOperator: async (c) => ok(await removeOperator(c.ctx, c.params.operator_id)),
-    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id)),
+    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, { keepTokens: c.body.keep_tokens === true })),
     listAudit: async (c) => ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
   };
 }

@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { PasswordSetResult } from '../commit/operatorWrites.js';
 import { findOperatorByEmail, getOperator, operatorProjectIds, type OperatorRow } from '../store/operators.js';
 import { findOperatorSession, findOperatorTokenByHash } from '../store/operatorSessions.js';
 import { auditStamp } from './audit.js';
@@ -112,12 +113,24 @@ export function csrfTokenMatches(sessionId: string, given: string | undefined): 
 
 /**
  * An operator changes their own password, proving the current one; every other session of
- * theirs ends (this one stays signed in).
+ * theirs ends (this one stays signed in). Their API tokens keep working unless `revokeTokens`:
+ * scripts hold credentials of their own, listed and revoked one by one, as most consoles keep
+ * personal tokens over a password change; one who changes it because it leaked asks for both.
+ * The answer counts what ended and what still works.
  */
-export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string): Promise<void> {
+export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string, revokeTokens = false): Promise<PasswordSetResult> {
   checkPasswordRules(next, 'new_password');
   if (!(await verifyPassword(current, p.operator.password_hash))) throw new OperatorError('invalid_argument', 'the current password is wrong', 'current_password');
   const hash = await hashPassword(next);
   const keep = p.sessionHash === null ? null : p.sessionHash.toString('hex');
-  await write(ctx, { type: 'password_set', operator_id: p.operator.id, password_hash: hash, now: ctx.clock.now(), keep_session: keep, action: 'operator.change_password', stamp: auditStamp(ctx) });
+  return write(ctx, {
+    type: 'password_set',
+    operator_id: p.operator.id,
+    password_hash: hash,
+    now: ctx.clock.now(),
+    keep_session: keep,
+    revoke_tokens: revokeTokens,
+    action: 'operator.change_password',
+    stamp: auditStamp(ctx),
+  });
 }
