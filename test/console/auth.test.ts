@@ -436,4 +436,17 @@ describe('sign-in while the shared failed sign-in windows cannot be counted (a n
     expectStatus(await attempt('owner@example.com', PASSWORD), 201);
   });
 
+  test('a password change answers 500 server_error before the current password is checked, and changes nothing', async () => {
+    const session = await ConsoleClient.signIn(node.console, 'owner@example.com', PASSWORD);
+    await node.ctx.store.run('ALTER TABLE rate_window_slots RENAME TO rate_window_slots_away');
+    try {
+      const res = await session.put('/session/password', { current_password: PASSWORD, new_password: 'another long password' });
+      assert.deepEqual([res.status, res.body], [500, { error: { type: 'api_error', code: 'server_error', message: 'The password cannot be checked for a moment; retry shortly.' } }]);
+    } finally {
+      await node.ctx.store.run('ALTER TABLE rate_window_slots_away RENAME TO rate_window_slots');
+    }
+    assert.equal(log.lines.filter((l) => l.msg === 'the sign-in limits could not be counted (the store failed); password change refused').length, 1);
+    expectStatus(await session.get('/session'), 200);
+    expectStatus(await new ConsoleClient(node.console).post('/session', { email: 'owner@example.com', password: PASSWORD }), 201);
+  });
 });
