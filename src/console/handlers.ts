@@ -20,6 +20,7 @@ import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
 } from '../operator/operators.js';
 import { overview, type OverviewSources } from '../operator/overview.js';
+import { checkPasswordRules } from '../operator/passwords.js';
 import { nodeList } from '../operator/nodes.js';
 import { changePlan, createProject, deleteProject, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
 import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
@@ -136,8 +137,15 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return { status: 204, headers };
     },
     async changePassword(c) {
-      await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, c.body.new_password as string);
-      return { status: 204 };
+      const next = c.body.new_password as string;
+      // A new password the rules refuse is answered before anything is checked: no guess, no place taken.
+      checkPasswordRules(next, 'new_password');
+      // The current password is a guess like a sign-in's: its place in the failed sign-in limits
+      // (this operator's email, this address) is taken before the check, kept unless it was right.
+      const attempt = await deps.throttle.reserve(c.clientIp, c.principal.operator.email, 'current_password');
+      const changed = await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, next, c.body.revoke_tokens === true);
+      await deps.throttle.succeeded(attempt);
+      return ok(changed);
     },
     listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
     createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
@@ -346,7 +354,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
     updateOperator: async (c) => ok(await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
     removeOperator: async (c) => ok(await removeOperator(c.ctx, c.params.operator_id)),
-    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id)),
+    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, { keepTokens: c.body.keep_tokens === true })),
     listAudit: async (c) => ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
   };
 }

@@ -267,9 +267,11 @@ Operator?: Operator
 SignIn?: SignIn
 Session?: Session
 PasswordChange?: PasswordChange
+PasswordChanged?: PasswordChanged
 OperatorCreate?: OperatorCreate
 OperatorCreated?: OperatorCreated
 OperatorUpdate?: OperatorUpdate
+PasswordResetOptions?: PasswordResetOptions
 PasswordReset?: PasswordReset
 OperatorRemoved?: OperatorRemoved
 OperatorList?: OperatorList
@@ -426,6 +428,28 @@ idle_timeout_seconds: (number | null)
 export interface PasswordChange {
 current_password: string
 new_password: string
+/**
+ * true: your API tokens are revoked too (a password that leaked); absent or false: they keep working
+ */
+revoke_tokens?: boolean
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PasswordChanged".
+ */
+export interface PasswordChanged {
+/**
+ * your other sessions, now ended
+ */
+sessions_ended: number
+/**
+ * your API tokens revoked (0 unless revoke_tokens)
+ */
+tokens_revoked: number
+/**
+ * your API tokens that still work (see GET /tokens)
+ */
+tokens_active: number
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -458,6 +482,16 @@ projects?: ProjectId[]
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PasswordResetOptions".
+ */
+export interface PasswordResetOptions {
+/**
+ * true: the operator's API tokens keep working (a forgotten password); absent or false: they are revoked
+ */
+keep_tokens?: boolean
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "PasswordReset".
  */
 export interface PasswordReset {
@@ -467,6 +501,14 @@ email: string
  * the new one-time password; shown only here
  */
 password: string
+/**
+ * the operator's sessions, now ended
+ */
+sessions_ended: number
+/**
+ * the operator's API tokens revoked (0 with keep_tokens)
+ */
+tokens_revoked: number
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
