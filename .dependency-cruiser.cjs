@@ -74,6 +74,20 @@ module.exports = {
       to: { path: '^src/(store|spool|commit)/' },
     },
     {
+      name: 'a-provider-is-one-folder',
+      severity: 'error',
+      comment: "A provider's folder (src/providers/<folder>/) imports the shared provider modules and the ground floor, never another provider's folder (docs/architecture.md, \"Providers\").",
+      from: { path: '^src/providers/([^/]+)/' },
+      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/$1/' },
+    },
+    {
+      name: 'only-the-registry-names-providers',
+      severity: 'error',
+      comment: 'Only registry.gen.ts (generated from the folders) imports a provider folder: everything else asks the registry, so adding a provider is adding its folder.',
+      from: { pathNot: '^src/providers/([^/]+/|registry\\.gen\\.ts$)' },
+      to: { path: '^src/providers/[^/]+/' },
+    },
+    {
       name: 'providers-never-store',
       severity: 'error',
       comment: 'Providers get a parsed account and a message, never the store.',

@@ -735,7 +735,7 @@ export interface ProviderList {
 providers: ProviderAccount[]
 }
 /**
- * the fields each slug needs: see the README's provider sections (smtp: host; every -api slug: api_key; provider-c-api: domain)
+ * The account fields each slug takes (* required; the same as `postern provider attach --help`). smtp: host*, port, tls, user, pass; provider-a-api: api_key*, user, region, endpoint, webhook_secret; provider-a-smtp: user, pass, region, host, port, tls, webhook_secret; provider-b-api: api_key*, region, endpoint, webhook_public_key; provider-b-smtp: user, pass, host, port, tls, webhook_public_key; provider-c-api: api_key*, domain*, region, endpoint, webhook_secret; provider-c-smtp: user, pass, region, host, port, tls, webhook_secret; provider-d-api: api_key*, endpoint, webhook_secret; provider-d-smtp: user, pass, host, port, tls, webhook_secret; provider-e-api: api_key*, endpoint, webhook_secret; provider-e-smtp: user, pass, host, port, tls, webhook_secret; provider-f-api: api_key*, endpoint, webhook_secret; provider-f-smtp: user, pass, host, port, tls, webhook_secret; provider-g-smtp: user, pass, host, port, tls.
  * 
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "ProviderAttach".

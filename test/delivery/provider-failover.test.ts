@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { messageShow } from '../../src/operator/messages.js';
 import { attachProvider } from '../../src/operator/providers.js';
+import { smtpRelayOf } from '../../src/providers/registry.js';
 import { relayMessageId } from '../../src/providers/smtpRelay.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';
@@ -92,9 +93,9 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
 });
 
 test('the SMTP relay captures the provider id from Postfix-style and Amazon SES 250 replies', () => {
-  assert.equal(relayMessageId('smtp', '250 2.0.0 Ok: queued as 4Xyz1abC'), '4Xyz1abC');
-  assert.equal(relayMessageId('provider-a-smtp', '250 Ok 0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000'), '0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000');
+  assert.equal(relayMessageId(smtpRelayOf('smtp')!, '250 2.0.0 Ok: queued as 4Xyz1abC'), '4Xyz1abC');
+  assert.equal(relayMessageId(smtpRelayOf('provider-a-smtp')!, '250 Ok 0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000'), '0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000');
   // Only SES's relay words it that way; another relay's "250 Ok" carries no id.
-  assert.equal(relayMessageId('smtp', '250 Ok'), null);
-  assert.equal(relayMessageId('provider-b-smtp', '250 Ok 12345'), null);
+  assert.equal(relayMessageId(smtpRelayOf('smtp')!, '250 Ok'), null);
+  assert.equal(relayMessageId(smtpRelayOf('provider-b-smtp')!, '250 Ok 12345'), null);
 });

@@ -19,6 +19,7 @@ import { createKey } from '../../src/operator/keys.js';
 import { setPaused, setStrategy } from '../../src/operator/projects.js';
 import { attachProvider, detachProvider, type AttachOptions } from '../../src/operator/providers.js';
 import { suppress, suppressionList } from '../../src/operator/suppressions.js';
+import { smtpRelayOf } from '../../src/providers/registry.js';
 import { providerOptionHeaders } from '../../src/providers/smtpRelay.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted, assertErrorEnvelope } from '../support/assertions.js';
@@ -275,10 +276,10 @@ describe('provider_options over a provider SMTP relay', () => {
 
   test('an option value holding CR or LF (stored before validation refused it) is never written as a header', () => {
     for (const value of ['cs\r\nBcc: attacker@evil.example', 'cs\nX-Injected: 1', 'cs\r']) {
-      assert.equal(providerOptionHeaders('provider-a-smtp', { 'provider-a-api': { configuration_set: value } }), '');
-      assert.equal(providerOptionHeaders('provider-e-smtp', { 'provider-e-api': { message_stream: value } }), '');
+      assert.equal(providerOptionHeaders(smtpRelayOf('provider-a-smtp')!, { 'provider-a-api': { configuration_set: value } }), '');
+      assert.equal(providerOptionHeaders(smtpRelayOf('provider-e-smtp')!, { 'provider-e-api': { message_stream: value } }), '');
     }
-    assert.equal(providerOptionHeaders('provider-a-smtp', { 'provider-a-api': { configuration_set: 'cs' } }), 'X-SES-CONFIGURATION-SET: cs\r\n');
+    assert.equal(providerOptionHeaders(smtpRelayOf('provider-a-smtp')!, { 'provider-a-api': { configuration_set: 'cs' } }), 'X-SES-CONFIGURATION-SET: cs\r\n');
   });
 });
 

@@ -18,7 +18,7 @@ import { messageShow } from '../../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
 import { suppressionList } from '../../src/operator/suppressions.js';
 import type { DeliveryJob } from '../../src/providers/adapter.js';
-import { SesApiAdapter } from '../../src/providers/sesApi.js';
+import { SesApiAdapter } from '../../src/providers/ses/adapter.js';
 import type { ProviderAccount } from '../../src/contract/providerAccount.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';

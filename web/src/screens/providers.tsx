@@ -2,46 +2,32 @@ import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
 import { Empty, ErrorNote, Field, Loading, Table, useAction, useLoad } from '../ui';
+import { PROVIDER_ACCOUNTS, type AccountField, type SlugAccount } from './providerAccounts.gen';
 
-const SLUGS: Api.ProviderSlug[] = [
-  'smtp', 'provider-a-smtp', 'provider-b-smtp', 'provider-c-smtp', 'provider-d-smtp', 'provider-e-smtp', 'provider-f-smtp', 'provider-g-smtp',
-  'provider-a-api', 'provider-b-api', 'provider-c-api', 'provider-d-api', 'provider-e-api', 'provider-f-api',
-];
+/** The attach form's slug list and each slug's fields: the providers' declarations (generated). */
+function accountOf(slug: string): SlugAccount {
+  return PROVIDER_ACCOUNTS.find((p) => p.slug === slug) ?? PROVIDER_ACCOUNTS[0];
+}
 
-type FieldName = 'host' | 'port' | 'tls' | 'user' | 'pass' | 'api_key' | 'endpoint' | 'region' | 'domain' | 'webhook_secret' | 'webhook_public_key';
-
-/** The fields each kind of slug takes (required ones first). */
-function fieldsFor(slug: string): { name: FieldName; label: string; required?: boolean; secret?: boolean; hint?: string }[] {
-  if (slug === 'smtp')
-    return [
-      { name: 'host', label: 'Host', required: true },
-      { name: 'port', label: 'Port', hint: 'default 587' },
-      { name: 'tls', label: 'TLS' },
-      { name: 'user', label: 'User' },
-      { name: 'pass', label: 'Password', secret: true },
-    ];
-  if (slug.endsWith('-smtp'))
-    return [
-      { name: 'user', label: 'SMTP user', required: true },
-      { name: 'pass', label: 'SMTP password', required: true, secret: true },
-      { name: 'host', label: 'Host', hint: "empty: the provider's" },
-      { name: 'port', label: 'Port' },
-      { name: 'tls', label: 'TLS' },
-    ];
-  return [
-    { name: 'api_key', label: 'API key', required: true, secret: true },
-    ...(slug === 'provider-c-api' ? [{ name: 'domain' as const, label: 'Sending domain', required: true }] : [{ name: 'domain' as const, label: 'Domain' }]),
-    { name: 'region', label: 'Region' },
-    { name: 'endpoint', label: 'Endpoint', hint: "empty: the provider's" },
-    { name: 'webhook_secret', label: 'Webhook secret', secret: true },
-    { name: 'webhook_public_key', label: 'Webhook public key' },
-  ];
+/** One account field's input, as its JSON Schema says: a choice, a number, a secret, or text. */
+function FieldInput({ name, field, required }: { name: string; field: AccountField; required: boolean }) {
+  if (field.enum)
+    return (
+      <select name={name}>
+        <option value="">default</option>
+        {field.enum.map((v) => (
+          <option key={v}>{v}</option>
+        ))}
+      </select>
+    );
+  return <input name={name} required={required} type={field.writeOnly ? 'password' : field.type === 'integer' ? 'number' : 'text'} autoComplete="off" />;
 }
 
 export function ProvidersScreen({ projectId }: { projectId: string }) {
   const providers = useLoad(() => get<Api.ProviderList>(`/projects/${projectId}/providers`), [projectId]);
   const action = useAction();
-  const [slug, setSlug] = useState<string>('smtp');
+  const [slug, setSlug] = useState<string>(PROVIDER_ACCOUNTS[0].slug);
+  const { account } = accountOf(slug);
   const [checks, setChecks] = useState<Record<string, Api.ConnectionCheck>>({});
   const list = providers.data?.providers ?? [];
   return (
@@ -117,7 +103,7 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
           const body: Record<string, string | number> = { slug };
           new FormData(form).forEach((v, k) => {
             if (typeof v !== 'string' || v.trim() === '' || k === 'slug') return;
-            body[k] = ['port', 'priority', 'free_quota'].includes(k) ? Number(v) : v.trim();
+            body[k] = account.properties[k]?.type === 'integer' || k === 'priority' || k === 'free_quota' ? Number(v) : v.trim();
           });
           if (await action.run(() => post(`/projects/${projectId}/providers`, body))) {
             form.reset();
@@ -128,25 +114,21 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
         <h2>Attach a provider account</h2>
         <Field label="Provider">
           <select name="slug" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
-            {SLUGS.map((s) => (
-              <option key={s}>{s}</option>
+            {PROVIDER_ACCOUNTS.map((p) => (
+              <option key={p.slug} value={p.slug}>
+                {p.slug} ({p.title})
+              </option>
             ))}
           </select>
         </Field>
-        {fieldsFor(slug).map((f) => (
-          <Field key={slug + f.name} label={f.label + (f.required ? '' : ' (optional)')} hint={f.hint}>
-            {f.name === 'tls' ? (
-              <select name="tls">
-                <option value="">default</option>
-                <option>starttls</option>
-                <option>implicit</option>
-                <option>none</option>
-              </select>
-            ) : (
-              <input name={f.name} required={f.required} type={f.secret ? 'password' : f.name === 'port' ? 'number' : 'text'} autoComplete="off" />
-            )}
-          </Field>
-        ))}
+        {Object.entries(account.properties).map(([name, field]) => {
+          const required = account.required.includes(name);
+          return (
+            <Field key={slug + name} label={field.title + (required ? '' : ' (optional)')} hint={field.description}>
+              <FieldInput name={name} field={field} required={required} />
+            </Field>
+          );
+        })}
         <Field label="Priority (optional)" hint="lower goes first; default 100">
           <input name="priority" type="number" min={0} />
         </Field>

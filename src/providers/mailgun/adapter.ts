@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { ProviderAccount } from '../contract/providerAccount.js';
-import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
-import { baseUrl, callProviderApi, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
-import { apiCredentials, missingApiKey } from './jsonMapping.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
+import { baseUrl, callProviderApi, classifyStatus, isResponse, replyText, type ApiResponse } from '../httpApi.js';
+import { apiCredentials, missingApiKey } from '../jsonMapping.js';
 
 export const MAILGUN_US = 'https://api.mailgun.net';
 export const MAILGUN_EU = 'https://api.eu.mailgun.net';

@@ -1,8 +1,8 @@
-import type { ProviderAccount } from '../contract/providerAccount.js';
-import type { AdapterDeps, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from './adapter.js';
-import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject, postJson } from './jsonMapping.js';
-import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../adapter.js';
+import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from '../httpApi.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject, postJson } from '../jsonMapping.js';
+import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
 
 export const POSTMARK_API = 'https://api.postmarkapp.com';
 export const DEFAULT_MESSAGE_STREAM = 'outbound';

@@ -1,8 +1,8 @@
-import type { ProviderAccount } from '../contract/providerAccount.js';
-import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
-import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson } from './jsonMapping.js';
-import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
+import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from '../httpApi.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson } from '../jsonMapping.js';
+import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
 
 export const BREVO_API = 'https://api.brevo.com';
 /**

@@ -5,11 +5,11 @@
  * answers `200 {"id"}`; its webhooks quote that id as `data.email_id`.
  */
 import { createHash } from 'node:crypto';
-import type { ProviderAccount } from '../contract/providerAccount.js';
-import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
-import { baseUrl, isResponse, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, nameAddr, parseJsonObject, postJson, bearer } from './jsonMapping.js';
-import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
+import { baseUrl, isResponse, type ApiResponse } from '../httpApi.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, nameAddr, parseJsonObject, postJson, bearer } from '../jsonMapping.js';
+import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
 
 export const RESEND_API = 'https://api.resend.com';
 

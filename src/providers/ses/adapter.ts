@@ -1,7 +1,7 @@
 import aws4 from 'aws4';
-import type { ProviderAccount } from '../contract/providerAccount.js';
-import { storedMimeBytes, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type SendResult } from './adapter.js';
-import { baseUrl, callProviderApi, isResponse, retryAfterMs, type ApiResponse } from './httpApi.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import { storedMimeBytes, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type SendResult } from '../adapter.js';
+import { baseUrl, callProviderApi, isResponse, retryAfterMs, type ApiResponse } from '../httpApi.js';
 
 /**
  * provider-a-api: Amazon SES API v2 `SendEmail` with `Content.Raw`

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ProviderAccount } from '../../contract/providerAccount.js';
-import { headerOf, type FeedbackRequest, type FeedbackVerdict } from '../feedback.js';
+import type { ProviderAccount } from '../contract/providerAccount.js';
+import { headerOf, type FeedbackRequest, type FeedbackVerdict } from './feedback.js';
 
 /**
  * How a provider that does not sign its notifications (Postmark, Brevo) proves it knows the

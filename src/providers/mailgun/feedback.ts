@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { ProviderAccount } from '../../contract/providerAccount.js';
 import { staleness, type FeedbackContext, type FeedbackItem, type FeedbackKind, type FeedbackRequest, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
-import { secretsEqual, webhookSecretOf } from './urlSecret.js';
+import { secretsEqual, webhookSecretOf } from '../urlSecret.js';
 
 /**
  * Mailgun webhooks (JSON): `{"signature": {"timestamp", "token", "signature"}, "event-data": {…}}`.
@@ -59,7 +59,7 @@ function firstAddress(value: unknown): string | null {
   return bare ? bare[0] : null;
 }
 
-export const mailgunVerifier: FeedbackVerifier = {
+export const mailgunFeedback: FeedbackVerifier = {
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     let body: { signature?: Record<string, unknown>; 'event-data'?: MailgunEventData };
     try {

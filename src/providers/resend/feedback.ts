@@ -7,7 +7,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
-import { decodeMessageIdTag, MESSAGE_ID_TAG } from '../resendApi.js';
+import { decodeMessageIdTag, MESSAGE_ID_TAG } from './adapter.js';
 
 /** The HMAC key of a signing secret: the base64 after `whsec_`. */
 export function svixKey(secret: string): Buffer {

@@ -236,7 +236,7 @@ async function confirmSubscription(m: SnsMessage, account: ProviderAccount, ctx:
   return { ok: true, items: [], note: `SNS subscription to ${m.TopicArn} confirmed` };
 }
 
-export const sesFeedbackVerifier: FeedbackVerifier = {
+export const sesFeedback: FeedbackVerifier = {
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const { secrets } = account;
     if (secrets.webhook_secret && (req.token === null || !sameSecret(req.token, secrets.webhook_secret))) {

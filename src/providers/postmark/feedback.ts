@@ -1,6 +1,6 @@
 import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import { checkUrlSecret } from './urlSecret.js';
+import { checkUrlSecret } from '../urlSecret.js';
 
 /**
  * Postmark webhooks carry no signature: the webhook URL carries the account's webhook secret,
@@ -72,7 +72,7 @@ function time(value: unknown, fallback: number): number {
   return Number.isNaN(t) ? fallback : t;
 }
 
-export const postmarkVerifier: FeedbackVerifier = {
+export const postmarkFeedback: FeedbackVerifier = {
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic']);
     if (refused) return refused;

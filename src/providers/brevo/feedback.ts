@@ -1,7 +1,7 @@
 import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import { brevoMessageId, BREVO_CUSTOM_HEADER, POSTERN_ID_FIELD } from '../brevoApi.js';
-import { checkUrlSecret } from './urlSecret.js';
+import { brevoMessageId, BREVO_CUSTOM_HEADER, POSTERN_ID_FIELD } from './adapter.js';
+import { checkUrlSecret } from '../urlSecret.js';
 
 /**
  * Brevo transactional webhooks carry no signature: the webhook's authentication carries the
@@ -60,7 +60,7 @@ function occurredAt(event: BrevoEvent, fallback: number): number {
   return fallback;
 }
 
-export const brevoVerifier: FeedbackVerifier = {
+export const brevoFeedback: FeedbackVerifier = {
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic', 'bearer']);
     if (refused) return refused;

@@ -7,7 +7,7 @@
  */
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
-import { MESSAGE_ID_ARG } from '../sendgridApi.js';
+import { MESSAGE_ID_ARG } from './adapter.js';
 
 export const SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
 export const TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp';

@@ -4,11 +4,11 @@
  * not survive) and sent as one personalization; SendGrid answers `202` with an empty body and
  * the `X-Message-Id` header, the prefix of every `sg_message_id` its Event Webhook reports.
  */
-import type { ProviderAccount } from '../contract/providerAccount.js';
-import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from './adapter.js';
-import { baseUrl, isResponse, type ApiResponse } from './httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson, bearer } from './jsonMapping.js';
-import { readMessageParts, type MessageParts, type NamedAddress } from './messageParts.js';
+import type { ProviderAccount } from '../../contract/providerAccount.js';
+import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
+import { baseUrl, isResponse, type ApiResponse } from '../httpApi.js';
+import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, parseJsonObject, postJson, bearer } from '../jsonMapping.js';
+import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
 
 export const SENDGRID_API = 'https://api.sendgrid.com';
 /** EU regional subusers (`--region eu`). */
