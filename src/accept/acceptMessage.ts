@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import { domainOf } from '../contract/address.js';
+import { initialStatus } from '../contract/messageStates.js';
 import { ContractError } from '../contract/errors.js';
 import { DISK_RETRY_AFTER_SECONDS, type DiskGuard } from '../platform/diskSpace.js';
 import { countAccepted } from '../platform/metrics.js';
@@ -76,16 +77,15 @@ interface InitialState {
 }
 
 /**
- * Precedence, most binding first: a sandbox message is `captured` (never auto-forwarded); a
- * held one is `paused` (the request's flag or the project's pause); a future `scheduled_at`
- * is `scheduled`; otherwise `queued`. `paused` reports the held state whatever the status.
+ * The status by the transition table's precedence (contract/messageStates.ts, ACCEPTANCE): a
+ * sandbox message is `captured` (never auto-forwarded); a held one is `paused` (the request's
+ * flag or the project's pause); a future `scheduled_at` is `scheduled`; otherwise `queued`.
+ * `paused` reports the held state whatever the status.
  */
 export function initialState(auth: AuthContext, message: MessageFacts): InitialState {
   const holdReason: HoldReason = message.paused ? 'request' : auth.project.paused ? 'project' : null;
   const paused = holdReason !== null;
-  if (auth.environment === 'sandbox') return { status: 'captured', paused, holdReason };
-  if (paused) return { status: 'paused', paused, holdReason };
-  return { status: message.scheduledAt ? 'scheduled' : 'queued', paused, holdReason };
+  return { status: initialStatus({ sandbox: auth.environment === 'sandbox', held: paused, scheduled: message.scheduledAt !== null }), paused, holdReason };
 }
 
 export function refusalError(refusal: Refusal): ContractError {

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 import { bulkMessageAction } from '../operator/bulk.js';
 import type { BulkTarget } from '../operator/bulkTarget.js';
-import { cancelMessage, deleteMessage, MESSAGE_STATUSES, messageList, openMessageMime, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
+import { cancelMessage, deleteMessage, messageList, openMessageMime, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
 import { OperatorError } from '../operator/errors.js';
-import type { MessageStatus } from '../store/messages.js';
+import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { configuredViewerBase, durationSeconds, messageLink } from '../operator/messageLinks.js';
 import { viewerSecret } from '../policy/viewerKey.js';

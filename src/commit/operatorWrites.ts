@@ -1,3 +1,4 @@
+import { removableFrom } from '../contract/messageStates.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import { createApiKey, credentialState, type KeyMode } from '../policy/apiKeys.js';
 import { getApiKey, revokeApiKey, shortenApiKeyExpiry } from '../store/apiKeys.js';
@@ -119,10 +120,13 @@ export interface OperatorWrites {
 export type OperatorWriteType = keyof OperatorWrites;
 export type OperatorWrite = { [K in OperatorWriteType]: { type: K } & OperatorWrites[K][0] }[OperatorWriteType];
 
+/** "a, b or c", in the table's order. */
+const either = (statuses: readonly string[]) => (statuses.length === 1 ? statuses[0] : `${statuses.slice(0, -1).join(', ')} or ${statuses.at(-1)}`);
+
 const ACTION_WORDS: Record<MessageAction, string> = {
-  release: 'only paused or captured messages can be released',
-  cancel: 'only queued, scheduled, paused or captured messages can be cancelled',
-  retry: 'only a queued message (waiting for its next attempt) can be retried now',
+  release: `only ${either(ACTION_FROM.release)} messages can be released`,
+  cancel: `only ${either(ACTION_FROM.cancel)} messages can be cancelled`,
+  retry: `only a ${either(ACTION_FROM.retry)} message (waiting for its next attempt) can be retried now`,
 };
 
 async function requireOperatorRow(q: Queries, id: string): Promise<OperatorRow> {
@@ -231,11 +235,11 @@ const bodies: Bodies = {
     for (const m of await projectHeldMessages(q, w.id)) {
       if (m.status === 'captured') {
         // A sandbox message stays captured; it is simply no longer held by the pause.
-        await transitionMessage(q, m.id, ['captured'], { status: 'captured', hold_reason: null, next_attempt_at: null }, w.now);
+        await transitionMessage(q, m.id, 'project_resume', { status: 'captured', hold_reason: null, next_attempt_at: null }, w.now);
         continue;
       }
       const scheduled = m.scheduled_at !== null && m.scheduled_at > w.now;
-      if (await transitionMessage(q, m.id, ['paused'], { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : w.now }, w.now)) released++;
+      if (await transitionMessage(q, m.id, 'project_resume', { status: scheduled ? 'scheduled' : 'queued', hold_reason: null, next_attempt_at: scheduled ? m.scheduled_at : w.now }, w.now)) released++;
     }
     return { released };
   },
@@ -355,7 +359,7 @@ const bodies: Bodies = {
   async message_delete(q, w) {
     const m = await getMessage(q, w.id);
     if (!m) throw notFound('message', w.id);
-    if (m.status !== 'captured') throw conflict(`message ${w.id} is ${m.status}; only a captured (sandbox) message can be deleted`);
+    if (!removableFrom('delete').includes(m.status)) throw conflict(`message ${w.id} is ${m.status}; only a captured (sandbox) message can be deleted`);
     const spoolPath = await deleteCapturedMessage(q, w.id);
     await audit(q, w.stamp, 'message.delete', w.id);
     return { spool_path: spoolPath };

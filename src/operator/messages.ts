@@ -6,7 +6,8 @@ import { eventsForMessage, type EventRow } from '../store/events.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { BODY_IN_INDEX, openStoredMime, storedMime } from '../store/messageBodies.js';
 import { searchMessages, type MessageFilter } from '../store/messageSearch.js';
-import { FINISHED_STATUSES, getMessage, listMessages, LIVE_STATUSES, type MessageRow, type MessageStatus } from '../store/messages.js';
+import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
+import { getMessage, listMessages, type MessageRow } from '../store/messages.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
@@ -17,8 +18,7 @@ import { write } from './writer.js';
 /** The message vocabulary the console speaks, as the index keeps it. */
 export type { MessageAction, MessageFilter, MessageStatus };
 
-export const MESSAGE_STATUSES: readonly MessageStatus[] = [...LIVE_STATUSES, ...FINISHED_STATUSES];
-const STATUSES = MESSAGE_STATUSES;
+const STATUSES: readonly MessageStatus[] = MESSAGE_STATUSES;
 
 export type MessageSummary = ReturnType<typeof summary>;
 

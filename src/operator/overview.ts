@@ -1,6 +1,6 @@
 import { statfs } from 'node:fs/promises';
 import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedBodiesByStatistics, storedFilesBetween, troubledWebhookEndpoints } from '../store/activity.js';
-import { LIVE_STATUSES } from '../store/messages.js';
+import { LIVE_STATUSES } from '../contract/messageStates.js';
 import type { Queries } from '../store/queries.js';
 import type { ActivityTail } from './activity.js';
 import { iso, type OperatorContext } from './context.js';

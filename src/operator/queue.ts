@@ -1,7 +1,6 @@
 import { AGE_BUCKET_MINUTES, liveMessageAges, messageCountsByStatus, messagesByProvider, oldestQueuedMessage } from '../store/activity.js';
-import { LIVE_STATUSES, type MessageStatus } from '../store/messages.js';
+import { LIVE_STATUSES, MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
 import { iso, type OperatorContext } from './context.js';
-import { MESSAGE_STATUSES } from './messages.js';
 
 /** The age buckets' names, as `queue summary` prints them. */
 export const AGE_BUCKETS = [...AGE_BUCKET_MINUTES.map((m, i) => `${i === 0 ? 0 : AGE_BUCKET_MINUTES[i - 1]}-${m}m`), `${AGE_BUCKET_MINUTES.at(-1)}m+`];

@@ -3,7 +3,7 @@ import { messageCountsByStatus, oldestQueuedMessage, pendingWebhookDeliveries } 
 import type { DiskGuard } from '../platform/diskSpace.js';
 import type { Queries } from '../store/queries.js';
 import { mergedMetrics, metricsSnapshot, type MetricsSnapshot } from '../platform/metrics.js';
-import { MESSAGE_STATUSES } from './messages.js';
+import { MESSAGE_STATUSES } from '../contract/messageStates.js';
 import type { StorageFigures } from './overview.js';
 
 export interface StateMetricSources {

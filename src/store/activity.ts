@@ -1,5 +1,5 @@
 import { getValue, indexedBy, inJsonArray, type Queries } from './queries.js';
-import { LIVE_STATUSES, type MessageStatus } from './messages.js';
+import { LIVE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
 
 /** An outbox event, as the console's hourly figures and live feed read it. */
 export interface ActivityEvent {

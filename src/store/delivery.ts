@@ -1,5 +1,11 @@
+import { fromStatuses, type TargetOf } from '../contract/messageStates.js';
 import { getValue, type Queries } from './queries.js';
-import type { MessageRow } from './messages.js';
+import { statusIn, type MessageRow } from './messages.js';
+
+/* Each statement's status guard comes from the transition table: these are the statuses it names. */
+const LEASE_DUE = statusIn(fromStatuses('lease', 'sending'));
+const LEASE_EXPIRED = statusIn(fromStatuses('lease_expired', 'sending'));
+const EXPIRES = statusIn(fromStatuses('expire', 'failed'));
 
 /**
  * Claims up to `limit` due messages with a lease: queued or scheduled ones whose time has come,
@@ -17,7 +23,7 @@ export async function leaseDueMessages(q: Queries, now: number, leaseUntil: numb
     const expired = await tx.all<MessageRow>(
       `UPDATE messages SET lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
         WHERE id IN (SELECT id FROM messages INDEXED BY messages_status_lease
-                      WHERE status = 'sending' AND lease_until <= @now
+                      WHERE ${LEASE_EXPIRED} AND lease_until <= @now
                         AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
                       LIMIT @limit)
         RETURNING *`,
@@ -27,7 +33,7 @@ export async function leaseDueMessages(q: Queries, now: number, leaseUntil: numb
     const due = await tx.all<MessageRow>(
       `UPDATE messages SET status = 'sending', lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
         WHERE id IN (SELECT id FROM messages INDEXED BY messages_status_due
-                      WHERE status IN ('queued', 'scheduled') AND next_attempt_at <= @now
+                      WHERE ${LEASE_DUE} AND next_attempt_at <= @now
                         AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
                       LIMIT @limit)
         RETURNING *`,
@@ -53,7 +59,7 @@ export async function leaseDueMessages(q: Queries, now: number, leaseUntil: numb
 const LEASE_EXPIRED_SHARED = `
   WITH picked AS MATERIALIZED (
     SELECT id FROM messages
-     WHERE status = 'sending' AND lease_until <= @now
+     WHERE ${LEASE_EXPIRED} AND lease_until <= @now
        AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
      ORDER BY lease_until, id
      LIMIT @limit
@@ -66,7 +72,7 @@ const LEASE_EXPIRED_SHARED = `
 const LEASE_DUE_SHARED = `
   WITH picked AS MATERIALIZED (
     SELECT id FROM messages
-     WHERE status IN ('queued', 'scheduled') AND next_attempt_at <= @now
+     WHERE ${LEASE_DUE} AND next_attempt_at <= @now
        AND project_id NOT IN (SELECT id FROM projects WHERE paused = 1)
      ORDER BY status, next_attempt_at, id
      LIMIT @limit
@@ -99,7 +105,7 @@ export async function leaseDueMessagesShared(q: Queries, request: { node: string
 /** Messages past their maximum age in a state that will not deliver them, at most `limit`. */
 export async function expiredMessages(q: Queries, createdBefore: number, limit: number): Promise<MessageRow[]> {
   return q.all<MessageRow>(
-    `SELECT * FROM messages WHERE status IN ('queued', 'scheduled', 'paused', 'captured') AND created_at < ? ORDER BY created_at LIMIT ?`,
+    `SELECT * FROM messages WHERE ${EXPIRES} AND created_at < ? ORDER BY created_at LIMIT ?`,
     createdBefore,
     limit,
   );
@@ -107,7 +113,7 @@ export async function expiredMessages(q: Queries, createdBefore: number, limit: 
 
 /** Where a hand-off leaves its message (both stores' outcome writes set these columns). */
 export interface HandOffEnd {
-  status: 'sent' | 'queued' | 'failed' | 'suppressed';
+  status: TargetOf<'hand_off'>;
   next_attempt_at: number | null;
   /** Omitted or null: unchanged. */
   provider_slug?: string | null;
@@ -132,7 +138,7 @@ export async function finishSending(q: Queries, id: string, to: HandOffEnd, now:
          provider_slug = COALESCE(@provider_slug, provider_slug), provider_message_id = COALESCE(@provider_message_id, provider_message_id),
          last_error = @last_error, updated_at = @now,
          pending_recipients = CASE WHEN @keep_pending THEN pending_recipients ELSE @pending END
-       WHERE id = @id AND status = 'sending'${shared ? ' AND lease_owner = @node' : ''}`,
+       WHERE id = @id AND ${statusIn(fromStatuses('hand_off', to.status))}${shared ? ' AND lease_owner = @node' : ''}`,
       {
         id,
         now,
@@ -152,7 +158,7 @@ export async function finishSending(q: Queries, id: string, to: HandOffEnd, now:
 export async function failExpired(q: Queries, id: string, now: number): Promise<boolean> {
   return (
     (await q.run(
-      `UPDATE messages SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, hold_reason = NULL, updated_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'paused', 'captured')`,
+      `UPDATE messages SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, hold_reason = NULL, updated_at = ? WHERE id = ? AND ${EXPIRES}`,
       now,
       id,
     )) === 1

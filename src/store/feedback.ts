@@ -1,5 +1,6 @@
-import { getValue, type Queries } from './queries.js';
-import type { MessageRow } from './messages.js';
+import { fromStatuses, type TargetOf } from '../contract/messageStates.js';
+import type { Queries } from './queries.js';
+import { statusIn, type MessageRow } from './messages.js';
 
 /**
  * The message a provider's id belongs to, within the account's project: the attempt that
@@ -35,13 +36,10 @@ export async function pruneReceipts(q: Queries, before: number): Promise<number>
 }
 
 /**
- * How serious each status after hand-off is: a message's status is the most serious outcome
- * any of its recipients has had (one delivered and one bounced recipient: `bounced`).
+ * A message's status is the most serious outcome any of its recipients has had (one delivered
+ * and one bounced recipient: `bounced`): feedback moves it only from a milder status, as the
+ * transition table's provider_feedback rows say; false when it did not move.
  */
-const SEVERITY: Record<string, number> = { sent: 0, delivered: 1, failed: 2, bounced: 3, complained: 4 };
-
-export async function raiseMessageStatus(q: Queries, id: string, status: 'delivered' | 'failed' | 'bounced' | 'complained', now: number): Promise<boolean> {
-  const current = await getValue<string>(q, 'SELECT status FROM messages WHERE id = ?', id);
-  if (current === undefined || !(current in SEVERITY) || SEVERITY[current] >= SEVERITY[status]) return false;
-  return (await q.run('UPDATE messages SET status = ?, updated_at = ? WHERE id = ?', status, now, id)) === 1;
+export async function raiseMessageStatus(q: Queries, id: string, status: TargetOf<'provider_feedback'>, now: number): Promise<boolean> {
+  return (await q.run(`UPDATE messages SET status = ?, updated_at = ? WHERE id = ? AND ${statusIn(fromStatuses('provider_feedback', status))}`, status, now, id)) === 1;
 }

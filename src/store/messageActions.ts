@@ -1,19 +1,21 @@
+import { fromStatuses, removableFrom, type MessageStatus, type TransitionCause } from '../contract/messageStates.js';
 import { allValues, inJsonArray, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
-import type { MessageStatus } from './messages.js';
+import { statusIn } from './messages.js';
 
-/** What an operator can do to a message that has not been handed off yet. */
-export type MessageAction = 'release' | 'cancel' | 'retry';
+/** What an operator can do to a message that has not been handed off yet (each a cause of the transition table). */
+export type MessageAction = Extract<TransitionCause, 'release' | 'cancel' | 'retry'>;
 
 /**
- * The states each action applies to. `release`: a held (paused) or captured message goes on to
- * delivery. `cancel`: anything not yet handed to a provider stops. `retry`: a queued message
- * waiting on the retry ladder is due at once.
+ * The states each action applies to, as the transition table (contract/messageStates.ts) says.
+ * `release`: a held (paused) or captured message goes on to delivery. `cancel`: anything not
+ * yet handed to a provider stops. `retry`: a queued message waiting on the retry ladder is due
+ * at once.
  */
 export const ACTION_FROM: Record<MessageAction, readonly MessageStatus[]> = {
-  release: ['paused', 'captured'],
-  cancel: ['queued', 'scheduled', 'paused', 'captured'],
-  retry: ['queued'],
+  release: fromStatuses('release'),
+  cancel: fromStatuses('cancel'),
+  retry: fromStatuses('retry'),
 };
 
 /**
@@ -46,15 +48,15 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
            status = CASE WHEN scheduled_at IS NOT NULL AND scheduled_at > @now THEN 'scheduled' ELSE 'queued' END,
            next_attempt_at = CASE WHEN scheduled_at IS NOT NULL AND scheduled_at > @now THEN scheduled_at ELSE @now END,
            hold_reason = NULL, updated_at = @now
-         WHERE ${ids} AND status IN ('paused', 'captured') AND ${liveProject}
+         WHERE ${ids} AND ${statusIn(ACTION_FROM.release)} AND ${liveProject}
            AND NOT (hold_reason = 'project' AND project_id IN (SELECT id FROM projects WHERE paused = 1))
          RETURNING id`
       : action === 'cancel'
         ? `UPDATE messages SET status = 'cancelled', hold_reason = NULL, next_attempt_at = NULL, updated_at = @now
-           WHERE ${ids} AND status IN ('queued', 'scheduled', 'paused', 'captured')
+           WHERE ${ids} AND ${statusIn(fromStatuses('cancel', 'cancelled'))}
            RETURNING id`
         : `UPDATE messages SET next_attempt_at = @now, updated_at = @now
-           WHERE ${ids} AND status = 'queued' AND next_attempt_at > @now
+           WHERE ${ids} AND ${statusIn(fromStatuses('retry', 'queued'))} AND next_attempt_at > @now
            RETURNING id`;
   return allValues<string>(q, statement, params);
 }
@@ -69,7 +71,7 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
  */
 export async function deleteCapturedMessage(q: Queries, id: string): Promise<string | null> {
   const row = await q.get<{ spool_path: string; project_id: string; environment: string; idempotency_key: string | null }>(
-    "SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND status = 'captured'",
+    `SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND ${statusIn(removableFrom('delete'))}`,
     id,
   );
   if (!row) return null;

@@ -1,9 +1,9 @@
+import { removableFrom } from '../contract/messageStates.js';
 import { inJsonArray, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
-import { FINISHED_STATUSES } from './messages.js';
+import { statusIn } from './messages.js';
 
 const DAY_MS = 86_400_000;
-const finishedList = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /**
  * Removes, in one transaction, up to `limit` finished messages created before their project's
@@ -24,7 +24,7 @@ export async function pruneFinishedMessages(q: Queries, now: number, defaultRete
 export async function pruneFinishedMessageRows(q: Queries, now: number, defaultRetentionDays: number, limit: number): Promise<{ removed: number; spoolFiles: string[] }> {
   const projects = await q.all<{ id: string; retention_days: number | null }>('SELECT id, retention_days FROM projects');
   // The (project_id, created_at) index walks only the old rows of each project.
-  const due = `SELECT id, spool_path FROM messages WHERE project_id = ? AND created_at < ? AND status IN (${finishedList}) ORDER BY created_at LIMIT ?`;
+  const due = `SELECT id, spool_path FROM messages WHERE project_id = ? AND created_at < ? AND ${statusIn(removableFrom('retention'))} ORDER BY created_at LIMIT ?`;
   // One statement per table for the whole chunk: the pending-deliveries subquery is built once.
   const listed = (column: string) => inJsonArray(q, column, '?');
   const deleteAttempts = `DELETE FROM attempts WHERE ${listed('message_id')}`;

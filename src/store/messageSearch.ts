@@ -1,7 +1,8 @@
 import { messageIdFloor } from '../ids.js';
 import { inJsonArray, type Queries, type SqlParam } from './queries.js';
 import type { MessageKey } from './messageActions.js';
-import type { MessageRow, MessageStatus } from './messages.js';
+import { fromStatuses, type MessageStatus } from '../contract/messageStates.js';
+import { statusIn, type MessageRow } from './messages.js';
 
 /** What the console's message list filters on; every field narrows. */
 export interface MessageFilter {
@@ -80,7 +81,7 @@ function where(q: Queries, filter: MessageFilter, projectId: string | null, befo
     params.id = filter.id;
   }
   if (filter.waitingAfter !== undefined) {
-    parts.push("status = 'queued' AND next_attempt_at > @waitingAfter");
+    parts.push(`${statusIn(fromStatuses('retry', 'queued'))} AND next_attempt_at > @waitingAfter`);
     params.waitingAfter = filter.waitingAfter;
   }
   if (beforeId !== null) {

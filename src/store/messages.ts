@@ -1,16 +1,17 @@
+import { fromStatuses, LIVE_STATUSES, MESSAGE_STATUSES, type MessageStatus, type TransitionCause } from '../contract/messageStates.js';
 import type { Queries } from './queries.js';
 
-/** States in which a message may still be sent, and so still needs its MIME file. */
-export const LIVE_STATUSES = ['queued', 'scheduled', 'paused', 'captured', 'sending'] as const;
+const KNOWN_STATUSES = new Set<string>(MESSAGE_STATUSES);
 
 /**
- * States a message never leaves for a live one: nothing more is sent (provider feedback may
- * still move a `sent` message on among these). Retention removes only these; expiry ends the
- * live ones first.
+ * A guard on `column` naming these statuses (from contract/messageStates.ts, never input),
+ * written out as literals: the statements and their plans stay what they were when the lists
+ * were typed into them.
  */
-export const FINISHED_STATUSES = ['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'cancelled'] as const;
-
-export type MessageStatus = (typeof LIVE_STATUSES)[number] | (typeof FINISHED_STATUSES)[number];
+export function statusIn(statuses: readonly MessageStatus[], column = 'status'): string {
+  if (statuses.length === 0 || statuses.some((s) => !KNOWN_STATUSES.has(s))) throw new Error(`not a list of statuses: ${statuses.join(', ')}`);
+  return statuses.length === 1 ? `${column} = '${statuses[0]}'` : `${column} IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
+}
 
 export type HoldReason = 'request' | 'project' | null;
 
@@ -71,26 +72,27 @@ export async function listMessages(q: Queries, projectId: string, status: string
   return q.all<MessageRow>('SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', projectId, limit);
 }
 
-/** Moves a message between states only from one of `from`; false when it was not in one of them. */
+/**
+ * Moves a message to `to.status` by `cause`, only from a status the transition table lets
+ * `cause` leave for it; false when it was in none of them.
+ */
 export async function transitionMessage(
   q: Queries,
   id: string,
-  from: MessageStatus[],
+  cause: TransitionCause,
   to: { status: MessageStatus; hold_reason: HoldReason; next_attempt_at: number | null; last_error?: string | null },
   now: number,
 ): Promise<boolean> {
-  const placeholders = from.map(() => '?').join(', ');
   return (
     (await q.run(
       `UPDATE messages SET status = ?, hold_reason = ?, next_attempt_at = ?, last_error = COALESCE(?, last_error), updated_at = ?
-        WHERE id = ? AND status IN (${placeholders})`,
+        WHERE id = ? AND ${statusIn(fromStatuses(cause, to.status))}`,
       to.status,
       to.hold_reason,
       to.next_attempt_at,
       to.last_error ?? null,
       now,
       id,
-      ...from,
     )) === 1
   );
 }
@@ -98,7 +100,7 @@ export async function transitionMessage(
 /** Messages held only because their project was paused, released when it resumes. */
 export async function projectHeldMessages(q: Queries, projectId: string): Promise<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[]> {
   return q.all<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>>(
-    "SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND status IN ('paused', 'captured')",
+    `SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND ${statusIn(fromStatuses('project_resume'))}`,
     projectId,
   );
 }
@@ -117,5 +119,5 @@ export function liveMessageFiles(q: Queries): AsyncIterable<Pick<MessageRow, 'id
 
 /** A message whose spool file is gone cannot be sent: failed, never retried. */
 export async function failForMissingSpoolFile(q: Queries, id: string, now: number): Promise<void> {
-  await q.run("UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ?", now, id);
+  await q.run(`UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ? AND ${statusIn(fromStatuses('spool_file_missing', 'failed'))}`, now, id);
 }
