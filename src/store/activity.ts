@@ -1,5 +1,6 @@
 import { getValue, indexedBy, inJsonArray, type Queries } from './queries.js';
 import { LIVE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
+import { statusIn } from './messages.js';
 
 /** An outbox event, as the console's hourly figures and live feed read it. */
 export interface ActivityEvent {
@@ -81,7 +82,7 @@ export interface QueueCount {
 
 /** Messages in a live state, by project and status (the status index holds them). */
 export async function liveMessageCounts(q: Queries): Promise<QueueCount[]> {
-  return q.all<QueueCount>(`SELECT project_id, status, COUNT(*) AS count FROM messages WHERE status IN (${LIVE_STATUSES.map((s) => `'${s}'`).join(', ')}) GROUP BY project_id, status`);
+  return q.all<QueueCount>(`SELECT project_id, status, COUNT(*) AS count FROM messages WHERE ${statusIn(LIVE_STATUSES)} GROUP BY project_id, status`);
 }
 
 export interface QueuedHead {
@@ -169,7 +170,7 @@ export const AGE_BUCKET_MINUTES = [5, 10, 20, 40, 80, 160] as const;
 export async function liveMessageAges(q: Queries, now: number): Promise<{ status: MessageStatus; bucket: number; count: number }[]> {
   const cases = AGE_BUCKET_MINUTES.map((m, i) => `WHEN @now - created_at < ${m * 60_000} THEN ${i}`).join(' ');
   return q.all<{ status: MessageStatus; bucket: number; count: number }>(
-    `SELECT status, CASE ${cases} ELSE ${AGE_BUCKET_MINUTES.length} END AS bucket, COUNT(*) AS count FROM messages WHERE status IN (${LIVE_STATUSES.map((s) => `'${s}'`).join(', ')}) GROUP BY status, bucket`,
+    `SELECT status, CASE ${cases} ELSE ${AGE_BUCKET_MINUTES.length} END AS bucket, COUNT(*) AS count FROM messages WHERE ${statusIn(LIVE_STATUSES)} GROUP BY status, bucket`,
     { now },
   );
 }

@@ -114,7 +114,7 @@ export async function messageExists(q: Queries, id: string): Promise<boolean> {
  * The connection is busy while the walk lasts: its loop must not wait on other I/O.
  */
 export function liveMessageFiles(q: Queries): AsyncIterable<Pick<MessageRow, 'id' | 'spool_path'>> {
-  return q.iterate<Pick<MessageRow, 'id' | 'spool_path'>>(`SELECT id, spool_path FROM messages WHERE status IN (${LIVE_STATUSES.map(() => '?').join(', ')}) AND spool_path != ''`, ...LIVE_STATUSES);
+  return q.iterate<Pick<MessageRow, 'id' | 'spool_path'>>(`SELECT id, spool_path FROM messages WHERE ${statusIn(LIVE_STATUSES)} AND spool_path != ''`);
 }
 
 /** A message whose spool file is gone cannot be sent: failed, never retried. */
