@@ -14,7 +14,7 @@ import { ConsoleClient, consoleWorld, EventStream, expectError, expectStatus, op
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { authedSession, dataPayload } from '../support/rawSmtp.js';
 import { Sink } from '../support/relaySink.js';
-import { waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 import { storedMimeOf } from '../support/storedMime.js';
 import { storeBodySizesIn } from '../support/storeReads.js';
 
@@ -369,7 +369,7 @@ describe('console message timeline', () => {
     const queued = await smtp.next();
     const overSmtp = /queued as (m\.\S+)/.exec(queued)![1];
     smtp.destroy();
-    for (const id of [overHttp, overSmtp]) await waitFor(async () => (await getMessage(p.ctx.store, id))!.status === 'sent', 10_000, `${id} sent`);
+    for (const id of [overHttp, overSmtp]) await waitFor(async () => (await getMessage(p.ctx.store, id))!.status === 'sent', HANG_GUARD_MS, `${id} sent`);
 
     const shapes = [];
     for (const id of [overHttp, overSmtp]) {

@@ -16,6 +16,7 @@ import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 import { headerOf, Sink } from '../support/relaySink.js';
 
 const TOTAL = 1000;
@@ -149,7 +150,7 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     const restarted = await spawn(stateDir, on);
     const acceptedSet = new Set(accepted);
     const receivedIds = () => new Set(receiptsOf(sink).map((r) => r.messageId?.split('@')[0]));
-    const deadline = Date.now() + 40_000;
+    const deadline = Date.now() + HANG_GUARD_MS;
     let rows = await readRows(stateDir);
     while (Date.now() < deadline) {
       const got = receivedIds();

@@ -25,6 +25,7 @@ import { tempDirs } from '../support/hooks.js';
 import { DEFAULT_PLANS } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 import { seededRandom } from '../support/seededRandom.js';
+import { withinHangGuard } from '../support/waiting.js';
 
 /**
  * The webhook outbox on PostgreSQL (src/store/postgres/webhookOutbox.ts), shared by nodes: three
@@ -320,13 +321,10 @@ describe('the webhook outbox on PostgreSQL, shared by three nodes', { skip: post
       try {
         await other.query('BEGIN');
         await other.query('SELECT seq FROM webhook_deliveries WHERE seq = ANY($1) FOR UPDATE', [seqs.slice(0, 4)]);
-        let timer: NodeJS.Timeout | undefined;
-        const waited = new Promise<'waited'>((resolve) => (timer = setTimeout(() => resolve('waited'), 5000)));
         claim = claimDueDeliveriesPostgres(a.q, { endpointId: endpoint, node: 'node-a', now: NOW, leaseUntil: NOW + MINUTE, limit: 100 });
-        const first = await Promise.race([claim, waited]);
-        clearTimeout(timer);
-        assert.notEqual(first, 'waited', 'the claim waited for the other node’s locks');
-        assert.deepEqual((first as LeasedDelivery[]).map((d) => d.seq), seqs.slice(4), 'the free ones, oldest due first');
+        // Done while the other node still holds its locks (released only below): it did not wait for them.
+        const first = await withinHangGuard(claim, 'the claim waited for the other node’s locks');
+        assert.deepEqual(first.map((d) => d.seq), seqs.slice(4), 'the free ones, oldest due first');
       } finally {
         await other.query('ROLLBACK');
         other.release();
