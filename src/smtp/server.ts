@@ -226,7 +226,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
             return;
           }
           // Repeated failures are answered ever more slowly, then dropped (above).
-          const delay = Math.max(0, state.authFailures - limits.auth_failures_before_delay) * 1000;
+          const delay = Math.max(0, state.authFailures - limits.auth_failures_before_delay) * limits.auth_failure_delay_ms;
           if (delay === 0) callback(reply);
           else setTimeout(() => callback(reply), delay).unref();
         },
