@@ -59,3 +59,20 @@ export function withinHangGuard<T>(promise: Promise<T>, what: string): Promise<T
   });
   return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * A point `parties` concurrent loops each reach once: `reached()` resolves once all of them have.
+ * Holding each node after its first batch until every node has had one makes "the nodes took part
+ * together" certain, whatever the machine's speed (unheld, one node can take every batch while
+ * another is still connecting).
+ */
+export function meetingPoint(parties: number): { reached(): Promise<void> } {
+  let left = parties;
+  const all = gate();
+  return {
+    reached() {
+      if (--left === 0) all.open();
+      return all.opened;
+    },
+  };
+}
