@@ -228,9 +228,13 @@ max_unauthenticated_commands: number
  */
 max_command_line_bytes: number
 /**
- * Failed AUTH attempts in a session answered at once; later ones wait 1 s more each.
+ * Failed AUTH attempts in a session answered at once; later ones wait auth_failure_delay_ms more each.
  */
 auth_failures_before_delay: number
+/**
+ * How much longer each failed AUTH attempt past auth_failures_before_delay waits for its answer than the one before.
+ */
+auth_failure_delay_ms: number
 auth_failures_before_disconnect: number
 /**
  * On SIGTERM, in-flight DATA may finish for this long; new sessions get 421.

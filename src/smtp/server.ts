@@ -241,7 +241,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
           const failures = state.authFailures + 1;
           if (failures >= limits.auth_failures_before_disconnect) return callback(reply);
           // Repeated failures are answered ever more slowly.
-          const delay = Math.max(0, failures - limits.auth_failures_before_delay) * 1000;
+          const delay = Math.max(0, failures - limits.auth_failures_before_delay) * limits.auth_failure_delay_ms;
           if (delay === 0) callback(reply);
           else setTimeout(() => callback(reply), delay).unref();
         },

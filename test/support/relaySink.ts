@@ -23,6 +23,8 @@ export interface SinkBehaviour {
   mail?: (from: string) => SmtpReply | null;
   /** Delay before answering MAIL FROM (a slow relay). */
   mailDelayMs?: number;
+  /** MAIL FROM is answered only once this settles (a relay that stalls until the test lets it go). */
+  mailUntil?: Promise<unknown>;
   rcpt?: (to: string) => SmtpReply | null;
   /** A reply for the end of DATA other than 250, given how many DATA were received before. */
   data?: (previous: number) => SmtpReply | null;
@@ -75,7 +77,8 @@ export class Sink {
         self.mailCount++;
         const reply = self.behaviour.mail?.(address.address) ?? null;
         const answer = () => callback(reply ? smtpError(reply) : null);
-        if (self.behaviour.mailDelayMs) setTimeout(answer, self.behaviour.mailDelayMs);
+        if (self.behaviour.mailUntil) void self.behaviour.mailUntil.then(answer, answer);
+        else if (self.behaviour.mailDelayMs) setTimeout(answer, self.behaviour.mailDelayMs);
         else answer();
       },
       onRcptTo(address, _session, callback) {
