@@ -5,7 +5,7 @@ import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
 import { SignInThrottle } from './console/auth.js';
-import { createConsoleServer, type ConsoleServer } from './console/server.js';
+import { consoleShared, createConsoleServer, type ConsoleServer, type ConsoleShared } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import { writerThrough } from './operator/writer.js';
 import { createHttpServer } from './http/app.js';
@@ -181,10 +181,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, windows, (keyId) => keyUse.note(keyId));
   // One for every console listener: failed sign-ins count per node (the cluster on PostgreSQL), not per listener.
   const signIns = new SignInThrottle(config, windows, logger);
-  // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
+  // The send API's listeners share one connection cap, the console's another (neither door can
+  // take the other's connections); all of them share one memory budget for bodies.
   const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip, proxies);
+  const consoleConnections = new ConnectionLimiter(config.console.max_connections, config.console.max_connections_per_ip, proxies);
+  // Every console listener shares the live-update streams (their caps are the node's) and the activity tail.
+  let consoleState: ConsoleShared | null = null;
   const bodies = createBodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
@@ -203,6 +207,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         disk,
         throttledAccounts: () => scheduler.throttledAccounts(),
         smtpSessions: () => smtpServers.reduce((n, s) => n + s.openSessions(), 0),
+        consoleStreams: () => consoleState?.live.figures() ?? { open: 0, queuedPeakBytes: 0 },
         threadSnapshots: async () => [await acceptance.metrics()],
       })
     : null;
@@ -234,9 +239,11 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       // Not a console: the schema requires an environment of every http and smtp listener.
       const door = listener as ListenerConfig;
       if (isConsoleListener(listener)) {
+        consoleState ??= consoleShared({ store, clock, logger, config, spoolRoot: spool.root });
         const consoleServer = createConsoleServer(
           {
-            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, signIns, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections: consoleConnections, bodies, proxies, signIns, shared: consoleState,
+            throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -384,11 +391,12 @@ const BASE_DESCRIPTORS = 100;
 function warnIfFewDescriptors(config: PosternConfig, logger: Logger): void {
   const limit = openFileLimit();
   const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
-  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + smtp + BASE_DESCRIPTORS;
+  const consoles = config.listeners.some((l) => l.protocol === 'console') ? config.console.max_connections + MAX_PENDING_REFUSALS : 0;
+  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + consoles + smtp + BASE_DESCRIPTORS;
   if (limit !== null && limit < needed) {
     logger.warn(
-      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, smtp_max_clients: smtp },
-      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / smtp.max_clients',
+      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, console_max_connections: consoles === 0 ? 0 : config.console.max_connections, smtp_max_clients: smtp },
+      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / console.max_connections / smtp.max_clients',
     );
   }
 }

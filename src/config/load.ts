@@ -69,6 +69,7 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
     throw new ConfigError(`${source}: default_plan "${config.default_plan}" is not one of plans (${Object.keys(config.plans).join(', ')})`, 'default_plan');
   }
   checkStore(config, source);
+  checkConsoleStreams(config, source);
   config.state_dir = path.resolve(config.state_dir);
   // Resolved once, so every reader (heartbeat, metrics, logs) names this node alike.
   config.node.id ??= os.hostname();
@@ -89,6 +90,14 @@ function checkStore(config: ConfigFile, source: string): void {
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw new ConfigError(`${source}: store.postgres.url must start with postgres:// or postgresql:// (got ${url.protocol}//)`, 'store.postgres.url');
+  }
+}
+
+/** Live-update streams are console connections: at the cap, no room would be left for a sign-out. */
+function checkConsoleStreams(config: ConfigFile, source: string): void {
+  const { max_streams: streams, max_connections: connections } = config.console;
+  if (streams >= connections) {
+    throw new ConfigError(`${source}: console.max_streams (${streams}) must be below console.max_connections (${connections}): the console's other requests need connections too`, 'console.max_streams');
   }
 }
 

@@ -117,7 +117,7 @@ headers_timeout_ms: number
 request_timeout_ms: number
 keep_alive_timeout_ms: number
 /**
- * Open HTTP connections across every HTTP listener. A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed; while 64 such refusals are pending, further ones are closed at once. Keep max_connections + smtp.max_clients + about 100 below the process's open-file limit (ulimit -n).
+ * Open HTTP connections across the send API's HTTP listeners (the console's count in console.max_connections). A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed; while 64 such refusals are pending, further ones are closed at once. Keep max_connections + console.max_connections + smtp.max_clients + about 230 below the process's open-file limit (ulimit -n).
  */
 max_connections: number
 /**
@@ -429,6 +429,30 @@ sign_in_failures_per_account: number
  * While a live-updates stream is open, how often the events outbox is read for new and changed messages.
  */
 events_poll_ms: number
+/**
+ * How often every open live-updates stream's session or token, operator and project access are read again: a stream whose authority has ended (signed out, revoked, expired, removed, including on another node of a shared PostgreSQL) is closed, and one whose operator lost a project stops carrying it (or ends, if it follows that project). Sign-out, revocation and operator changes made through this node's console close its streams at once.
+ */
+stream_check_ms: number
+/**
+ * Bytes a live-updates stream may have waiting for its client. A stream that would go past it gets one event: refresh {"reason":"overflow"} (reload), and nothing more until its client has taken everything; one still behind at the next stream_check_ms is closed.
+ */
+stream_max_queued_bytes: number
+/**
+ * Live-updates streams open at once on this node (all console listeners); one more is answered 503 server_busy. Keep it below max_connections: other console requests need connections too.
+ */
+max_streams: number
+/**
+ * Live-updates streams one operator may hold open on this node (sessions and tokens together); one more is answered 429 rate_limited.
+ */
+max_streams_per_operator: number
+/**
+ * Open connections across the console listeners, counted apart from http.max_connections (the send API's), so neither door can take the other's. A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed.
+ */
+max_connections: number
+/**
+ * Open console connections from one TCP peer (half of max_connections by default). Counted by the TCP peer, never by X-Forwarded-For; a peer in http.trusted_proxies is held to max_connections only.
+ */
+max_connections_per_ip: number
 }
 /**
  * The public viewer (GET /view/{id}/{token} on the HTTP listeners) and its signed, expiring links.

@@ -25,7 +25,7 @@ import type { OperatorContext, OperatorWriter } from '../operator/context.js';
 import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
-import { actingAs } from '../operator/sessions.js';
+import { actingAs, currentPrincipal } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
 import { authenticateRequest, type SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
@@ -42,9 +42,12 @@ export interface ConsoleDeps {
   /** The index writer's channel for bulk writes. */
   writer: OperatorWriter;
   keyUse: KeyUseRecorder | null;
-  /** Shared with the HTTP listeners: the connection caps and the memory budget of bodies. */
+  /** The console listeners' connection caps (`console.max_connections`: apart from the send API's). */
   connections: ConnectionLimiter;
+  /** Shared with the HTTP listeners: the memory budget of bodies. */
   bodies: InflightBudget;
+  /** What all the console listeners of the node share (consoleShared). */
+  shared: ConsoleShared;
   /** `http.trusted_proxies`: sign-in throttling, the audit log and the request log see the client behind them. */
   proxies: TrustedProxies;
   /** The node's failed sign-in limits, one for all its console listeners. */
@@ -59,6 +62,30 @@ export interface ConsoleDeps {
   metrics?: MetricsExposition | null;
   /** GET /readyz. */
   readiness?: Readiness;
+}
+
+/** One per node, for all its console listeners. */
+export interface ConsoleShared {
+  /** Recent activity (the overview, the live feed), read from the outbox. */
+  activity: ActivityTail;
+  /** The live-update streams: capped per node, and a sign-out on one listener ends the streams of every other. */
+  live: LiveEvents;
+}
+
+/** The node's console state: its activity tail and its live-update streams, each bound to the session or token that opened it. */
+export function consoleShared(deps: Pick<ConsoleDeps, 'store' | 'clock' | 'logger' | 'config' | 'spoolRoot'>): ConsoleShared {
+  const { store, clock, config } = deps;
+  const activity = new ActivityTail(store, clock);
+  const ctx: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot };
+  const idleMs = config.console.session_idle_seconds * 1000;
+  const limits = {
+    pollMs: config.console.events_poll_ms,
+    checkMs: config.console.stream_check_ms,
+    maxQueuedBytes: config.console.stream_max_queued_bytes,
+    maxStreams: config.console.max_streams,
+    maxStreamsPerOperator: config.console.max_streams_per_operator,
+  };
+  return { activity, live: new LiveEvents(activity, (p) => currentPrincipal(ctx, p, idleMs), limits, deps.logger) };
 }
 
 export interface ConsoleServer {
@@ -106,8 +133,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   // PostgreSQL reads wait on the network, never on the event loop.
   const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
   const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
-  const activity = new ActivityTail(store, clock);
-  const live = new LiveEvents(activity, config.console.events_poll_ms, log);
+  const { activity, live } = deps.shared;
   const handlers: Record<string, Handler> = {
     ...consoleHandlers({
       ctx: base,

@@ -51,6 +51,18 @@ const commitSeconds = new client.Histogram({
   registers,
 });
 const httpRequests = new client.Counter({ name: 'postern_http_requests_total', help: 'HTTP requests answered, by listener kind (send, console), route and status.', labelNames: ['listener', 'route', 'status'], registers });
+const streamOverflows = new client.Counter({
+  name: 'postern_console_stream_overflows_total',
+  help: 'Console live-update streams that fell behind (console.stream_max_queued_bytes) and were sent one refresh in place of what they missed.',
+  registers,
+});
+const streamsClosed = new client.Counter({
+  name: 'postern_console_streams_closed_total',
+  help: 'Console live-update streams the server closed, by reason: authority (its session, token or operator ended), access (its operator lost the project it follows), stalled (still behind at the next check).',
+  labelNames: ['reason'],
+  registers,
+});
+for (const reason of ['authority', 'access', 'stalled']) streamsClosed.inc({ reason }, 0);
 const nodeInfo = new client.Gauge({ name: 'postern_node_info', help: 'This node: its node.id and version (the value is always 1).', labelNames: ['node_id', 'version'], registers });
 
 export function countAccepted(door: 'http' | 'smtp', environment: string): void {
@@ -83,6 +95,14 @@ export function observeCommitGroup(size: number, seconds: number): void {
 
 export function countHttpRequest(listener: 'send' | 'console', route: string, status: number): void {
   if (recording) httpRequests.inc({ listener, route, status: String(status) });
+}
+
+export function countStreamOverflow(): void {
+  if (recording) streamOverflows.inc();
+}
+
+export function countStreamClosed(reason: 'authority' | 'access' | 'stalled'): void {
+  if (recording) streamsClosed.inc({ reason });
 }
 
 /** Names this node on /metrics (one series: a server in a test process may be started again). */
