@@ -1,3 +1,4 @@
+import { DatabaseUnavailable, databaseUnavailable } from '../store/postgres/unavailable.js';
 import type { Queries } from '../store/queries.js';
 import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingKind, type BookkeepingOutcome, type BookkeepingRequest, type BookkeepingResults, type BookkeepingWork } from './bookkeepingChannel.js';
 
@@ -6,17 +7,24 @@ import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingK
  * serialises what must be (row locks, SKIP LOCKED leases), so writers need no single writer
  * thread as SQLite does. The same rule as SQLite's for the flush: writes whose loss only repeats
  * work commit without waiting for it (synchronous_commit off, as SQLite's synchronous=NORMAL);
- * the rest wait (committedDurably).
+ * the rest wait (committedDurably). A write that fails because the database went away is
+ * refused as DatabaseUnavailable: its commit may have landed (the connection cut as it committed).
  */
 export class PostgresBookkeeping implements Bookkeeping {
   constructor(private readonly store: Queries) {}
 
   async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
     const request = { seq: 0, kind, work } as BookkeepingRequest;
-    const result = await this.store.transaction(async (tx) => {
-      if (!committedDurably(request)) await tx.run('SET LOCAL synchronous_commit = off');
-      return applyBookkeeping(tx, request);
-    });
+    let result;
+    try {
+      result = await this.store.transaction(async (tx) => {
+        if (!committedDurably(request)) await tx.run('SET LOCAL synchronous_commit = off');
+        return applyBookkeeping(tx, request);
+      });
+    } catch (err) {
+      // The writer may keep this work and try it again once the database is back (its commit may have landed).
+      throw databaseUnavailable(err) ? new DatabaseUnavailable(err as Error) : err;
+    }
     // Acceptance commits run on their own connections: nothing here waits behind them.
     return { result: result as BookkeepingResults[K], acceptanceBusy: false };
   }
