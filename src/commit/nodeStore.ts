@@ -126,7 +126,7 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
     acceptance: {
       submitMany: (units) => writer.submitMany(units),
       updateLimits: (limits) => writer.updateLimits(limits),
-      status: async () => ({ lastWriteError: writer.lastWriteError() }),
+      status: async (timeoutMs) => ({ lastWriteError: await writer.lastWriteError(timeoutMs) }),
       metrics: async () => [],
       close: () => writer.close(),
     },
