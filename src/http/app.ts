@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { AcceptPipeline } from '../accept/acceptMessage.js';
 import { acceptBatch } from '../accept/acceptBatch.js';
@@ -22,6 +22,7 @@ import { readJsonBody } from './jsonBody.js';
 import { ClientGone } from './requestBody.js';
 import { sendError, sendJson } from './respond.js';
 import type { Viewer } from '../viewer/route.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 
 export interface HttpDeps {
   feedback: FeedbackIntake;
@@ -69,8 +70,11 @@ export function loggedPath(url: string | undefined): string {
   return PLAIN_PATHS.has(path) ? path : maskSecrets(path);
 }
 
-/** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
-export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
+/**
+ * One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json; over
+ * HTTPS when `tls` is given (the listener's cert/key, or tls.acme's certificate).
+ */
+export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: ListenerTls | null = null): Server {
   const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies, proxies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -171,7 +175,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .all('/v1/send/batch', methodNotAllowed('POST'));
   if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body);
 
-  const server = createServer(
+  const server = createListenerServer(
     {
       requestTimeout: config.http.request_timeout_ms,
       headersTimeout: config.http.headers_timeout_ms,
@@ -193,6 +197,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       }
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
+    tls,
   );
   connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
