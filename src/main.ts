@@ -22,7 +22,13 @@ import { SpoolWriters } from './accept/writers.js';
 import type { Db } from './store/db.js';
 import type { Queries } from './store/queries.js';
 import { openNodeStore, type AcceptanceCommits } from './commit/nodeStore.js';
-import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
+import { AcmeCertificates } from './tls/acmeCertificates.js';
+import { certificatesReady } from './tls/certificateReadiness.js';
+import { DatabaseCertificates, StateDirectoryCertificates } from './tls/certificateStorage.js';
+import { listenerCertificate, smtpCertificate, type FileCertificate } from './tls/filePairs.js';
+import type { ListenerTls } from './tls/httpsListener.js';
+import type { ServedCertificate } from './tls/servedCertificate.js';
+import { createPlainListener } from './http/plainListener.js';
 import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
 import { createAdapterRegistry } from './providers/registry.js';
@@ -52,7 +58,14 @@ export interface BoundListener {
   environment?: 'production' | 'sandbox';
   host: string;
   port: number;
-  /** `http://…` for HTTP listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP, `http(s)://…` for the console. */
+  /** `http(s)://…` for HTTP and console listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP. */
+  url: string;
+}
+
+/** http.redirect_plain's listener, as bound. */
+export interface BoundPlainListener {
+  host: string;
+  port: number;
   url: string;
 }
 
@@ -63,7 +76,15 @@ export interface RunningPostern {
   /** Its statements, as every component above the store runs them. */
   store: Queries;
   pipeline: AcceptPipeline;
-  /** Re-reads the SMTP certificate and key (SIGHUP); sessions in progress keep theirs. */
+  /** http.redirect_plain's listener; null without one. */
+  plain: BoundPlainListener | null;
+  /** tls.acme's certificate and its renewals; null without tls.acme. */
+  certificates: AcmeCertificates | null;
+  /**
+   * Re-reads every certificate pair the config names in files (smtp.tls or the state directory's
+   * self-signed one, the HTTP and console listeners' cert/key) (SIGHUP); sessions in progress keep
+   * theirs. tls.acme's certificate is not a file the operator changes: it is left alone.
+   */
   reloadTls(): void;
   /**
    * Applies a newly loaded config (SIGHUP): the sections that can change live (LIVE_SECTIONS)
@@ -197,8 +218,16 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
-  let tls: TlsMaterial | null = null;
-  const readiness = readinessChecks({ pipeline, indexWriter: acceptance, disk, servers, smtpServers });
+  let plain: BoundPlainListener | null = null;
+  // Certificates: the SMTP listeners' pair (loaded with the first SMTP listener that uses it),
+  // the HTTP and console listeners' own pairs, tls.acme's; `served`, every one a listener serves.
+  let smtpPair: FileCertificate | null = null;
+  const filePairs: FileCertificate[] = [];
+  const served: ServedCertificate[] = [];
+  let acme: AcmeCertificates | null = null;
+  const readiness = readinessChecks({ pipeline, indexWriter: acceptance, disk, servers, smtpServers }).add('certificates', () =>
+    certificatesReady(served, clock.now(), acme),
+  );
   const metrics = config.metrics.enabled
     ? new MetricsExposition({
         store,
@@ -212,6 +241,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       })
     : null;
   const shutdown = async () => {
+    await acme?.stop();
     await Promise.all(consoles.map((c) => c.close()));
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     // No longer serving: say so before the rest winds down.
@@ -233,6 +263,23 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     // The first spool writer thread has loaded its modules (it started with the writers, above):
     // a node that listens before then makes its first messages wait for it.
     await writers.ready();
+    if (config.tls.acme) {
+      // On PostgreSQL the nodes share the certificate (and take turns ordering it).
+      const storage = store.dialect === 'postgres' ? new DatabaseCertificates(store, config.node.id) : new StateDirectoryCertificates(config.state_dir);
+      acme = await AcmeCertificates.open({ settings: config.tls.acme, storage, clock, logger });
+    }
+    /** An HTTP or console listener's TLS: tls.acme's certificate, its own pair, or none (plain HTTP). */
+    const httpsOf = (l: { name: string; cert: string | null; key: string | null; acme: boolean }): ListenerTls | null => {
+      if (l.acme && acme) {
+        served.push(acme.certificate);
+        return { certificate: acme.certificate, challenges: config.tls.acme?.challenge === 'tls-alpn-01' ? acme.challenges : null };
+      }
+      if (!l.cert || !l.key) return null;
+      const pair = listenerCertificate(l);
+      filePairs.push(pair);
+      served.push(pair.certificate);
+      return { certificate: pair.certificate };
+    };
     for (const listener of config.listeners) {
       let port: number;
       let scheme: string;
@@ -240,6 +287,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       const door = listener as ListenerConfig;
       if (isConsoleListener(listener)) {
         consoleState ??= consoleShared({ store, clock, logger, config, spoolRoot: spool.root });
+        const tls = httpsOf(listener);
         const consoleServer = createConsoleServer(
           {
             store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections: consoleConnections, bodies, proxies, signIns, shared: consoleState,
@@ -251,19 +299,24 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
             }),
           },
           listener,
+          tls,
         );
         consoles.push(consoleServer);
         servers.push(consoleServer.server);
         port = await listenOn(consoleServer.server, listener.port, listener.host);
-        scheme = listener.cert && listener.key ? 'https' : 'http';
+        scheme = tls ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, proxies, viewer, readiness }, door);
+        const tls = httpsOf(listener);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, proxies, viewer, readiness }, door, tls);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
-        scheme = 'http';
+        scheme = tls ? 'https' : 'http';
       } else {
-        tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ pipeline, admission, clock, logger, config, streams }, door, tls);
+        let certificate: ServedCertificate;
+        if (listener.acme && acme) certificate = acme.certificate;
+        else certificate = (smtpPair ??= await smtpCertificate(config, logger)).certificate;
+        served.push(certificate);
+        const server = createSmtpServer({ pipeline, admission, clock, logger, config, streams }, door, certificate);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
@@ -273,6 +326,20 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       listeners.push(bound);
       logger.info(bound, 'listening');
     }
+    const redirect = config.http.redirect_plain;
+    if (redirect) {
+      const target = redirectTarget(config, listeners);
+      const server = createPlainListener(
+        { config, logger, connections, proxies, httpsPort: () => target.port, challenges: config.tls.acme?.challenge === 'http-01' ? (acme?.challenges ?? null) : null },
+        'redirect-plain',
+      );
+      servers.push(server);
+      const port = await listenOn(server, redirect.port, redirect.host);
+      plain = { host: redirect.host, port, url: `http://${redirect.host.includes(':') ? `[${redirect.host}]` : redirect.host}:${port}` };
+      logger.info({ ...plain, to: target.url }, 'listening (plain HTTP: redirects to HTTPS, processes nothing)');
+    }
+    // The listeners that answer the CA's challenges are up: the first certificate can be ordered.
+    acme?.start();
     await heartbeat.start(listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })));
   } catch (err) {
     await shutdown();
@@ -291,11 +358,19 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     db: node.sqlite,
     store,
     pipeline,
+    plain,
+    certificates: acme,
     reloadTls() {
-      if (!tls) return;
-      tls = reloadTlsMaterial(tls);
-      for (const s of smtpServers) s.updateTls(tls);
-      logger.info({ cert: tls.certPath }, 'TLS certificate reloaded');
+      const failed: string[] = [];
+      for (const pair of [...(smtpPair ? [smtpPair] : []), ...filePairs]) {
+        try {
+          pair.reload();
+          logger.info({ certificate: pair.certificate.name, cert: pair.certPath }, 'TLS certificate reloaded');
+        } catch (err) {
+          failed.push(`${pair.certificate.name}: ${(err as Error).message}`);
+        }
+      }
+      if (failed.length > 0) throw new Error(`kept the current certificate of ${failed.join('; ')}`);
     },
     reload(next) {
       const result: ConfigReload = { changed: [], restart_needed: [] };
@@ -338,6 +413,16 @@ function viewerBase(config: PosternConfig, listeners: BoundListener[]): string {
   return config.viewer.base_url ?? door?.url ?? configuredViewerBase(config) ?? '';
 }
 
+/** The HTTPS listener http.redirect_plain points to: `to`, else the first production HTTP listener with TLS, else any HTTPS one. */
+function redirectTarget(config: PosternConfig, listeners: BoundListener[]): BoundListener {
+  const https = listeners.filter((l) => l.url.startsWith('https://'));
+  const to = config.http.redirect_plain?.to;
+  const target = to ? https.find((l) => l.name === to) : (https.find((l) => l.protocol === 'http' && l.environment === 'production') ?? https.find((l) => l.protocol === 'http') ?? https[0]);
+  // The config's checks (load.ts) make this unreachable.
+  if (!target) throw new Error('http.redirect_plain: no HTTPS listener to redirect to');
+  return target;
+}
+
 /** The spool's size for /metrics is counted (a scan of every message row, in steps) at most this often. */
 const METRICS_SPOOL_TTL_MS = 60_000;
 /** The index writer thread is stalled when it does not answer within this (it answers between groups). */
@@ -345,7 +430,8 @@ const WRITER_ANSWER_MS = 2000;
 
 /**
  * GET /readyz: the index reads and its writer's last write succeeded, the writer thread answers,
- * the disk is above its guard, and every listener is bound.
+ * the disk is above its guard, and every listener is bound (the wiring adds `certificates`:
+ * every TLS listener has a valid certificate).
  */
 function readinessChecks(parts: { pipeline: AcceptPipeline; indexWriter: AcceptanceCommits; disk: DiskGuard | null; servers: Server[]; smtpServers: PosternSmtpServer[] }): Readiness {
   const { pipeline, indexWriter, disk, servers, smtpServers } = parts;

@@ -1,7 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
@@ -31,6 +29,7 @@ import { authenticateRequest, type SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
 import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
@@ -124,11 +123,11 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 }
 
 /** One console listener: the console API under /console/api/v1 (and, later, the web app); GET /metrics and GET /readyz. */
-export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
+export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig, tls: ListenerTls | null = null): ConsoleServer {
   const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
   const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
-  const secure = Boolean(listener.cert && listener.key);
+  const secure = tls !== null;
   // SQLite: a bulk action's candidate scan blocks the thread that runs it, so a thread of its own;
   // PostgreSQL reads wait on the network, never on the event loop.
   const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
@@ -272,9 +271,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     headersTimeout: config.http.headers_timeout_ms,
     connectionsCheckingInterval: timeoutCheckInterval(config.http),
   };
-  const server: Server = secure
-    ? (createHttpsServer({ ...options, cert: readFileSync(listener.cert!), key: readFileSync(listener.key!) }, onRequest) as unknown as Server)
-    : createServer(options, onRequest);
+  const server = createListenerServer(options, onRequest, tls);
   deps.connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return {
