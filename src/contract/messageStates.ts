@@ -46,6 +46,10 @@ export const CAUSES = {
   project_resume: { by: 'operator', says: '`project resume`: the messages held by the pause (`hold_reason` project) go on' },
   lease: { by: 'scheduler', says: 'due (`next_attempt_at` has come) in a project not paused: leased for hand-off' },
   lease_expired: { by: 'scheduler', says: 'its lease ran out (its worker or node died): leased again, and sent again (at least once)' },
+  lease_reclaimed: {
+    by: 'scheduler',
+    says: "PostgreSQL: a lease committed while the database went away, its answer lost: the node takes back its own leases it holds no hand-off for, renewed, and hands them off",
+  },
   hand_off: { by: 'scheduler', says: 'the outcome of handing it to the candidate providers in turn' },
   expire: { by: 'scheduler', says: 'the expiry sweep: older than `delivery.max_age_seconds` and still not handed off' },
   provider_feedback: {
@@ -92,6 +96,7 @@ export const TRANSITIONS = [
   { from: 'queued', to: 'sending', cause: 'lease' },
   { from: 'scheduled', to: 'sending', cause: 'lease' },
   { from: 'sending', to: 'sending', cause: 'lease_expired' },
+  { from: 'sending', to: 'sending', cause: 'lease_reclaimed' },
   { from: 'sending', to: 'sent', cause: 'hand_off', when: 'a provider took it for every recipient left' },
   { from: 'sending', to: 'queued', cause: 'hand_off', when: 'every candidate failed for now, or a provider deferred some recipients: the retry ladder' },
   {

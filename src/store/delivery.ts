@@ -5,6 +5,7 @@ import { statusIn, type MessageRow } from './messages.js';
 /* Each statement's status guard comes from the transition table: these are the statuses it names. */
 const LEASE_DUE = statusIn(fromStatuses('lease', 'sending'));
 const LEASE_EXPIRED = statusIn(fromStatuses('lease_expired', 'sending'));
+const LEASE_RECLAIMED = statusIn(fromStatuses('lease_reclaimed', 'sending'));
 const EXPIRES = statusIn(fromStatuses('expire', 'failed'));
 
 /**
@@ -100,6 +101,23 @@ export async function leaseDueMessagesShared(q: Queries, request: { node: string
     const due = await tx.all<LeasedMessage>(LEASE_DUE_SHARED, { ...bind, limit: limit - expired.length });
     return [...expired, ...due];
   });
+}
+
+/**
+ * PostgreSQL: `node`'s own leases that it holds no hand-off for (every id not in `holding`),
+ * renewed to `leaseUntil` and handed back to it. A lease whose commit landed but whose answer
+ * the connection's loss cut off leaves messages leased to a node that does not know it; they
+ * would otherwise wait for the lease to run out (`delivery.lease_ms`, 5 minutes by default).
+ * The attempt was counted by that lease: not again.
+ */
+export async function reclaimLeases(q: Queries, request: { node: string; now: number; leaseUntil: number; holding: string[] }): Promise<LeasedMessage[]> {
+  const { node, now, leaseUntil, holding } = request;
+  return q.all<LeasedMessage>(
+    `UPDATE messages SET lease_until = @leaseUntil, updated_at = @now
+      WHERE ${LEASE_RECLAIMED} AND lease_owner = @node AND NOT (id = ANY (CAST(@holding AS TEXT[])))
+      RETURNING *`,
+    { node, now, leaseUntil, holding: `{${holding.map((id) => `"${id}"`).join(',')}}` },
+  );
 }
 
 /** Messages past their maximum age in a state that will not deliver them, at most `limit`. */

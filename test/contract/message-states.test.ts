@@ -33,6 +33,7 @@ const EXPECTED: [from: MessageStatus, to: MessageStatus, cause: TransitionCause]
   ['queued', 'sending', 'lease'],
   ['scheduled', 'sending', 'lease'],
   ['sending', 'sending', 'lease_expired'],
+  ['sending', 'sending', 'lease_reclaimed'],
   ['sending', 'sent', 'hand_off'],
   ['sending', 'queued', 'hand_off'],
   ['sending', 'failed', 'hand_off'],
@@ -114,6 +115,7 @@ describe('the message transition table', () => {
     assert.deepEqual(fromStatuses('project_resume', 'captured'), ['captured']);
     assert.deepEqual(fromStatuses('lease', 'sending'), ['queued', 'scheduled']);
     assert.deepEqual(fromStatuses('lease_expired', 'sending'), ['sending']);
+    assert.deepEqual(fromStatuses('lease_reclaimed', 'sending'), ['sending']);
     assert.deepEqual(fromStatuses('expire', 'failed'), ['queued', 'scheduled', 'paused', 'captured']);
     assert.deepEqual(fromStatuses('provider_feedback', 'delivered'), ['sent']);
     assert.deepEqual(fromStatuses('provider_feedback', 'failed'), ['sent', 'delivered']);
