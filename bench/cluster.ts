@@ -340,7 +340,8 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       async () => {
         nodes = await startNodes(setup, setup.configOn, phase.store, count);
         const { value: drive, cpu } = await measureWindow(nodes, pgServer, backend, async (windowOpens) => {
-          const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, windowOpens);
+          const window = { arm: async () => {}, open: async () => windowOpens(), close: async () => {} };
+          const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, window);
           return { value: drive, messages: drive.sent_total - drive.sent_at_start };
         });
         await pool?.end();
