@@ -53,12 +53,14 @@ const BASE_CONFIG = {
 /**
  * One node per id, started together on a fresh, migrated database. `config` (top-level keys
  * replace the base's) is every node's config file and the operator context's config, so a
- * plan it names exists on both sides.
+ * plan it names exists on both sides. `server`: the database is made on that server instead
+ * of the test process's shared one (a test that restarts its server has one of its own; the
+ * operator's connections then outlive its restarts).
  */
-export async function startCluster(ids: string[], config: Record<string, unknown> = {}): Promise<Cluster> {
+export async function startCluster(ids: string[], config: Record<string, unknown> = {}, opts: { server?: string } = {}): Promise<Cluster> {
   const scope = new ProcessScope();
-  const database = await freshDatabase((await sharedPostgres()).url);
-  const pool = testPool(database.url, 4);
+  const database = await freshDatabase(opts.server ?? (await sharedPostgres()).url);
+  const pool = testPool(database.url, 4, { restarts: opts.server !== undefined });
   const close = async () => {
     await scope.cleanup();
     await pool.end();
