@@ -84,11 +84,25 @@ class FlushWindow {
 
   arm(): Promise<void> {
     if (this.failure) return Promise.resolve();
-    this.counter ??= SyscallCounter.attach(this.pids(), FLUSH_SYSCALLS).catch((err: Error) => {
-      this.failure = err.message;
-      return null;
-    });
+    this.counter ??= this.attach();
     return this.counter.then(() => undefined);
+  }
+
+  /**
+   * perf refuses a pid that exited between the listing and its attach ("Problems finding threads
+   * of monitor"): Postfix's daemons come and go, so the list is taken again, a few times.
+   */
+  private async attach(): Promise<SyscallCounter | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await SyscallCounter.attach(this.pids(), FLUSH_SYSCALLS);
+      } catch (err) {
+        const message = (err as Error).message;
+        if (attempt < 5 && /Problems finding threads/.test(message)) continue;
+        this.failure = message.split('\n')[0];
+        return null;
+      }
+    }
   }
 
   open(): Promise<void> {

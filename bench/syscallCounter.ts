@@ -70,6 +70,9 @@ export class SyscallCounter {
       }
     });
     child.stderr?.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    // Node's extra stdio pipes are socket pairs: perf exiting (finish's SIGINT) with a command
+    // unread resets them. What it counted is in its output file; a reset is no error here.
+    for (const stream of [child.stdio[3], child.stdio[4], child.stderr]) stream?.on('error', () => {});
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     void this.exited.then(() => {
       for (const waiting of this.acks.splice(0)) waiting();

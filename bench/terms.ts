@@ -148,7 +148,7 @@ function comparisonTerms(
     postern_flushes_by_thread_per_msg: p.cost.flushes?.per_message_by ?? null,
     postern_flushes_by_syscall: p.cost.flushes?.by_syscall ?? null,
     postfix_flushes_by_syscall: f?.cost.flushes?.by_syscall ?? null,
-    flushes_unavailable: p.cost.flushes_unavailable ?? f?.cost.flushes_unavailable ?? null,
+    flushes_unavailable: [p.cost.flushes_unavailable && `Postern: ${p.cost.flushes_unavailable}`, f?.cost.flushes_unavailable && `Postfix: ${f.cost.flushes_unavailable}`].filter(Boolean).join('; ') || null,
   };
 }
 
@@ -307,24 +307,22 @@ export function termsLines(t: Terms): string[] {
     );
   }
   const flushRows = [...present.map(([name, c]) => [name, c.postern_flushes_by_thread_per_msg, c.postern_flushes_by_syscall, c.postfix_flushes_by_syscall] as const)];
-  const unavailable = present.find(([, c]) => c.flushes_unavailable)?.[1].flushes_unavailable ?? t.send?.flushes_unavailable;
-  if (unavailable) lines.push(`flushes not counted: ${unavailable}`);
-  else {
-    const by = (m: Record<string, number> | null) =>
-      m
-        ? Object.entries(m)
-            .filter(([, v]) => v > 0)
-            .map(([k, v]) => `${k} ${num(v, 3)}`)
-            .join(', ') || 'none'
-        : '–';
-    lines.push(
-      'flushes (perf-counted fsync/fdatasync/syncfs): ' +
-        [
-          ...flushRows.map(([name, threads, pSys, fSys]) => `${name}: Postern by thread ${by(threads)} (calls ${by(pSys)}), Postfix calls ${by(fSys)}`),
-          ...(t.send ? [`POST /v1/send: by thread ${by(t.send.flushes_by_thread_per_accept)} (calls ${by(t.send.flushes_by_syscall)})`] : []),
-        ].join('; '),
-    );
-  }
+  const by = (m: Record<string, number> | null) =>
+    m
+      ? Object.entries(m)
+          .filter(([, v]) => v > 0)
+          .map(([k, v]) => `${k} ${num(v, 3)}`)
+          .join(', ') || 'none'
+      : '–';
+  lines.push(
+    'flushes (perf-counted fsync/fdatasync/syncfs; Postern per message by thread, calls in all): ' +
+      [
+        ...flushRows.map(([name, threads, pSys, fSys]) => `${name}: Postern ${by(threads)} (calls ${by(pSys)}), Postfix calls ${by(fSys)}`),
+        ...(t.send ? [`POST /v1/send: ${by(t.send.flushes_by_thread_per_accept)} (calls ${by(t.send.flushes_by_syscall)})`] : []),
+      ].join('; '),
+  );
+  const unavailable = [...new Set([...present.map(([, c]) => c.flushes_unavailable), t.send?.flushes_unavailable].filter((w): w is string => !!w))];
+  if (unavailable.length > 0) lines.push(`flushes not counted (–) where: ${unavailable.join('; ')}`);
   return lines;
 }
 
