@@ -7,18 +7,23 @@ import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
 import { smtpCertificate } from '../src/tls/filePairs.js';
 import { spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { preloadEnv, registerGcFile } from './serverThreads.js';
 
 /** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
 export const BENCH_RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
 
 /**
  * A Postern process on `stateDir` with `configFile` (and `extraEnv`, e.g. a node's store),
- * logging to `<stateDir>/postern.log`; killed if the bench exits first.
+ * logging to `<stateDir>/postern.log`; killed if the bench exits first. It loads the bench's
+ * preload (bench/serverThreads.ts: V8's threads named, the event loop's GC pauses counted into
+ * `<stateDir>/bench-gc`), so its CPU can be read per thread kind.
  */
 export async function startBenchPostern(stateDir: string, configFile?: string, extraEnv: Record<string, string> = {}): Promise<SpawnedPostern> {
-  const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info', ...extraEnv };
+  const gcFile = `${stateDir}/bench-gc`;
+  const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info', ...preloadEnv(gcFile), ...extraEnv };
   if (configFile) env.POSTERN_CONFIG = configFile;
   const server = await spawnPostern(stateDir, env, [], { logFile: `${stateDir}/postern.log` });
+  registerGcFile(server.child.pid!, gcFile);
   onBenchExit(() => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
   });

@@ -18,6 +18,12 @@
  *   compile its code: on a slow phase that would dominate), divided by the messages of that
  *   window: acknowledged (accept), or sent from the window's start until the backlog drained
  *   (relay).
+ * - Statements (issue 35): with pg_stat_statements loaded in the bench's instance (unless
+ *   BENCH_PG_STATEMENTS=0), every top-level statement the nodes sent to the phase's database
+ *   (BEGIN and COMMIT included: track_utility), over the same span as the commits below and per
+ *   the same messages; node-postgres sends each query as one exchange and waits for its answer
+ *   (Postern pipelines nothing), so each statement is one round trip. Explicit transactions are
+ *   the BEGINs among them; the rest of xact_commit are single statements in autocommit.
  * - Database: xact_commit of the phase's database (pg_stat_database: every transaction, reads
  *   included), wal_sync (pg_stat_wal, PostgreSQL 14+) and the WAL insert position, read before the
  *   nodes start (after a CHECKPOINT, so every phase starts alike) and after they have stopped and
@@ -67,7 +73,36 @@ export interface PhaseCost {
    * PostgreSQL's counters from before the nodes started until they had stopped, per message
    * stored (accept) or sent (relay); null on SQLite.
    */
-  database: { messages: number; commits_per_message: number; wal_flushes_per_message: number; wal_bytes_per_message: number } | null;
+  database: {
+    messages: number;
+    /** Transactions committed (xact_commit: reads included), per message: the issue-35 count. */
+    commits_per_message: number;
+    /** Transactions rolled back (xact_rollback), per message. */
+    rollbacks_per_message: number;
+    wal_flushes_per_message: number;
+    wal_bytes_per_message: number;
+    /** Connections the nodes opened (pg_stat_database.sessions), in all: a pool opens its connections once, then reuses them. */
+    connections: number;
+    /** From pg_stat_statements; null when it is not loaded (`statements_unavailable` says why). */
+    statements: StatementCost | null;
+    statements_unavailable: string | null;
+  } | null;
+}
+
+/** What the nodes sent to the phase's database, per message (pg_stat_statements, top-level statements). */
+export interface StatementCost {
+  /** Every statement, BEGIN and COMMIT included. */
+  statements_per_message: number;
+  /** One per statement: node-postgres sends a query and waits for its answer before the next on that connection. */
+  round_trips_per_message: number;
+  /** BEGINs: transactions of more than one statement. */
+  explicit_transactions_per_message: number;
+  /** Rows returned or changed by the statements, per message. */
+  rows_per_message: number;
+  /** Server time executing the statements (total_exec_time), ms per message. */
+  exec_ms_per_message: number;
+  /** The statements sent most often: normalized text (first 160 characters), calls and rows per message, execution ms per message. */
+  top: { query: string; calls_per_message: number; rows_per_message: number; exec_ms_per_message: number }[];
 }
 
 export interface ClusterRow {
@@ -103,9 +138,26 @@ function uptime(): string {
 /** The database counters a phase's costs are read from. */
 interface DbCounters {
   commits: number;
+  rollbacks: number;
+  sessions: number;
   walSyncs: number;
   walLsn: string;
+  /** pg_stat_statements' top-level rows for the database, by queryid; null without it. */
+  statements: Map<string, StatementRow> | null;
 }
+
+interface StatementRow {
+  query: string;
+  calls: number;
+  rows: number;
+  execMs: number;
+}
+
+/** Marks the bench's own statements on a phase's database, so they are left out of the nodes' (pg_stat_statements keeps a query's first text, comments included). */
+export const BENCH_STATEMENT_MARK = '/* postern-bench */';
+
+/** The settings that load pg_stat_statements, unless BENCH_PG_STATEMENTS=0; it costs the instance a little CPU per statement. */
+const STATEMENT_SETTINGS = process.env.BENCH_PG_STATEMENTS === '0' ? [] : ["shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = top', 'pg_stat_statements.max = 10000'];
 
 /** The bench's private PostgreSQL: a fresh database per phase, and its counters. */
 class BenchPostgres {
@@ -115,12 +167,23 @@ class BenchPostgres {
     readonly instance: PostgresInstance,
     /** On the `postgres` database: the bench's own statements count there, not in a phase's database. */
     private readonly admin: pg.Pool,
+    /** Why statements are not counted, or null when pg_stat_statements is loaded. */
+    readonly statementsUnavailable: string | null,
   ) {}
 
   static async start(): Promise<BenchPostgres> {
-    const instance = await startPostgresInstance();
+    const instance = await startPostgresInstance(STATEMENT_SETTINGS);
     const admin = new pg.Pool({ connectionString: instance.url, max: 1 });
-    return new BenchPostgres(instance, admin);
+    let unavailable: string | null = STATEMENT_SETTINGS.length === 0 ? 'BENCH_PG_STATEMENTS=0' : null;
+    if (!unavailable) {
+      try {
+        // The view lives in the database it is created in and shows every database's statements.
+        await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      } catch (err) {
+        unavailable = `pg_stat_statements: ${(err as Error).message}`;
+      }
+    }
+    return new BenchPostgres(instance, admin, unavailable);
   }
 
   async freshDatabase(): Promise<{ name: string; url: string }> {
@@ -146,13 +209,31 @@ class BenchPostgres {
   }
 
   async counters(database: string): Promise<DbCounters> {
-    const { rows } = await this.admin.query<{ commits: string; wal_sync: string; lsn: string }>(
-      `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = $1) AS commits,
+    const { rows } = await this.admin.query<{ commits: string; rollbacks: string; sessions: string; wal_sync: string; lsn: string }>(
+      `SELECT d.xact_commit AS commits, d.xact_rollback AS rollbacks, d.sessions AS sessions,
               (SELECT wal_sync FROM pg_stat_wal) AS wal_sync,
-              pg_current_wal_insert_lsn()::text AS lsn`,
+              pg_current_wal_insert_lsn()::text AS lsn
+         FROM pg_stat_database d WHERE d.datname = $1`,
       [database],
     );
-    return { commits: Number(rows[0].commits), walSyncs: Number(rows[0].wal_sync), walLsn: rows[0].lsn };
+    let statements: Map<string, StatementRow> | null = null;
+    if (!this.statementsUnavailable) {
+      const found = await this.admin.query<{ queryid: string; query: string; calls: string; rows: string; ms: number }>(
+        `SELECT queryid::text AS queryid, query, calls, rows, total_exec_time AS ms
+           FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+          WHERE d.datname = $1 AND s.toplevel AND position($2 in s.query) = 0`,
+        [database, BENCH_STATEMENT_MARK],
+      );
+      statements = new Map(found.rows.map((r) => [r.queryid, { query: r.query, calls: Number(r.calls), rows: Number(r.rows), execMs: r.ms }]));
+    }
+    return {
+      commits: Number(rows[0].commits),
+      rollbacks: Number(rows[0].rollbacks),
+      sessions: Number(rows[0].sessions),
+      walSyncs: Number(rows[0].wal_sync),
+      walLsn: rows[0].lsn,
+      statements,
+    };
   }
 
   async walBytesBetween(from: string, to: string): Promise<number> {
@@ -252,9 +333,60 @@ function cpuCost(messages: number, cpu0: CpuSample, cpu1: CpuSample, onPostgres:
   };
 }
 
-function databaseCost(messages: number, db: { commits: number; walSyncs: number; walBytes: number } | null): PhaseCost['database'] {
+/** What the database counted between two reads of its counters (the bench's own commits taken off). */
+interface DbDelta {
+  commits: number;
+  rollbacks: number;
+  sessions: number;
+  walSyncs: number;
+  walBytes: number;
+  statements: StatementRow[] | null;
+  statementsUnavailable: string | null;
+}
+
+function statementsBetween(before: Map<string, StatementRow> | null, after: Map<string, StatementRow> | null): StatementRow[] | null {
+  if (!before || !after) return null;
+  const rows: StatementRow[] = [];
+  for (const [id, a] of after) {
+    const b = before.get(id);
+    const row = { query: a.query, calls: a.calls - (b?.calls ?? 0), rows: a.rows - (b?.rows ?? 0), execMs: a.execMs - (b?.execMs ?? 0) };
+    if (row.calls > 0) rows.push(row);
+  }
+  return rows.sort((x, y) => y.calls - x.calls);
+}
+
+const TOP_STATEMENTS = 12;
+
+function statementCost(rows: StatementRow[], messages: number): StatementCost {
+  const calls = rows.reduce((a, r) => a + r.calls, 0);
+  const begins = rows.filter((r) => /^\s*(BEGIN|START\s+TRANSACTION)\b/i.test(r.query)).reduce((a, r) => a + r.calls, 0);
+  return {
+    statements_per_message: per(calls, messages, 3),
+    round_trips_per_message: per(calls, messages, 3),
+    explicit_transactions_per_message: per(begins, messages, 3),
+    rows_per_message: per(rows.reduce((a, r) => a + r.rows, 0), messages, 3),
+    exec_ms_per_message: per(rows.reduce((a, r) => a + r.execMs, 0), messages, 4),
+    top: rows.slice(0, TOP_STATEMENTS).map((r) => ({
+      query: r.query.replace(/\s+/g, ' ').trim().slice(0, 160),
+      calls_per_message: per(r.calls, messages, 3),
+      rows_per_message: per(r.rows, messages, 3),
+      exec_ms_per_message: per(r.execMs, messages, 4),
+    })),
+  };
+}
+
+function databaseCost(messages: number, db: DbDelta | null): PhaseCost['database'] {
   if (!db) return null;
-  return { messages, commits_per_message: per(db.commits, messages, 3), wal_flushes_per_message: per(db.walSyncs, messages, 3), wal_bytes_per_message: per(db.walBytes, messages, 0) };
+  return {
+    messages,
+    commits_per_message: per(db.commits, messages, 3),
+    rollbacks_per_message: per(db.rollbacks, messages, 3),
+    wal_flushes_per_message: per(db.walSyncs, messages, 3),
+    wal_bytes_per_message: per(db.walBytes, messages, 0),
+    connections: db.sessions,
+    statements: db.statements ? statementCost(db.statements, messages) : null,
+    statements_unavailable: db.statements ? null : db.statementsUnavailable,
+  };
 }
 
 /**
@@ -262,7 +394,7 @@ function databaseCost(messages: number, db: { commits: number; walSyncs: number;
  * counters again once `run` has stopped them and their backends are gone; `ownCommits()` is the
  * bench's own transactions on the phase's database meanwhile, taken off.
  */
-async function withDatabaseCounters<T>(pgServer: BenchPostgres | null, phase: PhaseStore, run: () => Promise<T>, ownCommits: () => number) {
+async function withDatabaseCounters<T>(pgServer: BenchPostgres | null, phase: PhaseStore, run: () => Promise<T>, ownCommits: () => number): Promise<{ result: T; db: DbDelta | null }> {
   if (!pgServer || !phase.database) return { result: await run(), db: null };
   await pgServer.checkpoint();
   const before = await pgServer.counters(phase.database);
@@ -271,7 +403,16 @@ async function withDatabaseCounters<T>(pgServer: BenchPostgres | null, phase: Ph
   const after = await pgServer.counters(phase.database);
   return {
     result,
-    db: { commits: after.commits - before.commits - ownCommits(), walSyncs: after.walSyncs - before.walSyncs, walBytes: await pgServer.walBytesBetween(before.walLsn, after.walLsn) },
+    db: {
+      commits: after.commits - before.commits - ownCommits(),
+      rollbacks: after.rollbacks - before.rollbacks,
+      // The bench's own connection for its reads (relay) is one of them.
+      sessions: after.sessions - before.sessions,
+      walSyncs: after.walSyncs - before.walSyncs,
+      walBytes: await pgServer.walBytesBetween(before.walLsn, after.walLsn),
+      statements: statementsBetween(before.statements, after.statements),
+      statementsUnavailable: pgServer.statementsUnavailable,
+    },
   };
 }
 
@@ -331,7 +472,7 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
   const countSent = async () => {
     if (!pool) return countMessages(phase, setup, 'sent');
     reads++;
-    return Number((await pool.query<{ n: string }>("SELECT count(*) AS n FROM messages WHERE status = 'sent'")).rows[0].n);
+    return Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE status = 'sent' ${BENCH_STATEMENT_MARK}`)).rows[0].n);
   };
   try {
     const { result, db } = await withDatabaseCounters(
@@ -340,7 +481,8 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       async () => {
         nodes = await startNodes(setup, setup.configOn, phase.store, count);
         const { value: drive, cpu } = await measureWindow(nodes, pgServer, backend, async (windowOpens) => {
-          const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, windowOpens);
+          const window = { arm: async () => {}, open: async () => windowOpens(), close: async () => {} };
+          const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, window);
           return { value: drive, messages: drive.sent_total - drive.sent_at_start };
         });
         await pool?.end();
@@ -407,12 +549,35 @@ function costCells({ cpu, database }: PhaseCost): string[] {
     n(cpu.total_ms_per_message, 2),
     `${n(cpu.busy_cores.postern, 2)} + ${n(cpu.busy_cores.postgres, 2)} (${n(cpu.busy_cores.generator, 2)})`,
     n(database?.commits_per_message ?? null, 2),
+    n(database?.statements?.statements_per_message ?? null, 2),
+    n(database?.statements?.explicit_transactions_per_message ?? null, 2),
     n(database?.wal_flushes_per_message ?? null, 3),
     n(database?.wal_bytes_per_message ?? null),
   ];
 }
 
-const COST_HEADER = ['CPU ms/msg Postern', 'PostgreSQL', 'total', 'cores Postern + PG (generator)', 'commits/msg', 'WAL flushes/msg', 'WAL B/msg'];
+const COST_HEADER = ['CPU ms/msg Postern', 'PostgreSQL', 'total', 'cores Postern + PG (generator)', 'commits/msg', 'statements = round trips/msg', 'BEGINs/msg', 'WAL flushes/msg', 'WAL B/msg'];
+
+/** For each PostgreSQL row and phase, the statements sent most often, per message. */
+function statementLines(r: ClusterReport): string[] {
+  const lines: string[] = [];
+  for (const row of r.rows) {
+    for (const [phase, db] of [['accept', row.accept.cost.database], ['relay', row.relay.cost.database]] as const) {
+      if (!db) continue;
+      if (!db.statements) {
+        lines.push(`  ${storeName(row)} × ${row.nodes} ${phase}: statements not counted (${db.statements_unavailable})`);
+        continue;
+      }
+      const s = db.statements;
+      lines.push(
+        `  ${storeName(row)} × ${row.nodes} ${phase}: ${n(s.statements_per_message, 2)} statements (round trips) per message, ${n(s.explicit_transactions_per_message, 2)} BEGIN, ` +
+          `${n(db.commits_per_message, 2)} commits, ${n(db.rollbacks_per_message, 3)} rollbacks, ${n(s.rows_per_message, 1)} rows, ${n(s.exec_ms_per_message, 3)} ms executing; ${db.connections} connections opened; most sent:`,
+      );
+      for (const t of s.top) lines.push(`    ${n(t.calls_per_message, 3).padStart(6)}  ${t.query}`);
+    }
+  }
+  return lines;
+}
 
 /** Human-readable lines in the style of bench/run.ts: the machine, the instance, two tables. */
 export function clusterLines(r: ClusterReport): string[] {
@@ -437,6 +602,8 @@ export function clusterLines(r: ClusterReport): string[] {
       r.rows.map((row) => [storeName(row), String(row.nodes), n(row.relay.delivered_per_s), n(row.relay.accepted_per_s), n(row.relay.errors), drained(row), ...costCells(row.relay.cost)]),
     ),
     ...(errors.length > 0 ? [`relay errors (first ${errors.length}): ${errors.join(' | ')}`] : []),
+    'What the nodes sent to PostgreSQL (pg_stat_statements, top-level statements, from the nodes\' start to their stop, per row stored (accept) or message sent (relay); each statement one round trip):',
+    ...statementLines(r),
     `uptime after: ${r.uptime.after}`,
   ];
 }

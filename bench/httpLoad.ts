@@ -39,7 +39,9 @@ export function clientsFor(servers: number): number {
 /**
  * `clientsFor(urls.length)` keep-alive clients, each with one request in flight and each on one
  * of `urls` in turn (one server's listener each), for `durationMs` after a WARMUP_MS warm-up;
- * `onMeasureStart` is called as the measured window opens.
+ * `onMeasureStart` is called as the measured window opens; with wrk (which runs the warm-up and
+ * the window as two runs) the window's run starts once the promise it returns settles, so a
+ * probe can attach to the server between them, after the warm-up has started its threads.
  */
 export async function load(
   urls: URL[],
@@ -48,12 +50,12 @@ export async function load(
   body: Buffer | null,
   okStatus: number,
   durationMs: number,
-  onMeasureStart: () => void = () => {},
+  onMeasureStart: () => void | Promise<void> = () => {},
 ): Promise<LoadResult> {
   const clients = clientsFor(urls.length);
   if (wrkAvailable()) {
     runWrk(urls, method, headers, body, clients, WARMUP_MS / 1000);
-    onMeasureStart();
+    await onMeasureStart();
     const r = runWrk(urls, method, headers, body, clients, durationMs / 1000);
     return { requests: r.requests, ok: r.requests - r.errors, errors: r.errors, seconds: r.seconds, latenciesMs: [], percentilesMs: { 50: r.p50Ms, 99: r.p99Ms } };
   }
@@ -63,7 +65,8 @@ export async function load(
   const measureFrom = started + WARMUP_MS;
   const stopAt = measureFrom + durationMs;
   const result: LoadResult = { requests: 0, ok: 0, errors: 0, seconds: durationMs / 1000, latenciesMs: [] };
-  const windowOpens = setTimeout(onMeasureStart, WARMUP_MS);
+  let opened: void | Promise<void> = undefined;
+  const windowOpens = setTimeout(() => (opened = onMeasureStart()), WARMUP_MS);
   const one = (url: URL) =>
     new Promise<number>((resolve) => {
       const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
@@ -90,6 +93,7 @@ export async function load(
     }),
   );
   clearTimeout(windowOpens);
+  await opened;
   agent.destroy();
   result.latenciesMs.sort((a, b) => a - b);
   return result;

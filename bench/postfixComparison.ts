@@ -29,6 +29,7 @@ import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { benchCertificate, cpuSeconds, machine, percentile, sleep } from './benchServer.js';
 import { startDiskCompetitor } from './diskCompetitor.js';
+import { groupProbe, type PostfixCost } from './serverCost.js';
 import { INGEST_HOLD, INGEST_HOLD_TEXT, PostfixInstance, postfixUnavailable, type IngestHold } from './postfix.js';
 import { RELAY_DRAIN_BOUND_MS, RELAY_SECONDS, RELAY_WARMUP_MS, relayThroughputPhase, startSink, type RelayThroughputResult } from './relay.js';
 import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
@@ -42,6 +43,8 @@ export interface PostfixIngestResult extends SmtpLoadResult {
   hold: IngestHold;
   /** Queue files the instance holds after the phase; at least `acknowledged_total` while delivery is held. */
   queue_files: number;
+  /** All the instance's processes: CPU per daemon and flushes over the window, per message acknowledged in it. */
+  cost: PostfixCost;
 }
 
 export interface PostfixRelayResult {
@@ -58,6 +61,10 @@ export interface PostfixRelayResult {
   generator_cpu_cores: number;
   sink_cpu_cores: number;
   drain_after_load_s: number;
+  /** What the sink counted from the window's start until the backlog drained (or the drain's bound): the messages `cost` is per. */
+  delivered_at_sink_through_drain: number;
+  /** All the instance's processes, from the window's start until the backlog drained, per message the sink counted meanwhile. */
+  cost: PostfixCost;
 }
 
 interface Pair<P, F> {
@@ -85,16 +92,21 @@ async function postfixIngestPhase(postfix: PostfixInstance, durationMs: number, 
   const sink = INGEST_HOLD === 'deliver' ? await startSink() : null;
   try {
     await postfix.start({ sinkPort: sink?.port ?? 9, delivery: INGEST_HOLD === 'deliver' });
+    const probe = groupProbe(() => postfix.processes());
     const load = await runSmtpLoad(
       { host: '127.0.0.1', port: postfix.port, credentials: postfix.credentials, accepted: POSTFIX_QUEUED, serverCpuSeconds: () => postfix.cpuSeconds() },
       durationMs,
       warmupMs,
+      undefined,
+      probe,
     );
+    await probe.close();
+    const cost = await probe.cost(load.accepted);
     const queueFiles = postfix.queuedFiles();
     if (INGEST_HOLD !== 'deliver' && queueFiles < load.acknowledged_total) {
       throw new Error(`Postfix holds ${queueFiles} queue files for ${load.acknowledged_total} acknowledged messages`);
     }
-    return { ...load, hold: INGEST_HOLD, queue_files: queueFiles };
+    return { ...load, hold: INGEST_HOLD, queue_files: queueFiles, cost };
   } finally {
     postfix.stop();
     await sink?.stop();
@@ -107,11 +119,13 @@ async function postfixRelayPhase(postfix: PostfixInstance, seconds = RELAY_SECON
     await postfix.start({ sinkPort: sink.port, delivery: true });
     const sinkCpu = () => (sink.pid ? cpuSeconds(sink.pid) : 0);
     let begin = { atSink: 0, acknowledged: 0, sinkCpu: 0 };
+    const probe = groupProbe(() => postfix.processes());
     const load = await runSmtpLoad(
       { host: '127.0.0.1', port: postfix.port, credentials: postfix.credentials, accepted: POSTFIX_QUEUED, serverCpuSeconds: () => postfix.cpuSeconds() },
       seconds * 1000,
       RELAY_WARMUP_MS,
       (acknowledged) => (begin = { atSink: sink.delivered(), acknowledged, sinkCpu: sinkCpu() }),
+      probe,
     );
     const end = { atSink: sink.delivered(), sinkCpu: sinkCpu() };
     // As Postern's relay phase measures it: from the warm-up's end to the last reply.
@@ -119,6 +133,10 @@ async function postfixRelayPhase(postfix: PostfixInstance, seconds = RELAY_SECON
     const drainStart = performance.now();
     while (sink.delivered() < load.acknowledged_total && performance.now() - drainStart < RELAY_DRAIN_BOUND_MS) await sleep(100);
     const drained = sink.delivered() >= load.acknowledged_total;
+    const drainSeconds = (performance.now() - drainStart) / 1000;
+    await probe.close();
+    const throughDrain = sink.delivered() - begin.atSink;
+    const cost = await probe.cost(throughDrain);
     return {
       seconds: wall,
       smtp_sessions: load.sessions,
@@ -132,7 +150,9 @@ async function postfixRelayPhase(postfix: PostfixInstance, seconds = RELAY_SECON
       server_cpu_cores: load.server_cpu,
       generator_cpu_cores: load.generator_cpu,
       sink_cpu_cores: +((end.sinkCpu - begin.sinkCpu) / wall).toFixed(2),
-      drain_after_load_s: drained ? +((performance.now() - drainStart) / 1000).toFixed(2) : NaN,
+      drain_after_load_s: drained ? +drainSeconds.toFixed(2) : NaN,
+      delivered_at_sink_through_drain: throughDrain,
+      cost,
     };
   } finally {
     postfix.stop();

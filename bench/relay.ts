@@ -16,6 +16,8 @@ import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { posternProbe, type PosternCost } from './serverCost.js';
+import { ARM_LEAD_MS, type WindowHooks } from './smtpClient.js';
 import { BENCH_RATE_LIMITS, benchSmtpConfig, countByStatus, cpuSeconds, onBenchExit, postOnce, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
@@ -251,6 +253,10 @@ export interface RelayThroughputResult {
   delivered_per_s: number;
   /** What the sink counted in the window (the figure the Postfix comparison reads on both sides). */
   delivered_at_sink_per_s: number;
+  /** What the sink counted from the window's start until the backlog drained (or the drain's bound): the messages `cost` is per. */
+  delivered_at_sink_through_drain: number;
+  /** The server's CPU per thread kind and flushes from the window's start until the backlog drained, per message the sink counted meanwhile. */
+  cost: PosternCost;
   /** Accepted but not yet sent when the window closed (growth means delivery lags acceptance). */
   backlog_at_start: number;
   backlog_at_end: number;
@@ -276,7 +282,7 @@ export interface RelayTargets {
 }
 
 /** What driveRelay measured (RelayThroughputResult's figures that do not read the store). */
-export type RelayDrive = Omit<RelayThroughputResult, 'sink' | 'server_peak_rss_mb' | 'stored_message_bytes_avg' | 'final_statuses'> & {
+export type RelayDrive = Omit<RelayThroughputResult, 'sink' | 'server_peak_rss_mb' | 'stored_message_bytes_avg' | 'final_statuses' | 'cost'> & {
   /** Every message acknowledged from the first request to the last, warm-up included, and how many of them were sent by the end of the drain. */
   accepted_total: number;
   sent_total: number;
@@ -296,9 +302,10 @@ interface Snapshot {
 /**
  * The relay load on `targets` (the HTTP clients and SMTP sessions spread over the nodes in turn)
  * for a warm-up and `seconds`, then waits, bounded, until every acknowledged message is sent.
- * The servers keep running. `onMeasureStart` is called as the measured window opens.
+ * The servers keep running. `probe` (bench/serverCost.ts) is armed a second before the measured
+ * window, opened with it, and closed once the backlog has drained.
  */
-export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: number, onMeasureStart: () => void = () => {}): Promise<RelayDrive> {
+export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: number, probe?: WindowHooks & { close(): Promise<void> }): Promise<RelayDrive> {
   const { nodes } = targets;
   const transports: Transporter[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: RELAY_HTTP_CLIENTS });
@@ -334,8 +341,11 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
       };
     };
     const marks: { begin?: Promise<Snapshot> } = {};
+    let armed: Promise<void> = Promise.resolve();
+    let opened: Promise<void> = Promise.resolve();
+    const armTimer = setTimeout(() => (armed = probe?.arm() ?? armed), Math.max(0, RELAY_WARMUP_MS - ARM_LEAD_MS));
     const snapTimer = setTimeout(() => {
-      onMeasureStart();
+      opened = probe?.open() ?? opened;
       marks.begin = snap();
     }, RELAY_WARMUP_MS);
     const httpLoop = async (n: number) => {
@@ -384,7 +394,10 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
       }
     };
     await Promise.all([...Array.from({ length: RELAY_HTTP_CLIENTS }, (_, n) => httpLoop(n)), ...Array.from({ length: RELAY_SMTP_SESSIONS }, (_, n) => smtpLoop(n))]);
+    clearTimeout(armTimer);
     clearTimeout(snapTimer);
+    await armed;
+    await opened;
     const end = await snap();
     const wall = (performance.now() - measureFrom) / 1000;
     const begin = (await marks.begin) ?? end;
@@ -398,6 +411,7 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
       sent = await targets.countSent();
     }
     const drainSeconds = (performance.now() - drainStart) / 1000;
+    await probe?.close();
     return {
       seconds: +wall.toFixed(2),
       http_clients: RELAY_HTTP_CLIENTS,
@@ -408,6 +422,7 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
       accepted_per_s: Math.round((httpOk + smtpOk) / wall),
       delivered_per_s: Math.round((end.sent - begin.sent) / wall),
       delivered_at_sink_per_s: Math.round((end.atSink - begin.atSink) / wall),
+      delivered_at_sink_through_drain: sink.delivered() - begin.atSink,
       backlog_at_start: begin.accepted - begin.sent,
       backlog_at_end: end.accepted - end.sent,
       errors,
@@ -431,13 +446,16 @@ export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<Rel
   const sink = await startSink();
   const setup = await setUp(sink.port, 'postern-bench-relay-');
   const server = await start(setup, setup.configOn);
+  const probe = posternProbe([server.child.pid!]);
   try {
-    const { accepted_total: _accepted, sent_total: _sent, sent_at_start: _sentAtStart, ...drive } = await driveRelay({ nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) }, sink, seconds);
+    const { accepted_total: _accepted, sent_total: _sent, sent_at_start: _sentAtStart, ...drive } = await driveRelay({ nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) }, sink, seconds, probe);
+    const cost = await probe.cost(drive.delivered_at_sink_through_drain);
     const rss = processMemoryMb(server.child.pid!, 'VmHWM');
     await server.stop();
     return {
       sink: sink.kind,
       ...drive,
+      cost,
       server_peak_rss_mb: +rss.toFixed(1),
       stored_message_bytes_avg: averageSize(setup.stateDir),
       final_statuses: countByStatus(setup.stateDir, 'messages'),

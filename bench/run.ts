@@ -24,6 +24,8 @@ import { consoleBench, consoleLines } from './console.js';
 import { webConsoleBench, webConsoleLines } from './webConsole.js';
 import { scrapeBench } from './metricsScrape.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
+import { mergePosternCosts, comparisonTermsOf, sendTerms, termsLines, type Terms } from './terms.js';
+import { posternProbe, type PosternCost } from './serverCost.js';
 
 interface Phase {
   policy: boolean;
@@ -32,6 +34,23 @@ interface Phase {
   peakRssMb: number;
   /** Scrapes of GET /metrics during the phase (metrics on), and the slowest one. */
   scrapes?: { count: number; maxMs: number };
+  /** The server's CPU per thread kind and flushes over the window, per durable accept. */
+  cost: PosternCost;
+}
+
+/**
+ * `load` with a probe of the server (bench/serverCost.ts): attached and opened as the measured
+ * window opens, closed with it; its figures per `ok` response of the window.
+ */
+async function probedLoad(pid: number, ...args: Parameters<typeof load>): Promise<{ result: LoadResult; cost: PosternCost }> {
+  const probe = posternProbe([pid]);
+  const [urls, method, headers, body, okStatus, durationMs] = args;
+  const result = await load(urls, method, headers, body, okStatus, durationMs, async () => {
+    await probe.arm();
+    await probe.open();
+  });
+  await probe.close();
+  return { result, cost: await probe.cost(result.ok) };
 }
 
 /** While metrics are on, GET /metrics is scraped this often during a send phase (Prometheus' default is 15 s). */
@@ -87,7 +106,7 @@ async function sendPhase(policy: boolean, body: Buffer, metrics = true): Promise
     const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
     const consoleUrl = server.listeners.find((l) => l.protocol === 'console')?.url;
     const scraping = metrics && consoleUrl ? scrapeWhile(consoleUrl) : null;
-    const result = await load([new URL('/v1/send', server.production)], 'POST', headers, body, 202, DURATION_MS);
+    const { result, cost } = await probedLoad(server.child.pid!, [new URL('/v1/send', server.production)], 'POST', headers, body, 202, DURATION_MS);
     const scrapes = await scraping?.stop();
     const rss = peakRssMb(server.child.pid!);
     await server.stop();
@@ -95,18 +114,18 @@ async function sendPhase(policy: boolean, body: Buffer, metrics = true): Promise
     const stored = db.prepare('SELECT COUNT(*) AS c FROM messages').pluck().get() as number;
     db.close();
     if (stored < result.ok) throw new Error(`only ${stored} rows for ${result.ok} acknowledged sends`);
-    return { policy, metrics, result, peakRssMb: rss, scrapes };
+    return { policy, metrics, result, peakRssMb: rss, scrapes, cost };
   } finally {
     if (server.child.exitCode === null) await server.kill();
     removeAfterBench(stateDir);
   }
 }
 
-async function noopPhase(): Promise<LoadResult> {
+async function noopPhase(): Promise<{ result: LoadResult; cost: PosternCost }> {
   const stateDir = tempStateDir('postern-bench-');
   const server = await startBenchPostern(stateDir);
   try {
-    return await load([new URL('/healthz', server.production)], 'GET', {}, null, 200, DURATION_MS);
+    return await probedLoad(server.child.pid!, [new URL('/healthz', server.production)], 'GET', {}, null, 200, DURATION_MS);
   } finally {
     await server.stop();
     removeAfterBench(stateDir);
@@ -180,6 +199,10 @@ async function smtpOnly(): Promise<void> {
         `server peak RSS ${r.server_peak_rss_mb} MiB, CPU ${r.server_cpu.toFixed(2)} cores (generator ${r.generator_cpu.toFixed(2)})`,
     );
     if (r.error_samples.length > 0) console.log(`SMTP errors: ${r.error_samples.join(' | ')}`);
+    const { cost } = r;
+    const byKind = Object.entries(cost.threads_ms_per_message).filter(([, v]) => v !== 0).map(([k, v]) => `${k} ${v}`);
+    const flushes = cost.flushes ? `${cost.flushes.per_message} flushes/msg` : `flushes not counted (${cost.flushes_unavailable})`;
+    console.log(`  server CPU ${cost.cpu_ms_per_message} ms/msg (${byKind.join(', ')}; event-loop GC ${cost.event_loop_gc_ms_per_message}); ${flushes}`);
   }
 }
 
@@ -194,7 +217,9 @@ async function main(): Promise<void> {
   if (only === 'postfix') {
     const comparison = await postfixComparison(DURATION_MS, WARMUP_MS);
     for (const line of comparisonLines(comparison, DURATION_MS)) console.log(line);
-    console.log(JSON.stringify(comparison, withoutLatencies));
+    const terms: Terms = { ...comparisonTermsOf(comparison), send: null };
+    for (const line of termsLines(terms)) console.log(line);
+    console.log(JSON.stringify({ ...comparison, terms }, withoutLatencies));
     return;
   }
   if (only === 'relay') {
@@ -235,7 +260,7 @@ async function main(): Promise<void> {
   const diskPerFile = await measureDiskCeiling(`${probeDir}/probe`, 4, 3);
   const disk = measureGroupCeiling(`${probeDir}/group`, 20, 3);
   removeAfterBench(probeDir);
-  const noop = await noopPhase();
+  const { result: noop, cost: noopCost } = await noopPhase();
   // Policy off and on, interleaved twice, so disk and CPU drift hits both alike.
   const phases: Phase[] = [];
   for (const policy of [false, true, false, true]) phases.push(await sendPhase(policy, SEND_BODY));
@@ -323,6 +348,12 @@ async function main(): Promise<void> {
   const relay = { throughput: comparison.relay.postern, queue: await relayQueuePhase() };
   for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
   for (const line of comparisonLines(comparison, DURATION_MS)) console.log(line);
+  const onPhases = phases.filter((p) => p.policy);
+  const terms: Terms = {
+    ...comparisonTermsOf(comparison),
+    send: sendTerms({ ...on, cost: mergePosternCosts(onPhases.map((p) => p.cost)) }, { ...report.noop, cost: noopCost }),
+  };
+  for (const line of termsLines(terms)) console.log(line);
   // Outbound webhooks (bench/webhooks.ts): delivery rate, and acceptance with the dispatcher idle and working.
   const webhooks = await webhookBench();
   for (const line of webhookLines(webhooks)) console.log(line);
@@ -332,7 +363,7 @@ async function main(): Promise<void> {
   // A SQLite node beside one and three nodes on PostgreSQL (bench/cluster.ts): accepts/s, relay/s, and CPU, commits and WAL per message.
   const cluster = await clusterBench();
   for (const line of clusterLines(cluster)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison, cluster }, withoutLatencies));
+  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison, terms, cluster }, withoutLatencies));
 }
 
 await main();

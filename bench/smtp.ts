@@ -13,10 +13,13 @@ import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
 import { runSmtpLoad, type SmtpLoadResult } from './smtpClient.js';
+import { posternProbe, type PosternCost } from './serverCost.js';
 import { BENCH_RATE_LIMITS, benchSmtpConfig, cpuSeconds, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 export interface SmtpIngestResult extends SmtpLoadResult {
   server_peak_rss_mb: number;
+  /** The server's CPU per thread kind and flushes over the window, per message acknowledged in it. */
+  cost: PosternCost;
   /** Rows the index holds for SMTP messages; at least `acknowledged_total`. */
   rows_stored: number;
 }
@@ -34,6 +37,7 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
   const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
+  const probe = posternProbe([pid]);
   try {
     const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
     if (!listener) throw new Error('no production STARTTLS listener');
@@ -47,14 +51,18 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
       },
       durationMs,
       warmupMs,
+      undefined,
+      probe,
     );
+    await probe.close();
+    const cost = await probe.cost(load.accepted);
     const rss = +peakRssMb(pid).toFixed(1);
     await server.stop();
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
     const rows = db.prepare("SELECT COUNT(*) FROM messages WHERE source = 'smtp'").pluck().get() as number;
     db.close();
     if (rows < load.acknowledged_total) throw new Error(`only ${rows} rows for ${load.acknowledged_total} acknowledged SMTP messages`);
-    return { ...load, server_peak_rss_mb: rss, rows_stored: rows };
+    return { ...load, server_peak_rss_mb: rss, cost, rows_stored: rows };
   } finally {
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();
   }

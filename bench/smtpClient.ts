@@ -61,6 +61,15 @@ export interface SmtpTarget {
   serverCpuSeconds(): number;
 }
 
+/** A phase's probe of the server (bench/serverCost.ts) as a load drives it: armed a second before the window, opened with it; the caller closes it. */
+export interface WindowHooks {
+  arm(): Promise<void>;
+  open(): Promise<void>;
+}
+
+/** How long before the window a probe is armed: after the warm-up has started the server's threads, in time for its counters to attach. */
+export const ARM_LEAD_MS = 1000;
+
 export interface SmtpLoadResult {
   sessions: number;
   messages_per_session: number;
@@ -90,7 +99,13 @@ export interface SmtpLoadResult {
  * `onWindowStart` runs when the warm-up ends, with the acceptances so far (a caller's own
  * snapshot, e.g. the sink's count).
  */
-export async function runSmtpLoad(target: SmtpTarget, durationMs: number, warmupMs: number, onWindowStart?: (acknowledged: number) => void): Promise<SmtpLoadResult> {
+export async function runSmtpLoad(
+  target: SmtpTarget,
+  durationMs: number,
+  warmupMs: number,
+  onWindowStart?: (acknowledged: number) => void,
+  hooks?: WindowHooks,
+): Promise<SmtpLoadResult> {
   const clients = new Set<RawSmtp>();
   const result: SmtpLoadResult = {
     sessions: SMTP_SESSIONS,
@@ -115,8 +130,12 @@ export async function runSmtpLoad(target: SmtpTarget, durationMs: number, warmup
     return (u.user + u.system) / 1e6;
   };
   let cpuAtStart: { server: number; generator: number } | null = null;
+  let armed: Promise<void> = Promise.resolve();
+  let opened: Promise<void> = Promise.resolve();
+  const armTimer = setTimeout(() => (armed = hooks?.arm() ?? armed), Math.max(0, warmupMs - ARM_LEAD_MS));
   const windowTimer = setTimeout(() => {
     cpuAtStart = { server: target.serverCpuSeconds(), generator: generatorCpu() };
+    opened = hooks?.open() ?? opened;
     onWindowStart?.(result.acknowledged_total);
   }, warmupMs);
   try {
@@ -164,8 +183,11 @@ export async function runSmtpLoad(target: SmtpTarget, durationMs: number, warmup
       result.generator_cpu = +((generatorCpu() - start.generator) / wall).toFixed(2);
     }
     result.latenciesMs.sort((a, b) => a - b);
+    await armed;
+    await opened;
     return result;
   } finally {
+    clearTimeout(armTimer);
     clearTimeout(windowTimer);
     for (const c of clients) c.destroy();
   }

@@ -10,6 +10,7 @@ import { parentPort } from 'node:worker_threads';
 import { composedAsStream, composeMime, composeMimeStream } from '../mime/composeMime.js';
 import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../mime/ingest.js';
 import { structureRefusal, type StructureProblem } from '../mime/structureLimits.js';
+import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 
@@ -30,6 +31,8 @@ export type WriteTask =
 export type WriteResult =
   | { seq: number; ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array; refused?: StructureProblem }
   | { seq: number; ok: false; error: string };
+
+nameThisThread(THREAD_NAMES.spoolWriter);
 
 /** Buffers arrive as plain Uint8Arrays after structured cloning. */
 function revive(message: OutgoingMessage): OutgoingMessage {

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { IngestOptions, ParsedMail } from '../mime/ingest.js';
 import { MessageStructureRefused, type StructureProblem } from '../mime/structureLimits.js';
 import { ThreadChannel } from '../platform/threadChannel.js';
+import { THREAD_NAMES } from '../platform/threadName.js';
 import type { Spool } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 import type { WriteResult, WriteTask } from './writerThread.js';
@@ -98,7 +99,7 @@ export class SpoolWriters {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(new URL('./writerThread.js', import.meta.url));
+    const worker = new Worker(new URL('./writerThread.js', import.meta.url), { name: THREAD_NAMES.spoolWriter });
     const channel = new ThreadChannel<WriteResult>(worker, { name: 'spool writer' });
     const seq = ++this.seq;
     const loaded = channel.expect(seq).then(() => undefined);

@@ -1,4 +1,5 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { THREAD_NAMES } from '../platform/threadName.js';
 import type { Logger } from '../log.js';
 import { ThreadChannel } from '../platform/threadChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
@@ -22,7 +23,10 @@ export class IndexWriter {
   private closed = false;
 
   constructor(stateDir: string, limits: LimitSettings, logger: Logger, spoolSync: SpoolSync, metrics = true) {
-    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), { workerData: { stateDir, limits, spoolSync, metrics } satisfies IndexWriterData });
+    this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), {
+      name: THREAD_NAMES.indexWriter,
+      workerData: { stateDir, limits, spoolSync, metrics } satisfies IndexWriterData,
+    });
     this.channel = new ThreadChannel(this.worker, { name: 'index writer' });
     this.worker.on('error', (err) => logger.fatal({ err }, 'index writer thread failed'));
     this.worker.on('exit', (code) => {

@@ -20,6 +20,7 @@ import { sqliteQueries } from '../store/queries.js';
 import { applyBookkeeping, committedDurably, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import { countWebhookOutcome, metricsSnapshot, observeCommitGroup, setMetricsRecording, type MetricsSnapshot } from '../platform/metrics.js';
+import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 
 export interface CommitUnit {
   seq: number;
@@ -50,6 +51,8 @@ export type WriterAnswer = { seq: number; ok: true; metrics: MetricsSnapshot } |
 
 /** Everything the thread posts to the event loop. */
 export type IndexWriterReply = CommitResult | WriterAnswer;
+
+nameThisThread(THREAD_NAMES.indexWriter);
 
 const MAX_BATCH = 512;
 const { stateDir, spoolSync, metrics } = workerData as IndexWriterData;

@@ -1,6 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { PosternConfig } from '../config/load.js';
 import type { StoreLocation } from '../commit/nodeStore.js';
+import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
 
 /** The webhook dispatcher's own thread (see host.ts). */
@@ -24,6 +25,7 @@ export type DispatcherThreadMessage = 'stop' | { logLevel: string };
 // second of CPU on a busy 2-core VM, which at normal priority was taken from the node's first
 // requests, the thread starting as the listeners open.
 const lowered = lowerThreadPriority(config.webhooks.nice);
+nameThisThread(THREAD_NAMES.webhookDispatcher);
 const [{ offsetClock }, { createLogger, setLogLevel }, { bookkeepingThrough, openThreadStore }, { WebhookDispatcher }] = await Promise.all([
   import('../clock.js'),
   import('../log.js'),

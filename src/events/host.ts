@@ -4,6 +4,7 @@ import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
 import { countWebhookOutcome } from '../platform/metrics.js';
+import { THREAD_NAMES } from '../platform/threadName.js';
 import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
 import type { DispatcherThreadMessage } from './dispatcherThread.js';
 
@@ -100,6 +101,7 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     // A new channel each start: a restarted thread cannot reuse the last one's port.
     const bookkeepingPort = this.deps.openBookkeepingPort();
     const worker = new Worker(new URL('./dispatcherThread.js', import.meta.url), {
+      name: THREAD_NAMES.webhookDispatcher,
       transferList: bookkeepingPort ? [bookkeepingPort] : [],
       workerData: {
         bookkeepingPort,

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { ThreadChannel } from '../platform/threadChannel.js';
+import { THREAD_NAMES } from '../platform/threadName.js';
 import type { MessageAction } from '../store/messageActions.js';
 import type { BulkCandidates, BulkTarget, OperatorReader } from './bulkTarget.js';
 import { OperatorError } from './errors.js';
@@ -45,7 +46,7 @@ export class BulkReader implements OperatorReader {
 
   private start(): { worker: Worker; channel: ThreadChannel<BulkReaderReply> } {
     if (this.thread) return this.thread;
-    const worker = new Worker(new URL('./bulkReaderThread.js', import.meta.url), { workerData: { stateDir: this.stateDir } });
+    const worker = new Worker(new URL('./bulkReaderThread.js', import.meta.url), { name: THREAD_NAMES.bulkReader, workerData: { stateDir: this.stateDir } });
     const thread = { worker, channel: new ThreadChannel<BulkReaderReply>(worker, { name: 'bulk reader thread', refWhileWaiting: true }) };
     // A thread that died is started again by the next action.
     worker.once('exit', () => {

@@ -7,6 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { silentLogger } from '../log.js';
+import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
 import { openDatabase } from '../store/db.js';
 import { sqliteQueries } from '../store/queries.js';
@@ -16,6 +17,8 @@ import { OperatorError } from './errors.js';
 
 /** Below the doors' threads (nice 0), above SCHED_IDLE: a bulk action must still finish while the machine is busy. */
 const READER_NICE = 10;
+
+nameThisThread(THREAD_NAMES.bulkReader);
 
 const store = sqliteQueries(openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false }));
 // An operator's bulk action may take a second or two; the doors' requests may not.
