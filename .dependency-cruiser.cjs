@@ -19,6 +19,7 @@ const layers = [
   { name: 'domains', paths: ['^src/domains/'] },
   { name: 'providers', paths: ['^src/providers/'] },
   { name: 'dkim and mime', paths: ['^src/(dkim|mime)/'] },
+  { name: 'tls', paths: ['^src/tls/'] },
   { name: 'store', paths: ['^src/store/'] },
   { name: 'spool', paths: ['^src/spool/'] },
   { name: 'ground', paths: ['^src/(contract|config|platform|types)/', '^src/(clock|ids|log)\\.ts$'] },

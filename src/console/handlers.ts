@@ -134,6 +134,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     getSession: async (c) => ok(await sessionView(c.principal, c.sessionId, deps)),
     async signOut(c) {
       await signOut(c.ctx, c.principal);
+      if (c.principal.sessionHash !== null) deps.live.end({ sessionHash: c.principal.sessionHash });
       const headers: Record<string, string> = c.principal.via === 'session' ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) } : {};
       return { status: 204, headers };
     },
@@ -146,6 +147,8 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       const attempt = await deps.throttle.reserve(c.clientIp, c.principal.operator.email, 'current_password');
       const changed = await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, next, c.body.revoke_tokens === true);
       await deps.throttle.succeeded(attempt);
+      // Their other sessions ended (and perhaps their tokens): so do those streams.
+      await deps.live.recheck(c.principal.operator.id);
       return ok(changed);
     },
     listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
@@ -153,7 +156,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     async revokeToken(c) {
       const token = await requireOperatorToken(c.ctx, c.params.token_id);
       if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
-      return ok(await revokeOperatorTokenById(c.ctx, token.id));
+      const revoked = await revokeOperatorTokenById(c.ctx, token.id);
+      deps.live.end({ tokenId: token.id });
+      return ok(revoked);
     },
 
     /* overview --------------------------------------------------------------------------- */
@@ -227,8 +232,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       const action = c.body.action as MessageAction;
       const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: await messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
       if (c.body.dry_run === true) return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
-      const result = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
-      if (result.changed > 0) deps.live.refresh({ reason: 'bulk', action, count: result.changed });
+      const { result, changedIn } = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
+      // Each stream hears of the messages it may see, and only of those.
+      deps.live.refresh({ reason: 'bulk', action }, changedIn);
       return ok(result);
     },
     async getMessage(c) {
@@ -295,7 +301,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     async streamEvents(c) {
       const project = str(c.query.project) ?? null;
       if (project !== null) await requireVisibleProject(c.ctx, c.principal, project);
-      await deps.live.open(c.res, c.principal.projects, { project, environment: str(c.query.environment) ?? null });
+      await deps.live.open(c.res, c.principal, { project, environment: str(c.query.environment) ?? null });
       return undefined;
     },
 
@@ -357,9 +363,22 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     listOperators: async (c) => ok(await operatorList(c.ctx)),
     createOperator: async (c) =>
       ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
-    updateOperator: async (c) => ok(await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
-    removeOperator: async (c) => ok(await removeOperator(c.ctx, c.params.operator_id)),
-    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, { keepTokens: c.body.keep_tokens === true })),
+    // An operator's streams follow their role and projects, and end with them (or their sessions).
+    async updateOperator(c) {
+      const updated = await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined });
+      await deps.live.recheck(c.params.operator_id);
+      return ok(updated);
+    },
+    async removeOperator(c) {
+      const removed = await removeOperator(c.ctx, c.params.operator_id);
+      deps.live.end({ operatorId: c.params.operator_id });
+      return ok(removed);
+    },
+    async resetOperatorPassword(c) {
+      const reset = await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, { keepTokens: c.body.keep_tokens === true });
+      await deps.live.recheck(c.params.operator_id);
+      return ok(reset);
+    },
     listAudit: async (c) => ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
   };
 }

@@ -1,7 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
@@ -25,12 +23,13 @@ import type { OperatorContext, OperatorWriter } from '../operator/context.js';
 import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
-import { actingAs } from '../operator/sessions.js';
+import { actingAs, currentPrincipal } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
 import { authenticateRequest, type SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
 import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
@@ -42,9 +41,12 @@ export interface ConsoleDeps {
   /** The index writer's channel for bulk writes. */
   writer: OperatorWriter;
   keyUse: KeyUseRecorder | null;
-  /** Shared with the HTTP listeners: the connection caps and the memory budget of bodies. */
+  /** The console listeners' connection caps (`console.max_connections`: apart from the send API's). */
   connections: ConnectionLimiter;
+  /** Shared with the HTTP listeners: the memory budget of bodies. */
   bodies: InflightBudget;
+  /** What all the console listeners of the node share (consoleShared). */
+  shared: ConsoleShared;
   /** `http.trusted_proxies`: sign-in throttling, the audit log and the request log see the client behind them. */
   proxies: TrustedProxies;
   /** The node's failed sign-in limits, one for all its console listeners. */
@@ -59,6 +61,30 @@ export interface ConsoleDeps {
   metrics?: MetricsExposition | null;
   /** GET /readyz. */
   readiness?: Readiness;
+}
+
+/** One per node, for all its console listeners. */
+export interface ConsoleShared {
+  /** Recent activity (the overview, the live feed), read from the outbox. */
+  activity: ActivityTail;
+  /** The live-update streams: capped per node, and a sign-out on one listener ends the streams of every other. */
+  live: LiveEvents;
+}
+
+/** The node's console state: its activity tail and its live-update streams, each bound to the session or token that opened it. */
+export function consoleShared(deps: Pick<ConsoleDeps, 'store' | 'clock' | 'logger' | 'config' | 'spoolRoot'>): ConsoleShared {
+  const { store, clock, config } = deps;
+  const activity = new ActivityTail(store, clock);
+  const ctx: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot };
+  const idleMs = config.console.session_idle_seconds * 1000;
+  const limits = {
+    pollMs: config.console.events_poll_ms,
+    checkMs: config.console.stream_check_ms,
+    maxQueuedBytes: config.console.stream_max_queued_bytes,
+    maxStreams: config.console.max_streams,
+    maxStreamsPerOperator: config.console.max_streams_per_operator,
+  };
+  return { activity, live: new LiveEvents(activity, (p) => currentPrincipal(ctx, p, idleMs), limits, deps.logger) };
 }
 
 export interface ConsoleServer {
@@ -97,17 +123,16 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 }
 
 /** One console listener: the console API under /console/api/v1 (and, later, the web app); GET /metrics and GET /readyz. */
-export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
+export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig, tls: ListenerTls | null = null): ConsoleServer {
   const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
   const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
-  const secure = Boolean(listener.cert && listener.key);
+  const secure = tls !== null;
   // SQLite: a bulk action's candidate scan blocks the thread that runs it, so a thread of its own;
   // PostgreSQL reads wait on the network, never on the event loop.
   const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
   const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
-  const activity = new ActivityTail(store, clock);
-  const live = new LiveEvents(activity, config.console.events_poll_ms, log);
+  const { activity, live } = deps.shared;
   const handlers: Record<string, Handler> = {
     ...consoleHandlers({
       ctx: base,
@@ -246,9 +271,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     headersTimeout: config.http.headers_timeout_ms,
     connectionsCheckingInterval: timeoutCheckInterval(config.http),
   };
-  const server: Server = secure
-    ? (createHttpsServer({ ...options, cert: readFileSync(listener.cert!), key: readFileSync(listener.key!) }, onRequest) as unknown as Server)
-    : createServer(options, onRequest);
+  const server = createListenerServer(options, onRequest, tls);
   deps.connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return {

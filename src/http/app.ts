@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { AcceptPipeline } from '../accept/acceptMessage.js';
 import { acceptBatch } from '../accept/acceptBatch.js';
@@ -24,6 +24,7 @@ import { ClientGone } from './requestBody.js';
 import { exactRoute, isCanonicalTarget, loggedPath } from './requestPath.js';
 import { sendJson } from './respond.js';
 import type { Viewer } from '../viewer/route.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 
 export interface HttpDeps {
   feedback: FeedbackIntake;
@@ -65,8 +66,11 @@ export function routeLabel(path: string): string {
   return 'other';
 }
 
-/** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
-export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
+/**
+ * One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json; over
+ * HTTPS when `tls` is given (the listener's cert/key, or tls.acme's certificate).
+ */
+export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: ListenerTls | null = null): Server {
   const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies, proxies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
@@ -168,7 +172,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
     .all(exactRoute('/v1/send/batch'), methodNotAllowed('POST'));
   if (deps.viewer) app.get(exactRoute('/view/:id/:token'), deps.viewer.page).get(exactRoute('/view/:id/:token/body'), deps.viewer.body).get(exactRoute('/view/:id/:token/inline/:index'), deps.viewer.inline);
 
-  const server = createServer(
+  const server = createListenerServer(
     {
       requestTimeout: config.http.request_timeout_ms,
       headersTimeout: config.http.headers_timeout_ms,
@@ -194,6 +198,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       if (!isCanonicalTarget(req.url)) return refuse(res, new ContractError('not_found'));
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
+    tls,
   );
   connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;

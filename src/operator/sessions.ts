@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { PasswordSetResult } from '../commit/operatorWrites.js';
 import { findOperatorByEmail, getOperator, operatorProjectIds, type OperatorRow } from '../store/operators.js';
-import { findOperatorSession, findOperatorTokenByHash } from '../store/operatorSessions.js';
+import { findOperatorSession, findOperatorTokenByHash, getOperatorToken } from '../store/operatorSessions.js';
 import { auditStamp } from './audit.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
@@ -94,6 +94,25 @@ export async function tokenPrincipal(ctx: OperatorContext, token: string): Promi
   if (!operator) return null;
   if (row.last_used_at === null || now - row.last_used_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'token_touch', token_id: row.id, now });
   return principal(ctx, operator, 'token', null, row.id);
+}
+
+/**
+ * The principal `p` as its authority stands now, for a stream it keeps open: null once its
+ * session has ended or been idle longer than `idleMs`, its token is revoked or expired, or its
+ * operator is gone; otherwise read again (the role and projects may have changed). Reads only:
+ * an open stream neither keeps its session alive nor marks its token used.
+ */
+export async function currentPrincipal(ctx: OperatorContext, p: Principal, idleMs: number): Promise<Principal | null> {
+  const now = ctx.clock.now();
+  if (p.via === 'session') {
+    const session = p.sessionHash === null ? undefined : await findOperatorSession(ctx.store, p.sessionHash);
+    if (!session || session.operator_id !== p.operator.id || now - session.last_seen_at > idleMs) return null;
+  } else {
+    const row = p.tokenId === null ? undefined : await getOperatorToken(ctx.store, p.tokenId);
+    if (!row || row.operator_id !== p.operator.id || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
+  }
+  const operator = await getOperator(ctx.store, p.operator.id);
+  return operator ? principal(ctx, operator, p.via, p.sessionHash, p.tokenId) : null;
 }
 
 /**

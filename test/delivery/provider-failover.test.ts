@@ -19,7 +19,7 @@ import { startPostmarkEmulator } from '../support/emulators/postmark.js';
 import { SesEmulator, SnsSigner } from '../support/emulators/ses.js';
 import { createProjectWithKeys, post, repoRoot, startTestPostern, validMessage } from '../support/postern.js';
 import { postFeedback } from '../support/providerEmulator.js';
-import { scope, waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
 
 const SES = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-west-2' };
 const POSTMARK_TOKEN = 'server-token-e2e';
@@ -53,7 +53,7 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
   assertAccepted(res, 'queued');
   const id = res.body.id as string;
 
-  const sent = await waitFor(async () => ((await messageShow(p.ctx, id)).status === 'sent' ? (await messageShow(p.ctx, id)) : null), 10_000, `${id} to be sent`);
+  const sent = await waitFor(async () => ((await messageShow(p.ctx, id)).status === 'sent' ? (await messageShow(p.ctx, id)) : null), HANG_GUARD_MS, `${id} to be sent`);
   // One hand-off each, in the pinned order: Postmark throttled (its 429), SES took it.
   assert.deepEqual(
     sent.attempts_log.map((a) => [a.provider, a.provider_account_id, a.outcome]),

@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { HANG_GUARD_MS } from './waiting.js';
 
 /** Where Debian's chromium package puts the browser (the `chromium` on PATH is a shell wrapper). */
 const CANDIDATES = [process.env.POSTERN_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
@@ -23,16 +24,20 @@ export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
 
 /**
  * A fresh context at a desktop (1280 px) or phone (390 px) width, with the console's origin;
- * with `storageState`, the cookies and local storage of another (a session signed in once).
+ * with `storageState`, the cookies and local storage of another (a session signed in once). Its
+ * waits (Playwright's default, 30 s) are hang guards, as every wait in the suites.
  */
-export function newContext(browser: Browser, baseURL: string, viewport: 'desktop' | 'phone' = 'desktop', storageState?: StorageState): Promise<BrowserContext> {
-  return browser.newContext({
+export async function newContext(browser: Browser, baseURL: string, viewport: 'desktop' | 'phone' = 'desktop', storageState?: StorageState): Promise<BrowserContext> {
+  const context = await browser.newContext({
     baseURL,
     storageState,
     viewport: viewport === 'desktop' ? { width: 1280, height: 800 } : { width: 390, height: 800 },
     timezoneId: 'America/New_York',
     locale: 'en-US',
   });
+  context.setDefaultTimeout(HANG_GUARD_MS);
+  context.setDefaultNavigationTimeout(HANG_GUARD_MS);
+  return context;
 }
 
 /** Signs in through the sign-in form, as a person would. */

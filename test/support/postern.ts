@@ -16,6 +16,7 @@ import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { repoRoot } from './paths.js';
+import { HANG_GUARD_MS } from './waiting.js';
 
 export { repoRoot };
 export const cliPath = path.join(repoRoot, 'bin', 'postern.js');
@@ -172,13 +173,13 @@ export async function post(
     headers,
     body: (opts.raw as BodyInit | undefined) ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
     // A stuck server fails the test in seconds instead of stalling the whole file.
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(HANG_GUARD_MS),
   });
   return toResult(res);
 }
 
 export async function get(baseUrl: string, pathname: string): Promise<HttpResult> {
-  return toResult(await fetch(baseUrl + pathname, { signal: AbortSignal.timeout(30_000) }));
+  return toResult(await fetch(baseUrl + pathname, { signal: AbortSignal.timeout(HANG_GUARD_MS) }));
 }
 
 /** A fetch answer read whole: status, headers, the text, and the body parsed when it is JSON. */
