@@ -33,7 +33,7 @@ export const domainCommands: CommandGroup = {
         "its mail, SPF with the includes of the attached providers, DMARC, and each provider's bounce-domain and",
         "verification records. --project ID: that project's needs; without it, those of every project that signs",
         "for DOMAIN or has sent from it. Resolvers: the config's dns.servers, else the system's. --json prints the",
-        "console API's DomainCheck (README, \"postern domain check\").",
+        "console API's DomainCheck (docs/domains.md).",
       ].join('\n'),
     options: { project: { type: 'string' } },
     positionals: ['DOMAIN'],

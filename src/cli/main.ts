@@ -84,7 +84,7 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     if (groupName === 'start') {
       const { values } = parseCommand({ usage: 'start [--config FILE] [--json]', run: () => undefined }, argv.slice(1));
-      return await runStart(resolveConfigPath(values.config as string | undefined), out);
+      return await runStart(resolveConfigPath(values.config as string | undefined), out, values.config as string | undefined);
     }
     const stateCommand = stateCommands[groupName];
     if (stateCommand) {
