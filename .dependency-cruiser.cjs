@@ -16,6 +16,7 @@ const layers = [
   { name: 'housekeeping', paths: ['^src/housekeeping/'] },
   { name: 'commit', paths: ['^src/commit/'] },
   { name: 'policy', paths: ['^src/policy/'] },
+  { name: 'domains', paths: ['^src/domains/'] },
   { name: 'providers', paths: ['^src/providers/'] },
   { name: 'dkim and mime', paths: ['^src/(dkim|mime)/'] },
   { name: 'tls', paths: ['^src/tls/'] },

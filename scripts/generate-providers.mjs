@@ -1,6 +1,6 @@
 // Derives everything that lists providers from their folders (docs/architecture.md,
 // "Providers"): each src/providers/<folder>/declaration.json (its slugs and the account fields
-// each takes, from src/providers/accountFields.json) becomes
+// each takes, from src/providers/accountFields.json, and the DNS records it needs) becomes
 //   src/providers/registry.gen.ts          the registry: each folder's declaration.ts joined with its data
 //   src/contract/openapi.json              ProviderSlug's enum, ProviderOptions' properties
 //   src/console/openapi.json               ProviderSlug's enum, ProviderAttach's fields and description
@@ -48,10 +48,34 @@ async function declarations(root, catalogue) {
       for (const name of declared.account.required) if (!names.includes(name)) fail(`${declared.slug} requires "${name}" without listing it in its properties`);
       slugs.push({ transport, slug: declared.slug, title: declared.title, account: accountSchema(declared.account, catalogue), options: declared.options ?? null });
     }
-    providers.push({ folder, slugs });
+    if (data.dns) checkDns(data.dns, slugs, fail);
+    providers.push({ folder, slugs, dns: data.dns ?? null });
   }
   const orderKey = (p) => p.slugs.map((s) => (s.slug === 'smtp' ? '' : s.slug)).sort()[0];
   return providers.sort((a, b) => (orderKey(a) < orderKey(b) ? -1 : 1));
+}
+
+/** What the schema cannot say of a provider's DNS needs: the fields it reads are its slugs', `{region}` has a region, patterns compile. */
+function checkDns(dns, slugs, fail) {
+  const taken = new Set(slugs.flatMap((s) => Object.keys(s.account.properties)));
+  const field = dns.return_path?.account_field;
+  if (field !== undefined && !taken.has(field)) fail(`dns.return_path.account_field "${field}" is not a field any of its slugs takes`);
+  const values = [...(dns.records ?? []).map((r) => r.value)];
+  if (values.some((v) => v.includes('{region}')) && !dns.region) fail('dns: a value uses {region} without dns.region (its default)');
+  if (dns.region && !taken.has('region')) fail('dns.region: none of its slugs takes a region');
+  const usesReturnPath = [...(dns.spf ?? []), ...(dns.records ?? [])].some((r) => r.at === '{return_path}');
+  if (usesReturnPath && !dns.return_path) fail('dns: a record goes at {return_path} without dns.return_path');
+  for (const [i, r] of (dns.records ?? []).entries()) {
+    if (r.match === undefined) {
+      if (/[<>]/.test(r.value)) fail(`dns.records.${i}: a value with a <placeholder> needs a match pattern`);
+      continue;
+    }
+    try {
+      new RegExp(r.match, 'i');
+    } catch (err) {
+      fail(`dns.records.${i}.match does not compile: ${err.message}`);
+    }
+  }
 }
 
 /** A slug's account fields as JSON Schema: the catalogue's type and limits, the slug's title and description, secrets writeOnly. */
@@ -183,13 +207,13 @@ function registryModule(providers) {
     "import * as declaration from './declaration.js';",
     ...[...providers].sort((a, b) => (a.folder < b.folder ? -1 : 1)).map((p) => `import { provider as ${p.folder}Provider } from './${p.folder}/declaration.js';`),
     '',
-    '/** Every provider of this build: its folder\'s declaration.ts joined with its declaration.json (the generic relay first, then by slug). */',
+    '/** Every provider of this build: its folder\'s declaration.ts joined with its declaration.json (the generic relay first, then by slug), and the DNS records it needs. */',
     'export const DECLARED_PROVIDERS: readonly declaration.DeclaredProvider[] = [',
   ];
   for (const p of providers) {
     lines.push(`  declaration.declareProvider(${literal(p.folder)}, ${p.folder}Provider, {`);
     for (const s of p.slugs) lines.push(`    ${s.transport}: { slug: ${literal(s.slug)}, title: ${literal(s.title)}, account: ${literal(s.account)} },`);
-    lines.push('  }),');
+    lines.push(`  }, ${literal(p.dns)}),`);
   }
   lines.push('];', '');
   return lines.join('\n');

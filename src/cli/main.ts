@@ -7,6 +7,7 @@ import { openThreadStore, storeLocationOf } from '../commit/nodeStore.js';
 import { Spool } from '../spool/spool.js';
 import { commandLogger, TextOutput, type Command, type CommandGroup, type OptionSpec, type Values } from './command.js';
 import { dkimCommands } from './dkim.js';
+import { domainCommands } from './domain.js';
 import { keyCommands } from './key.js';
 import { messageCommands, RawOutput } from './message.js';
 import { output } from './output.js';
@@ -29,6 +30,7 @@ const groups: Record<string, CommandGroup> = {
   suppression: suppressionCommands,
   message: messageCommands,
   dkim: dkimCommands,
+  domain: domainCommands,
   strategy: strategyCommands,
   webhook: webhookCommands,
   operator: operatorCommands,
@@ -82,7 +84,7 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     if (groupName === 'start') {
       const { values } = parseCommand({ usage: 'start [--config FILE] [--json]', run: () => undefined }, argv.slice(1));
-      return await runStart(resolveConfigPath(values.config as string | undefined), out);
+      return await runStart(resolveConfigPath(values.config as string | undefined), out, values.config as string | undefined);
     }
     const stateCommand = stateCommands[groupName];
     if (stateCommand) {

@@ -2,10 +2,15 @@ import { clockFromEnvironment } from '../clock.js';
 import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
 import { startPostern } from '../main.js';
+import { listOperators } from '../store/operators.js';
 import type { Output } from './output.js';
+import { cliInvocation, noticeText, startNotices } from './startNotices.js';
 
-/** `postern start`: serves every listener until SIGTERM or SIGINT, then shuts down gracefully. */
-export async function runStart(configPath: string, out: Output): Promise<number> {
+/**
+ * `postern start`: serves every listener until SIGTERM or SIGINT, then shuts down gracefully.
+ * `configFlag`: the --config it was given, repeated in the commands it suggests.
+ */
+export async function runStart(configPath: string, out: Output, configFlag?: string): Promise<number> {
   // A bad config throws ConfigError here, before the state directory is touched.
   const config = loadConfig(configPath);
   const logger = createLogger(process.env.POSTERN_LOG_LEVEL || config.log.level);
@@ -37,7 +42,20 @@ export async function runStart(configPath: string, out: Output): Promise<number>
     // An operator is watching for the answer: out now, not when the log buffer fills.
     logger.flush();
   });
-  out.print({ status: 'listening', state_dir: config.state_dir, listeners: running.listeners });
+  const notices = startNotices(running.listeners, (await listOperators(running.store)).length > 0, cliInvocation(process.argv[1] ?? 'postern', process.cwd(), configFlag));
+  const started = { status: 'listening', state_dir: config.state_dir, listeners: running.listeners };
+  if (out.json) out.print({ ...started, ...notices });
+  else {
+    // For a person: the listeners, then the notices as sentences.
+    out.print(started);
+    const text = noticeText(notices);
+    if (text) process.stdout.write(`${text}\n`);
+  }
+  // Logged once, at start: a supervisor's journal shows it where the output is not seen.
+  if (notices.first_run) logger.info(notices.first_run, 'no operator exists yet: create the first owner with create_owner, then sign in at console_url');
+  if (notices.plain_text_listeners.length > 0) logger.warn({ listeners: notices.plain_text_listeners }, 'listeners serve plain text on an address other hosts can reach: API keys and passwords cross the network in clear (give them cert/key or acme, or bind them to 127.0.0.1 behind a TLS proxy)');
+  // Someone is reading the output now: the log says it too, not when the buffer fills.
+  if (notices.first_run || notices.plain_text_listeners.length > 0) logger.flush();
   logger.info({ signal: await stopRequested }, 'shutting down');
   await running.close();
   logger.flush();

@@ -527,6 +527,25 @@ link_expiry_seconds: number
 max_link_expiry_seconds: number
 }
 /**
+ * The DNS lookups of `postern domain check` and the console's Domains screen (node's resolver, c-ares).
+ */
+dns: {
+/**
+ * The resolvers asked, in order: an IPv4 address, an IPv6 address, or either with a port (`192.0.2.53:53`, `[2001:db8::53]:53`). Empty: the system's (/etc/resolv.conf).
+ * 
+ * @maxItems 8
+ */
+servers: string[]
+/**
+ * How long one query waits for an answer before it is sent again.
+ */
+timeout_ms: number
+/**
+ * How many times a query is sent to each resolver before the lookup counts as failed (`lookup_failed`).
+ */
+tries: number
+}
+/**
  * Outbound lifecycle webhooks: the dispatcher that fans events out to the registered endpoints and delivers them, signed, at least once.
  */
 webhooks: {

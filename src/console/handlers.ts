@@ -11,6 +11,7 @@ import { auditLog } from '../operator/audit.js';
 import { bulkDryRun, bulkMessageAction } from '../operator/bulk.js';
 import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
+import { checkDomain, sendingDomains } from '../operator/domains.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
 import {
@@ -329,6 +330,10 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
       return ok(await removeDkim(c.ctx, c.params.dkim_id));
     },
+
+    /* sending domains -------------------------------------------------------------------- */
+    listDomains: async (c) => ok(await sendingDomains(c.ctx, await inProject(c))),
+    checkDomain: async (c) => ok(await checkDomain(c.ctx, c.params.domain, { projectId: await inProject(c) })),
 
     /* webhooks --------------------------------------------------------------------------- */
     listWebhooks: async (c) => ok(await listWebhooks(c.ctx, await inProject(c))),

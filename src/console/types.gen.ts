@@ -329,6 +329,11 @@ SuppressionAdd?: SuppressionAdd
 SuppressionAdded?: SuppressionAdded
 SuppressionRemoved?: SuppressionRemoved
 DkimKey?: DkimKey
+SendingDomainList?: SendingDomainList
+SendingDomain?: SendingDomain
+DomainCheck?: DomainCheck
+DomainRecord?: DomainRecord
+DomainRequiredBy?: DomainRequiredBy
 DkimList?: DkimList
 DkimAdd?: DkimAdd
 DkimRemoved?: DkimRemoved
@@ -735,7 +740,7 @@ export interface ProviderList {
 providers: ProviderAccount[]
 }
 /**
- * The account fields each slug takes (* required; the same as `postern provider attach --help`). smtp: host*, port, tls, user, pass; provider-a-api: api_key*, user, region, endpoint, webhook_secret; provider-a-smtp: user, pass, region, host, port, tls, webhook_secret; provider-b-api: api_key*, region, endpoint, webhook_public_key; provider-b-smtp: user, pass, host, port, tls, webhook_public_key; provider-c-api: api_key*, domain*, region, endpoint, webhook_secret; provider-c-smtp: user, pass, region, host, port, tls, webhook_secret; provider-d-api: api_key*, endpoint, webhook_secret; provider-d-smtp: user, pass, host, port, tls, webhook_secret; provider-e-api: api_key*, endpoint, webhook_secret; provider-e-smtp: user, pass, host, port, tls, webhook_secret; provider-f-api: api_key*, endpoint, webhook_secret; provider-f-smtp: user, pass, host, port, tls, webhook_secret; provider-g-smtp: user, pass, host, port, tls.
+ * The account fields each slug takes (* required; the same as `postern provider attach --help`). smtp: host*, port, tls, user, pass; provider-a-api: api_key*, user, region, domain, endpoint, webhook_secret; provider-a-smtp: user, pass, region, domain, host, port, tls, webhook_secret; provider-b-api: api_key*, region, endpoint, webhook_public_key; provider-b-smtp: user, pass, host, port, tls, webhook_public_key; provider-c-api: api_key*, domain*, region, endpoint, webhook_secret; provider-c-smtp: user, pass, domain, region, host, port, tls, webhook_secret; provider-d-api: api_key*, region, endpoint, webhook_secret; provider-d-smtp: user, pass, region, host, port, tls, webhook_secret; provider-e-api: api_key*, endpoint, webhook_secret; provider-e-smtp: user, pass, host, port, tls, webhook_secret; provider-f-api: api_key*, endpoint, webhook_secret; provider-f-smtp: user, pass, host, port, tls, webhook_secret; provider-g-smtp: user, pass, host, port, tls.
  * 
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "ProviderAttach".
@@ -991,6 +996,123 @@ dns_name: string
  */
 dns_value: string
 created_at: string
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SendingDomainList".
+ */
+export interface SendingDomainList {
+domains: SendingDomain[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "SendingDomain".
+ */
+export interface SendingDomain {
+domain: string
+/**
+ * the project's active DKIM keys for the domain
+ */
+dkim_keys: {
+id: string
+selector: string
+}[]
+/**
+ * the project has sent mail from the domain
+ */
+sent_from: boolean
+}
+/**
+ * A domain's DNS records, each looked up and judged: what `postern domain check --json` prints and the console's Domains screen shows. Fields are only ever added.
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DomainCheck".
+ */
+export interface DomainCheck {
+/**
+ * lower case, without a final dot
+ */
+domain: string
+checked_at: string
+/**
+ * the projects whose DKIM keys and provider accounts were considered
+ */
+projects: string[]
+/**
+ * ok: every record present, no error; action_needed: a record missing or different, or an error; incomplete: nothing to act on, but some lookups got no answer
+ */
+status: ("ok" | "action_needed" | "incomplete")
+/**
+ * DKIM (one per key), SPF (the domain's, and each provider bounce domain's), DMARC, then the providers' own records
+ */
+records: DomainRecord[]
+/**
+ * what the providers need that Postern cannot check (records they name per account), and what the check could not consider
+ */
+notes: {
+slug: (string | null)
+text: string
+}[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DomainRecord".
+ */
+export interface DomainRecord {
+purpose: ("dkim" | "spf" | "dmarc" | "return_path" | "verification")
+type: ("TXT" | "MX" | "CNAME")
+/**
+ * the record's full name
+ */
+name: string
+/**
+ * what to publish at name: for SPF and DMARC the whole record (the one found, with what it lacks added); MX as "PRIORITY HOST"
+ */
+value: string
+/**
+ * false: the provider issues the value per account; value shows its form (<…> placeholders) and note says where to find it
+ */
+value_exact: boolean
+/**
+ * present: a found value is the one needed; missing: none found; different: found, not the one needed; lookup_failed: DNS gave no answer (nothing is known)
+ */
+state: ("present" | "missing" | "different" | "lookup_failed")
+/**
+ * what DNS holds at name of this kind: SPF records, DMARC records (a parent domain's when it applies), the TXT records of a DKIM selector, MX records, the CNAME, or the TXT records that match
+ */
+found: string[]
+/**
+ * what the record is for
+ */
+note: (string | null)
+/**
+ * SPF: the DNS lookups value costs a receiver, nested includes counted (11: more than the limit of 10); null for other records
+ */
+dns_lookups: (number | null)
+problems: {
+severity: ("error" | "warning")
+/**
+ * spf_multiple_records, spf_too_many_lookups, spf_allows_all, dmarc_multiple_records, dmarc_invalid, dmarc_no_reports, dkim_key_differs, dkim_multiple_records, name_conflict, lookup_failed
+ */
+code: string
+message: string
+}[]
+required_by: DomainRequiredBy[]
+}
+/**
+ * Who needs a record: a DKIM key, a provider account (its slug), or the domain itself (SPF, DMARC).
+ * 
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "DomainRequiredBy".
+ */
+export interface DomainRequiredBy {
+kind: ("dkim_key" | "provider_account" | "domain")
+/**
+ * the key's or the account's id
+ */
+id: (string | null)
+project_id: (string | null)
+slug: (string | null)
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema

@@ -22,9 +22,10 @@ export interface OperatorWriter {
 /**
  * The sections of the config operator operations read (`delivery`: the connection check's
  * timeouts; `console`: session expiry; `state_dir`: the overview's disk figures; `viewer` and
- * `listeners`: viewer links' expiry and, for the CLI, where they point).
+ * `listeners`: viewer links' expiry and, for the CLI, where they point; `dns`: a domain check's
+ * resolvers).
  */
-export type OperatorSettings = Pick<PosternConfig, 'plans' | 'default_plan' | 'policy' | 'limits' | 'webhooks' | 'delivery' | 'console' | 'state_dir' | 'viewer' | 'listeners'>;
+export type OperatorSettings = Pick<PosternConfig, 'plans' | 'default_plan' | 'policy' | 'limits' | 'webhooks' | 'delivery' | 'console' | 'state_dir' | 'viewer' | 'listeners' | 'dns'>;
 
 /** What every operator operation needs: the index, the one clock and the config sections it reads. */
 export interface OperatorContext {

@@ -55,12 +55,12 @@ function dkimView(row: DkimKeyRow): DkimKeyView {
   };
 }
 
-/** A host name of at least two labels, lower-cased (DNS names compare case-insensitively). */
-function checkDomain(domain: string): string {
+/** A host name of at least two labels, lower-cased (DNS names compare case-insensitively); `what` names it in the refusal. */
+export function hostName(domain: string, what = '--domain'): string {
   const d = domain.toLowerCase();
   const labels = d.split('.');
   if (d.length > 253 || labels.length < 2 || !labels.every((l) => LABEL.test(l)) || /^\d+$/.test(labels[labels.length - 1])) {
-    throw new OperatorError('invalid_argument', `--domain must be a host name such as example.com (got "${domain}")`, 'domain');
+    throw new OperatorError('invalid_argument', `${what} must be a host name such as example.com (got "${domain}")`, 'domain');
   }
   return d;
 }
@@ -109,7 +109,7 @@ function keyFromPem(pem: Buffer, kind: 'rsa' | 'ed25519' | undefined, source: st
  */
 export async function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDkimKeyOptions): Promise<DkimKeyView> {
   await requireProject(ctx, projectId);
-  const domain = checkDomain(opts.domain);
+  const domain = hostName(opts.domain);
   checkSelector(opts.selector, domain);
   const kind = checkAlgorithm(opts.algorithm);
   const pair =

@@ -4,6 +4,7 @@
  * - `declaration.json`: its slugs (an API slug and/or an SMTP slug), each slug's title and the
  *   account fields it takes (picked from accountFields.json, with its own titles and
  *   descriptions), and the provider_options its API slug accepts. Data: the generator reads it.
+ *   Its `dns`: the records the provider needs on a sending domain (`postern domain check`).
  * - `declaration.ts`: `export const provider = {…} satisfies ProviderCode`: what each slug does
  *   (an API slug's adapter and connection check, an SMTP slug's relay) and the feedback verifier
  *   all its slugs share; `adapter.ts`, `feedback.ts` and `connectionCheck.ts` beside it.
@@ -41,11 +42,43 @@ export interface SlugData {
 
 export type DeclaredSlug = (SlugData & ApiCode & { transport: 'api' }) | (SlugData & { transport: 'smtp'; relay: SmtpRelay });
 
+/**
+ * Where a record goes: `@` the sending domain, `{return_path}` the provider's bounce domain, or
+ * labels under the sending domain (`send`, `s1._domainkey`).
+ */
+export type DnsPlace = string;
+
+/** A record the provider needs (declaration.schema.json, `dns.records`). */
+export interface ProviderDnsRecord {
+  purpose: 'return_path' | 'verification' | 'dkim';
+  type: 'MX' | 'CNAME' | 'TXT';
+  at: DnsPlace;
+  /** The value to publish (`{region}`, `{domain}` filled in); with `match`, a template of what the provider shows. */
+  value: string;
+  /** The provider issues the value per account: a published value matching this (case-insensitive, whole) is the one. */
+  match?: string;
+  /** Left out when its name is the sending domain itself. */
+  not_at_apex?: boolean;
+  note: string;
+}
+
+/** The DNS records a provider needs on a sending domain, from its public documentation (its declaration.json's `dns`). */
+export interface ProviderDns {
+  documentation: string;
+  region?: { default: string; as?: Record<string, string> };
+  return_path?: { default?: DnsPlace; account_field?: 'domain' };
+  spf?: { at: DnsPlace; include: string; also_accepted?: string[] }[];
+  records?: ProviderDnsRecord[];
+  notes?: string[];
+}
+
 export interface DeclaredProvider {
   folder: string;
   /** The API slug first, then the SMTP slug. */
   slugs: DeclaredSlug[];
   feedback: FeedbackVerifier | null;
+  /** None: no record it needs is known (a relay of any host). */
+  dns: ProviderDns | null;
 }
 
 /** The data a provider's code needs: a slug for each part it implements, and none other. */
@@ -55,10 +88,10 @@ type SlugDataOf<C extends ProviderCode> = { [K in keyof C & ('api' | 'smtp')]-?:
  * A provider's code joined with its declaration.json's slugs (registry.gen.ts calls it): a slug
  * the JSON declares without code, or code without a slug, does not compile.
  */
-export function declareProvider<C extends ProviderCode>(folder: string, code: C, data: SlugDataOf<C>): DeclaredProvider;
-export function declareProvider(folder: string, code: ProviderCode, data: { api?: SlugData; smtp?: SlugData }): DeclaredProvider {
+export function declareProvider<C extends ProviderCode>(folder: string, code: C, data: SlugDataOf<C>, dns: ProviderDns | null): DeclaredProvider;
+export function declareProvider(folder: string, code: ProviderCode, data: { api?: SlugData; smtp?: SlugData }, dns: ProviderDns | null): DeclaredProvider {
   const slugs: DeclaredSlug[] = [];
   if (code.api && data.api) slugs.push({ transport: 'api', ...data.api, ...code.api });
   if (code.smtp && data.smtp) slugs.push({ transport: 'smtp', ...data.smtp, relay: code.smtp });
-  return { folder, slugs, feedback: code.feedback ?? null };
+  return { folder, slugs, feedback: code.feedback ?? null, dns };
 }

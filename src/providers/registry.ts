@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { ProviderAdapter } from './adapter.js';
-import type { DeclaredProvider, DeclaredSlug } from './declaration.js';
+import type { DeclaredProvider, DeclaredSlug, ProviderDns } from './declaration.js';
 import type { FeedbackVerifier } from './feedback.js';
 import { DECLARED_PROVIDERS } from './registry.gen.js';
 import { SmtpRelayAdapter, type SmtpRelay } from './smtpRelay.js';
@@ -31,6 +31,12 @@ export function smtpRelayOf(slug: string): SmtpRelay | undefined {
 /** The feedback verifier for an account's slug (its provider's, for all its slugs), or undefined when its provider sends no feedback. */
 export function feedbackVerifierFor(slug: string): FeedbackVerifier | undefined {
   return BY_SLUG.get(slug)?.provider.feedback ?? undefined;
+}
+
+/** The DNS records a slug's provider needs on a sending domain (its declaration's `dns`), with the provider's folder; null: none known. */
+export function dnsNeedsOf(slug: string): { provider: string; dns: ProviderDns } | null {
+  const found = BY_SLUG.get(slug);
+  return found?.provider.dns ? { provider: found.provider.folder, dns: found.provider.dns } : null;
 }
 
 /** What the adapters are built with: the parts of `delivery` and `smtp` they read. */

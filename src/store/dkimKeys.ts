@@ -63,3 +63,12 @@ export async function listDkimKeys(q: Queries, projectId: string): Promise<DkimK
 export async function removeDkimKey(q: Queries, id: string, now: number): Promise<boolean> {
   return (await q.run('UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL', now, id)) === 1;
 }
+
+/** The active keys of `domain` in every project not deleted (a domain check that names no project). */
+export async function activeDkimKeysOfDomain(q: Queries, domain: string): Promise<DkimKeyRow[]> {
+  return q.all<DkimKeyRow>(
+    `SELECT k.* FROM dkim_keys k JOIN projects p ON p.id = k.project_id
+      WHERE k.domain = ? AND k.removed_at IS NULL AND p.deleted_at IS NULL ORDER BY k.project_id, k.created_at`,
+    domain,
+  );
+}

@@ -79,3 +79,12 @@ export async function registerCategory(q: Queries, projectId: string, name: stri
 export async function senderDomains(q: Queries, projectId: string): Promise<string[]> {
   return allValues<string>(q, 'SELECT domain FROM sender_domains WHERE project_id = ? ORDER BY first_used_at, domain', projectId);
 }
+
+/** The projects (not deleted) that have sent from `domain`, by id. */
+export async function projectsWithSenderDomain(q: Queries, domain: string): Promise<string[]> {
+  return allValues<string>(
+    q,
+    'SELECT s.project_id FROM sender_domains s JOIN projects p ON p.id = s.project_id WHERE s.domain = ? AND p.deleted_at IS NULL ORDER BY s.project_id',
+    domain,
+  );
+}

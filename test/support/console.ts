@@ -34,6 +34,7 @@ export function samplePath(template: string): string {
     account_id: 'pa.nosuchaccount000',
     webhook_id: 'wh.nosuchwebhook00000000',
     dkim_id: 'dk.nosuchdkimkey0000',
+    domain: 'example.com',
     operator_id: 'op.nosuchoperator00',
     token_id: 'ot.nosuchtoken00000',
     email: 'nobody%40example.com',

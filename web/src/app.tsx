@@ -15,6 +15,7 @@ import { AppContext, isOwner, type AppState } from './session';
 import { AccountScreen, ForcedPasswordChange } from './screens/account';
 import { AuditScreen } from './screens/audit';
 import { DkimScreen } from './screens/dkim';
+import { DomainsScreen } from './screens/domains';
 import { KeysScreen } from './screens/keys';
 import { MessageScreen } from './screens/message';
 import { MessagesScreen } from './screens/messages';
@@ -144,6 +145,7 @@ const NAV: NavItem[] = [
   { path: 'webhooks', label: 'Webhooks', project: true },
   { path: 'suppressions', label: 'Suppressions', project: true },
   { path: 'dkim', label: 'DKIM', project: true },
+  { path: 'domains', label: 'Domains', project: true },
   { path: '/operators', label: 'Operators', owner: true },
   { path: '/audit', label: 'Audit log', owner: true },
 ];
@@ -262,6 +264,8 @@ function Screen({ route }: { route: Route }) {
         return <SuppressionsScreen projectId={second} />;
       case 'dkim':
         return <DkimScreen projectId={second} />;
+      case 'domains':
+        return <DomainsScreen projectId={second} />;
     }
   }
   if (first === 'projects') return <ProjectsScreen />;
