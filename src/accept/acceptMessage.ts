@@ -336,7 +336,8 @@ export class AcceptPipeline {
         const outcome: AcceptanceOutcome | null = result.status === 'fulfilled' ? result.value : null;
         if (outcome?.kind === 'stored') {
           const m = unit.record.message;
-          logger.debug({ message_id: m.id, project_id: m.project_id, status: m.status, source: m.source, size: m.size_bytes }, 'message accepted');
+          // Checked first: at info the line's object would be built for every message and dropped.
+          if (logger.isLevelEnabled('debug')) logger.debug({ message_id: m.id, project_id: m.project_id, status: m.status, source: m.source, size: m.size_bytes }, 'message accepted');
           countAccepted(m.source, m.environment);
           return unit.response;
         }

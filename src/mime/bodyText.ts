@@ -10,7 +10,7 @@ import { RECEIVED_PARSER_LIMITS } from './structureLimits.js';
 export type BodyField = 'text' | 'html';
 
 /** Which inline parts are the message's text and html, as mailparser assigns them. */
-const FIELD_OF_TYPE: Record<string, BodyField> = {
+export const FIELD_OF_TYPE: Readonly<Record<string, BodyField>> = {
   'text/plain': 'text',
   // mailparser reads a delivery report's status part as text (keepDeliveryStatus off).
   'message/delivery-status': 'text',
@@ -34,6 +34,11 @@ interface ParserInternals {
   decoderEnded: boolean;
 }
 
+/** Whether a part in `charset` is counted as it is (UTF-8 or ASCII), with no charset decoder. */
+export function isUtf8Charset(charset: string): boolean {
+  return ['ascii', 'usascii', 'utf8'].includes(charset.toLowerCase().replace(/[^a-z0-9]+/g, ''));
+}
+
 const baseCreateNode = (MailParser.prototype as unknown as ParserInternals).createNode;
 
 const CR = 0x0d;
@@ -47,7 +52,7 @@ const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
  * maxLength does), with its line breaks as mailparser hands them on (CRLF as one LF). Holds
  * nothing but the state a chunk boundary needs.
  */
-class CharacterCount {
+export class CharacterCount {
   private readonly utf8 = new StringDecoder('utf8');
   private afterCr = false;
   private afterHighSurrogate = false;
@@ -181,7 +186,7 @@ export class CountingMailParser extends MailParser {
     // (Its typings declare only a `data` event, though it is a Transform like the others.)
     if (node.flowed) steps.push(new FlowedDecoder({ delSp: node.delSp }) as unknown as Transform);
     const charset = created.charset || 'utf-8';
-    if (!['ascii', 'usascii', 'utf8'].includes(charset.toLowerCase().replace(/[^a-z0-9]+/g, ''))) {
+    if (!isUtf8Charset(charset)) {
       try {
         steps.push((this as unknown as ParserInternals).decoder.decodeStream(charset));
       } catch {

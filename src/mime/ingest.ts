@@ -1,6 +1,6 @@
 import { PassThrough, Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Headers, Joiner, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
+import { Headers, Joiner, MimeNode, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { AddressObject, AttachmentStream, MessageText } from 'mailparser';
@@ -9,20 +9,10 @@ import { CountingMailParser, type BodyField } from './bodyText.js';
 import { messageIdHeader } from './composeMime.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 import { headerBlockEnd } from './headerBlock.js';
+import { factHeaderLines, singlePartTextFacts, singlePartTextField, type BodyFacts } from './singlePartText.js';
 import { RECEIVED_PARSER_LIMITS, structureRefusal } from './structureLimits.js';
 
-export interface ParsedMail {
-  from: AddressObject | undefined;
-  to: AddressObject | undefined;
-  cc: AddressObject | undefined;
-  replyTo: AddressObject | undefined;
-  subject: string | undefined;
-  /** Characters of the text body (its text/plain parts together); undefined: it has none. */
-  textLength: number | undefined;
-  /** Characters of the html body (its text/html parts together); undefined: it has none. */
-  htmlLength: number | undefined;
-  /** Decoded size of each attachment (inline parts included), in order. */
-  attachmentSizes: number[];
+export interface ParsedMail extends BodyFacts {
   control: Map<ControlHeader, string>;
   /** `X-Service-*` headers that are not control headers (refused as reserved). */
   unknownControl: string[];
@@ -55,7 +45,6 @@ export interface IngestOptions {
 }
 
 type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'duplicateControl' | 'hadMessageId'>;
-type BodyFacts = Omit<ParsedMail, keyof RootHeaderFacts | 'size' | 'complete'>;
 
 /** A DATA payload passed `smtp.max_message_bytes` while streaming: nothing more was written. */
 export class MessageOverSize extends Error {
@@ -169,17 +158,25 @@ function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (
  * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
  * same rewrite and parse as the streaming path, without a stream stage per step. The rewritten
  * bytes are handed to `store` before the parse (on a writer thread, a synchronous write: an
- * async open/write/close costs the event loop more than the write itself). Throws
- * MessageStructureRefused when it passes a structure limit (structureLimits.ts).
+ * async open/write/close costs the event loop more than the write itself). A single text part
+ * (singlePartText.ts) is not parsed at all past its header block: its body is only counted.
+ * Throws MessageStructureRefused when it passes a structure limit (structureLimits.ts).
  */
 export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, store: (rewritten: Buffer) => void): Promise<ParsedMail> {
   // A message without an empty line is all header, as the Splitter reads it.
   const found = headerBlockEnd(data);
   const end = found < 0 ? data.length : found;
-  const headers = new Headers(data.subarray(0, end));
+  // The root node as the Splitter makes it: its structure read from the same header block.
+  const node = new MimeNode(false, RECEIVED_PARSER_LIMITS);
+  node.addHeaderChunk(data.subarray(0, end));
+  node.parseHeaders();
+  const headers = node.headers as Headers;
+  const field = singlePartTextField(node, end);
+  const factLines = field ? factHeaderLines(node) : [];
   const root = rewriteRootHeaders(headers, opts);
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
   store(stored);
+  if (field) return { ...singlePartTextFacts(factLines, field, data.subarray(end)), ...root, size: stored.length, complete: true };
   // Small enough that a body over its length is simply counted to the end.
   const { parser, final } = watchBody();
   const done = new Promise<void>((resolve, reject) => {

@@ -52,4 +52,17 @@ describe('mailparser is pinned, and the internals the counting parser uses have 
     parser.destroy();
     assert.ok(code(prototype.cleanup).includes('this.curnode.decoder.readable && !this.decoderEnded'), 'cleanup waits on the node decoder unless decoderEnded');
   });
+
+  test('processHeaders(lines) maps a root header list to the values the headers event hands on, without touching the parser (singlePartText.ts)', () => {
+    const parser = new MailParser() as unknown as { processHeaders(lines: { key: string; line: string }[]): Map<string, unknown>; destroy(): void };
+    assert.equal(typeof parser.processHeaders, 'function');
+    const headers = parser.processHeaders([
+      { key: 'from', line: 'From: =?UTF-8?Q?Ren=C3=A9?= <r@example.com>' },
+      { key: 'subject', line: 'Subject: =?UTF-8?Q?Caf=C3=A9?=' },
+    ]);
+    assert.deepEqual((headers.get('from') as { value: { address: string; name: string }[] }).value, [{ address: 'r@example.com', name: 'René' }]);
+    assert.equal(headers.get('subject'), 'Café');
+    assert.equal(code(prototype.processChunk).includes("this.emit('headers', node.headers)"), true, 'the headers event hands on the processed map');
+    parser.destroy();
+  });
 });
