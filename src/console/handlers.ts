@@ -333,7 +333,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* sending domains -------------------------------------------------------------------- */
     listDomains: async (c) => ok(await sendingDomains(c.ctx, await inProject(c))),
-    checkDomain: async (c) => ok(await checkDomain(c.ctx, c.params.domain, { projectId: await inProject(c) })),
+    checkDomain: async (c) => ok(await checkDomain(c.ctx, c.params.domain, { projectId: await inProject(c), field: 'domain' })),
 
     /* webhooks --------------------------------------------------------------------------- */
     listWebhooks: async (c) => ok(await listWebhooks(c.ctx, await inProject(c))),

@@ -41,6 +41,8 @@ export interface DomainCheckOptions {
   projectId?: string;
   /** Where the lookups go (tests); absent: the resolvers of `dns` in the config. */
   lookup?: DnsLookup;
+  /** How an invalid name is referred to in the error: the CLI's argument (DOMAIN), the console's path field (domain). */
+  field?: string;
 }
 
 /** The projects that know `domain`: a key of it (or of a parent that signs for it), or mail sent from it. */
@@ -52,7 +54,7 @@ async function projectsOf(ctx: OperatorContext, domain: string): Promise<string[
 
 /** Looks `domain`'s records up in DNS and judges each against what the projects need. */
 export async function checkDomain(ctx: OperatorContext, rawDomain: string, opts: DomainCheckOptions = {}): Promise<DomainCheck> {
-  const domain = hostName(rawDomain.replace(/\.$/, ''), 'DOMAIN');
+  const domain = hostName(rawDomain.replace(/\.$/, ''), opts.field ?? 'DOMAIN');
   if (opts.projectId !== undefined) await requireProject(ctx, opts.projectId);
   const projects = opts.projectId !== undefined ? [opts.projectId] : await projectsOf(ctx, domain);
   const keys: DkimKeyInput[] = [];

@@ -79,7 +79,7 @@ describe('console: sending domains', () => {
     expectError(await w.owner.get(`/projects/${w.a.project.id}/domains/not..domain/check`), 404, 'not_found');
     // Of the path's form but no host name (an all-digit top label, a label ending in a hyphen): refused, naming the field.
     const numeric = expectError(await w.owner.get(`/projects/${w.a.project.id}/domains/example.123/check`), 422, 'domain:invalid_value');
-    assert.match(numeric.message, /must be a host name/);
+    assert.match(numeric.message, /^domain must be a host name/);
     expectError(await w.owner.get(`/projects/${w.a.project.id}/domains/bad-.example.com/check`), 422, 'domain:invalid_value');
     assert.equal(dns.asked.length, asked, 'no lookup for a refused name');
     expectError(await w.owner.get('/projects/p.nosuchproject00000000/domains/shop.test/check'), 404, 'not_found');

@@ -150,9 +150,12 @@ describe('web console in a browser', () => {
     lapsingId = (await operatorAccount(w.p.ctx, LAPSING, 'owner')).id;
     browser = await launchBrowser();
   });
-  afterEach(() => {
+  afterEach(async () => {
     const seen = watched.flatMap((p) => p.unexpected());
     watched = [];
+    // A person closes the tabs they are done with: each holds a live stream, and an operator
+    // may have console.max_streams_per_operator (8) open on a node.
+    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
     assert.deepEqual(seen, [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
   });
   after(async () => {

@@ -34,6 +34,8 @@ interface Subscriber {
 }
 
 const REOPEN_AFTER_MS = 1000;
+/** A stream refused again and again (one tab too many over the operator's stream cap) waits longer each time. */
+const REOPEN_AT_MOST_MS = 30_000;
 
 let source: EventSource | null = null;
 let wanted = false;
@@ -41,6 +43,8 @@ let state: LiveState = 'down';
 let reopenTimer: ReturnType<typeof setTimeout> | null = null;
 /** The stream dropped since it last opened: changes may have been missed. */
 let missed = false;
+/** Drops since the stream was last open: the reopening waits 1 s, 2 s, 4 s… up to 30 s. */
+let failures = 0;
 const subscribers = new Set<Subscriber>();
 const stateListeners = new Set<(s: LiveState) => void>();
 
@@ -57,6 +61,7 @@ function open(): void {
   source = es;
   es.addEventListener('open', () => {
     setState('live');
+    failures = 0;
     // Whatever changed while it was closed was not announced: the screens read theirs again.
     if (missed) announceReconnected();
     missed = false;
@@ -92,15 +97,18 @@ function open(): void {
 
 function reopenSoon(): void {
   if (reopenTimer !== null) return;
+  const delay = Math.min(REOPEN_AFTER_MS * 2 ** failures, REOPEN_AT_MOST_MS);
+  failures++;
   reopenTimer = setTimeout(() => {
     reopenTimer = null;
     open();
-  }, REOPEN_AFTER_MS);
+  }, delay);
 }
 
 function close(): void {
   wanted = false;
   missed = false;
+  failures = 0;
   source?.close();
   source = null;
   if (reopenTimer !== null) clearTimeout(reopenTimer);
@@ -115,6 +123,14 @@ onReachability((reachable) => {
 whenReconnected(() => {
   if (wanted && !source && isReachable()) open();
 });
+
+/**
+ * Closes the stream before signing out: the server ends it with the session, and a stream that
+ * drops asks whether the session still answers (a 401 the browser would log as an error).
+ */
+export function stopLiveStream(): void {
+  close();
+}
 
 /** Keeps the app's stream open while mounted (the shell, signed in). */
 export function useLiveStream(): void {
