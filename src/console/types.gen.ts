@@ -347,6 +347,13 @@ NodeState?: NodeState
 NodeListener?: NodeListener
 Node?: Node
 NodeList?: NodeList
+Plan?: Plan
+PlanList?: PlanList
+WebhookDelivery?: WebhookDelivery
+WebhookRedelivery?: WebhookRedelivery
+ViewerLinkRecord?: ViewerLinkRecord
+ViewerLinkList?: ViewerLinkList
+ViewerLinkRevoked?: ViewerLinkRevoked
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -612,6 +619,10 @@ deleted: true
 export interface KeyFields {
 id: string
 project_id: ProjectId
+/**
+ * what the key is for; empty for keys made before names
+ */
+name: string
 mode: ("live" | "test")
 hint: string
 created_at: string
@@ -637,6 +648,10 @@ keys: Key[]
 export interface KeyCreate {
 mode: ("live" | "test")
 expires_at?: Expiry
+/**
+ * what the key is for ("billing worker"); kept by a rotation
+ */
+name?: string
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -759,6 +774,9 @@ sandbox: boolean
 source: ("http" | "smtp")
 status: MessageStatus
 paused: boolean
+/**
+ * the From address
+ */
 from: string
 to: string[]
 subject: string
@@ -766,6 +784,22 @@ category: (string | null)
 tags: string[]
 scheduled_at: (string | null)
 created_at: string
+/**
+ * the From display name, when the message gave one
+ */
+from_name: (string | null)
+/**
+ * hand-off attempts made so far
+ */
+attempts: number
+/**
+ * when a queued message is next tried (after a failed attempt: on the retry ladder)
+ */
+next_attempt_at: (string | null)
+/**
+ * why the last attempt failed
+ */
+last_error: (string | null)
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -777,6 +811,14 @@ messages: MessageSummary[]
  * pass as `cursor` for the next (older) page; null: no more
  */
 next_cursor: (string | null)
+/**
+ * how many messages match the filter in all (counted up to 10,000)
+ */
+total: number
+/**
+ * true: more than `total` match (the count stopped at 10,000)
+ */
+total_capped: boolean
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -872,6 +914,10 @@ expires_in_seconds?: number
  * via the `definition` "ViewerLink".
  */
 export interface ViewerLink {
+/**
+ * the link's id (`vl.…`), to revoke it
+ */
+id: string
 /**
  * the public viewer page: whoever holds it can read the message until it expires
  */
@@ -1066,6 +1112,10 @@ duration_ms: (number | null)
  * why it failed, with the start of the receiver's answer
  */
 error: (string | null)
+/**
+ * the start of the receiver's answer (its body, up to 1 KiB); null when none came
+ */
+answer: (string | null)
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -1097,6 +1147,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1108,6 +1162,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1119,6 +1177,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1130,6 +1192,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1141,6 +1207,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1152,6 +1222,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1163,6 +1237,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1174,6 +1252,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1185,6 +1267,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1196,6 +1282,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1207,6 +1297,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1218,6 +1312,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1229,6 +1327,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1240,6 +1342,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1251,6 +1357,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1262,6 +1372,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1273,6 +1387,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1284,6 +1402,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1295,6 +1417,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1306,6 +1432,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1317,6 +1447,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1328,6 +1462,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1339,6 +1477,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1350,6 +1492,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, ...({
 hour: string
@@ -1361,6 +1507,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 })[]]
 queue: {
@@ -1458,4 +1608,96 @@ listeners: NodeListener[]
  */
 export interface NodeList {
 nodes: Node[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Plan".
+ */
+export interface Plan {
+name: string
+/**
+ * the plan a project gets when none is named
+ */
+default: boolean
+limits: PlanLimits
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PlanList".
+ */
+export interface PlanList {
+/**
+ * the plans of the configuration (`plans`), by name
+ */
+plans: Plan[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookDelivery".
+ */
+export interface WebhookDelivery {
+id: string
+endpoint_id: string
+type: string
+status: ("pending" | "delivered" | "failed")
+created_at: string
+/**
+ * the JSON body every attempt sent (the same bytes each time); null when its event is no longer kept
+ */
+request_body: (string | null)
+/**
+ * its attempts, in time order
+ */
+attempts: WebhookAttempt[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookRedelivery".
+ */
+export interface WebhookRedelivery {
+/**
+ * the delivery (the same id: receivers can tell it again)
+ */
+id: string
+endpoint_id: string
+type: string
+attempt: number
+delivered: boolean
+status_code: (number | null)
+error: (string | null)
+answer: (string | null)
+duration_ms: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkRecord".
+ */
+export interface ViewerLinkRecord {
+id: string
+message_id: MessageId
+created_at: string
+expires_at: string
+/**
+ * an operator id, or `cli`
+ */
+created_by: string
+created_by_email: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkList".
+ */
+export interface ViewerLinkList {
+/**
+ * the message's links that still open it (not expired, not revoked), newest first; the links themselves are never kept
+ */
+links: ViewerLinkRecord[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkRevoked".
+ */
+export interface ViewerLinkRevoked {
+id: string
+revoked: true
 }

@@ -3,8 +3,11 @@
  * playwright-core (which downloads no browser). One browser per test file; a context (its own
  * cookies and storage) per test.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { repoRoot } from './paths.js';
 
 /** Where Debian's chromium package puts the browser (the `chromium` on PATH is a shell wrapper). */
 const CANDIDATES = [process.env.POSTERN_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
@@ -22,14 +25,22 @@ export function launchBrowser(): Promise<Browser> {
 export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
 
 /**
- * A fresh context at a desktop (1280 px) or phone (390 px) width, with the console's origin;
- * with `storageState`, the cookies and local storage of another (a session signed in once).
+ * A fresh context at a desktop (1280 px) or phone (390 px) width (or the size given), with the
+ * console's origin, in the light or dark colour scheme; with `storageState`, the cookies and
+ * local storage of another (a session signed in once).
  */
-export function newContext(browser: Browser, baseURL: string, viewport: 'desktop' | 'phone' = 'desktop', storageState?: StorageState): Promise<BrowserContext> {
+export function newContext(
+  browser: Browser,
+  baseURL: string,
+  viewport: 'desktop' | 'phone' | { width: number; height: number } = 'desktop',
+  storageState?: StorageState,
+  colorScheme: 'light' | 'dark' = 'light',
+): Promise<BrowserContext> {
   return browser.newContext({
     baseURL,
     storageState,
-    viewport: viewport === 'desktop' ? { width: 1280, height: 800 } : { width: 390, height: 800 },
+    colorScheme,
+    viewport: viewport === 'desktop' ? { width: 1280, height: 800 } : viewport === 'phone' ? { width: 390, height: 800 } : viewport,
     timezoneId: 'America/New_York',
     locale: 'en-US',
   });
@@ -83,4 +94,65 @@ export class PageProblems {
   unexpected(): string[] {
     return this.seen.filter((line) => !this.expected.some((p) => p.test(line)));
   }
+}
+
+/** Where tests leave what a person looks at afterwards (screenshots): `POSTERN_TEST_OUTPUT`, else dist/test-output. */
+export function testOutputDir(...parts: string[]): string {
+  const dir = path.join(process.env.POSTERN_TEST_OUTPUT ?? path.join(repoRoot, 'dist', 'test-output'), ...parts);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: string[];
+}
+
+/**
+ * What axe-core (run in the page, as the browsers' own audits do) finds serious or critical on
+ * the page as it is now: images without alt text, buttons and inputs without a name, ARIA
+ * misuse, text without contrast. Evaluated over the DevTools protocol, so the console's
+ * script-src 'self' policy is not loosened for it.
+ */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+  });
+}
+
+/**
+ * Tabs through the first `count` focusable elements from the top of the page and names those
+ * that show no focus ring (no outline and no box-shadow while focused): a keyboard user would
+ * not see where they are.
+ */
+export async function focusWithoutRing(page: Page, count: number): Promise<string[]> {
+  await page.evaluate(() => {
+    (document.activeElement as HTMLElement | null)?.blur();
+    window.scrollTo(0, 0);
+  });
+  await page.locator('body').focus().catch(() => undefined);
+  const missing: string[] = [];
+  for (let i = 0; i < count; i++) {
+    await page.keyboard.press('Tab');
+    const seen = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement | null;
+      if (!el || el === document.body) return null;
+      const style = getComputedStyle(el);
+      const ring = (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) || (style.boxShadow !== 'none' && style.boxShadow !== '');
+      const name = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''} "${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}"`;
+      return { ring, name };
+    });
+    if (seen === null) break;
+    if (!seen.ring) missing.push(seen.name);
+  }
+  return missing;
 }

@@ -35,6 +35,8 @@ export function samplePath(template: string): string {
     dkim_id: 'dk.nosuchdkimkey0000',
     operator_id: 'op.nosuchoperator00',
     token_id: 'ot.nosuchtoken00000',
+    delivery_id: 'we.nosuchdelivery00000',
+    link_id: 'vl.nosuchlink0000000',
     email: 'nobody%40example.com',
     index: '0',
   };
