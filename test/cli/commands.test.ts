@@ -121,6 +121,7 @@ describe('postern key', () => {
     assert.deepEqual(k, {
       id: k.id,
       project_id: projectId,
+      name: '',
       mode: 'live',
       hint: `ps_live_…${k.key.slice(-4)}`,
       created_at: k.created_at,
@@ -394,12 +395,16 @@ describe('postern message, against the state dir of a running server', () => {
       status: 'captured',
       paused: false,
       from: 'sender@example.com',
+      from_name: 'Sender',
       to: ['rcpt@example.org'],
       subject: 'captured one',
       category: null,
       tags: [],
       scheduled_at: null,
       created_at: (byId.get(ids.captured) as any).created_at,
+      attempts: 0,
+      next_attempt_at: null,
+      last_error: null,
     });
   });
 

@@ -126,11 +126,15 @@ describe('console messages', () => {
         });
       }
     });
-    const counted = expectStatus(await owner.get(`/messages?project=${big.project.id}&limit=2`), 200);
-    assert.deepEqual([counted.messages.length, counted.total, counted.total_capped], [2, 10_000, true]);
-    const one = expectStatus(await owner.get(`/messages?project=${big.project.id}&id=m.0yyyyyyyy${String(5).padStart(17, '0')}`), 200);
-    assert.deepEqual([one.total, one.total_capped], [1, false]);
-    await p.ctx.store.run('DELETE FROM messages WHERE project_id = ?', big.project.id);
+    try {
+      const counted = expectStatus(await owner.get(`/messages?project=${big.project.id}&limit=2`), 200);
+      assert.deepEqual([counted.messages.length, counted.total, counted.total_capped], [2, 10_000, true]);
+      const one = expectStatus(await owner.get(`/messages?project=${big.project.id}&id=m.0yyyyyyyy${String(5).padStart(17, '0')}`), 200);
+      assert.deepEqual([one.total, one.total_capped], [1, false]);
+    } finally {
+      // Gone again: the other tests count this world's four messages.
+      await p.ctx.store.run('DELETE FROM messages WHERE project_id = ?', big.project.id);
+    }
   });
 
   test('every filter narrows: project, environment, status, from, to, subject, category, tag, created range, id', async () => {

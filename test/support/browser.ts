@@ -122,7 +122,8 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
   return page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
+    // Not into frames: the only one is a message's own HTML in its sandbox (an opaque origin axe cannot reach, and not the console's page).
+    const result = await axe.run(document, { resultTypes: ['violations'], iframes: false });
     return result.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) }));
@@ -135,11 +136,14 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
  * not see where they are.
  */
 export async function focusWithoutRing(page: Page, count: number): Promise<string[]> {
+  // From the top: the body focused (a route change keeps the document, and Tab would go on from the last screen's focus).
   await page.evaluate(() => {
-    (document.activeElement as HTMLElement | null)?.blur();
+    const body = document.body;
+    body.setAttribute('tabindex', '-1');
+    body.focus();
+    body.removeAttribute('tabindex');
     window.scrollTo(0, 0);
   });
-  await page.locator('body').focus().catch(() => undefined);
   const missing: string[] = [];
   for (let i = 0; i < count; i++) {
     await page.keyboard.press('Tab');
@@ -148,7 +152,8 @@ export async function focusWithoutRing(page: Page, count: number): Promise<strin
       if (!el || el === document.body) return null;
       const style = getComputedStyle(el);
       const ring = (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) || (style.boxShadow !== 'none' && style.boxShadow !== '');
-      const name = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''} "${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}"`;
+      const label = el.getAttribute('aria-label') ?? (el as HTMLInputElement).labels?.[0]?.textContent ?? el.textContent ?? '';
+      const name = `${el.tagName.toLowerCase()}${el.getAttribute('type') ? `[type=${el.getAttribute('type')}]` : ''}${el.id ? `#${el.id}` : ''} "${label.trim().slice(0, 40)}" (outline ${style.outlineStyle} ${style.outlineWidth} ${style.outlineColor}; focus ${el.matches(':focus')}, focus-visible ${el.matches(':focus-visible')}, --focus ${style.getPropertyValue('--focus')}, page focused ${document.hasFocus()})`;
       return { ring, name };
     });
     if (seen === null) break;
