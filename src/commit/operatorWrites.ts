@@ -1,4 +1,4 @@
-import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import { createApiKey, credentialState, type KeyMode } from '../policy/apiKeys.js';
 import { getApiKey, revokeApiKey, shortenApiKeyExpiry } from '../store/apiKeys.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
@@ -13,7 +13,7 @@ import {
   type OperatorRole, type OperatorRow,
 } from '../store/operators.js';
 import { getProject, insertProject, markProjectDeleted, setProjectPaused, setProjectPlan, setProjectStrategy } from '../store/projects.js';
-import { detachProviderAccount, findProviderAccount, insertProviderAccount, setProviderAccountLimits } from '../store/providerAccounts.js';
+import { detachProviderAccount, findProviderAccount, insertProviderAccount, setProviderAccountConfig, setProviderAccountLimits } from '../store/providerAccounts.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, removeSuppression, type SuppressionRow } from '../store/suppressions.js';
 import { insertViewerLink, revokeViewerLink, type ViewerLinkRow } from '../store/viewerLinks.js';
@@ -83,7 +83,8 @@ export interface OperatorWrites {
   /* providers, suppressions, DKIM */
   provider_attach: [{ row: Omit<ProviderAccount, 'detached_at'>; stamp: AuditStamp }, null];
   provider_detach: [{ id: string; now: number; stamp: AuditStamp }, null];
-  provider_update: [{ id: string; priority: number | null; free_quota?: number | null; stamp: AuditStamp }, null];
+  /** Priority and quota; the label and settings given replace theirs, each secret given replaces the old one (audited by name only). */
+  provider_update: [{ id: string; priority: number | null; free_quota?: number | null; settings?: Partial<ProviderAccountSettings>; secrets?: ProviderAccountSecrets; stamp: AuditStamp }, null];
   suppression_add: [{ row: SuppressionRow; stamp: AuditStamp }, null];
   suppression_remove: [{ project_id: string; email: string; stamp: AuditStamp }, null];
   dkim_add: [{ row: Omit<DkimKeyRow, 'removed_at'>; stamp: AuditStamp }, null];
@@ -262,7 +263,13 @@ const bodies: Bodies = {
     const row = await requireAttachedAccount(q, w.id);
     const next = { priority: w.priority ?? row.priority, free_quota: w.free_quota === undefined ? row.free_quota : w.free_quota };
     await setProviderAccountLimits(q, w.id, next.priority, next.free_quota);
-    await audit(q, w.stamp, 'provider.update', w.id, next);
+    const settings = w.settings ?? {};
+    const secrets = w.secrets ?? {};
+    if (Object.keys(settings).length > 0 || Object.keys(secrets).length > 0) {
+      await setProviderAccountConfig(q, w.id, { ...row.settings, ...settings }, { ...row.secrets, ...secrets });
+    }
+    // The secrets' names, never their values.
+    await audit(q, w.stamp, 'provider.update', w.id, { ...next, ...settings, ...(Object.keys(secrets).length > 0 ? { secrets_replaced: Object.keys(secrets).sort() } : {}) });
     return null;
   },
   async suppression_add(q, w) {

@@ -204,13 +204,25 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
           domain: str(c.body.domain),
           webhookSecret: str(c.body.webhook_secret),
           webhookPublicKey: str(c.body.webhook_public_key),
+          label: str(c.body.label),
           freeQuota: num(c.body.free_quota),
           priority: num(c.body.priority),
         }),
         201,
       ),
     updateProvider: async (c) =>
-      ok(await updateProvider(c.ctx, c.params.account_id, { priority: num(c.body.priority), freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota) })),
+      ok(
+        await updateProvider(c.ctx, c.params.account_id, {
+          priority: num(c.body.priority),
+          freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota),
+          label: c.body.label === null ? null : str(c.body.label),
+          user: str(c.body.user),
+          pass: str(c.body.pass),
+          apiKey: str(c.body.api_key),
+          webhookSecret: str(c.body.webhook_secret),
+          webhookPublicKey: str(c.body.webhook_public_key),
+        }),
+      ),
     detachProvider: async (c) => ok(await detachProvider(c.ctx, c.params.account_id)),
     checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
 

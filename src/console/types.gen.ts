@@ -679,6 +679,14 @@ export interface ProviderAccount {
 id: string
 project_id: ProjectId
 slug: string
+/**
+ * the vendor behind the slug ("Postmark"; `smtp`: "SMTP relay")
+ */
+vendor: string
+/**
+ * the operator's name for the account
+ */
+label: (string | null)
 host: (string | null)
 port: (number | null)
 user: (string | null)
@@ -698,6 +706,10 @@ api_key: boolean
 webhook_secret: boolean
 }
 feedback_path: string
+/**
+ * the URL to give the provider for its notifications (null: it sends none, or no HTTP listener). Where the provider proves itself by the webhook secret in the URL (provider-a, -e, -f), the secret is in it only in the answer that set it (attach, or an update replacing webhook_secret), and masked (••••••••) everywhere else
+ */
+feedback_url: (string | null)
 created_at: string
 }
 /**
@@ -728,14 +740,26 @@ webhook_secret?: string
 webhook_public_key?: string
 free_quota?: number
 priority?: number
+/**
+ * the operator's name for the account ("transactional, EU")
+ */
+label?: string
 }
 /**
+ * each field given replaces its value; a secret given replaces the old one and is never shown again (the answer's feedback_url shows a replaced webhook_secret once)
+ * 
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "ProviderUpdate".
  */
 export interface ProviderUpdate {
 priority?: number
 free_quota?: (number | null)
+label?: (string | null)
+user?: string
+pass?: string
+api_key?: string
+webhook_secret?: string
+webhook_public_key?: string
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema

@@ -16,6 +16,10 @@ import { SesApiAdapter } from './sesApi.js';
 import { SmtpRelayAdapter } from './smtpRelay.js';
 
 interface Provider {
+  /** The vendor's own name, shown beside the slug. */
+  vendor: string;
+  /** Its feedback notifications prove the account by the `webhook_secret` in the URL (`…/<account>/<secret>`), not by a signature. */
+  secretInFeedbackUrl?: boolean;
   /** The adapter of its `<provider>-api` slug, speaking the provider's public API. */
   api?: (deps: AdapterDeps) => ProviderAdapter;
   /**
@@ -28,18 +32,29 @@ interface Provider {
 
 /** Every provider of this release, once. Every `provider-*-smtp` slug (and `smtp`) goes through the SMTP relay. */
 const PROVIDERS: Record<string, Provider> = {
-  'provider-a': { api: (deps) => new SesApiAdapter(deps), feedback: sesFeedbackVerifier },
-  'provider-b': { api: (deps) => new SendgridApiAdapter(deps), feedback: sendgridFeedback },
-  'provider-c': { api: (deps) => new MailgunApiAdapter(deps), feedback: mailgunVerifier },
-  'provider-d': { api: (deps) => new ResendApiAdapter(deps), feedback: resendFeedback },
-  'provider-e': { api: (deps) => new PostmarkApiAdapter(deps), feedback: postmarkVerifier },
-  'provider-f': { api: (deps) => new BrevoApiAdapter(deps), feedback: brevoVerifier },
+  'provider-a': { vendor: 'Amazon SES', api: (deps) => new SesApiAdapter(deps), feedback: sesFeedbackVerifier, secretInFeedbackUrl: true },
+  'provider-b': { vendor: 'SendGrid', api: (deps) => new SendgridApiAdapter(deps), feedback: sendgridFeedback },
+  'provider-c': { vendor: 'Mailgun', api: (deps) => new MailgunApiAdapter(deps), feedback: mailgunVerifier },
+  'provider-d': { vendor: 'Resend', api: (deps) => new ResendApiAdapter(deps), feedback: resendFeedback },
+  'provider-e': { vendor: 'Postmark', api: (deps) => new PostmarkApiAdapter(deps), feedback: postmarkVerifier, secretInFeedbackUrl: true },
+  'provider-f': { vendor: 'Brevo', api: (deps) => new BrevoApiAdapter(deps), feedback: brevoVerifier, secretInFeedbackUrl: true },
+  'provider-g': { vendor: 'Google Workspace (Gmail)' },
 };
 
 /** The provider a slug belongs to: `provider-a-api` and `provider-a-smtp` → `provider-a`. */
 function providerOf(slug: string): Provider | undefined {
   const name = slug.replace(/-(api|smtp)$/, '');
   return Object.hasOwn(PROVIDERS, name) ? PROVIDERS[name] : undefined;
+}
+
+/** The vendor's name of a slug (`provider-e-api` → Postmark); `smtp` is any relay. */
+export function vendorOf(slug: string): string {
+  return providerOf(slug)?.vendor ?? 'SMTP relay';
+}
+
+/** Whether the feedback URL to give the provider carries the account's `webhook_secret` as its last segment. */
+export function feedbackUrlCarriesSecret(slug: string): boolean {
+  return providerOf(slug)?.secretInFeedbackUrl === true;
 }
 
 /** The feedback verifier for an account's slug, or undefined when its provider sends no feedback. */

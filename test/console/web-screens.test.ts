@@ -312,6 +312,58 @@ describe('web console screens in a browser', () => {
     await row.waitFor({ state: 'detached' });
   });
 
+  test('providers: the vendor\'s name beside the slug, an account label, the feedback URL shown once with its secret then masked, and credentials edited in place (a new secret replaces the old and is never shown)', async () => {
+    // A project of its own: nothing is ever sent through this account (its key is not a real one).
+    const feedbackOnly = await createProjectWithKeys(w.p.ctx, 'feedback project', 'pro', { provider: false });
+    const { page } = await signedIn(OWNER);
+    await page.goto(`/#/projects/${feedbackOnly.project.id}/providers`);
+    await page.getByRole('heading', { name: 'Providers' }).waitFor();
+    await page.locator('select[name=slug]').selectOption('provider-e-api');
+    assert.equal(await page.locator('select[name=slug]').locator('option:checked').textContent(), 'Postmark (provider-e-api)');
+    await page.getByLabel(/^API key/).fill('pm-server-token-1');
+    await page.getByLabel(/^Webhook secret/).fill('first-hook-secret');
+    await page.getByLabel(/^Label/).fill('transactional, EU');
+    await page.getByRole('button', { name: 'Attach' }).click();
+    // Shown once, with the secret in it: the URL to paste into Postmark's webhook settings.
+    const once = page.locator('.shown-once');
+    await once.getByText(/Feedback URL of Postmark "transactional, EU"/).waitFor();
+    const firstUrl = (await once.getByTestId('secret').textContent())!;
+    assert.match(firstUrl, /\/v1\/feedback\/[^/]+\/first-hook-secret$/);
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+    const row = page.getByRole('region', { name: 'Provider accounts' }).locator('tr').filter({ hasText: 'transactional, EU' });
+    await row.getByText('Postmark').waitFor();
+    await row.getByText('provider-e-api').waitFor();
+    assert.equal(await row.getByTestId('feedback-url').textContent(), firstUrl.replace(/first-hook-secret$/, '••••••••'));
+    assert.ok(!(await page.content()).includes('first-hook-secret'), 'the secret is gone from the page once saved');
+    const accountId = firstUrl.split('/').slice(-2)[0];
+    // The URL shown works: Postmark's notification with the secret is taken.
+    const feedbackPath = new URL(firstUrl).pathname;
+    assert.equal((await post(w.p.production, feedbackPath, { json: { RecordType: 'Open' } })).status, 200);
+
+    // Edit: a new label, a new API key and a new webhook secret.
+    await row.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('form', { name: `Edit Postmark account ${accountId}` });
+    assert.equal(await edit.getByLabel(/^API key \(new\)/).inputValue(), '', 'a secret is never filled in');
+    await edit.getByLabel(/^Label/).fill('transactional');
+    await edit.getByLabel(/^API key \(new\)/).fill('pm-server-token-2');
+    await edit.getByLabel(/^Webhook secret \(new\)/).fill('second-hook-secret');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await once.getByText(/Feedback URL of Postmark "transactional"/).waitFor();
+    assert.equal(await once.getByTestId('secret').textContent(), firstUrl.replace(/first-hook-secret$/, 'second-hook-secret'));
+    await page.getByRole('button', { name: 'I have saved it' }).click();
+    await edit.waitFor({ state: 'detached' });
+    const renamed = page.getByRole('region', { name: 'Provider accounts' }).locator('tr').filter({ has: page.getByTestId('provider-label').getByText('transactional', { exact: true }) });
+    await renamed.getByTestId('feedback-url').getByText(/••••••••$/).waitFor();
+    // The new secret replaced the old: the old URL is refused, the new one taken; the account sends with the new key.
+    assert.equal((await post(w.p.production, feedbackPath, { json: { RecordType: 'Open' } })).status, 401);
+    assert.equal((await post(w.p.production, feedbackPath.replace(/first-hook-secret$/, 'second-hook-secret'), { json: { RecordType: 'Open' } })).status, 200);
+    const stored = (await w.p.ctx.store.get<{ secrets: string; settings: string }>('SELECT secrets, settings FROM provider_accounts WHERE id = ?', accountId))!;
+    assert.deepEqual(JSON.parse(stored.secrets), { api_key: 'pm-server-token-2', webhook_secret: 'second-hook-secret' });
+    assert.equal(JSON.parse(stored.settings).label, 'transactional');
+    const audited = expectStatus(await w.owner.get('/audit?action=provider.update'), 200);
+    assert.ok(!JSON.stringify(audited).includes('second-hook-secret') && !JSON.stringify(audited).includes('pm-server-token-2'), 'the audit log names the replaced secrets, never their values');
+  });
+
   test('webhooks: a refused URL is explained in words; the delivery log shows each attempt\'s request body and answer, newest first, and redelivers', async () => {
     const { page, problems } = await signedIn(MEMBER);
     // The refused URL's 422 is what this test provokes.

@@ -1,12 +1,24 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
-import { Empty, ErrorNote, Field, Loading, Table, useAction, useLoad } from '../ui';
+import { CopyButton, Empty, ErrorNote, Field, Loading, ShownOnce, Table, useAction, useLoad } from '../ui';
 
 const SLUGS: Api.ProviderSlug[] = [
   'smtp', 'provider-a-smtp', 'provider-b-smtp', 'provider-c-smtp', 'provider-d-smtp', 'provider-e-smtp', 'provider-f-smtp', 'provider-g-smtp',
   'provider-a-api', 'provider-b-api', 'provider-c-api', 'provider-d-api', 'provider-e-api', 'provider-f-api',
 ];
+
+/** The vendor behind each slug, as the API names it (`vendor`). */
+const VENDORS: Record<Api.ProviderSlug, string> = {
+  smtp: 'SMTP relay',
+  'provider-a-smtp': 'Amazon SES', 'provider-a-api': 'Amazon SES',
+  'provider-b-smtp': 'SendGrid', 'provider-b-api': 'SendGrid',
+  'provider-c-smtp': 'Mailgun', 'provider-c-api': 'Mailgun',
+  'provider-d-smtp': 'Resend', 'provider-d-api': 'Resend',
+  'provider-e-smtp': 'Postmark', 'provider-e-api': 'Postmark',
+  'provider-f-smtp': 'Brevo', 'provider-f-api': 'Brevo',
+  'provider-g-smtp': 'Google Workspace (Gmail)',
+};
 
 type FieldName = 'host' | 'port' | 'tls' | 'user' | 'pass' | 'api_key' | 'endpoint' | 'region' | 'domain' | 'webhook_secret' | 'webhook_public_key';
 
@@ -43,10 +55,17 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
   const action = useAction();
   const [slug, setSlug] = useState<string>('smtp');
   const [checks, setChecks] = useState<Record<string, Api.ConnectionCheck>>({});
+  const [editing, setEditing] = useState<string | null>(null);
+  const [feedbackShown, setFeedbackShown] = useState<{ label: string; url: string } | null>(null);
   const list = providers.data?.providers ?? [];
+  // An answer whose feedback URL carries the webhook secret (attach, or an edit that replaced it): shown this once.
+  const showFeedbackOnce = (p: Api.ProviderAccount) => {
+    if (p.feedback_url && p.credentials.webhook_secret && !p.feedback_url.includes('••')) setFeedbackShown({ label: `Feedback URL of ${p.vendor}${p.label ? ` "${p.label}"` : ''} (${p.id}), with its secret`, url: p.feedback_url });
+  };
   return (
     <section>
       <h1>Providers</h1>
+      {feedbackShown && <ShownOnce label={feedbackShown.label} value={feedbackShown.url} onDone={() => setFeedbackShown(null)} />}
       <ErrorNote error={providers.error} />
       {!providers.data && !providers.error && <Loading what="providers" />}
       {providers.data && list.length === 0 && (
@@ -60,10 +79,59 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
               const check = checks[p.id];
               return (
                 <tr key={p.id}>
-                  <td>
-                    {p.slug} <span class="muted">{p.id}</span>
+                  <td class="wrap">
+                    <strong>{p.vendor}</strong> <span class="muted">{p.slug}</span>
+                    {p.label && <div data-testid="provider-label">{p.label}</div>}
+                    <div class="muted">{p.id}</div>
                   </td>
-                  <td class="wrap">{p.host ? `${p.host}:${p.port ?? ''} ${p.tls ?? ''}` : (p.endpoint ?? p.domain ?? p.region ?? '—')}</td>
+                  <td class="wrap">
+                    {p.host ? `${p.host}:${p.port ?? ''} ${p.tls ?? ''}` : (p.endpoint ?? p.domain ?? p.region ?? '—')}
+                    {p.feedback_url && (
+                      <div class="feedback-url">
+                        <span class="muted">Feedback URL: </span>
+                        <code data-testid="feedback-url">{p.feedback_url}</code>
+                        {!p.feedback_url.includes('••') && <CopyButton text={p.feedback_url} label="Copy URL" />}
+                      </div>
+                    )}
+                    {editing === p.id && (
+                      <form
+                        class="card inline-form"
+                        aria-label={`Edit ${p.vendor} account ${p.id}`}
+                        onSubmit={async (e) => {
+                          e.preventDefault();
+                          const body: Record<string, string | null> = {};
+                          new FormData(e.currentTarget).forEach((v, k) => {
+                            if (typeof v !== 'string') return;
+                            if (k === 'label') body.label = v.trim() === '' ? null : v.trim();
+                            else if (v !== '') body[k] = v;
+                          });
+                          const changed = await action.run(() => api<Api.ProviderAccount>('PATCH', `/providers/${p.id}`, body));
+                          if (changed) {
+                            showFeedbackOnce(changed);
+                            setEditing(null);
+                            providers.reload();
+                          }
+                        }}
+                      >
+                        <Field label="Label">
+                          <input name="label" maxLength={100} defaultValue={p.label ?? ''} placeholder="what this account is for" />
+                        </Field>
+                        {fieldsFor(p.slug)
+                          .filter((f) => f.secret || f.name === 'user' || f.name === 'webhook_public_key')
+                          .map((f) => (
+                            <Field key={f.name} label={f.secret ? `${f.label} (new)` : f.label} hint={f.secret ? (p.credentials[f.name as 'pass' | 'api_key' | 'webhook_secret'] ? 'set; empty keeps it, a new one replaces it and is never shown again' : 'not set') : undefined}>
+                              <input name={f.name} type={f.secret ? 'password' : 'text'} autoComplete="off" defaultValue={f.secret ? '' : String(p[f.name as 'user' | 'webhook_public_key'] ?? '')} />
+                            </Field>
+                          ))}
+                        <button type="submit" class="primary small" disabled={action.busy}>
+                          Save changes
+                        </button>{' '}
+                        <button type="button" class="small" onClick={() => setEditing(null)}>
+                          Cancel
+                        </button>
+                      </form>
+                    )}
+                  </td>
                   <td colSpan={2}>
                     <form
                       class="row-form"
@@ -93,6 +161,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
                     )}
                   </td>
                   <td class="nowrap">
+                    <button type="button" class="small" aria-expanded={editing === p.id} onClick={() => setEditing(editing === p.id ? null : p.id)}>
+                      Edit
+                    </button>{' '}
                     <button type="button" class="small" disabled={action.busy} onClick={async () => {
                       const r = await action.run(() => post<Api.ConnectionCheck>(`/providers/${p.id}/check`));
                       if (r) setChecks({ ...checks, [p.id]: r });
@@ -119,7 +190,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
             if (typeof v !== 'string' || v.trim() === '' || k === 'slug') return;
             body[k] = ['port', 'priority', 'free_quota'].includes(k) ? Number(v) : v.trim();
           });
-          if (await action.run(() => post(`/projects/${projectId}/providers`, body))) {
+          const attached = await action.run(() => post<Api.ProviderAccount>(`/projects/${projectId}/providers`, body));
+          if (attached) {
+            showFeedbackOnce(attached);
             form.reset();
             providers.reload();
           }
@@ -129,7 +202,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
         <Field label="Provider">
           <select name="slug" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
             {SLUGS.map((s) => (
-              <option key={s}>{s}</option>
+              <option key={s} value={s}>
+                {VENDORS[s]} ({s})
+              </option>
             ))}
           </select>
         </Field>
@@ -147,6 +222,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
             )}
           </Field>
         ))}
+        <Field label="Label (optional)" hint="what this account is for, e.g. transactional, EU">
+          <input name="label" maxLength={100} />
+        </Field>
         <Field label="Priority (optional)" hint="lower goes first; default 100">
           <input name="priority" type="number" min={0} />
         </Field>
