@@ -364,6 +364,38 @@ describe('web console screens in a browser', () => {
     assert.ok(!JSON.stringify(audited).includes('second-hook-secret') && !JSON.stringify(audited).includes('pm-server-token-2'), 'the audit log names the replaced secrets, never their values');
   });
 
+  test('suppressions: an address added in the console stops mail to it; search finds it, the CSV export has it, and removed it is sent to again', async () => {
+    const { page } = await signedIn(OWNER);
+    await page.goto(`/#/projects/${settings.project.id}/suppressions`);
+    await page.getByRole('heading', { name: 'Suppressions' }).waitFor();
+    await page.getByLabel('Suppress an address').fill('Blocked.Person@Example.org');
+    await page.getByLabel(/^Reason/).fill('asked by phone');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    const table = page.getByRole('region', { name: 'Suppressed addresses' });
+    const row = table.locator('tr').filter({ hasText: 'asked by phone' });
+    await row.waitFor();
+    // Mail to it is not sent: the send API refuses it, naming the list.
+    const refused = await post(w.p.production, '/v1/send', { key: settings.liveKey, json: validMessage({ to: 'blocked.person@example.org', subject: 'to a suppressed address' }) });
+    assert.deepEqual([refused.status, refused.body.error?.code], [422, 'suppressed_recipient']);
+    await page.getByRole('search').getByLabel('Search').fill('blocked');
+    await page.getByRole('search').getByRole('button', { name: 'Search' }).click();
+    await row.waitFor();
+    assert.equal(await table.locator('tbody tr').count(), 1);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export CSV' }).click()]);
+    const csv = await new Promise<string>((resolve, reject) => {
+      download.createReadStream().then((stream) => {
+        const parts: Buffer[] = [];
+        stream.on('data', (c: Buffer) => parts.push(c));
+        stream.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+        stream.on('error', reject);
+      }, reject);
+    });
+    assert.match(csv, /blocked\.person@example\.org/i);
+    await row.getByRole('button', { name: 'Remove' }).click();
+    await row.waitFor({ state: 'detached' });
+    await send(w.p.production, settings.liveKey, { to: 'blocked.person@example.org', subject: 'after the removal' });
+  });
+
   test('webhooks: a refused URL is explained in words; the delivery log shows each attempt\'s request body and answer, newest first, and redelivers', async () => {
     const { page, problems } = await signedIn(MEMBER);
     // The refused URL's 422 is what this test provokes.
