@@ -453,6 +453,15 @@ describe('web console screens in a browser', () => {
     assert.equal(expectStatus(await w.owner.get(`/projects/${settings.project.id}`), 200).plan, 'free');
     await card.locator('.usage').nth(2).getByText(/ \/ 1 GB$/).waitFor();
 
+    // The screen's first action: a new project, on the plan chosen, appears with its card.
+    const create = page.locator('form').filter({ has: page.getByRole('heading', { name: 'New project' }) });
+    await create.getByLabel('Name').fill('created in the console');
+    await create.getByLabel('Plan').selectOption('free');
+    await create.getByRole('button', { name: 'Create project' }).click();
+    await page.locator('article.project').filter({ hasText: 'created in the console' }).waitFor();
+    const made = expectStatus(await w.owner.get('/projects'), 200).projects.find((pr: { name: string }) => pr.name === 'created in the console');
+    assert.equal(made?.plan, 'free');
+
     // The plan change was the owner's; the member's actions are theirs.
     expectStatus(await w.member.post(`/projects/${w.a.project.id}/suppressions`, { email: 'audited@example.org' }), 201);
     await page.goto('/#/audit');
