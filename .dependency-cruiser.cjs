@@ -18,6 +18,7 @@ const layers = [
   { name: 'policy', paths: ['^src/policy/'] },
   { name: 'providers', paths: ['^src/providers/'] },
   { name: 'dkim and mime', paths: ['^src/(dkim|mime)/'] },
+  { name: 'tls', paths: ['^src/tls/'] },
   { name: 'store', paths: ['^src/store/'] },
   { name: 'spool', paths: ['^src/spool/'] },
   { name: 'ground', paths: ['^src/(contract|config|platform|types)/', '^src/(clock|ids|log)\\.ts$'] },
@@ -72,6 +73,20 @@ module.exports = {
       comment: 'The console door speaks HTTP and calls the operator layer (the same rules as the CLI); it never reaches the store, the spool or the commit layer.',
       from: { path: '^src/console/' },
       to: { path: '^src/(store|spool|commit)/' },
+    },
+    {
+      name: 'a-provider-is-one-folder',
+      severity: 'error',
+      comment: "A provider's folder (src/providers/<folder>/) imports the shared provider modules and the ground floor, never another provider's folder (docs/architecture.md, \"Providers\").",
+      from: { path: '^src/providers/([^/]+)/' },
+      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/$1/' },
+    },
+    {
+      name: 'only-the-registry-names-providers',
+      severity: 'error',
+      comment: 'Only registry.gen.ts (generated from the folders) imports a provider folder: everything else asks the registry, so adding a provider is adding its folder.',
+      from: { pathNot: '^src/providers/([^/]+/|registry\\.gen\\.ts$)' },
+      to: { path: '^src/providers/[^/]+/' },
     },
     {
       name: 'providers-never-store',

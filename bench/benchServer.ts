@@ -5,7 +5,7 @@ import os from 'node:os';
 import Database from 'better-sqlite3';
 import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
-import { loadTlsMaterial } from '../src/smtp/certificates.js';
+import { smtpCertificate } from '../src/tls/filePairs.js';
 import { spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
 
 /** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
@@ -35,15 +35,15 @@ let certificate: Promise<BenchCertificate> | null = null;
 
 /**
  * One self-signed pair per bench run, made by the code that makes a Postern state directory's
- * own (src/smtp/certificates.ts: RSA 2048, SHA-256), so both servers in a comparison hand the
+ * own (src/tls/filePairs.ts: RSA 2048, SHA-256), so both servers in a comparison hand the
  * client the same certificate and do the same handshake work.
  */
 export function benchCertificate(): Promise<BenchCertificate> {
   certificate ??= (async () => {
     const dir = tempStateDir('postern-bench-cert-');
     removeAfterBench(dir);
-    const material = await loadTlsMaterial(buildConfig({ state_dir: dir, smtp: { hostname: 'localhost' } }, {}), silentLogger());
-    return { certPath: material.certPath, keyPath: material.keyPath };
+    const pair = await smtpCertificate(buildConfig({ state_dir: dir, smtp: { hostname: 'localhost' } }, {}), silentLogger());
+    return { certPath: pair.certPath, keyPath: pair.keyPath };
   })();
   return certificate;
 }

@@ -7,10 +7,12 @@
  * answered. `BENCH_MEMORY_ONLY=<name>` runs one scenario.
  *
  * Scenarios are rows of SCENARIOS: a name, what the load is, the growth it must stay under, and
- * the load itself, given the running server and a live key.
+ * the load itself, given the running server, a live key and the CLI's environment.
  */
-import { writeFileSync } from 'node:fs';
-import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { post, repoRoot, runCli, tempStateDir, validMessage, type SpawnedPostern } from '../test/support/postern.js';
+import { RawEventStream } from '../test/support/rawEventStream.js';
 import type { RawSmtp } from '../test/support/rawSmtp.js';
 import { memoryOf, watchPeakRss, type PeakRss } from '../test/support/processMemory.js';
 import { BENCH_RATE_LIMITS, machine, removeAfterBench, sleep, startBenchPostern } from './benchServer.js';
@@ -24,10 +26,12 @@ interface Scenario {
   load: string;
   /** Peak RSS may exceed idle RSS by less than this. */
   targetGrowthMiB: number;
+  /** Settings of the scenario's own, over the bench's. */
+  config?: Record<string, unknown>;
   /** One client's share of the load, before idle is measured: code paths warm, caches filled. */
-  warmUp(server: SpawnedPostern, liveKey: string): Promise<void>;
+  warmUp(server: SpawnedPostern, liveKey: string, cli: Record<string, string>): Promise<void>;
   /** Runs the load; resolves with how many answers of each kind the clients got. */
-  run(server: SpawnedPostern, liveKey: string): Promise<Record<string, number>>;
+  run(server: SpawnedPostern, liveKey: string, cli: Record<string, string>): Promise<Record<string, number>>;
 }
 
 /** Counts answers by their first few characters (`554 5.6.0 text:too_long`, `250 2.0.0`, …). */
@@ -64,6 +68,82 @@ async function sendLongText(client: RawSmtp, bodyBytes: number): Promise<string>
   return client.next();
 }
 
+/**
+ * `count` small messages accepted as fast as the server takes them: batches of 100 (the
+ * contract's most), `parallel` batches at a time; each batch's status counted.
+ */
+async function sends(server: SpawnedPostern, liveKey: string, count: number, parallel = 5): Promise<Record<string, number>> {
+  const statuses: string[] = [];
+  let left = count;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (left > 0) {
+        const size = Math.min(100, left);
+        left -= size;
+        const messages = Array.from({ length: size }, () => validMessage({ subject: 'stream load' }));
+        statuses.push(`batch of ${size}: ${(await post(server.production, '/v1/send/batch', { key: liveKey, json: { messages } })).status}`);
+      }
+    }),
+  );
+  return tally(statuses, (s) => s);
+}
+
+const consoleOf = (server: SpawnedPostern) => server.listeners.find((l) => l.protocol === 'console')!.url;
+
+/** An owner's operator token, made with the CLI (as a script's would be). */
+async function operatorToken(cli: Record<string, string>): Promise<string> {
+  const email = `bench-${Math.random().toString(36).slice(2)}@example.com`;
+  const op = (await runCli(['operator', 'create', '--email', email, '--role', 'owner', '--json'], cli)).json as { id: string };
+  return ((await runCli(['operator', 'token', 'create', '--operator', op.id, '--name', 'bench', '--json'], cli)).json as { token: string }).token;
+}
+
+const STREAM_SENDS = Number(process.env.BENCH_MEMORY_STREAM_SENDS ?? 5000);
+/** Where the settings exist (issue 32), caps raised so that every stream of the scenario opens: the queue bound alone is measured. */
+const consoleSettings = (JSON.parse(readFileSync(path.join(repoRoot, 'src', 'config', 'schema.json'), 'utf8')) as { properties: { console: { properties: Record<string, unknown> } } }).properties
+  .console.properties;
+const streamCaps = (streams: number) => ('max_streams' in consoleSettings ? { console: { max_streams: streams + 10, max_streams_per_operator: streams + 10, max_connections: streams + 64, max_connections_per_ip: streams + 64 } } : {});
+
+/**
+ * `streams` console live-update streams (one owner's token) that never read after the response
+ * head, then STREAM_SENDS messages: each one's `mail.accepted` is announced to every stream, in
+ * batches of what the outbox reader finds at each poll.
+ */
+function streamScenario(streams: number, targetGrowthMiB: number): Scenario {
+  return {
+    name: `console-streams-${streams}`,
+    load: `${streams} console live-update streams that never read, then ${STREAM_SENDS} messages accepted (batches of 100, 5 at a time)`,
+    targetGrowthMiB,
+    config: streamCaps(streams),
+    // The same acceptance first (with one stream that reads): the spool writers, the index's
+    // caches and the heap reach their working size, so the load's growth is the streams'.
+    async warmUp(server, liveKey, cli) {
+      const reader = await RawEventStream.open(consoleOf(server), { token: await operatorToken(cli), keep: () => false });
+      await sends(server, liveKey, STREAM_SENDS);
+      await sleep(1500);
+      reader.close();
+    },
+    async run(server, liveKey, cli) {
+      const token = await operatorToken(cli);
+      const open: RawEventStream[] = [];
+      const statuses: string[] = [];
+      for (let i = 0; i < streams; i++) {
+        const s = await RawEventStream.open(consoleOf(server), { token, paused: true });
+        statuses.push(`stream ${s.status}`);
+        if (s.status === 200) open.push(s);
+        else s.close();
+      }
+      try {
+        const sent = await sends(server, liveKey, STREAM_SENDS);
+        // The outbox is read every console.events_poll_ms (1 s): the last sends are announced too.
+        await sleep(3000);
+        return { ...tally(statuses, (s) => s), ...sent };
+      } finally {
+        for (const s of open) s.close();
+      }
+    },
+  };
+}
+
 const SMTP_CLIENTS = Number(process.env.BENCH_MEMORY_CLIENTS ?? 50);
 const TEXT_BYTES = Number(process.env.BENCH_MEMORY_TEXT_BYTES ?? 39_000_000);
 
@@ -95,6 +175,10 @@ const SCENARIOS: Scenario[] = [
       return tally(answers, replyKind);
     },
   },
+  // Warmed up, the same acceptance alone grew the server by 0.5-20 MiB over four runs.
+  streamScenario(0, 48),
+  streamScenario(100, 48),
+  streamScenario(200, 48),
 ];
 
 interface Measured {
@@ -116,7 +200,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
   // BENCH_MEMORY_STREAMED_MESSAGES: smtp.max_streamed_messages (else the default).
   const streamed = process.env.BENCH_MEMORY_STREAMED_MESSAGES;
   const smtp = streamed ? { smtp: { max_streamed_messages: Number(streamed) } } : {};
-  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, ...smtp }));
+  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, ...smtp, ...scenario.config }));
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
   const project = (await runCli(['project', 'create', '--name', `bench-${scenario.name}`, '--plan', 'pro', '--json'], env)).json as { id: string };
   await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
@@ -125,7 +209,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
   try {
     const pid = server.child.pid!;
     // Idle: after one client's share of the load, at rest.
-    await scenario.warmUp(server, key);
+    await scenario.warmUp(server, key, env);
     await sleep(2000);
     const idle = memoryOf(pid, 'VmRSS');
     const watch = watchPeakRss(pid);
@@ -133,7 +217,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
     let answers: Record<string, number>;
     let rss: PeakRss;
     try {
-      answers = await scenario.run(server, key);
+      answers = await scenario.run(server, key, env);
     } finally {
       rss = watch.stop();
     }

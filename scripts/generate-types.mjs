@@ -1,10 +1,14 @@
-// Generates TypeScript types from the project's schema sources, so types are never written
-// twice by hand: src/contract/openapi.json → src/contract/types.gen.ts (the customer contract),
-// src/console/openapi.json → src/console/types.gen.ts (the console API) and
+// Generates what is derived from the project's sources, so nothing is written twice by hand:
+// first what lists providers, from their folders (scripts/generate-providers.mjs: the registry,
+// the provider values of both OpenAPI documents, the web console's attach form), then the
+// TypeScript types: src/contract/openapi.json → src/contract/types.gen.ts (the customer
+// contract), src/console/openapi.json → src/console/types.gen.ts (the console API) and
 // src/config/schema.json → src/config/types.gen.ts (the config file, after defaults).
-// `npm run gen:types` rewrites them; a test fails when either is out of date.
+// `npm run gen:types` rewrites them; with --check it changes nothing and fails when any is out of
+// date (test/contract/openapi.test.ts runs it).
 import { readFile, writeFile } from 'node:fs/promises';
 import { compile } from 'json-schema-to-typescript';
+import { DeclarationError, generateProviders } from './generate-providers.mjs';
 
 const root = new URL('../', import.meta.url);
 const options = (banner) => ({
@@ -37,9 +41,9 @@ function requireDefaulted(node) {
   for (const v of Object.values(node)) requireDefaulted(v);
 }
 
-/** The component schemas of an OpenAPI document as one JSON Schema, each a definition. */
-async function openApiTypes(file, title) {
-  const doc = JSON.parse(await readFile(new URL(file, root), 'utf8'));
+/** The component schemas of an OpenAPI document (its text) as one JSON Schema, each a definition. */
+async function openApiTypes(file, text, title) {
+  const doc = JSON.parse(text);
   const definitions = structuredClone(doc.components.schemas);
   rewriteRefs(definitions);
   const schema = {
@@ -50,12 +54,14 @@ async function openApiTypes(file, title) {
 }
 
 export async function generateTypes() {
+  const providers = await generateProviders(root);
   const configSchema = JSON.parse(await readFile(new URL('src/config/schema.json', root), 'utf8'));
   delete configSchema.$id;
   requireDefaulted(configSchema);
   return {
-    'src/contract/types.gen.ts': await openApiTypes('src/contract/openapi.json', 'Contract'),
-    'src/console/types.gen.ts': await openApiTypes('src/console/openapi.json', 'ConsoleApi'),
+    ...providers,
+    'src/contract/types.gen.ts': await openApiTypes('src/contract/openapi.json', providers['src/contract/openapi.json'], 'Contract'),
+    'src/console/types.gen.ts': await openApiTypes('src/console/openapi.json', providers['src/console/openapi.json'], 'ConsoleApi'),
     'src/config/types.gen.ts': await compile(configSchema, 'PosternConfig', options('src/config/schema.json')),
   };
 }
@@ -63,7 +69,15 @@ export async function generateTypes() {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const check = process.argv.includes('--check');
   let stale = 0;
-  for (const [file, text] of Object.entries(await generateTypes())) {
+  let generated;
+  try {
+    generated = await generateTypes();
+  } catch (err) {
+    if (!(err instanceof DeclarationError)) throw err;
+    console.error(err.message);
+    process.exit(1);
+  }
+  for (const [file, text] of Object.entries(generated)) {
     if (check) {
       const current = await readFile(new URL(file, root), 'utf8').catch(() => '');
       if (current !== text) {
@@ -71,6 +85,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
         stale++;
       }
     } else {
+      const current = await readFile(new URL(file, root), 'utf8').catch(() => '');
+      if (current === text) continue;
       await writeFile(new URL(file, root), text);
       console.log('wrote', file);
     }

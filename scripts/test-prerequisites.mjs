@@ -3,7 +3,8 @@
 // client, Postfix's smtp-sink as a next hop and Postfix itself with a Cyrus sasldb as the bench's
 // anchor, python3-dkim as an independent DKIM verifier,
 // chromium as the web console's browser, driven by playwright-core, which downloads none,
-// PostgreSQL's server binaries, from which the tests start a private instance)
+// PostgreSQL's server binaries, from which the tests start a private instance, Pebble as an
+// ACME CA)
 // come from Debian packages. Missing ones are installed when this runs as root with apt-get;
 // otherwise it prints the one command that installs them and fails, before any test runs.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -26,6 +27,8 @@ const needs = [
   // initdb and pg_ctl in Debian's versioned directory (test/support/postgres.ts finds the newest);
   // not needed when the tests are given a server (POSTERN_TEST_DATABASE_URL).
   { what: 'PostgreSQL server (initdb, pg_ctl)', present: () => Boolean(process.env.POSTERN_TEST_DATABASE_URL) || postgresInstalled(), packages: ['postgresql'] },
+  // Let's Encrypt's ACME test server and its DNS, for tls.acme (test/support/pebble.ts).
+  { what: 'Pebble (ACME test server) and pebble-challtestsrv', present: () => existsSync('/usr/bin/pebble') && existsSync('/usr/bin/pebble-challtestsrv'), packages: ['pebble'] },
 ];
 
 /** Whether some /usr/lib/postgresql/<version>/bin holds initdb and pg_ctl. */

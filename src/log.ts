@@ -4,36 +4,114 @@ export type { Logger };
 
 /**
  * Secrets that can hide inside text the code does not write itself (an error's message or
- * stack, a request path): API keys, webhook signing secrets, bearer and basic credentials, a
- * URL's password, and the URL secret of provider feedback endpoints
- * (`/v1/feedback/<account>/<secret>`, Postmark, Brevo, SES) and of public viewer links
- * (`/view/<id>/<token>`).
+ * stack, a request path): API keys, webhook signing secrets, bearer and basic credentials, and
+ * a URL's password. The URL secrets of provider feedback endpoints and public viewer links are
+ * masked by maskPathSecrets, whatever the path's spelling.
  */
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\bps_(live|test)_[A-Za-z0-9]{40}\b/g, 'ps_$1_[redacted]'],
   [/\bwhsec_[A-Za-z0-9+/=_-]+/g, 'whsec_[redacted]'],
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, '$1 [redacted]'],
   [/(\/\/[^/\s:@]*):[^@\s/]*@/g, '$1:[redacted]@'],
-  [/(\/v1\/feedback\/[^/\s?#]+\/)[^\s?#"']+/g, '$1***'],
-  [/(\/view\/[^/\s?#]+\/)[^/\s?#"']+/g, '$1***'],
 ];
 
-/** `text` with every secret of SECRET_PATTERNS masked. */
-export function maskSecrets(text: string): string {
+/** Where some server or proxy may split a path into segments: `/`, `\`, and their percent-encodings. */
+const PATH_SEPARATOR = /\/|\\|%2f|%5c/gi;
+
+/** One segment of a path as a lenient reader may see it, and where the path's text that follows it begins. */
+interface Segment {
+  name: string;
+  /** The index of `path` after this segment (and the separator after it): the mask starts here. */
+  next: number;
+}
+
+/** `text` percent-decoded up to three times (double encodings included); a malformed escape is left as it is. */
+function leniently(text: string): string {
   let out = text;
-  for (const [pattern, replacement] of SECRET_PATTERNS) out = out.replace(pattern, replacement);
+  for (let i = 0; i < 3 && out.includes('%'); i++) {
+    const decoded = out.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (decoded === out) break;
+    out = decoded;
+  }
   return out;
 }
 
-/** pino's error serializer, with secrets masked in the message and stack. */
+/**
+ * The segments of `path` as the most lenient server or proxy could read them: split at every
+ * separator (encoded ones too), percent-decoded, `;parameters` dropped, lower-cased. A raw
+ * segment that decodes into several (`a%252Fb`) is masked whole: its parts' `next` is its start.
+ */
+function lenientSegments(path: string): Segment[] {
+  const segments: Segment[] = [];
+  const push = (raw: string, start: number, next: number) => {
+    const parts = leniently(raw).split(/[\\/]/);
+    for (const part of parts) segments.push({ name: part.split(';')[0].toLowerCase(), next: parts.length === 1 ? next : start });
+  };
+  let start = 0;
+  for (const m of path.matchAll(PATH_SEPARATOR)) {
+    push(path.slice(start, m.index), start, m.index + m[0].length);
+    start = m.index + m[0].length;
+  }
+  push(path.slice(start), start, path.length);
+  return segments;
+}
+
+/** The index of `path` from which a secret may follow in `segments`: after a feedback endpoint's account or a viewer link's id. */
+function secretStart(segments: Segment[]): number {
+  let from = Infinity;
+  for (let i = 0; i < segments.length; i++) {
+    const name = segments[i].name;
+    if (name === 'feedback' && segments[i + 1]) from = Math.min(from, segments[i + 1].next);
+    if (name === 'view' && segments[i + 1]) from = Math.min(from, segments[i + 1].next);
+  }
+  return from;
+}
+
+/**
+ * `path` with the URL secret of a provider feedback endpoint (`/v1/feedback/<account>/<secret>`)
+ * and a public viewer link's token (`/view/<id>/<token>`) replaced by `***`, in any spelling a
+ * server or proxy might route: any case, `//`, `/./` and `/../`, `\`, percent-encoded slashes
+ * and dots (twice encoded too), `;parameters`, under any prefix. Everything after the account
+ * or id is masked; `/body` after a viewer token is kept.
+ */
+export function maskPathSecrets(path: string): string {
+  const all = lenientSegments(path).filter((s) => s.name !== '' && s.name !== '.');
+  // Read both as written and with `..` resolved: a secret masked under either reading.
+  const resolved: Segment[] = [];
+  for (const s of all) {
+    if (s.name === '..') resolved.pop();
+    else resolved.push(s);
+  }
+  const from = Math.min(
+    secretStart(all.filter((s) => s.name !== '..')),
+    secretStart(resolved),
+  );
+  if (from >= path.length) return path;
+  const body = /\/body$/.test(path) && path.length - 5 > from && !/[/\\%]/.test(path.slice(from, -5)) ? '/body' : '';
+  return `${path.slice(0, from)}***${body}`;
+}
+
+/** `text` with every secret masked: SECRET_PATTERNS, and path secrets (maskPathSecrets) in each run of text between spaces and quotes. */
+export function maskSecrets(text: string): string {
+  let out = text;
+  for (const [pattern, replacement] of SECRET_PATTERNS) out = out.replace(pattern, replacement);
+  return out.replace(/[^\s"'`]+/g, (word) => maskPathSecrets(word));
+}
+
+/** `value` with maskSecrets applied to every string in it (an error's own fields: message, stack, input, url, cause…). */
+function maskedStrings(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return maskSecrets(value);
+  if (depth > 4 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => maskedStrings(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) out[key] = maskedStrings(v, depth + 1);
+  return out;
+}
+
+/** pino's error serializer, with secrets masked in every string it holds (a URL error's `input` names the URL). */
 function maskedError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
-  const serialized = stdSerializers.err(err) as unknown as Record<string, unknown>;
-  for (const field of ['message', 'stack']) {
-    const value = serialized[field];
-    if (typeof value === 'string') serialized[field] = maskSecrets(value);
-  }
-  return serialized;
+  return maskedStrings(stdSerializers.err(err));
 }
 
 /**

@@ -5,7 +5,7 @@ import { AcceptPipeline } from './accept/acceptMessage.js';
 import { systemClock, type Clock } from './clock.js';
 import { isConsoleListener, type ListenerConfig, type PosternConfig } from './config/load.js';
 import { SignInThrottle } from './console/auth.js';
-import { createConsoleServer, type ConsoleServer } from './console/server.js';
+import { consoleShared, createConsoleServer, type ConsoleServer, type ConsoleShared } from './console/server.js';
 import { KeyUseRecorder } from './operator/keyUse.js';
 import { writerThrough } from './operator/writer.js';
 import { createHttpServer } from './http/app.js';
@@ -22,7 +22,13 @@ import { SpoolWriters } from './accept/writers.js';
 import type { Db } from './store/db.js';
 import type { Queries } from './store/queries.js';
 import { openNodeStore, type AcceptanceCommits } from './commit/nodeStore.js';
-import { loadTlsMaterial, reloadTlsMaterial, type TlsMaterial } from './smtp/certificates.js';
+import { AcmeCertificates } from './tls/acmeCertificates.js';
+import { certificatesReady } from './tls/certificateReadiness.js';
+import { DatabaseCertificates, StateDirectoryCertificates } from './tls/certificateStorage.js';
+import { listenerCertificate, smtpCertificate, type FileCertificate } from './tls/filePairs.js';
+import type { ListenerTls } from './tls/httpsListener.js';
+import type { ServedCertificate } from './tls/servedCertificate.js';
+import { createPlainListener } from './http/plainListener.js';
 import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from './smtp/server.js';
 import { DeliveryScheduler } from './delivery/scheduler.js';
 import { createAdapterRegistry } from './providers/registry.js';
@@ -52,7 +58,14 @@ export interface BoundListener {
   environment?: 'production' | 'sandbox';
   host: string;
   port: number;
-  /** `http://…` for HTTP listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP, `http(s)://…` for the console. */
+  /** `http(s)://…` for HTTP and console listeners, `smtp://…` (STARTTLS) or `smtps://…` (implicit TLS) for SMTP. */
+  url: string;
+}
+
+/** http.redirect_plain's listener, as bound. */
+export interface BoundPlainListener {
+  host: string;
+  port: number;
   url: string;
 }
 
@@ -63,7 +76,15 @@ export interface RunningPostern {
   /** Its statements, as every component above the store runs them. */
   store: Queries;
   pipeline: AcceptPipeline;
-  /** Re-reads the SMTP certificate and key (SIGHUP); sessions in progress keep theirs. */
+  /** http.redirect_plain's listener; null without one. */
+  plain: BoundPlainListener | null;
+  /** tls.acme's certificate and its renewals; null without tls.acme. */
+  certificates: AcmeCertificates | null;
+  /**
+   * Re-reads every certificate pair the config names in files (smtp.tls or the state directory's
+   * self-signed one, the HTTP and console listeners' cert/key) (SIGHUP); sessions in progress keep
+   * theirs. tls.acme's certificate is not a file the operator changes: it is left alone.
+   */
   reloadTls(): void;
   /**
    * Applies a newly loaded config (SIGHUP): the sections that can change live (LIVE_SECTIONS)
@@ -181,10 +202,14 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const admission = new Admission(store, clock, { rate_limits: config.rate_limits, policy: config.policy }, windows, (keyId) => keyUse.note(keyId));
   // One for every console listener: failed sign-ins count per node (the cluster on PostgreSQL), not per listener.
   const signIns = new SignInThrottle(config, windows, logger);
-  // Every HTTP listener (the console's too) shares one connection cap and one memory budget for bodies.
   // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
+  // The send API's listeners share one connection cap, the console's another (neither door can
+  // take the other's connections); all of them share one memory budget for bodies.
   const connections = new ConnectionLimiter(config.http.max_connections, config.http.max_connections_per_ip, proxies);
+  const consoleConnections = new ConnectionLimiter(config.console.max_connections, config.console.max_connections_per_ip, proxies);
+  // Every console listener shares the live-update streams (their caps are the node's) and the activity tail.
+  let consoleState: ConsoleShared | null = null;
   const bodies = createBodyBudget(config.http.max_inflight_body_bytes, config.http.body_wait_ms);
   // Every SMTP listener shares one cap on big messages streamed at once.
   const streams = createStreamBudget(config.smtp);
@@ -193,8 +218,16 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   const servers: Server[] = [];
   const smtpServers: PosternSmtpServer[] = [];
   const listeners: BoundListener[] = [];
-  let tls: TlsMaterial | null = null;
-  const readiness = readinessChecks({ pipeline, indexWriter: acceptance, disk, servers, smtpServers });
+  let plain: BoundPlainListener | null = null;
+  // Certificates: the SMTP listeners' pair (loaded with the first SMTP listener that uses it),
+  // the HTTP and console listeners' own pairs, tls.acme's; `served`, every one a listener serves.
+  let smtpPair: FileCertificate | null = null;
+  const filePairs: FileCertificate[] = [];
+  const served: ServedCertificate[] = [];
+  let acme: AcmeCertificates | null = null;
+  const readiness = readinessChecks({ pipeline, indexWriter: acceptance, disk, servers, smtpServers }).add('certificates', () =>
+    certificatesReady(served, clock.now(), acme),
+  );
   const metrics = config.metrics.enabled
     ? new MetricsExposition({
         store,
@@ -203,10 +236,12 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         disk,
         throttledAccounts: () => scheduler.throttledAccounts(),
         smtpSessions: () => smtpServers.reduce((n, s) => n + s.openSessions(), 0),
+        consoleStreams: () => consoleState?.live.figures() ?? { open: 0, queuedPeakBytes: 0 },
         threadSnapshots: async () => [await acceptance.metrics()],
       })
     : null;
   const shutdown = async () => {
+    await acme?.stop();
     await Promise.all(consoles.map((c) => c.close()));
     await Promise.all([...servers.map((s) => closeServer(s)), ...smtpServers.map((s) => s.close())]);
     // No longer serving: say so before the rest winds down.
@@ -228,15 +263,35 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     // The first spool writer thread has loaded its modules (it started with the writers, above):
     // a node that listens before then makes its first messages wait for it.
     await writers.ready();
+    if (config.tls.acme) {
+      // On PostgreSQL the nodes share the certificate (and take turns ordering it).
+      const storage = store.dialect === 'postgres' ? new DatabaseCertificates(store, config.node.id) : new StateDirectoryCertificates(config.state_dir);
+      acme = await AcmeCertificates.open({ settings: config.tls.acme, storage, clock, logger });
+    }
+    /** An HTTP or console listener's TLS: tls.acme's certificate, its own pair, or none (plain HTTP). */
+    const httpsOf = (l: { name: string; cert: string | null; key: string | null; acme: boolean }): ListenerTls | null => {
+      if (l.acme && acme) {
+        served.push(acme.certificate);
+        return { certificate: acme.certificate, challenges: config.tls.acme?.challenge === 'tls-alpn-01' ? acme.challenges : null };
+      }
+      if (!l.cert || !l.key) return null;
+      const pair = listenerCertificate(l);
+      filePairs.push(pair);
+      served.push(pair.certificate);
+      return { certificate: pair.certificate };
+    };
     for (const listener of config.listeners) {
       let port: number;
       let scheme: string;
       // Not a console: the schema requires an environment of every http and smtp listener.
       const door = listener as ListenerConfig;
       if (isConsoleListener(listener)) {
+        consoleState ??= consoleShared({ store, clock, logger, config, spoolRoot: spool.root });
+        const tls = httpsOf(listener);
         const consoleServer = createConsoleServer(
           {
-            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections, bodies, proxies, signIns, throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections: consoleConnections, bodies, proxies, signIns, shared: consoleState,
+            throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -244,19 +299,24 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
             }),
           },
           listener,
+          tls,
         );
         consoles.push(consoleServer);
         servers.push(consoleServer.server);
         port = await listenOn(consoleServer.server, listener.port, listener.host);
-        scheme = listener.cert && listener.key ? 'https' : 'http';
+        scheme = tls ? 'https' : 'http';
       } else if (listener.protocol === 'http') {
-        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, proxies, viewer, readiness }, door);
+        const tls = httpsOf(listener);
+        const server = createHttpServer({ feedback, pipeline, admission, clock, logger, config, connections, bodies, proxies, viewer, readiness }, door, tls);
         servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
-        scheme = 'http';
+        scheme = tls ? 'https' : 'http';
       } else {
-        tls ??= await loadTlsMaterial(config, logger);
-        const server = createSmtpServer({ pipeline, admission, clock, logger, config, streams }, door, tls);
+        let certificate: ServedCertificate;
+        if (listener.acme && acme) certificate = acme.certificate;
+        else certificate = (smtpPair ??= await smtpCertificate(config, logger)).certificate;
+        served.push(certificate);
+        const server = createSmtpServer({ pipeline, admission, clock, logger, config, streams }, door, certificate);
         smtpServers.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
@@ -266,6 +326,20 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       listeners.push(bound);
       logger.info(bound, 'listening');
     }
+    const redirect = config.http.redirect_plain;
+    if (redirect) {
+      const target = redirectTarget(config, listeners);
+      const server = createPlainListener(
+        { config, logger, connections, proxies, httpsPort: () => target.port, challenges: config.tls.acme?.challenge === 'http-01' ? (acme?.challenges ?? null) : null },
+        'redirect-plain',
+      );
+      servers.push(server);
+      const port = await listenOn(server, redirect.port, redirect.host);
+      plain = { host: redirect.host, port, url: `http://${redirect.host.includes(':') ? `[${redirect.host}]` : redirect.host}:${port}` };
+      logger.info({ ...plain, to: target.url }, 'listening (plain HTTP: redirects to HTTPS, processes nothing)');
+    }
+    // The listeners that answer the CA's challenges are up: the first certificate can be ordered.
+    acme?.start();
     await heartbeat.start(listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })));
   } catch (err) {
     await shutdown();
@@ -284,11 +358,19 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     db: node.sqlite,
     store,
     pipeline,
+    plain,
+    certificates: acme,
     reloadTls() {
-      if (!tls) return;
-      tls = reloadTlsMaterial(tls);
-      for (const s of smtpServers) s.updateTls(tls);
-      logger.info({ cert: tls.certPath }, 'TLS certificate reloaded');
+      const failed: string[] = [];
+      for (const pair of [...(smtpPair ? [smtpPair] : []), ...filePairs]) {
+        try {
+          pair.reload();
+          logger.info({ certificate: pair.certificate.name, cert: pair.certPath }, 'TLS certificate reloaded');
+        } catch (err) {
+          failed.push(`${pair.certificate.name}: ${(err as Error).message}`);
+        }
+      }
+      if (failed.length > 0) throw new Error(`kept the current certificate of ${failed.join('; ')}`);
     },
     reload(next) {
       const result: ConfigReload = { changed: [], restart_needed: [] };
@@ -331,6 +413,16 @@ function viewerBase(config: PosternConfig, listeners: BoundListener[]): string {
   return config.viewer.base_url ?? door?.url ?? configuredViewerBase(config) ?? '';
 }
 
+/** The HTTPS listener http.redirect_plain points to: `to`, else the first production HTTP listener with TLS, else any HTTPS one. */
+function redirectTarget(config: PosternConfig, listeners: BoundListener[]): BoundListener {
+  const https = listeners.filter((l) => l.url.startsWith('https://'));
+  const to = config.http.redirect_plain?.to;
+  const target = to ? https.find((l) => l.name === to) : (https.find((l) => l.protocol === 'http' && l.environment === 'production') ?? https.find((l) => l.protocol === 'http') ?? https[0]);
+  // The config's checks (load.ts) make this unreachable.
+  if (!target) throw new Error('http.redirect_plain: no HTTPS listener to redirect to');
+  return target;
+}
+
 /** The spool's size for /metrics is counted (a scan of every message row, in steps) at most this often. */
 const METRICS_SPOOL_TTL_MS = 60_000;
 /** The index writer thread is stalled when it does not answer within this (it answers between groups). */
@@ -338,7 +430,8 @@ const WRITER_ANSWER_MS = 2000;
 
 /**
  * GET /readyz: the index reads and its writer's last write succeeded, the writer thread answers,
- * the disk is above its guard, and every listener is bound.
+ * the disk is above its guard, and every listener is bound (the wiring adds `certificates`:
+ * every TLS listener has a valid certificate).
  */
 function readinessChecks(parts: { pipeline: AcceptPipeline; indexWriter: AcceptanceCommits; disk: DiskGuard | null; servers: Server[]; smtpServers: PosternSmtpServer[] }): Readiness {
   const { pipeline, indexWriter, disk, servers, smtpServers } = parts;
@@ -384,11 +477,12 @@ const BASE_DESCRIPTORS = 100;
 function warnIfFewDescriptors(config: PosternConfig, logger: Logger): void {
   const limit = openFileLimit();
   const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
-  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + smtp + BASE_DESCRIPTORS;
+  const consoles = config.listeners.some((l) => l.protocol === 'console') ? config.console.max_connections + MAX_PENDING_REFUSALS : 0;
+  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + consoles + smtp + BASE_DESCRIPTORS;
   if (limit !== null && limit < needed) {
     logger.warn(
-      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, smtp_max_clients: smtp },
-      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / smtp.max_clients',
+      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, console_max_connections: consoles === 0 ? 0 : config.console.max_connections, smtp_max_clients: smtp },
+      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / console.max_connections / smtp.max_clients',
     );
   }
 }

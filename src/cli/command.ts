@@ -9,6 +9,8 @@ export type Values = Record<string, string | string[] | boolean | undefined>;
 /** One `postern GROUP VERB` command: its flags, its required flags, and what it does. */
 export interface Command {
   usage: string;
+  /** What `postern GROUP VERB --help` prints after the usage line (made when asked). */
+  help?: () => string;
   options?: OptionSpec;
   required?: string[];
   /** Positional arguments (ids) it expects, by name. */

@@ -95,6 +95,10 @@ export async function runCli(argv: string[]): Promise<number> {
     const group = groups[groupName];
     const cmd = group && verb ? group[verb] : undefined;
     if (!cmd) throw new UsageError(`unknown command "${[groupName, verb].filter(Boolean).join(' ')}"\n${usageText()}`);
+    if (rest.includes('--help') || rest.includes('-h')) {
+      process.stdout.write(`usage: postern ${cmd.usage}\n${cmd.help ? `\n${cmd.help()}\n` : ''}`);
+      return EXIT.ok;
+    }
     const { values, positionals } = parseCommand(cmd, rest);
     const config: PosternConfig = loadConfig(resolveConfigPath(values.config as string | undefined));
     const logger = commandLogger();

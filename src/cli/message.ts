@@ -46,7 +46,7 @@ function singleOrBulk(action: MessageAction, one: (ctx: Parameters<Command['run'
     positionals: ['ID'],
     positionalsUnless: 'filter',
     options: { filter: { type: 'string', multiple: true } },
-    run: (ctx, v, [id]) => (v.filter !== undefined ? bulkMessageAction(ctx, action, parsedFilter(strs(v.filter)), null) : one(ctx, id)),
+    run: async (ctx, v, [id]) => (v.filter !== undefined ? (await bulkMessageAction(ctx, action, parsedFilter(strs(v.filter)), null)).result : one(ctx, id)),
   };
 }
 
@@ -103,7 +103,7 @@ export const messageCommands: CommandGroup = {
       const project = str(v.project);
       const target: BulkTarget =
         ids !== undefined ? { ids: ids.split(',').map((s) => s.trim()).filter(Boolean) } : filterTarget(project === undefined ? [] : [project], str(v.environment), str(v.status));
-      return bulkMessageAction(ctx, action, target, null);
+      return bulkMessageAction(ctx, action, target, null).then((outcome) => outcome.result);
     },
   },
 };

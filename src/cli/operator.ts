@@ -24,10 +24,11 @@ export const operatorCommands: CommandGroup = {
   },
   remove: { usage: 'operator remove ID', positionals: ['ID'], run: (ctx, _v, [id]) => removeOperator(ctx, id) },
   'reset-password': {
-    usage: 'operator reset-password ID [--password-stdin]',
+    usage: 'operator reset-password ID [--password-stdin] [--keep-tokens]',
     positionals: ['ID'],
-    options: { 'password-stdin': { type: 'boolean' } },
-    run: async (ctx, v, [id]) => resetOperatorPassword(ctx, id, v['password-stdin'] ? await readStdin() : undefined),
+    options: { 'password-stdin': { type: 'boolean' }, 'keep-tokens': { type: 'boolean' } },
+    // Prints the one-time password (unless chosen) and how many sessions ended and tokens were revoked.
+    run: async (ctx, v, [id]) => resetOperatorPassword(ctx, id, v['password-stdin'] ? await readStdin() : undefined, { keepTokens: v['keep-tokens'] === true }),
   },
 };
 

@@ -1,47 +1,44 @@
-import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
-import { str, type CommandGroup } from './command.js';
+import { attachProvider, ATTACH_OPTION, checkProvider, detachProvider, listProviders, updateProvider, type AttachOptions } from '../operator/providers.js';
+import { ACCOUNT_FIELDS } from '../providers/accountFields.js';
+import { DECLARED_SLUGS } from '../providers/registry.js';
+import { str, type CommandGroup, type OptionSpec } from './command.js';
+
+/** `--api-key` → `api-key`: the name parseArgs gives a flag's value. */
+const optionName = (flag: string) => flag.slice(2);
+
+/** Each slug of this build and the flags it takes (from its provider's declaration): `provider attach --help`. */
+function attachHelp(): string {
+  const lines = ['SLUG is one of these, each with the flags it takes:'];
+  for (const declared of DECLARED_SLUGS) {
+    lines.push('', `  ${declared.slug}  (${declared.title})`);
+    for (const [name, schema] of Object.entries(declared.account.properties)) {
+      const field = ACCOUNT_FIELDS.find((f) => f.name === name);
+      if (!field || !schema) continue;
+      const required = declared.account.required.includes(field.name) ? ' [required]' : '';
+      lines.push(`    ${`${field.flag} ${field.placeholder}`.padEnd(32)} ${schema.title}${schema.description ? ` (${schema.description})` : ''}${required}`);
+    }
+  }
+  return lines.join('\n');
+}
 
 export const providerCommands: CommandGroup = {
   attach: {
-    usage:
-      'provider attach --project ID --slug SLUG [--host H --port N --user U --pass P --tls starttls|implicit|none --endpoint URL --api-key K --region R --domain D --webhook-secret S --webhook-public-key K --label L --free-quota N --priority N]',
+    usage: `provider attach --project ID --slug SLUG [${[...ACCOUNT_FIELDS.map((f) => `${f.flag} ${f.placeholder}`), '--label L --free-quota N --priority N'].join(' ')}]`,
+    help: attachHelp,
     options: {
       project: { type: 'string' },
       slug: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      user: { type: 'string' },
-      pass: { type: 'string' },
-      tls: { type: 'string' },
-      endpoint: { type: 'string' },
-      'api-key': { type: 'string' },
-      region: { type: 'string' },
-      domain: { type: 'string' },
-      'webhook-secret': { type: 'string' },
-      'webhook-public-key': { type: 'string' },
+      ...Object.fromEntries(ACCOUNT_FIELDS.map((f): [string, OptionSpec[string]] => [optionName(f.flag), { type: 'string' }])),
       label: { type: 'string' },
       'free-quota': { type: 'string' },
       priority: { type: 'string' },
     },
     required: ['project', 'slug'],
-    run: (ctx, v) =>
-      attachProvider(ctx, str(v.project)!, {
-        slug: str(v.slug)!,
-        host: str(v.host),
-        port: str(v.port),
-        user: str(v.user),
-        pass: str(v.pass),
-        tls: str(v.tls),
-        endpoint: str(v.endpoint),
-        apiKey: str(v['api-key']),
-        region: str(v.region),
-        domain: str(v.domain),
-        webhookSecret: str(v['webhook-secret']),
-        webhookPublicKey: str(v['webhook-public-key']),
-        label: str(v.label),
-        freeQuota: str(v['free-quota']),
-        priority: str(v.priority),
-      }),
+    run: (ctx, v) => {
+      const opts: AttachOptions = { slug: str(v.slug)!, freeQuota: str(v['free-quota']), priority: str(v.priority), label: str(v.label) };
+      for (const field of ACCOUNT_FIELDS) opts[ATTACH_OPTION[field.name]] = str(v[optionName(field.flag)]);
+      return attachProvider(ctx, str(v.project)!, opts);
+    },
   },
   list: { usage: 'provider list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => listProviders(ctx, str(v.project)!) },
   detach: { usage: 'provider detach ID', positionals: ['ID'], run: (ctx, _v, [id]) => detachProvider(ctx, id) },

@@ -1,5 +1,5 @@
 import {
-  expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, addProviderUsage, type AttemptRow, type RecipientStatus,
+  expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, reclaimLeases, addProviderUsage, type AttemptRow, type RecipientStatus,
 } from '../store/delivery.js';
 import { insertMailEvent, type EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
@@ -24,20 +24,30 @@ export interface MailEventRecord {
 
 export type FinishSending = Parameters<typeof finishSending>[2];
 
-/** One write of the delivery scheduler, decided on its side; run in order in one transaction. */
-export type DeliveryWrite =
+/** What a hand-off records of its message on the way (attempts, bounces, events, usage): written with its end. */
+export type DeliveryRecord =
   | { kind: 'attempt'; attempt: AttemptRow }
   | { kind: 'recipient'; outcome: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number } }
   | { kind: 'suppress'; suppression: SuppressionRow }
   | { kind: 'usage'; accountId: string; period: string }
-  | { kind: 'event'; event: MailEventRecord }
+  | { kind: 'event'; event: MailEventRecord };
+
+/** One write of the delivery scheduler, decided on its side; run in order in one transaction. */
+export type DeliveryWrite =
   /** A provider asked to rest the account until `until` (PostgreSQL only: every node reads it). */
   | { kind: 'throttle'; accountId: string; until: number }
   /**
    * Ends a hand-off (only a message still `sending` moves; on PostgreSQL only while `node`
-   * holds its lease); `event` is recorded only if it moved.
+   * holds its lease), with what the hand-off recorded on the way; `event` is recorded only if
+   * it moved.
+   *
+   * `retried`: the exchange that carried it first failed, and on PostgreSQL a commit whose
+   * answer was cut off (the database stopping as it committed) may have landed all the same.
+   * Its records are then written only if the message moves: a message that no longer moves was
+   * ended by that commit (or its lease was taken over), and writing them again would count a
+   * hand-off twice (two attempt rows, a second mail.sent to every webhook).
    */
-  | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null; node: string };
+  | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null; node: string; records: DeliveryRecord[]; retried?: boolean };
 
 /**
  * One exchange of the delivery scheduler with the index: the outcomes it has to record, then
@@ -49,10 +59,19 @@ export interface DeliveryBookkeeping {
   expire: { createdBefore: number; at: number; limit: number } | null;
   /** `node`: the leasing node (node.id), the lease's owner on PostgreSQL. */
   lease: { node: string; now: number; leaseUntil: number; limit: number } | null;
+  /**
+   * PostgreSQL: take back this node's own leases that it holds no hand-off for (all but
+   * `holding`), renewed to `leaseUntil`. After a lease whose commit's answer was cut off: the
+   * messages may be leased to this node without its knowing (they would wait for the lease to
+   * run out); leased here again, they are handed off once.
+   */
+  reclaim: { node: string; now: number; leaseUntil: number; holding: string[] } | null;
 }
 
 export interface DeliveryBookkeepingResult {
   leased: MessageRow[];
+  /** This node's own leases taken back (`reclaim`): handed off like `leased`. */
+  reclaimed: MessageRow[];
   /**
    * PostgreSQL, with a lease: the accounts a provider rests now (any node was told), each with
    * its reset, read in the lease's transaction, so the leased messages' candidates skip them.
@@ -67,27 +86,15 @@ export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkee
   const event = (e: MailEventRecord) => insertMailEvent(q, e.message, e.type, e.at, e.extra);
   for (const w of work.writes) {
     switch (w.kind) {
-      case 'attempt':
-        await insertAttempt(q, w.attempt);
-        break;
-      case 'recipient':
-        await insertRecipientOutcome(q, w.outcome);
-        break;
-      case 'suppress':
-        await addSuppression(q, w.suppression);
-        break;
-      case 'usage':
-        await addProviderUsage(q, w.accountId, w.period);
-        break;
-      case 'event':
-        await event(w.event);
-        break;
       case 'throttle':
         if (q.dialect === 'postgres') await throttleAccount(q, w.accountId, w.until);
         break;
-      case 'finish':
-        if ((await finishSending(q, w.id, w.to, w.at, w.node)) && w.event) await event(w.event);
+      case 'finish': {
+        const moved = await finishSending(q, w.id, w.to, w.at, w.node);
+        if (moved || !w.retried) for (const r of w.records) await applyRecord(q, r);
+        if (moved && w.event) await event(w.event);
         break;
+      }
     }
   }
   if (work.expire) {
@@ -97,8 +104,29 @@ export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkee
       await event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
     }
   }
+  const reclaimed = work.reclaim && q.dialect === 'postgres' ? await reclaimLeases(q, work.reclaim) : [];
   const lease = work.lease;
   const leased = lease ? await leaseDueMessages(q, lease.now, lease.leaseUntil, lease.limit, lease.node) : [];
   const throttled = lease && q.dialect === 'postgres' ? [...(await throttledAccounts(q, lease.now))] : [];
-  return { leased, throttled };
+  return { leased, reclaimed, throttled };
+}
+
+async function applyRecord(q: Queries, r: DeliveryRecord): Promise<void> {
+  switch (r.kind) {
+    case 'attempt':
+      await insertAttempt(q, r.attempt);
+      break;
+    case 'recipient':
+      await insertRecipientOutcome(q, r.outcome);
+      break;
+    case 'suppress':
+      await addSuppression(q, r.suppression);
+      break;
+    case 'usage':
+      await addProviderUsage(q, r.accountId, r.period);
+      break;
+    case 'event':
+      await insertMailEvent(q, r.event.message, r.event.type, r.event.at, r.event.extra);
+      break;
+  }
 }

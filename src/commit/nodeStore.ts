@@ -1,5 +1,4 @@
 import type { MessagePort } from 'node:worker_threads';
-import type pg from 'pg';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { MetricsSnapshot } from '../platform/metrics.js';
@@ -7,8 +6,8 @@ import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
 import { openDatabase, type Db } from '../store/db.js';
-import { pgDriver } from '../store/postgres/driver.js';
 import { migratePostgres } from '../store/postgres/migrate.js';
+import { openPool, openPoolConnections } from '../store/postgres/pool.js';
 import { postgresQueries } from '../store/postgres/queries.js';
 import { sqliteQueries, type Queries } from '../store/queries.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
@@ -74,33 +73,6 @@ export function storeLocationOf(config: Pick<PosternConfig, 'state_dir' | 'store
   return { backend: 'postgres', url: config.store.postgres.url!, poolSize: config.store.postgres.pool_size };
 }
 
-/**
- * A pool whose idle connections may be cut (a database restart, a failover, an idle timeout)
- * without taking the process down: pg reports those on the pool, and the next query connects anew.
- *
- * `keepOpen` (the node's pool): a connection once opened stays open while idle, instead of pg's
- * closing it after 10 s. A burst after a quiet spell then finds the pool open rather than opening
- * most of it at once: measured on the 2-core VM, 50 clients after 12 s of quiet got 2 answers in
- * their first 250 ms from a node whose pool had shrunk to 2 connections, 30–45 from one that kept 20.
- */
-export function postgresPool(url: string, max: number, logger: Logger, name: string, opts: { keepOpen?: boolean } = {}): pg.Pool {
-  const pool = new (pgDriver().Pool)({ connectionString: url, max, min: opts.keepOpen ? max : 0, application_name: `postern ${name}` } as pg.PoolConfig);
-  pool.on('error', (err) => logger.warn({ err: err.message }, 'an idle PostgreSQL connection was closed; the next query opens a new one'));
-  return pool;
-}
-
-/**
- * Opens `count` connections of `pool` at once (nothing else uses it yet) and gives them back
- * idle, so a node's first requests do not wait behind connection set-up, 20 at once. All
- * that opened are given back either way; the first failure is thrown.
- */
-export async function openPoolConnections(pool: pg.Pool, count: number): Promise<void> {
-  const opened = await Promise.allSettled(Array.from({ length: count }, () => pool.connect()));
-  for (const o of opened) if (o.status === 'fulfilled') o.value.release();
-  const failed = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-  if (failed) throw failed.reason;
-}
-
 export interface NodeStoreOptions {
   limits: LimitSettings;
   spoolSync: SpoolSync;
@@ -136,7 +108,7 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
       },
     };
   }
-  const pool = postgresPool(location.url, location.poolSize, logger, opts.nodeId, { keepOpen: true });
+  const pool = openPool(location.url, location.poolSize, logger, { name: opts.nodeId, keepOpen: true });
   try {
     await migratePostgres(pool, logger);
     // Before the listeners open (and /readyz answers): the whole pool, kept open from then on.
@@ -154,7 +126,7 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
     acceptance: {
       submitMany: (units) => writer.submitMany(units),
       updateLimits: (limits) => writer.updateLimits(limits),
-      status: async () => ({ lastWriteError: writer.lastWriteError() }),
+      status: async (timeoutMs) => ({ lastWriteError: await writer.lastWriteError(timeoutMs) }),
       metrics: async () => [],
       close: () => writer.close(),
     },
@@ -184,7 +156,7 @@ export async function openThreadStore(location: StoreLocation, logger: Logger, n
       },
     };
   }
-  const pool = postgresPool(location.url, THREAD_POOL_SIZE, logger, name);
+  const pool = openPool(location.url, THREAD_POOL_SIZE, logger, { name });
   if (opts.migrate) {
     try {
       await migratePostgres(pool, logger);

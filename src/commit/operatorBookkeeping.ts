@@ -1,6 +1,6 @@
 import { recordApiKeyUse } from '../store/apiKeyUsage.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
-import { applyMessageAction, type MessageAction } from '../store/messageActions.js';
+import { applyMessageAction, countChanged, type MessageAction, type MessagesChanged } from '../store/messageActions.js';
 import type { Queries } from '../store/queries.js';
 import { applyOperatorWrite, OPERATOR_WRITES_NOT_DURABLE, WriteRefused, type OperatorWrite, type OperatorWrites, type WriteRefusal } from './operatorWrites.js';
 
@@ -29,6 +29,8 @@ export interface MessageActionResult {
   /** The messages a message action changed (when asked for). */
   changed: string[];
   changedCount: number;
+  /** How many changed in each project and environment (whose live streams hear of it). */
+  changedIn: MessagesChanged[];
 }
 
 type KeyUse = { type: 'key_use'; uses: [string, number][] };
@@ -66,7 +68,7 @@ async function applyChunk(q: Queries, work: MessageActionChunk): Promise<Message
   const changed = await applyMessageAction(q, work.action, { rows: work.rows }, work.now);
   const total = (work.audit?.changedBefore ?? 0) + changed.length;
   if (work.audit && total > 0) await insertAudit(q, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
-  return { changed: work.returnIds ? changed : [], changedCount: changed.length };
+  return { changed: work.returnIds ? changed.map((m) => m.id) : [], changedCount: changed.length, changedIn: countChanged([], changed) };
 }
 
 /**

@@ -6,7 +6,8 @@ import { removeDkimKey, storeDkimKey, type DkimKeyRow } from '../store/dkimKeys.
 import { ACTION_FROM, applyMessageAction, deleteCapturedMessage, type MessageAction } from '../store/messageActions.js';
 import { getMessage, projectHeldMessages, transitionMessage } from '../store/messages.js';
 import {
-  deleteOperatorSession, deleteOperatorSessions, getOperatorToken, insertOperatorSession, insertOperatorToken, revokeOperatorToken, touchOperatorSession, touchOperatorToken,
+  countActiveOperatorTokens, deleteOperatorSession, deleteOperatorSessions, getOperatorToken, insertOperatorSession, insertOperatorToken, revokeOperatorToken, revokeOperatorTokens,
+  touchOperatorSession, touchOperatorToken,
 } from '../store/operatorSessions.js';
 import {
   countOwners, deleteOperator, findOperatorByEmail, getOperator, insertOperator, operatorProjectIds, setOperatorPassword, setOperatorProjects, setOperatorRole,
@@ -56,6 +57,14 @@ async function audit(q: Queries, stamp: AuditStamp, action: string, target: stri
 /** Session and token ids travel as hex: a Buffer crosses a MessagePort as a bare Uint8Array. */
 const hex = (value: string) => Buffer.from(value, 'hex');
 
+/** What a new password did to the operator's other credentials. */
+export interface PasswordSetResult {
+  sessions_ended: number;
+  tokens_revoked: number;
+  /** Their tokens that still work. */
+  tokens_active: number;
+}
+
 /** Each write's data and what it answers. */
 export interface OperatorWrites {
   /* sessions and tokens */
@@ -64,8 +73,15 @@ export interface OperatorWrites {
   session_expire: [{ id_hash: string }, null];
   session_touch: [{ id_hash: string; now: number }, null];
   token_touch: [{ token_id: string; now: number }, null];
-  /** `must_change`: the password was generated (a reset), and is to be changed at the next sign-in. */
-  password_set: [{ operator_id: string; password_hash: string; now: number; must_change: boolean; keep_session: string | null; action: 'operator.change_password' | 'operator.reset_password'; stamp: AuditStamp }, null];
+  /**
+   * A new password: every session of the operator ends but `keep_session` (the changer's own);
+   * `revoke_tokens`: their active tokens too; `must_change`: the password was generated (a
+   * reset), and is to be changed at the next sign-in.
+   */
+  password_set: [
+    { operator_id: string; password_hash: string; now: number; must_change: boolean; keep_session: string | null; revoke_tokens: boolean; action: 'operator.change_password' | 'operator.reset_password'; stamp: AuditStamp },
+    PasswordSetResult,
+  ];
   token_create: [{ row: { id: string; operator_id: string; name: string; token_hash: string; hint: string; created_at: number; expires_at: number | null }; stamp: AuditStamp }, null];
   token_revoke: [{ id: string; now: number; stamp: AuditStamp }, null];
   /* operators */
@@ -157,9 +173,10 @@ const bodies: Bodies = {
   },
   async password_set(q, w) {
     if (!(await setOperatorPassword(q, w.operator_id, w.password_hash, w.now, w.must_change))) throw notFound('operator', w.operator_id);
-    await deleteOperatorSessions(q, w.operator_id, w.keep_session === null ? null : hex(w.keep_session));
-    await audit(q, w.stamp, w.action, w.operator_id);
-    return null;
+    const sessionsEnded = await deleteOperatorSessions(q, w.operator_id, w.keep_session === null ? null : hex(w.keep_session));
+    const tokensRevoked = w.revoke_tokens ? await revokeOperatorTokens(q, w.operator_id, w.now) : 0;
+    await audit(q, w.stamp, w.action, w.operator_id, { sessions_ended: sessionsEnded, tokens_revoked: tokensRevoked });
+    return { sessions_ended: sessionsEnded, tokens_revoked: tokensRevoked, tokens_active: await countActiveOperatorTokens(q, w.operator_id, w.now) };
   },
   async token_create(q, w) {
     await insertOperatorToken(q, { ...w.row, token_hash: hex(w.row.token_hash) });

@@ -66,9 +66,29 @@ export class PostgresAcceptanceWriter {
     this.limits = limits;
   }
 
-  /** The last group's error, if its commit failed as a whole (the database unreachable, say); null once one commits. */
-  lastWriteError(): string | null {
-    return this.lastError;
+  /**
+   * The last group's error, if its commit failed as a whole (the database unreachable, say);
+   * null once one commits, or once the database answers as a primary again (a probe, only
+   * while there is an error): a node behind a balancer that stops sending it requests while it
+   * is not ready would otherwise never commit again to clear it. A probe that does not answer
+   * within `timeoutMs` leaves the error.
+   */
+  async lastWriteError(timeoutMs: number): Promise<string | null> {
+    const error = this.lastError;
+    if (error === null) return null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const answered = await Promise.race([
+      this.pool.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby').then(
+        (r) => (r.rows[0]?.standby ? 'the database is a standby (read-only): commits fail' : null),
+        (err: Error) => `commit failed: ${err.message}`,
+      ),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (answered === undefined) return error;
+    // A group that failed meanwhile has set its own error: that one stands.
+    if (answered === null && this.lastError === error) this.lastError = null;
+    return answered ?? this.lastError;
   }
 
   /** Refuses new units and waits for the groups already taken. */

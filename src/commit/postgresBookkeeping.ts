@@ -1,25 +1,48 @@
+import { DatabaseUnavailable, databaseUnavailable } from '../store/postgres/unavailable.js';
 import type { Queries } from '../store/queries.js';
 import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingKind, type BookkeepingOutcome, type BookkeepingRequest, type BookkeepingResults, type BookkeepingWork } from './bookkeepingChannel.js';
 
 /**
  * Bookkeeping on PostgreSQL: each write one transaction of its own, run by the database, which
  * serialises what must be (row locks, SKIP LOCKED leases), so writers need no single writer
- * thread as SQLite does. The same rule as SQLite's for the flush: writes whose loss only repeats
- * work commit without waiting for it (synchronous_commit off, as SQLite's synchronous=NORMAL);
- * the rest wait (committedDurably).
+ * thread as SQLite does. The same rule as SQLite's for the flush, writes whose loss only repeats
+ * work commit without waiting for it (synchronous_commit off, as SQLite's synchronous=NORMAL),
+ * the rest wait (committedDurably), with one more on PostgreSQL (durableHere). A write that
+ * fails because the database went away is refused as DatabaseUnavailable: its commit may have
+ * landed (the connection cut as it committed).
  */
 export class PostgresBookkeeping implements Bookkeeping {
   constructor(private readonly store: Queries) {}
 
   async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
     const request = { seq: 0, kind, work } as BookkeepingRequest;
-    const result = await this.store.transaction(async (tx) => {
-      if (!committedDurably(request)) await tx.run('SET LOCAL synchronous_commit = off');
-      return applyBookkeeping(tx, request);
-    });
+    let result;
+    try {
+      result = await this.store.transaction(async (tx) => {
+        if (!committedDurably(request) && !durableHere(request)) await tx.run('SET LOCAL synchronous_commit = off');
+        return applyBookkeeping(tx, request);
+      });
+    } catch (err) {
+      // The writer may keep this work and try it again once the database is back (its commit may have landed).
+      throw databaseUnavailable(err) ? new DatabaseUnavailable(err as Error) : err;
+    }
     // Acceptance commits run on their own connections: nothing here waits behind them.
     return { result: result as BookkeepingResults[K], acceptanceBusy: false };
   }
 
   close(): void {}
+}
+
+/**
+ * PostgreSQL can crash and recover while the node lives on (SQLite cannot lose a commit without
+ * its node), and an unflushed commit is then gone while the node acts on it. A delivery
+ * exchange that leases messages (or takes them back) or ends hand-offs therefore waits for its
+ * flush: a lease lost after its hand-off began puts the message back in the queue for a second
+ * hand-off, and an end lost leaves a message sent `sending` until its lease runs out and it is
+ * sent again. An exchange that leased nothing and ended nothing writes no WAL, so waits for none.
+ */
+function durableHere(request: BookkeepingRequest): boolean {
+  if (request.kind !== 'delivery') return false;
+  const { lease, reclaim, writes } = request.work;
+  return lease !== null || reclaim !== null || writes.some((w) => w.kind === 'finish');
 }

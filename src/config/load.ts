@@ -65,10 +65,12 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
     checkProxyProtocol(l, `listeners.${i}`, source);
   });
   checkTrustedProxies(config.http.trusted_proxies, 'http.trusted_proxies', source);
+  checkTls(config, source);
   if (!config.plans[config.default_plan]) {
     throw new ConfigError(`${source}: default_plan "${config.default_plan}" is not one of plans (${Object.keys(config.plans).join(', ')})`, 'default_plan');
   }
   checkStore(config, source);
+  checkConsoleStreams(config, source);
   config.state_dir = path.resolve(config.state_dir);
   // Resolved once, so every reader (heartbeat, metrics, logs) names this node alike.
   config.node.id ??= os.hostname();
@@ -89,6 +91,14 @@ function checkStore(config: ConfigFile, source: string): void {
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw new ConfigError(`${source}: store.postgres.url must start with postgres:// or postgresql:// (got ${url.protocol}//)`, 'store.postgres.url');
+  }
+}
+
+/** Live-update streams are console connections: at the cap, no room would be left for a sign-out. */
+function checkConsoleStreams(config: ConfigFile, source: string): void {
+  const { max_streams: streams, max_connections: connections } = config.console;
+  if (streams >= connections) {
+    throw new ConfigError(`${source}: console.max_streams (${streams}) must be below console.max_connections (${connections}): the console's other requests need connections too`, 'console.max_streams');
   }
 }
 
@@ -113,6 +123,42 @@ function checkProxyProtocol(listener: AnyListenerConfig, key: string, source: st
     throw new ConfigError(`${source}: ${key}.trusted_proxies is used only with proxy_protocol: true`, `${key}.trusted_proxies`);
   }
   checkTrustedProxies(proxies, `${key}.trusted_proxies`, source);
+}
+
+/**
+ * Who serves which certificate: cert/key (an HTTP or console listener's, both or neither) or
+ * tls.acme's (acme: true), never both; tls.acme named by some listener, and answered where its
+ * challenge is; http.redirect_plain pointing to a listener that serves HTTPS.
+ */
+function checkTls(config: ConfigFile, source: string): void {
+  const acme = config.tls.acme;
+  const serving = (l: AnyListenerConfig) => l.acme || Boolean(l.cert && l.key);
+  config.listeners.forEach((l, i) => {
+    const key = `listeners.${i}`;
+    if (l.protocol === 'smtp' && (l.cert || l.key)) {
+      throw new ConfigError(`${source}: ${key}.cert and key are for HTTP and console listeners; an SMTP listener serves smtp.tls (or tls.acme's certificate with acme: true)`, `${key}.cert`);
+    }
+    if (Boolean(l.cert) !== Boolean(l.key)) throw new ConfigError(`${source}: ${key}.cert and ${key}.key must be set together`, l.cert ? `${key}.key` : `${key}.cert`);
+    if (l.acme && l.cert) throw new ConfigError(`${source}: ${key} has both cert/key and acme: true; choose one`, `${key}.acme`);
+    if (l.acme && !acme) throw new ConfigError(`${source}: ${key}.acme needs tls.acme (the CA, email and domains of the certificate)`, `${key}.acme`);
+  });
+  if (acme) {
+    if (!config.listeners.some((l) => l.acme)) throw new ConfigError(`${source}: tls.acme is set but no listener serves its certificate (acme: true)`, 'tls.acme');
+    if (acme.challenge === 'http-01' && !config.http.redirect_plain) {
+      throw new ConfigError(`${source}: tls.acme.challenge http-01 is answered on port 80 by http.redirect_plain, which is not set (or use tls-alpn-01)`, 'tls.acme.challenge');
+    }
+    if (acme.challenge === 'tls-alpn-01' && !config.listeners.some((l) => l.acme && l.protocol !== 'smtp')) {
+      throw new ConfigError(`${source}: tls.acme.challenge tls-alpn-01 is answered on port 443 by an HTTP or console listener with acme: true, and there is none`, 'tls.acme.challenge');
+    }
+  }
+  const redirect = config.http.redirect_plain;
+  if (redirect) {
+    const https = config.listeners.filter((l) => l.protocol !== 'smtp' && serving(l));
+    if (redirect.to === null ? https.length === 0 : !https.some((l) => l.name === redirect.to)) {
+      const what = redirect.to === null ? 'no HTTP or console listener serves HTTPS' : `"${redirect.to}" is not an HTTP or console listener that serves HTTPS`;
+      throw new ConfigError(`${source}: http.redirect_plain redirects to HTTPS, but ${what} (cert/key or acme: true)`, redirect.to === null ? 'http.redirect_plain' : 'http.redirect_plain.to');
+    }
+  }
 }
 
 export function listenerEnvName(name: string): string {

@@ -53,13 +53,17 @@ port: number
  */
 tls: ("starttls" | "implicit")
 /**
- * Console listeners only: a PEM certificate chain; with `key`, the console is served over HTTPS (and its session cookie is Secure). null: plain HTTP (keep the listener on a private interface).
+ * HTTP and console listeners (an SMTP listener's pair is smtp.tls): a PEM certificate chain; with `key`, the listener serves HTTPS only (HTTP/1.1 over TLS 1.2 or later; the console's session cookie is then Secure), and SIGHUP reads the pair again. null, and acme false: plain HTTP (keep the listener on a private interface, or behind a proxy that terminates TLS).
  */
 cert: (string | null)
 /**
- * Console listeners only: the PEM private key of `cert`.
+ * HTTP and console listeners: the PEM private key of `cert`.
  */
 key: (string | null)
+/**
+ * Serve the certificate tls.acme obtains and renews, instead of `cert`/`key` (or smtp.tls on an SMTP listener): an HTTP or console listener then serves HTTPS, an SMTP listener uses it for STARTTLS or implicit TLS. Until the first certificate arrives the listener serves a self-signed placeholder and GET /readyz fails its certificates check.
+ */
+acme: boolean
 /**
  * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
  */
@@ -82,13 +86,17 @@ port: number
  */
 tls: ("starttls" | "implicit")
 /**
- * Console listeners only: a PEM certificate chain; with `key`, the console is served over HTTPS (and its session cookie is Secure). null: plain HTTP (keep the listener on a private interface).
+ * HTTP and console listeners (an SMTP listener's pair is smtp.tls): a PEM certificate chain; with `key`, the listener serves HTTPS only (HTTP/1.1 over TLS 1.2 or later; the console's session cookie is then Secure), and SIGHUP reads the pair again. null, and acme false: plain HTTP (keep the listener on a private interface, or behind a proxy that terminates TLS).
  */
 cert: (string | null)
 /**
- * Console listeners only: the PEM private key of `cert`.
+ * HTTP and console listeners: the PEM private key of `cert`.
  */
 key: (string | null)
+/**
+ * Serve the certificate tls.acme obtains and renews, instead of `cert`/`key` (or smtp.tls on an SMTP listener): an HTTP or console listener then serves HTTPS, an SMTP listener uses it for STARTTLS or implicit TLS. Until the first certificate arrives the listener serves a self-signed placeholder and GET /readyz fails its certificates check.
+ */
+acme: boolean
 /**
  * SMTP listeners only: the listener sits behind a load balancer that sends the PROXY protocol (v1, the text header: HAProxy `send-proxy`). Every connection must come from an address in trusted_proxies and start with the header, whose client address is the session's (per-IP limits, logs); any other connection is refused (421 at once from another address; from a listed one without a valid header, `* BAD Invalid PROXY header` and closed).
  */
@@ -98,6 +106,39 @@ proxy_protocol: boolean
  */
 trusted_proxies: string[]
 })[]]
+/**
+ * Certificates Postern obtains itself (docs/tls.md).
+ */
+tls: {
+/**
+ * Automatic certificates (ACME, RFC 8555): one certificate naming every domain, served by the listeners with `acme: true`; obtained at start when there is none, renewed at two thirds of its life and swapped in without a restart (sessions in progress keep theirs). Kept in <state_dir>/certs (0600) on SQLite; in the database on PostgreSQL, where one node orders at a time and the others take the stored one. Setting this accepts the CA's terms of service. null: no ACME.
+ */
+acme: ({
+/**
+ * The CA's ACME directory: https://acme-v02.api.letsencrypt.org/directory for Let's Encrypt (https://acme-staging-v02.api.letsencrypt.org/directory while trying things out).
+ */
+directory_url: string
+/**
+ * The ACME account's contact address: the CA writes there about expiring certificates and policy changes.
+ */
+email: string
+/**
+ * The names the certificate covers, in lower case (no wildcards: http-01 and tls-alpn-01 cannot prove them; no IP addresses); the first names it (postern_certificate_expiry_seconds{name}). Each must resolve to this host, or to its load balancer.
+ * 
+ * @minItems 1
+ * @maxItems 100
+ */
+domains: [string, ...(string)[]]
+/**
+ * http-01: the CA fetches http://<domain>/.well-known/acme-challenge/<token> on port 80, answered by http.redirect_plain (required). tls-alpn-01: the CA opens TLS to <domain> on port 443 with ALPN acme-tls/1, answered by the HTTP and console listeners with acme: true.
+ */
+challenge: ("http-01" | "tls-alpn-01")
+/**
+ * A PEM file of CA certificates trusted for the directory's HTTPS besides the system's (a private ACME CA; Pebble in tests). null: the system's only.
+ */
+directory_ca: (string | null)
+} | null)
+}
 http: {
 /**
  * POST /v1/send; 48 MiB fits the contract's largest message (25 MB of attachments as base64 plus 2 MB html and text).
@@ -117,7 +158,7 @@ headers_timeout_ms: number
 request_timeout_ms: number
 keep_alive_timeout_ms: number
 /**
- * Open HTTP connections across every HTTP listener. A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed; while 64 such refusals are pending, further ones are closed at once. Keep max_connections + smtp.max_clients + about 100 below the process's open-file limit (ulimit -n).
+ * Open HTTP connections across the send API's HTTP listeners (the console's count in console.max_connections). A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed; while 64 such refusals are pending, further ones are closed at once. Keep max_connections + console.max_connections + smtp.max_clients + about 230 below the process's open-file limit (ulimit -n).
  */
 max_connections: number
 /**
@@ -136,6 +177,28 @@ max_inflight_body_bytes: number
  * How long a request waits for room in max_inflight_body_bytes before 503 server_busy (a waiting request holds no body memory: its client is held back by TCP).
  */
 body_wait_ms: number
+/**
+ * A request refused before its body was read whole (a bad key, a body over its limit, a shape refused mid-body, an unknown path) is answered with Connection: close, and up to this many more bytes of its body are read and discarded before the connection is closed, so that a client still sending (Python's http.client, Node's fetch) reads the answer instead of a reset connection, as nginx's lingering close does. 64 MiB: any body the send API takes. A body whose Content-Length is larger is not drained; 0 drains nothing.
+ */
+refused_body_drain_bytes: number
+/**
+ * The longest a refused request's body is drained (refused_body_drain_bytes): a slower body is cut off then (nginx's lingering_time). 0: the connection is closed as soon as the answer is out.
+ */
+refused_body_drain_ms: number
+/**
+ * A plain-HTTP listener (port 80) beside the HTTPS ones. GET and HEAD are answered 308 with the same path on the HTTPS listener `to` (under the host name the client asked for); any other method gets 403 https_required and nothing of it is read or processed: a request that carried an API key sent it in clear, so treat that key as exposed and rotate it. With tls.acme's http-01 challenge it also answers /.well-known/acme-challenge/. null: no plain listener.
+ */
+redirect_plain: ({
+host: string
+/**
+ * 80 on the internet (where ACME's http-01 validates); another port only behind a proxy, or in tests.
+ */
+port: number
+/**
+ * The name of the HTTPS listener redirects point to; null: the first production HTTP listener serving TLS, else the first HTTP or console listener that does.
+ */
+to: (string | null)
+} | null)
 }
 spool: {
 /**
@@ -220,9 +283,13 @@ max_unauthenticated_commands: number
  */
 max_command_line_bytes: number
 /**
- * Failed AUTH attempts in a session answered at once; later ones wait 1 s more each.
+ * Failed AUTH attempts in a session answered at once; later ones wait auth_failure_delay_ms more each.
  */
 auth_failures_before_delay: number
+/**
+ * How much longer each failed AUTH attempt past auth_failures_before_delay waits for its answer than the one before.
+ */
+auth_failure_delay_ms: number
 auth_failures_before_disconnect: number
 /**
  * On SIGTERM, in-flight DATA may finish for this long; new sessions get 421.
@@ -417,6 +484,30 @@ sign_in_failures_per_account: number
  * While a live-updates stream is open, how often the events outbox is read for new and changed messages.
  */
 events_poll_ms: number
+/**
+ * How often every open live-updates stream's session or token, operator and project access are read again: a stream whose authority has ended (signed out, revoked, expired, removed, including on another node of a shared PostgreSQL) is closed, and one whose operator lost a project stops carrying it (or ends, if it follows that project). Sign-out, revocation and operator changes made through this node's console close its streams at once.
+ */
+stream_check_ms: number
+/**
+ * Bytes a live-updates stream may have waiting for its client. A stream that would go past it gets one event: refresh {"reason":"overflow"} (reload), and nothing more until its client has taken everything; one still behind at the next stream_check_ms is closed.
+ */
+stream_max_queued_bytes: number
+/**
+ * Live-updates streams open at once on this node (all console listeners); one more is answered 503 server_busy. Keep it below max_connections: other console requests need connections too.
+ */
+max_streams: number
+/**
+ * Live-updates streams one operator may hold open on this node (sessions and tokens together); one more is answered 429 rate_limited.
+ */
+max_streams_per_operator: number
+/**
+ * Open connections across the console listeners, counted apart from http.max_connections (the send API's), so neither door can take the other's. A connection beyond it (or beyond max_connections_per_ip) gets 503 server_busy with Retry-After and is closed.
+ */
+max_connections: number
+/**
+ * Open console connections from one TCP peer (half of max_connections by default). Counted by the TCP peer, never by X-Forwarded-For; a peer in http.trusted_proxies is held to max_connections only.
+ */
+max_connections_per_ip: number
 }
 /**
  * The public viewer (GET /view/{id}/{token} on the HTTP listeners) and its signed, expiring links.

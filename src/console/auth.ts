@@ -82,11 +82,31 @@ export interface SignInAttempt {
   readonly places: readonly Place[];
 }
 
+/** What a password is checked for: a sign-in, or a signed-in operator's current password (a change). */
+export type PasswordCheck = 'sign_in' | 'current_password';
+
+/** How a refusal reads, per check. */
+const WORDS: Record<PasswordCheck, { throttled: string; unavailable: string; logged: string }> = {
+  sign_in: {
+    throttled: 'Too many failed sign-ins',
+    unavailable: 'Sign-in is unavailable for a moment; retry shortly.',
+    logged: 'the sign-in limits could not be counted (the store failed); sign-in refused',
+  },
+  current_password: {
+    throttled: 'Too many wrong passwords for this account or from this address',
+    unavailable: 'The password cannot be checked for a moment; retry shortly.',
+    logged: 'the sign-in limits could not be counted (the store failed); password change refused',
+  },
+};
+
 /**
  * Failed sign-ins, limited per client address and per email (whether or not an operator has
  * it, so the answer tells nothing), in one sliding window each: in this node's memory on
  * SQLite, the cluster's on PostgreSQL (`console_sign_in_ip`, `console_sign_in_account`), so
  * failures spread over the nodes count together. One per node, for all its console listeners.
+ * A password change's check of the current password counts in the same windows (the
+ * operator's email, the client's address): a stolen session or token gets no guesses beyond
+ * what the sign-in form gives.
  *
  * Exact under concurrency: every attempt takes its place in both windows before its password
  * is checked (`reserve`), and one whose address or email has spent its failures is answered 429
@@ -116,7 +136,7 @@ export class SignInThrottle {
    * until `succeeded`. Throws 429 `sign_in_throttled` while either is spent, and then holds
    * neither place (the other window's is given back: the attempt was never checked).
    */
-  async reserve(ip: string, email: string): Promise<SignInAttempt> {
+  async reserve(ip: string, email: string, check: PasswordCheck = 'sign_in'): Promise<SignInAttempt> {
     const windows: [RateWindow, string][] = [
       [this.perIp, ip],
       [this.perAccount, accountKey(email)],
@@ -130,13 +150,13 @@ export class SignInThrottle {
     await this.giveBack(places);
     const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
     if (failed) {
-      this.logger.error({ err: failed.reason, step: 'reserve' }, 'the sign-in limits could not be counted (the store failed); sign-in refused');
-      throw new ContractError('server_error', { message: 'Sign-in is unavailable for a moment; retry shortly.' });
+      this.logger.error({ err: failed.reason, step: 'reserve' }, WORDS[check].logged);
+      throw new ContractError('server_error', { message: WORDS[check].unavailable });
     }
     const wait = Math.max(...answers.map((a) => (a.status === 'fulfilled' ? a.value.waitMs : 0)));
     const seconds = Math.max(1, Math.ceil(wait / 1000));
     throw new ContractError('sign_in_throttled', {
-      message: `Too many failed sign-ins; retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
+      message: `${WORDS[check].throttled}; retry in ${seconds} second${seconds === 1 ? '' : 's'}.`,
       headers: { 'Retry-After': String(seconds) },
     });
   }

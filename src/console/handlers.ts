@@ -20,6 +20,7 @@ import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
 } from '../operator/operators.js';
 import { overview, type OverviewSources } from '../operator/overview.js';
+import { checkPasswordRules } from '../operator/passwords.js';
 import { nodeList } from '../operator/nodes.js';
 import { changePlan, createProject, deleteProject, planList, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
 import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
@@ -134,19 +135,31 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     getSession: async (c) => ok(await sessionView(c.principal, c.sessionId, deps)),
     async signOut(c) {
       await signOut(c.ctx, c.principal);
+      if (c.principal.sessionHash !== null) deps.live.end({ sessionHash: c.principal.sessionHash });
       const headers: Record<string, string> = c.principal.via === 'session' ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) } : {};
       return { status: 204, headers };
     },
     async changePassword(c) {
-      await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, c.body.new_password as string);
-      return { status: 204 };
+      const next = c.body.new_password as string;
+      // A new password the rules refuse is answered before anything is checked: no guess, no place taken.
+      checkPasswordRules(next, 'new_password');
+      // The current password is a guess like a sign-in's: its place in the failed sign-in limits
+      // (this operator's email, this address) is taken before the check, kept unless it was right.
+      const attempt = await deps.throttle.reserve(c.clientIp, c.principal.operator.email, 'current_password');
+      const changed = await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, next, c.body.revoke_tokens === true);
+      await deps.throttle.succeeded(attempt);
+      // Their other sessions ended (and perhaps their tokens): so do those streams.
+      await deps.live.recheck(c.principal.operator.id);
+      return ok(changed);
     },
     listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
     createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
     async revokeToken(c) {
       const token = await requireOperatorToken(c.ctx, c.params.token_id);
       if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
-      return ok(await revokeOperatorTokenById(c.ctx, token.id));
+      const revoked = await revokeOperatorTokenById(c.ctx, token.id);
+      deps.live.end({ tokenId: token.id });
+      return ok(revoked);
     },
 
     /* overview --------------------------------------------------------------------------- */
@@ -232,8 +245,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       const action = c.body.action as MessageAction;
       const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: await messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
       if (c.body.dry_run === true) return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
-      const result = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
-      if (result.changed > 0) deps.live.refresh({ reason: 'bulk', action, count: result.changed });
+      const { result, changedIn } = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
+      // Each stream hears of the messages it may see, and only of those.
+      deps.live.refresh({ reason: 'bulk', action }, changedIn);
       return ok(result);
     },
     async getMessage(c) {
@@ -308,7 +322,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     async streamEvents(c) {
       const project = str(c.query.project) ?? null;
       if (project !== null) await requireVisibleProject(c.ctx, c.principal, project);
-      await deps.live.open(c.res, c.principal.projects, { project, environment: str(c.query.environment) ?? null });
+      await deps.live.open(c.res, c.principal, { project, environment: str(c.query.environment) ?? null });
       return undefined;
     },
 
@@ -374,9 +388,22 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     listOperators: async (c) => ok(await operatorList(c.ctx)),
     createOperator: async (c) =>
       ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
-    updateOperator: async (c) => ok(await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined })),
-    removeOperator: async (c) => ok(await removeOperator(c.ctx, c.params.operator_id)),
-    resetOperatorPassword: async (c) => ok(await resetOperatorPassword(c.ctx, c.params.operator_id)),
+    // An operator's streams follow their role and projects, and end with them (or their sessions).
+    async updateOperator(c) {
+      const updated = await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined });
+      await deps.live.recheck(c.params.operator_id);
+      return ok(updated);
+    },
+    async removeOperator(c) {
+      const removed = await removeOperator(c.ctx, c.params.operator_id);
+      deps.live.end({ operatorId: c.params.operator_id });
+      return ok(removed);
+    },
+    async resetOperatorPassword(c) {
+      const reset = await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, { keepTokens: c.body.keep_tokens === true });
+      await deps.live.recheck(c.params.operator_id);
+      return ok(reset);
+    },
     listAudit: async (c) =>
       ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), actorEmail: str(c.query.actor_email), action: str(c.query.action) })),
     listPlans: async (c) => ok(planList(c.ctx)),

@@ -1,7 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
@@ -11,8 +9,10 @@ import type { InflightBudget } from '../platform/inflightBudget.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
 import { readJsonBody } from '../http/jsonBody.js';
+import { closingConnection, refusalAnswer } from '../http/refusedBody.js';
 import { ClientGone } from '../http/requestBody.js';
-import { sendError, sendJson } from '../http/respond.js';
+import { exactRoute, isCanonicalTarget, loggedPath, requestPath } from '../http/requestPath.js';
+import { sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
 import { countHttpRequest } from '../platform/metrics.js';
 import type { Readiness } from '../platform/readiness.js';
@@ -23,12 +23,13 @@ import type { OperatorContext, OperatorWriter } from '../operator/context.js';
 import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
-import { actingAs } from '../operator/sessions.js';
+import { actingAs, currentPrincipal } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
 import { authenticateRequest, type SignInThrottle } from './auth.js';
 import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
 import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
 export interface ConsoleDeps {
@@ -40,9 +41,12 @@ export interface ConsoleDeps {
   /** The index writer's channel for bulk writes. */
   writer: OperatorWriter;
   keyUse: KeyUseRecorder | null;
-  /** Shared with the HTTP listeners: the connection caps and the memory budget of bodies. */
+  /** The console listeners' connection caps (`console.max_connections`: apart from the send API's). */
   connections: ConnectionLimiter;
+  /** Shared with the HTTP listeners: the memory budget of bodies. */
   bodies: InflightBudget;
+  /** What all the console listeners of the node share (consoleShared). */
+  shared: ConsoleShared;
   /** `http.trusted_proxies`: sign-in throttling, the audit log and the request log see the client behind them. */
   proxies: TrustedProxies;
   /** The node's failed sign-in limits, one for all its console listeners. */
@@ -59,6 +63,30 @@ export interface ConsoleDeps {
   readiness?: Readiness;
 }
 
+/** One per node, for all its console listeners. */
+export interface ConsoleShared {
+  /** Recent activity (the overview, the live feed), read from the outbox. */
+  activity: ActivityTail;
+  /** The live-update streams: capped per node, and a sign-out on one listener ends the streams of every other. */
+  live: LiveEvents;
+}
+
+/** The node's console state: its activity tail and its live-update streams, each bound to the session or token that opened it. */
+export function consoleShared(deps: Pick<ConsoleDeps, 'store' | 'clock' | 'logger' | 'config' | 'spoolRoot'>): ConsoleShared {
+  const { store, clock, config } = deps;
+  const activity = new ActivityTail(store, clock);
+  const ctx: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot };
+  const idleMs = config.console.session_idle_seconds * 1000;
+  const limits = {
+    pollMs: config.console.events_poll_ms,
+    checkMs: config.console.stream_check_ms,
+    maxQueuedBytes: config.console.stream_max_queued_bytes,
+    maxStreams: config.console.max_streams,
+    maxStreamsPerOperator: config.console.max_streams_per_operator,
+  };
+  return { activity, live: new LiveEvents(activity, (p) => currentPrincipal(ctx, p, idleMs), limits, deps.logger) };
+}
+
 export interface ConsoleServer {
   server: Server;
   /** Ends the live-update streams (before the server is closed: they never end by themselves) and the bulk reader thread. */
@@ -68,15 +96,6 @@ export interface ConsoleServer {
 /** Console request bodies are small (the largest: 10,000 message ids, a PEM key). */
 const MAX_BODY_BYTES = 1024 * 1024;
 const documentBody = JSON.stringify(consoleDocument);
-
-/** A path segment decoded; one that is not valid percent-encoding is kept as is (and then matches no id). */
-function percentDecoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
 
 const invalid = (details: ErrorDetail[]) => ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
 
@@ -104,16 +123,16 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 }
 
 /** One console listener: the console API under /console/api/v1 (and, later, the web app); GET /metrics and GET /readyz. */
-export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig): ConsoleServer {
+export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig, tls: ListenerTls | null = null): ConsoleServer {
   const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
-  const secure = Boolean(listener.cert && listener.key);
+  const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
+  const secure = tls !== null;
   // SQLite: a bulk action's candidate scan blocks the thread that runs it, so a thread of its own;
   // PostgreSQL reads wait on the network, never on the event loop.
   const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
   const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
-  const activity = new ActivityTail(store, clock);
-  const live = new LiveEvents(activity, config.console.events_poll_ms, log);
+  const { activity, live } = deps.shared;
   const handlers: Record<string, Handler> = {
     ...consoleHandlers({
       ctx: base,
@@ -136,7 +155,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     const clientIp = deps.proxies.clientAddress(req);
     const auth = op.authenticated ? await authenticateRequest(base, req, config) : null;
     // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
-    const params = Object.fromEntries(op.pathParams.map((name) => [name, percentDecoded(req.params?.[name] ?? '')]));
+    // polka has percent-decoded them once; a second decoding would make `%2540` another spelling of `@`.
+    const params = Object.fromEntries(op.pathParams.map((name) => [name, req.params?.[name] ?? '']));
     if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });
     // A generated password (operator create, reset-password) was seen by whoever made it: until
     // its operator has changed it, their session or token may do nothing else.
@@ -174,25 +194,26 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       res.destroy();
       return;
     }
-    if (err instanceof ContractError) return sendError(res, err);
-    if (err instanceof OperatorError) return sendError(res, contractErrorOf(err));
+    if (err instanceof ContractError) return refuse(res, err);
+    if (err instanceof OperatorError) return refuse(res, contractErrorOf(err));
     log.error({ err }, 'unhandled error in console request');
-    sendError(res, new ContractError('server_error', { message: 'Internal error.' }));
+    refuse(res, new ContractError('server_error', { message: 'Internal error.' }));
   }
 
   const app = polka({
-    onNoMatch: (_req, res) => sendError(res, new ContractError('not_found')),
+    onNoMatch: (_req, res) => refuse(res, new ContractError('not_found')),
     onError: (err, _req, res) => fail(res, err),
   });
   const methodsByRoute = new Map<string, string[]>();
   for (const op of consoleOperations()) {
     const handler = handlers[op.operationId];
     if (!handler) throw new Error(`console operation ${op.operationId} has no handler`);
-    app.add(op.method as 'GET', op.route, serve(op, handler));
+    // Exact routes, case-sensitive, no trailing slash: a path is served in one spelling only (http/requestPath.ts).
+    app.add(op.method as 'GET', exactRoute(op.route), serve(op, handler));
     methodsByRoute.set(op.route, [...(methodsByRoute.get(op.route) ?? []), op.method]);
   }
   for (const [route, methods] of methodsByRoute) {
-    app.all(route, (_req, res) => sendError(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
+    app.all(exactRoute(route), (_req, res) => refuse(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
   }
 
   const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
@@ -200,7 +221,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   async function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: MetricsExposition): Promise<void> {
     const token = config.metrics.token;
     if (token !== null && !bearerMatches(req.headers.authorization, token)) {
-      return sendError(res, new ContractError('unauthenticated', { message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).' }), { 'WWW-Authenticate': 'Bearer' });
+      return refuse(res, new ContractError('unauthenticated', { message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).' }), { 'WWW-Authenticate': 'Bearer' });
     }
     const text = await metrics.text();
     res.writeHead(200, { 'Content-Type': METRICS_TEXT_TYPE, 'Content-Length': Buffer.byteLength(text) });
@@ -213,7 +234,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     const readiness = path === '/readyz' ? deps.readiness : null;
     if (!metrics && !readiness) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendError(res, new ContractError('method_not_allowed'), { Allow: 'GET' });
+      refuse(res, new ContractError('method_not_allowed'), { Allow: 'GET' });
       return true;
     }
     const served = metrics
@@ -224,6 +245,8 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    // A request behind a refused body, on a connection its answer closed: not served.
+    if (closingConnection(req)) return void req.socket.destroy();
     const started = process.hrtime.bigint();
     // Operator data: never cached, never sniffed, never framed, no referrer; the web app's files set their own CSP.
     res.setHeader('Cache-Control', 'no-store');
@@ -231,13 +254,15 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Content-Security-Policy', API_POLICY);
     res.once('close', () => {
-      const line = { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, deps.proxies) };
-      if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path ?? ''), res.statusCode);
+      const line = { method: req.method, path: loggedPath(req.url), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, deps.proxies) };
+      if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path), res.statusCode);
       if (res.writableFinished) log.info(line, 'console request');
       else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
-    if (deps.connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
-    if (serveOperations(req, res, req.url?.split('?')[0] ?? '/')) return;
+    if (deps.connections.isRefused(req.socket)) return refuse(res, OVER_CONNECTION_CAP);
+    // Only the canonical spelling of a path is served; any other is unknown (the API, the web app, /metrics).
+    if (!isCanonicalTarget(req.url)) return refuse(res, new ContractError('not_found'));
+    if (serveOperations(req, res, requestPath(req.url))) return;
     if (web.serve(req, res)) return;
     (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
   };
@@ -246,9 +271,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     headersTimeout: config.http.headers_timeout_ms,
     connectionsCheckingInterval: timeoutCheckInterval(config.http),
   };
-  const server: Server = secure
-    ? (createHttpsServer({ ...options, cert: readFileSync(listener.cert!), key: readFileSync(listener.key!) }, onRequest) as unknown as Server)
-    : createServer(options, onRequest);
+  const server = createListenerServer(options, onRequest, tls);
   deps.connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;
   return {

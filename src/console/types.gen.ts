@@ -267,9 +267,11 @@ Operator?: Operator
 SignIn?: SignIn
 Session?: Session
 PasswordChange?: PasswordChange
+PasswordChanged?: PasswordChanged
 OperatorCreate?: OperatorCreate
 OperatorCreated?: OperatorCreated
 OperatorUpdate?: OperatorUpdate
+PasswordResetOptions?: PasswordResetOptions
 PasswordReset?: PasswordReset
 OperatorRemoved?: OperatorRemoved
 OperatorList?: OperatorList
@@ -433,6 +435,28 @@ idle_timeout_seconds: (number | null)
 export interface PasswordChange {
 current_password: string
 new_password: string
+/**
+ * true: your API tokens are revoked too (a password that leaked); absent or false: they keep working
+ */
+revoke_tokens?: boolean
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PasswordChanged".
+ */
+export interface PasswordChanged {
+/**
+ * your other sessions, now ended
+ */
+sessions_ended: number
+/**
+ * your API tokens revoked (0 unless revoke_tokens)
+ */
+tokens_revoked: number
+/**
+ * your API tokens that still work (see GET /tokens)
+ */
+tokens_active: number
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -465,6 +489,16 @@ projects?: ProjectId[]
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PasswordResetOptions".
+ */
+export interface PasswordResetOptions {
+/**
+ * true: the operator's API tokens keep working (a forgotten password); absent or false: they are revoked
+ */
+keep_tokens?: boolean
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "PasswordReset".
  */
 export interface PasswordReset {
@@ -474,6 +508,14 @@ email: string
  * the new one-time password; shown only here
  */
 password: string
+/**
+ * the operator's sessions, now ended
+ */
+sessions_ended: number
+/**
+ * the operator's API tokens revoked (0 with keep_tokens)
+ */
+tokens_revoked: number
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -720,7 +762,7 @@ export interface ProviderList {
 providers: ProviderAccount[]
 }
 /**
- * the fields each slug needs: see the README's provider sections (smtp: host; every -api slug: api_key; provider-c-api: domain)
+ * The account fields each slug takes (* required; the same as `postern provider attach --help`). smtp: host*, port, tls, user, pass; provider-a-api: api_key*, user, region, endpoint, webhook_secret; provider-a-smtp: user, pass, region, host, port, tls, webhook_secret; provider-b-api: api_key*, region, endpoint, webhook_public_key; provider-b-smtp: user, pass, host, port, tls, webhook_public_key; provider-c-api: api_key*, domain*, region, endpoint, webhook_secret; provider-c-smtp: user, pass, region, host, port, tls, webhook_secret; provider-d-api: api_key*, endpoint, webhook_secret; provider-d-smtp: user, pass, host, port, tls, webhook_secret; provider-e-api: api_key*, endpoint, webhook_secret; provider-e-smtp: user, pass, host, port, tls, webhook_secret; provider-f-api: api_key*, endpoint, webhook_secret; provider-f-smtp: user, pass, host, port, tls, webhook_secret; provider-g-smtp: user, pass, host, port, tls.
  * 
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "ProviderAttach".

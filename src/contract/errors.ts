@@ -66,6 +66,12 @@ export const errorCatalogue = {
   'feedback:stale': { status: 401, type: 'authentication_error', message: 'The notification timestamp is outside the accepted tolerance.' },
   'feedback:replayed': { status: 406, type: 'authentication_error', message: 'The notification token was already used.' },
   'feedback:malformed': { status: 400, type: 'validation_error', message: 'The notification body is not in the provider format.' },
+  // The plain-HTTP listener beside the HTTPS ones (http.redirect_plain; README "TLS on the HTTP listeners").
+  https_required: {
+    status: 403,
+    type: 'permission_error',
+    message: 'This address is plain HTTP and processes nothing: send the request over HTTPS. An API key sent here travelled unencrypted: consider it exposed and rotate it.',
+  },
   not_found: { status: 404, type: 'api_error', message: 'No such endpoint.' },
   method_not_allowed: { status: 405, type: 'api_error', message: 'Method not allowed on this endpoint.' },
   // The console API (src/console; README "The console API").

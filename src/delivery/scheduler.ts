@@ -9,13 +9,14 @@ import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
 import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { providerUsage } from '../store/delivery.js';
-import { mailRef, type DeliveryBookkeeping, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
+import { mailRef, type DeliveryBookkeeping, type DeliveryRecord, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
 import { storedMime } from '../store/messageBodies.js';
 import type { MessageRow } from '../store/messages.js';
 import { listNodes, nodeState } from '../store/nodes.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts } from '../store/providerAccounts.js';
+import { DatabaseUnavailable } from '../store/postgres/unavailable.js';
 import type { Queries } from '../store/queries.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import { monthPeriod } from '../store/usage.js';
@@ -90,7 +91,14 @@ const FAILURE_LOG_PERIOD_MS = 60_000;
  *
  * It only reads the index itself. Its writes (outcomes, the expiry sweep, leases) travel as
  * plain data to the index writer thread, one exchange at a time, so the event loop never waits
- * for the write lock the doors' commits hold.
+ * for the write lock the doors' commits hold. What a hand-off records on the way (attempts,
+ * bounces, events) travels with its end, in one write.
+ *
+ * When the database is away (PostgreSQL restarting or failing over), an exchange fails with
+ * DatabaseUnavailable: the hand-offs' ends it carried are kept and sent again, in order, until
+ * one commits, so a message handed to a provider while the database was away is recorded
+ * `sent` by this node once the database is back, not left `sending` for its lease to run out
+ * and be delivered again (docs/scaling.md, "When the database restarts or fails over").
  */
 export class DeliveryScheduler {
   private timer: NodeJS.Timeout | null = null;
@@ -104,6 +112,18 @@ export class DeliveryScheduler {
   /** Outcomes not yet sent to the index writer, and what to do once they are committed. */
   private pendingWrites: DeliveryWrite[] = [];
   private afterCommit: (() => void)[] = [];
+  /**
+   * What each hand-off in progress has recorded so far, written with its end (`ending`). Keyed
+   * by the leased row, one object per lease: a message whose lease ran out while this node
+   * still worked on it, and which it leased again, has two hand-offs, each with its own records.
+   */
+  private readonly records = new Map<MessageRow, DeliveryRecord[]>();
+  /** Messages this node is handing off, or whose end is not yet committed (how many hand-offs of each): its leases it knows of. */
+  private readonly holding = new Map<string, number>();
+  /** A lease's commit failed for want of the database and may have landed: take back its messages (PostgreSQL). */
+  private leaseInDoubt = false;
+  /** The last exchange failed: the next waits for the retry's delay (a kick or a new outcome does not hurry it). */
+  private failing = false;
   /** The exchange with the index writer in progress (one at a time). */
   private exchanging: Promise<void> | null = null;
   private readonly reserved = new Map<string, number>();
@@ -115,7 +135,7 @@ export class DeliveryScheduler {
   constructor(private readonly deps: SchedulerDeps) {
     this.slots = new Slots(deps.config.delivery.per_account_concurrency);
     const poll = deps.config.delivery.poll_interval_ms;
-    this.bookkeepingFailure = new RepeatedFailure(deps.logger, 'delivery bookkeeping failed; leases will expire and retry', {
+    this.bookkeepingFailure = new RepeatedFailure(deps.logger, 'delivery bookkeeping failed; tried again', {
       minDelayMs: poll,
       maxDelayMs: Math.max(poll, FAILURE_MAX_DELAY_MS),
       logPeriodMs: FAILURE_LOG_PERIOD_MS,
@@ -139,9 +159,9 @@ export class DeliveryScheduler {
     this.schedule(0);
   }
 
-  /** Wakes the scheduler now (new or released messages). */
+  /** Wakes the scheduler now (new or released messages); while its exchanges fail, the next retry comes first. */
   kick(): void {
-    if (!this.stopping) this.schedule(0);
+    if (!this.stopping && !this.failing) this.schedule(0);
   }
 
   async stop(): Promise<void> {
@@ -174,7 +194,7 @@ export class DeliveryScheduler {
     if (this.exchanging) return;
     const { clock, config, bookkeeping } = this.deps;
     const now = clock.now();
-    const work: DeliveryBookkeeping = { writes: [], expire: null, lease: null };
+    const work: DeliveryBookkeeping = { writes: [], expire: null, lease: null, reclaim: null };
     if (claim && !this.stopping) {
       if (now - this.lastExpirySweep >= 1000) {
         this.lastExpirySweep = now;
@@ -187,6 +207,7 @@ export class DeliveryScheduler {
       if (want > 0 && (this.inFlight === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
         work.lease = { node: this.deps.nodeId, now, leaseUntil: now + config.delivery.lease_ms, limit: want };
       }
+      if (this.leaseInDoubt) work.reclaim = { node: this.deps.nodeId, now, leaseUntil: now + config.delivery.lease_ms, holding: [...this.holding.keys()] };
       if (this.deps.store.dialect === 'postgres' && now - this.lastNodesRead >= NODES_READ_MS) {
         this.lastNodesRead = now;
         void this.takeConcurrencyShare(now);
@@ -196,7 +217,7 @@ export class DeliveryScheduler {
     this.writeTimer = null;
     work.writes = this.pendingWrites.splice(0);
     const after = this.afterCommit.splice(0);
-    if (work.writes.length === 0 && !work.expire && !work.lease) {
+    if (work.writes.length === 0 && !work.expire && !work.lease && !work.reclaim) {
       if (claim) this.schedule(config.delivery.poll_interval_ms);
       return;
     }
@@ -204,23 +225,38 @@ export class DeliveryScheduler {
     const done = bookkeeping.write('delivery', work).then(
       ({ result }) => {
         this.bookkeepingFailure.succeeded();
+        this.failing = false;
+        for (const fn of after) fn();
+        if (work.reclaim) this.leaseInDoubt = false;
+        for (const w of work.writes) if (w.kind === 'finish') this.release(w.id);
         // Throttles any node was told (PostgreSQL): the leased messages' candidates skip them too.
         for (const [accountId, until] of result.throttled) {
           if (until > (this.throttledUntil.get(accountId) ?? 0)) this.throttledUntil.set(accountId, until);
         }
-        for (const row of result.leased) void this.deliver(row);
+        if (result.reclaimed.length > 0) this.deps.logger.warn({ messages: result.reclaimed.length }, 'took back messages a lease gave this node while the database was going away; handing them off');
+        for (const row of [...result.reclaimed, ...result.leased]) void this.deliver(row);
         if (work.lease && result.leased.length === work.lease.limit) next = 0;
       },
       (err: unknown) => {
-        // Not acknowledged to anyone: the leases run out and the messages are tried again.
         next = this.bookkeepingFailure.failed(err);
+        this.failing = true;
+        if (err instanceof DatabaseUnavailable) {
+          // The database is away: these outcomes wait for it, first in line, marked as tried
+          // (their commit may have landed), and a lease that may have landed is taken back.
+          this.pendingWrites.unshift(...work.writes.map((w) => (w.kind === 'finish' ? { ...w, retried: true } : w)));
+          this.afterCommit.unshift(...after);
+          if (work.lease) this.leaseInDoubt = true;
+          return;
+        }
+        // Refused: not acknowledged to anyone; the leases run out and the messages are tried again.
+        for (const fn of after) fn();
+        for (const w of work.writes) if (w.kind === 'finish') this.release(w.id);
       },
     );
     this.exchanging = done.finally(() => {
-      for (const fn of after) fn();
       this.exchanging = null;
-      // Outcomes that came in meanwhile go with the next exchange, soon.
-      this.schedule(this.pendingWrites.length > 0 ? Math.min(next, WRITE_GROUPING_MS) : next);
+      // Outcomes that came in meanwhile go with the next exchange, soon; after a failure, the retry waits its turn.
+      this.schedule(this.pendingWrites.length > 0 && !this.failing ? Math.min(next, WRITE_GROUPING_MS) : next);
     });
     await this.exchanging;
   }
@@ -248,6 +284,7 @@ export class DeliveryScheduler {
 
   private async deliver(row: MessageRow): Promise<void> {
     this.inFlight++;
+    this.holding.set(row.id, (this.holding.get(row.id) ?? 0) + 1);
     try {
       await this.handOff(row);
     } catch (err) {
@@ -272,8 +309,8 @@ export class DeliveryScheduler {
     const now = clock.now();
     if (suppressed.size > 0) {
       for (const email of all.filter((e) => suppressed.has(e.toLowerCase()))) {
-        this.write({ kind: 'recipient', outcome: { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now } });
-        this.write({ kind: 'event', event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }) });
+        this.record(row, { kind: 'recipient', outcome: { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now } });
+        this.record(row, { kind: 'event', event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }) });
       }
       if (deliverTo.length === 0) {
         this.write(this.ending(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now));
@@ -379,7 +416,7 @@ export class DeliveryScheduler {
         // Every node must rest the account, not only this one (PostgreSQL; SQLite has one node).
         if (this.deps.store.dialect === 'postgres') this.write({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
       }
-      this.write({
+      this.record(row, {
         kind: 'attempt',
         attempt: {
           message_id: row.id,
@@ -415,16 +452,16 @@ export class DeliveryScheduler {
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
   private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccount, bounced: RecipientRefusal[], now: number): void {
     for (const r of bounced) {
-      this.write({ kind: 'recipient', outcome: { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now } });
-      this.write({ kind: 'suppress', suppression: { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now } });
-      this.write({ kind: 'event', event: this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } }) });
+      this.record(row, { kind: 'recipient', outcome: { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now } });
+      this.record(row, { kind: 'suppress', suppression: { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now } });
+      this.record(row, { kind: 'event', event: this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } }) });
     }
   }
 
   private finish(row: MessageRow, account: ProviderAccount, result: SendResult, now: number): void {
     if (result.kind === 'sent') {
-      this.write({ kind: 'usage', accountId: account.id, period: monthPeriod(now) });
-      this.write({ kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });
+      this.record(row, { kind: 'usage', accountId: account.id, period: monthPeriod(now) });
+      this.record(row, { kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });
       if (result.deferred.length > 0) {
         // The provider took it for the others; the deferred recipients wait for a retry.
         this.write(
@@ -462,9 +499,28 @@ export class DeliveryScheduler {
     return this.ending(row, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
   }
 
-  /** Ends the hand-off of `row`: on PostgreSQL only while this node still holds its lease. */
+  /** Ends the hand-off of `row` (on PostgreSQL only while this node still holds its lease), with what it recorded on the way. */
   private ending(row: MessageRow, to: FinishSending, at: number, event: MailEventRecord | null = null): DeliveryWrite {
-    return { kind: 'finish', id: row.id, to, at, event, node: this.deps.nodeId };
+    const records = this.records.get(row) ?? [];
+    this.records.delete(row);
+    return { kind: 'finish', id: row.id, to, at, event, node: this.deps.nodeId, records };
+  }
+
+  /**
+   * Something the hand-off of `row` did (an attempt, a bounce, an event), written with its end:
+   * one write that lands whole or, tried again after the database went away, not twice.
+   */
+  private record(row: MessageRow, r: DeliveryRecord): void {
+    const list = this.records.get(row);
+    if (list) list.push(r);
+    else this.records.set(row, [r]);
+  }
+
+  /** A hand-off's end is committed (or dropped): one hand-off of the message fewer held. */
+  private release(id: string): void {
+    const n = (this.holding.get(id) ?? 1) - 1;
+    if (n > 0) this.holding.set(id, n);
+    else this.holding.delete(id);
   }
 
   private event(row: MessageRow, type: EventType, at: number, extra: Record<string, unknown>): MailEventRecord {
@@ -474,7 +530,7 @@ export class DeliveryScheduler {
   /** Outcomes are grouped for a few milliseconds into one exchange (one transaction for many). */
   private write(w: DeliveryWrite): void {
     this.pendingWrites.push(w);
-    if (this.writeTimer || this.exchanging) return;
+    if (this.writeTimer || this.exchanging || this.failing) return;
     this.writeTimer = setTimeout(() => {
       this.writeTimer = null;
       void this.exchange(false);

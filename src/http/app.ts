@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { AcceptPipeline } from '../accept/acceptMessage.js';
 import { acceptBatch } from '../accept/acceptBatch.js';
@@ -9,7 +9,7 @@ import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
 import type { FeedbackIntake } from '../delivery/feedback.js';
-import { maskSecrets, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
 import { countHttpRequest, countRefusal } from '../platform/metrics.js';
 import type { Readiness } from '../platform/readiness.js';
 import type { Admission, Route } from '../policy/admission.js';
@@ -19,9 +19,12 @@ import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { createFeedbackHandler } from './feedbackRoute.js';
 import { readJsonBody } from './jsonBody.js';
+import { closingConnection, refusalAnswer } from './refusedBody.js';
 import { ClientGone } from './requestBody.js';
-import { sendError, sendJson } from './respond.js';
+import { exactRoute, isCanonicalTarget, loggedPath } from './requestPath.js';
+import { sendJson } from './respond.js';
 import type { Viewer } from '../viewer/route.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 
 export interface HttpDeps {
   feedback: FeedbackIntake;
@@ -53,27 +56,25 @@ export function timeoutCheckInterval(config: PosternConfig['http']): number {
   return Math.max(100, Math.min(1000, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
-/** Paths that hold no secret, logged as they are (the masking is six regular expressions). */
-const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json']);
+/** The routes counted under their own path (the others have an id or a secret in it). */
+const COUNTED_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json']);
 
 /** The route a request path is counted under (postern_http_requests_total): never a path with an id or a secret in it. */
 export function routeLabel(path: string): string {
-  if (PLAIN_PATHS.has(path)) return path;
+  if (COUNTED_PATHS.has(path)) return path;
   if (path.startsWith('/v1/feedback/')) return '/v1/feedback';
   return 'other';
 }
 
-/** The request path as logged: no query string, and the URL secret of a feedback endpoint masked. */
-export function loggedPath(url: string | undefined): string {
-  const path = (url ?? '').split('?')[0];
-  return PLAIN_PATHS.has(path) ? path : maskSecrets(path);
-}
-
-/** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
-export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Server {
+/**
+ * One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json; over
+ * HTTPS when `tls` is given (the listener's cert/key, or tls.acme's certificate).
+ */
+export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: ListenerTls | null = null): Server {
   const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies, proxies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
+  const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
 
   // Authentication, then rate limits (see Admission); both before the body is read.
   const admit = (req: IncomingMessage, route: Route): Promise<AuthContext> =>
@@ -85,14 +86,13 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       handler(req, res).catch((err: unknown) => {
         // Nobody to answer; the request line (aborted: true) says what happened.
         if (err instanceof ClientGone) return;
-        // Refused before its body was read: close rather than read a body nobody will use.
-        const close: Record<string, string> = req.complete ? {} : { Connection: 'close' };
+        // Refused before its body was read whole: answered, the rest drained (bounded), then closed.
         if (err instanceof ContractError) {
           countRefusal('http', err.code);
-          sendError(res, err, close);
+          refuse(res, err);
         } else {
           log.error({ err }, 'unhandled error in request');
-          sendError(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }), close);
+          refuse(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
         }
       });
     };
@@ -129,24 +129,25 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
   const feedback = createFeedbackHandler({ feedback: intake, admission, clock, logger: log, config, bodies, proxies }) as Handler;
 
   const methodNotAllowed = (allow: string) => (_req: IncomingMessage, res: ServerResponse) =>
-    sendError(res, new ContractError('method_not_allowed'), { Allow: allow });
+    refuse(res, new ContractError('method_not_allowed'), { Allow: allow });
 
   const app = polka({
-    onNoMatch: (_req, res) => sendError(res, new ContractError('not_found')),
+    onNoMatch: (_req, res) => refuse(res, new ContractError('not_found')),
     onError: (err, _req, res) => {
       log.error({ err }, 'request pipeline error');
-      sendError(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
+      refuse(res, new ContractError('server_error', { message: 'Internal error; nothing was accepted.' }));
     },
   });
 
+  // Exact routes, case-sensitive, no trailing slash: a path is served in one spelling only (requestPath.ts).
   app
-    .get('/healthz', (_req, res) => {
+    .get(exactRoute('/healthz'), (_req, res) => {
       void pipeline.indexAnswers().then(
         (ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', environment }),
         () => sendJson(res, 503, { status: 'unavailable', environment }),
       );
     })
-    .get('/readyz', (_req, res) => {
+    .get(exactRoute('/readyz'), (_req, res) => {
       if (!deps.readiness) {
         void pipeline.indexAnswers().then(
           (ok) => sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', failing: ok ? [] : ['index'], checks: { index: { ok } } }),
@@ -159,25 +160,27 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
         () => sendJson(res, 503, { status: 'not_ready', failing: ['readiness'], checks: {} }),
       );
     })
-    .get('/openapi.json', (_req, res) => {
+    .get(exactRoute('/openapi.json'), (_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(openapiBody) });
       res.end(openapiBody);
     })
-    .post('/v1/send', guarded(send))
-    .post('/v1/send/batch', guarded(sendBatch))
-    .post('/v1/feedback/:account', guarded(feedback))
-    .post('/v1/feedback/:account/:token', guarded(feedback))
-    .all('/v1/send', methodNotAllowed('POST'))
-    .all('/v1/send/batch', methodNotAllowed('POST'));
-  if (deps.viewer) app.get('/view/:id/:token', deps.viewer.page).get('/view/:id/:token/body', deps.viewer.body).get('/view/:id/:token/inline/:index', deps.viewer.inline);
+    .post(exactRoute('/v1/send'), guarded(send))
+    .post(exactRoute('/v1/send/batch'), guarded(sendBatch))
+    .post(exactRoute('/v1/feedback/:account'), guarded(feedback))
+    .post(exactRoute('/v1/feedback/:account/:token'), guarded(feedback))
+    .all(exactRoute('/v1/send'), methodNotAllowed('POST'))
+    .all(exactRoute('/v1/send/batch'), methodNotAllowed('POST'));
+  if (deps.viewer) app.get(exactRoute('/view/:id/:token'), deps.viewer.page).get(exactRoute('/view/:id/:token/body'), deps.viewer.body).get(exactRoute('/view/:id/:token/inline/:index'), deps.viewer.inline);
 
-  const server = createServer(
+  const server = createListenerServer(
     {
       requestTimeout: config.http.request_timeout_ms,
       headersTimeout: config.http.headers_timeout_ms,
       connectionsCheckingInterval: timeoutCheckInterval(config.http),
     },
     (req, res) => {
+      // A request behind a refused body, on a connection its answer closed: not served.
+      if (closingConnection(req)) return void req.socket.destroy();
       const started = process.hrtime.bigint();
       const path = loggedPath(req.url);
       // One line per request; a request whose client went away before its answer is `aborted`.
@@ -189,10 +192,13 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig): Serv
       });
       if (connections.isRefused(req.socket)) {
         countRefusal('http', OVER_CONNECTION_CAP.code);
-        return sendError(res, OVER_CONNECTION_CAP);
+        return refuse(res, OVER_CONNECTION_CAP);
       }
+      // Only the canonical spelling of a path is routed; any other is unknown, on every route.
+      if (!isCanonicalTarget(req.url)) return refuse(res, new ContractError('not_found'));
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
+    tls,
   );
   connections.watch(server);
   server.keepAliveTimeout = config.http.keep_alive_timeout_ms;

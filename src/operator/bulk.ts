@@ -1,4 +1,6 @@
-import { ACTION_FROM, type MessageAction, type MessageKey } from '../store/messageActions.js';
+import { ACTION_FROM, countChanged, type MessageAction, type MessageKey, type MessagesChanged } from '../store/messageActions.js';
+
+export type { MessagesChanged };
 import { matchingMessageKeys, messageStates, type MessageFilter } from '../store/messageSearch.js';
 import type { Queries } from '../store/queries.js';
 import type { MessageActionChunk } from '../commit/operatorBookkeeping.js';
@@ -31,6 +33,12 @@ export interface BulkResult {
   not_found: number;
   /** The ids changed, when `ids` were given (a filter's can be many: count only). */
   changed_ids?: string[];
+}
+
+/** A bulk action's answer, and where its changes are (for the console's live streams; never in the answer). */
+export interface BulkOutcome {
+  result: BulkResult;
+  changedIn: MessagesChanged[];
 }
 
 /** The projects a filter may look in: the ones it names, within the operator's scope. */
@@ -87,11 +95,12 @@ export async function bulkDryRun(ctx: OperatorContext, action: MessageAction, ta
  * row and is flushed to disk before the answer. `scope`: the projects the operator may touch
  * (null: all).
  */
-export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkResult> {
+export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkOutcome> {
   const now = ctx.clock.now();
   const found = ctx.reader ? await ctx.reader.bulkCandidates(action, target, scope, now) : await bulkCandidates(ctx.store, action, target, scope, now);
   const wantIds = 'ids' in target;
   const changedIds: string[] = [];
+  const changedIn: MessagesChanged[] = [];
   let changed = 0;
   const details = 'ids' in target ? { ids: target.ids.length } : { filter: describeFilter(target.filter) };
   const started = performance.now();
@@ -112,12 +121,13 @@ export async function bulkMessageAction(ctx: OperatorContext, action: MessageAct
     };
     const result = await write(ctx, work);
     changed += result.changedCount;
+    countChanged(changedIn, result.changedIn);
     if (wantIds) changedIds.push(...result.changed);
     if (!ctx.writer) await new Promise((resolve) => setImmediate(resolve));
   }
   const result: BulkResult = { action, matched: found.matched, changed, skipped: found.skipped, not_found: found.not_found };
   if (wantIds) result.changed_ids = changedIds;
-  return result;
+  return { result, changedIn };
 }
 
 function describeFilter(filter: MessageFilter): Record<string, unknown> {

@@ -104,18 +104,39 @@ export async function updateOperator(ctx: OperatorContext, id: string, changes: 
   return operatorView(ctx, await requireOperator(ctx, id));
 }
 
+export interface PasswordResetView {
+  id: string;
+  email: string;
+  /** The generated one-time password (none when the caller chose it). */
+  password?: string;
+  sessions_ended: number;
+  tokens_revoked: number;
+}
+
 /**
  * A new password (generated and returned once, or the one given); the operator is signed out
- * everywhere (every session ends; API tokens stay). A generated one must be changed at the next
- * sign-in.
+ * everywhere: every session ends and, unless `keepTokens`, every API token is revoked. A reset
+ * is how an owner takes an account back (a forgotten or exposed password), so a token made with
+ * the old password must not outlive it; `keepTokens` is for a plain forgotten password. A
+ * generated password must be changed at the next sign-in.
  */
-export async function resetOperatorPassword(ctx: OperatorContext, id: string, password?: string): Promise<{ id: string; email: string; password?: string }> {
+export async function resetOperatorPassword(ctx: OperatorContext, id: string, password?: string, opts: { keepTokens?: boolean } = {}): Promise<PasswordResetView> {
   const row = await requireOperator(ctx, id);
   if (password !== undefined) checkPasswordRules(password);
   const chosen = password ?? generatePassword();
   const hash = await hashPassword(chosen);
-  await write(ctx, { type: 'password_set', operator_id: id, password_hash: hash, now: ctx.clock.now(), must_change: password === undefined, keep_session: null, action: 'operator.reset_password', stamp: auditStamp(ctx) });
-  return password === undefined ? { id, email: row.email, password: chosen } : { id, email: row.email };
+  const done = await write(ctx, {
+    type: 'password_set',
+    operator_id: id,
+    password_hash: hash,
+    now: ctx.clock.now(),
+    must_change: password === undefined,
+    keep_session: null,
+    revoke_tokens: opts.keepTokens !== true,
+    action: 'operator.reset_password',
+    stamp: auditStamp(ctx),
+  });
+  return { id, email: row.email, ...(password === undefined ? { password: chosen } : {}), sessions_ended: done.sessions_ended, tokens_revoked: done.tokens_revoked };
 }
 
 /* API tokens ---------------------------------------------------------------------------------- */

@@ -1,8 +1,8 @@
 import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
-import { openapiDocument } from '../contract/validators.js';
 import { newProviderAccountId } from '../ids.js';
+import { ACCOUNT_FIELDS, type AccountFieldName } from '../providers/accountFields.js';
 import { checkConnection, type ConnectionCheck } from '../providers/connectionCheck.js';
-import { feedbackUrlCarriesSecret, feedbackVerifierFor, vendorOf } from '../providers/registry.js';
+import { DECLARED_SLUGS, declaredSlug, feedbackUrlCarriesSecret, feedbackVerifierFor, vendorOf } from '../providers/registry.js';
 import { findProviderAccount, listProviderAccounts } from '../store/providerAccounts.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
@@ -11,7 +11,8 @@ import { configuredViewerBase } from './messageLinks.js';
 import { requireProject } from './projects.js';
 import { write } from './writer.js';
 
-export const PROVIDER_SLUGS = openapiDocument.components.schemas.ProviderSlug.enum as string[];
+/** Every slug of this build (its providers' folders), in the send API contract's order. */
+export const PROVIDER_SLUGS: readonly string[] = DECLARED_SLUGS.map((s) => s.slug);
 
 export interface AttachOptions {
   slug: string;
@@ -43,13 +44,26 @@ export interface ProviderChanges {
   webhookPublicKey?: string;
 }
 
-
+/** The option of AttachOptions that carries each account field (the CLI's flag, the console's property). */
+export const ATTACH_OPTION: Record<AccountFieldName, Exclude<keyof AttachOptions, 'slug' | 'freeQuota' | 'priority'>> = {
+  host: 'host',
+  port: 'port',
+  user: 'user',
+  pass: 'pass',
+  tls: 'tls',
+  endpoint: 'endpoint',
+  api_key: 'apiKey',
+  region: 'region',
+  domain: 'domain',
+  webhook_secret: 'webhookSecret',
+  webhook_public_key: 'webhookPublicKey',
+};
 
 export interface ProviderAccountView extends ProviderAccountSettings {
   id: string;
   project_id: string;
   slug: string;
-  /** The vendor behind the slug ("Postmark"). */
+  /** The slug's declared title, naming its vendor ("Postmark API"). */
   vendor: string;
   label: string | null;
   priority: number;
@@ -106,10 +120,15 @@ function integer(name: string, value: string | undefined, min: number, max: numb
 /** Stores a provider account; delivery through it is the scheduler's job. */
 export async function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): Promise<ProviderAccountView> {
   await requireProject(ctx, projectId);
-  if (!PROVIDER_SLUGS.includes(opts.slug)) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
-  const isApi = opts.slug.endsWith('-api');
-  if (opts.slug === 'smtp' && !opts.host) throw new OperatorError('invalid_argument', 'the smtp provider needs --host', 'host');
-  if (isApi && !opts.apiKey) throw new OperatorError('invalid_argument', `${opts.slug} needs --api-key`, 'api_key');
+  const declared = declaredSlug(opts.slug);
+  if (!declared) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
+  // The fields the slug's declaration requires (its account schema's `required`).
+  for (const name of declared.account.required) {
+    if (!opts[ATTACH_OPTION[name]]) {
+      const field = ACCOUNT_FIELDS.find((f) => f.name === name);
+      throw new OperatorError('invalid_argument', `${opts.slug} needs ${field?.flag ?? name} (${declared.account.properties[name]?.title ?? name})`, name);
+    }
+  }
   if (opts.tls !== undefined && !['starttls', 'implicit', 'none'].includes(opts.tls)) throw new OperatorError('invalid_argument', '--tls must be starttls, implicit or none', 'tls');
   if (opts.endpoint !== undefined) {
     let url: URL;
@@ -131,7 +150,6 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
     webhook_public_key: opts.webhookPublicKey ?? null,
     label: label(opts.label) ?? null,
   };
-  if (opts.slug === 'provider-c-api' && !opts.domain) throw new OperatorError('invalid_argument', 'provider-c-api needs --domain (the sending domain of the account)', 'domain');
   const secrets: ProviderAccountSecrets = {};
   if (opts.pass !== undefined) secrets.pass = opts.pass;
   if (opts.apiKey !== undefined) secrets.api_key = opts.apiKey;
@@ -203,6 +221,6 @@ export async function updateProvider(ctx: OperatorContext, id: string, changes: 
  */
 export async function checkProvider(ctx: OperatorContext, id: string): Promise<ConnectionCheck & { id: string; slug: string }> {
   const row = await requireProviderAccount(ctx, id);
-  const result = await checkConnection(row, { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
+  const result = await checkConnection(row, declaredSlug(row.slug), { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
   return { id, slug: row.slug, ...result };
 }

@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { PasswordSetResult } from '../commit/operatorWrites.js';
 import { findOperatorByEmail, getOperator, operatorProjectIds, type OperatorRow } from '../store/operators.js';
-import { findOperatorSession, findOperatorTokenByHash } from '../store/operatorSessions.js';
+import { findOperatorSession, findOperatorTokenByHash, getOperatorToken } from '../store/operatorSessions.js';
 import { auditStamp } from './audit.js';
 import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
@@ -20,6 +21,13 @@ export interface Principal {
 
 /** Last-seen and last-used times are written at most this often per session or token. */
 const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * How often a session's last-seen time is written: a session ends up to this long before its
+ * idle time has passed since its last use, so a quarter of a short idle time (15 s of the
+ * minimum 60 s), and never more than once a minute (not a write per request for long ones).
+ */
+const sessionTouchEveryMs = (idleMs: number): number => Math.min(TOUCH_EVERY_MS, Math.floor(idleMs / 4));
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -66,7 +74,7 @@ export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, 
   }
   const operator = await getOperator(ctx.store, session.operator_id);
   if (!operator) return null;
-  if (now - session.last_seen_at >= TOUCH_EVERY_MS) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
+  if (now - session.last_seen_at >= sessionTouchEveryMs(idleMs)) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
   return principal(ctx, operator, 'session', idHash, null);
 }
 
@@ -89,6 +97,25 @@ export async function tokenPrincipal(ctx: OperatorContext, token: string): Promi
 }
 
 /**
+ * The principal `p` as its authority stands now, for a stream it keeps open: null once its
+ * session has ended or been idle longer than `idleMs`, its token is revoked or expired, or its
+ * operator is gone; otherwise read again (the role and projects may have changed). Reads only:
+ * an open stream neither keeps its session alive nor marks its token used.
+ */
+export async function currentPrincipal(ctx: OperatorContext, p: Principal, idleMs: number): Promise<Principal | null> {
+  const now = ctx.clock.now();
+  if (p.via === 'session') {
+    const session = p.sessionHash === null ? undefined : await findOperatorSession(ctx.store, p.sessionHash);
+    if (!session || session.operator_id !== p.operator.id || now - session.last_seen_at > idleMs) return null;
+  } else {
+    const row = p.tokenId === null ? undefined : await getOperatorToken(ctx.store, p.tokenId);
+    if (!row || row.operator_id !== p.operator.id || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
+  }
+  const operator = await getOperator(ctx.store, p.operator.id);
+  return operator ? principal(ctx, operator, p.via, p.sessionHash, p.tokenId) : null;
+}
+
+/**
  * The CSRF token of a session: an HMAC of a fixed label under the session id, so it needs no
  * storage, differs per session, and cannot be made without the session cookie.
  */
@@ -106,13 +133,26 @@ export function csrfTokenMatches(sessionId: string, given: string | undefined): 
 /**
  * An operator changes their own password, proving the current one; every other session of
  * theirs ends (this one stays signed in). A password that must be changed (a generated one)
- * no longer must; the new one must differ from it.
+ * no longer must; the new one must differ from it. Their API tokens keep working unless
+ * `revokeTokens`: scripts hold credentials of their own, listed and revoked one by one, as most
+ * consoles keep personal tokens over a password change; one who changes it because it leaked
+ * asks for both. The answer counts what ended and what still works.
  */
-export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string): Promise<void> {
+export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string, revokeTokens = false): Promise<PasswordSetResult> {
   checkPasswordRules(next, 'new_password');
   if (!(await verifyPassword(current, p.operator.password_hash))) throw new OperatorError('invalid_argument', 'the current password is wrong', 'current_password');
   if (next.normalize('NFKC') === current.normalize('NFKC')) throw new OperatorError('invalid_argument', 'the new password must differ from the current one', 'new_password', 'unchanged');
   const hash = await hashPassword(next);
   const keep = p.sessionHash === null ? null : p.sessionHash.toString('hex');
-  await write(ctx, { type: 'password_set', operator_id: p.operator.id, password_hash: hash, now: ctx.clock.now(), must_change: false, keep_session: keep, action: 'operator.change_password', stamp: auditStamp(ctx) });
+  return write(ctx, {
+    type: 'password_set',
+    operator_id: p.operator.id,
+    password_hash: hash,
+    now: ctx.clock.now(),
+    must_change: false,
+    keep_session: keep,
+    revoke_tokens: revokeTokens,
+    action: 'operator.change_password',
+    stamp: auditStamp(ctx),
+  });
 }

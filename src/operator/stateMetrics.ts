@@ -15,6 +15,8 @@ export interface StateMetricSources {
   throttledAccounts(): number;
   /** SMTP sessions open across the SMTP listeners. */
   smtpSessions(): number;
+  /** The console's live-update streams: open now, and the most bytes any has had waiting for its client. */
+  consoleStreams(): { open: number; queuedPeakBytes: number };
   /** The worker threads' own registries (the index writer's). */
   threadSnapshots(): Promise<MetricsSnapshot[]>;
 }
@@ -36,6 +38,11 @@ export class MetricsExposition {
   private readonly diskFree = this.gauge('postern_state_disk_free_bytes', "Free bytes on the state directory's filesystem (for unprivileged users).");
   private readonly diskMin = this.gauge('postern_state_disk_min_free_bytes', 'spool.min_free_bytes: below it new mail is refused.');
   private readonly smtpSessions = this.gauge('postern_smtp_sessions_open', 'SMTP sessions open now.');
+  private readonly streamsOpen = this.gauge('postern_console_streams_open', 'Console live-update streams open now.');
+  private readonly streamQueuePeak = this.gauge(
+    'postern_console_stream_queued_bytes_peak',
+    'The most bytes any console live-update stream has had waiting for its client since the node started (held to console.stream_max_queued_bytes).',
+  );
 
   constructor(private readonly sources: StateMetricSources) {}
 
@@ -62,6 +69,9 @@ export class MetricsExposition {
       this.diskMin.set(state.min_free_bytes);
     }
     this.smtpSessions.set(this.sources.smtpSessions());
+    const streams = this.sources.consoleStreams();
+    this.streamsOpen.set(streams.open);
+    this.streamQueuePeak.set(streams.queuedPeakBytes);
     const snapshots = [await metricsSnapshot(), ...(await this.sources.threadSnapshots()), (await this.registry.getMetricsAsJSON()) as MetricsSnapshot];
     return mergedMetrics(snapshots).metrics();
   }

@@ -50,8 +50,32 @@ const commitSeconds = new client.Histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
   registers,
 });
-const httpRequests = new client.Counter({ name: 'postern_http_requests_total', help: 'HTTP requests answered, by listener kind (send, console), route and status.', labelNames: ['listener', 'route', 'status'], registers });
+const httpRequests = new client.Counter({ name: 'postern_http_requests_total', help: 'HTTP requests answered, by listener kind (send, console, plain: http.redirect_plain), route and status.', labelNames: ['listener', 'route', 'status'], registers });
+const streamOverflows = new client.Counter({
+  name: 'postern_console_stream_overflows_total',
+  help: 'Console live-update streams that fell behind (console.stream_max_queued_bytes) and were sent one refresh in place of what they missed.',
+  registers,
+});
+const streamsClosed = new client.Counter({
+  name: 'postern_console_streams_closed_total',
+  help: 'Console live-update streams the server closed, by reason: authority (its session, token or operator ended), access (its operator lost the project it follows), stalled (still behind at the next check).',
+  labelNames: ['reason'],
+  registers,
+});
+for (const reason of ['authority', 'access', 'stalled']) streamsClosed.inc({ reason }, 0);
 const nodeInfo = new client.Gauge({ name: 'postern_node_info', help: 'This node: its node.id and version (the value is always 1).', labelNames: ['node_id', 'version'], registers });
+const certificateExpiry = new client.Gauge({
+  name: 'postern_certificate_expiry_seconds',
+  help: 'When each certificate the listeners serve expires (Unix time, seconds), by name: the first domain of tls.acme, a listener name (its cert/key), or smtp.tls. A listener still waiting for its first ACME certificate has none.',
+  labelNames: ['name'],
+  registers,
+});
+const certificateOrderFailures = new client.Counter({
+  name: 'postern_certificate_order_failures_total',
+  help: 'ACME orders (first certificates and renewals) that failed, by certificate name; the certificate served so far is kept.',
+  labelNames: ['name'],
+  registers,
+});
 
 export function countAccepted(door: 'http' | 'smtp', environment: string): void {
   if (recording) accepted.inc({ door, environment });
@@ -81,8 +105,28 @@ export function observeCommitGroup(size: number, seconds: number): void {
   commitSeconds.observe(seconds);
 }
 
-export function countHttpRequest(listener: 'send' | 'console', route: string, status: number): void {
+export function countHttpRequest(listener: 'send' | 'console' | 'plain', route: string, status: number): void {
   if (recording) httpRequests.inc({ listener, route, status: String(status) });
+}
+
+export function countStreamOverflow(): void {
+  if (recording) streamOverflows.inc();
+}
+
+export function countStreamClosed(reason: 'authority' | 'access' | 'stalled'): void {
+  if (recording) streamsClosed.inc({ reason });
+}
+
+/** The certificate `name` now served expires at `notAfter` (ms); null: it serves none (a placeholder). */
+export function setCertificateExpiry(name: string, notAfter: number | null): void {
+  if (!recording) return;
+  if (notAfter === null) certificateExpiry.remove({ name });
+  else certificateExpiry.set({ name }, Math.floor(notAfter / 1000));
+}
+
+/** One more failed order of `name` (0: the series shows, at 0, before any has failed). */
+export function countCertificateOrderFailure(name: string, n = 1): void {
+  if (recording) certificateOrderFailures.inc({ name }, n);
 }
 
 /** Names this node on /metrics (one series: a server in a test process may be started again). */

@@ -10,7 +10,8 @@
  * whose descriptors this process must not close (ensurePrivateFile), are checked with lstat in a
  * directory made private first.
  */
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, writeSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, writeSync, type Stats } from 'node:fs';
+import path from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import type { Logger } from '../log.js';
 
@@ -264,5 +265,36 @@ export function writePrivateFile(file: string, data: string | Uint8Array, mode: 
     for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Replaces `file` with `data` in one step (a crash leaves the old file or the new one, never a
+ * mix): written to `<file>.tmp` as writePrivateFile writes, flushed, renamed over `file`, and the
+ * directory flushed. An existing `file` must be Postern's own file (a rename replaces a link
+ * rather than following it, but a planted entry is refused, as everywhere here).
+ */
+export function replacePrivateFile(file: string, data: string | Uint8Array, mode: number): void {
+  let existing: Stats | null = null;
+  try {
+    existing = lstatSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  if (existing) checkOwn(file, existing, 'file');
+  const temp = `${file}.tmp`;
+  writePrivateFile(temp, data, mode);
+  const fd = openNoFollow(temp, O_RDONLY | O_NONBLOCK);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, file);
+  const dir = openSync(path.dirname(file), O_RDONLY | O_DIRECTORY);
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
   }
 }

@@ -9,7 +9,7 @@ export interface FeedbackRequest {
   headers: IncomingHttpHeaders;
   /** The exact bytes received: signatures are computed over them. */
   rawBody: Buffer;
-  /** The path segment after the account id (a secret token in the URL), if any. */
+  /** The path segment after the account id (a secret token in the URL), if any, percent-decoded once (by the router). */
   token: string | null;
   /** The full request URL as the provider called it (path and query). */
   url: string;
@@ -61,6 +61,8 @@ export interface FeedbackContext {
 
 /** One per provider (all its slugs: `provider-a-api` and `provider-a-smtp` get the same notifications). */
 export interface FeedbackVerifier {
+  /** The provider proves itself by the account's `webhook_secret` as the feedback URL's last segment (not by a signature): the URL to give it carries the secret. */
+  secretInUrl?: boolean;
   verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict>;
 }
 

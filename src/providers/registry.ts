@@ -1,65 +1,46 @@
+/**
+ * Every provider of this build, read from registry.gen.ts: the providers' folders
+ * (`<folder>/declaration.json` and `declaration.ts`) joined by `npm run gen:types`. Nothing here
+ * names a provider: adding one is adding its folder (docs/architecture.md, "Providers").
+ */
 import type { Clock } from '../clock.js';
-import type { AdapterDeps, ProviderAdapter } from './adapter.js';
-import { BrevoApiAdapter } from './brevoApi.js';
+import type { ProviderAdapter } from './adapter.js';
+import type { DeclaredProvider, DeclaredSlug } from './declaration.js';
 import type { FeedbackVerifier } from './feedback.js';
-import { brevoVerifier } from './feedback/brevo.js';
-import { mailgunVerifier } from './feedback/mailgun.js';
-import { postmarkVerifier } from './feedback/postmark.js';
-import { resendFeedback } from './feedback/resend.js';
-import { sendgridFeedback } from './feedback/sendgrid.js';
-import { sesFeedbackVerifier } from './feedback/ses.js';
-import { MailgunApiAdapter } from './mailgunApi.js';
-import { PostmarkApiAdapter } from './postmarkApi.js';
-import { ResendApiAdapter } from './resendApi.js';
-import { SendgridApiAdapter } from './sendgridApi.js';
-import { SesApiAdapter } from './sesApi.js';
-import { SmtpRelayAdapter } from './smtpRelay.js';
+import { DECLARED_PROVIDERS } from './registry.gen.js';
+import { SmtpRelayAdapter, type SmtpRelay } from './smtpRelay.js';
 
-interface Provider {
-  /** The vendor's own name, shown beside the slug. */
-  vendor: string;
-  /** Its feedback notifications prove the account by the `webhook_secret` in the URL (`…/<account>/<secret>`), not by a signature. */
-  secretInFeedbackUrl?: boolean;
-  /** The adapter of its `<provider>-api` slug, speaking the provider's public API. */
-  api?: (deps: AdapterDeps) => ProviderAdapter;
-  /**
-   * Checks its feedback notifications the provider's way and normalizes them: one for all its
-   * slugs (`provider-a-api` and `provider-a-smtp` get the same notifications). Without one the
-   * provider has no feedback endpoint (404).
-   */
-  feedback?: FeedbackVerifier;
+const BY_SLUG = new Map<string, { slug: DeclaredSlug; provider: DeclaredProvider }>(
+  DECLARED_PROVIDERS.flatMap((provider) => provider.slugs.map((slug) => [slug.slug, { slug, provider }] as const)),
+);
+
+/** Every declared slug, in the send API contract's order: the generic relay, then each provider's API slug and SMTP slug. */
+export const DECLARED_SLUGS: readonly DeclaredSlug[] = DECLARED_PROVIDERS.flatMap((p) => p.slugs);
+
+/** A slug's declaration, or undefined when this build has no such slug. */
+export function declaredSlug(slug: string): DeclaredSlug | undefined {
+  return BY_SLUG.get(slug)?.slug;
 }
 
-/** Every provider of this release, once. Every `provider-*-smtp` slug (and `smtp`) goes through the SMTP relay. */
-const PROVIDERS: Record<string, Provider> = {
-  'provider-a': { vendor: 'Amazon SES', api: (deps) => new SesApiAdapter(deps), feedback: sesFeedbackVerifier, secretInFeedbackUrl: true },
-  'provider-b': { vendor: 'SendGrid', api: (deps) => new SendgridApiAdapter(deps), feedback: sendgridFeedback },
-  'provider-c': { vendor: 'Mailgun', api: (deps) => new MailgunApiAdapter(deps), feedback: mailgunVerifier },
-  'provider-d': { vendor: 'Resend', api: (deps) => new ResendApiAdapter(deps), feedback: resendFeedback },
-  'provider-e': { vendor: 'Postmark', api: (deps) => new PostmarkApiAdapter(deps), feedback: postmarkVerifier, secretInFeedbackUrl: true },
-  'provider-f': { vendor: 'Brevo', api: (deps) => new BrevoApiAdapter(deps), feedback: brevoVerifier, secretInFeedbackUrl: true },
-  'provider-g': { vendor: 'Google Workspace (Gmail)' },
-};
-
-/** The provider a slug belongs to: `provider-a-api` and `provider-a-smtp` → `provider-a`. */
-function providerOf(slug: string): Provider | undefined {
-  const name = slug.replace(/-(api|smtp)$/, '');
-  return Object.hasOwn(PROVIDERS, name) ? PROVIDERS[name] : undefined;
+/** The relay an SMTP slug declares (its defaults, option headers, message ids), or undefined for any other slug. */
+export function smtpRelayOf(slug: string): SmtpRelay | undefined {
+  const declared = declaredSlug(slug);
+  return declared?.transport === 'smtp' ? declared.relay : undefined;
 }
 
-/** The vendor's name of a slug (`provider-e-api` → Postmark); `smtp` is any relay. */
+/** What the console shows beside a slug: its declared title ("Postmark API"). */
 export function vendorOf(slug: string): string {
-  return providerOf(slug)?.vendor ?? 'SMTP relay';
+  return declaredSlug(slug)?.title ?? slug;
 }
 
-/** Whether the feedback URL to give the provider carries the account's `webhook_secret` as its last segment. */
+/** Whether the feedback URL to give the provider ends in the account's `webhook_secret` (its verifier checks it there). */
 export function feedbackUrlCarriesSecret(slug: string): boolean {
-  return providerOf(slug)?.secretInFeedbackUrl === true;
+  return feedbackVerifierFor(slug)?.secretInUrl === true;
 }
 
-/** The feedback verifier for an account's slug, or undefined when its provider sends no feedback. */
+/** The feedback verifier for an account's slug (its provider's, for all its slugs), or undefined when its provider sends no feedback. */
 export function feedbackVerifierFor(slug: string): FeedbackVerifier | undefined {
-  return providerOf(slug)?.feedback;
+  return BY_SLUG.get(slug)?.provider.feedback ?? undefined;
 }
 
 /** What the adapters are built with: the parts of `delivery` and `smtp` they read. */
@@ -80,24 +61,25 @@ export interface AdapterRegistry {
   close(): Promise<void>;
 }
 
-/** The adapters, each made on first use and kept (the relay's pools, one API adapter per slug). */
+/** The adapters, one per slug, each made on first use and kept (a relay slug's pools, an API's adapter). */
 export function createAdapterRegistry(settings: AdapterSettings): AdapterRegistry {
   const { clock } = settings;
-  const relay = new SmtpRelayAdapter({ clock, timeoutMs: settings.smtpTimeoutMs, poolSize: settings.smtpPoolSize, name: settings.heloName });
-  const apis = new Map<string, ProviderAdapter>();
+  const adapters = new Map<string, ProviderAdapter>();
   return {
     adapterFor(slug) {
-      if (slug === 'smtp' || slug.endsWith('-smtp')) return relay;
-      let adapter = apis.get(slug);
-      const make = !adapter && slug.endsWith('-api') ? providerOf(slug)?.api : undefined;
-      if (make) {
-        adapter = make({ clock, timeoutMs: settings.apiTimeoutMs });
-        apis.set(slug, adapter);
-      }
+      let adapter = adapters.get(slug);
+      if (adapter) return adapter;
+      const declared = declaredSlug(slug);
+      if (!declared) return undefined;
+      adapter =
+        declared.transport === 'smtp'
+          ? new SmtpRelayAdapter({ clock, timeoutMs: settings.smtpTimeoutMs, poolSize: settings.smtpPoolSize, name: settings.heloName }, declared.relay)
+          : declared.adapter({ clock, timeoutMs: settings.apiTimeoutMs });
+      adapters.set(slug, adapter);
       return adapter;
     },
     async close() {
-      await Promise.all([relay.close(), ...[...apis.values()].map((a) => a.close())]);
+      await Promise.all([...adapters.values()].map((a) => a.close()));
     },
   };
 }

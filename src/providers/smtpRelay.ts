@@ -4,38 +4,38 @@ import SMTPPool, { type SMTPPoolSentMessageInfo } from 'nodemailer/lib/smtp-pool
 import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import { storedMimeStream, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type RecipientRefusal, type SendResult } from './adapter.js';
 
-interface SmtpDefaults {
+/** Where a provider's relay is, unless the account says otherwise (`--host`, `--port`, `--tls`). */
+export interface RelayDefaults {
+  /** The relay's host, from the account's `--region` where the provider has regional relays. */
   host: (region: string | null) => string;
   port: number;
   tls: 'starttls' | 'implicit';
 }
 
 /**
- * Default relay endpoints of the `provider-*-smtp` slugs (any of them can be overridden with
- * --host/--port/--tls). a: Amazon SES (regional), b: SendGrid, c: Mailgun (region `eu` for its
- * EU host), d: Resend, e: Postmark, f: Brevo, g: Gmail / Google Workspace.
+ * What an SMTP slug declares (`<provider>/declaration.ts`): the relay adapter (below) and the
+ * SMTP connection check (connectionCheck.ts) are the same for every relay; only these differ.
  */
-export const SMTP_DEFAULTS: Record<string, SmtpDefaults> = {
-  'provider-a-smtp': { host: (r) => `email-smtp.${r ?? 'us-east-1'}.amazonaws.com`, port: 587, tls: 'starttls' },
-  'provider-b-smtp': { host: () => 'smtp.sendgrid.net', port: 587, tls: 'starttls' },
-  'provider-c-smtp': { host: (r) => (r === 'eu' ? 'smtp.eu.mailgun.org' : 'smtp.mailgun.org'), port: 587, tls: 'starttls' },
-  'provider-d-smtp': { host: () => 'smtp.resend.com', port: 587, tls: 'starttls' },
-  'provider-e-smtp': { host: () => 'smtp.postmarkapp.com', port: 587, tls: 'starttls' },
-  'provider-f-smtp': { host: () => 'smtp-relay.brevo.com', port: 587, tls: 'starttls' },
-  'provider-g-smtp': { host: () => 'smtp.gmail.com', port: 587, tls: 'starttls' },
-};
+export interface SmtpRelay {
+  /** Null for the generic `smtp` slug: its accounts name their relay (`--host` is required). */
+  defaults: RelayDefaults | null;
+  /** provider_options the relay understands as headers (`optionHeader` for each), in front of the stored MIME. */
+  optionHeaders?: (options: Record<string, Record<string, string>>) => string;
+  /** The provider's own id in its final 250, when it is not Postfix-style `queued as ID`. */
+  messageIdFromReply?: (reply: string) => string | null;
+}
 
 /**
- * provider_options a relay understands as headers: SES configuration sets, Postmark message
- * streams. Validation refuses CR and LF in them; a value with either (stored before that rule)
- * is never written, so it cannot add header lines of its own.
+ * One header line from a provider option. Validation refuses CR and LF in them; a value with
+ * either (stored before that rule) is never written, so it cannot add header lines of its own.
  */
-export function providerOptionHeaders(slug: string, options: Record<string, Record<string, string>> | null): string {
-  if (!options) return '';
-  const header = (name: string, value: string | undefined) => (value && !/[\r\n]/.test(value) ? `${name}: ${value}\r\n` : '');
-  if (slug === 'provider-a-smtp') return header('X-SES-CONFIGURATION-SET', options['provider-a-api']?.configuration_set);
-  if (slug === 'provider-e-smtp') return header('X-PM-Message-Stream', options['provider-e-api']?.message_stream);
-  return '';
+export function optionHeader(name: string, value: string | undefined): string {
+  return value && !/[\r\n]/.test(value) ? `${name}: ${value}\r\n` : '';
+}
+
+/** The header lines a relay adds for a message's provider_options. */
+export function providerOptionHeaders(relay: SmtpRelay, options: Record<string, Record<string, string>> | null): string {
+  return options && relay.optionHeaders ? relay.optionHeaders(options) : '';
 }
 
 interface SmtpError extends Error {
@@ -82,14 +82,13 @@ export function classifySmtpError(err: SmtpError): SendResult {
 }
 
 /**
- * The id a relay gives the message in its final 250: Postfix-style `queued as ID`, and Amazon
- * SES's `250 Ok <SES message id>` (the id its SNS feedback quotes).
+ * The id a relay gives the message in its final 250: Postfix-style `queued as ID`, else the
+ * provider's own form (Amazon SES's `250 Ok <SES message id>`, the id its SNS feedback quotes).
  */
-export function relayMessageId(slug: string, response: string): string | null {
+export function relayMessageId(relay: SmtpRelay, response: string): string | null {
   const queued = /queued as\s+(\S+)/i.exec(response);
   if (queued) return queued[1];
-  if (slug === 'provider-a-smtp') return /^250\s+Ok\s+(\S+)/i.exec(response)?.[1] ?? null;
-  return null;
+  return relay.messageIdFromReply?.(response) ?? null;
 }
 
 /**
@@ -113,8 +112,8 @@ function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSen
  * Where and how an account's relay is reached: its settings, else its slug's defaults. The
  * relay adapter and the connection check (providers/connectionCheck.ts) both connect this way.
  */
-export function smtpRelayConnection(slug: string, settings: ProviderAccountSettings, secrets: ProviderAccountSecrets) {
-  const defaults = SMTP_DEFAULTS[slug];
+export function smtpRelayConnection(relay: SmtpRelay, settings: ProviderAccountSettings, secrets: ProviderAccountSecrets) {
+  const { defaults } = relay;
   const tls = settings.tls ?? defaults?.tls ?? 'starttls';
   return {
     host: settings.host ?? defaults?.host(settings.region) ?? 'localhost',
@@ -130,9 +129,9 @@ export function smtpRelayConnection(slug: string, settings: ProviderAccountSetti
 }
 
 /**
- * The `smtp` and `provider-*-smtp` adapter: nodemailer's SMTP pool per account, STARTTLS or
- * implicit TLS, AUTH, the envelope from the index (Bcc included), and the stored MIME from the
- * spool with the hand-off headers in front.
+ * The adapter of an SMTP slug (`smtp` and every `provider-*-smtp`), one per slug with its relay:
+ * nodemailer's SMTP pool per account, STARTTLS or implicit TLS, AUTH, the envelope from the
+ * index (Bcc included), and the stored MIME from the spool with the hand-off headers in front.
  */
 export class SmtpRelayAdapter implements ProviderAdapter {
   /** By account and its settings: an account loaded again with the same settings keeps its pool. */
@@ -140,7 +139,10 @@ export class SmtpRelayAdapter implements ProviderAdapter {
   /** The pool of each loaded account, so a hand-off does not build the key again. */
   private byAccount = new WeakMap<ProviderAccount, SMTPPool>();
 
-  constructor(private readonly deps: AdapterDeps & { poolSize: number; name: string }) {}
+  constructor(
+    private readonly deps: AdapterDeps & { poolSize: number; name: string },
+    private readonly relay: SmtpRelay,
+  ) {}
 
   private transportFor(account: ProviderAccount): SMTPPool {
     let transport = this.byAccount.get(account);
@@ -153,11 +155,11 @@ export class SmtpRelayAdapter implements ProviderAdapter {
     return transport;
   }
 
-  private openPool({ slug, settings, secrets }: ProviderAccount): SMTPPool {
+  private openPool({ settings, secrets }: ProviderAccount): SMTPPool {
     const transport = new SMTPPool({
       maxConnections: this.deps.poolSize,
       maxMessages: 1000,
-      ...smtpRelayConnection(slug, settings, secrets),
+      ...smtpRelayConnection(this.relay, settings, secrets),
       name: this.deps.name,
       connectionTimeout: this.deps.timeoutMs,
       greetingTimeout: this.deps.timeoutMs,
@@ -168,13 +170,13 @@ export class SmtpRelayAdapter implements ProviderAdapter {
   }
 
   async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
-    const headers = job.prependHeaders + providerOptionHeaders(account.slug, job.providerOptions);
+    const headers = job.prependHeaders + providerOptionHeaders(this.relay, job.providerOptions);
     const transport = this.transportFor(account);
     try {
       const info = await new Promise<SMTPPoolSentMessageInfo & { rejectedErrors?: SmtpError[] }>((resolve, reject) =>
         transport.send(relayedMail(job, headers), (err, sent) => (err || !sent ? reject(err ?? new Error('no reply from the relay')) : resolve(sent))),
       );
-      return { kind: 'sent', providerMessageId: relayMessageId(account.slug, info.response ?? ''), reply: info.response ?? '250', ...refusalsOf(info) };
+      return { kind: 'sent', providerMessageId: relayMessageId(this.relay, info.response ?? ''), reply: info.response ?? '250', ...refusalsOf(info) };
     } catch (err) {
       return classifySmtpError(err as SmtpError);
     }

@@ -12,7 +12,7 @@ import type { Admission } from '../policy/admission.js';
 import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
 import { TrustedProxies } from '../platform/trustedProxies.js';
-import type { TlsMaterial } from './certificates.js';
+import type { ServedCertificate } from '../tls/servedCertificate.js';
 import { readWholeUpTo } from './dataPayload.js';
 import { countRefusal } from '../platform/metrics.js';
 import { holdIdleTimeout } from './heldSessions.js';
@@ -99,7 +99,6 @@ export interface PosternSmtpServer {
   server: SMTPServer;
   listen(): Promise<number>;
   close(): Promise<void>;
-  updateTls(tls: TlsMaterial): void;
   /** SMTP sessions open now (postern_smtp_sessions_open). */
   openSessions(): number;
   /** Whether the listener is bound and accepting (GET /readyz). */
@@ -112,7 +111,7 @@ export interface PosternSmtpServer {
  * without AUTH; DATA handed to the accept pipeline (held whole when small, streamed when big),
  * which writes, parses and judges it by the HTTP rules.
  */
-export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: TlsMaterial): PosternSmtpServer {
+export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certificate: ServedCertificate): PosternSmtpServer {
   const { pipeline, admission, clock, logger, config, streams } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
@@ -155,8 +154,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
 
   const server: SMTPServer = new SMTPServer({
     secure: listener.tls === 'implicit',
-    key: tls.key,
-    cert: tls.cert,
+    key: certificate.pair.key,
+    cert: certificate.pair.cert,
     name: limits.hostname ?? os.hostname(),
     banner: 'Postern ESMTP',
     size: limits.max_message_bytes,
@@ -241,7 +240,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
           const failures = state.authFailures + 1;
           if (failures >= limits.auth_failures_before_disconnect) return callback(reply);
           // Repeated failures are answered ever more slowly.
-          const delay = Math.max(0, failures - limits.auth_failures_before_delay) * 1000;
+          const delay = Math.max(0, failures - limits.auth_failures_before_delay) * limits.auth_failure_delay_ms;
           if (delay === 0) callback(reply);
           else setTimeout(() => callback(reply), delay).unref();
         },
@@ -363,6 +362,9 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
   }, Math.min(5000, limits.session_timeout_ms, limits.unauthenticated_timeout_ms));
   sweep.unref();
 
+  // A renewed or reloaded certificate: new sessions get it at STARTTLS or connect; sessions in
+  // progress keep theirs (smtp-server builds each socket's context from the current one).
+  certificate.onReplace((pair) => server.updateSecureContext({ key: pair.key, cert: pair.cert }));
   if (proxies) readProxyHeaders(server, proxies, log);
   server.on('error', (err) => log.warn({ err }, 'SMTP listener error'));
 
@@ -383,7 +385,6 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, tls: 
         clearInterval(sweep);
         server.close(() => resolve());
       }),
-    updateTls: (material) => server.updateSecureContext({ key: material.key, cert: material.cert }),
     openSessions: () => sessions.size,
     listening: () => server.server.listening,
   };

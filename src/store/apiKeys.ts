@@ -5,7 +5,7 @@ import type { ProjectRow } from './projects.js';
 export interface ApiKeyRow {
   id: string;
   project_id: string;
-  /** What the key is for; '' for keys made before names (migration 16). */
+  /** What the key is for; '' for keys made before names (migration 17). */
   name?: string;
   mode: 'live' | 'test';
   key_hash: Buffer;

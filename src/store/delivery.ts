@@ -96,6 +96,23 @@ export async function leaseDueMessagesShared(q: Queries, request: { node: string
   });
 }
 
+/**
+ * PostgreSQL: `node`'s own leases that it holds no hand-off for (every id not in `holding`),
+ * renewed to `leaseUntil` and handed back to it. A lease whose commit landed but whose answer
+ * the connection's loss cut off leaves messages leased to a node that does not know it; they
+ * would otherwise wait for the lease to run out (`delivery.lease_ms`, 5 minutes by default).
+ * The attempt was counted by that lease: not again.
+ */
+export async function reclaimLeases(q: Queries, request: { node: string; now: number; leaseUntil: number; holding: string[] }): Promise<LeasedMessage[]> {
+  const { node, now, leaseUntil, holding } = request;
+  return q.all<LeasedMessage>(
+    `UPDATE messages SET lease_until = @leaseUntil, updated_at = @now
+      WHERE status = 'sending' AND lease_owner = @node AND NOT (id = ANY (CAST(@holding AS TEXT[])))
+      RETURNING *`,
+    { node, now, leaseUntil, holding: `{${holding.map((id) => `"${id}"`).join(',')}}` },
+  );
+}
+
 /** Messages past their maximum age in a state that will not deliver them, at most `limit`. */
 export async function expiredMessages(q: Queries, createdBefore: number, limit: number): Promise<MessageRow[]> {
   return q.all<MessageRow>(

@@ -1,4 +1,4 @@
-import { allValues, inJsonArray, type Queries } from './queries.js';
+import { inJsonArray, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
 import type { MessageStatus } from './messages.js';
 
@@ -25,14 +25,39 @@ export type MessageKey = [number, string] | string;
 
 const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS NULL)';
 
+/** A message an action changed, with where it is (whose live streams hear of it). */
+export interface ChangedMessage {
+  id: string;
+  project_id: string;
+  environment: 'production' | 'sandbox';
+}
+
+/** How many messages an action changed in one project and environment. */
+export interface MessagesChanged {
+  project_id: string;
+  environment: 'production' | 'sandbox';
+  count: number;
+}
+
+/** Adds `changed` to the counts `into` (by project and environment). */
+export function countChanged(into: MessagesChanged[], changed: readonly (ChangedMessage | MessagesChanged)[]): MessagesChanged[] {
+  for (const c of changed) {
+    const n = 'count' in c ? c.count : 1;
+    const place = into.find((p) => p.project_id === c.project_id && p.environment === c.environment);
+    if (place) place.count += n;
+    else into.push({ project_id: c.project_id, environment: c.environment, count: n });
+  }
+  return into;
+}
+
 /**
  * The one rule of each action, for one message or a chunk of them (ids, or a JSON list of
- * MessageKey; one statement). Returns the ids that changed. Release: queued, or scheduled while its time is
+ * MessageKey; one statement). Returns the messages that changed. Release: queued, or scheduled while its time is
  * ahead; never a message of a deleted project, nor one held by a project that is still paused
  * (resuming the project releases those). Retry: only a message whose next attempt is still
  * ahead moves.
  */
-export async function applyMessageAction(q: Queries, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): Promise<string[]> {
+export async function applyMessageAction(q: Queries, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): Promise<ChangedMessage[]> {
   if ('ids' in messages && messages.ids.length === 0) return [];
   // A chunk's keys (MessageKey): on PostgreSQL ids, as a list of ids is.
   const ids =
@@ -48,15 +73,15 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
            hold_reason = NULL, updated_at = @now
          WHERE ${ids} AND status IN ('paused', 'captured') AND ${liveProject}
            AND NOT (hold_reason = 'project' AND project_id IN (SELECT id FROM projects WHERE paused = 1))
-         RETURNING id`
+         RETURNING id, project_id, environment`
       : action === 'cancel'
         ? `UPDATE messages SET status = 'cancelled', hold_reason = NULL, next_attempt_at = NULL, updated_at = @now
            WHERE ${ids} AND status IN ('queued', 'scheduled', 'paused', 'captured')
-           RETURNING id`
+           RETURNING id, project_id, environment`
         : `UPDATE messages SET next_attempt_at = @now, updated_at = @now
            WHERE ${ids} AND status = 'queued' AND next_attempt_at > @now
-           RETURNING id`;
-  return allValues<string>(q, statement, params);
+           RETURNING id, project_id, environment`;
+  return q.all<ChangedMessage>(statement, params);
 }
 
 /**

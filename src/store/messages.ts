@@ -22,7 +22,7 @@ export interface MessageRow {
   status: MessageStatus;
   hold_reason: HoldReason;
   from_email: string;
-  /** The From display name, when the message gave one (null before migration 16). */
+  /** The From display name, when the message gave one (null before migration 17). */
   from_name?: string | null;
   /** JSON `{to, cc, bcc}`: arrays of addresses, the delivery envelope. */
   recipients: string;

@@ -475,6 +475,51 @@ export const migrations: Migration[] = [
   },
   {
     version: 16,
+    name: 'TLS certificates from ACME shared by nodes: certificates, order attempts, account keys, challenges',
+    sql: `
+      -- What several nodes on PostgreSQL share for tls.acme (tls/acmeCertificates.ts): one node
+      -- orders at a time and stores the certificate here; the others take it. A challenge any
+      -- node may be asked for (the CA's validation reaches whichever node the name leads to) is
+      -- here while its order runs. One node keeps its certificate and account key in
+      -- <state_dir>/certs and its challenges in memory: this SQLite store has the tables, unused,
+      -- so both schemas stay equal.
+      CREATE TABLE tls_certificates (
+        name TEXT PRIMARY KEY,
+        -- The names the certificate covers, a JSON array in the config's order.
+        domains TEXT NOT NULL,
+        -- The private key, then the chain (PEM).
+        pem TEXT NOT NULL,
+        not_before INTEGER NOT NULL,
+        not_after INTEGER NOT NULL,
+        obtained_at INTEGER NOT NULL,
+        obtained_by TEXT NOT NULL
+      );
+      -- The last order of a certificate's name that failed, and how many failed in a row since
+      -- the last success: every node waits out the same backoff (a CA limits failed validations).
+      CREATE TABLE tls_certificate_orders (
+        name TEXT PRIMARY KEY,
+        failures INTEGER NOT NULL,
+        failed_at INTEGER NOT NULL,
+        error TEXT NOT NULL,
+        node_id TEXT NOT NULL
+      );
+      CREATE TABLE acme_accounts (
+        directory_url TEXT PRIMARY KEY,
+        private_key TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE acme_challenges (
+        token TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('http-01', 'tls-alpn-01')),
+        domain TEXT NOT NULL,
+        key_authorization TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX acme_challenges_domain ON acme_challenges(domain, kind);
+    `,
+  },
+  {
+    version: 17,
     name: 'console: key names, sender display names, webhook answers and test bodies, viewer link records',
     sql: `
       -- A name for each API key ("billing worker"), so a list of hints can be told apart; '' for

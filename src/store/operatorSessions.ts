@@ -1,4 +1,4 @@
-import type { Queries } from './queries.js';
+import { getValue, type Queries } from './queries.js';
 
 /** A console session, found by the SHA-256 of its cookie value. */
 export interface OperatorSessionRow {
@@ -70,6 +70,16 @@ export async function listOperatorTokens(q: Queries, operatorId: string): Promis
 
 export async function revokeOperatorToken(q: Queries, id: string, now: number): Promise<boolean> {
   return (await q.run('UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id)) === 1;
+}
+
+/** Revokes an operator's active tokens (neither revoked nor expired); answers how many. */
+export async function revokeOperatorTokens(q: Queries, operatorId: string, now: number): Promise<number> {
+  return q.run('UPDATE operator_tokens SET revoked_at = ? WHERE operator_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)', now, operatorId, now);
+}
+
+/** How many of an operator's tokens still work (neither revoked nor expired). */
+export async function countActiveOperatorTokens(q: Queries, operatorId: string, now: number): Promise<number> {
+  return (await getValue<number>(q, 'SELECT COUNT(*) FROM operator_tokens WHERE operator_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)', operatorId, now))!;
 }
 
 export async function touchOperatorToken(q: Queries, id: string, now: number): Promise<void> {

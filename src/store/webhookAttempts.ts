@@ -14,7 +14,7 @@ export interface WebhookAttemptRow {
   duration_ms: number | null;
   /** Why it failed, with the start of the receiver's answer (`HTTP 500: …`); null on success. */
   error: string | null;
-  /** The start of the receiver's answer (its body, up to 1 KiB); null when none came (before migration 16: none kept). */
+  /** The start of the receiver's answer (its body, up to 1 KiB); null when none came (before migration 17: none kept). */
   answer?: string | null;
 }
 

@@ -17,6 +17,7 @@ import {
   ephemeralListenerEnv,
 } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 import { readMessageRows, spoolSnapshot } from '../support/assertions.js';
 import { databaseFor, sqliteOnly, testStore } from '../support/postgres.js';
 import { readStoredMime, storedMimeOf } from '../support/storedMime.js';
@@ -157,12 +158,16 @@ function startLoad(baseUrl: string, key: string, clients: number, opts: { maxPer
   return run as LoadRun;
 }
 
-/** Waits until at least `minAcked` 202s were recorded or `maxMs` passed (polling, not a fixed sleep). */
-async function waitForLoad(run: LoadRun, minAcked: number, minMs: number, maxMs: number): Promise<void> {
+/**
+ * Waits (polling, not a fixed sleep) for at least `minMs` and `minAcked` 202s, or, past
+ * `enoughMs`, for any 202 at all: a busy machine makes fewer, but the load has always run.
+ */
+async function waitForLoad(run: LoadRun, minAcked: number, minMs: number, enoughMs: number): Promise<void> {
   const start = Date.now();
   for (;;) {
     const elapsed = Date.now() - start;
-    if (elapsed >= maxMs || (elapsed >= minMs && run.acked.length >= minAcked)) return;
+    if (elapsed >= minMs && (run.acked.length >= minAcked || (elapsed >= enoughMs && run.acked.length > 0))) return;
+    if (elapsed >= HANG_GUARD_MS) throw new Error(`no send acknowledged within ${HANG_GUARD_MS} ms`);
     await sleep(10);
   }
 }
@@ -231,9 +236,10 @@ describe('SIGKILL under load', () => {
 
     for (let cycle = 1; cycle <= 3; cycle++) {
       const server = await spawn(stateDir);
-      const load = startLoad(server.production, liveKey, 50, { maxPerLoop: 400, maxMs: 8_000 });
-      // A disk stall (tests run two at a time) can hold the first commits for a second or more:
-      // wait for acknowledgements rather than kill a server that has given none yet.
+      const load = startLoad(server.production, liveKey, 50, { maxPerLoop: 400, maxMs: HANG_GUARD_MS });
+      // A disk stall (tests run two at a time) or a busy machine can hold the first commits for
+      // seconds: the kill comes once 300 are acknowledged, or once any is after 5 s; never before
+      // the first (the hang guard only keeps a broken server from hanging the test).
       await waitForLoad(load, 300, 400, 5_000);
       const killed = server.kill(); // SIGKILL is sent synchronously; the loops are mid-flight
       load.stop();
@@ -441,8 +447,8 @@ describe('SIGTERM under load', () => {
     const { liveKey } = await seedProject(stateDir);
     const server = await spawn(stateDir);
     let exited = false;
-    // Clients keep sending after SIGTERM until the server turns them away (or their 10 s budget runs out).
-    load = startLoad(server.production, liveKey, 20, { maxPerLoop: 5_000, maxMs: 10_000, stopOnError: () => exited });
+    // Clients keep sending after SIGTERM until the server turns them away (their budget only a hang guard).
+    load = startLoad(server.production, liveKey, 20, { maxPerLoop: 5_000, maxMs: HANG_GUARD_MS, stopOnError: () => exited });
     await waitForLoad(load, 200, 300, 1_500);
     const ackedBeforeTerm = load.acked.length;
     code = await server.stop().finally(() => {

@@ -18,7 +18,7 @@ import { withClosedIndex } from '../support/processes.js';
 import { Sink } from '../support/relaySink.js';
 import { fill, fillLeaving, isRoot, mountSmallDisk, NEEDS_ROOT } from '../support/smallDisk.js';
 import { lastReply } from '../support/smtpTransport.js';
-import { waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
 import { readStoredMime } from '../support/storedMime.js';
 
@@ -86,7 +86,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? sq
     const first = await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
     assert.equal(first.status, 202, first.text);
     acknowledged.push(first.body.id as string);
-    await waitFor(() => sink!.mailCount >= 1, 10_000, 'the first hand-off (refused by the relay)');
+    await waitFor(() => sink!.mailCount >= 1, HANG_GUARD_MS, 'the first hand-off (refused by the relay)');
 
     // Below the guard, not yet full.
     const fillers = fillLeaving(mount, 7 * MIB);
@@ -94,7 +94,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? sq
       const res = await post(server!.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
       if (res.status === 202) acknowledged.push(res.body.id as string);
       return res.status === 503 ? res : null;
-    }, 5000, 'the guard to refuse');
+    }, HANG_GUARD_MS, 'the guard to refuse');
     assert.equal(refused.headers.get('retry-after'), '30');
     assert.deepEqual(Object.keys(refused.body.error).sort(), ['code', 'message', 'type']);
     assert.equal(refused.body.error.type, 'api_error');
@@ -113,8 +113,8 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? sq
 
     // Delivery and webhooks go on: the relay now takes the waiting message, and mail.sent is posted.
     sink.behaviour = {};
-    await waitFor(() => sink!.received.length >= 1, 10_000, 'the waiting message to be relayed while the guard refuses');
-    await hooks.waitFor(1, '/sent', 10_000);
+    await waitFor(() => sink!.received.length >= 1, HANG_GUARD_MS, 'the waiting message to be relayed while the guard refuses');
+    await hooks.waitFor(1, '/sent');
 
     // Now actually full.
     fillers.push(...fill(mount));
@@ -127,7 +127,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? sq
     const resumed = await waitFor(async () => {
       const res = await post(server!.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
       return res.status === 202 ? res : null;
-    }, 5000, 'acceptance to resume');
+    }, HANG_GUARD_MS, 'acceptance to resume');
     acknowledged.push(resumed.body.id as string);
     const viaSmtp = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/.exec(await lastReply(smtpPort, keys.liveKey))?.[1];
     assert.ok(viaSmtp, 'SMTP accepts again');

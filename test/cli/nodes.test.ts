@@ -2,6 +2,7 @@
  * Nodes are visible (issue 23): a spawned server registers its row (version, listeners as
  * bound) and beats; `postern node list` shows it up, missing once SIGKILLed and 3 heartbeats
  * have passed, stopped after a graceful stop; a second process with a live node's id says so.
+ * The reader's clock is moved (POSTERN_CLOCK_OFFSET_MS) to judge a node at a given time.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,8 +12,8 @@ import { ConfigError } from '../../src/config/configError.js';
 import { buildConfig } from '../../src/config/load.js';
 import { after, test } from 'node:test';
 import { repoRoot, runCli } from '../support/postern.js';
-import { ProcessScope, sleep } from '../support/processes.js';
-import { waitFor } from '../support/waiting.js';
+import { ProcessScope } from '../support/processes.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 
 const processes = new ProcessScope();
 after(() => processes.cleanup());
@@ -33,7 +34,10 @@ async function listNodes(env: Record<string, string>): Promise<any[]> {
   return res.json.nodes as any[];
 }
 
-test('a spawned server is up in node list with its version and listeners; SIGKILLed it is missing after 3 heartbeats', async () => {
+/** `node list` by a reader whose clock reads at least `at` (the time it takes to start only adds to it). */
+const listNodesAt = (env: Record<string, string>, at: number) => listNodes({ ...env, POSTERN_CLOCK_OFFSET_MS: String(at - Date.now()) });
+
+test('a spawned server is up in node list with its version and listeners, and beats', async () => {
   const { stateDir, env } = nodeState('postern-nodes-kill-', 1);
   const server = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'node-a' });
 
@@ -51,7 +55,7 @@ test('a spawned server is up in node list with its version and listeners; SIGKIL
 
   // It beats: last_beat_at moves on while it runs.
   const firstBeat = Date.parse(node.last_beat_at);
-  await waitFor(async () => Date.parse((await listNodes(env))[0].last_beat_at) > firstBeat, 5_000, 'a heartbeat');
+  await waitFor(async () => Date.parse((await listNodes(env))[0].last_beat_at) > firstBeat, HANG_GUARD_MS, 'a heartbeat');
 
   const table = await runCli(['node', 'list'], env);
   assert.equal(table.code, 0, table.stderr);
@@ -59,17 +63,25 @@ test('a spawned server is up in node list with its version and listeners; SIGKIL
   assert.match(table.stdout, new RegExp(`^node-a\\s+up\\s+${VERSION.replace(/\./g, '\\.')}`, 'm'));
 
   assert.equal(node.heartbeat_seconds, 1);
+});
 
+test('SIGKILLed, a node is up until 3 of its own heartbeats have passed since its last beat, then missing (never stopped), even for a reader whose config says otherwise', async () => {
+  const { stateDir, env } = nodeState('postern-nodes-kill-', 60);
+  const server = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'node-k' });
   await server.kill();
-  const killedAt = Date.now();
-  // No beat for 3 × 1 s: missing, never stopped — judged by the node's own heartbeat, even by a
-  // reader whose config says 60 s.
+  const [killed] = await listNodes(env);
+  const lastBeat = Date.parse(killed.last_beat_at);
+  assert.equal(killed.stopped_at, null);
+  // Judged by the node's own heartbeat (60 s, so 3 minutes), even by a reader whose config says an hour.
   const readerConfig = path.join(stateDir, 'reader-config.json');
-  writeFileSync(readerConfig, JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: 60 } }));
+  writeFileSync(readerConfig, JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: 3600 } }));
   const reader = { ...env, POSTERN_CONFIG: readerConfig };
-  const missing = await waitFor(async () => (await listNodes(reader)).find((n) => n.state === 'missing'), 10_000, 'the killed node to be missing');
-  assert.ok(Date.now() - killedAt >= 1_500, 'not missing before its heartbeats ran out');
-  assert.equal(missing.id, 'node-a');
+  // Now (the kill was moments ago, far within 3 minutes on any machine): up.
+  assert.equal((await listNodes(reader))[0].state, 'up', 'not missing before its heartbeats ran out');
+  // Past 3 of its heartbeats after the last beat: missing.
+  const [missing] = await listNodesAt(reader, lastBeat + 3 * 60_000 + 1);
+  assert.equal(missing.id, 'node-k');
+  assert.equal(missing.state, 'missing');
   assert.equal(missing.stopped_at, null);
 });
 
@@ -77,14 +89,15 @@ test('a graceful stop (SIGTERM) shows the node stopped', async () => {
   const { stateDir, env } = nodeState('postern-nodes-stop-', 1);
   const server = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'node-b' });
   assert.equal((await listNodes(env))[0].state, 'up');
+  const stopping = Date.now();
   assert.equal(await server.stop(), 0);
+  const stopped = Date.now();
   const [node] = await listNodes(env);
   assert.equal(node.id, 'node-b');
   assert.equal(node.state, 'stopped');
-  assert.ok(node.stopped_at && Date.now() - Date.parse(node.stopped_at) < 10_000, node.stopped_at);
-  // Still stopped (never missing) long after its last beat.
-  await sleep(3_500);
-  assert.equal((await listNodes(env))[0].state, 'stopped');
+  assert.ok(node.stopped_at && Date.parse(node.stopped_at) >= stopping && Date.parse(node.stopped_at) <= stopped, `stopped_at ${node.stopped_at}: while it stopped`);
+  // Still stopped (never missing) long after its last beat: an hour on.
+  assert.equal((await listNodesAt(env, stopped + 3600_000))[0].state, 'stopped');
 });
 
 test('a second process with the id of a node that is still beating starts, and warns naming the conflict; after a graceful stop it does not', async () => {
@@ -94,7 +107,7 @@ test('a second process with the id of a node that is still beating starts, and w
   await first.kill();
   const second = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'twin' });
   // The log is written as the server starts; read it once it has arrived.
-  const warning = await waitFor(() => second.stderr().split('\n').find((line) => line.includes('another node with node.id')), 5_000, 'the warning').catch((err: Error) => assert.fail(`${err.message}: ${second.stderr()}`));
+  const warning = await waitFor(() => second.stderr().split('\n').find((line) => line.includes('another node with node.id')), HANG_GUARD_MS, 'the warning').catch((err: Error) => assert.fail(`${err.message}: ${second.stderr()}`));
   const logged = JSON.parse(warning);
   assert.equal(logged.node_id, 'twin');
   assert.equal(logged.other_pid, first.child.pid);

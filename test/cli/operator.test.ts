@@ -67,14 +67,27 @@ describe('postern operator', () => {
     assert.deepEqual(updated.projects, [b.id]);
   });
 
-  test('reset-password prints a new one-time password and ends the operator’s sessions; remove ends everything; the last owner stays', async () => {
+  test('reset-password prints a new one-time password, ends the operator’s sessions and revokes their tokens, and says how many; remove ends everything; the last owner stays', async () => {
     const created = await ok(['operator', 'create', '--email', 'reset@example.com', '--role', 'owner']);
     const session = await ConsoleClient.signIn(p.console, 'reset@example.com', created.password);
+    const made = await ok(['operator', 'token', 'create', '--operator', created.id, '--name', 'ci']);
+    const script = new ConsoleClient(p.console).withToken(made.token);
+    expectStatus(await script.get('/session'), 200);
     const reset = await ok(['operator', 'reset-password', created.id]);
-    assert.deepEqual(Object.keys(reset), ['id', 'email', 'password']);
-    assert.notEqual(reset.password, created.password);
     assert.equal((await session.get('/session')).status, 401);
-    const again = await ConsoleClient.signIn(p.console, 'reset@example.com', reset.password);
+    assert.equal((await script.get('/session')).status, 401);
+    assert.deepEqual(Object.keys(reset), ['id', 'email', 'password', 'sessions_ended', 'tokens_revoked']);
+    assert.deepEqual([reset.sessions_ended, reset.tokens_revoked], [1, 1]);
+    assert.notEqual(reset.password, created.password);
+    assert.deepEqual((await ok(['operator', 'token', 'list', '--operator', created.id])).tokens.map((t: any) => t.state), ['revoked']);
+    // --keep-tokens leaves them working; without --json the counts are printed as lines.
+    const kept = new ConsoleClient(p.console).withToken((await ok(['operator', 'token', 'create', '--operator', created.id, '--name', 'kept'])).token);
+    const said = await runCli(['operator', 'reset-password', created.id, '--keep-tokens', '--password-stdin'], env, 'a chosen long password\n');
+    assert.equal(said.code, 0, said.stderr);
+    assert.match(said.stdout, /^sessions_ended: 0$/m);
+    assert.match(said.stdout, /^tokens_revoked: 0$/m);
+    expectStatus(await kept.get('/session'), 200);
+    const again = await ConsoleClient.signIn(p.console, 'reset@example.com', 'a chosen long password');
     assert.deepEqual(await ok(['operator', 'remove', created.id]), { id: created.id, removed: true });
     assert.equal((await again.get('/session')).status, 401);
     await refused(['operator', 'remove', created.id], 'not_found');

@@ -15,7 +15,7 @@ import { createProjectWithKeys, post, runCli, validMessage } from '../support/po
 import { RawSmtp } from '../support/rawSmtp.js';
 import { plan, withPlans } from '../support/plans.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
-import { waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 
 interface LogLine {
   level: string;
@@ -47,7 +47,7 @@ test('SIGHUP applies new plans and the log level at once, names what needs a res
   // A bigger plan and the debug level, live; and an SMTP limit, which needs a restart.
   write(100, { log: { level: 'debug' }, smtp: { max_clients: 50 } });
   server.child.kill('SIGHUP');
-  const reloaded = await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  const reloaded = await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), HANG_GUARD_MS, 'the reload line');
   assert.deepEqual(reloaded.changed?.sort(), ['log', 'plans']);
   assert.deepEqual(reloaded.restart_needed, ['smtp']);
   assert.equal(reloaded.level, 'warn');
@@ -63,7 +63,7 @@ test('SIGHUP applies new plans and the log level at once, names what needs a res
   // An invalid file: refused whole, the running config kept.
   writeFileSync(configFile, JSON.stringify({ plans: { free: { monthly_messages: -1 } } }));
   server.child.kill('SIGHUP');
-  await waitFor(() => lines().some((l) => l.msg.startsWith('config reload refused')), 5000, 'the refusal line');
+  await waitFor(() => lines().some((l) => l.msg.startsWith('config reload refused')), HANG_GUARD_MS, 'the refusal line');
   assert.equal((await send()).status, 202, 'still the reloaded plan');
   assert.equal(server.child.exitCode, null, 'still running');
   assert.equal(await server.stop(), 0);
@@ -97,16 +97,16 @@ test("SIGHUP's new log level reaches the webhook dispatcher's thread too", async
       db.close();
     }
   };
-  await waitFor(() => attempted() >= 20, 10_000, 'failed attempts at info');
+  await waitFor(() => attempted() >= 20, HANG_GUARD_MS, 'failed attempts at info');
 
   write('debug');
   server.child.kill('SIGHUP');
-  await waitFor(() => lines().some((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  await waitFor(() => lines().some((l) => l.msg.startsWith('config reloaded')), HANG_GUARD_MS, 'the reload line');
   // The thread's lines are written in 4 KiB blocks too: more failing attempts push them out.
   await waitFor(async () => {
     await send();
     return lines().some(failedAttempt);
-  }, 15_000, "a debug line from the dispatcher's thread after the reload");
+  }, HANG_GUARD_MS, "a debug line from the dispatcher's thread after the reload");
   const all = lines();
   const reloadAt = all.findIndex((l) => l.msg.startsWith('config reloaded'));
   assert.ok(!all.slice(0, reloadAt).some(failedAttempt), 'no debug line at info');
@@ -133,7 +133,7 @@ test('a SIGHUP that changes only the log level keeps the rate windows: a spent k
 
   write('debug');
   server.child.kill('SIGHUP');
-  const reloaded = await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), 5000, 'the reload line');
+  const reloaded = await waitFor(() => lines().find((l) => l.msg.startsWith('config reloaded')), HANG_GUARD_MS, 'the reload line');
   assert.deepEqual(reloaded.changed, ['log']);
   const after = await send();
   assert.equal(after.status, 429, 'the window kept its two sends');

@@ -15,6 +15,7 @@ import { post, validMessage } from '../support/postern.js';
 import { headerOf, Sink } from '../support/relaySink.js';
 import { postgresUnavailable } from '../support/postgres.js';
 import { sleep } from '../support/processes.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
 
@@ -97,14 +98,16 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
       })(),
     ]);
     // Kill node B once the cluster has acknowledged some mail and the sink has started receiving.
-    const deadline = Date.now() + 30_000;
+    // (Every deadline here is a hang guard: a loaded machine only takes longer.)
+    const deadline = Date.now() + HANG_GUARD_MS;
     while ((acknowledged.length < 150 || sink!.received.length < 30) && Date.now() < deadline) await sleep(20);
     assert.ok(acknowledged.length >= 150, `load ran (${acknowledged.length} acknowledged)`);
     await nodes[1].kill();
     assert.equal(nodes[1].child.signalCode, 'SIGKILL');
     // A little more load on the survivors, then stop.
     const atKill = acknowledged.length;
-    while (acknowledged.length < atKill + 100 && Date.now() < deadline + 30_000) await sleep(20);
+    const more = Date.now() + HANG_GUARD_MS;
+    while (acknowledged.length < atKill + 100 && Date.now() < more) await sleep(20);
     stop = true;
     await Promise.all(senders);
 
@@ -113,7 +116,7 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     for (const id of acknowledged) assert.match(id, ID_RE);
 
     // Every acknowledged message reaches the sink (the dead node's after its leases expire).
-    const until = Date.now() + 60_000;
+    const until = Date.now() + HANG_GUARD_MS;
     const missing = () => {
       const got = new Set(received());
       return acknowledged.filter((id) => !got.has(subjectOf.get(id)!));
@@ -127,7 +130,7 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
       const seen = hooks();
       return acknowledged.flatMap((id) => ['mail.accepted', 'mail.sent'].map((type) => `${type} ${id}`)).filter((k) => !seen.has(k));
     };
-    while (missingEvents().length > 0 && Date.now() < until + 30_000) await sleep(100);
+    while (missingEvents().length > 0 && Date.now() < until + HANG_GUARD_MS) await sleep(100);
     assert.deepEqual(missingEvents(), [], 'every webhook event delivered');
 
     // In the database: every acknowledged message sent.

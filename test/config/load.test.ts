@@ -101,6 +101,12 @@ describe('postern start with a bad config', () => {
     await rejectsConfig(['start', '--config', writeConfig({ memory: { heap_grow: 20 } })], 'memory.heap_grow');
   });
 
+  test('console.max_streams must stay below console.max_connections (a sign-out needs a connection too)', async () => {
+    const r = await rejectsConfig(['start', '--config', writeConfig({ console: { max_streams: 128, max_connections: 128 } })], 'console.max_streams');
+    assert.match(r.json.error.message, /console\.max_streams \(128\) must be below console\.max_connections \(128\)/);
+    await rejectsConfig(['start', '--config', writeConfig({ console: { stream_max_queued_bytes: 1024 } })], 'console.stream_max_queued_bytes');
+  });
+
   test('store.backend "postgres" needs a postgres:// URL, from the file or POSTERN_DATABASE_URL; the error never repeats it', async () => {
     await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'postgres' } })], 'store.postgres.url');
     await rejectsConfig(['start', '--config', writeConfig({ store: { backend: 'mysql' } })], 'store.backend');

@@ -14,7 +14,7 @@ import { ConsoleClient, consoleWorld, EventStream, expectError, expectStatus, op
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { authedSession, dataPayload } from '../support/rawSmtp.js';
 import { Sink } from '../support/relaySink.js';
-import { waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 import { storedMimeOf } from '../support/storedMime.js';
 import { storeBodySizesIn } from '../support/storeReads.js';
 
@@ -381,9 +381,15 @@ describe('console messages', () => {
       updated_at: now,
       next_attempt_at: null,
     });
-    await p.ctx.store.transaction(async (tx) => {
-      for (let i = 0; i < 10_001; i++) await insertMessage(tx, row(i));
-    });
+    // In steps, timers let run between them: on SQLite one transaction of 10,001 inserts held this
+    // process (the server's too) for seconds on a loaded machine, past both ends' keep-alive
+    // timeouts, and the next request went out on a connection whose closing was overdue ("fetch failed").
+    for (let from = 0; from < 10_001; from += 1000) {
+      await p.ctx.store.transaction(async (tx) => {
+        for (let i = from; i < Math.min(from + 1000, 10_001); i++) await insertMessage(tx, row(i));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
     const refused = expectError(await owner.post('/messages/bulk', { action: 'cancel', filter: { project: big.project.id } }), 422, 'filter:too_many');
     assert.deepEqual(refused.details, [{ field: 'filter', code: 'filter:too_many' }]);
     assert.equal(await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM messages WHERE project_id = ? AND status = 'cancelled'", big.project.id), 0);
@@ -479,7 +485,7 @@ describe('console message timeline', () => {
     const queued = await smtp.next();
     const overSmtp = /queued as (m\.\S+)/.exec(queued)![1];
     smtp.destroy();
-    for (const id of [overHttp, overSmtp]) await waitFor(async () => (await getMessage(p.ctx.store, id))!.status === 'sent', 10_000, `${id} sent`);
+    for (const id of [overHttp, overSmtp]) await waitFor(async () => (await getMessage(p.ctx.store, id))!.status === 'sent', HANG_GUARD_MS, `${id} sent`);
 
     const shapes = [];
     for (const id of [overHttp, overSmtp]) {

@@ -46,7 +46,7 @@ describe('a generated password is changed first', () => {
 
     // The new password must be another one.
     expectError(await client.put('/session/password', { current_password: created.password, new_password: created.password }), 422, 'new_password:unchanged');
-    assert.equal((await client.put('/session/password', { current_password: created.password, new_password: 'first owner chosen password' })).status, 204);
+    assert.equal((await client.put('/session/password', { current_password: created.password, new_password: 'first owner chosen password' })).status, 200);
     assert.equal(expectStatus(await client.get('/session'), 200).operator.must_change_password, false);
     expectStatus(await client.get('/projects'), 200);
     const listed = expectStatus(await owner.get('/operators'), 200).operators.find((o: { email: string }) => o.email === 'first@example.com');
@@ -94,7 +94,7 @@ describe('a generated password is changed first', () => {
     assert.equal(expectStatus(await script.get('/session'), 200).operator.must_change_password, true);
 
     const session = await ConsoleClient.signIn(p.console, 'scripted@example.com', created.password);
-    assert.equal((await session.put('/session/password', { current_password: created.password, new_password: 'scripted chosen password' })).status, 204);
+    assert.equal((await session.put('/session/password', { current_password: created.password, new_password: 'scripted chosen password' })).status, 200);
     expectStatus(await script.get('/projects'), 200);
 
     const other = await cli(['operator', 'create', '--email', 'leaving@example.com', '--role', 'member']);

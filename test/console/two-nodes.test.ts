@@ -72,6 +72,8 @@ function expectThrottled(res: HttpResult): void {
 
 /** An operator whose password is guessed many times at once. */
 const RACED = 'raced@example.com';
+/** An operator whose session is stolen: its current password guessed through one node, sign-ins through the other. */
+const STOLEN = 'stolen@example.com';
 
 /** Where each email's failed sign-ins go, attempt by attempt: the limit's worth on one node, or spread. */
 const SPREADS = [
@@ -93,7 +95,7 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
       await migratePostgres(pool, silentLogger());
       const config = buildConfig({ state_dir: '/nonexistent' }, {});
       const ctx = { store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' };
-      for (const email of [EMAIL, RACED, ...SPREADS.map((s) => s.email)]) await operatorAccount(ctx, email, 'owner');
+      for (const email of [EMAIL, RACED, STOLEN, ...SPREADS.map((s) => s.email)]) await operatorAccount(ctx, email, 'owner');
     } finally {
       await pool.end();
     }
@@ -188,6 +190,19 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => signInFrom(consoleOf(i % 2 === 0 ? a : b), `192.0.2.${i + 1}`, RACED, 'not the password at all')));
       assert.deepEqual(tally(answers), { 401: PER_ACCOUNT, 429: 20 - PER_ACCOUNT });
       for (const node of [a, b]) expectThrottled(await signInFrom(consoleOf(node), '192.0.2.99', RACED, PASSWORD));
+    });
+
+    test(`wrong current passwords of a session (PUT /session/password) through node A and failed sign-ins through node B fill one window: ${PER_ACCOUNT - 1} + 1, then both are refused 429 on either node, the right password included`, async () => {
+      const onA = await ConsoleClient.signIn(consoleOf(a), STOLEN, PASSWORD);
+      const onB = sameSessionOn(consoleOf(b), onA);
+      const change = (client: ConsoleClient, address: string, current: string) =>
+        client.put('/session/password', { current_password: current, new_password: 'another long password' }, { headers: { 'x-forwarded-for': address } });
+      for (let i = 0; i < PER_ACCOUNT - 1; i++) expectError(await change(onA, `192.0.2.${150 + i}`, 'not the password at all'), 422, 'current_password:invalid_value');
+      expectError(await signInFrom(consoleOf(b), '192.0.2.160', STOLEN, 'not the password at all'), 401, 'invalid_credentials');
+      for (const [i, session] of [onA, onB].entries()) {
+        expectThrottled(await change(session, `192.0.2.${170 + i}`, PASSWORD));
+        expectThrottled(await signInFrom(session.base, `192.0.2.${180 + i}`, STOLEN, PASSWORD));
+      }
     });
 
     test(`20 wrong passwords from one address sent at once over both nodes, for 20 emails: exactly ${PER_IP} answered 401 in all, the other ${20 - PER_IP} 429`, async () => {

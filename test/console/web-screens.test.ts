@@ -319,19 +319,19 @@ describe('web console screens in a browser', () => {
     await page.goto(`/#/projects/${feedbackOnly.project.id}/providers`);
     await page.getByRole('heading', { name: 'Providers' }).waitFor();
     await page.locator('select[name=slug]').selectOption('provider-e-api');
-    assert.equal(await page.locator('select[name=slug]').locator('option:checked').textContent(), 'Postmark (provider-e-api)');
-    await page.getByLabel(/^API key/).fill('pm-server-token-1');
+    assert.equal(await page.locator('select[name=slug]').locator('option:checked').textContent(), 'provider-e-api (Postmark API)');
+    await page.getByLabel(/^Server token/).fill('pm-server-token-1');
     await page.getByLabel(/^Webhook secret/).fill('first-hook-secret');
     await page.getByLabel(/^Label/).fill('transactional, EU');
     await page.getByRole('button', { name: 'Attach' }).click();
     // Shown once, with the secret in it: the URL to paste into Postmark's webhook settings.
     const once = page.locator('.shown-once');
-    await once.getByText(/Feedback URL of Postmark "transactional, EU"/).waitFor();
+    await once.getByText(/Feedback URL of Postmark API "transactional, EU"/).waitFor();
     const firstUrl = (await once.getByTestId('secret').textContent())!;
     assert.match(firstUrl, /\/v1\/feedback\/[^/]+\/first-hook-secret$/);
     await page.getByRole('button', { name: 'I have saved it' }).click();
     const row = page.getByRole('region', { name: 'Provider accounts' }).locator('tr').filter({ hasText: 'transactional, EU' });
-    await row.getByText('Postmark').waitFor();
+    await row.getByText('Postmark API').waitFor();
     await row.getByText('provider-e-api').waitFor();
     assert.equal(await row.getByTestId('feedback-url').textContent(), firstUrl.replace(/first-hook-secret$/, '••••••••'));
     assert.ok(!(await page.content()).includes('first-hook-secret'), 'the secret is gone from the page once saved');
@@ -342,13 +342,13 @@ describe('web console screens in a browser', () => {
 
     // Edit: a new label, a new API key and a new webhook secret.
     await row.getByRole('button', { name: 'Edit' }).click();
-    const edit = page.getByRole('form', { name: `Edit Postmark account ${accountId}` });
-    assert.equal(await edit.getByLabel(/^API key \(new\)/).inputValue(), '', 'a secret is never filled in');
+    const edit = page.getByRole('form', { name: `Edit Postmark API account ${accountId}` });
+    assert.equal(await edit.getByLabel(/^Server token \(new\)/).inputValue(), '', 'a secret is never filled in');
     await edit.getByLabel(/^Label/).fill('transactional');
-    await edit.getByLabel(/^API key \(new\)/).fill('pm-server-token-2');
+    await edit.getByLabel(/^Server token \(new\)/).fill('pm-server-token-2');
     await edit.getByLabel(/^Webhook secret \(new\)/).fill('second-hook-secret');
     await edit.getByRole('button', { name: 'Save changes' }).click();
-    await once.getByText(/Feedback URL of Postmark "transactional"/).waitFor();
+    await once.getByText(/Feedback URL of Postmark API "transactional"/).waitFor();
     assert.equal(await once.getByTestId('secret').textContent(), firstUrl.replace(/first-hook-secret$/, 'second-hook-secret'));
     await page.getByRole('button', { name: 'I have saved it' }).click();
     await edit.waitFor({ state: 'detached' });

@@ -222,7 +222,7 @@ describe('web console in a browser', () => {
 
     const id = await send(w.p.sandbox, inbox.testKey, { subject: 'Welcome aboard', html: '<h1 id="greeting">Welcome, Ann</h1>', to: 'Ann <ann@example.org>', cc: 'carl@example.org', bcc: 'audit@example.net' });
     const row = page.locator(`tr[data-id="${id}"]`);
-    await row.waitFor({ timeout: 15_000 });
+    await row.waitFor();
     assert.equal(await row.locator('.badge.sandbox').textContent(), 'sandbox');
     assert.equal(await row.locator('.badge').first().textContent(), 'captured');
     assert.equal(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded), true, 'the page was not reloaded');
@@ -272,8 +272,8 @@ describe('web console in a browser', () => {
     await page.goto(`/#/messages/${id}`);
     const preview = page.frameLocator('iframe.preview');
     assert.equal(await preview.locator('#shown').textContent(), 'Shown');
-    // Give a script every chance to have run.
-    await page.waitForTimeout(300);
+    // Its document loaded: the script would have run, the image's handlers fired (before the load event).
+    await (await (await page.locator('iframe.preview').elementHandle())!.contentFrame())!.waitForLoadState('load');
     assert.equal(await preview.locator('body').getAttribute('data-ran'), null);
     assert.notEqual(await page.title(), 'pwned');
 
@@ -291,7 +291,7 @@ describe('web console in a browser', () => {
     await viewer.getByRole('heading', { name: 'Scripted' }).waitFor();
     const body = viewer.frameLocator('iframe');
     assert.equal(await body.locator('#shown').textContent(), 'Shown');
-    await viewer.waitForTimeout(300);
+    await (await (await viewer.locator('iframe').elementHandle())!.contentFrame())!.waitForLoadState('load');
     assert.equal(await body.locator('body').getAttribute('data-ran'), null);
     assert.equal(await viewer.title(), 'Scripted');
     assert.deepEqual(pwned, []);
@@ -519,7 +519,7 @@ describe('web console in a browser', () => {
     await row.waitFor();
     await row.getByRole('button', { name: 'Check connection' }).click();
     // The test world's relay is 127.0.0.1:9, where nothing listens.
-    await row.getByText(/Failed at connect/).waitFor({ timeout: 20_000 });
+    await row.getByText(/Failed at connect/).waitFor();
     await row.getByLabel('Priority', { exact: true }).fill('7');
     await row.getByLabel(/Free quota/).fill('3000');
     // Saved, the list is read again.
@@ -558,14 +558,14 @@ describe('web console in a browser', () => {
     const before = await boxes();
 
     await send(w.p.sandbox, live.testKey, { subject: 'Third' });
-    await page.getByRole('button', { name: /1 new or changed message — show/ }).waitFor({ timeout: 15_000 });
+    await page.getByRole('button', { name: /1 new or changed message — show/ }).waitFor();
     assert.deepEqual(await boxes(), before);
     assert.equal(await rows.count(), 2);
 
     // Released elsewhere (the API): the row's status changes where it is.
     const released = await w.owner.post(`/messages/${older}/release`);
     assert.equal(released.status, 200, released.text);
-    await page.locator(`tr[data-id="${older}"] .badge`).first().getByText('queued').waitFor({ timeout: 15_000 });
+    await page.locator(`tr[data-id="${older}"] .badge`).first().getByText('queued').waitFor();
     assert.deepEqual(await boxes(), before);
 
     await page.getByRole('button', { name: /new or changed message/ }).click();

@@ -26,7 +26,7 @@ describe('the OpenAPI document is the single source of the contract', () => {
   });
   after(async () => p.close());
 
-  test('generated TypeScript types are up to date with openapi.json and the config schema', () => {
+  test('generated files are up to date: the providers\' registry, enums and attach form (from their folders) and the TypeScript types (from the OpenAPI documents and the config schema)', () => {
     const run = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/generate-types.mjs'), '--check'], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
   });

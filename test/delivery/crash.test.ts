@@ -16,6 +16,7 @@ import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 import { headerOf, Sink } from '../support/relaySink.js';
 
 const TOTAL = 1000;
@@ -24,7 +25,13 @@ const BATCH = 100;
 const KILL_AT = 400;
 /** Per-message delay at the sink, so relaying 1,000 messages takes long enough to interrupt. */
 const SINK_DELAY_MS = 4;
-const LEASE_MS = 2000;
+/**
+ * Leases no hand-off outlasts, on a loaded machine too (a lease that ran out under a hand-off
+ * still in progress would have it relayed, and recorded sent, twice). The restarted process's
+ * clock is moved past it (POSTERN_CLOCK_OFFSET_MS): for it the killed process's leases have run out.
+ */
+const LEASE_MS = 10 * 60_000;
+const RESTART_CLOCK_OFFSET_MS = LEASE_MS + 60_000;
 const ID_RE = /^m\.[0-9a-z]{26}$/;
 
 const scope = new ProcessScope();
@@ -59,7 +66,7 @@ function writeConfig(stateDir: string, name: string, delivery: Record<string, un
   return file;
 }
 
-const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
+const spawn = (stateDir: string, configFile: string, env: Record<string, string> = {}): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile, ...env });
 
 /** Rows of the state directory's store, read on a connection of the test's own (read-only on SQLite). */
 async function readAll<T>(stateDir: string, text: string): Promise<T[]> {
@@ -145,11 +152,11 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     // Every message the sink holds was leased by the killed process: recorded `sent`, or still `sending`.
     for (const r of receiptsOf(sink)) assert.ok(r.messageId !== null && ['sent', 'sending'].includes(afterKill.get(r.messageId.split('@')[0]) ?? ''), `${r.messageId} was leased`);
 
-    // 3. Restart with delivery on; the killed process's leases run out after LEASE_MS and are relayed again.
-    const restarted = await spawn(stateDir, on);
+    // 3. Restart with delivery on, past the killed process's leases: those are relayed again.
+    const restarted = await spawn(stateDir, on, { POSTERN_CLOCK_OFFSET_MS: String(RESTART_CLOCK_OFFSET_MS) });
     const acceptedSet = new Set(accepted);
     const receivedIds = () => new Set(receiptsOf(sink).map((r) => r.messageId?.split('@')[0]));
-    const deadline = Date.now() + 40_000;
+    const deadline = Date.now() + HANG_GUARD_MS;
     let rows = await readRows(stateDir);
     while (Date.now() < deadline) {
       const got = receivedIds();

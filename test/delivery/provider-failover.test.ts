@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { messageShow } from '../../src/operator/messages.js';
 import { attachProvider } from '../../src/operator/providers.js';
+import { smtpRelayOf } from '../../src/providers/registry.js';
 import { relayMessageId } from '../../src/providers/smtpRelay.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';
@@ -18,7 +19,7 @@ import { startPostmarkEmulator } from '../support/emulators/postmark.js';
 import { SesEmulator, SnsSigner } from '../support/emulators/ses.js';
 import { createProjectWithKeys, post, repoRoot, startTestPostern, validMessage } from '../support/postern.js';
 import { postFeedback } from '../support/providerEmulator.js';
-import { scope, waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
 
 const SES = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-west-2' };
 const POSTMARK_TOKEN = 'server-token-e2e';
@@ -52,7 +53,7 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
   assertAccepted(res, 'queued');
   const id = res.body.id as string;
 
-  const sent = await waitFor(async () => ((await messageShow(p.ctx, id)).status === 'sent' ? (await messageShow(p.ctx, id)) : null), 10_000, `${id} to be sent`);
+  const sent = await waitFor(async () => ((await messageShow(p.ctx, id)).status === 'sent' ? (await messageShow(p.ctx, id)) : null), HANG_GUARD_MS, `${id} to be sent`);
   // One hand-off each, in the pinned order: Postmark throttled (its 429), SES took it.
   assert.deepEqual(
     sent.attempts_log.map((a) => [a.provider, a.provider_account_id, a.outcome]),
@@ -92,9 +93,9 @@ test('a send pinned to provider-e then provider-a fails over from a throttling p
 });
 
 test('the SMTP relay captures the provider id from Postfix-style and Amazon SES 250 replies', () => {
-  assert.equal(relayMessageId('smtp', '250 2.0.0 Ok: queued as 4Xyz1abC'), '4Xyz1abC');
-  assert.equal(relayMessageId('provider-a-smtp', '250 Ok 0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000'), '0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000');
+  assert.equal(relayMessageId(smtpRelayOf('smtp')!, '250 2.0.0 Ok: queued as 4Xyz1abC'), '4Xyz1abC');
+  assert.equal(relayMessageId(smtpRelayOf('provider-a-smtp')!, '250 Ok 0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000'), '0100018c5d6e7f80-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000');
   // Only SES's relay words it that way; another relay's "250 Ok" carries no id.
-  assert.equal(relayMessageId('smtp', '250 Ok'), null);
-  assert.equal(relayMessageId('provider-b-smtp', '250 Ok 12345'), null);
+  assert.equal(relayMessageId(smtpRelayOf('smtp')!, '250 Ok'), null);
+  assert.equal(relayMessageId(smtpRelayOf('provider-b-smtp')!, '250 Ok 12345'), null);
 });

@@ -19,7 +19,7 @@ import { getValue } from '../../src/store/queries.js';
 import { writeTempFileSync } from '../../src/spool/spool.js';
 import { sqliteOnly, testStore } from '../support/postgres.js';
 import { createProjectWithKeys, post, startTestPostern, tempStateDir, validMessage, type TestPostern } from '../support/postern.js';
-import { waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 
 const DAY = 86_400_000;
 const T0 = Date.parse('2026-03-01T10:00:00Z');
@@ -77,9 +77,9 @@ test('finished messages past retention lose their row, events and spool file; li
   clock.set(T0 + 31 * DAY);
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
-    await waitFor(async () => (await getMessage(p.ctx.store, old)) === undefined, 10_000, 'the old cancelled message to be removed');
+    await waitFor(async () => (await getMessage(p.ctx.store, old)) === undefined, HANG_GUARD_MS, 'the old cancelled message to be removed');
     assert.deepEqual(await eventsForMessage(p.ctx.store, old), []);
-    await waitFor(async () => !(await bodyKept(p, oldBody)), 5_000, 'its spool file to be removed');
+    await waitFor(async () => !(await bodyKept(p, oldBody)), HANG_GUARD_MS, 'its spool file to be removed');
     // Queued (live) for 31 days: kept, with its file; finished 21 days ago: kept.
     assert.equal((await getMessage(p.ctx.store, live))?.status, 'queued');
     assert.ok(await bodyKept(p, liveBody));
@@ -217,7 +217,7 @@ test('a retired spool file is emptied, kept across a restart, and becomes a late
   clock.set(T0 + 31 * DAY);
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
-    await waitFor(() => readdirSync(freeDir).length === 1, 10_000, 'the old file to be retired');
+    await waitFor(() => readdirSync(freeDir).length === 1, HANG_GUARD_MS, 'the old file to be retired');
     const [retired] = readdirSync(freeDir);
     assert.equal(statSync(path.join(freeDir, retired)).ino, oldInode);
     assert.equal(statSync(path.join(freeDir, retired)).size, 0, 'nothing of the old message is kept');

@@ -13,7 +13,7 @@ import { createProjectWithKeys, get, post, startTestPostern, validMessage, type 
 import { assertErrorEnvelope } from '../support/assertions.js';
 import { storedMimeCountIn } from '../support/storeReads.js';
 import { storedMimeOf } from '../support/storedMime.js';
-import { settle } from '../support/waiting.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 type Detail = { field: string; code: string };
 
@@ -195,6 +195,37 @@ describe('text that is not text is refused with its field code, never stored cha
   });
 });
 
+/**
+ * A send whose client has sent its headers and half its body, and waits: it asks for `bytes` of
+ * the budget. `finish` sends the rest; `answer` is what the server answered once it closed the
+ * connection (Connection: close), whichever came first.
+ */
+async function halfSend(p: TestPostern, key: string, bytes: number, subject: string): Promise<{ answer: Promise<string>; finish(): Promise<string> }> {
+  const body = sized(bytes, subject);
+  const url = new URL(p.sandbox);
+  const socket = net.connect(Number(url.port), url.hostname);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let text = '';
+  socket.on('data', (d) => (text += d));
+  const answer = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+  socket.write(`POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+  socket.write(body.slice(0, bytes / 2));
+  return {
+    answer,
+    async finish() {
+      // Not half-closed: a client that sends FIN before its answer has gone away (Node drops it).
+      socket.write(body.slice(bytes / 2));
+      return answer;
+    },
+  };
+}
+
+/** A valid message whose JSON is exactly `bytes` long. */
+function sized(bytes: number, subject = 'budget'): string {
+  const base = JSON.stringify(validMessage({ subject, text: '' }));
+  return JSON.stringify(validMessage({ subject, text: 'x'.repeat(bytes - Buffer.byteLength(base)) }));
+}
+
 describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, body_wait_ms 1000)', () => {
   let p: TestPostern;
   let key: string;
@@ -204,53 +235,18 @@ describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, 
   });
   after(async () => p.close());
 
-  /** A valid message whose JSON is exactly `bytes` long. */
-  const sized = (bytes: number, subject = 'budget'): string => {
-    const base = JSON.stringify(validMessage({ subject, text: '' }));
-    return JSON.stringify(validMessage({ subject, text: 'x'.repeat(bytes - Buffer.byteLength(base)) }));
-  };
-
-  /** A send whose client has sent its headers and half its body, and waits: it holds `bytes` of the budget. */
-  async function holdingSend(bytes: number): Promise<{ finish(): Promise<string> }> {
-    const body = sized(bytes, 'held');
-    const url = new URL(p.sandbox);
-    const socket = net.connect(Number(url.port), url.hostname);
-    await new Promise((resolve) => socket.once('connect', resolve));
-    let answer = '';
-    socket.on('data', (d) => (answer += d));
-    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    socket.write(`POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
-    socket.write(body.slice(0, bytes / 2));
-    // The server has read what was sent (and so holds the budget) once it has had a moment.
-    await settle(300);
-    return {
-      async finish() {
-        // Not half-closed: a client that sends FIN before its answer has gone away (Node drops it).
-        socket.write(body.slice(bytes / 2));
-        await ended;
-        return answer;
-      },
-    };
-  }
-
   test('a body that does not fit waits, then gets 503 server_busy with Retry-After; nothing is stored', async () => {
-    const held = await holdingSend(60_000);
     const before = await stored(p);
-    const res = await post(p.sandbox, '/v1/send', { key, raw: sized(20_000) });
-    assertErrorEnvelope(res, 503, 'api_error', 'server_busy');
-    assert.match(res.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+    // Two bodies that do not fit together, their clients holding back the second halves: one
+    // takes the budget, the other waits for it, in vain, whichever came first.
+    const sends = [await halfSend(p, key, 60_000, 'one'), await halfSend(p, key, 60_000, 'other')];
+    const refusedAt = await Promise.race(sends.map((x, i) => x.answer.then(() => i)));
+    const refused = await sends[refusedAt].answer;
+    assert.match(refused, /^HTTP\/1\.1 503 /);
+    assert.match(refused, /\r\nretry-after: [1-9]\d*\r\n/i);
+    assert.match(refused, /"code":"server_busy"/);
     assert.deepEqual(await stored(p), before);
-    assert.match(await held.finish(), /^HTTP\/1\.1 202 /);
-  });
-
-  test('a small body that fits beside it is served at once; a waiting one is served when the room is freed', async () => {
-    const held = await holdingSend(60_000);
-    assert.equal((await post(p.sandbox, '/v1/send', { key, raw: sized(2_000) })).status, 202);
-    const waiting = post(p.sandbox, '/v1/send', { key, raw: sized(20_000, 'waited') });
-    await settle(300);
-    assert.match(await held.finish(), /^HTTP\/1\.1 202 /);
-    const res = await waiting;
-    assert.equal(res.status, 202, res.text);
+    assert.match(await sends[1 - refusedAt].finish(), /^HTTP\/1\.1 202 /);
   });
 
   test('one body larger than the whole budget is served when nothing else holds any', async () => {
@@ -258,3 +254,25 @@ describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, 
     assert.equal(res.status, 202, res.text);
   });
 });
+
+describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, a wait nothing here outlasts)', () => {
+  let p: TestPostern;
+  let key: string;
+  before(async () => {
+    p = await startTestPostern({ config: { http: { max_inflight_body_bytes: 65_536, body_wait_ms: HANG_GUARD_MS } } });
+    key = (await createProjectWithKeys(p.ctx, 'budget')).testKey;
+  });
+  after(async () => p.close());
+
+  test('a small body that fits beside a held one is served meanwhile; one that does not fit waits, and is served once the room is freed', async () => {
+    const held = await halfSend(p, key, 60_000, 'held');
+    // 2 KB fit beside 60 KB: served while the held send is unfinished.
+    assert.equal((await post(p.sandbox, '/v1/send', { key, raw: sized(2_000) })).status, 202);
+    // 20 KB do not (80 KB of 64 KB): of the two unfinished sends one holds the budget and the
+    // other waits, however long, until it is freed.
+    const waiting = await halfSend(p, key, 20_000, 'waited');
+    const answers = await Promise.all([held.finish(), waiting.finish()]);
+    for (const answer of answers) assert.match(answer, /^HTTP\/1\.1 202 /);
+  });
+});
+

@@ -18,7 +18,7 @@ import { messageShow } from '../../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
 import { suppressionList } from '../../src/operator/suppressions.js';
 import type { DeliveryJob } from '../../src/providers/adapter.js';
-import { SesApiAdapter } from '../../src/providers/sesApi.js';
+import { SesApiAdapter } from '../../src/providers/ses/adapter.js';
 import type { ProviderAccount } from '../../src/contract/providerAccount.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';
@@ -26,7 +26,8 @@ import { providerFixture } from '../support/emulators/harness.js';
 import { SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } from '../support/emulators/ses.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { postFeedback } from '../support/providerEmulator.js';
-import { scope, settle, waitFor } from '../support/waiting.js';
+import { schedulerProbe } from '../support/probes.js';
+import { HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
 import { storedMimeOf } from '../support/storedMime.js';
 
 /* ------------------------------------------------------------------------------------------ */
@@ -88,7 +89,7 @@ async function send(w: World, overrides: Record<string, unknown> = {}): Promise<
 const statusOf = async (w: World, id: string) => (await messageShow(w.p.ctx, id)).status;
 
 async function waitStatus(w: World, id: string, status: string) {
-  await waitFor(async () => (await statusOf(w, id)) === status, 8000, `${id} to be ${status} (is ${await statusOf(w, id)}; ${(await messageShow(w.p.ctx, id)).last_error})`);
+  await waitFor(async () => (await statusOf(w, id)) === status, HANG_GUARD_MS, `${id} to be ${status} (is ${await statusOf(w, id)}; ${(await messageShow(w.p.ctx, id)).last_error})`);
   return messageShow(w.p.ctx, id);
 }
 
@@ -342,20 +343,22 @@ describe('provider-a-api: SES SendEmail', () => {
   test('sending quota exceeded (LimitExceededException) with one account: the retry waits out the rest, then succeeds', async (t) => {
     const s = scope(t);
     const w = await world(s);
+    const looked = await schedulerProbe(s, w.p);
     const a = await emulator(s, w);
     await attachSes(w, a);
     a.fail('LimitExceededException');
 
     const id = await send(w);
-    await waitFor(async () => (await attempts(w, id)).length === 1 && (await statusOf(w, id)) === 'queued', 5000, 'the first attempt');
+    await waitFor(async () => (await attempts(w, id)).length === 1 && (await statusOf(w, id)) === 'queued', HANG_GUARD_MS, 'the first attempt');
     const shown = await messageShow(w.p.ctx, id);
     const finished = Date.parse(shown.attempts_log[0].finished_at);
     // The ladder says 1 s; the quota rest (10 min, per SES's guidance) wins.
     assert.equal(Date.parse(shown.next_attempt_at!), finished + 600_000);
     assert.match(shown.last_error!, /LimitExceededException: Daily message quota exceeded/);
     w.clock.advance(599_000);
-    await settle(150);
+    await looked();
     assert.equal(a.requests.length, 1);
+    assert.equal(await statusOf(w, id), 'queued');
     w.clock.advance(1000);
     await waitStatus(w, id, 'sent');
     assert.equal(a.requests.length, 2);
@@ -380,7 +383,7 @@ describe('provider-a-api: SES SendEmail', () => {
     a.behave('server_error');
     b.behave('server_error');
     const retried = await send(w);
-    await waitFor(async () => (await attempts(w, retried)).length === 2 && (await statusOf(w, retried)) === 'queued', 5000, 'both attempts');
+    await waitFor(async () => (await attempts(w, retried)).length === 2 && (await statusOf(w, retried)) === 'queued', HANG_GUARD_MS, 'both attempts');
     assert.match((await messageShow(w.p.ctx, retried)).last_error!, /InternalFailure/);
     w.clock.advance(1000);
     await waitStatus(w, retried, 'sent');

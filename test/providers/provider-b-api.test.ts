@@ -11,7 +11,7 @@ import { ManualClock } from '../../src/clock.js';
 import { releaseMessage } from '../../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
 import { suppress } from '../../src/operator/suppressions.js';
-import { sendgridMessageId } from '../../src/providers/feedback/sendgrid.js';
+import { sendgridMessageId } from '../../src/providers/sendgrid/feedback.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertRefused, attacherFor, deliveringPostern, eventTypes, failsOverToSecond, failsWithoutFailover, feedbackState, providerFixture, requestJson as bodyOf, retryWaitsForReset, sendOver, startedFor, statusReached, type ApiKit } from '../support/emulators/harness.js';
 import { SENDGRID_TEST_KEY, sendgridMessageIdFor, startSendgridEmulator, type SendgridEmulator, type SendgridEmulatorOptions } from '../support/emulators/sendgrid.js';

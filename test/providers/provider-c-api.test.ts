@@ -16,7 +16,8 @@ import { parseMultipart, signedMailgunWebhook, startMailgunEmulator } from '../s
 import { attemptOutcomes, attacherFor, deliveringPostern, eventData, eventTypes, failsWithoutFailover, filledFixture, providerFixture, restsThrottledAccount, sendOver, startedFor, statusReached, suppressions, T0 } from '../support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
 import { createProjectWithKeys } from '../support/postern.js';
-import { scope, settle, waitFor } from '../support/waiting.js';
+import { schedulerProbe } from '../support/probes.js';
+import { HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
 import { storedMimeOf } from '../support/storedMime.js';
 
 const API_KEY = 'key-3ax6xnjp29jd6fds4gc373sgvjxteol0';
@@ -178,17 +179,19 @@ describe('provider-c-api errors drive the delivery engine', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
+    const looked = await schedulerProbe(s, p);
     const pk = await createProjectWithKeys(p.ctx, 'ladder', 'pro', { provider: false });
     const a = await attach(p, pk, emu);
 
     emu.behave('throttle', 1).behave('server_error', 1);
     const id = await sendOver(p, pk);
-    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'first attempt');
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', HANG_GUARD_MS, 'first attempt');
     assert.equal((await messageShow(p.ctx, id)).next_attempt_at, new Date(T0 + 60_000).toISOString());
-    await settle();
+    await looked();
     assert.equal(emu.requests.length, 1);
+    assert.equal((await messageShow(p.ctx, id)).status, 'queued');
     clock.advance(60_000);
-    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 2 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'second attempt');
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 2 && (await messageShow(p.ctx, id)).status === 'queued', HANG_GUARD_MS, 'second attempt');
     assert.match((await messageShow(p.ctx, id)).last_error ?? '', /^provider-c-api: 503 \{"message":"Service Unavailable"\}/);
     clock.advance(60_000);
     await statusReached(p, id, 'sent');

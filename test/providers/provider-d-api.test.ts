@@ -11,14 +11,14 @@ import { ManualClock } from '../../src/clock.js';
 import { messageShow, releaseMessage } from '../../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
 import { suppress } from '../../src/operator/suppressions.js';
-import { svixSignature } from '../../src/providers/feedback/resend.js';
-import { idempotencyKey } from '../../src/providers/resendApi.js';
+import { svixSignature } from '../../src/providers/resend/feedback.js';
+import { idempotencyKey } from '../../src/providers/resend/adapter.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertRefused, attacherFor, deliveringPostern, eventTypes, failsOverToSecond, failsWithoutFailover, feedbackState, providerFixture, requestJson as requestBody, retryWaitsForReset, sendOver, startedFor, statusReached, T0, type ApiKit } from '../support/emulators/harness.js';
 import { RESEND_TEST_KEY, resendIdFor, startResendEmulator, type ResendEmulatorState } from '../support/emulators/resend.js';
 import { postFeedback } from '../support/providerEmulator.js';
 import { createProjectWithKeys } from '../support/postern.js';
-import { scope, waitFor } from '../support/waiting.js';
+import { gate, HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 const fixture = (name: string) => providerFixture('d', name);
@@ -103,16 +103,20 @@ describe('provider-d-api: the /emails request', () => {
     const s = scope(t);
     const emu = await resend(s);
     const clock = new ManualClock(T0);
-    const p = await deliveringPostern(s, clock, { api_timeout_ms: 200, retry_ladder_seconds: [10] });
+    // A timeout a request to a local emulator meets many times over on a loaded machine.
+    const p = await deliveringPostern(s, clock, { api_timeout_ms: 3000, retry_ladder_seconds: [10] });
     const pk = await createProjectWithKeys(p.ctx, 'd idempotent', 'pro', { provider: false });
     await attachResend(p, pk, emu);
-    emu.delayMs = 800;
+    // Resend takes the first request but holds its answer until the hand-off has timed out.
+    const held = gate();
+    emu.holdUntil = held.opened;
     const id = await sendOver(p, pk);
-    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'the timed-out attempt');
-    assert.match((await messageShow(p.ctx, id)).attempts_log[0].reply ?? '', /timed out after 200 ms/);
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', HANG_GUARD_MS, 'the timed-out attempt');
+    assert.match((await messageShow(p.ctx, id)).attempts_log[0].reply ?? '', /timed out after 3000 ms/);
     assert.equal(emu.resend.sent.size, 1, 'Resend took the first request');
 
-    emu.delayMs = 0;
+    emu.holdUntil = null;
+    held.open();
     clock.advance(10_000);
     const shown = await statusReached(p, id, 'sent');
     assert.equal(emu.requests.length, 2);

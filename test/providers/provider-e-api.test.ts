@@ -16,7 +16,8 @@ import { startPostmarkEmulator, type PostmarkEmulatorOptions } from '../support/
 import { attemptOutcomes, attacherFor, deliveringPostern, eventData, eventTypes, failsWithoutFailover, filledFixture, providerFixture, sendOver, startedFor, statusReached, suppressions, T0 } from '../support/emulators/harness.js';
 import { postFeedback, type ProviderEmulator } from '../support/providerEmulator.js';
 import { createProjectWithKeys, get, post, validMessage } from '../support/postern.js';
-import { scope, settle, waitFor } from '../support/waiting.js';
+import { schedulerProbe } from '../support/probes.js';
+import { HANG_GUARD_MS, scope, settle, waitFor } from '../support/waiting.js';
 import { sqliteOnly } from '../support/postgres.js';
 
 const SERVER_TOKEN = 'c6a3c0e2-6c34-4b34-9e80-4b4f3b1e4a61';
@@ -159,14 +160,16 @@ describe('provider-e-api errors drive the delivery engine', () => {
     const clock = new ManualClock(T0);
     const emu = await emulator(s);
     const p = await deliveringPostern(s, clock);
+    const looked = await schedulerProbe(s, p);
     const pk = await createProjectWithKeys(p.ctx, 'postmark-ladder', 'pro', { provider: false });
     await attach(p, pk, emu);
     emu.behave('throttle', 1);
     const id = await sendOver(p, pk);
-    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'first attempt');
+    await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', HANG_GUARD_MS, 'first attempt');
     assert.equal((await messageShow(p.ctx, id)).next_attempt_at, new Date(T0 + 60_000).toISOString());
-    await settle();
+    await looked();
     assert.equal(emu.requests.length, 1);
+    assert.equal((await messageShow(p.ctx, id)).status, 'queued');
     clock.advance(60_000);
     await statusReached(p, id, 'sent');
     assert.equal(emu.requests.length, 2);

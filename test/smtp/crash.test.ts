@@ -5,6 +5,7 @@ import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 import { acceptedEventIdsOf, assertStoreConsistent, leftByKillOf, messageRowsOf, type StoredRow } from '../support/assertions.js';
 import { readStoredMime } from '../support/storedMime.js';
 
@@ -237,8 +238,8 @@ describe('SIGKILL during concurrent SMTP DATA', () => {
       const server = await spawn(stateDir, configFile);
       // The kill comes once 300 are acknowledged: at once on a quiet machine, later on a loaded
       // one (the bounds only keep a broken server from hanging the test).
-      const load = startLoad(starttlsPort(server), keys.liveKey, cycle, { maxPerLoop: 400, maxMs: 45_000 });
-      await waitForAcks(load, 300, 40_000);
+      const load = startLoad(starttlsPort(server), keys.liveKey, cycle, { maxPerLoop: 400, maxMs: HANG_GUARD_MS });
+      await waitForAcks(load, 300, HANG_GUARD_MS);
       const killed = server.kill(); // SIGKILL is sent synchronously; sessions are mid-DATA
       load.stop();
       await killed;

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
 import { authedSession, plain, RawSmtp, rawMessage, rawSend, tlsSession } from '../support/rawSmtp.js';
 import { settle } from '../support/waiting.js';
+import { ManualClock } from '../../src/clock.js';
 import { getValue } from '../../src/store/queries.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
@@ -243,8 +244,10 @@ describe('SMTP AUTH lines smtp-server refuses before asking for a key count as f
 
 describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_timeout_ms)', () => {
   let p: TestPostern;
+  // The server's clock: sessions are timed on it (their sweep runs every second of real time).
+  const clock = new ManualClock(Date.now());
   before(async () => {
-    p = await startTestPostern({ smtp: true, config: { smtp: { unauthenticated_timeout_ms: 1000 } } });
+    p = await startTestPostern({ clock, smtp: true, config: { smtp: { unauthenticated_timeout_ms: 1000 } } });
   });
   after(async () => p.close());
 
@@ -254,9 +257,11 @@ describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_t
     const authed = await authedSession(p.smtp.production.starttls, liveKey);
     try {
       assert.match(await idle.client.command('EHLO client.test'), /^250/);
+      // Both sessions are in, however long that took: now their time to authenticate runs out.
+      clock.advance(1001);
       assert.equal(await idle.client.next(), '421 4.4.2 Not authenticated in time; reconnect');
       await idle.client.closed;
-      await settle(1500);
+      // The sweep that closed it looked at the authenticated session too, and left it open.
       assert.match(await authed.command('NOOP'), /^250 /);
       assert.match(await rawSend(authed, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
     } finally {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { authedSession, type RawSmtp } from '../support/rawSmtp.js';
-import { settle, waitFor } from '../support/waiting.js';
+import { HANG_GUARD_MS, settle, waitFor } from '../support/waiting.js';
 import { storedMimeOf } from '../support/storedMime.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
@@ -58,8 +58,8 @@ async function assertStored(p: TestPostern, reply: string): Promise<void> {
 }
 
 /**
- * Keeps a streaming message's session alive (its client owes input: the idle timeout of 1 s
- * runs) with a body line every 200 ms, until stopped or the connection is gone.
+ * Keeps a streaming message's session alive (its client owes input: the idle timeout runs) with
+ * a body line every 200 ms, until stopped or the connection is gone.
  */
 function trickle(client: RawSmtp): () => Promise<void> {
   let stopped = false;
@@ -76,34 +76,49 @@ function trickle(client: RawSmtp): () => Promise<void> {
   };
 }
 
-describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messages)', () => {
+/**
+ * One message streamed at a time, waits for room of `streamWaitMs`, sessions idle for
+ * `idleTimeoutMs` closed. A session is opened only once it has something to do, and the 200 ms
+ * trickle keeps a streaming one far within its idle timeout on a loaded machine.
+ */
+function streamingServer(streamWaitMs: number, idleTimeoutMs: number): { p: () => TestPostern; liveKey: () => string } {
   let p: TestPostern;
   let liveKey: string;
   before(async () => {
     p = await startTestPostern({
       smtp: true,
-      // One streamed at a time; waits of 3 s; an idle timeout shorter than any wait here.
-      config: { smtp: { max_streamed_messages: 1, stream_wait_ms: 3000, idle_timeout_ms: 1000 } },
+      config: { smtp: { max_streamed_messages: 1, stream_wait_ms: streamWaitMs, idle_timeout_ms: idleTimeoutMs } },
     });
     liveKey = (await createProjectWithKeys(p.ctx, 'streamed messages')).liveKey;
   });
   after(async () => p.close());
+  return { p: () => p, liveKey: () => liveKey };
+}
+
+describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messages): one waits for room', () => {
+  // A wait for room that nothing here comes near (the first message finishes whenever the test
+  // lets it), and an idle timeout the held message is to outlive.
+  const IDLE_TIMEOUT_MS = 3000;
+  const server = streamingServer(HANG_GUARD_MS, IDLE_TIMEOUT_MS);
 
   test('a second big message is not read while the first streams (no temp file, its client held back by TCP, no idle timeout), then both are accepted and stored', async () => {
-    const first = await authedSession(p.smtp.production.starttls, liveKey);
-    const second = await authedSession(p.smtp.production.starttls, liveKey);
+    const p = server.p();
+    const first = await authedSession(p.smtp.production.starttls, server.liveKey());
+    let second: RawSmtp | undefined;
     try {
       await openMessage(first, 'first');
       await writeBody(first, 512 * KiB);
-      await waitFor(() => tmpFiles(p).length === 1, 10_000, "the first message's temp file");
       const stopFirst = trickle(first);
+      await waitFor(() => tmpFiles(p).length === 1, HANG_GUARD_MS, "the first message's temp file");
 
+      second = await authedSession(p.smtp.production.starttls, server.liveKey());
       await openMessage(second, 'second');
       // 12 MB: more than the kernel buffers of a loopback connection hold (tcp_wmem 4 MiB).
       let secondWritten = false;
       const writing = writeBody(second, 12 * MiB).then(() => (secondWritten = true));
-      // Longer than the idle timeout (1 s), shorter than the wait (3 s).
-      await settle(2000);
+      // Longer than the idle timeout: a held session does not time out (a longer sleep, on a
+      // loaded machine, shows it all the more).
+      await settle(IDLE_TIMEOUT_MS + 1000);
       assert.equal(tmpFiles(p).length, 1, 'the second message is not streamed to the spool while the first is');
       assert.equal(secondWritten, false, "the second message's client is held back: its 12 MB are not all taken");
 
@@ -116,19 +131,26 @@ describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messa
       assert.deepEqual(tmpFiles(p), [], 'no temp file is left');
     } finally {
       await first.quit();
-      await second.quit();
+      await second?.quit();
     }
   });
+});
+
+describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messages): a wait has its end', () => {
+  // An idle timeout the refused session waits within while the first finishes (on a loaded machine too).
+  const server = streamingServer(3000, 30_000);
 
   test('a big message that waits past stream_wait_ms is drained unstored and answered 451 4.3.0 server_busy; retried once there is room, it is accepted', async () => {
-    const first = await authedSession(p.smtp.production.starttls, liveKey);
-    const second = await authedSession(p.smtp.production.starttls, liveKey);
+    const p = server.p();
+    const first = await authedSession(p.smtp.production.starttls, server.liveKey());
+    let second: RawSmtp | undefined;
     try {
       await openMessage(first, 'first');
       await writeBody(first, 512 * KiB);
-      await waitFor(() => tmpFiles(p).length === 1, 10_000, "the first message's temp file");
       const stopFirst = trickle(first);
+      await waitFor(() => tmpFiles(p).length === 1, HANG_GUARD_MS, "the first message's temp file");
 
+      second = await authedSession(p.smtp.production.starttls, server.liveKey());
       await openMessage(second, 'second');
       // Held for the 3 s wait, then read to its end (all 12 MB are taken) without a byte stored.
       await writeBody(second, 12 * MiB);
@@ -143,7 +165,7 @@ describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messa
       await assertStored(p, await finish(second));
     } finally {
       await first.quit();
-      await second.quit();
+      await second?.quit();
     }
   });
 });

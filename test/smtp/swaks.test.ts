@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { storedMimeOf } from '../support/storedMime.js';
 import { getValue } from '../../src/store/queries.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 /**
  * The SMTP door driven by swaks, a real Perl SMTP client run as a child process. CI installs
@@ -18,7 +19,7 @@ interface SwaksResult {
 /** Runs swaks asynchronously (the server lives in this process: a sync spawn would deadlock it). */
 function swaks(args: string[]): Promise<SwaksResult> {
   return new Promise((resolve, reject) => {
-    execFile('swaks', ['--server', '127.0.0.1', '--timeout', '20', ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile('swaks', ['--server', '127.0.0.1', '--timeout', String(HANG_GUARD_MS / 1000), ...args], { timeout: HANG_GUARD_MS }, (err, stdout, stderr) => {
       if (err && (err as NodeJS.ErrnoException).code === 'ENOENT') {
         reject(new Error('swaks is not on PATH: install it (apt-get install swaks); these tests need a real SMTP client'));
         return;

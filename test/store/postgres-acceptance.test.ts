@@ -307,7 +307,7 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       assert.equal(existsSync(file.tmpPath), false, 'the scratch copy is removed once the body is stored');
       assert.ok((await readAll(readBodyChunks(pool, bigRecord.message.id))).equals(big));
       assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 42);
-      assert.equal(writer.lastWriteError(), null);
+      assert.equal(await writer.lastWriteError(2000), null);
       assert.ok(groups <= 3, `43 units in three ticks took ${groups} group transactions`);
     } finally {
       await writer.close();
@@ -324,7 +324,7 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       const outcomes = await Promise.allSettled(writer.submitMany([{ file: null, record: acceptance(project) }, { file: null, record: acceptance(project) }]));
       assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
       assert.match((outcomes[0] as PromiseRejectedResult).reason.message, /^commit failed: /);
-      assert.match(writer.lastWriteError() ?? '', /^commit failed: /);
+      assert.match((await writer.lastWriteError(2000)) ?? '', /^commit failed: /);
       await writer.close();
       await assert.rejects(writer.submitMany([{ file: null, record: acceptance(project) }])[0], /closed/);
     } finally {

@@ -8,7 +8,10 @@ import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
 import { sqliteQueries } from '../../src/store/queries.js';
+import { PostgresBookkeeping } from '../../src/commit/postgresBookkeeping.js';
+import type { DeliveryBookkeeping, DeliveryWrite } from '../../src/commit/deliveryBookkeeping.js';
 import { finishSending, leaseDueMessages, type HandOffEnd } from '../../src/store/delivery.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { insertMessage } from '../../src/store/messages.js';
 import { finishHandOffPostgres, leaseDueMessagesPostgres, type LeasedMessage } from '../../src/store/postgres/deliveryLeases.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
@@ -17,6 +20,7 @@ import { insertProject } from '../../src/store/projects.js';
 import { tempDirs } from '../support/hooks.js';
 import { DEFAULT_PLANS } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
+import { meetingPoint, withinHangGuard } from '../support/waiting.js';
 
 /**
  * Delivery leases and provider throttles on PostgreSQL, shared by nodes: three pools on one
@@ -150,6 +154,8 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
       const accepted = await accept(nodes[0], Array.from({ length: 300 }, () => acceptance(project)));
       const leases: { node: string; message: LeasedMessage }[] = [];
       const batches = [0, 0, 0];
+      // Every node's first batch before any node's second (3 × 25 of the 300).
+      const firstBatches = meetingPoint(nodes.length);
       await Promise.all(
         nodes.map(async (pool, n) => {
           for (;;) {
@@ -158,6 +164,7 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
             batches[n] += 1;
             assert.ok(batch.length <= 25);
             for (const message of batch) leases.push({ node: `node-${n}`, message });
+            if (batches[n] === 1) await firstBatches.reached();
           }
         }),
       );
@@ -166,7 +173,7 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
       const twice = [...timesLeased].filter(([, times]) => times > 1).map(([id]) => id);
       assert.deepEqual(twice, [], `${twice.length} messages leased more than once`);
       assert.deepEqual([...timesLeased.keys()].sort(), [...accepted].sort(), 'every message leased');
-      assert.ok(batches.filter((b) => b > 0).length >= 2, `the nodes took part together (batches per node: ${batches.join(', ')})`);
+      assert.ok(batches.every((b) => b > 0), `the nodes took part together (batches per node: ${batches.join(', ')})`);
       // What each node was handed is what the table says it holds.
       for (const { node, message } of leases) {
         assert.equal(message.lease_owner, node);
@@ -195,13 +202,10 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
       try {
         await other.query('BEGIN');
         await other.query('SELECT id FROM messages WHERE id = ANY($1) FOR UPDATE', [held]);
-        let timer: NodeJS.Timeout | undefined;
-        const waited = new Promise<'waited'>((resolve) => (timer = setTimeout(() => resolve('waited'), 5000)));
         lease = leaseDueMessagesPostgres(nodes[0], { node: 'node-0', now: NOW, leaseUntil: NOW + MINUTE, limit: 100 });
-        const first = await Promise.race([lease, waited]);
-        clearTimeout(timer);
-        assert.notEqual(first, 'waited', 'the lease waited for the other node’s locks');
-        assert.deepEqual(ids(first as LeasedMessage[]), accepted.slice(5).sort());
+        // Done while the other node still holds its locks (released only below): it did not wait for them.
+        const first = await withinHangGuard(lease, 'the lease waited for the other node’s locks');
+        assert.deepEqual(ids(first), accepted.slice(5).sort());
       } finally {
         await other.query('ROLLBACK');
         other.release();
@@ -249,6 +253,55 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
       // Once ended, no outcome moves it again, not even its last owner's.
       assert.equal(await finishHandOffPostgres(b, { id, node: 'node-b', now: NOW + 4000, ...sentByB, status: 'failed' }), false);
       assert.equal((await columns(a, id)).status, 'sent');
+    });
+  });
+
+  test('an exchange sent again after the database went away as it committed: its hand-off is recorded once, and the node takes back the leases it never heard of, not those it holds', async () => {
+    await withNodes(async ([a, b]) => {
+      const project = await newProject(a);
+      const [sent, unheard1, unheard2, held, other] = await accept(a, Array.from({ length: 5 }, () => acceptance(project)));
+      const bookkeeping = new PostgresBookkeeping(postgresQueries(a));
+      const nothing: DeliveryBookkeeping = { writes: [], expire: null, lease: null, reclaim: null };
+      // Node A's lease lands; as far as A knows (its answer cut off) it holds only `sent` and `held`.
+      const leasedByA = await bookkeeping.write('delivery', { ...nothing, lease: { node: 'node-a', now: NOW, leaseUntil: NOW + HOUR, limit: 4 } });
+      assert.deepEqual(ids(leasedByA.result.leased as LeasedMessage[]), [sent, unheard1, unheard2, held].sort());
+      assert.deepEqual(ids(await leaseDueMessagesPostgres(b, { node: 'node-b', now: NOW, leaseUntil: NOW + HOUR, limit: 10 })), [other]);
+
+      // `sent`'s hand-off ends: the same write twice, the second as an exchange tried again after its first commit's answer was cut off.
+      const row = (await a.query('SELECT id, project_id, subject, from_email FROM messages WHERE id = $1', [sent])).rows[0] as { id: string; project_id: string; subject: string; from_email: string };
+      const attempt = (id: string) => ({ kind: 'attempt' as const, attempt: { message_id: id, provider_account_id: 'pa.1', provider_slug: 'smtp', started_at: NOW + 5, finished_at: NOW + 10, outcome: 'sent' as const, reply: '250 ok', provider_message_id: 'relay-1' } });
+      const end: DeliveryWrite = {
+        kind: 'finish',
+        id: sent,
+        to: { status: 'sent', next_attempt_at: null, provider_slug: 'smtp', provider_message_id: 'relay-1', last_error: null, pending_recipients: null },
+        at: NOW + 10,
+        event: null,
+        node: 'node-a',
+        records: [
+          attempt(sent),
+          { kind: 'usage', accountId: 'pa.1', period: '2026-11' },
+          { kind: 'event', event: { message: row, type: 'mail.sent', at: NOW + 10, extra: { provider: 'smtp' } } },
+        ],
+      };
+      await bookkeeping.write('delivery', { ...nothing, writes: [end] });
+      await bookkeeping.write('delivery', { ...nothing, writes: [{ ...end, retried: true }] });
+      const count = async (sql: string, params: unknown[]) => Number((await a.query(sql, params)).rows[0].n);
+      assert.equal((await columns(a, sent)).status, 'sent');
+      assert.equal(await count('SELECT count(*) AS n FROM attempts WHERE message_id = $1', [sent]), 1, 'one attempt row');
+      assert.equal(await count("SELECT count(*) AS n FROM events WHERE message_id = $1 AND type = 'mail.sent'", [sent]), 1, 'one mail.sent');
+      assert.equal(await count("SELECT messages AS n FROM provider_usage WHERE provider_account_id = 'pa.1'", []), 1, 'counted once');
+
+      const heldEnd: DeliveryWrite = { ...end, id: held, records: [attempt(held)], retried: true };
+      // Node A takes back what it leased without knowing: not `held` (its hand-off is under way), not `sent` (ended), not B's.
+      const back = await bookkeeping.write('delivery', { ...nothing, reclaim: { node: 'node-a', now: NOW + 20, leaseUntil: NOW + 20 + HOUR, holding: [held] } });
+      assert.deepEqual(ids(back.result.reclaimed as LeasedMessage[]), [unheard1, unheard2].sort());
+      assert.deepEqual(back.result.leased, []);
+      for (const id of [unheard1, unheard2]) assert.deepEqual(await columns(a, id).then((c) => [c.status, c.lease_owner, c.lease_until, c.attempts]), ['sending', 'node-a', NOW + 20 + HOUR, 1]);
+      // `held`'s end, tried again when its first try did not land: it moves the message, and its records are written.
+      await bookkeeping.write('delivery', { ...nothing, writes: [heldEnd] });
+      assert.equal((await columns(a, held)).status, 'sent');
+      assert.equal(await count('SELECT count(*) AS n FROM attempts WHERE message_id = $1', [held]), 1);
+      assert.equal((await columns(b, other)).lease_owner, 'node-b');
     });
   });
 

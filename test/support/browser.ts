@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { repoRoot } from './paths.js';
+import { HANG_GUARD_MS } from './waiting.js';
 
 /** Where Debian's chromium package puts the browser (the `chromium` on PATH is a shell wrapper). */
 const CANDIDATES = [process.env.POSTERN_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
@@ -27,16 +28,17 @@ export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
 /**
  * A fresh context at a desktop (1280 px) or phone (390 px) width (or the size given), with the
  * console's origin, in the light or dark colour scheme; with `storageState`, the cookies and
- * local storage of another (a session signed in once).
+ * local storage of another (a session signed in once). Its waits (Playwright's default, 30 s)
+ * are hang guards, as every wait in the suites.
  */
-export function newContext(
+export async function newContext(
   browser: Browser,
   baseURL: string,
   viewport: 'desktop' | 'phone' | { width: number; height: number } = 'desktop',
   storageState?: StorageState,
   colorScheme: 'light' | 'dark' = 'light',
 ): Promise<BrowserContext> {
-  return browser.newContext({
+  const context = await browser.newContext({
     baseURL,
     storageState,
     colorScheme,
@@ -44,6 +46,9 @@ export function newContext(
     timezoneId: 'America/New_York',
     locale: 'en-US',
   });
+  context.setDefaultTimeout(HANG_GUARD_MS);
+  context.setDefaultNavigationTimeout(HANG_GUARD_MS);
+  return context;
 }
 
 /** Signs in through the sign-in form, as a person would. */

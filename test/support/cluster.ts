@@ -29,6 +29,11 @@ export interface Cluster {
   nodes: ClusterNode[];
   /** The operator's connection to the shared database, with the nodes' config. */
   ctx: OperatorContext;
+  /**
+   * Stops `node` (SIGTERM) and starts it again on its state directory, its environment with `env`
+   * added (POSTERN_CLOCK_OFFSET_MS: a node whose clock has moved on).
+   */
+  restart(node: ClusterNode, env?: Record<string, string>): Promise<ClusterNode>;
   /** Stops what is still running, drops the database and removes the state directories. */
   close(): Promise<void>;
 }
@@ -48,12 +53,14 @@ const BASE_CONFIG = {
 /**
  * One node per id, started together on a fresh, migrated database. `config` (top-level keys
  * replace the base's) is every node's config file and the operator context's config, so a
- * plan it names exists on both sides.
+ * plan it names exists on both sides. `server`: the database is made on that server instead
+ * of the test process's shared one (a test that restarts its server has one of its own; the
+ * operator's connections then outlive its restarts).
  */
-export async function startCluster(ids: string[], config: Record<string, unknown> = {}): Promise<Cluster> {
+export async function startCluster(ids: string[], config: Record<string, unknown> = {}, opts: { server?: string } = {}): Promise<Cluster> {
   const scope = new ProcessScope();
-  const database = await freshDatabase((await sharedPostgres()).url);
-  const pool = testPool(database.url, 4);
+  const database = await freshDatabase(opts.server ?? (await sharedPostgres()).url);
+  const pool = testPool(database.url, 4, { restarts: opts.server !== undefined });
   const close = async () => {
     await scope.cleanup();
     await pool.end();
@@ -69,18 +76,24 @@ export async function startCluster(ids: string[], config: Record<string, unknown
       config: buildConfig({ state_dir: '/nonexistent', ...settings }, {}),
       spoolRoot: '/nonexistent',
     };
+    const start = async (id: string, dir: string, env: Record<string, string>): Promise<ClusterNode> => {
+      const node = await scope.spawn(dir, env);
+      const smtp = node.listeners.find((l) => l.protocol === 'smtp')?.port ?? 0;
+      return Object.assign(node, { id, smtp, env });
+    };
     const nodes = await Promise.all(
       ids.map(async (id): Promise<ClusterNode> => {
         const dir = scope.stateDir(`postern-${id}-`);
         const file = path.join(dir, 'node.json');
         writeFileSync(file, JSON.stringify(settings));
-        const env = { POSTERN_CONFIG: file, POSTERN_STATE_DIR: dir, POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: database.url, POSTERN_NODE_ID: id };
-        const node = await scope.spawn(dir, env);
-        const smtp = node.listeners.find((l) => l.protocol === 'smtp')?.port ?? 0;
-        return Object.assign(node, { id, smtp, env });
+        return start(id, dir, { POSTERN_CONFIG: file, POSTERN_STATE_DIR: dir, POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: database.url, POSTERN_NODE_ID: id });
       }),
     );
-    return { url: database.url, nodes, ctx, close };
+    const restart = async (node: ClusterNode, env: Record<string, string> = {}): Promise<ClusterNode> => {
+      await node.stop();
+      return start(node.id, node.env.POSTERN_STATE_DIR, { ...node.env, ...env });
+    };
+    return { url: database.url, nodes, ctx, restart, close };
   } catch (err) {
     await close();
     throw err;

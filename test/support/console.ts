@@ -11,6 +11,7 @@ import addFormatsModule from 'ajv-formats';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createOperator } from '../../src/operator/operators.js';
 import { createProjectWithKeys, repoRoot, startTestPostern, toResult, type HttpResult, type ProjectWithKeys, type TestPostern } from './postern.js';
+import { HANG_GUARD_MS } from './waiting.js';
 
 export const API = '/console/api/v1';
 export const consoleDoc = JSON.parse(readFileSync(path.join(repoRoot, 'src/console/openapi.json'), 'utf8')) as {
@@ -134,7 +135,7 @@ export class ConsoleClient {
       method,
       headers,
       body: opts.raw ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
-      signal: AbortSignal.timeout(30_000),
+      signal: AbortSignal.timeout(HANG_GUARD_MS),
     });
     const result = await toResult(res);
     const body: unknown = result.body;
@@ -226,8 +227,8 @@ export class EventStream {
     }
   }
 
-  /** The first event (from the start of the stream) that `match` accepts. */
-  async next(match: (e: { event: string; data: any }) => boolean, timeoutMs = 10_000): Promise<{ event: string; data: any }> {
+  /** The first event (from the start of the stream) that `match` accepts; `timeoutMs` is a hang guard. */
+  async next(match: (e: { event: string; data: any }) => boolean, timeoutMs = HANG_GUARD_MS): Promise<{ event: string; data: any }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.events.find(match);

@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Logger } from '../../src/log.js';
 import { toResult, type HttpResult } from './postern.js';
+import { HANG_GUARD_MS } from './waiting.js';
 
 /** One HTTP request on a connection of its own from `localAddress` (fetch cannot choose it); the answer read whole. */
 export function requestFrom(
@@ -18,7 +19,7 @@ export function requestFrom(
   const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
   const headers = { ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }), ...opts.headers };
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, localAddress, agent: false, timeout: 30_000 }, (res) => {
+    const req = http.request(url, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, localAddress, agent: false, timeout: HANG_GUARD_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
@@ -29,7 +30,7 @@ export function requestFrom(
         resolve(toResult(new Response(chunks.length > 0 ? Buffer.concat(chunks) : null, { status: res.statusCode, headers: fetchHeaders })));
       });
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} in 30 s`)));
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} in ${HANG_GUARD_MS} ms`)));
     req.on('error', reject);
     req.end(body);
   });

@@ -16,6 +16,7 @@ import { createKey } from '../../src/operator/keys.js';
 import { createProject, type ProjectView } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { repoRoot } from './paths.js';
+import { HANG_GUARD_MS } from './waiting.js';
 
 export { repoRoot };
 export const cliPath = path.join(repoRoot, 'bin', 'postern.js');
@@ -172,13 +173,13 @@ export async function post(
     headers,
     body: (opts.raw as BodyInit | undefined) ?? (opts.json === undefined ? undefined : JSON.stringify(opts.json)),
     // A stuck server fails the test in seconds instead of stalling the whole file.
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(HANG_GUARD_MS),
   });
   return toResult(res);
 }
 
 export async function get(baseUrl: string, pathname: string): Promise<HttpResult> {
-  return toResult(await fetch(baseUrl + pathname, { signal: AbortSignal.timeout(30_000) }));
+  return toResult(await fetch(baseUrl + pathname, { signal: AbortSignal.timeout(HANG_GUARD_MS) }));
 }
 
 /** A fetch answer read whole: status, headers, the text, and the body parsed when it is JSON. */
@@ -212,14 +213,14 @@ export function cliEnv(p: Pick<TestPostern, 'stateDir' | 'config'>): Record<stri
   return { POSTERN_STATE_DIR: p.stateDir, ...(store.backend === 'postgres' ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: store.postgres.url! } : {}) };
 }
 
-/** Runs the real `postern` CLI as a child process (`input`: written to its standard input). */
-export async function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
+/** Runs the real `postern` CLI as a child process (`input`: written to its standard input; `cli`: another checkout's bin/postern.js). */
+export async function runCli(args: string[], env: Record<string, string> = {}, input?: string, cli = cliPath): Promise<CliResult> {
   // POSTERN_TEST_STORE=postgres: the state directory's database, as its server uses.
   if (testStore() === 'postgres' && env.POSTERN_STATE_DIR && !env.POSTERN_DATABASE_URL) {
     env = { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: (await databaseFor(env.POSTERN_STATE_DIR)).url, ...env };
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, POSTERN_LOG_LEVEL: 'warn', ...env }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
@@ -261,7 +262,7 @@ export async function spawnPostern(
   stateDir: string,
   env: Record<string, string> = {},
   args: string[] = [],
-  opts: { logFile?: string; delivery?: boolean; openFileLimit?: number } = {},
+  opts: { logFile?: string; delivery?: boolean; openFileLimit?: number; cli?: string } = {},
 ): Promise<SpawnedPostern> {
   // A log file keeps a chatty server from costing the parent CPU (benchmarks).
   const logFd = opts.logFile ? openSync(opts.logFile, 'a') : null;
@@ -280,7 +281,7 @@ export async function spawnPostern(
   }
   // e.g. POSTERN_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server.
   const nodeArgs = (process.env.POSTERN_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const argv = [...nodeArgs, cliPath, 'start', '--json', ...args];
+  const argv = [...nodeArgs, opts.cli ?? cliPath, 'start', '--json', ...args];
   // A lowered `ulimit -n` for the server alone (descriptor exhaustion tests).
   const [command, commandArgs] =
     opts.openFileLimit === undefined ? [process.execPath, argv] : ['sh', ['-c', `ulimit -n ${opts.openFileLimit} && exec "$0" "$@"`, process.execPath, ...argv]];

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { repoRoot } from './paths.js';
-import { onProcessExit, privatePostgresUnavailable, startPostgresInstance } from './privatePostgres.js';
+import { onProcessExit, privatePostgresUnavailable, startPostgresInstance, type PostgresInstance } from './privatePostgres.js';
 
 export interface TestPostgres {
   /** A connection URL (postgres://user:password@127.0.0.1:port/database). */
@@ -51,14 +51,23 @@ export async function startPrivatePostgres(): Promise<TestPostgres> {
     };
   }
 
-  const instance = await startPostgresInstance([
+  const instance = await startTestInstance();
+  return { url: instance.url, stop: () => instance.stop() };
+}
+
+/**
+ * A private instance of the test process's own, whatever POSTERN_TEST_DATABASE_URL says (a test
+ * that stops and starts its server: skip with privatePostgresUnavailable()), with the settings of
+ * startPrivatePostgres's.
+ */
+export function startTestInstance(): Promise<PostgresInstance> {
+  return startPostgresInstance([
     // Three nodes' pools, the tests' own connections and some spare.
     'max_connections = 120',
     // A small footprint on a machine shared with other work.
     'shared_buffers = 32MB',
     'max_wal_size = 256MB',
   ]);
-  return { url: instance.url, stop: () => instance.stop() };
 }
 
 function databaseOf(url: string): string {
@@ -104,12 +113,13 @@ export async function freshDatabase(url: string): Promise<FreshDatabase> {
 /**
  * A pool for tests. pool.end() resolves before its connections have closed, so dropping the
  * database or stopping the server right after terminates ones still closing, which the pool
- * reports as an error: expected while it ends (pg-pool's `ending`), thrown at any other time.
+ * reports as an error: expected while it ends (pg-pool's `ending`), thrown at any other time,
+ * unless the test restarts the server itself (`restarts`: its idle connections are cut then).
  */
-export function testPool(url: string, max: number): pg.Pool {
+export function testPool(url: string, max: number, opts: { restarts?: boolean } = {}): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max });
   pool.on('error', (err) => {
-    if (!pool.ending) throw err;
+    if (!pool.ending && !opts.restarts) throw err;
   });
   return pool;
 }

@@ -5,7 +5,7 @@
  * The tests (test/support/postgres.ts) and the bench (bench/cluster.ts) start theirs with it;
  * it is stopped and its directory removed when the process exits, however it exits.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -23,6 +23,14 @@ export interface PostgresInstance {
   settings: string[];
   /** Stops the instance (a clean shutdown) and removes its directory. */
   stop(): Promise<void>;
+  /**
+   * `pg_ctl stop -m <mode>`, keeping the directory and port for `start()`: the first half of a
+   * restart or a failover (fast: every backend is told to end and the server checkpoints;
+   * immediate: every backend is killed, and the next start recovers from the WAL).
+   */
+  halt(mode: 'fast' | 'immediate'): Promise<void>;
+  /** Starts a halted instance again, on its port, and resolves once it takes connections. */
+  start(): Promise<void>;
 }
 
 const POSTGRES_ROOT = '/usr/lib/postgresql';
@@ -113,6 +121,18 @@ function runAs(user: { uid: number; gid: number } | null, program: string, args:
   return r.stdout;
 }
 
+/** runAs without blocking the caller's event loop (its clients and servers keep running meanwhile). */
+function runAsync(user: { uid: number; gid: number } | null, program: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      program,
+      args,
+      { encoding: 'utf8', timeout: 120_000, ...(user ? { uid: user.uid, gid: user.gid } : {}), cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' } },
+      (err, stdout, stderr) => (err ? reject(new Error(`${path.basename(program)} ${args[0] ?? ''} failed: ${err.message} ${`${stdout}${stderr}`.trim()}`)) : resolve(stdout)),
+    );
+  });
+}
+
 /**
  * Starts a private instance: durable (DURABLE_SETTINGS, which `settings` cannot turn off: they
  * come last), on 127.0.0.1 only, on a free port, with a password (SCRAM), its socket in its own
@@ -183,6 +203,16 @@ export async function startPostgresInstance(settings: string[] = []): Promise<Po
     async stop() {
       stopNow();
       cancelExitStep();
+    },
+    async halt(mode) {
+      if (!started) return;
+      await runAsync(user, path.join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', mode, '-w', '-t', '60']);
+      started = false;
+    },
+    async start() {
+      if (started) return;
+      await runAsync(user, path.join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60']);
+      started = true;
     },
   };
 }

@@ -33,7 +33,7 @@ export interface PeakRss {
  * and the kernel's own peak (VmHWM), reset at the start where allowed, so no short spike
  * between two polls is missed. `stop()` gives the figures.
  */
-export function watchPeakRss(pid: number, intervalMs = 20): { stop(): PeakRss } {
+export function watchPeakRss(pid: number, intervalMs = 20): { baseline: number; peakSoFar(): number; stop(): PeakRss } {
   const baseline = memoryOf(pid, 'VmRSS');
   const resettable = resetPeakRss(pid);
   let polled = baseline;
@@ -45,6 +45,9 @@ export function watchPeakRss(pid: number, intervalMs = 20): { stop(): PeakRss } 
     }
   }, intervalMs);
   return {
+    baseline,
+    /** The highest VmRSS polled so far, in bytes (the kernel's VmHWM is read at `stop`). */
+    peakSoFar: () => Math.max(polled, memoryOf(pid, 'VmRSS')),
     stop() {
       clearInterval(poll);
       const hwm = resettable ? memoryOf(pid, 'VmHWM') : null;

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { HANG_GUARD_MS } from './waiting.js';
 
 /** A request as the emulator received it: the exact bytes, for golden comparisons. */
 export interface RecordedRequest {
@@ -48,6 +49,8 @@ export class ProviderEmulator {
   defaultMode: EmulatorMode = 'ok';
   /** Added before every answer (a slow provider). */
   delayMs = 0;
+  /** While set, answers wait until it settles (a provider that answers only once the test lets it). */
+  holdUntil: Promise<unknown> | null = null;
   private counter = 0;
 
   private constructor(
@@ -79,7 +82,8 @@ export class ProviderEmulator {
           res.writeHead(reply.status, headers);
           res.end(body);
         };
-        if (emu.delayMs > 0) setTimeout(answer, emu.delayMs).unref();
+        if (emu.holdUntil) void emu.holdUntil.then(answer, answer);
+        else if (emu.delayMs > 0) setTimeout(answer, emu.delayMs).unref();
         else answer();
       });
     });
@@ -117,7 +121,7 @@ export async function postFeedback(
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: body as BodyInit,
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(HANG_GUARD_MS),
   });
   const text = await res.text();
   let parsed: unknown;

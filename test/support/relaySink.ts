@@ -23,11 +23,18 @@ export interface SinkBehaviour {
   mail?: (from: string) => SmtpReply | null;
   /** Delay before answering MAIL FROM (a slow relay). */
   mailDelayMs?: number;
+  /** MAIL FROM is answered only once this settles (a relay that stalls until the test lets it go). */
+  mailUntil?: Promise<unknown>;
   rcpt?: (to: string) => SmtpReply | null;
   /** A reply for the end of DATA other than 250, given how many DATA were received before. */
   data?: (previous: number) => SmtpReply | null;
   /** Delay before answering the end of DATA (a relay a little slower than instant: a kill finds hand-offs in flight). */
   dataDelayMs?: number;
+  /**
+   * The end of DATA is answered only once this settles (the message is recorded at once): the
+   * hand-offs it holds are in flight, taken by the relay but not yet known to the sender.
+   */
+  dataHold?: Promise<void>;
   /** Called with how many messages it holds, after each accepted message is recorded and before it is answered. */
   onReceived?: (count: number) => void;
   /** AUTH required, and every credential refused with 535. */
@@ -43,6 +50,8 @@ export class Sink {
   readonly received: Received[] = [];
   dataCount = 0;
   mailCount = 0;
+  /** Messages received whose end of DATA waits for `dataHold`. */
+  held = 0;
   /** SMTP connections opened to this relay. */
   connections = 0;
   private constructor(
@@ -75,7 +84,8 @@ export class Sink {
         self.mailCount++;
         const reply = self.behaviour.mail?.(address.address) ?? null;
         const answer = () => callback(reply ? smtpError(reply) : null);
-        if (self.behaviour.mailDelayMs) setTimeout(answer, self.behaviour.mailDelayMs);
+        if (self.behaviour.mailUntil) void self.behaviour.mailUntil.then(answer, answer);
+        else if (self.behaviour.mailDelayMs) setTimeout(answer, self.behaviour.mailDelayMs);
         else answer();
       },
       onRcptTo(address, _session, callback) {
@@ -99,7 +109,14 @@ export class Sink {
           });
           self.behaviour.onReceived?.(self.received.length);
           const answer = () => callback(null, `OK queued as ${queueId}`);
-          if (self.behaviour.dataDelayMs) setTimeout(answer, self.behaviour.dataDelayMs);
+          const hold = self.behaviour.dataHold;
+          if (hold) {
+            self.held++;
+            void hold.then(() => {
+              self.held--;
+              answer();
+            });
+          } else if (self.behaviour.dataDelayMs) setTimeout(answer, self.behaviour.dataDelayMs);
           else answer();
         });
       },

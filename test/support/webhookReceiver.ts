@@ -1,6 +1,10 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { HANG_GUARD_MS } from './waiting.js';
+
+/** Arrivals across every receiver of this process, counted: the order of requests to different receivers. */
+let arrivals = 0;
 
 /** One request as the receiver saw it: the raw body bytes, exactly as they arrived. */
 export interface ReceivedWebhook {
@@ -12,6 +16,8 @@ export interface ReceivedWebhook {
   body: any;
   /** Wall-clock arrival (Date.now()). */
   at: number;
+  /** Its place in the order of arrival over every receiver of this process (1, 2, …). */
+  arrival: number;
 }
 
 export interface ReceiverAnswer {
@@ -20,6 +26,8 @@ export interface ReceiverAnswer {
   body?: string;
   /** Wait this long before answering (a slow endpoint). */
   delayMs?: number;
+  /** Answer only once this settles (an endpoint that holds its answer until the test lets it go). */
+  until?: Promise<unknown>;
 }
 
 /**
@@ -72,7 +80,7 @@ export class WebhookReceiver {
       body = undefined;
     }
     const path = req.url ?? '/';
-    const item: ReceivedWebhook = { method: req.method ?? '', path, headers: req.headers, raw, body, at: Date.now() };
+    const item: ReceivedWebhook = { method: req.method ?? '', path, headers: req.headers, raw, body, at: Date.now(), arrival: ++arrivals };
     const previous = this.received.filter((r) => r.path === path).length;
     this.received.push(item);
     const now = (this.inFlight.get(path) ?? 0) + 1;
@@ -86,7 +94,9 @@ export class WebhookReceiver {
       res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
       res.end(answer.body ?? '');
     };
-    if (answer.delayMs) {
+    if (answer.until) {
+      void answer.until.then(send, send);
+    } else if (answer.delayMs) {
       const timer = setTimeout(() => {
         this.timers.delete(timer);
         send();
@@ -102,14 +112,16 @@ export class WebhookReceiver {
     return path === undefined ? this.received : this.received.filter((r) => r.path === path);
   }
 
-  /** Resolves once `check()` holds (re-checked at every request), or rejects after `timeoutMs`. */
-  waitUntil(check: () => boolean, timeoutMs = 10_000, what = 'the receiver'): Promise<void> {
+  /** Resolves once `check()` holds (re-checked at every request), or rejects after `timeoutMs` (a hang guard). */
+  waitUntil(check: () => boolean, timeoutMs = HANG_GUARD_MS, what = 'the receiver'): Promise<void> {
     if (check()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
         reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${this.received.length} requests so far)`));
       }, timeoutMs);
+      // The receiver's server keeps the process alive while it waits; a test that ended does not wait for the guard.
+      timer.unref();
       const waiter = {
         check,
         resolve: () => {
@@ -122,7 +134,7 @@ export class WebhookReceiver {
   }
 
   /** Waits for at least `n` requests on `path` (all paths when omitted). */
-  waitFor(n: number, path?: string, timeoutMs = 10_000): Promise<ReceivedWebhook[]> {
+  waitFor(n: number, path?: string, timeoutMs = HANG_GUARD_MS): Promise<ReceivedWebhook[]> {
     return this.waitUntil(() => this.on(path).length >= n, timeoutMs, `${n} requests${path ? ` on ${path}` : ''}`).then(() => this.on(path));
   }
 

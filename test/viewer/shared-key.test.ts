@@ -20,6 +20,7 @@ import { tempDirs } from '../support/hooks.js';
 import { cliEnv, createProjectWithKeys, post, runCli, startTestNodes, validMessage, type TestPostern } from '../support/postern.js';
 import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
 import { sleep } from '../support/processes.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 const stateDir = tempDirs('postern-viewer-key-');
 const MESSAGE = 'm.' + '0'.repeat(26);
@@ -97,7 +98,7 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
       await first.query('INSERT INTO viewer_key (id, secret, created_at) VALUES (1, $1, 1)', [key]);
       // Each sees no key yet (uncommitted), offers its own, and waits on the row's primary key.
       const waiting = h.nodes.map((n) => viewerSecret(n.store, n.dir, silentLogger()));
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + HANG_GUARD_MS;
       const blocked = async () =>
         (await h.nodes[1].pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n;
       while ((await blocked()) < 3 && Date.now() < deadline) await sleep(20);
@@ -183,7 +184,7 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
       assert.ok(url.startsWith(`${a.production}/view/${id}/`), url);
 
       for (const base of [a.production, b.production]) {
-        const res = await fetch(url.replace(a.production, base), { signal: AbortSignal.timeout(30_000) });
+        const res = await fetch(url.replace(a.production, base), { signal: AbortSignal.timeout(HANG_GUARD_MS) });
         const page = await res.text();
         assert.equal(res.status, 200, `${base}: ${page}`);
         assert.match(page, /<h1>Shared link<\/h1>/);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startCluster, type Cluster, type ClusterNode } from '../support/cluster.js';
 import { postgresUnavailable } from '../support/postgres.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 const VIEWER_PER_IP = 4;
 const WINDOW_SECONDS = 60;
@@ -14,7 +15,7 @@ const NO_SUCH_LINK = `/view/m.${'0'.repeat(26)}/x`;
 
 /** A viewer request from `address` (behind the trusted proxy): its status and Retry-After. */
 async function view(node: ClusterNode, address: string): Promise<[number, string | null]> {
-  const res = await fetch(node.production + NO_SUCH_LINK, { headers: { 'x-forwarded-for': address }, signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(node.production + NO_SUCH_LINK, { headers: { 'x-forwarded-for': address }, signal: AbortSignal.timeout(HANG_GUARD_MS) });
   await res.arrayBuffer();
   return [res.status, res.headers.get('retry-after')];
 }

@@ -15,6 +15,7 @@ import { viewerToken } from '../../src/policy/viewerTokens.js';
 import { consoleWorld, expectError, expectStatus, type ConsoleWorld } from '../support/console.js';
 import { sqliteOnly } from '../support/postgres.js';
 import { cliEnv, post, runCli, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 const DAY = 86_400_000;
 
@@ -25,7 +26,7 @@ async function send(base: string, key: string, overrides: Record<string, unknown
 }
 
 async function view(url: string): Promise<HttpResult & { bytes: string }> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(url, { signal: AbortSignal.timeout(HANG_GUARD_MS) });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: undefined, text, bytes: text };
 }

@@ -643,6 +643,49 @@ export const postgresMigrations: Migration[] = [
   },
   {
     version: 16,
+    name: 'TLS certificates from ACME shared by nodes: certificates, order attempts, account keys, challenges',
+    sql: `
+      -- What the nodes share for tls.acme (tls/acmeCertificates.ts): one node orders at a time,
+      -- under an advisory lock (store/tlsCertificates.ts), and stores the certificate here; the
+      -- others take it. A challenge any node may be asked for (the CA's validation reaches
+      -- whichever node the name leads to) is here while its order runs.
+      CREATE TABLE tls_certificates (
+        name TEXT PRIMARY KEY,
+        -- The names the certificate covers, a JSON array in the config's order.
+        domains TEXT NOT NULL,
+        -- The private key, then the chain (PEM).
+        pem TEXT NOT NULL,
+        not_before BIGINT NOT NULL,
+        not_after BIGINT NOT NULL,
+        obtained_at BIGINT NOT NULL,
+        obtained_by TEXT NOT NULL
+      );
+      -- The last order of a certificate's name that failed, and how many failed in a row since
+      -- the last success: every node waits out the same backoff (a CA limits failed validations).
+      CREATE TABLE tls_certificate_orders (
+        name TEXT PRIMARY KEY,
+        failures INTEGER NOT NULL,
+        failed_at BIGINT NOT NULL,
+        error TEXT NOT NULL,
+        node_id TEXT NOT NULL
+      );
+      CREATE TABLE acme_accounts (
+        directory_url TEXT PRIMARY KEY,
+        private_key TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE TABLE acme_challenges (
+        token TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('http-01', 'tls-alpn-01')),
+        domain TEXT NOT NULL,
+        key_authorization TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX acme_challenges_domain ON acme_challenges(domain, kind);
+    `,
+  },
+  {
+    version: 17,
     name: 'console: key names, sender display names, webhook answers and test bodies, viewer link records',
     sql: `
       -- A name for each API key ("billing worker"), so a list of hints can be told apart; '' for

@@ -14,7 +14,8 @@ import { eventsForMessage } from '../../../src/store/events.js';
 import { assertAccepted } from '../assertions.js';
 import { createProjectWithKeys, post, repoRoot, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../postern.js';
 import type { ProviderEmulator } from '../providerEmulator.js';
-import { scope, settle, waitFor } from '../waiting.js';
+import { schedulerProbe } from '../probes.js';
+import { HANG_GUARD_MS, scope, waitFor } from '../waiting.js';
 
 type Scope = ReturnType<typeof scope>;
 
@@ -32,7 +33,7 @@ export async function sendOver(p: TestPostern, pk: ProjectWithKeys, overrides: R
 }
 
 export async function statusReached(p: TestPostern, id: string, status: string) {
-  await waitFor(async () => (await messageShow(p.ctx, id)).status === status, 10_000, `${id} to be ${status} (is ${(await messageShow(p.ctx, id)).status})`);
+  await waitFor(async () => (await messageShow(p.ctx, id)).status === status, HANG_GUARD_MS, `${id} to be ${status} (is ${(await messageShow(p.ctx, id)).status})`);
   return messageShow(p.ctx, id);
 }
 
@@ -194,15 +195,17 @@ export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestCont
   const emu = await throttling(s, clock);
   emu.behave('throttle');
   const p = await deliveringPostern(s, clock, { retry_ladder_seconds: [10] });
+  const looked = await schedulerProbe(s, p);
   const pk = await createProjectWithKeys(p.ctx, 'reset', 'pro', { provider: false });
   await kit.attach(p, pk, emu);
   const id = await sendOver(p, pk);
-  await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', 10_000, 'first attempt');
+  await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', HANG_GUARD_MS, 'first attempt');
   const first = await messageShow(p.ctx, id);
   assert.equal(first.next_attempt_at, new Date(T0 + waitMs).toISOString());
   clock.advance(waitMs / 2);
-  await settle(200);
+  await looked();
   assert.equal(emu.requests.length, 1, 'nothing before the reset');
+  assert.equal((await messageShow(p.ctx, id)).status, 'queued');
   clock.advance(waitMs / 2);
   const shown = await statusReached(p, id, 'sent');
   assert.equal(emu.requests.length, 2);

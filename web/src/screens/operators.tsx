@@ -60,7 +60,7 @@ export function OperatorsScreen() {
                   {o.id !== app.session.operator.id && (
                     <>
                       <button type="button" class="small" disabled={action.busy} onClick={async () => {
-                        if (!(await askConfirm({ title: `Reset the password of ${o.email}?`, body: <p>Their sessions end, and they must change the new (generated) password when they sign in.</p>, confirm: 'Reset the password', danger: true }))) return;
+                        if (!(await askConfirm({ title: `Reset the password of ${o.email}?`, body: <p>Their sessions end and their API tokens are revoked, and they must change the new (generated) password when they sign in.</p>, confirm: 'Reset the password', danger: true }))) return;
                         const r = await action.run(() => post<Api.PasswordReset>(`/operators/${o.id}/reset-password`));
                         if (r) setShown({ label: `New password for ${o.email}`, value: r.password });
                       }}>

@@ -2,58 +2,32 @@ import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
 import { CopyButton, Empty, ErrorNote, Field, Loading, ShownOnce, Table, useAction, useLoad } from '../ui';
+import { PROVIDER_ACCOUNTS, type AccountField, type SlugAccount } from './providerAccounts.gen';
 
-const SLUGS: Api.ProviderSlug[] = [
-  'smtp', 'provider-a-smtp', 'provider-b-smtp', 'provider-c-smtp', 'provider-d-smtp', 'provider-e-smtp', 'provider-f-smtp', 'provider-g-smtp',
-  'provider-a-api', 'provider-b-api', 'provider-c-api', 'provider-d-api', 'provider-e-api', 'provider-f-api',
-];
+/** The attach form's slug list and each slug's fields: the providers' declarations (generated). */
+function accountOf(slug: string): SlugAccount {
+  return PROVIDER_ACCOUNTS.find((p) => p.slug === slug) ?? PROVIDER_ACCOUNTS[0];
+}
 
-/** The vendor behind each slug, as the API names it (`vendor`). */
-const VENDORS: Record<Api.ProviderSlug, string> = {
-  smtp: 'SMTP relay',
-  'provider-a-smtp': 'Amazon SES', 'provider-a-api': 'Amazon SES',
-  'provider-b-smtp': 'SendGrid', 'provider-b-api': 'SendGrid',
-  'provider-c-smtp': 'Mailgun', 'provider-c-api': 'Mailgun',
-  'provider-d-smtp': 'Resend', 'provider-d-api': 'Resend',
-  'provider-e-smtp': 'Postmark', 'provider-e-api': 'Postmark',
-  'provider-f-smtp': 'Brevo', 'provider-f-api': 'Brevo',
-  'provider-g-smtp': 'Google Workspace (Gmail)',
-};
-
-type FieldName = 'host' | 'port' | 'tls' | 'user' | 'pass' | 'api_key' | 'endpoint' | 'region' | 'domain' | 'webhook_secret' | 'webhook_public_key';
-
-/** The fields each kind of slug takes (required ones first). */
-function fieldsFor(slug: string): { name: FieldName; label: string; required?: boolean; secret?: boolean; hint?: string }[] {
-  if (slug === 'smtp')
-    return [
-      { name: 'host', label: 'Host', required: true },
-      { name: 'port', label: 'Port', hint: 'default 587' },
-      { name: 'tls', label: 'TLS' },
-      { name: 'user', label: 'User' },
-      { name: 'pass', label: 'Password', secret: true },
-    ];
-  if (slug.endsWith('-smtp'))
-    return [
-      { name: 'user', label: 'SMTP user', required: true },
-      { name: 'pass', label: 'SMTP password', required: true, secret: true },
-      { name: 'host', label: 'Host', hint: "empty: the provider's" },
-      { name: 'port', label: 'Port' },
-      { name: 'tls', label: 'TLS' },
-    ];
-  return [
-    { name: 'api_key', label: 'API key', required: true, secret: true },
-    ...(slug === 'provider-c-api' ? [{ name: 'domain' as const, label: 'Sending domain', required: true }] : [{ name: 'domain' as const, label: 'Domain' }]),
-    { name: 'region', label: 'Region' },
-    { name: 'endpoint', label: 'Endpoint', hint: "empty: the provider's" },
-    { name: 'webhook_secret', label: 'Webhook secret', secret: true },
-    { name: 'webhook_public_key', label: 'Webhook public key' },
-  ];
+/** One account field's input, as its JSON Schema says: a choice, a number, a secret, or text. */
+function FieldInput({ name, field, required }: { name: string; field: AccountField; required: boolean }) {
+  if (field.enum)
+    return (
+      <select name={name}>
+        <option value="">default</option>
+        {field.enum.map((v) => (
+          <option key={v}>{v}</option>
+        ))}
+      </select>
+    );
+  return <input name={name} required={required} type={field.writeOnly ? 'password' : field.type === 'integer' ? 'number' : 'text'} autoComplete="off" />;
 }
 
 export function ProvidersScreen({ projectId }: { projectId: string }) {
   const providers = useLoad(() => get<Api.ProviderList>(`/projects/${projectId}/providers`), [projectId]);
   const action = useAction();
-  const [slug, setSlug] = useState<string>('smtp');
+  const [slug, setSlug] = useState<string>(PROVIDER_ACCOUNTS[0].slug);
+  const { account } = accountOf(slug);
   const [checks, setChecks] = useState<Record<string, Api.ConnectionCheck>>({});
   const [editing, setEditing] = useState<string | null>(null);
   const [feedbackShown, setFeedbackShown] = useState<{ label: string; url: string } | null>(null);
@@ -116,11 +90,11 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
                         <Field label="Label">
                           <input name="label" maxLength={100} defaultValue={p.label ?? ''} placeholder="what this account is for" />
                         </Field>
-                        {fieldsFor(p.slug)
-                          .filter((f) => f.secret || f.name === 'user' || f.name === 'webhook_public_key')
-                          .map((f) => (
-                            <Field key={f.name} label={f.secret ? `${f.label} (new)` : f.label} hint={f.secret ? (p.credentials[f.name as 'pass' | 'api_key' | 'webhook_secret'] ? 'set; empty keeps it, a new one replaces it and is never shown again' : 'not set') : undefined}>
-                              <input name={f.name} type={f.secret ? 'password' : 'text'} autoComplete="off" defaultValue={f.secret ? '' : String(p[f.name as 'user' | 'webhook_public_key'] ?? '')} />
+                        {Object.entries(accountOf(p.slug).account.properties)
+                          .filter(([name, f]) => f.writeOnly || name === 'user' || name === 'webhook_public_key')
+                          .map(([name, f]) => (
+                            <Field key={name} label={f.writeOnly ? `${f.title} (new)` : f.title} hint={f.writeOnly ? (p.credentials[name as 'pass' | 'api_key' | 'webhook_secret'] ? 'set; empty keeps it, a new one replaces it and is never shown again' : 'not set') : undefined}>
+                              <input name={name} type={f.writeOnly ? 'password' : 'text'} autoComplete="off" defaultValue={f.writeOnly ? '' : String(p[name as 'user' | 'webhook_public_key'] ?? '')} />
                             </Field>
                           ))}
                         <button type="submit" class="primary small" disabled={action.busy}>
@@ -188,7 +162,7 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
           const body: Record<string, string | number> = { slug };
           new FormData(form).forEach((v, k) => {
             if (typeof v !== 'string' || v.trim() === '' || k === 'slug') return;
-            body[k] = ['port', 'priority', 'free_quota'].includes(k) ? Number(v) : v.trim();
+            body[k] = account.properties[k]?.type === 'integer' || k === 'priority' || k === 'free_quota' ? Number(v) : v.trim();
           });
           const attached = await action.run(() => post<Api.ProviderAccount>(`/projects/${projectId}/providers`, body));
           if (attached) {
@@ -201,27 +175,21 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
         <h2>Attach a provider account</h2>
         <Field label="Provider">
           <select name="slug" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
-            {SLUGS.map((s) => (
-              <option key={s} value={s}>
-                {VENDORS[s]} ({s})
+            {PROVIDER_ACCOUNTS.map((p) => (
+              <option key={p.slug} value={p.slug}>
+                {p.slug} ({p.title})
               </option>
             ))}
           </select>
         </Field>
-        {fieldsFor(slug).map((f) => (
-          <Field key={slug + f.name} label={f.label + (f.required ? '' : ' (optional)')} hint={f.hint}>
-            {f.name === 'tls' ? (
-              <select name="tls">
-                <option value="">default</option>
-                <option>starttls</option>
-                <option>implicit</option>
-                <option>none</option>
-              </select>
-            ) : (
-              <input name={f.name} required={f.required} type={f.secret ? 'password' : f.name === 'port' ? 'number' : 'text'} autoComplete="off" />
-            )}
-          </Field>
-        ))}
+        {Object.entries(account.properties).map(([name, field]) => {
+          const required = account.required.includes(name);
+          return (
+            <Field key={slug + name} label={field.title + (required ? '' : ' (optional)')} hint={field.description}>
+              <FieldInput name={name} field={field} required={required} />
+            </Field>
+          );
+        })}
         <Field label="Label (optional)" hint="what this account is for, e.g. transactional, EU">
           <input name="label" maxLength={100} />
         </Field>
