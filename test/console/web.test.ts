@@ -150,9 +150,11 @@ describe('web console in a browser', () => {
     lapsingId = (await operatorAccount(w.p.ctx, LAPSING, 'owner')).id;
     browser = await launchBrowser();
   });
-  afterEach(() => {
+  afterEach(async () => {
     const seen = watched.flatMap((p) => p.unexpected());
     watched = [];
+    // Each test's tabs closed, as a person closes them: their event streams end (an operator may hold 8 at once).
+    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
     assert.deepEqual(seen, [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
   });
   after(async () => {

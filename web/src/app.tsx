@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, get, setCsrfToken, whenPasswordChangeRequired, whenSignedOut, type Api } from './api';
 import { ConfirmHost } from './confirm';
 import { announceReconnected, useReachable } from './connection';
-import { useLiveStream } from './live';
+import { closeLiveStream, useLiveStream } from './live';
 import { href, navigate, useRoute, type Route } from './router';
 import { AppContext, isOwner, useApp, type AppState } from './session';
 import { AccountScreen, ForcedPasswordChange } from './screens/account';
@@ -112,7 +112,10 @@ export function App() {
 
   if (session === undefined) return <Loading what="the console" />;
   if (session === null) return <SignIn onSignedIn={signedIn} notice={notice} />;
-  const signOut = () => void api('DELETE', '/session').then(signedOut, signedOut);
+  const signOut = () => {
+    closeLiveStream();
+    void api('DELETE', '/session').then(signedOut, signedOut);
+  };
   if (session.operator.must_change_password && lapsed === null) return <ForcedPasswordChange session={session} onChanged={() => void refreshSession()} onSignOut={signOut} />;
   const state: AppState = { session, projects, reloadProjects: () => void loadProjects(), refreshSession: () => void refreshSession() };
   return (

@@ -98,7 +98,11 @@ function reopenSoon(): void {
   }, REOPEN_AFTER_MS);
 }
 
-function close(): void {
+/**
+ * Ends the stream for good (unmounted, or signing out). Signing out closes it first: the server
+ * ends a session's streams with it, and the error handler would then ask for a session that is gone.
+ */
+export function closeLiveStream(): void {
   wanted = false;
   missed = false;
   source?.close();
@@ -121,7 +125,7 @@ export function useLiveStream(): void {
   useEffect(() => {
     wanted = true;
     if (isReachable()) open();
-    return close;
+    return closeLiveStream;
   }, []);
 }
 
