@@ -187,7 +187,7 @@ describe('console management', () => {
     const dev = await ConsoleClient.signIn(p.console, 'dev@example.com', created.password);
     // The generated password is changed first; then the member sees their project.
     expectError(await dev.get('/projects'), 403, 'password_change_required');
-    assert.equal((await dev.put('/session/password', { current_password: created.password, new_password: 'dev chosen password' })).status, 204);
+    assert.equal((await dev.put('/session/password', { current_password: created.password, new_password: 'dev chosen password' })).status, 200);
     assert.deepEqual(expectStatus(await dev.get('/projects'), 200).projects.map((x: any) => x.id), [b.project.id]);
     expectError(await owner.post('/operators', { email: 'DEV@example.com', role: 'member' }), 409, 'conflict');
     expectError(await owner.post('/operators', { email: 'x@example.com', role: 'owner', projects: [a.project.id] }), 422, 'projects:invalid_value');
