@@ -54,6 +54,11 @@ export function newEndpointId(): string {
   return `wh.${random32(20)}`;
 }
 
+/** `vl.` + 16 random base32 characters: a public viewer link (its token names it). */
+export function newViewerLinkId(): string {
+  return `vl.${random32(16)}`;
+}
+
 export function newProjectId(): string {
   return `p.${random32(20)}`;
 }

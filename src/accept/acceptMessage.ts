@@ -282,6 +282,7 @@ export class AcceptPipeline {
         status: state.status,
         hold_reason: state.holdReason,
         from_email: message.from.email,
+        from_name: message.from.name ?? null,
         recipients: JSON.stringify(recipients),
         subject: message.subject,
         tags: JSON.stringify(message.tags),

@@ -3,10 +3,10 @@ import { int, str, type CommandGroup } from './command.js';
 
 export const keyCommands: CommandGroup = {
   create: {
-    usage: 'key create --project ID --mode live|test [--expires ISO]',
-    options: { project: { type: 'string' }, mode: { type: 'string' }, expires: { type: 'string' } },
+    usage: 'key create --project ID --mode live|test [--name NAME] [--expires ISO]',
+    options: { project: { type: 'string' }, mode: { type: 'string' }, name: { type: 'string' }, expires: { type: 'string' } },
     required: ['project', 'mode'],
-    run: (ctx, v) => createKey(ctx, str(v.project)!, str(v.mode)!, str(v.expires)),
+    run: (ctx, v) => createKey(ctx, str(v.project)!, str(v.mode)!, str(v.expires), str(v.name)),
   },
   revoke: { usage: 'key revoke KEY_ID', positionals: ['KEY_ID'], run: (ctx, _v, [id]) => revokeKey(ctx, id) },
   rotate: {

@@ -5,7 +5,7 @@ import { cancelMessage, deleteMessage, messageList, openMessageMime, messageShow
 import { OperatorError } from '../operator/errors.js';
 import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
 import type { MessageAction } from '../store/messageActions.js';
-import { configuredViewerBase, durationSeconds, messageLink } from '../operator/messageLinks.js';
+import { configuredViewerBase, durationSeconds, messageLink, messageLinks, revokeMessageLink } from '../operator/messageLinks.js';
 import { viewerSecret } from '../policy/viewerKey.js';
 import { commandLogger, str, strs, type Command, type CommandGroup } from './command.js';
 
@@ -89,6 +89,8 @@ export const messageCommands: CommandGroup = {
       return messageLink(ctx, await viewerSecret(ctx.store, ctx.config.state_dir, commandLogger(), ctx.clock), base, id, seconds);
     },
   },
+  links: { usage: 'message links ID', positionals: ['ID'], run: (ctx, _v, [id]) => messageLinks(ctx, id) },
+  'revoke-link': { usage: 'message revoke-link ID LINK_ID', positionals: ['ID', 'LINK_ID'], run: (ctx, _v, [id, link]) => revokeMessageLink(ctx, id, link) },
   delete: { usage: 'message delete ID', positionals: ['ID'], run: (ctx, _v, [id]) => deleteMessage(ctx, id) },
   bulk: {
     usage: 'message bulk --action release|cancel|retry (--ids ID,… | [--project ID] [--environment E] [--status S,…])',

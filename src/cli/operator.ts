@@ -45,8 +45,8 @@ export const operatorTokenCommands: CommandGroup = {
 
 export const auditCommands: CommandGroup = {
   list: {
-    usage: 'audit list [--limit N] [--cursor C] [--actor OPERATOR_ID|cli] [--action A]',
-    options: { limit: { type: 'string' }, cursor: { type: 'string' }, actor: { type: 'string' }, action: { type: 'string' } },
-    run: (ctx, v) => auditLog(ctx, { limit: int('limit', v.limit), cursor: str(v.cursor), actor: str(v.actor), action: str(v.action) }),
+    usage: 'audit list [--limit N] [--cursor C] [--actor OPERATOR_ID|cli] [--actor-email EMAIL] [--action A]',
+    options: { limit: { type: 'string' }, cursor: { type: 'string' }, actor: { type: 'string' }, 'actor-email': { type: 'string' }, action: { type: 'string' } },
+    run: (ctx, v) => auditLog(ctx, { limit: int('limit', v.limit), cursor: str(v.cursor), actor: str(v.actor), actorEmail: str(v['actor-email']), action: str(v.action) }),
   },
 };

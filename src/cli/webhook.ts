@@ -1,4 +1,4 @@
-import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts } from '../operator/webhooks.js';
+import { addWebhook, enableWebhook, listWebhooks, redeliverWebhook, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, webhookDelivery } from '../operator/webhooks.js';
 import { int, str, type CommandGroup } from './command.js';
 
 export const webhookCommands: CommandGroup = {
@@ -19,4 +19,6 @@ export const webhookCommands: CommandGroup = {
     options: { limit: { type: 'string' }, cursor: { type: 'string' } },
     run: (ctx, v, [id]) => webhookAttempts(ctx, id, { limit: int('limit', v.limit), cursor: str(v.cursor) }),
   },
+  delivery: { usage: 'webhook delivery ID DELIVERY_ID', positionals: ['ID', 'DELIVERY_ID'], run: (ctx, _v, [id, delivery]) => webhookDelivery(ctx, id, delivery) },
+  redeliver: { usage: 'webhook redeliver ID DELIVERY_ID', positionals: ['ID', 'DELIVERY_ID'], run: (ctx, _v, [id, delivery]) => redeliverWebhook(ctx, id, delivery) },
 };

@@ -1,5 +1,5 @@
 import { removableFrom } from '../contract/messageStates.js';
-import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import { createApiKey, credentialState, type KeyMode } from '../policy/apiKeys.js';
 import { getApiKey, revokeApiKey, shortenApiKeyExpiry } from '../store/apiKeys.js';
 import { insertAudit, type AuditRow } from '../store/audit.js';
@@ -15,11 +15,12 @@ import {
   type OperatorRole, type OperatorRow,
 } from '../store/operators.js';
 import { getProject, insertProject, markProjectDeleted, setProjectPaused, setProjectPlan, setProjectStrategy } from '../store/projects.js';
-import { detachProviderAccount, findProviderAccount, insertProviderAccount, setProviderAccountLimits } from '../store/providerAccounts.js';
+import { detachProviderAccount, findProviderAccount, insertProviderAccount, setProviderAccountConfig, setProviderAccountLimits } from '../store/providerAccounts.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, removeSuppression, type SuppressionRow } from '../store/suppressions.js';
+import { insertViewerLink, revokeViewerLink, type ViewerLinkRow } from '../store/viewerLinks.js';
 import { insertWebhookAttempt, type WebhookAttemptRow } from '../store/webhookAttempts.js';
-import { enableWebhookEndpoint, insertWebhookDelivery, insertWebhookEndpoint, removeWebhookEndpoint, rotateWebhookSecret } from '../store/webhooks.js';
+import { enableWebhookEndpoint, insertWebhookDelivery, insertWebhookEndpoint, recordRedelivery, removeWebhookEndpoint, rotateWebhookSecret } from '../store/webhooks.js';
 import { insertWebhookEndpointPostgres, removeWebhookEndpointPostgres } from '../store/postgres/webhookOutbox.js';
 
 /**
@@ -93,13 +94,14 @@ export interface OperatorWrites {
   project_change: [{ id: string; change: { strategy: string } | { plan: string } | { deleted_at: number }; stamp: AuditStamp }, null];
   project_pause: [{ id: string; paused: boolean; now: number; stamp: AuditStamp }, { released: number }];
   /* API keys */
-  key_create: [{ project_id: string; mode: KeyMode; now: number; expires_at: number | null; stamp: AuditStamp }, { id: string; key: string }];
+  key_create: [{ project_id: string; mode: KeyMode; name: string; now: number; expires_at: number | null; stamp: AuditStamp }, { id: string; key: string }];
   key_revoke: [{ id: string; now: number; stamp: AuditStamp }, null];
   key_rotate: [{ id: string; now: number; grace_seconds: number; stamp: AuditStamp }, { id: string; key: string }];
   /* providers, suppressions, DKIM */
   provider_attach: [{ row: Omit<ProviderAccount, 'detached_at'>; stamp: AuditStamp }, null];
   provider_detach: [{ id: string; now: number; stamp: AuditStamp }, null];
-  provider_update: [{ id: string; priority: number | null; free_quota?: number | null; stamp: AuditStamp }, null];
+  /** Priority and quota; the label and settings given replace theirs, each secret given replaces the old one (audited by name only). */
+  provider_update: [{ id: string; priority: number | null; free_quota?: number | null; settings?: Partial<ProviderAccountSettings>; secrets?: ProviderAccountSecrets; stamp: AuditStamp }, null];
   suppression_add: [{ row: SuppressionRow; stamp: AuditStamp }, null];
   suppression_remove: [{ project_id: string; email: string; stamp: AuditStamp }, null];
   dkim_add: [{ row: Omit<DkimKeyRow, 'removed_at'>; stamp: AuditStamp }, null];
@@ -109,12 +111,15 @@ export interface OperatorWrites {
   webhook_remove: [{ id: string; now: number; stamp: AuditStamp }, { cancelled: number }];
   webhook_rotate: [{ id: string; secret: string; previous_expires_at: number | null; stamp: AuditStamp }, null];
   webhook_enable: [{ id: string; now: number; stamp: AuditStamp }, { resumed: number }];
-  webhook_test: [{ delivery_id: string; endpoint_id: string; event_type: string; created_at: number; at: number; attempt: Omit<WebhookAttemptRow, 'seq' | 'delivery_id' | 'endpoint_id' | 'type' | 'attempt' | 'attempted_at'>; stamp: AuditStamp }, null];
+  webhook_test: [{ delivery_id: string; endpoint_id: string; event_type: string; created_at: number; at: number; body: string; attempt: Omit<WebhookAttemptRow, 'seq' | 'delivery_id' | 'endpoint_id' | 'type' | 'attempt' | 'attempted_at'>; stamp: AuditStamp }, null];
+  /** A finished delivery sent once more by hand: its next attempt, recorded; refused while it is pending. */
+  webhook_redeliver: [{ delivery_id: string; endpoint_id: string; event_type: string; started_at: number; at: number; attempt: Omit<WebhookAttemptRow, 'seq' | 'delivery_id' | 'endpoint_id' | 'type' | 'attempt' | 'attempted_at'>; stamp: AuditStamp }, { attempt: number }];
   /* messages */
   message_one: [{ action: MessageAction; id: string; now: number; stamp: AuditStamp }, null];
   message_delete: [{ id: string; stamp: AuditStamp }, { spool_path: string | null }];
-  /** A viewer link made: nothing changes but the audit log (the link itself is a credential, never recorded). */
-  message_link: [{ id: string; expires_at: string; stamp: AuditStamp }, null];
+  /** A viewer link made: its record (the link itself is a credential, never recorded) and the audit row. */
+  message_link: [{ id: string; link: Omit<ViewerLinkRow, 'revoked_at'>; stamp: AuditStamp }, null];
+  message_link_revoke: [{ id: string; link_id: string; now: number; stamp: AuditStamp }, null];
 }
 
 export type OperatorWriteType = keyof OperatorWrites;
@@ -244,8 +249,8 @@ const bodies: Bodies = {
     return { released };
   },
   async key_create(q, w) {
-    const made = await createApiKey(q, w.project_id, w.mode, w.now, w.expires_at);
-    await audit(q, w.stamp, 'key.create', made.row.id, { project: w.project_id, mode: w.mode });
+    const made = await createApiKey(q, w.project_id, w.mode, w.now, w.expires_at, w.name);
+    await audit(q, w.stamp, 'key.create', made.row.id, { project: w.project_id, mode: w.mode, name: w.name });
     return { id: made.row.id, key: made.key };
   },
   async key_revoke(q, w) {
@@ -259,7 +264,8 @@ const bodies: Bodies = {
     const state = credentialState(old, w.now);
     if (state !== 'active') throw conflict(`key ${w.id} is ${state}; only an active key can be rotated`);
     if (!(await getProject(q, old.project_id))) throw notFound('project', old.project_id);
-    const made = await createApiKey(q, old.project_id, old.mode, w.now, null);
+    // The new key keeps the old one's name: it does the same job.
+    const made = await createApiKey(q, old.project_id, old.mode, w.now, null, old.name ?? '');
     await shortenApiKeyExpiry(q, w.id, w.now + w.grace_seconds * 1000);
     await audit(q, w.stamp, 'key.rotate', w.id, { new_key: made.row.id, grace_seconds: w.grace_seconds });
     return { id: made.row.id, key: made.key };
@@ -278,7 +284,13 @@ const bodies: Bodies = {
     const row = await requireAttachedAccount(q, w.id);
     const next = { priority: w.priority ?? row.priority, free_quota: w.free_quota === undefined ? row.free_quota : w.free_quota };
     await setProviderAccountLimits(q, w.id, next.priority, next.free_quota);
-    await audit(q, w.stamp, 'provider.update', w.id, next);
+    const settings = w.settings ?? {};
+    const secrets = w.secrets ?? {};
+    if (Object.keys(settings).length > 0 || Object.keys(secrets).length > 0) {
+      await setProviderAccountConfig(q, w.id, { ...row.settings, ...settings }, { ...row.secrets, ...secrets });
+    }
+    // The secrets' names, never their values.
+    await audit(q, w.stamp, 'provider.update', w.id, { ...next, ...settings, ...(Object.keys(secrets).length > 0 ? { secrets_replaced: Object.keys(secrets).sort() } : {}) });
     return null;
   },
   async suppression_add(q, w) {
@@ -340,10 +352,19 @@ const bodies: Bodies = {
       last_status: w.attempt.status_code,
       last_error: w.attempt.error,
       completed_at: w.at,
+      body: w.body,
     });
     await insertWebhookAttempt(q, { ...w.attempt, delivery_id: w.delivery_id, endpoint_id: w.endpoint_id, type: w.event_type, attempt: 1, attempted_at: w.created_at });
     await audit(q, w.stamp, 'webhook.test', w.endpoint_id, { delivery: w.delivery_id, delivered: ok });
     return null;
+  },
+  async webhook_redeliver(q, w) {
+    const ok = w.attempt.ok === 1;
+    const attempt = await recordRedelivery(q, w.delivery_id, { at: w.at, ok, status: w.attempt.status_code, error: w.attempt.error });
+    if (attempt === null) throw conflict(`delivery ${w.delivery_id} is waiting for its next attempt; it cannot be redelivered by hand until it is delivered or has failed`);
+    await insertWebhookAttempt(q, { ...w.attempt, delivery_id: w.delivery_id, endpoint_id: w.endpoint_id, type: w.event_type, attempt, attempted_at: w.started_at });
+    await audit(q, w.stamp, 'webhook.redeliver', w.endpoint_id, { delivery: w.delivery_id, attempt, delivered: ok });
+    return { attempt };
   },
   /** The rule of a single message action; bulk actions apply the same `applyMessageAction`. */
   async message_one(q, w) {
@@ -365,7 +386,14 @@ const bodies: Bodies = {
     return { spool_path: spoolPath };
   },
   async message_link(q, w) {
-    await audit(q, w.stamp, 'message.link', w.id, { expires_at: w.expires_at });
+    if (!(await getMessage(q, w.id))) throw notFound('message', w.id);
+    await insertViewerLink(q, w.link);
+    await audit(q, w.stamp, 'message.link', w.id, { link: w.link.id, expires_at: new Date(w.link.expires_at).toISOString() });
+    return null;
+  },
+  async message_link_revoke(q, w) {
+    if (!(await revokeViewerLink(q, w.id, w.link_id, w.now))) throw notFound('viewer link', w.link_id);
+    await audit(q, w.stamp, 'message.link_revoke', w.id, { link: w.link_id });
     return null;
   },
 };

@@ -15,6 +15,8 @@ export interface WebhookOutcomeRecord {
   ok: boolean;
   status: number | null;
   error: string | null;
+  /** The start of the receiver's answer, for the delivery log. */
+  answer?: string | null;
   /** After a failure: when the next attempt is due; null: failed for good. */
   nextAttemptAt: number | null;
   /** Whether a failure counts in the endpoint's failure run (not one no retry could help: the event is gone). */
@@ -132,6 +134,7 @@ function attemptRow(o: WebhookOutcomeRecord): Parameters<typeof insertWebhookAtt
     status_code: o.status,
     duration_ms: o.durationMs,
     error: o.error,
+    answer: o.answer ?? null,
   };
 }
 

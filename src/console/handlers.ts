@@ -23,13 +23,15 @@ import {
 import { overview, type OverviewSources } from '../operator/overview.js';
 import { checkPasswordRules } from '../operator/passwords.js';
 import { nodeList } from '../operator/nodes.js';
-import { changePlan, createProject, deleteProject, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
+import { changePlan, createProject, deleteProject, planList, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
 import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
 import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from '../operator/sessions.js';
 import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
-import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, type TargetOptions } from '../operator/webhooks.js';
+import {
+  addWebhook, enableWebhook, listWebhooks, redeliverWebhook, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, webhookDelivery, type TargetOptions,
+} from '../operator/webhooks.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
-import { messageLink, previewPart, previewPartToken } from '../operator/messageLinks.js';
+import { messageLink, messageLinks, previewPart, previewPartToken, revokeMessageLink } from '../operator/messageLinks.js';
 import { inlinePartsOf, safeContentType, sendBodyDocument, sendInlinePart } from '../viewer/bodyDocument.js';
 import { sessionCookieHeader, type SignInThrottle } from './auth.js';
 import type { LiveEvents } from './liveEvents.js';
@@ -189,7 +191,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await deps.keyUse?.flush();
       return ok(await listKeys(c.ctx, projectId));
     },
-    createKey: async (c) => ok(await createKey(c.ctx, await inProject(c), c.body.mode as string, str(c.body.expires_at)), 201),
+    createKey: async (c) => ok(await createKey(c.ctx, await inProject(c), c.body.mode as string, str(c.body.expires_at), str(c.body.name)), 201),
     async revokeKey(c) {
       await requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
       return ok(await revokeKey(c.ctx, c.params.key_id));
@@ -216,13 +218,25 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
           domain: str(c.body.domain),
           webhookSecret: str(c.body.webhook_secret),
           webhookPublicKey: str(c.body.webhook_public_key),
+          label: str(c.body.label),
           freeQuota: num(c.body.free_quota),
           priority: num(c.body.priority),
         }),
         201,
       ),
     updateProvider: async (c) =>
-      ok(await updateProvider(c.ctx, c.params.account_id, { priority: num(c.body.priority), freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota) })),
+      ok(
+        await updateProvider(c.ctx, c.params.account_id, {
+          priority: num(c.body.priority),
+          freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota),
+          label: c.body.label === null ? null : str(c.body.label),
+          user: str(c.body.user),
+          pass: str(c.body.pass),
+          apiKey: str(c.body.api_key),
+          webhookSecret: str(c.body.webhook_secret),
+          webhookPublicKey: str(c.body.webhook_public_key),
+        }),
+      ),
     detachProvider: async (c) => ok(await detachProvider(c.ctx, c.params.account_id)),
     checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
 
@@ -287,6 +301,14 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       const expires = c.body.expires_in_seconds as number | undefined;
       return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, expires), 201);
+    },
+    async listMessageLinks(c) {
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      return ok(await messageLinks(c.ctx, c.params.message_id));
+    },
+    async revokeMessageLink(c) {
+      await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      return ok(await revokeMessageLink(c.ctx, c.params.message_id, c.params.link_id));
     },
     releaseMessage: single('release'),
     cancelMessage: single('cancel'),
@@ -358,6 +380,14 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await webhookAttempts(c.ctx, c.params.webhook_id, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) }));
     },
+    async getWebhookDelivery(c) {
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(await webhookDelivery(c.ctx, c.params.webhook_id, c.params.delivery_id));
+    },
+    async redeliverWebhook(c) {
+      await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
+      return ok(await redeliverWebhook(c.ctx, c.params.webhook_id, c.params.delivery_id, deps.webhookTargets));
+    },
 
     /* operators and the audit log (owners: the router checks) ---------------------------- */
     listOperators: async (c) => ok(await operatorList(c.ctx)),
@@ -379,6 +409,8 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await deps.live.recheck(c.params.operator_id);
       return ok(reset);
     },
-    listAudit: async (c) => ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), action: str(c.query.action) })),
+    listAudit: async (c) =>
+      ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), actorEmail: str(c.query.actor_email), action: str(c.query.action) })),
+    listPlans: async (c) => ok(planList(c.ctx)),
   };
 }

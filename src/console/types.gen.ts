@@ -354,6 +354,13 @@ NodeState?: NodeState
 NodeListener?: NodeListener
 Node?: Node
 NodeList?: NodeList
+Plan?: Plan
+PlanList?: PlanList
+WebhookDelivery?: WebhookDelivery
+WebhookRedelivery?: WebhookRedelivery
+ViewerLinkRecord?: ViewerLinkRecord
+ViewerLinkList?: ViewerLinkList
+ViewerLinkRevoked?: ViewerLinkRevoked
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -659,6 +666,10 @@ deleted: true
 export interface KeyFields {
 id: string
 project_id: ProjectId
+/**
+ * what the key is for; empty for keys made before names
+ */
+name: string
 mode: ("live" | "test")
 hint: string
 created_at: string
@@ -684,6 +695,10 @@ keys: Key[]
 export interface KeyCreate {
 mode: ("live" | "test")
 expires_at?: Expiry
+/**
+ * what the key is for ("billing worker"); kept by a rotation
+ */
+name?: string
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -711,6 +726,14 @@ export interface ProviderAccount {
 id: string
 project_id: ProjectId
 slug: string
+/**
+ * the vendor behind the slug ("Postmark"; `smtp`: "SMTP relay")
+ */
+vendor: string
+/**
+ * the operator's name for the account
+ */
+label: (string | null)
 host: (string | null)
 port: (number | null)
 user: (string | null)
@@ -730,6 +753,10 @@ api_key: boolean
 webhook_secret: boolean
 }
 feedback_path: string
+/**
+ * the URL to give the provider for its notifications (null: it sends none, or no HTTP listener). Where the provider proves itself by the webhook secret in the URL (provider-a, -e, -f), the secret is in it only in the answer that set it (attach, or an update replacing webhook_secret), and masked (••••••••) everywhere else
+ */
+feedback_url: (string | null)
 created_at: string
 }
 /**
@@ -760,14 +787,26 @@ webhook_secret?: string
 webhook_public_key?: string
 free_quota?: number
 priority?: number
+/**
+ * the operator's name for the account ("transactional, EU")
+ */
+label?: string
 }
 /**
+ * each field given replaces its value; a secret given replaces the old one and is never shown again (the answer's feedback_url shows a replaced webhook_secret once)
+ * 
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
  * via the `definition` "ProviderUpdate".
  */
 export interface ProviderUpdate {
 priority?: number
 free_quota?: (number | null)
+label?: (string | null)
+user?: string
+pass?: string
+api_key?: string
+webhook_secret?: string
+webhook_public_key?: string
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -806,6 +845,9 @@ sandbox: boolean
 source: ("http" | "smtp")
 status: MessageStatus
 paused: boolean
+/**
+ * the From address
+ */
 from: string
 to: string[]
 subject: string
@@ -813,6 +855,22 @@ category: (string | null)
 tags: string[]
 scheduled_at: (string | null)
 created_at: string
+/**
+ * the From display name, when the message gave one
+ */
+from_name: (string | null)
+/**
+ * hand-off attempts made so far
+ */
+attempts: number
+/**
+ * when a queued message is next tried (after a failed attempt: on the retry ladder)
+ */
+next_attempt_at: (string | null)
+/**
+ * why the last attempt failed
+ */
+last_error: (string | null)
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -824,6 +882,14 @@ messages: MessageSummary[]
  * pass as `cursor` for the next (older) page; null: no more
  */
 next_cursor: (string | null)
+/**
+ * how many messages match the filter in all (counted up to 10,000)
+ */
+total: number
+/**
+ * true: more than `total` match (the count stopped at 10,000)
+ */
+total_capped: boolean
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -919,6 +985,10 @@ expires_in_seconds?: number
  * via the `definition` "ViewerLink".
  */
 export interface ViewerLink {
+/**
+ * the link's id (`vl.…`), to revoke it
+ */
+id: string
 /**
  * the public viewer page: whoever holds it can read the message until it expires
  */
@@ -1230,6 +1300,10 @@ duration_ms: (number | null)
  * why it failed, with the start of the receiver's answer
  */
 error: (string | null)
+/**
+ * the start of the receiver's answer (its body, up to 1 KiB); null when none came
+ */
+answer: (string | null)
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -1261,6 +1335,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1272,6 +1350,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1283,6 +1365,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1294,6 +1380,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1305,6 +1395,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1316,6 +1410,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1327,6 +1425,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1338,6 +1440,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1349,6 +1455,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1360,6 +1470,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1371,6 +1485,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1382,6 +1500,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1393,6 +1515,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1404,6 +1530,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1415,6 +1545,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1426,6 +1560,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1437,6 +1575,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1448,6 +1590,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1459,6 +1605,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1470,6 +1620,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1481,6 +1635,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1492,6 +1650,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1503,6 +1665,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, {
 hour: string
@@ -1514,6 +1680,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 }, ...({
 hour: string
@@ -1525,6 +1695,10 @@ bounced: number
 complained: number
 failed: number
 suppressed: number
+/**
+ * hand-offs that failed for now (a temporary refusal, an account refused): the message is tried again
+ */
+deferred: number
 }
 })[]]
 queue: {
@@ -1622,4 +1796,96 @@ listeners: NodeListener[]
  */
 export interface NodeList {
 nodes: Node[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Plan".
+ */
+export interface Plan {
+name: string
+/**
+ * the plan a project gets when none is named
+ */
+default: boolean
+limits: PlanLimits
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "PlanList".
+ */
+export interface PlanList {
+/**
+ * the plans of the configuration (`plans`), by name
+ */
+plans: Plan[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookDelivery".
+ */
+export interface WebhookDelivery {
+id: string
+endpoint_id: string
+type: string
+status: ("pending" | "delivered" | "failed")
+created_at: string
+/**
+ * the JSON body every attempt sent (the same bytes each time); null when its event is no longer kept
+ */
+request_body: (string | null)
+/**
+ * its attempts, in time order
+ */
+attempts: WebhookAttempt[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "WebhookRedelivery".
+ */
+export interface WebhookRedelivery {
+/**
+ * the delivery (the same id: receivers can tell it again)
+ */
+id: string
+endpoint_id: string
+type: string
+attempt: number
+delivered: boolean
+status_code: (number | null)
+error: (string | null)
+answer: (string | null)
+duration_ms: number
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkRecord".
+ */
+export interface ViewerLinkRecord {
+id: string
+message_id: MessageId
+created_at: string
+expires_at: string
+/**
+ * an operator id, or `cli`
+ */
+created_by: string
+created_by_email: (string | null)
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkList".
+ */
+export interface ViewerLinkList {
+/**
+ * the message's links that still open it (not expired, not revoked), newest first; the links themselves are never kept
+ */
+links: ViewerLinkRecord[]
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "ViewerLinkRevoked".
+ */
+export interface ViewerLinkRevoked {
+id: string
+revoked: true
 }

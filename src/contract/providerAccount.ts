@@ -14,6 +14,8 @@ export interface ProviderAccountSettings {
   region: string | null;
   /** The sending domain, for APIs addressed per domain (provider-c: Mailgun). */
   domain?: string | null;
+  /** The operator's name for the account ("transactional, EU"); null or absent: none. */
+  label?: string | null;
   /** The provider's public key that signs its feedback notifications (provider-b: SendGrid's ECDSA key). */
   webhook_public_key?: string | null;
 }

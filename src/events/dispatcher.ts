@@ -408,6 +408,7 @@ export class WebhookDispatcher {
         ok: o.result.ok,
         status: o.result.status,
         error: o.result.error,
+        answer: o.result.answer ?? null,
         nextAttemptAt: wait === null ? null : o.at + wait,
         countsAgainstEndpoint: !o.permanent,
         deliveryId: o.delivery.id,

@@ -29,6 +29,8 @@ export interface AttemptResult {
   retryAfterMs: number | null;
   /** True when the target was refused before any connection (address or scheme rules). */
   refused: boolean;
+  /** The start of the receiver's answer (its body, up to ANSWER_CHARS), for the delivery log; null when none came. */
+  answer?: string | null;
 }
 
 export interface SenderOptions {
@@ -49,6 +51,8 @@ const DNS_CACHE_MS = 30_000;
 const IDLE_SOCKET_MS = 4_000;
 /** How much of an error response is kept for `last_error`. */
 const ERROR_BODY_BYTES = 200;
+/** How much of any answer is kept for the delivery log (read within the attempt's deadline). */
+export const ANSWER_CHARS = 1024;
 /** A stalled thread gets back at most this many timeouts' worth of time it could not watch. */
 const MAX_STALL_GRACE_FACTOR = 4;
 
@@ -164,7 +168,13 @@ export class WebhookSender {
         settled = true;
         resolve({ result, staleSocket });
       };
-      const fail = (error: string, status: number | null = null, retryAfterMs: number | null = null) => settle({ ok: false, status, error, retryAfterMs, refused: false });
+      /** What the receiver has answered so far: read up to ANSWER_CHARS, then drained. */
+      let answer = '';
+      const answered = () => (answer === '' ? null : answer.replace(/\0/g, ''));
+      /** A 2xx arrived: delivered, whatever happens to the rest of its body. */
+      let deliveredStatus: number | null = null;
+      const fail = (error: string, status: number | null = null, retryAfterMs: number | null = null) => settle({ ok: false, status, error, retryAfterMs, refused: false, answer: answered() });
+      const delivered = () => settle({ ok: true, status: deliveredStatus, error: null, retryAfterMs: null, refused: false, answer: answered() });
       const req = request({
         protocol: url.protocol,
         hostname: bareHost(url),
@@ -201,7 +211,8 @@ export class WebhookSender {
                 return arm(owed);
               }
               endExchange();
-              fail(`timeout: no 2xx within ${this.opts.timeoutMs} ms`);
+              if (deliveredStatus !== null) delivered();
+              else fail(`timeout: no 2xx within ${this.opts.timeoutMs} ms`);
               req.destroy(new Error('timeout'));
             }),
           ms,
@@ -211,22 +222,28 @@ export class WebhookSender {
       arm(Math.max(0, deadline - Date.now()));
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (answer.length < ANSWER_CHARS) answer += chunk.slice(0, ANSWER_CHARS - answer.length);
+        });
         if (status >= 200 && status < 300) {
-          // Delivered: the answer is in. The body is drained (and the socket reused) within the deadline.
-          settle({ ok: true, status, error: null, retryAfterMs: null, refused: false });
-          res.resume();
-          res.on('end', endExchange);
+          // Delivered. The body is read (its start kept for the log) and drained within the
+          // deadline, so the socket is reused; past the deadline it is still delivered.
+          deliveredStatus = status;
+          res.on('end', () => {
+            endExchange();
+            delivered();
+          });
+          res.on('error', () => {
+            endExchange();
+            delivered();
+          });
           return;
         }
         const retryAfter = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], this.opts.now()) : null;
-        let snippet = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          if (snippet.length < ERROR_BODY_BYTES) snippet += chunk.slice(0, ERROR_BODY_BYTES - snippet.length);
-        });
         res.on('end', () => {
           endExchange();
-          const text = printable(snippet);
+          const text = printable(answer.slice(0, ERROR_BODY_BYTES));
           if (status >= 300 && status < 400) {
             const location = res.headers.location ? `; Location: ${printable(res.headers.location)}` : '';
             fail(`HTTP ${status}: redirects are not followed${location}`, status);
@@ -238,6 +255,7 @@ export class WebhookSender {
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         endExchange();
+        if (deliveredStatus !== null) return delivered();
         const stale = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
         if (stale && !settled) {
           settled = true;

@@ -11,6 +11,13 @@ const STEP = 5_000;
 /** The lifecycle outcomes the overview counts per hour. */
 export const HOURLY_TYPES = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'] as const;
 
+/**
+ * The hourly key of hand-offs that failed for now (a temporary refusal, an account refused):
+ * the message is tried again. No lifecycle event says so (mail.failed is the end of a message),
+ * so an hour of failing providers would otherwise show nothing.
+ */
+const DEFERRED = 'deferred';
+
 interface ProviderMinute {
   sent: number;
   failed: number;
@@ -21,8 +28,8 @@ interface ProviderMinute {
  * sequence numbers (no index on time, no hooks in either door; SeqFollower: a row whose seq
  * commits late is read too): events counted per project, hour and type for the last 24 hours,
  * hand-off attempts per provider account and minute for the last hour, with each account's last
- * error. The first catch-up starts 24 hours (events) and one hour (attempts) back; later ones
- * read only what is new. Listeners get each new batch of events (the console's live feed).
+ * error, and the deferred ones per project and hour. The first catch-up starts 24 hours back;
+ * later ones read only what is new. Listeners get each new batch of events (the console's live feed).
  */
 export class ActivityTail {
   private events: SeqFollower<ActivityEvent> | null = null;
@@ -72,7 +79,7 @@ export class ActivityTail {
     );
     this.attempts ??= new SeqFollower<ActivityAttempt>(
       { after: (seq, limit) => attemptsAfterSeq(store, seq, limit), at: (seqs) => attemptsAtSeqs(store, seqs), timeOf: (a) => a.finished_at },
-      await lastSeqBefore(store, 'attempts', now - HOUR),
+      await lastSeqBefore(store, 'attempts', now - 24 * HOUR),
     );
     for (;;) {
       const events = await this.events.next(STEP, now);
@@ -87,15 +94,20 @@ export class ActivityTail {
   }
 
   private countEvent(e: ActivityEvent): void {
-    const hour = Math.floor(e.created_at / HOUR) * HOUR;
+    this.countHourly(e.created_at, e.project_id, e.type);
+  }
+
+  private countHourly(at: number, project: string, type: string): void {
+    const hour = Math.floor(at / HOUR) * HOUR;
     let projects = this.hourly.get(hour);
     if (!projects) this.hourly.set(hour, (projects = new Map()));
-    let types = projects.get(e.project_id);
-    if (!types) projects.set(e.project_id, (types = new Map()));
-    types.set(e.type, (types.get(e.type) ?? 0) + 1);
+    let types = projects.get(project);
+    if (!types) projects.set(project, (types = new Map()));
+    types.set(type, (types.get(type) ?? 0) + 1);
   }
 
   private countAttempt(a: ActivityAttempt): void {
+    if ((a.outcome === 'temporary' || a.outcome === 'account') && a.project_id !== null) this.countHourly(a.finished_at, a.project_id, DEFERRED);
     const account = a.provider_account_id ?? a.provider_slug ?? 'unknown';
     const minute = Math.floor(a.finished_at / MINUTE) * MINUTE;
     let accounts = this.providerMinutes.get(minute);
@@ -123,11 +135,11 @@ export class ActivityTail {
     const current = Math.floor(this.clock.now() / HOUR) * HOUR;
     const out: { hour: string; counts: Record<string, number> }[] = [];
     for (let h = current - 23 * HOUR; h <= current; h += HOUR) {
-      const counts: Record<string, number> = Object.fromEntries(HOURLY_TYPES.map((t) => [t.slice('mail.'.length), 0]));
+      const counts: Record<string, number> = Object.fromEntries([...HOURLY_TYPES.map((t) => t.slice('mail.'.length)), DEFERRED].map((k) => [k, 0]));
       for (const [project, types] of this.hourly.get(h) ?? []) {
         if (projects !== null && !projects.includes(project)) continue;
         for (const [type, n] of types) {
-          const key = type.slice('mail.'.length);
+          const key = type.startsWith('mail.') ? type.slice('mail.'.length) : type;
           if (key in counts) counts[key] += n;
         }
       }

@@ -40,11 +40,11 @@ const view = (r: AuditRow): AuditEntryView => ({
 });
 
 /** The audit log, newest first, a page at a time. */
-export async function auditLog(ctx: OperatorContext, opts: { limit?: number; cursor?: string; actor?: string; action?: string } = {}): Promise<{ entries: AuditEntryView[]; next_cursor: string | null }> {
+export async function auditLog(ctx: OperatorContext, opts: { limit?: number; cursor?: string; actor?: string; actorEmail?: string; action?: string } = {}): Promise<{ entries: AuditEntryView[]; next_cursor: string | null }> {
   const limit = pageLimit(opts.limit, 50, 500);
   const before = opts.cursor === undefined ? undefined : Number(decodeCursor(opts.cursor));
   if (before !== undefined && !Number.isInteger(before)) throw new OperatorError('invalid_argument', 'cursor is not one this list gave', 'cursor');
-  const rows = await listAudit(ctx.store, { actor: opts.actor, action: opts.action, beforeSeq: before }, limit + 1);
+  const rows = await listAudit(ctx.store, { actor: opts.actor, actorEmail: opts.actorEmail?.trim() || undefined, action: opts.action, beforeSeq: before }, limit + 1);
   const entries = rows.slice(0, limit).map(view);
   return { entries, next_cursor: rows.length > limit ? encodeCursor(String(entries[entries.length - 1].seq)) : null };
 }

@@ -10,6 +10,8 @@ import { write } from './writer.js';
 export interface KeyView {
   id: string;
   project_id: string;
+  /** What the key is for ("billing worker"); '' for keys made before names. */
+  name: string;
   mode: KeyMode;
   hint: string;
   created_at: string;
@@ -25,6 +27,7 @@ async function keyView(ctx: OperatorContext, k: ApiKeyRow): Promise<KeyView> {
   return {
     id: k.id,
     project_id: k.project_id,
+    name: k.name ?? '',
     mode: k.mode,
     hint: k.hint,
     created_at: iso(k.created_at)!,
@@ -56,12 +59,17 @@ function checkMode(mode: string): KeyMode {
   return mode;
 }
 
-/** The key itself is returned here once and never again: only its SHA-256 is stored. */
-export async function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string): Promise<KeyView & { key: string }> {
+/** Longest key name. */
+export const MAX_KEY_NAME = 100;
+
+/** The key itself is returned here once and never again: only its SHA-256 is stored. `name` says what it is for. */
+export async function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string, name = ''): Promise<KeyView & { key: string }> {
   const checked = checkMode(mode);
+  const label = name.trim();
+  if (label.length > MAX_KEY_NAME || /[\x00-\x1f\x7f]/.test(label)) throw new OperatorError('invalid_argument', `the key name must be at most ${MAX_KEY_NAME} characters, without control characters`, 'name');
   await requireProject(ctx, projectId);
   const expiresAt = parseExpiry(ctx, expires);
-  const created = await write(ctx, { type: 'key_create', project_id: projectId, mode: checked, now: ctx.clock.now(), expires_at: expiresAt, stamp: auditStamp(ctx) });
+  const created = await write(ctx, { type: 'key_create', project_id: projectId, mode: checked, name: label, now: ctx.clock.now(), expires_at: expiresAt, stamp: auditStamp(ctx) });
   return { ...(await keyView(ctx, await requireKey(ctx, created.id))), key: created.key };
 }
 

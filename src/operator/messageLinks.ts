@@ -4,16 +4,20 @@
  */
 import type { Readable } from 'node:stream';
 import type { PosternConfig } from '../config/load.js';
-import { viewerToken, viewerTokenValid } from '../policy/viewerTokens.js';
+import { newViewerLinkId } from '../ids.js';
+import { viewerLinkOf, viewerLinkToken, viewerToken, viewerTokenValid } from '../policy/viewerTokens.js';
 import { getMessage } from '../store/messages.js';
+import { getViewerLink, liveViewerLinks, type ViewerLinkRow } from '../store/viewerLinks.js';
 import { auditStamp } from './audit.js';
-import type { OperatorContext } from './context.js';
+import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { messageContent, openAttachment, type AttachmentInfo } from './messageContent.js';
 import { requireMessage } from './messages.js';
 import { write } from './writer.js';
 
 export interface ViewerLink {
+  /** `vl.…`: to list and revoke it (the URL itself is never kept). */
+  id: string;
   url: string;
   expires_at: string;
 }
@@ -48,11 +52,49 @@ export async function messageLink(ctx: OperatorContext, secret: Buffer, base: st
   if (!Number.isInteger(seconds) || seconds < 60 || seconds > max) {
     throw new OperatorError('invalid_argument', `the expiry must be from 60 seconds to ${max} seconds (viewer.max_link_expiry_seconds)`, 'expires_in_seconds', 'out_of_range');
   }
-  const expiresAtMs = Math.floor((ctx.clock.now() + seconds * 1000) / 1000) * 1000;
-  const url = `${base.replace(/\/+$/, '')}/view/${encodeURIComponent(id)}/${viewerToken(secret, id, expiresAtMs)}`;
-  const link = { url, expires_at: new Date(expiresAtMs).toISOString() };
-  await write(ctx, { type: 'message_link', id, expires_at: link.expires_at, stamp: auditStamp(ctx) });
-  return link;
+  const now = ctx.clock.now();
+  const expiresAtMs = Math.floor((now + seconds * 1000) / 1000) * 1000;
+  const linkId = newViewerLinkId();
+  const url = `${base.replace(/\/+$/, '')}/view/${encodeURIComponent(id)}/${viewerLinkToken(secret, id, expiresAtMs, linkId)}`;
+  const stamp = auditStamp(ctx);
+  // The link opens only while this record is kept and not revoked.
+  await write(ctx, {
+    type: 'message_link',
+    id,
+    link: { id: linkId, message_id: id, created_at: now, expires_at: expiresAtMs, created_by: stamp.actor, created_by_email: stamp.actor_email },
+    stamp,
+  });
+  return { id: linkId, url, expires_at: new Date(expiresAtMs).toISOString() };
+}
+
+const linkView = (l: ViewerLinkRow) => ({
+  id: l.id,
+  message_id: l.message_id,
+  created_at: iso(l.created_at)!,
+  expires_at: iso(l.expires_at)!,
+  created_by: l.created_by,
+  created_by_email: l.created_by_email,
+});
+
+/** The message's links that still open it (neither expired nor revoked), newest first. */
+export async function messageLinks(ctx: OperatorContext, id: string) {
+  await requireMessage(ctx, id);
+  return { links: (await liveViewerLinks(ctx.store, id, ctx.clock.now())).map(linkView) };
+}
+
+/** Revokes one of the message's links: from now on it answers the viewer's 404, as a forged one. */
+export async function revokeMessageLink(ctx: OperatorContext, id: string, linkId: string): Promise<{ id: string; revoked: true }> {
+  await write(ctx, { type: 'message_link_revoke', id, link_id: linkId, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+  return { id: linkId, revoked: true };
+}
+
+/** Whether `token` opens message `id` now: a genuine token whose link is recorded for that message, not revoked, not expired. */
+async function linkOpens(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<boolean> {
+  const now = ctx.clock.now();
+  const linkId = viewerLinkOf(secret, id, token, now);
+  if (linkId === null) return false;
+  const link = await getViewerLink(ctx.store, linkId);
+  return link !== undefined && link.message_id === id && link.revoked_at === null && link.expires_at > now;
 }
 
 /** What the public viewer shows of a message: never Bcc, metadata, provider or routing details. */
@@ -63,6 +105,8 @@ export interface ViewedMessage {
   cc: string[];
   created_at: string;
   status: string;
+  /** Captured by the sandbox: a test message, never sent. */
+  sandbox: boolean;
   attachments: Pick<AttachmentInfo, 'filename' | 'content_type' | 'size'>[];
   html: string | null;
   text: string | null;
@@ -75,7 +119,7 @@ export interface ViewedMessage {
  * and a message whose file is gone (retention, a deleted capture) alike.
  */
 export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<ViewedMessage | null> {
-  if (!viewerTokenValid(secret, id, token, ctx.clock.now())) return null;
+  if (!(await linkOpens(ctx, secret, id, token))) return null;
   const m = await getMessage(ctx.store, id);
   if (!m) return null;
   const content = await messageContent(ctx, id).catch(() => null);
@@ -88,6 +132,7 @@ export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: st
     cc: recipients.cc,
     created_at: new Date(m.created_at).toISOString(),
     status: m.status,
+    sandbox: m.environment === 'sandbox',
     attachments: content.attachments.filter((a) => a.disposition === 'attachment').map((a) => ({ filename: a.filename, content_type: a.content_type, size: a.size })),
     html: content.html,
     text: content.text,
@@ -111,7 +156,7 @@ async function openInlinePart(ctx: OperatorContext, id: string, index: number): 
 
 /** An inline part for the public viewer's body frame: null for a link that opens nothing, as the viewer's page. */
 export async function viewedInlinePart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable } | null> {
-  if (!viewerTokenValid(secret, id, token, ctx.clock.now())) return null;
+  if (!(await linkOpens(ctx, secret, id, token))) return null;
   return openInlinePart(ctx, id, index).catch((err: unknown) => {
     if (err instanceof OperatorError && err.code === 'not_found') return null;
     throw err;

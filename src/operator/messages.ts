@@ -5,8 +5,8 @@ import { attemptsFor, recipientOutcomesFor, type AttemptRow } from '../store/del
 import { eventsForMessage, type EventRow } from '../store/events.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { BODY_IN_INDEX, openStoredMime, storedMime } from '../store/messageBodies.js';
-import { searchMessages, type MessageFilter } from '../store/messageSearch.js';
-import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
+import { countMessages, searchMessages, type MessageFilter } from '../store/messageSearch.js';
+import { FINISHED_STATUSES, LIVE_STATUSES, MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
 import { getMessage, listMessages, type MessageRow } from '../store/messages.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
@@ -33,12 +33,18 @@ export function summary(m: MessageRow) {
     status: m.status,
     paused: m.hold_reason !== null,
     from: m.from_email,
+    /** The From display name, when the message gave one. */
+    from_name: m.from_name ?? null,
     to: recipients.to,
     subject: m.subject,
     category: m.category,
     tags: JSON.parse(m.tags) as string[],
     scheduled_at: iso(m.scheduled_at),
     created_at: iso(m.created_at)!,
+    // Where a queued message stands on the retry ladder: attempts made, when the next is due, why the last failed.
+    attempts: m.attempts,
+    next_attempt_at: iso(m.next_attempt_at),
+    last_error: m.last_error,
   };
 }
 
@@ -160,13 +166,20 @@ function recipientStates(m: MessageRow, list: { to: string[]; cc: string[]; bcc:
   return [...list.to.map((e) => state(e, 'to')), ...list.cc.map((e) => state(e, 'cc')), ...list.bcc.map((e) => state(e, 'bcc'))];
 }
 
-/** The console's message search: the filter, a page of up to `limit` newest first, and where the next page starts. */
+/** Past this many matches a list says "more than 10,000" instead of counting on. */
+export const MESSAGE_COUNT_CAP = 10_000;
+
+/**
+ * The console's message search: the filter, a page of up to `limit` newest first, where the next
+ * page starts, and how many messages match in all (up to MESSAGE_COUNT_CAP).
+ */
 export async function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts: { limit?: number; cursor?: string } = {}) {
   const limit = pageLimit(opts.limit, 50, 500);
   const before = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
   const rows = await searchMessages(ctx.store, filter, before, limit + 1);
   const page = rows.slice(0, limit);
-  return { messages: page.map(summary), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+  const total = await countMessages(ctx.store, filter, MESSAGE_COUNT_CAP);
+  return { messages: page.map(summary), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null, total: total.count, total_capped: total.capped };
 }
 
 /**

@@ -30,6 +30,12 @@ function checkPlan(ctx: OperatorContext, plan: string): void {
   if (!names.includes(plan)) throw new OperatorError('invalid_argument', `unknown plan "${plan}" (one of: ${names.join(', ')})`, 'plan');
 }
 
+/** The configured plans with their limits, the default first named as such (the console's plan choice). */
+export function planList(ctx: OperatorContext): { plans: { name: string; default: boolean; limits: ReturnType<typeof planFor> }[] } {
+  const settings = limitSettings(ctx.config);
+  return { plans: Object.keys(ctx.config.plans).map((name) => ({ name, default: name === ctx.config.default_plan, limits: planFor(settings, name) })) };
+}
+
 export async function projectList(ctx: OperatorContext): Promise<{ projects: ProjectView[] }> {
   return { projects: (await listProjects(ctx.store)).map(projectView) };
 }

@@ -2,11 +2,12 @@ import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings }
 import { newProviderAccountId } from '../ids.js';
 import { ACCOUNT_FIELDS, type AccountFieldName } from '../providers/accountFields.js';
 import { checkConnection, type ConnectionCheck } from '../providers/connectionCheck.js';
-import { DECLARED_SLUGS, declaredSlug } from '../providers/registry.js';
+import { DECLARED_SLUGS, declaredSlug, feedbackUrlCarriesSecret, feedbackVerifierFor, vendorOf } from '../providers/registry.js';
 import { findProviderAccount, listProviderAccounts } from '../store/providerAccounts.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
+import { configuredViewerBase } from './messageLinks.js';
 import { requireProject } from './projects.js';
 import { write } from './writer.js';
 
@@ -26,8 +27,21 @@ export interface AttachOptions {
   domain?: string;
   webhookSecret?: string;
   webhookPublicKey?: string;
+  label?: string;
   freeQuota?: string;
   priority?: string;
+}
+
+/** An edit of an attached account: each field given replaces its value (`label: null` clears it); secrets are replaced, never read back. */
+export interface ProviderChanges {
+  priority?: string;
+  freeQuota?: string | null;
+  label?: string | null;
+  user?: string;
+  pass?: string;
+  apiKey?: string;
+  webhookSecret?: string;
+  webhookPublicKey?: string;
 }
 
 /** The option of AttachOptions that carries each account field (the CLI's flag, the console's property). */
@@ -49,25 +63,49 @@ export interface ProviderAccountView extends ProviderAccountSettings {
   id: string;
   project_id: string;
   slug: string;
+  /** The slug's declared title, naming its vendor ("Postmark API"). */
+  vendor: string;
+  label: string | null;
   priority: number;
   free_quota: number | null;
   credentials: { pass: boolean; api_key: boolean; webhook_secret: boolean };
   /** Where this account's provider posts its delivery/bounce/complaint notifications (append to the public base URL). */
   feedback_path: string;
+  /**
+   * The URL to give the provider for its notifications (null: the provider sends none, or no
+   * HTTP listener to point at). Where the provider proves itself by the secret in the URL, the
+   * secret is in it only in the answer that set it (attach, or an edit that replaced it), then
+   * masked: like an API key, it is shown once.
+   */
+  feedback_url: string | null;
   created_at: string;
 }
 
-function view(row: ProviderAccount): ProviderAccountView {
+const MASK = '••••••••';
+
+function feedbackUrl(ctx: OperatorContext, row: ProviderAccount, reveal: boolean): string | null {
+  const base = configuredViewerBase(ctx.config);
+  if (!base || !feedbackVerifierFor(row.slug)) return null;
+  const url = `${base.replace(/\/+$/, '')}/v1/feedback/${row.id}`;
+  const secret = row.secrets.webhook_secret;
+  if (!feedbackUrlCarriesSecret(row.slug) || !secret) return url;
+  return `${url}/${reveal ? encodeURIComponent(secret) : MASK}`;
+}
+
+function view(ctx: OperatorContext, row: ProviderAccount, revealFeedbackSecret = false): ProviderAccountView {
   const { settings, secrets } = row;
   return {
     id: row.id,
     project_id: row.project_id,
     slug: row.slug,
+    vendor: vendorOf(row.slug),
     ...settings,
+    label: settings.label ?? null,
     priority: row.priority,
     free_quota: row.free_quota,
     credentials: { pass: Boolean(secrets.pass), api_key: Boolean(secrets.api_key), webhook_secret: Boolean(secrets.webhook_secret) },
     feedback_path: `/v1/feedback/${row.id}`,
+    feedback_url: feedbackUrl(ctx, row, revealFeedbackSecret),
     created_at: iso(row.created_at)!,
   };
 }
@@ -110,6 +148,7 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
     region: opts.region ?? null,
     domain: opts.domain ?? null,
     webhook_public_key: opts.webhookPublicKey ?? null,
+    label: label(opts.label) ?? null,
   };
   const secrets: ProviderAccountSecrets = {};
   if (opts.pass !== undefined) secrets.pass = opts.pass;
@@ -127,12 +166,20 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
     created_at: ctx.clock.now(),
   };
   await write(ctx, { type: 'provider_attach', row, stamp: auditStamp(ctx) });
-  return view(await requireProviderAccount(ctx, id));
+  return view(ctx, await requireProviderAccount(ctx, id), true);
+}
+
+/** A label as kept: trimmed, empty is none, at most 100 characters. */
+function label(value: string | null | undefined): string | null | undefined {
+  if (value === undefined || value === null) return value;
+  const trimmed = value.trim();
+  if (trimmed.length > 100) throw new OperatorError('invalid_argument', '--label is at most 100 characters', 'label');
+  return trimmed === '' ? null : trimmed;
 }
 
 export async function listProviders(ctx: OperatorContext, projectId: string): Promise<{ providers: ProviderAccountView[] }> {
   await requireProject(ctx, projectId);
-  return { providers: (await listProviderAccounts(ctx.store, projectId)).map(view) };
+  return { providers: (await listProviderAccounts(ctx.store, projectId)).map((row) => view(ctx, row)) };
 }
 
 export async function detachProvider(ctx: OperatorContext, id: string): Promise<{ id: string; detached: true }> {
@@ -148,11 +195,23 @@ export async function requireProviderAccount(ctx: OperatorContext, id: string): 
 }
 
 /** Sets an account's priority (fallback order, lowest first) and/or its free monthly quota (free-first; null: none). */
-export async function updateProvider(ctx: OperatorContext, id: string, changes: { priority?: string; freeQuota?: string | null }): Promise<ProviderAccountView> {
+export async function updateProvider(ctx: OperatorContext, id: string, changes: ProviderChanges): Promise<ProviderAccountView> {
   const priority = integer('priority', changes.priority, 0, 1_000_000);
   const freeQuota = changes.freeQuota === null ? null : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
-  await write(ctx, { type: 'provider_update', id, priority, ...(changes.freeQuota === undefined ? {} : { free_quota: freeQuota }), stamp: auditStamp(ctx) });
-  return view(await requireProviderAccount(ctx, id));
+  const settings: Partial<ProviderAccountSettings> = {};
+  const newLabel = label(changes.label);
+  if (newLabel !== undefined) settings.label = newLabel;
+  if (changes.user !== undefined) settings.user = changes.user;
+  if (changes.webhookPublicKey !== undefined) settings.webhook_public_key = changes.webhookPublicKey;
+  const secrets: ProviderAccountSecrets = {};
+  for (const [name, value] of [['pass', changes.pass], ['api_key', changes.apiKey], ['webhook_secret', changes.webhookSecret]] as const) {
+    if (value === undefined) continue;
+    if (value === '') throw new OperatorError('invalid_argument', `a new ${name} cannot be empty`, name);
+    secrets[name] = value;
+  }
+  await write(ctx, { type: 'provider_update', id, priority, ...(changes.freeQuota === undefined ? {} : { free_quota: freeQuota }), settings, secrets, stamp: auditStamp(ctx) });
+  // A replaced webhook secret is in this answer's feedback URL, once.
+  return view(ctx, await requireProviderAccount(ctx, id), changes.webhookSecret !== undefined);
 }
 
 /**

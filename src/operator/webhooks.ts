@@ -4,8 +4,8 @@ import { WebhookSender } from '../events/sender.js';
 import { newWebhookSecret } from '../events/signing.js';
 import { parseTargetUrl, resolveTarget, TargetError, type Resolver } from '../events/targets.js';
 import { getProject } from '../store/projects.js';
-import { deliveryCounts, getWebhookEndpoint, listWebhookEndpoints, type WebhookEndpointRow } from '../store/webhooks.js';
-import { listWebhookAttempts, type WebhookAttemptRow } from '../store/webhookAttempts.js';
+import { deliveryCounts, getWebhookDelivery, getWebhookEndpoint, listWebhookEndpoints, outboxEvent, type WebhookDeliveryRow, type WebhookEndpointRow } from '../store/webhooks.js';
+import { deliveryAttempts, listWebhookAttempts, type WebhookAttemptRow } from '../store/webhookAttempts.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { decodeCursor, encodeCursor, pageLimit } from './pages.js';
@@ -92,7 +92,8 @@ export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl
     url = parseTargetUrl(rawUrl, policy);
     await resolveTarget(url, policy, opts.resolver);
   } catch (err) {
-    if (err instanceof TargetError) throw new OperatorError('invalid_argument', `--url refused: ${err.message}`, 'url');
+    // In words a person reads in the console as well as the CLI: what is wrong with the URL.
+    if (err instanceof TargetError) throw new OperatorError('invalid_argument', `This URL cannot receive webhooks: ${err.message}.`, 'url');
     throw err;
   }
   const secret = newWebhookSecret();
@@ -152,16 +153,13 @@ export interface WebhookTestResult {
  * It is recorded as a delivery of the endpoint but never retried, and does not count towards
  * the endpoint's failure run. A disabled endpoint can be tested (to check it before `enable`).
  */
-export async function testWebhook(ctx: OperatorContext, id: string, opts: TargetOptions = {}): Promise<WebhookTestResult> {
-  const endpoint = await requireEndpoint(ctx, id);
-  const project = await getProject(ctx.store, endpoint.project_id);
+/**
+ * One attempt now, from this process, with the same signing, target checks, timeout and
+ * redirect rules as every delivery (the test button, a redelivery).
+ */
+async function sendNow(ctx: OperatorContext, endpoint: WebhookEndpointRow, deliveryId: string, type: string, body: Buffer, opts: TargetOptions) {
   const c = ctx.config.webhooks;
-  const deliveryId = newDeliveryId();
   const now = ctx.clock.now();
-  const body = envelopeBody(deliveryId, TEST_EVENT_TYPE, now, {
-    webhook: { id: endpoint.id, url: endpoint.url },
-    project: { uid: endpoint.project_id, name: project?.name ?? null },
-  });
   const secrets = [endpoint.secret];
   if (endpoint.previous_secret && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now) secrets.push(endpoint.previous_secret);
   const sender = new WebhookSender({
@@ -175,23 +173,96 @@ export async function testWebhook(ctx: OperatorContext, id: string, opts: Target
   const started = performance.now();
   let result;
   try {
-    result = await sender.send(endpoint.id, { url: endpoint.url, deliveryId, type: TEST_EVENT_TYPE, body, secrets, timestamp: Math.floor(now / 1000) });
+    result = await sender.send(endpoint.id, { url: endpoint.url, deliveryId, type, body, secrets, timestamp: Math.floor(now / 1000) });
   } finally {
     sender.close();
   }
   const duration = Math.round(performance.now() - started);
-  const at = ctx.clock.now();
+  return { started: now, at: ctx.clock.now(), result, attempt: { ok: result.ok ? 1 : 0, status_code: result.status, duration_ms: duration, error: result.error, answer: result.answer ?? null } };
+}
+
+export async function testWebhook(ctx: OperatorContext, id: string, opts: TargetOptions = {}): Promise<WebhookTestResult> {
+  const endpoint = await requireEndpoint(ctx, id);
+  const project = await getProject(ctx.store, endpoint.project_id);
+  const deliveryId = newDeliveryId();
+  const now = ctx.clock.now();
+  const body = envelopeBody(deliveryId, TEST_EVENT_TYPE, now, {
+    webhook: { id: endpoint.id, url: endpoint.url },
+    project: { uid: endpoint.project_id, name: project?.name ?? null },
+  });
+  const sent = await sendNow(ctx, endpoint, deliveryId, TEST_EVENT_TYPE, body, opts);
   await write(ctx, {
     type: 'webhook_test',
     delivery_id: deliveryId,
     endpoint_id: endpoint.id,
     event_type: TEST_EVENT_TYPE,
     created_at: now,
-    at,
-    attempt: { ok: result.ok ? 1 : 0, status_code: result.status, duration_ms: duration, error: result.error },
+    at: sent.at,
+    // Kept: a test delivery has no outbox event to build its body from again.
+    body: body.toString('utf8'),
+    attempt: sent.attempt,
     stamp: auditStamp(ctx),
   });
-  return { id: deliveryId, endpoint_id: endpoint.id, type: TEST_EVENT_TYPE, delivered: result.ok, status_code: result.status, error: result.error, duration_ms: duration };
+  const { result } = sent;
+  return { id: deliveryId, endpoint_id: endpoint.id, type: TEST_EVENT_TYPE, delivered: result.ok, status_code: result.status, error: result.error, duration_ms: sent.attempt.duration_ms };
+}
+
+/** A delivery of this endpoint (a member's view stops at the endpoint, checked by the caller). */
+async function requireDelivery(ctx: OperatorContext, endpointId: string, deliveryId: string): Promise<WebhookDeliveryRow> {
+  const row = await getWebhookDelivery(ctx.store, deliveryId);
+  if (!row || row.endpoint_id !== endpointId) throw notFound('webhook delivery', deliveryId);
+  return row;
+}
+
+/** The bytes every attempt of a delivery sent: kept (a test), or built again from its outbox event; null once that is gone. */
+async function deliveryBody(ctx: OperatorContext, row: WebhookDeliveryRow): Promise<Buffer | null> {
+  if (row.body) return Buffer.from(row.body, 'utf8');
+  if (row.event_seq === null) return null;
+  const event = await outboxEvent(ctx.store, row.event_seq);
+  return event ? envelopeBody(row.id, event.type, event.created_at, event.data) : null;
+}
+
+/** One delivery: the body it sent and each attempt with the receiver's answer, in time order. */
+export async function webhookDelivery(ctx: OperatorContext, endpointId: string, deliveryId: string) {
+  await requireEndpoint(ctx, endpointId);
+  const row = await requireDelivery(ctx, endpointId, deliveryId);
+  const body = await deliveryBody(ctx, row);
+  return {
+    id: row.id,
+    endpoint_id: row.endpoint_id,
+    type: row.type,
+    status: row.status,
+    created_at: iso(row.created_at)!,
+    request_body: body === null ? null : body.toString('utf8'),
+    attempts: (await deliveryAttempts(ctx.store, endpointId, deliveryId)).map(attemptView),
+  };
+}
+
+/**
+ * Sends a delivered or failed delivery once more, now (the receiver lost it, or was fixed): the
+ * same id and body, signed afresh; recorded as its next attempt and never retried. A pending
+ * delivery is the dispatcher's: refused (409) until it ends.
+ */
+export async function redeliverWebhook(ctx: OperatorContext, endpointId: string, deliveryId: string, opts: TargetOptions = {}) {
+  const endpoint = await requireEndpoint(ctx, endpointId);
+  if (endpoint.removed_at !== null) throw notFound('webhook', endpointId);
+  const row = await requireDelivery(ctx, endpointId, deliveryId);
+  if (row.status === 'pending') throw new OperatorError('conflict', `delivery ${deliveryId} is waiting for its next attempt; it can be redelivered once it is delivered or has failed`);
+  const body = await deliveryBody(ctx, row);
+  if (body === null) throw new OperatorError('conflict', `the event of delivery ${deliveryId} is no longer kept; it cannot be sent again`);
+  const sent = await sendNow(ctx, endpoint, deliveryId, row.type, body, opts);
+  const { attempt } = await write(ctx, {
+    type: 'webhook_redeliver',
+    delivery_id: deliveryId,
+    endpoint_id: endpointId,
+    event_type: row.type,
+    started_at: sent.started,
+    at: sent.at,
+    attempt: sent.attempt,
+    stamp: auditStamp(ctx),
+  });
+  const { result } = sent;
+  return { id: deliveryId, endpoint_id: endpointId, type: row.type, attempt, delivered: result.ok, status_code: result.status, error: result.error, answer: result.answer ?? null, duration_ms: sent.attempt.duration_ms };
 }
 
 export interface WebhookAttemptView {
@@ -204,6 +275,8 @@ export interface WebhookAttemptView {
   duration_ms: number | null;
   /** Why it failed, with the start of the receiver's answer (`HTTP 500: …`); null when delivered. */
   error: string | null;
+  /** The start of the receiver's answer (up to 1 KiB); null when none came. */
+  answer: string | null;
 }
 
 const attemptView = (a: WebhookAttemptRow): WebhookAttemptView => ({
@@ -215,15 +288,24 @@ const attemptView = (a: WebhookAttemptRow): WebhookAttemptView => ({
   status_code: a.status_code,
   duration_ms: a.duration_ms,
   error: a.error,
+  answer: a.answer ?? null,
 });
 
-/** An endpoint's delivery log: every attempt, newest first, a page at a time (kept as long as finished deliveries). */
+/**
+ * An endpoint's delivery log: every attempt, newest first by when it started, a page at a time
+ * (kept as long as finished deliveries). The cursor is the last row's start and seq.
+ */
 export async function webhookAttempts(ctx: OperatorContext, id: string, opts: { limit?: number; cursor?: string } = {}): Promise<{ attempts: WebhookAttemptView[]; next_cursor: string | null }> {
   await requireEndpoint(ctx, id);
   const limit = pageLimit(opts.limit, 50, 500);
-  const before = opts.cursor === undefined ? null : Number(decodeCursor(opts.cursor));
-  if (before !== null && !Number.isInteger(before)) throw new OperatorError('invalid_argument', 'cursor is not one this list gave', 'cursor');
+  let before: { at: number; seq: number } | null = null;
+  if (opts.cursor !== undefined) {
+    const m = /^(\d{1,15}):(\d{1,15})$/.exec(decodeCursor(opts.cursor));
+    if (!m) throw new OperatorError('invalid_argument', 'cursor is not one this list gave', 'cursor');
+    before = { at: Number(m[1]), seq: Number(m[2]) };
+  }
   const rows = await listWebhookAttempts(ctx.store, id, before, limit + 1);
   const page = rows.slice(0, limit);
-  return { attempts: page.map(attemptView), next_cursor: rows.length > limit ? encodeCursor(String(page[page.length - 1].seq)) : null };
+  const last = page[page.length - 1];
+  return { attempts: page.map(attemptView), next_cursor: rows.length > limit ? encodeCursor(`${last.attempted_at}:${last.seq}`) : null };
 }

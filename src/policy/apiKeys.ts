@@ -32,11 +32,12 @@ export interface CreatedKey {
   key: string;
 }
 
-export async function createApiKey(q: Queries, projectId: string, mode: KeyMode, now: number, expiresAt: number | null): Promise<CreatedKey> {
+export async function createApiKey(q: Queries, projectId: string, mode: KeyMode, now: number, expiresAt: number | null, name = ''): Promise<CreatedKey> {
   const key = `ps_${mode}_${randomAlphanumeric(40)}`;
   const row: ApiKeyRow = {
     id: newKeyId(),
     project_id: projectId,
+    name,
     mode,
     key_hash: hashApiKey(key),
     hint: `ps_${mode}_…${key.slice(-4)}`,

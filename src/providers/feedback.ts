@@ -61,6 +61,8 @@ export interface FeedbackContext {
 
 /** One per provider (all its slugs: `provider-a-api` and `provider-a-smtp` get the same notifications). */
 export interface FeedbackVerifier {
+  /** The provider proves itself by the account's `webhook_secret` as the feedback URL's last segment (not by a signature): the URL to give it carries the secret. */
+  secretInUrl?: boolean;
   verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict>;
 }
 

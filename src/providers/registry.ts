@@ -28,6 +28,16 @@ export function smtpRelayOf(slug: string): SmtpRelay | undefined {
   return declared?.transport === 'smtp' ? declared.relay : undefined;
 }
 
+/** What the console shows beside a slug: its declared title ("Postmark API"). */
+export function vendorOf(slug: string): string {
+  return declaredSlug(slug)?.title ?? slug;
+}
+
+/** Whether the feedback URL to give the provider ends in the account's `webhook_secret` (its verifier checks it there). */
+export function feedbackUrlCarriesSecret(slug: string): boolean {
+  return feedbackVerifierFor(slug)?.secretInUrl === true;
+}
+
 /** The feedback verifier for an account's slug (its provider's, for all its slugs), or undefined when its provider sends no feedback. */
 export function feedbackVerifierFor(slug: string): FeedbackVerifier | undefined {
   return BY_SLUG.get(slug)?.provider.feedback ?? undefined;

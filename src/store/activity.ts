@@ -30,9 +30,11 @@ export async function messageHeads(q: Queries, ids: readonly string[]): Promise<
   }>(`SELECT id, project_id, environment, status FROM messages WHERE ${inJsonArray(q, 'id', '?')}`, JSON.stringify(ids));
 }
 
-/** A hand-off attempt, for provider health. */
+/** A hand-off attempt, for provider health and the hourly deferrals. */
 export interface ActivityAttempt {
   seq: number;
+  /** The project of the account it went to (null: an account no longer known). */
+  project_id: string | null;
   provider_account_id: string | null;
   provider_slug: string | null;
   finished_at: number;
@@ -40,13 +42,16 @@ export interface ActivityAttempt {
   reply: string | null;
 }
 
+// Accounts belong to a project and are detached, never deleted: the join names every attempt's project.
+const ATTEMPT_COLUMNS = 'a.seq, p.project_id, a.provider_account_id, a.provider_slug, a.finished_at, a.outcome, a.reply FROM attempts a LEFT JOIN provider_accounts p ON p.id = a.provider_account_id';
+
 export async function attemptsAfterSeq(q: Queries, afterSeq: number, limit: number): Promise<ActivityAttempt[]> {
-  return q.all<ActivityAttempt>('SELECT seq, provider_account_id, provider_slug, finished_at, outcome, reply FROM attempts WHERE seq > ? ORDER BY seq LIMIT ?', afterSeq, limit);
+  return q.all<ActivityAttempt>(`SELECT ${ATTEMPT_COLUMNS} WHERE a.seq > ? ORDER BY a.seq LIMIT ?`, afterSeq, limit);
 }
 
 /** These attempts, those that exist (by seq, in any order). */
 export async function attemptsAtSeqs(q: Queries, seqs: readonly number[]): Promise<ActivityAttempt[]> {
-  return q.all<ActivityAttempt>(`SELECT seq, provider_account_id, provider_slug, finished_at, outcome, reply FROM attempts WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`, JSON.stringify(seqs));
+  return q.all<ActivityAttempt>(`SELECT ${ATTEMPT_COLUMNS} WHERE ${inJsonArray(q, 'a.seq', '?', 'bigint')}`, JSON.stringify(seqs));
 }
 
 /**

@@ -5,6 +5,8 @@ import type { ProjectRow } from './projects.js';
 export interface ApiKeyRow {
   id: string;
   project_id: string;
+  /** What the key is for; '' for keys made before names (migration 17). */
+  name?: string;
   mode: 'live' | 'test';
   key_hash: Buffer;
   hint: string;
@@ -15,8 +17,8 @@ export interface ApiKeyRow {
 
 export async function insertApiKey(q: Queries, row: Omit<ApiKeyRow, 'revoked_at'>): Promise<void> {
   await q.run(
-    'INSERT INTO api_keys (id, project_id, mode, key_hash, hint, created_at, expires_at) VALUES (@id, @project_id, @mode, @key_hash, @hint, @created_at, @expires_at)',
-    row,
+    'INSERT INTO api_keys (id, project_id, name, mode, key_hash, hint, created_at, expires_at) VALUES (@id, @project_id, @name, @mode, @key_hash, @hint, @created_at, @expires_at)',
+    { ...row, name: row.name ?? '' },
   );
 }
 

@@ -107,6 +107,7 @@ export async function deleteCapturedMessage(q: Queries, id: string): Promise<str
   }
   await q.run("DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)", id);
   await q.run('DELETE FROM message_bodies WHERE message_id = ?', id);
+  await q.run('DELETE FROM viewer_links WHERE message_id = ?', id);
   // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from; no spool file.
   if (q.dialect === 'postgres') await q.run('DELETE FROM message_body_chunks WHERE message_id = ?', id);
   await q.run('DELETE FROM messages WHERE id = ?', id);

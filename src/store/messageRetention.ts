@@ -8,7 +8,7 @@ const DAY_MS = 86_400_000;
 /**
  * Removes, in one transaction, up to `limit` finished messages created before their project's
  * retention (`retention_days` of the project, else `defaultRetentionDays`): the row, its
- * body if the index holds it, its attempts and recipient outcomes, and its events, except an event a pending webhook delivery
+ * body if the index holds it, its attempts, recipient outcomes and viewer links, and its events, except an event a pending webhook delivery
  * still has to send. Returns the spool files of the removed rows that had one: the caller retires them after
  * the commit (a crash between the two leaves files without rows, which start-up removes).
  */
@@ -31,6 +31,7 @@ export async function pruneFinishedMessageRows(q: Queries, now: number, defaultR
   const deleteOutcomes = `DELETE FROM recipient_outcomes WHERE ${listed('message_id')}`;
   const deleteEvents = `DELETE FROM events WHERE ${listed('message_id')} AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)`;
   const deleteBodies = `DELETE FROM message_bodies WHERE ${listed('message_id')}`;
+  const deleteLinks = `DELETE FROM viewer_links WHERE ${listed('message_id')}`;
   const deleteMessages = `DELETE FROM messages WHERE ${listed('id')}`;
   // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from.
   const deleteBodyChunks = q.dialect === 'postgres' ? `DELETE FROM message_body_chunks WHERE ${listed('message_id')}` : null;
@@ -48,6 +49,7 @@ export async function pruneFinishedMessageRows(q: Queries, now: number, defaultR
     await tx.run(deleteOutcomes, idList);
     await tx.run(deleteEvents, idList);
     await tx.run(deleteBodies, idList);
+    await tx.run(deleteLinks, idList);
     if (deleteBodyChunks) await tx.run(deleteBodyChunks, idList);
     await tx.run(deleteMessages, idList);
     // PostgreSQL has no spool files: every body was rows (message_body_chunks), deleted above.

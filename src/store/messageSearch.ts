@@ -10,7 +10,7 @@ export interface MessageFilter {
   projectIds: readonly string[] | null;
   environment?: 'production' | 'sandbox';
   statuses?: readonly MessageStatus[];
-  /** Substrings, case-insensitive (ASCII). `to` matches any recipient: To, Cc or Bcc. */
+  /** Substrings, case-insensitive (ASCII). `from` matches the address or the display name; `to` any recipient: To, Cc or Bcc. */
   from?: string;
   to?: string;
   subject?: string;
@@ -55,7 +55,11 @@ function where(q: Queries, filter: MessageFilter, projectId: string | null, befo
     parts.push(`${column} ${like} @${name} ESCAPE '\\'`);
     params[name] = containing(value);
   };
-  substring('from_email', 'from', filter.from);
+  // The address or the display name ("Shop" finds Shop <orders@example.com>).
+  if (filter.from !== undefined) {
+    parts.push(`(from_email ${like} @from ESCAPE '\\' OR from_name ${like} @from ESCAPE '\\')`);
+    params.from = containing(filter.from);
+  }
   substring('recipients', 'to', filter.to);
   substring('subject', 'subject', filter.subject);
   if (filter.category !== undefined) {
@@ -106,6 +110,23 @@ export async function searchMessages(q: Queries, filter: MessageFilter, beforeId
   }
   if (scopes.length === 1) return rows;
   return rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit);
+}
+
+/**
+ * How many messages match `filter`, counting at most `cap` (a list's "1,834 messages"; past the
+ * cap, "more than 10,000"): each project's count stops at the cap, so a wide filter costs no
+ * more than reading that many index entries.
+ */
+export async function countMessages(q: Queries, filter: MessageFilter, cap: number): Promise<{ count: number; capped: boolean }> {
+  if (filter.projectIds !== null && filter.projectIds.length === 0) return { count: 0, capped: false };
+  let count = 0;
+  for (const projectId of filter.projectIds === null ? [null] : [...new Set(filter.projectIds)]) {
+    const { clause, params } = where(q, filter, projectId, null);
+    const row = await q.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM messages ${clause} LIMIT @cap) AS matching`, { ...params, cap: cap + 1 - count });
+    count += Number(row?.n ?? 0);
+    if (count > cap) return { count: cap, capped: true };
+  }
+  return { count, capped: false };
 }
 
 /**

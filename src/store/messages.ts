@@ -23,6 +23,8 @@ export interface MessageRow {
   status: MessageStatus;
   hold_reason: HoldReason;
   from_email: string;
+  /** The From display name, when the message gave one (null before migration 17). */
+  from_name?: string | null;
   /** JSON `{to, cc, bcc}`: arrays of addresses, the delivery envelope. */
   recipients: string;
   subject: string;
@@ -51,13 +53,13 @@ export type NewMessageRow = Omit<MessageRow, 'attempts' | 'lease_until' | 'provi
 
 export async function insertMessage(q: Queries, row: NewMessageRow): Promise<void> {
   await q.run(
-    `INSERT INTO messages (id, project_id, environment, source, status, hold_reason, from_email, recipients, subject, tags,
+    `INSERT INTO messages (id, project_id, environment, source, status, hold_reason, from_email, from_name, recipients, subject, tags,
        metadata, category, routing, provider_options, scheduled_at, spool_path, size_bytes, idempotency_key, created_at,
        updated_at, next_attempt_at)
-     VALUES (@id, @project_id, @environment, @source, @status, @hold_reason, @from_email, @recipients, @subject, @tags,
+     VALUES (@id, @project_id, @environment, @source, @status, @hold_reason, @from_email, @from_name, @recipients, @subject, @tags,
        @metadata, @category, @routing, @provider_options, @scheduled_at, @spool_path, @size_bytes, @idempotency_key,
        @created_at, @updated_at, @next_attempt_at)`,
-    row,
+    { ...row, from_name: row.from_name ?? null },
   );
 }
 

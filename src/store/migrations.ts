@@ -518,6 +518,39 @@ export const migrations: Migration[] = [
       CREATE INDEX acme_challenges_domain ON acme_challenges(domain, kind);
     `,
   },
+  {
+    version: 17,
+    name: 'console: key names, sender display names, webhook answers and test bodies, viewer link records',
+    sql: `
+      -- A name for each API key ("billing worker"), so a list of hints can be told apart; '' for
+      -- keys made before.
+      ALTER TABLE api_keys ADD COLUMN name TEXT NOT NULL DEFAULT '';
+      -- The From display name ("Shop <shop@example.com>": Shop), for the console's From filter;
+      -- NULL for messages accepted before, or without one.
+      ALTER TABLE messages ADD COLUMN from_name TEXT;
+      -- The start of the receiver's answer to each webhook attempt (its body, up to 1 KiB).
+      ALTER TABLE webhook_attempts ADD COLUMN answer TEXT;
+      -- The body of a delivery that has no outbox event (webhook.test): an outbox delivery's body
+      -- is built again from its event, byte for byte.
+      ALTER TABLE webhook_deliveries ADD COLUMN body TEXT;
+      -- The delivery log in time order (attempts are recorded as they finish, not as they start).
+      DROP INDEX webhook_attempts_endpoint;
+      CREATE INDEX webhook_attempts_endpoint ON webhook_attempts(endpoint_id, attempted_at, seq);
+      -- Every public viewer link made (operator/messageLinks.ts): its token names its id, and a
+      -- link opens only while its row is here and not revoked. The token itself is never stored.
+      CREATE TABLE viewer_links (
+        id TEXT PRIMARY KEY,
+        message_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER,
+        -- An operator id, or 'cli'; and the operator's email then.
+        created_by TEXT NOT NULL,
+        created_by_email TEXT
+      );
+      CREATE INDEX viewer_links_message ON viewer_links(message_id);
+    `,
+  },
 ];
 
 /** Migration 6's triggers: any change to a policy table moves the generation. */

@@ -1,4 +1,4 @@
-import type { ProviderAccount } from '../contract/providerAccount.js';
+import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import type { Queries } from './queries.js';
 import { cachedPolicyRow } from './policyCache.js';
 
@@ -47,4 +47,9 @@ export async function attachedSlugs(q: Queries, projectId: string): Promise<Read
 
 export async function setProviderAccountLimits(q: Queries, id: string, priority: number, freeQuota: number | null): Promise<boolean> {
   return (await q.run('UPDATE provider_accounts SET priority = ?, free_quota = ? WHERE id = ? AND detached_at IS NULL', priority, freeQuota, id)) === 1;
+}
+
+/** Replaces an attached account's settings and secrets (an operator's edit: a new secret replaces the old). */
+export async function setProviderAccountConfig(q: Queries, id: string, settings: ProviderAccountSettings, secrets: ProviderAccountSecrets): Promise<boolean> {
+  return (await q.run('UPDATE provider_accounts SET settings = ?, secrets = ? WHERE id = ? AND detached_at IS NULL', JSON.stringify(settings), JSON.stringify(secrets), id)) === 1;
 }

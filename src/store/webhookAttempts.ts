@@ -14,23 +14,34 @@ export interface WebhookAttemptRow {
   duration_ms: number | null;
   /** Why it failed, with the start of the receiver's answer (`HTTP 500: …`); null on success. */
   error: string | null;
+  /** The start of the receiver's answer (its body, up to 1 KiB); null when none came (before migration 17: none kept). */
+  answer?: string | null;
 }
 
 export async function insertWebhookAttempt(q: Queries, row: Omit<WebhookAttemptRow, 'seq'>): Promise<void> {
   await q.run(
-    `INSERT INTO webhook_attempts (delivery_id, endpoint_id, type, attempt, attempted_at, ok, status_code, duration_ms, error)
-     VALUES (@delivery_id, @endpoint_id, @type, @attempt, @attempted_at, @ok, @status_code, @duration_ms, @error)`,
-    row,
+    `INSERT INTO webhook_attempts (delivery_id, endpoint_id, type, attempt, attempted_at, ok, status_code, duration_ms, error, answer)
+     VALUES (@delivery_id, @endpoint_id, @type, @attempt, @attempted_at, @ok, @status_code, @duration_ms, @error, @answer)`,
+    { ...row, answer: row.answer ?? null },
   );
 }
 
-/** An endpoint's attempts, newest first; `beforeSeq` continues a page. */
-export async function listWebhookAttempts(q: Queries, endpointId: string, beforeSeq: number | null, limit: number): Promise<WebhookAttemptRow[]> {
-  return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint AND (CAST(@before AS BIGINT) IS NULL OR seq < @before) ORDER BY seq DESC LIMIT @limit', {
-    endpoint: endpointId,
-    before: beforeSeq,
-    limit,
-  });
+/**
+ * An endpoint's attempts, newest first by when each started (they are recorded as they finish:
+ * a slow attempt is written after a later quick one); `before` continues a page.
+ */
+export async function listWebhookAttempts(q: Queries, endpointId: string, before: { at: number; seq: number } | null, limit: number): Promise<WebhookAttemptRow[]> {
+  return q.all<WebhookAttemptRow>(
+    `SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint
+       AND (CAST(@beforeAt AS BIGINT) IS NULL OR attempted_at < @beforeAt OR (attempted_at = @beforeAt AND seq < @beforeSeq))
+     ORDER BY attempted_at DESC, seq DESC LIMIT @limit`,
+    { endpoint: endpointId, beforeAt: before?.at ?? null, beforeSeq: before?.seq ?? null, limit },
+  );
+}
+
+/** One delivery's attempts, in time order (along its endpoint's log). */
+export async function deliveryAttempts(q: Queries, endpointId: string, deliveryId: string): Promise<WebhookAttemptRow[]> {
+  return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = ? AND delivery_id = ? ORDER BY attempted_at, seq', endpointId, deliveryId);
 }
 
 /** Attempts older than `before` go with the finished deliveries they belong to. */

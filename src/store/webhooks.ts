@@ -43,6 +43,8 @@ export interface WebhookDeliveryRow {
   last_status: number | null;
   last_error: string | null;
   completed_at: number | null;
+  /** The body of a delivery without an outbox event (`webhook.test`); null: built again from its event. */
+  body?: string | null;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -152,12 +154,12 @@ export async function latestEventSeq(q: Queries): Promise<number> {
 
 export async function insertWebhookDelivery(
   q: Queries,
-  row: Pick<WebhookDeliveryRow, 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'status' | 'attempts' | 'next_attempt_at' | 'created_at' | 'last_attempt_at' | 'last_status' | 'last_error' | 'completed_at'>,
+  row: Pick<WebhookDeliveryRow, 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'status' | 'attempts' | 'next_attempt_at' | 'created_at' | 'last_attempt_at' | 'last_status' | 'last_error' | 'completed_at' | 'body'>,
 ): Promise<void> {
   await q.run(
-    `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, type, status, attempts, next_attempt_at, created_at, last_attempt_at, last_status, last_error, completed_at)
-     VALUES (@id, @endpoint_id, @event_seq, @type, @status, @attempts, @next_attempt_at, @created_at, @last_attempt_at, @last_status, @last_error, @completed_at)`,
-    row,
+    `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, type, status, attempts, next_attempt_at, created_at, last_attempt_at, last_status, last_error, completed_at, body)
+     VALUES (@id, @endpoint_id, @event_seq, @type, @status, @attempts, @next_attempt_at, @created_at, @last_attempt_at, @last_status, @last_error, @completed_at, @body)`,
+    { ...row, body: row.body ?? null },
   );
 }
 
@@ -277,6 +279,23 @@ export async function markEndpointFailure(q: Queries, endpointId: string, at: nu
 /** Deletes finished deliveries completed before `before`, at most `limit` at a time. */
 export async function pruneWebhookDeliveries(q: Queries, before: number, limit: number): Promise<number> {
   return q.run("DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < ? LIMIT ?)", before, limit);
+}
+
+/**
+ * A finished delivery sent once more by hand (the console's redeliver): one more attempt on its
+ * record; delivered once it got through (a failed one that now did), never back to pending.
+ * False when it is pending (the dispatcher's) or gone.
+ */
+export async function recordRedelivery(q: Queries, id: string, a: { at: number; ok: boolean; status: number | null; error: string | null }): Promise<number | null> {
+  const row = await q.get<{ attempts: number }>("SELECT attempts FROM webhook_deliveries WHERE id = ? AND status <> 'pending'", id);
+  if (!row) return null;
+  await q.run(
+    `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @at, last_status = @status, last_error = @error,
+            status = CASE WHEN @ok = 1 THEN 'delivered' ELSE status END, completed_at = @at
+      WHERE id = @id`,
+    { id, at: a.at, status: a.status, error: a.error, ok: a.ok ? 1 : 0 },
+  );
+  return row.attempts + 1;
 }
 
 export async function getWebhookDelivery(q: Queries, id: string): Promise<WebhookDeliveryRow | undefined> {

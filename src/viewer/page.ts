@@ -22,6 +22,38 @@ function size(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
+/**
+ * Where the message stands, in the words of someone who was sent it (not the index's: a
+ * recipient does not know "captured" or "queued"). A sandbox capture was never sent.
+ */
+export function recipientStatus(m: Pick<ViewedMessage, 'status' | 'sandbox'>): string {
+  switch (m.status) {
+    case 'captured':
+      return 'Test message, not sent';
+    case 'queued':
+    case 'sending':
+      return 'Being sent';
+    case 'scheduled':
+      return 'Scheduled to be sent';
+    case 'paused':
+      return m.sandbox ? 'Test message, not sent' : 'Held, not sent yet';
+    case 'sent':
+      return 'Sent';
+    case 'delivered':
+    case 'complained':
+      return 'Delivered';
+    case 'bounced':
+      return 'Not delivered: the receiving server refused it';
+    case 'failed':
+      return 'Not delivered';
+    case 'suppressed':
+    case 'cancelled':
+      return 'Not sent';
+    default:
+      return 'Sent';
+  }
+}
+
 /** The page: headers, delivery status, the body in a sandboxed frame, attachment names. */
 export function viewerPage(m: ViewedMessage, bodyUrl: string, remoteImages: boolean): string {
   const subject = m.subject ?? '(no subject)';
@@ -38,7 +70,7 @@ export function viewerPage(m: ViewedMessage, bodyUrl: string, remoteImages: bool
 <h1>${escapeHtml(subject)}</h1>
 <dl><dt>From</dt><dd>${escapeHtml(m.from)}</dd><dt>To</dt><dd>${list(m.to)}</dd>${m.cc.length ? `<dt>Cc</dt><dd>${list(m.cc)}</dd>` : ''}
 <dt>Date</dt><dd><time datetime="${m.created_at}">${escapeHtml(m.created_at.replace('T', ' ').replace(/\.\d+Z$/, ' UTC'))}</time></dd>
-<dt>Status</dt><dd><span class="status">${escapeHtml(m.status)}</span></dd>${attachments}</dl>
+<dt>Status</dt><dd><span class="status">${escapeHtml(recipientStatus(m))}</span></dd>${attachments}</dl>
 ${images}
 <iframe title="Message" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="${escapeHtml(bodyUrl)}"></iframe>
 </main></body></html>`;

@@ -121,6 +121,7 @@ describe('postern key', () => {
     assert.deepEqual(k, {
       id: k.id,
       project_id: projectId,
+      name: '',
       mode: 'live',
       hint: `ps_live_…${k.key.slice(-4)}`,
       created_at: k.created_at,
@@ -236,6 +237,8 @@ describe('postern provider', () => {
       id: smtp.id,
       project_id: projectId,
       slug: 'smtp',
+      vendor: 'Any SMTP relay',
+      label: null,
       host: 'smtp.example.net',
       port: 587,
       user: 'mailer',
@@ -248,6 +251,7 @@ describe('postern provider', () => {
       free_quota: null,
       credentials: { pass: true, api_key: false, webhook_secret: false },
       feedback_path: `/v1/feedback/${smtp.id}`,
+      feedback_url: null,
       created_at: smtp.created_at,
     });
 
@@ -258,11 +262,15 @@ describe('postern provider', () => {
     assert.equal(apiRun.code, 0, apiRun.stdout + apiRun.stderr);
     const api = oneJsonObject(apiRun);
     assert.equal(apiRun.stdout.includes(apiKey), false);
-    assert.equal(apiRun.stdout.includes(webhookSecret), false);
+    // The webhook secret only in the feedback URL to give the provider, this once (SES checks it as the URL's last segment).
+    assert.equal(apiRun.stdout.split(webhookSecret).length, 2);
+    assert.match(api.feedback_url, new RegExp(`/v1/feedback/${api.id}/${webhookSecret}$`));
     assert.deepEqual(api, {
       id: api.id,
       project_id: projectId,
       slug: 'provider-a-api',
+      vendor: 'Amazon SES API',
+      label: null,
       host: null,
       port: null,
       user: null,
@@ -275,12 +283,14 @@ describe('postern provider', () => {
       free_quota: null,
       credentials: { pass: false, api_key: true, webhook_secret: true },
       feedback_path: `/v1/feedback/${api.id}`,
+      feedback_url: api.feedback_url,
       created_at: api.created_at,
     });
 
     const listRun = await runCli(['provider', 'list', '--project', projectId, '--json'], { POSTERN_STATE_DIR: dir });
     assert.equal(listRun.code, 0);
-    assert.deepEqual(oneJsonObject(listRun), { providers: [api, smtp] });
+    const listedApi = { ...api, feedback_url: api.feedback_url.replace(webhookSecret, '••••••••') };
+    assert.deepEqual(oneJsonObject(listRun), { providers: [listedApi, smtp] });
     assert.equal(listRun.stdout.includes(pass), false);
     assert.equal(listRun.stdout.includes(apiKey), false);
     assert.equal(listRun.stdout.includes(webhookSecret), false);
@@ -394,12 +404,16 @@ describe('postern message, against the state dir of a running server', () => {
       status: 'captured',
       paused: false,
       from: 'sender@example.com',
+      from_name: 'Sender',
       to: ['rcpt@example.org'],
       subject: 'captured one',
       category: null,
       tags: [],
       scheduled_at: null,
       created_at: (byId.get(ids.captured) as any).created_at,
+      attempts: 0,
+      next_attempt_at: null,
+      last_error: null,
     });
   });
 

@@ -277,4 +277,134 @@ describe('console management', () => {
     assert.deepEqual(troubled.map((w: any) => [w.id, w.state]), [[hook.id, 'failing']]);
     assert.deepEqual(expectStatus(await member.get('/overview'), 200).webhooks, []);
   });
+  test('keys have a name: given at creation (422 past 100 characters), listed, kept by a rotation, in the audit log; the CLI takes --name', async () => {
+    const named = expectStatus(await member.post(`/projects/${a.project.id}/keys`, { mode: 'live', name: '  billing worker ' }), 201);
+    assert.equal(named.name, 'billing worker');
+    expectError(await member.post(`/projects/${a.project.id}/keys`, { mode: 'live', name: 'x'.repeat(101) }), 422, 'name:too_long');
+    const listed = expectStatus(await member.get(`/projects/${a.project.id}/keys`), 200).keys;
+    assert.equal(listed.find((k: any) => k.id === named.id).name, 'billing worker');
+    // Keys made before names have an empty one.
+    assert.ok(listed.some((k: any) => k.id !== named.id && k.name === ''));
+    const rotated = expectStatus(await member.post(`/keys/${named.id}/rotate`, { grace_seconds: 0 }), 201);
+    assert.equal(rotated.key.name, 'billing worker', 'the new key does the same job');
+    const created = expectStatus(await owner.get('/audit?action=key.create&limit=1'), 200).entries[0];
+    assert.equal(created.details.name, 'billing worker');
+    const cli = await runCli(['key', 'create', '--project', a.project.id, '--mode', 'test', '--name', 'staging site', '--json'], { POSTERN_STATE_DIR: p.stateDir, POSTERN_CLOCK_OFFSET_MS: String(clock.now() - Date.now()) });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal(cli.json.name, 'staging site');
+  });
+
+  test('plans: every operator can list the configured plans with their limits, the default one marked; a project moves to one of them', async () => {
+    const plans = expectStatus(await member.get('/plans'), 200).plans;
+    assert.deepEqual(plans.map((x: any) => [x.name, x.default, x.limits.monthly_messages, x.limits.monthly_bytes]), [
+      ['free', true, 3000, 1073741824],
+      ['pro', false, 50000, 53687091200],
+    ]);
+    const made = expectStatus(await owner.post('/projects', { name: 'planned', plan: plans[1].name }), 201);
+    assert.equal(expectStatus(await owner.put(`/projects/${made.id}/plan`, { plan: 'free' }), 200).plan, 'free');
+    expectStatus(await owner.delete(`/projects/${made.id}`), 200);
+  });
+
+  test('the audit log filters by the operator\'s email (any case), alone or with an action; the CLI takes --actor-email', async () => {
+    expectStatus(await member.post(`/projects/${a.project.id}/suppressions`, { email: 'audit-by-email@example.org' }), 201);
+    const byEmail = expectStatus(await owner.get('/audit?actor_email=MEMBER@example.com&limit=500'), 200).entries;
+    assert.ok(byEmail.length > 1);
+    assert.deepEqual([...new Set(byEmail.map((e: any) => e.actor_email))], ['member@example.com']);
+    const adds = expectStatus(await owner.get('/audit?actor_email=member@example.com&action=suppression.add&limit=1'), 200).entries;
+    assert.deepEqual(adds.map((e: any) => [e.action, e.details.email]), [['suppression.add', 'audit-by-email@example.org']]);
+    assert.deepEqual(expectStatus(await owner.get('/audit?actor_email=nobody@example.com'), 200).entries, []);
+    const cli = await runCli(['audit', 'list', '--actor-email', 'Member@Example.com', '--limit', '1', '--json'], { POSTERN_STATE_DIR: p.stateDir });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal(cli.json.entries[0].actor_email, 'member@example.com');
+  });
+
+  test('a refused webhook URL is explained in words, not a command-line flag', async () => {
+    for (const url of ['ftp://example.com/hook', 'https://user:pw@example.com/hook']) {
+      const err = expectError(await member.post(`/projects/${a.project.id}/webhooks`, { url }), 422, 'url:invalid_value');
+      assert.match(err.message, /^This URL cannot receive webhooks: .+\.$/);
+      assert.doesNotMatch(err.message, /--url/);
+    }
+  });
+
+  test('webhook delivery log: newest first by when each attempt started; each attempt keeps the receiver\'s answer, each delivery the body it sent; a delivered or failed delivery is redelivered on demand (a pending one is refused)', async () => {
+    const hook = expectStatus(await member.post(`/projects/${a.project.id}/webhooks`, { url: receiver.url('/logged') }), 201);
+    receiver.respond = () => ({ status: 200, body: '{"thanks":"got it"}' });
+    const tested = expectStatus(await member.post(`/webhooks/${hook.id}/test`), 200);
+    receiver.respond = () => ({ status: 500, body: 'database is down' });
+    const failed = expectStatus(await member.post(`/webhooks/${hook.id}/test`), 200);
+    receiver.respond = () => ({ status: 200 });
+    const log = expectStatus(await member.get(`/webhooks/${hook.id}/attempts`), 200).attempts;
+    assert.deepEqual(log.map((x: any) => [x.delivery_id, x.answer]), [[failed.id, 'database is down'], [tested.id, '{"thanks":"got it"}']]);
+
+    // Attempts are written as they finish: a slow one started first is written after a quick one started later.
+    const { insertWebhookAttempt } = await import('../../src/store/webhookAttempts.js');
+    const at = clock.now();
+    const row = (delivery: string, started: number) => ({ delivery_id: delivery, endpoint_id: hook.id, type: 'mail.sent', attempt: 1, attempted_at: started, ok: 1, status_code: 200, duration_ms: 5, error: null });
+    await insertWebhookAttempt(p.ctx.store, row('we.0slowstartedfirst0000000', at + 10_000));
+    await insertWebhookAttempt(p.ctx.store, row('we.0quickstartedlater00000', at + 20_000));
+    const ordered = expectStatus(await member.get(`/webhooks/${hook.id}/attempts?limit=2`), 200);
+    assert.deepEqual(ordered.attempts.map((x: any) => x.delivery_id), ['we.0quickstartedlater00000', 'we.0slowstartedfirst0000000']);
+    const rest = expectStatus(await member.get(`/webhooks/${hook.id}/attempts?cursor=${ordered.next_cursor}`), 200).attempts.map((x: any) => x.delivery_id);
+    assert.deepEqual(rest, [failed.id, tested.id], 'the next page goes on in time order, nothing repeated or skipped');
+
+    // A delivery: the body it sent, byte for byte as the receiver got it, and its attempts.
+    const shown = expectStatus(await member.get(`/webhooks/${hook.id}/deliveries/${tested.id}`), 200);
+    const got = receiver.received.find((r) => r.headers['x-service-delivery'] === tested.id)!;
+    assert.equal(shown.request_body, got.raw.toString('utf8'));
+    assert.deepEqual([shown.status, shown.attempts.map((x: any) => [x.attempt, x.status_code, x.answer])], ['delivered', [[1, 200, '{"thanks":"got it"}']]]);
+
+    // Redeliver the failed one, now that the receiver is back: the same id and body, attempt 2, delivered.
+    const before = receiver.received.length;
+    const again = expectStatus(await member.post(`/webhooks/${hook.id}/deliveries/${failed.id}/redeliver`), 200);
+    assert.deepEqual([again.id, again.attempt, again.delivered, again.status_code], [failed.id, 2, true, 200]);
+    assert.equal(receiver.received.length, before + 1);
+    const resent = receiver.received[before];
+    assert.equal(resent.headers['x-service-delivery'], failed.id);
+    assert.equal(resent.raw.toString('utf8'), receiver.received.find((r) => r.headers['x-service-delivery'] === failed.id)!.raw.toString('utf8'));
+    const now = expectStatus(await member.get(`/webhooks/${hook.id}/deliveries/${failed.id}`), 200);
+    assert.deepEqual([now.status, now.attempts.map((x: any) => [x.attempt, x.delivered])], ['delivered', [[1, false], [2, true]]]);
+    const audited = expectStatus(await owner.get('/audit?action=webhook.redeliver'), 200).entries;
+    assert.deepEqual(audited.map((e: any) => [e.target, e.details.delivery, e.details.attempt]), [[hook.id, failed.id, 2]]);
+
+    // An outbox delivery still pending is the dispatcher's: refused. Its body is built again from its event.
+    const { insertWebhookDelivery } = await import('../../src/store/webhooks.js');
+    const event = (await p.ctx.store.get<{ seq: number }>("SELECT seq FROM events WHERE project_id = ? AND type = 'mail.accepted' ORDER BY seq DESC LIMIT 1", a.project.id))!;
+    const pendingId = 'we.0pendingdelivery0000000';
+    await insertWebhookDelivery(p.ctx.store, { id: pendingId, endpoint_id: hook.id, event_seq: event.seq, type: 'mail.accepted', status: 'pending', attempts: 0, next_attempt_at: at + 3600_000, created_at: at, last_attempt_at: null, last_status: null, last_error: null, completed_at: null });
+    expectError(await member.post(`/webhooks/${hook.id}/deliveries/${pendingId}/redeliver`), 409, 'conflict');
+    const pending = expectStatus(await member.get(`/webhooks/${hook.id}/deliveries/${pendingId}`), 200);
+    assert.deepEqual([JSON.parse(pending.request_body).id, JSON.parse(pending.request_body).type], [pendingId, 'mail.accepted']);
+    await p.ctx.store.run("UPDATE webhook_deliveries SET status = 'failed' WHERE id = ?", pendingId);
+    const sent = expectStatus(await member.post(`/webhooks/${hook.id}/deliveries/${pendingId}/redeliver`), 200);
+    assert.deepEqual([sent.attempt, sent.delivered], [1, true]);
+    assert.equal(receiver.received[receiver.received.length - 1].raw.toString('utf8'), pending.request_body);
+
+    // Another project's endpoint, or a delivery of another endpoint: not found.
+    const other = expectStatus(await owner.post(`/projects/${b.project.id}/webhooks`, { url: receiver.url('/b-log') }), 201);
+    expectError(await member.get(`/webhooks/${other.id}/deliveries/${tested.id}`), 404, 'not_found');
+    expectError(await owner.get(`/webhooks/${other.id}/deliveries/${tested.id}`), 404, 'not_found');
+    expectError(await member.post(`/webhooks/${other.id}/deliveries/${tested.id}/redeliver`), 404, 'not_found');
+    // The CLI shows and redelivers too.
+    const cli = await runCli(['webhook', 'delivery', hook.id, tested.id, '--json'], { POSTERN_STATE_DIR: p.stateDir });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal(cli.json.request_body, shown.request_body);
+  });
+
+  test('overview: hand-offs that failed for now count per hour as deferred (where the providers were failing), for the projects whose accounts they went to', async () => {
+    const account = (await p.ctx.store.get<{ id: string }>('SELECT id FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL', a.project.id))!;
+    const t = clock.now() - 60_000;
+    for (const outcome of ['temporary', 'temporary', 'temporary', 'account', 'permanent', 'sent']) {
+      await p.ctx.store.run(
+        'INSERT INTO attempts (message_id, provider_account_id, provider_slug, started_at, finished_at, outcome, reply) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        'm.0deferred000000000000000000', account.id, 'smtp', t - 100, t, outcome, outcome === 'sent' ? '250 ok' : '451 4.3.0 try later',
+      );
+    }
+    const sum = (o: any, key: string) => o.hourly.reduce((n: number, h: any) => n + h.counts[key], 0);
+    const figures = expectStatus(await owner.get('/overview'), 200);
+    assert.equal(sum(figures, 'deferred'), 4);
+    const health = figures.providers.find((x: any) => x.id === account.id);
+    assert.deepEqual([health.handoffs_last_hour, health.failures_last_hour, health.last_error], [6, 5, '451 4.3.0 try later']);
+    assert.equal(sum(expectStatus(await member.get('/overview'), 200), 'deferred'), 4);
+    assert.equal(sum(expectStatus(await owner.get(`/overview?project=${b.project.id}`), 200), 'deferred'), 0);
+  });
 });

@@ -70,13 +70,71 @@ describe('console messages', () => {
       status: 'captured',
       paused: false,
       from: 'sender@example.com',
+      from_name: 'Sender',
       to: ['ann@example.org'],
       subject: 'Sandbox hello',
       category: null,
       tags: ['welcome'],
       scheduled_at: null,
       created_at: sandbox.created_at,
+      attempts: 0,
+      next_attempt_at: null,
+      last_error: null,
     });
+    assert.deepEqual([all.total, all.total_capped, mine.total], [4, false, 3]);
+  });
+
+  test('the list counts every message that matches (not only the page), says where a retrying one stands, takes several statuses at once, and From finds display names', async () => {
+    const page = expectStatus(await owner.get('/messages?limit=1'), 200);
+    assert.deepEqual([page.messages.length, page.total, page.total_capped], [1, 4, false]);
+    const next = expectStatus(await owner.get(`/messages?limit=1&cursor=${page.next_cursor}`), 200);
+    assert.equal(next.total, 4, 'the count is the filter\'s, whatever the page');
+    assert.equal(expectStatus(await owner.get('/messages?status=paused&status=captured'), 200).total, 2);
+    assert.equal(expectStatus(await member.get(`/messages?project=${a.project.id}&environment=production`), 200).total, 2);
+    // A failed attempt puts a queued message on the retry ladder: the list says how often and why.
+    await p.ctx.store.run("UPDATE messages SET attempts = 3, next_attempt_at = ?, last_error = 'smtp: 451 4.3.0 try again later' WHERE id = ?", Date.parse('2031-01-01T00:00:00Z'), ids.queued);
+    try {
+      const row = expectStatus(await owner.get(`/messages?id=${ids.queued}`), 200).messages[0];
+      assert.deepEqual([row.status, row.attempts, row.next_attempt_at, row.last_error], ['queued', 3, '2031-01-01T00:00:00.000Z', 'smtp: 451 4.3.0 try again later']);
+    } finally {
+      await p.ctx.store.run('UPDATE messages SET attempts = 0, next_attempt_at = ?, last_error = NULL WHERE id = ?', Date.now(), ids.queued);
+    }
+    // From: the display name ("Billing"), any case, as well as the address.
+    const byName = expectStatus(await owner.get('/messages?from=billing'), 200).messages;
+    assert.deepEqual(byName.map((m: any) => [m.id, m.from, m.from_name]), [[ids.queued, 'billing@shop.example', 'Billing']]);
+    const named = await send(p.production, a.liveKey, { subject: 'From a name', from: { email: 'noreply@mail.example', name: 'Acme Support' } });
+    try {
+      assert.deepEqual(expectStatus(await owner.get('/messages?from=acme%20sup'), 200).messages.map((m: any) => m.id), [named.id]);
+      assert.equal(expectStatus(await owner.get('/messages?from=acme%20sup'), 200).total, 1);
+    } finally {
+      // Gone again: the other tests count this world's four messages.
+      await p.ctx.store.run('DELETE FROM messages WHERE id = ?', named.id);
+      await p.ctx.store.run('DELETE FROM message_bodies WHERE message_id = ?', named.id);
+      if (p.ctx.store.dialect === 'postgres') await p.ctx.store.run('DELETE FROM message_body_chunks WHERE message_id = ?', named.id);
+    }
+  });
+
+  test('the count stops at 10,000 ("more than"), however many match', async () => {
+    const big = await createProjectWithKeys(p.ctx, 'counted');
+    const now = Date.now();
+    await p.ctx.store.transaction(async (tx) => {
+      for (let i = 0; i < 10_002; i++) {
+        await insertMessage(tx, {
+          id: `m.0yyyyyyyy${String(i).padStart(17, '0')}`, project_id: big.project.id, environment: 'production', source: 'http', status: 'cancelled', hold_reason: null,
+          from_email: 'count@example.com', recipients: JSON.stringify({ to: ['x@example.org'], cc: [], bcc: [] }), subject: 'counted', tags: '[]', metadata: '{}', category: null,
+          routing: '{}', provider_options: null, scheduled_at: null, spool_path: 'none.eml', size_bytes: 100, idempotency_key: null, created_at: now, updated_at: now, next_attempt_at: null,
+        });
+      }
+    });
+    try {
+      const counted = expectStatus(await owner.get(`/messages?project=${big.project.id}&limit=2`), 200);
+      assert.deepEqual([counted.messages.length, counted.total, counted.total_capped], [2, 10_000, true]);
+      const one = expectStatus(await owner.get(`/messages?project=${big.project.id}&id=m.0yyyyyyyy${String(5).padStart(17, '0')}`), 200);
+      assert.deepEqual([one.total, one.total_capped], [1, false]);
+    } finally {
+      // Gone again: the other tests count this world's four messages.
+      await p.ctx.store.run('DELETE FROM messages WHERE project_id = ?', big.project.id);
+    }
   });
 
   test('every filter narrows: project, environment, status, from, to, subject, category, tag, created range, id', async () => {

@@ -55,6 +55,28 @@ describe('console providers', () => {
     expectError(await owner.post(`/providers/${account.id}/check`), 404, 'not_found');
   });
 
+  test('vendor and label; the feedback URL carries its secret only in the answer that set it; credentials are replaced, never shown', async () => {
+    const account = await attach({ slug: 'provider-f-api', api_key: 'brevo-key-1', webhook_secret: 'brevo-hook-1', label: '  newsletters  ' });
+    assert.deepEqual([account.vendor, account.label], ['Brevo API', 'newsletters']);
+    assert.match(account.feedback_url, new RegExp(`^https?://[^/]+/v1/feedback/${account.id}/brevo-hook-1$`));
+    const listed = expectStatus(await owner.get(`/projects/${pk.project.id}/providers`), 200).providers.find((a: { id: string }) => a.id === account.id);
+    assert.equal(listed.feedback_url, account.feedback_url.replace(/brevo-hook-1$/, '••••••••'));
+    assert.ok(!JSON.stringify(listed).includes('brevo-key-1'));
+    const relabelled = expectStatus(await owner.patch(`/providers/${account.id}`, { label: null, api_key: 'brevo-key-2' }), 200);
+    assert.deepEqual([relabelled.label, relabelled.feedback_url], [null, listed.feedback_url]);
+    const rekeyed = expectStatus(await owner.patch(`/providers/${account.id}`, { webhook_secret: 'brevo-hook-2' }), 200);
+    assert.equal(rekeyed.feedback_url, account.feedback_url.replace(/brevo-hook-1$/, 'brevo-hook-2'));
+    expectError(await owner.patch(`/providers/${account.id}`, { pass: '' }), 422, 'pass:too_short');
+    const stored = (await p.ctx.store.get<{ secrets: string }>('SELECT secrets FROM provider_accounts WHERE id = ?', account.id))!;
+    assert.deepEqual(JSON.parse(stored.secrets), { api_key: 'brevo-key-2', webhook_secret: 'brevo-hook-2' });
+    // A provider that signs its notifications gets a URL without a secret; the plain relay has none.
+    const signed = await attach({ slug: 'provider-c-api', api_key: 'mg-key', domain: 'mg.example', webhook_secret: 'mg-signing-key' });
+    assert.deepEqual([signed.vendor, signed.feedback_url.endsWith(`/v1/feedback/${signed.id}`)], ['Mailgun API', true]);
+    const relay = await attach({ slug: 'smtp', host: '127.0.0.1', port: 9, tls: 'none' });
+    assert.deepEqual([relay.vendor, relay.feedback_url], ['Any SMTP relay', null]);
+    for (const id of [account.id, signed.id, relay.id]) expectStatus(await owner.delete(`/providers/${id}`), 200);
+  });
+
   test('an SMTP relay check connects, starts TLS, authenticates and quits; a wrong password fails at auth, a missing relay at connect, a relay without STARTTLS at tls', async () => {
     const pems = await generate([{ name: 'commonName', value: 'relay.test' }], { keySize: 2048 });
     const relay = await Sink.start('checked', { tls: { key: pems.private, cert: pems.cert }, credentials: { user: 'relay-user', pass: 'relay-secret-password' } });

@@ -153,8 +153,7 @@ describe('web console in a browser', () => {
   afterEach(async () => {
     const seen = watched.flatMap((p) => p.unexpected());
     watched = [];
-    // A person closes the tabs they are done with: each holds a live stream, and an operator
-    // may have console.max_streams_per_operator (8) open on a node.
+    // Each test's tabs closed, as a person closes them: their event streams end (an operator may hold 8 at once).
     for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
     assert.deepEqual(seen, [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
   });
@@ -424,6 +423,7 @@ describe('web console in a browser', () => {
     const { page } = await signedIn();
     await page.goto(`/#/projects/${w.a.project.id}/keys`);
     await page.locator('table').first().waitFor();
+    await page.getByLabel(/^Name/).fill('browser test key');
     await page.getByLabel(/^Mode/).selectOption('live');
     await page.getByRole('button', { name: 'Create key' }).click();
     const secret = page.getByTestId('secret');
@@ -641,7 +641,7 @@ describe('web console in a browser', () => {
 
     // Everything matching the filter: the count is the server's (a dry run).
     await page.getByText('All matching the filter…').click();
-    await page.getByRole('button', { name: 'Release all matching' }).click();
+    await page.getByRole('button', { name: 'Release all 3 matching' }).click();
     const all = page.getByRole('dialog', { name: 'Release 3 messages matching the filter?' });
     await all.getByText(/go to their real recipients/).waitFor();
     await all.getByRole('button', { name: 'Leave them as they are' }).click();
@@ -658,7 +658,7 @@ describe('web console in a browser', () => {
     await page.locator(`tr[data-id="${ids[0]}"] .badge`).first().getByText('queued').waitFor();
     assert.equal(expectStatus(await w.owner.get(`/messages/${ids[0]}`), 200).status, 'queued');
 
-    await page.getByRole('button', { name: 'Cancel all matching' }).click();
+    await page.getByRole('button', { name: 'Cancel all 2 matching' }).click();
     const cancel = page.getByRole('dialog', { name: 'Cancel 2 messages matching the filter?' });
     await cancel.getByRole('button', { name: 'Cancel 2 messages' }).click();
     await page.getByRole('status').getByText('Cancelled 2 messages: they will not be sent.').waitFor();

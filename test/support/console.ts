@@ -37,6 +37,8 @@ export function samplePath(template: string): string {
     domain: 'example.com',
     operator_id: 'op.nosuchoperator00',
     token_id: 'ot.nosuchtoken00000',
+    delivery_id: 'we.nosuchdelivery00000',
+    link_id: 'vl.nosuchlink0000000',
     email: 'nobody%40example.com',
     index: '0',
   };

@@ -73,7 +73,8 @@ describe('public viewer', () => {
     assert.match(page.text, /ann@example.org/);
     assert.match(page.text, /carl@example.org/);
     assert.match(page.text, /2031-03-04 10:00:00 UTC/);
-    assert.match(page.text, /<span class="status">queued<\/span>/);
+    // Where it stands, in a recipient's words (not the index's "queued").
+    assert.match(page.text, /<span class="status">Being sent<\/span>/);
     assert.match(page.text, /invoice-42.pdf/);
     for (const hidden of ['hidden-bcc', 'secret-metadata-value', 'customer_ref', 'smtp', '127.0.0.1:9', 'Bcc']) assert.ok(!page.text.includes(hidden), `the page shows ${hidden}`);
     // Security headers: no script at all, never framed, no referrer, no sniffing.
@@ -166,6 +167,70 @@ describe('public viewer', () => {
     assert.equal((await view(`${valid}/body`)).status, 404);
   });
 
+  test('links can be revoked: the console lists a message\'s live links, and a revoked one answers the 404 of a forged one, byte for byte; the CLI lists and revokes them too', async () => {
+    const first = expectStatus(await w.owner.post(`/messages/${id}/link`, { expires_in_seconds: 3600 }), 201);
+    const second = expectStatus(await w.member.post(`/messages/${id}/link`, { expires_in_seconds: 7200 }), 201);
+    const short = expectStatus(await w.owner.post(`/messages/${id}/link`, { expires_in_seconds: 60 }), 201);
+    for (const l of [first, second, short]) assert.match(l.id, /^vl\.[0-9a-z]{16}$/);
+    const listed = expectStatus(await w.member.get(`/messages/${id}/links`), 200).links;
+    const mine = listed.filter((l: { id: string }) => [first.id, second.id, short.id].includes(l.id));
+    // Made at one instant (the test's clock stands still): compared as a set.
+    assert.deepEqual(
+      mine.map((l: any) => [l.id, l.created_by_email, l.expires_at]).sort(),
+      [
+        [short.id, 'owner@example.com', short.expires_at],
+        [second.id, 'member@example.com', second.expires_at],
+        [first.id, 'owner@example.com', first.expires_at],
+      ].sort(),
+    );
+    assert.ok(!JSON.stringify(listed).includes(first.url.split('/').pop()), 'the list never shows a link itself');
+    assert.equal((await view(first.url)).status, 200);
+
+    const forgedToken = first.url.split('/').pop()!.slice(0, -2) + (first.url.endsWith('AA') ? 'BB' : 'AA');
+    const forged = await view(`${w.p.production}/view/${id}/${forgedToken}`);
+    assert.deepEqual(expectStatus(await w.member.delete(`/messages/${id}/links/${first.id}`), 200), { id: first.id, revoked: true });
+    for (const url of [first.url, `${first.url}/body`, `${first.url}/inline/0`]) {
+      const revoked = await view(url);
+      assert.equal(revoked.status, 404, url);
+      assert.equal(revoked.text, forged.text, 'the same page as a forged link');
+      assert.deepEqual(stableHeaders(revoked.headers), stableHeaders(forged.headers));
+    }
+    assert.equal((await view(second.url)).status, 200, 'the other link still opens');
+    expectError(await w.member.delete(`/messages/${id}/links/${first.id}`), 404, 'not_found');
+    // An expired link is no longer listed.
+    clock.advance(61_000);
+    const live = expectStatus(await w.owner.get(`/messages/${id}/links`), 200).links.map((l: { id: string }) => l.id);
+    assert.ok(live.includes(second.id) && !live.includes(first.id) && !live.includes(short.id), live.join(', '));
+    // Another project's message: not found for a member, as the message itself.
+    const other = await send(w.p.production, w.b.liveKey);
+    expectError(await w.member.get(`/messages/${other}/links`), 404, 'not_found');
+    const audit = expectStatus(await w.owner.get('/audit?action=message.link_revoke'), 200).entries;
+    assert.deepEqual(audit.map((e: any) => [e.target, e.details.link, e.actor_email]), [[id, first.id, 'member@example.com']]);
+
+    // The CLI: list, then revoke.
+    const cliList = await runCli(['message', 'links', id, '--json'], cliEnv(w.p));
+    assert.equal(cliList.code, 0, cliList.stderr);
+    assert.ok(cliList.json.links.some((l: { id: string }) => l.id === second.id));
+    const cliRevoke = await runCli(['message', 'revoke-link', id, second.id, '--json'], cliEnv(w.p));
+    assert.equal(cliRevoke.code, 0, cliRevoke.stderr);
+    assert.deepEqual(cliRevoke.json, { id: second.id, revoked: true });
+    assert.equal((await view(second.url)).status, 404);
+  });
+
+  test('the page says where the message stands in a recipient\'s words: a sandbox capture is a "Test message, not sent"; then "Sent", "Delivered"', async () => {
+    const captured = await send(w.p.sandbox, w.a.testKey, { subject: 'Sandbox only' });
+    const sandboxLink = expectStatus(await w.owner.post(`/messages/${captured}/link`), 201).url as string;
+    const sandboxPage = await view(sandboxLink);
+    assert.match(sandboxPage.text, /<span class="status">Test message, not sent<\/span>/);
+    assert.doesNotMatch(sandboxPage.text, /captured/);
+    const real = await send(w.p.production, w.a.liveKey, { subject: 'Real one' });
+    const link = expectStatus(await w.owner.post(`/messages/${real}/link`), 201).url as string;
+    for (const [status, words] of [['sent', 'Sent'], ['delivered', 'Delivered'], ['bounced', 'Not delivered: the receiving server refused it']] as const) {
+      await w.p.ctx.store.run('UPDATE messages SET status = ? WHERE id = ?', status, real);
+      assert.match((await view(link)).text, new RegExp(`<span class="status">${words}</span>`), status);
+    }
+  });
+
   test('the share action refuses an expiry past viewer.max_link_expiry_seconds, and a member cannot share another project\'s message', async () => {
     const err = expectError(await w.owner.post(`/messages/${id}/link`, { expires_in_seconds: 91 * 86_400 }), 422, 'expires_in_seconds:out_of_range');
     assert.match(err.message, /at most|to 7776000/);
@@ -179,7 +244,8 @@ describe('public viewer', () => {
     const before = Date.now();
     const r = await runCli(['message', 'link', id, '--expires', '7d', '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(Object.keys(r.json).sort(), ['expires_at', 'url']);
+    assert.deepEqual(Object.keys(r.json).sort(), ['expires_at', 'id', 'url']);
+    assert.match(r.json.id, /^vl\.[0-9a-z]{16}$/);
     const expires = Date.parse(r.json.expires_at);
     assert.ok(expires >= before + 7 * DAY - 1000 && expires <= Date.now() + 7 * DAY, r.json.expires_at);
     assert.ok(r.json.url.startsWith(`${w.p.production}/view/${id}/`), r.json.url);

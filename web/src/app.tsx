@@ -9,9 +9,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, get, setCsrfToken, whenPasswordChangeRequired, whenSignedOut, type Api } from './api';
 import { ConfirmHost } from './confirm';
 import { announceReconnected, useReachable } from './connection';
-import { stopLiveStream, useLiveStream } from './live';
+import { closeLiveStream, useLiveStream } from './live';
 import { href, navigate, useRoute, type Route } from './router';
-import { AppContext, isOwner, type AppState } from './session';
+import { AppContext, isOwner, useApp, type AppState } from './session';
 import { AccountScreen, ForcedPasswordChange } from './screens/account';
 import { AuditScreen } from './screens/audit';
 import { DkimScreen } from './screens/dkim';
@@ -26,7 +26,7 @@ import { ProvidersScreen } from './screens/providers';
 import { SignIn } from './screens/signIn';
 import { SuppressionsScreen } from './screens/suppressions';
 import { WebhooksScreen } from './screens/webhooks';
-import { ErrorNote, Loading } from './ui';
+import { ErrorNote, Loading, usePageTitle } from './ui';
 
 const PROJECT_KEY = 'postern.project';
 /**
@@ -114,7 +114,7 @@ export function App() {
   if (session === undefined) return <Loading what="the console" />;
   if (session === null) return <SignIn onSignedIn={signedIn} notice={notice} />;
   const signOut = () => {
-    stopLiveStream();
+    closeLiveStream();
     void api('DELETE', '/session').then(signedOut, signedOut);
   };
   if (session.operator.must_change_password && lapsed === null) return <ForcedPasswordChange session={session} onChanged={() => void refreshSession()} onSignOut={signOut} />;
@@ -248,8 +248,28 @@ function Shell({ state, error, inert, onSignOut }: { state: AppState; error: unk
   );
 }
 
+const SECTION_TITLES: Record<string, string> = {
+  inbox: 'Sandbox inbox',
+  keys: 'API keys',
+  providers: 'Providers',
+  webhooks: 'Webhooks',
+  suppressions: 'Suppressions',
+  dkim: 'DKIM',
+};
+const TOP_TITLES: Record<string, string> = { messages: 'Messages', projects: 'Projects', operators: 'Operators', audit: 'Audit log', account: 'Your account' };
+
+/** The title of a route's screen ("API keys — shop"); a message's screen names its subject itself. */
+function titleOf(route: Route, projects: Api.Project[]): string | null {
+  const [first, second, third] = route.parts;
+  if (first === 'messages' && second) return null;
+  if (first === 'projects' && second && third && SECTION_TITLES[third]) return `${SECTION_TITLES[third]} — ${projects.find((p) => p.id === second)?.name ?? second}`;
+  const page = route.params.get('cursor') ? `, page ${route.params.get('page') ?? 2}` : '';
+  return `${TOP_TITLES[first ?? ''] ?? 'Overview'}${page}`;
+}
+
 function Screen({ route }: { route: Route }) {
   const [first, second, third] = route.parts;
+  usePageTitle(titleOf(route, useApp().projects));
   // Keyed by id: each message opens clean (no share link, remote images or tab of the last one).
   if (first === 'messages' && second) return <MessageScreen key={second} id={second} />;
   if (first === 'messages') return <MessagesScreen route={route} />;

@@ -105,7 +105,11 @@ function reopenSoon(): void {
   }, delay);
 }
 
-function close(): void {
+/**
+ * Ends the stream for good (unmounted, or signing out). Signing out closes it first: the server
+ * ends a session's streams with it, and the error handler would then ask for a session that is gone.
+ */
+export function closeLiveStream(): void {
   wanted = false;
   missed = false;
   failures = 0;
@@ -124,20 +128,12 @@ whenReconnected(() => {
   if (wanted && !source && isReachable()) open();
 });
 
-/**
- * Closes the stream before signing out: the server ends it with the session, and a stream that
- * drops asks whether the session still answers (a 401 the browser would log as an error).
- */
-export function stopLiveStream(): void {
-  close();
-}
-
 /** Keeps the app's stream open while mounted (the shell, signed in). */
 export function useLiveStream(): void {
   useEffect(() => {
     wanted = true;
     if (isReachable()) open();
-    return close;
+    return closeLiveStream;
   }, []);
 }
 

@@ -194,14 +194,21 @@ export function Pager({ page, hasNext, onFirst, onNext }: { page: number; hasNex
   );
 }
 
-export function UsageBar({ label, used, limit }: { label: string; used: number; limit: number | null }) {
+/** The page's title (the browser tab, history, a screen reader's first words): "<what> — Postern". */
+export function usePageTitle(what: string | null | undefined): void {
+  useEffect(() => {
+    if (what) document.title = `${what} — Postern`;
+  }, [what]);
+}
+
+export function UsageBar({ label, used, limit, format = (n: number) => n.toLocaleString() }: { label: string; used: number; limit: number | null; format?: (n: number) => string }) {
   const pct = limit ? Math.min(100, Math.round((used / limit) * 100)) : 0;
   return (
     <div class="usage">
       <div class="usage-label">
         <span>{label}</span>
         <span class="muted">
-          {used.toLocaleString()} / {limit === null ? 'no limit' : limit.toLocaleString()}
+          {format(used)} / {limit === null ? 'no limit' : format(limit)}
         </span>
       </div>
       <div class="bar" role="progressbar" aria-label={label} aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct}>
@@ -236,11 +243,18 @@ export function checkedValues(data: FormData, name: string): string[] {
   return data.getAll(name).filter((v): v is string => typeof v === 'string');
 }
 
+/** Bytes in human units (binary: 1 KB = 1,024 B), "50 GB", "1.5 MB". */
 export function bytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KB`;
-  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MB`;
-  return `${(n / 1024 ** 3).toFixed(1)} GB`;
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  if (i === 0) return `${n} B`;
+  const text = v >= 100 || Number.isInteger(v) ? v.toFixed(0) : v.toFixed(1);
+  return `${text.replace(/\.0$/, '')} ${units[i]}`;
 }
 
 /**

@@ -61,6 +61,7 @@ function occurredAt(event: BrevoEvent, fallback: number): number {
 }
 
 export const brevoFeedback: FeedbackVerifier = {
+  secretInUrl: true,
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic', 'bearer']);
     if (refused) return refused;

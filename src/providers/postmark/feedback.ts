@@ -73,6 +73,7 @@ function time(value: unknown, fallback: number): number {
 }
 
 export const postmarkFeedback: FeedbackVerifier = {
+  secretInUrl: true,
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic']);
     if (refused) return refused;

@@ -237,6 +237,7 @@ async function confirmSubscription(m: SnsMessage, account: ProviderAccount, ctx:
 }
 
 export const sesFeedback: FeedbackVerifier = {
+  secretInUrl: true,
   async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
     const { secrets } = account;
     if (secrets.webhook_secret && (req.token === null || !sameSecret(req.token, secrets.webhook_secret))) {

@@ -108,14 +108,14 @@ export async function addUsage(client: ClientBase, projectId: string, periods: r
 }
 
 const MESSAGE_COLUMNS = [
-  'id', 'project_id', 'environment', 'source', 'status', 'hold_reason', 'from_email', 'recipients', 'subject', 'tags', 'metadata', 'category',
+  'id', 'project_id', 'environment', 'source', 'status', 'hold_reason', 'from_email', 'from_name', 'recipients', 'subject', 'tags', 'metadata', 'category',
   'routing', 'provider_options', 'scheduled_at', 'spool_path', 'size_bytes', 'idempotency_key', 'created_at', 'updated_at', 'next_attempt_at',
 ] as const satisfies readonly (keyof NewMessageRow)[];
 
 const INSERT_MESSAGE = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES (${MESSAGE_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
 
 export async function insertMessage(client: ClientBase, row: NewMessageRow): Promise<void> {
-  await client.query(INSERT_MESSAGE, MESSAGE_COLUMNS.map((column) => row[column]));
+  await client.query(INSERT_MESSAGE, MESSAGE_COLUMNS.map((column) => row[column] ?? null));
 }
 
 export async function insertIdempotencyKey(

@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, type Api } from '../api';
 import { useApp } from '../session';
-import { ErrorNote, Field, Time, useAction } from '../ui';
+import { ErrorNote, Field, Time, useAction, usePageTitle } from '../ui';
 
 function PasswordForm({ email, oneTime, onChanged }: { email: string; oneTime: boolean; onChanged: () => void }) {
   const action = useAction();
@@ -54,6 +54,7 @@ function PasswordForm({ email, oneTime, onChanged }: { email: string; oneTime: b
 
 /** The whole screen until a generated password is changed: nothing else is allowed before. */
 export function ForcedPasswordChange({ session, onChanged, onSignOut }: { session: Api.Session; onChanged: () => void; onSignOut: () => void }) {
+  usePageTitle('Choose your password');
   return (
     <main class="sign-in">
       <h1>Choose your password</h1>

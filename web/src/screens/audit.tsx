@@ -1,11 +1,13 @@
+/** The audit log (owners): newest first, filtered by the operator's email and by action. */
 import { useState } from 'preact/hooks';
 import { get, query, type Api } from '../api';
 import { Empty, ErrorNote, Field, formValues, Loading, Table, Time, useCursorPages, useLoad } from '../ui';
 
 export function AuditScreen() {
-  const [filter, setFilter] = useState<{ actor?: string; action?: string }>({});
+  const [filter, setFilter] = useState<{ actor_email?: string; actor?: string; action?: string }>({});
   const pages = useCursorPages();
-  const page = useLoad(() => get<Api.AuditPage>(`/audit${query({ ...filter, limit: 50, cursor: pages.cursor })}`), [filter.actor, filter.action, pages.cursor]);
+  const page = useLoad(() => get<Api.AuditPage>(`/audit${query({ ...filter, limit: 50, cursor: pages.cursor })}`), [filter.actor_email, filter.actor, filter.action, pages.cursor]);
+  const operators = useLoad(() => get<Api.OperatorList>('/operators'), []);
   const list = page.data?.entries ?? [];
   return (
     <section>
@@ -14,13 +16,19 @@ export function AuditScreen() {
         class="inline-form"
         onSubmit={(e) => {
           const v = formValues(e);
-          setFilter({ actor: v.actor || undefined, action: v.action || undefined });
+          // "cli" is the actor of the commands run on the server; anything else is an operator's email.
+          const who = v.who || undefined;
+          setFilter({ ...(who?.toLowerCase() === 'cli' ? { actor: 'cli' } : { actor_email: who }), action: v.action || undefined });
           pages.first();
         }}
       >
-        <Field label="Actor" hint="an operator id, or cli">
-          <input name="actor" />
+        <Field label="Operator" hint="their email, or cli for commands on the server">
+          <input name="who" type="text" list="audit-operators" autoComplete="off" />
         </Field>
+        <datalist id="audit-operators">
+          <option value="cli" />
+          {operators.data?.operators.map((o) => <option key={o.id} value={o.email} />)}
+        </datalist>
         <Field label="Action" hint="for example message.release">
           <input name="action" />
         </Field>
@@ -28,22 +36,22 @@ export function AuditScreen() {
       </form>
       <ErrorNote error={page.error} />
       {!page.data && !page.error && <Loading what="the audit log" />}
-      {page.data && list.length === 0 && <Empty title="Nothing recorded yet." />}
+      {page.data && list.length === 0 && <Empty title={filter.actor_email || filter.actor || filter.action ? 'Nothing recorded matches this filter.' : 'Nothing recorded yet.'} />}
       {list.length > 0 && (
         <Table label="Audit log" head={['When', 'Who', 'Action', 'Target', 'From', 'Details']}>
-            {list.map((e) => (
-              <tr key={e.seq}>
-                <td class="nowrap">
-                  <Time iso={e.at} />
-                </td>
-                <td>{e.actor_email ?? e.actor}</td>
-                <td>{e.action}</td>
-                <td class="wrap">{e.target ?? '—'}</td>
-                <td>{e.client_ip ?? '—'}</td>
-                <td class="wrap">{e.details ? JSON.stringify(e.details) : ''}</td>
-              </tr>
-            ))}
-          </Table>
+          {list.map((e) => (
+            <tr key={e.seq}>
+              <td class="nowrap">
+                <Time iso={e.at} />
+              </td>
+              <td>{e.actor_email ?? e.actor}</td>
+              <td>{e.action}</td>
+              <td class="wrap">{e.target ?? '—'}</td>
+              <td>{e.client_ip ?? '—'}</td>
+              <td class="wrap">{e.details ? JSON.stringify(e.details) : ''}</td>
+            </tr>
+          ))}
+        </Table>
       )}
       {pages.pager(page.data?.next_cursor)}
     </section>

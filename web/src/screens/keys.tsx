@@ -1,3 +1,7 @@
+/**
+ * A project's API keys: each with its name (what it is for), hint, mode, state and dates; a new
+ * key is shown once. Revoked keys are hidden until asked for: they never work again.
+ */
 import { useState } from 'preact/hooks';
 import { get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
@@ -8,7 +12,10 @@ export function KeysScreen({ projectId }: { projectId: string }) {
   const action = useAction();
   const [shown, setShown] = useState<{ label: string; key: string } | null>(null);
   const [grace, setGrace] = useState('86400');
-  const list = keys.data?.keys ?? [];
+  const [showRevoked, setShowRevoked] = useState(false);
+  const all = keys.data?.keys ?? [];
+  const revoked = all.filter((k) => k.state === 'revoked').length;
+  const list = showRevoked ? all : all.filter((k) => k.state !== 'revoked');
   return (
     <section>
       <h1>API keys</h1>
@@ -17,13 +24,20 @@ export function KeysScreen({ projectId }: { projectId: string }) {
         class="inline-form"
         onSubmit={async (e) => {
           const v = formValues(e);
-          const created = await action.run(() => post<Api.KeyCreated>(`/projects/${projectId}/keys`, { mode: v.mode, ...(v.expires_at ? { expires_at: new Date(v.expires_at).toISOString() } : {}) }));
+          const form = e.currentTarget;
+          const created = await action.run(() =>
+            post<Api.KeyCreated>(`/projects/${projectId}/keys`, { name: v.name, mode: v.mode, ...(v.expires_at ? { expires_at: new Date(v.expires_at).toISOString() } : {}) }),
+          );
           if (created) {
-            setShown({ label: `New ${created.mode} key`, key: created.key });
+            form.reset();
+            setShown({ label: `New ${created.mode} key "${created.name}"`, key: created.key });
             keys.reload();
           }
         }}
       >
+        <Field label="Name" hint="what uses it: billing worker, staging site…">
+          <input name="name" required maxLength={100} />
+        </Field>
         <Field label="Mode" hint="live keys send for real; test keys go to the sandbox">
           <select name="mode">
             <option value="test">test (sandbox)</option>
@@ -40,7 +54,12 @@ export function KeysScreen({ projectId }: { projectId: string }) {
       <ErrorNote error={action.error} />
       <ErrorNote error={keys.error} />
       {!keys.data && !keys.error && <Loading what="keys" />}
-      {keys.data && list.length === 0 && (
+      {revoked > 0 && (
+        <label class="check-label">
+          <input type="checkbox" checked={showRevoked} onChange={(e) => setShowRevoked(e.currentTarget.checked)} /> Show revoked keys ({revoked})
+        </label>
+      )}
+      {keys.data && all.length === 0 && (
         <Empty title="No keys yet.">
           <p>Create a test key to send to the sandbox while you build, and a live key for production.</p>
         </Empty>
@@ -57,9 +76,10 @@ export function KeysScreen({ projectId }: { projectId: string }) {
             </select>
             .
           </p>
-          <Table label="API keys" head={['Key', 'Mode', 'State', 'Created', 'Last used', 'Expires']} actions>
+          <Table label="API keys" head={['Name', 'Key', 'Mode', 'State', 'Created', 'Last used', 'Expires']} actions>
               {list.map((k) => (
-                <tr key={k.id}>
+                <tr key={k.id} data-id={k.id}>
+                  <td>{k.name || <span class="muted">(no name)</span>}</td>
                   <td>
                     <code>{k.hint}</code>
                   </td>
@@ -86,14 +106,14 @@ export function KeysScreen({ projectId }: { projectId: string }) {
                           onClick={async () => {
                             const r = await action.run(() => post<Api.KeyRotated>(`/keys/${k.id}/rotate`, { grace_seconds: Number(grace) }));
                             if (r) {
-                              setShown({ label: `New ${r.key.mode} key (replaces ${k.hint})`, key: r.key.key });
+                              setShown({ label: `New ${r.key.mode} key "${r.key.name}" (replaces ${k.hint})`, key: r.key.key });
                               keys.reload();
                             }
                           }}
                         >
                           Rotate
                         </button>{' '}
-                        <button type="button" class="small danger" disabled={action.busy} onClick={async () => (await askConfirm({ title: `Revoke ${k.hint}?`, body: <p>It stops working at once: every request with it is refused.</p>, confirm: 'Revoke the key', cancel: 'Keep it', danger: true })) && (await action.run(() => post(`/keys/${k.id}/revoke`))) && keys.reload()}>
+                        <button type="button" class="small danger" disabled={action.busy} onClick={async () => (await askConfirm({ title: `Revoke ${k.name ? `"${k.name}" (${k.hint})` : k.hint}?`, body: <p>It stops working at once: every request with it is refused.</p>, confirm: 'Revoke the key', cancel: 'Keep it', danger: true })) && (await action.run(() => post(`/keys/${k.id}/revoke`))) && keys.reload()}>
                           Revoke
                         </button>
                       </>

@@ -3,7 +3,9 @@
  * HTML in a sandboxed frame (served by the API as an inert document: no scripts, its own inline
  * images, remote loads blocked until asked), text, headers, raw download, attachments, timeline
  * and recipients. Each message opens clean (the shell keys this screen by id). Release asks
- * first, naming who the message goes to; retry says what it did.
+ * first, naming who the message goes to; retry says what it did. The message's public links
+ * that still open it are listed, each revocable. The parts' tabs follow the WAI-ARIA tabs
+ * pattern (arrow keys, Home and End move between them).
  */
 import { Fragment } from 'preact';
 import { useRef, useState } from 'preact/hooks';
@@ -11,7 +13,7 @@ import { API_BASE, api, get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
 import { useLiveMessages } from '../live';
 import { href, navigate } from '../router';
-import { bytes, CopyButton, ErrorNote, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useLoad } from '../ui';
+import { bytes, CopyButton, ErrorNote, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useLoad, usePageTitle } from '../ui';
 
 const TABS = ['Preview', 'Text', 'Headers', 'Attachments', 'Timeline', 'Recipients', 'Details'] as const;
 type Tab = (typeof TABS)[number];
@@ -52,6 +54,8 @@ export function MessageScreen({ id }: { id: string }) {
   const [gone, setGone] = useState(false);
   const deleting = useRef(false);
   const m = detail.data;
+  usePageTitle(m ? m.subject || '(no subject)' : 'Message');
+  const links = useLoad(() => get<Api.ViewerLinkList>(`/messages/${encodeURIComponent(id)}/links`), [id]);
   useLiveMessages(
     { project: m?.project_id },
     (c) => {
@@ -155,7 +159,15 @@ export function MessageScreen({ id }: { id: string }) {
               <option value="2592000">30 days</option>
             </select>
           </label>
-          <button type="button" disabled={action.busy} onClick={async () => setLink((await action.run(() => post<Api.ViewerLink>(`/messages/${encodeURIComponent(id)}/link`, { expires_in_seconds: Number(expiry) }))) ?? null)}>
+          <button
+            type="button"
+            disabled={action.busy}
+            onClick={async () => {
+              const made = await action.run(() => post<Api.ViewerLink>(`/messages/${encodeURIComponent(id)}/link`, { expires_in_seconds: Number(expiry) }));
+              setLink(made ?? null);
+              if (made) links.reload();
+            }}
+          >
             Share
           </button>
         </span>
@@ -175,9 +187,13 @@ export function MessageScreen({ id }: { id: string }) {
           <CopyButton text={link.url} />
         </div>
       )}
+      <LiveLinks id={id} links={links.data?.links ?? []} onRevoked={(revoked) => {
+        if (link?.id === revoked) setLink(null);
+        links.reload();
+      }} />
       <dl class="facts">
         <dt>From</dt>
-        <dd>{m.from}</dd>
+        <dd>{m.from_name ? `${m.from_name} <${m.from}>` : m.from}</dd>
         <dt>To</dt>
         <dd>{m.to.join(', ')}</dd>
         {m.cc.length > 0 && (
@@ -219,14 +235,8 @@ export function MessageScreen({ id }: { id: string }) {
           </>
         )}
       </dl>
-      <div class="tabs" role="tablist" aria-label="Message parts">
-        {TABS.map((t) => (
-          <button key={t} type="button" role="tab" aria-selected={tab === t} class={tab === t ? 'tab active' : 'tab'} onClick={() => setTab(t)}>
-            {t}
-          </button>
-        ))}
-      </div>
-      <div class="tab-panel" role="tabpanel" aria-label={tab}>
+      <Tabs tab={tab} onTab={setTab} />
+      <div class="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
         {tab === 'Preview' && <Preview id={id} content={content.data} error={content.error} />}
         {tab === 'Text' && <pre class="text-body">{content.data ? (content.data.text ?? '(no text part)') : 'Loading…'}</pre>}
         {tab === 'Headers' && <Headers content={content.data} />}
@@ -235,6 +245,100 @@ export function MessageScreen({ id }: { id: string }) {
         {tab === 'Recipients' && <Recipients list={m.recipients} />}
         {tab === 'Details' && <Details m={m} />}
       </div>
+    </section>
+  );
+}
+
+/**
+ * The parts' tabs (WAI-ARIA tabs pattern): one tab stop, the selected tab; arrow keys move to
+ * the previous or next tab (wrapping), Home and End to the first and last, and select it.
+ */
+function Tabs({ tab, onTab }: { tab: Tab; onTab: (t: Tab) => void }) {
+  const list = useRef<HTMLDivElement>(null);
+  const go = (t: Tab) => {
+    onTab(t);
+    list.current?.querySelector<HTMLButtonElement>(`#tab-${t}`)?.focus();
+  };
+  return (
+    <div
+      class="tabs"
+      role="tablist"
+      aria-label="Message parts"
+      ref={list}
+      onKeyDown={(e) => {
+        const i = TABS.indexOf(tab);
+        const next = e.key === 'ArrowRight' ? TABS[(i + 1) % TABS.length] : e.key === 'ArrowLeft' ? TABS[(i - 1 + TABS.length) % TABS.length] : e.key === 'Home' ? TABS[0] : e.key === 'End' ? TABS[TABS.length - 1] : null;
+        if (!next) return;
+        e.preventDefault();
+        go(next);
+      }}
+    >
+      {TABS.map((t) => (
+        <button
+          key={t}
+          type="button"
+          role="tab"
+          id={`tab-${t}`}
+          aria-selected={tab === t}
+          aria-controls={tab === t ? `panel-${t}` : undefined}
+          tabIndex={tab === t ? 0 : -1}
+          class={tab === t ? 'tab active' : 'tab'}
+          onClick={() => onTab(t)}
+        >
+          {t}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+/** The message's public links that still open it, each revocable (asked first): revoked, it answers as a forged one. */
+function LiveLinks({ id, links, onRevoked }: { id: string; links: Api.ViewerLinkRecord[]; onRevoked: (linkId: string) => void }) {
+  const action = useAction();
+  const [done, setDone] = useState<string | null>(null);
+  if (links.length === 0 && !done) return null;
+  return (
+    <section class="live-links" aria-labelledby="live-links-title">
+      <h2 id="live-links-title">Public links</h2>
+      {links.length === 0 ? (
+        <p class="muted">No public link opens this message now.</p>
+      ) : (
+        <ul>
+          {links.map((l) => (
+            <li key={l.id} data-link={l.id}>
+              <code>{l.id}</code> by {l.created_by_email ?? l.created_by}, made <Time iso={l.created_at} />, opens until <Time iso={l.expires_at} />{' '}
+              <button
+                type="button"
+                class="small danger"
+                disabled={action.busy}
+                onClick={async () => {
+                  const ok = await askConfirm({
+                    title: 'Revoke this public link?',
+                    body: <p>Whoever has it can no longer read the message: the link answers "Not found", as one that never existed.</p>,
+                    confirm: 'Revoke the link',
+                    cancel: 'Keep it',
+                    danger: true,
+                  });
+                  if (!ok) return;
+                  setDone(null);
+                  if (await action.run(() => api('DELETE', `/messages/${encodeURIComponent(id)}/links/${l.id}`))) {
+                    setDone(`Link ${l.id} revoked: it no longer opens the message.`);
+                    onRevoked(l.id);
+                  }
+                }}
+              >
+                Revoke
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <ErrorNote error={action.error} />
+      {done && (
+        <p class="note" role="status">
+          {done}
+        </p>
+      )}
     </section>
   );
 }

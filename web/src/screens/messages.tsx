@@ -1,6 +1,9 @@
 /**
  * The message list (all messages with filters) and, with `inboxProject`, one project's sandbox
- * inbox. Newest first, cursor pages, live updates, bulk release / cancel / retry now.
+ * inbox. Newest first, with how many match; cursor pages whose cursor is in the address (Back
+ * returns to the page); live updates; bulk release / cancel / retry now. A queued message that
+ * already failed an attempt shows as retrying, with its attempts and last error. On a phone
+ * each message is a stacked row (subject, to, status, time) and the filters fold away.
  * Live updates never move what is on screen: a changed row changes in place; messages that are
  * new to the list (or changed into its status filter), and those a bulk action elsewhere
  * changed, are counted in the live bar (always the same height; each message once) and shown
@@ -8,13 +11,14 @@
  * open. A bulk action asks first, naming how many messages it will touch (counted by the
  * server, a dry run), then changes the rows on screen in place and says what it did.
  */
-import { useRef, useState } from 'preact/hooks';
+import { memo } from 'preact/compat';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { doors, get, post, query, type Api } from '../api';
 import { askConfirm } from '../confirm';
 import { useLiveMessages, useLiveState, type BulkChange, type MessageChange } from '../live';
 import { href, navigate, type Route } from '../router';
 import { useApp } from '../session';
-import { Empty, ErrorNote, Field, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
+import { Empty, ErrorNote, Field, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useLoad } from '../ui';
 
 const STATUSES: Api.MessageStatus[] = ['queued', 'scheduled', 'paused', 'captured', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'failed', 'cancelled', 'suppressed'];
 const FILTER_KEYS = ['project', 'environment', 'status', 'from', 'to', 'subject', 'category', 'tag', 'id', 'created_after', 'created_before'] as const;
@@ -26,6 +30,17 @@ const ACTION_FROM: Record<BulkAction, string[]> = { release: ['paused', 'capture
 const VERB: Record<BulkAction, string> = { release: 'Release', cancel: 'Cancel', retry: 'Retry now' };
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString()} ${n === 1 ? one : many}`;
+
+/** The list's address: its filter, and (past the first page) the cursor and page number. */
+function listHref(base: string, filter: Filter, page?: { cursor: string; number: number }): string {
+  return href(base, { ...filter, ...(page ? { cursor: page.cursor, page: String(page.number) } : {}) });
+}
+
+/** A queued message that already failed an attempt: waiting on the retry ladder, not fresh. */
+const retrying = (m: Api.MessageSummary) => m.status === 'queued' && m.attempts > 0;
+
+/** The From as the message gave it: "Shop <shop@example.com>", or the address alone. */
+const fromText = (m: Api.MessageSummary) => (m.from_name ? `${m.from_name} <${m.from}>` : m.from);
 
 function filterOf(route: Route, inboxProject?: string): Filter {
   const f: Filter = {};
@@ -84,13 +99,13 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
   const app = useApp();
   const filter = filterOf(route, inboxProject);
   const filterKey = JSON.stringify(filter);
-  const pages = useCursorPages();
-  const [pageKey, setPageKey] = useState(filterKey);
-  if (pageKey !== filterKey) {
-    setPageKey(filterKey);
-    pages.first();
-  }
-  const cursor = pages.cursor;
+  const basePath = inboxProject ? `/projects/${inboxProject}/inbox` : '/messages';
+  /** The filter as the address carries it (an inbox's project and environment are its path). */
+  const addressFilter: Filter = inboxProject ? Object.fromEntries(Object.entries(filter).filter(([k]) => k !== 'project' && k !== 'environment')) : filter;
+  // The page is in the address: Back returns to it, a reload keeps it.
+  const cursor = route.params.get('cursor');
+  const pageNumber = cursor ? Math.max(2, Number(route.params.get('page')) || 2) : 1;
+  const firstPage = () => navigate(listHref(basePath, addressFilter));
   const apiFilter = { ...filter, status: filter.status?.split(','), created_after: instant(filter.created_after), created_before: instant(filter.created_before) };
   const page = useLoad(() => get<Api.MessagePage>(`/messages${query({ ...apiFilter, limit: 50, cursor: cursor ?? undefined })}`), [filterKey, cursor]);
   // The page as last changed here: several live changes in one tick each build on the one before.
@@ -126,8 +141,8 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
   const showFresh = () => {
     setFresh(new Set());
     setElsewhere(0);
-    pages.first();
-    page.reload();
+    if (cursor) firstPage();
+    else page.reload();
   };
   useLiveMessages(
     { project: filter.project, environment: filter.environment },
@@ -143,7 +158,7 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
         setHighlight(new Set([c.id]));
       } else if (c.status !== 'deleted' && belongs(c)) {
         // An empty first page has nothing to push aside: show it at once.
-        if (rows.length === 0 && pages.onFirstPage) {
+        if (rows.length === 0 && !cursor) {
           setHighlight(new Set([c.id]));
           page.reload();
         } else setFresh((ids) => (ids.has(c.id) ? ids : new Set(ids).add(c.id)));
@@ -217,14 +232,38 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
     }
     setBulkNote(bulkDoneText(result));
     setSelected(new Set());
+    setMatching(null);
+    if (matchingOpen.current) void countMatching();
   };
+
+  /** How many messages each "all matching" action would touch (the server's dry runs), while that menu is open. */
+  const [matching, setMatching] = useState<Record<BulkAction, number> | null>(null);
+  const matchingOpen = useRef(false);
+  const countMatching = async () => {
+    const counts = await Promise.all(
+      (['release', 'cancel', 'retry'] as const).map((a) => post<Api.BulkResult>('/messages/bulk', { action: a, filter: apiFilter, dry_run: true }).then((r) => [a, r.matched] as const, () => [a, -1] as const)),
+    );
+    if (matchingOpen.current) setMatching(Object.fromEntries(counts) as Record<BulkAction, number>);
+  };
+  useEffect(() => {
+    setMatching(null);
+    if (matchingOpen.current) void countMatching();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [filterKey]);
+
 
   const title = inboxProject ? `Sandbox inbox — ${app.projects.find((p) => p.id === inboxProject)?.name ?? inboxProject}` : 'Messages';
   const filtered = Object.keys(filter).some((k) => !inboxProject || !['project', 'environment'].includes(k));
   return (
     <section>
       <h1>{title}</h1>
-      {!inboxProject && <Filters filter={filter} projects={app.projects} />}
+      {!inboxProject && <Filters key={filterKey} filter={filter} projects={app.projects} />}
+      {page.data && (
+        <p class="result-count" aria-live="polite">
+          {page.data.total_capped ? `More than ${page.data.total.toLocaleString()} messages` : plural(page.data.total, 'message')}
+          {filtered ? (page.data.total === 1 && !page.data.total_capped ? ' matches this filter' : ' match this filter') : ''}
+        </p>
+      )}
       <div class="live-bar" aria-live="polite">
         <span class={`live-dot${liveState === 'live' ? '' : ' off'}`} aria-hidden="true" /> {liveState === 'live' ? 'Live' : 'Not live'}
         {liveState !== 'live' ? (
@@ -245,13 +284,22 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
           </button>
         ))}
         {filtered && (
-          <details class="inline">
+          <details
+            class="inline"
+            onToggle={(e) => {
+              matchingOpen.current = e.currentTarget.open;
+              if (matchingOpen.current) void countMatching();
+            }}
+          >
             <summary>All matching the filter…</summary>
-            {(['release', 'cancel', 'retry'] as const).map((a) => (
-              <button key={a} type="button" disabled={bulk.busy} onClick={() => runBulk(a, true)}>
-                {VERB[a]} all matching
-              </button>
-            ))}
+            {(['release', 'cancel', 'retry'] as const).map((a) => {
+              const n = matching?.[a];
+              return (
+                <button key={a} type="button" disabled={bulk.busy || n === undefined || n === 0} onClick={() => runBulk(a, true)}>
+                  {VERB[a]} all {n === undefined || n < 0 ? '…' : n.toLocaleString()} matching
+                </button>
+              );
+            })}
           </details>
         )}
       </div>
@@ -265,7 +313,7 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
       {!page.data && !page.error && <Loading what="messages" />}
       {page.data && rows.length === 0 && (
         <Empty title={filtered ? 'No messages match this filter.' : inboxProject ? 'No sandbox messages yet.' : 'No messages yet.'}>
-          {filtered ? <p><a href={inboxProject ? href(`/projects/${inboxProject}/inbox`) : href('/messages')}>Clear the filter</a></p> : <CurlHint sandbox />}
+          {filtered ? <p><a href={href(basePath)}>Clear the filter</a></p> : cursor ? <p><a href={listHref(basePath, addressFilter)}>Back to the newest</a></p> : <CurlHint sandbox />}
         </Empty>
       )}
       {rows.length > 0 && (
@@ -275,29 +323,41 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
               <th class="check">
                 <input type="checkbox" aria-label="Select all on this page" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(rows.map((m) => m.id)))} />
               </th>
-              <th>Created</th>
-              <th>Status</th>
-              <th class="narrow-hide">From</th>
-              <th>To</th>
-              <th>Subject</th>
+              <th class="c-time">Created</th>
+              <th class="c-status">Status</th>
+              <th class="c-from">From</th>
+              <th class="c-to">To</th>
+              <th class="c-subject">Subject</th>
             </tr>
           </thead>
-          <tbody>
+          <tbody class="message-rows">
             {rows.map((m) => (
               <tr key={m.id} class={highlight.has(m.id) ? 'flash' : ''} data-id={m.id}>
                 <td class="check">
                   <input type="checkbox" aria-label={`Select ${m.subject || m.id}`} checked={selected.has(m.id)} onChange={() => toggle(m.id)} />
                 </td>
-                <td class="nowrap">
+                <td class="nowrap c-time">
                   <Time iso={m.created_at} />
                 </td>
-                <td class="nowrap status-cell">
-                  <StatusBadge status={m.status} />
+                <td class="nowrap status-cell c-status">
+                  {retrying(m) ? (
+                    <>
+                      <span class="badge status-retrying" title={m.next_attempt_at ? `next attempt ${new Date(m.next_attempt_at).toLocaleString()}` : undefined}>
+                        retrying
+                      </span>{' '}
+                      <span class="retry-note" title={m.last_error ?? undefined}>
+                        {plural(m.attempts, 'attempt')}
+                        {m.last_error ? `: ${m.last_error}` : ''}
+                      </span>
+                    </>
+                  ) : (
+                    <StatusBadge status={m.status} />
+                  )}
                   {m.sandbox && <SandboxMarker />}
                 </td>
-                <td class="narrow-hide ellipsis">{m.from}</td>
-                <td class="ellipsis">{m.to.join(', ')}</td>
-                <td class="ellipsis">
+                <td class="ellipsis c-from">{fromText(m)}</td>
+                <td class="ellipsis c-to">{m.to.join(', ')}</td>
+                <td class="ellipsis c-subject">
                   <a href={href(`/messages/${m.id}`)}>{m.subject || '(no subject)'}</a>
                 </td>
               </tr>
@@ -305,21 +365,50 @@ export function MessagesScreen({ route, inboxProject }: { route: Route; inboxPro
           </tbody>
         </Table>
       )}
-      {pages.pager(page.data?.next_cursor)}
+      {(cursor || page.data?.next_cursor) && (
+        <nav class="pager" aria-label="Pages">
+          <button type="button" disabled={!cursor} onClick={firstPage}>
+            ← Newest
+          </button>
+          <span class="muted">Page {pageNumber}</span>
+          <button type="button" disabled={!page.data?.next_cursor} onClick={() => page.data?.next_cursor && navigate(listHref(basePath, addressFilter, { cursor: page.data.next_cursor, number: pageNumber + 1 }))}>
+            Older →
+          </button>
+        </nav>
+      )}
     </section>
   );
 }
 
-function Filters({ filter, projects }: { filter: Filter; projects: Api.Project[] }) {
+/** Phone width (as styles.css): the filters start folded. */
+const narrow = () => typeof matchMedia === 'function' && matchMedia('(max-width: 760px)').matches;
+
+/**
+ * The filter form, drawn once per filter (keyed by it): what is typed or ticked stays while live
+ * updates redraw the list, until it is searched.
+ */
+const Filters = memo(FilterForm, (a, b) => a.projects === b.projects);
+
+function FilterForm({ filter, projects }: { filter: Filter; projects: Api.Project[] }) {
+  const [startOpen] = useState(() => !narrow());
+  const statuses = filter.status?.split(',') ?? [];
+  const set = Object.keys(filter).length;
   return (
+    <details class="filter-box" open={startOpen}>
+      <summary>
+        Filters{set > 0 ? ` (${set} set)` : ''}
+      </summary>
     <form
       class="filters"
       onSubmit={(e) => {
         e.preventDefault();
         const v: Record<string, string> = {};
-        new FormData(e.currentTarget).forEach((value, k) => {
-          if (typeof value === 'string' && value.trim()) v[k] = value.trim();
+        const data = new FormData(e.currentTarget);
+        data.forEach((value, k) => {
+          if (k !== 'status' && typeof value === 'string' && value.trim()) v[k] = value.trim();
         });
+        const picked = data.getAll('status').filter((s): s is string => typeof s === 'string');
+        if (picked.length > 0) v.status = picked.join(',');
         navigate(href('/messages', v));
       }}
     >
@@ -340,16 +429,19 @@ function Filters({ filter, projects }: { filter: Filter; projects: Api.Project[]
           <option value="sandbox">Sandbox</option>
         </select>
       </Field>
-      <Field label="Status">
-        <select name="status" value={filter.status ?? ''}>
-          <option value="">Any</option>
-          {STATUSES.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </Field>
+      <fieldset class="status-pick">
+        <legend class="field-label">Status</legend>
+        <details>
+          <summary>{statuses.length === 0 ? 'Any' : statuses.join(', ')}</summary>
+          <div class="status-options">
+            {STATUSES.map((s) => (
+              <label key={s} class="check-label">
+                <input type="checkbox" name="status" value={s} checked={statuses.includes(s)} /> {s}
+              </label>
+            ))}
+          </div>
+        </details>
+      </fieldset>
       {TEXT_FILTERS.map((f) => (
         <Field key={f.name} label={f.label}>
           <input name={f.name} type={f.type ?? 'text'} value={filter[f.name] ?? ''} placeholder={f.placeholder} />
@@ -362,5 +454,6 @@ function Filters({ filter, projects }: { filter: Filter; projects: Api.Project[]
         <a href={href('/messages')}>Clear</a>
       </div>
     </form>
+    </details>
   );
 }

@@ -4,27 +4,50 @@ import { get, type Api } from '../api';
 import { href } from '../router';
 import { Ago, bytes, Empty, ErrorNote, Loading, Table, Time, useLoad } from '../ui';
 
-const SERIES: { key: keyof Api.Overview['hourly'][number]['counts']; label: string; color: string }[] = [
-  { key: 'accepted', label: 'Accepted', color: '#5b6b7f' },
-  { key: 'sent', label: 'Sent', color: '#2f6fdb' },
-  { key: 'delivered', label: 'Delivered', color: '#1f8a4c' },
-  { key: 'bounced', label: 'Bounced', color: '#d4862a' },
-  { key: 'complained', label: 'Complained', color: '#9b3fc4' },
-  { key: 'failed', label: 'Failed', color: '#c93c3c' },
+/** The chart's series, in the order of a message's life; the colours hold in light and dark. */
+const SERIES: { key: keyof Api.Overview['hourly'][number]['counts']; label: string; color: string; hint: string }[] = [
+  { key: 'accepted', label: 'Accepted', color: '#6b7c93', hint: 'taken in by the HTTP API or SMTP' },
+  { key: 'sent', label: 'Sent', color: '#2f6fdb', hint: 'handed to a provider' },
+  { key: 'delivered', label: 'Delivered', color: '#1f8a4c', hint: 'the provider reported delivery' },
+  { key: 'deferred', label: 'Deferred', color: '#c9a100', hint: 'hand-offs that failed for now: the message is retried' },
+  { key: 'bounced', label: 'Bounced', color: '#d4862a', hint: 'refused by the receiving server' },
+  { key: 'complained', label: 'Complained', color: '#9b3fc4', hint: 'marked as spam' },
+  { key: 'failed', label: 'Failed', color: '#c93c3c', hint: 'given up on for good' },
 ];
+
+const HOUR_S = 3600;
+
+/** Grouped bars: each series its own bar in each hour, side by side (a line between two hours would show counts no hour had). */
+function barsOf(index: number, count: number): uPlot.Series.PathBuilder {
+  const slot = (HOUR_S * 0.84) / count;
+  return uPlot.paths.bars!({
+    disp: {
+      x0: { unit: 1, values: (u) => (u.data[0] as number[]).map((t) => t - HOUR_S * 0.42 + index * slot) },
+      size: { unit: 1, values: () => [slot * 0.9] },
+    },
+  });
+}
 
 function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
   const box = useRef<HTMLDivElement>(null);
+  const shown = SERIES.filter((s) => s.key !== 'complained' || hourly.some((h) => h.counts.complained > 0));
   useEffect(() => {
     const el = box.current!;
-    const data: uPlot.AlignedData = [hourly.map((h) => Date.parse(h.hour) / 1000), ...SERIES.map((s) => hourly.map((h) => h.counts[s.key]))];
+    const data: uPlot.AlignedData = [hourly.map((h) => Date.parse(h.hour) / 1000 + HOUR_S / 2), ...shown.map((s) => hourly.map((h) => h.counts[s.key]))];
+    const ink = getComputedStyle(el).color;
+    const grid = getComputedStyle(el).getPropertyValue('--line').trim() || '#d8dce1';
+    const axis = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const size = () => ({ width: Math.max(280, el.clientWidth), height: 240 });
+    const first = data[0][0] as number;
+    const last = data[0][data[0].length - 1] as number;
     const chart = new uPlot(
       {
         ...size(),
-        series: [{}, ...SERIES.map((s) => ({ label: s.label, stroke: s.color, width: 2, points: { show: false } }))],
-        axes: [{}, { size: 50 }],
-        scales: { y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
+        legend: { show: false },
+        cursor: { show: false },
+        series: [{}, ...shown.map((s, i) => ({ label: s.label, stroke: s.color, fill: s.color, width: 0, points: { show: false }, paths: barsOf(i, shown.length) }))],
+        axes: [axis, { ...axis, size: 50 }],
+        scales: { x: { time: true, range: () => [first - HOUR_S / 2, last + HOUR_S / 2] }, y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
       },
       data,
       el,
@@ -36,7 +59,36 @@ function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
       chart.destroy();
     };
   }, [hourly]);
-  return <div ref={box} class="chart" role="img" aria-label="Messages per hour over the last 24 hours, by outcome" />;
+  const totals = Object.fromEntries(SERIES.map((s) => [s.key, hourly.reduce((n, h) => n + h.counts[s.key], 0)]));
+  return (
+    <>
+      <ul class="legend" aria-label="Totals over the last 24 hours">
+        {SERIES.map((s) => (
+          <li key={s.key} title={s.hint}>
+            <span class="swatch" style={{ background: s.color }} aria-hidden="true" /> {s.label} <strong>{totals[s.key].toLocaleString()}</strong>
+          </li>
+        ))}
+      </ul>
+      <div ref={box} class="chart" role="img" aria-label={`Messages per hour over the last 24 hours, by outcome: ${SERIES.map((s) => `${s.label.toLowerCase()} ${totals[s.key]}`).join(', ')}`} />
+      <details class="chart-table">
+        <summary>The figures per hour</summary>
+        <Table label="Messages per hour" head={['Hour', ...SERIES.map((s) => s.label)]}>
+          {hourly
+            .filter((h) => SERIES.some((s) => h.counts[s.key] > 0))
+            .map((h) => (
+              <tr key={h.hour}>
+                <td class="nowrap">
+                  <Time iso={h.hour} />
+                </td>
+                {SERIES.map((s) => (
+                  <td key={s.key}>{h.counts[s.key].toLocaleString()}</td>
+                ))}
+              </tr>
+            ))}
+        </Table>
+      </details>
+    </>
+  );
 }
 
 /** The Postern processes serving this index (GET /nodes): up, missing (no beat for 3 heartbeats) or stopped. */
@@ -126,7 +178,7 @@ export function OverviewScreen() {
                   <p>Attach one under a project's Providers page so production mail can leave.</p>
                 </Empty>
               ) : (
-                <Table label="Provider health" head={['Account', 'Hand-offs', 'Failures', 'Throttled until', 'Last error']}>
+                <Table label="Provider health" head={['Account', 'Hand-offs', 'Failed hand-offs', 'Throttled until', 'Last error']}>
                     {o.providers.map((p) => (
                       <tr key={p.id}>
                         <td>

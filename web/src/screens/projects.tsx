@@ -1,3 +1,7 @@
+/**
+ * Projects: each one's plan (chosen from the configured plans), usage against its limits (bytes
+ * in human units), pause / resume and its default strategy (owners).
+ */
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
@@ -11,6 +15,7 @@ export function ProjectsScreen() {
   const app = useApp();
   const owner = isOwner(app);
   const create = useAction();
+  const plans = useLoad(() => get<Api.PlanList>('/plans'), []);
   return (
     <section>
       <h1>Projects</h1>
@@ -21,7 +26,7 @@ export function ProjectsScreen() {
       )}
       <div class="cards">
         {app.projects.map((p) => (
-          <ProjectCard key={p.id} id={p.id} owner={owner} onChanged={app.reloadProjects} />
+          <ProjectCard key={p.id} id={p.id} owner={owner} plans={plans.data?.plans ?? []} onChanged={app.reloadProjects} />
         ))}
       </div>
       {owner && (
@@ -40,8 +45,14 @@ export function ProjectsScreen() {
           <Field label="Name">
             <input name="name" required maxLength={200} />
           </Field>
-          <Field label="Plan" hint="empty: the default plan">
-            <input name="plan" />
+          <Field label="Plan">
+            <select name="plan">
+              {(plans.data?.plans ?? []).map((pl) => (
+                <option key={pl.name} value={pl.name} selected={pl.default}>
+                  {planLabel(pl)}
+                </option>
+              ))}
+            </select>
           </Field>
           <button type="submit" class="primary" disabled={create.busy}>
             Create project
@@ -53,10 +64,16 @@ export function ProjectsScreen() {
   );
 }
 
-function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onChanged: () => void }) {
+/** A plan as the choice names it: "pro — 50,000 messages / month, 50 GB". */
+function planLabel(p: Api.Plan): string {
+  return `${p.name} — ${p.limits.monthly_messages.toLocaleString()} messages / month, ${bytes(p.limits.monthly_bytes)}${p.default ? ' (default)' : ''}`;
+}
+
+function ProjectCard({ id, owner, plans, onChanged }: { id: string; owner: boolean; plans: Api.Plan[]; onChanged: () => void }) {
   const project = useLoad(() => get<Api.ProjectDetail>(`/projects/${id}`), [id]);
   const action = useAction();
   const [strategy, setStrategy] = useState<string | null>(null);
+  const [plan, setPlan] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const p = project.data;
   if (project.error) return <ErrorNote error={project.error} />;
@@ -104,7 +121,7 @@ function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onC
       </p>
       <UsageBar label={`Messages this month (${p.usage.month.period})`} used={p.usage.month.messages} limit={p.limits.monthly_messages} />
       <UsageBar label={`Messages today (${p.usage.day.period})`} used={p.usage.day.messages} limit={p.limits.daily_messages} />
-      <UsageBar label={`Volume this month (${bytes(p.usage.month.bytes)})`} used={p.usage.month.bytes} limit={p.limits.monthly_bytes} />
+      <UsageBar label="Volume this month" used={p.usage.month.bytes} limit={p.limits.monthly_bytes} format={bytes} />
       <UsageBar label="Sender domains" used={p.usage.sender_domains.length} limit={p.limits.sender_domains} />
       <p class="links">
         <a href={href(`/projects/${p.id}/inbox`)}>Sandbox inbox</a> · <a href={href(`/projects/${p.id}/keys`)}>API keys</a> · <a href={href(`/projects/${p.id}/webhooks`)}>Webhooks</a>
@@ -124,6 +141,25 @@ function ProjectCard({ id, owner, onChanged }: { id: string; owner: boolean; onC
           </label>
           <button type="button" disabled={action.busy || !strategy || strategy === p.strategy} onClick={() => change(() => api('PUT', `/projects/${p.id}/strategy`, { strategy }))}>
             Set strategy
+          </button>
+          <label>
+            <span class="visually-hidden">Plan of {p.name}</span>
+            <select aria-label={`Plan of ${p.name}`} value={plan ?? p.plan} onChange={(e) => setPlan(e.currentTarget.value)}>
+              {plans.map((pl) => (
+                <option key={pl.name} value={pl.name}>
+                  {planLabel(pl)}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button
+            type="button"
+            disabled={action.busy || !plan || plan === p.plan}
+            onClick={async () => {
+              if (await change(() => api('PUT', `/projects/${p.id}/plan`, { plan }))) setDone(`${p.name} is on the ${plan} plan now: its limits apply from the next message.`);
+            }}
+          >
+            Change plan
           </button>
         </div>
       )}

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, get, post, type Api } from '../api';
 import { askConfirm } from '../confirm';
-import { Empty, ErrorNote, Field, Loading, Table, useAction, useLoad } from '../ui';
+import { CopyButton, Empty, ErrorNote, Field, Loading, ShownOnce, Table, useAction, useLoad } from '../ui';
 import { PROVIDER_ACCOUNTS, type AccountField, type SlugAccount } from './providerAccounts.gen';
 
 /** The attach form's slug list and each slug's fields: the providers' declarations (generated). */
@@ -29,10 +29,17 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
   const [slug, setSlug] = useState<string>(PROVIDER_ACCOUNTS[0].slug);
   const { account } = accountOf(slug);
   const [checks, setChecks] = useState<Record<string, Api.ConnectionCheck>>({});
+  const [editing, setEditing] = useState<string | null>(null);
+  const [feedbackShown, setFeedbackShown] = useState<{ label: string; url: string } | null>(null);
   const list = providers.data?.providers ?? [];
+  // An answer whose feedback URL carries the webhook secret (attach, or an edit that replaced it): shown this once.
+  const showFeedbackOnce = (p: Api.ProviderAccount) => {
+    if (p.feedback_url && p.credentials.webhook_secret && !p.feedback_url.includes('••')) setFeedbackShown({ label: `Feedback URL of ${p.vendor}${p.label ? ` "${p.label}"` : ''} (${p.id}), with its secret`, url: p.feedback_url });
+  };
   return (
     <section>
       <h1>Providers</h1>
+      {feedbackShown && <ShownOnce label={feedbackShown.label} value={feedbackShown.url} onDone={() => setFeedbackShown(null)} />}
       <ErrorNote error={providers.error} />
       {!providers.data && !providers.error && <Loading what="providers" />}
       {providers.data && list.length === 0 && (
@@ -46,10 +53,59 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
               const check = checks[p.id];
               return (
                 <tr key={p.id}>
-                  <td>
-                    {p.slug} <span class="muted">{p.id}</span>
+                  <td class="wrap">
+                    <strong>{p.vendor}</strong> <span class="muted">{p.slug}</span>
+                    {p.label && <div data-testid="provider-label">{p.label}</div>}
+                    <div class="muted">{p.id}</div>
                   </td>
-                  <td class="wrap">{p.host ? `${p.host}:${p.port ?? ''} ${p.tls ?? ''}` : (p.endpoint ?? p.domain ?? p.region ?? '—')}</td>
+                  <td class="wrap">
+                    {p.host ? `${p.host}:${p.port ?? ''} ${p.tls ?? ''}` : (p.endpoint ?? p.domain ?? p.region ?? '—')}
+                    {p.feedback_url && (
+                      <div class="feedback-url">
+                        <span class="muted">Feedback URL: </span>
+                        <code data-testid="feedback-url">{p.feedback_url}</code>
+                        {!p.feedback_url.includes('••') && <CopyButton text={p.feedback_url} label="Copy URL" />}
+                      </div>
+                    )}
+                    {editing === p.id && (
+                      <form
+                        class="card inline-form"
+                        aria-label={`Edit ${p.vendor} account ${p.id}`}
+                        onSubmit={async (e) => {
+                          e.preventDefault();
+                          const body: Record<string, string | null> = {};
+                          new FormData(e.currentTarget).forEach((v, k) => {
+                            if (typeof v !== 'string') return;
+                            if (k === 'label') body.label = v.trim() === '' ? null : v.trim();
+                            else if (v !== '') body[k] = v;
+                          });
+                          const changed = await action.run(() => api<Api.ProviderAccount>('PATCH', `/providers/${p.id}`, body));
+                          if (changed) {
+                            showFeedbackOnce(changed);
+                            setEditing(null);
+                            providers.reload();
+                          }
+                        }}
+                      >
+                        <Field label="Label">
+                          <input name="label" maxLength={100} defaultValue={p.label ?? ''} placeholder="what this account is for" />
+                        </Field>
+                        {Object.entries(accountOf(p.slug).account.properties)
+                          .filter(([name, f]) => f.writeOnly || name === 'user' || name === 'webhook_public_key')
+                          .map(([name, f]) => (
+                            <Field key={name} label={f.writeOnly ? `${f.title} (new)` : f.title} hint={f.writeOnly ? (p.credentials[name as 'pass' | 'api_key' | 'webhook_secret'] ? 'set; empty keeps it, a new one replaces it and is never shown again' : 'not set') : undefined}>
+                              <input name={name} type={f.writeOnly ? 'password' : 'text'} autoComplete="off" defaultValue={f.writeOnly ? '' : String(p[name as 'user' | 'webhook_public_key'] ?? '')} />
+                            </Field>
+                          ))}
+                        <button type="submit" class="primary small" disabled={action.busy}>
+                          Save changes
+                        </button>{' '}
+                        <button type="button" class="small" onClick={() => setEditing(null)}>
+                          Cancel
+                        </button>
+                      </form>
+                    )}
+                  </td>
                   <td colSpan={2}>
                     <form
                       class="row-form"
@@ -79,6 +135,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
                     )}
                   </td>
                   <td class="nowrap">
+                    <button type="button" class="small" aria-expanded={editing === p.id} onClick={() => setEditing(editing === p.id ? null : p.id)}>
+                      Edit
+                    </button>{' '}
                     <button type="button" class="small" disabled={action.busy} onClick={async () => {
                       const r = await action.run(() => post<Api.ConnectionCheck>(`/providers/${p.id}/check`));
                       if (r) setChecks({ ...checks, [p.id]: r });
@@ -105,7 +164,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
             if (typeof v !== 'string' || v.trim() === '' || k === 'slug') return;
             body[k] = account.properties[k]?.type === 'integer' || k === 'priority' || k === 'free_quota' ? Number(v) : v.trim();
           });
-          if (await action.run(() => post(`/projects/${projectId}/providers`, body))) {
+          const attached = await action.run(() => post<Api.ProviderAccount>(`/projects/${projectId}/providers`, body));
+          if (attached) {
+            showFeedbackOnce(attached);
             form.reset();
             providers.reload();
           }
@@ -129,6 +190,9 @@ export function ProvidersScreen({ projectId }: { projectId: string }) {
             </Field>
           );
         })}
+        <Field label="Label (optional)" hint="what this account is for, e.g. transactional, EU">
+          <input name="label" maxLength={100} />
+        </Field>
         <Field label="Priority (optional)" hint="lower goes first; default 100">
           <input name="priority" type="number" min={0} />
         </Field>

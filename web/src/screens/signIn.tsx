@@ -5,10 +5,11 @@
  */
 import { useEffect, useRef } from 'preact/hooks';
 import { post, type Api } from '../api';
-import { ErrorNote, Field, formValues, useAction } from '../ui';
+import { ErrorNote, Field, formValues, useAction, usePageTitle } from '../ui';
 
 export function SignIn({ onSignedIn, notice, email, again }: { onSignedIn: (s: Api.Session) => void; notice?: string | null; email?: string; again?: boolean }) {
   const action = useAction();
+  usePageTitle(again ? null : 'Sign in');
   const emailInput = useRef<HTMLInputElement>(null);
   const passwordInput = useRef<HTMLInputElement>(null);
   useEffect(() => (email ? passwordInput.current : emailInput.current)?.focus(), []);

@@ -1,3 +1,10 @@
+/**
+ * A project's webhook endpoints: add (the secret shown once), the test button, secret rotation,
+ * re-enable, remove; and each endpoint's delivery log, newest first by when each attempt
+ * started, where an attempt opens to show the body that was sent and the receiver's answer, and
+ * a delivered or failed delivery can be sent once more (redeliver).
+ */
+import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, get, post, query, type Api } from '../api';
 import { askConfirm } from '../confirm';
@@ -63,6 +70,9 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
 function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () => void; onSecret: (s: string) => void }) {
   const action = useAction();
   const [test, setTest] = useState<Api.WebhookTestResult | null>(null);
+  const [redelivered, setRedelivered] = useState<Api.WebhookRedelivery | null>(null);
+  /** The attempt whose body and answer are open. */
+  const [open, setOpen] = useState<string | null>(null);
   const pages = useCursorPages();
   const attempts = useLoad(() => get<Api.WebhookAttemptPage>(`/webhooks/${w.id}/attempts${query({ limit: 20, cursor: pages.cursor })}`), [w.id, pages.cursor]);
   return (
@@ -120,23 +130,86 @@ function Endpoint({ w, onChanged, onSecret }: { w: Api.Webhook; onChanged: () =>
       <h3>Delivery log</h3>
       <ErrorNote error={attempts.error} />
       {attempts.data && attempts.data.attempts.length === 0 && <p class="muted">No deliveries yet. Press "Send test event" to try the endpoint.</p>}
+      {redelivered && (
+        <p class={redelivered.delivered ? 'note good' : 'note bad'} role="status">
+          Redelivered {redelivered.id} (attempt {redelivered.attempt}): {redelivered.delivered ? `delivered (HTTP ${redelivered.status_code})` : `not delivered (${redelivered.error ?? 'no answer'})`}.
+        </p>
+      )}
       {attempts.data && attempts.data.attempts.length > 0 && (
-        <Table label={`Delivery log of ${w.url}`} head={['Time', 'Event', 'Attempt', 'Result', 'Duration', 'Response']} bodyClass="attempts">
-            {attempts.data.attempts.map((a) => (
-              <tr key={`${a.delivery_id}-${a.attempt}`}>
-                <td class="nowrap">
-                  <Time iso={a.attempted_at} />
-                </td>
-                <td>{a.type}</td>
-                <td>{a.attempt}</td>
-                <td class={a.delivered ? 'good' : 'bad'}>{a.status_code ?? '—'} {a.delivered ? 'delivered' : 'failed'}</td>
-                <td>{a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td>
-                <td class="wrap">{a.error ?? ''}</td>
-              </tr>
-            ))}
+        <Table label={`Delivery log of ${w.url}`} head={['Time', 'Event', 'Attempt', 'Result', 'Duration', 'Response']} actions bodyClass="attempts">
+            {attempts.data.attempts.map((a) => {
+              const key = `${a.delivery_id}-${a.attempt}`;
+              return (
+                <Fragment key={key}>
+                  <tr data-delivery={a.delivery_id}>
+                    <td class="nowrap">
+                      <Time iso={a.attempted_at} />
+                    </td>
+                    <td>{a.type}</td>
+                    <td>{a.attempt}</td>
+                    <td class={a.delivered ? 'good' : 'bad'}>{a.status_code ?? '—'} {a.delivered ? 'delivered' : 'failed'}</td>
+                    <td>{a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td>
+                    <td class="wrap">{a.error ?? ''}</td>
+                    <td class="nowrap">
+                      <button type="button" class="small" aria-expanded={open === key} aria-controls={open === key ? `attempt-${key}` : undefined} onClick={() => setOpen(open === key ? null : key)}>
+                        Details
+                      </button>{' '}
+                      <button
+                        type="button"
+                        class="small"
+                        disabled={action.busy}
+                        onClick={async () => {
+                          setRedelivered(null);
+                          const r = await action.run(() => post<Api.WebhookRedelivery>(`/webhooks/${w.id}/deliveries/${a.delivery_id}/redeliver`));
+                          if (r) {
+                            setRedelivered(r);
+                            pages.first();
+                            attempts.reload();
+                            onChanged();
+                          }
+                        }}
+                      >
+                        Redeliver
+                      </button>
+                    </td>
+                  </tr>
+                  {open === key && (
+                    <tr class="attempt-details" id={`attempt-${key}`}>
+                      <td colSpan={7}>
+                        <AttemptDetails webhookId={w.id} attempt={a} />
+                      </td>
+                    </tr>
+                  )}
+                </Fragment>
+              );
+            })}
           </Table>
       )}
       {pages.pager(attempts.data?.next_cursor)}
     </article>
   );
+}
+
+/** What one attempt sent and what it got back: the delivery's body (the same bytes each attempt) and this attempt's answer. */
+function AttemptDetails({ webhookId, attempt }: { webhookId: string; attempt: Api.WebhookAttempt }) {
+  const delivery = useLoad(() => get<Api.WebhookDelivery>(`/webhooks/${webhookId}/deliveries/${attempt.delivery_id}`), [webhookId, attempt.delivery_id]);
+  const body = delivery.data?.request_body;
+  return (
+    <div class="attempt-body">
+      <ErrorNote error={delivery.error} />
+      <h4>Request body ({attempt.delivery_id})</h4>
+      {!delivery.data ? <Loading what="the request" /> : body === null || body === undefined ? <p class="muted">Its event is no longer kept.</p> : <pre class="code request-body">{pretty(body)}</pre>}
+      <h4>Answer{attempt.status_code !== null ? ` (HTTP ${attempt.status_code})` : ''}</h4>
+      {attempt.answer ? <pre class="code answer-body">{attempt.answer}</pre> : <p class="muted">{attempt.status_code === null ? `No answer: ${attempt.error ?? 'the connection failed'}.` : 'An empty body.'}</p>}
+    </div>
+  );
+}
+
+/** JSON indented for reading (the bytes sent were compact); anything else as it is. */
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
 }
