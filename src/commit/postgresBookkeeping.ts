@@ -1,4 +1,4 @@
-import { DatabaseUnavailable, databaseUnavailable } from '../store/postgres/unavailable.js';
+import { DatabaseUnavailable, databaseUnavailable } from '../store/databaseUnavailable.js';
 import type { Queries } from '../store/queries.js';
 import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingKind, type BookkeepingOutcome, type BookkeepingRequest, type BookkeepingResults, type BookkeepingWork } from './bookkeepingChannel.js';
 

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs
 import path from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
-import { HOUSEKEEPING_LOCK } from '../../src/commit/housekeepingBookkeeping.js';
+import { HOUSEKEEPING_LOCK } from '../../src/store/postgres/housekeepingLock.js';
 import { PostgresBookkeeping } from '../../src/commit/postgresBookkeeping.js';
 import { cancelMessage } from '../../src/operator/messages.js';
 import { eventsForMessage } from '../../src/store/events.js';
