@@ -59,6 +59,12 @@ export interface ViewerKeyStore {
   secret(q: Queries, stateDir: string, logger: Logger, clock: Clock): Promise<Buffer>;
 }
 
+/** How a transaction's commit reaches the disk, beyond the connection's default (every commit flushed). */
+export interface CommitDurability {
+  /** This transaction's commit returns before its flush: losing it in a crash only repeats work. */
+  withoutFlush(tx: Queries): Promise<void>;
+}
+
 /** Whether this transaction may do housekeeping now (another node may be doing it). */
 export interface HousekeepingTurns {
   take(q: Queries): Promise<boolean>;
@@ -71,4 +77,5 @@ export interface StoreBackend {
   readonly bodies: BodyStore;
   readonly viewerKey: ViewerKeyStore;
   readonly housekeeping: HousekeepingTurns;
+  readonly commits: CommitDurability;
 }

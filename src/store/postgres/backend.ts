@@ -27,4 +27,9 @@ export const postgresBackend: StoreBackend = {
   bodies: { storedFigures: storedBodiesByStatistics },
   viewerKey: { secret: sharedViewerSecret },
   housekeeping: { take: takeHousekeepingTurn },
+  commits: {
+    withoutFlush: async (tx) => {
+      await tx.run('SET LOCAL synchronous_commit = off');
+    },
+  },
 };

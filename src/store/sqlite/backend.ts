@@ -27,4 +27,7 @@ export const sqliteBackend: StoreBackend = {
   bodies: { storedFigures: countStoredBodies },
   viewerKey: { secret: async (_q, stateDir) => fileSecret(path.join(stateDir, VIEWER_KEY_FILE)) },
   housekeeping: { take: async () => true },
+  // The index's one writer sets its connection's synchronous pragma between transactions
+  // (commit/indexWriterThread.ts); inside one it cannot change: the commit keeps the connection's.
+  commits: { withoutFlush: async () => undefined },
 };
