@@ -90,6 +90,22 @@ module.exports = {
       to: { path: '^src/providers/[^/]+/' },
     },
     {
+      name: 'only-the-store-knows-its-backend',
+      severity: 'error',
+      comment:
+        "Nothing outside src/store imports store/postgres/: the store's seams (store/backend.ts, backendOf) answer for the backend chosen when it was opened (store/open.ts). scripts/check-store-seams.mjs keeps `dialect` inside src/store too.",
+      from: {
+        path: '^src/',
+        pathNot: [
+          '^src/store/',
+          // removed when the engine lands
+          '^src/delivery/scheduler\\.ts$',
+          '^src/events/dispatcher\\.ts$',
+        ],
+      },
+      to: { path: '^src/store/postgres/' },
+    },
+    {
       name: 'providers-never-store',
       severity: 'error',
       comment: 'Providers get a parsed account and a message, never the store.',

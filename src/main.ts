@@ -20,6 +20,7 @@ import { reconcileSpool } from './housekeeping/reconcile.js';
 import { Spool } from './spool/spool.js';
 import { SpoolWriters } from './accept/writers.js';
 import type { Db } from './store/db.js';
+import { backendOf } from './store/backendOf.js';
 import type { Queries } from './store/queries.js';
 import { openNodeStore, type AcceptanceCommits } from './commit/nodeStore.js';
 import { AcmeCertificates } from './tls/acmeCertificates.js';
@@ -265,7 +266,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await writers.ready();
     if (config.tls.acme) {
       // On PostgreSQL the nodes share the certificate (and take turns ordering it).
-      const storage = store.dialect === 'postgres' ? new DatabaseCertificates(store, config.node.id) : new StateDirectoryCertificates(config.state_dir);
+      const storage = backendOf(store).capabilities.sharedCertificates ? new DatabaseCertificates(store, config.node.id) : new StateDirectoryCertificates(config.state_dir);
       acme = await AcmeCertificates.open({ settings: config.tls.acme, storage, clock, logger });
     }
     /** An HTTP or console listener's TLS: tls.acme's certificate, its own pair, or none (plain HTTP). */

@@ -83,7 +83,7 @@ export function committedDurably(request: BookkeepingRequest): boolean {
 
 /**
  * Where a writer's bookkeeping runs, each `write` one transaction: on SQLite the index writer
- * thread (BookkeepingClient), on PostgreSQL the database itself (PostgresBookkeeping).
+ * thread (BookkeepingClient), on PostgreSQL the database itself (DirectBookkeeping).
  */
 export interface Bookkeeping {
   write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>>;

@@ -1,9 +1,9 @@
 import {
-  expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, reclaimLeases, addProviderUsage, type AttemptRow, type RecipientStatus,
+  expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, addProviderUsage, type AttemptRow, type RecipientStatus,
 } from '../store/delivery.js';
 import { insertMailEvent, type EventType } from '../store/events.js';
 import type { MessageRow } from '../store/messages.js';
-import { throttleAccount, throttledAccounts } from '../store/postgres/providerThrottles.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, type SuppressionRow } from '../store/suppressions.js';
 
@@ -83,11 +83,12 @@ export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row
 
 /** Runs one exchange's writes; the caller wraps it in a transaction. */
 export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkeeping): Promise<DeliveryBookkeepingResult> {
+  const leases = backendOf(q).deliveryLeases;
   const event = (e: MailEventRecord) => insertMailEvent(q, e.message, e.type, e.at, e.extra);
   for (const w of work.writes) {
     switch (w.kind) {
       case 'throttle':
-        if (q.dialect === 'postgres') await throttleAccount(q, w.accountId, w.until);
+        await leases.recordThrottle(q, w.accountId, w.until);
         break;
       case 'finish': {
         const moved = await finishSending(q, w.id, w.to, w.at, w.node);
@@ -104,10 +105,10 @@ export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkee
       await event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
     }
   }
-  const reclaimed = work.reclaim && q.dialect === 'postgres' ? await reclaimLeases(q, work.reclaim) : [];
+  const reclaimed = work.reclaim ? await leases.reclaim(q, work.reclaim) : [];
   const lease = work.lease;
   const leased = lease ? await leaseDueMessages(q, lease.now, lease.leaseUntil, lease.limit, lease.node) : [];
-  const throttled = lease && q.dialect === 'postgres' ? [...(await throttledAccounts(q, lease.now))] : [];
+  const throttled = lease ? await leases.restingAccounts(q, lease.now) : [];
   return { leased, reclaimed, throttled };
 }
 

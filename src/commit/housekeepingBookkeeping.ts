@@ -3,6 +3,7 @@ import { pruneIdempotencyKeys } from '../store/idempotency.js';
 import { pruneFinishedMessageRows } from '../store/messageRetention.js';
 import { pruneOperatorSessions } from '../store/operatorSessions.js';
 import { pruneStoppedNodes } from '../store/nodes.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 
 const DAY_MS = 86_400_000;
@@ -10,17 +11,11 @@ const DAY_MS = 86_400_000;
 export const STOPPED_NODE_DAYS = 7;
 
 /**
- * On PostgreSQL, where several nodes share the store: the transaction-level advisory lock
- * (Postern's constant "PSTNHK"; migrations use "PSTN", the webhook outbox "PSTNWH") under which
- * one node at a time prunes or sweeps. A node that does not get it skips that round: another
- * node is doing the same work at that moment, and the next round (an hour later) comes anyway.
+ * Whether this transaction may do housekeeping: always for one node; where several share the
+ * store, if no other node is doing it now (it skips the round; the next comes an hour later).
  */
-export const HOUSEKEEPING_LOCK = 0x5053544e484b;
-
-/** Whether this transaction may do housekeeping: always on SQLite (one node, one writer); on PostgreSQL if it got HOUSEKEEPING_LOCK. */
-async function housekeepingTurn(q: Queries): Promise<boolean> {
-  if (q.dialect !== 'postgres') return true;
-  return (await q.get<{ locked: number }>('SELECT pg_try_advisory_xact_lock(@key) AS locked', { key: HOUSEKEEPING_LOCK }))?.locked === 1;
+function housekeepingTurn(q: Queries): Promise<boolean> {
+  return backendOf(q).housekeeping.take(q);
 }
 
 /**

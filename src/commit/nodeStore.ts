@@ -6,22 +6,16 @@ import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
 import { openDatabase, type Db } from '../store/db.js';
-import { migratePostgres } from '../store/postgres/migrate.js';
-import { openPool, openPoolConnections } from '../store/postgres/pool.js';
-import { postgresQueries } from '../store/postgres/queries.js';
+import { openConnections, openSharedDatabase, type StoreLocation } from '../store/open.js';
 import { sqliteQueries, type Queries } from '../store/queries.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import { BookkeepingClient, type Bookkeeping } from './bookkeepingChannel.js';
 import { IndexWriter } from './indexWriter.js';
 import type { WriterStatus } from './indexWriterThread.js';
-import { PostgresAcceptanceWriter } from './postgresAcceptanceWriter.js';
-import { PostgresBookkeeping } from './postgresBookkeeping.js';
+import { AcceptanceGroupWriter } from './acceptanceGroupWriter.js';
+import { DirectBookkeeping } from './directBookkeeping.js';
 
-/**
- * Where a node's store is, as plain data a worker thread can be given to open its own
- * connection: the SQLite index in the state directory, or the shared PostgreSQL database.
- */
-export type StoreLocation = { backend: 'sqlite'; stateDir: string } | { backend: 'postgres'; url: string; poolSize: number };
+export type { StoreLocation };
 
 /** What the accept pipeline commits through: the index writer thread (SQLite) or the node's group commits (PostgreSQL). */
 export interface AcceptanceCommits {
@@ -39,12 +33,6 @@ export interface ThreadStore {
   store: Queries;
   close(): Promise<void>;
 }
-
-/**
- * Connections a worker thread (the webhook dispatcher) or an operator command opens of its own on
- * PostgreSQL (opened as they are needed: a command running one statement at a time uses one).
- */
-export const THREAD_POOL_SIZE = 4;
 
 /**
  * The node's store, opened once at start: the event loop's reads, the acceptance commits, new
@@ -108,17 +96,9 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
       },
     };
   }
-  const pool = openPool(location.url, location.poolSize, logger, { name: opts.nodeId, keepOpen: true });
-  try {
-    await migratePostgres(pool, logger);
-    // Before the listeners open (and /readyz answers): the whole pool, kept open from then on.
-    await openPoolConnections(pool, location.poolSize);
-  } catch (err) {
-    await pool.end().catch(() => undefined);
-    throw new Error(`cannot open the PostgreSQL store (store.postgres.url): ${(err as Error).message}`);
-  }
-  const store = postgresQueries(pool);
-  const writer = new PostgresAcceptanceWriter(pool, opts.limits, logger);
+  const shared = await openSharedDatabase(location, logger, opts.nodeId);
+  const store = shared.queries;
+  const writer = new AcceptanceGroupWriter(shared.acceptanceGroups, opts.limits, logger);
   return {
     backend: 'postgres',
     store,
@@ -130,13 +110,13 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
       metrics: async () => [],
       close: () => writer.close(),
     },
-    openBookkeeping: () => new PostgresBookkeeping(store),
+    openBookkeeping: () => new DirectBookkeeping(store),
     openBookkeepingPort: () => null,
     location,
     sqlite: null,
     async close() {
       await writer.close();
-      await pool.end();
+      await shared.close();
     },
   };
 }
@@ -147,25 +127,8 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
  * the store as a node would).
  */
 export async function openThreadStore(location: StoreLocation, logger: Logger, name: string, opts: { migrate?: boolean } = {}): Promise<ThreadStore> {
-  if (location.backend === 'sqlite') {
-    const db = openDatabase(location.stateDir, logger, { migrate: opts.migrate ?? false });
-    return {
-      store: sqliteQueries(db),
-      close: async () => {
-        db.close();
-      },
-    };
-  }
-  const pool = openPool(location.url, THREAD_POOL_SIZE, logger, { name });
-  if (opts.migrate) {
-    try {
-      await migratePostgres(pool, logger);
-    } catch (err) {
-      await pool.end().catch(() => undefined);
-      throw err;
-    }
-  }
-  return { store: postgresQueries(pool), close: () => pool.end() };
+  const connections = await openConnections(location, logger, name, opts);
+  return { store: connections.queries, close: () => connections.close() };
 }
 
 /**
@@ -173,5 +136,5 @@ export async function openThreadStore(location: StoreLocation, logger: Logger, n
  * thread, or none on PostgreSQL, where it writes through its own connections (`store`).
  */
 export function bookkeepingThrough(port: MessagePort | null, store: Queries): Bookkeeping {
-  return port ? new BookkeepingClient(port) : new PostgresBookkeeping(store);
+  return port ? new BookkeepingClient(port) : new DirectBookkeeping(store);
 }

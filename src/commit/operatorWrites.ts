@@ -16,12 +16,12 @@ import {
 } from '../store/operators.js';
 import { getProject, insertProject, markProjectDeleted, setProjectPaused, setProjectPlan, setProjectStrategy } from '../store/projects.js';
 import { detachProviderAccount, findProviderAccount, insertProviderAccount, setProviderAccountConfig, setProviderAccountLimits } from '../store/providerAccounts.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, removeSuppression, type SuppressionRow } from '../store/suppressions.js';
 import { insertViewerLink, revokeViewerLink, type ViewerLinkRow } from '../store/viewerLinks.js';
 import { insertWebhookAttempt, type WebhookAttemptRow } from '../store/webhookAttempts.js';
-import { enableWebhookEndpoint, insertWebhookDelivery, insertWebhookEndpoint, recordRedelivery, removeWebhookEndpoint, rotateWebhookSecret } from '../store/webhooks.js';
-import { insertWebhookEndpointPostgres, removeWebhookEndpointPostgres } from '../store/postgres/webhookOutbox.js';
+import { enableWebhookEndpoint, insertWebhookDelivery, recordRedelivery, rotateWebhookSecret } from '../store/webhooks.js';
 
 /**
  * The operator layer's single writes (everything but a bulk action's chunks and the keys' last
@@ -314,13 +314,13 @@ const bodies: Bodies = {
     return null;
   },
   async webhook_add(q, w) {
-    // PostgreSQL: the outbox's twin, ordered against the nodes' fan-outs (its ENDPOINT_LIST_LOCK).
-    const row = q.dialect === 'postgres' ? await insertWebhookEndpointPostgres(q, w.row) : await insertWebhookEndpoint(q, w.row);
+    // Through the outbox: where nodes share it, the registration is ordered against their fan-outs.
+    const row = await backendOf(q).webhookOutbox.addEndpoint(q, w.row);
     await audit(q, w.stamp, 'webhook.add', row.id, { project: row.project_id, url: row.url });
     return null;
   },
   async webhook_remove(q, w) {
-    const removed = q.dialect === 'postgres' ? await removeWebhookEndpointPostgres(q, w.id, w.now) : await removeWebhookEndpoint(q, w.id, w.now);
+    const removed = await backendOf(q).webhookOutbox.removeEndpoint(q, w.id, w.now);
     if (!removed.removed) throw notFound('webhook', w.id);
     await audit(q, w.stamp, 'webhook.remove', w.id);
     return { cancelled: removed.cancelled };

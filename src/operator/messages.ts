@@ -6,7 +6,7 @@ import { eventsForMessage, type EventRow } from '../store/events.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { BODY_IN_INDEX, openStoredMime, storedMime } from '../store/messageBodies.js';
 import { countMessages, searchMessages, type MessageFilter } from '../store/messageSearch.js';
-import { FINISHED_STATUSES, LIVE_STATUSES, MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
+import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
 import { getMessage, listMessages, type MessageRow } from '../store/messages.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';

@@ -1,19 +1,17 @@
 import { statfs } from 'node:fs/promises';
-import { attachedProviderAccounts, liveMessageCounts, maxMessageRowid, oldestQueuedMessage, storedBodiesByStatistics, storedFilesBetween, troubledWebhookEndpoints } from '../store/activity.js';
+import { attachedProviderAccounts, liveMessageCounts, oldestQueuedMessage, troubledWebhookEndpoints } from '../store/activity.js';
+import { backendOf } from '../store/backendOf.js';
 import { LIVE_STATUSES } from '../contract/messageStates.js';
 import type { Queries } from '../store/queries.js';
 import type { ActivityTail } from './activity.js';
 import { iso, type OperatorContext } from './context.js';
 
-/** Rows summed per step of the spool-size scan; the event loop gets a turn between steps. */
-const SCAN_STEP = 50_000;
 /** How long a spool-size figure is reused before it is counted again (the overview's). */
 const STORAGE_TTL_MS = 5 * 60_000;
 
 /**
- * The stored MIME the index accounts for, kept for `ttlMs`: on SQLite every message's file and
- * size, counted in steps along the rowid; on PostgreSQL the database's own figures (no scan:
- * storedBodiesByStatistics). And the free space of the state directory's filesystem (statfs).
+ * The stored MIME the index accounts for (the store's BodyStore: counted, or the database's own
+ * figures), kept for `ttlMs`. And the free space of the state directory's filesystem (statfs).
  */
 export class StorageFigures {
   private cached: { at: number; bytes: number; files: number } | null = null;
@@ -48,17 +46,8 @@ export class StorageFigures {
     return { spool_bytes: spool.bytes, spool_counted_at: new Date(spool.at).toISOString(), disk_free_bytes: free, disk_total_bytes: total };
   }
 
-  private async count(): Promise<{ bytes: number; files: number }> {
-    if (this.store.dialect === 'postgres') return storedBodiesByStatistics(this.store);
-    const last = await maxMessageRowid(this.store);
-    const total = { bytes: 0, files: 0 };
-    for (let from = 0; from < last; from += SCAN_STEP) {
-      const step = await storedFilesBetween(this.store, from, from + SCAN_STEP);
-      total.bytes += step.bytes;
-      total.files += step.files;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    return total;
+  private count(): Promise<{ bytes: number; files: number }> {
+    return backendOf(this.store).bodies.storedFigures(this.store);
   }
 }
 

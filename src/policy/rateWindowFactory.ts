@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import { SlidingWindowLimiter } from './rateLimiter.js';
 import type { RateWindow } from './rateWindow.js';
@@ -6,8 +7,8 @@ import { SharedSlidingWindowLimiter } from './sharedRateLimiter.js';
 
 /**
  * The one place a node's sliding windows are made (the send API's, the console's sign-in
- * limits, the public viewer's): counted in this process's memory on SQLite, by every node
- * together on PostgreSQL, so a client spreading its attempts over the nodes gets no more than
+ * limits, the public viewer's): counted in this process's memory on one node, by every node
+ * together where they share the store, so a client spreading its attempts over the nodes gets no more than
  * one node would give it.
  *
  * It keeps every shared window it made, those a reload has since replaced included, so the
@@ -25,7 +26,7 @@ export class RateWindowFactory {
 
   /** A window of `limit` events per `windowMs` per key; `name` keeps limiters apart (on PostgreSQL, across nodes). */
   window(name: string, limit: number, windowMs: number): RateWindow {
-    if (this.store.dialect !== 'postgres') return new SlidingWindowLimiter(limit, windowMs, this.clock);
+    if (!backendOf(this.store).capabilities.sharedRateWindows) return new SlidingWindowLimiter(limit, windowMs, this.clock);
     const window = new SharedSlidingWindowLimiter(this.store, name, limit, windowMs, this.clock, this.onPruneFailed);
     this.shared.push(window);
     return window;

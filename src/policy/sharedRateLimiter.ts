@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import { pruneRateWindows, rateWindowWait, recordRateWindow, releaseRateWindow, takeRateWindow, type RateWindowLimit } from '../store/rateWindows.js';
 import type { RateSlot, RateWindow, Reservation } from './rateWindow.js';
@@ -26,7 +27,7 @@ export class SharedSlidingWindowLimiter implements RateWindow {
     private readonly clock: Clock,
     private readonly onPruneFailed: (err: Error) => void,
   ) {
-    if (queries.dialect !== 'postgres') throw new Error('a shared rate window needs the PostgreSQL store; one node counts in memory (SlidingWindowLimiter)');
+    if (!backendOf(queries).capabilities.sharedRateWindows) throw new Error('a shared rate window needs the PostgreSQL store; one node counts in memory (SlidingWindowLimiter)');
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 2 ** 31 - 1) throw new RangeError(`limit must be a positive integer, not ${limit}`);
     if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new RangeError(`windowMs must be a positive integer, not ${windowMs}`);
     this.window = { limiter: name, maxEvents: limit, windowMs };

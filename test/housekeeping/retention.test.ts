@@ -9,8 +9,8 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs
 import path from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
-import { HOUSEKEEPING_LOCK } from '../../src/commit/housekeepingBookkeeping.js';
-import { PostgresBookkeeping } from '../../src/commit/postgresBookkeeping.js';
+import { HOUSEKEEPING_LOCK } from '../../src/store/postgres/housekeepingLock.js';
+import { DirectBookkeeping } from '../../src/commit/directBookkeeping.js';
 import { cancelMessage } from '../../src/operator/messages.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { getMessage } from '../../src/store/messages.js';
@@ -185,7 +185,7 @@ test('on PostgreSQL one node at a time prunes and sweeps: a node that finds anot
   const id = await send(p, liveKey, 'housekeeping-key-01');
   await cancelMessage(p.ctx, id);
   // Another node's writes, as its janitor makes them, 31 days on.
-  const node = new PostgresBookkeeping(p.ctx.store);
+  const node = new DirectBookkeeping(p.ctx.store);
   const later = T0 + 31 * DAY;
   const sweep = async () => (await node.write('retention', { now: later, defaultRetentionDays: 30, limit: 100 })).result;
   const prune = async () => (await node.write('prune', { now: later, retentionDays: 30, sessionIdleSeconds: 3600 })).result;

@@ -7,8 +7,9 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from '../../src/commit/acceptance.js';
-import { PostgresAcceptanceWriter } from '../../src/commit/postgresAcceptanceWriter.js';
-import { commitAcceptanceGroup, type PostgresAcceptanceUnit, type PostgresUnitResult } from '../../src/commit/postgresAcceptance.js';
+import { AcceptanceGroupWriter } from '../../src/commit/acceptanceGroupWriter.js';
+import { commitAcceptanceGroup as commitThrough, type GroupAcceptanceResult, type GroupAcceptanceUnit } from '../../src/commit/acceptanceGroup.js';
+import { postgresAcceptanceGroups } from '../../src/store/postgres/acceptanceGroups.js';
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
@@ -19,6 +20,9 @@ import { insertProject } from '../../src/store/projects.js';
 import { dayPeriod, monthPeriod } from '../../src/store/usage.js';
 import { DEFAULT_PLANS, plan } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres, testPool } from '../support/postgres.js';
+
+/** A group committed on `pool`'s acceptance groups (store/postgres/acceptanceGroups.ts). */
+const commitAcceptanceGroup = (pool: pg.Pool, units: readonly GroupAcceptanceUnit[], limits: Parameters<typeof commitThrough>[2]) => commitThrough(postgresAcceptanceGroups(pool), units, limits);
 
 /** One instant for every record: the month's and the day's counters are the same ones throughout. */
 const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);
@@ -89,10 +93,10 @@ function acceptance(projectId: string, opts: RecordOptions = {}): AcceptanceReco
   };
 }
 
-const units = (records: AcceptanceRecord[]): PostgresAcceptanceUnit[] => records.map((record) => ({ record }));
+const units = (records: AcceptanceRecord[]): GroupAcceptanceUnit[] => records.map((record) => ({ record }));
 
 /** An outcome in a word, for tables: `stored`, `duplicate`, or `refused:<code>`. */
-function word(result: PostgresUnitResult): string {
+function word(result: GroupAcceptanceResult): string {
   if (!result.ok) return `failed: ${result.error}`;
   return result.outcome.kind === 'refused' ? `refused:${result.outcome.refusal.code}` : result.outcome.kind;
 }
@@ -281,7 +285,7 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       groups += 1;
       return connect();
     }) as typeof node.connect;
-    const writer = new PostgresAcceptanceWriter(node, LIMITS, silentLogger());
+    const writer = new AcceptanceGroupWriter(postgresAcceptanceGroups(node), LIMITS, silentLogger());
     const scratch = mkdtempSync(path.join(tmpdir(), 'postern-pg-writer-'));
     try {
       const big = randomBytes(3 * 1024 * 1024 + 17);
@@ -319,7 +323,7 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
   test('the node\'s writer answers every unit an error when the database cannot be reached, and refuses units once closed', async () => {
     const project = await newProject('pro');
     const unreachable = testPool('postgres://postern:wrong@127.0.0.1:1/nowhere', 1);
-    const writer = new PostgresAcceptanceWriter(unreachable, LIMITS, silentLogger());
+    const writer = new AcceptanceGroupWriter(postgresAcceptanceGroups(unreachable), LIMITS, silentLogger());
     try {
       const outcomes = await Promise.allSettled(writer.submitMany([{ file: null, record: acceptance(project) }, { file: null, record: acceptance(project) }]));
       assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);

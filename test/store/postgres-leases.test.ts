@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import type { AcceptanceRecord } from '../../src/commit/acceptance.js';
-import { commitAcceptanceGroup } from '../../src/commit/postgresAcceptance.js';
+import { commitAcceptanceGroup as commitThrough, type GroupAcceptanceUnit } from '../../src/commit/acceptanceGroup.js';
+import { postgresAcceptanceGroups } from '../../src/store/postgres/acceptanceGroups.js';
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
 import { sqliteQueries } from '../../src/store/queries.js';
-import { PostgresBookkeeping } from '../../src/commit/postgresBookkeeping.js';
+import { DirectBookkeeping } from '../../src/commit/directBookkeeping.js';
 import type { DeliveryBookkeeping, DeliveryWrite } from '../../src/commit/deliveryBookkeeping.js';
 import { finishSending, leaseDueMessages, type HandOffEnd } from '../../src/store/delivery.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
@@ -21,6 +22,9 @@ import { tempDirs } from '../support/hooks.js';
 import { DEFAULT_PLANS } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 import { meetingPoint, withinHangGuard } from '../support/waiting.js';
+
+/** A group committed on `pool`'s acceptance groups (store/postgres/acceptanceGroups.ts). */
+const commitAcceptanceGroup = (pool: pg.Pool, units: readonly GroupAcceptanceUnit[], limits: Parameters<typeof commitThrough>[2]) => commitThrough(postgresAcceptanceGroups(pool), units, limits);
 
 /**
  * Delivery leases and provider throttles on PostgreSQL, shared by nodes: three pools on one
@@ -260,7 +264,7 @@ describe('delivery leases and provider throttles on PostgreSQL, shared by nodes'
     await withNodes(async ([a, b]) => {
       const project = await newProject(a);
       const [sent, unheard1, unheard2, held, other] = await accept(a, Array.from({ length: 5 }, () => acceptance(project)));
-      const bookkeeping = new PostgresBookkeeping(postgresQueries(a));
+      const bookkeeping = new DirectBookkeeping(postgresQueries(a));
       const nothing: DeliveryBookkeeping = { writes: [], expire: null, lease: null, reclaim: null };
       // Node A's lease lands; as far as A knows (its answer cut off) it holds only `sent` and `held`.
       const leasedByA = await bookkeeping.write('delivery', { ...nothing, lease: { node: 'node-a', now: NOW, leaseUntil: NOW + HOUR, limit: 4 } });

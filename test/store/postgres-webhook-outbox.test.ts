@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import type { AcceptanceRecord } from '../../src/commit/acceptance.js';
-import { commitAcceptanceGroup } from '../../src/commit/postgresAcceptance.js';
+import { commitAcceptanceGroup as commitThrough, type GroupAcceptanceUnit } from '../../src/commit/acceptanceGroup.js';
+import { postgresAcceptanceGroups } from '../../src/store/postgres/acceptanceGroups.js';
 import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookOutcomeRecord } from '../../src/commit/webhookBookkeeping.js';
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
@@ -26,6 +27,9 @@ import { DEFAULT_PLANS } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 import { seededRandom } from '../support/seededRandom.js';
 import { meetingPoint, withinHangGuard } from '../support/waiting.js';
+
+/** A group committed on `pool`'s acceptance groups (store/postgres/acceptanceGroups.ts). */
+const commitAcceptanceGroup = (pool: pg.Pool, units: readonly GroupAcceptanceUnit[], limits: Parameters<typeof commitThrough>[2]) => commitThrough(postgresAcceptanceGroups(pool), units, limits);
 
 /**
  * The webhook outbox on PostgreSQL (src/store/postgres/webhookOutbox.ts), shared by nodes: three

@@ -1,13 +1,13 @@
 import type { ClientBase } from 'pg';
 import type { EventRow } from '../events.js';
 import type { NewMessageRow } from '../messages.js';
-import type { UsageState } from '../usage.js';
+import type { AcceptanceRead, AcceptanceReadRequest } from '../acceptanceGroups.js';
 import { bigintNumber } from './bigintNumber.js';
 
 /**
  * The queries of one acceptance on PostgreSQL: the PostgreSQL twins of store/projects.ts
  * (the plan), store/idempotency.ts, store/usage.ts, store/messages.ts and store/events.ts, as
- * commit/postgresAcceptance.ts runs them inside a group's transaction on one client.
+ * store/postgres/acceptanceGroups.ts runs them inside a group's transaction on one client.
  * BIGINT arrives as a string and is parsed per query (`bigintNumber`); counts are cast to int in SQL.
  */
 
@@ -25,20 +25,6 @@ export async function lockProjectForAcceptance(client: ClientBase, projectId: st
   const result = await client.query<{ plan: string }>('SELECT plan FROM projects WHERE id = $1 FOR NO KEY UPDATE', [projectId]);
   return result.rows[0]?.plan ?? null;
 }
-
-/** What to read for one acceptance; null: not needed (the answer is then neutral). */
-export interface AcceptanceReadRequest {
-  projectId: string;
-  environment: string;
-  idempotencyKey: string | null;
-  senderDomain: string | null;
-  category: string | null;
-  monthPeriod: string | null;
-  dayPeriod: string | null;
-}
-
-/** The caps' and quotas' facts, and the first acceptance's response under this Idempotency-Key (null: none). */
-export type AcceptanceRead = UsageState & { idempotentResponse: string | null };
 
 interface AcceptanceReadRow {
   idempotent_response: string | null;

@@ -9,7 +9,7 @@ import type { ClaimedDelivery, WebhookEndpointRow } from '../webhooks.js';
  * and removal, which must agree with the fan-out (see ENDPOINT_LIST_LOCK). Written against
  * `Queries` with dialect 'postgres'; each function runs in the caller's transaction when given
  * one (its own becomes a savepoint), so a dispatcher cycle can still commit as one: the
- * dispatcher's cycle on PostgreSQL (commit/webhookBookkeeping.ts) and the operator's endpoint
+ * dispatcher's cycle on PostgreSQL (webhookCycle.ts here) and the operator's endpoint
  * writes (commit/operatorWrites.ts) use these.
  *
  * FAN-OUT: a queue of pending events, not a cursor.
@@ -142,7 +142,7 @@ interface NewDeliveryRow {
   n: number;
 }
 
-/** The rule of commit/webhookBookkeeping.ts's fanOutPlan (the store cannot import commit/). */
+/** The rule of store/webhookCycle.ts's fanOutPlan, in SQL. */
 function deliveryRows(endpoints: FanOutEndpoint[], events: TakenEvent[], now: number): NewDeliveryRow[] {
   const byProject = new Map<string, { endpoint: FanOutEndpoint; types: Set<string> | null }[]>();
   for (const e of endpoints) {

@@ -1,13 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Pool } from 'pg';
 import type { Logger } from '../log.js';
 import { observeCommitGroup } from '../platform/metrics.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
-import { BODY_CHUNK_BYTES } from '../store/postgres/bodyChunks.js';
+import type { AcceptanceGroupStore } from '../store/acceptanceGroups.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
-import { commitAcceptanceGroup, type PostgresAcceptanceUnit, type PostgresUnitResult } from './postgresAcceptance.js';
+import { commitAcceptanceGroup, type GroupAcceptanceResult, type GroupAcceptanceUnit } from './acceptanceGroup.js';
 
 /** Units per group transaction, as the SQLite writer thread groups them. */
 const MAX_GROUP = 512;
@@ -27,14 +26,14 @@ interface Pending {
 }
 
 /**
- * The PostgreSQL node's acceptance commits, the twin of the SQLite index writer thread
- * (IndexWriter): units submitted while a group commits wait and go together in the next group,
+ * A node's acceptance commits through the store's acceptance groups (the shared database's), the
+ * twin of the SQLite index writer thread (IndexWriter): units submitted while a group commits wait and go together in the next group,
  * so a busy node shares each flush among many acceptances. Each promise resolves only once its
- * unit is committed with synchronous commit (commitAcceptanceGroup), which is what a 202 or 250
+ * unit is committed durably (commitAcceptanceGroup), which is what a 202 or 250
  * may promise. A large body arrives as a temp file (node-local scratch, not the durable copy):
  * it is streamed into the database in its unit's transaction and removed once the group ends.
  */
-export class PostgresAcceptanceWriter {
+export class AcceptanceGroupWriter {
   private queue: Pending[] = [];
   private running = 0;
   private closed = false;
@@ -42,7 +41,7 @@ export class PostgresAcceptanceWriter {
   private lastError: string | null = null;
 
   constructor(
-    private readonly pool: Pool,
+    private readonly groups: AcceptanceGroupStore,
     private limits: LimitSettings,
     private readonly logger: Logger,
     private readonly concurrentGroups = DEFAULT_CONCURRENT_GROUPS,
@@ -78,10 +77,7 @@ export class PostgresAcceptanceWriter {
     if (error === null) return null;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const answered = await Promise.race([
-      this.pool.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby').then(
-        (r) => (r.rows[0]?.standby ? 'the database is a standby (read-only): commits fail' : null),
-        (err: Error) => `commit failed: ${err.message}`,
-      ),
+      this.groups.commitRefusal(),
       new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs))),
     ]);
     clearTimeout(timer);
@@ -113,13 +109,13 @@ export class PostgresAcceptanceWriter {
   private async commit(group: Pending[]): Promise<void> {
     // Read in pieces of the stored piece's size: each read is one piece as it is (no copy to join
     // smaller reads), which keeps a 30 MB body's garbage, and so the node's RSS, down.
-    const units: PostgresAcceptanceUnit[] = group.map(({ file, record }) =>
-      file ? { record, openBody: () => createReadStream(file.tmpPath, { highWaterMark: BODY_CHUNK_BYTES }) } : { record },
+    const units: GroupAcceptanceUnit[] = group.map(({ file, record }) =>
+      file ? { record, openBody: () => createReadStream(file.tmpPath, { highWaterMark: this.groups.bodyPieceBytes }) } : { record },
     );
-    let results: PostgresUnitResult[];
+    let results: GroupAcceptanceResult[];
     const started = performance.now();
     try {
-      results = await commitAcceptanceGroup(this.pool, units, this.limits);
+      results = await commitAcceptanceGroup(this.groups, units, this.limits);
     } catch (err) {
       results = group.map(() => ({ ok: false, error: `commit failed: ${(err as Error).message}` }));
     }

@@ -1,17 +1,18 @@
-import { DatabaseUnavailable, databaseUnavailable } from '../store/postgres/unavailable.js';
+import { DatabaseUnavailable, databaseUnavailable } from '../store/databaseUnavailable.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingKind, type BookkeepingOutcome, type BookkeepingRequest, type BookkeepingResults, type BookkeepingWork } from './bookkeepingChannel.js';
 
 /**
- * Bookkeeping on PostgreSQL: each write one transaction of its own, run by the database, which
- * serialises what must be (row locks, SKIP LOCKED leases), so writers need no single writer
- * thread as SQLite does. The same rule as SQLite's for the flush, writes whose loss only repeats
- * work commit without waiting for it (synchronous_commit off, as SQLite's synchronous=NORMAL),
- * the rest wait (committedDurably), with one more on PostgreSQL (durableHere). A write that
- * fails because the database went away is refused as DatabaseUnavailable: its commit may have
- * landed (the connection cut as it committed).
+ * Bookkeeping on the writer's own connections, each write one transaction of its own, where the
+ * database serialises what must be (row locks, SKIP LOCKED leases: the shared PostgreSQL), so
+ * writers need no single writer thread as SQLite's index does (BookkeepingClient). The same rule
+ * as the index writer's for the flush: writes whose loss only repeats work commit without
+ * waiting for it (the store's CommitDurability), the rest wait (committedDurably), with one
+ * more here (durableHere). A write that fails because the database went away is refused as
+ * DatabaseUnavailable: its commit may have landed (the connection cut as it committed).
  */
-export class PostgresBookkeeping implements Bookkeeping {
+export class DirectBookkeeping implements Bookkeeping {
   constructor(private readonly store: Queries) {}
 
   async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
@@ -19,7 +20,7 @@ export class PostgresBookkeeping implements Bookkeeping {
     let result;
     try {
       result = await this.store.transaction(async (tx) => {
-        if (!committedDurably(request) && !durableHere(request)) await tx.run('SET LOCAL synchronous_commit = off');
+        if (!committedDurably(request) && !durableHere(request)) await backendOf(tx).commits.withoutFlush(tx);
         return applyBookkeeping(tx, request);
       });
     } catch (err) {
@@ -34,8 +35,9 @@ export class PostgresBookkeeping implements Bookkeeping {
 }
 
 /**
- * PostgreSQL can crash and recover while the node lives on (SQLite cannot lose a commit without
- * its node), and an unflushed commit is then gone while the node acts on it. A delivery
+ * A database on its own server can crash and recover while the node lives on (the SQLite index
+ * cannot lose a commit without its node), and an unflushed commit is then gone while the node
+ * acts on it. A delivery
  * exchange that leases messages (or takes them back) or ends hand-offs therefore waits for its
  * flush: a lease lost after its hand-off began puts the message back in the queue for a second
  * hand-off, and an end lost leaves a message sent `sending` until its lease runs out and it is

@@ -1,0 +1,83 @@
+import { Readable } from 'node:stream';
+import { decideUsage, planFor, usageReads, usageWrites, type LimitSettings } from '../policy/usageLimits.js';
+import type { AcceptanceGroupStore, AcceptanceUnitWrites, GroupUnitResult } from '../store/acceptanceGroups.js';
+import { dayPeriod, monthPeriod } from '../store/usage.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
+
+/**
+ * An acceptance committed in a group that holds its project's lock (store/acceptanceGroups.ts:
+ * the shared database's way, exact across nodes): the twin of recordAcceptance (acceptance.ts),
+ * judged by the policy layer's rules (decideUsage) between the store's one read and its writes.
+ */
+export interface GroupAcceptanceUnit {
+  record: AcceptanceRecord;
+  /**
+   * A body too big to hold (a temp file, a stream): opened when the unit's turn comes and
+   * written as it is read, never whole. Without it, `record.body` (held) is written, if any.
+   */
+  openBody?: () => Readable;
+}
+
+/** Per unit, in the order given: its outcome, or why it failed. */
+export type GroupAcceptanceResult = GroupUnitResult<AcceptanceOutcome>;
+
+/** Commits a group of acceptances in one transaction of `groups` (durable before this resolves), each judged by `limits`. */
+export function commitAcceptanceGroup(groups: AcceptanceGroupStore, units: readonly GroupAcceptanceUnit[], limits: LimitSettings): Promise<GroupAcceptanceResult[]> {
+  return groups.commitGroup(
+    units,
+    (unit) => unit.record.message.project_id,
+    (store, unit, planName) => commitUnit(store, unit, planName, limits),
+  );
+}
+
+/** What recordAcceptance commits in the index writer's transaction, in the same order, judged by the same rule; the project is locked. */
+async function commitUnit(store: AcceptanceUnitWrites, unit: GroupAcceptanceUnit, planName: string, limits: LimitSettings): Promise<AcceptanceOutcome> {
+  const { record } = unit;
+  const m = record.message;
+  const now = m.created_at;
+  const plan = planFor(limits, planName);
+  const reads = usageReads(record.usage, plan, limits);
+  const state = await store.readState({
+    projectId: m.project_id,
+    environment: m.environment,
+    idempotencyKey: record.idempotency?.key ?? null,
+    senderDomain: reads.senderDomain ? record.usage.senderDomain : null,
+    category: reads.category ? record.usage.category : null,
+    monthPeriod: reads.month ? monthPeriod(now) : null,
+    dayPeriod: reads.day ? dayPeriod(now) : null,
+  });
+  if (state.idempotentResponse !== null) return { kind: 'duplicate', response: state.idempotentResponse };
+  const refusal = decideUsage(record.usage, state, plan, limits, now);
+  if (refusal) return { kind: 'refused', refusal };
+  const writes = usageWrites(record.usage, limits, now);
+  if (writes.senderDomain !== null) await store.registerSenderDomain(m.project_id, writes.senderDomain, now);
+  if (writes.category !== null) await store.registerCategory(m.project_id, writes.category, now);
+  await store.addUsage(m.project_id, writes.periods, writes.bytes);
+  await store.insertMessage(m);
+  const body = unit.openBody ? unit.openBody() : record.body ? Readable.from([heldBytes(record.body)], { objectMode: false }) : null;
+  if (body) {
+    try {
+      await store.writeBody(m.id, body);
+    } finally {
+      // A stream left half read (the insert failed) would hold its file open.
+      body.destroy();
+    }
+  }
+  if (record.idempotency) {
+    await store.insertIdempotencyKey({
+      project_id: m.project_id,
+      environment: m.environment,
+      key: record.idempotency.key,
+      message_id: m.id,
+      response: record.idempotency.response,
+      created_at: now,
+    });
+  }
+  await store.insertEvent(record.event);
+  return { kind: 'stored' };
+}
+
+/** A held body as a Buffer over the same memory (one that crossed a MessagePort arrives as a bare Uint8Array). */
+function heldBytes(body: Uint8Array): Buffer {
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
