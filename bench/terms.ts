@@ -3,7 +3,7 @@
  * `BENCH_ONLY=postfix|send|smtp` for their parts): per message, each server's CPU (Postern's per
  * thread kind, its busiest thread; Postfix's per daemon) and flushes, beside throughput and
  * latency, for SMTP ingest and relay against Postfix (also beside the `dd` writer) and for
- * `POST /v1/send` against the no-op route. README, "Benchmarks", "Where the CPU and the flushes
+ * `POST /v1/send` against the no-op route. docs/benchmarks.md, "Where the CPU and the flushes
  * go", lists every key.
  */
 import { percentile } from './benchServer.js';

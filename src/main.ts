@@ -101,7 +101,7 @@ export interface ConfigReload {
   restart_needed: string[];
 }
 
-/** The config's top-level keys SIGHUP applies live (README, "Reloading the config"). */
+/** The config's top-level keys SIGHUP applies live (docs/operations.md, "Reloading the config"). */
 const LIVE_SECTIONS: readonly string[] = ['plans', 'default_plan', 'limits', 'rate_limits', 'log'];
 
 /** Wiring: config → store → spool reconciliation → index writer → pipeline → housekeeping → listeners; each module gets the config sections it reads. */

@@ -83,7 +83,7 @@ export function noticeText(notices: StartNotices): string {
   if (notices.plain_text_listeners.length > 0) {
     lines.push('', 'Plain text on an address other hosts can reach (API keys and passwords would cross the network in clear):');
     for (const l of notices.plain_text_listeners) lines.push(`  ${l.name}  ${l.url}`);
-    lines.push('Give each cert/key or "acme": true (README, "TLS and certificates"), or bind it to 127.0.0.1 behind a TLS proxy.');
+    lines.push('Give each cert/key or "acme": true (docs/tls.md), or bind it to 127.0.0.1 behind a TLS proxy.');
   }
   return lines.join('\n');
 }

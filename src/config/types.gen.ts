@@ -449,7 +449,7 @@ enabled: boolean
 }
 metrics: {
 /**
- * Serve Prometheus metrics at GET /metrics on the console listeners, and record them (README, "Metrics"). false: nothing is recorded and /metrics answers 404.
+ * Serve Prometheus metrics at GET /metrics on the console listeners, and record them (docs/operations.md, "Metrics"). false: nothing is recorded and /metrics answers 404.
  */
 enabled: boolean
 /**

@@ -61,12 +61,12 @@ export const errorCatalogue = {
   server_error: { status: 500, type: 'api_error', message: 'The message could not be stored; nothing was accepted. Retry with the same Idempotency-Key.' },
   storage_low: { status: 503, type: 'api_error', message: 'The server is low on disk space and accepts no new mail until space is freed; nothing was accepted. Retry after the number of seconds in Retry-After.' },
   server_busy: { status: 503, type: 'api_error', message: 'The server is at its connection or memory limit; nothing was accepted. Retry after the number of seconds in Retry-After.' },
-  // Provider feedback endpoints (not customer-facing; see the README's provider feedback section).
+  // Provider feedback endpoints (not customer-facing; see docs/delivery.md, "Provider feedback").
   'feedback:unauthenticated': { status: 401, type: 'authentication_error', message: 'The notification is not authenticated for this provider account.' },
   'feedback:stale': { status: 401, type: 'authentication_error', message: 'The notification timestamp is outside the accepted tolerance.' },
   'feedback:replayed': { status: 406, type: 'authentication_error', message: 'The notification token was already used.' },
   'feedback:malformed': { status: 400, type: 'validation_error', message: 'The notification body is not in the provider format.' },
-  // The plain-HTTP listener beside the HTTPS ones (http.redirect_plain; README "TLS on the HTTP listeners").
+  // The plain-HTTP listener beside the HTTPS ones (http.redirect_plain; docs/tls.md).
   https_required: {
     status: 403,
     type: 'permission_error',
@@ -74,7 +74,7 @@ export const errorCatalogue = {
   },
   not_found: { status: 404, type: 'api_error', message: 'No such endpoint.' },
   method_not_allowed: { status: 405, type: 'api_error', message: 'Method not allowed on this endpoint.' },
-  // The console API (src/console; README "The console API").
+  // The console API (src/console; docs/console.md, "The console API").
   unauthenticated: { status: 401, type: 'authentication_error', message: 'Sign in (POST /console/api/v1/session), or send an operator API token as "Authorization: Bearer pso_…".' },
   session_expired: { status: 401, type: 'authentication_error', message: 'The console session has expired; sign in again.' },
   invalid_operator_token: { status: 401, type: 'authentication_error', message: 'The operator API token matches no active token.' },

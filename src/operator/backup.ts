@@ -1,5 +1,5 @@
 /**
- * `postern backup --to DIR` and `postern restore --from DIR` (README, "Backup and restore").
+ * `postern backup --to DIR` and `postern restore --from DIR` (docs/operations.md, "Backup and restore").
  *
  * Backup, while the server runs: the index first, with SQLite's online backup API from a reader
  * connection (store/backup.ts: one consistent snapshot, with the bodies the index keeps), then the spool files that the copy's

@@ -1,5 +1,5 @@
 /**
- * `backup.json`: what a backup holds (README, "Backup and restore"). Written last by backup (a
+ * `backup.json`: what a backup holds (docs/operations.md, "Backup and restore"). Written last by backup (a
  * directory without it is not a finished backup); read and checked by restore before anything
  * it restores is put in place: its shape, each file it lists (operator/backup.ts), and its
  * counts against the index copy (countProblems).

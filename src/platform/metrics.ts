@@ -1,5 +1,5 @@
 /**
- * The counters and histograms of what happens (README, "Metrics"), one prom-client registry per
+ * The counters and histograms of what happens (docs/operations.md, "Metrics"), one prom-client registry per
  * isolate. Each is recorded where the event happens: on the event loop (acceptance, refusals,
  * hand-offs, feedback, HTTP requests) or on the index writer thread (commit groups, webhook
  * outcomes: it applies the dispatcher's writes). The event loop's /metrics asks the index

@@ -20,7 +20,7 @@ export function smtpError(code: number, text: string): SmtpReplyError {
 const STATED_WAIT = /[;,.]?\s*retry (?:in \d+ seconds?|after the number of seconds in Retry-After)\.?$/i;
 
 /**
- * The reply for each refusal of the accept pipeline (README, "SMTP replies"). The text always
+ * The reply for each refusal of the accept pipeline (docs/smtp.md, "SMTP replies"). The text always
  * starts with the contract's code, so SMTP clients can branch on it like HTTP clients do.
  *
  *   authentication_error                          535 5.7.8

@@ -202,7 +202,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
       const count = perIp.get(ip) ?? 0;
       if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
       // An address whose window for keyless requests is spent is still served: a valid key is
-      // never held by it (README, rate limits); AUTH with a bad key is refused then (onAuth).
+      // never held by it (docs/smtp.md, rate limits); AUTH with a bad key is refused then (onAuth).
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
       if (connection) coalesceReplies(connection);

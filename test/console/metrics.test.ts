@@ -127,17 +127,17 @@ test('the counters move by exactly what happened: sends by door, refusals by cod
   assert.ok((after.get('postern_state_disk_free_bytes{}') ?? 0) > 0);
   assert.ok((after.get('postern_nodejs_eventloop_lag_seconds{}') ?? -1) >= 0);
 
-  // Every metric the dashboard and the README's Metrics table name is served.
+  // Every metric the dashboard and the Metrics table (docs/operations.md) name is served.
   const families = new Set([...after.keys()].map((k) => k.slice(0, k.indexOf('{')).replace(/_(bucket|sum|count)$/, '')));
   const dashboard = readFileSync(path.join(repoRoot, 'contrib', 'grafana-dashboard.json'), 'utf8');
-  const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  const readme = readFileSync(path.join(repoRoot, 'docs', 'operations.md'), 'utf8');
   const metricsTable = readme.slice(readme.indexOf('## Metrics'), readme.indexOf('## Readiness'));
   const named = new Set([...dashboard.matchAll(/postern_[a-z0-9_]+/g), ...metricsTable.matchAll(/`(postern_[a-z0-9_]+)`/g)].map((m) => (m[1] ?? m[0]).replace(/_(bucket|sum|count)$/, '')));
   assert.ok(named.size >= 20);
   // Served only with tls.acme, which this server has not: test/tls/acme.test.ts reads it.
   const acmeOnly = ['postern_certificate_order_failures_total'];
-  for (const name of named) if (!acmeOnly.includes(name)) assert.ok(families.has(name), `${name} (named in the dashboard or the README) is served`);
-  assert.ok(acmeOnly.every((name) => named.has(name)), 'the README names the ACME metrics');
+  for (const name of named) if (!acmeOnly.includes(name)) assert.ok(families.has(name), `${name} (named in the dashboard or docs/operations.md) is served`);
+  assert.ok(acmeOnly.every((name) => named.has(name)), 'docs/operations.md names the ACME metrics');
 });
 
 test('GET /metrics needs the token when one is set, and is not served when metrics are off', async (t) => {
