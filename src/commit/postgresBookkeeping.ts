@@ -12,6 +12,8 @@ import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingK
  * landed (the connection cut as it committed).
  */
 export class PostgresBookkeeping implements Bookkeeping {
+  readonly sharedByNodes = true;
+
   constructor(private readonly store: Queries) {}
 
   async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
@@ -28,6 +30,10 @@ export class PostgresBookkeeping implements Bookkeeping {
     }
     // Acceptance commits run on their own connections: nothing here waits behind them.
     return { result: result as BookkeepingResults[K], acceptanceBusy: false };
+  }
+
+  inDoubt(err: unknown): boolean {
+    return err instanceof DatabaseUnavailable;
   }
 
   close(): void {}

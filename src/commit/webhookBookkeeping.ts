@@ -5,7 +5,7 @@ import {
 } from '../store/webhooks.js';
 import type { Queries } from '../store/queries.js';
 import { insertWebhookAttempt, pruneWebhookAttempts } from '../store/webhookAttempts.js';
-import { claimDueDeliveriesPostgres, fanOutEventsPostgres, recordWebhookOutcomesPostgres } from '../store/postgres/webhookOutbox.js';
+import { claimDueDeliveriesPostgres, fanOutEventsPostgres, hasQueuedEventsPostgres, recordWebhookOutcomesPostgres } from '../store/postgres/webhookOutbox.js';
 
 /** One attempt's outcome, with everything the ladder decided already worked out by the dispatcher. */
 export interface WebhookOutcomeRecord {
@@ -57,6 +57,14 @@ export interface WebhookBookkeepingResult {
   claimed: { endpoint: WebhookEndpointRow; rows: ClaimedDelivery[] }[];
   fannedOut: number;
   pruned: number;
+}
+
+/**
+ * PostgreSQL: whether committed events wait in the outbox's queue to be fanned out (several nodes
+ * share it, with no cursor); SQLite has none (its dispatcher reads after its cursor).
+ */
+export async function fanOutQueued(q: Queries): Promise<boolean> {
+  return q.dialect === 'postgres' && hasQueuedEventsPostgres(q);
 }
 
 /** Runs a dispatcher cycle's writes; the caller wraps it in a transaction. */

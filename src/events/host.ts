@@ -4,7 +4,7 @@ import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
 import { countWebhookOutcome } from '../platform/metrics.js';
-import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
+import { webhookEngine, type WebhookEngine, type WebhookOutcomeKind } from './webhookWork.js';
 import type { DispatcherThreadMessage } from './dispatcherThread.js';
 
 export interface WebhookDispatcherHandle {
@@ -43,7 +43,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
-  private running: Promise<{ connections: ThreadStore; dispatcher: WebhookDispatcher }> | null = null;
+  private running: Promise<{ connections: ThreadStore; dispatcher: WebhookEngine }> | null = null;
 
   constructor(private readonly deps: WebhookDispatcherDeps) {}
 
@@ -56,10 +56,10 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     );
   }
 
-  private async open(): Promise<{ connections: ThreadStore; dispatcher: WebhookDispatcher }> {
+  private async open(): Promise<{ connections: ThreadStore; dispatcher: WebhookEngine }> {
     const connections = await openThreadStore(this.deps.location, this.deps.logger, 'webhooks');
     const bookkeeping = bookkeepingThrough(this.deps.openBookkeepingPort(), connections.store);
-    const dispatcher = new WebhookDispatcher({
+    const dispatcher = webhookEngine({
       store: connections.store,
       clock: this.deps.clock,
       logger: this.deps.logger,
