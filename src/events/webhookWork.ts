@@ -1,6 +1,8 @@
 import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
-import { LeasedWork, type EngineTimers, type ExchangeRequest, type ExchangeResult, type LeasedWorkHandler } from '../engine/leasedWork.js';
+import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../engine/handler.js';
+import { LeasedWork } from '../engine/leasedWork.js';
+import type { EngineTimers } from '../engine/timers.js';
 import type { Logger } from '../log.js';
 import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { fanOutPlan, fanOutQueued, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';

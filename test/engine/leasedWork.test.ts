@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { KeyedSlots } from '../../src/engine/keyedSlots.js';
-import { LeasedWork, type ExchangeRequest, type ExchangeResult, type LeasedWorkHandler, type LeasedWorkOptions } from '../../src/engine/leasedWork.js';
+import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../../src/engine/handler.js';
+import { LeasedWork, type LeasedWorkOptions } from '../../src/engine/leasedWork.js';
 import { silentLogger } from '../../src/log.js';
 import { ManualTimers, settle } from '../support/manualTimers.js';
 

@@ -1,5 +1,5 @@
 import type { ManualClock } from '../../src/clock.js';
-import type { EngineTimers, Timer } from '../../src/engine/leasedWork.js';
+import type { EngineTimers, Timer } from '../../src/engine/timers.js';
 
 /** Lets promise callbacks and I/O callbacks queued so far run (no time passes on the manual clock). */
 export async function settle(rounds = 5): Promise<void> {
