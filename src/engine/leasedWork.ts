@@ -34,8 +34,8 @@ interface Lane<I> {
  * delivery and webhooks share. Each exchange with the store records the outcomes gathered since
  * the last and leases due work; leased items run in lanes, at most `perKey` per key and
  * `concurrency` in all, lanes served in turn; their outcomes go with the next exchange. One
- * exchange at a time: a kick or an outcome that comes while one is in flight makes the next come
- * at once when it returns (never lost). A failing exchange is retried on a growing delay that
+ * exchange at a time: a kick that comes while one is in flight makes the next come as soon as it
+ * returns (never lost). A failing exchange is retried on a growing delay that
  * kicks do not hurry. An item is held from its lease until its final outcome is recorded, and
  * the store never hands this node an item it holds twice.
  */
@@ -51,7 +51,7 @@ export class LeasedWork<I, O> {
   private timerAt = Infinity;
   private holdTimer: Timer | null = null;
   private exchanging: Promise<void> | null = null;
-  /** A kick or an outcome came while an exchange was in flight: the next one comes when it returns. */
+  /** A kick came while an exchange was in flight: the next one comes as soon as it returns. */
   private soon = false;
   private failing = false;
   private leaseInDoubt = false;
