@@ -12,7 +12,7 @@ export interface LeasedWorkOptions {
   perKey: number;
   /** How often an idle engine looks for work. */
   pollMs: number;
-  /** How long outcomes wait to share one exchange (one transaction for many). */
+  /** How long outcomes that gathered during an exchange wait after it for more (one transaction for many). */
   groupMs: number;
   /** A failing exchange (a full disk, the database away) is retried ever more slowly up to this, and logged once per period. */
   failure: { message: string; maxDelayMs: number; logPeriodMs: number };
@@ -126,7 +126,7 @@ export class LeasedWork<I, O> {
     });
   }
 
-  /** Outcomes wait `groupMs` to share an exchange, and for the handler's spacing. */
+  /** Outcomes that gathered while an exchange was in flight wait `groupMs` more after it, for company. */
   private outcomesDelay(): number {
     return Math.max(this.options.groupMs, this.handler.spacingMs());
   }
@@ -255,6 +255,7 @@ export class LeasedWork<I, O> {
   /** An outcome for the next exchange; once stopping, stop() sends them all in its last one. */
   private add(p: Pending<O>): void {
     this.pending.push(p);
-    if (!this.failing) this.wake(this.outcomesDelay());
+    // With no exchange in flight, an outcome goes after the handler's spacing (at once for delivery).
+    if (!this.failing) this.wake(this.handler.spacingMs());
   }
 }
