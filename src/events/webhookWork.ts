@@ -149,7 +149,7 @@ export function webhookEngine(deps: DispatcherDeps): WebhookEngine {
  * On PostgreSQL, shared by several nodes, step 1 has no cursor: each node takes committed events
  * off the outbox's queue (webhook_fanout_pending, SKIP LOCKED), step 2 leases deliveries to this
  * node (`nodeId`), and step 4 records only the outcomes of deliveries this node still holds
- * (store/postgres/webhookOutbox.ts); its cycles run on its own connections, one transaction each.
+ * (the store's PostgreSQL webhook outbox); its cycles run on its own connections, one transaction each.
  *
  * Steps 4, 1 and 2 run as ONE transaction per exchange (25 to 200 ms apart, see MIN_WRITE_GAP_MS),
  * handed as plain data to the index writer thread (commit/webhookBookkeeping.ts). The dispatcher
@@ -197,7 +197,7 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
 
   /** Reads where fan-out stands, before the first exchange. */
   async open(): Promise<void> {
-    // PostgreSQL has no cursor: the events not yet fanned out wait in a queue (store/postgres/webhookOutbox.ts).
+    // PostgreSQL has no cursor: the events not yet fanned out wait in a queue (the store's PostgreSQL webhook outbox).
     this.cursor = this.shared ? 0 : await webhookCursor(this.store);
     this.lastPrune = this.deps.clock.now() - PRUNE_EVERY_MS + 60_000;
     this.deps.logger.info({ cursor: this.cursor, allow_private_targets: this.deps.config.webhooks.allow_private_targets }, 'webhook dispatcher started');
