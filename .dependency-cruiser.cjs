@@ -13,6 +13,7 @@ const layers = [
   { name: 'accept', paths: ['^src/accept/'] },
   { name: 'delivery', paths: ['^src/delivery/'] },
   { name: 'events', paths: ['^src/events/'] },
+  { name: 'engine', paths: ['^src/engine/'] },
   { name: 'housekeeping', paths: ['^src/housekeeping/'] },
   { name: 'commit', paths: ['^src/commit/'] },
   { name: 'policy', paths: ['^src/policy/'] },
@@ -61,6 +62,7 @@ module.exports = {
     ...downward,
     leaf('store', 'tables and queries'),
     leaf('spool', 'files (write, publish, read, recycle)'),
+    leaf('engine', 'the leased-work engine, which knows nothing of what its handlers lease'),
     {
       name: 'doors-use-the-pipeline',
       severity: 'error',

@@ -31,7 +31,7 @@ import type { ListenerTls } from './tls/httpsListener.js';
 import type { ServedCertificate } from './tls/servedCertificate.js';
 import { createPlainListener } from './http/plainListener.js';
 import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from './smtp/server.js';
-import { DeliveryScheduler } from './delivery/scheduler.js';
+import { createDelivery } from './delivery/deliveryWork.js';
 import { createAdapterRegistry } from './providers/registry.js';
 import { openMimeOfJob } from './providers/adapter.js';
 import { dkimKeyFor, dkimSignatureFor } from './dkim/sign.js';
@@ -144,8 +144,8 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
   const disk = config.spool.min_free_bytes === 0 ? null : new DiskGuard(config.state_dir, config.spool.min_free_bytes, logger);
   disk?.start();
-  // A message due now wakes the delivery scheduler (declared below; only called once serving).
-  const onDue = config.delivery.enabled ? () => scheduler.kick() : undefined;
+  // A message due now wakes delivery (declared below; only called once serving).
+  const onDue = config.delivery.enabled ? () => delivery.engine.kick() : undefined;
   const pipeline = new AcceptPipeline({ store, spool, writers, indexWriter: acceptance, clock, logger, limits, disk, onDue });
 
   // From here on, the event loop's connection only reads: what it writes (provider feedback,
@@ -167,10 +167,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     smtpPoolSize: config.delivery.smtp_pool_size,
     heloName: config.smtp.hostname ?? os.hostname(),
   });
-  // The scheduler's writes (leases, outcomes) go to the index writer thread, so the event loop
+  // Delivery's writes (leases, outcomes) go to the index writer thread, so the event loop
   // that serves both doors never waits for the write lock.
   const deliveryBookkeeping = node.openBookkeeping();
-  const scheduler = new DeliveryScheduler({
+  const delivery = createDelivery({
     store: node.deliveryStore,
     bookkeeping: deliveryBookkeeping,
     nodeId: config.node.id,
@@ -235,7 +235,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         now: () => clock.now(),
         storage: new StorageFigures(store, config.state_dir, METRICS_SPOOL_TTL_MS),
         disk,
-        throttledAccounts: () => scheduler.throttledAccounts(),
+        throttledAccounts: () => delivery.handOffs.throttledAccounts(),
         smtpSessions: () => smtpServers.reduce((n, s) => n + s.openSessions(), 0),
         consoleStreams: () => consoleState?.live.figures() ?? { open: 0, queuedPeakBytes: 0 },
         threadSnapshots: async () => [await acceptance.metrics()],
@@ -250,7 +250,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
     await windows.settled();
     await keyUse.stop();
     operatorBookkeeping.close();
-    await scheduler.stop();
+    await delivery.engine.stop();
     deliveryBookkeeping.close();
     await webhooks?.stop();
     await adapters.close();
@@ -292,7 +292,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
         const consoleServer = createConsoleServer(
           {
             store, clock, logger, config, spoolRoot: spool.root, writer: operatorWriter, keyUse, connections: consoleConnections, bodies, proxies, signIns, shared: consoleState,
-            throttledUntil: (id) => scheduler.accountThrottledUntil(id), metrics, readiness,
+            throttledUntil: (id) => delivery.handOffs.accountThrottledUntil(id), metrics, readiness,
             viewerLinks: { secret, base: () => viewerBase(config, listeners) },
             doors: () => ({
               production: listeners.find((l) => l.protocol === 'http' && l.environment === 'production')?.url ?? null,
@@ -350,7 +350,7 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   // A write here would wait on busy_timeout whenever the writer holds the lock (both doors with
   // it), so SQLite refuses one outright (SQLITE_READONLY) rather than let it slip in.
   node.sqlite?.pragma('query_only = 1');
-  if (config.delivery.enabled) scheduler.start();
+  if (config.delivery.enabled) delivery.engine.start();
   webhooks?.start();
 
   let closed = false;

@@ -87,11 +87,16 @@ export function committedDurably(request: BookkeepingRequest): boolean {
  */
 export interface Bookkeeping {
   write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>>;
+  /** Several nodes share this store (PostgreSQL): leases have owners; throttles and the nodes up are the cluster's. */
+  readonly sharedByNodes: boolean;
+  /** Whether a failed write may have committed all the same (the database went away as it committed): keep it, send it again. */
+  inDoubt(err: unknown): boolean;
   close(): void;
 }
 
 /** A writer's handle on the index writer thread: each `write` is one transaction there. */
 export class BookkeepingClient implements Bookkeeping {
+  readonly sharedByNodes = false;
   private seq = 0;
   private readonly channel: ThreadChannel<BookkeepingReply>;
 
@@ -104,6 +109,11 @@ export class BookkeepingClient implements Bookkeeping {
     const [reply] = this.channel.request([{ seq: ++this.seq, kind, work } as BookkeepingRequest]);
     // The thread answers a request of kind K with that kind's result.
     return reply.then(({ result, acceptanceBusy }) => ({ result: result as BookkeepingResults[K], acceptanceBusy }));
+  }
+
+  /** The index writer thread answers every write: a refusal is one. */
+  inDoubt(): boolean {
+    return false;
   }
 
   close(): void {

@@ -13,6 +13,8 @@ import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingK
  * DatabaseUnavailable: its commit may have landed (the connection cut as it committed).
  */
 export class DirectBookkeeping implements Bookkeeping {
+  readonly sharedByNodes = true;
+
   constructor(private readonly store: Queries) {}
 
   async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
@@ -29,6 +31,10 @@ export class DirectBookkeeping implements Bookkeeping {
     }
     // Acceptance commits run on their own connections: nothing here waits behind them.
     return { result: result as BookkeepingResults[K], acceptanceBusy: false };
+  }
+
+  inDoubt(err: unknown): boolean {
+    return err instanceof DatabaseUnavailable;
   }
 
   close(): void {}

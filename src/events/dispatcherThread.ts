@@ -26,11 +26,11 @@ export type DispatcherThreadMessage = 'stop' | { logLevel: string };
 // requests, the thread starting as the listeners open.
 const lowered = lowerThreadPriority(config.webhooks.nice);
 nameThisThread(THREAD_NAMES.webhookDispatcher);
-const [{ offsetClock }, { createLogger, setLogLevel }, { bookkeepingThrough, openThreadStore }, { WebhookDispatcher }] = await Promise.all([
+const [{ offsetClock }, { createLogger, setLogLevel }, { bookkeepingThrough, openThreadStore }, { webhookEngine }] = await Promise.all([
   import('../clock.js'),
   import('../log.js'),
   import('../commit/nodeStore.js'),
-  import('./dispatcher.js'),
+  import('./webhookWork.js'),
 ]);
 const rootLogger = createLogger(logLevel);
 const logger = rootLogger.child({ thread: 'webhooks' });
@@ -38,7 +38,7 @@ if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread p
 
 // Its reads, on connections of its own; its writes go through the index writer thread (SQLite).
 const connections = await openThreadStore(location, logger, 'webhooks');
-const dispatcher = new WebhookDispatcher({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
+const dispatcher = webhookEngine({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 
 parentPort!.on('message', (message: DispatcherThreadMessage) => {
   if (typeof message === 'object') return setLogLevel(rootLogger, message.logLevel);

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
 import { countWebhookOutcome } from '../platform/metrics.js';
 import { THREAD_NAMES } from '../platform/threadName.js';
-import { WebhookDispatcher, type WebhookOutcomeKind } from './dispatcher.js';
+import { webhookEngine, type WebhookEngine, type WebhookOutcomeKind } from './webhookWork.js';
 import type { DispatcherThreadMessage } from './dispatcherThread.js';
 
 export interface WebhookDispatcherHandle {
@@ -44,7 +44,7 @@ export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDis
 
 /** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
-  private running: Promise<{ connections: ThreadStore; dispatcher: WebhookDispatcher }> | null = null;
+  private running: Promise<{ connections: ThreadStore; dispatcher: WebhookEngine }> | null = null;
 
   constructor(private readonly deps: WebhookDispatcherDeps) {}
 
@@ -57,10 +57,10 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     );
   }
 
-  private async open(): Promise<{ connections: ThreadStore; dispatcher: WebhookDispatcher }> {
+  private async open(): Promise<{ connections: ThreadStore; dispatcher: WebhookEngine }> {
     const connections = await openThreadStore(this.deps.location, this.deps.logger, 'webhooks');
     const bookkeeping = bookkeepingThrough(this.deps.openBookkeepingPort(), connections.store);
-    const dispatcher = new WebhookDispatcher({
+    const dispatcher = webhookEngine({
       store: connections.store,
       clock: this.deps.clock,
       logger: this.deps.logger,

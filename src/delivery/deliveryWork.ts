@@ -5,7 +5,10 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { Logger } from '../log.js';
-import { RepeatedFailure } from '../platform/repeatedFailure.js';
+import { KeyedSlots } from '../engine/keyedSlots.js';
+import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../engine/handler.js';
+import { LeasedWork } from '../engine/leasedWork.js';
+import type { EngineTimers } from '../engine/timers.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
 import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { providerUsage } from '../store/delivery.js';
@@ -16,13 +19,12 @@ import type { MessageRow } from '../store/messages.js';
 import { listNodes, nodeState } from '../store/nodes.js';
 import { getProject, type ProjectRow } from '../store/projects.js';
 import { listProviderAccounts } from '../store/providerAccounts.js';
-import { DatabaseUnavailable } from '../store/postgres/unavailable.js';
 import type { Queries } from '../store/queries.js';
 import { suppressedAmong } from '../store/suppressions.js';
 import { monthPeriod } from '../store/usage.js';
 import { orderCandidates, type Strategy } from './routing.js';
 
-export interface SchedulerDeps {
+export interface DeliveryDeps {
   /** For reads only: every write goes to the index writer thread through `bookkeeping`. */
   store: Queries;
   bookkeeping: Bookkeeping;
@@ -36,42 +38,12 @@ export interface SchedulerDeps {
   adapterFor(slug: string): ProviderAdapter | undefined;
   /** DKIM-Signature header lines for the message (held, or its spool file), or null when no key applies. */
   sign(projectId: string, fromDomain: string, stored: StoredMimeOfJob): Promise<string | null>;
+  /** The engine's timers (tests); real ones by default. */
+  timers?: EngineTimers;
 }
 
 /** Messages up to this size are held in memory for their hand-off instead of streamed. */
 const HELD_MIME_BYTES = 256 * 1024;
-
-/** Counts in-flight hand-offs per account, so one account never has more than its share. */
-class Slots {
-  private readonly used = new Map<string, number>();
-  private readonly waiting = new Map<string, (() => void)[]>();
-  constructor(private limit: number) {}
-  /** A new share (the nodes up changed); a larger one lets waiting hand-offs go at once. */
-  setLimit(limit: number): void {
-    if (limit === this.limit) return;
-    const grew = limit > this.limit;
-    this.limit = limit;
-    if (!grew) return;
-    for (const [key, list] of this.waiting) {
-      let free = this.limit - (this.used.get(key) ?? 0);
-      while (free-- > 0 && list.length > 0) list.shift()!();
-    }
-  }
-  async acquire(key: string): Promise<void> {
-    while ((this.used.get(key) ?? 0) >= this.limit) {
-      await new Promise<void>((resolve) => {
-        const list = this.waiting.get(key) ?? [];
-        list.push(resolve);
-        this.waiting.set(key, list);
-      });
-    }
-    this.used.set(key, (this.used.get(key) ?? 0) + 1);
-  }
-  release(key: string): void {
-    this.used.set(key, (this.used.get(key) ?? 1) - 1);
-    this.waiting.get(key)?.shift()?.();
-  }
-}
 
 /** How often a node on PostgreSQL counts the nodes up, to take its share of per_account_concurrency. */
 const NODES_READ_MS = 5000;
@@ -82,67 +54,67 @@ const WRITE_GROUPING_MS = 5;
 const FAILURE_MAX_DELAY_MS = 5000;
 const FAILURE_LOG_PERIOD_MS = 60_000;
 
+/** Delivery: the leased-work engine running hand-offs, and the hand-offs (for what they know of throttled accounts). */
+export interface Delivery {
+  engine: LeasedWork<MessageRow, DeliveryWrite>;
+  handOffs: HandOffs;
+}
+
+export function createDelivery(deps: DeliveryDeps): Delivery {
+  const handOffs = new HandOffs(deps);
+  const { delivery } = deps.config;
+  const engine = new LeasedWork(handOffs, {
+    logger: deps.logger,
+    timers: deps.timers,
+    concurrency: delivery.concurrency,
+    // One lane: the limit per provider account is taken during the hand-off (KeyedSlots), once its candidate is known.
+    perKey: delivery.concurrency,
+    pollMs: delivery.poll_interval_ms,
+    groupMs: WRITE_GROUPING_MS,
+    failure: { message: 'delivery bookkeeping failed; tried again', maxDelayMs: FAILURE_MAX_DELAY_MS, logPeriodMs: FAILURE_LOG_PERIOD_MS },
+  });
+  return { engine, handOffs };
+}
+
 /**
- * The delivery scheduler: leases due messages from the index (never the whole queue), hands
- * each to its candidates in routing order, and records every attempt and outcome. Temporary
- * and account-level failures move to the next candidate at once; when all failed, the message
- * waits on the retry ladder until its maximum age. A crash leaves leased messages `sending`;
- * their lease runs out and they are delivered again: at-least-once, never lost.
+ * Delivery's handler on the leased-work engine (src/engine/leasedWork.ts): its exchange leases
+ * due messages from the index (never the whole queue), its run hands each to its candidates in
+ * routing order and records every attempt and outcome. Temporary and account-level failures
+ * move to the next candidate at once; when all failed, the message waits on the retry ladder
+ * until its maximum age. A crash leaves leased messages `sending`; their lease runs out and they
+ * are delivered again: at-least-once, never lost.
  *
  * It only reads the index itself. Its writes (outcomes, the expiry sweep, leases) travel as
  * plain data to the index writer thread, one exchange at a time, so the event loop never waits
  * for the write lock the doors' commits hold. What a hand-off records on the way (attempts,
  * bounces, events) travels with its end, in one write.
  *
- * When the database is away (PostgreSQL restarting or failing over), an exchange fails with
- * DatabaseUnavailable: the hand-offs' ends it carried are kept and sent again, in order, until
- * one commits, so a message handed to a provider while the database was away is recorded
- * `sent` by this node once the database is back, not left `sending` for its lease to run out
- * and be delivered again (docs/scaling.md, "When the database restarts or fails over").
+ * When the database is away (PostgreSQL restarting or failing over), an exchange fails in doubt:
+ * the hand-offs' ends it carried are kept and sent again, in order, until one commits, so a
+ * message handed to a provider while the database was away is recorded `sent` by this node once
+ * the database is back, not left `sending` for its lease to run out and be delivered again
+ * (docs/scaling.md, "When the database restarts or fails over"); a lease in doubt is taken back.
  */
-export class DeliveryScheduler {
-  private timer: NodeJS.Timeout | null = null;
-  private writeTimer: NodeJS.Timeout | null = null;
-  private stopping = false;
-  private inFlight = 0;
-  private readonly idle: (() => void)[] = [];
-  private readonly slots: Slots;
+export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
+  private readonly slots: KeyedSlots;
   private readonly rotation = new Map<string, number>();
   private lastExpirySweep = 0;
-  /** Outcomes not yet sent to the index writer, and what to do once they are committed. */
-  private pendingWrites: DeliveryWrite[] = [];
+  /** What to do once the exchange carrying a hand-off's end has committed (or refused it). */
   private afterCommit: (() => void)[] = [];
   /**
    * What each hand-off in progress has recorded so far, written with its end (`ending`). Keyed
-   * by the leased row, one object per lease: a message whose lease ran out while this node
-   * still worked on it, and which it leased again, has two hand-offs, each with its own records.
+   * by the leased row, one object per lease.
    */
   private readonly records = new Map<MessageRow, DeliveryRecord[]>();
-  /** Messages this node is handing off, or whose end is not yet committed (how many hand-offs of each): its leases it knows of. */
-  private readonly holding = new Map<string, number>();
-  /** A lease's commit failed for want of the database and may have landed: take back its messages (PostgreSQL). */
-  private leaseInDoubt = false;
-  /** The last exchange failed: the next waits for the retry's delay (a kick or a new outcome does not hurry it). */
-  private failing = false;
-  /** The exchange with the index writer in progress (one at a time). */
-  private exchanging: Promise<void> | null = null;
   private readonly reserved = new Map<string, number>();
   /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
   private readonly throttledUntil = new Map<string, number>();
-  private readonly bookkeepingFailure: RepeatedFailure;
   private lastNodesRead = 0;
 
-  constructor(private readonly deps: SchedulerDeps) {
-    this.slots = new Slots(deps.config.delivery.per_account_concurrency);
-    const poll = deps.config.delivery.poll_interval_ms;
-    this.bookkeepingFailure = new RepeatedFailure(deps.logger, 'delivery bookkeeping failed; tried again', {
-      minDelayMs: poll,
-      maxDelayMs: Math.max(poll, FAILURE_MAX_DELAY_MS),
-      logPeriodMs: FAILURE_LOG_PERIOD_MS,
-    });
+  constructor(private readonly deps: DeliveryDeps) {
+    this.slots = new KeyedSlots(deps.config.delivery.per_account_concurrency);
   }
 
-  /** Until when a provider throttled this account (null: it is not resting); the console's overview shows it. */
   /** Provider accounts the scheduler rests now, because their provider asked it to wait (postern_provider_accounts_throttled). */
   throttledAccounts(): number {
     const now = this.deps.clock.now();
@@ -151,114 +123,80 @@ export class DeliveryScheduler {
     return n;
   }
 
+  /** Until when a provider throttled this account (null: it is not resting); the console's overview shows it. */
   accountThrottledUntil(accountId: string): number | null {
     return this.throttledUntil.get(accountId) ?? null;
   }
 
-  start(): void {
-    this.schedule(0);
+  idOf(row: MessageRow): string {
+    return row.id;
   }
 
-  /** Wakes the scheduler now (new or released messages); while its exchanges fail, the next retry comes first. */
-  kick(): void {
-    if (!this.stopping && !this.failing) this.schedule(0);
+  keyOf(): string {
+    return '';
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.timer) clearTimeout(this.timer);
-    // A lease on its way back still starts its hand-offs; they finish before we stop.
-    await this.exchanging;
-    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
-    await this.exchanging;
-    if (this.writeTimer) clearTimeout(this.writeTimer);
-    if (this.pendingWrites.length > 0) await this.exchange(false);
+  spacingMs(): number {
+    return 0;
   }
 
-  private schedule(ms: number): void {
-    if (this.stopping) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.exchange(true);
-    }, ms);
-    this.timer.unref();
+  inDoubt(err: unknown): boolean {
+    return this.deps.bookkeeping.inDoubt(err);
   }
 
   /**
-   * One round trip to the index writer: the pending outcomes, then (when `claim` and there is
-   * room) the expiry sweep and a lease of due messages, whose hand-offs start on return.
+   * The database went away: an end is kept, first in line, marked as tried (its commit may have
+   * landed); anything else refused is dropped (not acknowledged to anyone: the lease runs out).
    */
-  private async exchange(claim: boolean): Promise<void> {
-    // One at a time: the one in flight decides what comes next when it returns.
-    if (this.exchanging) return;
-    const { clock, config, bookkeeping } = this.deps;
+  afterFailure(err: unknown, w: DeliveryWrite): DeliveryWrite | null {
+    if (!this.deps.bookkeeping.inDoubt(err)) return null;
+    return w.kind === 'finish' ? { ...w, retried: true } : w;
+  }
+
+  /**
+   * One round trip to the index writer: the outcomes, then (when leasing and there is room) the
+   * expiry sweep and a lease of due messages, whose hand-offs start on return.
+   */
+  async exchange(request: ExchangeRequest<DeliveryWrite>): Promise<ExchangeResult<MessageRow>> {
+    const { clock, config, bookkeeping, nodeId } = this.deps;
     const now = clock.now();
-    const work: DeliveryBookkeeping = { writes: [], expire: null, lease: null, reclaim: null };
-    if (claim && !this.stopping) {
+    const work: DeliveryBookkeeping = { writes: request.outcomes, expire: null, lease: null, reclaim: null };
+    if (request.lease) {
       if (now - this.lastExpirySweep >= 1000) {
         this.lastExpirySweep = now;
         work.expire = { createdBefore: now - config.delivery.max_age_seconds * 1000, at: now, limit: 500 };
       }
-      const free = config.delivery.concurrency - this.inFlight;
+      const free = config.delivery.concurrency - request.running;
       const want = Math.min(free, config.delivery.batch_size);
       // Lease in batches: when busy, wait until a good share of the slots is free, so one
       // claim (one small transaction) feeds many hand-offs.
-      if (want > 0 && (this.inFlight === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
-        work.lease = { node: this.deps.nodeId, now, leaseUntil: now + config.delivery.lease_ms, limit: want };
+      if (want > 0 && (request.running === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
+        work.lease = { node: nodeId, now, leaseUntil: now + config.delivery.lease_ms, limit: want };
       }
-      if (this.leaseInDoubt) work.reclaim = { node: this.deps.nodeId, now, leaseUntil: now + config.delivery.lease_ms, holding: [...this.holding.keys()] };
-      if (this.deps.store.dialect === 'postgres' && now - this.lastNodesRead >= NODES_READ_MS) {
+      if (request.reclaim) work.reclaim = { node: nodeId, now, leaseUntil: now + config.delivery.lease_ms, holding: [...request.held].map(String) };
+      if (bookkeeping.sharedByNodes && now - this.lastNodesRead >= NODES_READ_MS) {
         this.lastNodesRead = now;
         void this.takeConcurrencyShare(now);
       }
     }
-    if (this.writeTimer) clearTimeout(this.writeTimer);
-    this.writeTimer = null;
-    work.writes = this.pendingWrites.splice(0);
+    if (work.writes.length === 0 && !work.expire && !work.lease && !work.reclaim) return { leased: [], more: false };
     const after = this.afterCommit.splice(0);
-    if (work.writes.length === 0 && !work.expire && !work.lease && !work.reclaim) {
-      if (claim) this.schedule(config.delivery.poll_interval_ms);
-      return;
+    let result;
+    try {
+      ({ result } = await bookkeeping.write('delivery', work));
+    } catch (err) {
+      // In doubt, the ends wait for the database with what follows their commit; refused, they are let go.
+      if (bookkeeping.inDoubt(err)) this.afterCommit.unshift(...after);
+      else for (const fn of after) fn();
+      throw err;
     }
-    let next = config.delivery.poll_interval_ms;
-    const done = bookkeeping.write('delivery', work).then(
-      ({ result }) => {
-        this.bookkeepingFailure.succeeded();
-        this.failing = false;
-        for (const fn of after) fn();
-        if (work.reclaim) this.leaseInDoubt = false;
-        for (const w of work.writes) if (w.kind === 'finish') this.release(w.id);
-        // Throttles any node was told (PostgreSQL): the leased messages' candidates skip them too.
-        for (const [accountId, until] of result.throttled) {
-          if (until > (this.throttledUntil.get(accountId) ?? 0)) this.throttledUntil.set(accountId, until);
-        }
-        if (result.reclaimed.length > 0) this.deps.logger.warn({ messages: result.reclaimed.length }, 'took back messages a lease gave this node while the database was going away; handing them off');
-        for (const row of [...result.reclaimed, ...result.leased]) void this.deliver(row);
-        if (work.lease && result.leased.length === work.lease.limit) next = 0;
-      },
-      (err: unknown) => {
-        next = this.bookkeepingFailure.failed(err);
-        this.failing = true;
-        if (err instanceof DatabaseUnavailable) {
-          // The database is away: these outcomes wait for it, first in line, marked as tried
-          // (their commit may have landed), and a lease that may have landed is taken back.
-          this.pendingWrites.unshift(...work.writes.map((w) => (w.kind === 'finish' ? { ...w, retried: true } : w)));
-          this.afterCommit.unshift(...after);
-          if (work.lease) this.leaseInDoubt = true;
-          return;
-        }
-        // Refused: not acknowledged to anyone; the leases run out and the messages are tried again.
-        for (const fn of after) fn();
-        for (const w of work.writes) if (w.kind === 'finish') this.release(w.id);
-      },
-    );
-    this.exchanging = done.finally(() => {
-      this.exchanging = null;
-      // Outcomes that came in meanwhile go with the next exchange, soon; after a failure, the retry waits its turn.
-      this.schedule(this.pendingWrites.length > 0 && !this.failing ? Math.min(next, WRITE_GROUPING_MS) : next);
-    });
-    await this.exchanging;
+    for (const fn of after) fn();
+    // Throttles any node was told (PostgreSQL): the leased messages' candidates skip them too.
+    for (const [accountId, until] of result.throttled) {
+      if (until > (this.throttledUntil.get(accountId) ?? 0)) this.throttledUntil.set(accountId, until);
+    }
+    if (result.reclaimed.length > 0) this.deps.logger.warn({ messages: result.reclaimed.length }, 'took back messages a lease gave this node while the database was going away; handing them off');
+    return { leased: [...result.reclaimed, ...result.leased], more: work.lease !== null && result.leased.length === work.lease.limit };
   }
 
   /**
@@ -282,22 +220,17 @@ export class DeliveryScheduler {
     }
   }
 
-  private async deliver(row: MessageRow): Promise<void> {
-    this.inFlight++;
-    this.holding.set(row.id, (this.holding.get(row.id) ?? 0) + 1);
+  /** One hand-off; a throttle is written as soon as the provider asks for it, the end when it is done. */
+  async run(row: MessageRow, emit: (w: DeliveryWrite) => void): Promise<DeliveryWrite> {
     try {
-      await this.handOff(row);
+      return await this.handOff(row, emit);
     } catch (err) {
       this.deps.logger.error({ err, message_id: row.id }, 'delivery failed unexpectedly; retrying later');
-      this.write(this.retryOrFail(row, this.deps.clock.now(), `internal error: ${(err as Error).message}`));
-    } finally {
-      this.inFlight--;
-      if (this.inFlight === 0) this.idle.splice(0).forEach((r) => r());
-      this.kick();
+      return this.retryOrFail(row, this.deps.clock.now(), `internal error: ${(err as Error).message}`);
     }
   }
 
-  private async handOff(row: MessageRow): Promise<void> {
+  private async handOff(row: MessageRow, emit: (w: DeliveryWrite) => void): Promise<DeliveryWrite> {
     const { store, clock } = this.deps;
     const project = await getProject(store, row.project_id);
     const recipients = JSON.parse(row.recipients) as DeliveryJob['recipients'];
@@ -312,15 +245,9 @@ export class DeliveryScheduler {
         this.record(row, { kind: 'recipient', outcome: { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now } });
         this.record(row, { kind: 'event', event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }) });
       }
-      if (deliverTo.length === 0) {
-        this.write(this.ending(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now));
-        return;
-      }
+      if (deliverTo.length === 0) return this.ending(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now);
     }
-    if (!project) {
-      this.write(this.ending(row, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now));
-      return;
-    }
+    if (!project) return this.ending(row, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now);
     const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
     const accounts = await listProviderAccounts(store, row.project_id);
     const strategy = (routing.strategy ?? project.strategy) as Strategy;
@@ -338,17 +265,14 @@ export class DeliveryScheduler {
       hasFreeAllowance: (a) => a.free_quota !== null && (used.get(a.id) ?? 0) + (this.reserved.get(a.id) ?? 0) < a.free_quota,
       random: Math.random,
     }, row.project_id);
-    if (candidates.length === 0) {
-      this.write(this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured'));
-      return;
-    }
+    if (candidates.length === 0) return this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured');
     // The intended account's free allowance is reserved at once (before any await), so
     // messages handed off together never spend more of it than there is. Released once the
     // exchange that counts the usage of a sent message has committed.
     const reservedOn = candidates[0].free_quota !== null ? candidates[0].id : null;
     if (reservedOn) this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 0) + 1);
     try {
-      await this.tryCandidates(row, project, candidates, recipients, deliverTo, all);
+      return await this.tryCandidates(row, project, candidates, recipients, deliverTo, all, emit);
     } finally {
       if (reservedOn) this.afterCommit.push(() => this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1));
     }
@@ -362,7 +286,8 @@ export class DeliveryScheduler {
     recipients: DeliveryJob['recipients'],
     deliverTo: string[],
     all: string[],
-  ): Promise<void> {
+    emit: (w: DeliveryWrite) => void,
+  ): Promise<DeliveryWrite> {
     const { clock, spoolRoot } = this.deps;
     const stored = await storedMime(this.deps.store, spoolRoot, row);
     // A small message is read once, whole and synchronously (or comes whole from the index), and
@@ -414,7 +339,7 @@ export class DeliveryScheduler {
       if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
         this.throttledUntil.set(account.id, finished + result.retryAfterMs);
         // Every node must rest the account, not only this one (PostgreSQL; SQLite has one node).
-        if (this.deps.store.dialect === 'postgres') this.write({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
+        if (this.deps.bookkeeping.sharedByNodes) emit({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
       }
       this.record(row, {
         kind: 'attempt',
@@ -436,17 +361,14 @@ export class DeliveryScheduler {
         const gone = new Set(bounced.map((b) => b.email.toLowerCase()));
         job.envelope.to = job.envelope.to.filter((e) => !gone.has(e.toLowerCase()));
       }
-      if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0) {
-        this.finish(row, account, result, finished);
-        return;
-      }
+      if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0) return this.finish(row, account, result, finished);
     }
     const remaining = job.envelope.to;
     // A throttled candidate is not due again before its reset: the retry waits at least that long.
     const now = clock.now();
     const resets = candidates.map((a) => this.throttledUntil.get(a.id) ?? 0);
     const notBefore = resets.every((t) => t > now) ? Math.min(...resets) : 0;
-    this.write(this.retryOrFail(row, now, last, remaining.length === all.length ? undefined : remaining, undefined, notBefore));
+    return this.retryOrFail(row, now, last, remaining.length === all.length ? undefined : remaining, undefined, notBefore);
   }
 
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
@@ -458,27 +380,21 @@ export class DeliveryScheduler {
     }
   }
 
-  private finish(row: MessageRow, account: ProviderAccount, result: SendResult, now: number): void {
+  private finish(row: MessageRow, account: ProviderAccount, result: SendResult, now: number): DeliveryWrite {
     if (result.kind === 'sent') {
       this.record(row, { kind: 'usage', accountId: account.id, period: monthPeriod(now) });
       this.record(row, { kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });
       if (result.deferred.length > 0) {
         // The provider took it for the others; the deferred recipients wait for a retry.
-        this.write(
-          this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
-            provider_slug: account.slug,
-            provider_message_id: result.providerMessageId,
-          }),
-        );
-        return;
+        return this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
+          provider_slug: account.slug,
+          provider_message_id: result.providerMessageId,
+        });
       }
-      this.write(this.ending(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now));
-    } else {
-      // Permanently refused, or every recipient bounced.
-      this.write(
-        this.ending(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } })),
-      );
+      return this.ending(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now);
     }
+    // Permanently refused, or every recipient bounced.
+    return this.ending(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } }));
   }
 
   /** The message back on the retry ladder, or `failed` when the next try would pass its maximum age. */
@@ -516,26 +432,7 @@ export class DeliveryScheduler {
     else this.records.set(row, [r]);
   }
 
-  /** A hand-off's end is committed (or dropped): one hand-off of the message fewer held. */
-  private release(id: string): void {
-    const n = (this.holding.get(id) ?? 1) - 1;
-    if (n > 0) this.holding.set(id, n);
-    else this.holding.delete(id);
-  }
-
   private event(row: MessageRow, type: EventType, at: number, extra: Record<string, unknown>): MailEventRecord {
     return { message: mailRef(row), type, at, extra };
   }
-
-  /** Outcomes are grouped for a few milliseconds into one exchange (one transaction for many). */
-  private write(w: DeliveryWrite): void {
-    this.pendingWrites.push(w);
-    if (this.writeTimer || this.exchanging || this.failing) return;
-    this.writeTimer = setTimeout(() => {
-      this.writeTimer = null;
-      void this.exchange(false);
-    }, WRITE_GROUPING_MS);
-    this.writeTimer.unref();
-  }
 }
-

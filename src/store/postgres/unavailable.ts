@@ -1,2 +1,0 @@
-/** Moved to store/databaseUnavailable.ts (backend-neutral); re-exported while callers move over. */
-export { DatabaseUnavailable, databaseUnavailable } from '../databaseUnavailable.js';
