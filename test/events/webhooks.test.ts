@@ -230,7 +230,7 @@ describe('webhooks', { concurrency: true }, () => {
     // Refused by the default config: the URL is http to loopback.
     const refused = await cli(['webhook', 'add', '--project', projectId, '--url', r.url()], strict, 1);
     assert.equal(refused.json.error.code, 'invalid_argument');
-    assert.match(refused.json.error.message, /^--url refused: webhook URLs must be https:\/\/; plain http:\/\/ is allowed only towards loopback or private addresses, and only when the config sets webhooks\.allow_private_targets$/);
+    assert.match(refused.json.error.message, /^This URL cannot receive webhooks: webhook URLs must be https:\/\/; plain http:\/\/ is allowed only towards loopback or private addresses, and only when the config sets webhooks\.allow_private_targets\.$/);
     const refusedTls = await cli(['webhook', 'add', '--project', projectId, '--url', `https://127.0.0.1:${r.port}/hook`], strict, 1);
     assert.match(refusedTls.json.error.message, /127\.0\.0\.1, a loopback address/);
 
@@ -813,7 +813,7 @@ describe('webhooks', { concurrency: true }, () => {
         );
         const body = Buffer.from('{"id":"we.x","type":"webhook.test","created_at":"2026-01-01T00:00:00.000Z","data":{}}');
         const ok = await sender.send('wh.a', { url: r.url('/pinned', 'hooks.example.test'), deliveryId: 'we.x', type: 'webhook.test', body, secrets: ['whsec_a'], timestamp: 1 });
-        assert.deepEqual(ok, { ok: true, status: 200, error: null, retryAfterMs: null, refused: false });
+        assert.deepEqual(ok, { ok: true, status: 200, error: null, answer: null, retryAfterMs: null, refused: false });
         assert.equal(r.on('/pinned')[0].headers.host, `hooks.example.test:${r.port}`);
         // The same name now resolving to a forbidden address is refused before any connection.
         const strictSender = s.add(
@@ -868,7 +868,7 @@ describe('webhooks', { concurrency: true }, () => {
           res.end(stall);
         });
         const { sender, req } = await senderWithDeadline(s, server);
-        assert.deepEqual(await sender.send('wh.s', req('/stall')), { ok: true, status: 204, error: null, retryAfterMs: null, refused: false });
+        assert.deepEqual(await sender.send('wh.s', req('/stall')), { ok: true, status: 204, error: null, answer: null, retryAfterMs: null, refused: false });
         // An answer that comes only after the verdict.
         const verdict = await sender.send('wh.s', req('/late'));
         late.open();
@@ -892,7 +892,7 @@ describe('webhooks', { concurrency: true }, () => {
         const stalled = sender.send('wh.s', req('/answer'));
         await new Promise((resolve) => setTimeout(resolve, 20));
         stall();
-        assert.deepEqual(await stalled, { ok: true, status: 204, error: null, retryAfterMs: null, refused: false });
+        assert.deepEqual(await stalled, { ok: true, status: 204, error: null, answer: null, retryAfterMs: null, refused: false });
         // Without a stall the deadline holds: an answer that comes only after the verdict.
         const verdict = await sender.send('wh.s', req('/late'));
         late.open();
