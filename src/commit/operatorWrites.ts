@@ -72,7 +72,7 @@ export interface OperatorWrites {
   session_start: [{ id_hash: string; operator_id: string; now: number; client_ip: string | null; stamp: AuditStamp }, null];
   session_end: [{ id_hash: string; operator_id: string; stamp: AuditStamp }, null];
   session_expire: [{ id_hash: string }, null];
-  session_touch: [{ id_hash: string; now: number }, null];
+  session_touch: [{ id_hash: string; now: number; seen: number }, null];
   token_touch: [{ token_id: string; now: number }, null];
   /**
    * A new password: every session of the operator ends but `keep_session` (the changer's own);
@@ -168,7 +168,7 @@ const bodies: Bodies = {
     return null;
   },
   async session_touch(q, w) {
-    await touchOperatorSession(q, hex(w.id_hash), w.now);
+    await touchOperatorSession(q, hex(w.id_hash), w.now, w.seen);
     return null;
   },
   async token_touch(q, w) {

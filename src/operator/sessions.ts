@@ -74,7 +74,7 @@ export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, 
   }
   const operator = await getOperator(ctx.store, session.operator_id);
   if (!operator) return null;
-  if (now - session.last_seen_at >= sessionTouchEveryMs(idleMs)) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now });
+  if (now - session.last_seen_at >= sessionTouchEveryMs(idleMs)) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now, seen: session.last_seen_at });
   return principal(ctx, operator, 'session', idHash, null);
 }
 

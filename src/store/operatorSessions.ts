@@ -17,8 +17,12 @@ export async function findOperatorSession(q: Queries, idHash: Buffer): Promise<O
   return q.get<OperatorSessionRow>('SELECT * FROM operator_sessions WHERE id_hash = ?', idHash);
 }
 
-export async function touchOperatorSession(q: Queries, idHash: Buffer, now: number): Promise<void> {
-  await q.run('UPDATE operator_sessions SET last_seen_at = ? WHERE id_hash = ?', now, idHash);
+/**
+ * Records use of a session last seen at `seen`, only if nothing moved it since: a touch read
+ * before another node's (or the janitor's) change never writes an older reading over it.
+ */
+export async function touchOperatorSession(q: Queries, idHash: Buffer, now: number, seen: number): Promise<void> {
+  await q.run('UPDATE operator_sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at = ?', now, idHash, seen);
 }
 
 export async function deleteOperatorSession(q: Queries, idHash: Buffer): Promise<boolean> {

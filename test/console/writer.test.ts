@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { operatorWriteIsDurable } from '../../src/commit/operatorBookkeeping.js';
 import { listAudit } from '../../src/store/audit.js';
+import { findOperatorSession, touchOperatorSession } from '../../src/store/operatorSessions.js';
 import { sql } from '../../src/store/db.js';
 import { ConsoleClient, consoleWorld, expectError, expectStatus, PASSWORD } from '../support/console.js';
 import { sqliteOnly } from '../support/postgres.js';
@@ -104,11 +105,28 @@ describe('console writes through the index writer', () => {
     if (p.running.db) assert.equal(p.running.db.pragma('query_only', { simple: true }), 1);
   });
 
+  test('a use of a session read before it expired does not bring it back (the touch writes only over what it read)', async () => {
+    const client = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
+    const row = (await p.ctx.store.all<{ id_hash: Buffer; last_seen_at: number }>('SELECT id_hash, last_seen_at FROM operator_sessions ORDER BY created_at DESC LIMIT 1'))[0];
+    // A request read the session at row.last_seen_at; meanwhile it lapsed (made so here).
+    const lapsed = Date.now() - p.config.console.session_idle_seconds * 1000 - 60_000;
+    await p.ctx.store.run('UPDATE operator_sessions SET last_seen_at = ? WHERE id_hash = ?', lapsed, row.id_hash);
+    await touchOperatorSession(p.ctx.store, row.id_hash, Date.now(), row.last_seen_at);
+    assert.equal((await findOperatorSession(p.ctx.store, row.id_hash))!.last_seen_at, lapsed);
+    expectError(await client.get('/session'), 401, 'session_expired');
+    // A touch over what it read moves it.
+    const fresh = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
+    const now = (await p.ctx.store.all<{ id_hash: Buffer; last_seen_at: number }>('SELECT id_hash, last_seen_at FROM operator_sessions ORDER BY created_at DESC LIMIT 1'))[0];
+    await touchOperatorSession(p.ctx.store, now.id_hash, now.last_seen_at + 1000, now.last_seen_at);
+    assert.equal((await findOperatorSession(p.ctx.store, now.id_hash))!.last_seen_at, now.last_seen_at + 1000);
+    expectStatus(await fresh.get('/session'), 200);
+  });
+
   test('a write the operator is told succeeded is flushed to disk before its answer; last-seen times are not', () => {
     assert.equal(operatorWriteIsDurable({ type: 'project_create', row: { id: 'p.x', name: 'x', plan: 'pro', created_at: 0 }, stamp }), true);
     assert.equal(operatorWriteIsDurable({ type: 'session_start', id_hash: '00', operator_id: 'op.x', now: 0, client_ip: null, stamp }), true);
     assert.equal(operatorWriteIsDurable({ type: 'message_one', action: 'release', id: 'm.x', now: 0, stamp }), true);
-    assert.equal(operatorWriteIsDurable({ type: 'session_touch', id_hash: '00', now: 0 }), false);
+    assert.equal(operatorWriteIsDurable({ type: 'session_touch', id_hash: '00', now: 0, seen: 0 }), false);
     assert.equal(operatorWriteIsDurable({ type: 'token_touch', token_id: 'ot.x', now: 0 }), false);
     assert.equal(operatorWriteIsDurable({ type: 'key_use', uses: [] }), false);
   });
