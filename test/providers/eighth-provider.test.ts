@@ -182,7 +182,7 @@ describe('an eighth provider, added as one folder', () => {
       await page.locator('select[name="slug"] option', { hasText: `${SLUG} (Fake Mail API)` }).waitFor({ state: 'attached' });
       await page.locator('select[name="slug"]').selectOption(SLUG);
       const form = page.locator('form', { hasText: 'Attach a provider account' });
-      assert.deepEqual(await form.locator('.field-label').allTextContents(), ['Provider', 'Fake key', 'Fake endpoint', 'Fake feedback token (optional)', 'Priority (optional)', 'Free quota per month (optional)']);
+      assert.deepEqual(await form.locator('.field-label').allTextContents(), ['Provider', 'Fake key', 'Fake endpoint', 'Fake feedback token (optional)', 'Label (optional)', 'Priority (optional)', 'Free quota per month (optional)']);
       assert.equal(await form.getByLabel('Fake key').getAttribute('type'), 'password');
       await form.getByLabel('Fake key').fill('k-123');
       await form.getByLabel(/^Fake endpoint/).fill(fake.url);
