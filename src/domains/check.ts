@@ -1,9 +1,4 @@
-/**
- * A sending domain's records looked up in DNS and judged: each needed record (needs.ts) is
- * `present`, `missing` or `different` from what it must be, with the exact value to publish, or
- * `lookup_failed` when DNS gave no answer (never reported as missing). The answer's shape is the
- * console document's `DomainCheck`, which `postern domain check --json` prints too.
- */
+/** A sending domain's needed records looked up in DNS and judged (present, missing, different, lookup_failed), each with the value to publish: the console document's DomainCheck. */
 import type { DnsLookup } from './lookup.js';
 import { dnsName } from './lookup.js';
 import { dkimPublicKey, type DkimNeed, type DmarcNeed, type Need, type ProviderNote, type RecordPurpose, type RequiredBy, type SpfNeed, type ValueNeed } from './needs.js';

@@ -128,10 +128,7 @@ export async function rotateWebhookSecret(ctx: OperatorContext, id: string): Pro
   return { id, secret, previous_secret_expires_at: iso(expires) };
 }
 
-/**
- * Re-enables an endpoint (disabled after failing, or never disabled): its failure run starts
- * over and its pending deliveries are due at once.
- */
+/** Re-enables an endpoint: its failure run starts over and its pending deliveries are due at once. */
 export async function enableWebhook(ctx: OperatorContext, id: string): Promise<WebhookView & { resumed_deliveries: number }> {
   const { resumed } = await write(ctx, { type: 'webhook_enable', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { ...(await view(ctx, await requireEndpoint(ctx, id))), resumed_deliveries: resumed };
@@ -147,16 +144,7 @@ export interface WebhookTestResult {
   duration_ms: number;
 }
 
-/**
- * Sends one `webhook.test` event to the endpoint now, from this process, with the same
- * signing, target checks, timeout and redirect rules as every delivery, and reports the answer.
- * It is recorded as a delivery of the endpoint but never retried, and does not count towards
- * the endpoint's failure run. A disabled endpoint can be tested (to check it before `enable`).
- */
-/**
- * One attempt now, from this process, with the same signing, target checks, timeout and
- * redirect rules as every delivery (the test button, a redelivery).
- */
+/** One attempt now, from this process, signed, checked and timed as every delivery (the test button, a redelivery). */
 async function sendNow(ctx: OperatorContext, endpoint: WebhookEndpointRow, deliveryId: string, type: string, body: Buffer, opts: TargetOptions) {
   const c = ctx.config.webhooks;
   const now = ctx.clock.now();
@@ -291,10 +279,7 @@ const attemptView = (a: WebhookAttemptRow): WebhookAttemptView => ({
   answer: a.answer ?? null,
 });
 
-/**
- * An endpoint's delivery log: every attempt, newest first by when it started, a page at a time
- * (kept as long as finished deliveries). The cursor is the last row's start and seq.
- */
+/** An endpoint's delivery log: every attempt, newest first by start, a page at a time (cursor: the last row's start and seq). */
 export async function webhookAttempts(ctx: OperatorContext, id: string, opts: { limit?: number; cursor?: string } = {}): Promise<{ attempts: WebhookAttemptView[]; next_cursor: string | null }> {
   await requireEndpoint(ctx, id);
   const limit = pageLimit(opts.limit, 50, 500);

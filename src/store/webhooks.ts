@@ -47,9 +47,7 @@ export interface WebhookDeliveryRow {
   body?: string | null;
 }
 
-// ------------------------------------------------------------------------------------------
 // Endpoints
-// ------------------------------------------------------------------------------------------
 
 export async function insertWebhookEndpoint(q: Queries, row: Pick<WebhookEndpointRow, 'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'>): Promise<WebhookEndpointRow> {
   // In one write transaction: every event committed after this one has a larger seq.
@@ -125,9 +123,7 @@ export async function deliveryCounts(q: Queries, endpointId: string): Promise<{ 
   return { pending, failed };
 }
 
-// ------------------------------------------------------------------------------------------
 // Fan-out: the cursor over events.seq
-// ------------------------------------------------------------------------------------------
 
 export async function webhookCursor(q: Queries): Promise<number> {
   return (await getValue<number>(q, 'SELECT event_seq FROM webhook_cursor WHERE id = 1'))!;
@@ -180,9 +176,7 @@ export function newPendingDelivery(id: string, endpointId: string, event: Outbox
   };
 }
 
-// ------------------------------------------------------------------------------------------
 // Claims and outcomes
-// ------------------------------------------------------------------------------------------
 
 /** Whether the endpoint has a pending delivery due by `now` (an index probe). */
 export async function hasDueDelivery(q: Queries, endpointId: string, now: number): Promise<boolean> {
