@@ -6,6 +6,9 @@ import { pruneStoppedNodes } from '../store/nodes.js';
 import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 
+/** An expired session is kept this long, so its cookie is still answered session_expired (a reload, the next morning). */
+const EXPIRED_SESSION_KEPT_MS = 24 * 3600_000;
+
 const DAY_MS = 86_400_000;
 /** A node stopped this long ago is no longer listed (a renamed or retired one drops out). */
 export const STOPPED_NODE_DAYS = 7;
@@ -62,7 +65,7 @@ export async function applyPruneBookkeeping(q: Queries, work: PruneBookkeeping):
     idempotencyKeys: await pruneIdempotencyKeys(q, work.now, work.retentionDays),
     // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
     receipts: await pruneReceipts(q, work.now - work.retentionDays * DAY_MS),
-    sessions: await pruneOperatorSessions(q, work.now - work.sessionIdleSeconds * 1000),
+    sessions: await pruneOperatorSessions(q, work.now - work.sessionIdleSeconds * 1000 - EXPIRED_SESSION_KEPT_MS),
     nodes: await pruneStoppedNodes(q, work.now - STOPPED_NODE_DAYS * DAY_MS),
   };
 }

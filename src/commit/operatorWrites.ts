@@ -71,7 +71,6 @@ export interface OperatorWrites {
   /* sessions and tokens */
   session_start: [{ id_hash: string; operator_id: string; now: number; client_ip: string | null; stamp: AuditStamp }, null];
   session_end: [{ id_hash: string; operator_id: string; stamp: AuditStamp }, null];
-  session_expire: [{ id_hash: string }, null];
   session_touch: [{ id_hash: string; now: number; seen: number }, null];
   token_touch: [{ token_id: string; now: number }, null];
   /**
@@ -161,10 +160,6 @@ const bodies: Bodies = {
   },
   async session_end(q, w) {
     if (await deleteOperatorSession(q, hex(w.id_hash))) await audit(q, w.stamp, 'session.sign_out', w.operator_id);
-    return null;
-  },
-  async session_expire(q, w) {
-    await deleteOperatorSession(q, hex(w.id_hash));
     return null;
   },
   async session_touch(q, w) {
@@ -405,4 +400,4 @@ export function applyOperatorWrite(q: Queries, work: OperatorWrite): Promise<unk
 }
 
 /** Writes whose loss in a power failure costs nothing an operator was told: last-seen times. */
-export const OPERATOR_WRITES_NOT_DURABLE: ReadonlySet<OperatorWriteType> = new Set(['session_touch', 'token_touch', 'session_expire']);
+export const OPERATOR_WRITES_NOT_DURABLE: ReadonlySet<OperatorWriteType> = new Set(['session_touch', 'token_touch']);

@@ -68,10 +68,9 @@ export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, 
   const session = await findOperatorSession(ctx.store, idHash);
   if (!session) return null;
   const now = ctx.clock.now();
-  if (now - session.last_seen_at > idleMs) {
-    await write(ctx, { type: 'session_expire', id_hash: idHash.toString('hex') });
-    return 'expired';
-  }
+  // Kept, not deleted: every request with its cookie, a reload included, hears why (the janitor
+  // prunes it a day later).
+  if (now - session.last_seen_at > idleMs) return 'expired';
   const operator = await getOperator(ctx.store, session.operator_id);
   if (!operator) return null;
   if (now - session.last_seen_at >= sessionTouchEveryMs(idleMs)) await write(ctx, { type: 'session_touch', id_hash: idHash.toString('hex'), now, seen: session.last_seen_at });
