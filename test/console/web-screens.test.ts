@@ -18,7 +18,7 @@ import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { consoleWorld, expectStatus, operatorAccount, PASSWORD, type ConsoleWorld } from '../support/console.js';
-import { axeViolations, focusWithoutRing, launchBrowser, newContext, PageProblems, signIn, testOutputDir, type StorageState } from '../support/browser.js';
+import { axeViolations, endTestTabs, focusWithoutRing, launchBrowser, newContext, PageProblems, signIn, testOutputDir, type StorageState } from '../support/browser.js';
 import { createProjectWithKeys, post, repoRoot, validMessage, type ProjectWithKeys } from '../support/postern.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
 
@@ -43,7 +43,7 @@ describe('web console screens in a browser', () => {
   /** The message the screenshots and the tabs test open. */
   let showcase: string;
   const contexts: BrowserContext[] = [];
-  let watched: PageProblems[] = [];
+  const watched: PageProblems[] = [];
   const signedInOnce = new Map<string, StorageState>();
 
   function watch(page: Page, origins = [w.p.console]): PageProblems {
@@ -88,11 +88,7 @@ describe('web console screens in a browser', () => {
     browser = await launchBrowser();
   });
   afterEach(async () => {
-    const seen = watched.flatMap((p) => p.unexpected());
-    watched = [];
-    // Each test's tabs closed, as a person closes them: their event streams end (an operator may hold 8 at once).
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
-    assert.deepEqual(seen, [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
+    assert.deepEqual(await endTestTabs(contexts, watched), [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
   });
   after(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);

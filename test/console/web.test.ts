@@ -17,7 +17,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { attachProvider } from '../../src/operator/providers.js';
 import { consoleWorld, expectError, expectStatus, operatorAccount, ConsoleClient, PASSWORD, type ConsoleWorld } from '../support/console.js';
-import { launchBrowser, newContext, PageProblems, signIn, type StorageState } from '../support/browser.js';
+import { endTestTabs, launchBrowser, newContext, PageProblems, signIn, type StorageState } from '../support/browser.js';
 import { mailauthVerify, pythonVerify } from '../support/dkimVerifiers.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys } from '../support/postern.js';
 import { Sink } from '../support/relaySink.js';
@@ -95,7 +95,7 @@ describe('web console in a browser', () => {
   let lapsingId: string;
   const contexts: BrowserContext[] = [];
   /** The pages of the running test: none may show an error it did not provoke. */
-  let watched: PageProblems[] = [];
+  const watched: PageProblems[] = [];
 
   /** Watches a page for errors (console, the app's own failed requests) until the test ends. */
   function watch(page: Page, origins = [w.p.console]): PageProblems {
@@ -151,11 +151,7 @@ describe('web console in a browser', () => {
     browser = await launchBrowser();
   });
   afterEach(async () => {
-    const seen = watched.flatMap((p) => p.unexpected());
-    watched = [];
-    // Each test's tabs closed, as a person closes them: their event streams end (an operator may hold 8 at once).
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
-    assert.deepEqual(seen, [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
+    assert.deepEqual(await endTestTabs(contexts, watched), [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
   });
   after(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);

@@ -101,6 +101,16 @@ export class PageProblems {
   }
 }
 
+/**
+ * After a test: what its watched pages showed that it did not provoke, then its tabs closed, as a
+ * person closes them (each holds a live stream, and an operator may hold 8 at once).
+ */
+export async function endTestTabs(contexts: BrowserContext[], watched: PageProblems[]): Promise<string[]> {
+  const seen = watched.splice(0).flatMap((p) => p.unexpected());
+  for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+  return seen;
+}
+
 /** Where tests leave what a person looks at afterwards (screenshots): `POSTERN_TEST_OUTPUT`, else dist/test-output. */
 export function testOutputDir(...parts: string[]): string {
   const dir = path.join(process.env.POSTERN_TEST_OUTPUT ?? path.join(repoRoot, 'dist', 'test-output'), ...parts);
