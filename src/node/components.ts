@@ -59,8 +59,8 @@ export class ComponentRunner<Config> {
 
   private async stopAll(): Promise<void> {
     let failure: { err: unknown } | null = null;
-    while (this.started.length > 0) {
-      const { component } = this.started.pop()!;
+    for (let last = this.started.pop(); last; last = this.started.pop()) {
+      const { component } = last;
       try {
         await component.stop();
       } catch (err) {
