@@ -6,7 +6,7 @@
 
 /** Top to bottom. A layer may import its own and any layer below it. */
 const layers = [
-  { name: 'wiring', paths: ['^src/main\\.ts$', '^src/cli/'] },
+  { name: 'wiring', paths: ['^src/main\\.ts$', '^src/node/', '^src/cli/'] },
   { name: 'console', paths: ['^src/console/'] },
   { name: 'doors', paths: ['^src/(http|smtp|viewer)/'] },
   { name: 'operator', paths: ['^src/operator/'] },

@@ -16,6 +16,7 @@ export type ListenerConfig = AnyListenerConfig & { protocol: 'http' | 'smtp'; en
 /** A console listener: the console API, for operators. */
 export type ConsoleListenerConfig = AnyListenerConfig & { protocol: 'console' };
 export const isConsoleListener = (l: AnyListenerConfig): l is ConsoleListenerConfig => l.protocol === 'console';
+export const isDoorListener = (l: AnyListenerConfig): l is ListenerConfig => l.protocol !== 'console' && l.environment !== undefined;
 export type PlanConfig = NonNullable<PosternConfig['plans'][string]>;
 
 const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true });

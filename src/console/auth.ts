@@ -41,7 +41,7 @@ export interface Authenticated {
  * itself), else the session cookie, whose state-changing requests must carry the session's
  * CSRF token in `X-CSRF-Token`.
  */
-export async function authenticateRequest(ctx: OperatorContext, req: IncomingMessage, config: PosternConfig): Promise<Authenticated> {
+export async function authenticateRequest(ctx: OperatorContext, req: IncomingMessage, config: Pick<PosternConfig, 'console'>): Promise<Authenticated> {
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
     const token = BEARER.exec(authorization)?.[1];

@@ -19,7 +19,7 @@ import type { Readiness } from '../platform/readiness.js';
 import { METRICS_TEXT_TYPE, type MetricsExposition } from '../operator/stateMetrics.js';
 import { ActivityTail } from '../operator/activity.js';
 import { BulkReader } from '../operator/bulkReader.js';
-import type { OperatorContext, OperatorWriter } from '../operator/context.js';
+import type { OperatorContext, OperatorSettings, OperatorWriter } from '../operator/context.js';
 import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
@@ -32,11 +32,14 @@ import { LiveEvents } from './liveEvents.js';
 import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
+export type ConsoleSettings = OperatorSettings & Pick<PosternConfig, 'http' | 'metrics' | 'store'>;
+
 export interface ConsoleDeps {
   store: OperatorContext['store'];
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  /** The sections the console reads (its operator context's, the listeners' HTTP limits, metrics, the store). */
+  config: ConsoleSettings;
   spoolRoot: string;
   /** The index writer's channel for bulk writes. */
   writer: OperatorWriter;

@@ -32,7 +32,7 @@ export interface HttpDeps {
   admission: Admission;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  config: Pick<PosternConfig, 'http' | 'feedback'>;
   /** The public viewer (GET /view/…), shared by every HTTP listener. */
   viewer?: Viewer;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */

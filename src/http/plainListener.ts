@@ -20,7 +20,7 @@ import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.j
 import { sendError } from './respond.js';
 
 export interface PlainListenerDeps {
-  config: PosternConfig;
+  config: Pick<PosternConfig, 'http'>;
   logger: Logger;
   connections: ConnectionLimiter;
   proxies: TrustedProxies;

@@ -29,7 +29,7 @@ export interface SmtpDeps {
   admission: Admission;
   clock: Clock;
   logger: Logger;
-  config: PosternConfig;
+  config: Pick<PosternConfig, 'smtp'>;
   /** Shared by every SMTP listener: room for messages streamed at once (createStreamBudget). */
   streams: InflightBudget;
 }

@@ -63,7 +63,7 @@ export function listenerCertificate(listener: { name: string; cert: string | nul
 }
 
 /** The SMTP listeners' pair: smtp.tls, else the state directory's self-signed one (made on first start). */
-export async function smtpCertificate(config: PosternConfig, logger: Logger): Promise<FileCertificate> {
+export async function smtpCertificate(config: Pick<PosternConfig, 'smtp' | 'state_dir'>, logger: Logger): Promise<FileCertificate> {
   const configured = config.smtp.tls;
   if (configured.cert || configured.key) {
     if (!configured.cert || !configured.key) throw new Error('smtp.tls.cert and smtp.tls.key must be set together');

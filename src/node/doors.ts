@@ -1,0 +1,220 @@
+import os from 'node:os';
+import type { Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../clock.js';
+import { isConsoleListener, isDoorListener, type PosternConfig } from '../config/load.js';
+import type { ConsoleServer } from '../console/server.js';
+import { NodeHeartbeat } from '../housekeeping/nodeHeartbeat.js';
+import { createHttpServer } from '../http/app.js';
+import { ConnectionLimiter, MAX_PENDING_REFUSALS } from '../http/connectionLimit.js';
+import { createPlainListener } from '../http/plainListener.js';
+import { createBodyBudget } from '../http/requestBody.js';
+import type { Logger } from '../log.js';
+import type { MetricsExposition } from '../operator/stateMetrics.js';
+import { openFileLimit } from '../platform/openFileLimit.js';
+import type { Readiness } from '../platform/readiness.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
+import { posternVersion } from '../platform/version.js';
+import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from '../smtp/server.js';
+import type { AcceptanceComponent } from './acceptanceComponent.js';
+import type { AdmissionComponent } from './admissionComponents.js';
+import type { BoundListener, BoundPlainListener } from './boundListener.js';
+import type { CertificatesComponent } from './certificatesComponent.js';
+import type { Component } from './components.js';
+import type { ConsoleComponent } from './consoleComponent.js';
+import type { HousekeepingComponent } from './housekeepingComponent.js';
+
+export type DoorsSection = Pick<PosternConfig, 'listeners' | 'http' | 'smtp' | 'feedback' | 'node'> & { console: Pick<PosternConfig['console'], 'max_connections'> };
+
+/** The node's listening sockets, as /readyz and /metrics see them. */
+export class ListeningSockets {
+  readonly servers: Server[] = [];
+  readonly smtp: PosternSmtpServer[] = [];
+  readonly consoles: ConsoleServer[] = [];
+
+  /** How many listeners are not accepting connections. */
+  down(): number {
+    return this.servers.filter((s) => !s.listening).length + this.smtp.filter((s) => !s.listening()).length;
+  }
+
+  smtpSessions(): number {
+    return this.smtp.reduce((n, s) => n + s.openSessions(), 0);
+  }
+}
+
+/**
+ * Every listener of the config (send API, SMTP, console) and http.redirect_plain's, bound in the
+ * config's order; then this process's row in `nodes`, naming them. Stopping closes them (the
+ * console's live streams first) and then marks the row stopped: no longer serving, said before the
+ * rest winds down.
+ */
+export class DoorsComponent implements Component {
+  readonly name = 'doors';
+  readonly listeners: BoundListener[] = [];
+  plain: BoundPlainListener | null = null;
+  private heartbeat: NodeHeartbeat | null = null;
+
+  constructor(
+    private readonly section: DoorsSection,
+    private readonly deps: {
+      acceptance: AcceptanceComponent; admission: AdmissionComponent; housekeeping: HousekeepingComponent; console: ConsoleComponent; certificates: CertificatesComponent;
+      sockets: ListeningSockets; readiness: Readiness; metrics: MetricsExposition | null; proxies: TrustedProxies; clock: Clock; logger: Logger;
+    },
+  ) {}
+
+  async start(): Promise<void> {
+    try {
+      await this.bind();
+    } catch (err) {
+      await this.stop();
+      throw listenError(err);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const { sockets } = this.deps;
+    await Promise.all(sockets.consoles.map((c) => c.close()));
+    await Promise.all([...sockets.servers.map((s) => closeServer(s)), ...sockets.smtp.map((s) => s.close())]);
+    const heartbeat = this.heartbeat;
+    this.heartbeat = null;
+    await heartbeat?.stop();
+  }
+
+  private async bind(): Promise<void> {
+    const { section } = this;
+    const { acceptance, admission, housekeeping, console, certificates, sockets, readiness, metrics, proxies, clock, logger } = this.deps;
+    warnIfFewDescriptors(section, logger);
+    const { pipeline } = acceptance;
+    const { admission: admit, viewer } = admission;
+    // The send API's listeners share one connection cap, the console's another (neither door can
+    // take the other's connections); all of them share one memory budget for bodies.
+    const connections = new ConnectionLimiter(section.http.max_connections, section.http.max_connections_per_ip, proxies);
+    const bodies = createBodyBudget(section.http.max_inflight_body_bytes, section.http.body_wait_ms);
+    // Every SMTP listener shares one cap on big messages streamed at once.
+    const streams = createStreamBudget(section.smtp);
+    const { listeners } = this;
+    for (const listener of section.listeners) {
+      let port: number;
+      let scheme: string;
+      if (isConsoleListener(listener)) {
+        const tls = certificates.https(listener);
+        const consoleServer = console.server(listener, tls, { bodies, metrics, readiness, listeners: () => listeners });
+        sockets.consoles.push(consoleServer);
+        sockets.servers.push(consoleServer.server);
+        port = await listenOn(consoleServer.server, listener.port, listener.host);
+        scheme = tls ? 'https' : 'http';
+      } else if (!isDoorListener(listener)) {
+        // The schema requires an environment of every http and smtp listener.
+        throw new Error(`listener ${listener.name} names no environment`);
+      } else if (listener.protocol === 'http') {
+        const tls = certificates.https(listener);
+        const server = createHttpServer({ feedback: housekeeping.feedback, pipeline, admission: admit, clock, logger, config: section, connections, bodies, proxies, viewer, readiness }, listener, tls);
+        sockets.servers.push(server);
+        port = await listenOn(server, listener.port, listener.host);
+        scheme = tls ? 'https' : 'http';
+      } else {
+        const server = createSmtpServer({ pipeline, admission: admit, clock, logger, config: section, streams }, listener, await certificates.smtp(listener));
+        sockets.smtp.push(server);
+        port = await server.listen();
+        scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
+      }
+      const hostForUrl = listener.host.includes(':') ? `[${listener.host}]` : listener.host;
+      const bound: BoundListener = { name: listener.name, protocol: listener.protocol, environment: listener.environment, host: listener.host, port, url: `${scheme}://${hostForUrl}:${port}` };
+      listeners.push(bound);
+      logger.info(bound, 'listening');
+    }
+    const redirect = section.http.redirect_plain;
+    if (redirect) {
+      const target = redirectTarget(section, listeners);
+      const server = createPlainListener({ config: section, logger, connections, proxies, httpsPort: () => target.port, challenges: certificates.plainChallenges }, 'redirect-plain');
+      sockets.servers.push(server);
+      const port = await listenOn(server, redirect.port, redirect.host);
+      this.plain = { host: redirect.host, port, url: `http://${redirect.host.includes(':') ? `[${redirect.host}]` : redirect.host}:${port}` };
+      logger.info({ ...this.plain, to: target.url }, 'listening (plain HTTP: redirects to HTTPS, processes nothing)');
+    }
+    // This process's row in `nodes`, registered once its listeners are bound.
+    const heartbeat = new NodeHeartbeat({
+      bookkeeping: housekeeping.bookkeeping, clock, logger, id: section.node.id, heartbeatSeconds: section.node.heartbeat_seconds, version: posternVersion(), hostname: os.hostname(), pid: process.pid,
+    });
+    await heartbeat.start(listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })));
+    this.heartbeat = heartbeat;
+  }
+}
+
+/** The HTTPS listener http.redirect_plain points to: `to`, else the first production HTTP listener with TLS, else any HTTPS one. */
+function redirectTarget(config: Pick<PosternConfig, 'http'>, listeners: BoundListener[]): BoundListener {
+  const https = listeners.filter((l) => l.url.startsWith('https://'));
+  const to = config.http.redirect_plain?.to;
+  const target = to ? https.find((l) => l.name === to) : (https.find((l) => l.protocol === 'http' && l.environment === 'production') ?? https.find((l) => l.protocol === 'http') ?? https[0]);
+  // The config's checks (load.ts) make this unreachable.
+  if (!target) throw new Error('http.redirect_plain: no HTTPS listener to redirect to');
+  return target;
+}
+
+/** Listens; resolves with the bound port (port 0 picks one). */
+function listenOn(server: Server, port: number, host: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(boundPort(server.address()));
+    });
+  });
+}
+
+/** A TCP listener's address is an AddressInfo (a string only for a pipe or socket path). */
+function boundPort(address: AddressInfo | string | null): number {
+  if (address === null || typeof address === 'string') throw new Error('the listener has no TCP port');
+  return address.port;
+}
+
+/** Descriptors the process holds besides client connections: index, spool files, listeners, threads. */
+const BASE_DESCRIPTORS = 100;
+
+/**
+ * The caps on connections bound the descriptors clients can take only if the process may open
+ * that many: say so at start when `ulimit -n` is lower than the caps allow.
+ */
+function warnIfFewDescriptors(config: DoorsSection, logger: Logger): void {
+  const limit = openFileLimit();
+  const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
+  const consoles = config.listeners.some((l) => l.protocol === 'console') ? config.console.max_connections + MAX_PENDING_REFUSALS : 0;
+  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + consoles + smtp + BASE_DESCRIPTORS;
+  if (limit !== null && limit < needed) {
+    logger.warn(
+      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, console_max_connections: consoles === 0 ? 0 : config.console.max_connections, smtp_max_clients: smtp },
+      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / console.max_connections / smtp.max_clients',
+    );
+  }
+}
+
+/** A port below 1024 without the privilege to bind it is the common first-start failure: say so. */
+function listenError(err: unknown): unknown {
+  if (err instanceof Error && 'code' in err && err.code === 'EACCES' && 'port' in err && typeof err.port === 'number' && err.port < 1024) {
+    const address = String('address' in err ? err.address : undefined);
+    return new Error(
+      `cannot listen on ${address}:${err.port}: ports below 1024 need root or CAP_NET_BIND_SERVICE; change the port in the config or set ${'POSTERN_LISTEN_<NAME>'}=host:port`,
+    );
+  }
+  return err;
+}
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Stops accepting connections and lets in-flight requests finish. Keep-alive clients that
+ * keep sending are answered once more with `Connection: close`; whatever is still open after
+ * the grace period is cut (its request was never acknowledged, so nothing is lost).
+ */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    force.unref();
+    server.on('request', (_req, res: ServerResponse) => res.setHeader('Connection', 'close'));
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
