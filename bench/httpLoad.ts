@@ -65,8 +65,10 @@ export async function load(
   const measureFrom = started + WARMUP_MS;
   const stopAt = measureFrom + durationMs;
   const result: LoadResult = { requests: 0, ok: 0, errors: 0, seconds: durationMs / 1000, latenciesMs: [] };
-  let opened: void | Promise<void> = undefined;
-  const windowOpens = setTimeout(() => (opened = onMeasureStart()), WARMUP_MS);
+  let opened: Promise<void> = Promise.resolve();
+  const windowOpens = setTimeout(() => {
+    opened = Promise.resolve(onMeasureStart());
+  }, WARMUP_MS);
   const one = (url: URL) =>
     new Promise<number>((resolve) => {
       const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {

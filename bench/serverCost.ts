@@ -110,7 +110,9 @@ class FlushWindow {
     this.enabled = this.arm()
       .then(() => this.counter)
       .then((c) => c?.enable())
-      .catch((err: Error) => void (this.failure = err.message));
+      .catch((err: Error) => {
+        this.failure = err.message;
+      });
     return this.enabled;
   }
 
@@ -119,7 +121,9 @@ class FlushWindow {
     this.disabled = this.enabled
       .then(() => this.counter)
       .then((c) => c?.disable())
-      .catch((err: Error) => void (this.failure = err.message));
+      .catch((err: Error) => {
+        this.failure = err.message;
+      });
     return this.disabled;
   }
 

@@ -38,7 +38,7 @@ const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do 
 /** One pre-built message of exactly `MESSAGE_BYTES`, its subject made unique by `tag`. */
 export function buildMessage(tag: string): string {
   const head =
-    'From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\n' + `Subject: SMTP benchmark ${tag}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n`;
+    `From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\nSubject: SMTP benchmark ${tag}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n`;
   const room = MESSAGE_BYTES - head.length - 2;
   const lines: string[] = [];
   let used = 0;
@@ -47,7 +47,7 @@ export function buildMessage(tag: string): string {
     lines.push(line);
     used += line.length + 2;
   }
-  return `${head}${lines.join('\r\n')}\r\n`.slice(0, MESSAGE_BYTES - 2) + '\r\n';
+  return `${`${head}${lines.join('\r\n')}\r\n`.slice(0, MESSAGE_BYTES - 2)}\r\n`;
 }
 
 /** The server a load runs against. */

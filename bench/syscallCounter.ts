@@ -63,8 +63,7 @@ export class SyscallCounter {
     let buffered = '';
     ack.on('data', (d: Buffer) => {
       buffered += d.toString();
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) !== -1) {
+      for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
         buffered = buffered.slice(nl + 1);
         this.acks.shift()?.();
       }

@@ -263,7 +263,7 @@ export class AcceptPipeline {
       project_id: auth.project.id,
       routing: { provider: message.routing.provider, strategy: message.routing.strategy },
     };
-    let written;
+    let written: SpooledMessage;
     try {
       written = await source.write(id, now);
     } catch (err) {

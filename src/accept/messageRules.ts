@@ -82,7 +82,7 @@ function textDetails(body: Record<string, unknown>, skip: Set<string>, undecodab
     if (typeof value === 'string') {
       if (bad(value)) out.push(path);
     } else if (Array.isArray(value)) {
-      value.forEach((item, i) => badPaths(item, [...path, String(i)], out));
+      for (const [i, item] of value.entries()) badPaths(item, [...path, String(i)], out);
     } else if (typeof value === 'object' && value !== null) {
       for (const [k, v] of Object.entries(value)) {
         if (bad(k)) out.push([...path, k]);

@@ -56,12 +56,13 @@ function usageText(): string {
 }
 
 function parseCommand(cmd: Command, args: string[]): { values: Values; positionals: string[] } {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options: { ...GLOBAL, ...cmd.options }, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nusage: postern ${cmd.usage}`);
-  }
+  const parsed = (() => {
+    try {
+      return parseArgs({ args, options: { ...GLOBAL, ...cmd.options }, allowPositionals: true, strict: true });
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message}\nusage: postern ${cmd.usage}`);
+    }
+  })();
   const expected = cmd.positionalsUnless !== undefined && parsed.values[cmd.positionalsUnless] !== undefined ? [] : (cmd.positionals ?? []);
   if (parsed.positionals.length !== expected.length) {
     throw new UsageError(`expected ${expected.length ? expected.join(' ') : 'no positional arguments'}\nusage: postern ${cmd.usage}`);

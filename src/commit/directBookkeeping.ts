@@ -19,7 +19,7 @@ export class DirectBookkeeping implements Bookkeeping {
 
   async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
     const request = { seq: 0, kind, work } as BookkeepingRequest;
-    let result;
+    let result: BookkeepingResults[BookkeepingKind];
     try {
       result = await this.store.transaction(async (tx) => {
         if (!committedDurably(request) && !durableHere(request)) await backendOf(tx).commits.withoutFlush(tx);

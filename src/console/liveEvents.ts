@@ -165,7 +165,7 @@ export class LiveEvents {
     for (const s of [...this.streams]) {
       const p = s.principal;
       const match =
-        'sessionHash' in which ? p.sessionHash !== null && p.sessionHash.equals(which.sessionHash) : 'tokenId' in which ? p.tokenId === which.tokenId : p.operator.id === which.operatorId;
+        'sessionHash' in which ? p.sessionHash?.equals(which.sessionHash) : 'tokenId' in which ? p.tokenId === which.tokenId : p.operator.id === which.operatorId;
       if (match) this.closeStream(s, 'authority');
     }
   }

@@ -197,10 +197,12 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
       res.destroy();
       return;
     }
-    if (err instanceof ContractError) return refuse(res, err);
-    if (err instanceof OperatorError) return refuse(res, contractErrorOf(err));
-    log.error({ err }, 'unhandled error in console request');
-    refuse(res, new ContractError('server_error', { message: 'Internal error.' }));
+    if (err instanceof ContractError) refuse(res, err);
+    else if (err instanceof OperatorError) refuse(res, contractErrorOf(err));
+    else {
+      log.error({ err }, 'unhandled error in console request');
+      refuse(res, new ContractError('server_error', { message: 'Internal error.' }));
+    }
   }
 
   const app = polka({

@@ -95,7 +95,7 @@ function schemaChain(root: SchemaNode, segments: string[]): SchemaNode[] {
 
 function childSchema(raw: SchemaNode, seg: string): SchemaNode | undefined {
   const node = resolveRef(raw);
-  if (node.properties && node.properties[seg]) return node.properties[seg] as SchemaNode;
+  if (node.properties?.[seg]) return node.properties[seg] as SchemaNode;
   if (node.items && typeof node.items === 'object' && /^\d+$/.test(seg)) return node.items as SchemaNode;
   if (node.additionalProperties && typeof node.additionalProperties === 'object') return node.additionalProperties as SchemaNode;
   for (const key of ['oneOf', 'anyOf', 'allOf'] as const) {
@@ -205,7 +205,7 @@ function translate(root: SchemaNode, errors: ErrorObject[], body: Record<string,
   // A union branch's type error is dropped when a stronger error exists below the same field.
   const details: ErrorDetail[] = [];
   for (const [field, c] of byField) {
-    if (c.rank === 0 && [...byField.entries()].some(([f, o]) => o.rank > 0 && f.startsWith(field + '.'))) continue;
+    if (c.rank === 0 && [...byField.entries()].some(([f, o]) => o.rank > 0 && f.startsWith(`${field}.`))) continue;
     details.push({ field, code: c.code });
   }
   for (const field of addressFieldsFailing) details.push(...addressDetails(field, body[field], field !== 'from'));

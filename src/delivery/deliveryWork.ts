@@ -10,7 +10,7 @@ import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../engi
 import { LeasedWork } from '../engine/leasedWork.js';
 import type { EngineTimers } from '../engine/timers.js';
 import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
-import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
+import type { Bookkeeping, BookkeepingResults } from '../commit/bookkeepingChannel.js';
 import { providerUsage } from '../store/delivery.js';
 import { mailRef, type DeliveryBookkeeping, type DeliveryRecord, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
@@ -181,7 +181,7 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     }
     if (work.writes.length === 0 && !work.expire && !work.lease && !work.reclaim) return { leased: [], more: false };
     const after = this.afterCommit.splice(0);
-    let result;
+    let result: BookkeepingResults['delivery'];
     try {
       ({ result } = await bookkeeping.write('delivery', work));
     } catch (err) {

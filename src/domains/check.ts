@@ -290,6 +290,8 @@ export async function checkRecords(domain: string, needs: Need[], notes: Provide
           return checkDmarc(need, lookup);
         case 'value':
           return checkValue(need, lookup);
+        default:
+          return need satisfies never;
       }
     }),
   );

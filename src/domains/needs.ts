@@ -166,9 +166,15 @@ export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: Prov
       const name = placeName(need.at, domain, returnPath);
       if (name === null) continue;
       let record = spf.get(name);
-      if (!record) spf.set(name, (record = { kind: 'spf', name, includes: [] }));
+      if (!record) {
+        record = { kind: 'spf', name, includes: [] };
+        spf.set(name, record);
+      }
       let include = record.includes.find((i) => i.include === need.include);
-      if (!include) record.includes.push((include = { include: need.include, accepted: [need.include, ...(need.also_accepted ?? [])], required_by: [] }));
+      if (!include) {
+        include = { include: need.include, accepted: [need.include, ...(need.also_accepted ?? [])], required_by: [] };
+        record.includes.push(include);
+      }
       addRequirer(include.required_by, by);
     }
     for (const r of dns.records ?? []) {

@@ -245,7 +245,7 @@ export class LeasedWork<I, O> {
     if (lane.running === 0 && lane.waiting.length === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
     if (final === null) this.held.delete(id);
     else this.add({ outcome: final, releases: id });
-    if (this.running === 0) this.idle.splice(0).forEach((resolve) => resolve());
+    if (this.running === 0) for (const resolve of this.idle.splice(0)) resolve();
     if (this.stopping) return;
     this.pump();
     // Room freed: the next exchange may lease more.

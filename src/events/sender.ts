@@ -68,7 +68,7 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   return Number.isFinite(at) ? Math.max(0, at - now) : null;
 }
 
-const printable = (s: string) => s.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
+const printable = (s: string) => s.replace(/\p{Cc}+/gu, ' ').trim();
 
 /**
  * POSTs signed envelopes: one keep-alive agent per endpoint (at most its concurrency in

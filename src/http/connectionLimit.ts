@@ -60,7 +60,10 @@ export class ConnectionLimiter {
   private admit(socket: Socket): void {
     const ip = socket.remoteAddress ?? 'unknown';
     const proxy = this.proxies.includes(ip);
-    if (this.open < this.max && (proxy || (this.perIp.get(ip) ?? 0) < this.maxPerIp)) return this.count(socket, proxy ? null : ip);
+    if (this.open < this.max && (proxy || (this.perIp.get(ip) ?? 0) < this.maxPerIp)) {
+      this.count(socket, proxy ? null : ip);
+      return;
+    }
     if (this.pendingRefusals >= MAX_PENDING_REFUSALS) {
       socket.destroy();
       return;

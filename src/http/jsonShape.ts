@@ -117,7 +117,7 @@ export class JsonShapeScanner {
       this.inLiteral = false;
       this.at = quote + 1;
       const top = this.stack[this.stack.length - 1];
-      if (!(top && top.object && this.expectKey)) return this.countValue(buf);
+      if (!(top?.object && this.expectKey)) return this.countValue(buf);
       if (++this.values > this.limits.maxValues) return { kind: 'values' };
       if (++top.count > this.limits.maxKeys) return { kind: 'keys', path: this.pathOf(buf, this.stack.slice(0, -1)) };
       top.keyStart = start;

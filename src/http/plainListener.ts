@@ -38,7 +38,7 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
   const { config, connections, proxies } = deps;
   const log = deps.logger.child({ listener: name });
 
-  const refuse = (req: IncomingMessage, res: ServerResponse, location: string | null) => {
+  const refuse = (res: ServerResponse, location: string | null) => {
     countRefusal('http', 'https_required');
     const where = location ? ` Send it to ${location}.` : '';
     const err = new ContractError('https_required', {
@@ -77,7 +77,7 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
       return;
     }
     const location = httpsLocation(req.headers.host, deps.httpsPort(), url);
-    if (!readOnly || credentials || location === null) return refuse(req, res, location);
+    if (!readOnly || credentials || location === null) return refuse(res, location);
     res.writeHead(308, { Location: location, 'Content-Length': 0 });
     res.end();
   };

@@ -59,7 +59,7 @@ export function exactRoute(route: string): RegExp {
         return `/(?<${name}>[^/]+)`;
       }
       if (segment === '' || /[*?:]/.test(segment)) throw new Error(`route ${route}: segment "${segment}" is not a literal`);
-      return '/' + segment.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+      return `/${segment.replace(/[.+^${}()|[\]\\]/g, '\\$&')}`;
     })
     .join('');
   return new RegExp(`^${pattern}$`);

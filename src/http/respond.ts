@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { ContractError } from '../contract/errors.js';
+import type { ContractError } from '../contract/errors.js';
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;

@@ -1,6 +1,6 @@
 import { PassThrough, Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Headers, Joiner, MimeNode, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
+import { type Headers, Joiner, MimeNode, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { AddressObject, AttachmentStream, MessageText } from 'mailparser';

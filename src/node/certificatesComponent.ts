@@ -61,7 +61,12 @@ export class CertificatesComponent implements Component {
 
   /** An SMTP listener's certificate: tls.acme's, or smtp.tls's pair (the state directory's self-signed one without it). */
   async smtp(listener: ListenerConfig): Promise<ServedCertificate> {
-    const certificate = listener.acme && this.acme ? this.acme.certificate : (this.smtpPair ??= await smtpCertificate(this.section, this.deps.logger)).certificate;
+    let certificate: ServedCertificate;
+    if (listener.acme && this.acme) certificate = this.acme.certificate;
+    else {
+      this.smtpPair ??= await smtpCertificate(this.section, this.deps.logger);
+      certificate = this.smtpPair.certificate;
+    }
     this.served.push(certificate);
     return certificate;
   }

@@ -31,6 +31,15 @@ interface ProviderMinute {
  * error, and the deferred ones per project and hour. The first catch-up starts 24 hours back;
  * later ones read only what is new. Listeners get each new batch of events (the console's live feed).
  */
+function mapEntry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = create();
+    map.set(key, value);
+  }
+  return value;
+}
+
 export class ActivityTail {
   private events: SeqFollower<ActivityEvent> | null = null;
   private attempts: SeqFollower<ActivityAttempt> | null = null;
@@ -99,10 +108,8 @@ export class ActivityTail {
 
   private countHourly(at: number, project: string, type: string): void {
     const hour = Math.floor(at / HOUR) * HOUR;
-    let projects = this.hourly.get(hour);
-    if (!projects) this.hourly.set(hour, (projects = new Map()));
-    let types = projects.get(project);
-    if (!types) projects.set(project, (types = new Map()));
+    const projects = mapEntry(this.hourly, hour, () => new Map<string, Map<string, number>>());
+    const types = mapEntry(projects, project, () => new Map<string, number>());
     types.set(type, (types.get(type) ?? 0) + 1);
   }
 
@@ -110,8 +117,7 @@ export class ActivityTail {
     if ((a.outcome === 'temporary' || a.outcome === 'account') && a.project_id !== null) this.countHourly(a.finished_at, a.project_id, DEFERRED);
     const account = a.provider_account_id ?? a.provider_slug ?? 'unknown';
     const minute = Math.floor(a.finished_at / MINUTE) * MINUTE;
-    let accounts = this.providerMinutes.get(minute);
-    if (!accounts) this.providerMinutes.set(minute, (accounts = new Map()));
+    const accounts = mapEntry(this.providerMinutes, minute, () => new Map<string, ProviderMinute>());
     const counts = accounts.get(account) ?? { sent: 0, failed: 0 };
     if (a.outcome === 'sent') counts.sent++;
     else {

@@ -19,7 +19,7 @@
  * it): nothing is changed, and the retry starts clean.
  */
 import { createHash } from 'node:crypto';
-import { constants, existsSync, readdirSync, statSync } from 'node:fs';
+import { constants, existsSync, readdirSync, type Stats, statSync } from 'node:fs';
 import { copyFile, lstat, mkdir, mkdtemp, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
@@ -261,7 +261,7 @@ async function copyChecked(from: string, staging: string, manifest: BackupManife
   await inParallel(manifest.contents, async (entry) => {
     const source = path.join(from, entry.path);
     const target = path.join(staging, entry.path);
-    let stats;
+    let stats: Stats;
     try {
       stats = await lstat(source);
     } catch (err) {

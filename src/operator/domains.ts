@@ -28,7 +28,10 @@ export async function sendingDomains(ctx: OperatorContext, projectId: string): P
   const byName = new Map<string, SendingDomainView>();
   const entry = (domain: string) => {
     let view = byName.get(domain);
-    if (!view) byName.set(domain, (view = { domain, dkim_keys: [], sent_from: false }));
+    if (!view) {
+      view = { domain, dkim_keys: [], sent_from: false };
+      byName.set(domain, view);
+    }
     return view;
   };
   for (const key of await listDkimKeys(ctx.store, projectId)) entry(key.domain).dkim_keys.push({ id: key.id, selector: key.selector });

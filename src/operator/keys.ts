@@ -66,7 +66,7 @@ export const MAX_KEY_NAME = 100;
 export async function createKey(ctx: OperatorContext, projectId: string, mode: string, expires?: string, name = ''): Promise<KeyView & { key: string }> {
   const checked = checkMode(mode);
   const label = name.trim();
-  if (label.length > MAX_KEY_NAME || /[\x00-\x1f\x7f]/.test(label)) throw new OperatorError('invalid_argument', `the key name must be at most ${MAX_KEY_NAME} characters, without control characters`, 'name');
+  if (label.length > MAX_KEY_NAME || /\p{Cc}/u.test(label)) throw new OperatorError('invalid_argument', `the key name must be at most ${MAX_KEY_NAME} characters, without control characters`, 'name');
   await requireProject(ctx, projectId);
   const expiresAt = parseExpiry(ctx, expires);
   const created = await write(ctx, { type: 'key_create', project_id: projectId, mode: checked, name: label, now: ctx.clock.now(), expires_at: expiresAt, stamp: auditStamp(ctx) });

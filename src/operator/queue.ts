@@ -24,7 +24,10 @@ export async function queueSummary(ctx: OperatorContext): Promise<QueueSummary> 
   const byAge = Object.fromEntries(LIVE_STATUSES.map((s) => [s, Object.fromEntries(AGE_BUCKETS.map((b) => [b, 0]))])) as QueueSummary['by_age'];
   for (const row of await liveMessageAges(ctx.store, now)) byAge[row.status as (typeof LIVE_STATUSES)[number]][AGE_BUCKETS[row.bucket]] = row.count;
   const byProvider: QueueSummary['by_provider'] = {};
-  for (const row of await messagesByProvider(ctx.store)) (byProvider[row.provider] ??= {})[row.status] = row.count;
+  for (const row of await messagesByProvider(ctx.store)) {
+    byProvider[row.provider] ??= {};
+    byProvider[row.provider][row.status] = row.count;
+  }
   const oldest = await oldestQueuedMessage(ctx.store, null);
   return {
     generated_at: iso(now)!,

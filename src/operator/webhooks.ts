@@ -1,6 +1,6 @@
 import { envelopeBody, MAIL_EVENT_TYPES, TEST_EVENT_TYPE } from '../events/envelope.js';
 import { newDeliveryId, newEndpointId } from '../ids.js';
-import { WebhookSender } from '../events/sender.js';
+import { type AttemptResult, WebhookSender } from '../events/sender.js';
 import { newWebhookSecret } from '../events/signing.js';
 import { parseTargetUrl, resolveTarget, TargetError, type Resolver } from '../events/targets.js';
 import { getProject } from '../store/projects.js';
@@ -159,7 +159,7 @@ async function sendNow(ctx: OperatorContext, endpoint: WebhookEndpointRow, deliv
     now: () => ctx.clock.now(),
   });
   const started = performance.now();
-  let result;
+  let result: AttemptResult;
   try {
     result = await sender.send(endpoint.id, { url: endpoint.url, deliveryId, type, body, secrets, timestamp: Math.floor(now / 1000) });
   } finally {

@@ -27,7 +27,7 @@ proto._createParser = function (this: Connection): Parser {
   parser.removeAllListeners('error');
   parser.on('error', (err) => {
     if (err.message !== TOO_LONG) {
-      this.send(421, 'Error: ' + err.message);
+      this.send(421, `Error: ${err.message}`);
       return;
     }
     this.send(500, 'Line too long');

@@ -22,7 +22,7 @@ proto.init = function (this: Connection): void {
   this._setListeners(() => {
     const { maxClients, greetingDelayMs } = this._server.options;
     if (maxClients && this._server.connections.size > maxClients) {
-      this.send(421, this.name + ' Too many connected clients, try again in a moment', false);
+      this.send(421, `${this.name} Too many connected clients, try again in a moment`, false);
       return;
     }
     const delay = greetingDelayMs ?? 100;

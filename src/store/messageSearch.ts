@@ -46,7 +46,7 @@ function where(q: Queries, filter: MessageFilter, projectId: string | null, befo
   }
   if (filter.statuses && filter.statuses.length > 0) {
     parts.push(`status IN (${filter.statuses.map((_, i) => `@status${i}`).join(', ')})`);
-    filter.statuses.forEach((s, i) => (params[`status${i}`] = s));
+    for (const [i, s] of filter.statuses.entries()) params[`status${i}`] = s;
   }
   // SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does what it does.
   const like = q.dialect === 'postgres' ? 'ILIKE' : 'LIKE';

@@ -261,7 +261,7 @@ export const migrations: Migration[] = [
         n INTEGER NOT NULL
       );
       INSERT INTO policy_generation (id, n) VALUES (1, 0);
-    ` + policyGenerationTriggers(),
+    ${policyGenerationTriggers()}`,
   },
   {
     version: 7,

@@ -2,7 +2,7 @@
  * A certificate chain and its private key, as every listener serves them: checked that they
  * belong together, with the leaf's validity and names read once.
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 
 export interface CertificatePair {
   /** The chain, leaf first (PEM). */
@@ -41,7 +41,7 @@ export function certificatePair(cert: Buffer | string, key: Buffer | string, sou
   } catch (err) {
     throw new CertificatePairError(`${source}: the certificate does not parse (${(err as Error).message})`);
   }
-  let privateKey;
+  let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(key);
   } catch (err) {

@@ -27,7 +27,10 @@ const marks = new WeakMap<TLSSocket, HandshakeMarks>();
 
 function marksOf(socket: TLSSocket): HandshakeMarks {
   let m = marks.get(socket);
-  if (!m) marks.set(socket, (m = {}));
+  if (!m) {
+    m = {};
+    marks.set(socket, m);
+  }
   return m;
 }
 
@@ -59,7 +62,10 @@ export function createListenerServer(options: ServerOptions, onRequest: (req: In
       SNICallback(this: TLSSocket, servername: string, callback: (err: Error | null, context?: SecureContext) => void): void {
         const m = marksOf(this);
         m.certificateChosen = true;
-        if (!m.acmeTls || !challenges) return callback(null, certificate.context);
+        if (!m.acmeTls || !challenges) {
+          callback(null, certificate.context);
+          return;
+        }
         challenges.alpnContext(servername.toLowerCase()).then(
           (context) => callback(null, context ?? certificate.context),
           (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))),

@@ -100,7 +100,7 @@ describe('the disk guard on a 24 MiB tmpfs the test mounts', { skip: isRoot ? sq
     assert.equal(refused.body.error.type, 'api_error');
     assert.equal(refused.body.error.code, 'storage_low');
     // The wait once, in SMTP's words: no "Retry-After" header for an SMTP client to look for.
-    assert.match(await lastReply(smtpPort, keys.liveKey), /^452 4\.3\.1 storage_low: [^]*nothing was accepted\. Retry in 30 seconds\.$/);
+    assert.match(await lastReply(smtpPort, keys.liveKey), /^452 4\.3\.1 storage_low: [\s\S]*nothing was accepted\. Retry in 30 seconds\.$/);
 
     const ready = await fetch(`${server.production}/readyz`);
     assert.equal(ready.status, 503);

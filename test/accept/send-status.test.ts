@@ -71,7 +71,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
   function headerValues(headers: string, name: string): string[] {
     return headers
       .split('\r\n')
-      .filter((l) => l.toLowerCase().startsWith(name.toLowerCase() + ':'))
+      .filter((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
       .map((l) => l.slice(name.length + 1).trim());
   }
 
@@ -129,7 +129,7 @@ describe('POST /v1/send: statuses, the 202 body and what is stored', () => {
 
   test('scheduled_at with fractional seconds and a negative offset is echoed verbatim', async () => {
     const base = instantWithOffset(3 * HOUR, '-05:30');
-    const scheduledAt = base.slice(0, 19) + '.250' + base.slice(19);
+    const scheduledAt = `${base.slice(0, 19)}.250${base.slice(19)}`;
     const res = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ scheduled_at: scheduledAt }) });
     assert.equal(res.status, 202);
     assert.deepEqual(res.body, expected202(res, { status: 'scheduled', project_id: proj.project.id, scheduled_at: scheduledAt }));

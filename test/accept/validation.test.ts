@@ -481,7 +481,7 @@ describe('POST /v1/send body validation', () => {
       await expectOne(msg({ tags: Array.from({ length: 11 }, (_, i) => `tag_${i}`) }), 'tags', 'tags:too_many');
     });
     test('a tag of 64 characters is accepted', async () => {
-      await expectAccepted(msg({ tags: ['A-z_0'.repeat(12) + 'abcd'] }));
+      await expectAccepted(msg({ tags: [`${'A-z_0'.repeat(12)}abcd`] }));
     });
     test('a tag of 65 characters gives tags:too_long at its position', async () => {
       await expectOne(msg({ tags: ['ok', 'a'.repeat(65)] }), 'tags.1', 'tags:too_long');
@@ -902,7 +902,7 @@ describe('POST /v1/send body validation', () => {
     }
 
     describe('authentication comes before the body', () => {
-      const unknownKey = 'ps_test_' + 'A'.repeat(40);
+      const unknownKey = `ps_test_${'A'.repeat(40)}`;
       test('no key with invalid JSON is 401 missing_api_key', async () => {
         const before = await snapshot();
         await expectPlain(await post(p.sandbox, '/v1/send', { raw: '{"from":' }), 401, 'authentication_error', 'missing_api_key', before);
@@ -982,13 +982,13 @@ describe('POST /v1/send body validation', () => {
       });
       test('an over-limit Content-Length is 413 even when the JSON would also be invalid', async () => {
         const before = await snapshot(small);
-        const res = await post(small.sandbox, '/v1/send', { key: smallKey, raw: '{' + ' '.repeat(LIMIT + 10) });
+        const res = await post(small.sandbox, '/v1/send', { key: smallKey, raw: `{${' '.repeat(LIMIT + 10)}` });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
         assert.deepEqual(await snapshot(small), before);
       });
       test('a bad key with an over-limit body is 401 invalid_api_key, not 413', async () => {
         const before = await snapshot(small);
-        const res = await post(small.sandbox, '/v1/send', { key: 'ps_test_' + 'B'.repeat(40), raw: sized(LIMIT + 1) });
+        const res = await post(small.sandbox, '/v1/send', { key: `ps_test_${'B'.repeat(40)}`, raw: sized(LIMIT + 1) });
         assertPlainError(res, 401, 'authentication_error', 'invalid_api_key');
         assert.deepEqual(await snapshot(small), before);
       });

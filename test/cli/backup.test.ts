@@ -153,7 +153,7 @@ test('restore checks every file and count against backup.json: a replaced, a del
       name: 'a replaced .eml (50 bytes where the index says more)',
       damage: () => writeFileSync(path.join(backupDir, eml), 'x'.repeat(50)),
       repair: () => copyFileSync(path.join(stateDir, eml), path.join(backupDir, eml)),
-      refused: [new RegExp(escape(eml)), /is 50 bytes/, /backup\.json/],
+      refused: [new RegExp(escapeRegExp(eml)), /is 50 bytes/, /backup\.json/],
     },
     {
       name: 'an .eml altered in place (same size, other bytes)',
@@ -163,13 +163,13 @@ test('restore checks every file and count against backup.json: a replaced, a del
         writeFileSync(path.join(backupDir, otherEml), bytes);
       },
       repair: () => copyFileSync(path.join(stateDir, otherEml), path.join(backupDir, otherEml)),
-      refused: [new RegExp(escape(otherEml)), /SHA-256/],
+      refused: [new RegExp(escapeRegExp(otherEml)), /SHA-256/],
     },
     {
       name: 'a deleted .eml',
       damage: () => rmSync(path.join(backupDir, eml)),
       repair: () => copyFileSync(path.join(stateDir, eml), path.join(backupDir, eml)),
-      refused: [new RegExp(escape(eml)), /not in the backup/],
+      refused: [new RegExp(escapeRegExp(eml)), /not in the backup/],
     },
     {
       name: 'a changed count in backup.json',
@@ -239,6 +239,6 @@ test('viewer.key is in the backup: a viewer link made before the backup opens on
   assert.equal((statSync(path.join(restoredDir, 'viewer.key')).mode & 0o777).toString(8), '600');
 });
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -17,7 +17,7 @@ function unusedPath(label: string): string {
 }
 
 function writeConfig(content: unknown): string {
-  const file = unusedPath('config') + '.json';
+  const file = `${unusedPath('config')}.json`;
   writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
   return file;
 }
@@ -129,7 +129,7 @@ describe('postern start with a bad config', () => {
   });
 
   test('a missing file is refused', async () => {
-    const file = unusedPath('missing') + '.json';
+    const file = `${unusedPath('missing')}.json`;
     const r = await rejectsConfig(['start', '--config', file], null);
     assert.ok(r.json.error.message.includes(file));
   });
@@ -279,7 +279,7 @@ describe('logs', () => {
     const textMarker = 'TextMarkerK2p9Lx';
     const htmlMarker = 'HtmlMarkerV5n1Bd';
     const badSubjectMarker = 'RejectedSubjectMarkerT4m8';
-    const unknownKey = 'ps_live_' + 'U'.repeat(36) + 'nkwn';
+    const unknownKey = `ps_live_${'U'.repeat(36)}nkwn`;
 
     p = await spawnPostern(stateDir, { POSTERN_LOG_LEVEL: 'debug' });
     const accepted = await post(p.production, '/v1/send', {

@@ -87,7 +87,10 @@ test('a seq skipped by a rolled-back insert is asked for again until a minute af
   // The store's own reads; what the follower asks for again is recorded on the way.
   const askedAgain: number[][] = [];
   const follower = new SeqFollower<ActivityEvent>(
-    { after: (seq, limit) => eventsAfterSeq(q, seq, limit), at: (seqs) => (askedAgain.push(seqs), eventsAtSeqs(q, seqs)), timeOf: (e) => e.created_at },
+    { after: (seq, limit) => eventsAfterSeq(q, seq, limit), at: (seqs) => {
+        askedAgain.push(seqs);
+        return eventsAtSeqs(q, seqs);
+      }, timeOf: (e) => e.created_at },
     await getValue<number>(q, 'SELECT COALESCE(MAX(seq), 0) FROM events') ?? 0,
   );
   await q

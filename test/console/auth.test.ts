@@ -162,7 +162,7 @@ describe('console sessions', () => {
     const used = expectStatus(await session.get('/tokens'), 200).tokens.find((t: any) => t.id === created.id);
     assert.equal(used.last_used_at, new Date(clock.now()).toISOString());
 
-    expectError(await script.withToken('pso_' + 'A'.repeat(40)).get('/session'), 401, 'invalid_operator_token');
+    expectError(await script.withToken(`pso_${'A'.repeat(40)}`).get('/session'), 401, 'invalid_operator_token');
     expectError(await script.withToken('not-a-token').get('/session'), 401, 'invalid_operator_token');
     clock.advance(2 * 3600_000);
     expectError(await script.get('/session'), 401, 'invalid_operator_token');

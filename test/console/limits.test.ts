@@ -97,7 +97,13 @@ async function idleConnections(port: number, count: number, probe: () => Promise
 }
 
 async function closeAll(sockets: net.Socket[]): Promise<void> {
-  await Promise.all(sockets.map((s) => new Promise<void>((resolve) => (s.destroyed ? resolve() : (s.once('close', () => resolve()), s.destroy())))));
+  await Promise.all(sockets.map((s) => new Promise<void>((resolve) => {
+    if (s.destroyed) resolve();
+    else {
+      s.once('close', () => resolve());
+      s.destroy();
+    }
+  })));
 }
 
 describe('console connections and bodies', () => {

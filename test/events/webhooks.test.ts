@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { generate } from 'selfsigned';
@@ -1006,9 +1006,15 @@ describe('the webhook thread’s CPU budget on a saturated machine', () => {
     assert.equal(budget.holdMs(), 100);
     // Held (using nothing) while the others keep the machine busy: the window (the last 250 ms)
     // slides past its use, so the hold shrinks (30 ms used in it: 300 ms of share), then ends.
-    for (let i = 0; i < 4; i++) m.advance(25, 0, 0), budget.holdMs();
+    for (let i = 0; i < 4; i++) {
+      m.advance(25, 0, 0);
+      budget.holdMs();
+    }
     assert.equal(budget.holdMs(), 50);
-    for (let i = 0; i < 2; i++) m.advance(25, 0, 0), budget.holdMs();
+    for (let i = 0; i < 2; i++) {
+      m.advance(25, 0, 0);
+      budget.holdMs();
+    }
     assert.equal(budget.holdMs(), 0);
   });
 

@@ -28,7 +28,7 @@ function assertDetails(res: HttpResult, details: Detail[]): void {
 }
 
 /** `{<valid message fields>, <extra>}` as JSON text, `extra` already JSON. */
-const withRaw = (extra: string) => JSON.stringify(validMessage()).slice(0, -1) + ',' + extra + '}';
+const withRaw = (extra: string) => `${JSON.stringify(validMessage()).slice(0, -1)},${extra}}`;
 
 describe('hostile JSON bodies are refused small and fast, never parsed whole', () => {
   let p: TestPostern;

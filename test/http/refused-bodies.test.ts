@@ -51,7 +51,7 @@ async function fetchPost(url: string, headers: Record<string, string>, body: Buf
 function manyKeys(count: number): Buffer {
   const keys: string[] = [];
   for (let i = 0; i < count; i++) keys.push(`"unknown_${i}":1`);
-  return Buffer.from(JSON.stringify(validMessage()).slice(0, -1) + ',' + keys.join(',') + '}');
+  return Buffer.from(`${JSON.stringify(validMessage()).slice(0, -1)},${keys.join(',')}}`);
 }
 
 /** A well-formed key of the sandbox's form that matches none. */
@@ -239,7 +239,7 @@ describe('the draining of a refused body is bounded (real sockets)', () => {
     // request answered at once (the document) and a good send.
     await c.write(requestHead(key, body.length) + body.slice(0, 10));
     await c.answered;
-    await c.write(body.slice(10) + 'GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n' + requestHead(good.testKey, body.length) + body);
+    await c.write(`${body.slice(10)}GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n${requestHead(good.testKey, body.length)}${body}`);
     await c.closed;
     assert.equal(firstAnswer(c.received())?.status, 401);
     assert.equal(c.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, c.received().slice(0, 500));

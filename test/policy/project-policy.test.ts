@@ -286,7 +286,7 @@ describe('project policy and caps', () => {
 
   describe('order of checks', () => {
     test('invalid key + invalid body → 401', async () => {
-      const res = await post(p.production, '/v1/send', { key: 'ps_live_' + 'x'.repeat(40), raw: '{not json' });
+      const res = await post(p.production, '/v1/send', { key: `ps_live_${'x'.repeat(40)}`, raw: '{not json' });
       assertErrorEnvelope(res, 401, 'authentication_error', 'invalid_api_key');
       const missing = await post(p.production, '/v1/send', { json: { subject: 5 } });
       assertErrorEnvelope(missing, 401, 'authentication_error', 'missing_api_key');

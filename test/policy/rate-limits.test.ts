@@ -173,7 +173,7 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       clock.set(t0 + 10 * SECOND);
       assert401(await post(p.production, '/v1/send', { headers: { authorization: 'Bearer not-a-key' }, json: validMessage() }), 'missing_api_key');
       clock.set(t0 + 20 * SECOND);
-      assert401(await send('ps_live_' + 'A1b2C3d4E5'.repeat(4)), 'invalid_api_key');
+      assert401(await send(`ps_live_${'A1b2C3d4E5'.repeat(4)}`), 'invalid_api_key');
 
       clock.set(t0 + 30 * SECOND);
       const before = await stored();

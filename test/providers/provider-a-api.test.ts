@@ -23,7 +23,7 @@ import type { ProviderAccount } from '../../src/contract/providerAccount.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';
 import { providerFixture } from '../support/emulators/harness.js';
-import { SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } from '../support/emulators/ses.js';
+import { type SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } from '../support/emulators/ses.js';
 import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { postFeedback } from '../support/providerEmulator.js';
 import { schedulerProbe } from '../support/probes.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/clock.js';
 import { releaseMessage } from '../../src/operator/messages.js';
 import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
 import { suppress } from '../../src/operator/suppressions.js';
@@ -98,7 +98,9 @@ describe('provider-b-api: SendGrid answers drive the delivery engine', () => {
     ['500 internal server error', (first) => void first.behave('server_error'), 'temporary'],
     ['401 authorization grant invalid (suspended or revoked key)', (first) => void first.behave('suspended'), 'account'],
     ['401 for a key SendGrid does not know', () => ({ apiKey: 'SG.not-this-one' }), 'account'],
-    ['403 from address not a verified Sender Identity', (first) => void (first.sendgrid.verifiedSenders = ['@elsewhere.example']), 'account'],
+    ['403 from address not a verified Sender Identity', (first) => {
+        first.sendgrid.verifiedSenders = ['@elsewhere.example'];
+      }, 'account'],
     ['404 from a wrong --endpoint (the account, not the message)', (first) => ({ endpoint: `${first.url}/wrong` }), 'account'],
   ];
   for (const [name, arrange, outcome] of cases) {

@@ -133,11 +133,17 @@ describe('provider-d-api: Resend answers drive the delivery engine', () => {
   const cases: [string, (first: Resend) => Partial<AttachOptions> | void, string][] = [
     ['429 rate_limit_exceeded', (first) => void first.behave('throttle'), 'temporary'],
     ['500 application_error', (first) => void first.behave('server_error'), 'temporary'],
-    ['409 concurrent_idempotent_requests', (first) => void (first.resend.keyInProgress = true), 'temporary'],
+    ['409 concurrent_idempotent_requests', (first) => {
+        first.resend.keyInProgress = true;
+      }, 'temporary'],
     ['403 suspended_api_key', (first) => void first.behave('suspended'), 'account'],
     ['403 invalid_api_key', () => ({ apiKey: 're_not_this_one' }), 'account'],
-    ['403 validation_error: the sending domain is not verified', (first) => void (first.resend.verifiedDomains = ['elsewhere.example']), 'account'],
-    ['429 daily_quota_exceeded', (first) => void (first.resend.quotaExceeded = 'daily'), 'account'],
+    ['403 validation_error: the sending domain is not verified', (first) => {
+        first.resend.verifiedDomains = ['elsewhere.example'];
+      }, 'account'],
+    ['429 daily_quota_exceeded', (first) => {
+        first.resend.quotaExceeded = 'daily';
+      }, 'account'],
     ['404 not_found from a wrong --endpoint (the account, not the message)', (first) => ({ endpoint: `${first.url}/v1` }), 'account'],
   ];
   for (const [name, arrange, outcome] of cases) {

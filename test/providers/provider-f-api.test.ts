@@ -187,7 +187,7 @@ describe('Brevo webhooks at /v1/feedback/<account>', () => {
     const viaToken = (body: string) => postFeedback(p.production, account.id, body, {}, WEBHOOK_SECRET);
     const applied = { received: 1, applied: 1, duplicates: 0, unknown: 0 };
 
-    let res = await viaBearer(webhook('webhook-delivered', vars('ann@example.org')));
+    const res = await viaBearer(webhook('webhook-delivered', vars('ann@example.org')));
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, applied);
     assert.deepEqual((await eventData(p, id, 'mail.delivered')).delivery, {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from '../../src/commit/acceptance.js';
 import { AcceptanceGroupWriter } from '../../src/commit/acceptanceGroupWriter.js';
 import { commitAcceptanceGroup as commitThrough, type GroupAcceptanceResult, type GroupAcceptanceUnit } from '../../src/commit/acceptanceGroup.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import { silentLogger } from '../../src/log.js';
 import { BODY_CHUNK_BYTES, readBodyChunks, writeBodyChunks } from '../../src/store/postgres/bodyChunks.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import type { AcceptanceRecord } from '../../src/commit/acceptance.js';
 import { commitAcceptanceGroup as commitThrough, type GroupAcceptanceUnit } from '../../src/commit/acceptanceGroup.js';
 import { postgresAcceptanceGroups } from '../../src/store/postgres/acceptanceGroups.js';

@@ -352,7 +352,9 @@ describe('the PostgreSQL schema against the SQLite one', { skip: postgresUnavail
         const onSqlite = (() => {
           try {
             const stmt = db.prepare(sample.sql);
-            return stmt.reader ? stmt.all(...params) : (stmt.run(...params), 'ok');
+            if (stmt.reader) return stmt.all(...params);
+            stmt.run(...params);
+            return 'ok';
           } catch (err) {
             return /constraint/i.test((err as Error).message) ? 'refused' : `error: ${(err as Error).message}`;
           }

@@ -213,14 +213,13 @@ export class EventStream {
         const { value, done } = await reader.read();
         if (done) return;
         buffer += decoder.decode(value, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const event = /^event: (.*)$/m.exec(block)?.[1];
           const data = /^data: (.*)$/m.exec(block)?.[1];
           if (event && data) this.events.push({ event, data: JSON.parse(data) });
-          this.waiters.splice(0).forEach((w) => w());
+          for (const w of this.waiters.splice(0)) w();
         }
       }
     } catch {

@@ -8,7 +8,7 @@ import { addWebhook } from '../../src/operator/webhooks.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { createProjectWithKeys, post, validMessage, type TestPostern } from './postern.js';
 import { Sink } from './relaySink.js';
-import { scope, waitFor } from './waiting.js';
+import { type scope, waitFor } from './waiting.js';
 import { WebhookReceiver } from './webhookReceiver.js';
 
 type Scope = ReturnType<typeof scope>;

@@ -149,8 +149,7 @@ export class RawEventStream {
         this.raw = this.raw.subarray(lineEnd + 2 + size + 2);
       }
     }
-    let blockEnd: number;
-    while ((blockEnd = this.text.indexOf('\n\n')) >= 0) {
+    for (let blockEnd = this.text.indexOf('\n\n'); blockEnd >= 0; blockEnd = this.text.indexOf('\n\n')) {
       const block = this.text.slice(0, blockEnd);
       this.text = this.text.slice(blockEnd + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];

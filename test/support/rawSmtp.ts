@@ -161,5 +161,5 @@ export function rawMessage(opts: { from?: string; to?: string; subject?: string 
   const lines = [`From: ${opts.from ?? 'sender@example.com'}`, `To: ${opts.to ?? 'rcpt@example.org'}`];
   if (opts.subject !== null) lines.push(`Subject: ${opts.subject ?? 'Raw hello'}`);
   lines.push(...(opts.headers ?? []), 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', opts.body ?? 'Raw body');
-  return lines.join('\r\n') + '\r\n';
+  return `${lines.join('\r\n')}\r\n`;
 }

@@ -1,5 +1,5 @@
 /** A next-hop SMTP relay on 127.0.0.1 (the "provider account" of delivery, crash, cluster and console tests). */
-import net from 'node:net';
+import type net from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
 export interface SmtpReply {

@@ -23,7 +23,7 @@ import { sleep } from '../support/processes.js';
 import { HANG_GUARD_MS } from '../support/waiting.js';
 
 const stateDir = tempDirs('postern-viewer-key-');
-const MESSAGE = 'm.' + '0'.repeat(26);
+const MESSAGE = `m.${'0'.repeat(26)}`;
 const HOUR = 3_600_000;
 
 /** A logger whose lines are kept, parsed, for the test to read. */

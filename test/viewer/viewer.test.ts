@@ -147,7 +147,7 @@ describe('public viewer', () => {
     const valid = expectStatus(await w.owner.post(`/messages/${id}/link`, { expires_in_seconds: 60 }), 201).url as string;
     const token = valid.split('/').pop()!;
     const forgedToken = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
-    const unknownId = 'm_' + '0'.repeat(26);
+    const unknownId = `m_${'0'.repeat(26)}`;
     const candidates = {
       unknown: `${w.p.production}/view/${unknownId}/${viewerToken(secret, unknownId, clock.now() + DAY)}`,
       forged: `${w.p.production}/view/${id}/${forgedToken}`,
@@ -262,7 +262,7 @@ describe('public viewer', () => {
     const bad = await runCli(['message', 'link', id, '--expires', 'soon', '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(bad.code, 1);
     assert.equal(bad.json.error.code, 'invalid_argument');
-    const unknown = await runCli(['message', 'link', 'm_' + '1'.repeat(26), '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
+    const unknown = await runCli(['message', 'link', `m_${'1'.repeat(26)}`, '--json'], { ...cliEnv(w.p), POSTERN_CONFIG: config });
     assert.equal(unknown.json.error.code, 'not_found');
   });
 

@@ -57,9 +57,15 @@ export function ConfirmHost() {
     setPending(null);
   };
   return (
-    <dialog ref={dialog} class="confirm" aria-labelledby="confirm-title" onCancel={(e) => (e.preventDefault(), answer(false))}>
+    <dialog ref={dialog} class="confirm" aria-labelledby="confirm-title" onCancel={(e) => {
+        e.preventDefault();
+        answer(false);
+      }}>
       {pending && (
-        <form method="dialog" onSubmit={(e) => (e.preventDefault(), answer(true))}>
+        <form method="dialog" onSubmit={(e) => {
+          e.preventDefault();
+          answer(true);
+        }}>
           <h2 id="confirm-title">{pending.title}</h2>
           {pending.body && <div class="confirm-body">{pending.body}</div>}
           <div class="actions">

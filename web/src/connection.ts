@@ -31,7 +31,7 @@ function schedule(): void {
 export function markUnreachable(): void {
   if (reachable) {
     reachable = false;
-    stateListeners.forEach((l) => l(false));
+    for (const l of stateListeners) l(false);
   }
   schedule();
 }
@@ -42,8 +42,8 @@ export function markReachable(): void {
   reachable = true;
   if (timer !== null) clearTimeout(timer);
   timer = null;
-  stateListeners.forEach((l) => l(true));
-  reconnectListeners.forEach((l) => l());
+  for (const l of stateListeners) l(true);
+  for (const l of reconnectListeners) l();
 }
 
 export const isReachable = (): boolean => reachable;
@@ -61,7 +61,7 @@ export function whenReconnected(listener: () => void): () => void {
 
 /** Tells the screens to reload what they show (after signing in again in place). */
 export function announceReconnected(): void {
-  reconnectListeners.forEach((l) => l());
+  for (const l of reconnectListeners) l();
 }
 
 export function useReachable(): boolean {

@@ -51,7 +51,7 @@ const stateListeners = new Set<(s: LiveState) => void>();
 function setState(next: LiveState): void {
   if (state === next) return;
   state = next;
-  stateListeners.forEach((l) => l(next));
+  for (const l of stateListeners) l(next);
 }
 
 function open(): void {
@@ -77,7 +77,7 @@ function open(): void {
   es.addEventListener('refresh', (e) => {
     const data = JSON.parse((e as MessageEvent<string>).data) as Partial<BulkChange>;
     const change: BulkChange = { reason: data.reason ?? 'bulk', action: data.action, count: typeof data.count === 'number' ? data.count : 1 };
-    subscribers.forEach((s) => s.onRefresh(change));
+    for (const s of subscribers) s.onRefresh(change);
   });
   // The browser would retry by itself, but cannot tell a server that is down from a session
   // that ended (a 401 closes the stream for good): ask, then reopen.

@@ -27,7 +27,7 @@ export function href(path: string, params?: Record<string, string | string[] | u
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params ?? {})) {
     if (v === undefined || v === '') continue;
-    if (Array.isArray(v)) v.forEach((x) => q.append(k, x));
+    if (Array.isArray(v)) for (const x of v) q.append(k, x);
     else q.set(k, v);
   }
   const s = q.toString();

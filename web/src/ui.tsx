@@ -220,6 +220,7 @@ export function UsageBar({ label, used, limit, format = (n: number) => n.toLocal
 
 export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
   return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the caller's child, inside the label
     <label class="field">
       <span class="field-label">{label}</span>
       {children}
@@ -263,7 +264,8 @@ export function bytes(n: number): string {
  */
 export function Table({ label, head, actions, bodyClass, children }: { label: string; head?: string[]; actions?: boolean; bodyClass?: string; children: ComponentChildren }) {
   return (
-    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take keyboard focus (axe: scrollable-region-focusable)
+    <section class="table-wrap" aria-label={label} tabIndex={0}>
       <table>
         {head ? (
           <>
@@ -285,7 +287,7 @@ export function Table({ label, head, actions, bodyClass, children }: { label: st
           children
         )}
       </table>
-    </div>
+    </section>
   );
 }
 

@@ -105,8 +105,8 @@ export class MailgunApiAdapter implements ProviderAdapter {
 /** multipart/form-data as FormData writes it (the recipients, the message part, the other fields), the message streamed from `open`. */
 function streamedForm(boundary: string, fields: [string, string][], prefix: string, open: () => Readable): Readable {
   // Names escaped as the HTML form encoding (and undici's FormData) does.
-  const escape = (name: string) => name.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
-  const part = (name: string, extra = '') => `--${boundary}\r\nContent-Disposition: form-data; name="${escape(name)}"${extra}\r\n`;
+  const formName = (name: string) => name.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  const part = (name: string, extra = '') => `--${boundary}\r\nContent-Disposition: form-data; name="${formName(name)}"${extra}\r\n`;
   const field = ([name, value]: [string, string]) => Buffer.from(`${part(name)}\r\n${value}\r\n`);
   return Readable.from(
     (async function* () {

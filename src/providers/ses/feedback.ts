@@ -115,6 +115,12 @@ async function signingKey(url: URL, dir: string | null, now: number): Promise<Ke
   return remember(key, cert.publicKey);
 }
 
+type JsonObject = Record<string, unknown>;
+/** A JSON object's fields, or none when it is not one (SES records are read field by field). */
+const fields = (v: unknown): JsonObject => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : {});
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
 function str(v: unknown): v is string {
   return typeof v === 'string' && v.length > 0;
 }
@@ -133,10 +139,10 @@ function address(value: unknown): string | null {
 }
 
 /** Our `m.` id from the original Message-ID header (`<m.…@domain>`), which SES reports in `mail.headers` / `mail.commonHeaders`. */
-function ourMessageId(mail: Record<string, any>): string | null {
+function ourMessageId(mail: JsonObject): string | null {
   const candidates: unknown[] = [];
-  if (Array.isArray(mail.headers)) for (const h of mail.headers) if (h && typeof h.name === 'string' && h.name.toLowerCase() === 'message-id') candidates.push(h.value);
-  candidates.push(mail.commonHeaders?.messageId);
+  for (const h of list(mail.headers).map(fields)) if (str(h.name) && h.name.toLowerCase() === 'message-id') candidates.push(h.value);
+  candidates.push(fields(mail.commonHeaders).messageId);
   for (const c of candidates) {
     const m = typeof c === 'string' ? /^\s*<?(m\.[0-9a-z]{26})@/.exec(c) : null;
     if (m) return m[1];
@@ -145,62 +151,65 @@ function ourMessageId(mail: Record<string, any>): string | null {
 }
 
 /** Reads one SES record (event publishing or identity notification) into normalized items. */
-export function normalizeSesRecord(record: Record<string, any>, snsMessageId: string, snsTimestamp: number): { items: FeedbackItem[]; note?: string } | { malformed: string } {
-  const type = str(record.eventType) ? record.eventType : str(record.notificationType) ? record.notificationType : null;
+export function normalizeSesRecord(record: JsonObject, snsMessageId: string, snsTimestamp: number): { items: FeedbackItem[]; note?: string } | { malformed: string } {
+  const type = text(record.eventType) ?? text(record.notificationType) ?? null;
   if (!type) return { items: [], note: 'SNS notification that is not an SES record (no eventType or notificationType); acknowledged' };
   const ignored = ['Send', 'Open', 'Click', 'Subscription', 'AmazonSnsSubscriptionSucceeded'];
   if (ignored.includes(type)) return { items: [], note: `SES ${type} record acknowledged; not delivery feedback` };
   const handled = ['Bounce', 'Complaint', 'Delivery', 'Reject', 'Rendering Failure', 'DeliveryDelay'];
   if (!handled.includes(type)) return { items: [], note: `SES ${type} record acknowledged; not delivery feedback` };
-  const mail = record.mail;
-  if (!mail || typeof mail !== 'object' || !str(mail.messageId)) return { malformed: `SES ${type} record without mail.messageId` };
-  const providerMessageId = mail.messageId as string;
+  const mail = fields(record.mail);
+  const providerMessageId = text(mail.messageId);
+  if (providerMessageId === undefined) return { malformed: `SES ${type} record without mail.messageId` };
   const messageId = ourMessageId(mail);
   const items: FeedbackItem[] = [];
   const at = (t: unknown) => {
     const ms = typeof t === 'string' ? Date.parse(t) : NaN;
     return Number.isNaN(ms) ? snsTimestamp : ms;
   };
-  const push = (kind: FeedbackKind, rawRecipient: unknown, occurredAt: number, detail: FeedbackItem['detail']) => {
+  const push = (kind: FeedbackKind, rawRecipient: unknown, occurredAt: number, detail: Partial<Record<keyof FeedbackItem['detail'], unknown>>) => {
     const recipient = address(rawRecipient);
     if (!recipient) return;
-    const clean = Object.fromEntries(Object.entries(detail).filter(([, v]) => typeof v === 'string' && v !== '')) as FeedbackItem['detail'];
+    const clean: FeedbackItem['detail'] = {};
+    for (const key of ['type', 'subtype', 'code', 'reply'] as const) {
+      const value = text(detail[key]);
+      if (value) clean[key] = value;
+    }
     items.push({ receiptKey: `sns:${snsMessageId}:${kind}:${recipient.toLowerCase()}`, kind, providerMessageId, messageId, recipient, occurredAt, detail: clean });
   };
-  const list = (v: unknown): any[] => (Array.isArray(v) ? v : []);
   switch (type) {
     case 'Bounce': {
-      const b = record.bounce ?? {};
+      const b = fields(record.bounce);
       // Permanent: the address does not work (also SES's own suppression-list bounces).
       // Transient and Undetermined: SES may still deliver, or the cause is unknown.
       const kind: FeedbackKind = b.bounceType === 'Permanent' ? 'hard_bounce' : 'soft_bounce';
-      for (const r of list(b.bouncedRecipients)) push(kind, r?.emailAddress, at(b.timestamp), { type: b.bounceType, subtype: b.bounceSubType, code: r?.status, reply: r?.diagnosticCode });
+      for (const r of list(b.bouncedRecipients).map(fields)) push(kind, r.emailAddress, at(b.timestamp), { type: b.bounceType, subtype: b.bounceSubType, code: r.status, reply: r.diagnosticCode });
       break;
     }
     case 'Complaint': {
-      const c = record.complaint ?? {};
+      const c = fields(record.complaint);
       // A feedback report saying the recipient marked it "not spam" is not a complaint.
       if (c.complaintFeedbackType === 'not-spam') return { items: [], note: 'SES complaint record with feedback type not-spam; acknowledged, nothing suppressed' };
-      for (const r of list(c.complainedRecipients)) push('complaint', r?.emailAddress, at(c.timestamp), { type: c.complaintFeedbackType, subtype: c.complaintSubType });
+      for (const r of list(c.complainedRecipients).map(fields)) push('complaint', r.emailAddress, at(c.timestamp), { type: c.complaintFeedbackType, subtype: c.complaintSubType });
       break;
     }
     case 'Delivery': {
-      const d = record.delivery ?? {};
+      const d = fields(record.delivery);
       for (const r of list(d.recipients)) push('delivered', r, at(d.timestamp), { reply: d.smtpResponse });
       break;
     }
     case 'DeliveryDelay': {
-      const d = record.deliveryDelay ?? {};
-      for (const r of list(d.delayedRecipients)) push('soft_bounce', r?.emailAddress, at(d.timestamp), { type: d.delayType, code: r?.status, reply: r?.diagnosticCode });
+      const d = fields(record.deliveryDelay);
+      for (const r of list(d.delayedRecipients).map(fields)) push('soft_bounce', r.emailAddress, at(d.timestamp), { type: d.delayType, code: r.status, reply: r.diagnosticCode });
       break;
     }
     case 'Reject': {
       // SES refused to send it (a virus): every recipient fails.
-      for (const r of list(mail.destination)) push('failed', r, at(mail.timestamp), { type: 'Reject', reply: record.reject?.reason });
+      for (const r of list(mail.destination)) push('failed', r, at(mail.timestamp), { type: 'Reject', reply: fields(record.reject).reason });
       break;
     }
     case 'Rendering Failure': {
-      for (const r of list(mail.destination)) push('failed', r, at(mail.timestamp), { type: 'RenderingFailure', reply: record.failure?.errorMessage });
+      for (const r of list(mail.destination)) push('failed', r, at(mail.timestamp), { type: 'RenderingFailure', reply: fields(record.failure).errorMessage });
       break;
     }
   }
@@ -296,7 +305,7 @@ export const sesFeedback: FeedbackVerifier = {
       return { ok: true, items: [], note: 'SNS notification whose Message is not JSON (not from SES); acknowledged' };
     }
     if (!record || typeof record !== 'object' || Array.isArray(record)) return { ok: true, items: [], note: 'SNS notification that is not an SES record; acknowledged' };
-    const result = normalizeSesRecord(record as Record<string, any>, m.MessageId, sentAt);
+    const result = normalizeSesRecord(fields(record), m.MessageId, sentAt);
     if ('malformed' in result) return { ok: false, code: 'feedback:malformed', reason: result.malformed };
     return { ok: true, items: result.items, ...(result.note ? { note: result.note } : {}) };
   },

@@ -276,7 +276,7 @@ export const postgresMigrations: Migration[] = [
         RETURN NULL;
       END
       $$;
-    ` + policyGenerationTriggers(),
+    ${policyGenerationTriggers()}`,
   },
   {
     version: 7,

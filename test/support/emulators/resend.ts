@@ -96,7 +96,7 @@ export function resendHandler(state: ResendEmulatorState, apiKey = RESEND_TEST_K
     // GET /domains (a full-access key; a sending-access key is refused with restricted_api_key): the console's connection check.
     if (req.method === 'GET' && req.url.split('?')[0] === '/domains') {
       const bearer = req.headers.authorization;
-      if (!bearer || !bearer.startsWith('Bearer ')) return error(401, 'missing_api_key', 'Missing API key in the authorization header.');
+      if (!bearer?.startsWith('Bearer ')) return error(401, 'missing_api_key', 'Missing API key in the authorization header.');
       if (bearer !== `Bearer ${apiKey}`) return error(403, 'invalid_api_key', 'API key is invalid');
       if (state.sendingAccessOnly) return error(401, 'restricted_api_key', 'This API key is restricted to only send emails');
       return { status: 200, body: { object: 'list', data: [{ id: 'd91cd9bd-1176-453e-8fc1-35364d380206', name: 'example.com', status: 'verified', created_at: '2023-04-26 20:21:26.347412+00', region: 'us-east-1' }] } };
@@ -104,7 +104,7 @@ export function resendHandler(state: ResendEmulatorState, apiKey = RESEND_TEST_K
     if (req.url.split('?')[0] !== '/emails') return error(404, 'not_found', 'The requested endpoint does not exist.');
     if (req.method !== 'POST') return error(405, 'method_not_allowed', 'Method is not allowed for the requested path.');
     const auth = req.headers.authorization;
-    if (!auth || !auth.startsWith('Bearer ')) return error(401, 'missing_api_key', 'Missing API key in the authorization header. Include the following header in the request: Authorization: Bearer YOUR_API_KEY');
+    if (!auth?.startsWith('Bearer ')) return error(401, 'missing_api_key', 'Missing API key in the authorization header. Include the following header in the request: Authorization: Bearer YOUR_API_KEY');
     if (auth !== `Bearer ${apiKey}`) return error(403, 'invalid_api_key', 'API key is invalid');
     const key = req.headers['idempotency-key'];
     if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 256)) {

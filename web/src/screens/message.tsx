@@ -127,6 +127,7 @@ export function MessageScreen({ id }: { id: string }) {
           {m.id} · project {m.project_id} · via {m.source}
         </span>
       </p>
+      {/* biome-ignore lint/a11y/useSemanticElements: a group of buttons, not of form fields (no fieldset) */}
       <div class="actions" role="group" aria-label="Message actions">
         <button type="button" disabled={!RELEASABLE.includes(m.status) || action.busy} onClick={() => release(m)}>
           Release
@@ -236,6 +237,7 @@ export function MessageScreen({ id }: { id: string }) {
         )}
       </dl>
       <Tabs tab={tab} onTab={setTab} />
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a tab panel takes focus (WAI-ARIA tabs pattern), and scrolls */}
       <div class="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
         {tab === 'Preview' && <Preview id={id} content={content.data} error={content.error} />}
         {tab === 'Text' && <pre class="text-body">{content.data ? (content.data.text ?? '(no text part)') : 'Loading…'}</pre>}

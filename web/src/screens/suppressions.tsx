@@ -12,6 +12,7 @@ export function SuppressionsScreen({ projectId }: { projectId: string }) {
     <section>
       <h1>Suppressions</h1>
       <div class="toolbar">
+        {/* biome-ignore lint/a11y/useSemanticElements: the form is the search landmark (ARIA 1.2), inside a flex toolbar */}
         <form
           class="inline-form"
           role="search"
