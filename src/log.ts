@@ -2,12 +2,7 @@ import { pino, stdSerializers, type Logger } from 'pino';
 
 export type { Logger };
 
-/**
- * Secrets that can hide inside text the code does not write itself (an error's message or
- * stack, a request path): API keys, webhook signing secrets, bearer and basic credentials, and
- * a URL's password. The URL secrets of provider feedback endpoints and public viewer links are
- * masked by maskPathSecrets, whatever the path's spelling.
- */
+/** Secrets that can hide in text the code does not write itself (an error's message, a request path). */
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\bps_(live|test)_[A-Za-z0-9]{40}\b/g, 'ps_$1_[redacted]'],
   [/\bwhsec_[A-Za-z0-9+/=_-]+/g, 'whsec_[redacted]'],
@@ -15,17 +10,14 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/(\/\/[^/\s:@]*):[^@\s/]*@/g, '$1:[redacted]@'],
 ];
 
-/** Where some server or proxy may split a path into segments: `/`, `\`, and their percent-encodings. */
 const PATH_SEPARATOR = /\/|\\|%2f|%5c/gi;
 
-/** One segment of a path as a lenient reader may see it, and where the path's text that follows it begins. */
 interface Segment {
   name: string;
-  /** The index of `path` after this segment (and the separator after it): the mask starts here. */
+  /** The index of `path` after this segment (and its separator): the mask starts here. */
   next: number;
 }
 
-/** `text` percent-decoded up to three times (double encodings included); a malformed escape is left as it is. */
 function leniently(text: string): string {
   let out = text;
   for (let i = 0; i < 3 && out.includes('%'); i++) {
@@ -36,11 +28,7 @@ function leniently(text: string): string {
   return out;
 }
 
-/**
- * The segments of `path` as the most lenient server or proxy could read them: split at every
- * separator (encoded ones too), percent-decoded, `;parameters` dropped, lower-cased. A raw
- * segment that decodes into several (`a%252Fb`) is masked whole: its parts' `next` is its start.
- */
+/** The segments as the most lenient server or proxy could read them; `a%252Fb` is masked whole. */
 function lenientSegments(path: string): Segment[] {
   const segments: Segment[] = [];
   const push = (raw: string, start: number, next: number) => {
@@ -56,7 +44,6 @@ function lenientSegments(path: string): Segment[] {
   return segments;
 }
 
-/** The index of `path` from which a secret may follow in `segments`: after a feedback endpoint's account or a viewer link's id. */
 function secretStart(segments: Segment[]): number {
   let from = Infinity;
   for (let i = 0; i < segments.length; i++) {
@@ -67,13 +54,7 @@ function secretStart(segments: Segment[]): number {
   return from;
 }
 
-/**
- * `path` with the URL secret of a provider feedback endpoint (`/v1/feedback/<account>/<secret>`)
- * and a public viewer link's token (`/view/<id>/<token>`) replaced by `***`, in any spelling a
- * server or proxy might route: any case, `//`, `/./` and `/../`, `\`, percent-encoded slashes
- * and dots (twice encoded too), `;parameters`, under any prefix. Everything after the account
- * or id is masked; `/body` after a viewer token is kept.
- */
+/** Feedback endpoint secrets and viewer tokens replaced by `***` in any spelling a server or proxy might route (docs/configuration.md). */
 export function maskPathSecrets(path: string): string {
   const all = lenientSegments(path).filter((s) => s.name !== '' && s.name !== '.');
   // Read both as written and with `..` resolved: a secret masked under either reading.
@@ -91,14 +72,12 @@ export function maskPathSecrets(path: string): string {
   return `${path.slice(0, from)}***${body}`;
 }
 
-/** `text` with every secret masked: SECRET_PATTERNS, and path secrets (maskPathSecrets) in each run of text between spaces and quotes. */
 export function maskSecrets(text: string): string {
   let out = text;
   for (const [pattern, replacement] of SECRET_PATTERNS) out = out.replace(pattern, replacement);
   return out.replace(/[^\s"'`]+/g, (word) => maskPathSecrets(word));
 }
 
-/** `value` with maskSecrets applied to every string in it (an error's own fields: message, stack, input, url, cause…). */
 function maskedStrings(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return maskSecrets(value);
   if (depth > 4 || value === null || typeof value !== 'object') return value;
@@ -108,19 +87,14 @@ function maskedStrings(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** pino's error serializer, with secrets masked in every string it holds (a URL error's `input` names the URL). */
 function maskedError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   return maskedStrings(stdSerializers.err(err));
 }
 
-/**
- * The one logger: structured JSON on stderr (stdout belongs to CLI output). Secrets and bodies
- * are never passed to it; the redaction list and the error serializer are a second line of
- * defence.
- */
+/** The one logger: JSON on stderr (stdout is CLI output). Secrets are never passed to it; redaction is a second line of defence. */
 export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'info'): Logger {
-  // Every child (and its children: pino passes onChild on), so a new level reaches them all (SIGHUP).
+  // Every child, so a new level (SIGHUP) reaches them all.
   const children = new Set<WeakRef<Logger>>();
   const root = pino(
     {
@@ -134,8 +108,7 @@ export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'i
       formatters: { level: (label) => ({ level: label }) },
       serializers: { err: maskedError },
       redact: {
-        // Each `*.` path costs every log line about 1 µs (the request line is written per request):
-        // new names are added at the top level only.
+        // Each `*.` path costs every log line about 1 µs: new names go at the top level only.
         paths: [
           'key', 'api_key', 'apiKey', 'password', 'pass', 'secret', 'webhook_secret', 'token', 'authorization',
           '*.authorization', '*.key', '*.password', '*.pass', '*.secret', 'headers.authorization',
@@ -143,8 +116,7 @@ export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'i
         censor: '[redacted]',
       },
     },
-    // Buffered (4 KiB) asynchronous writes: one syscall per many lines on the request path.
-    // stop() flushes; a crash may lose the last few lines, never data.
+    // Buffered: a crash may lose the last few lines, never data; stop() flushes.
     pino.destination({ fd: 2, sync: false, minLength: 4096 }),
   );
   familyOf.set(root, children);
@@ -153,7 +125,7 @@ export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'i
 
 const familyOf = new WeakMap<Logger, Set<WeakRef<Logger>>>();
 
-/** Sets the level of a logger made by createLogger and of every child made from it (pino's children keep the level they were made with). */
+/** pino's children keep the level they were made with, so each is set too. */
 export function setLogLevel(root: Logger, level: string): void {
   root.level = level;
   for (const ref of familyOf.get(root) ?? []) {
@@ -162,7 +134,6 @@ export function setLogLevel(root: Logger, level: string): void {
   }
 }
 
-/** A logger that drops everything (tests and CLI runs that asked for quiet). */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }

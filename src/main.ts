@@ -28,43 +28,28 @@ export type { BoundListener, BoundPlainListener } from './node/boundListener.js'
 
 export interface RunningPostern {
   listeners: BoundListener[];
-  /** The event loop's SQLite connection: SQLite plumbing (and tests that read it directly); null on PostgreSQL. */
+  /** The event loop's SQLite connection (plumbing, and tests); null on PostgreSQL. */
   db: Db | null;
-  /** Its statements, as every component above the store runs them. */
   store: Queries;
   pipeline: AcceptPipeline;
-  /** http.redirect_plain's listener; null without one. */
   plain: BoundPlainListener | null;
-  /** tls.acme's certificate and its renewals; null without tls.acme. */
   certificates: AcmeCertificates | null;
-  /**
-   * Re-reads every certificate pair the config names in files (smtp.tls or the state directory's
-   * self-signed one, the HTTP and console listeners' cert/key) (SIGHUP); sessions in progress keep
-   * theirs. tls.acme's certificate is not a file the operator changes: it is left alone.
-   */
+  /** Re-reads the certificate pairs the config names in files (SIGHUP); sessions in progress keep theirs. */
   reloadTls(): void;
-  /**
-   * Applies a newly loaded config (SIGHUP): the sections that can change live (LIVE_SECTIONS)
-   * take effect; the top-level sections that changed otherwise are returned as needing a restart.
-   */
+  /** Applies LIVE_SECTIONS; the others that changed are returned as needing a restart. */
   reload(next: PosternConfig): ConfigReload;
   close(): Promise<void>;
 }
 
-/** What a reload changed, and what changed but waits for a restart (top-level config keys). */
 export interface ConfigReload {
   changed: string[];
   restart_needed: string[];
 }
 
-/** The config's top-level keys SIGHUP applies live (docs/operations.md, "Reloading the config"). */
+/** docs/operations.md#reloading-the-config */
 const LIVE_SECTIONS: readonly string[] = ['plans', 'default_plan', 'limits', 'rate_limits', 'log'];
 
-/**
- * Wiring: the node's components, each given the config sections it reads, started in the order
- * they depend on each other (store → acceptance → housekeeping → engines → operator writes and
- * admission → certificates → console → doors → ACME ordering) and stopped in reverse.
- */
+/** Wiring: the node's components, started in dependency order and stopped in reverse. */
 export async function startPostern(config: PosternConfig, logger: Logger, clock: Clock = systemClock): Promise<RunningPostern> {
   applyHeapGrowth(config.memory.heap_growth_percent);
   setMetricsRecording(config.metrics.enabled);
@@ -72,7 +57,6 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   setNodeInfo(config.node.id, posternVersion());
   // Copied at start (the index writer thread holds its own); acceptance sets them again on a reload.
   const limits = limitSettings(config);
-  // Whose X-Forwarded-For names the client, on every HTTP and console listener.
   const proxies = new TrustedProxies(config.http.trusted_proxies);
   const base = { clock, logger };
   const components = new ComponentRunner<PosternConfig>(logger);
@@ -109,14 +93,10 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       { ...base, acceptance, admission, housekeeping, console, certificates, sockets, readiness, metrics, proxies },
     ),
   );
-  // The listeners that answer the CA's challenges are up: the first certificate can be ordered.
   await components.start(new AcmeOrderingComponent(certificates));
-  // From here on this connection only reads: every write goes through the index writer thread.
-  // A write here would wait on busy_timeout whenever the writer holds the lock (both doors with
-  // it), so SQLite refuses one outright (SQLITE_READONLY) rather than let it slip in.
+  // From here on this connection only reads: a write would wait on busy_timeout while the writer holds the lock.
   node.sqlite?.pragma('query_only = 1');
 
-  // The config as running: its live sections are the last reload's, the rest as started.
   let running = config;
   let closed = false;
   return {
@@ -139,7 +119,6 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
       }
       if (result.changed.length === 0) return result;
       running = { ...running, plans: next.plans, default_plan: next.default_plan, limits: next.limits, rate_limits: next.rate_limits, log: next.log };
-      // Each component is given its section of it, and acts on what changed there.
       components.reload(running);
       return result;
     },
@@ -152,7 +131,6 @@ export async function startPostern(config: PosternConfig, logger: Logger, clock:
   };
 }
 
-/** The sections the operator layer reads (operator/context.ts). */
 function operatorSettingsOf(config: PosternConfig): OperatorSettings {
   const { plans, default_plan, policy, limits, webhooks, delivery, console, state_dir, viewer, listeners, dns } = config;
   return { plans, default_plan, policy, limits, webhooks, delivery, console, state_dir, viewer, listeners, dns };

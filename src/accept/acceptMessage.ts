@@ -35,9 +35,8 @@ export interface AcceptDeps {
   clock: Clock;
   logger: Logger;
   limits: LimitSettings;
-  /** The disk guard (spool.min_free_bytes); none: never refused for space. */
   disk?: DiskGuard | null;
-  /** Told once per commit that stored a message due now, so delivery starts without waiting for its next poll. */
+  /** Told once per commit that stored a message due now, so delivery need not wait for its next poll. */
   onDue?: () => void;
 }
 
@@ -46,27 +45,17 @@ export interface AcceptOptions {
   idempotencyKey: string | null;
 }
 
-/**
- * Where a message's MIME comes from: composed from JSON (HTTP), or a received message already
- * rewritten (held, or in a temp file), whose id was fixed when its Message-ID header was
- * written. Either way it ends held in memory, for the index to keep in the commit of its row,
- * or as a temp file, which the index writer publishes (durable under its final name) and then
- * commits.
- */
+/** Composed from JSON (HTTP) or a received message already rewritten; ends held in memory or as a temp file the index writer publishes. */
 interface MimeSource {
   id?: string;
   write(id: string, nowMs: number): Promise<SpooledMessage>;
 }
 
-/** A message as the SMTP door received it: held whole when small, else the stream of its DATA. */
 export type ReceivedData = { whole: Buffer } | { stream: Readable };
 
 export interface ReceivedOptions {
-  /** The envelope's recipients (RCPT TO). */
   recipients: string[];
-  /** A streamed message stops being read past this many bytes (MessageOverSize). */
   maxBytes: number;
-  /** The address whose domain an added Message-ID takes when From has none. */
   defaultSender: string;
 }
 
@@ -76,12 +65,7 @@ interface InitialState {
   holdReason: HoldReason;
 }
 
-/**
- * The status by the transition table's precedence (contract/messageStates.ts, ACCEPTANCE): a
- * sandbox message is `captured` (never auto-forwarded); a held one is `paused` (the request's
- * flag or the project's pause); a future `scheduled_at` is `scheduled`; otherwise `queued`.
- * `paused` reports the held state whatever the status.
- */
+/** The status by the transition table's precedence (contract/messageStates.ts): captured, paused, scheduled, else queued. */
 export function initialState(auth: AuthContext, message: MessageFacts): InitialState {
   const holdReason: HoldReason = message.paused ? 'request' : auth.project.paused ? 'project' : null;
   const paused = holdReason !== null;
@@ -95,7 +79,6 @@ export function refusalError(refusal: Refusal): ContractError {
   });
 }
 
-/** A message whose MIME file is on disk, waiting for its index commit. */
 interface Spooled {
   response: SendAccepted;
   /** null: the body travels in `record`, for the index to keep. */
@@ -103,37 +86,22 @@ interface Spooled {
   record: AcceptanceRecord;
 }
 
-/**
- * The accept pipeline, shared by both doors: project policy → cheap quota pre-check → compose
- * and write the MIME file durably → commit the index row, Idempotency-Key, usage and
- * `mail.accepted` event in one transaction, where the caps and quotas are checked again
- * authoritatively. It resolves only after both file and row are durable.
- */
+/** The accept pipeline both doors share; it resolves only after both file and index row are durable. */
 export class AcceptPipeline {
   private readonly inFlight = new Map<string, Promise<SendAccepted>>();
 
   constructor(private readonly deps: AcceptDeps) {}
 
-  /** Whether the index answers a query (GET /healthz). */
   indexAnswers(): Promise<boolean> {
     return indexAnswers(this.deps.store);
   }
 
-  /**
-   * Refuses new mail while the state directory's free space is below spool.min_free_bytes
-   * (`storage_low`: HTTP 503, SMTP 452 4.3.1). The doors call it before reading a message;
-   * the pipeline again before anything is written.
-   */
+  /** `storage_low` below spool.min_free_bytes: the doors call it before reading a message, the pipeline again before writing. */
   checkDiskSpace(): void {
     if (this.deps.disk?.low) throw new ContractError('storage_low', { headers: { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) } });
   }
 
-  /**
-   * Checks the key's format, then runs `attempt` at most once per (project, environment,
-   * Idempotency-Key) at a time: a repeat
-   * gets the stored 202 body (the first body wins, even if the repeat's body differs or is
-   * invalid); a concurrent repeat waits for the first and shares its outcome when it succeeds.
-   */
+  /** At most one attempt per (project, environment, Idempotency-Key) at a time: a repeat gets the stored 202 (the first body wins). */
   async idempotent(auth: AuthContext, key: string | null, attempt: () => Promise<SendAccepted>): Promise<SendAccepted> {
     if (key === null) return attempt();
     const formatError = idempotencyKeyError(key);
@@ -159,18 +127,11 @@ export class AcceptPipeline {
     }
   }
 
-  /** An HTTP send: composed from JSON by the spool writer threads. */
   accept(auth: AuthContext, message: OutgoingMessage, opts: AcceptOptions): Promise<SendAccepted> {
     return this.acceptFrom(auth, message, opts, this.composed(message));
   }
 
-  /**
-   * An SMTP message: rewritten, written to a temp file and parsed (a held one on a writer thread,
-   * a streamed one as it arrives), judged by the Message rules, then accepted as any other,
-   * under its control headers' Idempotency-Key. A message not accepted leaves no file behind.
-   * Throws MessageOverSize when a streamed one passes `maxBytes`; one past a structure limit
-   * (structureLimits.ts) is refused as field validation (`headers:too_large`, `body:too_many_parts`).
-   */
+  /** An SMTP message: rewritten, spooled, parsed and judged by the Message rules; one not accepted leaves no file behind. */
   async acceptReceived(auth: AuthContext, received: ReceivedData, opts: ReceivedOptions): Promise<SendAccepted> {
     const { spool, writers, clock } = this.deps;
     this.checkDiskSpace();
@@ -178,8 +139,7 @@ export class AcceptPipeline {
     const id = newMessageId(now);
     const relPath = spool.relativePathFor(id, now);
     const tmpPath = spool.tempPathFor(relPath);
-    // Whether a temp file may be left for this call to remove: none once the message came back
-    // held (it never had one; an lstat per message showed in the SMTP profile) or was adopted.
+    // No temp file to remove once the message came back held (an lstat per message showed in the SMTP profile) or was adopted.
     let tempFileOurs = true;
     try {
       const options = { id, defaultSender: opts.defaultSender };
@@ -190,13 +150,12 @@ export class AcceptPipeline {
       );
       if (held) tempFileOurs = false;
       const judged = judgeSmtpMessage(mail, opts.recipients, clock.now());
-      // A message read only in part is always over a length the rules refuse (above).
       if (!mail.complete) throw new Error('a message read only in part passed the rules');
       const source: MimeSource = {
         id,
         write: async () => {
           if (held) return { held, size: mail.size };
-          tempFileOurs = false; // from here the commit publishes the file, or removes it
+          tempFileOurs = false;
           return { relPath, tmpPath, size: mail.size };
         },
       };
@@ -206,7 +165,6 @@ export class AcceptPipeline {
     }
   }
 
-  /** Any door: policy, then `source` writes the MIME, then the durable commit. */
   private async acceptFrom(auth: AuthContext, facts: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<SendAccepted> {
     await this.checkPolicy(auth, facts);
     const spooled = await this.spool(auth, facts, opts, source);
@@ -219,11 +177,7 @@ export class AcceptPipeline {
     return { write: (id, now) => this.deps.writers.write(id, message, now) };
   }
 
-  /**
-   * Many messages of one request: each is checked and written on its own, then all are
-   * committed in request order, so a cap that runs out part-way refuses exactly the later ones.
-   * Each slot is the message's 202 body or its own error.
-   */
+  /** Committed in request order, so a cap that runs out part-way refuses exactly the later ones. */
   async acceptMany(auth: AuthContext, messages: OutgoingMessage[], opts: AcceptOptions): Promise<(SendAccepted | ContractError)[]> {
     const spooled = await Promise.all(
       messages.map(async (message) => {
@@ -267,7 +221,6 @@ export class AcceptPipeline {
     try {
       written = await source.write(id, now);
     } catch (err) {
-      // Headers that make a header block no parser of Postern's would read again: the sender's fault.
       if (err instanceof MessageStructureRefused) throw structureError(err);
       logger.error({ err, message_id: id }, 'spool write failed');
       throw new ContractError('server_error');
@@ -324,7 +277,7 @@ export class AcceptPipeline {
     return { response, file: 'held' in written ? null : { relPath: written.relPath, tmpPath: written.tmpPath }, record };
   }
 
-  /** Publishes and commits in order; a refused, duplicate or failed unit removes its own file. */
+  /** A refused, duplicate or failed unit removes its own file. */
   private async commit(units: Spooled[]): Promise<(SendAccepted | ContractError)[]> {
     const { spool, indexWriter, logger, onDue } = this.deps;
     const settled = await Promise.allSettled(
@@ -356,12 +309,10 @@ function usageFacts(auth: AuthContext, message: MessageFacts, bytes: number): Us
   return { projectId: auth.project.id, environment: auth.environment, senderDomain: domainOf(message.from.email), category: message.category, bytes };
 }
 
-/** A message refused for its structure, as the field-validation refusal it is (422 / 554 5.6.0). */
 function structureError(err: MessageStructureRefused): ContractError {
   return ContractError.validation([err.detail], err.message);
 }
 
-/** `work`'s result; a MessageStructureRefused it fails with becomes its validation refusal, any other failure stays as it is. */
 async function asRefusal<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;

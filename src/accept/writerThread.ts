@@ -1,10 +1,4 @@
-/**
- * Worker-thread entry: composes messages' MIME (HTTP) or rewrites and parses received ones
- * (SMTP), and writes each under its temp name, or hands a small one back whole for the index
- * to keep (`heldMaxBytes`). MailComposer and mailparser are CPU-heavy; they stay off the event
- * loop that serves both doors. Making the files durable under their final names is the index
- * writer's, once per commit group.
- */
+/** Worker thread: MailComposer and mailparser are CPU-heavy, so composing, rewriting and parsing stay off the event loop. */
 import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { composedAsStream, composeMime, composeMimeStream } from '../mime/composeMime.js';
@@ -14,20 +8,13 @@ import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 
-/**
- * Each task hands its message back whole (`held`) when it is at most `heldMaxBytes`, else writes
- * it to the temp file `tmpPath`, into the retired file `reusePath` if one was given (Spool.retire).
- */
+/** Handed back whole (`held`) when at most `heldMaxBytes`, else written to `tmpPath` (into `reusePath`, a retired file, if given). */
 export type WriteTask =
   | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string; heldMaxBytes: number }
   | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; heldMaxBytes: number; options: IngestOptions }
-  /** Answered as soon as it is read: the thread has loaded its modules and takes work. */
   | { kind: 'ready'; seq: number };
 
-/**
- * `held`: the MIME, in memory of its own (moved, not copied, to the event loop); absent: written
- * to `tmpPath`. `refused`: the task ran, and the message is the sender's fault (nothing written).
- */
+/** `held` is moved, not copied, to the event loop. `refused`: the sender's fault, nothing written. */
 export type WriteResult =
   | { seq: number; ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array; refused?: StructureProblem }
   | { seq: number; ok: false; error: string };
@@ -39,10 +26,7 @@ function revive(message: OutgoingMessage): OutgoingMessage {
   return { ...message, attachments: message.attachments.map((a) => ({ ...a, content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength) })) };
 }
 
-/**
- * `bytes` in memory of its own, so that it can be moved between threads: a small Buffer is a
- * slice of a shared pool, and moving the pool would take every other Buffer in it along.
- */
+/** A small Buffer is a slice of a shared pool: moving the pool would take every other Buffer in it along. */
 function ownedCopy(bytes: Buffer): Uint8Array {
   if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) return bytes;
   const copy = new Uint8Array(bytes.byteLength);
@@ -50,7 +34,6 @@ function ownedCopy(bytes: Buffer): Uint8Array {
   return copy;
 }
 
-/** A result waits at most this long for others to share its message back. */
 const REPLY_BATCH_MS = 1;
 
 const queue: WriteTask[] = [];
@@ -68,12 +51,7 @@ function flushResults(): void {
   results = [];
 }
 
-/**
- * Tasks run one at a time, in arrival order: run together, their stream steps interleave and
- * every task of a batch finishes as late as the last. Results go back together while they
- * keep coming quickly (a message per result costs the event loop more than the task); a timer
- * sends a held result on time even if the next task is a long one.
- */
+/** One at a time (run together, every task of a batch finishes as late as the last); results go back in batches. */
 async function drain(): Promise<void> {
   running = true;
   while (queue.length > 0) {
@@ -112,7 +90,7 @@ async function handle(task: WriteTask): Promise<WriteResult> {
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {
     rmSync(task.tmpPath, { force: true });
-    // A message past a structure limit is refused, not failed: the caller answers 422 / 554, not 500 / 451.
+    // Refused, not failed: the caller answers 422 / 554, not 500 / 451.
     const refused = structureRefusal(err);
     if (refused) return { seq: task.seq, ok: true, size: 0, refused: refused.problem };
     return { seq: task.seq, ok: false, error: (err as Error).message };

@@ -6,10 +6,7 @@ import { listOperators } from '../store/operators.js';
 import type { Output } from './output.js';
 import { cliInvocation, noticeText, startNotices } from './startNotices.js';
 
-/**
- * `postern start`: serves every listener until SIGTERM or SIGINT, then shuts down gracefully.
- * `configFlag`: the --config it was given, repeated in the commands it suggests.
- */
+/** `configFlag`: repeated in the commands it suggests. */
 export async function runStart(configPath: string, out: Output, configFlag?: string): Promise<number> {
   // A bad config throws ConfigError here, before the state directory is touched.
   const config = loadConfig(configPath);
@@ -20,9 +17,7 @@ export async function runStart(configPath: string, out: Output, configFlag?: str
   process.once('SIGTERM', () => signalled('SIGTERM'));
   process.once('SIGINT', () => signalled('SIGINT'));
   const running = await startPostern(config, logger, clockFromEnvironment());
-  // SIGHUP (systemctl reload): the config file again, its live sections applied; the TLS pair
-  // again. A file that does not load or validate refuses the whole reload: nothing changes, the
-  // certificate included (its paths are the config's).
+  // A file that does not load or validate refuses the whole reload, the certificate included.
   process.on('SIGHUP', () => {
     try {
       const { changed, restart_needed } = running.reload(loadConfig(configPath));
@@ -46,15 +41,13 @@ export async function runStart(configPath: string, out: Output, configFlag?: str
   const started = { status: 'listening', state_dir: config.state_dir, listeners: running.listeners };
   if (out.json) out.print({ ...started, ...notices });
   else {
-    // For a person: the listeners, then the notices as sentences.
     out.print(started);
     const text = noticeText(notices);
     if (text) process.stdout.write(`${text}\n`);
   }
-  // Logged once, at start: a supervisor's journal shows it where the output is not seen.
+  // Logged too: a supervisor's journal shows it where the output is not seen.
   if (notices.first_run) logger.info(notices.first_run, 'no operator exists yet: create the first owner with create_owner, then sign in at console_url');
   if (notices.plain_text_listeners.length > 0) logger.warn({ listeners: notices.plain_text_listeners }, 'listeners serve plain text on an address other hosts can reach: API keys and passwords cross the network in clear (give them cert/key or acme, or bind them to 127.0.0.1 behind a TLS proxy)');
-  // Someone is reading the output now: the log says it too, not when the buffer fills.
   if (notices.first_run || notices.plain_text_listeners.length > 0) logger.flush();
   logger.info({ signal: await stopRequested }, 'shutting down');
   await running.close();

@@ -1,17 +1,11 @@
-/**
- * What `postern start` tells the person who ran it besides its listeners: on a first run (no
- * operator yet), where the console is and the command that creates the first owner; and which
- * listeners serve plain text on an address other hosts reach, where API keys and passwords
- * would cross the network in clear.
- */
+/** What `postern start` tells its user: on a first run, how to create the first owner; and which listeners serve plain text to others. */
 import { BlockList, isIP } from 'node:net';
 import path from 'node:path';
 import type { BoundListener } from '../main.js';
 
 export interface FirstRun {
-  /** The console's address as bound; null: the config has no console listener. */
   console_url: string | null;
-  /** The command, as typed in this directory, that creates the first owner (it prints a one-time password). */
+  /** It prints a one-time password. */
   create_owner: string;
 }
 
@@ -30,7 +24,7 @@ LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
 
-/** 127.0.0.0/8, ::1 and `localhost`: only this host reaches it. Everything else (0.0.0.0, ::, a LAN or public address, a name) may be reached by others. */
+/** 127.0.0.0/8, ::1 and `localhost`: only this host reaches it. */
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
@@ -38,14 +32,8 @@ export function isLoopback(host: string): boolean {
   return family !== 0 && LOOPBACK.check(h, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** A word of a shell command, quoted when the shell would split or expand it. */
 const shellWord = (word: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
 
-/**
- * How to run this CLI again from the directory it was started in: `./bin/postern.js` (npm
- * start, or the script run by its path), `postern` when it was run from a PATH directory (npm
- * link), else the script's absolute path; `--config FILE` when start was given one.
- */
 export function cliInvocation(script: string, cwd: string, configFlag: string | undefined, pathVariable = process.env.PATH ?? ''): string {
   const relative = path.relative(cwd, script);
   let command: string;
@@ -64,7 +52,6 @@ export function startNotices(listeners: readonly BoundListener[], hasOperator: b
   };
 }
 
-/** The notices as a person reads them under the listener list (empty when there is nothing to say). */
 export function noticeText(notices: StartNotices): string {
   const lines: string[] = [];
   const first = notices.first_run;

@@ -4,24 +4,15 @@ import type { AcceptanceGroupStore, AcceptanceUnitWrites, GroupUnitResult } from
 import { dayPeriod, monthPeriod } from '../store/usage.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 
-/**
- * An acceptance committed in a group that holds its project's lock (store/acceptanceGroups.ts:
- * the shared database's way, exact across nodes): the twin of recordAcceptance (acceptance.ts),
- * judged by the policy layer's rules (decideUsage) between the store's one read and its writes.
- */
+/** The group-commit twin of recordAcceptance (acceptance.ts), judged by the same rules under the project's lock. */
 export interface GroupAcceptanceUnit {
   record: AcceptanceRecord;
-  /**
-   * A body too big to hold (a temp file, a stream): opened when the unit's turn comes and
-   * written as it is read, never whole. Without it, `record.body` (held) is written, if any.
-   */
+  /** Opened when the unit's turn comes and written as it is read, never whole. */
   openBody?: () => Readable;
 }
 
-/** Per unit, in the order given: its outcome, or why it failed. */
 export type GroupAcceptanceResult = GroupUnitResult<AcceptanceOutcome>;
 
-/** Commits a group of acceptances in one transaction of `groups` (durable before this resolves), each judged by `limits`. */
 export function commitAcceptanceGroup(groups: AcceptanceGroupStore, units: readonly GroupAcceptanceUnit[], limits: LimitSettings): Promise<GroupAcceptanceResult[]> {
   return groups.commitGroup(
     units,
@@ -30,7 +21,7 @@ export function commitAcceptanceGroup(groups: AcceptanceGroupStore, units: reado
   );
 }
 
-/** What recordAcceptance commits in the index writer's transaction, in the same order, judged by the same rule; the project is locked. */
+/** What recordAcceptance commits, in the same order, judged by the same rule. */
 async function commitUnit(store: AcceptanceUnitWrites, unit: GroupAcceptanceUnit, planName: string, limits: LimitSettings): Promise<AcceptanceOutcome> {
   const { record } = unit;
   const m = record.message;
@@ -59,7 +50,7 @@ async function commitUnit(store: AcceptanceUnitWrites, unit: GroupAcceptanceUnit
     try {
       await store.writeBody(m.id, body);
     } finally {
-      // A stream left half read (the insert failed) would hold its file open.
+      // A stream left half read would hold its file open.
       body.destroy();
     }
   }
@@ -77,7 +68,7 @@ async function commitUnit(store: AcceptanceUnitWrites, unit: GroupAcceptanceUnit
   return { kind: 'stored' };
 }
 
-/** A held body as a Buffer over the same memory (one that crossed a MessagePort arrives as a bare Uint8Array). */
+/** One that crossed a MessagePort arrives as a bare Uint8Array. */
 function heldBytes(body: Uint8Array): Buffer {
   return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }

@@ -8,14 +8,9 @@ import type { AcceptanceGroupStore } from '../store/acceptanceGroups.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import { commitAcceptanceGroup, type GroupAcceptanceResult, type GroupAcceptanceUnit } from './acceptanceGroup.js';
 
-/** Units per group transaction, as the SQLite writer thread groups them. */
 const MAX_GROUP = 512;
 
-/**
- * Group transactions in flight at once. One would leave the pool idle while a commit waits for
- * its flush (and a synchronous standby); a few let the next group run its statements meanwhile.
- * Groups of one project still take turns at its row lock, which is what keeps its caps exact.
- */
+/** A few let the next group run its statements while one waits for its flush; a project's row lock keeps its caps exact. */
 const DEFAULT_CONCURRENT_GROUPS = 2;
 
 interface Pending {
@@ -25,14 +20,7 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-/**
- * A node's acceptance commits through the store's acceptance groups (the shared database's), the
- * twin of the SQLite index writer thread (IndexWriter): units submitted while a group commits wait and go together in the next group,
- * so a busy node shares each flush among many acceptances. Each promise resolves only once its
- * unit is committed durably (commitAcceptanceGroup), which is what a 202 or 250
- * may promise. A large body arrives as a temp file (node-local scratch, not the durable copy):
- * it is streamed into the database in its unit's transaction and removed once the group ends.
- */
+/** PostgreSQL's twin of the SQLite index writer thread: group commits, each promise resolved once its unit is durable. */
 export class AcceptanceGroupWriter {
   private queue: Pending[] = [];
   private running = 0;
@@ -60,18 +48,11 @@ export class AcceptanceGroupWriter {
     return promises;
   }
 
-  /** New plans and caps (SIGHUP): groups started from now on judge by them. */
   updateLimits(limits: LimitSettings): void {
     this.limits = limits;
   }
 
-  /**
-   * The last group's error, if its commit failed as a whole (the database unreachable, say);
-   * null once one commits, or once the database answers as a primary again (a probe, only
-   * while there is an error): a node behind a balancer that stops sending it requests while it
-   * is not ready would otherwise never commit again to clear it. A probe that does not answer
-   * within `timeoutMs` leaves the error.
-   */
+  /** Cleared by a commit, or by a probe once the database answers as a primary: a node out of its balancer would not commit again. */
   async lastWriteError(timeoutMs: number): Promise<string | null> {
     const error = this.lastError;
     if (error === null) return null;
@@ -87,7 +68,6 @@ export class AcceptanceGroupWriter {
     return answered ?? this.lastError;
   }
 
-  /** Refuses new units and waits for the groups already taken. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.running === 0 && this.queue.length === 0) return;
@@ -107,8 +87,7 @@ export class AcceptanceGroupWriter {
   }
 
   private async commit(group: Pending[]): Promise<void> {
-    // Read in pieces of the stored piece's size: each read is one piece as it is (no copy to join
-    // smaller reads), which keeps a 30 MB body's garbage, and so the node's RSS, down.
+    // Pieces of the stored piece's size: no copy to join smaller reads, which keeps a large body's garbage (and RSS) down.
     const units: GroupAcceptanceUnit[] = group.map(({ file, record }) =>
       file ? { record, openBody: () => createReadStream(file.tmpPath, { highWaterMark: this.groups.bodyPieceBytes }) } : { record },
     );
@@ -125,10 +104,8 @@ export class AcceptanceGroupWriter {
       this.logger.error({ units: group.length, err: this.lastError }, 'acceptance commit failed; the group is answered with an error');
     } else {
       this.lastError = null;
-      // postern_commit_group_size and _duration_seconds, as the SQLite writer thread records them.
       observeCommitGroup(group.length, (performance.now() - started) / 1000);
     }
-    // The bodies are in the database (or their units failed): the scratch copies go either way.
     await Promise.all(group.map((p) => (p.file ? rm(p.file.tmpPath, { force: true }) : undefined)));
     group.forEach((p, i) => {
       const r = results[i]!;

@@ -11,11 +11,8 @@ import { applyOperatorBookkeeping, operatorWriteIsDurable, type OperatorBookkeep
 import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
 
 /**
- * The writes the index writer thread runs for others, as plain data, one transaction each:
- * the webhook dispatcher's, the delivery scheduler's, provider feedback's, housekeeping's and
- * the operator layer's (a bulk message action's chunks, API keys' last use), and the node's heartbeat row.
- * The index keeps one writer, so none of them ever holds (or waits for) the write lock the
- * doors' commits need, and the event loop never waits on busy_timeout.
+ * The writes the index writer thread runs for others, as plain data, one transaction each: the index keeps
+ * one writer, so none of them holds the write lock the doors' commits need.
  */
 export interface BookkeepingWork {
   webhooks: WebhookBookkeeping;
@@ -45,13 +42,12 @@ export type BookkeepingReply =
   | { seq: number; ok: true; result: BookkeepingResults[BookkeepingKind]; acceptanceBusy: boolean }
   | { seq: number; ok: false; error: string };
 
-/** What one write came back with: its result, and whether acceptance was committing meanwhile (write less often then). */
+/** `acceptanceBusy`: acceptance was committing meanwhile (write less often then). */
 export interface BookkeepingOutcome<K extends BookkeepingKind> {
   result: BookkeepingResults[K];
   acceptanceBusy: boolean;
 }
 
-/** Runs one request's writes (the caller wraps it in a transaction). */
 export function applyBookkeeping(q: Queries, request: BookkeepingRequest): Promise<BookkeepingResults[BookkeepingKind]> {
   switch (request.kind) {
     case 'webhooks':
@@ -71,30 +67,21 @@ export function applyBookkeeping(q: Queries, request: BookkeepingRequest): Promi
   }
 }
 
-/**
- * Whether a request's commit is flushed before its reply (synchronous=FULL). Feedback is
- * acknowledged to the provider, retention's files are retired once it returns, and the last
- * chunk of an operator's action is answered as done: all must survive a power loss. The rest only repeat work if lost (a delivery, a webhook, a prune), so
- * they commit with synchronous=NORMAL and acceptance's next commit flushes them.
- */
+/** Flushed before the reply (FULL) when acknowledged outward; the rest only repeat work if lost, so NORMAL. */
 export function committedDurably(request: BookkeepingRequest): boolean {
   return request.kind === 'feedback' || request.kind === 'retention' || (request.kind === 'operator' && operatorWriteIsDurable(request.work));
 }
 
-/**
- * Where a writer's bookkeeping runs, each `write` one transaction: on SQLite the index writer
- * thread (BookkeepingClient), on PostgreSQL the database itself (DirectBookkeeping).
- */
+/** SQLite: the index writer thread (BookkeepingClient); PostgreSQL: the database itself (DirectBookkeeping). */
 export interface Bookkeeping {
   write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>>;
-  /** Several nodes share this store (PostgreSQL): leases have owners; throttles and the nodes up are the cluster's. */
+  /** PostgreSQL: leases have owners; throttles and the nodes up are the cluster's. */
   readonly sharedByNodes: boolean;
-  /** Whether a failed write may have committed all the same (the database went away as it committed): keep it, send it again. */
+  /** The database went away as it committed: keep it, send it again. */
   inDoubt(err: unknown): boolean;
   close(): void;
 }
 
-/** A writer's handle on the index writer thread: each `write` is one transaction there. */
 export class BookkeepingClient implements Bookkeeping {
   readonly sharedByNodes = false;
   private seq = 0;
@@ -107,7 +94,6 @@ export class BookkeepingClient implements Bookkeeping {
 
   write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
     const [reply] = this.channel.request([{ seq: ++this.seq, kind, work } as BookkeepingRequest]);
-    // The thread answers a request of kind K with that kind's result.
     return reply.then(({ result, acceptanceBusy }) => ({ result: result as BookkeepingResults[K], acceptanceBusy }));
   }
 

@@ -7,7 +7,6 @@ import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, type SuppressionRow } from '../store/suppressions.js';
 
-/** What a lifecycle event needs of its message. */
 export interface MailRef {
   id: string;
   project_id: string;
@@ -24,7 +23,7 @@ export interface MailEventRecord {
 
 export type FinishSending = Parameters<typeof finishSending>[2];
 
-/** What a hand-off records of its message on the way (attempts, bounces, events, usage): written with its end. */
+/** What a hand-off records on the way (attempts, bounces, events, usage): written with its end. */
 export type DeliveryRecord =
   | { kind: 'attempt'; attempt: AttemptRow }
   | { kind: 'recipient'; outcome: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number } }
@@ -32,56 +31,35 @@ export type DeliveryRecord =
   | { kind: 'usage'; accountId: string; period: string }
   | { kind: 'event'; event: MailEventRecord };
 
-/** One write of the delivery scheduler, decided on its side; run in order in one transaction. */
+/** Run in order in one transaction. */
 export type DeliveryWrite =
-  /** A provider asked to rest the account until `until` (PostgreSQL only: every node reads it). */
+  /** PostgreSQL only: every node reads it. */
   | { kind: 'throttle'; accountId: string; until: number }
   /**
-   * Ends a hand-off (only a message still `sending` moves; on PostgreSQL only while `node`
-   * holds its lease), with what the hand-off recorded on the way; `event` is recorded only if
-   * it moved.
-   *
-   * `retried`: the exchange that carried it first failed, and on PostgreSQL a commit whose
-   * answer was cut off (the database stopping as it committed) may have landed all the same.
-   * Its records are then written only if the message moves: a message that no longer moves was
-   * ended by that commit (or its lease was taken over), and writing them again would count a
-   * hand-off twice (two attempt rows, a second mail.sent to every webhook).
+   * Ends a hand-off (a message still `sending`; on PostgreSQL only while `node` holds its lease). `retried`: a commit
+   * whose answer was cut off may have landed, so records are written only if the message moves (never a hand-off counted twice).
    */
   | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null; node: string; records: DeliveryRecord[]; retried?: boolean };
 
-/**
- * One exchange of the delivery scheduler with the index: the outcomes it has to record, then
- * (optionally) the expiry sweep and a new lease of due messages, all in one transaction.
- */
+/** The outcomes, then optionally the expiry sweep and a new lease, in one transaction. */
 export interface DeliveryBookkeeping {
   writes: DeliveryWrite[];
-  /** Messages past their maximum age (created before `createdBefore`) end `failed`, at most `limit`. */
   expire: { createdBefore: number; at: number; limit: number } | null;
-  /** `node`: the leasing node (node.id), the lease's owner on PostgreSQL. */
   lease: { node: string; now: number; leaseUntil: number; limit: number } | null;
-  /**
-   * PostgreSQL: take back this node's own leases that it holds no hand-off for (all but
-   * `holding`), renewed to `leaseUntil`. After a lease whose commit's answer was cut off: the
-   * messages may be leased to this node without its knowing (they would wait for the lease to
-   * run out); leased here again, they are handed off once.
-   */
+  /** PostgreSQL: this node's own leases it holds no hand-off for, leased here again (a lease commit's answer may have been cut off). */
   reclaim: { node: string; now: number; leaseUntil: number; holding: string[] } | null;
 }
 
 export interface DeliveryBookkeepingResult {
   leased: MessageRow[];
-  /** This node's own leases taken back (`reclaim`): handed off like `leased`. */
   reclaimed: MessageRow[];
-  /**
-   * PostgreSQL, with a lease: the accounts a provider rests now (any node was told), each with
-   * its reset, read in the lease's transaction, so the leased messages' candidates skip them.
-   */
+  /** PostgreSQL: the accounts resting now, read in the lease's transaction so the leased messages' candidates skip them. */
   throttled: [accountId: string, until: number][];
 }
 
 export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row.project_id, subject: row.subject, from_email: row.from_email });
 
-/** Runs one exchange's writes; the caller wraps it in a transaction. */
+/** The caller wraps it in a transaction. */
 export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkeeping): Promise<DeliveryBookkeepingResult> {
   const leases = backendOf(q).deliveryLeases;
   const event = (e: MailEventRecord) => insertMailEvent(q, e.message, e.type, e.at, e.extra);

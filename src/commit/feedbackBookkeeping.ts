@@ -12,34 +12,24 @@ export interface FeedbackTally {
   unknown: number;
 }
 
-/** One verified notification of a provider account, as plain data (it crosses to the index writer thread). */
 export interface FeedbackBookkeeping {
   account: { id: string; project_id: string; slug: string };
   items: FeedbackItem[];
   now: number;
-  /** Signature tokens the verifier saw unused: recorded with the effects, or nothing applies. */
+  /** Recorded with the effects, or nothing applies. */
   onceKeys: string[];
 }
 
 export interface FeedbackBookkeepingResult {
   tally: FeedbackTally;
-  /** A once-key was recorded meanwhile (by another request): nothing was applied. */
   replayed: boolean;
-  /** Items whose message is unknown, for the caller to log. */
   unknownItems: Pick<FeedbackItem, 'providerMessageId' | 'kind'>[];
 }
 
-/** Outcomes that a later, milder notification must not overwrite (a soft bounce after a hard one). */
+/** A later, milder notification must not overwrite them (a soft bounce after a hard one). */
 const FINAL = new Set(['bounced', 'complained', 'failed', 'delivered']);
 
-/**
- * Applies verified provider feedback; the caller wraps it in one transaction. Each item once (by
- * receipt key), matched to the message by provider message id, turned into the recipient's
- * outcome, the message's status, a lifecycle event and, for hard bounces and complaints, a
- * suppression. Items whose message is unknown get no receipt, so a notification that raced
- * ahead of our bookkeeping can still apply. The one-time keys are checked and recorded first,
- * inside the same transaction: if one was recorded meanwhile, nothing is written.
- */
+/** The caller wraps it in one transaction. Unknown messages get no receipt, so a notification that raced ahead can still apply. */
 export async function applyFeedbackBookkeeping(q: Queries, work: FeedbackBookkeeping): Promise<FeedbackBookkeepingResult> {
   const { account, items, now, onceKeys } = work;
   const tally: FeedbackTally = { received: items.length, applied: 0, duplicates: 0, unknown: 0 };

@@ -9,15 +9,12 @@ import type { SpoolSync } from '../spool/syncFilesystem.js';
 import type { MetricsSnapshot } from '../platform/metrics.js';
 import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage, IndexWriterReply, WriterQuestion, WriterStatus } from './indexWriterThread.js';
 
-/**
- * The event loop's side of the index writer thread. Units submitted in one tick travel in one
- * message; each promise resolves once its unit is committed durably (or rejects alone).
- */
+/** The event loop's side of the index writer thread: a tick's units travel in one message; each promise settles alone. */
 export class IndexWriter {
   private readonly worker: Worker;
   private readonly channel: ThreadChannel<IndexWriterReply>;
   private outbox: CommitUnit[] = [];
-  /** The outbox's bodies' memory, moved with it (each body owns its ArrayBuffer: heldBody). */
+  /** Each body owns its ArrayBuffer (heldBody), so it can be moved. */
   private outboxTransfer: ArrayBuffer[] = [];
   private seq = 0;
   private closed = false;
@@ -34,12 +31,7 @@ export class IndexWriter {
     });
   }
 
-  /**
-   * Publishes each unit's spool file, if it has one (durable under its final name), then commits
-   * its record (with its body, if the index keeps it); each promise resolves when its unit is
-   * durable. Units submitted together are committed in the order given. A body's memory moves
-   * to the thread: the caller no longer reads it.
-   */
+  /** Publishes each unit's spool file, then commits its record, in the order given. A body's memory moves to the thread. */
   submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
     return units.map(({ file, record }) => {
       if (this.closed) return Promise.reject(new Error('index writer closed'));
@@ -59,18 +51,13 @@ export class IndexWriter {
     this.channel.post(units satisfies IndexWriterMessage, transfer);
   }
 
-  /**
-   * A channel for a bookkeeping writer (the webhook dispatcher, the delivery scheduler:
-   * commit/bookkeepingChannel.ts): the returned port is the writer's end (transferable to its
-   * thread); the index writer thread runs what arrives.
-   */
+  /** The returned port is the writer's end, transferable to its thread. */
   openBookkeepingPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();
     this.channel.post({ bookkeepingPort: port2 } satisfies IndexWriterMessage, [port2]);
     return port1;
   }
 
-  /** New plans and caps (SIGHUP): units submitted from now on are judged by them. */
   updateLimits(limits: LimitSettings): void {
     this.flushOutbox();
     this.channel.post({ limits } satisfies IndexWriterMessage);
@@ -81,17 +68,12 @@ export class IndexWriter {
     if (this.outbox.length > 0) this.send();
   }
 
-  /** The thread's own figures (commit groups, webhook outcomes) for GET /metrics. */
   async metrics(): Promise<MetricsSnapshot> {
     const reply = await this.ask('metrics');
     return 'metrics' in reply ? reply.metrics : [];
   }
 
-  /**
-   * The thread's status, or null when it does not answer within `timeoutMs` (stalled: a group
-   * or a bookkeeping write that long, or the thread gone). The question waits behind the group
-   * being committed, so it measures the thread's latency too.
-   */
+  /** null when it does not answer within `timeoutMs`; the question waits behind the group being committed, so it measures latency too. */
   async status(timeoutMs: number): Promise<WriterStatus | null> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
@@ -114,7 +96,6 @@ export class IndexWriter {
     return reply;
   }
 
-  /** Waits for every submitted unit, then stops the thread. */
   async close(): Promise<void> {
     this.closed = true;
     while (this.channel.waiting > 0) await new Promise((r) => setTimeout(r, 5));

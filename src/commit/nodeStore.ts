@@ -17,47 +17,40 @@ import { DirectBookkeeping } from './directBookkeeping.js';
 
 export type { StoreLocation };
 
-/** What the accept pipeline commits through: the index writer thread (SQLite) or the node's group commits (PostgreSQL). */
+/** The index writer thread (SQLite) or the node's group commits (PostgreSQL). */
 export interface AcceptanceCommits {
   submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[];
   updateLimits(limits: LimitSettings): void;
   /** null: the writer did not answer within `timeoutMs` (stalled). */
   status(timeoutMs: number): Promise<WriterStatus | null>;
-  /** A writer thread's own figures for GET /metrics (none on PostgreSQL: the event loop's registry has them). */
+  /** None on PostgreSQL: the event loop's registry has them. */
   metrics(): Promise<MetricsSnapshot>;
   close(): Promise<void>;
 }
 
-/** A worker thread's or a command's connections: the store it reads and, unless a writer thread takes them, writes. */
 export interface ThreadStore {
   store: Queries;
   close(): Promise<void>;
 }
 
-/**
- * The node's store, opened once at start: the event loop's reads, the acceptance commits, new
- * bookkeeping channels for each writer (scheduler, janitor, operator layer…), and the location
- * worker threads open their own connections from.
- */
+/** The node's store, opened once at start. */
 export interface NodeStore {
   backend: 'sqlite' | 'postgres';
-  /** The event loop's reads (and on PostgreSQL its writes too). */
+  /** On PostgreSQL its writes too. */
   store: Queries;
-  /** The delivery scheduler's reads: a connection of its own on SQLite. */
   deliveryStore: Queries;
   acceptance: AcceptanceCommits;
   openBookkeeping(): Bookkeeping;
-  /** The SQLite index writer thread's end for a thread's writes; on PostgreSQL a thread writes itself. */
+  /** On PostgreSQL a thread writes itself. */
   openBookkeepingPort(): MessagePort | null;
   location: StoreLocation;
-  /** The SQLite connection of the event loop, for SQLite plumbing (query_only, backup); null on PostgreSQL. */
   sqlite: Db | null;
   close(): Promise<void>;
 }
 
 export function storeLocationOf(config: Pick<PosternConfig, 'state_dir' | 'store'>): StoreLocation {
   if (config.store.backend === 'sqlite') return { backend: 'sqlite', stateDir: config.state_dir };
-  // checked when the config was loaded (config/load.ts)
+  // checked when the config was loaded
   return { backend: 'postgres', url: config.store.postgres.url!, poolSize: config.store.postgres.pool_size };
 }
 
@@ -66,19 +59,17 @@ export interface NodeStoreOptions {
   spoolSync: SpoolSync;
   metrics: boolean;
   nodeId: string;
-  /** SQLite: run on the event loop's connection before the index writer thread starts (nothing else writes yet). */
+  /** SQLite: run before the index writer thread starts (nothing else writes yet). */
   beforeWrites?: (store: Queries) => Promise<void>;
 }
 
-/** Opens the configured backend and, on PostgreSQL, applies its migrations (one node at a time). */
 export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 'store'>, logger: Logger, opts: NodeStoreOptions): Promise<NodeStore> {
   const location = storeLocationOf(config);
   if (location.backend === 'sqlite') {
     const db = openDatabase(location.stateDir, logger);
     await opts.beforeWrites?.(sqliteQueries(db));
     const indexWriter = new IndexWriter(location.stateDir, opts.limits, logger, opts.spoolSync, opts.metrics);
-    // The scheduler reads on a connection of its own; its writes (leases, outcomes) go to the index
-    // writer thread, so the event loop that serves both doors never waits for the write lock.
+    // The scheduler's writes go to the index writer thread: the event loop never waits for the write lock.
     const deliveryDb = openDatabase(location.stateDir, logger, { migrate: false, durability: 'at-least-once' });
     return {
       backend: 'sqlite',
@@ -121,20 +112,12 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
   };
 }
 
-/**
- * Connections of their own to the node's store: a worker thread's (the webhook dispatcher), or
- * an operator command's (`migrate`: a command may come before the first start, so it migrates
- * the store as a node would).
- */
+/** A worker thread's or an operator command's (`migrate` may come before the first start, so it migrates). */
 export async function openThreadStore(location: StoreLocation, logger: Logger, name: string, opts: { migrate?: boolean } = {}): Promise<ThreadStore> {
   const connections = await openConnections(location, logger, name, opts);
   return { store: connections.queries, close: () => connections.close() };
 }
 
-/**
- * A writer's bookkeeping given what its host handed it: a port to the SQLite index writer
- * thread, or none on PostgreSQL, where it writes through its own connections (`store`).
- */
 export function bookkeepingThrough(port: MessagePort | null, store: Queries): Bookkeeping {
   return port ? new BookkeepingClient(port) : new DirectBookkeeping(store);
 }

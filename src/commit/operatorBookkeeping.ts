@@ -4,32 +4,23 @@ import { applyMessageAction, countChanged, type MessageAction, type MessagesChan
 import type { Queries } from '../store/queries.js';
 import { applyOperatorWrite, OPERATOR_WRITES_NOT_DURABLE, WriteRefused, type OperatorWrite, type OperatorWrites, type WriteRefusal } from './operatorWrites.js';
 
-/**
- * Every write the operator layer makes, as plain data: in the server the index writer thread
- * runs it (commit/bookkeepingChannel.ts), so the event loop that serves the doors never writes
- * nor waits for the write lock; in the CLI its own connection does. One transaction each: a
- * chunk of a bulk message action, the API keys' last use, and each single operation with its
- * audit row (operatorWrites.ts).
- */
+/** Every write of the operator layer, as plain data, one transaction each: in the server the index writer thread runs it. */
 export type MessageActionChunk = {
   type: 'message_action';
   action: MessageAction;
-  /** The chunk's messages, a JSON list of MessageKey (as the bulk action read them). */
+  /** A JSON list of MessageKey. */
   rows: string;
-  /** Send back the ids changed (a list of ids); else only their count (a filter's). */
+  /** Else only their count (a filter's). */
   returnIds: boolean;
   now: number;
-  /** The last chunk: flushed to disk before its commit returns, and carrying the action's audit row. */
+  /** The last chunk: flushed before its commit returns, and carrying the action's audit row. */
   durable: boolean;
-  /** The audit row of the whole action, written with its last chunk when anything changed; `details.changed` is filled in. */
   audit?: { row: Omit<AuditRow, 'seq' | 'details'>; details: Record<string, unknown>; changedBefore: number };
 };
 
 export interface MessageActionResult {
-  /** The messages a message action changed (when asked for). */
   changed: string[];
   changedCount: number;
-  /** How many changed in each project and environment (whose live streams hear of it). */
   changedIn: MessagesChanged[];
 }
 
@@ -37,7 +28,6 @@ type KeyUse = { type: 'key_use'; uses: [string, number][] };
 
 export type OperatorBookkeeping = MessageActionChunk | KeyUse | OperatorWrite;
 
-/** What a write answers: its result, by its type. */
 export type OperatorResultOf<W extends OperatorBookkeeping> = W extends MessageActionChunk
   ? MessageActionResult
   : W extends KeyUse
@@ -46,10 +36,9 @@ export type OperatorResultOf<W extends OperatorBookkeeping> = W extends MessageA
       ? OperatorWrites[K][1]
       : never;
 
-/** A write's outcome as it crosses the thread: its result, or why it changed nothing. */
 export type OperatorBookkeepingResult = { value: unknown } | { refused: WriteRefusal };
 
-/** Runs one write; the caller wraps it in a transaction. A refusal rolls back its own savepoint only. */
+/** A refusal rolls back its own savepoint only. */
 export async function applyOperatorBookkeeping(q: Queries, work: OperatorBookkeeping): Promise<OperatorBookkeepingResult> {
   if (work.type === 'key_use') {
     await recordApiKeyUse(q, new Map(work.uses));
@@ -71,10 +60,7 @@ async function applyChunk(q: Queries, work: MessageActionChunk): Promise<Message
   return { changed: work.returnIds ? changed.map((m) => m.id) : [], changedCount: changed.length, changedIn: countChanged([], changed) };
 }
 
-/**
- * Whether a write must reach the disk before its commit returns: every one an operator is told
- * succeeded (the last chunk of a bulk action included); not the last-use and last-seen times.
- */
+/** Every write an operator is told succeeded; not the last-use and last-seen times. */
 export function operatorWriteIsDurable(work: OperatorBookkeeping): boolean {
   if (work.type === 'message_action') return work.durable;
   if (work.type === 'key_use') return false;

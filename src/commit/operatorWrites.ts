@@ -23,25 +23,16 @@ import { insertViewerLink, revokeViewerLink, type ViewerLinkRow } from '../store
 import { insertWebhookAttempt, type WebhookAttemptRow } from '../store/webhookAttempts.js';
 import { enableWebhookEndpoint, insertWebhookDelivery, recordRedelivery, rotateWebhookSecret } from '../store/webhooks.js';
 
-/**
- * The operator layer's single writes (everything but a bulk action's chunks and the keys' last
- * use, operatorBookkeeping.ts), as plain data: each is the part of an operation that must be
- * one transaction — its checks against the index as it is now, the change, and its audit row.
- * The operator layer checks its arguments before and builds its answer after (src/operator/);
- * the writer thread (the server) or the CLI's own connection runs the transaction. Ids and
- * secrets a caller needs are chosen by the operator layer, or sent back in the result.
- */
+/** The operator layer's single writes, as plain data: each operation's checks, change and audit row as one transaction. */
 
-/** Who, when and from where, for the audit row an operation writes with its change. */
 export type AuditStamp = Pick<AuditRow, 'at' | 'actor' | 'actor_email' | 'client_ip'>;
 
-/** Why a write changed nothing: the operator layer answers it as its OperatorError. */
 export interface WriteRefusal {
   code: 'not_found' | 'conflict';
   message: string;
 }
 
-/** Thrown inside a write's transaction (rolled back); crosses the thread as a WriteRefusal. */
+/** Rolled back; crosses the thread as a WriteRefusal. */
 export class WriteRefused extends Error {
   constructor(readonly refusal: WriteRefusal) {
     super(refusal.message);
@@ -55,68 +46,54 @@ async function audit(q: Queries, stamp: AuditStamp, action: string, target: stri
   await insertAudit(q, { ...stamp, action, target, details: details === undefined ? null : JSON.stringify(details) });
 }
 
-/** Session and token ids travel as hex: a Buffer crosses a MessagePort as a bare Uint8Array. */
+/** A Buffer crosses a MessagePort as a bare Uint8Array. */
 const hex = (value: string) => Buffer.from(value, 'hex');
 
-/** What a new password did to the operator's other credentials. */
 export interface PasswordSetResult {
   sessions_ended: number;
   tokens_revoked: number;
-  /** Their tokens that still work. */
   tokens_active: number;
 }
 
-/** Each write's data and what it answers. */
 export interface OperatorWrites {
-  /* sessions and tokens */
   session_start: [{ id_hash: string; operator_id: string; now: number; client_ip: string | null; stamp: AuditStamp }, null];
   session_end: [{ id_hash: string; operator_id: string; stamp: AuditStamp }, null];
   session_touch: [{ id_hash: string; now: number; seen: number }, null];
   token_touch: [{ token_id: string; now: number }, null];
-  /**
-   * A new password: every session of the operator ends but `keep_session` (the changer's own);
-   * `revoke_tokens`: their active tokens too; `must_change`: the password was generated (a
-   * reset), and is to be changed at the next sign-in.
-   */
+  /** Every session but `keep_session` ends; `revoke_tokens`: active tokens too; `must_change`: generated (a reset). */
   password_set: [
     { operator_id: string; password_hash: string; now: number; must_change: boolean; keep_session: string | null; revoke_tokens: boolean; action: 'operator.change_password' | 'operator.reset_password'; stamp: AuditStamp },
     PasswordSetResult,
   ];
   token_create: [{ row: { id: string; operator_id: string; name: string; token_hash: string; hint: string; created_at: number; expires_at: number | null }; stamp: AuditStamp }, null];
   token_revoke: [{ id: string; now: number; stamp: AuditStamp }, null];
-  /* operators */
   operator_create: [{ row: OperatorRow; projects: string[]; stamp: AuditStamp }, null];
   operator_remove: [{ id: string; stamp: AuditStamp }, null];
   operator_update: [{ id: string; role: OperatorRole | null; projects: string[] | null; stamp: AuditStamp }, null];
-  /* projects */
   project_create: [{ row: { id: string; name: string; plan: string; created_at: number }; stamp: AuditStamp }, null];
   project_change: [{ id: string; change: { strategy: string } | { plan: string } | { deleted_at: number }; stamp: AuditStamp }, null];
   project_pause: [{ id: string; paused: boolean; now: number; stamp: AuditStamp }, { released: number }];
-  /* API keys */
   key_create: [{ project_id: string; mode: KeyMode; name: string; now: number; expires_at: number | null; stamp: AuditStamp }, { id: string; key: string }];
   key_revoke: [{ id: string; now: number; stamp: AuditStamp }, null];
   key_rotate: [{ id: string; now: number; grace_seconds: number; stamp: AuditStamp }, { id: string; key: string }];
-  /* providers, suppressions, DKIM */
   provider_attach: [{ row: Omit<ProviderAccount, 'detached_at'>; stamp: AuditStamp }, null];
   provider_detach: [{ id: string; now: number; stamp: AuditStamp }, null];
-  /** Priority and quota; the label and settings given replace theirs, each secret given replaces the old one (audited by name only). */
+  /** Each secret given replaces the old one (audited by name only). */
   provider_update: [{ id: string; priority: number | null; free_quota?: number | null; settings?: Partial<ProviderAccountSettings>; secrets?: ProviderAccountSecrets; stamp: AuditStamp }, null];
   suppression_add: [{ row: SuppressionRow; stamp: AuditStamp }, null];
   suppression_remove: [{ project_id: string; email: string; stamp: AuditStamp }, null];
   dkim_add: [{ row: Omit<DkimKeyRow, 'removed_at'>; stamp: AuditStamp }, null];
   dkim_remove: [{ id: string; now: number; stamp: AuditStamp }, null];
-  /* webhooks */
   webhook_add: [{ row: { id: string; project_id: string; url: string; event_types: string | null; secret: string; created_at: number }; stamp: AuditStamp }, null];
   webhook_remove: [{ id: string; now: number; stamp: AuditStamp }, { cancelled: number }];
   webhook_rotate: [{ id: string; secret: string; previous_expires_at: number | null; stamp: AuditStamp }, null];
   webhook_enable: [{ id: string; now: number; stamp: AuditStamp }, { resumed: number }];
   webhook_test: [{ delivery_id: string; endpoint_id: string; event_type: string; created_at: number; at: number; body: string; attempt: Omit<WebhookAttemptRow, 'seq' | 'delivery_id' | 'endpoint_id' | 'type' | 'attempt' | 'attempted_at'>; stamp: AuditStamp }, null];
-  /** A finished delivery sent once more by hand: its next attempt, recorded; refused while it is pending. */
+  /** Refused while it is pending. */
   webhook_redeliver: [{ delivery_id: string; endpoint_id: string; event_type: string; started_at: number; at: number; attempt: Omit<WebhookAttemptRow, 'seq' | 'delivery_id' | 'endpoint_id' | 'type' | 'attempt' | 'attempted_at'>; stamp: AuditStamp }, { attempt: number }];
-  /* messages */
   message_one: [{ action: MessageAction; id: string; now: number; stamp: AuditStamp }, null];
   message_delete: [{ id: string; stamp: AuditStamp }, { spool_path: string | null }];
-  /** A viewer link made: its record (the link itself is a credential, never recorded) and the audit row. */
+  /** The link itself is a credential, never recorded. */
   message_link: [{ id: string; link: Omit<ViewerLinkRow, 'revoked_at'>; stamp: AuditStamp }, null];
   message_link_revoke: [{ id: string; link_id: string; now: number; stamp: AuditStamp }, null];
 }
@@ -124,7 +101,6 @@ export interface OperatorWrites {
 export type OperatorWriteType = keyof OperatorWrites;
 export type OperatorWrite = { [K in OperatorWriteType]: { type: K } & OperatorWrites[K][0] }[OperatorWriteType];
 
-/** "a, b or c", in the table's order. */
 const either = (statuses: readonly string[]) => (statuses.length === 1 ? statuses[0] : `${statuses.slice(0, -1).join(', ')} or ${statuses.at(-1)}`);
 
 const ACTION_WORDS: Record<MessageAction, string> = {
@@ -139,7 +115,7 @@ async function requireOperatorRow(q: Queries, id: string): Promise<OperatorRow> 
   return row;
 }
 
-/** There is always an owner left: someone must be able to manage the rest. */
+/** Someone must be able to manage the rest. */
 async function keepAnOwner(q: Queries, row: OperatorRow): Promise<void> {
   if (row.role === 'owner' && (await countOwners(q)) <= 1) throw conflict(`operator ${row.id} is the last owner; make another operator an owner first`);
 }
@@ -225,7 +201,7 @@ const bodies: Bodies = {
     await audit(q, w.stamp, action, w.id, details);
     return null;
   },
-  /** Pausing holds new messages (status `paused`); resuming releases the ones held only by the pause. */
+  /** Resuming releases the ones held only by the pause. */
   async project_pause(q, w) {
     if (!(await getProject(q, w.id))) throw notFound('project', w.id);
     await setProjectPaused(q, w.id, w.paused);
@@ -331,7 +307,7 @@ const bodies: Bodies = {
     await audit(q, w.stamp, 'webhook.enable', w.id);
     return { resumed };
   },
-  /** A test delivery: recorded as one delivery of the endpoint with its one attempt, never retried. */
+  /** Never retried. */
   async webhook_test(q, w) {
     const ok = w.attempt.ok === 1;
     await insertWebhookDelivery(q, {
@@ -361,7 +337,6 @@ const bodies: Bodies = {
     await audit(q, w.stamp, 'webhook.redeliver', w.endpoint_id, { delivery: w.delivery_id, attempt, delivered: ok });
     return { attempt };
   },
-  /** The rule of a single message action; bulk actions apply the same `applyMessageAction`. */
   async message_one(q, w) {
     const m = await getMessage(q, w.id);
     if (!m) throw notFound('message', w.id);
@@ -393,11 +368,11 @@ const bodies: Bodies = {
   },
 };
 
-/** Runs one write; the caller wraps it in a transaction. A WriteRefused rolls back what it began and is thrown on. */
+/** A WriteRefused rolls back what it began and is thrown on. */
 export function applyOperatorWrite(q: Queries, work: OperatorWrite): Promise<unknown> {
   const body = bodies[work.type] as (q: Queries, w: OperatorWrite) => Promise<unknown>;
   return body(q, work);
 }
 
-/** Writes whose loss in a power failure costs nothing an operator was told: last-seen times. */
+/** Their loss in a power failure costs nothing an operator was told. */
 export const OPERATOR_WRITES_NOT_DURABLE: ReadonlySet<OperatorWriteType> = new Set(['session_touch', 'token_touch']);

@@ -8,12 +8,10 @@ import { trustedProxyProblem } from '../platform/trustedProxies.js';
 import { ConfigError } from './configError.js';
 import type { PosternConfig as ConfigFile } from './types.gen.js';
 
-/** The config as loaded: the file's, with `node.id` resolved (null in the file: the host name). */
+/** `node.id` resolved (null in the file: the host name). */
 export type PosternConfig = ConfigFile & { node: { id: string } };
 type AnyListenerConfig = PosternConfig['listeners'][number];
-/** An HTTP or SMTP listener: a door of one environment (the schema requires it to name one). */
 export type ListenerConfig = AnyListenerConfig & { protocol: 'http' | 'smtp'; environment: 'production' | 'sandbox' };
-/** A console listener: the console API, for operators. */
 export type ConsoleListenerConfig = AnyListenerConfig & { protocol: 'console' };
 export const isConsoleListener = (l: AnyListenerConfig): l is ConsoleListenerConfig => l.protocol === 'console';
 export const isDoorListener = (l: AnyListenerConfig): l is ListenerConfig => l.protocol !== 'console' && l.environment !== undefined;
@@ -22,7 +20,6 @@ export type PlanConfig = NonNullable<PosternConfig['plans'][string]>;
 const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true });
 const validate = ajv.compile<ConfigFile>(schema);
 
-/** The config shipped with Postern; `postern start` with no flags uses it. */
 export const defaultConfigPath = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
 
 export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -38,7 +35,6 @@ function dotted(err: ErrorObject): string {
   return [base, extra].filter(Boolean).join('.') || '(root)';
 }
 
-/** Reads, defaults, overrides from the environment and validates the config file. */
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): PosternConfig {
   if (!existsSync(file)) throw new ConfigError(`config file ${file} does not exist`, null);
   let raw: unknown;
@@ -78,7 +74,6 @@ export function buildConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, 
   return config as PosternConfig;
 }
 
-/** PostgreSQL needs somewhere to connect; a URL pg cannot read is refused before anything starts. */
 function checkStore(config: ConfigFile, source: string): void {
   const { backend, postgres } = config.store;
   if (backend !== 'postgres') return;
@@ -95,7 +90,7 @@ function checkStore(config: ConfigFile, source: string): void {
   }
 }
 
-/** Live-update streams are console connections: at the cap, no room would be left for a sign-out. */
+/** At the cap, no room would be left for a sign-out. */
 function checkConsoleStreams(config: ConfigFile, source: string): void {
   const { max_streams: streams, max_connections: connections } = config.console;
   if (streams >= connections) {
@@ -103,7 +98,6 @@ function checkConsoleStreams(config: ConfigFile, source: string): void {
   }
 }
 
-/** Each entry an address, a CIDR or a named range (trustedProxyProblem), naming the first that is not. */
 function checkTrustedProxies(entries: readonly string[], key: string, source: string): void {
   entries.forEach((entry, i) => {
     const problem = trustedProxyProblem(entry);
@@ -111,7 +105,7 @@ function checkTrustedProxies(entries: readonly string[], key: string, source: st
   });
 }
 
-/** The PROXY protocol is an SMTP listener's, and needs the load balancer's addresses: without them anyone could claim any address. */
+/** Without the load balancer's addresses anyone could claim any address. */
 function checkProxyProtocol(listener: AnyListenerConfig, key: string, source: string): void {
   const { protocol, proxy_protocol: enabled, trusted_proxies: proxies } = listener;
   if (protocol !== 'smtp' && (enabled || proxies.length > 0)) {
@@ -126,11 +120,7 @@ function checkProxyProtocol(listener: AnyListenerConfig, key: string, source: st
   checkTrustedProxies(proxies, `${key}.trusted_proxies`, source);
 }
 
-/**
- * Who serves which certificate: cert/key (an HTTP or console listener's, both or neither) or
- * tls.acme's (acme: true), never both; tls.acme named by some listener, and answered where its
- * challenge is; http.redirect_plain pointing to a listener that serves HTTPS.
- */
+/** cert/key or tls.acme, never both; tls.acme answered where its challenge is; redirect_plain pointing to HTTPS. */
 function checkTls(config: ConfigFile, source: string): void {
   const acme = config.tls.acme;
   const serving = (l: AnyListenerConfig) => l.acme || Boolean(l.cert && l.key);

@@ -1,9 +1,4 @@
-/**
- * The console API document (OpenAPI 3.1), and the request validators compiled from it: each
- * operation's path parameters, query parameters and JSON body. Routes are registered from the
- * document's paths too (console/server.ts), so the document, the routes and the validation
- * cannot drift.
- */
+/** The console API document and the validators compiled from it; routes come from it too, so they cannot drift. */
 import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import consoleApi from './openapi.json' with { type: 'json' };
@@ -15,7 +10,6 @@ export const consoleDocument = consoleApi as unknown as {
   components: { schemas: Record<string, AnySchemaObject>; parameters: Record<string, ParameterObject> };
 };
 
-/** Where every console API path is mounted: `/console/api/v1`. */
 export const API_BASE = consoleDocument.servers[0].url;
 
 interface ParameterObject {
@@ -31,7 +25,6 @@ interface OperationObject {
   requestBody?: { required?: boolean; content: Record<string, { schema: AnySchemaObject }> };
   security?: unknown[];
   'x-role'?: 'owner';
-  /** Allowed to an operator who must change their (generated) password first. */
   'x-before-password-change'?: boolean;
 }
 
@@ -40,21 +33,17 @@ type Checked<T> = { ok: true; value: T } | { ok: false; details: ErrorDetail[] }
 export interface ConsoleOperation {
   operationId: string;
   method: string;
-  /** The document's path, `/messages/{message_id}`. */
   path: string;
-  /** The same for polka, under API_BASE: `/console/api/v1/messages/:message_id`. */
+  /** `/console/api/v1/messages/:message_id` */
   route: string;
-  /** The names of its path parameters. */
   pathParams: string[];
-  /** false: no authentication (sign-in, this document). */
+  /** false: sign-in, this document. */
   authenticated: boolean;
   ownerOnly: boolean;
-  /** Allowed while the operator must change their password (`x-before-password-change`: the change itself, sign-out, who is signed in). */
   allowedBeforePasswordChange: boolean;
-  /** Path parameters that do not match their schema: the id cannot exist, so 404. */
+  /** The id cannot exist, so 404. */
   checkPath(params: Record<string, string>): boolean;
   checkQuery(query: URLSearchParams): Checked<Record<string, unknown>>;
-  /** Absent: the operation takes no body. */
   body: { required: boolean; check(body: unknown): Checked<Record<string, unknown>> } | null;
 }
 
@@ -87,7 +76,7 @@ const REASONS: Record<string, string> = {
   maximum: 'out_of_range',
 };
 
-/** Ajv's errors as the contract's `{field, code}` details: one per field, the first error of each. */
+/** One per field, the first error of each. */
 export function detailsOf(errors: ErrorObject[] | null | undefined): ErrorDetail[] {
   const byField = new Map<string, string>();
   const unions: ErrorDetail[] = [];
@@ -115,7 +104,6 @@ function resolveParameter(p: ParameterObject | { $ref: string }): ParameterObjec
   return p;
 }
 
-/** An object schema of the named parameters, each with its own schema (for ajv). */
 function parameterSchema(params: ParameterObject[]): AnySchemaObject {
   return {
     type: 'object',
@@ -125,7 +113,6 @@ function parameterSchema(params: ParameterObject[]): AnySchemaObject {
   };
 }
 
-/** `#/components/…` references, made absolute into the registered document. */
 function refsInto(schema: AnySchemaObject): AnySchemaObject {
   return JSON.parse(JSON.stringify(schema).replace(/"\$ref":"#\//g, '"$ref":"console#/')) as AnySchemaObject;
 }
@@ -177,7 +164,6 @@ function compileOperation(method: string, path: string, op: OperationObject): Co
   };
 }
 
-/** Every operation of the document. */
 export function consoleOperations(): ConsoleOperation[] {
   const ops: ConsoleOperation[] = [];
   for (const [path, item] of Object.entries(consoleDocument.paths)) {

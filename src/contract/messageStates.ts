@@ -1,24 +1,14 @@
 import type { Status } from './types.gen.js';
 
-/*
- * The message's statuses and every move between them, each with its cause: the one statement of
- * the lifecycle. Acceptance, the operator's actions, the scheduler, provider feedback and
- * start-up ask it; the store's `WHERE status IN (...)` guards are built from it; the diagram in
- * docs/architecture.md ("Message states") is generated from it (scripts/generate-state-diagram.mjs,
- * checked for staleness by test/contract/message-states.test.ts).
- */
+/* The one statement of the message lifecycle; the diagram in docs/architecture.md#message-states is generated from it. */
 
 /** States in which a message may still be sent, and so still needs its MIME file. */
 export const LIVE_STATUSES = ['queued', 'scheduled', 'paused', 'captured', 'sending'] as const;
 
-/**
- * States a message never leaves for a live one: nothing more is sent (provider feedback may
- * still move a `sent` message on among these). Retention removes only these; expiry ends the
- * live ones first.
- */
+/** Never left for a live one; retention removes only these. */
 export const FINISHED_STATUSES = ['sent', 'delivered', 'bounced', 'complained', 'failed', 'suppressed', 'cancelled'] as const;
 
-/** Every status, in the order the console and the CLI list them (the console API's MessageStatus). */
+/** In the order the console and the CLI list them. */
 export const MESSAGE_STATUSES = [...LIVE_STATUSES, ...FINISHED_STATUSES] as const;
 
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -38,7 +28,6 @@ export const STATUS_MEANINGS: Record<MessageStatus, string> = {
   cancelled: 'an operator stopped it before hand-off',
 };
 
-/** Who moves or removes a message, and why. */
 export const CAUSES = {
   release: { by: 'operator', says: '`message release` (CLI, console, bulk); never a message of a deleted project, nor one its still-paused project holds' },
   cancel: { by: 'operator', says: '`message cancel` (CLI, console, bulk): a message not yet handed to a provider stops' },
@@ -63,7 +52,7 @@ export const CAUSES = {
 
 export type Cause = keyof typeof CAUSES;
 
-/** One allowed move: from a status, to a status, by a cause (`when`: which target the cause picks). */
+/** `when`: which target the cause picks. */
 export interface Transition {
   from: MessageStatus;
   to: MessageStatus;
@@ -71,7 +60,7 @@ export interface Transition {
   when?: string;
 }
 
-/** The status a message starts in, by precedence (most binding first): the contract's four. */
+/** By precedence, most binding first. */
 export const ACCEPTANCE = [
   { to: 'captured', label: 'sandbox', when: 'a sandbox send (a test key); the answer\'s `paused` still reports a hold' },
   { to: 'paused', label: 'held', when: "held: the request's `paused`, or its project is paused" },
@@ -79,7 +68,7 @@ export const ACCEPTANCE = [
   { to: 'queued', label: 'otherwise', when: 'otherwise: due now' },
 ] as const satisfies readonly { to: Status; label: string; when: string }[];
 
-/** Every allowed move. A (from, to, cause) not listed here is refused: the writer changes nothing. */
+/** A (from, to, cause) not listed here is refused: the writer changes nothing. */
 export const TRANSITIONS = [
   { from: 'paused', to: 'queued', cause: 'release', when: 'its `scheduled_at` is not ahead' },
   { from: 'paused', to: 'scheduled', cause: 'release', when: 'its `scheduled_at` is ahead' },
@@ -129,10 +118,8 @@ export const TRANSITIONS = [
 
 type TransitionRow = (typeof TRANSITIONS)[number];
 export type TransitionCause = TransitionRow['cause'];
-/** The statuses `cause` can move a message to. */
 export type TargetOf<C extends TransitionCause> = Extract<TransitionRow, { cause: C }>['to'];
 
-/** The statuses each removal takes a message from (the row and what is stored with it go). */
 export const REMOVALS = [
   { cause: 'delete', from: ['captured'] },
   { cause: 'retention', from: FINISHED_STATUSES },
@@ -142,10 +129,7 @@ export type RemovalCause = (typeof REMOVALS)[number]['cause'];
 
 const fromLists = new Map<string, readonly MessageStatus[]>();
 
-/**
- * The statuses `cause` moves a message from (to `to`, when given), in MESSAGE_STATUSES order:
- * the list a writer's `WHERE status IN (...)` guard names.
- */
+/** In MESSAGE_STATUSES order: a writer's `WHERE status IN (...)` guard. */
 export function fromStatuses(cause: TransitionCause, to?: MessageStatus): readonly MessageStatus[] {
   const key = to === undefined ? cause : `${cause} ${to}`;
   let list = fromLists.get(key);
@@ -158,24 +142,20 @@ export function fromStatuses(cause: TransitionCause, to?: MessageStatus): readon
   return list;
 }
 
-/** Whether `cause` may move a message from `from` to `to`. */
 export function allows(cause: Cause, from: MessageStatus, to: MessageStatus): boolean {
   const rows: readonly Transition[] = TRANSITIONS;
   return rows.some((t) => t.cause === cause && t.from === from && t.to === to);
 }
 
-/** The statuses `cause` removes a message from. */
 export function removableFrom(cause: RemovalCause): readonly MessageStatus[] {
   const removal: { from: readonly MessageStatus[] } | undefined = REMOVALS.find((r) => r.cause === cause);
   return removal?.from ?? [];
 }
 
-/** What decides a new message's status (ACCEPTANCE, in its order). */
 export interface AcceptanceFacts {
   sandbox: boolean;
   /** The request's `paused`, or its project's pause. */
   held: boolean;
-  /** `scheduled_at` given (the rules accept only a future one). */
   scheduled: boolean;
 }
 

@@ -28,33 +28,29 @@ export interface DeliveryDeps {
   /** For reads only: every write goes to the index writer thread through `bookkeeping`. */
   store: Queries;
   bookkeeping: Bookkeeping;
-  /** This node's id (node.id): the owner of its leases on PostgreSQL. */
+  /** The owner of its leases on PostgreSQL. */
   nodeId: string;
   spoolRoot: string;
   clock: Clock;
   logger: Logger;
-  /** The sections it reads. */
   config: Pick<PosternConfig, 'delivery'>;
   adapterFor(slug: string): ProviderAdapter | undefined;
-  /** DKIM-Signature header lines for the message (held, or its spool file), or null when no key applies. */
+  /** DKIM-Signature header lines for the message, or null when no key applies. */
   sign(projectId: string, fromDomain: string, stored: StoredMimeOfJob): Promise<string | null>;
-  /** The engine's timers (tests); real ones by default. */
   timers?: EngineTimers;
 }
 
 /** Messages up to this size are held in memory for their hand-off instead of streamed. */
 const HELD_MIME_BYTES = 256 * 1024;
 
-/** How often a node on PostgreSQL counts the nodes up, to take its share of per_account_concurrency. */
 const NODES_READ_MS = 5000;
 
-/** How long outcomes wait to share one exchange with the index writer (one transaction for many). */
+/** How long outcomes wait to share one exchange (one transaction) with the index writer. */
 const WRITE_GROUPING_MS = 5;
-/** A failing exchange (a full disk) is retried ever more slowly up to this, and logged once a minute, not each time. */
+/** A failing exchange (a full disk) is retried ever more slowly up to this, logged once a minute. */
 const FAILURE_MAX_DELAY_MS = 5000;
 const FAILURE_LOG_PERIOD_MS = 60_000;
 
-/** Delivery: the leased-work engine running hand-offs, and the hand-offs (for what they know of throttled accounts). */
 export interface Delivery {
   engine: LeasedWork<MessageRow, DeliveryWrite>;
   handOffs: HandOffs;
@@ -67,7 +63,7 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     logger: deps.logger,
     timers: deps.timers,
     concurrency: delivery.concurrency,
-    // One lane: the limit per provider account is taken during the hand-off (KeyedSlots), once its candidate is known.
+    // One lane: the per-account limit is taken during the hand-off (KeyedSlots), once its candidate is known.
     perKey: delivery.concurrency,
     pollMs: delivery.poll_interval_ms,
     groupMs: WRITE_GROUPING_MS,
@@ -77,34 +73,15 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
 }
 
 /**
- * Delivery's handler on the leased-work engine (src/engine/leasedWork.ts): its exchange leases
- * due messages from the index (never the whole queue), its run hands each to its candidates in
- * routing order and records every attempt and outcome. Temporary and account-level failures
- * move to the next candidate at once; when all failed, the message waits on the retry ladder
- * until its maximum age. A crash leaves leased messages `sending`; their lease runs out and they
- * are delivered again: at-least-once, never lost.
- *
- * It only reads the index itself. Its writes (outcomes, the expiry sweep, leases) travel as
- * plain data to the index writer thread, one exchange at a time, so the event loop never waits
- * for the write lock the doors' commits hold. What a hand-off records on the way (attempts,
- * bounces, events) travels with its end, in one write.
- *
- * When the database is away (PostgreSQL restarting or failing over), an exchange fails in doubt:
- * the hand-offs' ends it carried are kept and sent again, in order, until one commits, so a
- * message handed to a provider while the database was away is recorded `sent` by this node once
- * the database is back, not left `sending` for its lease to run out and be delivered again
- * (docs/scaling.md, "When the database restarts or fails over"); a lease in doubt is taken back.
+ * Delivery's handler on the leased-work engine (docs/architecture.md#delivery). It only reads the index; its
+ * writes go to the index writer thread. Ends carried by an exchange in doubt (database away) are sent again until one commits.
  */
 export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
   private readonly slots: KeyedSlots;
   private readonly rotation = new Map<string, number>();
   private lastExpirySweep = 0;
-  /** What to do once the exchange carrying a hand-off's end has committed (or refused it). */
   private afterCommit: (() => void)[] = [];
-  /**
-   * What each hand-off in progress has recorded so far, written with its end (`ending`). Keyed
-   * by the leased row, one object per lease.
-   */
+  /** What each hand-off in progress has recorded so far, written with its end; one object per lease. */
   private readonly records = new Map<MessageRow, DeliveryRecord[]>();
   private readonly reserved = new Map<string, number>();
   /** Accounts a provider throttled (429 with reset headers): not tried again before then. */
@@ -115,7 +92,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     this.slots = new KeyedSlots(deps.config.delivery.per_account_concurrency);
   }
 
-  /** Provider accounts the scheduler rests now, because their provider asked it to wait (postern_provider_accounts_throttled). */
   throttledAccounts(): number {
     const now = this.deps.clock.now();
     let n = 0;
@@ -123,7 +99,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     return n;
   }
 
-  /** Until when a provider throttled this account (null: it is not resting); the console's overview shows it. */
   accountThrottledUntil(accountId: string): number | null {
     return this.throttledUntil.get(accountId) ?? null;
   }
@@ -144,19 +119,12 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     return this.deps.bookkeeping.inDoubt(err);
   }
 
-  /**
-   * The database went away: an end is kept, first in line, marked as tried (its commit may have
-   * landed); anything else refused is dropped (not acknowledged to anyone: the lease runs out).
-   */
+  /** Database away: an end is kept, first in line, as tried (its commit may have landed); anything else refused is dropped. */
   afterFailure(err: unknown, w: DeliveryWrite): DeliveryWrite | null {
     if (!this.deps.bookkeeping.inDoubt(err)) return null;
     return w.kind === 'finish' ? { ...w, retried: true } : w;
   }
 
-  /**
-   * One round trip to the index writer: the outcomes, then (when leasing and there is room) the
-   * expiry sweep and a lease of due messages, whose hand-offs start on return.
-   */
   async exchange(request: ExchangeRequest<DeliveryWrite>): Promise<ExchangeResult<MessageRow>> {
     const { clock, config, bookkeeping, nodeId } = this.deps;
     const now = clock.now();
@@ -185,7 +153,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     try {
       ({ result } = await bookkeeping.write('delivery', work));
     } catch (err) {
-      // In doubt, the ends wait for the database with what follows their commit; refused, they are let go.
       if (bookkeeping.inDoubt(err)) this.afterCommit.unshift(...after);
       else for (const fn of after) fn();
       throw err;
@@ -199,17 +166,7 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     return { leased: [...result.reclaimed, ...result.leased], more: work.lease !== null && result.leased.length === work.lease.limit };
   }
 
-  /**
-   * per_account_concurrency with several nodes (PostgreSQL): the limit is the cluster's, so each
-   * node takes ceil(limit / nodes up) hand-offs per account at once, the nodes up counted from
-   * the `nodes` table (heartbeats; this node counts itself even before its first beat) every
-   * NODES_READ_MS. Rounding up keeps every node at one hand-off at least (an account is never
-   * starved on a node), so the cluster may run up to nodes − 1 more than the limit when it does
-   * not divide evenly. When a node dies the survivors keep their smaller shares until it is
-   * judged missing (3 of its heartbeats), under the limit meanwhile; a node that joins is felt
-   * within NODES_READ_MS (until then the cluster may exceed the limit by the newcomer's share). A
-   * node that cannot read the table keeps its last share. SQLite (one node) takes the whole limit.
-   */
+  /** per_account_concurrency is the cluster's: this node takes ceil(limit / nodes up) (docs/scaling.md); SQLite takes it all. */
   private async takeConcurrencyShare(now: number): Promise<void> {
     try {
       const nodes = await listNodes(this.deps.store);
@@ -220,7 +177,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     }
   }
 
-  /** One hand-off; a throttle is written as soon as the provider asks for it, the end when it is done. */
   async run(row: MessageRow, emit: (w: DeliveryWrite) => void): Promise<DeliveryWrite> {
     try {
       return await this.handOff(row, emit);
@@ -234,7 +190,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     const { store, clock } = this.deps;
     const project = await getProject(store, row.project_id);
     const recipients = JSON.parse(row.recipients) as DeliveryJob['recipients'];
-    // After a partial hand-off only the recipients still owed one are tried.
     const all = row.pending_recipients ? (JSON.parse(row.pending_recipients) as string[]) : [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
     // Suppression is checked again at hand-off: an address may have bounced since acceptance.
     const suppressed = new Set((await suppressedAmong(store, row.project_id, all)).map((e) => e.toLowerCase()));
@@ -251,7 +206,7 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
     const accounts = await listProviderAccounts(store, row.project_id);
     const strategy = (routing.strategy ?? project.strategy) as Strategy;
-    // What free-first weighs, read before the order is chosen: from here to the reservation below nothing awaits.
+    // Read before the order is chosen: from here to the reservation below nothing awaits.
     const used = new Map<string, number>();
     if (routing.provider === null && strategy === 'free-first') {
       for (const a of accounts) if (a.free_quota !== null) used.set(a.id, await providerUsage(store, a.id, monthPeriod(now)));
@@ -266,9 +221,8 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
       random: Math.random,
     }, row.project_id);
     if (candidates.length === 0) return this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured');
-    // The intended account's free allowance is reserved at once (before any await), so
-    // messages handed off together never spend more of it than there is. Released once the
-    // exchange that counts the usage of a sent message has committed.
+    // The free allowance is reserved before any await, so messages handed off together never spend
+    // more of it than there is; released once the exchange counting the usage has committed.
     const reservedOn = candidates[0].free_quota !== null ? candidates[0].id : null;
     if (reservedOn) this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 0) + 1);
     try {
@@ -278,7 +232,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     }
   }
 
-  /** Hands the message to each candidate in turn until one takes it (or refuses it for good). */
   private async tryCandidates(
     row: MessageRow,
     project: ProjectRow,
@@ -290,10 +243,7 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
   ): Promise<DeliveryWrite> {
     const { clock, spoolRoot } = this.deps;
     const stored = await storedMime(this.deps.store, spoolRoot, row);
-    // A small message is read once, whole and synchronously (or comes whole from the index), and
-    // serves signing and every candidate: cheaper on the event loop than a stream per use
-    // (docs/architecture.md, Delivery). On PostgreSQL a small one is read whole from its pieces,
-    // a large one streamed from them for each use.
+    // A small message is read once, whole, and serves signing and every candidate (docs/architecture.md#delivery).
     const small = row.size_bytes <= HELD_MIME_BYTES;
     const source: StoredMimeOfJob =
       'held' in stored
@@ -338,7 +288,7 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
       const finished = clock.now();
       if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
         this.throttledUntil.set(account.id, finished + result.retryAfterMs);
-        // Every node must rest the account, not only this one (PostgreSQL; SQLite has one node).
+        // Every node must rest the account, not only this one.
         if (this.deps.bookkeeping.sharedByNodes) emit({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
       }
       this.record(row, {
@@ -364,7 +314,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
       if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0) return this.finish(row, account, result, finished);
     }
     const remaining = job.envelope.to;
-    // A throttled candidate is not due again before its reset: the retry waits at least that long.
     const now = clock.now();
     const resets = candidates.map((a) => this.throttledUntil.get(a.id) ?? 0);
     const notBefore = resets.every((t) => t > now) ? Math.min(...resets) : 0;
@@ -385,7 +334,6 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
       this.record(row, { kind: 'usage', accountId: account.id, period: monthPeriod(now) });
       this.record(row, { kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });
       if (result.deferred.length > 0) {
-        // The provider took it for the others; the deferred recipients wait for a retry.
         return this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
           provider_slug: account.slug,
           provider_message_id: result.providerMessageId,
@@ -393,11 +341,10 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
       }
       return this.ending(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now);
     }
-    // Permanently refused, or every recipient bounced.
     return this.ending(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } }));
   }
 
-  /** The message back on the retry ladder, or `failed` when the next try would pass its maximum age. */
+  /** Back on the retry ladder, or `failed` when the next try would pass its maximum age. */
   private retryOrFail(
     row: MessageRow,
     now: number,
@@ -415,17 +362,14 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     return this.ending(row, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
   }
 
-  /** Ends the hand-off of `row` (on PostgreSQL only while this node still holds its lease), with what it recorded on the way. */
+  /** On PostgreSQL only while this node still holds the lease. */
   private ending(row: MessageRow, to: FinishSending, at: number, event: MailEventRecord | null = null): DeliveryWrite {
     const records = this.records.get(row) ?? [];
     this.records.delete(row);
     return { kind: 'finish', id: row.id, to, at, event, node: this.deps.nodeId, records };
   }
 
-  /**
-   * Something the hand-off of `row` did (an attempt, a bounce, an event), written with its end:
-   * one write that lands whole or, tried again after the database went away, not twice.
-   */
+  /** Written with the hand-off's end: one write that lands whole or, retried after the database went away, not twice. */
   private record(row: MessageRow, r: DeliveryRecord): void {
     const list = this.records.get(row);
     if (list) list.push(r);

@@ -11,47 +11,33 @@ import type { Queries } from '../store/queries.js';
 
 export type { FeedbackTally };
 
-/**
- * What the feedback route asks of the index: the account a notification names, whether a
- * one-time key was used, and applying verified items. It reads on the event loop's connection;
- * the items are applied by the index writer thread (one transaction, flushed before the reply),
- * so the event loop never waits for the write lock.
- */
+/** Reads on the event loop's connection; items are applied by the index writer thread (one transaction, flushed before the reply). */
 export class FeedbackIntake {
   constructor(
-    /** For reads only. */
     private readonly store: Queries,
     private readonly bookkeeping: Bookkeeping,
   ) {}
 
-  /** The account a notification is addressed to; detached accounts still take feedback (their messages were sent before the detach). */
+  /** Detached accounts still take feedback: their messages were sent before the detach. */
   account(id: string): Promise<ProviderAccount | undefined> {
     return findProviderAccount(this.store, id);
   }
 
-  /** Whether a one-time key (a signature token) was already recorded for the account. */
   onceKeyUsed(accountId: string, key: string): Promise<boolean> {
     return receiptExists(this.store, accountId, key);
   }
 
-  /**
-   * Applies verified items (see applyFeedbackBookkeeping); `onceKeys` are recorded with them. A
-   * once-key another request recorded meanwhile applies nothing: `feedback:replayed`.
-   */
+  /** A once-key another request recorded meanwhile applies nothing: `feedback:replayed`. */
   async apply(account: ProviderAccount, items: FeedbackItem[], now: number, logger: Logger, onceKeys: string[] = []): Promise<FeedbackTally> {
     const { result } = await this.bookkeeping.write('feedback', feedbackWork(account, items, now, onceKeys));
     return settled(result, account, items, logger);
   }
 }
 
-/**
- * The same on a connection of the caller's, in one IMMEDIATE transaction: for a process without
- * the index writer (tests).
- */
+/** For a process without the index writer (tests). */
 export async function applyFeedback(q: Queries, account: ProviderAccount, items: FeedbackItem[], now: number, logger: Logger, onceKeys: string[] = []): Promise<FeedbackTally> {
   const work = feedbackWork(account, items, now, onceKeys);
-  // IMMEDIATE (as every transaction): it reads before it writes, and a deferred transaction
-  // whose snapshot another connection has committed past fails at once with SQLITE_BUSY instead of waiting.
+  // IMMEDIATE: it reads before it writes, and a deferred transaction fails at once with SQLITE_BUSY instead of waiting.
   return settled(await q.transaction((tx) => applyFeedbackBookkeeping(tx, work)), account, items, logger);
 }
 

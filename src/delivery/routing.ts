@@ -3,21 +3,12 @@ import type { ProviderAccount } from '../contract/providerAccount.js';
 export type Strategy = 'fallback' | 'round-robin' | 'random' | 'free-first';
 
 export interface RoutingContext {
-  /** A counter per project that advances on every round-robin choice. */
   nextRotation(projectId: string): number;
-  /** Whether the account still has free allowance this calendar month. */
   hasFreeAllowance(account: ProviderAccount): boolean;
   random(): number;
 }
 
-/**
- * The accounts to try, in order. A pin or preference list restricts the candidates to exactly
- * those slugs, in the list's order (several accounts of one slug by priority), and nothing
- * else. Otherwise the strategy orders all attached accounts (given by priority):
- * `fallback` priority order; `round-robin` priority order rotated one step per message;
- * `random` shuffled; `free-first` accounts with free allowance left first, then the rest,
- * each group by priority.
- */
+/** A pin or preference list restricts the candidates to exactly those slugs, in order; otherwise the strategy orders them (docs/delivery.md). */
 export function orderCandidates(accounts: ProviderAccount[], pin: string | string[] | null, strategy: Strategy, ctx: RoutingContext, projectId: string): ProviderAccount[] {
   if (pin !== null) {
     const slugs = Array.isArray(pin) ? pin : [pin];

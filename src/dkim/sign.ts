@@ -4,10 +4,7 @@ import { headerBlockEnd } from '../mime/headerBlock.js';
 import { cachedDkimKey, type DkimKeyRow } from '../store/dkimKeys.js';
 import type { Queries } from '../store/queries.js';
 
-/**
- * The header fields signed when present. Each present instance is signed;
- * headers added later by a relay (Received, Return-Path…) are not.
- */
+/** Signed when present, each instance; headers a relay adds later (Received, Return-Path…) are not. */
 export const SIGNED_HEADERS = [
   'From',
   'To',
@@ -23,7 +20,7 @@ export const SIGNED_HEADERS = [
 
 export class DkimSignError extends Error {}
 
-/** The from domain itself, then each parent down to two labels: a.b.example.com, b.example.com, example.com. */
+/** a.b.example.com, b.example.com, example.com. */
 export function signingDomainCandidates(fromDomain: string): string[] {
   const labels = fromDomain.trim().toLowerCase().replace(/\.$/, '').split('.');
   const out: string[] = [];
@@ -31,36 +28,28 @@ export function signingDomainCandidates(fromDomain: string): string[] {
   return out;
 }
 
-/** The project's active key for the from domain, else for its nearest parent that has one. */
 export function dkimKeyFor(q: Queries, projectId: string, fromDomain: string): Promise<DkimKeyRow | undefined> {
   return cachedDkimKey(q, projectId, fromDomain, signingDomainCandidates(fromDomain));
 }
 
 /**
- * The header canonicalisation to sign with: relaxed, unless the header block holds a byte that
- * mailauth's relaxed canonicalisation (a JavaScript `\s` over the latin1 bytes) folds but RFC
- * 6376 §3.4.2 does not (VT, FF, 0xA0, which is in UTF-8 such as "à" = C3 A0). Its signature
- * then fails at every verifier that follows the RFC, so such a message is signed `simple`
- * (its header bytes as they are), which both agree on.
+ * Relaxed, unless the block holds a byte mailauth's relaxed rule folds but RFC 6376 §3.4.2 does not (VT, FF, 0xA0):
+ * its signature would fail at RFC verifiers, so such a message is signed `simple`.
  */
 export function headerCanonicalization(headerBlock: Buffer): 'relaxed' | 'simple' {
   for (const byte of headerBlock) if (byte === 0x0b || byte === 0x0c || byte === 0xa0) return 'simple';
   return 'relaxed';
 }
 
-/** A header block longer than this is not looked for (and signed `simple`, safe whatever it holds). */
+/** A longer header block is not looked for (and signed `simple`, safe whatever it holds). */
 const HEADER_SCAN_BYTES = 1024 * 1024;
 
-/** The header block of `bytes`, or null if it does not end within HEADER_SCAN_BYTES. */
 function headerBlockOf(bytes: Buffer): Buffer | null {
   const end = headerBlockEnd(bytes.subarray(0, HEADER_SCAN_BYTES));
   return end < 0 ? null : bytes.subarray(0, end);
 }
 
-/**
- * Reads a stream up to the end of its header block; gives back that block (null past
- * HEADER_SCAN_BYTES) and a stream of the whole message (the bytes already read, then the rest).
- */
+/** The header block (null past HEADER_SCAN_BYTES) and a stream of the whole message. */
 async function splitHeaders(stream: Readable): Promise<{ headerBlock: Buffer | null; whole: Readable }> {
   const source = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let seen = Buffer.alloc(0);
@@ -80,14 +69,8 @@ async function splitHeaders(stream: Readable): Promise<{ headerBlock: Buffer | n
 }
 
 /**
- * The `DKIM-Signature:` header (ending with CRLF) to prepend to `message` at hand-off, or null
- * when no key of the project applies to the From domain. `message` must be the final bytes that
- * will be sent (all headers final); a stream is consumed. `d=` is the key's domain (the From
- * domain or a parent: relaxed DMARC alignment). `signTime` is `t=`: given, because mailauth
- * otherwise reads the clock twice (for the signed header and for the emitted one) and a
- * signature straddling a second boundary carried a `t=` it had not signed. Throws
- * DkimSignError if signing fails (e.g. an unusable stored key); the error never carries key
- * material.
+ * The `DKIM-Signature:` line for the final bytes of `message`, or null when no key applies. `signTime` is `t=`:
+ * mailauth otherwise reads the clock twice and a signature straddling a second carried a `t=` it had not signed.
  */
 export async function dkimSignatureFor(q: Queries, projectId: string, fromDomain: string, message: Buffer | Readable, signTime: Date): Promise<string | null> {
   const key = await dkimKeyFor(q, projectId, fromDomain);
@@ -99,7 +82,7 @@ export async function dkimSignatureFor(q: Queries, projectId: string, fromDomain
   const canonicalization = `${headerBlock ? headerCanonicalization(headerBlock) : 'simple'}/relaxed`;
   const result = await dkimSign(input, {
     canonicalization,
-    // mailauth reads a colon-separated string here (an array would silently fall back to its defaults).
+    // mailauth reads a colon-separated string here (an array silently falls back to its defaults).
     headerList: SIGNED_HEADERS.join(':') as unknown as string[],
     signTime,
     signatureData: [

@@ -1,4 +1,4 @@
-/** A sending domain's needed records looked up in DNS and judged (present, missing, different, lookup_failed), each with the value to publish: the console document's DomainCheck. */
+/** A sending domain's needed records looked up in DNS and judged: the console document's DomainCheck. */
 import type { DnsLookup } from './lookup.js';
 import { dnsName } from './lookup.js';
 import { dkimPublicKey, type DkimNeed, type DmarcNeed, type Need, type ProviderNote, type RecordPurpose, type RequiredBy, type SpfNeed, type ValueNeed } from './needs.js';
@@ -16,15 +16,14 @@ export interface CheckedRecord {
   purpose: RecordPurpose;
   type: 'TXT' | 'MX' | 'CNAME';
   name: string;
-  /** What to publish at `name`: for SPF and DMARC the whole record (the one found, with what it lacks added). */
+  /** For SPF and DMARC the whole record (the one found, with what it lacks added). */
   value: string;
-  /** false: the provider issues the value per account; `value` shows its form and `note` where to find it. */
+  /** false: the provider issues the value per account; `note` says where to find it. */
   value_exact: boolean;
   state: RecordState;
-  /** What DNS holds at `name` of this record's kind (SPF records, DMARC records, the TXT of a DKIM selector, MX, CNAME, or the TXT records that match). */
   found: string[];
   note: string | null;
-  /** SPF: the DNS lookups `value` costs a receiver (nested includes counted); null for other records. */
+  /** SPF: nested includes counted; null for other records. */
   dns_lookups: number | null;
   problems: Problem[];
   required_by: RequiredBy[];
@@ -33,9 +32,7 @@ export interface CheckedRecord {
 export interface DomainCheck {
   domain: string;
   checked_at: string;
-  /** The projects whose keys and provider accounts were considered. */
   projects: string[];
-  /** ok: every record present, no error; action_needed: a record to publish or fix; incomplete: some lookups got no answer. */
   status: 'ok' | 'action_needed' | 'incomplete';
   records: CheckedRecord[];
   notes: ProviderNote[];
@@ -47,7 +44,6 @@ function lookupProblem(name: string, type: string, failed: string): Problem {
   return { severity: 'error', code: 'lookup_failed', message: `The ${type} lookup of ${name} got no answer (${failed}): the record's state is not known; try again, or check dns.servers.` };
 }
 
-/** A DNS-hosting note for TXT values longer than one string can hold. */
 function longTxtNote(value: string): string {
   return value.length > 255 ? ` The value is ${value.length} characters: most DNS hosts split it into 255-character strings themselves; in a zone file, write it as several quoted strings on one record.` : '';
 }
@@ -149,7 +145,7 @@ async function checkSpf(need: SpfNeed, lookup: DnsLookup): Promise<CheckedRecord
   return { purpose: 'spf', type: 'TXT', name: need.name, value, value_exact: true, state, found, note, dns_lookups: Math.min(lookups, SPF_LOOKUP_LIMIT + 1), problems, required_by: requiredBy };
 }
 
-/** A DMARC record's tags (RFC 7489 §6.4): lower-case names, values trimmed; null unless it starts with v=DMARC1. */
+/** RFC 7489 §6.4; null unless it starts with v=DMARC1. */
 function dmarcTags(record: string): Map<string, string> | null {
   const tags = new Map<string, string>();
   const parts = record.split(';').map((p) => p.trim()).filter(Boolean);
@@ -163,7 +159,7 @@ function dmarcTags(record: string): Map<string, string> | null {
 
 const isDmarc = (txt: string): boolean => /^v\s*=\s*DMARC1\s*(;|$)/i.test(txt.trim());
 
-/** Where a receiver looks when the domain has no record: each parent, down to two labels (DMARCbis's tree walk; no public-suffix list). */
+/** DMARCbis's tree walk, down to two labels (no public-suffix list). */
 function dmarcParents(domain: string): string[] {
   const labels = domain.split('.');
   const out: string[] = [];
@@ -265,7 +261,7 @@ async function checkValue(need: ValueNeed, lookup: DnsLookup): Promise<CheckedRe
   return { ...base, state: found.length > 0 ? 'present' : 'missing', found };
 }
 
-/** A CNAME needed where another record is needed too: DNS allows nothing beside a CNAME (RFC 1034 §3.6.2). */
+/** DNS allows nothing beside a CNAME (RFC 1034 §3.6.2). */
 function markConflicts(records: CheckedRecord[]): void {
   for (const r of records) {
     const others = records.filter((o) => o !== r && o.name === r.name);

@@ -1,11 +1,7 @@
-/**
- * The DNS lookups of a domain check: node's resolver (c-ares), asking the configured servers
- * (`dns.servers`, else the system's), each answer cached for the one check so that a name asked
- * twice (the sending domain's TXT for SPF and a provider's code) is asked once.
- */
+/** The configured servers (`dns.servers`, else the system's); answers cached for the one check, so a name asked twice is asked once. */
 import { Resolver } from 'node:dns/promises';
 
-/** The records of one name and type; `failed`: the lookup got no answer (a timeout, SERVFAIL), so nothing is known. */
+/** `failed`: no answer (a timeout, SERVFAIL), so nothing is known. */
 export interface Answer<T> {
   records: T[];
   failed: string | null;
@@ -17,7 +13,7 @@ export interface MxRecord {
 }
 
 export interface DnsLookup {
-  /** Each TXT record's strings joined (RFC 7208 §3.3, RFC 6376 §3.6.2.2). */
+  /** RFC 7208 §3.3, RFC 6376 §3.6.2.2. */
   txt(name: string): Promise<Answer<string>>;
   mx(name: string): Promise<Answer<MxRecord>>;
   cname(name: string): Promise<Answer<string>>;
@@ -29,10 +25,9 @@ export interface DnsSettings {
   tries: number;
 }
 
-/** No such name (NXDOMAIN), or no record of the type: an answer, and an empty one. */
+/** NXDOMAIN or no record of the type: an answer, and an empty one. */
 const EMPTY = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME']);
 
-/** A name as DNS compares it: lower case, no final dot. */
 export const dnsName = (name: string): string => name.toLowerCase().replace(/\.$/, '');
 
 export function dnsLookup(settings: DnsSettings): DnsLookup {

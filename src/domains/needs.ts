@@ -1,27 +1,20 @@
-/**
- * What a sending domain needs in DNS, from what Postern knows (no lookup here): a DKIM TXT record
- * for each active key that signs its mail, the `include:` of each attached provider in the SPF
- * record where that provider's mail is checked, a DMARC record, and each provider's own records
- * (bounce domain, verification) as its declaration.json's `dns` says.
- */
+/** What a sending domain needs in DNS, from what Postern knows (no lookup here; docs/domains.md). */
 import { dnsName as dkimRecordName, dnsTxtValue, type DkimAlgorithm } from '../dkim/keys.js';
 import type { ProviderDns } from '../providers/declaration.js';
 import { dnsNeedsOf } from '../providers/registry.js';
 import { dnsName } from './lookup.js';
 
-/** Who needs a record: a DKIM key, a provider account, or the domain itself (SPF, DMARC). */
 export interface RequiredBy {
   kind: 'dkim_key' | 'provider_account' | 'domain';
-  /** The key's or the account's id; null for the domain. */
+  /** null for the domain. */
   id: string | null;
   project_id: string | null;
-  /** The account's slug; null otherwise. */
   slug: string | null;
 }
 
 export type RecordPurpose = 'dkim' | 'spf' | 'dmarc' | 'return_path' | 'verification';
 
-/** A record of a fixed value (or, with `match`, of a value the provider issues), to compare with what DNS holds. */
+/** With `match`, a value the provider issues. */
 export interface ValueNeed {
   kind: 'value';
   purpose: Exclude<RecordPurpose, 'spf' | 'dmarc'>;
@@ -37,12 +30,11 @@ export interface DkimNeed {
   kind: 'dkim';
   name: string;
   value: string;
-  /** The base64 public key of the value (`p=`): what a published record must hold. */
+  /** What a published record must hold. */
   publicKey: string;
   selector: string;
-  /** The key's domain: the checked one, or the parent that signs for it. */
+  /** The checked one, or the parent that signs for it. */
   keyDomain: string;
-  /** The checked domain. */
   signsFor: string;
   required_by: RequiredBy[];
 }
@@ -50,7 +42,7 @@ export interface DkimNeed {
 export interface SpfNeed {
   kind: 'spf';
   name: string;
-  /** Each include needed, with the names that serve as well, and who needs it. */
+  /** With the names that serve as well. */
   includes: { include: string; accepted: string[]; required_by: RequiredBy[] }[];
 }
 
@@ -62,7 +54,7 @@ export interface DmarcNeed {
 
 export type Need = ValueNeed | DkimNeed | SpfNeed | DmarcNeed;
 
-/** What a provider needs that Postern cannot check (records it names per account), or what the check could not consider (slug null). */
+/** What Postern cannot check (records named per account), or what the check could not consider (slug null). */
 export interface ProviderNote {
   slug: string | null;
   text: string;
@@ -85,17 +77,15 @@ export interface ProviderAccountInput {
   domain: string | null;
 }
 
-/** Is `name` the domain itself or under it. */
 export const within = (name: string, domain: string): boolean => name === domain || name.endsWith(`.${domain}`);
 
-/** A place of a declaration (`@`, `{return_path}`, `labels`) as a name under `domain`. */
 function placeName(at: string, domain: string, returnPath: string | null): string | null {
   if (at === '@') return domain;
   if (at === '{return_path}') return returnPath;
   return `${at}.${domain}`;
 }
 
-/** The provider's bounce domain for this sending domain: the account's (when under it), else the declared default; null: not under this domain. */
+/** The account's (when under it), else the declared default; null: not under this domain. */
 function returnPathOf(dns: ProviderDns, account: ProviderAccountInput, domain: string): string | null {
   const rp = dns.return_path;
   if (!rp) return null;
@@ -110,7 +100,7 @@ function regionOf(dns: ProviderDns, account: ProviderAccountInput): string {
   return dns.region.as ? (dns.region.as[region] ?? dns.region.as[dns.region.default] ?? '') : region;
 }
 
-/** The `p=` of a DKIM record value, whitespace removed; '' when it has none. */
+/** Whitespace removed; '' when it has none. */
 export function dkimPublicKey(value: string): string {
   for (const tag of value.split(';')) {
     const eq = tag.indexOf('=');
@@ -123,11 +113,7 @@ function addRequirer(list: RequiredBy[], by: RequiredBy): void {
   if (!list.some((r) => r.kind === by.kind && r.id === by.id)) list.push(by);
 }
 
-/**
- * Every record `domain` needs for mail signed with `keys` (each project's key for the domain or
- * the nearest parent that signs for it) and relayed through `accounts` (the projects' attached
- * provider accounts), in a fixed order: DKIM, SPF, DMARC, then the providers' records.
- */
+/** In a fixed order: DKIM, SPF, DMARC, then the providers' records. */
 export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: ProviderAccountInput[]): { needs: Need[]; notes: ProviderNote[] } {
   const needs: Need[] = [];
   const notes: ProviderNote[] = [];

@@ -1,22 +1,16 @@
-/**
- * SPF records (RFC 7208) as a domain check reads them: which TXT records are SPF, the
- * `include:` terms a record has, the record with the includes it lacks added, and how many DNS
- * lookups it costs a receiver (the limit is 10, counted through nested includes and redirects).
- */
+/** SPF records (RFC 7208) as a domain check reads them. */
 import { dnsName, type DnsLookup } from './lookup.js';
 
 /** RFC 7208 §4.6.4: a receiver stops after 10 terms that cause a lookup, and SPF fails (permerror). */
 export const SPF_LOOKUP_LIMIT = 10;
-/** How deep nested includes are followed to count lookups (past the limit, the count only matters as "too many"). */
+/** Past the limit the count only matters as "too many". */
 const MAX_DEPTH = 10;
 
-/** A TXT record that is an SPF record: `v=spf1` then a space or nothing (RFC 7208 §4.5). */
+/** RFC 7208 §4.5. */
 export const isSpf = (txt: string): boolean => /^v=spf1(\s|$)/i.test(txt.trim());
 
-/** The terms after `v=spf1`. */
 export const spfTerms = (record: string): string[] => record.trim().split(/\s+/).slice(1);
 
-/** The domains a record includes directly (`include:`, any qualifier), lower case. */
 export function spfIncludes(record: string): string[] {
   return spfTerms(record).flatMap((t) => {
     const m = /^[+?~-]?include:(.+)$/i.exec(t);
@@ -24,7 +18,7 @@ export function spfIncludes(record: string): string[] {
   });
 }
 
-/** The record with `include:` terms added before its `all` (or `redirect=`), or at its end: the other terms as they are. */
+/** Before its `all` (or `redirect=`), or at its end. */
 export function withIncludes(record: string, includes: string[]): string {
   const terms = spfTerms(record);
   const at = terms.findIndex((t) => /^[+?~-]?all$/i.test(t) || /^redirect=/i.test(t));
@@ -34,11 +28,7 @@ export function withIncludes(record: string, includes: string[]): string {
   return ['v=spf1', ...terms].join(' ');
 }
 
-/**
- * One record that says what several said (receivers refuse a name with two SPF records): the
- * first record's terms, then each other record's terms not already there, with a single `all`
- * (the first record's) or `redirect=` at the end.
- */
+/** Receivers refuse a name with two SPF records: one record that says what they said, with a single `all` at the end. */
 export function mergeSpf(records: string[]): string {
   const terms: string[] = [];
   let last: string | null = null;
@@ -54,10 +44,9 @@ export function mergeSpf(records: string[]): string {
   return ['v=spf1', ...terms, ...(last ? [last] : [])].join(' ');
 }
 
-/** A new record: the includes, and `~all` (mail from anywhere else soft-fails). */
+/** `~all`: mail from anywhere else soft-fails. */
 export const newSpf = (includes: string[]): string => ['v=spf1', ...includes.map((d) => `include:${d}`), '~all'].join(' ');
 
-/** A term that makes a receiver ask DNS (RFC 7208 §4.6.4): include, a, mx, ptr, exists, redirect. */
 function lookupTarget(term: string): { counts: boolean; follow: string | null } {
   const t = term.replace(/^[+?~-]/, '');
   const include = /^include:(.+)$/i.exec(t);
@@ -67,13 +56,7 @@ function lookupTarget(term: string): { counts: boolean; follow: string | null } 
   return { counts: /^(a|mx|ptr)([:/].*)?$/i.test(t) || /^exists:/i.test(t), follow: null };
 }
 
-/**
- * The DNS lookups a receiver makes to evaluate `record`, nested includes and redirects counted
- * (each included domain's SPF record asked once per check; an include repeated in two branches
- * counts twice, as a receiver evaluates it twice). A target with a macro (`%{…}`) counts one and
- * is not followed, nor is a domain that includes itself. Past the limit, counting stops at the
- * limit + 1.
- */
+/** As a receiver counts them (an include repeated in two branches counts twice); a macro target counts one and is not followed. */
 export async function spfLookups(record: string, lookup: DnsLookup, depth = 0, ancestors: readonly string[] = []): Promise<number> {
   let count = 0;
   for (const term of spfTerms(record)) {

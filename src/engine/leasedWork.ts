@@ -6,21 +6,18 @@ import { realTimers, type EngineTimers, type Timer } from './timers.js';
 export interface LeasedWorkOptions {
   logger: Logger;
   timers?: EngineTimers;
-  /** Items running at once, in all. */
   concurrency: number;
-  /** Items of one key running at once. */
   perKey: number;
-  /** How often an idle engine looks for work. */
   pollMs: number;
-  /** How long outcomes that gathered during an exchange wait after it for more (one transaction for many). */
+  /** How long outcomes gathered during an exchange wait after it for more (one transaction for many). */
   groupMs: number;
-  /** A failing exchange (a full disk, the database away) is retried ever more slowly up to this, and logged once per period. */
+  /** A failing exchange is retried ever more slowly up to this, logged once per period. */
   failure: { message: string; maxDelayMs: number; logPeriodMs: number };
 }
 
 interface Pending<O> {
   outcome: O;
-  /** The item this final outcome releases once recorded (null: an outcome along the way). */
+  /** null: an outcome along the way. */
   releases: WorkId | null;
 }
 
@@ -30,14 +27,8 @@ interface Lane<I> {
 }
 
 /**
- * The leased-work engine (docs/architecture.md, "The leased-work engine"): the one cycle that
- * delivery and webhooks share. Each exchange with the store records the outcomes gathered since
- * the last and leases due work; leased items run in lanes, at most `perKey` per key and
- * `concurrency` in all, lanes served in turn; their outcomes go with the next exchange. One
- * exchange at a time: a kick that comes while one is in flight makes the next come as soon as it
- * returns (never lost). A failing exchange is retried on a growing delay that
- * kicks do not hurry. An item is held from its lease until its final outcome is recorded, and
- * the store never hands this node an item it holds twice.
+ * The leased-work engine delivery and webhooks share (docs/architecture.md#the-leased-work-engine). One exchange
+ * at a time; a kick during one is never lost. The store never hands this node an item it holds twice.
  */
 export class LeasedWork<I, O> {
   private readonly timers: EngineTimers;
@@ -51,7 +42,6 @@ export class LeasedWork<I, O> {
   private timerAt = Infinity;
   private holdTimer: Timer | null = null;
   private exchanging: Promise<void> | null = null;
-  /** A kick came while an exchange was in flight: the next one comes as soon as it returns. */
   private soon = false;
   private failing = false;
   private leaseInDoubt = false;
@@ -78,7 +68,6 @@ export class LeasedWork<I, O> {
     this.wake(0);
   }
 
-  /** New work may be due: look now (while exchanges fail, the retry's delay comes first). */
   kick(): void {
     if (this.failing || this.stopping) return;
     // One in flight: it may have read before this work was due, so the next comes when it returns.
@@ -86,18 +75,13 @@ export class LeasedWork<I, O> {
     else this.wake(0);
   }
 
-  /** How many items run now, and how many this node holds (leased, running, or unrecorded). */
   figures(): { running: number; held: number; waiting: number } {
     let waiting = 0;
     for (const lane of this.lanes.values()) waiting += lane.waiting.length;
     return { running: this.running, held: this.held.size, waiting };
   }
 
-  /**
-   * Stops leasing; work waiting to run is let go (its lease runs out), work leased by an exchange
-   * in flight starts if there is room, work running finishes, and the outcomes are recorded in a
-   * last exchange (one try).
-   */
+  /** Waiting work is let go (its lease runs out); running work finishes; outcomes go in a last exchange (one try). */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -112,7 +96,7 @@ export class LeasedWork<I, O> {
     if (this.pending.length > 0) this.options.logger.error({ outcomes: this.pending.length }, `${this.options.failure.message}: outcomes not recorded at shutdown; that work will be done again`);
   }
 
-  /** The next exchange in `ms` at the latest (an earlier wake stands); none while one is in flight: its return decides. */
+  /** An earlier wake stands; none while one is in flight: its return decides. */
   private wake(ms: number): void {
     if (!this.started || this.stopping || this.exchanging) return;
     const at = this.timers.now() + ms;
@@ -126,7 +110,6 @@ export class LeasedWork<I, O> {
     });
   }
 
-  /** Outcomes that gathered while an exchange was in flight wait `groupMs` more after it, for company. */
   private outcomesDelay(): number {
     return Math.max(this.options.groupMs, this.handler.spacingMs());
   }
@@ -148,7 +131,7 @@ export class LeasedWork<I, O> {
         if (reclaim) this.leaseInDoubt = false;
         for (const p of pending) if (p.releases !== null) this.held.delete(p.releases);
         for (const key of result.dropKeys ?? []) this.drop(key);
-        // Never twice on this node: an item it still holds (its lease ran out while it ran) is not run again.
+        // Never twice: an item this node still holds (its lease ran out while it ran) is not run again.
         for (const item of result.leased) {
           const id = this.handler.idOf(item);
           if (this.held.has(id)) continue;
@@ -189,7 +172,6 @@ export class LeasedWork<I, O> {
     lane.waiting.push(item);
   }
 
-  /** Lets a key's waiting work go (its lease runs out in the store). */
   private drop(key: string): void {
     const lane = this.lanes.get(key);
     if (!lane) return;
@@ -202,7 +184,6 @@ export class LeasedWork<I, O> {
     for (const key of [...this.lanes.keys()]) this.drop(key);
   }
 
-  /** Starts waiting work, lanes in turn, within each key's and the overall limit. */
   private pump(): void {
     if (this.holdTimer || this.lanes.size === 0) return;
     const hold = this.stopping ? 0 : (this.handler.holdMs?.() ?? 0);
@@ -248,14 +229,11 @@ export class LeasedWork<I, O> {
     if (this.running === 0) for (const resolve of this.idle.splice(0)) resolve();
     if (this.stopping) return;
     this.pump();
-    // Room freed: the next exchange may lease more.
     if (final === null) this.kick();
   }
 
-  /** An outcome for the next exchange; once stopping, stop() sends them all in its last one. */
   private add(p: Pending<O>): void {
     this.pending.push(p);
-    // With no exchange in flight, an outcome goes after the handler's spacing (at once for delivery).
     if (!this.failing) this.wake(this.handler.spacingMs());
   }
 }

@@ -4,26 +4,19 @@ import type { StoreLocation } from '../commit/nodeStore.js';
 import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 import { lowerThreadPriority } from '../platform/threadPriority.js';
 
-/** The webhook dispatcher's own thread (see host.ts). */
 const { location, config, nodeId, clockOffsetMs, logLevel, bookkeepingPort } = workerData as {
   location: StoreLocation;
   config: Pick<PosternConfig, 'webhooks'>;
   nodeId: string;
   clockOffsetMs: number;
   logLevel: string;
-  /** null on PostgreSQL: the thread writes through its own connections. */
   bookkeepingPort: MessagePort | null;
 };
 
-/** What the host posts: stop, or the node's new log level (SIGHUP). */
 export type DispatcherThreadMessage = 'stop' | { logLevel: string };
 
-// On Linux a scheduling policy and a nice value belong to the thread: this one yields the CPU
-// to acceptance when the machine is saturated, and runs at full speed otherwise. (Elsewhere a
-// nice value would apply to the whole process, so nothing is done.) Lowered before the thread
-// loads the rest of its modules (imported below, not statically): loading them is about a
-// second of CPU on a busy 2-core VM, which at normal priority was taken from the node's first
-// requests, the thread starting as the listeners open.
+// Lowered before the thread loads the rest of its modules (imported below): loading them takes about a second of CPU on
+// a busy 2-core VM, taken from the node's first requests at normal priority (docs/architecture.md#webhooks).
 const lowered = lowerThreadPriority(config.webhooks.nice);
 nameThisThread(THREAD_NAMES.webhookDispatcher);
 const [{ offsetClock }, { createLogger, setLogLevel }, { bookkeepingThrough, openThreadStore }, { webhookEngine }] = await Promise.all([
@@ -36,7 +29,6 @@ const rootLogger = createLogger(logLevel);
 const logger = rootLogger.child({ thread: 'webhooks' });
 if (lowered) logger.warn({ err: lowered }, 'could not lower the webhook thread priority; it runs at the process priority');
 
-// Its reads, on connections of its own; its writes go through the index writer thread (SQLite).
 const connections = await openThreadStore(location, logger, 'webhooks');
 const dispatcher = webhookEngine({ store: connections.store, clock: offsetClock(clockOffsetMs), logger, config, nodeId, countOutcomes: (outcomes) => parentPort!.postMessage({ webhookOutcomes: outcomes }), bookkeeping: bookkeepingThrough(bookkeepingPort, connections.store) });
 

@@ -10,39 +10,31 @@ import type { DispatcherThreadMessage } from './dispatcherThread.js';
 
 export interface WebhookDispatcherHandle {
   start(): void;
-  /** Lets attempts in flight finish (each has its deadline), records their outcomes, stops. */
   stop(): Promise<void>;
-  /** A new log level (SIGHUP): the dispatcher's thread logs by it from now on. */
   setLogLevel(level: string): void;
 }
 
 const RESTART_DELAY_MS = 1000;
 
 export interface WebhookDispatcherDeps {
-  /** Where the store is: the dispatcher reads on connections of its own. */
   location: StoreLocation;
   clock: Clock;
   logger: Logger;
-  /** The section the dispatcher reads: all that crosses to its thread. */
+  /** All that crosses to its thread. */
   config: Pick<PosternConfig, 'webhooks'>;
-  /** `node.id`: on PostgreSQL the owner of the deliveries the dispatcher leases. */
   nodeId: string;
-  /** A new channel to the index writer thread, which runs the dispatcher's writes (none on PostgreSQL: it writes itself). */
+  /** None on PostgreSQL: it writes itself. */
   openBookkeepingPort: () => MessagePort | null;
 }
 
 /**
- * The dispatcher runs in its own worker thread, at a lower priority (`webhooks.nice`), so its
- * HTTP, signing and bookkeeping never take event-loop time from the doors and, on a saturated
- * machine, acceptance gets the CPU first (webhooks then lag, and catch up when it frees).
- * A ManualClock cannot cross threads: with one (tests of time-dependent rules) the same
- * dispatcher runs on the event loop instead.
+ * The dispatcher runs in its own thread at low priority (`webhooks.nice`), so the doors get the CPU first.
+ * A ManualClock cannot cross threads: with one (tests) it runs on the event loop instead.
  */
 export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDispatcherHandle {
   return deps.clock instanceof ManualClock ? new InProcessDispatcher(deps) : new ThreadedDispatcher(deps);
 }
 
-/** The dispatcher on the event loop (a ManualClock), reading on a connection of its own, as its thread would. */
 class InProcessDispatcher implements WebhookDispatcherHandle {
   private running: Promise<{ connections: ThreadStore; dispatcher: WebhookEngine }> | null = null;
 
@@ -72,7 +64,7 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     return { connections, dispatcher };
   }
 
-  /** Its logger is the node's own (a child of the root): the root's new level has reached it. */
+  /** Its logger is a child of the root: the root's new level has reached it. */
   setLogLevel(): void {}
 
   async stop(): Promise<void> {
@@ -108,15 +100,12 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
         location: this.deps.location,
         config: this.deps.config,
         nodeId: this.deps.nodeId,
-        // The process clock is the system clock moved by a fixed offset (POSTERN_CLOCK_OFFSET_MS).
         clockOffsetMs: Math.round(this.deps.clock.now() - Date.now()),
-        // The node's level now, a reload's included (a restarted thread starts with it).
         logLevel: this.deps.logger.level,
       },
     });
     this.worker = worker;
     worker.on('error', (err) => this.deps.logger.error({ err }, 'webhook dispatcher thread failed'));
-    // Its recorded outcomes (PostgreSQL), counted in this thread's registry, which GET /metrics reads.
     worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) => message.webhookOutcomes?.forEach(countWebhookOutcome));
     worker.on('exit', (code) => {
       this.worker = null;
@@ -142,7 +131,6 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage('stop' satisfies DispatcherThreadMessage);
-    // In-flight attempts end by their deadline; past that (and a margin) the thread is stopped.
     const force = setTimeout(() => void worker.terminate(), this.deps.config.webhooks.timeout_ms + 5000);
     await exited;
     clearTimeout(force);

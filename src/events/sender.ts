@@ -6,60 +6,45 @@ import { StallClock } from './stallClock.js';
 
 export const USER_AGENT = 'Postern-Webhooks/1.0';
 
-/** One delivery attempt to make. */
 export interface WebhookRequest {
   url: string;
-  /** `we.…` */
   deliveryId: string;
   type: string;
-  /** The envelope bytes: signed and sent as they are. */
+  /** Signed and sent as they are. */
   body: Buffer;
   /** Current secret first, then a previous one still in its grace period. */
   secrets: readonly string[];
-  /** Unix seconds for `t=`. */
   timestamp: number;
 }
 
-/** What one attempt came to. `status` is the HTTP status when a response arrived. */
 export interface AttemptResult {
   ok: boolean;
   status: number | null;
   error: string | null;
-  /** From `Retry-After` on a 429 or 503. */
   retryAfterMs: number | null;
-  /** True when the target was refused before any connection (address or scheme rules). */
+  /** Refused before any connection (address or scheme rules). */
   refused: boolean;
-  /** The start of the receiver's answer (its body, up to ANSWER_CHARS), for the delivery log; null when none came. */
+  /** The start of the receiver's answer, for the delivery log; null when none came. */
   answer?: string | null;
 }
 
 export interface SenderOptions {
   timeoutMs: number;
   policy: TargetPolicy;
-  /** Sockets per endpoint (its concurrency). */
   maxSocketsPerEndpoint: number;
   resolver?: Resolver;
-  /** Extra trusted CAs (tests with a self-signed receiver). */
   ca?: string | Buffer;
-  /** Milliseconds since the epoch (for HTTP-date Retry-After). */
   now(): number;
 }
 
-/** How long a resolved (and checked) answer is reused before resolving again. */
 const DNS_CACHE_MS = 30_000;
-/** Idle keep-alive sockets are closed before a typical server's 5 s keep-alive timeout. */
+/** Closed before a typical server's 5 s keep-alive timeout. */
 const IDLE_SOCKET_MS = 4_000;
-/** How much of an error response is kept for `last_error`. */
 const ERROR_BODY_BYTES = 200;
-/** How much of any answer is kept for the delivery log (read within the attempt's deadline). */
 export const ANSWER_CHARS = 1024;
 /** A stalled thread gets back at most this many timeouts' worth of time it could not watch. */
 const MAX_STALL_GRACE_FACTOR = 4;
 
-/**
- * Parses `Retry-After` (delta seconds or an HTTP date) into milliseconds from now; null when
- * absent or unreadable.
- */
 export function parseRetryAfter(value: string | undefined, now: number): number | null {
   if (value === undefined) return null;
   const v = value.trim();
@@ -70,11 +55,7 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
 
 const printable = (s: string) => s.replace(/\p{Cc}+/gu, ' ').trim();
 
-/**
- * POSTs signed envelopes: one keep-alive agent per endpoint (at most its concurrency in
- * sockets), the target's addresses resolved and checked before every attempt and the socket
- * pinned to the checked address, one deadline for the whole exchange, no redirects.
- */
+/** Signed POSTs: a keep-alive agent per endpoint, addresses checked before every attempt and the socket pinned to them, no redirects. */
 export class WebhookSender {
   private readonly agents = new Map<string, { agent: http.Agent; url: string }>();
   private readonly dns = new Map<string, { until: number; addresses: ResolvedAddress[] }>();
@@ -95,7 +76,6 @@ export class WebhookSender {
     return agent;
   }
 
-  /** Closes the sockets of endpoints that are gone. */
   forgetEndpointsExcept(ids: Set<string>): void {
     for (const [id, entry] of this.agents) {
       if (ids.has(id)) continue;
@@ -109,11 +89,7 @@ export class WebhookSender {
     this.agents.clear();
   }
 
-  /**
-   * The checked addresses of the URL's host. An answer (resolved AND checked, for this scheme
-   * and host) is reused for DNS_CACHE_MS; a refusal is never cached, so a fixed DNS record
-   * takes effect at the next attempt.
-   */
+  /** A refusal is never cached, so a fixed DNS record takes effect at the next attempt. */
   private async resolve(url: URL): Promise<ResolvedAddress[]> {
     const key = `${url.protocol}//${bareHost(url).toLowerCase()}`;
     const now = Date.now();
@@ -129,7 +105,7 @@ export class WebhookSender {
     let url: URL;
     let target: ResolvedAddress;
     try {
-      // The URL rules again (the config may have changed since the endpoint was added), then every address.
+      // The URL rules again: the config may have changed since the endpoint was added.
       url = parseTargetUrl(req.url, this.opts.policy);
       [target] = await this.resolve(url);
     } catch (err) {
@@ -168,10 +144,8 @@ export class WebhookSender {
         settled = true;
         resolve({ result, staleSocket });
       };
-      /** What the receiver has answered so far: read up to ANSWER_CHARS, then drained. */
       let answer = '';
       const answered = () => (answer === '' ? null : answer.replace(/\0/g, ''));
-      /** A 2xx arrived: delivered, whatever happens to the rest of its body. */
       let deliveredStatus: number | null = null;
       const fail = (error: string, status: number | null = null, retryAfterMs: number | null = null) => settle({ ok: false, status, error, retryAfterMs, refused: false, answer: answered() });
       const delivered = () => settle({ ok: true, status: deliveredStatus, error: null, retryAfterMs: null, refused: false, answer: answered() });
@@ -184,12 +158,10 @@ export class WebhookSender {
         headers,
         agent: this.agentFor(endpointId, url),
         lookup: pinnedLookup(target) as unknown as typeof import('node:dns').lookup,
-        // Node 20's default family selection would call lookup with all: true; handled too.
+        // Node 20's default family selection calls lookup with all: true.
       });
-      // The deadline counts only time this thread could watch: a loop that stalled (a starved
-      // SCHED_IDLE thread on a saturated machine, a long GC pause) gets the stalled time back,
-      // up to a bound, and the verdict waits one turn of the event loop (timers run before I/O
-      // is polled), so an answer that arrived meanwhile is read first, not timed out.
+      // The deadline counts only time this thread could watch (docs/architecture.md#webhooks), and the verdict
+      // waits one turn of the event loop so an answer that arrived meanwhile is read first.
       let exchangeOver = false;
       const stalledAtStart = this.stalls.acquire();
       let granted = 0;
@@ -227,8 +199,7 @@ export class WebhookSender {
           if (answer.length < ANSWER_CHARS) answer += chunk.slice(0, ANSWER_CHARS - answer.length);
         });
         if (status >= 200 && status < 300) {
-          // Delivered. The body is read (its start kept for the log) and drained within the
-          // deadline, so the socket is reused; past the deadline it is still delivered.
+          // Delivered; the body is drained within the deadline so the socket is reused.
           deliveredStatus = status;
           res.on('end', () => {
             endExchange();

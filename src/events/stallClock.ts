@@ -1,20 +1,14 @@
-/** How often the clock looks at the event loop while someone needs it. */
 const TICK_MS = 50;
 /** Lateness below this is ordinary timer jitter, not a stall. */
 const SLACK_MS = 50;
 
-/**
- * Counts the time this thread's event loop could not run (a starved SCHED_IDLE thread on a
- * saturated machine, a long GC pause), so a deadline can count only the time the thread was
- * able to watch. It ticks only while at least one user holds it.
- */
+/** Counts the time this thread's event loop could not run (SCHED_IDLE starved, a GC pause), so a deadline counts only watched time. */
 export class StallClock {
   private stalledMs = 0;
   private last = 0;
   private users = 0;
   private timer: NodeJS.Timeout | null = null;
 
-  /** Starts watching (for one more user); returns the stall total so far. */
   acquire(): number {
     if (this.users++ === 0) {
       this.last = performance.now();
@@ -31,7 +25,7 @@ export class StallClock {
     this.timer = null;
   }
 
-  /** The stall total, including a stall still being caught up on (ticks overdue right now). */
+  /** Including a stall still being caught up on. */
   sample(): number {
     if (this.users === 0) return this.stalledMs;
     const now = performance.now();

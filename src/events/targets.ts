@@ -2,17 +2,8 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import net from 'node:net';
 
 /**
- * Where a webhook may be sent. By default only `https://` URLs whose every resolved address is
- * public: loopback, private, link-local, CGNAT, ULA, unspecified, multicast, documentation and
- * other special-purpose ranges (IPv4 and IPv6, IPv4 embedded in IPv6 included) are refused, so
- * a webhook URL cannot be used to reach the host itself or the network behind it.
- * `webhooks.allow_private_targets` lifts the address rule, and then also allows `http://`, but
- * only towards such non-public addresses (plain HTTP never crosses the internet).
- *
- * The same rules run when an endpoint is registered and before every delivery, on every address
- * the name resolves to at that moment; the connection then goes to the address that was
- * checked (`pinnedLookup`), so a DNS answer that changes between check and connect (rebinding)
- * cannot redirect a delivery.
+ * Where a webhook may be sent: by default `https://` to public addresses only (SSRF). Checked at registration and
+ * before every delivery, and the socket pinned to the address checked (`pinnedLookup`), so DNS rebinding cannot redirect it.
  */
 
 export interface ResolvedAddress {
@@ -20,7 +11,6 @@ export interface ResolvedAddress {
   family: 4 | 6;
 }
 
-/** Resolves a host name to all its addresses (injectable for tests). */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
 export const systemResolver: Resolver = async (hostname) => {
@@ -74,7 +64,7 @@ function ipv4Reason(n: number): string | null {
   return null;
 }
 
-/** The eight 16-bit groups of an IPv6 address (zone id dropped, embedded dotted quad allowed). */
+/** Zone id dropped, embedded dotted quad allowed. */
 function parseIpv6(text: string): number[] | null {
   const bare = text.split('%')[0];
   if (!net.isIPv6(bare)) return null;
@@ -135,10 +125,7 @@ function ipv6Reason(g: number[]): string | null {
   return null;
 }
 
-/**
- * Why an IP address is not a public unicast address ("loopback", "private (IPv4-mapped)", …),
- * or null when it is public. Anything that is not an IP address is refused as such.
- */
+/** Why an address is not public unicast ("loopback", …), or null when it is. Anything not an IP address is refused. */
 export function nonPublicReason(address: string): string | null {
   const n4 = parseIpv4(address);
   if (n4 !== null) return ipv4Reason(n4);
@@ -151,7 +138,6 @@ export interface TargetPolicy {
   allowPrivate: boolean;
 }
 
-/** The URL checks that need no DNS: absolute http(s), no credentials, a host. */
 export function parseTargetUrl(raw: string, policy: TargetPolicy): URL {
   let url: URL;
   try {
@@ -172,15 +158,11 @@ export function parseTargetUrl(raw: string, policy: TargetPolicy): URL {
   return url;
 }
 
-/** The host of a URL without IPv6 brackets. */
 export function bareHost(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
 }
 
-/**
- * Resolves the URL's host and checks EVERY address it resolves to. Returns the addresses, in
- * resolver order, all of them allowed; the caller connects to one of these and to nothing else.
- */
+/** Checks EVERY address the host resolves to; the caller connects to one of these and nothing else. */
 export async function resolveTarget(url: URL, policy: TargetPolicy, resolve: Resolver = systemResolver): Promise<ResolvedAddress[]> {
   const host = bareHost(url);
   let addresses: ResolvedAddress[];
@@ -217,10 +199,7 @@ export async function resolveTarget(url: URL, policy: TargetPolicy, resolve: Res
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void;
 
-/**
- * A `lookup` for http(s).request that answers with the address already checked, whatever the
- * DNS says now: the socket connects where the check allowed, and nowhere else.
- */
+/** Answers with the address already checked, whatever the DNS says now. */
 export function pinnedLookup(target: ResolvedAddress) {
   return (_hostname: string, options: { all?: boolean } | number | LookupCallback, callback?: LookupCallback): void => {
     const cb = (typeof options === 'function' ? options : callback)!;

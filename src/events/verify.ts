@@ -1,23 +1,11 @@
 /**
- * Verifying a Postern webhook delivery (receiver side). Self-contained (node:crypto only) so a
- * receiver can copy this file as it is.
- *
- *   X-Service-Signature: t=1767225600,v1=5f1c…[,v1=…]
- *
- * 1. HMAC-SHA256, keyed with the endpoint's secret (the whole `whsec_…` string), over
- *    `<t>.<raw body>` — the raw bytes of the request body, before any JSON parsing.
- * 2. Compare in constant time with each `v1` entry: during a secret rotation Postern signs with
- *    the new and the previous secret, so either may match; so may either of the secrets a
- *    receiver holds while it rolls over.
- * 3. Refuse a timestamp further than the tolerance (default 300 s) from now, either way, so a
- *    captured request cannot be replayed later.
+ * Verifying a Postern webhook delivery, receiver side (docs/webhooks.md#verifying-a-delivery). node:crypto only, so a
+ * receiver can copy this file: HMAC-SHA256 over `<t>.<raw body>`, compared in constant time with each `v1`, `t` within tolerance.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export interface VerifyOptions {
-  /** Largest accepted distance between `t` and now, in seconds (default 300). */
   toleranceSeconds?: number;
-  /** Now, in milliseconds since the epoch (default `Date.now()`). */
   now?: number;
 }
 
@@ -25,7 +13,6 @@ export type VerifyResult =
   | { ok: true; timestamp: number }
   | { ok: false; reason: 'missing_header' | 'malformed_header' | 'no_secret' | 'stale_timestamp' | 'signature_mismatch' };
 
-/** The `t` and every `v1` of a signature header, or null when it is malformed. */
 export function parseSignatureHeader(header: string): { timestamp: number; signatures: string[] } | null {
   let timestamp: number | null = null;
   const signatures: string[] = [];
@@ -45,7 +32,6 @@ export function parseSignatureHeader(header: string): { timestamp: number; signa
   return timestamp === null || signatures.length === 0 ? null : { timestamp, signatures };
 }
 
-/** Verifies a delivery and says why it failed. `secrets`: the endpoint's secret(s), `whsec_…`. */
 export function checkWebhookSignature(rawBody: string | Uint8Array, header: string | null | undefined, secrets: string | readonly string[], opts: VerifyOptions = {}): VerifyResult {
   if (!header) return { ok: false, reason: 'missing_header' };
   const parsed = parseSignatureHeader(header);
@@ -60,13 +46,12 @@ export function checkWebhookSignature(rawBody: string | Uint8Array, header: stri
   let match = false;
   for (const key of keys) {
     const expected = createHmac('sha256', key).update(`${parsed.timestamp}.`).update(body).digest();
-    // Every pair is compared (no early exit), each in constant time; all are 32 bytes.
+    // Every pair is compared (no early exit), each in constant time.
     for (const sig of received) if (timingSafeEqual(expected, sig)) match = true;
   }
   return match ? { ok: true, timestamp: parsed.timestamp } : { ok: false, reason: 'signature_mismatch' };
 }
 
-/** True when `header` carries a valid, fresh signature of `rawBody` by one of `secrets`. */
 export function verifyWebhookSignature(rawBody: string | Uint8Array, header: string | null | undefined, secrets: string | readonly string[], opts: VerifyOptions = {}): boolean {
   return checkWebhookSignature(rawBody, header, secrets, opts).ok;
 }

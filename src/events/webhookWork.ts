@@ -16,53 +16,33 @@ import { retryDelayMs } from './ladder.js';
 import { WebhookSender, type AttemptResult } from './sender.js';
 import type { Resolver } from './targets.js';
 
-/**
- * Gap between two dispatcher writes while there is work. Outcomes, fan-out and claims of that
- * time share one short transaction, run by the index writer thread. The gap adapts to
- * acceptance: while the index writer has committed acceptances since the dispatcher's last
- * write, it doubles, up to MAX_WRITE_GAP_MS, so fewer and larger transactions come between
- * acceptance's groups; a write into a quiet index shortens it again, down to MIN_WRITE_GAP_MS.
- */
+/** Gap between two dispatcher writes while there is work; doubles while acceptance commits, up to MAX_WRITE_GAP_MS. */
 const MIN_WRITE_GAP_MS = 25;
 const MAX_WRITE_GAP_MS = 200;
-/**
- * Claimed per endpoint (in flight and queued here) per round of its concurrency, per 5 ms of
- * write gap, at least 5 rounds: enough to keep it busy from one transaction to the next.
- */
+/** Claimed per endpoint per round of its concurrency per 5 ms of write gap: enough to last until the next write. */
 const PREFETCH_ROUNDS_MIN = 5;
 const PRUNE_EVERY_MS = 3600_000;
-/** How often a cursor moved only in memory (no endpoint wanted those events) is written. */
 const CURSOR_PERSIST_MS = 5000;
 const PRUNE_CHUNK = 5000;
-/**
- * A failing read or write of the index (a full disk) is retried after the poll interval, then
- * ever more slowly up to this, and logged once a minute while it lasts (not per attempt).
- */
+/** A failing index read or write (a full disk) is retried ever more slowly up to this, logged once a minute. */
 const FAILURE_MAX_DELAY_MS = 5000;
 const FAILURE_LOG_PERIOD_MS = 60_000;
 
 export interface DispatcherDeps {
-  /** Its reads, on a connection of its own (its thread's); the owner opens and closes it. */
+  /** Its reads, on its thread's own connection. */
   store: Queries;
   /** Its writes: one transaction per cycle, run by the index writer thread. */
   bookkeeping: Bookkeeping;
   clock: Clock;
   logger: Logger;
-  /** The section it reads. */
   config: Pick<PosternConfig, 'webhooks'>;
-  /** This node's id (`node.id`): on PostgreSQL the owner of the leases it claims. */
+  /** PostgreSQL: the owner of the leases it claims. */
   nodeId: string;
-  /**
-   * PostgreSQL: counts the outcomes recorded, for GET /metrics (the event loop's registry; on
-   * SQLite the index writer thread counts them as it records them).
-   */
+  /** PostgreSQL: counts recorded outcomes for GET /metrics (on SQLite the index writer thread does). */
   countOutcomes?: (outcomes: WebhookOutcomeKind[]) => void;
-  /** DNS resolution (tests); the system resolver by default. */
   resolver?: Resolver;
-  /** Extra trusted CAs (tests with a self-signed receiver). */
   ca?: string | Buffer;
   random?: () => number;
-  /** The engine's timers (tests); real ones by default. */
   timers?: EngineTimers;
 }
 
@@ -73,13 +53,11 @@ interface Outcome {
   endpointId: string;
   at: number;
   result: AttemptResult;
-  /** No retry can help (the event is gone or unreadable). */
   permanent: boolean;
-  /** How long the attempt took (the delivery log shows it). */
   durationMs: number;
 }
 
-/** A claimed delivery with its event, read with the others of its claim (undefined: not read yet; null: gone from the outbox). */
+/** A claimed delivery with its event (undefined: not read yet; null: gone from the outbox). */
 type QueuedDelivery = ClaimedDelivery & { event: OutboxEvent | null | undefined };
 
 const isLocked = (err: unknown) => {
@@ -87,12 +65,9 @@ const isLocked = (err: unknown) => {
   return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
 };
 
-/** The webhook dispatcher: the leased-work engine with webhooks' handler, on its own store connections. */
 export interface WebhookEngine {
   start(): Promise<void>;
-  /** Look for work now (new events, an endpoint re-enabled). */
   kick(): void;
-  /** Lets attempts in flight finish (each has its deadline), records their outcomes, stops. */
   stop(): Promise<void>;
 }
 
@@ -128,49 +103,18 @@ export function webhookEngine(deps: DispatcherDeps): WebhookEngine {
 }
 
 /**
- * Webhooks' handler on the leased-work engine (src/engine/leasedWork.ts). It reads only the
- * `events` outbox:
- *
- * 1. Fan-out: events after the cursor (in batches) become one `webhook_deliveries` row per
- *    matching endpoint; the rows and the cursor move in one transaction, so a crash either
- *    keeps both or neither: no event is skipped, none is fanned out twice. Events no endpoint
- *    wants only move the cursor in memory (written every few seconds): a server without
- *    endpoints costs the index nothing.
- * 2. Claims (the engine's lease): per enabled endpoint, due deliveries up to a few times its
- *    concurrency, by pushing their due time out by the lease (a crash makes them due again after
- *    it: at-least-once). Only claimed rows are ever in memory, so a queue of millions costs
- *    nothing here.
- * 3. Attempts (the engine's runs): signed POSTs, one lane per endpoint, at most
- *    `per_endpoint_concurrency` per endpoint and `concurrency` overall, lanes served in turn: a
- *    slow endpoint only ever occupies its own share.
- * 4. Outcomes: delivered, or the ladder's next time, or failed after the last attempt; the
- *    endpoint's failure run (and, after `disable_after_seconds`, its disabling) is kept with them.
- *
- * On PostgreSQL, shared by several nodes, step 1 has no cursor: each node takes committed events
- * off the outbox's queue (webhook_fanout_pending, SKIP LOCKED), step 2 leases deliveries to this
- * node (`nodeId`), and step 4 records only the outcomes of deliveries this node still holds
- * (the store's PostgreSQL webhook outbox); its cycles run on its own connections, one transaction each.
- *
- * Steps 4, 1 and 2 run as ONE transaction per exchange (25 to 200 ms apart, see MIN_WRITE_GAP_MS),
- * handed as plain data to the index writer thread (commit/webhookBookkeeping.ts). The dispatcher
- * itself only reads: at idle priority it must never hold the write lock that acceptance waits
- * for (preempted while holding it, it would stall every group commit behind it). The index
- * writer commits these with synchronous=NORMAL (no flush of their own). That is safe here: what
- * a power loss could take back is the tail of the WAL — outcomes (the delivery is then
- * repeated: at-least-once), claims (harmless) or a fan-out together with its cursor (done
- * again) — never an event, which is committed with FULL.
+ * Webhooks' handler on the leased-work engine: fan-out, claims, attempts, outcomes (docs/architecture.md#webhooks).
+ * It only reads; its writes go to the index writer thread, so at idle priority it never holds the write lock acceptance waits for.
  */
 class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
   private readonly store: Queries;
-  /** Several nodes share the outbox: fan-out from its queue, claims leased to this node. */
   private readonly shared: boolean;
   private readonly sender: WebhookSender;
   private lastWrite = 0;
   private writeGap = MIN_WRITE_GAP_MS;
-  /** The latest row of each endpoint with work here (a secret rotated since is used at once). */
+  /** The latest row of each endpoint with work here (a rotated secret is used at once). */
   private readonly endpoints = new Map<string, WebhookEndpointRow>();
   private cursor = 0;
-  /** The cursor moved in memory only (over events no endpoint wanted). */
   private cursorDirty = false;
   private lastPrune = 0;
   private cycles = 0;
@@ -195,9 +139,8 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     });
   }
 
-  /** Reads where fan-out stands, before the first exchange. */
   async open(): Promise<void> {
-    // PostgreSQL has no cursor: the events not yet fanned out wait in a queue (the store's PostgreSQL webhook outbox).
+    // PostgreSQL has no cursor: events not yet fanned out wait in the outbox's queue.
     this.cursor = this.shared ? 0 : await webhookCursor(this.store);
     this.lastPrune = this.deps.clock.now() - PRUNE_EVERY_MS + 60_000;
     this.deps.logger.info({ cursor: this.cursor, allow_private_targets: this.deps.config.webhooks.allow_private_targets }, 'webhook dispatcher started');
@@ -216,7 +159,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     return d.endpoint_id;
   }
 
-  /** Wakes for a write no sooner than the current gap after the last one. */
   spacingMs(): number {
     return Math.max(0, this.lastWrite + this.writeGap - Date.now());
   }
@@ -225,7 +167,7 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     return this.budget.holdMs();
   }
 
-  /** Outcomes wait for the next write whatever failed (a full disk): nothing is recorded twice by a failure here. */
+  /** Outcomes wait for the next write whatever failed: nothing is recorded twice. */
   afterFailure(_err: unknown, outcome: Outcome): Outcome {
     return outcome;
   }
@@ -242,20 +184,13 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     const now = clock.now();
     const prefetch = c.per_endpoint_concurrency * Math.max(PREFETCH_ROUNDS_MIN, Math.ceil(this.writeGap / 5));
     const claimedOn = (id: string) => request.perKey.get(id) ?? 0;
-    // A lane is refilled once it has room for at least one full round of its concurrency.
     const wantsClaim = (e: WebhookEndpointRow) => e.disabled_at === null && prefetch - claimedOn(e.id) >= c.per_endpoint_concurrency;
-    // Read first (readers never wait in WAL): is there anything to write?
-    // The next events, and whether any of them is for an endpoint: events no endpoint wants
-    // only move the cursor, in memory (persisted with the next write, or every few seconds).
     // Events are read BEFORE the endpoints: an endpoint missing from the list was registered
     // after these events were visible, so its from_seq excludes them all.
-    // PostgreSQL: whether any committed event waits in the queue (no cursor, no `latest`).
     const queued = this.shared && (await fanOutQueued(store));
     const latest = this.shared ? 0 : await latestEventSeq(store);
-    // No endpoint at all (a node whose projects use no webhooks): the events up to `latest`
-    // are nobody's, and the cursor passes them unread (reading them, up to batch_size rows a
-    // cycle while sends arrive, cost acceptance a tenth of a core). One registered after this
-    // read has a from_seq of at least `latest`. Otherwise the events are read first, as above.
+    // No endpoint at all: the cursor passes the events up to `latest` unread (an endpoint
+    // registered after this read has a from_seq of at least `latest`).
     const none = !this.shared && latest > this.cursor && (await registeredWebhookEndpoints(store)).length === 0;
     if (none) {
       this.cursor = latest;
@@ -266,7 +201,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     const registered = await registeredWebhookEndpoints(store);
     const dropKeys = this.refreshEndpoints(registered, request.perKey);
     this.closeIdleAgents(registered);
-    // (Queued events are taken off the queue even when no endpoint wants them.)
     const wanted = queued || (events.length > 0 && fanOutPlan(registered, events).length > 0);
     if (events.length > 0 && !wanted) {
       this.cursor = events[events.length - 1].seq;
@@ -296,13 +230,12 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     return this.written(work, result, acceptanceBusy, latest, dropKeys);
   }
 
-  /** After an exchange's write committed: the state it changed, in memory, and what it claimed. */
   private async written(work: WebhookBookkeeping, result: WebhookBookkeepingResult, acceptanceBusy: boolean, latest: number, dropKeys: string[]): Promise<ExchangeResult<QueuedDelivery>> {
     const { logger, config } = this.deps;
     this.lastWrite = Date.now();
     this.writeGap = acceptanceBusy ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
     this.countRecorded(work.outcomes, result.recorded);
-    // (No other exchange ran while the write was in flight: the cursor has not moved since.)
+    // No other exchange ran while the write was in flight: the cursor has not moved since.
     if (work.cursor !== null) {
       this.cursor = work.cursor;
       this.cursorDirty = false;
@@ -313,7 +246,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     }
     for (const d of result.disabled) {
       logger.warn({ endpoint_id: d.endpoint, reason: d.reason }, 'webhook endpoint disabled');
-      // Nothing more from its lane; what was queued waits for `enable`.
       const endpoint = this.endpoints.get(d.endpoint);
       if (endpoint) this.endpoints.set(d.endpoint, { ...endpoint, disabled_at: work.now, disabled_reason: d.reason });
       dropKeys.push(d.endpoint);
@@ -326,7 +258,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     return { leased, more, dropKeys };
   }
 
-  /** The last write, at stop: the outcomes, and the cursor if it moved in memory. */
   private async finalWrite(outcomes: Outcome[]): Promise<ExchangeResult<QueuedDelivery>> {
     if (outcomes.length > 0 || this.cursorDirty) {
       const records = this.outcomeRecords(outcomes);
@@ -336,7 +267,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     }
     return { leased: [], more: false };
   }
-  /** Hands the outcomes a write recorded to countOutcomes (PostgreSQL), each delivery once. */
   private countRecorded(outcomes: WebhookOutcomeRecord[], recorded: number[] | null): void {
     if (!this.deps.countOutcomes || recorded === null || recorded.length === 0) return;
     const left = new Set(recorded);
@@ -344,7 +274,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     if (kinds.length > 0) this.deps.countOutcomes(kinds);
   }
 
-  /** The parts of a write every cycle (and the last one, at stop) fills the same way. */
   private bookkeepingBase(now: number): WebhookBookkeeping {
     return {
       now,
@@ -359,7 +288,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     };
   }
 
-  /** Outcomes as the index records them: the ladder decides each failure's next attempt here. */
   private outcomeRecords(outcomes: Outcome[]): WebhookOutcomeRecord[] {
     const c = this.deps.config.webhooks;
     return outcomes.map((o) => {
@@ -385,11 +313,7 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     });
   }
 
-  /**
-   * Endpoints as registered now: a secret rotated since is used at once; a disabled or removed
-   * endpoint's waiting deliveries are let go (their rows stay claimed until the lease runs out,
-   * or `enable` makes them due). Answers the keys to let go.
-   */
+  /** Endpoints as registered now; a disabled or removed endpoint's waiting deliveries are let go. Answers their keys. */
   private refreshEndpoints(registered: WebhookEndpointRow[], load: ReadonlyMap<string, number>): string[] {
     const byId = new Map(registered.map((e) => [e.id, e]));
     const drop: string[] = [];
@@ -403,7 +327,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
   }
 
   private closeIdleAgents(registered: WebhookEndpointRow[]): void {
-    // Sockets of removed endpoints are closed (every few hundred cycles is plenty).
     if (++this.cycles % 500 !== 0) return;
     this.sender.forgetEndpointsExcept(new Set(registered.map((e) => e.id)));
   }
@@ -420,7 +343,7 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     }
   }
 
-  /** One signed POST; null when it was no attempt (the outbox unreadable this instant: due again after the lease). */
+  /** One signed POST; null when the outbox was unreadable (no attempt: due again after the lease). */
   async run(delivery: QueuedDelivery): Promise<Outcome | null> {
     const { clock, logger } = this.deps;
     const endpoint = this.endpoints.get(delivery.endpoint_id);
@@ -450,7 +373,6 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
         result = await this.sender.send(endpoint.id, { url: endpoint.url, deliveryId: delivery.id, type: delivery.type, body, secrets, timestamp: Math.floor(now / 1000) });
       }
     } catch (err) {
-      // The outbox could not be read this instant: not an attempt. Due again after the lease.
       if (isLocked(err)) return null;
       result = { ok: false, status: null, error: `internal error: ${(err as Error).message}`, retryAfterMs: null, refused: false };
     }

@@ -7,22 +7,16 @@ import { RetentionSweeper } from './retention.js';
 const HOUR = 3600_000;
 
 export interface JanitorDeps {
-  /** The event loop's channel to the index writer thread: every write here runs there. */
   bookkeeping: Bookkeeping;
   spool: Spool;
   clock: Clock;
   logger: Logger;
-  /** `retention_days`: the default of projects without their own. */
+  /** The default of projects without their own. */
   retentionDays: number;
-  /** `console.session_idle_seconds`: idle console sessions are pruned. */
   sessionIdleSeconds: number;
 }
 
-/**
- * Hourly housekeeping while the server runs: expired Idempotency-Keys, old feedback receipts and
- * idle console sessions and long-stopped nodes pruned, and the retention sweep. Its writes go to the index writer thread, never the event
- * loop's connection.
- */
+/** Hourly prunes and the retention sweep; its writes go to the index writer thread. */
 export class Janitor {
   private timer: NodeJS.Timeout | null = null;
   private readonly retention: RetentionSweeper;
@@ -31,7 +25,6 @@ export class Janitor {
     this.retention = new RetentionSweeper(deps.bookkeeping, deps.spool, deps.clock, deps.logger, deps.retentionDays);
   }
 
-  /** Prunes (done when this resolves) and starts a sweep, then again every hour. */
   async start(): Promise<void> {
     await this.prune();
     // Not awaited: a first sweep over a large backlog must not hold up the listeners.
@@ -43,7 +36,6 @@ export class Janitor {
     this.timer.unref();
   }
 
-  /** Lets a sweep under way finish its chunk. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.retention.stop();

@@ -4,7 +4,6 @@ import type { Logger } from '../log.js';
 import { nodeState, type NodeListener, type NodeRun } from '../store/nodes.js';
 
 export interface NodeHeartbeatDeps {
-  /** Its writes run on the index writer thread, as bookkeeping. */
   bookkeeping: Bookkeeping;
   clock: Clock;
   logger: Logger;
@@ -15,11 +14,7 @@ export interface NodeHeartbeatDeps {
   pid: number;
 }
 
-/**
- * This process's row in `nodes`: registered once the listeners are bound, a beat every
- * `node.heartbeat_seconds`, stopped on a graceful stop. A beat that fails is logged and the next
- * one tries again: a missed beat only makes the node look stale for a while.
- */
+/** A failed beat is logged and the next tries again: a missed beat only makes the node look stale for a while. */
 export class NodeHeartbeat {
   private timer: NodeJS.Timeout | null = null;
   private run: NodeRun | null = null;
@@ -40,7 +35,6 @@ export class NodeHeartbeat {
         { node_id: id, other_pid: previous.pid, other_hostname: previous.hostname, other_last_beat_at: new Date(previous.last_beat_at).toISOString() },
         `another node with node.id "${id}" beat ${Math.round((now - previous.last_beat_at) / 1000)} s ago and has not stopped: give each node its own node.id (POSTERN_NODE_ID)`,
       );
-      // Out now, not when the log buffer fills: whoever starts the node is watching.
       logger.flush();
     }
     this.timer = setInterval(() => {
@@ -49,7 +43,6 @@ export class NodeHeartbeat {
     this.timer.unref();
   }
 
-  /** Marks the row stopped (after the beat under way, if any). */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;

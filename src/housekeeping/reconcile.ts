@@ -9,18 +9,11 @@ export interface ReconcileReport {
   tempFilesRemoved: number;
   orphanFilesRemoved: number;
   rowsWithoutFile: number;
-  /** Retired files (empty) kept for reuse from the previous run. */
   freeFilesKept: number;
 }
 
 
-/**
- * Run at start, before any listener opens and before the index writer thread starts: its few
- * writes go straight to `q`, the start-up connection, while nothing else writes. A crash can
- * leave a temp file (never acknowledged) or a renamed file whose index row never committed
- * (never acknowledged): both are removed. A row whose file is gone cannot be delivered; it is
- * failed loudly rather than retried forever.
- */
+/** At start, before anything else writes. Unacknowledged leftovers are removed; a row whose file is gone is failed loudly. */
 export async function reconcileSpool(q: Queries, spool: Spool, logger: Logger, now: number): Promise<ReconcileReport> {
   const temps = spool.removeTempFiles();
   for (const name of temps) logger.warn({ file: name }, 'removed half-written spool file');
@@ -36,8 +29,7 @@ export async function reconcileSpool(q: Queries, spool: Spool, logger: Logger, n
     }
   }
 
-  // Only the rows whose file is gone (none, normally) are held until the walk ends and they
-  // can be updated. The walk keeps the connection busy: its check of each file is synchronous.
+  // Only the rows whose file is gone are held until the walk ends (its file checks keep the connection busy).
   const missing: { id: string; spool_path: string }[] = [];
   for await (const row of liveMessageFiles(q)) if (!existsSync(spool.absolute(row.spool_path))) missing.push(row);
   for (const row of missing) {

@@ -3,15 +3,10 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
 
-/** Rows per transaction: short enough that the doors' commits never wait long for the writer. */
+/** Short enough that the doors' commits never wait long for the writer. */
 const CHUNK = 500;
 
-/**
- * Removes finished messages past their project's retention (`retention_days`): index rows
- * first, then their spool files. Each chunk is one transaction of the index writer thread; the
- * files are retired after it committed. Chunks yield to the event loop between them, so a large
- * backlog (the first sweep after an upgrade) never stalls the doors.
- */
+/** Rows first, then files; chunks yield to the event loop, so a large backlog never stalls the doors. */
 export class RetentionSweeper {
   private running: Promise<number> | null = null;
   private stopped = false;
@@ -24,7 +19,6 @@ export class RetentionSweeper {
     private readonly defaultRetentionDays: number,
   ) {}
 
-  /** Starts a sweep unless one is under way; resolves with the number of messages removed. */
   sweep(): Promise<number> {
     this.running ??= this.run().finally(() => {
       this.running = null;
@@ -32,7 +26,6 @@ export class RetentionSweeper {
     return this.running;
   }
 
-  /** Lets a sweep under way finish its chunk, then stops it. */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.running;

@@ -33,14 +33,12 @@ export interface HttpDeps {
   clock: Clock;
   logger: Logger;
   config: Pick<PosternConfig, 'http' | 'feedback'>;
-  /** The public viewer (GET /view/…), shared by every HTTP listener. */
   viewer?: Viewer;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
   bodies: InflightBudget;
-  /** `http.trusted_proxies`: whose X-Forwarded-For names the client (proxies.clientAddress). */
   proxies: TrustedProxies;
-  /** GET /readyz (none: answers 200 when the index answers, as /healthz). */
+  /** None: 200 when the index answers, as /healthz. */
   readiness?: Readiness;
 }
 
@@ -48,35 +46,28 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 const openapiBody = JSON.stringify(openapiDocument);
 
-/**
- * How often Node's HTTP server looks for connections past headers_timeout_ms or
- * request_timeout_ms. Its default, 30 s, let a 30 s headers timeout fire after up to 60 s.
- */
+/** Node's default check interval, 30 s, let a 30 s headers timeout fire after up to 60 s. */
 export function timeoutCheckInterval(config: PosternConfig['http']): number {
   return Math.max(100, Math.min(1000, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
-/** The routes counted under their own path (the others have an id or a secret in it). */
+/** The others have an id or a secret in their path. */
 const COUNTED_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json']);
 
-/** The route a request path is counted under (postern_http_requests_total): never a path with an id or a secret in it. */
 export function routeLabel(path: string): string {
   if (COUNTED_PATHS.has(path)) return path;
   if (path.startsWith('/v1/feedback/')) return '/v1/feedback';
   return 'other';
 }
 
-/**
- * One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json; over
- * HTTPS when `tls` is given (the listener's cert/key, or tls.acme's certificate).
- */
+/** One HTTP listener: the customer API for one environment, plus /healthz and /openapi.json. */
 export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: ListenerTls | null = null): Server {
   const { feedback: intake, pipeline, admission, clock, logger, config, connections, bodies, proxies } = deps;
   const environment = listener.environment;
   const log = logger.child({ listener: listener.name });
   const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
 
-  // Authentication, then rate limits (see Admission); both before the body is read.
+  // Authentication, then rate limits; both before the body is read.
   const admit = (req: IncomingMessage, route: Route): Promise<AuthContext> =>
     admission.admit(proxies.clientAddress(req), req.headers.authorization, environment, route);
 
@@ -86,7 +77,6 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: 
       handler(req, res).catch((err: unknown) => {
         // Nobody to answer; the request line (aborted: true) says what happened.
         if (err instanceof ClientGone) return;
-        // Refused before its body was read whole: answered, the rest drained (bounded), then closed.
         if (err instanceof ContractError) {
           countRefusal('http', err.code);
           refuse(res, err);
@@ -97,7 +87,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: 
       });
     };
 
-  /** The body of a send, validated and decoded; the parsed JSON is garbage once this returns. */
+  /** The parsed JSON is garbage once this returns. */
   const readMessage = async (req: IncomingMessage, res: ServerResponse): Promise<OutgoingMessage> => {
     const body = await readJsonBody(req, res, { limit: config.http.max_body_bytes, budget: bodies, envelope: 'message' });
     const check = checkMessageBody(body.value, clock.now(), { undecodable: body.undecodable });
@@ -183,7 +173,6 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: 
       if (closingConnection(req)) return void req.socket.destroy();
       const started = process.hrtime.bigint();
       const path = loggedPath(req.url);
-      // One line per request; a request whose client went away before its answer is `aborted`.
       res.once('close', () => {
         const line = { method: req.method, path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, proxies) };
         if (res.writableFinished) countHttpRequest('send', routeLabel(path), res.statusCode);
@@ -194,7 +183,6 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: 
         countRefusal('http', OVER_CONNECTION_CAP.code);
         return refuse(res, OVER_CONNECTION_CAP);
       }
-      // Only the canonical spelling of a path is routed; any other is unknown, on every route.
       if (!isCanonicalTarget(req.url)) return refuse(res, new ContractError('not_found'));
       (app.handler as (req: IncomingMessage, res: ServerResponse) => void)(req, res);
     },
@@ -205,7 +193,7 @@ export function createHttpServer(deps: HttpDeps, listener: ListenerConfig, tls: 
   return server;
 }
 
-/** The request log's addresses: `ip`, the client's, and `proxy`, the TCP peer, when a trusted proxy forwarded the request. */
+/** `proxy`, the TCP peer, only when a trusted proxy forwarded the request. */
 export function requestAddresses(req: IncomingMessage, proxies: TrustedProxies): { ip: string; proxy?: string } {
   const ip = proxies.clientAddress(req);
   const peer = req.socket.remoteAddress;

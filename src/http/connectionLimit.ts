@@ -3,56 +3,37 @@ import type { Socket } from 'node:net';
 import { ContractError } from '../contract/errors.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
 
-/** Refusals still waiting for their request; beyond this many, excess connections are closed at once. */
+/** Beyond this many pending refusals, excess connections are closed at once. */
 export const MAX_PENDING_REFUSALS = 64;
-/** How long a refused connection may take to send the request its 503 answers. */
 export const REFUSAL_WAIT_MS = 2000;
 
-/** The answer to the request of a connection over a cap. */
 export const OVER_CONNECTION_CAP = new ContractError('server_busy', {
   message: 'Too many open connections; nothing was accepted. Retry in 1 second.',
   headers: { 'Retry-After': '1', Connection: 'close' },
 });
 
 /**
- * Caps the open connections of every HTTP listener together (`http.max_connections`) and per
- * client address (`http.max_connections_per_ip`), so idle clients cannot take every file
- * descriptor the process may open (the spool, the index and the SMTP door need them too).
- *
- * A connection over a cap is not served: its first request is answered `503 server_busy` with
- * `Retry-After` and `Connection: close` (see app.ts), and it is closed after REFUSAL_WAIT_MS if
- * it sends none. Those refusals are bounded as well: while MAX_PENDING_REFUSALS are pending,
- * further excess connections are closed at once without an answer. So the descriptors the HTTP
- * door holds never exceed `max_connections + MAX_PENDING_REFUSALS`.
- *
- * A connection is counted when it opens, before any request on it is read, so by its TCP peer:
- * X-Forwarded-For plays no part here. A peer in `http.trusted_proxies` (a load balancer, which
- * carries many clients over its connections) is held to `max_connections` only.
+ * Caps open connections on every HTTP listener together and per client address, so idle clients cannot take every file
+ * descriptor. Counted by TCP peer when it opens (X-Forwarded-For plays no part); a trusted proxy is held to `max` only.
  */
 export class ConnectionLimiter {
   private open = 0;
   private pendingRefusals = 0;
   private readonly perIp = new Map<string, number>();
-  /**
-   * Refused connections by their address pair, not by socket: behind TLS (the console's HTTPS
-   * listener) a request's socket is the TLS socket wrapping the one counted here, with the
-   * same addresses.
-   */
+  /** By address pair, not socket: behind TLS a request's socket wraps the one counted here. */
   private readonly refused = new Set<string>();
 
   constructor(
     private readonly max: number,
     private readonly maxPerIp: number,
-    /** `http.trusted_proxies`: held to `max` only. */
     private readonly proxies: TrustedProxies,
   ) {}
 
-  /** Counts `server`'s connections from now on (before its HTTP parser sees them). */
   watch(server: Server): void {
     server.prependListener('connection', (socket: Socket) => this.admit(socket));
   }
 
-  /** True for a connection over a cap: its request is answered 503 and it is closed. */
+  /** Its request is answered 503 and it is closed. */
   isRefused(socket: Socket): boolean {
     return this.refused.has(peerKey(socket));
   }
@@ -80,7 +61,6 @@ export class ConnectionLimiter {
     });
   }
 
-  /** An admitted connection, counted until it closes (per address too, unless `ip` is null: a trusted proxy). */
   private count(socket: Socket, ip: string | null): void {
     this.open++;
     if (ip !== null) this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
@@ -94,5 +74,4 @@ export class ConnectionLimiter {
   }
 }
 
-/** One TCP connection's address pair (unique while it is open). */
 const peerKey = (socket: Socket): string => `${socket.localAddress}:${socket.localPort}|${socket.remoteAddress}:${socket.remotePort}`;

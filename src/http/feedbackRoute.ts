@@ -22,11 +22,7 @@ export interface FeedbackDeps {
   proxies: TrustedProxies;
 }
 
-/**
- * `POST /v1/feedback/<account id>[/<token>]`: where a provider account posts its delivery,
- * bounce and complaint notifications. The provider's own authenticity check runs first;
- * anything unauthenticated or malformed is refused with a 4xx and changes nothing.
- */
+/** `POST /v1/feedback/<account id>[/<token>]`: the provider's authenticity check first; anything else is a 4xx that changes nothing. */
 export function createFeedbackHandler(deps: FeedbackDeps) {
   const { feedback, admission, clock, logger, config, bodies, proxies } = deps;
   const log = logger.child({ component: 'feedback' });
@@ -37,15 +33,13 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
     const accountId = req.params?.account ?? '';
     const account = await feedback.account(accountId);
     const verifier = account ? feedbackVerifierFor(account.slug) : undefined;
-    // Detached accounts still take feedback: their messages were sent before the detach.
     if (!account || !verifier) {
       await admission.recordUnauthenticatedFailure(ip);
       throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
     }
-    // Raw bytes: signatures are over the exact bytes. They count in the budget of bodies in flight.
+    // Raw bytes: signatures are over the exact bytes.
     const rawBody = await readRequestBody(req, res, config.feedback.max_body_bytes, bodies);
-    // One-time keys (signature tokens) are checked now but recorded only in the transaction
-    // that applies the feedback: a notification that fails to apply can be delivered again.
+    // Checked now, recorded only where the feedback is applied: a notification that fails to apply can come again.
     const onceKeys: string[] = [];
     const ctx: FeedbackContext = {
       clock,

@@ -6,32 +6,22 @@ import type { InflightBudget } from '../platform/inflightBudget.js';
 import { JsonShapeScanner, scanToEnd, type ShapeLimits, type ShapeProblem } from './jsonShape.js';
 import { readRequestBody } from './requestBody.js';
 
-/** What a body is: one Message (`/v1/send`), a batch envelope of up to 100, or a console API request. */
 export type BodyEnvelope = 'message' | 'batch' | 'console';
 
-/**
- * Far beyond any body the contract accepts (a Message nests 4 deep; its largest lists are 50
- * recipients, 20 attachments, 100 batch elements), and small enough that JSON.parse and the
- * validators stay in the low milliseconds on whatever passes.
- */
+/** Far beyond any body the contract accepts, and small enough that JSON.parse and the validators stay in the low milliseconds. */
 export const BODY_SHAPE_LIMITS: Record<BodyEnvelope, ShapeLimits> = {
   message: { maxDepth: 32, maxKeys: 1000, maxItems: 1000, maxValues: 5_000 },
   batch: { maxDepth: 32, maxKeys: 1000, maxItems: 1000, maxValues: 50_000 },
-  // The console's largest list: a bulk action's 10,000 message ids (one more is its own 422).
+  // A bulk action's 10,000 message ids (one more is its own 422).
   console: { maxDepth: 32, maxKeys: 1000, maxItems: 10_001, maxValues: 50_000 },
 };
 
 export interface JsonBody {
   value: unknown;
-  /**
-   * The body was not valid UTF-8: each undecodable sequence became U+FFFD, and the body held no
-   * U+FFFD of its own, so every U+FFFD in `value` marks bytes the client sent that are not text
-   * (refused with the field's `invalid_value`, see messageRules).
-   */
+  /** Every U+FFFD in `value` marks bytes the client sent that are not text (the body held none of its own). */
   undecodable: boolean;
 }
 
-/** The media type every customer endpoint takes (parameters such as charset are allowed). */
 function isJsonContentType(header: string | undefined): boolean {
   if (!header) return false;
   return header.split(';')[0].trim().toLowerCase() === 'application/json';
@@ -52,29 +42,18 @@ function shapeError(problem: ShapeProblem, envelope: BodyEnvelope): ContractErro
   }
 }
 
-/** A console body past a shape limit: the field at fault, `<top field>:too_many` or `:too_many_keys`. */
 function consoleShapeDetail(path: string[], kind: 'keys' | 'items'): ErrorDetail {
   const suffix = kind === 'keys' ? 'too_many_keys' : 'too_many';
   return path.length === 0 ? { field: 'body', code: `body:${suffix}` } : { field: path.join('.'), code: `${path[0]}:${suffix}` };
 }
 
-/**
- * Reads and parses a JSON request body, answering what the contract leaves open: wrong
- * Content-Type → 415 `body:unsupported_media_type`; over `limit` bytes → 413 `body:too_large`;
- * empty or unparseable → 400 `body:invalid_json`; past the shape limits (BODY_SHAPE_LIMITS,
- * checked as the body arrives, before JSON.parse builds anything) → 422 at the container, 400
- * for nesting, 413 for the count of values. Bytes that are not UTF-8 are never silently replaced: they are marked for
- * the field rules (JsonBody.undecodable), or, where the body also holds a real U+FFFD so the
- * two cannot be told apart, the body is refused (400 `body:invalid_json`). A non-object body is
- * the caller's 422.
- */
+/** The answers to what the contract leaves open (docs/http-api.md); non-UTF-8 bytes are never silently replaced. */
 export async function readJsonBody(
   req: IncomingMessage,
   res: ServerResponse,
   opts: { limit: number; budget: InflightBudget; envelope: BodyEnvelope },
 ): Promise<JsonBody> {
   if (!isJsonContentType(req.headers['content-type'])) throw new ContractError('body:unsupported_media_type');
-  // The shape is checked as the body arrives: a hostile one is refused before it is read whole.
   const scanner = new JsonShapeScanner(BODY_SHAPE_LIMITS[opts.envelope]);
   const refusal = (buf: Buffer, received: number) => {
     const problem = scanner.feed(buf, received);

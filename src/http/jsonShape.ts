@@ -1,28 +1,18 @@
 /**
- * A byte-level look at a JSON text before JSON.parse builds it: how deep it nests, how many keys
- * one object has, how many items one array has, how many values the whole text holds. JSON.parse
- * runs to the end whatever it meets (1,000,000 keys in one object took 0.85 s, a 10 MB nest of
- * brackets 1.5 s, and the event loop serves nothing meanwhile); this stops at the first limit
- * passed. It reads a body as it arrives (JsonShapeScanner.feed, one network chunk at a time), so
- * a hostile body is refused after its first kilobytes, not read whole.
- *
- * It reads structure only. Text that is not JSON is left for JSON.parse to refuse.
+ * A JSON text's depth, keys, items and values, checked as it arrives and before JSON.parse, which runs to
+ * the end whatever it meets, blocking the event loop (docs/http-api.md). Structure only: JSON.parse refuses non-JSON.
  */
 
 import { TimeSlices } from '../platform/timeSlices.js';
 
 export interface ShapeLimits {
-  /** Containers open at once. */
   maxDepth: number;
-  /** Keys of one object. */
   maxKeys: number;
-  /** Items of one array. */
   maxItems: number;
   /** Keys and values of the whole text. */
   maxValues: number;
 }
 
-/** The first limit the text passes: where (the keys and indexes leading to the container), and which. */
 export type ShapeProblem = { kind: 'depth' | 'keys' | 'items'; path: string[] } | { kind: 'values' };
 
 const QUOTE = 0x22;
@@ -38,38 +28,31 @@ const isWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c 
 
 interface Frame {
   object: boolean;
-  /** Keys (object) or items (array) so far. */
   count: number;
-  /** The current key, quotes included (objects). */
+  /** The current key, quotes included. */
   keyStart: number;
   keyEnd: number;
 }
 
-/**
- * Reads a JSON text in pieces as it arrives into one buffer (`feed(buf, end)`: the bytes up to
- * `end` are there, the earlier ones unchanged), and says when it passes a limit.
- */
+/** Fed in pieces into one buffer (`feed(buf, end)`: bytes up to `end` are there, earlier ones unchanged). */
 export class JsonShapeScanner {
   private readonly stack: Frame[] = [];
   private expectKey = false;
   private inLiteral = false;
   private values = 0;
-  /** The next byte to read. */
   private at = 0;
   /** Inside a string: where its opening quote is (-1 outside one). */
   private stringStart = -1;
-  /** The problem found, once found (every later feed returns it). */
+  /** Once found, every later feed returns it. */
   private problem: ShapeProblem | null = null;
 
   constructor(private readonly limits: ShapeLimits) {}
 
-  /** Reads `buf` up to `end`: the first limit the text has passed so far, or null. */
   feed(buf: Buffer, end: number): ShapeProblem | null {
     while (this.problem === null && this.at < end) this.problem = this.step(buf, end);
     return this.problem;
   }
 
-  /** One token (or the rest of `buf` inside a string): a problem, or null. */
   private step(buf: Buffer, end: number): ShapeProblem | null {
     if (this.stringStart !== -1) return this.finishString(buf, end);
     const c = buf[this.at];
@@ -103,7 +86,6 @@ export class JsonShapeScanner {
     return null;
   }
 
-  /** Looks for the quote closing the open string; a key or a value when found. */
   private finishString(buf: Buffer, end: number): ShapeProblem | null {
     const from = this.stringStart + 1;
     // Bounded by `end`: past it the buffer holds bytes not received yet.
@@ -125,13 +107,11 @@ export class JsonShapeScanner {
       this.expectKey = false;
       return null;
     }
-    // Not closed yet: the next feed looks again from here (a quote escaped across the boundary
-    // is judged then, by counting back to the string's start).
+    // Not closed yet: look again from here next feed (an escaped quote across the boundary is judged then).
     this.at = end;
     return null;
   }
 
-  /** A value (or a key) begins: counted in the whole text, and as an item of the array it is in. */
   private countValue(buf: Buffer): ShapeProblem | null {
     if (++this.values > this.limits.maxValues) return { kind: 'values' };
     const top = this.stack[this.stack.length - 1];
@@ -139,7 +119,6 @@ export class JsonShapeScanner {
     return null;
   }
 
-  /** The keys and indexes leading to the child currently open in each of `frames`. */
   private pathOf(buf: Buffer, frames: Frame[]): string[] {
     return frames.map((f) => {
       if (!f.object) return String(f.count - 1);
@@ -153,13 +132,9 @@ export class JsonShapeScanner {
   }
 }
 
-/** Bytes read between two looks at the clock when a whole text is scanned at once. */
 const STEP_BYTES = 64 * 1024;
 
-/**
- * Reads the rest of `buf` with `scanner` (a body that arrived in pieces of no single buffer is
- * read whole here): the first limit passed, or null. The event loop gets a turn every `sliceMs`.
- */
+/** The event loop gets a turn every `sliceMs`. */
 export async function scanToEnd(scanner: JsonShapeScanner, buf: Buffer, sliceMs = 2): Promise<ShapeProblem | null> {
   const slices = new TimeSlices(sliceMs);
   for (let end = Math.min(buf.length, STEP_BYTES); ; end = Math.min(buf.length, end + STEP_BYTES)) {

@@ -1,10 +1,6 @@
 /**
- * http.redirect_plain: the plain-HTTP listener (port 80) beside the HTTPS ones. It processes
- * nothing: GET and HEAD without credentials are redirected (308) to the same path on the HTTPS
- * listener; anything else, and any request that carries an Authorization header, is answered
- * 403 https_required without its body being read, since following a redirect would only send
- * the same key, already exposed, a second time. With ACME's http-01 challenge it also answers
- * /.well-known/acme-challenge/<token> (RFC 8555 §8.3).
+ * http.redirect_plain (docs/tls.md): GET and HEAD without credentials are redirected to HTTPS; anything else is 403
+ * unread, since a redirect would only send an exposed key a second time. Also answers ACME http-01 (RFC 8555 §8.3).
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { PosternConfig } from '../config/load.js';
@@ -24,9 +20,7 @@ export interface PlainListenerDeps {
   logger: Logger;
   connections: ConnectionLimiter;
   proxies: TrustedProxies;
-  /** The port of the HTTPS listener redirects point to (known once it is bound). */
   httpsPort: () => number;
-  /** ACME http-01 answers (null: no such challenge here). */
   challenges: AcmeChallenges | null;
 }
 
@@ -92,7 +86,7 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
   return server;
 }
 
-/** The same host (as the client named it) and path over HTTPS; null when the Host header is missing or malformed. */
+/** null when the Host header is missing or malformed. */
 export function httpsLocation(host: string | undefined, httpsPort: number, url: string): string | null {
   if (!host || !HOST_HEADER.test(host) || !url.startsWith('/')) return null;
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;

@@ -3,41 +3,25 @@ import type { Socket } from 'node:net';
 import type { ContractError } from '../contract/errors.js';
 import { sendError } from './respond.js';
 
-/**
- * How much of a refused request's unread body is read and thrown away before its connection
- * is closed (`http.refused_body_drain_bytes` / `refused_body_drain_ms`).
- */
 export interface DrainBounds {
   bytes: number;
   ms: number;
 }
 
-/** Answers a refusal (a ContractError) on `res`, whatever is left of its request's body. */
 export type Refuse = (res: ServerResponse, err: ContractError, headers?: Record<string, string>) => void;
 
-/** Connections already draining (a second refusal on one request adds nothing). */
+/** A second refusal on one request adds nothing. */
 const draining = new WeakSet<Socket>();
 
-/**
- * Whether a request has a body still (partly) unread. A request without one is complete as
- * soon as its headers are, though `req.complete` turns true only after the handler started.
- */
+/** `req.complete` turns true only after the handler started, though a bodiless request is complete with its headers. */
 function bodyUnread(req: IncomingMessage): boolean {
   if (req.complete) return false;
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
 /**
- * The answer to a request refused before its body was read whole (a bad key, a body over its
- * limit, a shape refused mid-body, an unknown path): a client still sending cannot read an
- * answer if the connection is simply closed, because the bytes it sends next meet a closed
- * socket, which resets the connection and throws away the answer before the client reads it
- * (Python's http.client reads only once it has sent everything: a broken pipe; Node's fetch
- * too, often). So, as nginx's lingering close: the answer goes out with `Connection: close`,
- * the rest of the body is read and discarded, and the connection is closed once the body has
- * all arrived; at most `bounds.bytes` more bytes and `bounds.ms`, after which it is cut as
- * before (a body whose Content-Length is larger than the bound is not drained at all). A slow
- * body still ends at `bounds.ms`.
+ * Answers a refusal before the body was read whole, as nginx's lingering close: `Connection: close`, the rest
+ * drained within `bounds`, then closed. Closing at once makes a still-sending client reset and lose the answer.
  */
 export function refusalAnswer(bounds: DrainBounds): Refuse {
   return (res, err, headers = {}) => {
@@ -48,11 +32,7 @@ export function refusalAnswer(bounds: DrainBounds): Refuse {
   };
 }
 
-/**
- * Whether a request came on a connection whose refusal said `Connection: close`: a client
- * that sends one anyway (pipelined behind the refused body) is not served; its connection is
- * closed.
- */
+/** A client that sends anyway after a `Connection: close` refusal is not served. */
 export function closingConnection(req: IncomingMessage): boolean {
   return draining.has(req.socket);
 }
@@ -61,7 +41,6 @@ function drain(req: IncomingMessage, bounds: DrainBounds): void {
   const socket = req.socket;
   if (draining.has(socket)) return;
   const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
-  // Not drained: Node closes the socket as soon as the `Connection: close` answer is out.
   if (bounds.ms <= 0 || (declared !== null && declared > bounds.bytes)) return;
   draining.add(socket);
   let answered = false;

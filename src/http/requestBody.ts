@@ -2,28 +2,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ContractError } from '../contract/errors.js';
 import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
 
-/** The client closed the connection before its request body was complete: nobody to answer. */
 export class ClientGone extends Error {
   constructor() {
     super('the client closed the connection before the request body was complete');
   }
 }
 
-/**
- * Looks at a body as it arrives (the bytes up to `received` are in `buf`, which is the whole
- * body's buffer): a refusal stops the reading at once.
- */
+/** `buf` is the whole body's buffer, filled up to `received`; a refusal stops the reading at once. */
 export type BodyInspector = (buf: Buffer, received: number) => Error | null;
 
-/** What a body without Content-Length first takes of the budget; it takes more as it grows. */
 const FIRST_CHUNKED_LEASE = 64 * 1024;
 
-/**
- * The memory budget of HTTP request bodies in flight (`http.max_inflight_body_bytes`, shared by
- * every HTTP listener): a request holds its body's bytes from before it is read until its
- * response is done, since the body, its text and its parsed form live that long. One that waits
- * past `waitMs` is refused `503 server_busy` with `Retry-After`.
- */
+/** Held from before the body is read until the response is done, since the body and its parsed forms live that long. */
 export function createBodyBudget(capacityBytes: number, waitMs: number): InflightBudget {
   return new InflightBudget(
     capacityBytes,
@@ -40,7 +30,6 @@ function tooLarge(limit: number): ContractError {
   return new ContractError('body:too_large', { message: `The request body exceeds ${limit} bytes.` });
 }
 
-/** A lease once `bytes` fit in the budget; withdrawn (ClientGone) if the client goes away first. */
 async function waitForBudget(req: IncomingMessage, budget: InflightBudget, bytes: number): Promise<BudgetLease> {
   const gone = new AbortController();
   const onClose = () => {
@@ -54,15 +43,7 @@ async function waitForBudget(req: IncomingMessage, budget: InflightBudget, bytes
   }
 }
 
-/**
- * Reads a request body whole into one Buffer, raw bytes (their decoding is the caller's).
- * Over `limit` bytes → 413 `body:too_large`, from Content-Length before reading when declared.
- * The body's bytes are held in `budget` from before the first byte is read until `res` is done:
- * a request that does not fit waits there (503 `server_busy` after the budget's wait). A body
- * with Content-Length is read straight into one buffer of that size (no chunk list, no copy at
- * the end), and shown to `inspect` as it arrives; one without takes the budget in steps as it
- * arrives, and is the caller's to look at once read.
- */
+/** Within `limit` (413) and the budget; with Content-Length read straight into one buffer (no chunk list, no copy), shown to `inspect`. */
 export async function readRequestBody(
   req: IncomingMessage,
   res: ServerResponse,

@@ -1,33 +1,18 @@
-/**
- * Request paths on every HTTP and console listener: served only in their canonical spelling,
- * matched exactly, and logged with their secrets masked whatever the spelling. A path that
- * another reader (a proxy, a lenient router) could take for a different one is refused, never
- * normalised, so a route answers one spelling and the log cannot be fooled by another.
- */
+/** Request paths: only the canonical spelling is served and a path another reader could take for a different one is refused, never normalised. */
 import { maskPathSecrets, maskSecrets } from '../log.js';
 
-/** A path's characters (RFC 3986 path-absolute: unreserved, sub-delims, ":", "@", "/", and "%" escapes). */
+/** RFC 3986 path-absolute: unreserved, sub-delims, ":", "@", "/", and "%" escapes. */
 const PATH_CHARACTERS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*$/;
-/** A percent escape and the character it stands for, when that is unreserved (so it has a plain spelling). */
 const ESCAPE = /%(?:([0-9A-Fa-f]{2})|)/g;
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
-/** The path of a request target: up to its query string (or a fragment, which no client sends). */
 export function requestPath(url: string | undefined): string {
   const target = url ?? '/';
   const end = target.search(/[?#]/);
   return end === -1 ? target : target.slice(0, end);
 }
 
-/**
- * Whether a request target's path is canonical: the form RFC 3986's normalisation (section
- * 6.2.2) leaves as it is, without empty segments. Refused (404), never normalised: a target
- * not starting with `/` (`*`, absolute form), `//` and a trailing `/`, `.` and `..` segments,
- * a percent escape of an unreserved character (`%2e`, `%41`: those have a plain spelling), a
- * malformed escape, a character outside RFC 3986 paths (`\`, `#`, `|`, …). Case is never
- * folded: `/V1/send` is another path (the routes match case-sensitively, exactRoute). An
- * escaped `/` (`%2F`) is a character of its segment, as RFC 3986 reads it.
- */
+/** The form RFC 3986's normalisation (6.2.2) leaves as it is, without empty segments; case is never folded; `%2F` is a segment's character. */
 export function isCanonicalTarget(url: string | undefined): boolean {
   const target = url ?? '';
   if (target.includes('#')) return false;
@@ -43,11 +28,7 @@ export function isCanonicalTarget(url: string | undefined): boolean {
   return true;
 }
 
-/**
- * A route of polka's `/a/:param/b` form as a case-sensitive, exact RegExp (polka's own
- * patterns ignore case and take a trailing slash): its parameters are named groups, which
- * polka hands to the handler as `req.params`, percent-decoded.
- */
+/** polka's patterns ignore case and take a trailing slash; this one is exact. */
 export function exactRoute(route: string): RegExp {
   const pattern = route
     .split('/')
@@ -65,14 +46,9 @@ export function exactRoute(route: string): RegExp {
   return new RegExp(`^${pattern}$`);
 }
 
-/** Paths that hold no secret, logged as they are (the request line is written for every request). */
 const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json', '/metrics']);
 
-/**
- * The request path as logged, on every listener: no query string, and a feedback endpoint's
- * secret or a viewer link's token masked in any spelling (maskPathSecrets), as are keys and
- * credentials (maskSecrets).
- */
+/** No query string; secrets masked in any spelling. */
 export function loggedPath(url: string | undefined): string {
   const path = requestPath(url);
   return PLAIN_PATHS.has(path) ? path : maskSecrets(maskPathSecrets(path));

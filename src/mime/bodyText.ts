@@ -6,10 +6,8 @@ import { MailParser } from 'mailparser';
 import { QuotedPrintableDecoder } from '../mime/quotedPrintable.js';
 import { RECEIVED_PARSER_LIMITS } from './structureLimits.js';
 
-/** The Message fields an SMTP body part stands for. */
 export type BodyField = 'text' | 'html';
 
-/** Which inline parts are the message's text and html, as mailparser assigns them. */
 export const FIELD_OF_TYPE: Readonly<Record<string, BodyField>> = {
   'text/plain': 'text',
   // mailparser reads a delivery report's status part as text (keepDeliveryStatus off).
@@ -23,18 +21,15 @@ interface ParserNode {
   disposition?: string;
   isAttachment?: boolean;
   charset?: string;
-  /** The part's transfer decoder: mailparser writes the raw body in and reads the text out. */
   decoder?: Duplex;
 }
 
 interface ParserInternals {
   createNode(node: MimeNode): ParserNode;
   decoder: { decodeStream(charset: string): Transform };
-  /** Set when the current part's decoder has ended (mailparser waits on it at the end). */
   decoderEnded: boolean;
 }
 
-/** Whether a part in `charset` is counted as it is (UTF-8 or ASCII), with no charset decoder. */
 export function isUtf8Charset(charset: string): boolean {
   return ['ascii', 'usascii', 'utf8'].includes(charset.toLowerCase().replace(/[^a-z0-9]+/g, ''));
 }
@@ -47,11 +42,7 @@ const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 const SURROGATE_PAIRS = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
 const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
 
-/**
- * Characters of a decoded text as the contract counts them (code points, as JSON Schema's
- * maxLength does), with its line breaks as mailparser hands them on (CRLF as one LF). Holds
- * nothing but the state a chunk boundary needs.
- */
+/** Characters as the contract counts them (code points, CRLF as one LF, as mailparser hands them on). */
 export class CharacterCount {
   private readonly utf8 = new StringDecoder('utf8');
   private afterCr = false;
@@ -70,10 +61,8 @@ export class CharacterCount {
   private count(s: string): void {
     if (s.length === 0) return;
     let n = s.length;
-    // A CRLF is one character (the searches are native, so a plain text costs little).
     if (this.afterCr && s.charCodeAt(0) === LF) n--;
     for (let i = s.indexOf('\r\n'); i !== -1; i = s.indexOf('\r\n', i + 2)) n--;
-    // A surrogate pair is one code point.
     if (this.afterHighSurrogate && isLowSurrogate(s.charCodeAt(0))) n--;
     if (ANY_SURROGATE.test(s)) n -= s.match(SURROGATE_PAIRS)?.length ?? 0;
     const last = s.charCodeAt(s.length - 1);
@@ -83,16 +72,10 @@ export class CharacterCount {
   }
 }
 
-/**
- * What mailparser is handed in place of a counted part's decoder. What it writes is decoded by
- * `steps` (transfer encoding, format=flowed, charset: those the part needs, none for a plain
- * UTF-8 part) and counted; it reads back nothing, so the part's text is never gathered. The
- * readable side ends once the count is complete.
- */
+/** Handed to mailparser in place of a counted part's decoder: decodes by `steps` and counts, gathers nothing. */
 class CountedPart extends Duplex {
   private readonly first: Transform | undefined;
   private done: () => void = () => undefined;
-  /** Settles once every character is counted, or the decoding failed. */
   readonly counted = new Promise<void>((resolve) => (this.done = resolve));
 
   constructor(
@@ -128,7 +111,6 @@ class CountedPart extends Duplex {
   }
 
   override _read(): void {
-    // Nothing to give: pushed null once the part is counted.
   }
 
   private finish(): void {
@@ -139,14 +121,8 @@ class CountedPart extends Duplex {
 }
 
 /**
- * mailparser for the rules, which judge a text or html body by its presence and length only:
- * each inline text/plain (or delivery status) and text/html part is decoded exactly as
- * mailparser decodes it (transfer encoding, format=flowed, charset) and counted as it streams
- * by, never gathered. A message's text is its text parts together, its html its html parts
- * together; either is absent when no such part has a character. Past `limits`, `onOverLimit`
- * is told (once per field) while the message is still arriving. Headers, addresses and
- * attachments come from mailparser as usual; its own `text`/`html` output stays empty. It reads
- * with the structure limits of a received message (structureLimits.ts).
+ * mailparser whose text and html parts are counted as they stream by, never gathered: the rules only
+ * judge their presence and length. `onOverLimit` is told while the message still arrives.
  */
 export class CountingMailParser extends MailParser {
   readonly lengths: Record<BodyField, number> = { text: 0, html: 0 };
@@ -161,41 +137,33 @@ export class CountingMailParser extends MailParser {
     super({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true, ...RECEIVED_PARSER_LIMITS });
   }
 
-  /** Resolves once every part seen so far has been counted (after the parser ends, all of them). */
   async countsComplete(): Promise<void> {
     await Promise.all(this.counted);
   }
 
-  /**
-   * mailparser's (internal) node factory, with a quoted-printable part's decoder replaced by one
-   * that streams (libqp's holds the whole part), and a text or html part's decoder by a counter.
-   */
+  /** mailparser's internal node factory: a streaming QP decoder (libqp holds the whole part), and a counter for text parts. */
   createNode(node: MimeNode): ParserNode {
     const created = baseCreateNode.call(this, node);
     if (created.decoder && node.encoding === 'quoted-printable') {
       const decoder = new QuotedPrintableDecoder();
-      // As mailparser does for the decoder it made (and leaves unused now).
       decoder.on('end', () => ((this as unknown as ParserInternals).decoderEnded = true));
       created.decoder = decoder;
     }
     const field = created.contentType ? FIELD_OF_TYPE[created.contentType] : undefined;
     if (!field || !created.decoder || created.isAttachment || created.disposition !== 'inline') return created;
-    // The steps mailparser applies to an inline part, in its order (see its processChunk); the
-    // transfer decoder of a part in 7bit, 8bit or binary passes bytes through and is left out.
+    // mailparser's order (its processChunk); 7bit, 8bit and binary pass through and are left out.
     const steps: Transform[] = node.encoding === 'base64' || node.encoding === 'quoted-printable' ? [created.decoder as Transform] : [];
-    // (Its typings declare only a `data` event, though it is a Transform like the others.)
+    // Its typings declare only a `data` event, though it is a Transform.
     if (node.flowed) steps.push(new FlowedDecoder({ delSp: node.delSp }) as unknown as Transform);
     const charset = created.charset || 'utf-8';
     if (!isUtf8Charset(charset)) {
       try {
         steps.push((this as unknown as ParserInternals).decoder.decodeStream(charset));
       } catch {
-        // mailparser keeps such a part undecoded too
       }
     }
     const part = new CountedPart(steps, new CharacterCount((n) => this.add(field, n)));
     this.counted.push(part.counted);
-    // Set by the decoder mailparser made, which this one replaces.
     part.once('end', () => ((this as unknown as ParserInternals).decoderEnded = true));
     created.decoder = part;
     return created;

@@ -1,16 +1,4 @@
-/**
- * `X-Service-*` control headers: the contract features SMTP has no verb for. Each is turned
- * into the Message field it stands for, so the HTTP rules (and codes) validate it.
- *
- *   X-Service-Tags: welcome, onboarding          → tags (comma-separated)
- *   X-Service-Metadata: {"user_id":"42"}          → metadata (a JSON object of strings)
- *   X-Service-Category: Password reset            → category
- *   X-Service-Scheduled-At: 2026-11-23T09:00:00Z  → scheduled_at
- *   X-Service-Paused: true                        → paused (true|false)
- *   X-Service-Provider: smtp, provider-b-api      → routing.provider (one slug, or a list)
- *   X-Service-Strategy: round-robin               → routing.strategy
- *   X-Service-Idempotency-Key: order-1234-confirm → the Idempotency-Key
- */
+/** `X-Service-*` control headers: the contract features SMTP has no verb for, turned into Message fields (docs/smtp.md#control-headers). */
 export const CONTROL_HEADERS = [
   'x-service-tags',
   'x-service-metadata',
@@ -25,30 +13,25 @@ export const CONTROL_HEADERS = [
 export type ControlHeader = (typeof CONTROL_HEADERS)[number];
 
 export interface ControlFields {
-  /** Message fields for the HTTP validator. */
   body: Record<string, unknown>;
   idempotencyKey: string | null;
-  /** Field-level problems found while reading the headers themselves. */
+  /** Problems found reading the headers themselves. */
   details: { field: string; code: string }[];
 }
 
 const list = (value: string) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
-/**
- * Containers an `X-Service-Metadata` value may nest, as the send API's JSON body may (its
- * shape limit). JSON.parse builds any depth, and the rules walk a value recursively: 20,000
- * brackets overflowed the stack, a server fault (451) for what is the sender's mistake.
- */
+/** As the send API's shape limit: the rules walk a value recursively, and 20,000 brackets overflowed the stack (a 451 for the sender's mistake). */
 const MAX_METADATA_DEPTH = 32;
 
-/** Whether a JSON text opens more than `limit` containers at once (brackets inside strings not counted). */
+/** Brackets inside strings not counted. */
 function nestsDeeperThan(json: string, limit: number): boolean {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < json.length; i++) {
     const c = json.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // the escaped character is skipped
+      if (c === 0x5c) i++;
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
@@ -58,7 +41,6 @@ function nestsDeeperThan(json: string, limit: number): boolean {
   return false;
 }
 
-/** The Message field each control header stands for, and the code a second copy of it gets. */
 const DUPLICATE_CODES: Record<ControlHeader, { field: string; code: string }> = {
   'x-service-tags': { field: 'tags', code: 'tags:invalid_value' },
   'x-service-metadata': { field: 'metadata', code: 'metadata:invalid_value' },

@@ -14,22 +14,16 @@ import { RECEIVED_PARSER_LIMITS, structureRefusal } from './structureLimits.js';
 
 export interface ParsedMail extends BodyFacts {
   control: Map<ControlHeader, string>;
-  /** `X-Service-*` headers that are not control headers (refused as reserved). */
   unknownControl: string[];
-  /** Control headers given more than once (refused: which copy was meant is unknowable). */
+  /** Refused: which copy was meant is unknowable. */
   duplicateControl: ControlHeader[];
-  /** The message came with a non-empty Message-ID (else one was added). */
+  /** Else one was added. */
   hadMessageId: boolean;
-  /** Bytes of the rewritten message as stored. */
   size: number;
-  /**
-   * False when reading stopped at a body over its length (`textLength`/`htmlLength` say which):
-   * the facts are those seen until then, and nothing was stored whole. Such a message is refused.
-   */
+  /** False when reading stopped at a body over its length: nothing was stored whole, and the message is refused. */
   complete: boolean;
 }
 
-/** The mailboxes a parsed address header names, a group's members included. */
 export function mailboxesOf(obj: AddressObject | undefined): Mailbox[] {
   if (!obj) return [];
   // A group (`To: Team: a@x, b@y;`) names its members in the header as much as a plain list.
@@ -38,32 +32,26 @@ export function mailboxesOf(obj: AddressObject | undefined): Mailbox[] {
 }
 
 export interface IngestOptions {
-  /** The message's id: an added Message-ID is `<id@domain of From>`. */
+  /** An added Message-ID is `<id@domain of From>`. */
   id: string;
-  /** The address whose domain an added Message-ID takes when From has none. */
   defaultSender: string;
 }
 
 type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'duplicateControl' | 'hadMessageId'>;
 
-/** A DATA payload passed `smtp.max_message_bytes` while streaming: nothing more was written. */
 export class MessageOverSize extends Error {
   constructor(readonly limit: number) {
     super(`Message exceeds ${limit} bytes`);
   }
 }
 
-/** The first address of a From header (display names, comments and groups allowed), if any. */
 function fromAddress(value: string): string | undefined {
   return addressparser(value, { flatten: true }).find((a) => a.address.includes('@'))?.address;
 }
 
 const isControl = (key: string): key is ControlHeader => (CONTROL_HEADERS as readonly string[]).includes(key);
 
-/**
- * Rewrites the top-level header block in place: control headers and any Bcc header removed
- * (their values kept for the rules), a Message-ID added if missing.
- */
+/** Control headers and any Bcc removed (their values kept for the rules), a Message-ID added if missing. */
 function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFacts {
   const control = new Map<ControlHeader, string>();
   const unknownControl: string[] = [];
@@ -72,7 +60,6 @@ function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFa
     const key = line.key.toLowerCase();
     if (!key.startsWith('x-service-')) continue;
     if (isControl(key)) {
-      // A second copy is refused, not ignored: which one a client meant is anyone's guess.
       if (control.has(key)) {
         if (!duplicateControl.includes(key)) duplicateControl.push(key);
         continue;
@@ -96,21 +83,14 @@ function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFa
   return { control, unknownControl, duplicateControl, hadMessageId };
 }
 
-/** Longest text and html, in characters, before a streamed message stops being read. */
 export type BodyMaxLength = Readonly<Record<BodyField, number>>;
 
 const UNLIMITED_BODY: BodyMaxLength = { text: Infinity, html: Infinity };
 
-/**
- * mailparser over the original bytes: the addresses, subject, body lengths and attachment sizes
- * the HTTP rules need (text, html and attachments are counted as they stream by, then dropped).
- * `onOverLimit` is told as soon as the text or html passes `bodyMaxLength`.
- */
+/** mailparser over the original bytes, for the facts the HTTP rules need; bodies are counted as they stream by, then dropped. */
 function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (field: BodyField) => void = () => undefined): {
   parser: CountingMailParser;
-  /** Once the parser has ended: every part counted. */
   final: () => Promise<BodyFacts>;
-  /** What was seen so far (reading stopped early). */
   soFar: () => BodyFacts;
 } {
   const parser = new CountingMailParser(bodyMaxLength, onOverLimit);
@@ -134,7 +114,7 @@ function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (
     facts.subject = typeof subject === 'string' ? subject : undefined;
   });
   parser.on('data', (data: AttachmentStream | MessageText) => {
-    if (data.type !== 'attachment') return; // the text and html were counted, not gathered
+    if (data.type !== 'attachment') return;
     const index = facts.attachmentSizes.push(0) - 1;
     data.content.on('data', (chunk: Buffer) => (facts.attachmentSizes[index] += chunk.length));
     data.content.on('end', () => data.release?.());
@@ -155,18 +135,13 @@ function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (
 }
 
 /**
- * A message received whole (small enough to hold, see `smtp.in_memory_message_bytes`): the
- * same rewrite and parse as the streaming path, without a stream stage per step. The rewritten
- * bytes are handed to `store` before the parse (on a writer thread, a synchronous write: an
- * async open/write/close costs the event loop more than the write itself). A single text part
- * (singlePartText.ts) is not parsed at all past its header block: its body is only counted.
- * Throws MessageStructureRefused when it passes a structure limit (structureLimits.ts).
+ * A message received whole: the same rewrite and parse without a stream stage per step, handed to `store` synchronously
+ * (an async open/write/close costs the event loop more than the write). A single text part is only counted.
  */
 export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, store: (rewritten: Buffer) => void): Promise<ParsedMail> {
   // A message without an empty line is all header, as the Splitter reads it.
   const found = headerBlockEnd(data);
   const end = found < 0 ? data.length : found;
-  // The root node as the Splitter makes it: its structure read from the same header block.
   const node = new MimeNode(false, RECEIVED_PARSER_LIMITS);
   node.addHeaderChunk(data.subarray(0, end));
   node.parseHeaders();
@@ -177,7 +152,6 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, s
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
   store(stored);
   if (field) return { ...singlePartTextFacts(factLines, field, data.subarray(end)), ...root, size: stored.length, complete: true };
-  // Small enough that a body over its length is simply counted to the end.
   const { parser, final } = watchBody();
   const done = new Promise<void>((resolve, reject) => {
     parser.on('end', resolve);
@@ -190,23 +164,14 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, s
 
 const NO_ROOT: RootHeaderFacts = { control: new Map(), unknownControl: [], duplicateControl: [], hadMessageId: true };
 
-/** Where a streamed message stops being read. */
 export interface IngestLimits {
-  /** Bytes of the payload (MessageOverSize past them). */
   maxBytes?: number;
-  /** Characters of the text or html (the message ends `complete: false` past them). */
   bodyMaxLength?: BodyMaxLength;
 }
 
 /**
- * Streams one DATA payload to `destination` while parsing it, never holding the message whole:
- * the raw bytes go (a) through mailsplit, which rewrites the top-level header block, into
- * `destination`, and (b) through mailparser. Reading stops as soon as the payload passes
- * `maxBytes` (MessageOverSize), it passes a structure limit (MessageStructureRefused), or its
- * text or html passes `bodyMaxLength` (resolved, `complete: false`); the rest of `input` is
- * then drained unread, so its sender gets an answer
- * at its final dot without one more byte stored. On failure `destination` has closed, and what
- * it wrote is the caller's to remove.
+ * Streams one DATA payload through mailsplit (rewriting the root headers) into `destination` and through mailparser, never
+ * whole. Past a limit the rest is drained unread, so the sender gets an answer at its final dot. On failure the caller removes the file.
  */
 export async function ingestMessage(input: Readable, opts: IngestOptions, destination: Writable, limits: IngestLimits = {}): Promise<ParsedMail> {
   const maxBytes = limits.maxBytes ?? Infinity;
@@ -255,7 +220,6 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, destin
   input.on('end', onEnd);
   input.on('error', onError);
   stop.signal.addEventListener('abort', () => {
-    // Nothing more is written or parsed; what is still to come is read and dropped.
     input.off('data', onData);
     input.off('end', onEnd);
     input.resume();
@@ -268,9 +232,7 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, destin
       done(null, chunk);
     },
   });
-  // The first side to fail stops the other; both are waited for, and the file until it is
-  // closed: a pipeline settles as soon as it is stopped, and a file still being opened then
-  // would appear after the caller removed it.
+  // Both sides are waited for, and the file until closed: a file still being opened would appear after the caller removed it.
   const fail = (err: unknown) => {
     if (!stop.signal.aborted) stop.abort(err);
     throw err;
@@ -280,11 +242,10 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, destin
     pipeline(toDisk, new Splitter(RECEIVED_PARSER_LIMITS), rewrite, new Joiner(), countBytes, destination, { signal: stop.signal }).catch(fail),
     pipeline(toParser, body.parser, { signal: stop.signal }).catch(fail),
   ]);
-  // (The error listener stays: the input may still fail, a client going away mid-drain.)
+  // The error listener stays: the input may still fail, a client going away mid-drain.
   if (sides.some((side) => side.status === 'rejected')) {
     await fileClosed;
     if (overLimit) return { ...body.soFar(), ...(root ?? NO_ROOT), size, complete: false };
-    // The first cause: over SIZE, the input's error, the failing side's (a structure limit passed: the sender's fault).
     throw structureRefusal(stop.signal.reason) ?? stop.signal.reason;
   }
   // Splitter always emits the root node, even for an empty message.

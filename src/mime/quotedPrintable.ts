@@ -15,28 +15,14 @@ function hexValue(byte: number): number {
   return -1;
 }
 
-/**
- * What the decoder waits on: nothing; the byte after `=`; a line break after `=` and blanks
- * (a soft break whose blanks transport added); the second hex digit; the LF after `=` CR; the LF
- * after a CR.
- */
 type State = 'text' | 'equals' | 'equalsBlanks' | 'equalsHex' | 'equalsCr' | 'cr';
 
 /**
- * A quoted-printable decoder (RFC 2045, section 6.7) that streams, in one pass. libqp's Decoder,
- * which mailsplit and so mailparser use, gathers a part's whole body before decoding it (and
- * takes time quadratic in a run of blanks), so one large QP part held the server's memory for as
- * long as it arrived. This holds only what a decision waits on: the bytes after an `=` until it
- * is known what it is, a CR, and the blanks that may turn out to be trailing (let through past
- * MAX_HELD_BLANKS). It decodes as libqp's decode does: blanks before a line break (or a CR, or
- * the end) dropped, `=` before a line break or at the end (blanks between allowed) a soft break,
- * `=XX` its byte in either case, any other `=` kept as written. (libqp removes soft breaks before
- * it reads escapes, so it also joins `=4=` and `1` on the next line into one byte; that is no
- * quoted-printable, and here they stay as written.)
+ * A quoted-printable decoder (RFC 2045, 6.7) that streams: libqp's gathers a whole part (quadratic in a run of blanks).
+ * Decodes as libqp does, except that `=4=` + line break + `1` stays as written (that is no quoted-printable).
  */
 export class QuotedPrintableDecoder extends Transform {
   private state: State = 'text';
-  /** The first hex digit after `=`, as written. */
   private firstDigit = 0;
   private blanks: number[] = [];
   /** Blanks after an `=`, until it is known whether a line break follows (a soft break). */
@@ -45,7 +31,6 @@ export class QuotedPrintableDecoder extends Transform {
   private length = 0;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    // Every input byte gives at most one output byte, plus what was held: the blanks, `=X`, a CR.
     this.out = Buffer.allocUnsafe(chunk.length + this.blanks.length + this.blanksAfterEquals.length + 3);
     this.length = 0;
     for (let i = 0; i < chunk.length; i++) this.decodeByte(chunk[i]);
@@ -84,7 +69,6 @@ export class QuotedPrintableDecoder extends Transform {
     this.blanks = [];
   }
 
-  /** A pathological run of blanks: let through as it stands rather than held without bound. */
   private putHeld(): void {
     this.putBlanks();
     if (this.state === 'equalsBlanks' || this.state === 'equalsCr') {
@@ -96,7 +80,6 @@ export class QuotedPrintableDecoder extends Transform {
     }
   }
 
-  /** `=` was no escape and no soft break: it is kept, and what followed it read as text. */
   private literalEquals(byte: number): void {
     this.putBlanks();
     this.put(EQUALS);
@@ -116,7 +99,6 @@ export class QuotedPrintableDecoder extends Transform {
           this.blanksAfterEquals = [];
           this.putBlanks();
         } else if (byte === CR) {
-          // Blanks before a CR go (below, those after it are held until the LF, if one comes).
           this.blanksAfterEquals = [];
           this.state = 'equalsCr';
         } else if (isBlank(byte)) {
@@ -144,13 +126,12 @@ export class QuotedPrintableDecoder extends Transform {
       }
       case 'equalsCr':
         if (byte === LF) {
-          this.state = 'text'; // a soft break
+          this.state = 'text';
           this.blanksAfterEquals = [];
           this.putBlanks();
         } else if (isBlank(byte)) {
           this.blanksAfterEquals.push(byte);
         } else {
-          // No soft break: `=`, then a CR, then the blanks after it as text.
           this.putBlanks();
           this.put(EQUALS);
           this.put(CR);
@@ -161,7 +142,7 @@ export class QuotedPrintableDecoder extends Transform {
         }
         return;
       case 'cr':
-        // Blanks before a CR are dropped (libqp reads a CR as a line's end), before CRLF too.
+        // Blanks before a CR are dropped (libqp reads a CR as a line's end).
         this.state = 'text';
         this.blanks = [];
         this.put(CR);

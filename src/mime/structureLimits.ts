@@ -2,25 +2,15 @@ import { Transform } from 'node:stream';
 import type { ErrorDetail } from '../contract/errors.js';
 import { headerBlockEnd } from './headerBlock.js';
 
-/**
- * The MIME structure Postern takes a message in. Every message it stores is parsed again by
- * mailsplit (under mailparser) when the console shows it and when a provider that takes JSON
- * gets it, with that parser's limits: so no message is taken that it would refuse.
- */
+/** Every stored message is parsed again by mailsplit (console, JSON providers): no message is taken that it would refuse. */
 
-/** Bytes of one header block, the message's own or a MIME part's (mailsplit's maxHeadSize). */
 export const MAX_HEADER_BLOCK_BYTES = 1024 * 1024;
 
-/** MIME nodes, the message itself counted (mailsplit's maxChildNodes). */
 export const MAX_MIME_NODES = 1000;
 
-/**
- * The parser limits a received message is read with: its header block keeps room for the
- * Message-ID the rewrite may add, so that the stored message stays within MAX_HEADER_BLOCK_BYTES.
- */
+/** Room is kept for the Message-ID the rewrite may add. */
 export const RECEIVED_PARSER_LIMITS = { maxHeadSize: MAX_HEADER_BLOCK_BYTES - 1024, maxChildNodes: MAX_MIME_NODES } as const;
 
-/** What is wrong with a message's structure: a header block too large, or too many MIME parts. */
 export type StructureProblem = 'header_block' | 'mime_parts';
 
 const REFUSALS: Record<StructureProblem, { detail: ErrorDetail; message: string }> = {
@@ -34,10 +24,7 @@ const REFUSALS: Record<StructureProblem, { detail: ErrorDetail; message: string 
   },
 };
 
-/**
- * A message refused for its structure: the sender's fault, and permanent (the doors answer
- * 422 / 554 5.6.0 with `detail`'s code), never a server fault.
- */
+/** The sender's fault, and permanent (422 / 554 5.6.0), never a server fault. */
 export class MessageStructureRefused extends Error {
   readonly detail: ErrorDetail;
 
@@ -47,13 +34,12 @@ export class MessageStructureRefused extends Error {
   }
 }
 
-/** The messages mailsplit 5.4 fails a limit with (message-splitter.js, maxLenError; code EMAXLEN). */
+/** mailsplit 5.4's message-splitter.js, maxLenError (EMAXLEN). */
 export const MAILSPLIT_LIMIT_MESSAGES: Readonly<Record<StructureProblem, string>> = {
   header_block: 'Max header size for a MIME node exceeded',
   mime_parts: 'Max allowed child nodes exceeded',
 };
 
-/** The refusal a parse failure stands for when the message passed one of the limits above; null for any other failure. */
 export function structureRefusal(err: unknown): MessageStructureRefused | null {
   if (err instanceof MessageStructureRefused) return err;
   if (!(err instanceof Error) || (err as Error & { code?: unknown }).code !== 'EMAXLEN') return null;
@@ -63,16 +49,10 @@ export function structureRefusal(err: unknown): MessageStructureRefused | null {
   return null;
 }
 
-/**
- * Passes a message through unchanged, failing with MessageStructureRefused as soon as its
- * top-level header block passes MAX_HEADER_BLOCK_BYTES (a composed message's parts have small
- * header blocks of bounded fields; its top-level one holds the client's custom headers). The
- * block ends where headerBlockEnd says; only the two bytes before a chunk are kept to find it.
- */
+/** A composed message's parts have small header blocks; its top-level one holds the client's custom headers. */
 export function headerBlockLimit(): Transform {
   let read = 0;
   let found = false;
-  // The two bytes before the current chunk (-1: none, at the start of the message).
   let before1 = -1;
   let before2 = -1;
   return new Transform({
@@ -104,7 +84,6 @@ export function headerBlockLimit(): Transform {
   });
 }
 
-/** Throws MessageStructureRefused when a whole message's top-level header block passes MAX_HEADER_BLOCK_BYTES. */
 export function checkHeaderBlock(message: Buffer): void {
   const end = headerBlockEnd(message);
   if ((end === -1 ? message.length : end) > MAX_HEADER_BLOCK_BYTES) throw new MessageStructureRefused('header_block');

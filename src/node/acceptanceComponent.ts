@@ -9,13 +9,9 @@ import type { Component } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
 export type AcceptanceSection = Pick<PosternConfig, 'spool' | 'state_dir' | 'policy'>;
-/** What SIGHUP changes of acceptance: the plans and their limits. */
 export type AcceptanceLimitsSection = Pick<PosternConfig, 'plans' | 'default_plan' | 'limits'>;
 
-/**
- * The acceptance pipeline both doors hand messages to: the spool writer threads, the disk guard
- * (spool.min_free_bytes) and the usage limits the index writer checks at commit.
- */
+/** The spool writer threads, the disk guard and the usage limits the index writer checks at commit. */
 export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
   readonly name = 'acceptance';
   private running: { pipeline: AcceptPipeline; writers: SpoolWriters; disk: DiskGuard | null } | null = null;
@@ -35,7 +31,6 @@ export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
     return this.running?.disk ?? null;
   }
 
-  /** `wake` is told once per commit that stored a message due now (delivery, when it runs here). */
   whenDue(wake: () => void): void {
     this.due = wake;
   }
@@ -44,7 +39,6 @@ export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
     const { section } = this;
     const { store, limits, clock, logger } = this.deps;
     const writers = new SpoolWriters(store.spool, section.spool.writer_threads, section.spool.index_body_max_bytes, logger);
-    // Below spool.min_free_bytes new mail is refused before the disk is full (0: no guard).
     const disk = section.spool.min_free_bytes === 0 ? null : new DiskGuard(section.state_dir, section.spool.min_free_bytes, logger);
     disk?.start();
     const pipeline = new AcceptPipeline({
@@ -52,8 +46,7 @@ export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
       onDue: () => this.due?.(),
     });
     try {
-      // The first spool writer thread has loaded its modules: a node that listens before then
-      // makes its first messages wait for it.
+      // A node that listens before its first writer thread is ready makes its first messages wait.
       await writers.ready();
     } catch (err) {
       await writers.close();
@@ -71,7 +64,7 @@ export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
     running.disk?.stop();
   }
 
-  /** The limits were copied at start (the index writer thread holds its own copy): set again. */
+  /** The index writer thread holds its own copy: set again. */
   reload(section: AcceptanceLimitsSection): void {
     const { limits, store } = this.deps;
     Object.assign(limits, limitSettings({ policy: this.section.policy, ...section }));

@@ -13,7 +13,6 @@ import { Viewer } from '../viewer/route.js';
 import { sameSection, type Component } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
-/** Operator writes (bulk actions, API keys' last use): over a channel of their own to the index writer thread. */
 export class OperatorWritesComponent implements Component {
   readonly name = 'operator writes';
   private running: { bookkeeping: Bookkeeping; writer: OperatorWriter; keyUse: KeyUseRecorder } | null = null;
@@ -24,7 +23,6 @@ export class OperatorWritesComponent implements Component {
     return this.started().writer;
   }
 
-  /** API keys' last use, written in batches. */
   get keyUse(): KeyUseRecorder {
     return this.started().keyUse;
   }
@@ -51,14 +49,9 @@ export class OperatorWritesComponent implements Component {
   }
 }
 
-/** What admission reads: the rate limits and policy, the sign-in limits, and the viewer's operator context. */
 export type AdmissionSection = OperatorSettings & Pick<PosternConfig, 'rate_limits'>;
 
-/**
- * Who may send and how often: every sliding window of the node (send API, console sign-in,
- * viewer), in memory on SQLite and the cluster's on PostgreSQL; the send API's admission, the
- * console's sign-in throttle (one per node, not per listener) and the public viewer.
- */
+/** Every sliding window of the node; the console's sign-in throttle is one per node, not per listener. */
 export class AdmissionComponent implements Component<Pick<PosternConfig, 'rate_limits'>> {
   readonly name = 'admission';
   private running: { windows: RateWindowFactory; admission: Admission; signIns: SignInThrottle; viewer: Viewer } | null = null;
@@ -97,7 +90,6 @@ export class AdmissionComponent implements Component<Pick<PosternConfig, 'rate_l
     this.running = { windows, admission, signIns, viewer };
   }
 
-  /** Waits for the shared windows' background prunes before the store closes. */
   async stop(): Promise<void> {
     const running = this.running;
     this.running = null;

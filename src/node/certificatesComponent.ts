@@ -14,14 +14,9 @@ import type { StoreComponent } from './storeComponent.js';
 
 export type CertificatesSection = Pick<PosternConfig, 'tls' | 'smtp' | 'state_dir' | 'node'>;
 
-/**
- * Every certificate a listener serves: the SMTP listeners' pair (loaded with the first SMTP
- * listener that uses it), the HTTP and console listeners' own pairs, and tls.acme's (opened here;
- * ordered and renewed by AcmeOrderingComponent once the listeners that answer its challenges are up).
- */
+/** Every certificate a listener serves; tls.acme's is opened here and ordered by AcmeOrderingComponent once its challenges can be answered. */
 export class CertificatesComponent implements Component {
   readonly name = 'certificates';
-  /** tls.acme's certificate and its renewals; null without tls.acme. */
   acme: AcmeCertificates | null = null;
   private smtpPair: FileCertificate | null = null;
   private readonly filePairs: FileCertificate[] = [];
@@ -42,10 +37,9 @@ export class CertificatesComponent implements Component {
     this.acme = await AcmeCertificates.open({ settings: section.tls.acme, storage, clock, logger });
   }
 
-  /** The certificate objects stay with the listeners still closing; ACME's renewals stop in AcmeOrderingComponent. */
+  /** The certificate objects stay with the listeners still closing. */
   async stop(): Promise<void> {}
 
-  /** An HTTP or console listener's TLS: tls.acme's certificate, its own pair, or none (plain HTTP). */
   https(listener: { name: string; cert: string | null; key: string | null; acme: boolean }): ListenerTls | null {
     const { acme } = this;
     if (listener.acme && acme) {
@@ -59,7 +53,7 @@ export class CertificatesComponent implements Component {
     return { certificate: pair.certificate };
   }
 
-  /** An SMTP listener's certificate: tls.acme's, or smtp.tls's pair (the state directory's self-signed one without it). */
+  /** tls.acme's, or smtp.tls's pair (the state directory's self-signed one without it). */
   async smtp(listener: ListenerConfig): Promise<ServedCertificate> {
     let certificate: ServedCertificate;
     if (listener.acme && this.acme) certificate = this.acme.certificate;
@@ -71,20 +65,15 @@ export class CertificatesComponent implements Component {
     return certificate;
   }
 
-  /** http.redirect_plain's ACME http-01 answers (null: no such challenge here). */
   get plainChallenges(): AcmeCertificates['challenges'] | null {
     return this.section.tls.acme?.challenge === 'http-01' ? (this.acme?.challenges ?? null) : null;
   }
 
-  /** GET /readyz: every TLS listener has a valid certificate. */
   ready(now: number): CheckResult {
     return certificatesReady(this.served, now, this.acme);
   }
 
-  /**
-   * Re-reads every certificate pair the config names in files (SIGHUP); sessions in progress keep
-   * theirs. tls.acme's certificate is not a file the operator changes: it is left alone.
-   */
+  /** Re-reads the pairs the config names in files (SIGHUP); tls.acme's is not an operator's file and is left alone. */
   reloadFiles(): void {
     const failed: string[] = [];
     for (const pair of [...(this.smtpPair ? [this.smtpPair] : []), ...this.filePairs]) {
@@ -99,7 +88,7 @@ export class CertificatesComponent implements Component {
   }
 }
 
-/** tls.acme's first order and its renewals: started once the listeners that answer the CA's challenges are up, stopped first. */
+/** Started once the listeners that answer the CA's challenges are up, stopped first. */
 export class AcmeOrderingComponent implements Component {
   readonly name = 'acme ordering';
 

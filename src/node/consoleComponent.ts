@@ -12,16 +12,11 @@ import type { DeliveryComponent } from './engineComponents.js';
 import type { BoundListener } from './boundListener.js';
 import type { StoreComponent } from './storeComponent.js';
 
-/** What SIGHUP changes of the console: the plans it offers and their limits. */
 export type ConsolePlansSection = Pick<PosternConfig, 'plans' | 'default_plan' | 'limits'>;
 
-/** What the doors give each console listener: the node's shared budgets and checks, its bound listeners. */
 export type ConsoleDoorDeps = Pick<ConsoleDeps, 'bodies' | 'metrics' | 'readiness'> & { listeners: () => readonly BoundListener[] };
 
-/**
- * The console's state for every console listener of the node: its settings (the plans live), its
- * connection caps (apart from the send API's), its activity tail and live-update streams.
- */
+/** The console's state shared by every console listener of the node: settings, connection caps, activity, live streams. */
 export class ConsoleComponent implements Component<ConsolePlansSection> {
   readonly name = 'console';
   private readonly settings: ConsoleSettings;
@@ -49,12 +44,10 @@ export class ConsoleComponent implements Component<ConsolePlansSection> {
     this.settings.limits = section.limits;
   }
 
-  /** The live-update streams' figures for /metrics (none open without a console listener). */
   streamFigures(): ReturnType<ConsoleShared['live']['figures']> {
     return this.shared?.live.figures() ?? { open: 0, queuedPeakBytes: 0 };
   }
 
-  /** A console listener's server (not yet listening). */
   server(listener: ConsoleListenerConfig, tls: ListenerTls | null, door: ConsoleDoorDeps): ConsoleServer {
     const { store, operator, admission, delivery, proxies, clock, logger } = this.deps;
     const { settings } = this;
@@ -77,7 +70,7 @@ export class ConsoleComponent implements Component<ConsolePlansSection> {
   }
 }
 
-/** Where viewer links point: `viewer.base_url`, else the first production HTTP listener as bound. */
+/** `viewer.base_url`, else the first production HTTP listener as bound. */
 function viewerBase(config: Pick<PosternConfig, 'viewer' | 'listeners'>, listeners: readonly BoundListener[]): string {
   const door = listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? listeners.find((l) => l.protocol === 'http');
   return config.viewer.base_url ?? door?.url ?? configuredViewerBase(config) ?? '';

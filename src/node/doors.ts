@@ -26,13 +26,11 @@ import type { HousekeepingComponent } from './housekeepingComponent.js';
 
 export type DoorsSection = Pick<PosternConfig, 'listeners' | 'http' | 'smtp' | 'feedback' | 'node'> & { console: Pick<PosternConfig['console'], 'max_connections'> };
 
-/** The node's listening sockets, as /readyz and /metrics see them. */
 export class ListeningSockets {
   readonly servers: Server[] = [];
   readonly smtp: PosternSmtpServer[] = [];
   readonly consoles: ConsoleServer[] = [];
 
-  /** How many listeners are not accepting connections. */
   down(): number {
     return this.servers.filter((s) => !s.listening).length + this.smtp.filter((s) => !s.listening()).length;
   }
@@ -42,12 +40,7 @@ export class ListeningSockets {
   }
 }
 
-/**
- * Every listener of the config (send API, SMTP, console) and http.redirect_plain's, bound in the
- * config's order; then this process's row in `nodes`, naming them. Stopping closes them (the
- * console's live streams first) and then marks the row stopped: no longer serving, said before the
- * rest winds down.
- */
+/** Every listener, bound in the config's order, then this process's row in `nodes`; stopping marks the row stopped first. */
 export class DoorsComponent implements Component {
   readonly name = 'doors';
   readonly listeners: BoundListener[] = [];
@@ -86,11 +79,9 @@ export class DoorsComponent implements Component {
     warnIfFewDescriptors(section, logger);
     const { pipeline } = acceptance;
     const { admission: admit, viewer } = admission;
-    // The send API's listeners share one connection cap, the console's another (neither door can
-    // take the other's connections); all of them share one memory budget for bodies.
+    // Neither door can take the other's connections; all share one memory budget for bodies.
     const connections = new ConnectionLimiter(section.http.max_connections, section.http.max_connections_per_ip, proxies);
     const bodies = createBodyBudget(section.http.max_inflight_body_bytes, section.http.body_wait_ms);
-    // Every SMTP listener shares one cap on big messages streamed at once.
     const streams = createStreamBudget(section.smtp);
     const { listeners } = this;
     for (const listener of section.listeners) {
@@ -104,7 +95,6 @@ export class DoorsComponent implements Component {
         port = await listenOn(consoleServer.server, listener.port, listener.host);
         scheme = tls ? 'https' : 'http';
       } else if (!isDoorListener(listener)) {
-        // The schema requires an environment of every http and smtp listener.
         throw new Error(`listener ${listener.name} names no environment`);
       } else if (listener.protocol === 'http') {
         const tls = certificates.https(listener);
@@ -132,7 +122,6 @@ export class DoorsComponent implements Component {
       this.plain = { host: redirect.host, port, url: `http://${redirect.host.includes(':') ? `[${redirect.host}]` : redirect.host}:${port}` };
       logger.info({ ...this.plain, to: target.url }, 'listening (plain HTTP: redirects to HTTPS, processes nothing)');
     }
-    // This process's row in `nodes`, registered once its listeners are bound.
     const heartbeat = new NodeHeartbeat({
       bookkeeping: housekeeping.bookkeeping, clock, logger, id: section.node.id, heartbeatSeconds: section.node.heartbeat_seconds, version: posternVersion(), hostname: os.hostname(), pid: process.pid,
     });
@@ -141,7 +130,6 @@ export class DoorsComponent implements Component {
   }
 }
 
-/** The HTTPS listener http.redirect_plain points to: `to`, else the first production HTTP listener with TLS, else any HTTPS one. */
 function redirectTarget(config: Pick<PosternConfig, 'http'>, listeners: BoundListener[]): BoundListener {
   const https = listeners.filter((l) => l.url.startsWith('https://'));
   const to = config.http.redirect_plain?.to;
@@ -151,7 +139,6 @@ function redirectTarget(config: Pick<PosternConfig, 'http'>, listeners: BoundLis
   return target;
 }
 
-/** Listens; resolves with the bound port (port 0 picks one). */
 function listenOn(server: Server, port: number, host: string): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     server.once('error', reject);
@@ -162,19 +149,15 @@ function listenOn(server: Server, port: number, host: string): Promise<number> {
   });
 }
 
-/** A TCP listener's address is an AddressInfo (a string only for a pipe or socket path). */
 function boundPort(address: AddressInfo | string | null): number {
   if (address === null || typeof address === 'string') throw new Error('the listener has no TCP port');
   return address.port;
 }
 
-/** Descriptors the process holds besides client connections: index, spool files, listeners, threads. */
+/** Index, spool files, listeners, threads. */
 const BASE_DESCRIPTORS = 100;
 
-/**
- * The caps on connections bound the descriptors clients can take only if the process may open
- * that many: say so at start when `ulimit -n` is lower than the caps allow.
- */
+/** The connection caps bound descriptors only if the process may open that many. */
 function warnIfFewDescriptors(config: DoorsSection, logger: Logger): void {
   const limit = openFileLimit();
   const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
@@ -188,7 +171,7 @@ function warnIfFewDescriptors(config: DoorsSection, logger: Logger): void {
   }
 }
 
-/** A port below 1024 without the privilege to bind it is the common first-start failure: say so. */
+/** The common first-start failure: say so. */
 function listenError(err: unknown): unknown {
   if (err instanceof Error && 'code' in err && err.code === 'EACCES' && 'port' in err && typeof err.port === 'number' && err.port < 1024) {
     const address = String('address' in err ? err.address : undefined);
@@ -201,11 +184,7 @@ function listenError(err: unknown): unknown {
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-/**
- * Stops accepting connections and lets in-flight requests finish. Keep-alive clients that
- * keep sending are answered once more with `Connection: close`; whatever is still open after
- * the grace period is cut (its request was never acknowledged, so nothing is lost).
- */
+/** Whatever is still open after the grace period is cut: its request was never acknowledged. */
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);

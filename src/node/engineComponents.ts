@@ -14,11 +14,7 @@ import type { StoreComponent } from './storeComponent.js';
 
 export type DeliverySection = Pick<PosternConfig, 'delivery' | 'node'> & { smtp: Pick<PosternConfig['smtp'], 'hostname'> };
 
-/**
- * Delivery: the providers' adapters and the leased-work engine that hands messages to them (it
- * runs when delivery.enabled). Its writes (leases, outcomes) go to the index writer thread, so
- * the event loop that serves both doors never waits for the write lock.
- */
+/** Delivery: the providers' adapters and the leased-work engine (when delivery.enabled). */
 export class DeliveryComponent implements Component {
   readonly name = 'delivery';
   private running: { delivery: Delivery; bookkeeping: Bookkeeping; closeAdapters: () => Promise<void> } | null = null;
@@ -29,7 +25,6 @@ export class DeliveryComponent implements Component {
     private readonly deps: { store: StoreComponent; acceptance: AcceptanceComponent; clock: Clock; logger: Logger },
   ) {}
 
-  /** Which provider accounts are throttled, and until when (the console and /metrics show them). */
   get handOffs(): Delivery['handOffs'] {
     if (!this.running) throw new Error('delivery is not started');
     return this.running.delivery.handOffs;
@@ -64,7 +59,6 @@ export class DeliveryComponent implements Component {
     });
     this.running = { delivery, bookkeeping, closeAdapters: () => adapters.close() };
     if (section.delivery.enabled) {
-      // A message due now wakes delivery at once, not at its next poll.
       acceptance.whenDue(() => delivery.engine.kick());
       delivery.engine.start();
     }
@@ -83,10 +77,7 @@ export class DeliveryComponent implements Component {
 
 export type WebhooksSection = Pick<PosternConfig, 'webhooks' | 'node'>;
 
-/**
- * Outbound webhooks (webhooks.enabled): a thread and a connection of their own, reading the events
- * outbox; their writes go through the index writer thread (src/events/host.ts).
- */
+/** Outbound webhooks (webhooks.enabled), on a thread of their own (src/events/host.ts). */
 export class WebhooksComponent implements Component<Pick<PosternConfig, 'log'>> {
   readonly name = 'webhooks';
   private dispatcher: WebhookDispatcherHandle | null = null;
@@ -113,7 +104,6 @@ export class WebhooksComponent implements Component<Pick<PosternConfig, 'log'>> 
     await dispatcher?.stop();
   }
 
-  /** The thread logs at the node's level (POSTERN_LOG_LEVEL over log.level). */
   reload(section: Pick<PosternConfig, 'log'>): void {
     if (sameSection(section, this.log)) return;
     this.log = section;

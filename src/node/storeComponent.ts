@@ -11,10 +11,7 @@ import type { Component } from './components.js';
 
 export type StoreSection = Pick<PosternConfig, 'state_dir' | 'store' | 'spool' | 'metrics' | 'node'>;
 
-/**
- * The state directory, the spool in it and the index (SQLite) or the shared database
- * (PostgreSQL), reconciled before anything writes; and the viewer links' key, read from them.
- */
+/** The state directory, spool and index (or shared database), reconciled before anything writes; and the viewer links' key. */
 export class StoreComponent implements Component {
   readonly name = 'store';
   private opened: { spool: Spool; node: NodeStore; secret: Buffer } | null = null;
@@ -32,7 +29,6 @@ export class StoreComponent implements Component {
     return this.open().node;
   }
 
-  /** The viewer links' key: the state directory's on SQLite, the one every node shares on PostgreSQL. */
   get secret(): Buffer {
     return this.open().secret;
   }
@@ -40,10 +36,7 @@ export class StoreComponent implements Component {
   async start(): Promise<void> {
     const { section } = this;
     const { logger, clock, limits } = this.deps;
-    // One syncfs per commit group where the addon is built; one fsync per file otherwise.
     const spoolSync = section.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
-    // The state directory made private, its spool directories checked (a planted link or another
-    // user's file: ConfigError, exit 78) before anything reads or writes there.
     const spool = new Spool(section.state_dir, logger);
     const node = await openNodeStore(section, logger, {
       limits, spoolSync, metrics: section.metrics.enabled, nodeId: section.node.id,
@@ -55,8 +48,7 @@ export class StoreComponent implements Component {
     if (node.backend === 'sqlite') {
       logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
     } else {
-      // This node's scratch copies of bodies that a crash cut off: each acceptance either committed
-      // its body to the database or never did, so none is needed again (reconcileSpool's twin).
+      // Scratch copies of bodies a crash cut off: each acceptance either committed its body to the database or never did.
       const scratch = spool.removeTempFiles();
       if (scratch.length > 0) logger.warn({ files: scratch.length }, 'removed scratch files left by an earlier run');
     }

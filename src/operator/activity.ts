@@ -8,14 +8,9 @@ const MINUTE = 60_000;
 /** Rows read per step; the event loop gets a turn between steps. */
 const STEP = 5_000;
 
-/** The lifecycle outcomes the overview counts per hour. */
 export const HOURLY_TYPES = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'] as const;
 
-/**
- * The hourly key of hand-offs that failed for now (a temporary refusal, an account refused):
- * the message is tried again. No lifecycle event says so (mail.failed is the end of a message),
- * so an hour of failing providers would otherwise show nothing.
- */
+/** Hand-offs that failed for now: no lifecycle event says so, so an hour of failing providers would otherwise show nothing. */
 const DEFERRED = 'deferred';
 
 interface ProviderMinute {
@@ -24,12 +19,8 @@ interface ProviderMinute {
 }
 
 /**
- * What happened lately, read by following the events outbox and the attempts table by their
- * sequence numbers (no index on time, no hooks in either door; SeqFollower: a row whose seq
- * commits late is read too): events counted per project, hour and type for the last 24 hours,
- * hand-off attempts per provider account and minute for the last hour, with each account's last
- * error, and the deferred ones per project and hour. The first catch-up starts 24 hours back;
- * later ones read only what is new. Listeners get each new batch of events (the console's live feed).
+ * What happened lately (the overview's hourly counts, provider health, the live feed), read by following the events
+ * outbox and attempts by their seqs (SeqFollower): no index on time, no hooks in either door.
  */
 function mapEntry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
   let value = map.get(key);
@@ -56,13 +47,11 @@ export class ActivityTail {
     private readonly clock: Clock,
   ) {}
 
-  /** Calls `listener` with each batch of events read from now on; returns the unsubscribe. */
   subscribe(listener: (events: ActivityEvent[]) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Where each of these messages stands now (those that still exist). */
   messagesNow(ids: readonly string[]): ReturnType<typeof messageHeads> {
     return messageHeads(this.store, ids);
   }
@@ -71,7 +60,7 @@ export class ActivityTail {
     return this.listeners.size;
   }
 
-  /** Reads everything new (one catch-up at a time; a caller arriving meanwhile waits for it). */
+  /** One catch-up at a time; a caller arriving meanwhile waits for it. */
   catchUp(): Promise<void> {
     this.running ??= this.read().finally(() => {
       this.running = null;
@@ -133,10 +122,7 @@ export class ActivityTail {
     for (const minute of this.providerMinutes.keys()) if (minute < now - 61 * MINUTE) this.providerMinutes.delete(minute);
   }
 
-  /**
-   * Counts per hour for the 24 hours up to now (oldest first, the current hour last), summed over
-   * `projects` (null: all).
-   */
+  /** Oldest first, the current hour last; `projects` null: all. */
   hourlyCounts(projects: readonly string[] | null): { hour: string; counts: Record<string, number> }[] {
     const current = Math.floor(this.clock.now() / HOUR) * HOUR;
     const out: { hour: string; counts: Record<string, number> }[] = [];
@@ -154,7 +140,6 @@ export class ActivityTail {
     return out;
   }
 
-  /** An account's hand-offs and failures in the last hour, and its last failure (within the hour or before). */
   providerHour(accountId: string): { handoffs: number; failures: number; last_error: string | null; last_error_at: number | null } {
     const since = this.clock.now() - HOUR;
     let handoffs = 0;

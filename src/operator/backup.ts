@@ -1,22 +1,7 @@
 /**
- * `postern backup --to DIR` and `postern restore --from DIR` (docs/operations.md, "Backup and restore").
- *
- * Backup, while the server runs: the index first, with SQLite's online backup API from a reader
- * connection (store/backup.ts: one consistent snapshot, with the bodies the index keeps), then the spool files that the copy's
- * rows name, each copied (a reflink where the filesystem has them), then the self-signed
- * certificates and viewer.key, then `backup.json`, written last: a directory without it is not a
- * finished backup. Each copy is read back once, streamed, for its size and SHA-256 (recorded in
- * backup.json) and flushed. Files are copied, never hard-linked: the spool empties a finished
- * message's file in place to reuse it (Spool.retire), which would empty a hard link in the backup
- * too. A message deleted between the snapshot and its file's copy (retention, an operator: the
- * file gone, or emptied) is listed as missing; it was gone from the server by then anyway.
- *
- * Restore only into an empty (or absent) state directory, through a staging directory inside it
- * (the same filesystem, so each rename is atomic): every file backup.json lists is copied there
- * and checked (size, SHA-256), backup.json's counts against the index copy, the index opened as
- * the server opens it and checked (quick_check); only then is it all renamed into place, the index
- * last. Any refusal removes the staging directory (and the state directory when restore made
- * it): nothing is changed, and the retry starts clean.
+ * `postern backup` and `postern restore` (docs/operations.md#backup-and-restore). Files are copied, never
+ * hard-linked: the spool empties a finished message's file in place to reuse it. Restore stages in the
+ * state directory (same filesystem: atomic renames) and changes nothing until everything checks.
  */
 import { createHash } from 'node:crypto';
 import { constants, existsSync, readdirSync, type Stats, statSync } from 'node:fs';
@@ -31,27 +16,22 @@ import { openDatabase } from '../store/db.js';
 import { countProblems, MANIFEST_FILE, MANIFEST_FORMAT, parseManifest, spoolEntryPath, type BackupManifest, type ContentEntry } from './backupManifest.js';
 import { OperatorError } from './errors.js';
 
-/** Files copied at once. */
 const COPY_PARALLEL = 8;
-/** Besides the index and the spool: the state directory's self-signed SMTP certificate pair. */
+/** Besides the index and the spool: the self-signed SMTP certificate pair. */
 const EXTRA_DIRS = ['certs'];
-/** And the key viewer links are signed with: without it, every link handed out stops opening. */
+/** Without it, every viewer link handed out stops opening. */
 const EXTRA_FILES = [VIEWER_KEY_FILE];
-/** Bytes read at a time while hashing a copy: a spool file is never held whole. */
 const DIGEST_CHUNK = 256 * 1024;
-/** Restore's staging directory in the state directory ('.': never a name a backup holds). */
+/** '.': never a name a backup holds. */
 const STAGING_PREFIX = '.restore-';
-/** Problems named in a refused restore's message (the rest counted). */
 const PROBLEMS_NAMED = 5;
 
-/** What `postern backup` prints: backup.json without the list of files. */
 export type BackupSummary = Omit<BackupManifest, 'contents'> & { to: string };
 
 function isEmptyOrAbsent(dir: string): boolean {
   return !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).length === 0);
 }
 
-/** Flushes a directory (or file) to disk. */
 async function flush(file: string): Promise<void> {
   const handle = await open(file, 'r');
   try {
@@ -61,7 +41,6 @@ async function flush(file: string): Promise<void> {
   }
 }
 
-/** The size and SHA-256 of `file`, read in chunks (never whole), and the file flushed to disk. */
 async function digestAndFlush(file: string): Promise<{ size: number; sha256: string }> {
   const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
@@ -81,12 +60,11 @@ async function digestAndFlush(file: string): Promise<{ size: number; sha256: str
   }
 }
 
-/** Copies `from` to the new file `to` (a reflink where the filesystem can); the caller digests and flushes it. */
 async function copyNew(from: string, to: string): Promise<void> {
   await copyFile(from, to, constants.COPYFILE_FICLONE | constants.COPYFILE_EXCL);
 }
 
-/** Directories made (or being made) for copies: a copy waits for its directory's mkdir, never races it. */
+/** A copy waits for its directory's mkdir, never races it. */
 class Directories {
   private readonly made = new Map<string, Promise<unknown>>();
 
@@ -103,13 +81,11 @@ class Directories {
     return making;
   }
 
-  /** Every directory, deepest first (flushed after their files). */
   deepestFirst(): string[] {
     return [...this.made.keys()].sort((a, b) => b.length - a.length);
   }
 }
 
-/** Runs `work` over `items`, COPY_PARALLEL at a time. */
 async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
@@ -119,7 +95,6 @@ async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<voi
   );
 }
 
-/** Copies a file of the state directory (checked: Postern's own, no link) into the backup; its entry for backup.json. */
 async function backUpFile(stateDir: string, to: string, rel: string, dirs: Directories): Promise<ContentEntry> {
   checkOwnEntry(path.join(stateDir, rel), 'file');
   await dirs.ensure(path.dirname(path.join(to, rel)));
@@ -127,7 +102,6 @@ async function backUpFile(stateDir: string, to: string, rel: string, dirs: Direc
   return { path: rel.split(path.sep).join('/'), ...(await digestAndFlush(path.join(to, rel))) };
 }
 
-/** Copies a directory of the state directory (the certificates), each file checked and digested. */
 async function backUpTree(stateDir: string, to: string, rel: string, dirs: Directories, contents: ContentEntry[]): Promise<void> {
   checkOwnEntry(path.join(stateDir, rel), 'directory');
   await dirs.ensure(path.join(to, rel));
@@ -138,7 +112,6 @@ async function backUpTree(stateDir: string, to: string, rel: string, dirs: Direc
   }
 }
 
-/** The backup directory: made private (0700), or refused naming why (a link, another user's). */
 function prepareDestination(to: string): void {
   try {
     ensurePrivateDirectory(to);
@@ -148,7 +121,6 @@ function prepareDestination(to: string): void {
   }
 }
 
-/** A consistent copy of `stateDir` into `to` (new or empty), while the server may run. */
 export async function backupState(stateDir: string, to: string, logger: Logger): Promise<BackupSummary> {
   if (!existsSync(path.join(stateDir, INDEX_FILE))) throw new OperatorError('not_found', `no index in ${stateDir}: nothing to back up`);
   if (!isEmptyOrAbsent(to)) throw new OperatorError('conflict', `${to} is not empty: back up into a new or empty directory`);
@@ -182,7 +154,7 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
       return;
     }
     if (entry.size !== row.size_bytes) {
-      // Emptied in place by retention meanwhile (Spool.retire), or cut short by it: deleted after the snapshot.
+      // Emptied in place or cut short by retention: deleted after the snapshot.
       await rm(path.join(to, rel), { force: true });
       missing.push(row.id);
       return;
@@ -205,7 +177,7 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
     missing,
     contents: contents.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
   };
-  // Directories first (deepest first), then the manifest: it marks a finished backup.
+  // The manifest last: it marks a finished backup.
   for (const dir of dirs.deepestFirst()) await flush(dir);
   await writeFile(path.join(to, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   await flush(path.join(to, MANIFEST_FILE));
@@ -224,11 +196,7 @@ async function readManifest(from: string): Promise<BackupManifest> {
   return parseManifest(text, from);
 }
 
-/**
- * The state directory restore may fill: absent, or empty but for the staging directories of a
- * restore that was killed (removed here). Returns the first directory restore made (removed
- * again on a refusal), or null when the state directory was there.
- */
+/** Absent, or empty but for killed restores' staging directories (removed). The first directory restore made, or null. */
 async function claimStateDirectory(stateDir: string): Promise<string | null> {
   const entries = existsSync(stateDir) && statSync(stateDir).isDirectory() ? readdirSync(stateDir) : null;
   const stale = entries?.filter((name) => name.startsWith(STAGING_PREFIX)) ?? [];
@@ -238,7 +206,6 @@ async function claimStateDirectory(stateDir: string): Promise<string | null> {
   }
   if (!entries && existsSync(stateDir)) throw new OperatorError('conflict', `the state directory ${stateDir} is not a directory`);
   const made = (await mkdir(stateDir, { recursive: true, mode: 0o700 })) ?? null;
-  // A refusal here (another user's directory, a link to one others can read) is a config error (exit 78).
   ensurePrivateDirectory(stateDir);
   for (const name of stale) {
     checkOwnEntry(path.join(stateDir, name), 'directory');
@@ -247,13 +214,11 @@ async function claimStateDirectory(stateDir: string): Promise<string | null> {
   return made;
 }
 
-/** A file of the backup that does not match backup.json, and how. */
 interface FileProblem {
   path: string;
   problem: string;
 }
 
-/** Copies each file backup.json lists from `from` into `staging`, checked against its size and SHA-256; what does not match. */
 async function copyChecked(from: string, staging: string, manifest: BackupManifest): Promise<FileProblem[]> {
   const dirs = new Directories(staging);
   const problems: FileProblem[] = [];
@@ -273,14 +238,13 @@ async function copyChecked(from: string, staging: string, manifest: BackupManife
       report(entry, `in the backup is ${stats.isSymbolicLink() ? 'a symbolic link' : 'not a file'}; backup.json lists a file`);
       return;
     }
-    // Cheap first: a file of the wrong size is not copied at all.
     if (stats.size !== entry.size) {
       report(entry, `is ${stats.size} bytes; backup.json says ${entry.size}`);
       return;
     }
     await dirs.ensure(path.dirname(target));
     await copyNew(source, target);
-    // The copy itself is what is checked: what the restored server will read.
+    // The copy itself is checked: what the restored server will read.
     const copied = await digestAndFlush(target);
     if (copied.size !== entry.size) report(entry, `is ${copied.size} bytes; backup.json says ${entry.size}`);
     else if (copied.sha256 !== entry.sha256) report(entry, `does not match backup.json: its SHA-256 is ${copied.sha256}, backup.json says ${entry.sha256}`);
@@ -295,7 +259,6 @@ function refusal(from: string, problems: string[]): OperatorError {
   return new OperatorError('invalid_argument', `${from} does not hold what its backup.json says, so nothing was restored: ${named}${more}`, 'from');
 }
 
-/** Renames the staging directory's entries into the state directory, the index (and its companions) last. */
 async function moveIntoPlace(staging: string, stateDir: string): Promise<void> {
   const isIndex = (name: string) => name.startsWith(INDEX_FILE);
   const names = readdirSync(staging).sort((a, b) => Number(isIndex(a)) - Number(isIndex(b)));
@@ -304,7 +267,6 @@ async function moveIntoPlace(staging: string, stateDir: string): Promise<void> {
   await flush(stateDir);
 }
 
-/** Restores a backup made by backupState into `stateDir`, which must be empty or absent. */
 export async function restoreState(from: string, stateDir: string, logger: Logger): Promise<{ from: string; state_dir: string; messages: number; files: number; created_at: string }> {
   const manifest = await readManifest(from);
   const made = await claimStateDirectory(stateDir);
@@ -312,10 +274,8 @@ export async function restoreState(from: string, stateDir: string, logger: Logge
   try {
     const fileProblems = await copyChecked(from, staging, manifest);
     const problems = fileProblems.map((p) => p.problem);
-    // Once the index copy matches its SHA-256, what backup.json counts is checked against it.
     if (!fileProblems.some((p) => p.path === INDEX_FILE)) problems.push(...countProblems(manifest, spoolFilesOfCopy(path.join(staging, INDEX_FILE))));
     if (problems.length > 0) throw refusal(from, problems);
-    // Opened as the server would (private files, WAL, migrations of a newer release), then checked.
     const db = openDatabase(staging, logger);
     try {
       const check = quickCheck(db);

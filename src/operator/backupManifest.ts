@@ -1,23 +1,13 @@
-/**
- * `backup.json`: what a backup holds (docs/operations.md, "Backup and restore"). Written last by backup (a
- * directory without it is not a finished backup); read and checked by restore before anything
- * it restores is put in place: its shape, each file it lists (operator/backup.ts), and its
- * counts against the index copy (countProblems).
- */
+/** `backup.json`: written last by backup, checked by restore before anything is put in place (docs/operations.md#backup-and-restore). */
 import { INDEX_FILE } from '../store/backup.js';
 import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { VIEWER_KEY_FILE } from '../policy/viewerKey.js';
 import { OperatorError } from './errors.js';
 
 export const MANIFEST_FILE = 'backup.json';
-/**
- * 3: `contents`, every file's size and SHA-256, checked on restore. 2: message bodies may be in
- * the index (migration 8). Formats 1 and 2 have no checksums: restore refuses them rather than
- * put back files it cannot check.
- */
+/** 3: every file's size and SHA-256. Formats 1 and 2 have no checksums: restore refuses them rather than put back unchecked files. */
 export const MANIFEST_FORMAT = 3;
 
-/** A file of the backup: its path relative to the backup ('/'-separated), size and SHA-256 (hex). */
 export interface ContentEntry {
   path: string;
   size: number;
@@ -28,34 +18,30 @@ export interface BackupManifest {
   format: number;
   created_at: string;
   messages: number;
-  /** Spool files copied, and their bytes. */
   files: number;
   bytes: number;
-  /** Messages whose MIME is in the index copy itself (no spool file). */
+  /** No spool file. */
   bodies_in_index: number;
-  /** Messages in the index copy whose file was gone (or emptied) by the time it was copied (deleted meanwhile). */
+  /** Deleted between the snapshot and the file's copy. */
   missing: string[];
-  /** Every file of the backup but backup.json: the index copy, the spool files, certs/, viewer.key. */
   contents: ContentEntry[];
 }
 
-/** A message of the index copy and its spool file (BODY_IN_INDEX: none). */
 export interface IndexedFile {
   id: string;
   spool_path: string;
   size_bytes: number;
 }
 
-/** Where a spool file of the index is in a backup (and in a state directory). */
 export function spoolEntryPath(spoolPath: string): string {
   return `spool/${spoolPath}`;
 }
 
-/** A name Postern writes: never '.', '..' or a hidden name (the restore's staging directory is one). */
+/** Never '.', '..' or a hidden name (the restore's staging directory is one). */
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
-/** The paths backup writes, and only those: nothing a crafted backup.json names lands outside the state directory. */
+/** Nothing a crafted backup.json names lands outside the state directory. */
 function isBackupPath(p: string): boolean {
   const parts = p.split('/');
   if (!parts.every((part) => SEGMENT.test(part))) return false;
@@ -71,7 +57,6 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** backup.json of the backup in `from`, checked for shape; refusals name what is wrong (invalid_argument on --from). */
 export function parseManifest(text: string, from: string): BackupManifest {
   const refuse = (why: string) => new OperatorError('invalid_argument', `${from}/${MANIFEST_FILE} ${why}`, 'from');
   let value: unknown;
@@ -121,10 +106,6 @@ export function parseManifest(text: string, from: string): BackupManifest {
   };
 }
 
-/**
- * What backup.json says that the index copy (already checked against its SHA-256) contradicts:
- * the counts, and each message's spool file listed (with the index's size) or named missing.
- */
 export function countProblems(manifest: BackupManifest, rows: IndexedFile[]): string[] {
   const problems: string[] = [];
   if (manifest.messages !== rows.length) problems.push(`backup.json says ${manifest.messages} messages; the index copy holds ${rows.length}`);

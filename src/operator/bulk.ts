@@ -10,50 +10,36 @@ import type { OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
 import { write } from './writer.js';
 
-/** The most messages one bulk action may touch (a list of ids, or what a filter matches). */
 export const BULK_MAX_MESSAGES = 10_000;
-/** Messages per transaction: short enough that acceptance commits never wait long behind one. */
+/** Short enough that acceptance commits never wait long behind one. */
 export const BULK_CHUNK = 500;
-/**
- * Chunks are spread over about this long (never slower than the index writer takes them): each
- * one shares a commit cycle with acceptance, so fewer cycles carry one. A 10,000-message action
- * on an idle machine would otherwise take a few hundred milliseconds of nearly every cycle.
- */
+/** Chunks spread over about this long, so fewer commit cycles shared with acceptance carry one. */
 export const BULK_SPREAD_MS = 1200;
 
 export interface BulkResult {
   action: MessageAction;
-  /** Messages found (visible to the operator) in a state the action applies to. */
   matched: number;
-  /** Of those, the ones this action changed (another change may have come first). */
+  /** Another change may have come first. */
   changed: number;
-  /** Ids given that were found but in a state the action does not apply to. */
   skipped: number;
-  /** Ids given that do not exist or are not visible to the operator. */
   not_found: number;
-  /** The ids changed, when `ids` were given (a filter's can be many: count only). */
+  /** When `ids` were given (a filter's can be many: count only). */
   changed_ids?: string[];
 }
 
-/** A bulk action's answer, and where its changes are (for the console's live streams; never in the answer). */
+/** Where its changes are is for the console's live streams, never in the answer. */
 export interface BulkOutcome {
   result: BulkResult;
   changedIn: MessagesChanged[];
 }
 
-/** The projects a filter may look in: the ones it names, within the operator's scope. */
 function narrowScope(named: readonly string[] | null, scope: readonly string[] | null): readonly string[] | null {
   if (scope === null) return named;
   if (named === null) return scope;
   return named.filter((p) => scope.includes(p));
 }
 
-/**
- * The messages `action` would change: of the ids given, those visible and in a state the action
- * applies to (retry: queued with the next attempt ahead); of a filter, the same narrowing. More
- * than BULK_MAX_MESSAGES is refused. Pure reads: the server runs this on its bulk reader thread,
- * so the event loop handles chunks as strings, never ten thousand rows.
- */
+/** Pure reads, on the bulk reader thread: the event loop handles chunks as strings, never ten thousand rows. */
 export async function bulkCandidates(store: Queries, action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates> {
   let keys: MessageKey[];
   const counts = { skipped: 0, not_found: 0 };
@@ -77,24 +63,14 @@ export async function bulkCandidates(store: Queries, action: MessageAction, targ
   return { matched: keys.length, ...counts, chunks };
 }
 
-/**
- * What `action` would touch, counted as bulkMessageAction would find it, and nothing changed
- * (the console's confirmation names the count: "Release 1,834 messages?"). Not audited: it
- * changes nothing.
- */
+/** Counted as bulkMessageAction would find it, nothing changed (the console's confirmation). Not audited. */
 export async function bulkDryRun(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkResult & { dry_run: true }> {
   const now = ctx.clock.now();
   const found = ctx.reader ? await ctx.reader.bulkCandidates(action, target, scope, now) : await bulkCandidates(ctx.store, action, target, scope, now);
   return { action, matched: found.matched, changed: 0, skipped: found.skipped, not_found: found.not_found, dry_run: true };
 }
 
-/**
- * Applies `action` to a list of ids or to what a filter matches (bulkCandidates), at most
- * BULK_MAX_MESSAGES. Chunks of BULK_CHUNK run one transaction each, on the server through its
- * index writer thread (`ctx.writer`) between acceptance groups; the last chunk carries the audit
- * row and is flushed to disk before the answer. `scope`: the projects the operator may touch
- * (null: all).
- */
+/** One transaction per chunk via the index writer thread; the last carries the audit row and is flushed before the answer. */
 export async function bulkMessageAction(ctx: OperatorContext, action: MessageAction, target: BulkTarget, scope: readonly string[] | null): Promise<BulkOutcome> {
   const now = ctx.clock.now();
   const found = ctx.reader ? await ctx.reader.bulkCandidates(action, target, scope, now) : await bulkCandidates(ctx.store, action, target, scope, now);

@@ -1,10 +1,4 @@
-/**
- * Worker-thread entry: finds the candidates of a bulk action (operator/bulk.ts) on a connection
- * of its own. Those reads can touch ten thousand rows, and every commit of the index writer
- * empties the event loop connection's page cache, so on the event loop they would stall both
- * doors for tens of milliseconds; here they only share the CPU, at a lower priority, and come
- * back as a few strings (JSON chunks), not ten thousand objects.
- */
+/** A bulk action's candidate reads can touch ten thousand rows with a cold page cache: on the event loop they would stall both doors. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { silentLogger } from '../log.js';
 import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
@@ -15,13 +9,12 @@ import { bulkCandidates } from './bulk.js';
 import type { BulkReaderReply, BulkReaderRequest } from './bulkReader.js';
 import { OperatorError } from './errors.js';
 
-/** Below the doors' threads (nice 0), above SCHED_IDLE: a bulk action must still finish while the machine is busy. */
+/** Below the doors' threads, above SCHED_IDLE: a bulk action must still finish while the machine is busy. */
 const READER_NICE = 10;
 
 nameThisThread(THREAD_NAMES.bulkReader);
 
 const store = sqliteQueries(openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false }));
-// An operator's bulk action may take a second or two; the doors' requests may not.
 lowerThreadPriority(READER_NICE);
 
 async function answer(r: BulkReaderRequest): Promise<BulkReaderReply> {

@@ -1,8 +1,3 @@
-/**
- * Sending domains: the ones a project signs for (its DKIM keys) or has sent from, and the check
- * of a domain's DNS records against what its projects need (src/domains): `postern domain
- * check` and the console's Domains screen.
- */
 import { signingDomainCandidates } from '../dkim/sign.js';
 import { checkRecords, type DomainCheck } from '../domains/check.js';
 import { dnsLookup, type DnsLookup } from '../domains/lookup.js';
@@ -16,13 +11,10 @@ import { requireProject } from './projects.js';
 
 export interface SendingDomainView {
   domain: string;
-  /** The project's active DKIM keys for the domain. */
   dkim_keys: { id: string; selector: string }[];
-  /** The project has sent mail from the domain. */
   sent_from: boolean;
 }
 
-/** The project's sending domains, by name: those of its DKIM keys and those its mail came from. */
 export async function sendingDomains(ctx: OperatorContext, projectId: string): Promise<{ domains: SendingDomainView[] }> {
   await requireProject(ctx, projectId);
   const byName = new Map<string, SendingDomainView>();
@@ -40,22 +32,18 @@ export async function sendingDomains(ctx: OperatorContext, projectId: string): P
 }
 
 export interface DomainCheckOptions {
-  /** Only this project's needs; absent: every project that signs for the domain or has sent from it. */
+  /** Absent: every project that signs for the domain or has sent from it. */
   projectId?: string;
-  /** Where the lookups go (tests); absent: the resolvers of `dns` in the config. */
   lookup?: DnsLookup;
-  /** How an invalid name is referred to in the error: the CLI's argument (DOMAIN), the console's path field (domain). */
   field?: string;
 }
 
-/** The projects that know `domain`: a key of it (or of a parent that signs for it), or mail sent from it. */
 async function projectsOf(ctx: OperatorContext, domain: string): Promise<string[]> {
   const ids = new Set<string>(await projectsWithSenderDomain(ctx.store, domain));
   for (const candidate of signingDomainCandidates(domain)) for (const key of await activeDkimKeysOfDomain(ctx.store, candidate)) ids.add(key.project_id);
   return [...ids].sort();
 }
 
-/** Looks `domain`'s records up in DNS and judges each against what the projects need. */
 export async function checkDomain(ctx: OperatorContext, rawDomain: string, opts: DomainCheckOptions = {}): Promise<DomainCheck> {
   const domain = hostName(rawDomain.replace(/\.$/, ''), opts.field ?? 'DOMAIN');
   if (opts.projectId !== undefined) await requireProject(ctx, opts.projectId);
@@ -63,7 +51,7 @@ export async function checkDomain(ctx: OperatorContext, rawDomain: string, opts:
   const keys: DkimKeyInput[] = [];
   const accounts: ProviderAccountInput[] = [];
   for (const projectId of projects) {
-    // The key that signs the domain's mail: its own, else its nearest parent's (as signing picks).
+    // Its own key, else its nearest parent's (as signing picks).
     for (const candidate of signingDomainCandidates(domain)) {
       const key = await activeDkimKey(ctx.store, projectId, candidate);
       if (!key) continue;

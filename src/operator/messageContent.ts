@@ -4,23 +4,22 @@ import type { OperatorContext } from './context.js';
 import { notFound } from './errors.js';
 import { openMessageMime } from './messages.js';
 
-/** The longest text or HTML body the console is given whole; longer ones are cut (and say so). */
+/** Longer bodies are cut (and say so). */
 export const BODY_PREVIEW_CHARS = 2 * 1024 * 1024;
 
 export interface AttachmentInfo {
-  /** Its place among the message's attachments (inline images included), from 0: the download address. */
+  /** Among the attachments (inline images included), from 0: the download address. */
   index: number;
   filename: string | null;
   content_type: string;
   disposition: 'attachment' | 'inline';
   content_id: string | null;
-  /** Decoded bytes. */
   size: number;
 }
 
 export interface MessageContent {
   id: string;
-  /** The stored header lines in order, unfolded (Bcc is never stored). */
+  /** In order, unfolded (Bcc is never stored). */
   headers: { name: string; value: string }[];
   text: string | null;
   html: string | null;
@@ -44,11 +43,7 @@ function info(a: AttachmentStream, index: number, size: number): AttachmentInfo 
 
 const cut = (s: string | undefined | false) => (typeof s === 'string' ? { value: s.slice(0, BODY_PREVIEW_CHARS), truncated: s.length > BODY_PREVIEW_CHARS } : { value: null, truncated: false });
 
-/**
- * The stored message read for the console: headers, text and HTML bodies, and the attachments'
- * names, types and sizes. The file is streamed through the parser; attachment contents are
- * counted and dropped, never held.
- */
+/** Streamed through the parser; attachment contents are counted and dropped, never held. */
 export async function messageContent(ctx: OperatorContext, id: string): Promise<MessageContent> {
   const source = await openMessageMime(ctx, id);
   return new Promise((resolve, reject) => {
@@ -87,10 +82,6 @@ export async function messageContent(ctx: OperatorContext, id: string): Promise<
   });
 }
 
-/**
- * One attachment's decoded bytes as a stream, with its name and type; the attachments before it
- * are skipped as they stream past. Not found: an index past the last attachment.
- */
 export async function openAttachment(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
   const source = await openMessageMime(ctx, id);
   return new Promise((resolve, reject) => {

@@ -1,7 +1,3 @@
-/**
- * Public viewer links to one message: made by the console's share action and `postern message
- * link`, opened by the viewer on the HTTP listeners (src/viewer) through `viewedMessage`.
- */
 import type { Readable } from 'node:stream';
 import type { PosternConfig } from '../config/load.js';
 import { newViewerLinkId } from '../ids.js';
@@ -16,7 +12,7 @@ import { requireMessage } from './messages.js';
 import { write } from './writer.js';
 
 export interface ViewerLink {
-  /** `vl.…`: to list and revoke it (the URL itself is never kept). */
+  /** The URL itself is never kept. */
   id: string;
   url: string;
   expires_at: string;
@@ -24,14 +20,13 @@ export interface ViewerLink {
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 
-/** `7d`, `12h`, `30m`, `90s`, `2w` (or plain seconds) as seconds; null when it is none of those. */
 export function durationSeconds(text: string): number | null {
   const m = /^(\d{1,9})([smhdw]?)$/.exec(text.trim());
   if (!m) return null;
   return Number(m[1]) * UNITS[m[2] || 's'];
 }
 
-/** Where links point: `viewer.base_url`, else the first production HTTP listener as configured. */
+/** `viewer.base_url`, else the first production HTTP listener as configured. */
 export function configuredViewerBase(config: Pick<PosternConfig, 'viewer' | 'listeners'>): string | null {
   if (config.viewer.base_url) return config.viewer.base_url;
   const door = config.listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? config.listeners.find((l) => l.protocol === 'http');
@@ -40,11 +35,7 @@ export function configuredViewerBase(config: Pick<PosternConfig, 'viewer' | 'lis
   return `http://${host}:${door.port}`;
 }
 
-/**
- * A link to one message valid for `expiresInSeconds` (`viewer.link_expiry_seconds` when absent,
- * at most `viewer.max_link_expiry_seconds`). The link exposes the message to whoever holds it,
- * so making one is recorded in the audit log (without the link itself: it is a credential).
- */
+/** Audited (without the link: it is a credential), since the link exposes the message to whoever holds it. */
 export async function messageLink(ctx: OperatorContext, secret: Buffer, base: string, id: string, expiresInSeconds?: number): Promise<ViewerLink> {
   await requireMessage(ctx, id);
   const seconds = expiresInSeconds ?? ctx.config.viewer.link_expiry_seconds;
@@ -76,19 +67,17 @@ const linkView = (l: ViewerLinkRow) => ({
   created_by_email: l.created_by_email,
 });
 
-/** The message's links that still open it (neither expired nor revoked), newest first. */
 export async function messageLinks(ctx: OperatorContext, id: string) {
   await requireMessage(ctx, id);
   return { links: (await liveViewerLinks(ctx.store, id, ctx.clock.now())).map(linkView) };
 }
 
-/** Revokes one of the message's links: from now on it answers the viewer's 404, as a forged one. */
+/** From now on it answers the viewer's 404, as a forged one. */
 export async function revokeMessageLink(ctx: OperatorContext, id: string, linkId: string): Promise<{ id: string; revoked: true }> {
   await write(ctx, { type: 'message_link_revoke', id, link_id: linkId, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id: linkId, revoked: true };
 }
 
-/** Whether `token` opens message `id` now: a genuine token whose link is recorded for that message, not revoked, not expired. */
 async function linkOpens(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<boolean> {
   const now = ctx.clock.now();
   const linkId = viewerLinkOf(secret, id, token, now);
@@ -97,7 +86,7 @@ async function linkOpens(ctx: OperatorContext, secret: Buffer, id: string, token
   return link !== undefined && link.message_id === id && link.revoked_at === null && link.expires_at > now;
 }
 
-/** What the public viewer shows of a message: never Bcc, metadata, provider or routing details. */
+/** Never Bcc, metadata, provider or routing details. */
 export interface ViewedMessage {
   subject: string | null;
   from: string;
@@ -105,19 +94,15 @@ export interface ViewedMessage {
   cc: string[];
   created_at: string;
   status: string;
-  /** Captured by the sandbox: a test message, never sent. */
   sandbox: boolean;
   attachments: Pick<AttachmentInfo, 'filename' | 'content_type' | 'size'>[];
   html: string | null;
   text: string | null;
-  /** The parts its HTML can name as `cid:` (inline images): served to the body frame, never listed. */
+  /** Served to the body frame, never listed. */
   inline_parts: { index: number; content_id: string }[];
 }
 
-/**
- * The message a viewer link opens, or null for an unknown id, a forged token, an expired link
- * and a message whose file is gone (retention, a deleted capture) alike.
- */
+/** null alike for an unknown id, a forged token, an expired link and a message whose file is gone. */
 export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<ViewedMessage | null> {
   if (!(await linkOpens(ctx, secret, id, token))) return null;
   const m = await getMessage(ctx.store, id);
@@ -140,11 +125,7 @@ export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: st
   };
 }
 
-/**
- * One part of a message that has a Content-ID (an inline image its HTML names as `cid:`), its
- * bytes streamed. Not found: no such part, or a part without a Content-ID (an attachment, which
- * neither the viewer nor the preview frame serves).
- */
+/** Not found: no such part, or an attachment (neither the viewer nor the preview frame serves those). */
 async function openInlinePart(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
   const part = await openAttachment(ctx, id, index);
   if (part.attachment.content_id === null) {
@@ -154,7 +135,6 @@ async function openInlinePart(ctx: OperatorContext, id: string, index: number): 
   return part;
 }
 
-/** An inline part for the public viewer's body frame: null for a link that opens nothing, as the viewer's page. */
 export async function viewedInlinePart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable } | null> {
   if (!(await linkOpens(ctx, secret, id, token))) return null;
   return openInlinePart(ctx, id, index).catch((err: unknown) => {
@@ -163,19 +143,13 @@ export async function viewedInlinePart(ctx: OperatorContext, secret: Buffer, id:
   });
 }
 
-/**
- * The console preview frame has an opaque origin (CSP sandbox), so its image requests carry no
- * session cookie: its inline parts are fetched with a token of their own, for that message's
- * inline parts only (never a viewer link), valid for an hour: the preview is made afresh each
- * time it is shown.
- */
+/** The preview frame's opaque origin sends no cookie, so its inline parts take a token of their own, for an hour. */
 const PREVIEW_PART_TOKEN_MS = 3600_000;
 
 export function previewPartToken(ctx: OperatorContext, secret: Buffer, id: string): string {
   return viewerToken(secret, id, ctx.clock.now() + PREVIEW_PART_TOKEN_MS, 'inline');
 }
 
-/** An inline part for the console preview frame, by its token; a wrong or expired token is not found, as an unknown message. */
 export async function previewPart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
   if (!viewerTokenValid(secret, id, token, ctx.clock.now(), 'inline')) throw notFound('message', id);
   return openInlinePart(ctx, id, index);

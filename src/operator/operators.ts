@@ -18,11 +18,10 @@ export interface OperatorView {
   id: string;
   email: string;
   role: OperatorRole;
-  /** The projects a member may see; an owner sees every project and has none listed. */
   projects: string[];
   created_at: string;
   password_changed_at: string;
-  /** The password was generated (operator create, reset-password): until they change it, the console allows nothing else. */
+  /** Generated (create, reset-password): until changed, the console allows nothing else. */
   must_change_password: boolean;
 }
 
@@ -49,7 +48,6 @@ function checkRole(role: string): OperatorRole {
   return role as OperatorRole;
 }
 
-/** Members are given projects; owners see all, so giving them some would mean nothing. */
 async function checkProjects(ctx: OperatorContext, role: OperatorRole, projects: readonly string[]): Promise<string[]> {
   if (role === 'owner' && projects.length > 0) throw new OperatorError('invalid_argument', 'an owner sees every project; --project is for members', 'projects');
   for (const id of projects) await requireProject(ctx, id);
@@ -60,15 +58,11 @@ export interface CreateOperatorOptions {
   email: string;
   role: string;
   projects?: readonly string[];
-  /** Chosen by the caller (read from standard input); absent: a one-time password is generated and returned once. */
+  /** Read from standard input; absent: a one-time password is generated and returned once. */
   password?: string;
 }
 
-/**
- * A new operator. The password (generated, or the one given) is returned only when generated,
- * and only here; a generated one has been seen by whoever made the account, so it must be
- * changed at the first sign-in.
- */
+/** The password is returned only when generated, and only here; it must be changed at the first sign-in. */
 export async function createOperator(ctx: OperatorContext, opts: CreateOperatorOptions): Promise<OperatorView & { password?: string }> {
   const email = opts.email.trim();
   if (!isEmail(email)) throw new OperatorError('invalid_argument', `"${opts.email}" is not an email address`, 'email');
@@ -89,13 +83,12 @@ export async function operatorList(ctx: OperatorContext): Promise<{ operators: O
   return { operators: await Promise.all((await listOperators(ctx.store)).map((r) => operatorView(ctx, r))) };
 }
 
-/** Removes an operator; the last owner stays (someone must be able to manage the rest). */
+/** The last owner stays: someone must be able to manage the rest. */
 export async function removeOperator(ctx: OperatorContext, id: string): Promise<{ id: string; removed: true }> {
   await write(ctx, { type: 'operator_remove', id, stamp: auditStamp(ctx) });
   return { id, removed: true };
 }
 
-/** Changes a role and/or a member's projects; an operator who becomes an owner keeps no project list. */
 export async function updateOperator(ctx: OperatorContext, id: string, changes: { role?: string; projects?: readonly string[] }): Promise<OperatorView> {
   const row = await requireOperator(ctx, id);
   const role = changes.role === undefined ? null : checkRole(changes.role);
@@ -107,19 +100,12 @@ export async function updateOperator(ctx: OperatorContext, id: string, changes: 
 export interface PasswordResetView {
   id: string;
   email: string;
-  /** The generated one-time password (none when the caller chose it). */
   password?: string;
   sessions_ended: number;
   tokens_revoked: number;
 }
 
-/**
- * A new password (generated and returned once, or the one given); the operator is signed out
- * everywhere: every session ends and, unless `keepTokens`, every API token is revoked. A reset
- * is how an owner takes an account back (a forgotten or exposed password), so a token made with
- * the old password must not outlive it; `keepTokens` is for a plain forgotten password. A
- * generated password must be changed at the next sign-in.
- */
+/** Every session ends and, unless `keepTokens`, every API token is revoked: a reset takes an account back. */
 export async function resetOperatorPassword(ctx: OperatorContext, id: string, password?: string, opts: { keepTokens?: boolean } = {}): Promise<PasswordResetView> {
   const row = await requireOperator(ctx, id);
   if (password !== undefined) checkPasswordRules(password);
@@ -139,11 +125,9 @@ export async function resetOperatorPassword(ctx: OperatorContext, id: string, pa
   return { id, email: row.email, ...(password === undefined ? { password: chosen } : {}), sessions_ended: done.sessions_ended, tokens_revoked: done.tokens_revoked };
 }
 
-/* API tokens ---------------------------------------------------------------------------------- */
-
 export const TOKEN_PATTERN = /^pso_[A-Za-z0-9]{40}$/;
 
-/** Tokens carry about 238 random bits: a single SHA-256 is a sound verifier (as for API keys). */
+/** About 238 random bits: a single SHA-256 is a sound verifier. */
 export const hashOperatorToken = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
 
 export interface OperatorTokenView {
@@ -173,7 +157,7 @@ export function tokenView(ctx: OperatorContext, t: OperatorTokenRow): OperatorTo
   };
 }
 
-/** A `pso_` token for scripts, acting as the operator. Returned here once; only its SHA-256 is stored. */
+/** Returned here once; only its SHA-256 is stored. */
 export async function createOperatorToken(ctx: OperatorContext, operatorId: string, name: string, expires?: string): Promise<OperatorTokenView & { token: string }> {
   await requireOperator(ctx, operatorId);
   const label = name.trim();

@@ -6,13 +6,9 @@ import type { Queries } from '../store/queries.js';
 import type { ActivityTail } from './activity.js';
 import { iso, type OperatorContext } from './context.js';
 
-/** How long a spool-size figure is reused before it is counted again (the overview's). */
 const STORAGE_TTL_MS = 5 * 60_000;
 
-/**
- * The stored MIME the index accounts for (the store's BodyStore: counted, or the database's own
- * figures), kept for `ttlMs`. And the free space of the state directory's filesystem (statfs).
- */
+/** The stored MIME the index accounts for, kept for `ttlMs`, and the state directory's free space. */
 export class StorageFigures {
   private cached: { at: number; bytes: number; files: number } | null = null;
   private counting: Promise<{ bytes: number; files: number }> | null = null;
@@ -23,7 +19,6 @@ export class StorageFigures {
     private readonly ttlMs = STORAGE_TTL_MS,
   ) {}
 
-  /** The spool's files and bytes, counted at most every `ttlMs`. */
   async spool(now: number): Promise<{ at: number; bytes: number; files: number }> {
     if (!this.cached || now - this.cached.at > this.ttlMs) {
       this.counting ??= this.count().finally(() => (this.counting = null));
@@ -54,14 +49,11 @@ export class StorageFigures {
 export interface OverviewSources {
   activity: ActivityTail;
   storage: StorageFigures;
-  /** Until when the scheduler rests a throttled account (the server knows; the CLI does not). */
+  /** The server knows; the CLI does not. */
   throttledUntil?: (accountId: string) => number | null;
 }
 
-/**
- * The overview figures, for `projects` (null: every project). Provider health and storage are
- * for owners only (`includeSystem`).
- */
+/** Provider health and storage are for owners only (`includeSystem`). */
 export async function overview(ctx: OperatorContext, sources: OverviewSources, projects: readonly string[] | null, includeSystem: boolean) {
   const now = ctx.clock.now();
   await sources.activity.catchUp();

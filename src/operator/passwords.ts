@@ -2,12 +2,7 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 import { randomAlphanumeric } from '../ids.js';
 import { OperatorError } from './errors.js';
 
-/**
- * Operator passwords are hashed with scrypt (node:crypto; memory-hard), one of OWASP's listed
- * settings: N = 2^15, r = 8, p = 3 (32 MiB, about 0.25 s on the 2-core development VM), a 16-byte
- * salt per password, a 32-byte hash. The stored form names its parameters, so they can be raised
- * later without invalidating existing hashes.
- */
+/** scrypt, one of OWASP's listed settings (docs/architecture.md#console-api); the stored form names its parameters so they can be raised. */
 const PARAMS = { N: 32768, r: 8, p: 3 };
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;
@@ -17,10 +12,7 @@ const MAX_MEMORY = 64 * 1024 * 1024;
 export const PASSWORD_MIN_LENGTH = 12;
 export const PASSWORD_MAX_LENGTH = 256;
 
-/**
- * Hashes run on libuv's thread pool (4 threads, shared with file I/O): at most this many at
- * once, so a burst of sign-ins cannot hold up the doors' file work.
- */
+/** libuv's pool (4 threads) is shared with file I/O: a burst of sign-ins cannot hold up the doors' file work. */
 const MAX_CONCURRENT = 2;
 let running = 0;
 const waiting: (() => void)[] = [];
@@ -38,13 +30,13 @@ async function derive(password: string, salt: Buffer, params: ScryptOptions, len
   }
 }
 
-/** A password an operator may choose: long enough, not absurdly long (the hash reads all of it). */
+/** The hash reads all of it. */
 export function checkPasswordRules(password: string, field = 'password'): void {
   if (password.length < PASSWORD_MIN_LENGTH) throw new OperatorError('invalid_argument', `the password must be at least ${PASSWORD_MIN_LENGTH} characters long`, field);
   if (password.length > PASSWORD_MAX_LENGTH) throw new OperatorError('invalid_argument', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`, field);
 }
 
-/** A one-time password for a new operator or a reset: 20 alphanumerics (about 119 bits). */
+/** 20 alphanumerics, about 119 bits. */
 export function generatePassword(): string {
   return randomAlphanumeric(20);
 }
@@ -55,7 +47,6 @@ export async function hashPassword(password: string): Promise<string> {
   return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
-/** Constant-time comparison against a stored hash; a malformed hash never matches. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
@@ -69,10 +60,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 let dummy: Promise<string> | null = null;
 
-/**
- * Spends the same work as checking a real account's password, for a sign-in with an unknown
- * email: the answer's timing does not tell whether the email exists.
- */
+/** For an unknown email: the timing does not tell whether the email exists. */
 export async function verifyAgainstDummy(password: string): Promise<false> {
   dummy ??= hashPassword(randomAlphanumeric(24));
   await verifyPassword(password, await dummy);

@@ -11,7 +11,6 @@ import { configuredViewerBase } from './messageLinks.js';
 import { requireProject } from './projects.js';
 import { write } from './writer.js';
 
-/** Every slug of this build (its providers' folders), in the send API contract's order. */
 export const PROVIDER_SLUGS: readonly string[] = DECLARED_SLUGS.map((s) => s.slug);
 
 export interface AttachOptions {
@@ -32,7 +31,7 @@ export interface AttachOptions {
   priority?: string;
 }
 
-/** An edit of an attached account: each field given replaces its value (`label: null` clears it); secrets are replaced, never read back. */
+/** `label: null` clears it; secrets are replaced, never read back. */
 export interface ProviderChanges {
   priority?: string;
   freeQuota?: string | null;
@@ -44,7 +43,6 @@ export interface ProviderChanges {
   webhookPublicKey?: string;
 }
 
-/** The option of AttachOptions that carries each account field (the CLI's flag, the console's property). */
 export const ATTACH_OPTION: Record<AccountFieldName, Exclude<keyof AttachOptions, 'slug' | 'freeQuota' | 'priority'>> = {
   host: 'host',
   port: 'port',
@@ -63,20 +61,13 @@ export interface ProviderAccountView extends ProviderAccountSettings {
   id: string;
   project_id: string;
   slug: string;
-  /** The slug's declared title, naming its vendor ("Postmark API"). */
   vendor: string;
   label: string | null;
   priority: number;
   free_quota: number | null;
   credentials: { pass: boolean; api_key: boolean; webhook_secret: boolean };
-  /** Where this account's provider posts its delivery/bounce/complaint notifications (append to the public base URL). */
   feedback_path: string;
-  /**
-   * The URL to give the provider for its notifications (null: the provider sends none, or no
-   * HTTP listener to point at). Where the provider proves itself by the secret in the URL, the
-   * secret is in it only in the answer that set it (attach, or an edit that replaced it), then
-   * masked: like an API key, it is shown once.
-   */
+  /** null: the provider sends none, or no HTTP listener. A secret in the URL shows only in the answer that set it, like an API key. */
   feedback_url: string | null;
   created_at: string;
 }
@@ -117,12 +108,10 @@ function integer(name: string, value: string | undefined, min: number, max: numb
   return n;
 }
 
-/** Stores a provider account; delivery through it is the scheduler's job. */
 export async function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): Promise<ProviderAccountView> {
   await requireProject(ctx, projectId);
   const declared = declaredSlug(opts.slug);
   if (!declared) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
-  // The fields the slug's declaration requires (its account schema's `required`).
   for (const name of declared.account.required) {
     if (!opts[ATTACH_OPTION[name]]) {
       const field = ACCOUNT_FIELDS.find((f) => f.name === name);
@@ -169,7 +158,7 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
   return view(ctx, await requireProviderAccount(ctx, id), true);
 }
 
-/** A label as kept: trimmed, empty is none, at most 100 characters. */
+/** Trimmed, empty is none, at most 100 characters. */
 function label(value: string | null | undefined): string | null | undefined {
   if (value === undefined || value === null) return value;
   const trimmed = value.trim();
@@ -187,14 +176,13 @@ export async function detachProvider(ctx: OperatorContext, id: string): Promise<
   return { id, detached: true };
 }
 
-/** An attached account (not detached), else not found. */
 export async function requireProviderAccount(ctx: OperatorContext, id: string): Promise<ProviderAccount> {
   const row = await findProviderAccount(ctx.store, id);
   if (!row || row.detached_at !== null) throw notFound('provider account', id);
   return row;
 }
 
-/** Sets an account's priority (fallback order, lowest first) and/or its free monthly quota (free-first; null: none). */
+/** Priority: fallback order, lowest first; free quota: free-first, null none. */
 export async function updateProvider(ctx: OperatorContext, id: string, changes: ProviderChanges): Promise<ProviderAccountView> {
   const priority = integer('priority', changes.priority, 0, 1_000_000);
   const freeQuota = changes.freeQuota === null ? null : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
@@ -214,11 +202,7 @@ export async function updateProvider(ctx: OperatorContext, id: string, changes: 
   return view(ctx, await requireProviderAccount(ctx, id), changes.webhookSecret !== undefined);
 }
 
-/**
- * Checks that an account's credentials and endpoint work, sending nothing: SMTP relays connect,
- * start TLS, authenticate and quit; HTTP APIs make the provider's documented authenticated
- * read-only call (src/providers/connectionCheck.ts). Changes nothing, so it is not audited.
- */
+/** Sends nothing and changes nothing, so it is not audited. */
 export async function checkProvider(ctx: OperatorContext, id: string): Promise<ConnectionCheck & { id: string; slug: string }> {
   const row = await requireProviderAccount(ctx, id);
   const result = await checkConnection(row, declaredSlug(row.slug), { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });

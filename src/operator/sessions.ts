@@ -9,24 +9,19 @@ import { hashOperatorToken, TOKEN_PATTERN } from './operators.js';
 import { checkPasswordRules, hashPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
 import { write } from './writer.js';
 
-/** Who is asking, once authenticated: the operator, the projects they may see (null: all, an owner), and how. */
+/** Who is asking: the operator, the projects they may see (null: all, an owner), and how. */
 export interface Principal {
   operator: OperatorRow;
   projects: string[] | null;
   via: 'session' | 'token';
-  /** The session's hash (never the session id itself). */
+  /** Never the session id itself. */
   sessionHash: Buffer | null;
   tokenId: string | null;
 }
 
-/** Last-seen and last-used times are written at most this often per session or token. */
 const TOUCH_EVERY_MS = 60_000;
 
-/**
- * How often a session's last-seen time is written: a session ends up to this long before its
- * idle time has passed since its last use, so a quarter of a short idle time (15 s of the
- * minimum 60 s), and never more than once a minute (not a write per request for long ones).
- */
+/** A session ends up to this long early, so a quarter of a short idle time, and at most once a minute for long ones. */
 const sessionTouchEveryMs = (idleMs: number): number => Math.min(TOUCH_EVERY_MS, Math.floor(idleMs / 4));
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
@@ -35,18 +30,13 @@ async function principal(ctx: OperatorContext, operator: OperatorRow, via: Princ
   return { operator, projects: operator.role === 'owner' ? null : await operatorProjectIds(ctx.store, operator.id), via, sessionHash, tokenId };
 }
 
-/** The audit context of an action by `operator`. */
 export const actingAs = (ctx: OperatorContext, operator: OperatorRow, clientIp: string | null): OperatorContext => ({
   ...ctx,
   actor: { operatorId: operator.id, email: operator.email },
   clientIp,
 });
 
-/**
- * Checks an email and password. Unknown email or wrong password: null, after the same work
- * (a dummy hash is checked for an unknown email). Otherwise a new session, whose id (32 random
- * bytes, base64url) is returned once here: only its SHA-256 is stored.
- */
+/** Unknown email or wrong password: null, after the same work (a dummy hash). The session id is returned once; only its SHA-256 is stored. */
 export async function signIn(ctx: OperatorContext, email: string, password: string, clientIp: string | null): Promise<{ sessionId: string; principal: Principal } | null> {
   const operator = await findOperatorByEmail(ctx.store, email.trim());
   const ok = operator ? await verifyPassword(password, operator.password_hash) : await verifyAgainstDummy(password);
@@ -59,17 +49,13 @@ export async function signIn(ctx: OperatorContext, email: string, password: stri
   return { sessionId, principal: await principal(ctx, operator, 'session', idHash, null) };
 }
 
-/**
- * The session a cookie names: its principal; `expired` when it has been idle longer than
- * `idleMs` (it is then removed); null when unknown (or its operator is gone).
- */
+/** `expired` when idle longer than `idleMs`; null when unknown (or its operator is gone). */
 export async function sessionPrincipal(ctx: OperatorContext, sessionId: string, idleMs: number): Promise<Principal | 'expired' | null> {
   const idHash = sha256(sessionId);
   const session = await findOperatorSession(ctx.store, idHash);
   if (!session) return null;
   const now = ctx.clock.now();
-  // Kept, not deleted: every request with its cookie, a reload included, hears why (the janitor
-  // prunes it a day later).
+  // Kept, not deleted: every request with its cookie, a reload included, hears why (the janitor prunes it a day later).
   if (now - session.last_seen_at > idleMs) return 'expired';
   const operator = await getOperator(ctx.store, session.operator_id);
   if (!operator) return null;
@@ -82,7 +68,6 @@ export async function signOut(ctx: OperatorContext, p: Principal): Promise<void>
   await write(ctx, { type: 'session_end', id_hash: p.sessionHash.toString('hex'), operator_id: p.operator.id, stamp: auditStamp(ctx) });
 }
 
-/** A `pso_` token's principal; null for a malformed, unknown, revoked or expired token. */
 export async function tokenPrincipal(ctx: OperatorContext, token: string): Promise<Principal | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
   const hash = hashOperatorToken(token);
@@ -95,12 +80,7 @@ export async function tokenPrincipal(ctx: OperatorContext, token: string): Promi
   return principal(ctx, operator, 'token', null, row.id);
 }
 
-/**
- * The principal `p` as its authority stands now, for a stream it keeps open: null once its
- * session has ended or been idle longer than `idleMs`, its token is revoked or expired, or its
- * operator is gone; otherwise read again (the role and projects may have changed). Reads only:
- * an open stream neither keeps its session alive nor marks its token used.
- */
+/** The principal as its authority stands now, for an open stream; reads only, so a stream keeps no session alive. */
 export async function currentPrincipal(ctx: OperatorContext, p: Principal, idleMs: number): Promise<Principal | null> {
   const now = ctx.clock.now();
   if (p.via === 'session') {
@@ -114,10 +94,7 @@ export async function currentPrincipal(ctx: OperatorContext, p: Principal, idleM
   return operator ? principal(ctx, operator, p.via, p.sessionHash, p.tokenId) : null;
 }
 
-/**
- * The CSRF token of a session: an HMAC of a fixed label under the session id, so it needs no
- * storage, differs per session, and cannot be made without the session cookie.
- */
+/** An HMAC under the session id: no storage, per session, and not makeable without the cookie. */
 export function csrfTokenFor(sessionId: string): string {
   return createHmac('sha256', sessionId).update('postern console csrf v1').digest('base64url');
 }
@@ -129,14 +106,7 @@ export function csrfTokenMatches(sessionId: string, given: string | undefined): 
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-/**
- * An operator changes their own password, proving the current one; every other session of
- * theirs ends (this one stays signed in). A password that must be changed (a generated one)
- * no longer must; the new one must differ from it. Their API tokens keep working unless
- * `revokeTokens`: scripts hold credentials of their own, listed and revoked one by one, as most
- * consoles keep personal tokens over a password change; one who changes it because it leaked
- * asks for both. The answer counts what ended and what still works.
- */
+/** Every other session of theirs ends; their API tokens keep working unless `revokeTokens` (docs/console.md). */
 export async function changeOwnPassword(ctx: OperatorContext, p: Principal, current: string, next: string, revokeTokens = false): Promise<PasswordSetResult> {
   checkPasswordRules(next, 'new_password');
   if (!(await verifyPassword(current, p.operator.password_hash))) throw new OperatorError('invalid_argument', 'the current password is wrong', 'current_password');

@@ -11,22 +11,13 @@ export interface StateMetricSources {
   now(): number;
   storage: StorageFigures;
   disk: DiskGuard | null;
-  /** The delivery scheduler's throttled accounts (none without a scheduler). */
   throttledAccounts(): number;
-  /** SMTP sessions open across the SMTP listeners. */
   smtpSessions(): number;
-  /** The console's live-update streams: open now, and the most bytes any has had waiting for its client. */
   consoleStreams(): { open: number; queuedPeakBytes: number };
-  /** The worker threads' own registries (the index writer's). */
   threadSnapshots(): Promise<MetricsSnapshot[]>;
 }
 
-/**
- * GET /metrics: the counters and histograms recorded as things happen (platform/metrics.ts, on
- * the event loop and the index writer thread) merged with the state read now, from the index
- * (read-only queries over existing indexes), the disk guard and the doors. The spool's size is
- * a scan of every message row, counted in steps and reused for up to a minute (StorageFigures).
- */
+/** GET /metrics: the recorded counters merged with the state read now; the spool's size is reused for up to a minute. */
 export class MetricsExposition {
   private readonly registry: Registry = new client.Registry();
   private readonly messages = this.gauge('postern_messages', 'Messages in the index now, by status.', ['status']);
@@ -50,7 +41,6 @@ export class MetricsExposition {
     return new client.Gauge({ name, help, labelNames, registers: [this.registry] });
   }
 
-  /** The exposition text (Prometheus text format 0.0.4). */
   async text(): Promise<string> {
     const { store, storage, disk } = this.sources;
     const now = this.sources.now();

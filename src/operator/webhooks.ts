@@ -13,7 +13,6 @@ import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';
 import { write } from './writer.js';
 
-/** Test seams: DNS resolution and extra trusted CAs. */
 export interface TargetOptions {
   resolver?: Resolver;
   ca?: string | Buffer;
@@ -23,16 +22,15 @@ export interface WebhookView {
   id: string;
   project_id: string;
   url: string;
-  /** Subscribed event types; null: every type. */
   events: string[] | null;
   state: 'enabled' | 'disabled';
   disabled_at: string | null;
   disabled_reason: string | null;
-  /** Start of the current run of failed attempts (null: the last attempt succeeded, or none yet). */
+  /** null: the last attempt succeeded, or none yet. */
   failing_since: string | null;
   last_success_at: string | null;
   last_failure_at: string | null;
-  /** While a rotated-out secret still signs (second v1 entry): until when. */
+  /** Until when a rotated-out secret still signs (second v1 entry). */
   previous_secret_expires_at: string | null;
   pending_deliveries: number;
   failed_deliveries: number;
@@ -77,12 +75,7 @@ function parseEvents(events: string | undefined): string[] | null {
   return types;
 }
 
-/**
- * Registers an endpoint for the project's lifecycle events (all of them, or `events`). The URL
- * must be https:// to a public address (or, with `webhooks.allow_private_targets`, may be a
- * loopback/private one, also over http://); the host is resolved now and every address checked.
- * The signing secret is returned here, once.
- */
+/** The host is resolved now and every address checked (events/targets.ts). The signing secret is returned here, once. */
 export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl: string, events?: string, opts: TargetOptions = {}): Promise<WebhookView & { secret: string }> {
   await requireProject(ctx, projectId);
   const types = parseEvents(events);
@@ -92,7 +85,7 @@ export async function addWebhook(ctx: OperatorContext, projectId: string, rawUrl
     url = parseTargetUrl(rawUrl, policy);
     await resolveTarget(url, policy, opts.resolver);
   } catch (err) {
-    // In words a person reads in the console as well as the CLI: what is wrong with the URL.
+    // In words a person reads in the console as well as the CLI.
     if (err instanceof TargetError) throw new OperatorError('invalid_argument', `This URL cannot receive webhooks: ${err.message}.`, 'url');
     throw err;
   }
@@ -108,17 +101,13 @@ export async function listWebhooks(ctx: OperatorContext, projectId: string): Pro
   return { webhooks: await Promise.all((await listWebhookEndpoints(ctx.store, projectId)).map((r) => view(ctx, r))) };
 }
 
-/** Removes the endpoint: nothing more is sent to it; its pending deliveries end `failed`. */
+/** Its pending deliveries end `failed`. */
 export async function removeWebhook(ctx: OperatorContext, id: string): Promise<{ id: string; removed: true; cancelled_deliveries: number }> {
   const r = await write(ctx, { type: 'webhook_remove', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id, removed: true, cancelled_deliveries: r.cancelled };
 }
 
-/**
- * A new secret, returned once. The previous one keeps signing, as a second `v1` entry, for
- * `webhooks.secret_rotation_grace_seconds` (24 h by default), so receivers can switch over
- * without rejecting a delivery. Rotating again within that time retires the oldest secret.
- */
+/** The previous secret keeps signing as a second `v1` for the grace period, so receivers can switch over; rotating again retires the oldest. */
 export async function rotateWebhookSecret(ctx: OperatorContext, id: string): Promise<{ id: string; secret: string; previous_secret_expires_at: string | null }> {
   await requireEndpoint(ctx, id);
   const grace = ctx.config.webhooks.secret_rotation_grace_seconds * 1000;
@@ -128,7 +117,6 @@ export async function rotateWebhookSecret(ctx: OperatorContext, id: string): Pro
   return { id, secret, previous_secret_expires_at: iso(expires) };
 }
 
-/** Re-enables an endpoint: its failure run starts over and its pending deliveries are due at once. */
 export async function enableWebhook(ctx: OperatorContext, id: string): Promise<WebhookView & { resumed_deliveries: number }> {
   const { resumed } = await write(ctx, { type: 'webhook_enable', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { ...(await view(ctx, await requireEndpoint(ctx, id))), resumed_deliveries: resumed };
@@ -144,7 +132,7 @@ export interface WebhookTestResult {
   duration_ms: number;
 }
 
-/** One attempt now, from this process, signed, checked and timed as every delivery (the test button, a redelivery). */
+/** Signed, checked and timed as every delivery (the test button, a redelivery). */
 async function sendNow(ctx: OperatorContext, endpoint: WebhookEndpointRow, deliveryId: string, type: string, body: Buffer, opts: TargetOptions) {
   const c = ctx.config.webhooks;
   const now = ctx.clock.now();
@@ -195,14 +183,14 @@ export async function testWebhook(ctx: OperatorContext, id: string, opts: Target
   return { id: deliveryId, endpoint_id: endpoint.id, type: TEST_EVENT_TYPE, delivered: result.ok, status_code: result.status, error: result.error, duration_ms: sent.attempt.duration_ms };
 }
 
-/** A delivery of this endpoint (a member's view stops at the endpoint, checked by the caller). */
+/** A member's view stops at the endpoint, checked by the caller. */
 async function requireDelivery(ctx: OperatorContext, endpointId: string, deliveryId: string): Promise<WebhookDeliveryRow> {
   const row = await getWebhookDelivery(ctx.store, deliveryId);
   if (!row || row.endpoint_id !== endpointId) throw notFound('webhook delivery', deliveryId);
   return row;
 }
 
-/** The bytes every attempt of a delivery sent: kept (a test), or built again from its outbox event; null once that is gone. */
+/** Kept (a test), or built again from its outbox event; null once that is gone. */
 async function deliveryBody(ctx: OperatorContext, row: WebhookDeliveryRow): Promise<Buffer | null> {
   if (row.body) return Buffer.from(row.body, 'utf8');
   if (row.event_seq === null) return null;
@@ -210,7 +198,6 @@ async function deliveryBody(ctx: OperatorContext, row: WebhookDeliveryRow): Prom
   return event ? envelopeBody(row.id, event.type, event.created_at, event.data) : null;
 }
 
-/** One delivery: the body it sent and each attempt with the receiver's answer, in time order. */
 export async function webhookDelivery(ctx: OperatorContext, endpointId: string, deliveryId: string) {
   await requireEndpoint(ctx, endpointId);
   const row = await requireDelivery(ctx, endpointId, deliveryId);
@@ -226,11 +213,7 @@ export async function webhookDelivery(ctx: OperatorContext, endpointId: string, 
   };
 }
 
-/**
- * Sends a delivered or failed delivery once more, now (the receiver lost it, or was fixed): the
- * same id and body, signed afresh; recorded as its next attempt and never retried. A pending
- * delivery is the dispatcher's: refused (409) until it ends.
- */
+/** The same id and body, signed afresh, recorded as its next attempt, never retried; a pending delivery is refused (409). */
 export async function redeliverWebhook(ctx: OperatorContext, endpointId: string, deliveryId: string, opts: TargetOptions = {}) {
   const endpoint = await requireEndpoint(ctx, endpointId);
   if (endpoint.removed_at !== null) throw notFound('webhook', endpointId);
@@ -261,9 +244,7 @@ export interface WebhookAttemptView {
   delivered: boolean;
   status_code: number | null;
   duration_ms: number | null;
-  /** Why it failed, with the start of the receiver's answer (`HTTP 500: …`); null when delivered. */
   error: string | null;
-  /** The start of the receiver's answer (up to 1 KiB); null when none came. */
   answer: string | null;
 }
 
@@ -279,7 +260,7 @@ const attemptView = (a: WebhookAttemptRow): WebhookAttemptView => ({
   answer: a.answer ?? null,
 });
 
-/** An endpoint's delivery log: every attempt, newest first by start, a page at a time (cursor: the last row's start and seq). */
+/** Newest first by start; cursor: the last row's start and seq. */
 export async function webhookAttempts(ctx: OperatorContext, id: string, opts: { limit?: number; cursor?: string } = {}): Promise<{ attempts: WebhookAttemptView[]; next_cursor: string | null }> {
   await requireEndpoint(ctx, id);
   const limit = pageLimit(opts.limit, 50, 500);

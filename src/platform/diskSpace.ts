@@ -2,31 +2,22 @@ import { statfsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import type { Logger } from '../log.js';
 
-/** When `spool.min_free_bytes` is not set: 5 % of the filesystem, at most 1 GiB. */
 export function defaultMinFreeBytes(totalBytes: number): number {
   return Math.min(1024 ** 3, Math.floor(totalBytes * 0.05));
 }
 
-/** How often free space is read again (statfs): acceptance resumes by itself within this. */
+/** Acceptance resumes by itself within this. */
 export const DISK_CHECK_MS = 1000;
-/** What a refusal asks the client to wait (Retry-After, seconds). */
 export const DISK_RETRY_AFTER_SECONDS = 30;
 
 export interface DiskState {
   free_bytes: number;
   total_bytes: number;
   min_free_bytes: number;
-  /** Free space below the guard: new mail is refused. */
   low: boolean;
 }
 
-/**
- * The disk guard: the free space of the state directory's filesystem, read with statfs every
- * DISK_CHECK_MS on a timer, so a check on the accept path is a field read. Below the minimum,
- * new mail is refused before the disk is actually full (delivery, webhooks and the console,
- * which only shrink or barely touch the disk, keep working); once space returns, the next
- * reading lifts the refusal.
- */
+/** Free space read on a timer, so the accept path reads a field; below the minimum new mail is refused before the disk is full. */
 export class DiskGuard {
   private current: DiskState;
   private timer: NodeJS.Timeout | null = null;
@@ -58,7 +49,6 @@ export class DiskGuard {
     return this.current.low;
   }
 
-  /** Reads the free space again now (the timer does this every DISK_CHECK_MS). */
   async check(): Promise<DiskState> {
     let next: DiskState;
     try {

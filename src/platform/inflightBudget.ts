@@ -6,10 +6,9 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-/** A share of a budget held by one piece of work; released once the work is done. */
 export interface BudgetLease {
   readonly amount: number;
-  /** Waits until the lease holds at least `amount` (an HTTP body without Content-Length, as it grows). */
+  /** An HTTP body without Content-Length, as it grows. */
   growTo(amount: number): Promise<void>;
   release(): void;
 }
@@ -32,12 +31,8 @@ class Lease implements BudgetLease {
 }
 
 /**
- * The one mechanism that bounds memory spent on messages in flight, on either door: HTTP bodies
- * (`http.max_inflight_body_bytes`, in bytes) and streamed SMTP messages
- * (`smtp.max_streamed_messages`, one each). Work holds its lease from before its first byte is
- * read until it is done. Work that does not fit waits, first come first served, its client held
- * back by TCP (nothing read, no memory), up to `waitMs`; then it is refused with
- * `refusal(retryAfterSeconds)`. Work bigger than the whole budget runs when nothing else holds any.
+ * Bounds memory spent on messages in flight, on either door. Work that does not fit waits in order, its client held back
+ * by TCP, up to `waitMs`, then is refused; work bigger than the whole budget runs when nothing else holds any.
  */
 export class InflightBudget {
   private used = 0;
@@ -49,12 +44,11 @@ export class InflightBudget {
     private readonly refusal: (retryAfterSeconds: number) => Error,
   ) {}
 
-  /** Held right now (for tests and benchmarks). */
   get inUse(): number {
     return this.used;
   }
 
-  /** A lease of `amount` if it fits now (and nobody waits before), else null. */
+  /** Only if nobody waits before. */
   tryAcquire(amount: number): BudgetLease | null {
     if (this.queue.length > 0) return null;
     const lease = new Lease(this);
@@ -63,14 +57,14 @@ export class InflightBudget {
     return lease;
   }
 
-  /** A lease of `amount`, once it fits; `signal` (the client went away) withdraws the request. */
+  /** `signal` (the client went away) withdraws the request. */
   async acquire(amount: number, signal?: AbortSignal): Promise<BudgetLease> {
     const lease = new Lease(this);
     await this.take(lease, amount, false, signal);
     return lease;
   }
 
-  /** @internal Adds `amount` to `lease` when it fits; a growing lease goes before new ones. */
+  /** @internal A growing lease goes before new ones. */
   take(lease: Lease, amount: number, growing: boolean, signal?: AbortSignal): Promise<void> {
     if (this.queue.length === 0 && this.fits(lease, amount)) {
       this.grant(lease, amount);
@@ -100,7 +94,6 @@ export class InflightBudget {
     });
   }
 
-  /** @internal */
   give(lease: Lease): void {
     this.used -= lease.amount;
     lease.amount = 0;
@@ -111,7 +104,7 @@ export class InflightBudget {
     this.drain();
   }
 
-  /** Everything else it could wait for is released: lone work may exceed the budget. */
+  /** Lone work may exceed the budget. */
   private fits(lease: Lease, amount: number): boolean {
     return this.used + amount <= this.capacity || this.used === lease.amount;
   }

@@ -1,11 +1,6 @@
 /**
- * The counters and histograms of what happens (docs/operations.md, "Metrics"), one prom-client registry per
- * isolate. Each is recorded where the event happens: on the event loop (acceptance, refusals,
- * hand-offs, feedback, HTTP requests) or on the index writer thread (commit groups, webhook
- * outcomes: it applies the dispatcher's writes). The event loop's /metrics asks the index
- * writer for its registry over their channel and merges the two (prom-client's aggregator).
- * Figures that are state (messages by status, spool, disk) are not kept here: they are read
- * when scraped (operator/stateMetrics.ts).
+ * Counters and histograms, one prom-client registry per isolate: /metrics merges the index writer thread's with the
+ * event loop's. State figures are read when scraped (operator/stateMetrics.ts).
  */
 import client, { type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 
@@ -13,7 +8,6 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 export const metricsRegistry: Registry = new client.Registry();
 
-/** Off (`metrics.enabled: false`): nothing is recorded and nothing is served. */
 let recording = true;
 
 export function setMetricsRecording(on: boolean): void {
@@ -117,31 +111,29 @@ export function countStreamClosed(reason: 'authority' | 'access' | 'stalled'): v
   if (recording) streamsClosed.inc({ reason });
 }
 
-/** The certificate `name` now served expires at `notAfter` (ms); null: it serves none (a placeholder). */
+/** null: it serves none (a placeholder). */
 export function setCertificateExpiry(name: string, notAfter: number | null): void {
   if (!recording) return;
   if (notAfter === null) certificateExpiry.remove({ name });
   else certificateExpiry.set({ name }, Math.floor(notAfter / 1000));
 }
 
-/** One more failed order of `name` (0: the series shows, at 0, before any has failed). */
+/** n = 0: the series shows, at 0, before any has failed. */
 export function countCertificateOrderFailure(name: string, n = 1): void {
   if (recording) certificateOrderFailures.inc({ name }, n);
 }
 
-/** Names this node on /metrics (one series: a server in a test process may be started again). */
+/** One series: a server in a test process may be started again. */
 export function setNodeInfo(nodeId: string, version: string): void {
   if (!recording) return;
   nodeInfo.reset();
   nodeInfo.set({ node_id: nodeId, version }, 1);
 }
 
-/** This isolate's figures, as plain data that crosses threads. */
 export function metricsSnapshot(): Promise<MetricsSnapshot> {
   return metricsRegistry.getMetricsAsJSON() as Promise<MetricsSnapshot>;
 }
 
-/** Several isolates' figures merged (counters and histograms summed) into one registry for exposition. */
 export function mergedMetrics(snapshots: MetricsSnapshot[]): Registry {
   return client.AggregatorRegistry.aggregate(snapshots);
 }
@@ -152,7 +144,7 @@ export { client as promClient };
 
 let processMetricsStarted = false;
 
-/** The process's own figures (CPU, memory, event-loop lag: `postern_nodejs_eventloop_lag_seconds`), once per process. */
+/** Once per process. */
 export function startProcessMetrics(): void {
   if (processMetricsStarted) return;
   processMetricsStarted = true;

@@ -1,21 +1,12 @@
 /**
- * The state directory holds provider passwords and API keys in clear (the relay needs them), the
- * viewer's signing key and the SMTP listeners' private key: it and what Postern keeps in it are
- * private (0700 / 0600). A directory that was open to others may hold what another user planted:
- * a symbolic link (chmod, truncate or write through it would change a file elsewhere), a file
- * or directory of their own (they could change it later), a second name of a file elsewhere (a
- * hard link). Each is refused, naming the file and why, as a config error on `state_dir` (exit
- * 78), and nothing is changed through it: files are opened with O_NOFOLLOW, checked on their
- * descriptor (fstat) and tightened with fchmod, never chmod on a path; only SQLite's own files,
- * whose descriptors this process must not close (ensurePrivateFile), are checked with lstat in a
- * directory made private first.
+ * The state directory holds secrets in clear, so it is private and what another user may have planted there (a link,
+ * their file, a hard link) is refused, never followed: O_NOFOLLOW, fstat, fchmod, never chmod on a path (docs/cli.md).
  */
 import { chmodSync, closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import type { Logger } from '../log.js';
 
-/** What was refused in the state directory (or found there): a config error on `state_dir`. */
 export class StateFileError extends ConfigError {
   constructor(message: string) {
     super(message, 'state_dir');
@@ -24,7 +15,7 @@ export class StateFileError extends ConfigError {
 
 const { O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = constants;
 
-/** The user this process runs as; undefined where there are no uids (Windows: nothing to compare). */
+/** Undefined where there are no uids (Windows). */
 function ownUid(): number | undefined {
   return process.geteuid?.();
 }
@@ -54,10 +45,7 @@ function symbolicLink(file: string): StateFileError {
   return new StateFileError(`${file} is a symbolic link (to ${linkTarget(file)}): Postern does not follow links in its state directory, nor change what they point at; remove the link`);
 }
 
-/**
- * Refuses what is not Postern's own `kind` of entry: a link, another type, another user's, a file
- * with a second name. `stats` from lstat, or fstat of a descriptor opened with O_NOFOLLOW.
- */
+/** `stats` from lstat, or fstat of a descriptor opened with O_NOFOLLOW. */
 function checkOwn(file: string, stats: Stats, kind: 'file' | 'directory'): void {
   if (stats.isSymbolicLink()) throw symbolicLink(file);
   if (kind === 'file' ? !stats.isFile() : !stats.isDirectory()) throw new StateFileError(`${file} is ${kindOf(stats)}, where Postern keeps a ${kind}: remove it`);
@@ -70,7 +58,7 @@ function checkOwn(file: string, stats: Stats, kind: 'file' | 'directory'): void 
   }
 }
 
-/** Takes group and other bits off what `fd` is open on (fchmod: never a path a link could redirect). */
+/** fchmod: never a path a link could redirect. */
 function tighten(fd: number, stats: Stats): boolean {
   const mode = stats.mode & 0o7777;
   if ((mode & 0o077) === 0) return false;
@@ -78,10 +66,7 @@ function tighten(fd: number, stats: Stats): boolean {
   return true;
 }
 
-/**
- * Opens `file` without following a link; when it is one (ELOOP, or ENOTDIR with O_DIRECTORY, which
- * Linux checks first), the refusal says so.
- */
+/** ELOOP, or ENOTDIR with O_DIRECTORY, which Linux checks first. */
 function openNoFollow(file: string, flags: number, mode?: number): number {
   try {
     return openSync(file, flags | O_NOFOLLOW, mode);
@@ -100,14 +85,7 @@ function isLink(file: string): boolean {
   }
 }
 
-/**
- * The state directory (or a backup's): created 0700, or an existing one checked (Postern's own
- * user's) and tightened to 0700 when group or others could use it. A shared directory (sticky
- * bit, as /tmp) is refused rather than changed, and so is one this process may not change. The
- * configured path may itself be a link an administrator made (/var/lib/postern → /data/postern):
- * it is followed, but no mode is changed through it. Returns true when the mode was tightened
- * (with `logger`, a warning says so).
- */
+/** Created 0700 or tightened; a shared (sticky) one is refused. A configured path that is a link is followed, no mode changed through it. */
 export function ensurePrivateDirectory(dir: string, logger?: Logger): boolean {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   let throughLink = false;
@@ -152,10 +130,6 @@ export function ensurePrivateDirectory(dir: string, logger?: Logger): boolean {
   return true;
 }
 
-/**
- * A directory Postern keeps inside a private one (spool/, its day directories, certs/): created
- * 0700 if absent, else it must be a real directory of Postern's own user, tightened to 0700.
- */
 export function ensurePrivateSubdirectory(dir: string): void {
   try {
     mkdirSync(dir, { mode: 0o700 });
@@ -180,18 +154,9 @@ export function ensurePrivateSubdirectory(dir: string): void {
 }
 
 /**
- * The index and its companions (-wal, -shm, -journal), or a backup's index copy: takes group and
- * other bits off `file` after checking it is Postern's own (no link, another user's file, second
- * name); with `create`, first creates it empty with mode 0600 if it does not exist. SQLite
- * creates a database 0644 (less the umask) and gives its -wal and -shm files the database's own
- * mode, so a database made private first keeps all three private.
- *
- * No descriptor is opened on an existing file: SQLite connections of this process (the server
- * has several, on several threads) may hold it, and closing any other descriptor of a file drops
- * every POSIX lock the process holds on it (SQLite's "How To Corrupt", 2.2). So it is checked
- * with lstat and tightened with chmod on its path, which is safe because the caller has made its
- * directory private first (ensurePrivateDirectory: 0700, Postern's own): no other user can put
- * another entry where lstat looked.
+ * The index and its companions: checked with lstat and tightened with chmod on the path, never opened, since closing
+ * another descriptor of a file drops every POSIX lock this process holds on it (SQLite's "How To Corrupt", 2.2).
+ * Safe only because the caller made the directory private first.
  */
 export function ensurePrivateFile(file: string, opts: { create: boolean }): void {
   if (opts.create) {
@@ -215,23 +180,15 @@ export function ensurePrivateFile(file: string, opts: { create: boolean }): void
   if (mode & 0o077) chmodSync(file, mode & 0o700);
 }
 
-/** Checks an entry found in the state directory (a walk's lstat) is Postern's own file or directory. */
 export function checkOwnEntry(file: string, kind: 'file' | 'directory'): void {
   checkOwn(file, lstatSync(file), kind);
 }
 
-/**
- * The bytes of a private file of the state directory (a key), checked as ensurePrivateFile
- * checks it and tightened, read through the same descriptor; null when there is none.
- */
+/** Checked and tightened, read through the same descriptor; null when there is none. */
 export function readPrivateFile(file: string): Buffer | null {
   return readOwnFile(file, { tighten: true });
 }
 
-/**
- * The bytes of a file of the state directory that need not be private (a certificate), checked
- * as ensurePrivateFile checks it; null when there is none.
- */
 export function readOwnFile(file: string, opts: { tighten: boolean } = { tighten: false }): Buffer | null {
   let fd: number;
   try {
@@ -250,10 +207,7 @@ export function readOwnFile(file: string, opts: { tighten: boolean } = { tighten
   }
 }
 
-/**
- * Writes `data` as the whole of `file` (created with `mode`, or an existing file of Postern's
- * own, checked before it is truncated). Never through a link.
- */
+/** An existing file must be Postern's own, checked before it is truncated. Never through a link. */
 export function writePrivateFile(file: string, data: string | Uint8Array, mode: number): void {
   const fd = openNoFollow(file, O_CREAT | O_WRONLY | O_NONBLOCK, mode);
   try {
@@ -268,12 +222,7 @@ export function writePrivateFile(file: string, data: string | Uint8Array, mode: 
   }
 }
 
-/**
- * Replaces `file` with `data` in one step (a crash leaves the old file or the new one, never a
- * mix): written to `<file>.tmp` as writePrivateFile writes, flushed, renamed over `file`, and the
- * directory flushed. An existing `file` must be Postern's own file (a rename replaces a link
- * rather than following it, but a planted entry is refused, as everywhere here).
- */
+/** Via `<file>.tmp`, flushed, renamed, directory flushed: a crash leaves the old file or the new one, never a mix. */
 export function replacePrivateFile(file: string, data: string | Uint8Array, mode: number): void {
   let existing: Stats | null = null;
   try {

@@ -1,9 +1,7 @@
 import { Worker, type MessagePort, type Transferable } from 'node:worker_threads';
 
-/** A reply names the request it answers by `seq`; a failed one carries the error's message. */
 export type ChannelReply = { seq: number; ok: true } | { seq: number; ok: false; error: string };
 
-/** The reply of a request that succeeded. */
 export type Answer<Reply extends ChannelReply> = Extract<Reply, { ok: true }>;
 
 interface Waiter<Reply extends ChannelReply> {
@@ -12,23 +10,12 @@ interface Waiter<Reply extends ChannelReply> {
 }
 
 export interface ThreadChannelOptions {
-  /** Names the other side in errors: "<name> exited with code 1", "<name> channel closed". */
   name: string;
-  /**
-   * A MessagePort that should keep the process alive only while a reply is awaited (a channel
-   * to a thread whose own timers and sockets decide how long it runs). A Worker's channel
-   * always holds it.
-   */
+  /** The port keeps the process alive only while a reply is awaited. A Worker's channel always holds it. */
   refWhileWaiting?: boolean;
 }
 
-/**
- * The asking side of a worker thread, or of a MessagePort to one. Requests carry a `seq` the
- * asker chooses; the other side posts back arrays of replies that name it; each settles its
- * request's promise. Every request still waiting is rejected here, in one place, when the other
- * side goes away (its thread exits, its port closes) or the channel is closed. Messages travel
- * as arrays both ways, so one tick's requests (or one turn's replies) cost one message.
- */
+/** The asking side of a worker thread: every request still waiting is rejected here, in one place, when the other side goes away. */
 export class ThreadChannel<Reply extends ChannelReply> {
   private readonly waiters = new Map<number, Waiter<Reply>>();
   private ended: Error | null = null;
@@ -45,15 +32,11 @@ export class ThreadChannel<Reply extends ChannelReply> {
     if (options.refWhileWaiting) endpoint.unref();
   }
 
-  /** Requests sent and not yet answered. */
   get waiting(): number {
     return this.waiters.size;
   }
 
-  /**
-   * The promise of request `seq`'s reply: posted by the caller with `post`, alone or with others.
-   * Once the other side is gone it rejects at once.
-   */
+  /** Once the other side is gone it rejects at once. */
   expect(seq: number): Promise<Answer<Reply>> {
     if (this.ended) return Promise.reject(this.ended);
     return new Promise<Answer<Reply>>((resolve, reject) => {
@@ -62,19 +45,16 @@ export class ThreadChannel<Reply extends ChannelReply> {
     });
   }
 
-  /** Posts requests (and anything else the other side reads on this endpoint) as one message. */
   post(message: unknown, transfer?: readonly Transferable[]): void {
     this.endpoint.postMessage(message, transfer);
   }
 
-  /** Posts `requests` as one message; a promise per request, in order. */
   request<Request extends { seq: number }>(requests: Request[], transfer?: readonly Transferable[]): Promise<Answer<Reply>>[] {
     const replies = requests.map((r) => this.expect(r.seq));
     this.post(requests, transfer);
     return replies;
   }
 
-  /** Rejects whatever is still waiting; a port is closed. */
   close(): void {
     this.end(new Error(`${this.options.name} channel closed`));
     if (!(this.endpoint instanceof Worker)) this.endpoint.close();

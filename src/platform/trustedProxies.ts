@@ -2,15 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import proxyAddr from 'proxy-addr';
 
-/** Names proxy-addr expands to address ranges (loopback: 127.0.0.0/8 and ::1, …). */
 const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
-/**
- * Why `entry` cannot name a trusted proxy, or null when it can: an IP address, a CIDR
- * (`10.0.0.0/8`, `2001:db8::/32`, or `10.0.0.0/255.0.0.0`), or `loopback`, `linklocal`,
- * `uniquelocal`. The address must be written plainly: proxy-addr (ipaddr.js) would also read
- * `127.1` or `0x7f000001` as addresses, which no config means.
- */
+/** Plain addresses only: proxy-addr would also read `127.1` or `0x7f000001`, which no config means. */
 export function trustedProxyProblem(entry: string): string | null {
   if (NAMED_RANGES.has(entry)) return null;
   const slash = entry.lastIndexOf('/');
@@ -25,12 +19,7 @@ export function trustedProxyProblem(entry: string): string | null {
   return null;
 }
 
-/**
- * Our own proxies (load balancers) in front of Postern, as the config lists them (see
- * trustedProxyProblem; the config refuses anything else before start). Only they are believed
- * when they say where a connection really comes from: the X-Forwarded-For header on HTTP, the
- * PROXY protocol header on SMTP.
- */
+/** Only our own load balancers are believed about where a connection comes from (X-Forwarded-For, PROXY header). */
 export class TrustedProxies {
   private readonly trust: (address: string, hop: number) => boolean;
 
@@ -38,19 +27,12 @@ export class TrustedProxies {
     this.trust = proxyAddr.compile([...entries]);
   }
 
-  /** Whether the TCP peer `address` is one of them (an IPv4 peer of a dual-stack listener, `::ffff:a.b.c.d`, matches its IPv4 entry). */
+  /** An IPv4 peer of a dual-stack listener (`::ffff:a.b.c.d`) matches its IPv4 entry. */
   includes(address: string | undefined): boolean {
     return address !== undefined && this.entries.length > 0 && this.trust(address, 0);
   }
 
-  /**
-   * The client address of an HTTP request: the one every per-IP limit, the audit log and the
-   * request log use. From one of our proxies, X-Forwarded-For is read from the right: each proxy
-   * appends the address it got the request from, so the right-most address that is not itself
-   * one of our proxies is the client, and whatever stands left of it was written by that client
-   * and may be forged (the standard rule, proxy-addr's, as in Express). From any other peer the
-   * header is ignored: the client is the TCP peer.
-   */
+  /** X-Forwarded-For read from the right: the right-most address that is not one of our proxies (proxy-addr's rule); left of it may be forged. */
   clientAddress(req: IncomingMessage): string {
     const peer = req.socket.remoteAddress;
     if (peer === undefined) return 'unknown';

@@ -1,24 +1,18 @@
 import type { Clock } from '../clock.js';
 import { RELEASED_AT, type RateSlot, type RateWindow, type Reservation } from './rateWindow.js';
 
-/** A key's window: its last `limit` events as a ring, oldest at `writes` mod limit once full. */
 interface KeyWindow {
-  /** Which window: a key forgotten and started afresh gets another, so an old slot never matches. */
+  /** A key forgotten and started afresh gets another, so an old slot never matches. */
   readonly id: number;
   times: number[];
-  /** Each place's write number (`RateSlot.write`); -1 for a place given back. */
+  /** -1 for a place given back. */
   numbers: number[];
-  /** Events written so far: the next one's number. */
   writes: number;
-  /** The newest event's time (a place given back no longer shows it): when the key may be forgotten. */
+  /** A place given back no longer shows it. */
   newest: number;
 }
 
-/**
- * A sliding-window limit: at most `limit` events per `windowMs` for each key, exactly (a ring of
- * the last `limit` timestamps per key). The wait it reports is truthful: once it has passed,
- * the oldest event has left the window and the next event is admitted.
- */
+/** One node's sliding windows, in memory (policy/rateWindow.ts). */
 export class SlidingWindowLimiter implements RateWindow {
   private readonly windows = new Map<string, KeyWindow>();
   private windowsMade = 0;
@@ -30,7 +24,6 @@ export class SlidingWindowLimiter implements RateWindow {
     private readonly clock: Clock,
   ) {}
 
-  /** Milliseconds until `key` may have another event; 0 when it may now. */
   waitMs(key: string): number {
     const w = this.windows.get(key);
     if (!w || w.times.length < this.limit) return 0;
@@ -42,7 +35,6 @@ export class SlidingWindowLimiter implements RateWindow {
     this.write(key);
   }
 
-  /** Records an event unless the key is over its limit; returns the wait in ms (0 = admitted). */
   take(key: string): number {
     return this.reserve(key).waitMs;
   }
@@ -71,7 +63,6 @@ export class SlidingWindowLimiter implements RateWindow {
     return true;
   }
 
-  /** The place of the oldest event: the first while the ring fills, then the one the next write takes. */
   private oldestPlace(w: KeyWindow): number {
     return w.times.length < this.limit ? 0 : w.writes % this.limit;
   }
@@ -96,7 +87,7 @@ export class SlidingWindowLimiter implements RateWindow {
     return { window: w.id, write };
   }
 
-  /** Forgets keys idle for a whole window, so memory follows active clients, not history. */
+  /** Memory follows active clients, not history. */
   private sweep(now: number): void {
     if (now - this.lastSweep < this.windowMs) return;
     this.lastSweep = now;

@@ -4,15 +4,7 @@ import type { Queries } from '../store/queries.js';
 import { pruneRateWindows, rateWindowWait, recordRateWindow, releaseRateWindow, takeRateWindow, type RateWindowLimit } from '../store/rateWindows.js';
 import type { RateSlot, RateWindow, Reservation } from './rateWindow.js';
 
-/**
- * A sliding-window limit counted by all the nodes on one PostgreSQL (store/rateWindows.ts):
- * the same answers as `SlidingWindowLimiter` gives on one node, for the cluster's events
- * together. One round trip per take, reserve, release, waitMs or record.
- *
- * Like the in-memory limiter's sweep, windows whose events have all left are deleted at most
- * once per window (per limiter and node), off the caller's path: a failure is told to
- * `onPruneFailed` and the prune tried again a window later.
- */
+/** SlidingWindowLimiter's answers for the cluster's events together, one round trip each; prunes run off the caller's path. */
 export class SharedSlidingWindowLimiter implements RateWindow {
   private readonly window: RateWindowLimit;
   private nextPruneAt = Number.NEGATIVE_INFINITY;
@@ -20,7 +12,7 @@ export class SharedSlidingWindowLimiter implements RateWindow {
 
   constructor(
     private readonly queries: Queries,
-    /** Which limiter: limiters of different names never share a window, even for one key. */
+    /** Limiters of different names never share a window. */
     readonly name: string,
     readonly limit: number,
     readonly windowMs: number,
@@ -57,12 +49,11 @@ export class SharedSlidingWindowLimiter implements RateWindow {
     return recordRateWindow(this.queries, this.window, key, now);
   }
 
-  /** Deletes this limiter's windows whose events have all left them (every node's); returns how many. */
   prune(): Promise<number> {
     return pruneRateWindows(this.queries, this.name, this.clock.now());
   }
 
-  /** Resolves when the background prune started last (if any) has ended: before the pool closes, and in tests. */
+  /** Before the pool closes, and in tests. */
   settled(): Promise<void> {
     return this.pruning;
   }

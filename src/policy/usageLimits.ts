@@ -6,13 +6,13 @@ import {
   senderDomainKnown, usageFor, type UsageCounter, type UsageState,
 } from '../store/usage.js';
 
-/** What the limits need to know about one message (plain data: it crosses to the index writer). */
+/** Plain data: it crosses to the index writer. */
 export interface UsageFacts {
   projectId: string;
   environment: 'production' | 'sandbox';
   senderDomain: string;
   category: string | null;
-  /** Bytes of the stored MIME; 0 in the pre-check, before the message is composed. */
+  /** 0 in the pre-check, before the message is composed. */
   bytes: number;
 }
 
@@ -36,12 +36,11 @@ function nextMonthStart(now: number): string {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)).toISOString().slice(0, 10);
 }
 
-/** A project's plan; one removed from the config falls back to the default plan (checked at load). */
+/** A plan removed from the config falls back to the default plan. */
 export function planFor(settings: LimitSettings, name: string): PlanConfig {
   return settings.plans[name] ?? settings.plans[settings.defaultPlan]!;
 }
 
-/** Which parts of UsageState the rules need for this message under this plan. */
 export interface UsageReads {
   senderDomain: boolean;
   category: boolean;
@@ -58,12 +57,8 @@ export function usageReads(facts: UsageFacts, plan: PlanConfig, settings: LimitS
 }
 
 /**
- * The project caps and plan quotas, in the documented order: sender-domain cap, category cap
- * (both environments: they are project configuration), then — production only, since sandbox
- * mail is never sent — monthly messages, monthly bytes, daily ceiling. Pure: both stores judge
- * by this one function, for the cheap pre-check before composing and for the authoritative
- * check inside the transaction that stores the message, so concurrent sends can never
- * overshoot a cap.
+ * The caps and quotas in the documented order. Pure: both stores judge by it, in the pre-check and again inside the
+ * transaction that stores the message, so concurrent sends never overshoot a cap.
  */
 export function decideUsage(facts: UsageFacts, state: UsageState, plan: PlanConfig, settings: LimitSettings, now: number): Refusal | null {
   if (!settings.enabled) return null;
@@ -96,11 +91,7 @@ export function decideUsage(facts: UsageFacts, state: UsageState, plan: PlanConf
   return null;
 }
 
-/**
- * The SQLite store's UsageState. A known domain or category skips its count, as the rules
- * never look at it; an accepted message costs the same reads as before the rule was shared (a
- * refused one may cost a read or two more: every needed fact is read before judging).
- */
+/** A known domain or category skips its count, as the rules never look at it. */
 async function sqliteUsageState(q: Queries, facts: UsageFacts, plan: PlanConfig, settings: LimitSettings, now: number): Promise<UsageState> {
   const reads = usageReads(facts, plan, settings);
   const senderDomainIsKnown = !reads.senderDomain || (await senderDomainKnown(q, facts.projectId, facts.senderDomain));
@@ -115,19 +106,17 @@ async function sqliteUsageState(q: Queries, facts: UsageFacts, plan: PlanConfig,
   };
 }
 
-/** The caps and quotas judged on the SQLite index (read-only): its facts, then decideUsage. */
 export async function usageRefusal(q: Queries, facts: UsageFacts, planName: string, settings: LimitSettings, now: number): Promise<Refusal | null> {
   if (!settings.enabled) return null;
   const plan = planFor(settings, planName);
   return decideUsage(facts, await sqliteUsageState(q, facts, plan, settings, now), plan, settings, now);
 }
 
-/** What an accepted message adds to its project's usage (both stores write exactly this). */
 export interface UsageWrites {
-  /** Registered if new (sender domains and categories are only ever added). */
+  /** Sender domains and categories are only ever added. */
   senderDomain: string | null;
   category: string | null;
-  /** The periods whose counters move by one message and `bytes`: this month's and today's, production only. */
+  /** This month's and today's, production only. */
   periods: string[];
   bytes: number;
 }
@@ -142,7 +131,7 @@ export function usageWrites(facts: UsageFacts, settings: LimitSettings, now: num
   };
 }
 
-/** Counts an accepted message; runs in the transaction that stores it. */
+/** Runs in the transaction that stores the message. */
 export async function recordUsage(q: Queries, facts: UsageFacts, settings: LimitSettings, now: number): Promise<void> {
   const writes = usageWrites(facts, settings, now);
   if (writes.senderDomain !== null) await registerSenderDomain(q, facts.projectId, writes.senderDomain, now);

@@ -1,14 +1,9 @@
-/**
- * The account fields a provider may take (accountFields.json): every provider's declaration
- * picks from them, and the CLI's `provider attach` flags are theirs. A field of a new kind is
- * not one folder: it goes here, in the account's settings or secrets
- * (src/contract/providerAccount.ts) and in the operator's AttachOptions.
- */
+/** The account fields a provider may take (accountFields.json); a new kind of field also goes in providerAccount.ts and AttachOptions. */
 import catalogue from './accountFields.json' with { type: 'json' };
 
 export type AccountFieldName = keyof (typeof catalogue)['fields'];
 
-/** One account field as a slug takes it, in JSON Schema: the catalogue's type and limits, the slug's title; a secret is `writeOnly`. */
+/** A secret is `writeOnly`. */
 export interface AccountFieldSchema {
   type?: 'string' | 'integer';
   enum?: string[];
@@ -21,7 +16,7 @@ export interface AccountFieldSchema {
   writeOnly?: boolean;
 }
 
-/** The account fields a slug takes, in the order its form shows them: the JSON Schema the CLI, the console API and the web form use. */
+/** In form order: the JSON Schema the CLI, the console API and the web form use. */
 export interface AccountSchema {
   type: 'object';
   required: AccountFieldName[];
@@ -30,15 +25,12 @@ export interface AccountSchema {
 
 export interface AccountField {
   name: AccountFieldName;
-  /** `--api-key` for `api_key`. */
   flag: string;
-  /** What the usage line shows after the flag: `--host H`. */
   placeholder: string;
-  /** Kept in the account's secrets: never shown again. */
+  /** Never shown again. */
   secret: boolean;
 }
 
-/** Every account field, in the catalogue's order (the CLI's usage line, the console's ProviderAttach). */
 export const ACCOUNT_FIELDS: readonly AccountField[] = Object.entries(catalogue.fields).map(([name, entry]) => ({
   // The catalogue is this module's own file: its keys are exactly AccountFieldName.
   name: name as AccountFieldName,

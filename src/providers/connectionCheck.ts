@@ -1,51 +1,39 @@
-/**
- * Checks a provider account without sending anything. SMTP relays: connect, TLS (STARTTLS or
- * implicit, as the account is set), AUTH, QUIT (nodemailer's `verify()`), exactly as the relay
- * adapter connects. HTTP APIs: the provider's documented authenticated read-only call, which
- * each provider declares (`<provider>/connectionCheck.ts`); this module makes it.
- */
+/** Checks a provider account without sending: SMTP connect, TLS, AUTH, QUIT as the relay does; APIs the read-only call each declares. */
 import os from 'node:os';
 import nodemailer from 'nodemailer';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import { callProviderApi, isResponse, replyText, type ApiResponse } from './httpApi.js';
 import { smtpRelayConnection, type SmtpRelay } from './smtpRelay.js';
 
-/** An account as the check reads it: its slug, settings and secrets, as the adapters read them. */
 export type CheckedAccount = Pick<ProviderAccount, 'slug' | 'settings' | 'secrets'>;
 
 export interface ConnectionCheck {
   /** False for a provider with no call that proves the credentials without sending. */
   checkable: boolean;
-  /** Whether the account works (null when not checkable). */
   ok: boolean | null;
-  /** What was checked: `smtp://host:port (STARTTLS, AUTH)` or `GET <url>`. */
   checked: string;
-  /** Where it failed: `connect`, `tls`, `auth`, `request` (an API answered no); null when it did not. */
   failed_at: 'connect' | 'tls' | 'auth' | 'request' | null;
-  /** The relay's or provider's words (never a credential). */
+  /** Never a credential. */
   message: string;
   duration_ms: number;
 }
 
 type Check = Omit<ConnectionCheck, 'duration_ms'>;
 
-/** The read-only call an API provider declares: made with the account's credentials, judged by the provider. */
 export interface ApiCall {
   url: string;
   headers: Record<string, string>;
-  /** Reads a 2xx answer (or a refusal that still proves the key, Resend's send-only keys): ok and a message. */
+  /** A 2xx, or a refusal that still proves the key (Resend's send-only keys). */
   judge(res: ApiResponse): { ok: boolean; message: string } | null;
   /** Added to a 401/403's words: why a working key may still be refused here. */
   refusalHint?: string;
 }
 
-/** A provider's check of an API account: the call to make, or why the account cannot be checked as set (a missing credential). */
+/** The call to make, or why the account cannot be checked as set (a missing credential). */
 export type ApiConnectionCheck = (account: CheckedAccount, now: number) => ApiCall | string;
 
-/** What a slug is checked with: its relay (SMTP slugs), or its API's declared call (none: not checkable). */
 export type SlugCheck = { transport: 'smtp'; relay: SmtpRelay } | { transport: 'api'; connectionCheck?: ApiConnectionCheck };
 
-/** A JSON object answer's fields (anything else reads as none). */
 export function jsonFields(res: ApiResponse): Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(res.text);
@@ -55,7 +43,6 @@ export function jsonFields(res: ApiResponse): Record<string, unknown> {
   }
 }
 
-/** A judge for calls whose 2xx alone proves the credentials. */
 export const ok2xx = (message: string) => (res: ApiResponse) => (res.status >= 200 && res.status < 300 ? { ok: true, message } : null);
 
 interface SmtpFailure extends Error {
@@ -101,7 +88,7 @@ async function checkApi(account: CheckedAccount, connectionCheck: ApiConnectionC
   return { checkable: true, ok: false, checked, failed_at: refused ? 'auth' : 'request', message };
 }
 
-/** Checks one account as its slug declares (`slug`: undefined for a slug this build does not declare); never throws for what the network or the provider answers. */
+/** Never throws for what the network or the provider answers. */
 export async function checkConnection(account: CheckedAccount, slug: SlugCheck | undefined, opts: { timeoutMs: number; now?: number }): Promise<ConnectionCheck> {
   const started = performance.now();
   const result =

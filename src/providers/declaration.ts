@@ -1,39 +1,23 @@
-/**
- * A provider is one folder, `src/providers/<folder>/` (docs/architecture.md, "Providers"):
- *
- * - `declaration.json`: its slugs (an API slug and/or an SMTP slug), each slug's title and the
- *   account fields it takes (picked from accountFields.json, with its own titles and
- *   descriptions), and the provider_options its API slug accepts. Data: the generator reads it.
- *   Its `dns`: the records the provider needs on a sending domain (`postern domain check`).
- * - `declaration.ts`: `export const provider = {…} satisfies ProviderCode`: what each slug does
- *   (an API slug's adapter and connection check, an SMTP slug's relay) and the feedback verifier
- *   all its slugs share; `adapter.ts`, `feedback.ts` and `connectionCheck.ts` beside it.
- *
- * `npm run gen:types` (scripts/generate-providers.mjs) joins the two into registry.gen.ts, and
- * derives the OpenAPI enums, ProviderAttach and the web console's attach form from the data.
- */
+/** A provider is one folder, `src/providers/<folder>/`, with declaration.json and declaration.ts (docs/architecture.md#providers). */
 import type { AccountSchema } from './accountFields.js';
 import type { AdapterDeps, ProviderAdapter } from './adapter.js';
 import type { ApiConnectionCheck } from './connectionCheck.js';
 import type { FeedbackVerifier } from './feedback.js';
 import type { SmtpRelay } from './smtpRelay.js';
 
-/** An API slug's code: its adapter (one per slug, made on first use) and the read-only call that checks an account. */
 export interface ApiCode {
   adapter: (deps: AdapterDeps) => ProviderAdapter;
   /** None: the account cannot be checked without sending (`checkable: false`). */
   connectionCheck?: ApiConnectionCheck;
 }
 
-/** What a provider's declaration.ts exports as `provider`. */
 export interface ProviderCode {
   api?: ApiCode;
   smtp?: SmtpRelay;
-  /** Checks the provider's feedback notifications, for all its slugs. None: no feedback endpoint (404). */
+  /** None: no feedback endpoint (404). */
   feedback?: FeedbackVerifier;
 }
 
-/** A slug as its declaration.json gives it (the generator joins in the account fields' schemas). */
 export interface SlugData {
   slug: string;
   title: string;
@@ -42,27 +26,21 @@ export interface SlugData {
 
 export type DeclaredSlug = (SlugData & ApiCode & { transport: 'api' }) | (SlugData & { transport: 'smtp'; relay: SmtpRelay });
 
-/**
- * Where a record goes: `@` the sending domain, `{return_path}` the provider's bounce domain, or
- * labels under the sending domain (`send`, `s1._domainkey`).
- */
+/** `@` the sending domain, `{return_path}` the provider's bounce domain, or labels under the sending domain. */
 export type DnsPlace = string;
 
-/** A record the provider needs (declaration.schema.json, `dns.records`). */
 export interface ProviderDnsRecord {
   purpose: 'return_path' | 'verification' | 'dkim';
   type: 'MX' | 'CNAME' | 'TXT';
   at: DnsPlace;
-  /** The value to publish (`{region}`, `{domain}` filled in); with `match`, a template of what the provider shows. */
+  /** `{region}`, `{domain}` filled in; with `match`, a template of what the provider shows. */
   value: string;
-  /** The provider issues the value per account: a published value matching this (case-insensitive, whole) is the one. */
+  /** The value is issued per account: a published value matching this (case-insensitive, whole) is the one. */
   match?: string;
-  /** Left out when its name is the sending domain itself. */
   not_at_apex?: boolean;
   note: string;
 }
 
-/** The DNS records a provider needs on a sending domain, from its public documentation (its declaration.json's `dns`). */
 export interface ProviderDns {
   documentation: string;
   region?: { default: string; as?: Record<string, string> };
@@ -74,20 +52,15 @@ export interface ProviderDns {
 
 export interface DeclaredProvider {
   folder: string;
-  /** The API slug first, then the SMTP slug. */
   slugs: DeclaredSlug[];
   feedback: FeedbackVerifier | null;
   /** None: no record it needs is known (a relay of any host). */
   dns: ProviderDns | null;
 }
 
-/** The data a provider's code needs: a slug for each part it implements, and none other. */
 type SlugDataOf<C extends ProviderCode> = { [K in keyof C & ('api' | 'smtp')]-?: SlugData };
 
-/**
- * A provider's code joined with its declaration.json's slugs (registry.gen.ts calls it): a slug
- * the JSON declares without code, or code without a slug, does not compile.
- */
+/** A slug the JSON declares without code, or code without a slug, does not compile. */
 export function declareProvider<C extends ProviderCode>(folder: string, code: C, data: SlugDataOf<C>, dns: ProviderDns | null): DeclaredProvider;
 export function declareProvider(folder: string, code: ProviderCode, data: { api?: SlugData; smtp?: SlugData }, dns: ProviderDns | null): DeclaredProvider {
   const slugs: DeclaredSlug[] = [];

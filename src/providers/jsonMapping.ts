@@ -1,8 +1,3 @@
-/**
- * What the JSON provider APIs (provider-b: SendGrid, provider-d: Resend) share: the account's
- * credentials, the recipient lists they want, attachments as base64, the request itself, and the
- * statuses every JSON API words alike.
- */
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { SendResult } from './adapter.js';
 import { callProviderApi, classifyStatus, type ApiResponse } from './httpApi.js';
@@ -19,11 +14,8 @@ export function apiCredentials({ settings, secrets }: ProviderAccount): ApiCrede
 }
 
 /**
- * To, Cc and Bcc as the APIs want them: each address once (the first list naming it keeps it:
- * SendGrid refuses an address twice). Both APIs require a To. When no To recipient is owed (a
- * retry after they were served, or suppressed), the Cc recipients, visible to each other
- * anyway, become the To; with only Bcc recipients left `to` is empty and the adapter sends
- * each of them a copy addressed to themselves alone, so no Bcc address is ever shown.
+ * Each address once (SendGrid refuses one twice). Both APIs require a To: when none is owed, the Cc become the To;
+ * with only Bcc left `to` is empty and each gets a copy addressed to themselves alone, so no Bcc address is shown.
  */
 export function addressedRecipients(parts: MessageParts): { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] } {
   const seen = new Set<string>();
@@ -40,10 +32,7 @@ export function addressedRecipients(parts: MessageParts): { to: NamedAddress[]; 
   return to.length > 0 ? { to, cc, bcc } : { to: cc, cc: [], bcc };
 }
 
-/**
- * The custom headers as one JSON object: a name the provider reserves is left out, and a
- * name repeated in the message is carried once (its first value), as JSON objects allow.
- */
+/** Reserved names left out; a repeated name carried once (its first value). */
 export function headerObject(parts: MessageParts, reserved: ReadonlySet<string>): Record<string, string> {
   const out: Record<string, string> = {};
   const taken = new Set<string>();
@@ -59,7 +48,6 @@ export function headerObject(parts: MessageParts, reserved: ReadonlySet<string>)
 /** RFC 5322 `atext` plus spaces: a display name that needs no quotes. */
 const PLAIN_PHRASE = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~ ]+$/;
 
-/** `Name <email>` (quoted only when the name needs it), or the bare address. */
 export function nameAddr(a: NamedAddress): string {
   if (!a.name) return a.email;
   const name = PLAIN_PHRASE.test(a.name) ? a.name : `"${a.name.replace(/["\\]/g, '\\$&')}"`;
@@ -70,7 +58,6 @@ export interface Base64Attachment {
   filename: string;
   contentType: string;
   base64: string;
-  /** The Content-ID of an inline (`cid:`) part; null for a plain attachment. */
   inlineContentId: string | null;
 }
 
@@ -83,7 +70,6 @@ export function base64Attachments(parts: MessageParts): Base64Attachment[] {
   }));
 }
 
-/** POSTs a JSON body; `auth` holds the provider's credential header(s) and any extra request headers. */
 export function postJson(url: string, auth: Record<string, string>, body: unknown, timeoutMs: number) {
   return callProviderApi({
     method: 'POST',
@@ -105,10 +91,7 @@ export function parseJsonObject(text: string): Record<string, unknown> | null {
   }
 }
 
-/**
- * The default reading, plus: 404/405 mean the account's endpoint is wrong (a misconfigured
- * `--endpoint`), never that this message is bad; the next account may well take it.
- */
+/** Plus: 404/405 mean a misconfigured `--endpoint`, never a bad message; the next account may take it. */
 export function classifyJsonApiStatus(res: ApiResponse, reply: string, now: number): Exclude<SendResult, { kind: 'sent' }> {
   if (res.status === 404 || res.status === 405) return { kind: 'account', reply: `${reply} (check the account's endpoint)` };
   return classifyStatus(res, reply, now);

@@ -10,17 +10,11 @@ export interface MessageAttachment {
   filename: string;
   contentType: string;
   content: Buffer;
-  /** Content-ID without angle brackets, for inline (`cid:`) parts; null for plain attachments. */
   contentId: string | null;
   inline: boolean;
 }
 
-/**
- * The stored message taken apart for providers whose API wants JSON fields rather than MIME.
- * Recipients are the ones this hand-off owes (the envelope), split back into the To/Cc the
- * sender wrote and Bcc (envelope-only) — so a retry after a partial hand-off never re-sends
- * to an address that already has the message.
- */
+/** For JSON APIs: the recipients this hand-off owes, so a retry after a partial hand-off never re-sends to one already served. */
 export interface MessageParts {
   from: NamedAddress;
   replyTo: NamedAddress[];
@@ -31,16 +25,15 @@ export interface MessageParts {
   text: string | null;
   html: string | null;
   attachments: MessageAttachment[];
-  /** Headers beyond the structural ones (addresses, subject, MIME framing, trace), as written. */
+  /** Beyond the structural ones, as written. */
   headers: { name: string; value: string }[];
-  /** The Message-ID header without angle brackets. */
   messageId: string | null;
   tags: string[];
   metadata: Record<string, string>;
   category: string | null;
 }
 
-/** Headers every JSON API sets from its own fields; never passed on as custom headers. */
+/** Every JSON API sets these from its own fields; never passed on as custom headers. */
 const STRUCTURAL = new Set([
   'from', 'to', 'cc', 'bcc', 'reply-to', 'sender', 'subject', 'date', 'message-id', 'mime-version', 'content-type',
   'content-transfer-encoding', 'content-disposition', 'content-id', 'content-description', 'return-path', 'received',
@@ -59,10 +52,7 @@ function addresses(value: AddressObject | AddressObject[] | undefined): NamedAdd
   return out;
 }
 
-/**
- * Reads the stored MIME (streamed into the parser; the decoded message is held once, for the
- * length of one hand-off, which JSON APIs need anyway to build their request body).
- */
+/** The decoded message is held for one hand-off, which JSON APIs need anyway for their body. */
 export async function readMessageParts(job: DeliveryJob): Promise<MessageParts> {
   const parsed = await simpleParser(job.mime ?? storedMimeStream(job), { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
   const owed = new Set(job.envelope.to.map((e) => e.toLowerCase()));

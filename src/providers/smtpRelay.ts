@@ -4,36 +4,26 @@ import SMTPPool, { type SMTPPoolSentMessageInfo } from 'nodemailer/lib/smtp-pool
 import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
 import { storedMimeStream, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type RecipientRefusal, type SendResult } from './adapter.js';
 
-/** Where a provider's relay is, unless the account says otherwise (`--host`, `--port`, `--tls`). */
 export interface RelayDefaults {
-  /** The relay's host, from the account's `--region` where the provider has regional relays. */
   host: (region: string | null) => string;
   port: number;
   tls: 'starttls' | 'implicit';
 }
 
-/**
- * What an SMTP slug declares (`<provider>/declaration.ts`): the relay adapter (below) and the
- * SMTP connection check (connectionCheck.ts) are the same for every relay; only these differ.
- */
+/** What an SMTP slug declares; the relay adapter and its connection check are the same for every relay. */
 export interface SmtpRelay {
-  /** Null for the generic `smtp` slug: its accounts name their relay (`--host` is required). */
+  /** Null for the generic `smtp` slug: its accounts name their relay. */
   defaults: RelayDefaults | null;
-  /** provider_options the relay understands as headers (`optionHeader` for each), in front of the stored MIME. */
   optionHeaders?: (options: Record<string, Record<string, string>>) => string;
-  /** The provider's own id in its final 250, when it is not Postfix-style `queued as ID`. */
+  /** When it is not Postfix-style `queued as ID`. */
   messageIdFromReply?: (reply: string) => string | null;
 }
 
-/**
- * One header line from a provider option. Validation refuses CR and LF in them; a value with
- * either (stored before that rule) is never written, so it cannot add header lines of its own.
- */
+/** A value with CR or LF (stored before validation refused them) is never written, so it cannot add header lines. */
 export function optionHeader(name: string, value: string | undefined): string {
   return value && !/[\r\n]/.test(value) ? `${name}: ${value}\r\n` : '';
 }
 
-/** The header lines a relay adds for a message's provider_options. */
 export function providerOptionHeaders(relay: SmtpRelay, options: Record<string, Record<string, string>> | null): string {
   return options && relay.optionHeaders ? relay.optionHeaders(options) : '';
 }
@@ -49,7 +39,7 @@ interface SmtpError extends Error {
 
 const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EPROTOCOL', 'ECONNRESET', 'ECONNREFUSED', 'EHOSTUNREACH']);
 
-/** Recipients refused at RCPT, split by reply class: 5xx bounce, 4xx (or unknown) wait for a retry. */
+/** 5xx bounce, 4xx (or unknown) wait for a retry. */
 function refusalsOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }): { bounced: RecipientRefusal[]; deferred: RecipientRefusal[] } {
   const bounced: RecipientRefusal[] = [];
   const deferred: RecipientRefusal[] = [];
@@ -62,7 +52,6 @@ function refusalsOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }):
   return { bounced, deferred };
 }
 
-/** How an SMTP failure moves the message on: see SendResult. */
 export function classifySmtpError(err: SmtpError): SendResult {
   const reply = err.response ?? err.message;
   const code = err.responseCode ?? 0;
@@ -71,7 +60,6 @@ export function classifySmtpError(err: SmtpError): SendResult {
   if (TEMPORARY_CODES.has(err.code ?? '') || code === 0) return { kind: 'temporary', reply };
   if (err.code === 'EENVELOPE') {
     const { bounced, deferred } = refusalsOf(err);
-    // Every recipient refused: the 5xx ones bounce; any 4xx one makes the rest wait for a retry.
     if (deferred.length > 0) return { kind: 'temporary', reply, bounced };
     if (bounced.length > 0) return { kind: 'permanent', reply, bounced };
     // No recipient named: the sender was refused, which is the account's problem.
@@ -81,22 +69,14 @@ export function classifySmtpError(err: SmtpError): SendResult {
   return { kind: 'permanent', reply };
 }
 
-/**
- * The id a relay gives the message in its final 250: Postfix-style `queued as ID`, else the
- * provider's own form (Amazon SES's `250 Ok <SES message id>`, the id its SNS feedback quotes).
- */
+/** Postfix-style `queued as ID`, else the provider's own form (SES's `250 Ok <id>`, which its SNS feedback quotes). */
 export function relayMessageId(relay: SmtpRelay, response: string): string | null {
   const queued = /queued as\s+(\S+)/i.exec(response);
   if (queued) return queued[1];
   return relay.messageIdFromReply?.(response) ?? null;
 }
 
-/**
- * The message as nodemailer's transports read it (the `mail.data` / `mail.message` interface of
- * its custom-transport API), built straight from the spool: the stored MIME is final, so
- * sendMail's compile step (a MIME tree, a generated Message-ID and boundary per message) would
- * be work thrown away.
- */
+/** nodemailer's custom-transport message, straight from the spool: the stored MIME is final, so sendMail's compile would be wasted. */
 function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSentMessageInfo> {
   const envelope = () => ({ from: job.envelope.from, to: [...job.envelope.to] });
   const message = {
@@ -108,10 +88,6 @@ function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSen
   return { data: {}, message } as unknown as MailMessage<SMTPPoolSentMessageInfo>;
 }
 
-/**
- * Where and how an account's relay is reached: its settings, else its slug's defaults. The
- * relay adapter and the connection check (providers/connectionCheck.ts) both connect this way.
- */
 export function smtpRelayConnection(relay: SmtpRelay, settings: ProviderAccountSettings, secrets: ProviderAccountSecrets) {
   const { defaults } = relay;
   const tls = settings.tls ?? defaults?.tls ?? 'starttls';
@@ -122,21 +98,14 @@ export function smtpRelayConnection(relay: SmtpRelay, settings: ProviderAccountS
     requireTLS: tls === 'starttls',
     ignoreTLS: tls === 'none',
     auth: settings.user || secrets.pass ? { user: settings.user ?? '', pass: secrets.pass ?? '' } : undefined,
-    // Relays inside a private network commonly present self-signed certificates; TLS still
-    // encrypts. Verification is the operator's choice per account in a later release.
+    // Relays inside a private network commonly present self-signed certificates; TLS still encrypts.
     tls: { rejectUnauthorized: false },
   };
 }
 
-/**
- * The adapter of an SMTP slug (`smtp` and every `provider-*-smtp`), one per slug with its relay:
- * nodemailer's SMTP pool per account, STARTTLS or implicit TLS, AUTH, the envelope from the
- * index (Bcc included), and the stored MIME from the spool with the hand-off headers in front.
- */
 export class SmtpRelayAdapter implements ProviderAdapter {
-  /** By account and its settings: an account loaded again with the same settings keeps its pool. */
+  /** An account loaded again with the same settings keeps its pool. */
   private readonly transports = new Map<string, SMTPPool>();
-  /** The pool of each loaded account, so a hand-off does not build the key again. */
   private byAccount = new WeakMap<ProviderAccount, SMTPPool>();
 
   constructor(

@@ -2,16 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import { headerOf, type FeedbackRequest, type FeedbackVerdict } from './feedback.js';
 
-/**
- * How a provider that does not sign its notifications (Postmark, Brevo) proves it knows the
- * account's `webhook_secret`: the secret as the token path segment
- * (`/v1/feedback/<account>/<secret>`), as the password of HTTP basic auth credentials written
- * into the webhook URL (`https://any:<secret>@host/v1/feedback/<account>`; the username is not
- * checked), or as a bearer token (`Authorization: Bearer <secret>`, Brevo's token option).
- */
+/** How a provider that does not sign its notifications (Postmark, Brevo) presents the account's `webhook_secret`. */
 export type UrlSecretScheme = 'token' | 'basic' | 'bearer';
 
-/** Compares two strings in time independent of where they differ (digests of equal length). */
+/** Digests of equal length: the time does not depend on where they differ. */
 export function secretsEqual(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given, 'utf8').digest();
   const b = createHash('sha256').update(expected, 'utf8').digest();
@@ -22,11 +16,9 @@ export function webhookSecretOf({ secrets }: ProviderAccount): string | null {
   return typeof secrets.webhook_secret === 'string' && secrets.webhook_secret !== '' ? secrets.webhook_secret : null;
 }
 
-/** The credentials a request presents, by scheme (only those the provider can send). */
 function presented(req: FeedbackRequest, schemes: UrlSecretScheme[]): { scheme: UrlSecretScheme; value: string }[] {
   const out: { scheme: UrlSecretScheme; value: string }[] = [];
-  // The token path segment as the router decoded it, once: decoding it again would take
-  // `%2541` for `A`, a second spelling of the secret.
+  // Decoded once by the router: decoding again would take `%2541` for `A`, a second spelling of the secret.
   if (schemes.includes('token') && req.token !== null) out.push({ scheme: 'token', value: req.token });
   const authorization = headerOf(req.headers, 'authorization')?.trim() ?? '';
   const [kind, ...rest] = authorization.split(/\s+/);
@@ -40,11 +32,7 @@ function presented(req: FeedbackRequest, schemes: UrlSecretScheme[]): { scheme: 
   return out;
 }
 
-/**
- * Null when the request carries the account's webhook secret by one of `schemes`; otherwise
- * the refusal. Every credential presented must match (a right token beside a wrong password is
- * refused): a provider configured one way sends one of them.
- */
+/** Every credential presented must match (a right token beside a wrong password is refused). */
 export function checkUrlSecret(req: FeedbackRequest, account: ProviderAccount, schemes: UrlSecretScheme[]): Extract<FeedbackVerdict, { ok: false }> | null {
   const secret = webhookSecretOf(account);
   if (!secret) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook_secret to check notifications against' };

@@ -1,14 +1,8 @@
 import * as connection from 'smtp-server/lib/smtp-connection.js';
 
 /**
- * smtp-server waits a fixed 100 ms before its 220 greeting to catch clients that talk first
- * (early-talker detection, an MX defence against spambots), with no option to change it.
- * Every Postern listener requires AUTH, so the pause protects nothing there and costs every
- * legitimate connection 100 ms (a tenth of a second per message for an app that connects per
- * message). This makes the pause the server's `greetingDelayMs` option (`smtp.greeting_delay_ms`),
- * the library's 100 ms where that option is absent. With a pause, a client that talks before the
- * greeting is still refused; with none, it is greeted at once. The body is smtp-server 3.21's
- * init() with the delay read from the option.
+ * smtp-server's fixed 100 ms pause before its greeting, made `smtp.greeting_delay_ms` (docs/smtp.md): every listener
+ * requires AUTH, so the pause protects nothing. The body is smtp-server 3.21's init() with the delay read from the option.
  */
 interface Connection {
   _server: { options: { maxClients?: number; greetingDelayMs?: number }; connections: Set<unknown> };
@@ -26,8 +20,7 @@ proto.init = function (this: Connection): void {
       return;
     }
     const delay = greetingDelayMs ?? 100;
-    // No pause: greeted at once, so there is no window in which a client is "too soon" (even a
-    // timer of 0 left one, and a client that wrote EHLO on connect was refused).
+    // No pause: greeted at once (even a timer of 0 left a window where a client that wrote EHLO on connect was "too soon").
     if (delay === 0) {
       this.connectionReady();
       return;

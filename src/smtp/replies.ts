@@ -1,6 +1,6 @@
 import { ContractError } from '../contract/errors.js';
 
-/** An error smtp-server turns into a reply: `responseCode` plus the text (it adds the enhanced code). */
+/** smtp-server turns it into a reply: `responseCode` plus the text (it adds the enhanced code). */
 export interface SmtpReplyError extends Error {
   responseCode: number;
 }
@@ -11,27 +11,10 @@ export function smtpError(code: number, text: string): SmtpReplyError {
   return err;
 }
 
-/**
- * The wait as a refusal's message may end by stating it for the send API: "retry in N seconds"
- * (the rate limit's), or "Retry after the number of seconds in Retry-After" (a header an SMTP
- * client never sees). A reply states the wait itself, once, at its end ("Retry in N seconds."):
- * the rate limit's reply said "retry in 57 seconds. Retry in 57 seconds."
- */
+/** A wait stated for the send API; the reply states it once, at its end, in SMTP's words. */
 const STATED_WAIT = /[;,.]?\s*retry (?:in \d+ seconds?|after the number of seconds in Retry-After)\.?$/i;
 
-/**
- * The reply for each refusal of the accept pipeline (docs/smtp.md, "SMTP replies"). The text always
- * starts with the contract's code, so SMTP clients can branch on it like HTTP clients do.
- *
- *   authentication_error                          535 5.7.8
- *   rate_limited, daily_send_cap_exceeded         451 4.3.0  (temporary; "retry in N seconds")
- *   monthly_quota_exceeded, throughput_quota_…    552 5.2.2  (billing state: do not retry)
- *   suppressed_recipient                          550 5.1.1
- *   sender_domain:limit_reached                   553 5.1.3
- *   other policy and validation 422s              554 5.6.0
- *   server_error                                  451 4.3.0  (nothing was stored; retry)
- *   storage_low                                   452 4.3.1  (the disk guard: retry later)
- */
+/** The reply for each refusal (docs/smtp.md#smtp-replies); the text starts with the contract's code, for clients to branch on. */
 export function replyFor(err: ContractError): SmtpReplyError {
   const retry = err.headers?.['Retry-After'];
   const details = err.details ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]` : '';
@@ -54,7 +37,6 @@ export function replyFor(err: ContractError): SmtpReplyError {
   }
 }
 
-/** Whether `err` is an SMTP reply already (smtpError). */
 export function isSmtpReply(err: unknown): err is SmtpReplyError {
   return err instanceof Error && typeof (err as Partial<SmtpReplyError>).responseCode === 'number';
 }

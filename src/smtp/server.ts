@@ -30,16 +30,10 @@ export interface SmtpDeps {
   clock: Clock;
   logger: Logger;
   config: Pick<PosternConfig, 'smtp'>;
-  /** Shared by every SMTP listener: room for messages streamed at once (createStreamBudget). */
   streams: InflightBudget;
 }
 
-/**
- * Room for big messages streamed at once (`smtp.max_streamed_messages`, one each, over every
- * SMTP listener): a streamed message's pipeline (mailsplit, mailparser, their stream buffers)
- * costs about 1 MiB while it is parsed, and on a small machine parsing many at once buys no
- * throughput. One that waits past `smtp.stream_wait_ms` is answered `451 4.3.0 server_busy`.
- */
+/** Room for big messages streamed at once over every SMTP listener (`smtp.max_streamed_messages`; docs/smtp.md). */
 export function createStreamBudget(smtp: PosternConfig['smtp']): InflightBudget {
   return new InflightBudget(
     smtp.max_streamed_messages,
@@ -52,7 +46,6 @@ export function createStreamBudget(smtp: PosternConfig['smtp']): InflightBudget 
   );
 }
 
-/** The client went away while its message waited for room to stream: nobody to answer. */
 class SessionGone extends Error {
   constructor() {
     super('the client closed the connection while its message waited for room to stream');
@@ -61,28 +54,22 @@ class SessionGone extends Error {
 
 interface SessionState {
   started: number;
-  /** The client's address: the TCP peer's, or behind a load balancer the one its PROXY header names. */
+  /** The TCP peer's, or behind a load balancer the one its PROXY header names. */
   ip: string;
-  /** AUTH exchanges that ended refused (authRefused). */
   authFailures: number;
   messages: number;
   /** The AUTH password (the API key), re-checked at every MAIL FROM: a revoked key stops at once. */
   key: string | null;
 }
 
-/** A live connection as smtp-server keeps it (only what the session sweep uses). */
 interface LiveConnection {
   session: SMTPServerSession;
   send(code: number, text: string, context?: unknown): void;
   close(): void;
-  /** The plain socket, then the TLS one once upgraded. */
   _socket?: Socket;
 }
 
-/**
- * Replies produced in one pass (a pipelined MAIL, RCPT, DATA) leave in one write: over TLS
- * each write is its own record and syscall, which cost more than the commands themselves.
- */
+/** Replies of one pipelined pass leave in one write: over TLS each write is its own record and syscall. */
 function coalesceReplies(connection: LiveConnection): void {
   const send = connection.send.bind(connection);
   connection.send = (code, text, context) => {
@@ -99,18 +86,11 @@ export interface PosternSmtpServer {
   server: SMTPServer;
   listen(): Promise<number>;
   close(): Promise<void>;
-  /** SMTP sessions open now (postern_smtp_sessions_open). */
   openSessions(): number;
-  /** Whether the listener is bound and accepting (GET /readyz). */
   listening(): boolean;
 }
 
-/**
- * One SMTP listener (smtp-server) in front of the accept pipeline. TLS on every port (STARTTLS
- * or implicit); AUTH PLAIN/LOGIN only after TLS, the password being the API key; no MAIL
- * without AUTH; DATA handed to the accept pipeline (held whole when small, streamed when big),
- * which writes, parses and judges it by the HTTP rules.
- */
+/** One SMTP listener (smtp-server) in front of the accept pipeline (docs/smtp.md). */
 export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certificate: ServedCertificate): PosternSmtpServer {
   const { pipeline, admission, clock, logger, config, streams } = deps;
   const limits = config.smtp;
@@ -118,10 +98,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
   const log = logger.child({ listener: listener.name });
   const sessions = new Map<string, SessionState>();
   const perIp = new Map<string, number>();
-  // Behind a load balancer: only it connects, and each of its connections names its client (proxyProtocol.ts).
   const proxies = listener.proxy_protocol ? new TrustedProxies(listener.trusted_proxies) : null;
   let closing = false;
-  /** A refusal as an SMTP reply, counted by its contract code (postern_refusals_total). */
   const refusal = (err: unknown) => {
     if (err instanceof ContractError) countRefusal('smtp', err.code);
     return replyForUnknown(err);
@@ -139,12 +117,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
       c.close();
     });
 
-  /**
-   * An AUTH exchange ended without authenticating (authAttempts.ts): a key onAuth refused, or a
-   * line smtp-server refused before asking it (`AUTH FOO`, `AUTH PLAIN !!!`, an aborted
-   * exchange). Each is a failed attempt; true once the session has reached
-   * `auth_failures_before_disconnect`, and is to be closed.
-   */
+  /** An AUTH exchange ended refused, by onAuth or by smtp-server itself; true once the session is to be closed. */
   const authRefused = (session: SMTPServerSession): boolean => {
     const state = sessions.get(session.id);
     if (!state) return false;
@@ -170,30 +143,22 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
     maxRecipients: limits.max_recipients,
     socketTimeout: limits.idle_timeout_ms,
     closeTimeout: limits.shutdown_grace_ms,
-    // Counted before STARTTLS too (unauthenticatedCommands.ts).
     maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
-    // Answered 500 5.5.2 Line too long (commandLineLength.ts).
     maxCommandLength: limits.max_command_line_bytes,
-    // Read by greetingDelay.ts (smtp-server's own pause is a fixed 100 ms).
+    // smtp-server's own pause is a fixed 100 ms.
     ...{ greetingDelayMs: limits.greeting_delay_ms },
-    // Refuse a message over SIZE even when the client did not declare its size.
     rejectOversized: true,
-    // The client's reverse DNS name is used for nothing here (no Received header, no log of
-    // the library's), and the lookup held every greeting back: up to 1.5 s where DNS is slow
-    // or unreachable, and long enough for a client that talks at once to be "too soon".
+    // The reverse DNS name is used for nothing, and the lookup held every greeting back (docs/smtp.md).
     disableReverseLookup: true,
-    // Which peers send the PROXY header: readProxyHeaders (below) answers from trusted_proxies.
     useProxy: proxies !== null,
     logger: false,
-    // Told of every AUTH exchange that ended refused (authAttempts.ts).
     ...{ onAuthRefused: authRefused },
 
     onConnect(session, callback) {
       const ip = session.remoteAddress;
       if (closing) return callback(smtpError(421, 'Server shutting down'));
       const connection = connectionOf(session);
-      // The PROXY header is read (and so trusted) only from the balancer; a client that reaches
-      // this listener any other way could not be told from one claiming any address.
+      // The PROXY header is trusted only from the balancer; anyone else could claim any address.
       const peer = connection?._socket?.remoteAddress;
       if (proxies && !proxies.includes(peer)) {
         log.info({ peer }, 'SMTP connection refused: not from a trusted proxy');
@@ -201,12 +166,11 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
       }
       const count = perIp.get(ip) ?? 0;
       if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
-      // An address whose window for keyless requests is spent is still served: a valid key is
-      // never held by it (docs/smtp.md, rate limits); AUTH with a bad key is refused then (onAuth).
+      // A spent keyless window never holds back a valid key (docs/smtp.md); a bad key is refused in onAuth.
       perIp.set(ip, count + 1);
       sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
       if (connection) coalesceReplies(connection);
-      // AUTH is not even offered until the connection is encrypted (onSecure lifts this).
+      // AUTH is not offered until the connection is encrypted (onSecure lifts this).
       if (listener.tls !== 'implicit') session.disabledCommands = ['AUTH'];
       callback();
     },
@@ -235,11 +199,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
         },
         (err: unknown) => {
           const reply = refusal(err);
-          // Counted once the exchange has ended (authRefused); the one that reaches the limit is
-          // answered at once, and the session then closed.
           const failures = state.authFailures + 1;
           if (failures >= limits.auth_failures_before_disconnect) return callback(reply);
-          // Repeated failures are answered ever more slowly.
           const delay = Math.max(0, failures - limits.auth_failures_before_delay) * limits.auth_failure_delay_ms;
           if (delay === 0) callback(reply);
           else setTimeout(() => callback(reply), delay).unref();
@@ -264,7 +225,6 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
         .then(async (context) => {
           session.user = context as unknown as string;
           await admission.takeRequest(context, 'send');
-          // Low on disk: refused before the client uploads the message (452 4.3.1).
           pipeline.checkDiskSpace();
         })
         .then(
@@ -282,12 +242,9 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
         .catch((err: unknown) => {
           const reply = refusal(err);
           if (err instanceof SessionGone) log.debug({ err, ip: state.ip }, 'SMTP message not accepted');
-          // An answer the message earned (a contract refusal, SIZE's 552) is one line at info,
-          // without a stack; only anything else is a server fault, an error.
           else if (err instanceof ContractError || isSmtpReply(err)) {
             log.info({ ip: state.ip, session: session.id, reply: reply.responseCode, code: err instanceof ContractError ? err.code : undefined }, 'SMTP message refused');
           } else log.error({ err, ip: state.ip }, 'SMTP message not accepted');
-          // Whatever is still to come is read and dropped here (smtp-server answers at its end).
           stream.unpipe();
           stream.resume();
           callback(reply);
@@ -296,9 +253,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
   });
 
   async function receive(stream: Readable, session: SMTPServerSession, auth: AuthContext): Promise<string> {
-    // Most messages are small: held whole, then rewritten, written and parsed in one step on a
-    // writer thread. Big ones are streamed to disk as they arrive, once there is room to
-    // (roomToStream), and stop being written the moment they pass SIZE (the rest is drained unread).
+    // Small messages are held whole; big ones streamed to disk once there is room (roomToStream).
     const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
     const lease = 'stream' in received ? await roomToStream(received.stream, session) : null;
     try {
@@ -309,7 +264,6 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
       });
       return accepted.id;
     } catch (err) {
-      // smtp-server answers 552 5.3.4 itself once the stream ends; nothing is kept.
       if (err instanceof MessageOverSize) throw smtpError(552, err.message);
       throw err;
     } finally {
@@ -317,12 +271,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
     }
   }
 
-  /**
-   * A lease in `streams` for a big message. While it waits, nothing more of the message is read
-   * (its stream is paused: TCP holds the client back, no memory is spent) and its session's idle
-   * timeout does not run, since it is us the client waits for. Past `smtp.stream_wait_ms` it
-   * throws `server_busy` (the caller drains the rest unstored and answers 451 at the final dot).
-   */
+  /** A lease in `streams`; while it waits the stream is paused (TCP holds the client back) and the idle timeout does not run. */
   async function roomToStream(stream: Readable, session: SMTPServerSession): Promise<BudgetLease> {
     const now = streams.tryAcquire(1);
     if (now) return now;
@@ -344,8 +293,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
     }
   }
 
-  // Sessions have a total lifetime as well as an idle timeout, and a shorter one to authenticate
-  // in: a session without a key cannot hold a listener's slot for long.
+  // A total lifetime and a shorter one to authenticate in: a session without a key cannot hold a slot for long.
   const sweep = setInterval(() => {
     const now = clock.now();
     for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) {
@@ -362,8 +310,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
   }, Math.min(5000, limits.session_timeout_ms, limits.unauthenticated_timeout_ms));
   sweep.unref();
 
-  // A renewed or reloaded certificate: new sessions get it at STARTTLS or connect; sessions in
-  // progress keep theirs (smtp-server builds each socket's context from the current one).
+  // Sessions in progress keep their certificate; new ones get the replaced one.
   certificate.onReplace((pair) => server.updateSecureContext({ key: pair.key, cert: pair.cert }));
   if (proxies) readProxyHeaders(server, proxies, log);
   server.on('error', (err) => log.warn({ err }, 'SMTP listener error'));

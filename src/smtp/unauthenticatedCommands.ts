@@ -1,15 +1,8 @@
 import * as connection from 'smtp-server/lib/smtp-connection.js';
 
 /**
- * smtp-server counts the commands of a client that has not authenticated, and closes the
- * connection with 421 at `maxAllowedUnauthenticatedCommands`, but only while AUTH is offered
- * in the session. Postern offers AUTH only once the connection is encrypted (session
- * .disabledCommands before STARTTLS, so that no key is ever invited over plaintext), which left
- * a plaintext session uncounted: any number of NOOPs kept it, and its listener slot, alive.
- * This advances the library's own counter against its own limit for those commands too, so a
- * connection has one budget of unauthenticated commands from its first command on, before and
- * after STARTTLS. The conditions mirror the library's count in smtp-server 3.21's _onCommand:
- * nothing is counted for input it discards (before the greeting, during the TLS handshake).
+ * smtp-server counts unauthenticated commands only while AUTH is offered, which Postern does only after TLS: a plaintext
+ * session could NOOP for ever. This advances the library's counter for those too (mirroring smtp-server 3.21's _onCommand).
  */
 interface Connection {
   _server: { options: { authOptional?: boolean } };
@@ -32,7 +25,7 @@ proto._onCommand = function (this: Connection, command: Buffer, callback?: () =>
     !this.session.user &&
     !this._server.options.authOptional &&
     this._maxAllowedUnauthenticatedCommands !== false &&
-    // Where AUTH is offered the library counts (AUTH itself and its continuation lines excepted).
+    // Where AUTH is offered the library counts.
     this._isDisabled('AUTH') &&
     !this._nextHandler;
   if (counted && ++this._unauthenticatedCommands >= (this._maxAllowedUnauthenticatedCommands as number)) {

@@ -6,24 +6,12 @@ import { migrations } from './migrations.js';
 
 export type Db = Database.Database;
 
-/**
- * How a connection's commits reach the disk. `full`: each commit is fsynced before it returns,
- * so it survives power loss, which is what a 202 (or an acknowledged provider notification, or
- * an operator's command) promises. `at-least-once`: WAL with synchronous=NORMAL, for
- * bookkeeping whose loss in a power failure only means doing the work again (a delivery
- * attempt re-sent, a webhook re-delivered): it never corrupts the index, a killed process
- * loses nothing, and the event loop and the disk skip a flush per commit.
- */
+/** `full`: fsynced before each commit returns (what a 202 promises); `at-least-once`: synchronous=NORMAL, for work a power loss only repeats. */
 export type Durability = 'full' | 'at-least-once';
 
-/**
- * Opens the index in WAL mode. busy_timeout lets the CLI and the server share the file. The
- * index holds provider secrets in clear: the state directory and the database files are kept
- * private (0700 / 0600) before SQLite creates anything.
- */
+/** WAL; busy_timeout lets the CLI and the server share the file. Files made private before SQLite creates anything (secrets in clear). */
 export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean; durability?: Durability } = {}): Db {
   const file = path.join(stateDir, 'postern.db');
-  // Refusals (a shared directory, a planted link, another user's file) are ConfigErrors on state_dir.
   ensurePrivateDirectory(stateDir, logger);
   ensurePrivateFile(file, { create: true });
   for (const companion of ['-wal', '-shm', '-journal']) ensurePrivateFile(file + companion, { create: false });
@@ -36,7 +24,6 @@ export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?:
   return db;
 }
 
-/** How this connection's next commits reach the disk (see Durability). */
 export function setDurability(db: Db, durability: Durability): void {
   db.pragma(durability === 'at-least-once' ? 'synchronous = NORMAL' : 'synchronous = FULL');
 }
@@ -58,7 +45,6 @@ function migrate(db: Db, logger: Logger): void {
 
 const statementCache = new WeakMap<Db, Map<string, Database.Statement>>();
 
-/** A prepared statement, compiled once per connection. */
 export function sql(db: Db, text: string): Database.Statement {
   let cache = statementCache.get(db);
   if (!cache) {

@@ -2,22 +2,13 @@ import { fromStatuses, type TargetOf } from '../contract/messageStates.js';
 import { getValue, type Queries } from './queries.js';
 import { statusIn, type MessageRow } from './messages.js';
 
-/* Each statement's status guard comes from the transition table: these are the statuses it names. */
+/* Status guards from the transition table. */
 const LEASE_DUE = statusIn(fromStatuses('lease', 'sending'));
 const LEASE_EXPIRED = statusIn(fromStatuses('lease_expired', 'sending'));
 const LEASE_RECLAIMED = statusIn(fromStatuses('lease_reclaimed', 'sending'));
 const EXPIRES = statusIn(fromStatuses('expire', 'failed'));
 
-/**
- * Claims up to `limit` due messages with a lease: queued or scheduled ones whose time has come,
- * and `sending` ones whose lease ran out (their worker died). Paused projects are skipped.
- * Each claim is one UPDATE, so two claimers can never take the same message, and each walks
- * its own index to the limit — the cost does not grow with the queue.
- *
- * `node` (node.id) is recorded as the lease's owner on PostgreSQL, where several nodes lease
- * from one queue (finishSending then lets only that node end the hand-off). SQLite has one
- * node and leaves lease_owner NULL.
- */
+/** One UPDATE per claim, so two claimers never take the same message, each walking its own index: the cost does not grow with the queue. */
 export async function leaseDueMessages(q: Queries, now: number, leaseUntil: number, limit: number, node: string | null = null): Promise<MessageRow[]> {
   if (q.dialect === 'postgres') return leaseDueMessagesShared(q, { now, leaseUntil, limit, node: node ?? '' });
   return q.transaction(async (tx) => {
@@ -45,17 +36,8 @@ export async function leaseDueMessages(q: Queries, now: number, leaseUntil: numb
 }
 
 /*
- * PostgreSQL, several nodes on one queue: both statements pick their rows in a CTE with FOR
- * UPDATE SKIP LOCKED and then update them: a row another node is leasing right now (locked by
- * its transaction) is passed over, not waited for, and a row another node leased and committed
- * since this statement's snapshot is re-read once locked and dropped if it no longer qualifies
- * (READ COMMITTED re-checks the WHERE of a locked row). Without the lock, two nodes read the
- * same due rows and both update them: the second UPDATE waits for the first and then, its join
- * to the picked ids still matching, leases the message again.
- *
- * MATERIALIZED: the picked ids are fixed once (and LIMIT applied once), never re-planned into
- * the UPDATE. The order is SQLite's index walk (messages_status_lease: by lease_until;
- * messages_status_due: queued before scheduled, each by next_attempt_at), id breaking ties.
+ * PostgreSQL: FOR UPDATE SKIP LOCKED passes over rows another node is leasing; without it two nodes read the same due rows
+ * and the second UPDATE, waiting for the first, leases the message again. MATERIALIZED: the picked ids are fixed once.
  */
 const LEASE_EXPIRED_SHARED = `
   WITH picked AS MATERIALIZED (
@@ -83,14 +65,9 @@ const LEASE_DUE_SHARED = `
     FROM picked WHERE m.id = picked.id
   RETURNING m.*`;
 
-/** A message as a shared lease hands it out: its row, and the node now holding it. */
 export type LeasedMessage = MessageRow & { lease_owner: string };
 
-/**
- * The PostgreSQL lease (above): `sending` ones whose lease ran out (their node died or hung)
- * first, then due ones; concurrent nodes never take the same message and none waits for
- * another's lease in progress. One transaction: the leases of one call commit together.
- */
+/** Expired `sending` leases first, then due ones; nodes never take the same message nor wait for another's lease. */
 export async function leaseDueMessagesShared(q: Queries, request: { node: string; now: number; leaseUntil: number; limit: number }): Promise<LeasedMessage[]> {
   const { node, now, leaseUntil, limit } = request;
   if (limit <= 0) return [];
@@ -103,13 +80,7 @@ export async function leaseDueMessagesShared(q: Queries, request: { node: string
   });
 }
 
-/**
- * PostgreSQL: `node`'s own leases that it holds no hand-off for (every id not in `holding`),
- * renewed to `leaseUntil` and handed back to it. A lease whose commit landed but whose answer
- * the connection's loss cut off leaves messages leased to a node that does not know it; they
- * would otherwise wait for the lease to run out (`delivery.lease_ms`, 5 minutes by default).
- * The attempt was counted by that lease: not again.
- */
+/** A lease commit whose answer was lost leaves messages leased to a node that does not know it; not counted again. */
 export async function reclaimLeases(q: Queries, request: { node: string; now: number; leaseUntil: number; holding: string[] }): Promise<LeasedMessage[]> {
   const { node, now, leaseUntil, holding } = request;
   return q.all<LeasedMessage>(
@@ -120,7 +91,6 @@ export async function reclaimLeases(q: Queries, request: { node: string; now: nu
   );
 }
 
-/** Messages past their maximum age in a state that will not deliver them, at most `limit`. */
 export async function expiredMessages(q: Queries, createdBefore: number, limit: number): Promise<MessageRow[]> {
   return q.all<MessageRow>(
     `SELECT * FROM messages WHERE ${EXPIRES} AND created_at < ? ORDER BY created_at LIMIT ?`,
@@ -129,7 +99,6 @@ export async function expiredMessages(q: Queries, createdBefore: number, limit: 
   );
 }
 
-/** Where a hand-off leaves its message (both stores' outcome writes set these columns). */
 export interface HandOffEnd {
   status: TargetOf<'hand_off'>;
   next_attempt_at: number | null;
@@ -138,15 +107,11 @@ export interface HandOffEnd {
   /** Omitted or null: unchanged. */
   provider_message_id?: string | null;
   last_error: string | null;
-  /** Recipients still owed a hand-off (a partial one); omitted: unchanged. */
+  /** A partial hand-off; omitted: unchanged. */
   pending_recipients?: string[] | null;
 }
 
-/**
- * Ends a hand-off: only a message still `sending` (leased by us) moves. On PostgreSQL "us" is
- * `node`, the lease's owner: a node whose lease ran out while it worked (it hung, then woke)
- * finds the message taken by another node and must not overwrite what that node will record.
- */
+/** Only a message still `sending` and, on PostgreSQL, leased by `node` moves: a node that hung must not overwrite another's outcome. */
 export async function finishSending(q: Queries, id: string, to: HandOffEnd, now: number, node: string | null = null): Promise<boolean> {
   const pending = to.pending_recipients === undefined ? undefined : to.pending_recipients === null ? null : JSON.stringify(to.pending_recipients);
   const shared = q.dialect === 'postgres';
@@ -191,7 +156,7 @@ export interface AttemptRow {
   finished_at: number;
   outcome: 'sent' | 'temporary' | 'account' | 'permanent';
   reply: string | null;
-  /** The provider's id for a `sent` hand-off: provider feedback is matched on it. */
+  /** Provider feedback is matched on it. */
   provider_message_id: string | null;
 }
 
@@ -229,7 +194,7 @@ export async function providerUsage(q: Queries, accountId: string, period: strin
   return (await getValue<number>(q, 'SELECT messages FROM provider_usage WHERE provider_account_id = ? AND period = ?', accountId, period)) ?? 0;
 }
 
-/** The column qualified: PostgreSQL reads a bare name in DO UPDATE as ambiguous (the row or `excluded`). */
+/** PostgreSQL reads a bare name in DO UPDATE as ambiguous (the row or `excluded`). */
 export async function addProviderUsage(q: Queries, accountId: string, period: string): Promise<void> {
   await q.run(
     `INSERT INTO provider_usage (provider_account_id, period, messages) VALUES (?, ?, 1)

@@ -2,11 +2,7 @@ import { fromStatuses, type TargetOf } from '../contract/messageStates.js';
 import type { Queries } from './queries.js';
 import { statusIn, type MessageRow } from './messages.js';
 
-/**
- * The message a provider's id belongs to, within the account's project: the attempt that
- * received that id, else the message's last recorded one, else our own `m.` id when the
- * provider echoes it back.
- */
+/** The attempt that received that id, else the message's last one, else our own `m.` id echoed back. */
 export async function messageForFeedback(q: Queries, projectId: string, providerMessageId: string | null, messageId: string | null): Promise<MessageRow | undefined> {
   if (providerMessageId) {
     const viaAttempt = await q.get<MessageRow>(
@@ -21,7 +17,6 @@ export async function messageForFeedback(q: Queries, projectId: string, provider
   return undefined;
 }
 
-/** Records a feedback item (or a one-time token) for an account; false if it was already there. */
 export async function recordReceipt(q: Queries, accountId: string, key: string, now: number): Promise<boolean> {
   return (await q.run('INSERT INTO feedback_receipts (provider_account_id, receipt_key, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', accountId, key, now)) === 1;
 }
@@ -30,16 +25,11 @@ export async function receiptExists(q: Queries, accountId: string, key: string):
   return (await q.get('SELECT 1 FROM feedback_receipts WHERE provider_account_id = ? AND receipt_key = ?', accountId, key)) !== undefined;
 }
 
-/** Receipts older than the window a provider could still resend within are dropped. */
 export async function pruneReceipts(q: Queries, before: number): Promise<number> {
   return q.run('DELETE FROM feedback_receipts WHERE received_at < ?', before);
 }
 
-/**
- * A message's status is the most serious outcome any of its recipients has had (one delivered
- * and one bounced recipient: `bounced`): feedback moves it only from a milder status, as the
- * transition table's provider_feedback rows say; false when it did not move.
- */
+/** The most serious outcome of any recipient: feedback moves it only from a milder status; false when it did not move. */
 export async function raiseMessageStatus(q: Queries, id: string, status: TargetOf<'provider_feedback'>, now: number): Promise<boolean> {
   return (await q.run(`UPDATE messages SET status = ?, updated_at = ? WHERE id = ? AND ${statusIn(fromStatuses('provider_feedback', status))}`, status, now, id)) === 1;
 }

@@ -3,45 +3,32 @@ import { inJsonArray, type Queries } from './queries.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
 import { statusIn } from './messages.js';
 
-/** What an operator can do to a message that has not been handed off yet (each a cause of the transition table). */
 export type MessageAction = Extract<TransitionCause, 'release' | 'cancel' | 'retry'>;
 
-/**
- * The states each action applies to, as the transition table (contract/messageStates.ts) says.
- * `release`: a held (paused) or captured message goes on to delivery. `cancel`: anything not
- * yet handed to a provider stops. `retry`: a queued message waiting on the retry ladder is due
- * at once.
- */
+/** `release`: held or captured goes on; `cancel`: anything not yet handed off stops; `retry`: a queued message due at once. */
 export const ACTION_FROM: Record<MessageAction, readonly MessageStatus[]> = {
   release: fromStatuses('release'),
   cancel: fromStatuses('cancel'),
   retry: fromStatuses('retry'),
 };
 
-/**
- * A message as a bulk action's chunk names it. SQLite: `[rowid, id]`, the row reached by its
- * rowid without the id index (its id checked too, since a deleted last row's rowid can be given
- * to a new message). PostgreSQL has no rowid: its id, the primary key, reaches the row.
- */
+/** SQLite: `[rowid, id]` (the id checked too: a deleted last row's rowid can be reused). PostgreSQL: its id. */
 export type MessageKey = [number, string] | string;
 
 const liveProject = 'project_id IN (SELECT id FROM projects WHERE deleted_at IS NULL)';
 
-/** A message an action changed, with where it is (whose live streams hear of it). */
 export interface ChangedMessage {
   id: string;
   project_id: string;
   environment: 'production' | 'sandbox';
 }
 
-/** How many messages an action changed in one project and environment. */
 export interface MessagesChanged {
   project_id: string;
   environment: 'production' | 'sandbox';
   count: number;
 }
 
-/** Adds `changed` to the counts `into` (by project and environment). */
 export function countChanged(into: MessagesChanged[], changed: readonly (ChangedMessage | MessagesChanged)[]): MessagesChanged[] {
   for (const c of changed) {
     const n = 'count' in c ? c.count : 1;
@@ -52,16 +39,9 @@ export function countChanged(into: MessagesChanged[], changed: readonly (Changed
   return into;
 }
 
-/**
- * The one rule of each action, for one message or a chunk of them (ids, or a JSON list of
- * MessageKey; one statement). Returns the messages that changed. Release: queued, or scheduled while its time is
- * ahead; never a message of a deleted project, nor one held by a project that is still paused
- * (resuming the project releases those). Retry: only a message whose next attempt is still
- * ahead moves.
- */
+/** One statement per chunk. Release never frees a message of a deleted project, nor one held by a still-paused project. */
 export async function applyMessageAction(q: Queries, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): Promise<ChangedMessage[]> {
   if ('ids' in messages && messages.ids.length === 0) return [];
-  // A chunk's keys (MessageKey): on PostgreSQL ids, as a list of ids is.
   const ids =
     'ids' in messages || q.dialect === 'postgres'
       ? inJsonArray(q, 'id', '@list')
@@ -86,14 +66,7 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
   return q.all<ChangedMessage>(statement, params);
 }
 
-/**
- * Removes a captured (sandbox) message: its row, its body kept in the store (message_bodies; on
- * PostgreSQL every body, message_body_chunks), attempts, recipient outcomes, Idempotency-Key
- * and events (except one a pending webhook delivery still has to send); the caller runs it in
- * one transaction. Returns its spool file,
- * for the caller to remove after the commit; null when it has none (its body was in the index)
- * or is not captured (or not there).
- */
+/** The caller runs it in one transaction; returns its spool file to remove after the commit (null: none, or not captured). */
 export async function deleteCapturedMessage(q: Queries, id: string): Promise<string | null> {
   const row = await q.get<{ spool_path: string; project_id: string; environment: string; idempotency_key: string | null }>(
     `SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND ${statusIn(removableFrom('delete'))}`,
@@ -108,7 +81,7 @@ export async function deleteCapturedMessage(q: Queries, id: string): Promise<str
   await q.run("DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)", id);
   await q.run('DELETE FROM message_bodies WHERE message_id = ?', id);
   await q.run('DELETE FROM viewer_links WHERE message_id = ?', id);
-  // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from; no spool file.
+  // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from.
   if (q.dialect === 'postgres') await q.run('DELETE FROM message_body_chunks WHERE message_id = ?', id);
   await q.run('DELETE FROM messages WHERE id = ?', id);
   return row.spool_path === BODY_IN_INDEX || q.dialect === 'postgres' ? null : row.spool_path;

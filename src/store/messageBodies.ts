@@ -4,10 +4,7 @@ import { Readable } from 'node:stream';
 import { readBodyChunks } from './postgres/bodyChunks.js';
 import { getValue, type Queries } from './queries.js';
 
-/**
- * The spool_path of a message whose MIME is kept in the index (message_bodies) instead of a
- * spool file: a small message, committed with its row (spool.index_body_max_bytes).
- */
+/** The spool_path of a small message whose MIME is kept in the index (message_bodies) with its row. */
 export const BODY_IN_INDEX = '';
 
 export async function insertMessageBody(q: Queries, messageId: string, mime: Uint8Array): Promise<void> {
@@ -15,19 +12,11 @@ export async function insertMessageBody(q: Queries, messageId: string, mime: Uin
   await q.run('INSERT INTO message_bodies (message_id, mime) VALUES (?, ?)', messageId, Buffer.isBuffer(mime) ? mime : Buffer.from(mime.buffer, mime.byteOffset, mime.byteLength));
 }
 
-/**
- * Where a stored message's MIME is: held in the index, a spool file, or (PostgreSQL) rows of
- * message_body_chunks, read as a stream opened anew for each reader (`open`).
- */
 export type StoredMime = { held: Buffer } | { file: string } | { open: () => Readable };
 
-/**
- * The stored MIME of the message `row`. A row says `BODY_IN_INDEX` only once its body row
- * committed with it, so a missing body row is a broken index, reported as such.
- */
+/** A missing body row for `BODY_IN_INDEX` is a broken index, reported as such. */
 export async function storedMime(q: Queries, spoolRoot: string, row: { id: string; spool_path: string }): Promise<StoredMime> {
-  // On PostgreSQL every body is in message_body_chunks, whatever spool_path says (the acceptance
-  // writes a scratch file's bytes there): streamed piece by piece, never whole in memory.
+  // On PostgreSQL every body is in message_body_chunks, whatever spool_path says.
   if (q.dialect === 'postgres') return { open: () => readBodyChunks(q, row.id) };
   if (row.spool_path !== BODY_IN_INDEX) return { file: path.join(spoolRoot, row.spool_path) };
   const mime = await getValue<Buffer>(q, 'SELECT mime FROM message_bodies WHERE message_id = ?', row.id);
@@ -35,7 +24,6 @@ export async function storedMime(q: Queries, spoolRoot: string, row: { id: strin
   return { held: mime };
 }
 
-/** The stored MIME as a stream: a spool file (or the database's pieces) read as it is consumed, never whole. */
 export function openStoredMime(mime: StoredMime): Readable {
   return 'held' in mime ? Readable.from([mime.held], { objectMode: false }) : 'file' in mime ? createReadStream(mime.file) : mime.open();
 }

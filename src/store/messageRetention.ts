@@ -5,25 +5,14 @@ import { statusIn } from './messages.js';
 
 const DAY_MS = 86_400_000;
 
-/**
- * Removes, in one transaction, up to `limit` finished messages created before their project's
- * retention (`retention_days` of the project, else `defaultRetentionDays`): the row, its
- * body if the index holds it, its attempts, recipient outcomes and viewer links, and its events, except an event a pending webhook delivery
- * still has to send. Returns the spool files of the removed rows that had one: the caller retires them after
- * the commit (a crash between the two leaves files without rows, which start-up removes).
- */
+/** Returns the removed rows' spool files, which the caller retires after the commit (start-up removes any a crash leaves). */
 export async function pruneFinishedMessages(q: Queries, now: number, defaultRetentionDays: number, limit: number): Promise<string[]> {
   return (await pruneFinishedMessageRows(q, now, defaultRetentionDays, limit)).spoolFiles;
 }
 
-/**
- * pruneFinishedMessages, also counting the messages removed: a sweep goes on while chunks come
- * back full, which the files alone cannot tell (a body kept in the index has none; on
- * PostgreSQL no body has one).
- */
+/** Also counts the messages removed: a sweep goes on while chunks come back full, which the files cannot tell. */
 export async function pruneFinishedMessageRows(q: Queries, now: number, defaultRetentionDays: number, limit: number): Promise<{ removed: number; spoolFiles: string[] }> {
   const projects = await q.all<{ id: string; retention_days: number | null }>('SELECT id, retention_days FROM projects');
-  // The (project_id, created_at) index walks only the old rows of each project.
   const due = `SELECT id, spool_path FROM messages WHERE project_id = ? AND created_at < ? AND ${statusIn(removableFrom('retention'))} ORDER BY created_at LIMIT ?`;
   // One statement per table for the whole chunk: the pending-deliveries subquery is built once.
   const listed = (column: string) => inJsonArray(q, column, '?');
@@ -33,9 +22,9 @@ export async function pruneFinishedMessageRows(q: Queries, now: number, defaultR
   const deleteBodies = `DELETE FROM message_bodies WHERE ${listed('message_id')}`;
   const deleteLinks = `DELETE FROM viewer_links WHERE ${listed('message_id')}`;
   const deleteMessages = `DELETE FROM messages WHERE ${listed('id')}`;
-  // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from.
+  // PostgreSQL keeps every body as rows, with no foreign key to cascade from.
   const deleteBodyChunks = q.dialect === 'postgres' ? `DELETE FROM message_body_chunks WHERE ${listed('message_id')}` : null;
-  // Immediate (a transaction takes the write lock at once): the rows read are the rows deleted, with no writer in between.
+  // Immediate: the rows read are the rows deleted, with no writer in between.
   return q.transaction(async (tx) => {
     const rows: { id: string; spool_path: string }[] = [];
     for (const project of projects) {
@@ -52,7 +41,6 @@ export async function pruneFinishedMessageRows(q: Queries, now: number, defaultR
     await tx.run(deleteLinks, idList);
     if (deleteBodyChunks) await tx.run(deleteBodyChunks, idList);
     await tx.run(deleteMessages, idList);
-    // PostgreSQL has no spool files: every body was rows (message_body_chunks), deleted above.
     if (q.dialect === 'postgres') return { removed: rows.length, spoolFiles: [] };
     return { removed: rows.length, spoolFiles: rows.map((r) => r.spool_path).filter((p) => p !== BODY_IN_INDEX) };
   });

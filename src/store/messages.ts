@@ -3,11 +3,7 @@ import type { Queries } from './queries.js';
 
 const KNOWN_STATUSES = new Set<string>(MESSAGE_STATUSES);
 
-/**
- * A guard on `column` naming these statuses (from contract/messageStates.ts, never input),
- * written out as literals: the statements and their plans stay what they were when the lists
- * were typed into them.
- */
+/** Written out as literals (from the transition table, never input): the statements' plans stay what they were. */
 export function statusIn(statuses: readonly MessageStatus[], column = 'status'): string {
   if (statuses.length === 0 || statuses.some((s) => !KNOWN_STATUSES.has(s))) throw new Error(`not a list of statuses: ${statuses.join(', ')}`);
   return statuses.length === 1 ? `${column} = '${statuses[0]}'` : `${column} IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
@@ -23,9 +19,9 @@ export interface MessageRow {
   status: MessageStatus;
   hold_reason: HoldReason;
   from_email: string;
-  /** The From display name, when the message gave one (null before migration 17). */
+  /** null before migration 17. */
   from_name?: string | null;
-  /** JSON `{to, cc, bcc}`: arrays of addresses, the delivery envelope. */
+  /** JSON `{to, cc, bcc}`: the delivery envelope. */
   recipients: string;
   subject: string;
   tags: string;
@@ -45,7 +41,7 @@ export interface MessageRow {
   provider_slug: string | null;
   provider_message_id: string | null;
   last_error: string | null;
-  /** JSON array of the recipients still owed a hand-off after a partial one; null: all. */
+  /** Still owed after a partial hand-off; null: all. */
   pending_recipients: string | null;
 }
 
@@ -74,10 +70,7 @@ export async function listMessages(q: Queries, projectId: string, status: string
   return q.all<MessageRow>('SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', projectId, limit);
 }
 
-/**
- * Moves a message to `to.status` by `cause`, only from a status the transition table lets
- * `cause` leave for it; false when it was in none of them.
- */
+/** Only from a status the transition table lets `cause` leave for it; false otherwise. */
 export async function transitionMessage(
   q: Queries,
   id: string,
@@ -99,7 +92,6 @@ export async function transitionMessage(
   );
 }
 
-/** Messages held only because their project was paused, released when it resumes. */
 export async function projectHeldMessages(q: Queries, projectId: string): Promise<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[]> {
   return q.all<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>>(
     `SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND ${statusIn(fromStatuses('project_resume'))}`,
@@ -111,15 +103,12 @@ export async function messageExists(q: Queries, id: string): Promise<boolean> {
   return (await q.get('SELECT 1 FROM messages WHERE id = ?', id)) !== undefined;
 }
 
-/**
- * Live messages that have spool files, walked row by row: a queue of 100,000 is never loaded.
- * The connection is busy while the walk lasts: its loop must not wait on other I/O.
- */
+/** Walked row by row: a queue of 100,000 is never loaded. Its loop must not wait on other I/O. */
 export function liveMessageFiles(q: Queries): AsyncIterable<Pick<MessageRow, 'id' | 'spool_path'>> {
   return q.iterate<Pick<MessageRow, 'id' | 'spool_path'>>(`SELECT id, spool_path FROM messages WHERE ${statusIn(LIVE_STATUSES)} AND spool_path != ''`);
 }
 
-/** A message whose spool file is gone cannot be sent: failed, never retried. */
+/** Failed, never retried. */
 export async function failForMissingSpoolFile(q: Queries, id: string, now: number): Promise<void> {
   await q.run(`UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ? AND ${statusIn(fromStatuses('spool_file_missing', 'failed'))}`, now, id);
 }

@@ -1,6 +1,6 @@
 import type { Queries } from './queries.js';
 
-/** A listener of a node, as it was bound (port 0 in the config: the port it got). */
+/** Port 0 in the config: the port it got. */
 export interface NodeListener {
   name: string;
   protocol: string;
@@ -8,7 +8,6 @@ export interface NodeListener {
   port: number;
 }
 
-/** A Postern process serving this state: its start, its last heartbeat, its graceful stop. */
 export interface NodeRow {
   id: string;
   version: string;
@@ -16,18 +15,17 @@ export interface NodeRow {
   hostname: string;
   started_at: number;
   last_beat_at: number;
-  /** The node's own node.heartbeat_seconds (nodes of one cluster may differ, e.g. during a rolling change). */
+  /** Nodes of one cluster may differ, e.g. during a rolling change. */
   heartbeat_seconds: number;
   listeners: NodeListener[];
   stopped_at: number | null;
 }
 
-/** A node whose last beat is older than this many heartbeats is missing. */
 export const MISSED_BEATS = 3;
 
 export type NodeState = 'up' | 'missing' | 'stopped';
 
-/** Judged when read: stopped gracefully, else up while it beat within MISSED_BEATS of its own heartbeats, else missing. */
+/** Stopped, else up while it beat within MISSED_BEATS of its own heartbeats, else missing. */
 export function nodeState(row: Pick<NodeRow, 'last_beat_at' | 'stopped_at' | 'heartbeat_seconds'>, now: number): NodeState {
   if (row.stopped_at !== null) return 'stopped';
   return now - row.last_beat_at <= MISSED_BEATS * row.heartbeat_seconds * 1000 ? 'up' : 'missing';
@@ -46,7 +44,7 @@ export async function listNodes(q: Queries): Promise<NodeRow[]> {
   return (await q.all<StoredNodeRow>('SELECT * FROM nodes ORDER BY id')).map(fromStored);
 }
 
-/** A node's row at its start: a node id seen before (a restart) is written over. */
+/** A node id seen before (a restart) is written over. */
 export async function upsertNode(q: Queries, row: Omit<NodeRow, 'stopped_at'>): Promise<void> {
   await q.run(
     `INSERT INTO nodes (id, version, pid, hostname, started_at, last_beat_at, heartbeat_seconds, listeners, stopped_at)
@@ -58,7 +56,7 @@ export async function upsertNode(q: Queries, row: Omit<NodeRow, 'stopped_at'>): 
   );
 }
 
-/** One run of a node: a later process with the same id takes the row over, and the earlier one's writes no longer move it. */
+/** A later process with the same id takes the row over; the earlier one's writes no longer move it. */
 export type NodeRun = Pick<NodeRow, 'id' | 'pid' | 'started_at'>;
 
 export async function recordNodeBeat(q: Queries, run: NodeRun, at: number): Promise<boolean> {
@@ -71,7 +69,6 @@ export async function markNodeStopped(q: Queries, run: NodeRun, at: number): Pro
   );
 }
 
-/** Nodes stopped before `stoppedBefore` are forgotten. */
 export async function pruneStoppedNodes(q: Queries, stoppedBefore: number): Promise<number> {
   return q.run('DELETE FROM nodes WHERE stopped_at IS NOT NULL AND stopped_at < ?', stoppedBefore);
 }

@@ -1,8 +1,4 @@
-/**
- * Where a store's connections are opened, and so where its backend is chosen (store.backend in
- * the config): the SQLite index in the state directory, or the PostgreSQL database several
- * nodes share. Everything opened here answers backendOf (store/backendOf.ts) for its backend.
- */
+/** Where a store's connections are opened, and so where its backend is chosen (store.backend). */
 import type { Logger } from '../log.js';
 import type { AcceptanceGroupStore } from './acceptanceGroups.js';
 import { openDatabase } from './db.js';
@@ -12,24 +8,18 @@ import { openPool, openPoolConnections } from './postgres/pool.js';
 import { postgresQueries } from './postgres/queries.js';
 import { sqliteQueries, type Queries } from './queries.js';
 
-/**
- * Where a node's store is, as plain data a worker thread can be given to open its own
- * connection: the SQLite index in the state directory, or the shared PostgreSQL database.
- */
+/** Plain data a worker thread can be given to open its own connection. */
 export type StoreLocation = { backend: 'sqlite'; stateDir: string } | { backend: 'postgres'; url: string; poolSize: number };
 
-/** Connections to a store: its queries, and how to close them. */
 export interface StoreConnections {
   queries: Queries;
   close(): Promise<void>;
 }
 
-/** The shared database as a node opens it: its queries and its acceptance groups, on one pool kept open. */
 export interface SharedDatabase extends StoreConnections {
   acceptanceGroups: AcceptanceGroupStore;
 }
 
-/** Opens the node's pool, applies the migrations (one node at a time), then opens every connection of the pool. */
 export async function openSharedDatabase(location: Extract<StoreLocation, { backend: 'postgres' }>, logger: Logger, nodeId: string): Promise<SharedDatabase> {
   const pool = openPool(location.url, location.poolSize, logger, { name: nodeId, keepOpen: true });
   try {
@@ -43,16 +33,10 @@ export async function openSharedDatabase(location: Extract<StoreLocation, { back
   return { queries: postgresQueries(pool), acceptanceGroups: postgresAcceptanceGroups(pool), close: () => pool.end() };
 }
 
-/**
- * Connections a worker thread (the webhook dispatcher) or an operator command opens of its own on
- * PostgreSQL (opened as they are needed: a command running one statement at a time uses one).
- */
+/** Opened as needed: a command running one statement at a time uses one. */
 export const THREAD_POOL_SIZE = 4;
 
-/**
- * Connections of their own to the store: a worker thread's, or an operator command's (`migrate`:
- * a command may come before the first start, so it migrates the store as a node would).
- */
+/** A command may come before the first start, so it migrates the store as a node would. */
 export async function openConnections(location: StoreLocation, logger: Logger, name: string, opts: { migrate?: boolean } = {}): Promise<StoreConnections> {
   if (location.backend === 'sqlite') {
     const db = openDatabase(location.stateDir, logger, { migrate: opts.migrate ?? false });

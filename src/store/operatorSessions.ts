@@ -1,6 +1,5 @@
 import { getValue, type Queries } from './queries.js';
 
-/** A console session, found by the SHA-256 of its cookie value. */
 export interface OperatorSessionRow {
   id_hash: Buffer;
   operator_id: string;
@@ -17,10 +16,7 @@ export async function findOperatorSession(q: Queries, idHash: Buffer): Promise<O
   return q.get<OperatorSessionRow>('SELECT * FROM operator_sessions WHERE id_hash = ?', idHash);
 }
 
-/**
- * Records use of a session last seen at `seen`, only if nothing moved it since: a touch read
- * before another node's (or the janitor's) change never writes an older reading over it.
- */
+/** Only if nothing moved it since: a stale reading never overwrites another node's (or the janitor's) change. */
 export async function touchOperatorSession(q: Queries, idHash: Buffer, now: number, seen: number): Promise<void> {
   await q.run('UPDATE operator_sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at = ?', now, idHash, seen);
 }
@@ -29,13 +25,12 @@ export async function deleteOperatorSession(q: Queries, idHash: Buffer): Promise
   return (await q.run('DELETE FROM operator_sessions WHERE id_hash = ?', idHash)) === 1;
 }
 
-/** Signs an operator out everywhere, except the session `keep` (its own, after a password change). */
+/** Except the session `keep` (its own, after a password change). */
 export async function deleteOperatorSessions(q: Queries, operatorId: string, keep: Buffer | null = null): Promise<number> {
   if (keep === null) return q.run('DELETE FROM operator_sessions WHERE operator_id = ?', operatorId);
   return q.run('DELETE FROM operator_sessions WHERE operator_id = ? AND id_hash <> ?', operatorId, keep);
 }
 
-/** Sessions idle since before `seenBefore` are gone for good. */
 export async function pruneOperatorSessions(q: Queries, seenBefore: number): Promise<number> {
   return q.run('DELETE FROM operator_sessions WHERE last_seen_at < ?', seenBefore);
 }
@@ -76,12 +71,10 @@ export async function revokeOperatorToken(q: Queries, id: string, now: number): 
   return (await q.run('UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id)) === 1;
 }
 
-/** Revokes an operator's active tokens (neither revoked nor expired); answers how many. */
 export async function revokeOperatorTokens(q: Queries, operatorId: string, now: number): Promise<number> {
   return q.run('UPDATE operator_tokens SET revoked_at = ? WHERE operator_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)', now, operatorId, now);
 }
 
-/** How many of an operator's tokens still work (neither revoked nor expired). */
 export async function countActiveOperatorTokens(q: Queries, operatorId: string, now: number): Promise<number> {
   return (await getValue<number>(q, 'SELECT COUNT(*) FROM operator_tokens WHERE operator_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)', operatorId, now))!;
 }

@@ -1,14 +1,8 @@
-/**
- * tls.acme's shared state on PostgreSQL (migration 16): the certificate the nodes serve, the last
- * failed order of its name, the ACME account key and the challenges of an order in progress. One
- * SQLite node keeps the certificate and account key in <state_dir>/certs and its challenges in
- * memory (tls/certificateStorage.ts), and leaves these tables empty.
- */
+/** tls.acme's shared state on PostgreSQL; a SQLite node keeps it in <state_dir>/certs and memory and leaves these empty. */
 import { getValue, type Queries } from './queries.js';
 
 export interface TlsCertificateRow {
   name: string;
-  /** A JSON array of the names it covers. */
   domains: string;
   /** The private key, then the chain (PEM). */
   pem: string;
@@ -26,20 +20,14 @@ export interface TlsCertificateOrderRow {
   node_id: string;
 }
 
-/**
- * The advisory lock's class (its first key; an arbitrary constant of Postern's: "PSTC"). Its
- * second is hashtext(name): one lock per certificate name.
- */
+/** The advisory lock's first key ("PSTC"); its second is hashtext(name). */
 export const CERTIFICATE_LOCK_CLASS = 0x50535443;
 
 export function storedTlsCertificate(q: Queries, name: string): Promise<TlsCertificateRow | undefined> {
   return q.get<TlsCertificateRow>('SELECT name, domains, pem, not_before, not_after, obtained_at, obtained_by FROM tls_certificates WHERE name = ?', name);
 }
 
-/**
- * Stores `row` as its name's certificate, unless the stored one lasts longer (a node that was
- * slow to store never replaces a newer one). True when it was written.
- */
+/** Unless the stored one lasts longer: a node slow to store never replaces a newer one. True when written. */
 export async function saveTlsCertificate(q: Queries, row: TlsCertificateRow): Promise<boolean> {
   const changed = await q.run(
     `INSERT INTO tls_certificates (name, domains, pem, not_before, not_after, obtained_at, obtained_by)
@@ -56,7 +44,6 @@ export function lastFailedOrder(q: Queries, name: string): Promise<TlsCertificat
   return q.get<TlsCertificateOrderRow>('SELECT name, failures, failed_at, error, node_id FROM tls_certificate_orders WHERE name = ?', name);
 }
 
-/** One more order of `name` failed (counted from the last success). */
 export async function recordFailedOrder(q: Queries, name: string, error: string, at: number, nodeId: string): Promise<void> {
   await q.run(
     `INSERT INTO tls_certificate_orders (name, failures, failed_at, error, node_id) VALUES (?, 1, ?, ?, ?)
@@ -68,17 +55,11 @@ export async function recordFailedOrder(q: Queries, name: string, error: string,
   );
 }
 
-/** An order of `name` succeeded: the run of failures ends. */
 export async function clearFailedOrders(q: Queries, name: string): Promise<void> {
   await q.run('DELETE FROM tls_certificate_orders WHERE name = ?', name);
 }
 
-/**
- * Runs `work` while holding `name`'s advisory lock: nodes ordering the same certificate take turns,
- * and each finds what the one before it stored. The lock is held by a transaction of its own on
- * one connection (released by its end, or by the connection's loss if the node dies); `work`
- * writes through the pool, so what it stores is visible before the lock is given up.
- */
+/** Nodes ordering the same certificate take turns; `work` writes through the pool, so what it stores is visible before the lock goes. */
 export async function whileHoldingCertificateLock<T>(q: Queries, name: string, work: () => Promise<T>): Promise<T> {
   if (q.dialect !== 'postgres') throw new Error('the certificate lock is a PostgreSQL advisory lock; one SQLite node orders alone');
   return q.transaction(async (tx) => {
@@ -87,10 +68,7 @@ export async function whileHoldingCertificateLock<T>(q: Queries, name: string, w
   });
 }
 
-/**
- * The ACME account key for `directoryUrl`: `candidate` when none is stored yet, else the stored
- * one (nodes racing on an empty table all get the first one written).
- */
+/** Nodes racing on an empty table all get the first one written. */
 export async function acmeAccountKey(q: Queries, directoryUrl: string, candidate: () => Promise<string>, now: number): Promise<string> {
   const stored = await getValue<string>(q, 'SELECT private_key FROM acme_accounts WHERE directory_url = ?', directoryUrl);
   if (stored) return stored;
@@ -121,12 +99,10 @@ export async function removeAcmeChallenge(q: Queries, token: string, now: number
   await q.run('DELETE FROM acme_challenges WHERE token = ? OR expires_at <= ?', token, now);
 }
 
-/** The key authorization answering an HTTP-01 challenge's token, while it lasts. */
 export function httpChallengeAnswer(q: Queries, token: string, now: number): Promise<string | undefined> {
   return getValue<string>(q, "SELECT key_authorization FROM acme_challenges WHERE token = ? AND kind = 'http-01' AND expires_at > ?", token, now);
 }
 
-/** The key authorization of a TLS-ALPN-01 challenge for `domain` (the newest), while it lasts. */
 export function alpnChallengeAnswer(q: Queries, domain: string, now: number): Promise<string | undefined> {
   return getValue<string>(
     q,

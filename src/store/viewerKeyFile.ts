@@ -1,21 +1,12 @@
-/**
- * The public viewer's signing key as a file in the state directory (`viewer.key`, 64 hex
- * digits, 0600): where one SQLite node keeps it (backups hold it too), and where a node upgraded
- * to PostgreSQL finds the key it signed with before (store/postgres/sharedViewerKey.ts).
- */
+/** `viewer.key`: one SQLite node's key, and where a node upgraded to PostgreSQL finds the key it signed with before. */
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { readPrivateFile } from '../platform/privateFiles.js';
 
-/** The key's file in a node's state directory. */
 export const VIEWER_KEY_FILE = 'viewer.key';
 export const VIEWER_KEY_BYTES = 32;
 
-/**
- * The state directory's key: created at first use (0600, never replaced), read afterwards. The
- * server and the CLI both call this; whichever comes first creates it (`wx`: the other reads what
- * the first wrote).
- */
+/** Never replaced; the server and the CLI race with `wx`, the loser reads what the winner wrote. */
 export function fileSecret(file: string): Buffer {
   try {
     const fd = openSync(file, 'wx', 0o600);
@@ -32,10 +23,7 @@ export function fileSecret(file: string): Buffer {
   return readKeyFile(file)!;
 }
 
-/**
- * The key a `viewer.key` file holds, or null when there is none. Whoever knows the key opens every
- * message: a link or another user's file is refused (exit 78), never read (privateFiles.ts).
- */
+/** Whoever knows the key opens every message: a link or another user's file is refused, never read. */
 export function readKeyFile(file: string): Buffer | null {
   const bytes = readPrivateFile(file);
   if (bytes === null) return null;

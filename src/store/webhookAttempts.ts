@@ -1,20 +1,17 @@
 import type { Queries } from './queries.js';
 
-/** One attempt to deliver a webhook, as an endpoint's delivery log shows it. */
 export interface WebhookAttemptRow {
   seq: number;
   delivery_id: string;
   endpoint_id: string;
   type: string;
-  /** 1 for the first attempt of the delivery. */
   attempt: number;
   attempted_at: number;
   ok: number;
   status_code: number | null;
   duration_ms: number | null;
-  /** Why it failed, with the start of the receiver's answer (`HTTP 500: …`); null on success. */
   error: string | null;
-  /** The start of the receiver's answer (its body, up to 1 KiB); null when none came (before migration 17: none kept). */
+  /** Up to 1 KiB; null when none came (before migration 17: none kept). */
   answer?: string | null;
 }
 
@@ -26,10 +23,7 @@ export async function insertWebhookAttempt(q: Queries, row: Omit<WebhookAttemptR
   );
 }
 
-/**
- * An endpoint's attempts, newest first by when each started (they are recorded as they finish:
- * a slow attempt is written after a later quick one); `before` continues a page.
- */
+/** By start (a slow attempt is written after a later quick one); `before` continues a page. */
 export async function listWebhookAttempts(q: Queries, endpointId: string, before: { at: number; seq: number } | null, limit: number): Promise<WebhookAttemptRow[]> {
   return q.all<WebhookAttemptRow>(
     `SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint
@@ -39,12 +33,10 @@ export async function listWebhookAttempts(q: Queries, endpointId: string, before
   );
 }
 
-/** One delivery's attempts, in time order (along its endpoint's log). */
 export async function deliveryAttempts(q: Queries, endpointId: string, deliveryId: string): Promise<WebhookAttemptRow[]> {
   return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = ? AND delivery_id = ? ORDER BY attempted_at, seq', endpointId, deliveryId);
 }
 
-/** Attempts older than `before` go with the finished deliveries they belong to. */
 export async function pruneWebhookAttempts(q: Queries, before: number, limit: number): Promise<number> {
   return q.run('DELETE FROM webhook_attempts WHERE seq IN (SELECT seq FROM webhook_attempts WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)', before, limit);
 }

@@ -1,6 +1,6 @@
 import { getValue, inJsonArray, type Queries } from './queries.js';
 
-/** A registered webhook endpoint (migration 5). Secrets are stored in clear: they must sign. */
+/** Secrets are stored in clear: they must sign. */
 export interface WebhookEndpointRow {
   id: string;
   project_id: string;
@@ -8,7 +8,7 @@ export interface WebhookEndpointRow {
   /** JSON array of event types; null: every type. */
   event_types: string | null;
   secret: string;
-  /** The secret before the last rotation, still signing until `previous_secret_expires_at`. */
+  /** Still signing until `previous_secret_expires_at`. */
   previous_secret: string | null;
   previous_secret_expires_at: number | null;
   /** Only events with a larger `events.seq` are delivered (none from before registration). */
@@ -16,7 +16,6 @@ export interface WebhookEndpointRow {
   created_at: number;
   disabled_at: number | null;
   disabled_reason: string | null;
-  /** First failed attempt since the last successful one; null while healthy. */
   failing_since: number | null;
   last_success_at: number | null;
   last_failure_at: number | null;
@@ -27,27 +26,24 @@ export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
 
 export interface WebhookDeliveryRow {
   seq: number;
-  /** `we.…`: the envelope id and `X-Service-Delivery`, the same on every attempt. */
+  /** The envelope id and `X-Service-Delivery`, the same on every attempt. */
   id: string;
   endpoint_id: string;
-  /** The outbox event delivered; null for `webhook.test`. */
+  /** null for `webhook.test`. */
   event_seq: number | null;
   type: string;
   status: WebhookDeliveryStatus;
-  /** Attempts whose outcome is recorded (an attempt cut short by a crash does not count). */
+  /** Attempts whose outcome is recorded (one cut short by a crash does not count). */
   attempts: number;
-  /** Due time while pending; a claimed delivery's is pushed out by the lease. */
   next_attempt_at: number | null;
   created_at: number;
   last_attempt_at: number | null;
   last_status: number | null;
   last_error: string | null;
   completed_at: number | null;
-  /** The body of a delivery without an outbox event (`webhook.test`); null: built again from its event. */
+  /** Set only for `webhook.test`; null: built again from its event. */
   body?: string | null;
 }
-
-// Endpoints
 
 export async function insertWebhookEndpoint(q: Queries, row: Pick<WebhookEndpointRow, 'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'>): Promise<WebhookEndpointRow> {
   // In one write transaction: every event committed after this one has a larger seq.
@@ -61,7 +57,6 @@ export async function insertWebhookEndpoint(q: Queries, row: Pick<WebhookEndpoin
   });
 }
 
-/** A registered (not removed) endpoint. */
 export async function getWebhookEndpoint(q: Queries, id: string): Promise<WebhookEndpointRow | undefined> {
   return q.get<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ? AND removed_at IS NULL', id);
 }
@@ -70,12 +65,10 @@ export async function listWebhookEndpoints(q: Queries, projectId: string): Promi
   return q.all<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE project_id = ? AND removed_at IS NULL ORDER BY created_at, id', projectId);
 }
 
-/** Every registered endpoint, enabled or not (the dispatcher's view; a short list). */
 export async function registeredWebhookEndpoints(q: Queries): Promise<WebhookEndpointRow[]> {
   return q.all<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE removed_at IS NULL');
 }
 
-/** Removes an endpoint; its pending deliveries end `failed` (`endpoint removed`). */
 export async function removeWebhookEndpoint(q: Queries, id: string, now: number): Promise<{ removed: boolean; cancelled: number }> {
   return q.transaction(async (tx) => {
     const removed = (await tx.run('UPDATE webhook_endpoints SET removed_at = ? WHERE id = ? AND removed_at IS NULL', now, id)) > 0;
@@ -89,7 +82,7 @@ export async function removeWebhookEndpoint(q: Queries, id: string, now: number)
   });
 }
 
-/** The new secret signs from now on; the old one keeps signing (second `v1`) until `previousExpiresAt`. */
+/** The old secret keeps signing (second `v1`) until `previousExpiresAt`. */
 export async function rotateWebhookSecret(q: Queries, id: string, secret: string, previousExpiresAt: number | null): Promise<boolean> {
   return (
     (await q.run(
@@ -103,11 +96,7 @@ export async function rotateWebhookSecret(q: Queries, id: string, secret: string
   );
 }
 
-/**
- * Re-enables an endpoint: its failure run starts over and every pending delivery is due now
- * (the operator has just fixed the receiver). Returns how many deliveries resume, or null when
- * there is no such endpoint.
- */
+/** Its failure run starts over and every pending delivery is due now; how many, or null when there is no such endpoint. */
 export async function enableWebhookEndpoint(q: Queries, id: string, now: number): Promise<number | null> {
   return q.transaction(async (tx) => {
     const found = (await tx.run('UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE id = ? AND removed_at IS NULL', id)) > 0;
@@ -123,8 +112,6 @@ export async function deliveryCounts(q: Queries, endpointId: string): Promise<{ 
   return { pending, failed };
 }
 
-// Fan-out: the cursor over events.seq
-
 export async function webhookCursor(q: Queries): Promise<number> {
   return (await getValue<number>(q, 'SELECT event_seq FROM webhook_cursor WHERE id = 1'))!;
 }
@@ -139,7 +126,6 @@ export interface OutboxEventHead {
   type: string;
 }
 
-/** The next events after `afterSeq`, oldest first, without their data. */
 export async function eventsAfter(q: Queries, afterSeq: number, limit: number): Promise<OutboxEventHead[]> {
   return q.all<OutboxEventHead>('SELECT seq, project_id, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?', afterSeq, limit);
 }
@@ -176,20 +162,13 @@ export function newPendingDelivery(id: string, endpointId: string, event: Outbox
   };
 }
 
-// Claims and outcomes
-
-/** Whether the endpoint has a pending delivery due by `now` (an index probe). */
 export async function hasDueDelivery(q: Queries, endpointId: string, now: number): Promise<boolean> {
   return (await q.get("SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ? LIMIT 1", endpointId, now)) !== undefined;
 }
 
 export type ClaimedDelivery = Pick<WebhookDeliveryRow, 'seq' | 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'attempts'>;
 
-/**
- * Claims up to `limit` due deliveries of one endpoint, oldest due first, by moving their due
- * time to the end of the lease: a crash before the outcome is recorded makes them due again
- * then (at-least-once), and nothing else claims them meanwhile.
- */
+/** Claimed by moving the due time to the lease's end: a crash makes them due again then (at-least-once). */
 export async function claimDueDeliveries(q: Queries, endpointId: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
   return q.all<ClaimedDelivery>(
     `UPDATE webhook_deliveries SET next_attempt_at = @lease
@@ -211,7 +190,7 @@ export async function outboxEvent(q: Queries, seq: number): Promise<OutboxEvent 
   return q.get<OutboxEvent>('SELECT type, created_at, data FROM events WHERE seq = ?', seq);
 }
 
-/** Several events by seq in one read (one statement instead of one per delivery). Missing ones are absent. */
+/** One statement instead of one per delivery. Missing ones are absent. */
 export async function outboxEvents(q: Queries, seqs: number[]): Promise<Map<number, OutboxEvent>> {
   const rows = await q.all<OutboxEvent & { seq: number }>(`SELECT seq, type, created_at, data FROM events WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`, JSON.stringify(seqs));
   return new Map(rows.map(({ seq, ...event }) => [seq, event]));
@@ -235,7 +214,6 @@ export async function recordDelivered(q: Queries, a: AttemptRecord): Promise<boo
   );
 }
 
-/** A failed attempt: due again at `nextAttemptAt`, or, with null, failed for good. */
 export async function recordAttemptFailed(q: Queries, a: AttemptRecord, nextAttemptAt: number | null): Promise<boolean> {
   return (
     (await q.run(
@@ -249,15 +227,11 @@ export async function recordAttemptFailed(q: Queries, a: AttemptRecord, nextAtte
   );
 }
 
-/** A delivery outcome for the endpoint's health: success clears the failure run. */
 export async function markEndpointSuccess(q: Queries, endpointId: string, at: number): Promise<void> {
   await q.run('UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = CASE WHEN last_success_at > @at THEN last_success_at ELSE @at END WHERE id = @id', { id: endpointId, at });
 }
 
-/**
- * A failed attempt for the endpoint's health. When its failure run has lasted `disableAfterMs`
- * the endpoint is disabled; returns the reason recorded then (once), else null.
- */
+/** Disables the endpoint once its failure run has lasted `disableAfterMs`; the reason recorded then (once), else null. */
 export async function markEndpointFailure(q: Queries, endpointId: string, at: number, disableAfterMs: number, reason: (failingSince: number) => string): Promise<string | null> {
   await q.run(
     'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, @at), last_failure_at = CASE WHEN last_failure_at > @at THEN last_failure_at ELSE @at END WHERE id = @id',
@@ -270,16 +244,11 @@ export async function markEndpointFailure(q: Queries, endpointId: string, at: nu
   return text;
 }
 
-/** Deletes finished deliveries completed before `before`, at most `limit` at a time. */
 export async function pruneWebhookDeliveries(q: Queries, before: number, limit: number): Promise<number> {
   return q.run("DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < ? LIMIT ?)", before, limit);
 }
 
-/**
- * A finished delivery sent once more by hand (the console's redeliver): one more attempt on its
- * record; delivered once it got through (a failed one that now did), never back to pending.
- * False when it is pending (the dispatcher's) or gone.
- */
+/** The console's redeliver: one more attempt on a finished delivery's record, never back to pending. False when pending or gone. */
 export async function recordRedelivery(q: Queries, id: string, a: { at: number; ok: boolean; status: number | null; error: string | null }): Promise<number | null> {
   const row = await q.get<{ attempts: number }>("SELECT attempts FROM webhook_deliveries WHERE id = ? AND status <> 'pending'", id);
   if (!row) return null;

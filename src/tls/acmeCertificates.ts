@@ -1,12 +1,4 @@
-/**
- * tls.acme: the certificate the listeners with `acme: true` serve. At start it is the stored one
- * (certificateStorage.ts), or a self-signed placeholder while the first is ordered; it is renewed
- * once two thirds of its life have passed (by the injectable clock) and swapped in place
- * (ServedCertificate: sessions in progress keep theirs). A failed order is logged, counted
- * (postern_certificate_order_failures_total) and retried on a backoff; the certificate served so
- * far is kept until it expires. On PostgreSQL one node orders at a time and every node serves
- * what was stored.
- */
+/** tls.acme: the certificate `acme: true` listeners serve, renewed at two thirds of its life (docs/tls.md#automatic-certificates-tlsacme). */
 import acme from 'acme-client';
 import { generate } from 'selfsigned';
 import type { Clock } from '../clock.js';
@@ -21,33 +13,26 @@ import { ServedCertificate } from './servedCertificate.js';
 
 export type AcmeSettings = NonNullable<PosternConfig['tls']['acme']>;
 
-/** What one check did. */
 export type AcmeCheck =
-  /** The served certificate is not due for renewal. */
   | 'fresh'
   /** A certificate another node (or an earlier run) stored was taken up. */
   | 'adopted'
-  /** A new certificate was ordered, stored and is served. */
   | 'obtained'
   /** Due, but an order failed lately: waiting out the backoff. */
   | 'waiting'
-  /** The order failed (logged and counted); the served certificate is kept. */
   | 'failed';
 
-/** The first retry after a failed order; each further failure doubles it, up to RETRY_MAX_MS. */
+/** Each further failure doubles it, up to RETRY_MAX_MS. */
 export const RETRY_MIN_MS = 5 * 60_000;
 export const RETRY_MAX_MS = 6 * 3_600_000;
-/** A check runs at least this often (the clock may be moved; another node may have renewed). */
+/** The clock may be moved, or another node may have renewed. */
 const CHECK_EVERY_MS = 3_600_000;
-/** How long stop() waits for an order in progress. */
 const STOP_WAIT_MS = 10_000;
 
-/** The wait after `failures` failed orders in a row. */
 export function retryDelay(failures: number): number {
   return Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.max(0, failures - 1));
 }
 
-/** When `pair` is due: two thirds of the way from its notBefore to its notAfter. */
 export function renewalTime(pair: CertificatePair): number {
   return pair.notBefore + Math.floor(((pair.notAfter - pair.notBefore) * 2) / 3);
 }
@@ -71,7 +56,6 @@ export class AcmeCertificates {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private retryAt = 0;
-  /** When this node last obtained a certificate (its clock): the next order waits RETRY_MIN_MS at least. */
   private obtainedAt = Number.NEGATIVE_INFINITY;
   private error: string | null = null;
 
@@ -85,10 +69,7 @@ export class AcmeCertificates {
     this.challenges = new AcmeChallenges(deps.clock, deps.storage.sharedChallenges);
   }
 
-  /**
-   * Reads the stored certificate (a placeholder when there is none, it names other domains or it
-   * has expired); nothing is ordered before start(), once the listeners that answer the CA are up.
-   */
+  /** Nothing is ordered before start(), once the listeners that answer the CA are up. */
   static async open(deps: AcmeDeps): Promise<AcmeCertificates> {
     const { settings, storage, clock, logger } = deps;
     configureAcmeHttp(settings.directory_ca, logger);
@@ -97,8 +78,7 @@ export class AcmeCertificates {
     try {
       stored = await storage.load(name);
     } catch (err) {
-      // A stored pair that does not parse is replaced; a refused file (a link, another user's)
-      // or a database that does not answer stops the start, as everywhere else.
+      // A pair that does not parse is replaced; a refused file or an unanswering database stops the start.
       if (!(err instanceof CertificatePairError)) throw err;
       logger.warn({ certificate: name, error: err.message }, 'the stored ACME certificate does not load: a new one is ordered');
     }
@@ -109,20 +89,15 @@ export class AcmeCertificates {
     return new AcmeCertificates(deps, served);
   }
 
-  /** Starts checking: at once (ordering the first certificate when there is none), then on schedule. */
   start(): void {
     void this.check();
   }
 
-  /** The last order's failure, while no order has succeeded since. */
   get lastError(): string | null {
     return this.error;
   }
 
-  /**
-   * One check: take up a newer stored certificate (another node's), and order one when the served
-   * certificate is due and no backoff is running. Concurrent calls share one check.
-   */
+  /** Concurrent calls share one check. */
   check(): Promise<AcmeCheck> {
     if (this.stopped) return Promise.resolve('fresh');
     this.running ??= this.runCheck().finally(() => {
@@ -142,11 +117,9 @@ export class AcmeCertificates {
     }
   }
 
-  /** When the served certificate is due: at once for a placeholder, else its renewal time (never within RETRY_MIN_MS of this node's last order). */
   private dueAt(): number {
     if (this.certificate.placeholder) return Number.NEGATIVE_INFINITY;
-    // A certificate due the moment it is issued (a clock far ahead of the CA's) is not ordered
-    // again and again: the log line of the order says when it is due.
+    // A certificate due the moment it is issued (a clock far ahead of the CA's) is not ordered again and again.
     return Math.max(renewalTime(this.certificate.pair), this.obtainedAt + RETRY_MIN_MS);
   }
 
@@ -202,7 +175,6 @@ export class AcmeCertificates {
     return 'failed';
   }
 
-  /** Whether the last failed order (this node's or, on PostgreSQL, any node's) is too recent to try again. */
   private async backingOff(): Promise<boolean> {
     const run = await this.storage.failedOrders(this.name);
     if (!run) return false;
@@ -211,7 +183,6 @@ export class AcmeCertificates {
     return this.clock.now() < this.retryAt;
   }
 
-  /** Serves the stored certificate when it is newer than the served one (and names the same domains). */
   private async adoptStored(): Promise<boolean> {
     if (!this.storage.sharedChallenges) return false;
     const stored = await this.storage.load(this.name);
@@ -241,7 +212,6 @@ export class AcmeCertificates {
   }
 }
 
-/** What the listeners serve until the first certificate arrives: self-signed, for the domains, in memory only. */
 async function placeholder(domains: readonly string[], now: number): Promise<CertificatePair> {
   const pems = await generate([{ name: 'commonName', value: domains[0] }], {
     keyType: 'ec',

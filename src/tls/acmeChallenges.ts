@@ -1,11 +1,4 @@
-/**
- * The answers to the ACME challenges of an order in progress: HTTP-01 (a token's key
- * authorization at /.well-known/acme-challenge/<token>, on the plain listener) and TLS-ALPN-01
- * (a self-signed certificate holding the key authorization's digest, for a handshake that asks
- * for the `acme-tls/1` protocol, on the HTTPS listeners; RFC 8737). The ordering node keeps them
- * in memory; on PostgreSQL they are also rows, so a node the CA's validation reaches that did not
- * place the order answers too.
- */
+/** The answers to an order's HTTP-01 and TLS-ALPN-01 challenges; on PostgreSQL also rows, so any node the CA reaches answers. */
 import { createSecureContext, type SecureContext } from 'node:tls';
 import acme from 'acme-client';
 import type { Clock } from '../clock.js';
@@ -20,7 +13,6 @@ export interface ChallengeAnswer {
   expiresAt: number;
 }
 
-/** Challenges every node can read (PostgreSQL): written by the ordering node. */
 export interface SharedChallenges {
   put(answer: ChallengeAnswer): Promise<void>;
   remove(token: string, now: number): Promise<void>;
@@ -28,7 +20,7 @@ export interface SharedChallenges {
   alpnAnswer(domain: string, now: number): Promise<string | undefined>;
 }
 
-/** How long a challenge is answered at most (an order that hangs does not leave one behind for ever). */
+/** An order that hangs does not leave one behind for ever. */
 const CHALLENGE_LIFETIME_MS = 10 * 60_000;
 /** A token is base64url (RFC 8555 §8.1): anything else is not looked up. */
 const TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -36,7 +28,6 @@ const TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 export class AcmeChallenges {
   private readonly http = new Map<string, ChallengeAnswer>();
   private readonly alpn = new Map<string, ChallengeAnswer>();
-  /** Contexts built for a key authorization (any node may be asked for it several times). */
   private readonly contexts = new Map<string, Promise<SecureContext>>();
   private challengeKey: Promise<Buffer> | null = null;
 
@@ -57,7 +48,6 @@ export class AcmeChallenges {
     await this.shared?.remove(answer.token, this.clock.now());
   }
 
-  /** The body answering GET /.well-known/acme-challenge/<token>, or null. */
   async httpAnswer(token: string): Promise<string | null> {
     if (!TOKEN.test(token)) return null;
     const now = this.clock.now();
@@ -66,7 +56,6 @@ export class AcmeChallenges {
     return (await this.shared?.httpAnswer(token, now)) ?? null;
   }
 
-  /** The TLS-ALPN-01 certificate for a handshake to `domain` that asked for acme-tls/1, or null. */
   async alpnContext(domain: string): Promise<SecureContext | null> {
     const now = this.clock.now();
     const local = this.alpn.get(domain);
@@ -85,8 +74,7 @@ export class AcmeChallenges {
   }
 
   private async buildAlpnContext(domain: string, keyAuthorization: string): Promise<SecureContext> {
-    // One P-256 key for every challenge certificate of the process: it proves nothing itself
-    // (the digest in the certificate does), and an RSA key costs a noticeable pause per order.
+    // One P-256 key for every challenge certificate: it proves nothing itself, and an RSA key costs a pause per order.
     this.challengeKey ??= acme.crypto.createPrivateEcdsaKey();
     const key = await this.challengeKey;
     const authorization = { url: '', identifier: { type: 'dns', value: domain }, status: 'pending' as const, challenges: [] };

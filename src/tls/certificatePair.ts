@@ -1,37 +1,25 @@
-/**
- * A certificate chain and its private key, as every listener serves them: checked that they
- * belong together, with the leaf's validity and names read once.
- */
+/** A chain and its key, checked to belong together, with the leaf's validity and names read once. */
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 
 export interface CertificatePair {
-  /** The chain, leaf first (PEM). */
   cert: Buffer;
-  /** The leaf's private key (PEM). */
   key: Buffer;
-  /** The leaf's validity, in milliseconds since the epoch. */
   notBefore: number;
   notAfter: number;
-  /** The DNS names of its subjectAltName, lower-cased. */
+  /** subjectAltName's, lower-cased. */
   names: string[];
-  /** Hexadecimal, as `openssl x509 -serial` prints it. */
+  /** As `openssl x509 -serial` prints it. */
   serial: string;
 }
 
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n[\s\S]*?\r?\n-----END \1-----/g;
 
-/** The PEM blocks of `text`, with their labels ("CERTIFICATE", "PRIVATE KEY", "RSA PRIVATE KEY", …). */
 export function pemBlocks(text: string): { label: string; pem: string }[] {
   return [...text.matchAll(PEM_BLOCK)].map((m) => ({ label: m[1]!, pem: `${m[0]}\n` }));
 }
 
-/** A problem with a pair, naming where it came from. */
 export class CertificatePairError extends Error {}
 
-/**
- * Checks `cert` (a chain, leaf first) and `key` and reads the leaf: refused when either is not
- * PEM, or the key is not the leaf's.
- */
 export function certificatePair(cert: Buffer | string, key: Buffer | string, source: string): CertificatePair {
   const chain = pemBlocks(cert.toString()).filter((b) => b.label === 'CERTIFICATE');
   if (chain.length === 0) throw new CertificatePairError(`${source}: no PEM certificate (-----BEGIN CERTIFICATE-----) found`);
@@ -65,12 +53,11 @@ function dnsNames(leaf: X509Certificate): string[] {
     .map((entry) => entry.slice(4).toLowerCase());
 }
 
-/** The pair as one file: the key, then the chain (one write replaces both together). */
+/** The key, then the chain: one write replaces both together. */
 export function combinedPem(pair: Pick<CertificatePair, 'cert' | 'key'>): string {
   return `${pair.key.toString().trimEnd()}\n${pair.cert.toString().trimEnd()}\n`;
 }
 
-/** A pair written by combinedPem, read back and checked. */
 export function fromCombinedPem(text: string, source: string): CertificatePair {
   const blocks = pemBlocks(text);
   const key = blocks.find((b) => b.label.endsWith('PRIVATE KEY'));
@@ -85,7 +72,6 @@ export function fromCombinedPem(text: string, source: string): CertificatePair {
   );
 }
 
-/** Whether the pair covers exactly `domains` (in any order). */
 export function coversExactly(pair: CertificatePair, domains: readonly string[]): boolean {
   const have = new Set(pair.names);
   return have.size === new Set(domains).size && domains.every((d) => have.has(d.toLowerCase()));

@@ -1,11 +1,4 @@
-/**
- * Where tls.acme keeps what it obtained. One SQLite node: `<state_dir>/certs/acme-<name>.pem`
- * (the key, then the chain, 0600) and `certs/acme-account.key` (0600), through the state
- * directory's private-file rules (no link followed, Postern's own files only); its challenges and
- * its run of failed orders in memory. Several nodes on PostgreSQL: the rows of migration 16, so
- * every node serves the one certificate, one node orders at a time (an advisory lock), and a
- * failed order makes every node wait out the same backoff.
- */
+/** Where tls.acme keeps what it obtained: the state directory (one node) or PostgreSQL's rows, shared by every node. */
 import path from 'node:path';
 import type { Queries } from '../store/queries.js';
 import {
@@ -25,7 +18,6 @@ import { ensurePrivateSubdirectory, readPrivateFile, replacePrivateFile } from '
 import type { SharedChallenges } from './acmeChallenges.js';
 import { combinedPem, fromCombinedPem, type CertificatePair } from './certificatePair.js';
 
-/** A run of failed orders of one certificate name. */
 export interface FailedOrders {
   failures: number;
   failedAt: number;
@@ -33,29 +25,25 @@ export interface FailedOrders {
 }
 
 export interface CertificateStorage {
-  /** Where it is kept, for logs and errors. */
   readonly where: string;
-  /** The stored certificate of `name`; null when there is none. Throws when it cannot be read. */
+  /** null when there is none. Throws when it cannot be read. */
   load(name: string): Promise<CertificatePair | null>;
   save(name: string, domains: readonly string[], pair: CertificatePair, now: number): Promise<void>;
-  /** The account key for the directory: created (by `create`) and stored the first time. */
   accountKey(directoryUrl: string, create: () => Promise<string>, now: number): Promise<string>;
-  /** Runs `work` as the only one ordering `name` (on PostgreSQL: across the nodes). */
+  /** On PostgreSQL: across the nodes. */
   exclusively<T>(name: string, work: () => Promise<T>): Promise<T>;
   failedOrders(name: string): Promise<FailedOrders | null>;
   recordFailure(name: string, error: string, now: number): Promise<void>;
   clearFailures(name: string): Promise<void>;
-  /** Challenges the other nodes can answer; null: only this node answers. */
+  /** null: only this node answers. */
   readonly sharedChallenges: SharedChallenges | null;
 }
 
-/** A name as part of a file name: the domain itself (lower-case letters, digits, dots, hyphens). */
 function fileSafe(name: string): string {
   if (!/^[a-z0-9][a-z0-9.-]*$/.test(name)) throw new Error(`certificate name ${JSON.stringify(name)} is not a domain name`);
   return name;
 }
 
-/** One node's certificates, in its state directory. */
 export class StateDirectoryCertificates implements CertificateStorage {
   private readonly dir: string;
   private readonly failures = new Map<string, FailedOrders>();
@@ -117,7 +105,6 @@ export class StateDirectoryCertificates implements CertificateStorage {
   }
 }
 
-/** The nodes' certificates, in the shared PostgreSQL database. */
 export class DatabaseCertificates implements CertificateStorage {
   readonly where = 'the database (tls_certificates)';
   readonly sharedChallenges: SharedChallenges;

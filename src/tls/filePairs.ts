@@ -1,9 +1,4 @@
-/**
- * Certificates read from files: an HTTP or console listener's `cert`/`key`, and the SMTP
- * listeners' smtp.tls pair, else `<state_dir>/certs/postern.{crt,key}`, generated self-signed on
- * first start (clients relaying to a private gateway commonly pin or skip verification; replace
- * it with a real pair, or tls.acme, for anything public). SIGHUP reads each pair again.
- */
+/** Certificates read from files (docs/tls.md); SMTP's falls back to a self-signed pair made in the state directory. SIGHUP re-reads each. */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,17 +9,14 @@ import { ensurePrivateSubdirectory, readOwnFile, readPrivateFile, writePrivateFi
 import { certificatePair } from './certificatePair.js';
 import { ServedCertificate } from './servedCertificate.js';
 
-/** The name smtp.tls's pair has on /metrics (postern_certificate_expiry_seconds). */
 export const SMTP_CERTIFICATE_NAME = 'smtp.tls';
 
 interface PairPaths {
   certPath: string;
   keyPath: string;
-  /** The state directory's self-signed pair (read with its checks), not one the config names. */
   inStateDir: boolean;
 }
 
-/** A served certificate whose pair lives in two files. */
 export class FileCertificate {
   constructor(
     readonly certificate: ServedCertificate,
@@ -39,7 +31,7 @@ export class FileCertificate {
     return this.paths.keyPath;
   }
 
-  /** Reads the pair again (SIGHUP) and serves it; a pair that does not load changes nothing and throws. */
+  /** A pair that does not load changes nothing and throws. */
   reload(): void {
     this.certificate.replace(readPair(this.paths));
   }
@@ -55,14 +47,12 @@ function readPair(paths: PairPaths) {
   return certificatePair(readFileSync(paths.certPath), readFileSync(paths.keyPath), source);
 }
 
-/** An HTTP or console listener's own pair (the config names both files). */
 export function listenerCertificate(listener: { name: string; cert: string | null; key: string | null }): FileCertificate {
   if (!listener.cert || !listener.key) throw new Error(`listener ${listener.name} has no cert and key`);
   const paths = { certPath: listener.cert, keyPath: listener.key, inStateDir: false };
   return new FileCertificate(new ServedCertificate(listener.name, readPair(paths)), paths);
 }
 
-/** The SMTP listeners' pair: smtp.tls, else the state directory's self-signed one (made on first start). */
 export async function smtpCertificate(config: Pick<PosternConfig, 'smtp' | 'state_dir'>, logger: Logger): Promise<FileCertificate> {
   const configured = config.smtp.tls;
   if (configured.cert || configured.key) {
@@ -89,10 +79,10 @@ export async function smtpCertificate(config: Pick<PosternConfig, 'smtp' | 'stat
   return new FileCertificate(new ServedCertificate(SMTP_CERTIFICATE_NAME, readPair(paths)), paths);
 }
 
-/** The state directory's pair, checked (the key tightened to 0600); null when either is missing. */
+/** The key tightened to 0600; null when either is missing. */
 function readStatePair(paths: { certPath: string; keyPath: string }): { cert: Buffer; key: Buffer } | null {
   const key = readPrivateFile(paths.keyPath);
-  // The certificate is public (0644), but checked the same way: no link, Postern's own file.
+  // Public (0644), but checked the same way: no link, Postern's own file.
   const cert = readOwnFile(paths.certPath);
   return key && cert ? { cert, key } : null;
 }

@@ -1,9 +1,4 @@
-/**
- * An HTTP listener's server: plain HTTP, or HTTPS serving a ServedCertificate (HTTP/1.1 over
- * TLS 1.2 or later) that is swapped in place when it is renewed or reloaded, and, where ACME's
- * TLS-ALPN-01 challenge is used, answering a handshake that asks for `acme-tls/1` with the
- * challenge's certificate (RFC 8737).
- */
+/** An HTTP listener's server: plain, or HTTPS with a certificate swapped in place, answering ACME TLS-ALPN-01 (RFC 8737). */
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContext, TLSSocket } from 'node:tls';
@@ -12,13 +7,12 @@ import { HTTPS_MIN_VERSION, type ServedCertificate } from './servedCertificate.j
 
 export interface ListenerTls {
   certificate: ServedCertificate;
-  /** TLS-ALPN-01 answers (tls.acme with that challenge, on a listener serving its certificate). */
   challenges?: AcmeChallenges | null;
 }
 
 export const ACME_TLS_PROTOCOL = 'acme-tls/1';
 
-/** What a handshake has shown so far (ALPN and SNI are each seen once, in either order). */
+/** ALPN and SNI are each seen once, in either order. */
 interface HandshakeMarks {
   acmeTls?: boolean;
   certificateChosen?: boolean;
@@ -34,10 +28,7 @@ function marksOf(socket: TLSSocket): HandshakeMarks {
   return m;
 }
 
-/**
- * Node's server; `tls` null: plain HTTP. With TLS, new handshakes get the certificate served at
- * that moment; a connection keeps the one it started with.
- */
+/** A connection keeps the certificate it started with. */
 export function createListenerServer(options: ServerOptions, onRequest: (req: IncomingMessage, res: ServerResponse) => void, tls: ListenerTls | null): Server {
   if (!tls) return createServer(options, onRequest);
   const { certificate, challenges } = tls;
@@ -47,9 +38,7 @@ export function createListenerServer(options: ServerOptions, onRequest: (req: In
       cert: certificate.pair.cert,
       key: certificate.pair.key,
       minVersion: HTTPS_MIN_VERSION,
-      // A TLS 1.3 handshake offers its protocols (ALPNCallback) before the certificate is chosen
-      // (SNICallback); under TLS 1.2 the certificate comes first, and acme-tls/1 is then refused
-      // (the challenge's certificate can no longer be shown). ACME validators use TLS 1.3.
+      // TLS 1.3 offers ALPN before the certificate is chosen (SNI); under TLS 1.2 acme-tls/1 is refused. ACME validators use TLS 1.3.
       ALPNCallback(this: TLSSocket, { protocols }: { servername: string; protocols: string[] }): string | undefined {
         const m = marksOf(this);
         if (challenges && protocols.includes(ACME_TLS_PROTOCOL)) {
@@ -80,6 +69,5 @@ export function createListenerServer(options: ServerOptions, onRequest: (req: In
   server.prependListener('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol === ACME_TLS_PROTOCOL) socket.destroy();
   });
-  // https.Server is an http.Server for every purpose here (requests, timeouts, close).
   return server as unknown as Server;
 }

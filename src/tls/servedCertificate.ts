@@ -1,12 +1,9 @@
-/**
- * The certificate one or more listeners serve, replaced in place (a renewal, SIGHUP): new
- * handshakes get the new one, connections already open keep the one they started with.
- */
+/** Replaced in place: new handshakes get the new one, open connections keep theirs. */
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { setCertificateExpiry } from '../platform/metrics.js';
 import type { CertificatePair } from './certificatePair.js';
 
-/** TLS 1.2 or later on every HTTPS listener (SMTP listeners keep smtp-server's floor for old clients). */
+/** SMTP listeners keep smtp-server's floor for old clients. */
 export const HTTPS_MIN_VERSION = 'TLSv1.2' as const;
 
 export type CertificateWatcher = (pair: CertificatePair) => void;
@@ -17,10 +14,7 @@ export class ServedCertificate {
   private isPlaceholder: boolean;
   private readonly watchers: CertificateWatcher[] = [];
 
-  /**
-   * `name` labels it on /metrics. A placeholder (a self-signed pair served until the first real
-   * one arrives) counts as no certificate: /readyz fails and no expiry is exported.
-   */
+  /** A placeholder counts as no certificate: /readyz fails and no expiry is exported. */
   constructor(
     readonly name: string,
     pair: CertificatePair,
@@ -36,7 +30,6 @@ export class ServedCertificate {
     return this.current;
   }
 
-  /** The context new HTTPS handshakes get. */
   get context(): SecureContext {
     return this.secureContext;
   }
@@ -45,12 +38,10 @@ export class ServedCertificate {
     return this.isPlaceholder;
   }
 
-  /** Whether clients get a real certificate that has not expired at `now`. */
   validAt(now: number): boolean {
     return !this.isPlaceholder && now < this.current.notAfter;
   }
 
-  /** Serves `pair` from the next handshake on; every watcher (an SMTP listener's context) is told. */
   replace(pair: CertificatePair): void {
     const context = contextOf(pair);
     this.current = pair;

@@ -1,11 +1,4 @@
-/**
- * A message's HTML (or its text) as a document of its own, served with a policy that keeps it
- * inert wherever it is framed: no scripts (CSP `sandbox` without `allow-scripts`, so an opaque
- * origin too), no plugins, no forms, nothing fetched from the network unless remote images are
- * asked for. The console preview and the public viewer both serve it this way. The message's own
- * inline images (`cid:` references) are served from its parts on the same origin, so they show
- * while remote images stay blocked.
- */
+/** A message's body as a document kept inert wherever it is framed (CSP sandbox: no scripts, forms or remote fetches unless asked). */
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -28,14 +21,11 @@ export function bodyPolicy(remoteImages: boolean): string {
 const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => escapes[c]);
 
-/** A part of the message its HTML can name as `cid:<content id>`. */
 export type InlinePart = Pick<AttachmentInfo, 'index'> & { content_id: string };
 
-/** The parts of a message that have a Content-ID (inline images, mostly). */
 export const inlinePartsOf = (attachments: readonly AttachmentInfo[]): InlinePart[] =>
   attachments.flatMap((a) => (a.content_id ? [{ index: a.index, content_id: a.content_id }] : []));
 
-/** A `cid:` reference in an attribute value (`src=`, `background=`) or a CSS `url(…)`. */
 const CID_REFERENCE = /(=\s*["']?|url\(\s*["']?)cid:([^"'\s)>]+)/gi;
 
 function decoded(value: string): string {
@@ -46,12 +36,7 @@ function decoded(value: string): string {
   }
 }
 
-/**
- * The HTML with each `cid:` reference to one of the message's own parts replaced by
- * `partUrl(index)` (RFC 2392: the URL is the part's Content-ID, percent-encoded; compared as
- * written, then ignoring case). A reference to no part of the message is left as it is, and
- * loads nothing. `partUrl` must give a URL with no quote, space or `>`.
- */
+/** RFC 2392; a reference to no part is left as it is and loads nothing. `partUrl` must give a URL with no quote, space or `>`. */
 export function withInlineParts(html: string, parts: readonly InlinePart[], partUrl: (index: number) => string): string {
   if (parts.length === 0) return html;
   const exact = new Map(parts.map((p) => [p.content_id, p.index]));
@@ -63,15 +48,10 @@ export function withInlineParts(html: string, parts: readonly InlinePart[], part
   });
 }
 
-/** The text body as a document: escaped, wrapped as written. */
 function textDocument(text: string): string {
   return `<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><pre style="white-space:pre-wrap;font:14px/1.5 ui-monospace,monospace;margin:12px">${escapeHtml(text)}</pre></body></html>`;
 }
 
-/**
- * Writes the body document (HTML if the message has one, else its text) with its policy; the
- * HTML's `cid:` references to `parts` point at `partUrl(index)`.
- */
 export function sendBodyDocument(
   res: ServerResponse,
   content: { html: string | null; text: string | null },
@@ -90,13 +70,10 @@ export function sendBodyDocument(
   res.end(body);
 }
 
-/** A plain `type/subtype` content type, else application/octet-stream (never a header injection, never sniffed). */
+/** Never a header injection, never sniffed. */
 export const safeContentType = (type: string): string => (/^[\w.+-]+\/[\w.+-]+$/.test(type) ? type : 'application/octet-stream');
 
-/**
- * One inline part's bytes, for an `<img>` of the body document: its own content type, never
- * sniffed, a download if opened by itself, and inert (CSP sandbox) whatever it holds.
- */
+/** Its own content type, never sniffed, a download if opened alone, and inert whatever it holds. */
 export async function sendInlinePart(res: ServerResponse, part: AttachmentInfo, stream: Readable): Promise<void> {
   res.writeHead(200, {
     'Content-Type': safeContentType(part.content_type),

@@ -5,21 +5,11 @@ import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApi
 import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
 
 export const BREVO_API = 'https://api.brevo.com';
-/**
- * Brevo echoes this custom header in every transactional webhook (`X-Mailin-custom`): it carries
- * our message id back, `{"postern_message_id":"m.…"}`, unless the sender set the header itself.
- */
+/** Echoed in every webhook: carries our message id back, unless the sender set the header itself. */
 export const BREVO_CUSTOM_HEADER = 'X-Mailin-custom';
 export const POSTERN_ID_FIELD = 'postern_message_id';
 
-/**
- * Brevo's error codes (`{"code": "…", "message": "…"}`): 401 `unauthorized` (key unknown or the
- * caller's IP not authorised), 402 `not_enough_credits`, 403 `permission_denied` (suspended,
- * sending blocked), `account_under_validation` are the account's; 400 `invalid_parameter`,
- * `missing_parameter`, `out_of_range`, `duplicate_parameter`, `bad_request` refuse the message,
- * except a sender the account has not validated (the next account may have it); 429 with
- * `x-sib-ratelimit-reset` and 5xx are temporary.
- */
+/** Brevo's error codes by what they mean for the hand-off (docs/delivery.md#provider-f-api-brevo). */
 const ACCOUNT_ERROR_CODES = new Set(['unauthorized', 'not_enough_credits', 'permission_denied', 'account_under_validation', 'reseller_permission_denied']);
 const SENDER_REFUSED = /sender .*(not valid|invalid|not verified|not allowed|not authori[sz]ed|blocked)|validate your sender|authenticate your domain/i;
 
@@ -33,7 +23,6 @@ export function classifyBrevo(res: ApiResponse, reply: string, now: number): Exc
   return classifyJsonApiStatus(res, reply, now);
 }
 
-/** Brevo message ids are quoted with angle brackets by the API and by every webhook. */
 export function brevoMessageId(id: string): string {
   const bare = id.trim().replace(/^<|>$/g, '');
   return `<${bare}>`;
@@ -43,7 +32,6 @@ function person(a: NamedAddress): { email: string; name?: string } {
   return a.name ? { email: a.email, name: a.name } : { email: a.email };
 }
 
-/** The JSON body of `POST /v3/smtp/email` for a message. */
 export function brevoBody(parts: MessageParts, job: DeliveryJob): Record<string, unknown> {
   const body: Record<string, unknown> = { sender: person(parts.from) };
   // Brevo requires `to` (a message owing only Cc recipients has them there).
@@ -53,8 +41,7 @@ export function brevoBody(parts: MessageParts, job: DeliveryJob): Record<string,
     if (cc.length > 0) body.cc = cc.map(person);
     if (bcc.length > 0) body.bcc = bcc.map(person);
   } else {
-    // Only Bcc recipients are owed: one message version each, addressed to them alone, so no
-    // Bcc address is ever shown to another recipient.
+    // Only Bcc owed: one version each, addressed to them alone, so no Bcc address is shown to another.
     body.messageVersions = bcc.map((a) => ({ to: [person(a)] }));
   }
   if (parts.replyTo.length > 0) body.replyTo = person(parts.replyTo[0]);
@@ -75,11 +62,7 @@ export function brevoBody(parts: MessageParts, job: DeliveryJob): Record<string,
   return body;
 }
 
-/**
- * provider-f-api: Brevo's `POST /v3/smtp/email` with the `api-key` header. The message is taken
- * apart into Brevo's JSON fields (Brevo builds the MIME again: our DKIM signature and
- * Message-ID do not survive).
- */
+/** provider-f-api: Brevo rebuilds the MIME, so our DKIM signature and Message-ID do not survive. */
 export class BrevoApiAdapter implements ProviderAdapter {
   constructor(private readonly deps: AdapterDeps) {}
 
@@ -91,8 +74,7 @@ export class BrevoApiAdapter implements ProviderAdapter {
     if (!isResponse(res)) return res;
     const reply = replyText(res);
     if (res.status !== 201 && res.status !== 200 && res.status !== 202) return classifyBrevo(res, reply, this.deps.clock.now());
-    // `messageIds` when sent as message versions: the first is stored, feedback for the others
-    // matches by X-Mailin-custom.
+    // Sent as message versions: the first id is stored; feedback for the others matches by X-Mailin-custom.
     const answer = parseJsonObject(res.text);
     const first = typeof answer?.messageId === 'string' ? answer.messageId : Array.isArray(answer?.messageIds) && typeof answer.messageIds[0] === 'string' ? answer.messageIds[0] : null;
     const id = first ? brevoMessageId(first) : null;

@@ -3,17 +3,7 @@ import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, Feed
 import { brevoMessageId, BREVO_CUSTOM_HEADER, POSTERN_ID_FIELD } from './adapter.js';
 import { checkUrlSecret } from '../urlSecret.js';
 
-/**
- * Brevo transactional webhooks carry no signature: the webhook's authentication carries the
- * account's webhook secret, as basic auth credentials in the URL (any username), as a bearer
- * token (Brevo's "token" authentication), or as the token path segment. A POST holds one event
- * object, or an array of them (batched webhooks).
- *
- * Events: `delivered`; `hard_bounce`; `soft_bounce` and `deferred` (recorded only); `spam`
- * (complaint); `blocked`, `invalid_email`, `error` (Brevo did not deliver: failed); `request`,
- * `opened`, `unique_opened`, `click`, `proxy_open`, `unique_proxy_open`, `unsubscribed` are
- * acknowledged without effect.
- */
+/** Brevo webhooks carry no signature: the account's webhook secret rides in the URL or as a bearer token (docs/delivery.md#provider-f-api-brevo). */
 const KINDS: Record<string, FeedbackKind> = {
   delivered: 'delivered',
   hard_bounce: 'hard_bounce',
@@ -39,7 +29,7 @@ interface BrevoEvent {
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);
 
-/** Our message id from the `X-Mailin-custom` header Brevo echoes (`{"postern_message_id": "m.…"}`). */
+/** From the `X-Mailin-custom` header Brevo echoes. */
 function posternId(event: BrevoEvent): string | null {
   const custom = Object.entries(event).find(([k]) => k.toLowerCase() === BREVO_CUSTOM_HEADER.toLowerCase())?.[1];
   if (typeof custom !== 'string') return null;

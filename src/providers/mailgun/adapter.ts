@@ -8,15 +8,11 @@ import { apiCredentials, missingApiKey } from '../jsonMapping.js';
 
 export const MAILGUN_US = 'https://api.mailgun.net';
 export const MAILGUN_EU = 'https://api.eu.mailgun.net';
-/** Mailgun keeps at most three tags per message. */
 export const MAILGUN_MAX_TAGS = 3;
-/** The user variable that carries our message id back in every event (`user-variables`). */
+/** Carries our message id back in every event (`user-variables`). */
 export const POSTERN_ID_VARIABLE = 'postern_message_id';
 
-/**
- * 400s that say the account (domain) cannot send at all, not that this message is wrong: the
- * next account may well take it. Mailgun words these in `message`; most come as 401/403/404.
- */
+/** 400s worded as the account (domain) not being able to send at all: the next account may take it. */
 const ACCOUNT_REFUSALS = /not allowed to send|sandbox|authorized recipients|domain .*(not found|disabled|unverified|not verified)|account .*(disabled|suspended)|is disabled/i;
 
 function messageOf(res: ApiResponse): string {
@@ -24,27 +20,18 @@ function messageOf(res: ApiResponse): string {
     const body = JSON.parse(res.text) as { message?: unknown };
     if (typeof body.message === 'string') return body.message;
   } catch {
-    // Plain-text answers ("Forbidden") are their own message.
   }
   return res.text.trim();
 }
 
-/**
- * Mailgun's documented error statuses: 400 bad request (this message), 401 bad key, 402 request
- * failed on the account's plan/payment, 403 domain not allowed to send (sandbox, unverified),
- * 404 domain not found under this key, 413 too large, 429 too many requests, 5xx.
- */
+/** Mailgun's documented error statuses (docs/delivery.md#provider-c-api-mailgun). */
 export function classifyMailgun(res: ApiResponse, reply: string, now: number): Exclude<SendResult, { kind: 'sent' }> {
   if (res.status === 402 || res.status === 404) return { kind: 'account', reply };
   if (res.status === 400 && ACCOUNT_REFUSALS.test(messageOf(res))) return { kind: 'account', reply };
   return classifyStatus(res, reply, now);
 }
 
-/**
- * provider-c-api: Mailgun's `POST /v3/<domain>/messages.mime`. The stored MIME goes as is
- * (with the DKIM signature prepended), so our signature and every header survive; the envelope
- * recipients (Bcc included) are the `to` fields, Mailgun delivers the MIME to exactly those.
- */
+/** provider-c-api: the stored MIME as is, so our signature survives; the envelope recipients (Bcc included) are the `to` fields. */
 export class MailgunApiAdapter implements ProviderAdapter {
   constructor(private readonly deps: AdapterDeps) {}
 
@@ -63,14 +50,13 @@ export class MailgunApiAdapter implements ProviderAdapter {
     let body: FormData | Readable;
     const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`api:${apiKey}`).toString('base64')}`, accept: 'application/json' };
     if (job.openMime) {
-      // The database's pieces (PostgreSQL): a form written as they are read, never whole in memory.
+      // PostgreSQL's pieces: a form written as they are read, never whole in memory.
       const boundary = `postern-${randomBytes(12).toString('hex')}`;
       body = streamedForm(boundary, fields, job.prependHeaders, job.openMime);
       headers['content-type'] = `multipart/form-data; boundary=${boundary}`;
     } else {
       const form = new FormData();
-      // Behind the prepended headers: the MIME held at hand-off, or the spool file, read as it is sent.
-      // (A held buffer comes from readFileSync or the index: its memory is a plain ArrayBuffer.)
+      // A held buffer comes from readFileSync or the index: its memory is a plain ArrayBuffer.
       const mime = new Blob([job.prependHeaders, job.mime ? (job.mime as Uint8Array<ArrayBuffer>) : await openAsBlob(job.mimePath)], { type: 'message/rfc822' });
       for (const [name, value] of fields.filter(([n]) => n === 'to')) form.append(name, value);
       form.append('message', mime, 'message.mime');
@@ -102,9 +88,9 @@ export class MailgunApiAdapter implements ProviderAdapter {
   async close(): Promise<void> {}
 }
 
-/** multipart/form-data as FormData writes it (the recipients, the message part, the other fields), the message streamed from `open`. */
+/** multipart/form-data as FormData writes it, the message streamed from `open`. */
 function streamedForm(boundary: string, fields: [string, string][], prefix: string, open: () => Readable): Readable {
-  // Names escaped as the HTML form encoding (and undici's FormData) does.
+  // As the HTML form encoding (and undici's FormData) escapes names.
   const formName = (name: string) => name.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
   const part = (name: string, extra = '') => `--${boundary}\r\nContent-Disposition: form-data; name="${formName(name)}"${extra}\r\n`;
   const field = ([name, value]: [string, string]) => Buffer.from(`${part(name)}\r\n${value}\r\n`);

@@ -3,13 +3,7 @@ import type { ProviderAccount } from '../../contract/providerAccount.js';
 import { staleness, type FeedbackContext, type FeedbackItem, type FeedbackKind, type FeedbackRequest, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
 import { secretsEqual, webhookSecretOf } from '../urlSecret.js';
 
-/**
- * Mailgun webhooks (JSON): `{"signature": {"timestamp", "token", "signature"}, "event-data": {…}}`.
- * The signature is HMAC-SHA256 over `timestamp + token` keyed with the account's HTTP webhook
- * signing key (`webhook_secret`); a subaccount's events also carry `parent-signature`, made
- * with the primary account's key, accepted too. A timestamp outside the tolerance is stale; a
- * token seen before is a replay, refused with 406 so Mailgun stops retrying it.
- */
+/** Mailgun webhooks: HMAC-SHA256 over `timestamp + token` (a subaccount's `parent-signature` too); a seen token is a 406 replay. */
 
 interface MailgunEventData {
   id?: unknown;
@@ -26,12 +20,7 @@ interface MailgunEventData {
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);
 
-/**
- * A permanent failure is a hard bounce when the recipient's server refused the address
- * (`bounce`) or Mailgun dropped it for an earlier hard bounce (`suppress-bounce`); every other
- * permanent failure (`suppress-complaint`, `suppress-unsubscribe`, `old`: retries exhausted,
- * `espblock`, `generic`…) is Mailgun giving up on the message, not evidence against the address.
- */
+/** The recipient's server refused the address; any other permanent failure is Mailgun giving up, not evidence against the address. */
 const HARD_BOUNCE_REASONS = new Set(['bounce', 'suppress-bounce']);
 
 function kindOf(data: MailgunEventData): FeedbackKind | null {
@@ -50,7 +39,6 @@ function kindOf(data: MailgunEventData): FeedbackKind | null {
   }
 }
 
-/** The first address of a header value (`"Name" <a@b>, …` or `a@b`). */
 function firstAddress(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const angled = /<([^<>\s]+@[^<>\s]+)>/.exec(value);
@@ -100,8 +88,7 @@ export const mailgunFeedback: FeedbackVerifier = {
     const occurredAt = Number.isFinite(seconds) ? Math.round(seconds * 1000) : Number(timestamp) * 1000;
     const status = data['delivery-status'] ?? {};
     const reply = str(status.message) ?? str(status.description) ?? str(data.reject?.reason) ?? undefined;
-    // Our own id: the user variable an API send carries, else the Message-ID we wrote
-    // (`<m.…@from-domain>`), which Mailgun keeps for SMTP (provider-c-smtp) sends too.
+    // The user variable of an API send, else our Message-ID, which Mailgun keeps for SMTP (provider-c-smtp) sends too.
     const ours = str(variables.postern_message_id) ?? /^<?(m\.[0-9a-z]{10,})@/i.exec(messageIdHeader ?? '')?.[1] ?? null;
     const item: FeedbackItem = {
       // Event ids are unique per day at Mailgun: with the event's own timestamp they are unique.

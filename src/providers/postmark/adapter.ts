@@ -6,26 +6,15 @@ import { readMessageParts, type MessageParts, type NamedAddress } from '../messa
 
 export const POSTMARK_API = 'https://api.postmarkapp.com';
 export const DEFAULT_MESSAGE_STREAM = 'outbound';
-/** Postmark's custom metadata limits: 10 fields, names up to 20 characters, values up to 80. */
 export const POSTMARK_METADATA = { fields: 10, name: 20, value: 80 };
 export const POSTERN_ID_METADATA = 'postern_message_id';
 
-/**
- * Postmark's API error codes (HTTP 422 bodies `{"ErrorCode": n, "Message": "…"}`), by what they
- * mean for the hand-off. Codes not listed refuse this message (permanent).
- * - account: 10 bad or missing server token, 400 sender signature not found, 401 sender
- *   signature not confirmed, 405 not allowed to send (sending disabled, out of credits),
- *   412 account pending approval, 413 account may not send, 1235 the message stream does
- *   not exist on this server, 1236 the stream cannot send (inbound): another account may
- *   have the sender signature, credits or stream this one lacks;
- * - temporary: 100 maintenance, 429 rate limit exceeded;
- * - 406 inactive recipient: those addresses bounced here (see `inactiveRecipients`).
- */
+/** Postmark's 422 ErrorCodes by what they mean for the hand-off (docs/delivery.md#provider-e-api-postmark); others are permanent. */
 const ACCOUNT_CODES = new Set([10, 400, 401, 405, 412, 413, 1235, 1236]);
 const TEMPORARY_CODES = new Set([100, 429]);
 export const INACTIVE_RECIPIENT = 406;
 
-/** The addresses a 406 names ("… Found inactive addresses: a@x, b@y. Inactive recipients are …"). */
+/** The addresses a 406 names ("… Found inactive addresses: a@x, b@y. …"). */
 export function inactiveRecipients(message: string): string[] {
   const m = /inactive addresses:\s*(.+?)\.(?:\s+Inactive|\s*$)/i.exec(message);
   if (!m) return [];
@@ -41,8 +30,7 @@ export function classifyPostmark(res: ApiResponse, reply: string, now: number, o
   }
   if (res.status === 401 || (code !== null && ACCOUNT_CODES.has(code))) return { kind: 'account', reply };
   if (code === INACTIVE_RECIPIENT) {
-    // Postmark sends nothing and names the suppressed addresses: they bounce; the others are
-    // still owed the message (a retry without the inactive ones), or nobody is left.
+    // Postmark sends nothing and names the suppressed addresses: they bounce; the others are still owed the message.
     const owedByLower = new Map(owed.map((e) => [e.toLowerCase(), e]));
     const bounced: RecipientRefusal[] = [];
     for (const a of inactiveRecipients(message)) {
@@ -56,7 +44,6 @@ export function classifyPostmark(res: ApiResponse, reply: string, now: number, o
   return classifyJsonApiStatus(res, reply, now);
 }
 
-/** Postmark metadata: ours first, then the message's own fields that fit Postmark's limits. */
 export function postmarkMetadata(messageId: string, metadata: Record<string, string>): Record<string, string> {
   const out: [string, string][] = [[POSTERN_ID_METADATA, messageId]];
   const taken = new Set([POSTERN_ID_METADATA]);
@@ -71,7 +58,6 @@ export function postmarkMetadata(messageId: string, metadata: Record<string, str
   return Object.fromEntries(out);
 }
 
-/** The JSON body of `POST /email` for a message. */
 export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<string, unknown> {
   const list = (addresses: NamedAddress[]) => addresses.map(nameAddr).join(', ');
   // Postmark takes a message addressed only by Cc or Bcc (no To) as it is.
@@ -93,7 +79,6 @@ export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<stri
       ...(a.inlineContentId ? { ContentID: `cid:${a.inlineContentId}` } : {}),
     }));
   }
-  // One tag per message: the category, else the first tag.
   const tag = parts.category ?? parts.tags[0];
   if (tag) body.Tag = tag;
   body.Metadata = postmarkMetadata(job.messageId, parts.metadata);
@@ -101,11 +86,7 @@ export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<stri
   return body;
 }
 
-/**
- * provider-e-api: Postmark's `POST /email` with the server token. The message is taken apart
- * into Postmark's JSON fields (Postmark builds the MIME again, so our DKIM signature does not
- * survive; Postmark signs with the sender signature's domain).
- */
+/** provider-e-api: Postmark rebuilds the MIME from JSON fields, so our DKIM signature does not survive; it signs itself. */
 export class PostmarkApiAdapter implements ProviderAdapter {
   constructor(private readonly deps: AdapterDeps) {}
 

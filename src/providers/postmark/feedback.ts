@@ -2,27 +2,9 @@ import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
 import { checkUrlSecret } from '../urlSecret.js';
 
-/**
- * Postmark webhooks carry no signature: the webhook URL carries the account's webhook secret,
- * as basic auth credentials (Postmark's webhook "HTTP Auth" username/password; any username)
- * or as the token path segment. One record per POST, by `RecordType`:
- * `Delivery`, `Bounce` (typed), `SpamComplaint`; `Open`, `Click`, `SubscriptionChange` and
- * anything else are acknowledged without effect.
- */
+/** Postmark webhooks carry no signature: the URL carries the account's webhook secret (basic auth or the token segment). */
 
-/**
- * Postmark's bounce types, by what they say about the address:
- * - hard: HardBounce (1), BadEmailAddress (100000);
- * - soft (recorded only): Transient (2), DnsError (256), SoftBounce (4096), SpamNotification
- *   (512: the receiving side filtered it), Unknown (2048);
- * - complaint: SpamComplaint (100001) when it arrives as a bounce record;
- * - failed (Postmark or the receiving ISP refused this message, the address is not at fault):
- *   Blocked (100006), DMARCPolicy (100009), SMTPApiError (100007), TemplateRenderingFailed
- *   (100010), ManuallyDeactivated (100002: Postmark did not send to a deactivated address),
- *   Unconfirmed (100003);
- * - ignored (not delivery outcomes): AutoResponder, AddressChange, Subscribe, Unsubscribe,
- *   OpenRelayTest, ChallengeVerification, VirusNotification, InboundError.
- */
+/** Postmark's bounce types by what they say about the address (docs/delivery.md#provider-e-api-postmark). */
 const BOUNCE_KINDS: Record<string, FeedbackKind> = {
   HardBounce: 'hard_bounce',
   BadEmailAddress: 'hard_bounce',
@@ -57,10 +39,7 @@ interface PostmarkRecord {
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 
-/**
- * Bounce and complaint `ID`s are 64-bit integers, beyond what a JSON number keeps exactly: the
- * digits are read from the raw body.
- */
+/** 64-bit integers, beyond what a JSON number keeps exactly: the digits are read from the raw body. */
 function rawId(raw: string, parsed: unknown): string | null {
   const m = /"ID"\s*:\s*"?(\d+)"?/.exec(raw);
   if (m) return m[1];
@@ -116,8 +95,7 @@ export const postmarkFeedback: FeedbackVerifier = {
         break;
       }
       default:
-        // Open, Click, SubscriptionChange (its suppressions follow a Bounce or SpamComplaint we
-        // also receive, or an unsubscribe, which is not a bounce), Inbound…
+        // SubscriptionChange's suppressions follow a Bounce or SpamComplaint we also receive.
         return { ok: true, items: [], note: `postmark "${record.RecordType}" records are not delivery feedback` };
     }
     if (!recipient) return { ok: false, code: 'feedback:malformed', reason: `a ${record.RecordType} record without a recipient` };

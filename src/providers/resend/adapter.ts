@@ -1,9 +1,4 @@
-/**
- * provider-d-api: Resend (`POST /emails`, JSON, bearer API key). The stored message is taken
- * apart (Resend builds its own MIME and Message-ID; our DKIM signature does not survive) and
- * sent with an `Idempotency-Key`, so a hand-off repeated after a crash cannot send twice. Resend
- * answers `200 {"id"}`; its webhooks quote that id as `data.email_id`.
- */
+/** provider-d-api: Resend builds its own MIME; an `Idempotency-Key` makes a hand-off repeated after a crash send once. */
 import { createHash } from 'node:crypto';
 import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
@@ -13,26 +8,19 @@ import { readMessageParts, type MessageParts, type NamedAddress } from '../messa
 
 export const RESEND_API = 'https://api.resend.com';
 
-/** Resend sets these itself (its Message-ID comes from its sending infrastructure). */
 const RESERVED_HEADERS = new Set(['message-id']);
 const TAG_MAX = 256;
 
-/** The tag that carries our message id (its `.` is not allowed in a tag: `m.01…` → `m_01…`). */
+/** Its `.` is not allowed in a tag: `m.01…` → `m_01…`. */
 export const MESSAGE_ID_TAG = 'postern_message_id';
 export const encodeMessageIdTag = (id: string) => id.replace('.', '_');
-/** Our `m.` id back from a webhook's tags, or null. */
 export function decodeMessageIdTag(value: unknown): string | null {
   return typeof value === 'string' && /^m_[0-9a-z]{26}$/.test(value) ? `m.${value.slice(2)}` : null;
 }
 
-/** A tag name or value in Resend's charset (ASCII letters, digits, `_`, `-`; at most 256). */
 const tagText = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, TAG_MAX);
 
-/**
- * Resend tags (name/value pairs): our message id, the category (`category`), each tag as
- * `tag_<tag>` = `true`, then each metadata entry; other characters become `_`, a name already
- * taken (or an empty value) is left out.
- */
+/** Other characters become `_`; a name already taken (or an empty value) is left out. */
 export function resendTags(parts: MessageParts, messageId: string): { name: string; value: string }[] {
   const tags = new Map<string, string>();
   const add = (name: string, value: string) => {
@@ -47,7 +35,6 @@ export function resendTags(parts: MessageParts, messageId: string): { name: stri
   return [...tags].map(([name, value]) => ({ name, value }));
 }
 
-/** The `/emails` body for one request to the given recipients. */
 export function resendEmail(parts: MessageParts, messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): Record<string, unknown> {
   const headers = headerObject(parts, RESERVED_HEADERS);
   return {
@@ -75,13 +62,12 @@ export function resendEmail(parts: MessageParts, messageId: string, rcpt: { to: 
   };
 }
 
-/** One key per message and recipient set: the same hand-off repeated is the same request. */
+/** The same hand-off repeated is the same request. */
 export function idempotencyKey(messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): string {
   const who = [...rcpt.to, ...rcpt.cc, ...rcpt.bcc].map((a) => a.email.toLowerCase()).sort().join(',');
   return `postern/${messageId}/${createHash('sha256').update(who).digest('hex').slice(0, 16)}`;
 }
 
-/** Error names that mean the account (key, domain, plan) can't send, whatever the status. */
 const ACCOUNT_ERRORS = new Set([
   'missing_api_key',
   'invalid_api_key',
@@ -96,14 +82,7 @@ const ACCOUNT_ERRORS = new Set([
   'monthly_quota_exceeded',
 ]);
 
-/**
- * Resend's answers: 200 `{"id"}`; errors are `{"statusCode","name","message"}`. The account's:
- * bad, restricted or suspended keys (401/403), any 403 (a `validation_error` 403 is an unverified
- * sending domain or a testing-only account), daily/monthly quotas (429). Temporary:
- * `rate_limit_exceeded` (429, `retry-after` / `ratelimit-reset`), 409 (a request with the same
- * idempotency key in progress), 5xx. Any other 4xx (`validation_error`, `missing_required_field`,
- * `invalid_attachment`, 413) refuses the message.
- */
+/** Resend's answers by what they mean for the hand-off (docs/delivery.md#provider-d-api-resend); 409 is the same key in progress. */
 export function classifyResend(res: ApiResponse, now: number): SendResult {
   const body = parseJsonObject(res.text);
   if (res.status >= 200 && res.status < 300) {
@@ -128,8 +107,7 @@ export class ResendApiAdapter implements ProviderAdapter {
     const { to, cc, bcc } = addressedRecipients(parts);
     if (to.length > 0) return this.post(url, creds.apiKey, parts, job.messageId, { to, cc, bcc });
 
-    // Only Bcc recipients owed: one copy each, addressed to themselves alone. A failure after
-    // some were sent leaves the rest owed (deferred) for the retry.
+    // Only Bcc owed: one copy each, addressed to themselves alone; a failure part-way leaves the rest deferred.
     let first: Extract<SendResult, { kind: 'sent' }> | null = null;
     for (const [i, r] of bcc.entries()) {
       const result = await this.post(url, creds.apiKey, parts, job.messageId, { to: [r], cc: [], bcc: [] });

@@ -1,9 +1,4 @@
-/**
- * provider-b-api: Twilio SendGrid v3 Mail Send (`POST /v3/mail/send`, JSON, bearer API key).
- * The stored message is taken apart (SendGrid builds its own MIME, so our DKIM signature does
- * not survive) and sent as one personalization; SendGrid answers `202` with an empty body and
- * the `X-Message-Id` header, the prefix of every `sg_message_id` its Event Webhook reports.
- */
+/** provider-b-api: SendGrid v3 Mail Send; SendGrid builds its own MIME, so our DKIM signature does not survive. */
 import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
 import { baseUrl, isResponse, type ApiResponse } from '../httpApi.js';
@@ -11,19 +6,16 @@ import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApi
 import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
 
 export const SENDGRID_API = 'https://api.sendgrid.com';
-/** EU regional subusers (`--region eu`). */
 export const SENDGRID_API_EU = 'https://api.eu.sendgrid.com';
 
-/** Headers SendGrid does not let a request set (its `headers` field refuses them). */
+/** Its `headers` field refuses them. */
 const RESERVED_HEADERS = new Set(['x-sg-id', 'x-sg-eid', 'received', 'dkim-signature', 'content-type', 'content-transfer-encoding', 'to', 'from', 'subject', 'reply-to', 'cc', 'bcc']);
 const MAX_CATEGORIES = 10;
-/** The custom argument that carries our message id into every Event Webhook event. */
 export const MESSAGE_ID_ARG = 'postern_message_id';
 
 type SgAddress = { email: string; name?: string };
 const sgAddress = (a: NamedAddress): SgAddress => (a.name ? { email: a.email, name: a.name } : { email: a.email });
 
-/** The Mail Send body for one hand-off. */
 export function sendgridMailSend(parts: MessageParts, job: DeliveryJob): Record<string, unknown> {
   const { to, cc, bcc } = addressedRecipients(parts);
   // Every personalization needs a To: with only Bcc recipients owed, each gets its own.
@@ -39,7 +31,7 @@ export function sendgridMailSend(parts: MessageParts, job: DeliveryJob): Record<
   if (content.length === 0) content.push({ type: 'text/plain', value: ' ' });
 
   const headers = headerObject(parts, RESERVED_HEADERS);
-  // Our Message-ID (not on SendGrid's reserved list): replies thread to the id the client knows.
+  // Our Message-ID: replies thread to the id the client knows.
   if (parts.messageId) headers['Message-ID'] = `<${parts.messageId}>`;
 
   const categories = [...new Set([...(parts.category ? [parts.category] : []), ...parts.tags])].slice(0, MAX_CATEGORIES);
@@ -68,7 +60,6 @@ export function sendgridMailSend(parts: MessageParts, job: DeliveryJob): Record<
   };
 }
 
-/** `400 content.0.value: The content value must be …`: SendGrid's `errors[]`, one line. */
 function sendgridReply(res: ApiResponse): string {
   const errors = parseJsonObject(res.text)?.errors;
   if (!Array.isArray(errors) || errors.length === 0) return `${res.status} ${res.text.replace(/\s+/g, ' ').trim().slice(0, 300)}`.trim();
@@ -76,11 +67,7 @@ function sendgridReply(res: ApiResponse): string {
   return `${res.status} ${lines.join('; ').slice(0, 500)}`;
 }
 
-/**
- * SendGrid's statuses: 202 queued; 400 and 413 refuse the message (permanent); 401 (bad or
- * revoked key) and 403 (sender identity not verified, access forbidden, credits exhausted) are
- * the account's; 429 carries `X-RateLimit-Reset` (epoch seconds); 5xx are SendGrid's own.
- */
+/** SendGrid's statuses (docs/delivery.md#provider-b-api-sendgrid); 429 carries `X-RateLimit-Reset` (epoch seconds). */
 export function classifySendgrid(res: ApiResponse, now: number): SendResult {
   if (res.status === 202) {
     const id = res.headers.get('x-message-id');

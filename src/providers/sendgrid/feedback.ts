@@ -1,10 +1,4 @@
-/**
- * provider-b feedback: SendGrid's Signed Event Webhook. Each POST is a JSON array of events,
- * signed with ECDSA (P-256, SHA-256) over `timestamp + raw body`; the signature (base64 DER) and
- * the timestamp ride in `X-Twilio-Email-Event-Webhook-Signature` / `-Timestamp`, and the
- * account's public key is the verification key the SendGrid app shows (base64 DER SPKI, given
- * with `--webhook-public-key`).
- */
+/** provider-b feedback: SendGrid's Signed Event Webhook, ECDSA P-256 over `timestamp + raw body` (docs/delivery.md#provider-b-api-sendgrid). */
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
 import { MESSAGE_ID_ARG } from './adapter.js';
@@ -12,14 +6,13 @@ import { MESSAGE_ID_ARG } from './adapter.js';
 export const SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
 export const TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp';
 
-/** The verification key as SendGrid shows it (base64 of the DER SPKI), or a PEM. */
+/** Base64 of the DER SPKI, or a PEM. */
 export function sendgridPublicKey(text: string): KeyObject {
   const trimmed = text.trim();
   if (trimmed.includes('-----BEGIN')) return createPublicKey(trimmed);
   return createPublicKey({ key: Buffer.from(trimmed.replace(/\s+/g, ''), 'base64'), format: 'der', type: 'spki' });
 }
 
-/** True when `signature` (base64 DER ECDSA) signs `timestamp + body` under `publicKey`. */
 export function sendgridSignatureValid(publicKey: string, timestamp: string, body: Buffer, signature: string): boolean {
   try {
     const payload = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
@@ -29,17 +22,12 @@ export function sendgridSignatureValid(publicKey: string, timestamp: string, bod
   }
 }
 
-/**
- * `sg_message_id` is the `X-Message-Id` we stored followed by SendGrid's filter host and more
- * (`<X-Message-Id>.filterdrecv-…`, `….stfilter-015.…`, `….filter0001.…`): the part before the
- * filter segment, else before the first dot.
- */
+/** The `X-Message-Id` we stored, followed by SendGrid's filter host and more: the part before the filter segment, else the first dot. */
 export function sendgridMessageId(sgMessageId: string): string {
   const m = /^(.+?)\.(?:st)?filter[a-z0-9-]*\./i.exec(sgMessageId);
   return m ? m[1] : sgMessageId.split('.')[0];
 }
 
-/** Delivery events → our kinds; engagement events (open, click, unsubscribe, …) are not feedback. */
 function kindOf(event: Record<string, unknown>): FeedbackKind | null {
   switch (event.event) {
     case 'delivered':

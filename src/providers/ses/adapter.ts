@@ -3,30 +3,17 @@ import type { ProviderAccount } from '../../contract/providerAccount.js';
 import { storedMimeBytes, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type SendResult } from '../adapter.js';
 import { baseUrl, callProviderApi, isResponse, retryAfterMs, type ApiResponse } from '../httpApi.js';
 
-/**
- * provider-a-api: Amazon SES API v2 `SendEmail` with `Content.Raw`
- * (`POST https://email.<region>.amazonaws.com/v2/email/outbound-emails`), signed with AWS
- * Signature Version 4 (service `ses`). The stored MIME goes as is (our DKIM signature
- * prepended), so SES sends exactly the bytes we signed; the envelope decides who receives it.
- *
- * Account: `--user` = access key id, `--api-key` = secret access key, `--region` (default
- * us-east-1), `--endpoint` to override the base URL.
- */
+/** provider-a-api: SES v2 `SendEmail` with `Content.Raw`, SigV4-signed (docs/delivery.md#provider-a-api-amazon-ses). */
 
 export const SES_DEFAULT_REGION = 'us-east-1';
 export const SES_SEND_PATH = '/v2/email/outbound-emails';
 
-/** SES message tags: names and values of ASCII letters, digits, `_` and `-`, at most 256 characters. */
 const TAG_PART = /^[A-Za-z0-9_-]{1,256}$/;
-/** SES accepts at most 50 tags on one message. */
 const MAX_TAGS = 50;
 
-/** Without a `Retry-After`, a `TooManyRequestsException` (maximum send rate, per second) is retried after a second. */
+/** Without a `Retry-After`, a `TooManyRequestsException` (the per-second send rate) is retried after a second. */
 const RATE_THROTTLE_MS = 1000;
-/**
- * A `LimitExceededException` (the account's sending quota) or throttling error: SES's guide says
- * to wait "up to 10 minutes" before retrying; the account rests that long, the next one is tried now.
- */
+/** A `LimitExceededException` (the sending quota): SES's guide says to wait "up to 10 minutes"; the account rests that long. */
 const QUOTA_THROTTLE_MS = 10 * 60 * 1000;
 
 export interface SesTag {
@@ -42,11 +29,7 @@ export interface SesSendEmailRequest {
   ConfigurationSetName?: string;
 }
 
-/**
- * The message's tags as SES `EmailTags`: each tag as `{Name: tag, Value: "true"}`, the category
- * as `category`, each metadata pair as itself; pairs SES would refuse (characters, length) are
- * left out rather than failing the message. First name wins.
- */
+/** The message's tags as SES `EmailTags`; pairs SES would refuse are left out rather than failing the message. First name wins. */
 export function sesTags(job: Pick<DeliveryJob, 'tags' | 'metadata' | 'category'>): SesTag[] {
   const out: SesTag[] = [];
   const seen = new Set<string>();
@@ -61,11 +44,7 @@ export function sesTags(job: Pick<DeliveryJob, 'tags' | 'metadata' | 'category'>
   return out;
 }
 
-/**
- * The recipients this hand-off owes, split as the sender addressed them: To and Cc as written,
- * everyone else in the envelope (Bcc, and addresses an SMTP-submitted message's headers do not
- * list) as Bcc. SES sends to exactly these, not to the header lists.
- */
+/** To and Cc as addressed, everyone else in the envelope as Bcc: SES sends to exactly these, not to the header lists. */
 export function sesDestination(job: Pick<DeliveryJob, 'envelope' | 'recipients'>): SesSendEmailRequest['Destination'] {
   const owed = new Map(job.envelope.to.map((e) => [e.toLowerCase(), e]));
   const take = (list: string[]) => {
@@ -98,7 +77,7 @@ export async function sesRequestBody(job: DeliveryJob): Promise<SesSendEmailRequ
   return body;
 }
 
-/** The AWS error code of an answer: the `x-amzn-ErrorType` header (`Code:namespace`), else the body's `__type` (`namespace#Code`) or `code`. */
+/** From `x-amzn-ErrorType` (`Code:namespace`), else the body's `__type` (`namespace#Code`) or `code`. */
 export function awsErrorCode(res: ApiResponse): { code: string | null; message: string | null } {
   let body: Record<string, unknown> = {};
   try {
@@ -115,14 +94,10 @@ export function awsErrorCode(res: ApiResponse): { code: string | null; message: 
 }
 
 const ACCOUNT_CODES = new Set([
-  // The account cannot send at all.
   'AccountSuspendedException',
   'SendingPausedException',
-  // The account's MAIL FROM domain is misconfigured (its MX record is not readable).
   'MailFromDomainNotVerifiedException',
-  // The configuration set named in provider_options does not exist in this account and region.
   'NotFoundException',
-  // Credentials: unknown access key, wrong secret, no permission for ses:SendEmail, expired.
   'UnrecognizedClientException',
   'InvalidSignatureException',
   'SignatureDoesNotMatch',
@@ -138,18 +113,7 @@ const ACCOUNT_CODES = new Set([
 const THROTTLE_CODES = new Set(['TooManyRequestsException', 'ThrottlingException', 'Throttling', 'LimitExceededException']);
 const SERVER_CODES = new Set(['InternalFailure', 'InternalServiceErrorException', 'ServiceUnavailable', 'ServiceUnavailableException', 'RequestTimeout']);
 
-/**
- * SES's answer, read by its error code (SES API v2 reference, `SendEmail` errors, plus the
- * common AWS errors):
- * - `TooManyRequestsException` (429), `ThrottlingException`, `LimitExceededException` → temporary,
- *   the account rests (`Retry-After` if given; else 1 s for the send rate, 10 min for the quota);
- * - 5xx, `InternalFailure`, `ServiceUnavailable` → temporary;
- * - `AccountSuspendedException`, `SendingPausedException`, `MailFromDomainNotVerifiedException`,
- *   `NotFoundException` (configuration set), credential errors, and `MessageRejected` for an
- *   unverified identity ("Email address is not verified", sandbox recipients) → account;
- * - `MessageRejected` otherwise (content refused, e.g. a virus), `BadRequestException` (invalid
- *   address, too large, malformed MIME) and any other 4xx → permanent.
- */
+/** SES's answer, read by its error code (docs/delivery.md#provider-a-api-amazon-ses, "Errors"). */
 export function classifySesError(res: ApiResponse, now: number): Exclude<SendResult, { kind: 'sent' }> {
   const { code, message } = awsErrorCode(res);
   const reply = `${res.status} ${code ?? 'error'}${message ? `: ${message.replace(/\s+/g, ' ').trim().slice(0, 400)}` : ''}`;
@@ -166,7 +130,6 @@ export function classifySesError(res: ApiResponse, now: number): Exclude<SendRes
   return { kind: 'permanent', reply };
 }
 
-/** `20260302T100000Z`: SigV4's X-Amz-Date. */
 export function amzDate(ms: number): string {
   return new Date(ms).toISOString().replace(/[:-]|\.\d{3}/g, '');
 }
@@ -196,7 +159,6 @@ export class SesApiAdapter implements ProviderAdapter {
     );
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(signed.headers ?? {})) {
-      // fetch derives Host from the URL (the same value that was signed).
       if (name.toLowerCase() !== 'host' && value !== undefined) headers[name] = String(value);
     }
     const res = await callProviderApi({ method: 'POST', url: url.toString(), headers, body, timeoutMs: this.deps.timeoutMs });
@@ -209,7 +171,7 @@ export class SesApiAdapter implements ProviderAdapter {
         messageId = undefined;
       }
       if (typeof messageId !== 'string' || !messageId) {
-        // Accepted, but we cannot match its feedback: still sent (a retry would send it twice).
+        // Accepted, but its feedback cannot be matched: still sent (a retry would send it twice).
         return { kind: 'sent', providerMessageId: null, reply: `200 without a MessageId: ${res.text.slice(0, 200)}`, bounced: [], deferred: [] };
       }
       return { kind: 'sent', providerMessageId: messageId, reply: `200 MessageId ${messageId}`, bounced: [], deferred: [] };

@@ -5,22 +5,8 @@ import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
 
 /**
- * provider-a (Amazon SES, both provider-a-api and provider-a-smtp): SES event notifications
- * delivered by Amazon SNS to an HTTP(S) subscription.
- *
- * Authenticity is SNS's message signature: the documented string to sign (fixed fields in a
- * fixed order per message type), RSA with SHA-1 (`SignatureVersion` 1) or SHA-256 (2), verified
- * with the certificate at `SigningCertURL`, which must be an `https://sns.<region>.amazonaws.com/…​.pem`
- * URL (fetched over HTTPS and cached, or read from `feedback.sns_certificate_dir`). Then the
- * `Timestamp` must be within `feedback.tolerance_seconds`, and each SNS `MessageId` is taken
- * once (a replay is refused). When the account has a `webhook_secret`, the subscription URL must
- * carry it (`/v1/feedback/<account>/<secret>`): SNS signatures prove the message came from SNS,
- * not from *your* topic, so the secret keeps other AWS accounts' topics out.
- *
- * `SubscriptionConfirmation` is confirmed (a GET of `SubscribeURL`, only on an SNS host or the
- * account's own `--endpoint` host) after its signature verifies. `Notification` carries the SES
- * record in `Message`: the event publishing format (`eventType`, configuration sets) and the
- * older identity notification format (`notificationType`) are both read.
+ * provider-a (SES) event notifications via SNS (docs/delivery.md#provider-a-api-amazon-ses). SNS signatures prove
+ * the message came from SNS, not from *your* topic: the account's `webhook_secret` in the URL keeps other topics out.
  */
 
 const SNS_HOST = /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/;
@@ -45,7 +31,7 @@ export interface SnsMessage {
 const NOTIFICATION_FIELDS = ['Message', 'MessageId', 'Subject', 'Timestamp', 'TopicArn', 'Type'] as const;
 const CONFIRMATION_FIELDS = ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'] as const;
 
-/** SNS's string to sign: `name\nvalue\n` for each field of the message type, in byte order; `Subject` only when present. */
+/** `name\nvalue\n` for each field of the message type, in byte order; `Subject` only when present. */
 export function snsStringToSign(m: SnsMessage): string {
   const fields = m.Type === 'Notification' ? NOTIFICATION_FIELDS : CONFIRMATION_FIELDS;
   let out = '';
@@ -57,7 +43,7 @@ export function snsStringToSign(m: SnsMessage): string {
   return out;
 }
 
-/** The certificate URL is trusted only on an SNS host, over HTTPS, for a `.pem` file. */
+/** Only on an SNS host, over HTTPS, for a `.pem` file. */
 export function trustedCertUrl(value: string): URL | null {
   let url: URL;
   try {
@@ -81,7 +67,6 @@ function remember(key: string, value: KeyObject): KeyObject {
   return value;
 }
 
-/** The signing certificate's public key: from the injectable directory, else over HTTPS (cached). Valid at `now`. */
 async function signingKey(url: URL, dir: string | null, now: number): Promise<KeyObject> {
   const name = path.posix.basename(url.pathname);
   const key = dir ? path.resolve(dir, name) : url.toString();
@@ -130,7 +115,6 @@ function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(h(a), h(b));
 }
 
-/** `Name <addr>` or `addr` → `addr`. */
 function address(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const m = /<([^<>]+)>/.exec(value);
@@ -138,7 +122,7 @@ function address(value: unknown): string | null {
   return email.includes('@') ? email : null;
 }
 
-/** Our `m.` id from the original Message-ID header (`<m.…@domain>`), which SES reports in `mail.headers` / `mail.commonHeaders`. */
+/** From the original Message-ID (`<m.…@domain>`), which SES reports in `mail.headers`. */
 function ourMessageId(mail: JsonObject): string | null {
   const candidates: unknown[] = [];
   for (const h of list(mail.headers).map(fields)) if (str(h.name) && h.name.toLowerCase() === 'message-id') candidates.push(h.value);
@@ -150,7 +134,6 @@ function ourMessageId(mail: JsonObject): string | null {
   return null;
 }
 
-/** Reads one SES record (event publishing or identity notification) into normalized items. */
 export function normalizeSesRecord(record: JsonObject, snsMessageId: string, snsTimestamp: number): { items: FeedbackItem[]; note?: string } | { malformed: string } {
   const type = text(record.eventType) ?? text(record.notificationType) ?? null;
   if (!type) return { items: [], note: 'SNS notification that is not an SES record (no eventType or notificationType); acknowledged' };
@@ -180,7 +163,6 @@ export function normalizeSesRecord(record: JsonObject, snsMessageId: string, sns
   switch (type) {
     case 'Bounce': {
       const b = fields(record.bounce);
-      // Permanent: the address does not work (also SES's own suppression-list bounces).
       // Transient and Undetermined: SES may still deliver, or the cause is unknown.
       const kind: FeedbackKind = b.bounceType === 'Permanent' ? 'hard_bounce' : 'soft_bounce';
       for (const r of list(b.bouncedRecipients).map(fields)) push(kind, r.emailAddress, at(b.timestamp), { type: b.bounceType, subtype: b.bounceSubType, code: r.status, reply: r.diagnosticCode });
@@ -188,7 +170,6 @@ export function normalizeSesRecord(record: JsonObject, snsMessageId: string, sns
     }
     case 'Complaint': {
       const c = fields(record.complaint);
-      // A feedback report saying the recipient marked it "not spam" is not a complaint.
       if (c.complaintFeedbackType === 'not-spam') return { items: [], note: 'SES complaint record with feedback type not-spam; acknowledged, nothing suppressed' };
       for (const r of list(c.complainedRecipients).map(fields)) push('complaint', r.emailAddress, at(c.timestamp), { type: c.complaintFeedbackType, subtype: c.complaintSubType });
       break;
@@ -204,7 +185,6 @@ export function normalizeSesRecord(record: JsonObject, snsMessageId: string, sns
       break;
     }
     case 'Reject': {
-      // SES refused to send it (a virus): every recipient fails.
       for (const r of list(mail.destination)) push('failed', r, at(mail.timestamp), { type: 'Reject', reply: fields(record.reject).reason });
       break;
     }
@@ -290,8 +270,7 @@ export const sesFeedback: FeedbackVerifier = {
       return { ok: false, code: 'feedback:stale', reason: `SNS Timestamp ${m.Timestamp} is outside the ${ctx.config.tolerance_seconds} s window` };
     }
 
-    // Confirming is idempotent at SNS, and a failed GET must leave SNS free to deliver the
-    // confirmation again: no replay bookkeeping for it.
+    // Confirming is idempotent at SNS, and a failed GET must leave SNS free to deliver it again: no replay bookkeeping.
     if (m.Type === 'SubscriptionConfirmation') return confirmSubscription(m, account, ctx);
     if (!(await ctx.rememberOnce(account, `sns:${m.MessageId}`))) return { ok: false, code: 'feedback:replayed', reason: `SNS message ${m.MessageId} was already received` };
     if (m.Type === 'UnsubscribeConfirmation') {
