@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { ParseArgsConfig } from 'node:util';
 import { createLogger, type Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
@@ -38,6 +39,11 @@ export function int(name: string, v: string | string[] | boolean | undefined): n
   if (s === undefined) return undefined;
   if (!/^\d+$/.test(s)) throw new OperatorError('invalid_argument', `--${name} must be a whole number`, name);
   return Number(s);
+}
+
+/** Bytes printed as they are (`message show --raw`), not as JSON. */
+export class RawOutput {
+  constructor(readonly stream: Readable) {}
 }
 
 /** Text printed as it is (CSV), chunk by chunk, instead of JSON. */

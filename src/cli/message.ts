@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import { bulkMessageAction } from '../operator/bulk.js';
 import type { BulkTarget } from '../operator/bulkTarget.js';
 import { cancelMessage, deleteMessage, messageList, openMessageMime, messageShow, releaseMessage, retryMessage } from '../operator/messages.js';
@@ -7,7 +6,7 @@ import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.
 import type { MessageAction } from '../store/messageActions.js';
 import { configuredViewerBase, durationSeconds, messageLink, messageLinks, revokeMessageLink } from '../operator/messageLinks.js';
 import { viewerSecret } from '../policy/viewerKey.js';
-import { commandLogger, str, strs, type Command, type CommandGroup } from './command.js';
+import { commandLogger, RawOutput, str, strs, type Command, type CommandGroup } from './command.js';
 
 const BULK_ACTIONS: readonly MessageAction[] = ['release', 'cancel', 'retry'];
 
@@ -48,12 +47,6 @@ function singleOrBulk(action: MessageAction, one: (ctx: Parameters<Command['run'
     options: { filter: { type: 'string', multiple: true } },
     run: async (ctx, v, [id]) => (v.filter !== undefined ? (await bulkMessageAction(ctx, action, parsedFilter(strs(v.filter)), null)).result : one(ctx, id)),
   };
-}
-
-/** Returned by `message show --raw`: the CLI streams the file instead of printing JSON. */
-/** Bytes printed as they are (`message show --raw`), not as JSON. */
-export class RawOutput {
-  constructor(readonly stream: Readable) {}
 }
 
 export const messageCommands: CommandGroup = {
