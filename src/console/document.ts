@@ -1,8 +1,15 @@
-/** The console API document and the validators compiled from it; routes come from it too, so they cannot drift. */
+/**
+ * The console API document and the validators compiled from it, each ajv's type guard for its
+ * operation's generated request type; routes come from it too, so they cannot drift.
+ */
 import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import consoleApi from './openapi.json' with { type: 'json' };
 import type { ErrorDetail } from '../contract/errors.js';
+import type { Operations } from './types.gen.js';
+
+/** The document's operations, by operationId. */
+export type OperationId = keyof Operations;
 
 export const consoleDocument = consoleApi as unknown as {
   servers: { url: string }[];
@@ -10,6 +17,7 @@ export const consoleDocument = consoleApi as unknown as {
   components: { schemas: Record<string, AnySchemaObject>; parameters: Record<string, ParameterObject> };
 };
 
+/** Where every console API path is mounted: `/console/api/v1`. */
 export const API_BASE = consoleDocument.servers[0].url;
 
 interface ParameterObject {
@@ -25,26 +33,45 @@ interface OperationObject {
   requestBody?: { required?: boolean; content: Record<string, { schema: AnySchemaObject }> };
   security?: unknown[];
   'x-role'?: 'owner';
+  /** Allowed to an operator who must change their (generated) password first. */
   'x-before-password-change'?: boolean;
 }
 
+/** The HTTP methods an OpenAPI path item may name. */
+const METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const;
+
 type Checked<T> = { ok: true; value: T } | { ok: false; details: ErrorDetail[] };
 
-export interface ConsoleOperation {
-  operationId: string;
+/** An operation the way the document declares it; compiled (compileOperation) once its operationId is known to be one of OperationId. */
+export interface DeclaredOperation<Id extends string = string> {
+  operationId: Id;
   method: string;
   path: string;
-  /** `/console/api/v1/messages/:message_id` */
+  spec: OperationObject;
+}
+
+export interface ConsoleOperation<K extends OperationId> {
+  operationId: K;
+  method: (typeof METHODS)[number];
+  /** The document's path, `/messages/{message_id}`. */
+  path: string;
+  /** The same for polka, under API_BASE: `/console/api/v1/messages/:message_id`. */
   route: string;
+  /** The names of its path parameters. */
   pathParams: string[];
-  /** false: sign-in, this document. */
+  /** false: no authentication (sign-in, this document). */
   authenticated: boolean;
   ownerOnly: boolean;
+  /** Allowed while the operator must change their password (`x-before-password-change`: the change itself, sign-out, who is signed in). */
   allowedBeforePasswordChange: boolean;
-  /** The id cannot exist, so 404. */
-  checkPath(params: Record<string, string>): boolean;
-  checkQuery(query: URLSearchParams): Checked<Record<string, unknown>>;
-  body: { required: boolean; check(body: unknown): Checked<Record<string, unknown>> } | null;
+  /** The path parameters, typed by their schemas (`index` a number); null when one does not match: the id cannot exist, so 404. */
+  checkPath(params: Record<string, string>): Operations[K]['params'] | null;
+  checkQuery(query: URLSearchParams): Checked<Operations[K]['query']>;
+  /**
+   * Its JSON body. `accepted` false: the operation takes none (a body sent is not read). A body
+   * not sent is checked like `{}` (an optional body's defaults apply; an operation without one gets `{}`).
+   */
+  body: { accepted: boolean; required: boolean; check(body: unknown): Checked<Operations[K]['body']> };
 }
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -76,7 +103,7 @@ const REASONS: Record<string, string> = {
   maximum: 'out_of_range',
 };
 
-/** One per field, the first error of each. */
+/** Ajv's errors as the contract's `{field, code}` details: one per field, the first error of each. */
 export function detailsOf(errors: ErrorObject[] | null | undefined): ErrorDetail[] {
   const byField = new Map<string, string>();
   const unions: ErrorDetail[] = [];
@@ -104,6 +131,7 @@ function resolveParameter(p: ParameterObject | { $ref: string }): ParameterObjec
   return p;
 }
 
+/** An object schema of the named parameters, each with its own schema (for ajv). */
 function parameterSchema(params: ParameterObject[]): AnySchemaObject {
   return {
     type: 'object',
@@ -113,22 +141,31 @@ function parameterSchema(params: ParameterObject[]): AnySchemaObject {
   };
 }
 
+/** `#/components/…` references, made absolute into the registered document. */
 function refsInto(schema: AnySchemaObject): AnySchemaObject {
   return JSON.parse(JSON.stringify(schema).replace(/"\$ref":"#\//g, '"$ref":"console#/')) as AnySchemaObject;
 }
 
-function compileOperation(method: string, path: string, op: OperationObject): ConsoleOperation {
+/** What an operation without a body accepts: nothing. */
+const NO_BODY: AnySchemaObject = { type: 'object', maxProperties: 0 };
+
+/** The validators of a declared operation, typed by operation K's request (the types generated from the same document). */
+export function compileOperation<K extends OperationId>(declared: DeclaredOperation<K>): ConsoleOperation<K> {
+  type Request = Operations[K];
+  const { path, spec: op } = declared;
+  const method = METHODS.find((m) => m === declared.method.toUpperCase());
+  if (method === undefined) throw new Error(`${declared.method} ${path}: not an HTTP method`);
   const params = (op.parameters ?? []).map(resolveParameter);
   const pathParams = params.filter((p) => p.in === 'path');
   const queryParams = params.filter((p) => p.in === 'query');
-  const checkPathSchema = parameters.compile(parameterSchema(pathParams));
-  const checkQuerySchema: ValidateFunction = parameters.compile(parameterSchema(queryParams));
+  const checkPathSchema: ValidateFunction<Request['params']> = parameters.compile(parameterSchema(pathParams));
+  const checkQuerySchema: ValidateFunction<Request['query']> = parameters.compile(parameterSchema(queryParams));
   const arrays = new Set(queryParams.filter((p) => p.schema.type === 'array').map((p) => p.name));
   const bodySchema = op.requestBody?.content['application/json']?.schema;
-  const checkBody = bodySchema ? bodies.compile(refsInto(bodySchema)) : null;
+  const checkBody: ValidateFunction<Request['body']> = bodies.compile(bodySchema ? refsInto(bodySchema) : NO_BODY);
   return {
-    operationId: op.operationId,
-    method: method.toUpperCase(),
+    operationId: declared.operationId,
+    method,
     path,
     route: API_BASE + path.replace(/\{([a-z_]+)\}/g, ':$1'),
     pathParams: pathParams.map((p) => p.name),
@@ -136,7 +173,9 @@ function compileOperation(method: string, path: string, op: OperationObject): Co
     ownerOnly: op['x-role'] === 'owner',
     allowedBeforePasswordChange: op['x-before-password-change'] === true,
     checkPath(values) {
-      return checkPathSchema({ ...values }) === true;
+      // Coerced like the query (ajv: `"7"` → 7); polka's own object is left unchanged.
+      const value: unknown = { ...values };
+      return checkPathSchema(value) ? value : null;
     },
     checkQuery(query) {
       const value: Record<string, unknown> = {};
@@ -151,23 +190,23 @@ function compileOperation(method: string, path: string, op: OperationObject): Co
       if (checkQuerySchema(value)) return { ok: true, value };
       return { ok: false, details: detailsOf(checkQuerySchema.errors) };
     },
-    body: checkBody
-      ? {
-          required: op.requestBody?.required ?? false,
-          check(body) {
-            if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, details: [{ field: 'body', code: 'body:invalid_type' }] };
-            if (checkBody(body)) return { ok: true, value: body as Record<string, unknown> };
-            return { ok: false, details: detailsOf(checkBody.errors) };
-          },
-        }
-      : null,
+    body: {
+      accepted: bodySchema !== undefined,
+      required: op.requestBody?.required ?? false,
+      check(body) {
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, details: [{ field: 'body', code: 'body:invalid_type' }] };
+        if (checkBody(body)) return { ok: true, value: body };
+        return { ok: false, details: detailsOf(checkBody.errors) };
+      },
+    },
   };
 }
 
-export function consoleOperations(): ConsoleOperation[] {
-  const ops: ConsoleOperation[] = [];
+/** Every operation the document declares. */
+export function declaredOperations(): DeclaredOperation[] {
+  const ops: DeclaredOperation[] = [];
   for (const [path, item] of Object.entries(consoleDocument.paths)) {
-    for (const [method, op] of Object.entries(item)) ops.push(compileOperation(method, path, op));
+    for (const [method, spec] of Object.entries(item)) ops.push({ operationId: spec.operationId, method, path, spec });
   }
   return ops;
 }

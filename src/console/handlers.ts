@@ -1,9 +1,8 @@
 /**
  * What each console API operation does, by operationId: access checks, then exactly the
  * operator layer's rule (the CLI's). Bodies and parameters arrive validated against the
- * document; answers are the operator layer's views.
+ * document, typed by it (call.ts); answers are the operator layer's views.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { ContractError } from '../contract/errors.js';
 import { canSeeProject, requireVisible, requireVisibleProject } from '../operator/access.js';
@@ -15,7 +14,7 @@ import { checkDomain, sendingDomains } from '../operator/domains.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
 import {
-  deleteMessage, messageAction, messageDetail, openMessageMime, messageSearch, requireMessage, type MessageAction, type MessageFilter, type MessageStatus,
+  deleteMessage, messageAction, messageDetail, openMessageMime, messageSearch, requireMessage, type MessageAction, type MessageFilter,
 } from '../operator/messages.js';
 import {
   createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
@@ -34,26 +33,9 @@ import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { messageLink, messageLinks, previewPart, previewPartToken, revokeMessageLink } from '../operator/messageLinks.js';
 import { inlinePartsOf, safeContentType, sendBodyDocument, sendInlinePart } from '../viewer/bodyDocument.js';
 import { sessionCookieHeader, type SignInThrottle } from './auth.js';
+import type { AnonymousHandlers, Answer, AuthenticatedHandlers, AuthenticatedId, Call, Handler } from './call.js';
 import type { LiveEvents } from './liveEvents.js';
 import type * as Api from './types.gen.js';
-
-/** One request, authenticated (unless the operation needs no authentication) and validated. */
-export interface Call {
-  req: IncomingMessage;
-  res: ServerResponse;
-  /** Acting as the principal (audit log: operator, client address). */
-  ctx: OperatorContext;
-  principal: Principal;
-  sessionId: string | null;
-  clientIp: string;
-  params: Record<string, string>;
-  query: Record<string, unknown>;
-  body: Record<string, unknown>;
-}
-
-/** A JSON answer, or `undefined` when the handler wrote the response itself (files, streams). */
-export type Answer = { status: number; body?: unknown; headers?: Record<string, string> } | undefined;
-export type Handler = (call: Call) => Answer | Promise<Answer>;
 
 export interface HandlerDeps {
   ctx: OperatorContext;
@@ -79,29 +61,25 @@ async function sessionView(p: Principal, sessionId: string | null, deps: Handler
   };
 }
 
-/** The console's message filter from the list's query (or a bulk body's `filter`), within what the principal may see. */
-async function messageFilter(ctx: OperatorContext, p: Principal, q: Record<string, unknown>): Promise<MessageFilter> {
-  const project = q.project as string | undefined;
+/** The console's message filter from the list's query (or a bulk body's `filter`: the same fields), within what the principal may see. */
+async function messageFilter(ctx: OperatorContext, p: Principal, q: Api.Operations['listMessages']['query']): Promise<MessageFilter> {
+  const { project } = q;
   if (project !== undefined) await requireVisibleProject(ctx, p, project);
-  const statuses = q.status as MessageStatus[] | undefined;
-  const time = (v: unknown) => (typeof v === 'string' ? Date.parse(v) : undefined);
+  const time = (v: string | undefined) => (v === undefined ? undefined : Date.parse(v));
   return {
     projectIds: project !== undefined ? [project] : p.projects,
-    environment: q.environment as MessageFilter['environment'],
-    statuses,
-    from: q.from as string | undefined,
-    to: q.to as string | undefined,
-    subject: q.subject as string | undefined,
-    category: q.category as string | undefined,
-    tag: q.tag as string | undefined,
+    environment: q.environment,
+    statuses: q.status,
+    from: q.from,
+    to: q.to,
+    subject: q.subject,
+    category: q.category,
+    tag: q.tag,
     createdAfter: time(q.created_after),
     createdBefore: time(q.created_before),
-    id: q.id as string | undefined,
+    id: q.id,
   };
 }
-
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-const num = (v: unknown): string | undefined => (typeof v === 'number' ? String(v) : undefined);
 
 /** `attachment; filename="…"` with an RFC 6266 UTF-8 form for names that are not plain ASCII. */
 function contentDisposition(name: string): string {
@@ -109,30 +87,40 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
-export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
-  const single = (action: MessageAction): Handler => async (c) => {
+/** The handlers of every operation but the document itself (the server answers it). */
+export function consoleHandlers(deps: HandlerDeps): { authenticated: AuthenticatedHandlers; anonymous: Omit<AnonymousHandlers, 'getOpenApi'> } {
+  const single = (action: MessageAction): Handler<'releaseMessage' | 'cancelMessage' | 'retryMessage'> => async (c) => {
     const projectId = await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
     const result = await messageAction(c.ctx, action, c.params.message_id);
     deps.live.announce([{ id: result.id, status: result.status, project_id: projectId, environment: result.environment, type: `message.${action}` }]);
     return ok(result);
   };
-  const inProject = async (c: Call) => {
+  const inProject = async (c: Pick<Call<AuthenticatedId>, 'ctx' | 'principal'> & { params: { project_id: string } }) => {
     await requireVisibleProject(c.ctx, c.principal, c.params.project_id);
     return c.params.project_id;
   };
 
-  return {
-    /* session ---------------------------------------------------------------------------- */
+  const anonymous: Omit<AnonymousHandlers, 'getOpenApi'> = {
     async signIn(c) {
-      const email = c.body.email as string;
+      const { email, password } = c.body;
       // The attempt's place in the failed sign-in limits is taken before the password is
       // checked (attempts sent at once cannot all pass), and kept unless the password was right.
       const attempt = await deps.throttle.reserve(c.clientIp, email);
-      const session = await signIn(c.ctx, email, c.body.password as string, c.clientIp);
+      const session = await signIn(c.ctx, email, password, c.clientIp);
       if (!session) throw new ContractError('invalid_credentials');
       await deps.throttle.succeeded(attempt);
       return { status: 201, body: await sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
     },
+    // The preview's sandboxed frame sends no cookie: the token signed for the message is the authority.
+    async getMessageInlinePart(c) {
+      const { attachment, stream } = await previewPart(c.ctx, deps.viewerLinks.secret, c.params.message_id, c.query.token, c.params.index);
+      await sendInlinePart(c.res, attachment, stream);
+      return undefined;
+    },
+  };
+
+  const authenticated: AuthenticatedHandlers = {
+    /* session ---------------------------------------------------------------------------- */
     getSession: async (c) => ok(await sessionView(c.principal, c.sessionId, deps)),
     async signOut(c) {
       await signOut(c.ctx, c.principal);
@@ -141,20 +129,20 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return { status: 204, headers };
     },
     async changePassword(c) {
-      const next = c.body.new_password as string;
+      const next = c.body.new_password;
       // A new password the rules refuse is answered before anything is checked: no guess, no place taken.
       checkPasswordRules(next, 'new_password');
       // The current password is a guess like a sign-in's: its place in the failed sign-in limits
       // (this operator's email, this address) is taken before the check, kept unless it was right.
       const attempt = await deps.throttle.reserve(c.clientIp, c.principal.operator.email, 'current_password');
-      const changed = await changeOwnPassword(c.ctx, c.principal, c.body.current_password as string, next, c.body.revoke_tokens === true);
+      const changed = await changeOwnPassword(c.ctx, c.principal, c.body.current_password, next, c.body.revoke_tokens === true);
       await deps.throttle.succeeded(attempt);
       // Their other sessions ended (and perhaps their tokens): so do those streams.
       await deps.live.recheck(c.principal.operator.id);
       return ok(changed);
     },
     listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
-    createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name as string, str(c.body.expires_at)), 201),
+    createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name, c.body.expires_at), 201),
     async revokeToken(c) {
       const token = await requireOperatorToken(c.ctx, c.params.token_id);
       if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
@@ -165,7 +153,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* overview --------------------------------------------------------------------------- */
     async getOverview(c) {
-      const project = str(c.query.project);
+      const { project } = c.query;
       if (project !== undefined) await requireVisibleProject(c.ctx, c.principal, project);
       const owner = c.principal.operator.role === 'owner';
       return ok(await overview(c.ctx, deps.overview, project !== undefined ? [project] : c.principal.projects, owner));
@@ -176,13 +164,13 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* projects --------------------------------------------------------------------------- */
     listProjects: async (c) => ok({ projects: (await projectList(c.ctx)).projects.filter((p) => canSeeProject(c.principal, p.id)) }),
-    createProject: async (c) => ok(await createProject(c.ctx, c.body.name as string, str(c.body.plan)), 201),
+    createProject: async (c) => ok(await createProject(c.ctx, c.body.name, c.body.plan), 201),
     getProject: async (c) => ok(await showProject(c.ctx, await inProject(c))),
     deleteProject: async (c) => ok(await deleteProject(c.ctx, c.params.project_id)),
     pauseProject: async (c) => ok(await setPaused(c.ctx, c.params.project_id, true)),
     resumeProject: async (c) => ok(await setPaused(c.ctx, c.params.project_id, false)),
-    changePlan: async (c) => ok(await changePlan(c.ctx, c.params.project_id, c.body.plan as string)),
-    changeStrategy: async (c) => ok(await setStrategy(c.ctx, c.params.project_id, c.body.strategy as string)),
+    changePlan: async (c) => ok(await changePlan(c.ctx, c.params.project_id, c.body.plan)),
+    changeStrategy: async (c) => ok(await setStrategy(c.ctx, c.params.project_id, c.body.strategy)),
 
     /* keys ------------------------------------------------------------------------------- */
     async listKeys(c) {
@@ -191,60 +179,38 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await deps.keyUse?.flush();
       return ok(await listKeys(c.ctx, projectId));
     },
-    createKey: async (c) => ok(await createKey(c.ctx, await inProject(c), c.body.mode as string, str(c.body.expires_at), str(c.body.name)), 201),
+    createKey: async (c) => ok(await createKey(c.ctx, await inProject(c), c.body.mode, c.body.expires_at, c.body.name), 201),
     async revokeKey(c) {
       await requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
       return ok(await revokeKey(c.ctx, c.params.key_id));
     },
     async rotateKey(c) {
       await requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
-      return ok(await rotateKey(c.ctx, c.params.key_id, (c.body.grace_seconds as number | undefined) ?? 86_400), 201);
+      return ok(await rotateKey(c.ctx, c.params.key_id, c.body.grace_seconds ?? 86_400), 201);
     },
 
     /* providers (owners: the router checks) ---------------------------------------------- */
     listProviders: async (c) => ok(await listProviders(c.ctx, c.params.project_id)),
-    attachProvider: async (c) =>
-      ok(
-        await attachProvider(c.ctx, c.params.project_id, {
-          slug: c.body.slug as string,
-          host: str(c.body.host),
-          port: num(c.body.port),
-          user: str(c.body.user),
-          pass: str(c.body.pass),
-          tls: str(c.body.tls),
-          endpoint: str(c.body.endpoint),
-          apiKey: str(c.body.api_key),
-          region: str(c.body.region),
-          domain: str(c.body.domain),
-          webhookSecret: str(c.body.webhook_secret),
-          webhookPublicKey: str(c.body.webhook_public_key),
-          label: str(c.body.label),
-          freeQuota: num(c.body.free_quota),
-          priority: num(c.body.priority),
-        }),
-        201,
-      ),
-    updateProvider: async (c) =>
-      ok(
-        await updateProvider(c.ctx, c.params.account_id, {
-          priority: num(c.body.priority),
-          freeQuota: c.body.free_quota === null ? null : num(c.body.free_quota),
-          label: c.body.label === null ? null : str(c.body.label),
-          user: str(c.body.user),
-          pass: str(c.body.pass),
-          apiKey: str(c.body.api_key),
-          webhookSecret: str(c.body.webhook_secret),
-          webhookPublicKey: str(c.body.webhook_public_key),
-        }),
-      ),
+    // The operator layer takes the CLI's text for numbers.
+    async attachProvider({ ctx, params, body: b }) {
+      const options = { slug: b.slug, host: b.host, port: b.port?.toString(), user: b.user, pass: b.pass, tls: b.tls, endpoint: b.endpoint, region: b.region, domain: b.domain };
+      const secrets = { apiKey: b.api_key, webhookSecret: b.webhook_secret, webhookPublicKey: b.webhook_public_key };
+      return ok(await attachProvider(ctx, params.project_id, { ...options, ...secrets, label: b.label, freeQuota: b.free_quota?.toString(), priority: b.priority?.toString() }), 201);
+    },
+    async updateProvider({ ctx, params, body: b }) {
+      const secrets = { apiKey: b.api_key, webhookSecret: b.webhook_secret, webhookPublicKey: b.webhook_public_key };
+      const freeQuota = b.free_quota === null ? null : b.free_quota?.toString();
+      return ok(await updateProvider(ctx, params.account_id, { priority: b.priority?.toString(), freeQuota, label: b.label, user: b.user, pass: b.pass, ...secrets }));
+    },
     detachProvider: async (c) => ok(await detachProvider(c.ctx, c.params.account_id)),
     checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
 
     /* messages --------------------------------------------------------------------------- */
-    listMessages: async (c) => ok(await messageSearch(c.ctx, await messageFilter(c.ctx, c.principal, c.query), { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
+    listMessages: async (c) => ok(await messageSearch(c.ctx, await messageFilter(c.ctx, c.principal, c.query), { limit: c.query.limit, cursor: c.query.cursor })),
     async bulkMessages(c) {
-      const action = c.body.action as MessageAction;
-      const target = Array.isArray(c.body.ids) ? { ids: c.body.ids as string[] } : { filter: await messageFilter(c.ctx, c.principal, c.body.filter as Record<string, unknown>) };
+      // The document takes exactly one of ids and filter.
+      const { action, ids, filter } = c.body;
+      const target = filter === undefined ? { ids: ids ?? [] } : { filter: await messageFilter(c.ctx, c.principal, filter) };
       if (c.body.dry_run === true) return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
       const { result, changedIn } = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
       // Each stream hears of the messages it may see, and only of those.
@@ -272,7 +238,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     },
     async getMessageAttachment(c) {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      const { attachment, stream } = await openAttachment(c.ctx, c.params.message_id, Number(c.params.index));
+      const { attachment, stream } = await openAttachment(c.ctx, c.params.message_id, c.params.index);
       // Served as a download, never rendered in the console's origin.
       c.res.writeHead(200, {
         'Content-Type': safeContentType(attachment.content_type),
@@ -292,15 +258,9 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       sendBodyDocument(c.res, content, c.query.images === '1', { parts: inlinePartsOf(content.attachments), partUrl: (index) => `inline/${index}?token=${token}` });
       return undefined;
     },
-    async getMessageInlinePart(c) {
-      const { attachment, stream } = await previewPart(c.ctx, deps.viewerLinks.secret, c.params.message_id, str(c.query.token) ?? '', Number(c.params.index));
-      await sendInlinePart(c.res, attachment, stream);
-      return undefined;
-    },
     async createMessageLink(c) {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      const expires = c.body.expires_in_seconds as number | undefined;
-      return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, expires), 201);
+      return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, c.body.expires_in_seconds), 201);
     },
     async listMessageLinks(c) {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
@@ -321,15 +281,15 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       return ok(result);
     },
     async streamEvents(c) {
-      const project = str(c.query.project) ?? null;
+      const project = c.query.project ?? null;
       if (project !== null) await requireVisibleProject(c.ctx, c.principal, project);
-      await deps.live.open(c.res, c.principal, { project, environment: str(c.query.environment) ?? null });
+      await deps.live.open(c.res, c.principal, { project, environment: c.query.environment ?? null });
       return undefined;
     },
 
     /* suppressions ----------------------------------------------------------------------- */
-    listSuppressions: async (c) => ok(await suppressionSearch(c.ctx, await inProject(c), { q: str(c.query.q), limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) })),
-    addSuppression: async (c) => ok(await suppress(c.ctx, await inProject(c), c.body.email as string, str(c.body.reason)), 201),
+    listSuppressions: async (c) => ok(await suppressionSearch(c.ctx, await inProject(c), c.query)),
+    addSuppression: async (c) => ok(await suppress(c.ctx, await inProject(c), c.body.email, c.body.reason), 201),
     removeSuppression: async (c) => ok(await unsuppress(c.ctx, await inProject(c), c.params.email)),
     async exportSuppressions(c) {
       const chunks = suppressionCsv(c.ctx, await inProject(c));
@@ -347,7 +307,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     /* DKIM ------------------------------------------------------------------------------- */
     listDkim: async (c) => ok(await listDkim(c.ctx, await inProject(c))),
     addDkim: async (c) =>
-      ok(await addDkimKey(c.ctx, await inProject(c), { domain: c.body.domain as string, selector: c.body.selector as string, algorithm: str(c.body.algorithm), privateKeyPem: str(c.body.private_key) }), 201),
+      ok(await addDkimKey(c.ctx, await inProject(c), { domain: c.body.domain, selector: c.body.selector, algorithm: c.body.algorithm, privateKeyPem: c.body.private_key }), 201),
     async removeDkim(c) {
       await requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
       return ok(await removeDkim(c.ctx, c.params.dkim_id));
@@ -359,7 +319,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* webhooks --------------------------------------------------------------------------- */
     listWebhooks: async (c) => ok(await listWebhooks(c.ctx, await inProject(c))),
-    addWebhook: async (c) => ok(await addWebhook(c.ctx, await inProject(c), c.body.url as string, (c.body.events as string[] | undefined)?.join(','), deps.webhookTargets), 201),
+    addWebhook: async (c) => ok(await addWebhook(c.ctx, await inProject(c), c.body.url, c.body.events?.join(','), deps.webhookTargets), 201),
     async removeWebhook(c) {
       await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await removeWebhook(c.ctx, c.params.webhook_id));
@@ -378,7 +338,7 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
     },
     async listWebhookAttempts(c) {
       await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
-      return ok(await webhookAttempts(c.ctx, c.params.webhook_id, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor) }));
+      return ok(await webhookAttempts(c.ctx, c.params.webhook_id, c.query));
     },
     async getWebhookDelivery(c) {
       await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
@@ -391,11 +351,10 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
 
     /* operators and the audit log (owners: the router checks) ---------------------------- */
     listOperators: async (c) => ok(await operatorList(c.ctx)),
-    createOperator: async (c) =>
-      ok(await createOperator(c.ctx, { email: c.body.email as string, role: c.body.role as string, projects: c.body.projects as string[] | undefined, password: str(c.body.password) }), 201),
+    createOperator: async (c) => ok(await createOperator(c.ctx, c.body), 201),
     // An operator's streams follow their role and projects, and end with them (or their sessions).
     async updateOperator(c) {
-      const updated = await updateOperator(c.ctx, c.params.operator_id, { role: str(c.body.role), projects: c.body.projects as string[] | undefined });
+      const updated = await updateOperator(c.ctx, c.params.operator_id, c.body);
       await deps.live.recheck(c.params.operator_id);
       return ok(updated);
     },
@@ -409,8 +368,8 @@ export function consoleHandlers(deps: HandlerDeps): Record<string, Handler> {
       await deps.live.recheck(c.params.operator_id);
       return ok(reset);
     },
-    listAudit: async (c) =>
-      ok(await auditLog(c.ctx, { limit: c.query.limit as number | undefined, cursor: str(c.query.cursor), actor: str(c.query.actor), actorEmail: str(c.query.actor_email), action: str(c.query.action) })),
+    listAudit: async ({ ctx, query: q }) => ok(await auditLog(ctx, { limit: q.limit, cursor: q.cursor, actor: q.actor, actorEmail: q.actor_email, action: q.action })),
     listPlans: async (c) => ok(planList(c.ctx)),
   };
+  return { authenticated, anonymous };
 }

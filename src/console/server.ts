@@ -3,15 +3,14 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import polka from 'polka';
 import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
-import { asDetails, ContractError, type ErrorDetail } from '../contract/errors.js';
+import { ContractError } from '../contract/errors.js';
 import { requestAddresses, timeoutCheckInterval } from '../http/app.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
-import { readJsonBody } from '../http/jsonBody.js';
 import { closingConnection, refusalAnswer } from '../http/refusedBody.js';
 import { ClientGone } from '../http/requestBody.js';
-import { exactRoute, isCanonicalTarget, loggedPath, requestPath } from '../http/requestPath.js';
+import { isCanonicalTarget, loggedPath, requestPath } from '../http/requestPath.js';
 import { sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
 import { countHttpRequest } from '../platform/metrics.js';
@@ -23,12 +22,14 @@ import type { OperatorContext, OperatorSettings, OperatorWriter } from '../opera
 import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
-import { actingAs, currentPrincipal } from '../operator/sessions.js';
+import { currentPrincipal } from '../operator/sessions.js';
 import type { TargetOptions } from '../operator/webhooks.js';
-import { authenticateRequest, type SignInThrottle } from './auth.js';
-import { consoleDocument, consoleOperations, type ConsoleOperation } from './document.js';
-import { consoleHandlers, type Call, type Handler, type HandlerDeps } from './handlers.js';
+import type { SignInThrottle } from './auth.js';
+import type { AnonymousHandlers } from './call.js';
+import { consoleDocument } from './document.js';
+import { consoleHandlers, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
+import { addApiRoutes } from './routes.js';
 import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
@@ -96,11 +97,7 @@ export interface ConsoleServer {
   close(): Promise<void>;
 }
 
-/** Console request bodies are small (the largest: 10,000 message ids, a PEM key). */
-const MAX_BODY_BYTES = 1024 * 1024;
 const documentBody = JSON.stringify(consoleDocument);
-
-const invalid = (details: ErrorDetail[]) => ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
 
 /** An operator refusal in the contract's envelope: 404, 409, 403, or 422 with the field at fault. */
 function contractErrorOf(err: OperatorError): ContractError {
@@ -136,57 +133,17 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
   const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
   const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
   const { activity, live } = deps.shared;
-  const handlers: Record<string, Handler> = {
-    ...consoleHandlers({
-      ctx: base,
-      secure,
-      throttle: deps.signIns,
-      live,
-      overview: { activity, storage: new StorageFigures(store, config.state_dir), throttledUntil: deps.throttledUntil },
-      keyUse: deps.keyUse,
-      webhookTargets: deps.webhookTargets,
-      viewerLinks: deps.viewerLinks,
-    }),
-    getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) as unknown }),
-  };
-
-  const serve = (op: ConsoleOperation, handler: Handler) => (req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse) => {
-    void handle(op, handler, req, res).catch((err: unknown) => fail(res, err));
-  };
-
-  async function handle(op: ConsoleOperation, handler: Handler, req: IncomingMessage & { params?: Record<string, string> }, res: ServerResponse): Promise<void> {
-    const clientIp = deps.proxies.clientAddress(req);
-    const auth = op.authenticated ? await authenticateRequest(base, req, config) : null;
-    // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
-    // polka has percent-decoded them once; a second decoding would make `%2540` another spelling of `@`.
-    const params = Object.fromEntries(op.pathParams.map((name) => [name, req.params?.[name] ?? '']));
-    if (!op.checkPath(params)) throw new ContractError('not_found', { message: 'No such resource.' });
-    // A generated password (operator create, reset-password) was seen by whoever made it: until
-    // its operator has changed it, their session or token may do nothing else.
-    if (auth?.principal.operator.must_change_password === 1 && !op.allowedBeforePasswordChange) throw new ContractError('password_change_required');
-    if (op.ownerOnly && auth?.principal.operator.role !== 'owner') throw new ContractError('forbidden');
-    const query = op.checkQuery(new URL(req.url ?? '/', 'http://console').searchParams);
-    if (!query.ok) throw invalid(query.details);
-    let body: Record<string, unknown> = {};
-    if (op.body && (op.body.required || Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined)) {
-      const json = await readJsonBody(req, res, { limit: MAX_BODY_BYTES, budget: deps.bodies, envelope: 'console' });
-      // No field of the console API is binary: bytes that are not UTF-8 are refused whole.
-      if (json.undecodable) throw new ContractError('body:invalid_json', { message: 'The request body is not valid UTF-8.' });
-      const checked = op.body.check(json.value);
-      if (!checked.ok) throw invalid(checked.details);
-      body = checked.value;
-    }
-    const ctx = auth ? actingAs(base, auth.principal.operator, clientIp) : { ...base, clientIp };
-    const call = { req, res, ctx, principal: auth?.principal, sessionId: auth?.sessionId ?? null, clientIp, params, query: query.value, body } as Call;
-    const answer = await handler(call);
-    if (answer === undefined) return;
-    if (answer.body === undefined) {
-      res.writeHead(answer.status, answer.headers);
-      res.end();
-    } else {
-      sendJson(res, answer.status, answer.body, answer.headers);
-    }
-  }
+  const handlers = consoleHandlers({
+    ctx: base,
+    secure,
+    throttle: deps.signIns,
+    live,
+    overview: { activity, storage: new StorageFigures(store, config.state_dir), throttledUntil: deps.throttledUntil },
+    keyUse: deps.keyUse,
+    webhookTargets: deps.webhookTargets,
+    viewerLinks: deps.viewerLinks,
+  });
+  const anonymous: AnonymousHandlers = { ...handlers.anonymous, getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) }) };
 
   function fail(res: ServerResponse, err: unknown): void {
     // Nobody to answer; the request line (aborted) says what happened.
@@ -209,17 +166,7 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     onNoMatch: (_req, res) => refuse(res, new ContractError('not_found')),
     onError: (err, _req, res) => fail(res, err),
   });
-  const methodsByRoute = new Map<string, string[]>();
-  for (const op of consoleOperations()) {
-    const handler = handlers[op.operationId];
-    if (!handler) throw new Error(`console operation ${op.operationId} has no handler`);
-    // Exact routes, case-sensitive, no trailing slash: a path is served in one spelling only (http/requestPath.ts).
-    app.add(op.method as 'GET', exactRoute(op.route), serve(op, handler));
-    methodsByRoute.set(op.route, [...(methodsByRoute.get(op.route) ?? []), op.method]);
-  }
-  for (const [route, methods] of methodsByRoute) {
-    app.all(exactRoute(route), (_req, res) => refuse(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
-  }
+  addApiRoutes(app, { base, config, proxies: deps.proxies, bodies: deps.bodies, authenticated: handlers.authenticated, anonymous, refuse, fail });
 
   const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
   /** GET /metrics: the Prometheus exposition, behind `metrics.token` when one is set. */

@@ -361,6 +361,7 @@ WebhookRedelivery?: WebhookRedelivery
 ViewerLinkRecord?: ViewerLinkRecord
 ViewerLinkList?: ViewerLinkList
 ViewerLinkRevoked?: ViewerLinkRevoked
+Operations?: Operations
 }
 /**
  * This interface was referenced by `ConsoleApi`'s JSON-Schema
@@ -1888,4 +1889,621 @@ links: ViewerLinkRecord[]
 export interface ViewerLinkRevoked {
 id: string
 revoked: true
+}
+/**
+ * This interface was referenced by `ConsoleApi`'s JSON-Schema
+ * via the `definition` "Operations".
+ */
+export interface Operations {
+signIn: {
+authenticated: false
+params: Record<string, never>
+query: Record<string, never>
+body: SignIn
+}
+getSession: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+signOut: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+changePassword: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: PasswordChange
+}
+listTokens: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+createToken: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: TokenCreate
+}
+revokeToken: {
+authenticated: true
+params: {
+token_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listNodes: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+getOverview: {
+authenticated: true
+params: Record<string, never>
+query: {
+project?: ProjectId
+}
+body: Record<string, never>
+}
+listProjects: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+createProject: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: ProjectCreate
+}
+listPlans: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+getProject: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+deleteProject: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+pauseProject: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+resumeProject: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+changePlan: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: PlanChange
+}
+changeStrategy: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: StrategyChange
+}
+listKeys: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+createKey: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: KeyCreate
+}
+revokeKey: {
+authenticated: true
+params: {
+key_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+rotateKey: {
+authenticated: true
+params: {
+key_id: string
+}
+query: Record<string, never>
+body: KeyRotate
+}
+listProviders: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+attachProvider: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: ProviderAttach
+}
+updateProvider: {
+authenticated: true
+params: {
+account_id: string
+}
+query: Record<string, never>
+body: ProviderUpdate
+}
+detachProvider: {
+authenticated: true
+params: {
+account_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+checkProvider: {
+authenticated: true
+params: {
+account_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listMessages: {
+authenticated: true
+params: Record<string, never>
+query: {
+project?: ProjectId
+environment?: Environment
+/**
+ * repeat for several
+ */
+status?: MessageStatus[]
+/**
+ * substring of the sender address (case-insensitive)
+ */
+from?: string
+/**
+ * substring of any recipient (To, Cc or Bcc)
+ */
+to?: string
+/**
+ * substring (case-insensitive)
+ */
+subject?: string
+category?: string
+tag?: string
+/**
+ * inclusive
+ */
+created_after?: string
+/**
+ * exclusive
+ */
+created_before?: string
+id?: MessageId
+/**
+ * page size (default 50; suppressions 100, up to 1000)
+ */
+limit?: number
+/**
+ * the `next_cursor` of the previous page
+ */
+cursor?: string
+}
+body: Record<string, never>
+}
+bulkMessages: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: BulkRequest
+}
+getMessage: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+deleteMessage: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+getMessageContent: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+getMessageRaw: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+getMessageAttachment: {
+authenticated: true
+params: {
+message_id: MessageId
+index: number
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+getMessageInlinePart: {
+authenticated: false
+params: {
+message_id: MessageId
+index: number
+}
+query: {
+/**
+ * the signed token the preview document gave
+ */
+token: string
+}
+body: Record<string, never>
+}
+releaseMessage: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+cancelMessage: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+retryMessage: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+getMessagePreview: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: {
+/**
+ * 1: allow remote images (http and https)
+ */
+images?: ("0" | "1")
+}
+body: Record<string, never>
+}
+createMessageLink: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: ViewerLinkCreate
+}
+listMessageLinks: {
+authenticated: true
+params: {
+message_id: MessageId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+revokeMessageLink: {
+authenticated: true
+params: {
+message_id: MessageId
+link_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+streamEvents: {
+authenticated: true
+params: Record<string, never>
+query: {
+project?: ProjectId
+environment?: Environment
+}
+body: Record<string, never>
+}
+listSuppressions: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: {
+/**
+ * substring of the address
+ */
+q?: string
+limit?: number
+/**
+ * the `next_cursor` of the previous page
+ */
+cursor?: string
+}
+body: Record<string, never>
+}
+addSuppression: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: SuppressionAdd
+}
+removeSuppression: {
+authenticated: true
+params: {
+project_id: ProjectId
+/**
+ * URL-encoded
+ */
+email: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+exportSuppressions: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listDkim: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+addDkim: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: DkimAdd
+}
+removeDkim: {
+authenticated: true
+params: {
+dkim_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listDomains: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+checkDomain: {
+authenticated: true
+params: {
+project_id: ProjectId
+/**
+ * a host name (example.com)
+ */
+domain: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listWebhooks: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+addWebhook: {
+authenticated: true
+params: {
+project_id: ProjectId
+}
+query: Record<string, never>
+body: WebhookAdd
+}
+removeWebhook: {
+authenticated: true
+params: {
+webhook_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+enableWebhook: {
+authenticated: true
+params: {
+webhook_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+rotateWebhookSecret: {
+authenticated: true
+params: {
+webhook_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+testWebhook: {
+authenticated: true
+params: {
+webhook_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listWebhookAttempts: {
+authenticated: true
+params: {
+webhook_id: string
+}
+query: {
+/**
+ * page size (default 50; suppressions 100, up to 1000)
+ */
+limit?: number
+/**
+ * the `next_cursor` of the previous page
+ */
+cursor?: string
+}
+body: Record<string, never>
+}
+getWebhookDelivery: {
+authenticated: true
+params: {
+webhook_id: string
+delivery_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+redeliverWebhook: {
+authenticated: true
+params: {
+webhook_id: string
+delivery_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+listOperators: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
+createOperator: {
+authenticated: true
+params: Record<string, never>
+query: Record<string, never>
+body: OperatorCreate
+}
+updateOperator: {
+authenticated: true
+params: {
+operator_id: string
+}
+query: Record<string, never>
+body: OperatorUpdate
+}
+removeOperator: {
+authenticated: true
+params: {
+operator_id: string
+}
+query: Record<string, never>
+body: Record<string, never>
+}
+resetOperatorPassword: {
+authenticated: true
+params: {
+operator_id: string
+}
+query: Record<string, never>
+body: PasswordResetOptions
+}
+listAudit: {
+authenticated: true
+params: Record<string, never>
+query: {
+/**
+ * an operator id, or cli
+ */
+actor?: string
+/**
+ * the operator's email (as it was when they acted; any case)
+ */
+actor_email?: string
+action?: string
+/**
+ * page size (default 50; suppressions 100, up to 1000)
+ */
+limit?: number
+/**
+ * the `next_cursor` of the previous page
+ */
+cursor?: string
+}
+body: Record<string, never>
+}
+getOpenApi: {
+authenticated: false
+params: Record<string, never>
+query: Record<string, never>
+body: Record<string, never>
+}
 }
