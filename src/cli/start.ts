@@ -1,7 +1,6 @@
 import { clockFromEnvironment } from '../clock.js';
 import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
-import { startPostern } from '../main.js';
 import { listOperators } from '../store/operators.js';
 import type { Output } from './output.js';
 import { cliInvocation, noticeText, startNotices } from './startNotices.js';
@@ -16,6 +15,8 @@ export async function runStart(configPath: string, out: Output, configFlag?: str
   const stopRequested = new Promise<string>((resolve) => (signalled = resolve));
   process.once('SIGTERM', () => signalled('SIGTERM'));
   process.once('SIGINT', () => signalled('SIGINT'));
+  // Loaded once the config is known good: a refused config costs only its own check.
+  const { startPostern } = await import('../main.js');
   const running = await startPostern(config, logger, clockFromEnvironment());
   // A file that does not load or validate refuses the whole reload, the certificate included.
   process.on('SIGHUP', () => {

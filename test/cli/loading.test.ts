@@ -41,6 +41,13 @@ describe('what a CLI command loads', () => {
     }
   });
 
+  test('a start refused for its config does not load the server', async () => {
+    const { code, modules } = await loadedBy(['start', '--config', '/nonexistent/postern.json']);
+    assert.equal(code, 78);
+    assert.ok(modules.includes('cli/start.js'));
+    assert.ok(!modules.includes('main.js') && !modules.includes('smtp/server.js'), modules.join(' '));
+  });
+
   test('help lists every group (it loads them all) and still not the server', async () => {
     const { code, modules } = await loadedBy(['--help']);
     assert.equal(code, 0);
