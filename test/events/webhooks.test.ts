@@ -32,7 +32,7 @@ import { OperatorError } from '../../src/operator/errors.js';
 import { insertEvent, type EventType } from '../../src/store/events.js';
 import { listProviderAccounts } from '../../src/store/providerAccounts.js';
 import { getValue } from '../../src/store/queries.js';
-import type { WebhookDeliveryRow } from '../../src/store/webhooks.js';
+import type { WebhookDeliveryRow } from '../../src/store/webhookDeliveries.js';
 import { createProjectWithKeys, post, runCli, startTestPostern, tempStateDir, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { dispatcherProbe } from '../support/probes.js';
 import { gate, HANG_GUARD_MS, scope, settle, waitFor } from '../support/waiting.js';
