@@ -32,7 +32,7 @@ import { silentLogger } from '../src/log.js';
 import { createKey } from '../src/operator/keys.js';
 import { createProject } from '../src/operator/projects.js';
 import { attachProvider } from '../src/operator/providers.js';
-import { addWebhook, removeWebhook } from '../src/operator/webhooks.js';
+import { addWebhook, removeWebhook } from '../src/operator/webhookEndpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { sqliteQueries } from '../src/store/queries.js';
 import { insertEvent } from '../src/store/events.js';

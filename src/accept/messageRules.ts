@@ -1,5 +1,7 @@
 import type { Details, ErrorDetail } from '../contract/errors.js';
-import { detailOrder, openapiDocument, validateMessageBody } from '../contract/validators.js';
+import { detailOrder } from '../contract/detailOrder.js';
+import { openapiDocument } from '../contract/openapiSchemas.js';
+import { validateMessageBody } from '../contract/validators.js';
 import type { Message } from '../contract/types.gen.js';
 
 /** Limits of the contract that a JSON Schema cannot say (cross-field, clock-bound, decoded sizes). */

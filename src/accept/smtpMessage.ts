@@ -1,5 +1,5 @@
 import { ContractError, asDetails, type ErrorDetail } from '../contract/errors.js';
-import { detailOrder } from '../contract/validators.js';
+import { detailOrder } from '../contract/detailOrder.js';
 import type { Message } from '../contract/types.gen.js';
 import { readControlHeaders } from '../mime/controlHeaders.js';
 import { mailboxesOf, type ParsedMail } from '../mime/ingest.js';

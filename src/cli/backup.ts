@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { backupState, restoreState } from '../operator/backup.js';
+import { backupState } from '../operator/backup.js';
+import { restoreState } from '../operator/restore.js';
 import { OperatorError } from '../operator/errors.js';
 import { str, type OptionSpec, type Values } from './command.js';
 

@@ -1,4 +1,5 @@
-import type { CheckedRecord, DomainCheck } from '../domains/check.js';
+import type { DomainCheck } from '../domains/check.js';
+import type { CheckedRecord } from '../domains/checkedRecord.js';
 import { checkDomain } from '../operator/domains.js';
 import { str, TextOutput, type CommandGroup } from './command.js';
 

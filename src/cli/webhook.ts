@@ -1,4 +1,5 @@
-import { addWebhook, enableWebhook, listWebhooks, redeliverWebhook, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, webhookDelivery } from '../operator/webhooks.js';
+import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret } from '../operator/webhookEndpoints.js';
+import { redeliverWebhook, testWebhook, webhookAttempts, webhookDelivery } from '../operator/webhookDeliveries.js';
 import { int, str, type CommandGroup } from './command.js';
 
 export const webhookCommands: CommandGroup = {

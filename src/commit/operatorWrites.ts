@@ -21,7 +21,8 @@ import type { Queries } from '../store/queries.js';
 import { addSuppression, removeSuppression, type SuppressionRow } from '../store/suppressions.js';
 import { insertViewerLink, revokeViewerLink, type ViewerLinkRow } from '../store/viewerLinks.js';
 import { insertWebhookAttempt, type WebhookAttemptRow } from '../store/webhookAttempts.js';
-import { enableWebhookEndpoint, insertWebhookDelivery, recordRedelivery, rotateWebhookSecret } from '../store/webhooks.js';
+import { insertWebhookDelivery, recordRedelivery } from '../store/webhookDeliveries.js';
+import { enableWebhookEndpoint, rotateWebhookSecret } from '../store/webhookEndpoints.js';
 
 /** The operator layer's single writes, as plain data: each operation's checks, change and audit row as one transaction. */
 

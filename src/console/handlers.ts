@@ -26,9 +26,8 @@ import { changePlan, createProject, deleteProject, planList, projectList, setPau
 import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
 import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from '../operator/sessions.js';
 import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
-import {
-  addWebhook, enableWebhook, listWebhooks, redeliverWebhook, removeWebhook, rotateWebhookSecret, testWebhook, webhookAttempts, webhookDelivery, type TargetOptions,
-} from '../operator/webhooks.js';
+import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, type TargetOptions } from '../operator/webhookEndpoints.js';
+import { redeliverWebhook, testWebhook, webhookAttempts, webhookDelivery } from '../operator/webhookDeliveries.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { messageLink, messageLinks, previewPart, previewPartToken, revokeMessageLink } from '../operator/messageLinks.js';
 import { inlinePartsOf, safeContentType, sendBodyDocument, sendInlinePart } from '../viewer/bodyDocument.js';

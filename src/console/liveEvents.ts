@@ -5,7 +5,8 @@ import { canSeeProject } from '../operator/access.js';
 import type { ActivityTail } from '../operator/activity.js';
 import type { MessagesChanged } from '../operator/bulk.js';
 import type { Principal } from '../operator/sessions.js';
-import { countStreamClosed, countStreamOverflow } from '../platform/metrics.js';
+import { countStreamClosed } from '../platform/metrics.js';
+import { LiveStream } from './liveStream.js';
 
 export interface MessageChange {
   id: string;
@@ -30,35 +31,15 @@ export interface LiveLimits {
 /** `postern_console_streams_closed_total`. */
 type CloseReason = 'authority' | 'access' | 'stalled';
 
-interface Stream {
-  res: ServerResponse;
-  principal: Principal;
-  /** Streams of one are checked once. */
-  authority: string;
-  project: string | null;
-  environment: string | null;
-  /** Its `refresh` is queued, and nothing more is written until its client has taken everything. */
-  behind: boolean;
-  /** At the second, it is closed. */
-  behindChecks: number;
-  /** A check started earlier and answering later is ignored. */
-  checkedBy: number;
-}
-
 const HEARTBEAT_MS = 15_000;
 const HEARTBEAT = ': ping\n\n';
-const OVERFLOW = `event: refresh\ndata: ${JSON.stringify({ reason: 'overflow' })}\n\n`;
-/** Chunked-encoding framing (hex length and two CRLFs), counted with its bytes. */
-const FRAMING_BYTES = 16;
-
-const authorityOf = (p: Principal): string => (p.via === 'session' ? `session:${p.sessionHash?.toString('hex')}` : `token:${p.tokenId}`);
 
 /**
  * The console's live updates (server-sent events), read from the events outbox while a stream is open (docs/console.md).
  * Each stream is bound to the session or token that opened it, re-checked every `checkMs`; its queue is bounded.
  */
 export class LiveEvents {
-  private readonly streams = new Set<Stream>();
+  private readonly streams = new Set<LiveStream>();
   private poll: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
   private check: NodeJS.Timeout | null = null;
@@ -109,7 +90,7 @@ export class LiveEvents {
     }
     res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     res.write(`retry: 3000\n: connected\n\n`);
-    const stream: Stream = { res, principal, authority: authorityOf(principal), ...filter, behind: false, behindChecks: 0, checkedBy: this.checks };
+    const stream = new LiveStream(res, principal, filter.project, filter.environment, this.checks);
     this.streams.add(stream);
     res.on('close', () => {
       this.streams.delete(stream);
@@ -122,7 +103,7 @@ export class LiveEvents {
     for (const change of changes) {
       const payload = `event: message\ndata: ${JSON.stringify({ id: change.id, status: change.status, project_id: change.project_id, environment: change.environment, type: change.type })}\n\n`;
       for (const s of this.streams) {
-        if (this.sees(s, change.project_id, change.environment)) this.deliver(s, payload);
+        if (s.sees(change.project_id, change.environment)) this.deliver(s, payload);
       }
     }
   }
@@ -130,7 +111,7 @@ export class LiveEvents {
   /** A bulk action: each stream that may see any of them reloads its list; the others hear nothing. */
   refresh(detail: { reason: string; action: string }, changed: readonly MessagesChanged[]): void {
     for (const s of this.streams) {
-      const count = changed.reduce((n, c) => n + (this.sees(s, c.project_id, c.environment) ? c.count : 0), 0);
+      const count = changed.reduce((n, c) => n + (s.sees(c.project_id, c.environment) ? c.count : 0), 0);
       if (count > 0) this.deliver(s, `event: refresh\ndata: ${JSON.stringify({ ...detail, count })}\n\n`);
     }
   }
@@ -147,7 +128,7 @@ export class LiveEvents {
   /** Streams whose authority ended are closed, the others see what their operator may see now. */
   async recheck(operatorId?: string): Promise<void> {
     const run = ++this.checks;
-    const groups = new Map<string, Stream[]>();
+    const groups = new Map<string, LiveStream[]>();
     for (const s of this.streams) {
       if (operatorId !== undefined && s.principal.operator.id !== operatorId) continue;
       groups.set(s.authority, [...(groups.get(s.authority) ?? []), s]);
@@ -180,53 +161,24 @@ export class LiveEvents {
   close(): void {
     this.stopTimers();
     // A stream whose client is not reading would hold the shutdown for its grace: cut it off.
-    for (const s of this.streams) {
-      if (s.res.writableLength > 0) s.res.destroy();
-      else s.res.end();
-    }
+    for (const s of this.streams) s.end();
     this.streams.clear();
   }
 
-  private closeStream(s: Stream, reason: CloseReason): void {
+  private closeStream(s: LiveStream, reason: CloseReason): void {
     if (!this.streams.delete(s)) return;
     countStreamClosed(reason);
-    if (s.res.writableLength > 0) s.res.destroy();
-    else s.res.end();
+    s.end();
     if (this.streams.size === 0) this.stopTimers();
   }
 
-  private sees(s: Stream, project: string, environment: string): boolean {
-    return canSeeProject(s.principal, project) && (s.project === null || s.project === project) && (s.environment === null || s.environment === environment);
-  }
-
-  /** Past `maxQueuedBytes`: one `refresh` (room is kept for it), then nothing until the client has taken everything. */
-  private deliver(s: Stream, payload: string): void {
-    const res = s.res;
-    if (res.destroyed) return;
-    if (s.behind) {
-      if (res.writableLength > 0) return;
-      s.behind = false;
-      s.behindChecks = 0;
-    }
-    const room = this.limits.maxQueuedBytes - res.writableLength - OVERFLOW.length - 2 * FRAMING_BYTES;
-    if (Buffer.byteLength(payload) > room) {
-      s.behind = true;
-      countStreamOverflow();
-      this.write(res, OVERFLOW);
-      return;
-    }
-    this.write(res, payload);
-  }
-
-  private write(res: ServerResponse, text: string): void {
-    res.write(text);
-    if (res.writableLength > this.queuedPeak) this.queuedPeak = res.writableLength;
+  private deliver(s: LiveStream, payload: string): void {
+    if (s.deliver(payload, this.limits.maxQueuedBytes) && s.res.writableLength > this.queuedPeak) this.queuedPeak = s.res.writableLength;
   }
 
   private checkStreams(): void {
     for (const s of [...this.streams]) {
-      if (!s.behind || s.res.writableLength === 0) continue;
-      if (++s.behindChecks >= 2) this.closeStream(s, 'stalled');
+      if (s.stalled()) this.closeStream(s, 'stalled');
     }
     if (this.checking || this.streams.size === 0) return;
     this.checking = true;

@@ -23,7 +23,7 @@ import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
 import { currentPrincipal } from '../operator/sessions.js';
-import type { TargetOptions } from '../operator/webhooks.js';
+import type { TargetOptions } from '../operator/webhookEndpoints.js';
 import type { SignInThrottle } from './auth.js';
 import type { AnonymousHandlers } from './call.js';
 import { consoleDocument } from './document.js';

@@ -7,9 +7,9 @@ import type { Logger } from '../log.js';
 import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import { fanOutPlan, fanOutQueued, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
 import type { Queries } from '../store/queries.js';
-import {
-  eventsAfter, hasDueDelivery, latestEventSeq, outboxEvent, outboxEvents, registeredWebhookEndpoints, webhookCursor, type ClaimedDelivery, type OutboxEvent, type WebhookEndpointRow,
-} from '../store/webhooks.js';
+import { eventsAfter, latestEventSeq, outboxEvent, outboxEvents, webhookCursor, type OutboxEvent } from '../store/eventOutbox.js';
+import { hasDueDelivery, type ClaimedDelivery } from '../store/webhookDeliveries.js';
+import { registeredWebhookEndpoints, type WebhookEndpointRow } from '../store/webhookEndpoints.js';
 import { SaturationBudget } from './cpuBudget.js';
 import { envelopeBody } from './envelope.js';
 import { retryDelayMs } from './ladder.js';

@@ -7,7 +7,8 @@ import { toOutgoingMessage, type OutgoingMessage } from '../accept/outgoingMessa
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { openapiDocument, validateBatchEnvelope } from '../contract/validators.js';
+import { openapiDocument } from '../contract/openapiSchemas.js';
+import { validateBatchEnvelope } from '../contract/validators.js';
 import type { FeedbackIntake } from '../delivery/feedback.js';
 import type { Logger } from '../log.js';
 import { countHttpRequest, countRefusal } from '../platform/metrics.js';

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ContractError, type ErrorDetail } from '../contract/errors.js';
-import { shapeLimitDetail } from '../contract/validators.js';
+import { shapeLimitDetail } from '../contract/shapeLimitDetail.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
 import { JsonShapeScanner, scanToEnd, type ShapeLimits, type ShapeProblem } from './jsonShape.js';
 import { readRequestBody } from './requestBody.js';

@@ -1,28 +1,29 @@
 import os from 'node:os';
-import type { Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import type { Clock } from '../clock.js';
 import { isConsoleListener, isDoorListener, type PosternConfig } from '../config/load.js';
 import type { ConsoleServer } from '../console/server.js';
 import { NodeHeartbeat } from '../housekeeping/nodeHeartbeat.js';
 import { createHttpServer } from '../http/app.js';
-import { ConnectionLimiter, MAX_PENDING_REFUSALS } from '../http/connectionLimit.js';
+import { ConnectionLimiter } from '../http/connectionLimit.js';
 import { createPlainListener } from '../http/plainListener.js';
 import { createBodyBudget } from '../http/requestBody.js';
 import type { Logger } from '../log.js';
 import type { MetricsExposition } from '../operator/stateMetrics.js';
-import { openFileLimit } from '../platform/openFileLimit.js';
 import type { Readiness } from '../platform/readiness.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { posternVersion } from '../platform/version.js';
-import { createSmtpServer, createStreamBudget, type PosternSmtpServer } from '../smtp/server.js';
+import { createSmtpServer, type PosternSmtpServer } from '../smtp/server.js';
+import { createStreamBudget } from '../smtp/streamedMessages.js';
 import type { AcceptanceComponent } from './acceptanceComponent.js';
 import type { AdmissionComponent } from './admissionComponents.js';
 import type { BoundListener, BoundPlainListener } from './boundListener.js';
 import type { CertificatesComponent } from './certificatesComponent.js';
 import type { Component } from './components.js';
 import type { ConsoleComponent } from './consoleComponent.js';
+import { warnIfFewDescriptors } from './descriptorLimit.js';
 import type { HousekeepingComponent } from './housekeepingComponent.js';
+import { closeServer, listenError, listenOn } from './serverLifecycle.js';
 
 export type DoorsSection = Pick<PosternConfig, 'listeners' | 'http' | 'smtp' | 'feedback' | 'node'> & { console: Pick<PosternConfig['console'], 'max_connections'> };
 
@@ -137,63 +138,4 @@ function redirectTarget(config: Pick<PosternConfig, 'http'>, listeners: BoundLis
   // The config's checks (load.ts) make this unreachable.
   if (!target) throw new Error('http.redirect_plain: no HTTPS listener to redirect to');
   return target;
-}
-
-function listenOn(server: Server, port: number, host: string): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve(boundPort(server.address()));
-    });
-  });
-}
-
-function boundPort(address: AddressInfo | string | null): number {
-  if (address === null || typeof address === 'string') throw new Error('the listener has no TCP port');
-  return address.port;
-}
-
-/** Index, spool files, listeners, threads. */
-const BASE_DESCRIPTORS = 100;
-
-/** The connection caps bound descriptors only if the process may open that many. */
-function warnIfFewDescriptors(config: DoorsSection, logger: Logger): void {
-  const limit = openFileLimit();
-  const smtp = config.listeners.some((l) => l.protocol === 'smtp') ? config.smtp.max_clients : 0;
-  const consoles = config.listeners.some((l) => l.protocol === 'console') ? config.console.max_connections + MAX_PENDING_REFUSALS : 0;
-  const needed = config.http.max_connections + MAX_PENDING_REFUSALS + consoles + smtp + BASE_DESCRIPTORS;
-  if (limit !== null && limit < needed) {
-    logger.warn(
-      { open_file_limit: limit, needed, http_max_connections: config.http.max_connections, console_max_connections: consoles === 0 ? 0 : config.console.max_connections, smtp_max_clients: smtp },
-      'the open-file limit (ulimit -n) is below what the connection caps allow: raise it, or lower http.max_connections / console.max_connections / smtp.max_clients',
-    );
-  }
-}
-
-/** The common first-start failure: say so. */
-function listenError(err: unknown): unknown {
-  if (err instanceof Error && 'code' in err && err.code === 'EACCES' && 'port' in err && typeof err.port === 'number' && err.port < 1024) {
-    const address = String('address' in err ? err.address : undefined);
-    return new Error(
-      `cannot listen on ${address}:${err.port}: ports below 1024 need root or CAP_NET_BIND_SERVICE; change the port in the config or set ${'POSTERN_LISTEN_<NAME>'}=host:port`,
-    );
-  }
-  return err;
-}
-
-const SHUTDOWN_GRACE_MS = 10_000;
-
-/** Whatever is still open after the grace period is cut: its request was never acknowledged. */
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    force.unref();
-    server.on('request', (_req, res: ServerResponse) => res.setHeader('Connection', 'close'));
-    server.close(() => {
-      clearTimeout(force);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
 }

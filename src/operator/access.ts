@@ -2,7 +2,7 @@ import { getApiKey } from '../store/apiKeys.js';
 import { getDkimKey } from '../store/dkimKeys.js';
 import { getMessage } from '../store/messages.js';
 import { findProviderAccount } from '../store/providerAccounts.js';
-import { getWebhookEndpoint } from '../store/webhooks.js';
+import { getWebhookEndpoint } from '../store/webhookEndpoints.js';
 import type { OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
 import { requireProject } from './projects.js';

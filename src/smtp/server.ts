@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
@@ -10,14 +9,17 @@ import type { Logger } from '../log.js';
 import { MessageOverSize } from '../mime/ingest.js';
 import type { Admission } from '../policy/admission.js';
 import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
-import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
 import { TrustedProxies } from '../platform/trustedProxies.js';
 import type { ServedCertificate } from '../tls/servedCertificate.js';
 import { readWholeUpTo } from './dataPayload.js';
 import { countRefusal } from '../platform/metrics.js';
-import { holdIdleTimeout } from './heldSessions.js';
+import { coalesceReplies, liveConnections, type LiveConnection } from './liveConnection.js';
+import { listenerOptions } from './listenerOptions.js';
 import { readProxyHeaders } from './proxyProtocol.js';
 import { isSmtpReply, replyForUnknown, smtpError } from './replies.js';
+import { sweepSessions } from './sessionLifetime.js';
+import { roomToStream, SessionGone } from './streamedMessages.js';
 import './commandLineLength.js';
 import './greetingDelay.js';
 import './replyCode.js';
@@ -33,25 +35,6 @@ export interface SmtpDeps {
   streams: InflightBudget;
 }
 
-/** Room for big messages streamed at once over every SMTP listener (`smtp.max_streamed_messages`; docs/smtp.md). */
-export function createStreamBudget(smtp: PosternConfig['smtp']): InflightBudget {
-  return new InflightBudget(
-    smtp.max_streamed_messages,
-    smtp.stream_wait_ms,
-    (seconds) =>
-      new ContractError('server_busy', {
-        message: 'Too many large messages are being received at once; nothing was stored.',
-        headers: { 'Retry-After': String(seconds) },
-      }),
-  );
-}
-
-class SessionGone extends Error {
-  constructor() {
-    super('the client closed the connection while its message waited for room to stream');
-  }
-}
-
 interface SessionState {
   started: number;
   /** The TCP peer's, or behind a load balancer the one its PROXY header names. */
@@ -60,26 +43,6 @@ interface SessionState {
   messages: number;
   /** The AUTH password (the API key), re-checked at every MAIL FROM: a revoked key stops at once. */
   key: string | null;
-}
-
-interface LiveConnection {
-  session: SMTPServerSession;
-  send(code: number, text: string, context?: unknown): void;
-  close(): void;
-  _socket?: Socket;
-}
-
-/** Replies of one pipelined pass leave in one write: over TLS each write is its own record and syscall. */
-function coalesceReplies(connection: LiveConnection): void {
-  const send = connection.send.bind(connection);
-  connection.send = (code, text, context) => {
-    const socket = connection._socket;
-    if (socket && !socket.writableCorked) {
-      socket.cork();
-      process.nextTick(() => socket.uncork());
-    }
-    send(code, text, context);
-  };
 }
 
 export interface PosternSmtpServer {
@@ -106,7 +69,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
   };
 
   const connectionOf = (session: SMTPServerSession): LiveConnection | undefined => {
-    for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) if (c.session === session) return c;
+    for (const c of liveConnections(server)) if (c.session === session) return c;
     return undefined;
   };
   const drop = (session: SMTPServerSession, text: string) =>
@@ -126,32 +89,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
   };
 
   const server: SMTPServer = new SMTPServer({
-    secure: listener.tls === 'implicit',
-    key: certificate.pair.key,
-    cert: certificate.pair.cert,
-    name: limits.hostname ?? os.hostname(),
-    banner: 'Postern ESMTP',
-    size: limits.max_message_bytes,
-    authMethods: ['PLAIN', 'LOGIN'],
-    allowInsecureAuth: false,
-    authOptional: false,
-    authRequiredMessage: 'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password',
-    hideENHANCEDSTATUSCODES: false,
-    hideDSN: true,
-    hideREQUIRETLS: true,
-    maxClients: limits.max_clients,
-    maxRecipients: limits.max_recipients,
-    socketTimeout: limits.idle_timeout_ms,
-    closeTimeout: limits.shutdown_grace_ms,
-    maxAllowedUnauthenticatedCommands: limits.max_unauthenticated_commands,
-    maxCommandLength: limits.max_command_line_bytes,
-    // smtp-server's own pause is a fixed 100 ms.
-    ...{ greetingDelayMs: limits.greeting_delay_ms },
-    rejectOversized: true,
-    // The reverse DNS name is used for nothing, and the lookup held every greeting back (docs/smtp.md).
-    disableReverseLookup: true,
-    useProxy: proxies !== null,
-    logger: false,
+    ...listenerOptions(listener, certificate, limits, proxies !== null),
     ...{ onAuthRefused: authRefused },
 
     onConnect(session, callback) {
@@ -255,7 +193,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
   async function receive(stream: Readable, session: SMTPServerSession, auth: AuthContext): Promise<string> {
     // Small messages are held whole; big ones streamed to disk once there is room (roomToStream).
     const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
-    const lease = 'stream' in received ? await roomToStream(received.stream, session) : null;
+    const lease = 'stream' in received ? await roomToStream(streams, received.stream, () => connectionOf(session)) : null;
     try {
       const accepted = await pipeline.acceptReceived(auth, received, {
         recipients: session.envelope.rcptTo.map((r) => r.address),
@@ -271,44 +209,7 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
     }
   }
 
-  /** A lease in `streams`; while it waits the stream is paused (TCP holds the client back) and the idle timeout does not run. */
-  async function roomToStream(stream: Readable, session: SMTPServerSession): Promise<BudgetLease> {
-    const now = streams.tryAcquire(1);
-    if (now) return now;
-    if (stream.destroyed) throw new SessionGone();
-    const connection = connectionOf(session);
-    const resumeIdleTimeout = connection ? holdIdleTimeout(connection) : () => undefined;
-    const gone = new AbortController();
-    const onClose = () => gone.abort(new SessionGone());
-    // The client leaving destroys the stream with an error: nothing else listens yet.
-    const onError = () => undefined;
-    stream.once('close', onClose);
-    stream.on('error', onError);
-    try {
-      return await streams.acquire(1, gone.signal);
-    } finally {
-      stream.off('close', onClose);
-      stream.off('error', onError);
-      resumeIdleTimeout();
-    }
-  }
-
-  // A total lifetime and a shorter one to authenticate in: a session without a key cannot hold a slot for long.
-  const sweep = setInterval(() => {
-    const now = clock.now();
-    for (const c of (server as unknown as { connections: Set<LiveConnection> }).connections) {
-      const state = sessions.get(c.session.id);
-      if (!state) continue;
-      if (now - state.started > limits.session_timeout_ms) {
-        c.send(421, 'Session too long; reconnect');
-        c.close();
-      } else if (state.key === null && now - state.started > limits.unauthenticated_timeout_ms) {
-        c.send(421, 'Not authenticated in time; reconnect');
-        c.close();
-      }
-    }
-  }, Math.min(5000, limits.session_timeout_ms, limits.unauthenticated_timeout_ms));
-  sweep.unref();
+  const sweep = sweepSessions(server, sessions, limits, clock);
 
   // Sessions in progress keep their certificate; new ones get the replaced one.
   certificate.onReplace((pair) => server.updateSecureContext({ key: pair.key, cert: pair.cert }));

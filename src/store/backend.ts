@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { MessageRow } from './messages.js';
 import type { Queries } from './queries.js';
 import type { WebhookBookkeeping, WebhookBookkeepingResult } from './webhookCycle.js';
-import type { WebhookEndpointRow } from './webhooks.js';
+import type { WebhookEndpointRow } from './webhookEndpoints.js';
 
 export interface StoreCapabilities {
   /** Nodes read each other's rows in `nodes` (for the scheduler's share of the queue). */

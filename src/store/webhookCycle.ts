@@ -1,4 +1,6 @@
-import type { ClaimedDelivery, OutboxEventHead, WebhookEndpointRow } from './webhooks.js';
+import type { OutboxEventHead } from './eventOutbox.js';
+import type { ClaimedDelivery } from './webhookDeliveries.js';
+import type { WebhookEndpointRow } from './webhookEndpoints.js';
 import type { WebhookAttemptRow } from './webhookAttempts.js';
 
 /** One webhook dispatcher cycle's writes, as plain data, and what both backends' cycles share. */

@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
-import { addWebhook } from '../../src/operator/webhooks.js';
+import { addWebhook } from '../../src/operator/webhookEndpoints.js';
 import { startCluster, type Cluster, type ClusterNode } from '../support/cluster.js';
 import { get, post, validMessage, type HttpResult } from '../support/postern.js';
 import { startTestInstance } from '../support/postgres.js';

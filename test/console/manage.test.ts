@@ -271,7 +271,7 @@ describe('console management', () => {
     receiver.respond = () => ({ status: 500 });
     await owner.post(`/webhooks/${hook.id}/test`);
     receiver.respond = () => ({ status: 200 });
-    const { markEndpointFailure } = await import('../../src/store/webhooks.js');
+    const { markEndpointFailure } = await import('../../src/store/webhookEndpoints.js');
     await markEndpointFailure(p.ctx.store, hook.id, clock.now(), 86_400_000, () => 'failing');
     const troubled = expectStatus(await owner.get('/overview'), 200).webhooks;
     assert.deepEqual(troubled.map((w: any) => [w.id, w.state]), [[hook.id, 'failing']]);
@@ -367,7 +367,7 @@ describe('console management', () => {
     assert.deepEqual(audited.map((e: any) => [e.target, e.details.delivery, e.details.attempt]), [[hook.id, failed.id, 2]]);
 
     // An outbox delivery still pending is the dispatcher's: refused. Its body is built again from its event.
-    const { insertWebhookDelivery } = await import('../../src/store/webhooks.js');
+    const { insertWebhookDelivery } = await import('../../src/store/webhookDeliveries.js');
     const event = (await p.ctx.store.get<{ seq: number }>("SELECT seq FROM events WHERE project_id = ? AND type = 'mail.accepted' ORDER BY seq DESC LIMIT 1", a.project.id))!;
     const pendingId = 'we.0pendingdelivery0000000';
     await insertWebhookDelivery(p.ctx.store, { id: pendingId, endpoint_id: hook.id, event_seq: event.seq, type: 'mail.accepted', status: 'pending', attempts: 0, next_attempt_at: at + 3600_000, created_at: at, last_attempt_at: null, last_status: null, last_error: null, completed_at: null });

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { attachProvider } from '../../src/operator/providers.js';
-import { addWebhook } from '../../src/operator/webhooks.js';
+import { addWebhook } from '../../src/operator/webhookEndpoints.js';
 import { messageShow } from '../../src/operator/messages.js';
 import { startMailgunEmulator } from '../support/emulators/mailgun.js';
 import { SesEmulator, SnsSigner } from '../support/emulators/ses.js';

@@ -8,7 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CheckedRecord, DomainCheck } from '../../src/domains/check.js';
+import type { DomainCheck } from '../../src/domains/check.js';
+import type { CheckedRecord } from '../../src/domains/checkedRecord.js';
 import { addDkimKey, type DkimKeyView } from '../../src/operator/dkim.js';
 import { checkDomain, sendingDomains } from '../../src/operator/domains.js';
 import { createProject } from '../../src/operator/projects.js';

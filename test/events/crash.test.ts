@@ -14,7 +14,7 @@ import { after, describe, test } from 'node:test';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
-import { addWebhook } from '../../src/operator/webhooks.js';
+import { addWebhook } from '../../src/operator/webhookEndpoints.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { post, validMessage, type SpawnedPostern } from '../support/postern.js';

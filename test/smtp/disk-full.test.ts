@@ -20,7 +20,7 @@ import { readStoredMime } from '../support/storedMime.js';
 import { sqliteOnly } from '../support/postgres.js';
 import { gate, HANG_GUARD_MS, settle, waitFor } from '../support/waiting.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
-import { addWebhook } from '../../src/operator/webhooks.js';
+import { addWebhook } from '../../src/operator/webhookEndpoints.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 

@@ -21,7 +21,8 @@ import {
 } from '../../src/store/postgres/webhookOutbox.js';
 import { insertProject } from '../../src/store/projects.js';
 import type { Queries } from '../../src/store/queries.js';
-import { enableWebhookEndpoint, eventsAfter, insertWebhookEndpoint, markEndpointFailure, markEndpointSuccess } from '../../src/store/webhooks.js';
+import { eventsAfter } from '../../src/store/eventOutbox.js';
+import { enableWebhookEndpoint, insertWebhookEndpoint, markEndpointFailure, markEndpointSuccess } from '../../src/store/webhookEndpoints.js';
 import { tempDirs } from '../support/hooks.js';
 import { DEFAULT_PLANS } from '../support/plans.js';
 import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';

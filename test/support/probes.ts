@@ -4,7 +4,7 @@
  * Each probe is a project of its own (its own relay or receiver), so what a test counts (its
  * sinks, its receivers, its events) is untouched.
  */
-import { addWebhook } from '../../src/operator/webhooks.js';
+import { addWebhook } from '../../src/operator/webhookEndpoints.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { createProjectWithKeys, post, validMessage, type TestPostern } from './postern.js';
 import { Sink } from './relaySink.js';

@@ -1,7 +1,8 @@
 import type { Queries } from '../queries.js';
 import { insertWebhookAttempt, pruneWebhookAttempts } from '../webhookAttempts.js';
 import { attemptRow, disableReason, type WebhookBookkeeping, type WebhookBookkeepingResult } from '../webhookCycle.js';
-import { pruneWebhookDeliveries, registeredWebhookEndpoints } from '../webhooks.js';
+import { pruneWebhookDeliveries } from '../webhookDeliveries.js';
+import { registeredWebhookEndpoints } from '../webhookEndpoints.js';
 import { claimDueDeliveriesPostgres, fanOutEventsPostgres, recordWebhookOutcomesPostgres } from './webhookOutbox.js';
 
 /**

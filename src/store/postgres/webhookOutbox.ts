@@ -1,9 +1,10 @@
 import { newDeliveryId } from '../../ids.js';
 import type { Queries } from '../queries.js';
-import type { ClaimedDelivery, WebhookEndpointRow } from '../webhooks.js';
+import type { ClaimedDelivery } from '../webhookDeliveries.js';
+import type { WebhookEndpointRow } from '../webhookEndpoints.js';
 
 /**
- * The webhook outbox on PostgreSQL, shared by several nodes: the twins of store/webhooks.ts's
+ * The webhook outbox on PostgreSQL, shared by several nodes: the twins of SQLite's
  * fan-out (webhookCursor, eventsAfter, setWebhookCursor), claimDueDeliveries, recordDelivered /
  * recordAttemptFailed and markEndpointSuccess / markEndpointFailure, plus endpoint registration
  * and removal, which must agree with the fan-out (see ENDPOINT_LIST_LOCK). Written against
@@ -59,7 +60,7 @@ import type { ClaimedDelivery, WebhookEndpointRow } from '../webhooks.js';
 export const ENDPOINT_LIST_LOCK = 0x5053544e5748;
 
 function postgresOnly(q: Queries, what: string): void {
-  if (q.dialect !== 'postgres') throw new Error(`${what} is PostgreSQL's (row locks, SKIP LOCKED); SQLite uses store/webhooks.ts`);
+  if (q.dialect !== 'postgres') throw new Error(`${what} is PostgreSQL's (row locks, SKIP LOCKED); SQLite uses store/webhookDeliveries.ts`);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { StoreBackend } from '../backend.js';
-import { insertWebhookEndpoint, removeWebhookEndpoint } from '../webhooks.js';
+import { insertWebhookEndpoint, removeWebhookEndpoint } from '../webhookEndpoints.js';
 import { fileSecret, VIEWER_KEY_FILE } from '../viewerKeyFile.js';
 import { countStoredBodies } from './storedBodies.js';
 import { runWebhookCycleSqlite } from './webhookCycle.js';

@@ -2,10 +2,9 @@ import { newDeliveryId } from '../../ids.js';
 import type { Queries } from '../queries.js';
 import { insertWebhookAttempt, pruneWebhookAttempts } from '../webhookAttempts.js';
 import { attemptRow, disableReason, fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../webhookCycle.js';
-import {
-  claimDueDeliveries, insertWebhookDelivery, markEndpointFailure, markEndpointSuccess, newPendingDelivery, pruneWebhookDeliveries, recordAttemptFailed,
-  recordDelivered, registeredWebhookEndpoints, setWebhookCursor,
-} from '../webhooks.js';
+import { setWebhookCursor } from '../eventOutbox.js';
+import { claimDueDeliveries, insertWebhookDelivery, newPendingDelivery, pruneWebhookDeliveries, recordAttemptFailed, recordDelivered } from '../webhookDeliveries.js';
+import { markEndpointFailure, markEndpointSuccess, registeredWebhookEndpoints } from '../webhookEndpoints.js';
 
 /**
  * A dispatcher cycle on the one node's index: fan-out along the cursor over events.seq (SQLite's
