@@ -6,11 +6,15 @@ import Database from 'better-sqlite3';
 import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
 import { smtpCertificate } from '../src/tls/filePairs.js';
-import { spawnPostern, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
+import { type SpawnedPostern, spawnPostern, tempStateDir } from '../test/support/postern.js';
 import { preloadEnv, registerGcFile } from './serverThreads.js';
 
 /** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
-export const BENCH_RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 };
+export const BENCH_RATE_LIMITS = {
+  send_per_key: 1e9,
+  batch_per_key: 1e9,
+  unauthenticated_per_ip: 1e9,
+};
 
 /**
  * A Postern process on `stateDir` with `configFile` (and `extraEnv`, e.g. a node's store),
@@ -18,14 +22,23 @@ export const BENCH_RATE_LIMITS = { send_per_key: 1e9, batch_per_key: 1e9, unauth
  * preload (bench/serverThreads.ts: V8's threads named, the event loop's GC pauses counted into
  * `<stateDir>/bench-gc`), so its CPU can be read per thread kind.
  */
-export async function startBenchPostern(stateDir: string, configFile?: string, extraEnv: Record<string, string> = {}): Promise<SpawnedPostern> {
+export async function startBenchPostern(
+  stateDir: string,
+  configFile?: string,
+  extraEnv: Record<string, string> = {},
+): Promise<SpawnedPostern> {
   const gcFile = `${stateDir}/bench-gc`;
-  const env: Record<string, string> = { POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info', ...preloadEnv(gcFile), ...extraEnv };
+  const env: Record<string, string> = {
+    POSTERN_LOG_LEVEL: process.env.POSTERN_LOG_LEVEL ?? 'info',
+    ...preloadEnv(gcFile),
+    ...extraEnv,
+  };
   if (configFile) env.POSTERN_CONFIG = configFile;
   const server = await spawnPostern(stateDir, env, [], { logFile: `${stateDir}/postern.log` });
   registerGcFile(server.child.pid!, gcFile);
   onBenchExit(() => {
-    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    if (server.child.exitCode === null && server.child.signalCode === null)
+      server.child.kill('SIGKILL');
   });
   return server;
 }
@@ -47,7 +60,10 @@ export function benchCertificate(): Promise<BenchCertificate> {
   certificate ??= (async () => {
     const dir = tempStateDir('postern-bench-cert-');
     removeAfterBench(dir);
-    const pair = await smtpCertificate(buildConfig({ state_dir: dir, smtp: { hostname: 'localhost' } }, {}), silentLogger());
+    const pair = await smtpCertificate(
+      buildConfig({ state_dir: dir, smtp: { hostname: 'localhost' } }, {}),
+      silentLogger(),
+    );
     return { certPath: pair.certPath, keyPath: pair.keyPath };
   })();
   return certificate;
@@ -60,11 +76,17 @@ export async function benchSmtpConfig(): Promise<{ tls: { cert: string; key: str
 }
 
 /** Rows of `table` by status, read while the server may still be writing. */
-export function countByStatus(stateDir: string, table: 'messages' | 'webhook_deliveries'): Record<string, number> {
+export function countByStatus(
+  stateDir: string,
+  table: 'messages' | 'webhook_deliveries',
+): Record<string, number> {
   const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
-    const rows = db.prepare(`SELECT status, COUNT(*) AS c FROM ${table} GROUP BY status`).all() as { status: string; c: number }[];
+    const rows = db.prepare(`SELECT status, COUNT(*) AS c FROM ${table} GROUP BY status`).all() as {
+      status: string;
+      c: number;
+    }[];
     return Object.fromEntries(rows.map((r) => [r.status, r.c]));
   } finally {
     db.close();
@@ -86,7 +108,9 @@ export function machine(): string {
 /** A memory figure of a process from /proc, in MiB (NaN once it is gone). */
 export function processMemoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   try {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(
+      readFileSync(`/proc/${pid}/status`, 'utf8'),
+    );
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
@@ -113,7 +137,10 @@ export function procStat(pid: number): string[] | null {
 export function cpuSeconds(pid: number, reaped = false): number {
   const fields = procStat(pid);
   if (!fields) return NaN;
-  const ticks = Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
+  const ticks =
+    Number(fields[11]) +
+    Number(fields[12]) +
+    (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
   return ticks / 100; // USER_HZ is 100 on Linux
 }
 
@@ -156,9 +183,14 @@ process.on('exit', () => {
       process.stderr.write(`bench clean-up: ${(err as Error).message}\n`);
     }
   }
-  if (!process.env.BENCH_KEEP) for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
+  if (!process.env.BENCH_KEEP)
+    for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
 });
-const EXIT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+const EXIT_CODES: Partial<Record<NodeJS.Signals, number>> = {
+  SIGINT: 130,
+  SIGTERM: 143,
+  SIGHUP: 129,
+};
 
 /**
  * Ends the bench for `signal` through 'exit', so the steps above run; a no-op for other signals.
@@ -182,7 +214,8 @@ let signalsHandled = false;
 function exitOnSignals(): void {
   if (signalsHandled) return;
   signalsHandled = true;
-  for (const signal of Object.keys(EXIT_CODES) as NodeJS.Signals[]) process.once(signal, () => exitOnSignal(signal));
+  for (const signal of Object.keys(EXIT_CODES) as NodeJS.Signals[])
+    process.once(signal, () => exitOnSignal(signal));
 }
 
 /**
@@ -203,19 +236,34 @@ export interface Completion {
 }
 
 /** One POST of `body` on `agent`: its status, 0 when the connection failed. */
-export function postOnce(url: URL, agent: http.Agent, headers: Record<string, string>, body: Buffer): Promise<number> {
+export function postOnce(
+  url: URL,
+  agent: http.Agent,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<number> {
   return new Promise<number>((resolve) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', () => resolve(0));
     req.end(body);
   });
 }
 
 /** `concurrency` keep-alive clients, each with one POST in flight, until `until` resolves; each completion timed. */
-export function runLoad(url: URL, headers: Record<string, string>, body: Buffer, until: Promise<void>, concurrency: number): Promise<Completion[]> {
+export function runLoad(
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer,
+  until: Promise<void>,
+  concurrency: number,
+): Promise<Completion[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const done: Completion[] = [];
   let stopped = false;

@@ -39,11 +39,34 @@
 import { spawnSync } from 'node:child_process';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { privatePostgresUnavailable, startPostgresInstance, type PostgresInstance } from '../test/support/privatePostgres.js';
-import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { cpuSeconds, cpuWithChildren, machine, removeAfterBench, sleep, startBenchPostern } from './benchServer.js';
+import { type SpawnedPostern, tempStateDir } from '../test/support/postern.js';
+import {
+  type PostgresInstance,
+  privatePostgresUnavailable,
+  startPostgresInstance,
+} from '../test/support/privatePostgres.js';
+import {
+  cpuSeconds,
+  cpuWithChildren,
+  machine,
+  removeAfterBench,
+  sleep,
+  startBenchPostern,
+} from './benchServer.js';
 import { clientsFor, DURATION_MS, load, SEND_BODY, summary, WARMUP_MS } from './httpLoad.js';
-import { driveRelay, RELAY_HTTP_CLIENTS, RELAY_SECONDS, RELAY_SMTP_SESSIONS, RELAY_WARMUP_MS, setUp, startSink, storeEnv, type BenchStore, type RelaySetup, type Sink } from './relay.js';
+import {
+  type BenchStore,
+  driveRelay,
+  RELAY_HTTP_CLIENTS,
+  RELAY_SECONDS,
+  RELAY_SMTP_SESSIONS,
+  RELAY_WARMUP_MS,
+  type RelaySetup,
+  type Sink,
+  setUp,
+  startSink,
+  storeEnv,
+} from './relay.js';
 import { wrkAvailable } from './wrk.js';
 
 /** The three set-ups, in the order they run. */
@@ -102,7 +125,12 @@ export interface StatementCost {
   /** Server time executing the statements (total_exec_time), ms per message. */
   exec_ms_per_message: number;
   /** The statements sent most often: normalized text (first 160 characters), calls and rows per message, execution ms per message. */
-  top: { query: string; calls_per_message: number; rows_per_message: number; exec_ms_per_message: number }[];
+  top: {
+    query: string;
+    calls_per_message: number;
+    rows_per_message: number;
+    exec_ms_per_message: number;
+  }[];
 }
 
 export interface ClusterRow {
@@ -157,7 +185,14 @@ interface StatementRow {
 export const BENCH_STATEMENT_MARK = '/* postern-bench */';
 
 /** The settings that load pg_stat_statements, unless BENCH_PG_STATEMENTS=0; it costs the instance a little CPU per statement. */
-const STATEMENT_SETTINGS = process.env.BENCH_PG_STATEMENTS === '0' ? [] : ["shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = top', 'pg_stat_statements.max = 10000'];
+const STATEMENT_SETTINGS =
+  process.env.BENCH_PG_STATEMENTS === '0'
+    ? []
+    : [
+        "shared_preload_libraries = 'pg_stat_statements'",
+        'pg_stat_statements.track = top',
+        'pg_stat_statements.max = 10000',
+      ];
 
 /** The bench's private PostgreSQL: a fresh database per phase, and its counters. */
 class BenchPostgres {
@@ -174,7 +209,8 @@ class BenchPostgres {
   static async start(): Promise<BenchPostgres> {
     const instance = await startPostgresInstance(STATEMENT_SETTINGS);
     const admin = new pg.Pool({ connectionString: instance.url, max: 1 });
-    let unavailable: string | null = STATEMENT_SETTINGS.length === 0 ? 'BENCH_PG_STATEMENTS=0' : null;
+    let unavailable: string | null =
+      STATEMENT_SETTINGS.length === 0 ? 'BENCH_PG_STATEMENTS=0' : null;
     if (!unavailable) {
       try {
         // The view lives in the database it is created in and shows every database's statements.
@@ -201,7 +237,10 @@ class BenchPostgres {
   /** Once no backend is connected to `database`, and a moment more: a backend reports its counts as it exits, after it has left pg_stat_activity. */
   async settled(database: string): Promise<void> {
     for (let waited = 0; waited < 30_000; waited += 100) {
-      const { rows } = await this.admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1', [database]);
+      const { rows } = await this.admin.query<{ n: string }>(
+        'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1',
+        [database],
+      );
       if (Number(rows[0].n) === 0) break;
       await sleep(100);
     }
@@ -209,7 +248,13 @@ class BenchPostgres {
   }
 
   async counters(database: string): Promise<DbCounters> {
-    const { rows } = await this.admin.query<{ commits: string; rollbacks: string; sessions: string; wal_sync: string; lsn: string }>(
+    const { rows } = await this.admin.query<{
+      commits: string;
+      rollbacks: string;
+      sessions: string;
+      wal_sync: string;
+      lsn: string;
+    }>(
       `SELECT d.xact_commit AS commits, d.xact_rollback AS rollbacks, d.sessions AS sessions,
               (SELECT wal_sync FROM pg_stat_wal) AS wal_sync,
               pg_current_wal_insert_lsn()::text AS lsn
@@ -218,13 +263,24 @@ class BenchPostgres {
     );
     let statements: Map<string, StatementRow> | null = null;
     if (!this.statementsUnavailable) {
-      const found = await this.admin.query<{ queryid: string; query: string; calls: string; rows: string; ms: number }>(
+      const found = await this.admin.query<{
+        queryid: string;
+        query: string;
+        calls: string;
+        rows: string;
+        ms: number;
+      }>(
         `SELECT queryid::text AS queryid, query, calls, rows, total_exec_time AS ms
            FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
           WHERE d.datname = $1 AND s.toplevel AND position($2 in s.query) = 0`,
         [database, BENCH_STATEMENT_MARK],
       );
-      statements = new Map(found.rows.map((r) => [r.queryid, { query: r.query, calls: Number(r.calls), rows: Number(r.rows), execMs: r.ms }]));
+      statements = new Map(
+        found.rows.map((r) => [
+          r.queryid,
+          { query: r.query, calls: Number(r.calls), rows: Number(r.rows), execMs: r.ms },
+        ]),
+      );
     }
     return {
       commits: Number(rows[0].commits),
@@ -237,7 +293,10 @@ class BenchPostgres {
   }
 
   async walBytesBetween(from: string, to: string): Promise<number> {
-    const { rows } = await this.admin.query<{ d: string }>('SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn) AS d', [from, to]);
+    const { rows } = await this.admin.query<{ d: string }>(
+      'SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn) AS d',
+      [from, to],
+    );
     return Number(rows[0].d);
   }
 
@@ -258,33 +317,53 @@ interface PhaseStore {
   database: string | null;
 }
 
-async function phaseStore(backend: 'sqlite' | 'postgres', pgServer: BenchPostgres | null): Promise<PhaseStore> {
+async function phaseStore(
+  backend: 'sqlite' | 'postgres',
+  pgServer: BenchPostgres | null,
+): Promise<PhaseStore> {
   if (backend === 'sqlite') return { store: { backend: 'sqlite' }, database: null };
   const db = await pgServer!.freshDatabase();
   return { store: { backend: 'postgres', url: db.url }, database: db.name };
 }
 
 /** `count` servers with `config` on the phase's store: the set-up's state directory for one SQLite server, a state directory each for PostgreSQL nodes. */
-async function startNodes(setup: RelaySetup, config: string, store: BenchStore, count: number): Promise<SpawnedPostern[]> {
+async function startNodes(
+  setup: RelaySetup,
+  config: string,
+  store: BenchStore,
+  count: number,
+): Promise<SpawnedPostern[]> {
   if (store.backend === 'sqlite') return [await startBenchPostern(setup.stateDir, config)];
   return Promise.all(
     Array.from({ length: count }, (_, i) => {
       const dir = tempStateDir(`postern-bench-node-${i + 1}-`);
       removeAfterBench(dir);
-      return startBenchPostern(dir, config, { ...storeEnv(store), POSTERN_NODE_ID: `node-${i + 1}` });
+      return startBenchPostern(dir, config, {
+        ...storeEnv(store),
+        POSTERN_NODE_ID: `node-${i + 1}`,
+      });
     }),
   );
 }
 
 async function stopNodes(nodes: SpawnedPostern[]): Promise<void> {
-  await Promise.all(nodes.map((n) => (n.child.exitCode === null && n.child.signalCode === null ? n.stop() : null)));
+  await Promise.all(
+    nodes.map((n) => (n.child.exitCode === null && n.child.signalCode === null ? n.stop() : null)),
+  );
 }
 
 /** Rows of the phase's `messages` table (with `status`, only those), read after its servers stopped or while they run. */
-async function countMessages(phase: PhaseStore, setup: RelaySetup, status?: string): Promise<number> {
+async function countMessages(
+  phase: PhaseStore,
+  setup: RelaySetup,
+  status?: string,
+): Promise<number> {
   const where = status ? ` WHERE status = '${status}'` : '';
   if (phase.store.backend === 'sqlite') {
-    const db = new Database(`${setup.stateDir}/postern.db`, { readonly: true, fileMustExist: true });
+    const db = new Database(`${setup.stateDir}/postern.db`, {
+      readonly: true,
+      fileMustExist: true,
+    });
     try {
       db.pragma('busy_timeout = 5000');
       return db.prepare(`SELECT COUNT(*) FROM messages${where}`).pluck().get() as number;
@@ -295,7 +374,9 @@ async function countMessages(phase: PhaseStore, setup: RelaySetup, status?: stri
   const client = new pg.Client({ connectionString: phase.store.url });
   await client.connect();
   try {
-    return Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM messages${where}`)).rows[0].n);
+    return Number(
+      (await client.query<{ n: string }>(`SELECT count(*) AS n FROM messages${where}`)).rows[0].n,
+    );
   } finally {
     await client.end();
   }
@@ -311,11 +392,17 @@ function cpuNow(nodes: SpawnedPostern[], pgServer: BenchPostgres | null) {
   };
 }
 
-const per = (value: number, messages: number, digits: number) => +(value / Math.max(1, messages)).toFixed(digits);
+const per = (value: number, messages: number, digits: number) =>
+  +(value / Math.max(1, messages)).toFixed(digits);
 
 type CpuSample = ReturnType<typeof cpuNow>;
 
-function cpuCost(messages: number, cpu0: CpuSample, cpu1: CpuSample, onPostgres: boolean): PhaseCost['cpu'] {
+function cpuCost(
+  messages: number,
+  cpu0: CpuSample,
+  cpu1: CpuSample,
+  onPostgres: boolean,
+): PhaseCost['cpu'] {
   const seconds = (cpu1.at - cpu0.at) / 1000;
   const postern = cpu1.postern - cpu0.postern;
   const postgres = onPostgres ? cpu1.postgres - cpu0.postgres : null;
@@ -344,12 +431,20 @@ interface DbDelta {
   statementsUnavailable: string | null;
 }
 
-function statementsBetween(before: Map<string, StatementRow> | null, after: Map<string, StatementRow> | null): StatementRow[] | null {
+function statementsBetween(
+  before: Map<string, StatementRow> | null,
+  after: Map<string, StatementRow> | null,
+): StatementRow[] | null {
   if (!before || !after) return null;
   const rows: StatementRow[] = [];
   for (const [id, a] of after) {
     const b = before.get(id);
-    const row = { query: a.query, calls: a.calls - (b?.calls ?? 0), rows: a.rows - (b?.rows ?? 0), execMs: a.execMs - (b?.execMs ?? 0) };
+    const row = {
+      query: a.query,
+      calls: a.calls - (b?.calls ?? 0),
+      rows: a.rows - (b?.rows ?? 0),
+      execMs: a.execMs - (b?.execMs ?? 0),
+    };
     if (row.calls > 0) rows.push(row);
   }
   return rows.sort((x, y) => y.calls - x.calls);
@@ -359,13 +454,23 @@ const TOP_STATEMENTS = 12;
 
 function statementCost(rows: StatementRow[], messages: number): StatementCost {
   const calls = rows.reduce((a, r) => a + r.calls, 0);
-  const begins = rows.filter((r) => /^\s*(BEGIN|START\s+TRANSACTION)\b/i.test(r.query)).reduce((a, r) => a + r.calls, 0);
+  const begins = rows
+    .filter((r) => /^\s*(BEGIN|START\s+TRANSACTION)\b/i.test(r.query))
+    .reduce((a, r) => a + r.calls, 0);
   return {
     statements_per_message: per(calls, messages, 3),
     round_trips_per_message: per(calls, messages, 3),
     explicit_transactions_per_message: per(begins, messages, 3),
-    rows_per_message: per(rows.reduce((a, r) => a + r.rows, 0), messages, 3),
-    exec_ms_per_message: per(rows.reduce((a, r) => a + r.execMs, 0), messages, 4),
+    rows_per_message: per(
+      rows.reduce((a, r) => a + r.rows, 0),
+      messages,
+      3,
+    ),
+    exec_ms_per_message: per(
+      rows.reduce((a, r) => a + r.execMs, 0),
+      messages,
+      4,
+    ),
     top: rows.slice(0, TOP_STATEMENTS).map((r) => ({
       query: r.query.replace(/\s+/g, ' ').trim().slice(0, 160),
       calls_per_message: per(r.calls, messages, 3),
@@ -394,7 +499,12 @@ function databaseCost(messages: number, db: DbDelta | null): PhaseCost['database
  * counters again once `run` has stopped them and their backends are gone; `ownCommits()` is the
  * bench's own transactions on the phase's database meanwhile, taken off.
  */
-async function withDatabaseCounters<T>(pgServer: BenchPostgres | null, phase: PhaseStore, run: () => Promise<T>, ownCommits: () => number): Promise<{ result: T; db: DbDelta | null }> {
+async function withDatabaseCounters<T>(
+  pgServer: BenchPostgres | null,
+  phase: PhaseStore,
+  run: () => Promise<T>,
+  ownCommits: () => number,
+): Promise<{ result: T; db: DbDelta | null }> {
   if (!pgServer || !phase.database) return { result: await run(), db: null };
   await pgServer.checkpoint();
   const before = await pgServer.counters(phase.database);
@@ -433,7 +543,11 @@ async function measureWindow<T>(
   return { value, cpu: cpuCost(messages, start ?? end, end, backend === 'postgres') };
 }
 
-async function acceptPhase(backend: 'sqlite' | 'postgres', count: number, pgServer: BenchPostgres | null): Promise<ClusterRow['accept']> {
+async function acceptPhase(
+  backend: 'sqlite' | 'postgres',
+  count: number,
+  pgServer: BenchPostgres | null,
+): Promise<ClusterRow['accept']> {
   const phase = await phaseStore(backend, pgServer);
   // Delivery off; the provider points at a port nobody listens on.
   const setup = await setUp(9, 'postern-bench-cluster-', phase.store);
@@ -444,35 +558,75 @@ async function acceptPhase(backend: 'sqlite' | 'postgres', count: number, pgServ
       phase,
       async () => {
         nodes = await startNodes(setup, setup.configOff, phase.store, count);
-        const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
+        const headers = {
+          authorization: `Bearer ${setup.key}`,
+          'content-type': 'application/json',
+        };
         const urls = nodes.map((n) => new URL('/v1/send', n.production));
-        const { value: loaded, cpu } = await measureWindow(nodes, pgServer, backend, async (windowOpens) => {
-          const loaded = await load(urls, 'POST', headers, SEND_BODY, 202, DURATION_MS, windowOpens);
-          return { value: loaded, messages: loaded.ok };
-        });
+        const { value: loaded, cpu } = await measureWindow(
+          nodes,
+          pgServer,
+          backend,
+          async (windowOpens) => {
+            const loaded = await load(
+              urls,
+              'POST',
+              headers,
+              SEND_BODY,
+              202,
+              DURATION_MS,
+              windowOpens,
+            );
+            return { value: loaded, messages: loaded.ok };
+          },
+        );
         return { loaded, cpu };
       },
       () => 0,
     );
     const stored = await countMessages(phase, setup);
-    if (stored < result.loaded.ok) throw new Error(`only ${stored} rows for ${result.loaded.ok} acknowledged sends`);
-    return { ...summary(result.loaded), clients: clientsFor(count), seconds: DURATION_MS / 1000, cost: { cpu: result.cpu, database: databaseCost(stored, db) } };
+    if (stored < result.loaded.ok)
+      throw new Error(`only ${stored} rows for ${result.loaded.ok} acknowledged sends`);
+    return {
+      ...summary(result.loaded),
+      clients: clientsFor(count),
+      seconds: DURATION_MS / 1000,
+      cost: { cpu: result.cpu, database: databaseCost(stored, db) },
+    };
   } finally {
-    await Promise.all(nodes.map((n) => (n.child.exitCode === null && n.child.signalCode === null ? n.kill() : null)));
+    await Promise.all(
+      nodes.map((n) =>
+        n.child.exitCode === null && n.child.signalCode === null ? n.kill() : null,
+      ),
+    );
   }
 }
 
-async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServer: BenchPostgres | null, sink: Sink): Promise<ClusterRow['relay']> {
+async function relayPhase(
+  backend: 'sqlite' | 'postgres',
+  count: number,
+  pgServer: BenchPostgres | null,
+  sink: Sink,
+): Promise<ClusterRow['relay']> {
   const phase = await phaseStore(backend, pgServer);
   const setup = await setUp(sink.port, 'postern-bench-cluster-', phase.store);
   let nodes: SpawnedPostern[] = [];
   // The bench's reads of the sent count while the nodes run (one transaction each), on a connection closed before the counters are read again.
   let reads = 0;
-  const pool = phase.store.backend === 'postgres' ? new pg.Pool({ connectionString: phase.store.url, max: 1 }) : null;
+  const pool =
+    phase.store.backend === 'postgres'
+      ? new pg.Pool({ connectionString: phase.store.url, max: 1 })
+      : null;
   const countSent = async () => {
     if (!pool) return countMessages(phase, setup, 'sent');
     reads++;
-    return Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE status = 'sent' ${BENCH_STATEMENT_MARK}`)).rows[0].n);
+    return Number(
+      (
+        await pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM messages WHERE status = 'sent' ${BENCH_STATEMENT_MARK}`,
+        )
+      ).rows[0].n,
+    );
   };
   try {
     const { result, db } = await withDatabaseCounters(
@@ -480,11 +634,25 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       phase,
       async () => {
         nodes = await startNodes(setup, setup.configOn, phase.store, count);
-        const { value: drive, cpu } = await measureWindow(nodes, pgServer, backend, async (windowOpens) => {
-          const window = { arm: async () => {}, open: async () => windowOpens(), close: async () => {} };
-          const drive = await driveRelay({ nodes, key: setup.key, countSent }, sink, RELAY_SECONDS, window);
-          return { value: drive, messages: drive.sent_total - drive.sent_at_start };
-        });
+        const { value: drive, cpu } = await measureWindow(
+          nodes,
+          pgServer,
+          backend,
+          async (windowOpens) => {
+            const window = {
+              arm: async () => {},
+              open: async () => windowOpens(),
+              close: async () => {},
+            };
+            const drive = await driveRelay(
+              { nodes, key: setup.key, countSent },
+              sink,
+              RELAY_SECONDS,
+              window,
+            );
+            return { value: drive, messages: drive.sent_total - drive.sent_at_start };
+          },
+        );
         await pool?.end();
         return { drive, cpu };
       },
@@ -501,7 +669,11 @@ async function relayPhase(backend: 'sqlite' | 'postgres', count: number, pgServe
       cost: { cpu: result.cpu, database: databaseCost(drive.sent_total, db) },
     };
   } finally {
-    await Promise.all(nodes.map((n) => (n.child.exitCode === null && n.child.signalCode === null ? n.kill() : null)));
+    await Promise.all(
+      nodes.map((n) =>
+        n.child.exitCode === null && n.child.signalCode === null ? n.kill() : null,
+      ),
+    );
     if (pool && !pool.ending) await pool.end();
   }
 }
@@ -527,7 +699,9 @@ export async function clusterBench(): Promise<ClusterReport> {
     machine: machine(),
     generator: wrkAvailable() ? 'wrk' : 'node',
     uptime: { before, after: uptime() },
-    postgres: pgServer ? { version: pgServer.instance.version, settings: pgServer.instance.settings } : { unavailable: String(unavailable) },
+    postgres: pgServer
+      ? { version: pgServer.instance.version, settings: pgServer.instance.settings }
+      : { unavailable: String(unavailable) },
     rows,
   };
 }
@@ -535,11 +709,15 @@ export async function clusterBench(): Promise<ClusterReport> {
 /** Columns padded to their widest cell, numbers to the right. */
 function table(header: string[], body: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(header), ...body.map(line)].map((l) => `  ${l.trimEnd()}`);
 }
 
-const n = (v: number | null, digits = 0) => (v === null ? '—' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+const n = (v: number | null, digits = 0) =>
+  v === null
+    ? '—'
+    : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const storeName = (r: ClusterRow) => (r.store === 'sqlite' ? 'SQLite' : 'PostgreSQL');
 
 function costCells({ cpu, database }: PhaseCost): string[] {
@@ -556,16 +734,31 @@ function costCells({ cpu, database }: PhaseCost): string[] {
   ];
 }
 
-const COST_HEADER = ['CPU ms/msg Postern', 'PostgreSQL', 'total', 'cores Postern + PG (generator)', 'commits/msg', 'statements = round trips/msg', 'BEGINs/msg', 'WAL flushes/msg', 'WAL B/msg'];
+const COST_HEADER = [
+  'CPU ms/msg Postern',
+  'PostgreSQL',
+  'total',
+  'cores Postern + PG (generator)',
+  'commits/msg',
+  'statements = round trips/msg',
+  'BEGINs/msg',
+  'WAL flushes/msg',
+  'WAL B/msg',
+];
 
 /** For each PostgreSQL row and phase, the statements sent most often, per message. */
 function statementLines(r: ClusterReport): string[] {
   const lines: string[] = [];
   for (const row of r.rows) {
-    for (const [phase, db] of [['accept', row.accept.cost.database], ['relay', row.relay.cost.database]] as const) {
+    for (const [phase, db] of [
+      ['accept', row.accept.cost.database],
+      ['relay', row.relay.cost.database],
+    ] as const) {
       if (!db) continue;
       if (!db.statements) {
-        lines.push(`  ${storeName(row)} × ${row.nodes} ${phase}: statements not counted (${db.statements_unavailable})`);
+        lines.push(
+          `  ${storeName(row)} × ${row.nodes} ${phase}: statements not counted (${db.statements_unavailable})`,
+        );
         continue;
       }
       const s = db.statements;
@@ -585,8 +778,11 @@ export function clusterLines(r: ClusterReport): string[] {
     'unavailable' in r.postgres
       ? `PostgreSQL rows: none (${r.postgres.unavailable})`
       : `PostgreSQL ${r.postgres.version}, a private instance on this machine, durable as in production (${r.postgres.settings.join(', ')}), otherwise PostgreSQL's defaults; Postern's store.postgres.pool_size default (20)`;
-  const drained = (row: ClusterRow) => (row.relay.drained_after_s === null ? 'not in 30 s' : `${row.relay.drained_after_s} s`);
-  const errors = r.rows.flatMap((row) => row.relay.error_samples.map((e) => `${storeName(row)} × ${row.nodes}: ${e}`)).slice(0, 5);
+  const drained = (row: ClusterRow) =>
+    row.relay.drained_after_s === null ? 'not in 30 s' : `${row.relay.drained_after_s} s`;
+  const errors = r.rows
+    .flatMap((row) => row.relay.error_samples.map((e) => `${storeName(row)} × ${row.nodes}: ${e}`))
+    .slice(0, 5);
   return [
     `cluster: machine: ${r.machine}; HTTP load generator: ${r.generator}`,
     `uptime before: ${r.uptime.before}`,
@@ -594,15 +790,31 @@ export function clusterLines(r: ClusterReport): string[] {
     `POST /v1/send (1 KB text, ${clientsFor(1)} clients; on three nodes ${clientsFor(3)}, a third on each; ${WARMUP_MS / 1000}s warm-up + ${DURATION_MS / 1000}s; delivery off). CPU per message acknowledged in the window; database counters per row stored, from the nodes' start to their stop:`,
     ...table(
       ['store', 'nodes', 'accepts/s', 'p50 ms', 'p99 ms', 'errors', ...COST_HEADER],
-      r.rows.map((row) => [storeName(row), String(row.nodes), n(row.accept.per_s), n(row.accept.p50_ms, 1), n(row.accept.p99_ms, 1), n(row.accept.errors), ...costCells(row.accept.cost)]),
+      r.rows.map((row) => [
+        storeName(row),
+        String(row.nodes),
+        n(row.accept.per_s),
+        n(row.accept.p50_ms, 1),
+        n(row.accept.p99_ms, 1),
+        n(row.accept.errors),
+        ...costCells(row.accept.cost),
+      ]),
     ),
     `relay end to end (2 KB, ${RELAY_HTTP_CLIENTS} HTTP clients + ${RELAY_SMTP_SESSIONS} SMTP sessions spread over the nodes, delivery to a local sink, ${RELAY_WARMUP_MS / 1000}s warm-up + ${RELAY_SECONDS}s). CPU per message sent from the window's start until the backlog drained; database counters per message sent, from the nodes' start to their stop:`,
     ...table(
       ['store', 'nodes', 'delivered/s', 'accepting/s', 'errors', 'drained', ...COST_HEADER],
-      r.rows.map((row) => [storeName(row), String(row.nodes), n(row.relay.delivered_per_s), n(row.relay.accepted_per_s), n(row.relay.errors), drained(row), ...costCells(row.relay.cost)]),
+      r.rows.map((row) => [
+        storeName(row),
+        String(row.nodes),
+        n(row.relay.delivered_per_s),
+        n(row.relay.accepted_per_s),
+        n(row.relay.errors),
+        drained(row),
+        ...costCells(row.relay.cost),
+      ]),
     ),
     ...(errors.length > 0 ? [`relay errors (first ${errors.length}): ${errors.join(' | ')}`] : []),
-    'What the nodes sent to PostgreSQL (pg_stat_statements, top-level statements, from the nodes\' start to their stop, per row stored (accept) or message sent (relay); each statement one round trip):',
+    "What the nodes sent to PostgreSQL (pg_stat_statements, top-level statements, from the nodes' start to their stop, per row stored (accept) or message sent (relay); each statement one round trip):",
     ...statementLines(r),
     `uptime after: ${r.uptime.after}`,
   ];

@@ -11,6 +11,8 @@
  * acceptance target is under 2 s), and the accepts/s of the send load during the bulk actions
  * against the control windows of the same length just before each (target: within 10 %).
  */
+
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { systemClock } from '../src/clock.js';
@@ -23,8 +25,15 @@ import { attachProvider } from '../src/operator/providers.js';
 import { openDatabase } from '../src/store/db.js';
 import { sqliteQueries } from '../src/store/queries.js';
 import { tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, cpuSeconds, removeAfterBench, runLoad, sleep, startBenchPostern, type Completion } from './benchServer.js';
-import { writeFileSync } from 'node:fs';
+import {
+  BENCH_RATE_LIMITS,
+  type Completion,
+  cpuSeconds,
+  removeAfterBench,
+  runLoad,
+  sleep,
+  startBenchPostern,
+} from './benchServer.js';
 
 const MESSAGES = Number(process.env.BENCH_BULK_MESSAGES ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_BULK_ROUNDS ?? 10);
@@ -50,18 +59,35 @@ export interface ConsoleBench {
 }
 
 const TEXT = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
-const SEND_BODY = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text: TEXT }));
+const SEND_BODY = Buffer.from(
+  JSON.stringify({
+    from: 'Bench <bench@example.com>',
+    to: 'rcpt@example.org',
+    subject: 'Benchmark message',
+    text: TEXT,
+  }),
+);
 
 async function setUp(stateDir: string) {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
-    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const ctx = {
+      store: sqliteQueries(db),
+      clock: systemClock,
+      config,
+      spoolRoot: path.join(stateDir, 'spool'),
+    };
     const bulk = await createProject(ctx, 'bench-bulk', 'pro');
     const load = await createProject(ctx, 'bench-load', 'pro');
-    for (const p of [bulk, load]) await attachProvider(ctx, p.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    for (const p of [bulk, load])
+      await attachProvider(ctx, p.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
     // A chosen password: a generated one must be changed before the token may act.
-    const owner = await createOperator(ctx, { email: 'bench@example.com', role: 'owner', password: 'bench console password' });
+    const owner = await createOperator(ctx, {
+      email: 'bench@example.com',
+      role: 'owner',
+      password: 'bench console password',
+    });
     return {
       bulkProject: bulk.id,
       bulkKey: (await createKey(ctx, bulk.id, 'live')).key,
@@ -75,25 +101,36 @@ async function setUp(stateDir: string) {
 
 /** MESSAGES messages for project A, sent over the batch endpoint (100 per request, 8 requests at a time). */
 async function fill(production: string, key: string): Promise<void> {
-  const messages = Array.from({ length: 100 }, () => JSON.parse(SEND_BODY.toString('utf8')) as unknown);
+  const messages = Array.from(
+    { length: 100 },
+    () => JSON.parse(SEND_BODY.toString('utf8')) as unknown,
+  );
   let sent = 0;
   const worker = async () => {
     while (sent < MESSAGES) {
       sent += 100;
-      const res = await fetch(`${production}/v1/send/batch`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
+      const res = await fetch(`${production}/v1/send/batch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ messages }),
+      });
       if (res.status !== 207) throw new Error(`batch answered ${res.status}: ${await res.text()}`);
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
-const rate = (cs: Completion[], from: number, to: number) => cs.filter((c) => c.ok && c.at >= from && c.at < to).length / ((to - from) / 1000);
+const rate = (cs: Completion[], from: number, to: number) =>
+  cs.filter((c) => c.ok && c.at >= from && c.at < to).length / ((to - from) / 1000);
 
 export async function consoleBench(): Promise<ConsoleBench> {
   const stateDir = tempStateDir('postern-bench-console-');
   removeAfterBench(stateDir);
   const configFile = `${stateDir}/bench.json`;
-  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS }),
+  );
   const setup = await setUp(stateDir);
   const server = await startBenchPostern(stateDir, configFile);
   const control = new Database(`${stateDir}/postern.db`);
@@ -101,18 +138,36 @@ export async function consoleBench(): Promise<ConsoleBench> {
   try {
     const consoleUrl = server.listeners.find((l) => l.protocol === 'console')!.url;
     await fill(server.production, setup.bulkKey);
-    const backOnTheLadder = control.prepare("UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE project_id = ? AND status = 'queued'");
+    const backOnTheLadder = control.prepare(
+      "UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE project_id = ? AND status = 'queued'",
+    );
     let stop!: () => void;
     const until = new Promise<void>((resolve) => (stop = resolve));
-    const load = runLoad(new URL('/v1/send', server.production), { authorization: `Bearer ${setup.loadKey}`, 'content-type': 'application/json' }, SEND_BODY, until, CONCURRENCY);
+    const load = runLoad(
+      new URL('/v1/send', server.production),
+      { authorization: `Bearer ${setup.loadKey}`, 'content-type': 'application/json' },
+      SEND_BODY,
+      until,
+      CONCURRENCY,
+    );
     await sleep(WARMUP_MS);
-    const windows: { controlFrom: number; bulkFrom: number; bulkTo: number; changed: number; cpu: number }[] = [];
+    const windows: {
+      controlFrom: number;
+      bulkFrom: number;
+      bulkTo: number;
+      changed: number;
+      cpu: number;
+    }[] = [];
     const controlCpu: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const reset = backOnTheLadder.run(Date.now() + 3600_000, setup.bulkProject).changes;
-      if (reset !== MESSAGES) throw new Error(`${reset} messages put back on the ladder, not ${MESSAGES}`);
+      if (reset !== MESSAGES)
+        throw new Error(`${reset} messages put back on the ladder, not ${MESSAGES}`);
       await sleep(SETTLE_MS);
-      const expected = windows.length > 0 ? windows.reduce((a, w) => a + (w.bulkTo - w.bulkFrom), 0) / windows.length : 500;
+      const expected =
+        windows.length > 0
+          ? windows.reduce((a, w) => a + (w.bulkTo - w.bulkFrom), 0) / windows.length
+          : 500;
       const controlFrom = performance.now();
       const cpuAtControl = cpuSeconds(server.child.pid!);
       await sleep(expected);
@@ -126,27 +181,50 @@ export async function consoleBench(): Promise<ConsoleBench> {
       });
       const bulkTo = performance.now();
       const answer = (await res.json()) as { changed?: number };
-      if (res.status !== 200) throw new Error(`bulk retry answered ${res.status}: ${JSON.stringify(answer)}`);
-      windows.push({ controlFrom, bulkFrom, bulkTo, changed: answer.changed ?? 0, cpu: (cpuSeconds(server.child.pid!) - cpuBefore) / ((bulkTo - bulkFrom) / 1000) });
+      if (res.status !== 200)
+        throw new Error(`bulk retry answered ${res.status}: ${JSON.stringify(answer)}`);
+      windows.push({
+        controlFrom,
+        bulkFrom,
+        bulkTo,
+        changed: answer.changed ?? 0,
+        cpu: (cpuSeconds(server.child.pid!) - cpuBefore) / ((bulkTo - bulkFrom) / 1000),
+      });
     }
     stop();
     const completions = await load;
-    const during = windows.reduce((a, w) => a + rate(completions, w.bulkFrom, w.bulkTo) * (w.bulkTo - w.bulkFrom), 0) / windows.reduce((a, w) => a + (w.bulkTo - w.bulkFrom), 0);
-    const before = windows.reduce((a, w) => a + rate(completions, w.controlFrom, w.bulkFrom) * (w.bulkFrom - w.controlFrom), 0) / windows.reduce((a, w) => a + (w.bulkFrom - w.controlFrom), 0);
+    const during =
+      windows.reduce(
+        (a, w) => a + rate(completions, w.bulkFrom, w.bulkTo) * (w.bulkTo - w.bulkFrom),
+        0,
+      ) / windows.reduce((a, w) => a + (w.bulkTo - w.bulkFrom), 0);
+    const before =
+      windows.reduce(
+        (a, w) => a + rate(completions, w.controlFrom, w.bulkFrom) * (w.bulkFrom - w.controlFrom),
+        0,
+      ) / windows.reduce((a, w) => a + (w.bulkFrom - w.controlFrom), 0);
     const times = windows.map((w) => Math.round(w.bulkTo - w.bulkFrom));
     const sorted = [...times].sort((x, y) => x - y);
     return {
       messages: MESSAGES,
       rounds: ROUNDS,
       concurrency: CONCURRENCY,
-      bulk_ms: { p50: sorted[Math.floor(sorted.length / 2)], max: sorted[sorted.length - 1], each: times },
+      bulk_ms: {
+        p50: sorted[Math.floor(sorted.length / 2)],
+        max: sorted[sorted.length - 1],
+        each: times,
+      },
       changed_per_round: windows.map((w) => w.changed),
       accepts_per_s_during_bulk: Math.round(during),
       accepts_per_s_control: Math.round(before),
       slowdown_percent: +((1 - during / before) * 100).toFixed(1),
       errors: completions.filter((c) => !c.ok).length,
-      server_cpu_cores_during_bulk: +(windows.reduce((a, w) => a + w.cpu, 0) / windows.length).toFixed(2),
-      server_cpu_cores_control: +(controlCpu.reduce((a, c) => a + c, 0) / controlCpu.length).toFixed(2),
+      server_cpu_cores_during_bulk: +(
+        windows.reduce((a, w) => a + w.cpu, 0) / windows.length
+      ).toFixed(2),
+      server_cpu_cores_control: +(
+        controlCpu.reduce((a, c) => a + c, 0) / controlCpu.length
+      ).toFixed(2),
     };
   } finally {
     control.close();

@@ -5,24 +5,30 @@
  * publish (below).
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { publishSpoolFiles } from '../src/spool/publish.js';
 import { loadSyncFilesystem } from '../src/spool/syncFilesystem.js';
 import { removeAfterBench } from './benchServer.js';
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
-export async function measureDiskCeiling(dir: string, threads: number, seconds: number): Promise<number> {
+export async function measureDiskCeiling(
+  dir: string,
+  threads: number,
+  seconds: number,
+): Promise<number> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(`${dir}/tmp`, { recursive: true });
   mkdirSync(`${dir}/day`);
   const counts = await Promise.all(
-    Array.from({ length: threads }, (_, i) =>
-      new Promise<number>((resolve, reject) => {
-        // Each thread times itself from when it is ready: starting a worker (loading this
-        // module's imports) took longer than the whole window on a slow moment, which read 0.
-        const w = new Worker(new URL(import.meta.url), { workerData: { dir, i, seconds } });
-        w.once('message', resolve);
-        w.once('error', reject);
-      }),
+    Array.from(
+      { length: threads },
+      (_, i) =>
+        new Promise<number>((resolve, reject) => {
+          // Each thread times itself from when it is ready: starting a worker (loading this
+          // module's imports) took longer than the whole window on a slow moment, which read 0.
+          const w = new Worker(new URL(import.meta.url), { workerData: { dir, i, seconds } });
+          w.once('message', resolve);
+          w.once('error', reject);
+        }),
     ),
   );
   removeAfterBench(dir);

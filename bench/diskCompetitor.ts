@@ -23,10 +23,18 @@ export function startDiskCompetitor(): DiskCompetitor {
   const file = `${dir}/competitor`;
   const started = performance.now();
   // Its own process group (detached), so the shell and its dd stop together; a dot per file written.
-  const child = spawn('sh', ['-c', `while :; do dd if=/dev/zero of="$0" bs=1M count=${FILE_MB} status=none && printf .; done`, file], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    'sh',
+    [
+      '-c',
+      `while :; do dd if=/dev/zero of="$0" bs=1M count=${FILE_MB} status=none && printf .; done`,
+      file,
+    ],
+    {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let files = 0;
   child.stdout!.on('data', (d: Buffer) => (files += d.length));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

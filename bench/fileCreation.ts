@@ -9,8 +9,9 @@
  * instead of 20-55 µs: a third of a core at 1,000 messages/s, every message being one spool
  * file. A bench started then measures the previous run's clean-up, not Postern.
  */
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+
 import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { tempStateDir } from '../test/support/postern.js';
 import { removeAfterBench, sleep } from './benchServer.js';
 
@@ -61,11 +62,19 @@ export async function settleFileCreation(): Promise<FileCreation> {
     await sleep(RETRY_MS);
     last = probeCreate();
   }
-  return { create_us: Math.round(last), first_create_us: Math.round(first), waited_s: Math.round((performance.now() - started) / 1000) };
+  return {
+    create_us: Math.round(last),
+    first_create_us: Math.round(first),
+    waited_s: Math.round((performance.now() - started) / 1000),
+  };
 }
 
 export function fileCreationLine(f: FileCreation): string {
-  const waited = f.waited_s > 0 ? `; ${f.first_create_us} µs at first, waited ${f.waited_s} s for earlier deletions to age out` : '';
-  const unsettled = f.create_us > SETTLED_US ? ` (above ${SETTLED_US} µs: the figures below carry that cost)` : '';
+  const waited =
+    f.waited_s > 0
+      ? `; ${f.first_create_us} µs at first, waited ${f.waited_s} s for earlier deletions to age out`
+      : '';
+  const unsettled =
+    f.create_us > SETTLED_US ? ` (above ${SETTLED_US} µs: the figures below carry that cost)` : '';
   return `file create (2 KB, bench temp dir): ${f.create_us} µs${waited}${unsettled}`;
 }

@@ -57,24 +57,45 @@ export async function load(
     runWrk(urls, method, headers, body, clients, WARMUP_MS / 1000);
     await onMeasureStart();
     const r = runWrk(urls, method, headers, body, clients, durationMs / 1000);
-    return { requests: r.requests, ok: r.requests - r.errors, errors: r.errors, seconds: r.seconds, latenciesMs: [], percentilesMs: { 50: r.p50Ms, 99: r.p99Ms } };
+    return {
+      requests: r.requests,
+      ok: r.requests - r.errors,
+      errors: r.errors,
+      seconds: r.seconds,
+      latenciesMs: [],
+      percentilesMs: { 50: r.p50Ms, 99: r.p99Ms },
+    };
   }
   // maxSockets is per server: each gets its share of the clients.
   const agent = new http.Agent({ keepAlive: true, maxSockets: clients / urls.length });
   const started = performance.now();
   const measureFrom = started + WARMUP_MS;
   const stopAt = measureFrom + durationMs;
-  const result: LoadResult = { requests: 0, ok: 0, errors: 0, seconds: durationMs / 1000, latenciesMs: [] };
+  const result: LoadResult = {
+    requests: 0,
+    ok: 0,
+    errors: 0,
+    seconds: durationMs / 1000,
+    latenciesMs: [],
+  };
   let opened: Promise<void> = Promise.resolve();
   const windowOpens = setTimeout(() => {
     opened = Promise.resolve(onMeasureStart());
   }, WARMUP_MS);
   const one = (url: URL) =>
     new Promise<number>((resolve) => {
-      const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
+      const req = http.request(
+        url,
+        {
+          method,
+          agent,
+          headers: body ? { ...headers, 'content-length': String(body.length) } : headers,
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
       req.on('error', () => resolve(0));
       req.end(body ?? undefined);
     });

@@ -30,18 +30,38 @@ const BODIES: [string, () => Buffer][] = [
     },
   ],
   ['one unknown key of 5 MB', () => Buffer.from(`{${base},"${'x'.repeat(5_000_000)}":1}`)],
-  ['10 MB of nested brackets under metadata', () => Buffer.from(`{${base},"metadata":${'['.repeat(5_000_000)}${']'.repeat(5_000_000)}}`)],
+  [
+    '10 MB of nested brackets under metadata',
+    () => Buffer.from(`{${base},"metadata":${'['.repeat(5_000_000)}${']'.repeat(5_000_000)}}`),
+  ],
 ];
 
 /**
  * POSTs the file with curl: the hostile client is a process of its own, so its work (and its
  * garbage collection) never delays the probe measured here.
  */
-function post(url: URL, key: string, file: string): Promise<{ status: number; bytes: number; ms: number }> {
+function post(
+  url: URL,
+  key: string,
+  file: string,
+): Promise<{ status: number; bytes: number; ms: number }> {
   return new Promise((resolve) => {
     execFile(
       'curl',
-      ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download} %{time_total}', '-H', `authorization: Bearer ${key}`, '-H', 'content-type: application/json', '--data-binary', `@${file}`, url.href],
+      [
+        '-s',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code} %{size_download} %{time_total}',
+        '-H',
+        `authorization: Bearer ${key}`,
+        '-H',
+        'content-type: application/json',
+        '--data-binary',
+        `@${file}`,
+        url.href,
+      ],
       (_err, stdout) => {
         const [status, bytes, seconds] = stdout.trim().split(' ').map(Number);
         resolve({ status, bytes, ms: seconds * 1000 });
@@ -59,10 +79,12 @@ function healthProbe(url: URL): { stop(): Promise<number[]> } {
     while (running) {
       const t0 = performance.now();
       await new Promise<void>((resolve) => {
-        http.get(url, { agent }, (res) => {
-          res.resume();
-          res.on('end', () => resolve());
-        }).on('error', () => resolve());
+        http
+          .get(url, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve());
+          })
+          .on('error', () => resolve());
       });
       latencies.push(performance.now() - t0);
       await sleep(10);
@@ -81,10 +103,18 @@ function healthProbe(url: URL): { stop(): Promise<number[]> } {
 async function main(): Promise<void> {
   const stateDir = tempStateDir('postern-bench-stall-');
   const configFile = `${stateDir}/bench.json`;
-  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS }),
+  );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
-  const key = ((await runCli(['key', 'create', '--project', project.id, '--mode', 'test', '--json'], env)).json as { key: string }).key;
+  const project = (
+    await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)
+  ).json as { id: string };
+  const key = (
+    (await runCli(['key', 'create', '--project', project.id, '--mode', 'test', '--json'], env))
+      .json as { key: string }
+  ).key;
   const server = await startBenchPostern(stateDir, configFile);
   try {
     console.log(`machine: ${machine()}`);
@@ -93,7 +123,9 @@ async function main(): Promise<void> {
       const probe = healthProbe(new URL('/healthz', server.sandbox));
       await sleep(600);
       const health = await probe.stop();
-      console.log(`no hostile body (0.6 s): GET /healthz (${health.length} probes): p50 ${health[Math.floor(health.length / 2)].toFixed(1)} ms, max ${health[health.length - 1].toFixed(1)} ms`);
+      console.log(
+        `no hostile body (0.6 s): GET /healthz (${health.length} probes): p50 ${health[Math.floor(health.length / 2)].toFixed(1)} ms, max ${health[health.length - 1].toFixed(1)} ms`,
+      );
     }
     // Each body twice: the first post of a kind also pays for compiling the code that refuses it.
     for (const [name, build] of BODIES.flatMap((b) => [b, b])) {
@@ -105,7 +137,8 @@ async function main(): Promise<void> {
       const answer = await post(new URL('/v1/send', server.sandbox), key, file);
       await sleep(200);
       const health = await probe.stop();
-      const p = (q: number) => health[Math.min(health.length - 1, Math.floor(q * health.length))].toFixed(1);
+      const p = (q: number) =>
+        health[Math.min(health.length - 1, Math.floor(q * health.length))].toFixed(1);
       console.log(
         `${name} (${(body.length / 1e6).toFixed(1)} MB): ${answer.status}, ${answer.bytes} bytes, ${answer.ms.toFixed(0)} ms; ` +
           `GET /healthz meanwhile (${health.length} probes): p50 ${p(0.5)} ms, p99 ${p(0.99)} ms, max ${health[health.length - 1].toFixed(1)} ms`,

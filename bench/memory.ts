@@ -11,11 +11,24 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { post, repoRoot, runCli, tempStateDir, validMessage, type SpawnedPostern } from '../test/support/postern.js';
+import {
+  post,
+  repoRoot,
+  runCli,
+  type SpawnedPostern,
+  tempStateDir,
+  validMessage,
+} from '../test/support/postern.js';
+import { memoryOf, type PeakRss, watchPeakRss } from '../test/support/processMemory.js';
 import { RawEventStream } from '../test/support/rawEventStream.js';
 import type { RawSmtp } from '../test/support/rawSmtp.js';
-import { memoryOf, watchPeakRss, type PeakRss } from '../test/support/processMemory.js';
-import { BENCH_RATE_LIMITS, machine, removeAfterBench, sleep, startBenchPostern } from './benchServer.js';
+import {
+  BENCH_RATE_LIMITS,
+  machine,
+  removeAfterBench,
+  sleep,
+  startBenchPostern,
+} from './benchServer.js';
 import { openBenchSession } from './smtpClient.js';
 
 const MiB = 1024 * 1024;
@@ -31,7 +44,11 @@ interface Scenario {
   /** One client's share of the load, before idle is measured: code paths warm, caches filled. */
   warmUp(server: SpawnedPostern, liveKey: string, cli: Record<string, string>): Promise<void>;
   /** Runs the load; resolves with how many answers of each kind the clients got. */
-  run(server: SpawnedPostern, liveKey: string, cli: Record<string, string>): Promise<Record<string, number>>;
+  run(
+    server: SpawnedPostern,
+    liveKey: string,
+    cli: Record<string, string>,
+  ): Promise<Record<string, number>>;
 }
 
 /** Counts answers by their first few characters (`554 5.6.0 text:too_long`, `250 2.0.0`, …). */
@@ -42,10 +59,13 @@ function tally(answers: string[], width: (a: string) => string): Record<string, 
 }
 
 /** An SMTP reply by its code, enhanced code and contract code (`text:too_long`, `server_busy`; the prose after it varies). */
-const replyKind = (reply: string) => /^\d{3}(?: \d\.\d\.\d)?(?: [a-z_]+(?::[a-z_]+)?)?/.exec(reply)?.[0] ?? reply.slice(0, 40);
+const replyKind = (reply: string) =>
+  /^\d{3}(?: \d\.\d\.\d)?(?: [a-z_]+(?::[a-z_]+)?)?/.exec(reply)?.[0] ?? reply.slice(0, 40);
 
 function smtpListenerPort(server: SpawnedPostern): number {
-  const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+  const listener = server.listeners.find(
+    (l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'),
+  );
   if (!listener) throw new Error('no production STARTTLS listener');
   return listener.port;
 }
@@ -59,11 +79,14 @@ async function sendLongText(client: RawSmtp, bodyBytes: number): Promise<string>
   client.write('MAIL FROM:<bench@example.com>\r\nRCPT TO:<rcpt@example.org>\r\nDATA\r\n');
   const [mail, rcpt, data] = [await client.next(), await client.next(), await client.next()];
   if (!data.startsWith('354')) return [mail, rcpt, data].find((r) => !/^[23]/.test(r)) ?? data;
-  await client.writeAll('From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\nSubject: A long text body\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n');
+  await client.writeAll(
+    'From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\nSubject: A long text body\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n',
+  );
   const line = 'A long text body, sent to see what it costs the server to refuse it.\r\n';
   const block = Buffer.from(line.repeat(Math.floor((64 * 1024) / line.length)));
   // Whole lines only: the final dot must follow a line break to end DATA.
-  for (let left = bodyBytes - (bodyBytes % line.length); left > 0; left -= block.length) await client.writeAll(block.subarray(0, Math.min(block.length, left)));
+  for (let left = bodyBytes - (bodyBytes % line.length); left > 0; left -= block.length)
+    await client.writeAll(block.subarray(0, Math.min(block.length, left)));
   client.write('.\r\n');
   return client.next();
 }
@@ -72,7 +95,12 @@ async function sendLongText(client: RawSmtp, bodyBytes: number): Promise<string>
  * `count` small messages accepted as fast as the server takes them: batches of 100 (the
  * contract's most), `parallel` batches at a time; each batch's status counted.
  */
-async function sends(server: SpawnedPostern, liveKey: string, count: number, parallel = 5): Promise<Record<string, number>> {
+async function sends(
+  server: SpawnedPostern,
+  liveKey: string,
+  count: number,
+  parallel = 5,
+): Promise<Record<string, number>> {
   const statuses: string[] = [];
   let left = count;
   await Promise.all(
@@ -80,28 +108,55 @@ async function sends(server: SpawnedPostern, liveKey: string, count: number, par
       while (left > 0) {
         const size = Math.min(100, left);
         left -= size;
-        const messages = Array.from({ length: size }, () => validMessage({ subject: 'stream load' }));
-        statuses.push(`batch of ${size}: ${(await post(server.production, '/v1/send/batch', { key: liveKey, json: { messages } })).status}`);
+        const messages = Array.from({ length: size }, () =>
+          validMessage({ subject: 'stream load' }),
+        );
+        statuses.push(
+          `batch of ${size}: ${(await post(server.production, '/v1/send/batch', { key: liveKey, json: { messages } })).status}`,
+        );
       }
     }),
   );
   return tally(statuses, (s) => s);
 }
 
-const consoleOf = (server: SpawnedPostern) => server.listeners.find((l) => l.protocol === 'console')!.url;
+const consoleOf = (server: SpawnedPostern) =>
+  server.listeners.find((l) => l.protocol === 'console')!.url;
 
 /** An owner's operator token, made with the CLI (as a script's would be). */
 async function operatorToken(cli: Record<string, string>): Promise<string> {
   const email = `bench-${Math.random().toString(36).slice(2)}@example.com`;
-  const op = (await runCli(['operator', 'create', '--email', email, '--role', 'owner', '--json'], cli)).json as { id: string };
-  return ((await runCli(['operator', 'token', 'create', '--operator', op.id, '--name', 'bench', '--json'], cli)).json as { token: string }).token;
+  const op = (
+    await runCli(['operator', 'create', '--email', email, '--role', 'owner', '--json'], cli)
+  ).json as { id: string };
+  return (
+    (
+      await runCli(
+        ['operator', 'token', 'create', '--operator', op.id, '--name', 'bench', '--json'],
+        cli,
+      )
+    ).json as { token: string }
+  ).token;
 }
 
 const STREAM_SENDS = Number(process.env.BENCH_MEMORY_STREAM_SENDS ?? 5000);
 /** Where the settings exist (issue 32), caps raised so that every stream of the scenario opens: the queue bound alone is measured. */
-const consoleSettings = (JSON.parse(readFileSync(path.join(repoRoot, 'src', 'config', 'schema.json'), 'utf8')) as { properties: { console: { properties: Record<string, unknown> } } }).properties
-  .console.properties;
-const streamCaps = (streams: number) => ('max_streams' in consoleSettings ? { console: { max_streams: streams + 10, max_streams_per_operator: streams + 10, max_connections: streams + 64, max_connections_per_ip: streams + 64 } } : {});
+const consoleSettings = (
+  JSON.parse(readFileSync(path.join(repoRoot, 'src', 'config', 'schema.json'), 'utf8')) as {
+    properties: { console: { properties: Record<string, unknown> } };
+  }
+).properties.console.properties;
+const streamCaps = (streams: number) =>
+  'max_streams' in consoleSettings
+    ? {
+        console: {
+          max_streams: streams + 10,
+          max_streams_per_operator: streams + 10,
+          max_connections: streams + 64,
+          max_connections_per_ip: streams + 64,
+        },
+      }
+    : {};
 
 /**
  * `streams` console live-update streams (one owner's token) that never read after the response
@@ -117,7 +172,10 @@ function streamScenario(streams: number, targetGrowthMiB: number): Scenario {
     // The same acceptance first (with one stream that reads): the spool writers, the index's
     // caches and the heap reach their working size, so the load's growth is the streams'.
     async warmUp(server, liveKey, cli) {
-      const reader = await RawEventStream.open(consoleOf(server), { token: await operatorToken(cli), keep: () => false });
+      const reader = await RawEventStream.open(consoleOf(server), {
+        token: await operatorToken(cli),
+        keep: () => false,
+      });
       await sends(server, liveKey, STREAM_SENDS);
       await sleep(1500);
       reader.close();
@@ -153,7 +211,10 @@ const SCENARIOS: Scenario[] = [
     load: `${SMTP_CLIENTS} authenticated SMTP clients at once, each sending a ${TEXT_BYTES / 1e6} MB text/plain body (over the contract's 2 MB text, under SIZE)`,
     targetGrowthMiB: 64,
     async warmUp(server, liveKey) {
-      const client = await openBenchSession('127.0.0.1', smtpListenerPort(server), { user: 'user', password: liveKey });
+      const client = await openBenchSession('127.0.0.1', smtpListenerPort(server), {
+        user: 'user',
+        password: liveKey,
+      });
       try {
         await sendLongText(client, TEXT_BYTES);
       } finally {
@@ -164,7 +225,10 @@ const SCENARIOS: Scenario[] = [
       const port = smtpListenerPort(server);
       const answers = await Promise.all(
         Array.from({ length: SMTP_CLIENTS }, async () => {
-          const client = await openBenchSession('127.0.0.1', port, { user: 'user', password: liveKey });
+          const client = await openBenchSession('127.0.0.1', port, {
+            user: 'user',
+            password: liveKey,
+          });
           try {
             return await sendLongText(client, TEXT_BYTES);
           } finally {
@@ -200,11 +264,43 @@ async function measure(scenario: Scenario): Promise<Measured> {
   // BENCH_MEMORY_STREAMED_MESSAGES: smtp.max_streamed_messages (else the default).
   const streamed = process.env.BENCH_MEMORY_STREAMED_MESSAGES;
   const smtp = streamed ? { smtp: { max_streamed_messages: Number(streamed) } } : {};
-  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, ...smtp, ...scenario.config }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      rate_limits: BENCH_RATE_LIMITS,
+      delivery: { enabled: false },
+      ...smtp,
+      ...scenario.config,
+    }),
+  );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (await runCli(['project', 'create', '--name', `bench-${scenario.name}`, '--plan', 'pro', '--json'], env)).json as { id: string };
-  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
-  const { key } = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  const project = (
+    await runCli(
+      ['project', 'create', '--name', `bench-${scenario.name}`, '--plan', 'pro', '--json'],
+      env,
+    )
+  ).json as { id: string };
+  await runCli(
+    [
+      'provider',
+      'attach',
+      '--project',
+      project.id,
+      '--slug',
+      'smtp',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '9',
+      '--tls',
+      'none',
+      '--json',
+    ],
+    env,
+  );
+  const { key } = (
+    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
+  ).json as { key: string };
   const server = await startBenchPostern(stateDir, configFile);
   try {
     const pid = server.child.pid!;
@@ -241,13 +337,18 @@ async function measure(scenario: Scenario): Promise<Measured> {
 async function main(): Promise<void> {
   const only = process.env.BENCH_MEMORY_ONLY;
   const scenarios = SCENARIOS.filter((s) => !only || s.name === only);
-  if (scenarios.length === 0) throw new Error(`no scenario named ${only}; there are: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  if (scenarios.length === 0)
+    throw new Error(
+      `no scenario named ${only}; there are: ${SCENARIOS.map((s) => s.name).join(', ')}`,
+    );
   console.log(`machine: ${machine()}`);
   const results: Measured[] = [];
   for (const scenario of scenarios) {
     const r = await measure(scenario);
     results.push(r);
-    const answers = Object.entries(r.answers).map(([kind, n]) => `${n} × ${kind}`).join(', ');
+    const answers = Object.entries(r.answers)
+      .map(([kind, n]) => `${n} × ${kind}`)
+      .join(', ');
     console.log(
       `${r.scenario}: ${r.load}: server RSS idle ${r.idle_rss_mib} MiB, peak ${r.peak_rss_mib} MiB, growth ${r.growth_mib} MiB ` +
         `(target < ${r.target_growth_mib} MiB: ${r.within_target ? 'met' : 'NOT met'}); ${r.seconds} s; answers: ${answers}`,

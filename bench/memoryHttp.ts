@@ -13,12 +13,20 @@ import os from 'node:os';
 import Database from 'better-sqlite3';
 import { buildConfig } from '../src/config/load.js';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, processMemoryMb, removeAfterBench, sleep, startBenchPostern } from './benchServer.js';
+import {
+  BENCH_RATE_LIMITS,
+  processMemoryMb,
+  removeAfterBench,
+  sleep,
+  startBenchPostern,
+} from './benchServer.js';
 
 const CLIENTS = Number(process.env.BENCH_HTTP_CLIENTS ?? 6);
 const DECODED_BYTES = Number(process.env.BENCH_HTTP_ATTACHMENT_BYTES ?? 25_000_000);
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 3);
-const BUDGET = process.env.BENCH_HTTP_BUDGET_BYTES ? Number(process.env.BENCH_HTTP_BUDGET_BYTES) : undefined;
+const BUDGET = process.env.BENCH_HTTP_BUDGET_BYTES
+  ? Number(process.env.BENCH_HTTP_BUDGET_BYTES)
+  : undefined;
 const MiB = 1024 * 1024;
 
 function machine(): string {
@@ -32,12 +40,19 @@ function messageBody(bytes: number): Buffer {
   for (let left = bytes, i = 0; left > 0; i++) {
     const size = Math.min(left, 10_000_000);
     const content = Buffer.alloc(size);
-    for (let j = 0; j < size; j += 4) content.writeUInt32LE((Math.random() * 2 ** 32) >>> 0, Math.min(j, size - 4));
+    for (let j = 0; j < size; j += 4)
+      content.writeUInt32LE((Math.random() * 2 ** 32) >>> 0, Math.min(j, size - 4));
     attachments.push({ filename: `part-${i}.bin`, content: content.toString('base64') });
     left -= size;
   }
   return Buffer.from(
-    JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Memory benchmark', text: 'Attached.', attachments }),
+    JSON.stringify({
+      from: 'Bench <bench@example.com>',
+      to: 'rcpt@example.org',
+      subject: 'Memory benchmark',
+      text: 'Attached.',
+      attachments,
+    }),
   );
 }
 
@@ -46,10 +61,20 @@ function postOnce(url: URL, key: string, body: Buffer): Promise<{ status: number
   return new Promise((resolve) => {
     const req = http.request(
       url,
-      { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) } },
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+        },
+      },
       (res) => {
         res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }),
+        );
       },
     );
     req.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
@@ -74,21 +99,53 @@ function rssSampler(pid: number): { stop(): number } {
 async function main(): Promise<void> {
   const stateDir = tempStateDir('postern-bench-memory-http-');
   const configFile = `${stateDir}/bench.json`;
-  const config: Record<string, unknown> = { delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS };
+  const config: Record<string, unknown> = {
+    delivery: { enabled: false },
+    rate_limits: BENCH_RATE_LIMITS,
+  };
   if (BUDGET !== undefined) config.http = { max_inflight_body_bytes: BUDGET };
   writeFileSync(configFile, JSON.stringify(config));
   const http_ = buildConfig({ ...config, state_dir: stateDir }, {}).http;
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
-  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
-  const key = ((await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string }).key;
+  const project = (
+    await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)
+  ).json as { id: string };
+  await runCli(
+    [
+      'provider',
+      'attach',
+      '--project',
+      project.id,
+      '--slug',
+      'smtp',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '9',
+      '--tls',
+      'none',
+      '--json',
+    ],
+    env,
+  );
+  const key = (
+    (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env))
+      .json as { key: string }
+  ).key;
   const body = messageBody(DECODED_BYTES);
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
   const url = new URL('/v1/send', server.production);
   try {
     // Idle: after one small send (the pipeline and its first writer thread warmed up).
-    const small = Buffer.from(JSON.stringify({ from: 'bench@example.com', to: 'rcpt@example.org', subject: 'warm-up', text: 'hello' }));
+    const small = Buffer.from(
+      JSON.stringify({
+        from: 'bench@example.com',
+        to: 'rcpt@example.org',
+        subject: 'warm-up',
+        text: 'hello',
+      }),
+    );
     await postOnce(url, key, small);
     await sleep(2000);
     const idle = rssSampler(pid);
@@ -100,7 +157,9 @@ async function main(): Promise<void> {
     const times: number[] = [];
     const started = performance.now();
     for (let round = 0; round < ROUNDS; round++) {
-      const results = await Promise.all(Array.from({ length: CLIENTS }, () => postOnce(url, key, body)));
+      const results = await Promise.all(
+        Array.from({ length: CLIENTS }, () => postOnce(url, key, body)),
+      );
       for (const r of results) {
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
         times.push(r.ms);
@@ -114,10 +173,14 @@ async function main(): Promise<void> {
     await server.stop();
 
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
-    const stored = db.prepare("SELECT COUNT(*) FROM messages WHERE subject = 'Memory benchmark'").pluck().get() as number;
+    const stored = db
+      .prepare("SELECT COUNT(*) FROM messages WHERE subject = 'Memory benchmark'")
+      .pluck()
+      .get() as number;
     db.close();
     const accepted = statuses.get(202) ?? 0;
-    if (stored < accepted) throw new Error(`only ${stored} rows for ${accepted} acknowledged sends`);
+    if (stored < accepted)
+      throw new Error(`only ${stored} rows for ${accepted} acknowledged sends`);
 
     const decodedMb = DECODED_BYTES / MiB;
     const growth = peakMb - idleMb;
@@ -136,7 +199,23 @@ async function main(): Promise<void> {
       `answers: ${[...statuses].map(([s, n]) => `${n} × ${s}`).join(', ')}; ${stored} rows stored; ` +
         `per request ${times[0].toFixed(0)}-${times[times.length - 1].toFixed(0)} ms (median ${times[Math.floor(times.length / 2)].toFixed(0)}), ${wallS.toFixed(1)} s in all`,
     );
-    console.log(JSON.stringify({ machine: machine(), clients: CLIENTS, rounds: ROUNDS, decoded_bytes: DECODED_BYTES, json_bytes: body.length, budget_bytes: http_.max_inflight_body_bytes, idle_mb: +idleMb.toFixed(1), peak_mb: +peakMb.toFixed(1), hwm_mb: +hwmMb.toFixed(1), growth_mb: +growth.toFixed(1), target_mb: +target.toFixed(1), statuses: Object.fromEntries(statuses), stored }));
+    console.log(
+      JSON.stringify({
+        machine: machine(),
+        clients: CLIENTS,
+        rounds: ROUNDS,
+        decoded_bytes: DECODED_BYTES,
+        json_bytes: body.length,
+        budget_bytes: http_.max_inflight_body_bytes,
+        idle_mb: +idleMb.toFixed(1),
+        peak_mb: +peakMb.toFixed(1),
+        hwm_mb: +hwmMb.toFixed(1),
+        growth_mb: +growth.toFixed(1),
+        target_mb: +target.toFixed(1),
+        statuses: Object.fromEntries(statuses),
+        stored,
+      }),
+    );
   } finally {
     if (server.child.exitCode === null) await server.kill();
     removeAfterBench(stateDir);

@@ -3,10 +3,17 @@
  * queued, their files hard links to one real spool file), scraped 20 times: the first scrape
  * includes the spool scan (reused for a minute after), the rest read the status index.
  */
-import Database from 'better-sqlite3';
+
 import { linkSync } from 'node:fs';
 import path from 'node:path';
-import { createProjectWithKeys, post, spawnPostern, tempStateDir, validMessage } from '../test/support/postern.js';
+import Database from 'better-sqlite3';
+import {
+  createProjectWithKeys,
+  post,
+  spawnPostern,
+  tempStateDir,
+  validMessage,
+} from '../test/support/postern.js';
 import { withClosedIndex } from '../test/support/processes.js';
 import { removeAfterBench } from './benchServer.js';
 
@@ -20,9 +27,15 @@ export async function scrapeBench(): Promise<string> {
     await post(server.production, '/v1/send', { key: keys.liveKey, json: validMessage() });
     await server.stop();
     const db = new Database(path.join(stateDir, 'postern.db'));
-    const row = db.prepare('SELECT * FROM messages LIMIT 1').get() as Record<string, unknown> & { spool_path: string };
-    const cols = Object.keys(row).filter((c) => !['id', 'status', 'spool_path', 'created_at'].includes(c));
-    const insert = db.prepare(`INSERT INTO messages (id, status, spool_path, created_at, ${cols.join(', ')}) VALUES (@id, @status, @spool_path, @created_at, ${cols.map((c) => `@${c}`).join(', ')})`);
+    const row = db.prepare('SELECT * FROM messages LIMIT 1').get() as Record<string, unknown> & {
+      spool_path: string;
+    };
+    const cols = Object.keys(row).filter(
+      (c) => !['id', 'status', 'spool_path', 'created_at'].includes(c),
+    );
+    const insert = db.prepare(
+      `INSERT INTO messages (id, status, spool_path, created_at, ${cols.join(', ')}) VALUES (@id, @status, @spool_path, @created_at, ${cols.map((c) => `@${c}`).join(', ')})`,
+    );
     const file = path.join(stateDir, 'spool', row.spool_path);
     const now = Date.now();
     db.transaction(() => {
@@ -32,7 +45,13 @@ export async function scrapeBench(): Promise<string> {
         const spoolPath = path.join(path.dirname(row.spool_path), `${id}.eml`);
         // Live rows need their file (start-up fails a live row whose file is gone).
         if (queued) linkSync(file, path.join(stateDir, 'spool', spoolPath));
-        insert.run({ ...row, id, status: queued ? 'queued' : i % 3 ? 'delivered' : 'sent', spool_path: spoolPath, created_at: now - (MESSAGES - i) * 1000 });
+        insert.run({
+          ...row,
+          id,
+          status: queued ? 'queued' : i % 3 ? 'delivered' : 'sent',
+          spool_path: spoolPath,
+          created_at: now - (MESSAGES - i) * 1000,
+        });
       }
     })();
     db.close();

@@ -19,10 +19,25 @@
  *   no syslog, and Postern's bench servers log to a file too.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { tempStateDir } from '../test/support/postern.js';
-import { cpuSeconds, exitOnSignal, onBenchExit, procStat, removeAfterBench, type BenchCertificate } from './benchServer.js';
+import {
+  type BenchCertificate,
+  cpuSeconds,
+  exitOnSignal,
+  onBenchExit,
+  procStat,
+  removeAfterBench,
+} from './benchServer.js';
 import { freePort, waitForPort } from './relay.js';
 import { openBenchSession, type SmtpCredentials } from './smtpClient.js';
 
@@ -42,7 +57,8 @@ const SASL_REALM = 'bench.test';
  */
 export type IngestHold = 'no-qmgr' | 'defer' | 'deliver';
 export const INGEST_HOLD = (process.env.BENCH_POSTFIX_INGEST ?? 'no-qmgr') as IngestHold;
-if (!['no-qmgr', 'defer', 'deliver'].includes(INGEST_HOLD)) throw new Error(`BENCH_POSTFIX_INGEST=${INGEST_HOLD}: one of no-qmgr, defer, deliver`);
+if (!['no-qmgr', 'defer', 'deliver'].includes(INGEST_HOLD))
+  throw new Error(`BENCH_POSTFIX_INGEST=${INGEST_HOLD}: one of no-qmgr, defer, deliver`);
 
 /** What the ingest phase's Postfix does about delivery, for the report. */
 export const INGEST_HOLD_TEXT: Record<IngestHold, string> = {
@@ -66,19 +82,36 @@ export function postfixUnavailable(): string | null {
 }
 
 function run(command: string, args: string[], input?: string): { ok: boolean; output: string } {
-  const r = spawnSync(command, args, { encoding: 'utf8', input, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const r = spawnSync(command, args, {
+    encoding: 'utf8',
+    input,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   exitOnSignal(r.signal);
-  return { ok: r.status === 0, output: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}`.trim() };
+  return {
+    ok: r.status === 0,
+    output: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}`.trim(),
+  };
 }
 
 /** saslpasswd2 and the sasldb/PLAIN plugins, installed as the test prerequisites are (scripts/test-prerequisites.mjs); null when present, else why not. */
 function ensureSaslPackages(): string | null {
-  const present = () => existsSync(SASLPASSWD2) && /\bsasldb\b/.test(run('saslpluginviewer', []).output) && /\bPLAIN\b/.test(run('saslpluginviewer', []).output);
+  const present = () =>
+    existsSync(SASLPASSWD2) &&
+    /\bsasldb\b/.test(run('saslpluginviewer', []).output) &&
+    /\bPLAIN\b/.test(run('saslpluginviewer', []).output);
   if (present()) return null;
-  if (!existsSync('/usr/bin/apt-get')) return 'sasl2-bin and libsasl2-modules are missing and there is no apt-get';
-  process.stderr.write('Installing sasl2-bin and libsasl2-modules for the Postfix comparison (Cyrus SASL with a sasldb)\n');
-  const installed = run('sh', ['-c', 'apt-get update -qq && apt-get install -y -qq --no-install-recommends sasl2-bin libsasl2-modules >/dev/null']);
-  if (!installed.ok) return `installing sasl2-bin failed: ${installed.output.split('\n').slice(-2).join(' ')}`;
+  if (!existsSync('/usr/bin/apt-get'))
+    return 'sasl2-bin and libsasl2-modules are missing and there is no apt-get';
+  process.stderr.write(
+    'Installing sasl2-bin and libsasl2-modules for the Postfix comparison (Cyrus SASL with a sasldb)\n',
+  );
+  const installed = run('sh', [
+    '-c',
+    'apt-get update -qq && apt-get install -y -qq --no-install-recommends sasl2-bin libsasl2-modules >/dev/null',
+  ]);
+  if (!installed.ok)
+    return `installing sasl2-bin failed: ${installed.output.split('\n').slice(-2).join(' ')}`;
   return present() ? null : 'sasl2-bin installed, but the sasldb or PLAIN plugin is still missing';
 }
 
@@ -91,7 +124,8 @@ function sleepSync(ms: number): void {
 function countFiles(dir: string): number {
   if (!existsSync(dir)) return 0;
   let n = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) n += entry.isDirectory() ? countFiles(`${dir}/${entry.name}`) : 1;
+  for (const entry of readdirSync(dir, { withFileTypes: true }))
+    n += entry.isDirectory() ? countFiles(`${dir}/${entry.name}`) : 1;
   return n;
 }
 
@@ -137,7 +171,10 @@ export class PostfixInstance {
     chownSync(instance.dataDir, postfixUser.uid, postfixUser.gid);
     const whyNoAuth = instance.setUpSasl(postfixUser.gid);
     if (!whyNoAuth) {
-      instance.credentials = { user: `bench@${SASL_REALM}`, password: randomBytes(18).toString('base64url') };
+      instance.credentials = {
+        user: `bench@${SASL_REALM}`,
+        password: randomBytes(18).toString('base64url'),
+      };
       instance.writeSasldb(instance.credentials.password, postfixUser.gid);
     }
     // One session against a started instance says whether AUTH works; without it, start again without AUTH.
@@ -173,7 +210,10 @@ export class PostfixInstance {
     const missing = ensureSaslPackages();
     if (missing) return missing;
     const saslDir = `${this.configDir}/sasl`;
-    writeFileSync(`${saslDir}/smtpd.conf`, `pwcheck_method: auxprop\nauxprop_plugin: sasldb\nmech_list: PLAIN\nsasldb_path: ${saslDir}/sasldb2\n`);
+    writeFileSync(
+      `${saslDir}/smtpd.conf`,
+      `pwcheck_method: auxprop\nauxprop_plugin: sasldb\nmech_list: PLAIN\nsasldb_path: ${saslDir}/sasldb2\n`,
+    );
     chownSync(saslDir, 0, postfixGid);
     return null;
   }
@@ -226,7 +266,12 @@ export class PostfixInstance {
             'smtpd_relay_restrictions = permit_sasl_authenticated, reject_unauth_destination',
           ]
         : ['smtpd_relay_restrictions = permit_mynetworks, reject_unauth_destination']),
-      ...(held && INGEST_HOLD === 'no-qmgr' ? ['# No queue manager runs: nothing would ever hand smtpd a flow token.', 'in_flow_delay = 0'] : []),
+      ...(held && INGEST_HOLD === 'no-qmgr'
+        ? [
+            '# No queue manager runs: nothing would ever hand smtpd a flow token.',
+            'in_flow_delay = 0',
+          ]
+        : []),
       ...(held && INGEST_HOLD === 'defer' ? ['defer_transports = smtp'] : []),
     ];
     return `${lines.join('\n')}\n`;
@@ -271,10 +316,14 @@ export class PostfixInstance {
     this.masterPid = this.readMasterPid();
     if (!started.ok || this.masterPid === null) {
       this.stop();
-      throw new Error(`postfix -c ${this.configDir} start failed: ${started.output} ${this.logTail()}`);
+      throw new Error(
+        `postfix -c ${this.configDir} start failed: ${started.output} ${this.logTail()}`,
+      );
     }
     const master = this.masterPid;
-    await waitForPort(this.port, 'Postfix smtpd', () => (procStat(master) === null ? `master exited; ${this.logTail()}` : null));
+    await waitForPort(this.port, 'Postfix smtpd', () =>
+      procStat(master) === null ? `master exited; ${this.logTail()}` : null,
+    );
   }
 
   /** The running master of this instance (from its lock file, checked against the process's MAIL_CONFIG), or null. */
@@ -310,7 +359,8 @@ export class PostfixInstance {
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       const fields = procStat(Number(name));
-      if (fields && Number(fields[2]) === this.masterPid) found.push({ pid: Number(name), state: fields[0] });
+      if (fields && Number(fields[2]) === this.masterPid)
+        found.push({ pid: Number(name), state: fields[0] });
     }
     return found;
   }
@@ -326,7 +376,10 @@ export class PostfixInstance {
 
   /** Queue files of the current phase (incoming, active, deferred, hold). */
   queuedFiles(): number {
-    return ['incoming', 'active', 'deferred', 'hold'].reduce((n, q) => n + countFiles(`${this.queueDir}/${q}`), 0);
+    return ['incoming', 'active', 'deferred', 'hold'].reduce(
+      (n, q) => n + countFiles(`${this.queueDir}/${q}`),
+      0,
+    );
   }
 
   /** `postfix stop`, then waits until every process of the instance is gone (SIGKILL to the group after 10 s). Synchronous: also the exit handler. */

@@ -29,10 +29,23 @@ import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { benchCertificate, cpuSeconds, machine, percentile, sleep } from './benchServer.js';
 import { startDiskCompetitor } from './diskCompetitor.js';
+import {
+  INGEST_HOLD,
+  INGEST_HOLD_TEXT,
+  type IngestHold,
+  PostfixInstance,
+  postfixUnavailable,
+} from './postfix.js';
+import {
+  RELAY_DRAIN_BOUND_MS,
+  RELAY_SECONDS,
+  RELAY_WARMUP_MS,
+  type RelayThroughputResult,
+  relayThroughputPhase,
+  startSink,
+} from './relay.js';
 import { groupProbe, type PostfixCost } from './serverCost.js';
-import { INGEST_HOLD, INGEST_HOLD_TEXT, PostfixInstance, postfixUnavailable, type IngestHold } from './postfix.js';
-import { RELAY_DRAIN_BOUND_MS, RELAY_SECONDS, RELAY_WARMUP_MS, relayThroughputPhase, startSink, type RelayThroughputResult } from './relay.js';
-import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
+import { type SmtpIngestResult, smtpIngestPhase } from './smtp.js';
 import { runSmtpLoad, SMTP_SESSIONS, type SmtpLoadResult } from './smtpClient.js';
 
 export const COMPETITOR = process.env.BENCH_COMPETITOR !== '0';
@@ -77,7 +90,13 @@ export interface PostfixComparison {
   machine: string;
   /** Why Postfix did not run; Postern's figures stand alone then. */
   postfix_unavailable: string | null;
-  postfix: { version: string; security: string; ingest_hold: IngestHold; dir: string; same_filesystem: boolean } | null;
+  postfix: {
+    version: string;
+    security: string;
+    ingest_hold: IngestHold;
+    dir: string;
+    same_filesystem: boolean;
+  } | null;
   ingest: Pair<SmtpIngestResult, PostfixIngestResult>[];
   relay: Pair<RelayThroughputResult, PostfixRelayResult>;
   competitor: {
@@ -88,13 +107,23 @@ export interface PostfixComparison {
   } | null;
 }
 
-async function postfixIngestPhase(postfix: PostfixInstance, durationMs: number, warmupMs: number): Promise<PostfixIngestResult> {
+async function postfixIngestPhase(
+  postfix: PostfixInstance,
+  durationMs: number,
+  warmupMs: number,
+): Promise<PostfixIngestResult> {
   const sink = INGEST_HOLD === 'deliver' ? await startSink() : null;
   try {
     await postfix.start({ sinkPort: sink?.port ?? 9, delivery: INGEST_HOLD === 'deliver' });
     const probe = groupProbe(() => postfix.processes());
     const load = await runSmtpLoad(
-      { host: '127.0.0.1', port: postfix.port, credentials: postfix.credentials, accepted: POSTFIX_QUEUED, serverCpuSeconds: () => postfix.cpuSeconds() },
+      {
+        host: '127.0.0.1',
+        port: postfix.port,
+        credentials: postfix.credentials,
+        accepted: POSTFIX_QUEUED,
+        serverCpuSeconds: () => postfix.cpuSeconds(),
+      },
       durationMs,
       warmupMs,
       undefined,
@@ -104,7 +133,9 @@ async function postfixIngestPhase(postfix: PostfixInstance, durationMs: number, 
     const cost = await probe.cost(load.accepted);
     const queueFiles = postfix.queuedFiles();
     if (INGEST_HOLD !== 'deliver' && queueFiles < load.acknowledged_total) {
-      throw new Error(`Postfix holds ${queueFiles} queue files for ${load.acknowledged_total} acknowledged messages`);
+      throw new Error(
+        `Postfix holds ${queueFiles} queue files for ${load.acknowledged_total} acknowledged messages`,
+      );
     }
     return { ...load, hold: INGEST_HOLD, queue_files: queueFiles, cost };
   } finally {
@@ -113,7 +144,10 @@ async function postfixIngestPhase(postfix: PostfixInstance, durationMs: number, 
   }
 }
 
-async function postfixRelayPhase(postfix: PostfixInstance, seconds = RELAY_SECONDS): Promise<PostfixRelayResult> {
+async function postfixRelayPhase(
+  postfix: PostfixInstance,
+  seconds = RELAY_SECONDS,
+): Promise<PostfixRelayResult> {
   const sink = await startSink();
   try {
     await postfix.start({ sinkPort: sink.port, delivery: true });
@@ -121,7 +155,13 @@ async function postfixRelayPhase(postfix: PostfixInstance, seconds = RELAY_SECON
     let begin = { atSink: 0, acknowledged: 0, sinkCpu: 0 };
     const probe = groupProbe(() => postfix.processes());
     const load = await runSmtpLoad(
-      { host: '127.0.0.1', port: postfix.port, credentials: postfix.credentials, accepted: POSTFIX_QUEUED, serverCpuSeconds: () => postfix.cpuSeconds() },
+      {
+        host: '127.0.0.1',
+        port: postfix.port,
+        credentials: postfix.credentials,
+        accepted: POSTFIX_QUEUED,
+        serverCpuSeconds: () => postfix.cpuSeconds(),
+      },
       seconds * 1000,
       RELAY_WARMUP_MS,
       (acknowledged) => (begin = { atSink: sink.delivered(), acknowledged, sinkCpu: sinkCpu() }),
@@ -131,7 +171,11 @@ async function postfixRelayPhase(postfix: PostfixInstance, seconds = RELAY_SECON
     // As Postern's relay phase measures it: from the warm-up's end to the last reply.
     const wall = load.window_seconds;
     const drainStart = performance.now();
-    while (sink.delivered() < load.acknowledged_total && performance.now() - drainStart < RELAY_DRAIN_BOUND_MS) await sleep(100);
+    while (
+      sink.delivered() < load.acknowledged_total &&
+      performance.now() - drainStart < RELAY_DRAIN_BOUND_MS
+    )
+      await sleep(100);
     const drained = sink.delivered() >= load.acknowledged_total;
     const drainSeconds = (performance.now() - drainStart) / 1000;
     await probe.close();
@@ -170,7 +214,10 @@ async function withCompetitor<T>(rates: number[], phase: () => Promise<T>): Prom
   }
 }
 
-export async function postfixComparison(durationMs: number, warmupMs: number): Promise<PostfixComparison> {
+export async function postfixComparison(
+  durationMs: number,
+  warmupMs: number,
+): Promise<PostfixComparison> {
   const unavailable = postfixUnavailable();
   let postfix: PostfixInstance | null = null;
   let whyNot = unavailable;
@@ -182,8 +229,14 @@ export async function postfixComparison(durationMs: number, warmupMs: number): P
     }
   }
   const pf = postfix;
-  const ingestPair = async () => ({ postern: await smtpIngestPhase(durationMs, warmupMs), postfix: pf ? await postfixIngestPhase(pf, durationMs, warmupMs) : null });
-  const relayPair = async () => ({ postern: await relayThroughputPhase(), postfix: pf ? await postfixRelayPhase(pf) : null });
+  const ingestPair = async () => ({
+    postern: await smtpIngestPhase(durationMs, warmupMs),
+    postfix: pf ? await postfixIngestPhase(pf, durationMs, warmupMs) : null,
+  });
+  const relayPair = async () => ({
+    postern: await relayThroughputPhase(),
+    postfix: pf ? await postfixRelayPhase(pf) : null,
+  });
   const ingest = [await ingestPair(), await ingestPair()];
   const relay = await relayPair();
   let competitor: PostfixComparison['competitor'] = null;
@@ -191,7 +244,9 @@ export async function postfixComparison(durationMs: number, warmupMs: number): P
     const rates: number[] = [];
     const underIngest = {
       postern: await withCompetitor(rates, () => smtpIngestPhase(durationMs, warmupMs)),
-      postfix: pf ? await withCompetitor(rates, () => postfixIngestPhase(pf, durationMs, warmupMs)) : null,
+      postfix: pf
+        ? await withCompetitor(rates, () => postfixIngestPhase(pf, durationMs, warmupMs))
+        : null,
     };
     const underRelay = {
       postern: await withCompetitor(rates, () => relayThroughputPhase()),
@@ -202,7 +257,15 @@ export async function postfixComparison(durationMs: number, warmupMs: number): P
   return {
     machine: machine(),
     postfix_unavailable: whyNot,
-    postfix: pf ? { version: pf.version, security: pf.security, ingest_hold: INGEST_HOLD, dir: pf.dir, same_filesystem: statSync(pf.dir).dev === statSync(tmpdir()).dev } : null,
+    postfix: pf
+      ? {
+          version: pf.version,
+          security: pf.security,
+          ingest_hold: INGEST_HOLD,
+          dir: pf.dir,
+          same_filesystem: statSync(pf.dir).dev === statSync(tmpdir()).dev,
+        }
+      : null,
     ingest,
     relay,
     competitor,
@@ -217,7 +280,13 @@ const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('e
 const ratio = (a: number, b: number | null) => (b && b > 0 ? `${(a / b).toFixed(2)}×` : '–');
 
 /** Several load results as one: their messages and seconds added, their latencies pooled, CPU averaged. */
-function merged(rs: SmtpLoadResult[]): { per_s: number; p50: number; p99: number; cpu: number; errors: number } {
+function merged(rs: SmtpLoadResult[]): {
+  per_s: number;
+  p50: number;
+  p99: number;
+  cpu: number;
+  errors: number;
+} {
   const latencies = rs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b);
   return {
     per_s: rs.reduce((a, r) => a + r.accepted, 0) / rs.reduce((a, r) => a + r.seconds, 0),
@@ -230,7 +299,9 @@ function merged(rs: SmtpLoadResult[]): { per_s: number; p50: number; p99: number
 
 function ingestCells(ps: SmtpIngestResult[], fs: PostfixIngestResult[]): string[] {
   const p = merged(ps);
-  const cells = [`${fmt(p.per_s)} msg/s (p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms, server ${p.cpu.toFixed(2)} cores, errors ${p.errors})`];
+  const cells = [
+    `${fmt(p.per_s)} msg/s (p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms, server ${p.cpu.toFixed(2)} cores, errors ${p.errors})`,
+  ];
   if (fs.length === 0) return [...cells, '–', '–'];
   const f = merged(fs);
   return [
@@ -241,7 +312,8 @@ function ingestCells(ps: SmtpIngestResult[], fs: PostfixIngestResult[]): string[
 }
 
 function relayCells(p: RelayThroughputResult, f: PostfixRelayResult | null): string[] {
-  const drained = (s: number) => (Number.isNaN(s) ? `not drained in ${RELAY_DRAIN_BOUND_MS / 1000} s` : `drained in ${s} s`);
+  const drained = (s: number) =>
+    Number.isNaN(s) ? `not drained in ${RELAY_DRAIN_BOUND_MS / 1000} s` : `drained in ${s} s`;
   const cells = [
     `${fmt(p.delivered_at_sink_per_s)} delivered/s (accepting ${fmt(p.accepted_per_s)}/s over HTTP ${p.http_clients} clients + SMTP ${p.smtp_sessions} sessions; ` +
       `backlog ${p.backlog_at_start} → ${p.backlog_at_end}, ${drained(p.drain_after_load_s)}; server ${p.server_cpu_cores} cores, errors ${p.errors})`,
@@ -272,21 +344,36 @@ export function comparisonLines(c: PostfixComparison, durationMs: number): strin
         c.ingest.flatMap((p) => (p.postfix ? [p.postfix] : [])),
       ),
     ],
-    [`relay end to end, at the sink (${c.relay.postern.seconds}s)`, ...relayCells(c.relay.postern, c.relay.postfix)],
+    [
+      `relay end to end, at the sink (${c.relay.postern.seconds}s)`,
+      ...relayCells(c.relay.postern, c.relay.postfix),
+    ],
   ];
   if (c.competitor) {
     const mb = c.competitor.writer_mb_per_s.map((r) => fmt(r)).join(', ');
     rows.push(
       [
         `SMTP ingest, a writer on the same filesystem (${seconds}s)`,
-        ...ingestCells([c.competitor.ingest.postern], c.competitor.ingest.postfix ? [c.competitor.ingest.postfix] : []),
+        ...ingestCells(
+          [c.competitor.ingest.postern],
+          c.competitor.ingest.postfix ? [c.competitor.ingest.postfix] : [],
+        ),
       ],
-      [`relay end to end, a writer on the same filesystem`, ...relayCells(c.competitor.relay.postern, c.competitor.relay.postfix)],
+      [
+        `relay end to end, a writer on the same filesystem`,
+        ...relayCells(c.competitor.relay.postern, c.competitor.relay.postfix),
+      ],
     );
-    rows.push([`(the writer: dd of 300 MB files in a loop, no fsync; it wrote ${mb} MB/s during each of these phases, in order)`, '', '', '']);
+    rows.push([
+      `(the writer: dd of 300 MB files in a loop, no fsync; it wrote ${mb} MB/s during each of these phases, in order)`,
+      '',
+      '',
+      '',
+    ]);
   }
   return [`machine: ${c.machine}`, head, ...rows.map((r) => `| ${r.join(' | ')} |`)];
 }
 
 /** A JSON.stringify replacer that leaves out each message's latency (the lines give percentiles). */
-export const withoutLatencies = (key: string, value: unknown): unknown => (key === 'latenciesMs' ? undefined : value);
+export const withoutLatencies = (key: string, value: unknown): unknown =>
+  key === 'latenciesMs' ? undefined : value;

@@ -15,10 +15,21 @@ import net, { type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { runCli, tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { posternProbe, type PosternCost } from './serverCost.js';
+import { runCli, type SpawnedPostern, tempStateDir } from '../test/support/postern.js';
+import {
+  BENCH_RATE_LIMITS,
+  benchSmtpConfig,
+  countByStatus,
+  cpuSeconds,
+  onBenchExit,
+  postOnce,
+  processMemoryMb,
+  removeAfterBench,
+  sleep,
+  startBenchPostern,
+} from './benchServer.js';
+import { type PosternCost, posternProbe } from './serverCost.js';
 import { ARM_LEAD_MS, type WindowHooks } from './smtpClient.js';
-import { BENCH_RATE_LIMITS, benchSmtpConfig, countByStatus, cpuSeconds, onBenchExit, postOnce, processMemoryMb, sleep, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 const MESSAGE_BYTES = 2048;
 export const RELAY_SECONDS = Number(process.env.BENCH_RELAY_SECONDS ?? 10);
@@ -64,7 +75,12 @@ export async function freePort(): Promise<number> {
 }
 
 /** Resolves once 127.0.0.1:`port` takes connections; `gone` says why waiting is pointless (the process exited), else null. */
-export async function waitForPort(port: number, what: string, gone: () => string | null, tries = 100): Promise<void> {
+export async function waitForPort(
+  port: number,
+  what: string,
+  gone: () => string | null,
+  tries = 100,
+): Promise<void> {
   for (let i = 0; i < tries; i++) {
     const why = gone();
     if (why) throw new Error(`${what}: ${why}`);
@@ -83,7 +99,11 @@ export async function waitForPort(port: number, what: string, gone: () => string
 }
 
 function smtpSinkPath(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v smtp-sink || ls /usr/sbin/smtp-sink 2>/dev/null'], { encoding: 'utf8' });
+  const found = spawnSync(
+    'sh',
+    ['-c', 'command -v smtp-sink || ls /usr/sbin/smtp-sink 2>/dev/null'],
+    { encoding: 'utf8' },
+  );
   const p = found.stdout.trim().split('\n')[0];
   return p ? p : null;
 }
@@ -94,7 +114,12 @@ function lastSinkCount(file: string): number {
   try {
     const tail = Buffer.alloc(256);
     const size = readSync(fd, tail, 0, tail.length, Math.max(0, fstatSync(fd).size - tail.length));
-    const counts = [...tail.subarray(0, size).toString('latin1').matchAll(/mesg=(\d+)/g)];
+    const counts = [
+      ...tail
+        .subarray(0, size)
+        .toString('latin1')
+        .matchAll(/mesg=(\d+)/g),
+    ];
     return counts.length > 0 ? Number(counts[counts.length - 1][1]) : 0;
   } finally {
     closeSync(fd);
@@ -114,13 +139,22 @@ export async function startSink(): Promise<Sink> {
     removeAfterBench(dir);
     const countFile = `${dir}/count`;
     const out = openSync(countFile, 'w');
-    const args = [...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []), '-c', '-m', '512', `127.0.0.1:${port}`, '1024'];
+    const args = [
+      ...(process.getuid?.() === 0 ? ['-u', 'nobody'] : []),
+      '-c',
+      '-m',
+      '512',
+      `127.0.0.1:${port}`,
+      '1024',
+    ];
     const child = spawn(bin, args, { stdio: ['ignore', out, 'ignore'] });
     closeSync(out);
     onBenchExit(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
-    await waitForPort(port, 'smtp-sink', () => (child.exitCode !== null ? `exited with ${child.exitCode}` : null));
+    await waitForPort(port, 'smtp-sink', () =>
+      child.exitCode !== null ? `exited with ${child.exitCode}` : null,
+    );
     return {
       kind: 'smtp-sink',
       port,
@@ -172,26 +206,63 @@ export type BenchStore = { backend: 'sqlite' } | { backend: 'postgres'; url: str
 
 /** The environment that puts a server, or the CLI, on `store`. */
 export function storeEnv(store: BenchStore): Record<string, string> {
-  return store.backend === 'postgres' ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: store.url } : {};
+  return store.backend === 'postgres'
+    ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: store.url }
+    : {};
 }
 
 /**
  * A state directory with two configs (delivery on and off) and, on `store`, a project with an
  * `smtp` provider pointing at the sink and a live key, made with the CLI.
  */
-export async function setUp(sinkPort: number, prefix: string, store: BenchStore = { backend: 'sqlite' }): Promise<RelaySetup> {
+export async function setUp(
+  sinkPort: number,
+  prefix: string,
+  store: BenchStore = { backend: 'sqlite' },
+): Promise<RelaySetup> {
   const stateDir = tempStateDir(prefix);
   removeAfterBench(stateDir);
   const configOn = `${stateDir}/relay-on.json`;
   const configOff = `${stateDir}/relay-off.json`;
   const smtp = await benchSmtpConfig();
-  writeFileSync(configOn, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: DELIVERY, smtp }));
-  writeFileSync(configOff, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { ...DELIVERY, enabled: false }, smtp }));
+  writeFileSync(
+    configOn,
+    JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: DELIVERY, smtp }),
+  );
+  writeFileSync(
+    configOff,
+    JSON.stringify({
+      rate_limits: BENCH_RATE_LIMITS,
+      delivery: { ...DELIVERY, enabled: false },
+      smtp,
+    }),
+  );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff, ...storeEnv(store) };
-  const project = (await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)).json as { id: string };
-  const attached = await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', String(sinkPort), '--tls', 'none', '--json'], env);
+  const project = (
+    await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)
+  ).json as { id: string };
+  const attached = await runCli(
+    [
+      'provider',
+      'attach',
+      '--project',
+      project.id,
+      '--slug',
+      'smtp',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(sinkPort),
+      '--tls',
+      'none',
+      '--json',
+    ],
+    env,
+  );
   if (attached.code !== 0) throw new Error(`provider attach failed: ${attached.stderr}`);
-  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  const key = (
+    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
+  ).json as { key: string };
   return { stateDir, key: key.key, configOn, configOff };
 }
 
@@ -202,7 +273,9 @@ function start(setup: RelaySetup, config: string): Promise<SpawnedPostern> {
 function averageSize(stateDir: string): number {
   const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
   try {
-    return Math.round((db.prepare('SELECT AVG(size_bytes) FROM messages').pluck().get() as number | null) ?? 0);
+    return Math.round(
+      (db.prepare('SELECT AVG(size_bytes) FROM messages').pluck().get() as number | null) ?? 0,
+    );
   } finally {
     db.close();
   }
@@ -212,7 +285,10 @@ function countSent(stateDir: string): number {
   const db = new Database(`${stateDir}/postern.db`, { readonly: true, fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
-    return db.prepare("SELECT COUNT(*) FROM messages WHERE status = 'sent'").pluck().get() as number;
+    return db
+      .prepare("SELECT COUNT(*) FROM messages WHERE status = 'sent'")
+      .pluck()
+      .get() as number;
   } finally {
     db.close();
   }
@@ -220,7 +296,11 @@ function countSent(stateDir: string): number {
 
 /** A 2 KB message for POST /v1/send: the stored MIME is about 2 KB. */
 function httpBody(tag: string): Buffer {
-  const head = { from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: `Relay benchmark ${tag}` };
+  const head = {
+    from: 'Bench <bench@example.com>',
+    to: 'rcpt@example.org',
+    subject: `Relay benchmark ${tag}`,
+  };
   return Buffer.from(JSON.stringify({ ...head, text: HTTP_TEXT }));
 }
 
@@ -282,7 +362,10 @@ export interface RelayTargets {
 }
 
 /** What driveRelay measured (RelayThroughputResult's figures that do not read the store). */
-export type RelayDrive = Omit<RelayThroughputResult, 'sink' | 'server_peak_rss_mb' | 'stored_message_bytes_avg' | 'final_statuses' | 'cost'> & {
+export type RelayDrive = Omit<
+  RelayThroughputResult,
+  'sink' | 'server_peak_rss_mb' | 'stored_message_bytes_avg' | 'final_statuses' | 'cost'
+> & {
   /** Every message acknowledged from the first request to the last, warm-up included, and how many of them were sent by the end of the drain. */
   accepted_total: number;
   sent_total: number;
@@ -305,13 +388,21 @@ interface Snapshot {
  * The servers keep running. `probe` (bench/serverCost.ts) is armed a second before the measured
  * window, opened with it, and closed once the backlog has drained.
  */
-export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: number, probe?: WindowHooks & { close(): Promise<void> }): Promise<RelayDrive> {
+export async function driveRelay(
+  targets: RelayTargets,
+  sink: Sink,
+  seconds: number,
+  probe?: WindowHooks & { close(): Promise<void> },
+): Promise<RelayDrive> {
   const { nodes } = targets;
   const transports: Transporter[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: RELAY_HTTP_CLIENTS });
   try {
     const smtpListeners = nodes.map((node) => {
-      const listener = node.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+      const listener = node.listeners.find(
+        (l) =>
+          l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'),
+      );
       if (!listener) throw new Error('no production STARTTLS listener');
       return listener;
     });
@@ -343,7 +434,10 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
     const marks: { begin?: Promise<Snapshot> } = {};
     let armed: Promise<void> = Promise.resolve();
     let opened: Promise<void> = Promise.resolve();
-    const armTimer = setTimeout(() => (armed = probe?.arm() ?? armed), Math.max(0, RELAY_WARMUP_MS - ARM_LEAD_MS));
+    const armTimer = setTimeout(
+      () => (armed = probe?.arm() ?? armed),
+      Math.max(0, RELAY_WARMUP_MS - ARM_LEAD_MS),
+    );
     const snapTimer = setTimeout(() => {
       opened = probe?.open() ?? opened;
       marks.begin = snap();
@@ -381,7 +475,10 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
         let ok = false;
         let why = '';
         try {
-          const info = await transport.sendMail({ envelope: { from: 'bench@example.com', to: ['rcpt@example.org'] }, raw: smtpMessage(`s${n}.${i}`) });
+          const info = await transport.sendMail({
+            envelope: { from: 'bench@example.com', to: ['rcpt@example.org'] },
+            raw: smtpMessage(`s${n}.${i}`),
+          });
           ok = /^250 2\.0\.0 OK queued as m\./.test(String(info.response));
           if (!ok) why = String(info.response);
         } catch (err) {
@@ -393,7 +490,10 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
         else fail(why);
       }
     };
-    await Promise.all([...Array.from({ length: RELAY_HTTP_CLIENTS }, (_, n) => httpLoop(n)), ...Array.from({ length: RELAY_SMTP_SESSIONS }, (_, n) => smtpLoop(n))]);
+    await Promise.all([
+      ...Array.from({ length: RELAY_HTTP_CLIENTS }, (_, n) => httpLoop(n)),
+      ...Array.from({ length: RELAY_SMTP_SESSIONS }, (_, n) => smtpLoop(n)),
+    ]);
     clearTimeout(armTimer);
     clearTimeout(snapTimer);
     await armed;
@@ -442,13 +542,25 @@ export async function driveRelay(targets: RelayTargets, sink: Sink, seconds: num
   }
 }
 
-export async function relayThroughputPhase(seconds = RELAY_SECONDS): Promise<RelayThroughputResult> {
+export async function relayThroughputPhase(
+  seconds = RELAY_SECONDS,
+): Promise<RelayThroughputResult> {
   const sink = await startSink();
   const setup = await setUp(sink.port, 'postern-bench-relay-');
   const server = await start(setup, setup.configOn);
   const probe = posternProbe([server.child.pid!]);
   try {
-    const { accepted_total: _accepted, sent_total: _sent, sent_at_start: _sentAtStart, ...drive } = await driveRelay({ nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) }, sink, seconds, probe);
+    const {
+      accepted_total: _accepted,
+      sent_total: _sent,
+      sent_at_start: _sentAtStart,
+      ...drive
+    } = await driveRelay(
+      { nodes: [server], key: setup.key, countSent: async () => countSent(setup.stateDir) },
+      sink,
+      seconds,
+      probe,
+    );
     const cost = await probe.cost(drive.delivered_at_sink_through_drain);
     const rss = processMemoryMb(server.child.pid!, 'VmHWM');
     await server.stop();
@@ -487,7 +599,10 @@ export interface RelayQueueResult {
   statuses: Record<string, number>;
 }
 
-export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRAIN_SECONDS): Promise<RelayQueueResult> {
+export async function relayQueuePhase(
+  queueSize = QUEUE_SIZE,
+  drainSeconds = DRAIN_SECONDS,
+): Promise<RelayQueueResult> {
   const sink = await startSink();
   const setup = await setUp(sink.port, 'postern-bench-queue-');
   let server: SpawnedPostern | null = null;
@@ -507,19 +622,43 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
           if (b >= batches) return;
           const n = Math.min(100, queueSize - b * 100);
           const body = Buffer.from(
-            JSON.stringify({ messages: Array.from({ length: n }, (_, i) => ({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: `Queued ${b}.${i}`, text })) }),
+            JSON.stringify({
+              messages: Array.from({ length: n }, (_, i) => ({
+                from: 'Bench <bench@example.com>',
+                to: 'rcpt@example.org',
+                subject: `Queued ${b}.${i}`,
+                text,
+              })),
+            }),
           );
           const answer = await new Promise<{ status: number; text: string }>((resolve) => {
-            const req = http.request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json', 'content-length': String(body.length) } }, (res) => {
-              const chunks: Buffer[] = [];
-              res.on('data', (c: Buffer) => chunks.push(c));
-              res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-            });
+            const req = http.request(
+              url,
+              {
+                method: 'POST',
+                agent,
+                headers: {
+                  authorization: `Bearer ${setup.key}`,
+                  'content-type': 'application/json',
+                  'content-length': String(body.length),
+                },
+              },
+              (res) => {
+                const chunks: Buffer[] = [];
+                res.on('data', (c: Buffer) => chunks.push(c));
+                res.on('end', () =>
+                  resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
+                );
+              },
+            );
             req.on('error', (err) => resolve({ status: 0, text: err.message }));
             req.end(body);
           });
-          if (answer.status !== 207) throw new Error(`batch ${b}: ${answer.status} ${answer.text.slice(0, 200)}`);
-          queued += (JSON.parse(answer.text) as { data: { status?: string }[] }).data.filter((d) => d.status === 'queued').length;
+          if (answer.status !== 207)
+            throw new Error(`batch ${b}: ${answer.status} ${answer.text.slice(0, 200)}`);
+          queued += (JSON.parse(answer.text) as { data: { status?: string }[] }).data.filter(
+            (d) => d.status === 'queued',
+          ).length;
         }
       }),
     );
@@ -565,7 +704,8 @@ export async function relayQueuePhase(queueSize = QUEUE_SIZE, drainSeconds = DRA
       statuses,
     };
   } finally {
-    if (server && server.child.exitCode === null && server.child.signalCode === null) await server.kill();
+    if (server && server.child.exitCode === null && server.child.signalCode === null)
+      await server.kill();
     await sink.stop();
   }
 }
@@ -580,6 +720,8 @@ export function relayLines(t: RelayThroughputResult, q: RelayQueueResult): strin
     `relay queue of ${q.queued} (accepted in batches of 100 at ${q.enqueue_per_s}/s in ${q.enqueue_seconds}s, peak RSS ${q.enqueue_peak_rss_mb} MiB): ` +
       `restarted with delivery on, ${q.drained} delivered in ${q.drain_seconds}s (${q.drained_per_s}/s), ${q.remaining} left; ` +
       `server RSS ${q.rss_at_start_mb} MiB at start, peak ${q.drain_peak_rss_mb} MiB while working through the queue (target: under 256 MiB)`,
-    ...(t.error_samples.length > 0 ? [`relay errors (first ${t.error_samples.length}): ${t.error_samples.join(' | ')}`] : []),
+    ...(t.error_samples.length > 0
+      ? [`relay errors (first ${t.error_samples.length}): ${t.error_samples.join(' | ')}`]
+      : []),
   ];
 }

@@ -11,21 +11,41 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, machine, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
-import { CONCURRENCY, DURATION_MS, load, SEND_BODY, summary, WARMUP_MS, type LoadResult } from './httpLoad.js';
-import { measureDiskCeiling, measureGroupCeiling } from './diskCeiling.js';
-import { wrkAvailable } from './wrk.js';
-import { smtpIngestPhase, type SmtpIngestResult } from './smtp.js';
-import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
-import { comparisonLines, postfixComparison, withoutLatencies } from './postfixComparison.js';
-import { webhookBench, webhookLines } from './webhooks.js';
+import {
+  BENCH_RATE_LIMITS,
+  machine,
+  peakRssMb,
+  removeAfterBench,
+  startBenchPostern,
+} from './benchServer.js';
 import { clusterBench, clusterLines } from './cluster.js';
 import { consoleBench, consoleLines } from './console.js';
-import { webConsoleBench, webConsoleLines } from './webConsole.js';
-import { scrapeBench } from './metricsScrape.js';
+import { measureDiskCeiling, measureGroupCeiling } from './diskCeiling.js';
 import { fileCreationLine, settleFileCreation } from './fileCreation.js';
-import { mergePosternCosts, comparisonTermsOf, sendTerms, termsLines, type Terms } from './terms.js';
-import { posternProbe, type PosternCost } from './serverCost.js';
+import {
+  CONCURRENCY,
+  DURATION_MS,
+  type LoadResult,
+  load,
+  SEND_BODY,
+  summary,
+  WARMUP_MS,
+} from './httpLoad.js';
+import { scrapeBench } from './metricsScrape.js';
+import { comparisonLines, postfixComparison, withoutLatencies } from './postfixComparison.js';
+import { relayLines, relayQueuePhase, relayThroughputPhase } from './relay.js';
+import { type PosternCost, posternProbe } from './serverCost.js';
+import { type SmtpIngestResult, smtpIngestPhase } from './smtp.js';
+import {
+  comparisonTermsOf,
+  mergePosternCosts,
+  sendTerms,
+  type Terms,
+  termsLines,
+} from './terms.js';
+import { webConsoleBench, webConsoleLines } from './webConsole.js';
+import { webhookBench, webhookLines } from './webhooks.js';
+import { wrkAvailable } from './wrk.js';
 
 interface Phase {
   policy: boolean;
@@ -42,7 +62,10 @@ interface Phase {
  * `load` with a probe of the server (bench/serverCost.ts): attached and opened as the measured
  * window opens, closed with it; its figures per `ok` response of the window.
  */
-async function probedLoad(pid: number, ...args: Parameters<typeof load>): Promise<{ result: LoadResult; cost: PosternCost }> {
+async function probedLoad(
+  pid: number,
+  ...args: Parameters<typeof load>
+): Promise<{ result: LoadResult; cost: PosternCost }> {
   const probe = posternProbe([pid]);
   const [urls, method, headers, body, okStatus, durationMs] = args;
   const result = await load(urls, method, headers, body, okStatus, durationMs, async () => {
@@ -78,7 +101,9 @@ function scrapeWhile(consoleUrl: string): { stop(): Promise<{ count: number; max
       }
       process.stdout.write(JSON.stringify(seen));
     })();`;
-  const child = spawn(process.execPath, ['-e', script, `${consoleUrl}/metrics`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', script, `${consoleUrl}/metrics`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -96,24 +121,62 @@ async function sendPhase(policy: boolean, body: Buffer, metrics = true): Promise
   const stateDir = tempStateDir('postern-bench-');
   const configFile = `${stateDir}/bench.json`;
   // Rate limits stay on (their cost is measured) but far above the offered load.
-  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, policy: { enabled: policy }, rate_limits: BENCH_RATE_LIMITS, metrics: { enabled: metrics } }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      delivery: { enabled: false },
+      policy: { enabled: policy },
+      rate_limits: BENCH_RATE_LIMITS,
+      metrics: { enabled: metrics },
+    }),
+  );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)).json as { id: string };
-  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
-  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  const project = (
+    await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)
+  ).json as { id: string };
+  await runCli(
+    [
+      'provider',
+      'attach',
+      '--project',
+      project.id,
+      '--slug',
+      'smtp',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '9',
+      '--tls',
+      'none',
+      '--json',
+    ],
+    env,
+  );
+  const key = (
+    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
+  ).json as { key: string };
   const server = await startBenchPostern(stateDir, configFile);
   try {
     const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
     const consoleUrl = server.listeners.find((l) => l.protocol === 'console')?.url;
     const scraping = metrics && consoleUrl ? scrapeWhile(consoleUrl) : null;
-    const { result, cost } = await probedLoad(server.child.pid!, [new URL('/v1/send', server.production)], 'POST', headers, body, 202, DURATION_MS);
+    const { result, cost } = await probedLoad(
+      server.child.pid!,
+      [new URL('/v1/send', server.production)],
+      'POST',
+      headers,
+      body,
+      202,
+      DURATION_MS,
+    );
     const scrapes = await scraping?.stop();
     const rss = peakRssMb(server.child.pid!);
     await server.stop();
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
     const stored = db.prepare('SELECT COUNT(*) AS c FROM messages').pluck().get() as number;
     db.close();
-    if (stored < result.ok) throw new Error(`only ${stored} rows for ${result.ok} acknowledged sends`);
+    if (stored < result.ok)
+      throw new Error(`only ${stored} rows for ${result.ok} acknowledged sends`);
     return { policy, metrics, result, peakRssMb: rss, scrapes, cost };
   } finally {
     if (server.child.exitCode === null) await server.kill();
@@ -125,7 +188,15 @@ async function noopPhase(): Promise<{ result: LoadResult; cost: PosternCost }> {
   const stateDir = tempStateDir('postern-bench-');
   const server = await startBenchPostern(stateDir);
   try {
-    return await probedLoad(server.child.pid!, [new URL('/healthz', server.production)], 'GET', {}, null, 200, DURATION_MS);
+    return await probedLoad(
+      server.child.pid!,
+      [new URL('/healthz', server.production)],
+      'GET',
+      {},
+      null,
+      200,
+      DURATION_MS,
+    );
   } finally {
     await server.stop();
     removeAfterBench(stateDir);
@@ -142,10 +213,14 @@ async function sendOnly(): Promise<void> {
   const phases: Phase[] = [];
   for (const policy of [true, true]) phases.push(await sendPhase(policy, SEND_BODY));
   console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
-  console.log(`disk ceiling of the spool's group publish (20 × 1.5 KB files renamed, then one syncfs; no server): ${Math.round(group)} files/s`);
+  console.log(
+    `disk ceiling of the spool's group publish (20 × 1.5 KB files renamed, then one syncfs; no server): ${Math.round(group)} files/s`,
+  );
   for (const p of phases) {
     const s = summary(p.result);
-    console.log(`POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${DURATION_MS / 1000}s): ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}, peak RSS ${p.peakRssMb.toFixed(1)} MiB`);
+    console.log(
+      `POST /v1/send (1 KB text, ${CONCURRENCY} clients, ${DURATION_MS / 1000}s): ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}, peak RSS ${p.peakRssMb.toFixed(1)} MiB`,
+    );
   }
 }
 
@@ -166,13 +241,20 @@ async function metricsOnly(): Promise<void> {
   const perSendNs = ((performance.now() - t0) * 1e6) / calls;
   const phases: Phase[] = [];
   const pairs = Number(process.env.BENCH_PAIRS ?? 4);
-  for (let i = 0; i < pairs; i++) for (const metrics of [true, false]) phases.push(await sendPhase(true, SEND_BODY, metrics));
+  for (let i = 0; i < pairs; i++)
+    for (const metrics of [true, false]) phases.push(await sendPhase(true, SEND_BODY, metrics));
   console.log(`machine: ${machine()}; load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
-  console.log(`the counters one send records, alone (${calls} sends' worth): ${perSendNs.toFixed(0)} ns per send`);
+  console.log(
+    `the counters one send records, alone (${calls} sends' worth): ${perSendNs.toFixed(0)} ns per send`,
+  );
   for (const p of phases) {
     const s = summary(p.result);
-    const scraped = p.scrapes ? `, ${p.scrapes.count} scrapes (slowest ${p.scrapes.maxMs.toFixed(1)} ms)` : '';
-    console.log(`metrics ${p.metrics ? 'on ' : 'off'}: POST /v1/send ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}${scraped}`);
+    const scraped = p.scrapes
+      ? `, ${p.scrapes.count} scrapes (slowest ${p.scrapes.maxMs.toFixed(1)} ms)`
+      : '';
+    console.log(
+      `metrics ${p.metrics ? 'on ' : 'off'}: POST /v1/send ${s.per_s} durable accepts/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}${scraped}`,
+    );
   }
   const rate = (on: boolean) => {
     const rs = phases.filter((p) => p.metrics === on).map((p) => p.result);
@@ -181,7 +263,10 @@ async function metricsOnly(): Promise<void> {
   const on = rate(true);
   const off = rate(false);
   // Each pair ran back to back: its ratio is less exposed to the machine's drift than the totals.
-  const ratios = Array.from({ length: pairs }, (_, i) => phases[2 * i].result.ok / phases[2 * i + 1].result.ok).sort((a, b) => a - b);
+  const ratios = Array.from(
+    { length: pairs },
+    (_, i) => phases[2 * i].result.ok / phases[2 * i + 1].result.ok,
+  ).sort((a, b) => a - b);
   const median = ratios[Math.floor(ratios.length / 2)];
   console.log(
     `metrics on ${Math.round(on)}/s, off ${Math.round(off)}/s (${pairs} pairs): on is ${(((on - off) / off) * 100).toFixed(1)} % against off; ` +
@@ -193,16 +278,28 @@ async function smtpOnly(): Promise<void> {
   console.log(`machine: ${machine()}`);
   for (let i = 0; i < 2; i++) {
     const r = await smtpIngestPhase(DURATION_MS, WARMUP_MS);
-    const s = summary({ requests: r.accepted + r.errors, ok: r.accepted, errors: r.errors, seconds: r.seconds, latenciesMs: r.latenciesMs.sort((a, b) => a - b) });
+    const s = summary({
+      requests: r.accepted + r.errors,
+      ok: r.accepted,
+      errors: r.errors,
+      seconds: r.seconds,
+      latenciesMs: r.latenciesMs.sort((a, b) => a - b),
+    });
     console.log(
       `SMTP ingest (2 KB, ${r.sessions} sessions, STARTTLS + AUTH, ${r.seconds}s): ${s.per_s} messages/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, errors ${s.errors}; ` +
         `server peak RSS ${r.server_peak_rss_mb} MiB, CPU ${r.server_cpu.toFixed(2)} cores (generator ${r.generator_cpu.toFixed(2)})`,
     );
     if (r.error_samples.length > 0) console.log(`SMTP errors: ${r.error_samples.join(' | ')}`);
     const { cost } = r;
-    const byKind = Object.entries(cost.threads_ms_per_message).filter(([, v]) => v !== 0).map(([k, v]) => `${k} ${v}`);
-    const flushes = cost.flushes ? `${cost.flushes.per_message} flushes/msg` : `flushes not counted (${cost.flushes_unavailable})`;
-    console.log(`  server CPU ${cost.cpu_ms_per_message} ms/msg (${byKind.join(', ')}; event-loop GC ${cost.event_loop_gc_ms_per_message}); ${flushes}`);
+    const byKind = Object.entries(cost.threads_ms_per_message)
+      .filter(([, v]) => v !== 0)
+      .map(([k, v]) => `${k} ${v}`);
+    const flushes = cost.flushes
+      ? `${cost.flushes.per_message} flushes/msg`
+      : `flushes not counted (${cost.flushes_unavailable})`;
+    console.log(
+      `  server CPU ${cost.cpu_ms_per_message} ms/msg (${byKind.join(', ')}; event-loop GC ${cost.event_loop_gc_ms_per_message}); ${flushes}`,
+    );
   }
 }
 
@@ -274,7 +371,10 @@ async function main(): Promise<void> {
       latenciesMs: rs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
       // From wrk's percentiles: the phases' mean median and their worst p99.
       percentilesMs: rs.every((r) => r.percentilesMs)
-        ? { 50: rs.reduce((a, r) => a + r.percentilesMs![50], 0) / rs.length, 99: Math.max(...rs.map((r) => r.percentilesMs![99])) }
+        ? {
+            50: rs.reduce((a, r) => a + r.percentilesMs![50], 0) / rs.length,
+            99: Math.max(...rs.map((r) => r.percentilesMs![99])),
+          }
         : undefined,
     };
   };
@@ -314,8 +414,12 @@ async function main(): Promise<void> {
       seconds: smtpMerged.seconds,
       sessions_opened: smtpPhases.reduce((a, r) => a + r.sessions_opened, 0),
       server_peak_rss_mb: Math.max(...smtpPhases.map((r) => r.server_peak_rss_mb)),
-      server_cpu_cores: +(smtpPhases.reduce((a, r) => a + r.server_cpu, 0) / smtpPhases.length).toFixed(2),
-      generator_cpu_cores: +(smtpPhases.reduce((a, r) => a + r.generator_cpu, 0) / smtpPhases.length).toFixed(2),
+      server_cpu_cores: +(
+        smtpPhases.reduce((a, r) => a + r.server_cpu, 0) / smtpPhases.length
+      ).toFixed(2),
+      generator_cpu_cores: +(
+        smtpPhases.reduce((a, r) => a + r.generator_cpu, 0) / smtpPhases.length
+      ).toFixed(2),
       acknowledged_total: smtpPhases.reduce((a, r) => a + r.acknowledged_total, 0),
       rows_stored: smtpPhases.reduce((a, r) => a + r.rows_stored, 0),
       error_samples: smtpPhases.flatMap((r) => r.error_samples).slice(0, 5),
@@ -326,24 +430,39 @@ async function main(): Promise<void> {
   report.smtp_to_send_ratio = +(report.smtp_ingest.per_s / on.per_s).toFixed(3);
   report.smtp_to_disk_ratio = +(report.smtp_ingest.per_s / disk).toFixed(3);
   const smtp = report.smtp_ingest;
-  console.log(`machine: ${report.machine}; HTTP load generator: ${wrkAvailable() ? 'wrk' : 'node'}`);
-  console.log(`POST /v1/send, policy on  (1 KB text, ${CONCURRENCY} clients, 2×${report.seconds_per_phase}s): ${on.per_s} durable accepts/s, p50 ${on.p50_ms} ms, p99 ${on.p99_ms} ms, errors ${on.errors}`);
-  console.log(`POST /v1/send, policy off (same, interleaved):          ${off.per_s} durable accepts/s, p50 ${off.p50_ms} ms, p99 ${off.p99_ms} ms, errors ${off.errors}`);
+  console.log(
+    `machine: ${report.machine}; HTTP load generator: ${wrkAvailable() ? 'wrk' : 'node'}`,
+  );
+  console.log(
+    `POST /v1/send, policy on  (1 KB text, ${CONCURRENCY} clients, 2×${report.seconds_per_phase}s): ${on.per_s} durable accepts/s, p50 ${on.p50_ms} ms, p99 ${on.p99_ms} ms, errors ${on.errors}`,
+  );
+  console.log(
+    `POST /v1/send, policy off (same, interleaved):          ${off.per_s} durable accepts/s, p50 ${off.p50_ms} ms, p99 ${off.p99_ms} ms, errors ${off.errors}`,
+  );
   console.log(`policy cost: ${report.policy_cost_percent}% of accepts/s`);
-  console.log(`GET /healthz (no-op, same stack): ${report.noop.per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`);
+  console.log(
+    `GET /healthz (no-op, same stack): ${report.noop.per_s} req/s, p50 ${report.noop.p50_ms} ms, p99 ${report.noop.p99_ms} ms`,
+  );
   console.log(
     `disk ceilings (1.5 KB files, no server): fsync per file (create+write+fsync+rename, 4 threads) ${report.disk_fsync_per_file_files_per_s} files/s; ` +
       `the spool's group publish (20 files renamed, then one syncfs) ${report.disk_group_publish_files_per_s} files/s`,
   );
-  console.log(`ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB`);
+  console.log(
+    `ratios: send/no-op ${report.send_to_noop_ratio}, send/disk ${report.send_to_disk_ratio}; server peak RSS ${report.server_peak_rss_mb} MiB`,
+  );
   console.log(
     `SMTP ingest (2 KB, ${smtp.sessions} sessions, ${smtp.messages_per_session} messages per session, STARTTLS + AUTH, 2×${report.seconds_per_phase}s): ` +
       `${smtp.per_s} messages/s, p50 ${smtp.p50_ms} ms, p99 ${smtp.p99_ms} ms, errors ${smtp.errors}; ` +
       `server peak RSS ${smtp.server_peak_rss_mb} MiB, CPU ${smtp.server_cpu_cores} cores (generator ${smtp.generator_cpu_cores}); ` +
       `${smtp.sessions_opened} sessions; ${smtp.rows_stored} rows stored for ${smtp.acknowledged_total} acknowledged`,
   );
-  console.log(`ratios: smtp/send ${report.smtp_to_send_ratio}, smtp/disk ${report.smtp_to_disk_ratio}`);
-  if (smtp.error_samples.length > 0) console.log(`SMTP errors (first ${smtp.error_samples.length}): ${smtp.error_samples.join(' | ')}`);
+  console.log(
+    `ratios: smtp/send ${report.smtp_to_send_ratio}, smtp/disk ${report.smtp_to_disk_ratio}`,
+  );
+  if (smtp.error_samples.length > 0)
+    console.log(
+      `SMTP errors (first ${smtp.error_samples.length}): ${smtp.error_samples.join(' | ')}`,
+    );
   // End-to-end relay (bench/relay.ts, measured beside Postfix above): accepted over HTTP and SMTP, delivered to a local sink; then a queue of BENCH_QUEUE.
   const relay = { throughput: comparison.relay.postern, queue: await relayQueuePhase() };
   for (const line of relayLines(relay.throughput, relay.queue)) console.log(line);
@@ -351,7 +470,10 @@ async function main(): Promise<void> {
   const onPhases = phases.filter((p) => p.policy);
   const terms: Terms = {
     ...comparisonTermsOf(comparison),
-    send: sendTerms({ ...on, cost: mergePosternCosts(onPhases.map((p) => p.cost)) }, { ...report.noop, cost: noopCost }),
+    send: sendTerms(
+      { ...on, cost: mergePosternCosts(onPhases.map((p) => p.cost)) },
+      { ...report.noop, cost: noopCost },
+    ),
   };
   for (const line of termsLines(terms)) console.log(line);
   // Outbound webhooks (bench/webhooks.ts): delivery rate, and acceptance with the dispatcher idle and working.
@@ -363,7 +485,20 @@ async function main(): Promise<void> {
   // A SQLite node beside one and three nodes on PostgreSQL (bench/cluster.ts): accepts/s, relay/s, and CPU, commits and WAL per message.
   const cluster = await clusterBench();
   for (const line of clusterLines(cluster)) console.log(line);
-  console.log(JSON.stringify({ ...report, relay, webhooks, console: consoleFigures, postfix_comparison: comparison, terms, cluster }, withoutLatencies));
+  console.log(
+    JSON.stringify(
+      {
+        ...report,
+        relay,
+        webhooks,
+        console: consoleFigures,
+        postfix_comparison: comparison,
+        terms,
+        cluster,
+      },
+      withoutLatencies,
+    ),
+  );
 }
 
 await main();

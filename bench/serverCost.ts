@@ -11,8 +11,22 @@
  */
 import { readFileSync } from 'node:fs';
 import { cpuSeconds, procStat } from './benchServer.js';
-import { sampleProcess, threadCpuBetween, THREAD_KINDS, zeroKinds, type ProcessSample, type ThreadCpu, type ThreadKind, threadKind } from './serverThreads.js';
-import { FLUSH_SYSCALLS, SyscallCounter, syscallCountingUnavailable, type SyscallCount } from './syscallCounter.js';
+import {
+  type ProcessSample,
+  sampleProcess,
+  THREAD_KINDS,
+  type ThreadCpu,
+  type ThreadKind,
+  threadCpuBetween,
+  threadKind,
+  zeroKinds,
+} from './serverThreads.js';
+import {
+  FLUSH_SYSCALLS,
+  type SyscallCount,
+  SyscallCounter,
+  syscallCountingUnavailable,
+} from './syscallCounter.js';
 
 /** Flushes over the window. */
 export interface FlushCost {
@@ -69,7 +83,8 @@ export interface CostProbe<C> {
 }
 
 const round = (v: number, digits = 3) => +v.toFixed(digits);
-const perMessage = (seconds: number, messages: number) => round((seconds * 1000) / Math.max(1, messages));
+const perMessage = (seconds: number, messages: number) =>
+  round((seconds * 1000) / Math.max(1, messages));
 
 /** The flush counters of a probe: attached on arm, on between open and close. */
 class FlushWindow {
@@ -141,8 +156,15 @@ class FlushWindow {
   }
 }
 
-function flushCost(counts: SyscallCount[], messages: number, groupOf: (c: SyscallCount) => string, groups: readonly string[]): FlushCost {
-  const bySyscall = Object.fromEntries(FLUSH_SYSCALLS.map((s) => [s, 0])) as FlushCost['by_syscall'];
+function flushCost(
+  counts: SyscallCount[],
+  messages: number,
+  groupOf: (c: SyscallCount) => string,
+  groups: readonly string[],
+): FlushCost {
+  const bySyscall = Object.fromEntries(
+    FLUSH_SYSCALLS.map((s) => [s, 0]),
+  ) as FlushCost['by_syscall'];
   const byGroup: Record<string, number> = Object.fromEntries(groups.map((g) => [g, 0]));
   let total = 0;
   for (const c of counts) {
@@ -157,7 +179,9 @@ function flushCost(counts: SyscallCount[], messages: number, groupOf: (c: Syscal
     total,
     by_syscall: bySyscall,
     by: byGroup,
-    per_message_by: Object.fromEntries(Object.entries(byGroup).map(([g, v]) => [g, round(v / n, 4)])),
+    per_message_by: Object.fromEntries(
+      Object.entries(byGroup).map(([g, v]) => [g, round(v / n, 4)]),
+    ),
   };
 }
 
@@ -208,11 +232,27 @@ export function posternProbe(pids: number[]): CostProbe<PosternCost> {
         seconds: round(seconds, 2),
         cpu_ms_per_message: perMessage(total, messages),
         cpu_cores: round(total / seconds, 2),
-        threads_ms_per_message: Object.fromEntries(THREAD_KINDS.map((k) => [k, perMessage(byKind[k], messages)])) as Record<ThreadKind, number>,
+        threads_ms_per_message: Object.fromEntries(
+          THREAD_KINDS.map((k) => [k, perMessage(byKind[k], messages)]),
+        ) as Record<ThreadKind, number>,
         threads: threads,
-        busiest_thread: busiest ? { kind: busiest.kind, name: busiest.name, ms_per_message: perMessage(busiest.seconds, messages), cores: round(busiest.seconds / seconds, 2) } : null,
+        busiest_thread: busiest
+          ? {
+              kind: busiest.kind,
+              name: busiest.name,
+              ms_per_message: perMessage(busiest.seconds, messages),
+              cores: round(busiest.seconds / seconds, 2),
+            }
+          : null,
         event_loop_gc_ms_per_message: gcMs === null ? null : round(gcMs / Math.max(1, messages)),
-        flushes: counts ? flushCost(counts, messages, (c) => threadKind(c.tid, c.name, mains), THREAD_KINDS.filter((k) => k !== 'exited')) : null,
+        flushes: counts
+          ? flushCost(
+              counts,
+              messages,
+              (c) => threadKind(c.tid, c.name, mains),
+              THREAD_KINDS.filter((k) => k !== 'exited'),
+            )
+          : null,
         flushes_unavailable: counts ? null : flushes.failure,
       };
     },
@@ -240,7 +280,12 @@ function sampleGroup(pids: number[]): GroupMember[] {
   for (const pid of pids) {
     const fields = procStat(pid);
     if (!fields || fields[0] === 'Z') continue;
-    members.push({ pid, name: processName(pid), own: cpuSeconds(pid), reaped: cpuSeconds(pid, true) - cpuSeconds(pid) });
+    members.push({
+      pid,
+      name: processName(pid),
+      own: cpuSeconds(pid),
+      reaped: cpuSeconds(pid, true) - cpuSeconds(pid),
+    });
   }
   return members;
 }
@@ -288,7 +333,9 @@ export function groupProbe(processes: () => number[]): CostProbe<PostfixCost> {
         seconds: round(seconds, 2),
         cpu_ms_per_message: perMessage(total, messages),
         cpu_cores: round(total / seconds, 2),
-        processes_ms_per_message: Object.fromEntries(names.map((n) => [n, perMessage(byName[n], messages)])),
+        processes_ms_per_message: Object.fromEntries(
+          names.map((n) => [n, perMessage(byName[n], messages)]),
+        ),
         flushes: counts ? flushCost(counts, messages, (c) => c.name, []) : null,
         flushes_unavailable: counts ? null : flushes.failure,
       };

@@ -23,7 +23,16 @@ import { THREAD_NAMES } from '../src/platform/threadName.js';
  * - libuv_pool: every other thread (libuv's pool: asynchronous file system calls, crypto, DNS);
  * - exited: threads that ended during the window (the process's CPU minus its live threads').
  */
-export const THREAD_KINDS = ['event_loop', 'spool_writers', 'index_writer', 'webhook_dispatcher', 'bulk_reader', 'v8_platform', 'libuv_pool', 'exited'] as const;
+export const THREAD_KINDS = [
+  'event_loop',
+  'spool_writers',
+  'index_writer',
+  'webhook_dispatcher',
+  'bulk_reader',
+  'v8_platform',
+  'libuv_pool',
+  'exited',
+] as const;
 export type ThreadKind = (typeof THREAD_KINDS)[number];
 
 /** How the report names each kind. */
@@ -139,7 +148,8 @@ export interface ThreadCpu {
   gcMs: number | null;
 }
 
-export const zeroKinds = (): Record<ThreadKind, number> => Object.fromEntries(THREAD_KINDS.map((k) => [k, 0])) as Record<ThreadKind, number>;
+export const zeroKinds = (): Record<ThreadKind, number> =>
+  Object.fromEntries(THREAD_KINDS.map((k) => [k, 0])) as Record<ThreadKind, number>;
 
 export function threadCpuBetween(start: ProcessSample, end: ProcessSample): ThreadCpu {
   const before = new Map(start.threads.map((t) => [t.tid, t.seconds]));
@@ -212,6 +222,8 @@ function preloadFile(): string {
 
 /** The environment that makes a bench server load the preload, its GC figure going to `gcFile`. */
 export function preloadEnv(gcFile: string): Record<string, string> {
-  const options = [process.env.NODE_OPTIONS ?? '', `--require ${preloadFile()}`].filter(Boolean).join(' ');
+  const options = [process.env.NODE_OPTIONS ?? '', `--require ${preloadFile()}`]
+    .filter(Boolean)
+    .join(' ');
   return { NODE_OPTIONS: options, POSTERN_BENCH_GC_FILE: gcFile };
 }

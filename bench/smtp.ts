@@ -12,9 +12,16 @@
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { runCli, tempStateDir } from '../test/support/postern.js';
+import {
+  BENCH_RATE_LIMITS,
+  benchSmtpConfig,
+  cpuSeconds,
+  peakRssMb,
+  removeAfterBench,
+  startBenchPostern,
+} from './benchServer.js';
+import { type PosternCost, posternProbe } from './serverCost.js';
 import { runSmtpLoad, type SmtpLoadResult } from './smtpClient.js';
-import { posternProbe, type PosternCost } from './serverCost.js';
-import { BENCH_RATE_LIMITS, benchSmtpConfig, cpuSeconds, peakRssMb, startBenchPostern, removeAfterBench } from './benchServer.js';
 
 export interface SmtpIngestResult extends SmtpLoadResult {
   server_peak_rss_mb: number;
@@ -24,22 +31,55 @@ export interface SmtpIngestResult extends SmtpLoadResult {
   rows_stored: number;
 }
 
-export async function smtpIngestPhase(durationMs: number, warmupMs: number): Promise<SmtpIngestResult> {
+export async function smtpIngestPhase(
+  durationMs: number,
+  warmupMs: number,
+): Promise<SmtpIngestResult> {
   const stateDir = tempStateDir('postern-bench-smtp-');
   removeAfterBench(stateDir);
   const configFile = `${stateDir}/bench.json`;
   // Rate limits stay on but far above the offered load; nothing is relayed (ingest is measured,
   // and the provider below is a placeholder).
-  writeFileSync(configFile, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, smtp: await benchSmtpConfig() }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      rate_limits: BENCH_RATE_LIMITS,
+      delivery: { enabled: false },
+      smtp: await benchSmtpConfig(),
+    }),
+  );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (await runCli(['project', 'create', '--name', 'bench-smtp', '--plan', 'pro', '--json'], env)).json as { id: string };
-  await runCli(['provider', 'attach', '--project', project.id, '--slug', 'smtp', '--host', '127.0.0.1', '--port', '9', '--tls', 'none', '--json'], env);
-  const key = (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)).json as { key: string };
+  const project = (
+    await runCli(['project', 'create', '--name', 'bench-smtp', '--plan', 'pro', '--json'], env)
+  ).json as { id: string };
+  await runCli(
+    [
+      'provider',
+      'attach',
+      '--project',
+      project.id,
+      '--slug',
+      'smtp',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '9',
+      '--tls',
+      'none',
+      '--json',
+    ],
+    env,
+  );
+  const key = (
+    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
+  ).json as { key: string };
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
   const probe = posternProbe([pid]);
   try {
-    const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+    const listener = server.listeners.find(
+      (l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'),
+    );
     if (!listener) throw new Error('no production STARTTLS listener');
     const load = await runSmtpLoad(
       {
@@ -59,9 +99,15 @@ export async function smtpIngestPhase(durationMs: number, warmupMs: number): Pro
     const rss = +peakRssMb(pid).toFixed(1);
     await server.stop();
     const db = new Database(`${stateDir}/postern.db`, { readonly: true });
-    const rows = db.prepare("SELECT COUNT(*) FROM messages WHERE source = 'smtp'").pluck().get() as number;
+    const rows = db
+      .prepare("SELECT COUNT(*) FROM messages WHERE source = 'smtp'")
+      .pluck()
+      .get() as number;
     db.close();
-    if (rows < load.acknowledged_total) throw new Error(`only ${rows} rows for ${load.acknowledged_total} acknowledged SMTP messages`);
+    if (rows < load.acknowledged_total)
+      throw new Error(
+        `only ${rows} rows for ${load.acknowledged_total} acknowledged SMTP messages`,
+      );
     return { ...load, server_peak_rss_mb: rss, cost, rows_stored: rows };
   } finally {
     if (server.child.exitCode === null && server.child.signalCode === null) await server.kill();

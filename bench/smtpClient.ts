@@ -10,7 +10,7 @@
  * generator's CPU goes to the protocol, not to composing MIME; it still shares the machine's
  * cores with the server.
  */
-import { authedSession, dataPayload, tlsSession, type RawSmtp } from '../test/support/rawSmtp.js';
+import { authedSession, dataPayload, type RawSmtp, tlsSession } from '../test/support/rawSmtp.js';
 
 export const SMTP_SESSIONS = Number(process.env.BENCH_SMTP_SESSIONS ?? 20);
 export const SMTP_MESSAGES_PER_SESSION = Number(process.env.BENCH_SMTP_MESSAGES_PER_SESSION ?? 100);
@@ -20,15 +20,27 @@ export const MESSAGE_BYTES = 2048;
 export type SmtpCredentials = { user: string; password: string } | null;
 
 /** Connects, upgrades with STARTTLS and authenticates (unless `credentials` is null). */
-export function openBenchSession(host: string, port: number, credentials: SmtpCredentials): Promise<RawSmtp> {
-  return credentials ? authedSession(port, credentials.password, false, host, credentials.user) : tlsSession(port, false, host);
+export function openBenchSession(
+  host: string,
+  port: number,
+  credentials: SmtpCredentials,
+): Promise<RawSmtp> {
+  return credentials
+    ? authedSession(port, credentials.password, false, host, credentials.user)
+    : tlsSession(port, false, host);
 }
 
 /** Sends one message; resolves with the reply to its final dot (or the first refusal). */
-export async function sendPipelined(client: RawSmtp, from: string, to: string, raw: string): Promise<string> {
+export async function sendPipelined(
+  client: RawSmtp,
+  from: string,
+  to: string,
+  raw: string,
+): Promise<string> {
   client.write(`MAIL FROM:<${from}>\r\nRCPT TO:<${to}>\r\nDATA\r\n`);
   const [mail, rcpt, data] = [await client.next(), await client.next(), await client.next()];
-  if (!data.startsWith('354')) return !mail.startsWith('250') ? mail : !rcpt.startsWith('250') ? rcpt : data;
+  if (!data.startsWith('354'))
+    return !mail.startsWith('250') ? mail : !rcpt.startsWith('250') ? rcpt : data;
   client.write(dataPayload(raw));
   return client.next();
 }
@@ -37,8 +49,7 @@ const FILLER = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do 
 
 /** One pre-built message of exactly `MESSAGE_BYTES`, its subject made unique by `tag`. */
 export function buildMessage(tag: string): string {
-  const head =
-    `From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\nSubject: SMTP benchmark ${tag}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n`;
+  const head = `From: Bench <bench@example.com>\r\nTo: rcpt@example.org\r\nSubject: SMTP benchmark ${tag}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n`;
   const room = MESSAGE_BYTES - head.length - 2;
   const lines: string[] = [];
   let used = 0;
@@ -132,7 +143,10 @@ export async function runSmtpLoad(
   let cpuAtStart: { server: number; generator: number } | null = null;
   let armed: Promise<void> = Promise.resolve();
   let opened: Promise<void> = Promise.resolve();
-  const armTimer = setTimeout(() => (armed = hooks?.arm() ?? armed), Math.max(0, warmupMs - ARM_LEAD_MS));
+  const armTimer = setTimeout(
+    () => (armed = hooks?.arm() ?? armed),
+    Math.max(0, warmupMs - ARM_LEAD_MS),
+  );
   const windowTimer = setTimeout(() => {
     cpuAtStart = { server: target.serverCpuSeconds(), generator: generatorCpu() };
     opened = hooks?.open() ?? opened;
@@ -156,7 +170,12 @@ export async function runSmtpLoad(
               clients.add(client);
               result.sessions_opened++;
             }
-            const reply = await sendPipelined(client!, 'bench@example.com', 'rcpt@example.org', raw);
+            const reply = await sendPipelined(
+              client!,
+              'bench@example.com',
+              'rcpt@example.org',
+              raw,
+            );
             ok = target.accepted.test(reply);
             if (!ok) failure = reply;
           } catch (err) {

@@ -13,7 +13,7 @@
  * Threads and processes started after the counters attach are counted (perf's inherit), under
  * the thread that started them.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -40,9 +40,15 @@ let why: string | false | undefined;
 export function syscallCountingUnavailable(): string | false {
   if (why !== undefined) return why;
   if (process.env.BENCH_SYSCALLS === '0') why = 'BENCH_SYSCALLS=0';
-  else if (process.getuid?.() !== 0) why = 'the bench is not root (perf needs it to count syscall tracepoints)';
-  else if (spawnSync('perf', ['--version']).error) why = 'perf is not installed (Debian: apt-get install linux-perf)';
-  else if (!existsSync(`${TRACEPOINTS}/sys_enter_fsync`) && !existsSync(`/sys/kernel/debug/tracing/events/syscalls/sys_enter_fsync`)) why = 'no syscall tracepoints (tracefs not mounted)';
+  else if (process.getuid?.() !== 0)
+    why = 'the bench is not root (perf needs it to count syscall tracepoints)';
+  else if (spawnSync('perf', ['--version']).error)
+    why = 'perf is not installed (Debian: apt-get install linux-perf)';
+  else if (
+    !existsSync(`${TRACEPOINTS}/sys_enter_fsync`) &&
+    !existsSync(`/sys/kernel/debug/tracing/events/syscalls/sys_enter_fsync`)
+  )
+    why = 'no syscall tracepoints (tracefs not mounted)';
   else why = false;
   return why;
 }
@@ -71,7 +77,8 @@ export class SyscallCounter {
     child.stderr?.on('data', (d: Buffer) => (this.stderr += d.toString()));
     // Node's extra stdio pipes are socket pairs: perf exiting (finish's SIGINT) with a command
     // unread resets them. What it counted is in its output file; a reset is no error here.
-    for (const stream of [child.stdio[3], child.stdio[4], child.stderr]) stream?.on('error', () => {});
+    for (const stream of [child.stdio[3], child.stdio[4], child.stderr])
+      stream?.on('error', () => {});
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     void this.exited.then(() => {
       for (const waiting of this.acks.splice(0)) waiting();
@@ -86,7 +93,22 @@ export class SyscallCounter {
     const dir = mkdtempSync(path.join(tmpdir(), 'postern-bench-perf-'));
     const events = syscalls.map((s) => `syscalls:sys_enter_${s}`).join(',');
     // fd 3: commands to perf; fd 4: its acknowledgements. -D -1: counters off until "enable".
-    const args = ['stat', '-e', events, '--per-thread', '-x', ',', '-o', path.join(dir, 'counts'), '-D', '-1', '--control', 'fd:3,4', '-p', pids.join(',')];
+    const args = [
+      'stat',
+      '-e',
+      events,
+      '--per-thread',
+      '-x',
+      ',',
+      '-o',
+      path.join(dir, 'counts'),
+      '-D',
+      '-1',
+      '--control',
+      'fd:3,4',
+      '-p',
+      pids.join(','),
+    ];
     const child = spawn('perf', args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
     onBenchExit(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -99,12 +121,22 @@ export class SyscallCounter {
 
   /** Sends a control command and waits for perf's acknowledgement. */
   private command(what: 'enable' | 'disable'): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.reject(new Error(`perf stat exited: ${this.stderr.trim()}`));
+    if (this.child.exitCode !== null || this.child.signalCode !== null)
+      return Promise.reject(new Error(`perf stat exited: ${this.stderr.trim()}`));
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`perf stat did not acknowledge "${what}" in ${ANSWER_MS / 1000} s: ${this.stderr.trim()}`)), ANSWER_MS);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `perf stat did not acknowledge "${what}" in ${ANSWER_MS / 1000} s: ${this.stderr.trim()}`,
+            ),
+          ),
+        ANSWER_MS,
+      );
       this.acks.push(() => {
         clearTimeout(timer);
-        if (this.child.exitCode !== null || this.child.signalCode !== null) reject(new Error(`perf stat exited: ${this.stderr.trim()}`));
+        if (this.child.exitCode !== null || this.child.signalCode !== null)
+          reject(new Error(`perf stat exited: ${this.stderr.trim()}`));
         else resolve();
       });
       (this.child.stdio[3] as Writable).write(`${what}\n`);
@@ -127,7 +159,9 @@ export class SyscallCounter {
       const text = readFileSync(path.join(this.dir, 'counts'), 'utf8');
       return parsePerfStat(text, this.syscalls);
     } catch (err) {
-      throw new Error(`perf stat wrote no counts (${(err as Error).message}): ${this.stderr.trim()}`);
+      throw new Error(
+        `perf stat wrote no counts (${(err as Error).message}): ${this.stderr.trim()}`,
+      );
     } finally {
       rmSync(this.dir, { recursive: true, force: true });
     }

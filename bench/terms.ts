@@ -7,15 +7,20 @@
  * go", lists every key.
  */
 import { percentile } from './benchServer.js';
-import type { PostfixComparison, PostfixIngestResult, PostfixRelayResult } from './postfixComparison.js';
+import type {
+  PostfixComparison,
+  PostfixIngestResult,
+  PostfixRelayResult,
+} from './postfixComparison.js';
 import type { RelayThroughputResult } from './relay.js';
 import type { FlushCost, PosternCost, PostfixCost } from './serverCost.js';
-import { THREAD_KIND_TEXT, THREAD_KINDS, zeroKinds, type ThreadKind } from './serverThreads.js';
+import { THREAD_KIND_TEXT, THREAD_KINDS, type ThreadKind, zeroKinds } from './serverThreads.js';
 import type { SmtpIngestResult } from './smtp.js';
 import { FLUSH_SYSCALLS } from './syscallCounter.js';
 
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? +v.toFixed(digits) : null);
-const ratio = (a: number | null | undefined, b: number | null | undefined) => (a !== null && a !== undefined && b ? round(a / b, 3) : null);
+const ratio = (a: number | null | undefined, b: number | null | undefined) =>
+  a !== null && a !== undefined && b ? round(a / b, 3) : null;
 
 /** Several phases' flushes as one (their counts added). */
 function mergeFlushes(fs: (FlushCost | null)[], messages: number): FlushCost | null {
@@ -23,9 +28,13 @@ function mergeFlushes(fs: (FlushCost | null)[], messages: number): FlushCost | n
   const all = fs as FlushCost[];
   const n = Math.max(1, messages);
   const total = all.reduce((a, f) => a + f.total, 0);
-  const by_syscall = Object.fromEntries(FLUSH_SYSCALLS.map((s) => [s, all.reduce((a, f) => a + f.by_syscall[s], 0)])) as FlushCost['by_syscall'];
+  const by_syscall = Object.fromEntries(
+    FLUSH_SYSCALLS.map((s) => [s, all.reduce((a, f) => a + f.by_syscall[s], 0)]),
+  ) as FlushCost['by_syscall'];
   const groups = [...new Set(all.flatMap((f) => Object.keys(f.by)))];
-  const by = Object.fromEntries(groups.map((g) => [g, all.reduce((a, f) => a + (f.by[g] ?? 0), 0)]));
+  const by = Object.fromEntries(
+    groups.map((g) => [g, all.reduce((a, f) => a + (f.by[g] ?? 0), 0)]),
+  );
   return {
     per_message: round(total / n, 4)!,
     total,
@@ -41,7 +50,8 @@ export function mergePosternCosts(cs: PosternCost[]): PosternCost {
   const messages = cs.reduce((a, c) => a + c.messages, 0);
   const seconds = cs.reduce((a, c) => a + c.seconds, 0);
   const n = Math.max(1, messages);
-  const weighted = (f: (c: PosternCost) => number) => cs.reduce((a, c) => a + f(c) * c.messages, 0) / n;
+  const weighted = (f: (c: PosternCost) => number) =>
+    cs.reduce((a, c) => a + f(c) * c.messages, 0) / n;
   const threads = zeroKinds();
   const perKind = zeroKinds();
   for (const k of THREAD_KINDS) {
@@ -65,7 +75,9 @@ export function mergePosternCosts(cs: PosternCost[]): PosternCost {
     threads_ms_per_message: perKind,
     threads,
     busiest_thread: busiest,
-    event_loop_gc_ms_per_message: cs.every((c) => c.event_loop_gc_ms_per_message !== null) ? round(weighted((c) => c.event_loop_gc_ms_per_message!)) : null,
+    event_loop_gc_ms_per_message: cs.every((c) => c.event_loop_gc_ms_per_message !== null)
+      ? round(weighted((c) => c.event_loop_gc_ms_per_message!))
+      : null,
     flushes: mergeFlushes(
       cs.map((c) => c.flushes),
       messages,
@@ -79,15 +91,20 @@ export function mergePostfixCosts(cs: PostfixCost[]): PostfixCost {
   const messages = cs.reduce((a, c) => a + c.messages, 0);
   const seconds = cs.reduce((a, c) => a + c.seconds, 0);
   const n = Math.max(1, messages);
-  const weighted = (f: (c: PostfixCost) => number) => cs.reduce((a, c) => a + f(c) * c.messages, 0) / n;
+  const weighted = (f: (c: PostfixCost) => number) =>
+    cs.reduce((a, c) => a + f(c) * c.messages, 0) / n;
   const names = [...new Set(cs.flatMap((c) => Object.keys(c.processes_ms_per_message)))];
-  const perName = Object.fromEntries(names.map((name) => [name, round(weighted((c) => c.processes_ms_per_message[name] ?? 0))!]));
+  const perName = Object.fromEntries(
+    names.map((name) => [name, round(weighted((c) => c.processes_ms_per_message[name] ?? 0))!]),
+  );
   return {
     messages,
     seconds: round(seconds, 2)!,
     cpu_ms_per_message: round(weighted((c) => c.cpu_ms_per_message))!,
     cpu_cores: round(cs.reduce((a, c) => a + c.cpu_cores * c.seconds, 0) / seconds, 2)!,
-    processes_ms_per_message: Object.fromEntries(Object.entries(perName).sort((a, b) => b[1] - a[1])),
+    processes_ms_per_message: Object.fromEntries(
+      Object.entries(perName).sort((a, b) => b[1] - a[1]),
+    ),
     flushes: mergeFlushes(
       cs.map((c) => c.flushes),
       messages,
@@ -148,7 +165,13 @@ function comparisonTerms(
     postern_flushes_by_thread_per_msg: p.cost.flushes?.per_message_by ?? null,
     postern_flushes_by_syscall: p.cost.flushes?.by_syscall ?? null,
     postfix_flushes_by_syscall: f?.cost.flushes?.by_syscall ?? null,
-    flushes_unavailable: [p.cost.flushes_unavailable && `Postern: ${p.cost.flushes_unavailable}`, f?.cost.flushes_unavailable && `Postfix: ${f.cost.flushes_unavailable}`].filter(Boolean).join('; ') || null,
+    flushes_unavailable:
+      [
+        p.cost.flushes_unavailable && `Postern: ${p.cost.flushes_unavailable}`,
+        f?.cost.flushes_unavailable && `Postfix: ${f.cost.flushes_unavailable}`,
+      ]
+        .filter(Boolean)
+        .join('; ') || null,
   };
 }
 
@@ -162,7 +185,9 @@ function ingestSide<R extends SmtpIngestResult | PostfixIngestResult>(rs: R[]) {
   };
 }
 
-export function ingestTerms(pairs: { postern: SmtpIngestResult; postfix: PostfixIngestResult | null }[]): ComparisonTerms {
+export function ingestTerms(
+  pairs: { postern: SmtpIngestResult; postfix: PostfixIngestResult | null }[],
+): ComparisonTerms {
   const ps = pairs.map((p) => p.postern);
   const fs = pairs.flatMap((p) => (p.postfix ? [p.postfix] : []));
   return comparisonTerms(
@@ -171,7 +196,10 @@ export function ingestTerms(pairs: { postern: SmtpIngestResult; postfix: Postfix
   );
 }
 
-export function relayTerms(p: RelayThroughputResult, f: PostfixRelayResult | null): ComparisonTerms {
+export function relayTerms(
+  p: RelayThroughputResult,
+  f: PostfixRelayResult | null,
+): ComparisonTerms {
   return comparisonTerms(
     { per_s: p.delivered_at_sink_per_s, p50: null, p99: null, cost: p.cost },
     f ? { per_s: f.delivered_at_sink_per_s, p50: null, p99: null, cost: f.cost } : null,
@@ -238,7 +266,9 @@ export function comparisonTermsOf(c: PostfixComparison): Omit<Terms, 'send'> {
     smtp_ingest: ingestTerms(c.ingest),
     relay: relayTerms(c.relay.postern, c.relay.postfix),
     smtp_ingest_beside_writer: c.competitor ? ingestTerms([c.competitor.ingest]) : null,
-    relay_beside_writer: c.competitor ? relayTerms(c.competitor.relay.postern, c.competitor.relay.postfix) : null,
+    relay_beside_writer: c.competitor
+      ? relayTerms(c.competitor.relay.postern, c.competitor.relay.postfix)
+      : null,
   };
 }
 
@@ -246,9 +276,13 @@ export function comparisonTermsOf(c: PostfixComparison): Omit<Terms, 'send'> {
 // Report
 // ---------------------------------------------------------------------------------------------
 
-const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? '–' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+const num = (v: number | null | undefined, digits = 2) =>
+  v === null || v === undefined
+    ? '–'
+    : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const times = (v: number | null) => (v === null ? '' : ` = ${num(v)}×`);
-const busiestText = (b: PosternCost['busiest_thread']) => (b ? `${THREAD_KIND_TEXT[b.kind]} ${num(b.ms_per_message, 3)} (${num(b.cores)} cores)` : '–');
+const busiestText = (b: PosternCost['busiest_thread']) =>
+  b ? `${THREAD_KIND_TEXT[b.kind]} ${num(b.ms_per_message, 3)} (${num(b.cores)} cores)` : '–';
 const flushText = (v: number | null) => (v === null ? '–' : num(v, 3));
 
 /** The terms as tables under one heading: each figure Postern / Postfix (ratio); then Postern's CPU by thread kind. */
@@ -261,7 +295,15 @@ export function termsLines(t: Terms): string[] {
   ];
   const present = rows.filter((r): r is [string, ComparisonTerms] => r[1] !== null);
   const lines = ['Where the CPU and the flushes go (per message; Postern / Postfix, ratio):'];
-  const header = ['phase', 'msg/s', 'p50 ms', 'p99 ms', 'CPU ms/msg', 'busiest Postern thread ms/msg', 'flushes/msg'];
+  const header = [
+    'phase',
+    'msg/s',
+    'p50 ms',
+    'p99 ms',
+    'CPU ms/msg',
+    'busiest Postern thread ms/msg',
+    'flushes/msg',
+  ];
   const body = present.map(([name, c]) => [
     name,
     `${num(c.postern_msg_per_s, 0)} / ${num(c.postfix_msg_per_s, 0)}${times(c.msg_per_s_ratio)}`,
@@ -284,13 +326,38 @@ export function termsLines(t: Terms): string[] {
     ]);
   }
   lines.push(...markdown(header, body));
-  const kinds = THREAD_KINDS.filter((k) => present.some(([, c]) => c.postern_threads_ms_per_msg[k] !== 0) || (t.send && t.send.threads_ms_per_accept[k] !== 0));
+  const kinds = THREAD_KINDS.filter(
+    (k) =>
+      present.some(([, c]) => c.postern_threads_ms_per_msg[k] !== 0) ||
+      (t.send && t.send.threads_ms_per_accept[k] !== 0),
+  );
   const threadRows = [
-    ...present.map(([name, c]) => [name, ...kinds.map((k) => num(c.postern_threads_ms_per_msg[k], 3)), num(c.postern_event_loop_gc_ms_per_msg, 3), num(c.postern_cpu_ms_per_msg, 3)]),
-    ...(t.send ? [['POST /v1/send', ...kinds.map((k) => num(t.send!.threads_ms_per_accept[k], 3)), num(t.send.event_loop_gc_ms_per_accept, 3), num(t.send.cpu_ms_per_accept, 3)]] : []),
+    ...present.map(([name, c]) => [
+      name,
+      ...kinds.map((k) => num(c.postern_threads_ms_per_msg[k], 3)),
+      num(c.postern_event_loop_gc_ms_per_msg, 3),
+      num(c.postern_cpu_ms_per_msg, 3),
+    ]),
+    ...(t.send
+      ? [
+          [
+            'POST /v1/send',
+            ...kinds.map((k) => num(t.send!.threads_ms_per_accept[k], 3)),
+            num(t.send.event_loop_gc_ms_per_accept, 3),
+            num(t.send.cpu_ms_per_accept, 3),
+          ],
+        ]
+      : []),
   ];
-  lines.push("Postern's CPU by thread kind, ms per message (the event loop's GC pauses are part of its figure):");
-  lines.push(...markdown(['phase', ...kinds.map((k) => THREAD_KIND_TEXT[k]), 'of which event-loop GC', 'total'], threadRows));
+  lines.push(
+    "Postern's CPU by thread kind, ms per message (the event loop's GC pauses are part of its figure):",
+  );
+  lines.push(
+    ...markdown(
+      ['phase', ...kinds.map((k) => THREAD_KIND_TEXT[k]), 'of which event-loop GC', 'total'],
+      threadRows,
+    ),
+  );
   const postfixRows = present.filter(([, c]) => c.postfix_processes_ms_per_msg);
   if (postfixRows.length > 0) {
     lines.push(
@@ -306,7 +373,17 @@ export function termsLines(t: Terms): string[] {
           .join('; '),
     );
   }
-  const flushRows = [...present.map(([name, c]) => [name, c.postern_flushes_by_thread_per_msg, c.postern_flushes_by_syscall, c.postfix_flushes_by_syscall] as const)];
+  const flushRows = [
+    ...present.map(
+      ([name, c]) =>
+        [
+          name,
+          c.postern_flushes_by_thread_per_msg,
+          c.postern_flushes_by_syscall,
+          c.postfix_flushes_by_syscall,
+        ] as const,
+    ),
+  ];
   const by = (m: Record<string, number> | null) =>
     m
       ? Object.entries(m)
@@ -317,12 +394,26 @@ export function termsLines(t: Terms): string[] {
   lines.push(
     'flushes (perf-counted fsync/fdatasync/syncfs; Postern per message by thread, calls in all): ' +
       [
-        ...flushRows.map(([name, threads, pSys, fSys]) => `${name}: Postern ${by(threads)} (calls ${by(pSys)}), Postfix calls ${by(fSys)}`),
-        ...(t.send ? [`POST /v1/send: ${by(t.send.flushes_by_thread_per_accept)} (calls ${by(t.send.flushes_by_syscall)})`] : []),
+        ...flushRows.map(
+          ([name, threads, pSys, fSys]) =>
+            `${name}: Postern ${by(threads)} (calls ${by(pSys)}), Postfix calls ${by(fSys)}`,
+        ),
+        ...(t.send
+          ? [
+              `POST /v1/send: ${by(t.send.flushes_by_thread_per_accept)} (calls ${by(t.send.flushes_by_syscall)})`,
+            ]
+          : []),
       ].join('; '),
   );
-  const unavailable = [...new Set([...present.map(([, c]) => c.flushes_unavailable), t.send?.flushes_unavailable].filter((w): w is string => !!w))];
-  if (unavailable.length > 0) lines.push(`flushes not counted (–) where: ${unavailable.join('; ')}`);
+  const unavailable = [
+    ...new Set(
+      [...present.map(([, c]) => c.flushes_unavailable), t.send?.flushes_unavailable].filter(
+        (w): w is string => !!w,
+      ),
+    ),
+  ];
+  if (unavailable.length > 0)
+    lines.push(`flushes not counted (–) where: ${unavailable.join('; ')}`);
   return lines;
 }
 

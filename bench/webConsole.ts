@@ -49,17 +49,34 @@ async function setUp(stateDir: string) {
   const db = openDatabase(stateDir, silentLogger());
   try {
     const config = buildConfig({ state_dir: stateDir }, {});
-    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
-    const project = (await createProject(ctx, 'bench-web', 'pro'));
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    const ctx = {
+      store: sqliteQueries(db),
+      clock: systemClock,
+      config,
+      spoolRoot: path.join(stateDir, 'spool'),
+    };
+    const project = await createProject(ctx, 'bench-web', 'pro');
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: '9',
+      tls: 'none',
+    });
     await createOperator(ctx, { email: 'bench@example.com', role: 'owner', password: PASSWORD });
-    return { live: (await createKey(ctx, project.id, 'live')).key, test: (await createKey(ctx, project.id, 'test')).key };
+    return {
+      live: (await createKey(ctx, project.id, 'live')).key,
+      test: (await createKey(ctx, project.id, 'test')).key,
+    };
   } finally {
     db.close();
   }
 }
 
-async function fill(production: string, sandbox: string, keys: { live: string; test: string }): Promise<void> {
+async function fill(
+  production: string,
+  sandbox: string,
+  keys: { live: string; test: string },
+): Promise<void> {
   let batches = 0;
   const total = Math.ceil(MESSAGES / 100);
   const worker = async () => {
@@ -76,7 +93,10 @@ async function fill(production: string, sandbox: string, keys: { live: string; t
       }));
       const res = await fetch(`${toSandbox ? sandbox : production}/v1/send/batch`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${toSandbox ? keys.test : keys.live}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${toSandbox ? keys.test : keys.live}`,
+          'content-type': 'application/json',
+        },
         body: JSON.stringify({ messages }),
       });
       if (res.status !== 207) throw new Error(`batch answered ${res.status}: ${await res.text()}`);
@@ -94,7 +114,10 @@ export async function webConsoleBench(): Promise<WebConsoleBench> {
   const stateDir = tempStateDir('postern-bench-web-');
   removeAfterBench(stateDir);
   const configFile = `${stateDir}/bench.json`;
-  writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ delivery: { enabled: false }, rate_limits: BENCH_RATE_LIMITS }),
+  );
   const keys = await setUp(stateDir);
   const server = await startBenchPostern(stateDir, configFile);
   const browser = await launchBrowser();
@@ -109,7 +132,10 @@ export async function webConsoleBench(): Promise<WebConsoleBench> {
     const signInRequest: number[] = [];
     const overviewRequest: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const ctx = await browser.newContext({ baseURL: consoleUrl, viewport: { width: 1280, height: 800 } });
+      const ctx = await browser.newContext({
+        baseURL: consoleUrl,
+        viewport: { width: 1280, height: 800 },
+      });
       const page = await ctx.newPage();
       await page.goto('/');
       await page.getByLabel('Email').fill('bench@example.com');
@@ -120,8 +146,11 @@ export async function webConsoleBench(): Promise<WebConsoleBench> {
       await page.locator('.tile-value').first().waitFor();
       await page.locator('.chart canvas').waitFor();
       firstScreen.push(Math.round(performance.now() - started));
-      const requests = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => ({ name: e.name, ms: e.duration })));
-      const took = (suffix: string) => Math.round(requests.filter((r) => r.name.endsWith(suffix)).pop()?.ms ?? NaN);
+      const requests = await page.evaluate(() =>
+        performance.getEntriesByType('resource').map((e) => ({ name: e.name, ms: e.duration })),
+      );
+      const took = (suffix: string) =>
+        Math.round(requests.filter((r) => r.name.endsWith(suffix)).pop()?.ms ?? NaN);
       signInRequest.push(took('/console/api/v1/session'));
       overviewRequest.push(took('/console/api/v1/overview'));
       const reloaded = performance.now();
@@ -136,7 +165,16 @@ export async function webConsoleBench(): Promise<WebConsoleBench> {
       list.push(Math.round(performance.now() - listStarted));
       await ctx.close();
     }
-    return { messages: MESSAGES, rounds: ROUNDS, first_screen_ms: stats(firstScreen), message_list_ms: stats(list), signed_in_open_ms: stats(signedInOpen), sign_in_request_ms: stats(signInRequest), overview_request_ms: stats(overviewRequest), fill_seconds: +fillSeconds.toFixed(1) };
+    return {
+      messages: MESSAGES,
+      rounds: ROUNDS,
+      first_screen_ms: stats(firstScreen),
+      message_list_ms: stats(list),
+      signed_in_open_ms: stats(signedInOpen),
+      sign_in_request_ms: stats(signInRequest),
+      overview_request_ms: stats(overviewRequest),
+      fill_seconds: +fillSeconds.toFixed(1),
+    };
   } finally {
     await browser.close();
     await server.stop();

@@ -17,11 +17,11 @@
  * nice value), so it uses only the CPU acceptance leaves, as the dispatcher does. `BENCH_WEBHOOK_CONFIG` (JSON) overrides webhook
  * settings for both measurements.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -34,10 +34,20 @@ import { createProject } from '../src/operator/projects.js';
 import { attachProvider } from '../src/operator/providers.js';
 import { addWebhook, removeWebhook } from '../src/operator/webhookEndpoints.js';
 import { openDatabase } from '../src/store/db.js';
-import { sqliteQueries } from '../src/store/queries.js';
 import { insertEvent } from '../src/store/events.js';
-import { tempStateDir, type SpawnedPostern } from '../test/support/postern.js';
-import { BENCH_RATE_LIMITS, countByStatus, cpuSeconds, peakRssMb, runLoad, sleep, startBenchPostern, removeAfterBench, type Completion } from './benchServer.js';
+import { sqliteQueries } from '../src/store/queries.js';
+import { type SpawnedPostern, tempStateDir } from '../test/support/postern.js';
+import {
+  BENCH_RATE_LIMITS,
+  type Completion,
+  countByStatus,
+  cpuSeconds,
+  peakRssMb,
+  removeAfterBench,
+  runLoad,
+  sleep,
+  startBenchPostern,
+} from './benchServer.js';
 
 export const WEBHOOK_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -46,9 +56,15 @@ const WINDOWS = Number(process.env.BENCH_WEBHOOK_WINDOWS ?? 24);
 const WINDOW_MS = Number(process.env.BENCH_WEBHOOK_WINDOW_SECONDS ?? 3) * 1000;
 const GUARD_MS = 500;
 const WARMUP_MS = 5000;
-const RECEIVER_PRIORITY: 'idle' | number = (process.env.BENCH_RECEIVER_PRIORITY ?? 'idle') === 'idle' ? 'idle' : Number(process.env.BENCH_RECEIVER_PRIORITY);
+const RECEIVER_PRIORITY: 'idle' | number =
+  (process.env.BENCH_RECEIVER_PRIORITY ?? 'idle') === 'idle'
+    ? 'idle'
+    : Number(process.env.BENCH_RECEIVER_PRIORITY);
 /** Webhook settings to try instead of the defaults (JSON), e.g. BENCH_WEBHOOK_CONFIG='{"nice":0}'. */
-const EXTRA_WEBHOOK_CONFIG = JSON.parse(process.env.BENCH_WEBHOOK_CONFIG ?? '{}') as Record<string, unknown>;
+const EXTRA_WEBHOOK_CONFIG = JSON.parse(process.env.BENCH_WEBHOOK_CONFIG ?? '{}') as Record<
+  string,
+  unknown
+>;
 
 // ---------------------------------------------------------------------------------------------
 // The receiver: a separate process (`node dist/bench/webhooks.js --receiver`)
@@ -70,7 +86,13 @@ interface ReceiverStats {
  */
 function runReceiver(): void {
   let secret = '';
-  const stats: ReceiverStats = { count: 0, distinct: 0, bad_signatures: 0, first_ms: 0, last_ms: 0 };
+  const stats: ReceiverStats = {
+    count: 0,
+    distinct: 0,
+    bad_signatures: 0,
+    first_ms: 0,
+    last_ms: 0,
+  };
   const seen = new Set<string>();
   const NO_CONTENT = Buffer.from('HTTP/1.1 204 No Content\r\n\r\n');
   const handle = (target: string, headers: Map<string, string>, raw: Buffer): Buffer => {
@@ -80,7 +102,9 @@ function runReceiver(): void {
     }
     if (target === '/__stats') {
       const body = JSON.stringify(stats);
-      return Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return Buffer.from(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
     }
     const m = /^t=(\d+),v1=([0-9a-f]{64})/.exec(headers.get('x-service-signature') ?? '');
     const expected = createHmac('sha256', secret).update(`${m?.[1]}.`).update(raw).digest();
@@ -111,10 +135,13 @@ function runReceiver(): void {
         const headers = new Map<string, string>();
         for (const line of lines.slice(1)) {
           const colon = line.indexOf(':');
-          if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+          if (colon > 0)
+            headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
         }
         if (headers.has('transfer-encoding')) {
-          socket.end('HTTP/1.1 411 Length Required\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+          socket.end(
+            'HTTP/1.1 411 Length Required\r\nconnection: close\r\ncontent-length: 0\r\n\r\n',
+          );
           return;
         }
         const length = Number(headers.get('content-length') ?? 0);
@@ -123,10 +150,13 @@ function runReceiver(): void {
         replies.push(handle(lines[0].split(' ')[1] ?? '/', headers, body));
         buffered = buffered.subarray(end + 4 + length);
       }
-      if (replies.length > 0) socket.write(replies.length === 1 ? replies[0] : Buffer.concat(replies));
+      if (replies.length > 0)
+        socket.write(replies.length === 1 ? replies[0] : Buffer.concat(replies));
     });
   });
-  server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`));
+  server.listen(0, '127.0.0.1', () =>
+    process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`),
+  );
 }
 
 interface Receiver {
@@ -139,7 +169,9 @@ interface Receiver {
 }
 
 async function startReceiver(): Promise<Receiver> {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--receiver'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--receiver'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const line = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.once('line', (l) => {
@@ -152,7 +184,9 @@ async function startReceiver(): Promise<Receiver> {
   // shared cores it runs at the dispatcher's priority, so it uses what acceptance leaves.
   if (RECEIVER_PRIORITY === 'idle') {
     // Every thread of it (util-linux chrt); without chrt it runs at normal priority.
-    spawnSync('chrt', ['--idle', '--all-tasks', '--pid', '0', String(child.pid)], { stdio: 'ignore' });
+    spawnSync('chrt', ['--idle', '--all-tasks', '--pid', '0', String(child.pid)], {
+      stdio: 'ignore',
+    });
   } else {
     try {
       os.setPriority(child.pid!, RECEIVER_PRIORITY);
@@ -193,10 +227,23 @@ async function setUp(receiverUrl: string | null): Promise<Setup> {
   const stateDir = tempStateDir('postern-bench-webhooks-');
   const db = openDatabase(stateDir, silentLogger());
   try {
-    const config = buildConfig({ state_dir: stateDir, webhooks: { allow_private_targets: true } }, {});
-    const ctx = { store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') };
+    const config = buildConfig(
+      { state_dir: stateDir, webhooks: { allow_private_targets: true } },
+      {},
+    );
+    const ctx = {
+      store: sqliteQueries(db),
+      clock: systemClock,
+      config,
+      spoolRoot: path.join(stateDir, 'spool'),
+    };
     const project = await createProject(ctx, 'bench-webhooks', 'pro');
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: '9',
+      tls: 'none',
+    });
     const key = (await createKey(ctx, project.id, 'live')).key;
     const secret = receiverUrl ? (await addWebhook(ctx, project.id, receiverUrl)).secret : null;
     return { stateDir, key, projectId: project.id, secret };
@@ -207,7 +254,10 @@ async function setUp(receiverUrl: string | null): Promise<Setup> {
 
 function writeConfig(setup: Setup, name: string, webhooks: Record<string, unknown>): string {
   const file = `${setup.stateDir}/${name}`;
-  writeFileSync(file, JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, webhooks }));
+  writeFileSync(
+    file,
+    JSON.stringify({ rate_limits: BENCH_RATE_LIMITS, delivery: { enabled: false }, webhooks }),
+  );
   return file;
 }
 
@@ -257,11 +307,20 @@ export async function webhookThroughputPhase(events = WEBHOOK_EVENTS): Promise<W
           status: 'queued',
           environment: 'production',
         };
-        await insertEvent(tx, { project_id: setup.projectId, message_id: uid, type: 'mail.accepted', created_at: now, data: JSON.stringify(data) });
+        await insertEvent(tx, {
+          project_id: setup.projectId,
+          message_id: uid,
+          type: 'mail.accepted',
+          created_at: now,
+          data: JSON.stringify(data),
+        });
       }
     });
     db.close();
-    const config = writeConfig(setup, 'webhooks-on.json', { allow_private_targets: true, ...EXTRA_WEBHOOK_CONFIG });
+    const config = writeConfig(setup, 'webhooks-on.json', {
+      allow_private_targets: true,
+      ...EXTRA_WEBHOOK_CONFIG,
+    });
     const server = await start(setup, config);
     try {
       const pid = server.child.pid!;
@@ -319,18 +378,38 @@ interface Window {
  * On windows: every accepted message is delivered as a webhook while the load goes on. The first
  * GUARD_MS of each window (the switch) is not counted.
  */
-async function alternatingAcceptPhase(receiver: Receiver, body: Buffer): Promise<{ windows: Window[]; completions: Completion[] }> {
+async function alternatingAcceptPhase(
+  receiver: Receiver,
+  body: Buffer,
+): Promise<{ windows: Window[]; completions: Completion[] }> {
   const setup = await setUp(null);
   try {
-    const config = writeConfig(setup, 'bench.json', { allow_private_targets: true, ...EXTRA_WEBHOOK_CONFIG });
+    const config = writeConfig(setup, 'bench.json', {
+      allow_private_targets: true,
+      ...EXTRA_WEBHOOK_CONFIG,
+    });
     const server = await start(setup, config);
     const control = openDatabase(setup.stateDir, silentLogger());
     try {
-      const ctx = { store: sqliteQueries(control), clock: systemClock, config: buildConfig({ state_dir: setup.stateDir, webhooks: { allow_private_targets: true } }, {}), spoolRoot: path.join(setup.stateDir, 'spool') };
+      const ctx = {
+        store: sqliteQueries(control),
+        clock: systemClock,
+        config: buildConfig(
+          { state_dir: setup.stateDir, webhooks: { allow_private_targets: true } },
+          {},
+        ),
+        spoolRoot: path.join(setup.stateDir, 'spool'),
+      };
       const pid = server.child.pid!;
       let stop!: () => void;
       const until = new Promise<void>((resolve) => (stop = resolve));
-      const load = runLoad(new URL('/v1/send', server.production), { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' }, body, until, CONCURRENCY);
+      const load = runLoad(
+        new URL('/v1/send', server.production),
+        { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' },
+        body,
+        until,
+        CONCURRENCY,
+      );
       // A longer warm-up here: the server's JIT and page cache settle in the first seconds.
       await sleep(WARMUP_MS);
       const windows: Window[] = [];
@@ -347,10 +426,24 @@ async function alternatingAcceptPhase(receiver: Receiver, body: Buffer): Promise
           hook = null;
         }
         await sleep(GUARD_MS);
-        const before = { stats: await receiver.stats(), cpu: cpuSeconds(pid), at: performance.now() };
+        const before = {
+          stats: await receiver.stats(),
+          cpu: cpuSeconds(pid),
+          at: performance.now(),
+        };
         await sleep(WINDOW_MS - GUARD_MS);
-        const after = { stats: await receiver.stats(), cpu: cpuSeconds(pid), at: performance.now() };
-        windows.push({ webhooks: on, start: before.at, end: after.at, delivered: after.stats.count - before.stats.count, serverCpu: (after.cpu - before.cpu) / ((after.at - before.at) / 1000) });
+        const after = {
+          stats: await receiver.stats(),
+          cpu: cpuSeconds(pid),
+          at: performance.now(),
+        };
+        windows.push({
+          webhooks: on,
+          start: before.at,
+          end: after.at,
+          delivered: after.stats.count - before.stats.count,
+          serverCpu: (after.cpu - before.cpu) / ((after.at - before.at) / 1000),
+        });
       }
       stop();
       const completions = await load;
@@ -392,13 +485,24 @@ export interface WebhookBench {
 }
 
 function percentile(sorted: number[], p: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  return sorted.length === 0
+    ? NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 export async function webhookBench(): Promise<WebhookBench> {
   const throughput = await webhookThroughputPhase();
-  const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(18).slice(0, 1024);
-  const body = Buffer.from(JSON.stringify({ from: 'Bench <bench@example.com>', to: 'rcpt@example.org', subject: 'Benchmark message', text }));
+  const text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '
+    .repeat(18)
+    .slice(0, 1024);
+  const body = Buffer.from(
+    JSON.stringify({
+      from: 'Bench <bench@example.com>',
+      to: 'rcpt@example.org',
+      subject: 'Benchmark message',
+      text,
+    }),
+  );
   const receiver = await startReceiver();
   let run: { windows: Window[]; completions: Completion[] };
   try {
@@ -435,7 +539,9 @@ export async function webhookBench(): Promise<WebhookBench> {
       slowdown_percent: +((1 - delivering.per_s / idle.per_s) * 100).toFixed(1),
       per_window: run.windows.map((w) => ({
         webhooks: w.webhooks,
-        accepts_per_s: Math.round(inWindow(w).filter((c) => c.ok).length / ((w.end - w.start) / 1000)),
+        accepts_per_s: Math.round(
+          inWindow(w).filter((c) => c.ok).length / ((w.end - w.start) / 1000),
+        ),
         deliveries_per_s: Math.round(w.delivered / ((w.end - w.start) / 1000)),
       })),
     },
@@ -456,4 +562,9 @@ export function webhookLines(b: WebhookBench): string[] {
   ];
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) && process.argv[2] === '--receiver') runReceiver();
+if (
+  process.argv[1] &&
+  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) &&
+  process.argv[2] === '--receiver'
+)
+  runReceiver();

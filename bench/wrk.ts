@@ -18,7 +18,9 @@ export interface WrkResult {
 }
 
 export function wrkAvailable(): boolean {
-  return process.env.BENCH_GENERATOR !== 'node' && spawnSync('wrk', ['--version']).error === undefined;
+  return (
+    process.env.BENCH_GENERATOR !== 'node' && spawnSync('wrk', ['--version']).error === undefined
+  );
 }
 
 const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
@@ -33,12 +35,21 @@ function durationMs(text: string): number {
  * Runs `connections` keep-alive connections against `urls` for `seconds`: one wrk thread per URL
  * (they share its path), each with `connections / urls.length` of them on its own server.
  */
-export function runWrk(urls: URL[], method: string, headers: Record<string, string>, body: Buffer | null, connections: number, seconds: number): WrkResult {
+export function runWrk(
+  urls: URL[],
+  method: string,
+  headers: Record<string, string>,
+  body: Buffer | null,
+  connections: number,
+  seconds: number,
+): WrkResult {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'postern-wrk-'));
   try {
     const lua = [
       `wrk.method = ${JSON.stringify(method)}`,
-      ...Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
+      ...Object.entries(headers).map(
+        ([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`,
+      ),
       body ? `wrk.body = ${JSON.stringify(body.toString('utf8'))}` : '',
       // wrk calls setup() once per thread, in order, before any connects: thread n goes to urls[n].
       ...(urls.length > 1
@@ -56,14 +67,29 @@ export function runWrk(urls: URL[], method: string, headers: Record<string, stri
     writeFileSync(path.join(dir, 'request.lua'), lua);
     // --timeout: wrk's default (2 s) would count a slower answer as an error and leave it out of the
     // percentiles (a node on a loaded database answers in seconds).
-    const run = spawnSync('wrk', [`-t${urls.length}`, `-c${connections}`, `-d${seconds}s`, '--timeout', '30s', '--latency', '-s', path.join(dir, 'request.lua'), urls[0].href], { encoding: 'utf8' });
+    const run = spawnSync(
+      'wrk',
+      [
+        `-t${urls.length}`,
+        `-c${connections}`,
+        `-d${seconds}s`,
+        '--timeout',
+        '30s',
+        '--latency',
+        '-s',
+        path.join(dir, 'request.lua'),
+        urls[0].href,
+      ],
+      { encoding: 'utf8' },
+    );
     if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
     const out = run.stdout;
     const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
     const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
     const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
     const socketErrors = socket ? socket.slice(1).reduce((a, n) => a + Number(n), 0) : 0;
-    const pct = (p: number) => durationMs(new RegExp(`^\\s+${p}%\\s+(\\S+)`, 'm').exec(out)?.[1] ?? 'NaN');
+    const pct = (p: number) =>
+      durationMs(new RegExp(`^\\s+${p}%\\s+(\\S+)`, 'm').exec(out)?.[1] ?? 'NaN');
     return { requests, errors: non2xx + socketErrors, seconds, p50Ms: pct(50), p99Ms: pct(99) };
   } finally {
     rmSync(dir, { recursive: true, force: true });

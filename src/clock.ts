@@ -32,6 +32,7 @@ export function clockFromEnvironment(env: NodeJS.ProcessEnv = process.env): Cloc
   const raw = env.POSTERN_CLOCK_OFFSET_MS;
   if (raw === undefined || raw === '') return systemClock;
   const offset = Number(raw);
-  if (!Number.isFinite(offset)) throw new Error('POSTERN_CLOCK_OFFSET_MS must be a number of milliseconds');
+  if (!Number.isFinite(offset))
+    throw new Error('POSTERN_CLOCK_OFFSET_MS must be a number of milliseconds');
   return offsetClock(offset);
 }

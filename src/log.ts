@@ -1,4 +1,4 @@
-import { pino, stdSerializers, type Logger } from 'pino';
+import { type Logger, pino, stdSerializers } from 'pino';
 
 export type { Logger };
 
@@ -21,7 +21,9 @@ interface Segment {
 function leniently(text: string): string {
   let out = text;
   for (let i = 0; i < 3 && out.includes('%'); i++) {
-    const decoded = out.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    const decoded = out.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) =>
+      String.fromCharCode(parseInt(hex, 16)),
+    );
     if (decoded === out) break;
     out = decoded;
   }
@@ -33,7 +35,11 @@ function lenientSegments(path: string): Segment[] {
   const segments: Segment[] = [];
   const push = (raw: string, start: number, next: number) => {
     const parts = leniently(raw).split(/[\\/]/);
-    for (const part of parts) segments.push({ name: part.split(';')[0].toLowerCase(), next: parts.length === 1 ? next : start });
+    for (const part of parts)
+      segments.push({
+        name: part.split(';')[0].toLowerCase(),
+        next: parts.length === 1 ? next : start,
+      });
   };
   let start = 0;
   for (const m of path.matchAll(PATH_SEPARATOR)) {
@@ -63,12 +69,12 @@ export function maskPathSecrets(path: string): string {
     if (s.name === '..') resolved.pop();
     else resolved.push(s);
   }
-  const from = Math.min(
-    secretStart(all.filter((s) => s.name !== '..')),
-    secretStart(resolved),
-  );
+  const from = Math.min(secretStart(all.filter((s) => s.name !== '..')), secretStart(resolved));
   if (from >= path.length) return path;
-  const body = /\/body$/.test(path) && path.length - 5 > from && !/[/\\%]/.test(path.slice(from, -5)) ? '/body' : '';
+  const body =
+    /\/body$/.test(path) && path.length - 5 > from && !/[/\\%]/.test(path.slice(from, -5))
+      ? '/body'
+      : '';
   return `${path.slice(0, from)}***${body}`;
 }
 
@@ -110,8 +116,21 @@ export function createLogger(level: string = process.env.POSTERN_LOG_LEVEL ?? 'i
       redact: {
         // Each `*.` path costs every log line about 1 µs: new names go at the top level only.
         paths: [
-          'key', 'api_key', 'apiKey', 'password', 'pass', 'secret', 'webhook_secret', 'token', 'authorization',
-          '*.authorization', '*.key', '*.password', '*.pass', '*.secret', 'headers.authorization',
+          'key',
+          'api_key',
+          'apiKey',
+          'password',
+          'pass',
+          'secret',
+          'webhook_secret',
+          'token',
+          'authorization',
+          '*.authorization',
+          '*.key',
+          '*.password',
+          '*.pass',
+          '*.secret',
+          'headers.authorization',
         ],
         censor: '[redacted]',
       },

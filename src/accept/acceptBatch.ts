@@ -1,11 +1,11 @@
 import type { Clock } from '../clock.js';
 import { ContractError, type ErrorEnvelope } from '../contract/errors.js';
 import type { BatchAccepted } from '../contract/types.gen.js';
+import { TimeSlices } from '../platform/timeSlices.js';
 import type { AuthContext } from '../policy/apiKeys.js';
 import type { AcceptPipeline } from './acceptMessage.js';
-import { TimeSlices } from '../platform/timeSlices.js';
 import { checkMessageBody, type MessageCheck } from './messageRules.js';
-import { toOutgoingMessage, type OutgoingMessage } from './outgoingMessage.js';
+import { type OutgoingMessage, toOutgoingMessage } from './outgoingMessage.js';
 
 const CHECK_SLICE_MS = 2;
 
@@ -36,6 +36,8 @@ export async function acceptBatch(
   return checked.map((c) => {
     if (!c.ok) return ContractError.validation(c.details).toEnvelope();
     const outcome = outcomes[next++];
-    return outcome instanceof ContractError ? outcome.toEnvelope() : { id: outcome.id, status: outcome.status };
+    return outcome instanceof ContractError
+      ? outcome.toEnvelope()
+      : { id: outcome.id, status: outcome.status };
   });
 }

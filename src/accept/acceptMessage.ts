@@ -1,26 +1,31 @@
 import type { Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from '../commit/acceptance.js';
+import type { AcceptanceCommits } from '../commit/nodeStore.js';
 import { domainOf } from '../contract/address.js';
-import { initialStatus } from '../contract/messageStates.js';
 import { ContractError } from '../contract/errors.js';
-import { DISK_RETRY_AFTER_SECONDS, type DiskGuard } from '../platform/diskSpace.js';
-import { countAccepted } from '../platform/metrics.js';
-import { idempotencyKeyError } from '../contract/validators.js';
+import { initialStatus } from '../contract/messageStates.js';
 import type { SendAccepted, Status } from '../contract/types.gen.js';
+import { idempotencyKeyError } from '../contract/validators.js';
 import { newMessageId } from '../ids.js';
 import type { Logger } from '../log.js';
-import type { AuthContext } from '../policy/apiKeys.js';
-import { checkProjectPolicy } from '../policy/projectPolicy.js';
-import { usageRefusal, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
-import type { AcceptanceOutcome, AcceptanceRecord } from '../commit/acceptance.js';
-import { findIdempotentResponse } from '../store/idempotency.js';
-import { indexAnswers, type Queries } from '../store/queries.js';
-import type { AcceptanceCommits } from '../commit/nodeStore.js';
-import type { HoldReason } from '../store/messages.js';
-import { BODY_IN_INDEX } from '../store/messageBodies.js';
-import { createTempFileStream, type Spool } from '../spool/spool.js';
 import { ingestMessage } from '../mime/ingest.js';
 import { MessageStructureRefused } from '../mime/structureLimits.js';
+import { DISK_RETRY_AFTER_SECONDS, type DiskGuard } from '../platform/diskSpace.js';
+import { countAccepted } from '../platform/metrics.js';
+import type { AuthContext } from '../policy/apiKeys.js';
+import { checkProjectPolicy } from '../policy/projectPolicy.js';
+import {
+  type LimitSettings,
+  type Refusal,
+  type UsageFacts,
+  usageRefusal,
+} from '../policy/usageLimits.js';
+import { createTempFileStream, type Spool } from '../spool/spool.js';
+import { findIdempotentResponse } from '../store/idempotency.js';
+import { BODY_IN_INDEX } from '../store/messageBodies.js';
+import type { HoldReason } from '../store/messages.js';
+import { indexAnswers, type Queries } from '../store/queries.js';
 import { BODY_MAX_LENGTH } from './messageRules.js';
 import type { MessageFacts, OutgoingMessage } from './outgoingMessage.js';
 import { judgeSmtpMessage } from './smtpMessage.js';
@@ -67,15 +72,30 @@ interface InitialState {
 
 /** The status by the transition table's precedence (contract/messageStates.ts): captured, paused, scheduled, else queued. */
 export function initialState(auth: AuthContext, message: MessageFacts): InitialState {
-  const holdReason: HoldReason = message.paused ? 'request' : auth.project.paused ? 'project' : null;
+  const holdReason: HoldReason = message.paused
+    ? 'request'
+    : auth.project.paused
+      ? 'project'
+      : null;
   const paused = holdReason !== null;
-  return { status: initialStatus({ sandbox: auth.environment === 'sandbox', held: paused, scheduled: message.scheduledAt !== null }), paused, holdReason };
+  return {
+    status: initialStatus({
+      sandbox: auth.environment === 'sandbox',
+      held: paused,
+      scheduled: message.scheduledAt !== null,
+    }),
+    paused,
+    holdReason,
+  };
 }
 
 export function refusalError(refusal: Refusal): ContractError {
   return new ContractError(refusal.code, {
     message: refusal.message,
-    headers: refusal.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(refusal.retryAfterSeconds) },
+    headers:
+      refusal.retryAfterSeconds === undefined
+        ? undefined
+        : { 'Retry-After': String(refusal.retryAfterSeconds) },
   });
 }
 
@@ -98,17 +118,29 @@ export class AcceptPipeline {
 
   /** `storage_low` below spool.min_free_bytes: the doors call it before reading a message, the pipeline again before writing. */
   checkDiskSpace(): void {
-    if (this.deps.disk?.low) throw new ContractError('storage_low', { headers: { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) } });
+    if (this.deps.disk?.low)
+      throw new ContractError('storage_low', {
+        headers: { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) },
+      });
   }
 
   /** At most one attempt per (project, environment, Idempotency-Key) at a time: a repeat gets the stored 202 (the first body wins). */
-  async idempotent(auth: AuthContext, key: string | null, attempt: () => Promise<SendAccepted>): Promise<SendAccepted> {
+  async idempotent(
+    auth: AuthContext,
+    key: string | null,
+    attempt: () => Promise<SendAccepted>,
+  ): Promise<SendAccepted> {
     if (key === null) return attempt();
     const formatError = idempotencyKeyError(key);
     if (formatError) throw new ContractError(formatError);
     const slot = `${auth.project.id}\u0000${auth.environment}\u0000${key}`;
     for (;;) {
-      const stored = await findIdempotentResponse(this.deps.store, auth.project.id, auth.environment, key);
+      const stored = await findIdempotentResponse(
+        this.deps.store,
+        auth.project.id,
+        auth.environment,
+        key,
+      );
       if (stored) return JSON.parse(stored) as SendAccepted;
       const running = this.inFlight.get(slot);
       if (!running) break;
@@ -132,7 +164,11 @@ export class AcceptPipeline {
   }
 
   /** An SMTP message: rewritten, spooled, parsed and judged by the Message rules; one not accepted leaves no file behind. */
-  async acceptReceived(auth: AuthContext, received: ReceivedData, opts: ReceivedOptions): Promise<SendAccepted> {
+  async acceptReceived(
+    auth: AuthContext,
+    received: ReceivedData,
+    opts: ReceivedOptions,
+  ): Promise<SendAccepted> {
     const { spool, writers, clock } = this.deps;
     this.checkDiskSpace();
     const now = clock.now();
@@ -146,7 +182,10 @@ export class AcceptPipeline {
       const { parsed: mail, held } = await asRefusal(
         'whole' in received
           ? writers.ingest(received.whole, tmpPath, options)
-          : ingestMessage(received.stream, options, createTempFileStream(tmpPath), { maxBytes: opts.maxBytes, bodyMaxLength: BODY_MAX_LENGTH }).then((parsed) => ({ parsed, held: undefined })),
+          : ingestMessage(received.stream, options, createTempFileStream(tmpPath), {
+              maxBytes: opts.maxBytes,
+              bodyMaxLength: BODY_MAX_LENGTH,
+            }).then((parsed) => ({ parsed, held: undefined })),
       );
       if (held) tempFileOurs = false;
       const judged = judgeSmtpMessage(mail, opts.recipients, clock.now());
@@ -159,13 +198,25 @@ export class AcceptPipeline {
           return { relPath, tmpPath, size: mail.size };
         },
       };
-      return await this.idempotent(auth, judged.idempotencyKey, () => this.acceptFrom(auth, judged.facts, { source: 'smtp', idempotencyKey: judged.idempotencyKey }, source));
+      return await this.idempotent(auth, judged.idempotencyKey, () =>
+        this.acceptFrom(
+          auth,
+          judged.facts,
+          { source: 'smtp', idempotencyKey: judged.idempotencyKey },
+          source,
+        ),
+      );
     } finally {
       if (tempFileOurs) spool.removeTempSync(tmpPath);
     }
   }
 
-  private async acceptFrom(auth: AuthContext, facts: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<SendAccepted> {
+  private async acceptFrom(
+    auth: AuthContext,
+    facts: MessageFacts,
+    opts: AcceptOptions,
+    source: MimeSource,
+  ): Promise<SendAccepted> {
     await this.checkPolicy(auth, facts);
     const spooled = await this.spool(auth, facts, opts, source);
     const [outcome] = await this.commit([spooled]);
@@ -178,7 +229,11 @@ export class AcceptPipeline {
   }
 
   /** Committed in request order, so a cap that runs out part-way refuses exactly the later ones. */
-  async acceptMany(auth: AuthContext, messages: OutgoingMessage[], opts: AcceptOptions): Promise<(SendAccepted | ContractError)[]> {
+  async acceptMany(
+    auth: AuthContext,
+    messages: OutgoingMessage[],
+    opts: AcceptOptions,
+  ): Promise<(SendAccepted | ContractError)[]> {
     const spooled = await Promise.all(
       messages.map(async (message) => {
         try {
@@ -198,11 +253,22 @@ export class AcceptPipeline {
     const { store, clock, limits } = this.deps;
     if (!limits.enabled) return;
     await checkProjectPolicy(store, auth, message);
-    const refusal = await usageRefusal(store, usageFacts(auth, message, 0), auth.project.plan, limits, clock.now());
+    const refusal = await usageRefusal(
+      store,
+      usageFacts(auth, message, 0),
+      auth.project.plan,
+      limits,
+      clock.now(),
+    );
     if (refusal) throw refusalError(refusal);
   }
 
-  private async spool(auth: AuthContext, message: MessageFacts, opts: AcceptOptions, source: MimeSource): Promise<Spooled> {
+  private async spool(
+    auth: AuthContext,
+    message: MessageFacts,
+    opts: AcceptOptions,
+    source: MimeSource,
+  ): Promise<Spooled> {
     const { clock, logger } = this.deps;
     this.checkDiskSpace();
     const now = clock.now();
@@ -225,7 +291,11 @@ export class AcceptPipeline {
       logger.error({ err, message_id: id }, 'spool write failed');
       throw new ContractError('server_error');
     }
-    const recipients = { to: message.to.map((m) => m.email), cc: message.cc.map((m) => m.email), bcc: message.bcc.map((m) => m.email) };
+    const recipients = {
+      to: message.to.map((m) => m.email),
+      cc: message.cc.map((m) => m.email),
+      bcc: message.bcc.map((m) => m.email),
+    };
     const record: AcceptanceRecord = {
       message: {
         id,
@@ -249,10 +319,18 @@ export class AcceptPipeline {
         idempotency_key: opts.idempotencyKey,
         created_at: now,
         updated_at: now,
-        next_attempt_at: state.status === 'queued' ? now : state.status === 'scheduled' ? message.scheduledAt!.at : null,
+        next_attempt_at:
+          state.status === 'queued'
+            ? now
+            : state.status === 'scheduled'
+              ? message.scheduledAt!.at
+              : null,
       },
       body: 'held' in written ? written.held : null,
-      idempotency: opts.idempotencyKey === null ? null : { key: opts.idempotencyKey, response: JSON.stringify(response) },
+      idempotency:
+        opts.idempotencyKey === null
+          ? null
+          : { key: opts.idempotencyKey, response: JSON.stringify(response) },
       usage: usageFacts(auth, message, written.size),
       event: {
         project_id: auth.project.id,
@@ -274,31 +352,66 @@ export class AcceptPipeline {
         }),
       },
     };
-    return { response, file: 'held' in written ? null : { relPath: written.relPath, tmpPath: written.tmpPath }, record };
+    return {
+      response,
+      file: 'held' in written ? null : { relPath: written.relPath, tmpPath: written.tmpPath },
+      record,
+    };
   }
 
   /** A refused, duplicate or failed unit removes its own file. */
   private async commit(units: Spooled[]): Promise<(SendAccepted | ContractError)[]> {
     const { spool, indexWriter, logger, onDue } = this.deps;
     const settled = await Promise.allSettled(
-      indexWriter.submitMany(units.map((u) => ({ file: u.file && { tmpPath: u.file.tmpPath, finalPath: spool.absolute(u.file.relPath) }, record: u.record }))),
+      indexWriter.submitMany(
+        units.map((u) => ({
+          file: u.file && { tmpPath: u.file.tmpPath, finalPath: spool.absolute(u.file.relPath) },
+          record: u.record,
+        })),
+      ),
     );
-    if (onDue && settled.some((r, i) => r.status === 'fulfilled' && r.value.kind === 'stored' && units[i].record.message.status === 'queued')) onDue();
+    if (
+      onDue &&
+      settled.some(
+        (r, i) =>
+          r.status === 'fulfilled' &&
+          r.value.kind === 'stored' &&
+          units[i].record.message.status === 'queued',
+      )
+    )
+      onDue();
     return Promise.all(
       settled.map(async (result, i): Promise<SendAccepted | ContractError> => {
         const unit = units[i];
-        const outcome: AcceptanceOutcome | null = result.status === 'fulfilled' ? result.value : null;
+        const outcome: AcceptanceOutcome | null =
+          result.status === 'fulfilled' ? result.value : null;
         if (outcome?.kind === 'stored') {
           const m = unit.record.message;
           // Checked first: at info the line's object would be built for every message and dropped.
-          if (logger.isLevelEnabled('debug')) logger.debug({ message_id: m.id, project_id: m.project_id, status: m.status, source: m.source, size: m.size_bytes }, 'message accepted');
+          if (logger.isLevelEnabled('debug'))
+            logger.debug(
+              {
+                message_id: m.id,
+                project_id: m.project_id,
+                status: m.status,
+                source: m.source,
+                size: m.size_bytes,
+              },
+              'message accepted',
+            );
           countAccepted(m.source, m.environment);
           return unit.response;
         }
         if (unit.file) await spool.removeUnpublished(unit.file).catch(() => undefined);
         if (outcome?.kind === 'duplicate') return JSON.parse(outcome.response) as SendAccepted;
         if (outcome?.kind === 'refused') return refusalError(outcome.refusal);
-        logger.error({ err: result.status === 'rejected' ? result.reason : undefined, message_id: unit.response.id }, 'index commit failed');
+        logger.error(
+          {
+            err: result.status === 'rejected' ? result.reason : undefined,
+            message_id: unit.response.id,
+          },
+          'index commit failed',
+        );
         return new ContractError('server_error');
       }),
     );
@@ -306,7 +419,13 @@ export class AcceptPipeline {
 }
 
 function usageFacts(auth: AuthContext, message: MessageFacts, bytes: number): UsageFacts {
-  return { projectId: auth.project.id, environment: auth.environment, senderDomain: domainOf(message.from.email), category: message.category, bytes };
+  return {
+    projectId: auth.project.id,
+    environment: auth.environment,
+    senderDomain: domainOf(message.from.email),
+    category: message.category,
+    bytes,
+  };
 }
 
 function structureError(err: MessageStructureRefused): ContractError {

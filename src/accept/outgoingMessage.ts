@@ -1,4 +1,4 @@
-import { toMailbox, type Mailbox } from '../contract/address.js';
+import { type Mailbox, toMailbox } from '../contract/address.js';
 import type { Address, Message, Recipients } from '../contract/types.gen.js';
 import type { MessageContent } from '../mime/composeMime.js';
 
@@ -33,8 +33,12 @@ function list(value: Recipients | undefined): Mailbox[] {
  * A string map without its undefined entries. Built with Object.fromEntries, which defines each
  * key: assigning `map["__proto__"] = v` would set the prototype instead and drop the entry.
  */
-function definedEntries(map: Record<string, string | undefined> | null | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(map ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined));
+function definedEntries(
+  map: Record<string, string | undefined> | null | undefined,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(map ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }
 
 /** Normalises a body that has passed every validation rule. */
@@ -61,9 +65,12 @@ export function toOutgoingMessage(body: Message): OutgoingMessage {
     tags: body.tags ?? [],
     metadata,
     category: body.category ?? null,
-    scheduledAt: body.scheduled_at ? { raw: body.scheduled_at, at: Date.parse(body.scheduled_at) } : null,
+    scheduledAt: body.scheduled_at
+      ? { raw: body.scheduled_at, at: Date.parse(body.scheduled_at) }
+      : null,
     paused: body.paused === true,
     routing: { provider: body.routing?.provider ?? null, strategy: body.routing?.strategy ?? null },
-    providerOptions: (body.provider_options as Record<string, Record<string, string>> | null | undefined) ?? null,
+    providerOptions:
+      (body.provider_options as Record<string, Record<string, string>> | null | undefined) ?? null,
   };
 }

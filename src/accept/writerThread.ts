@@ -2,28 +2,58 @@
 import { rmSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { composedAsStream, composeMime, composeMimeStream } from '../mime/composeMime.js';
-import { ingestBufferedMessage, type IngestOptions, type ParsedMail } from '../mime/ingest.js';
-import { structureRefusal, type StructureProblem } from '../mime/structureLimits.js';
+import { type IngestOptions, ingestBufferedMessage, type ParsedMail } from '../mime/ingest.js';
+import { type StructureProblem, structureRefusal } from '../mime/structureLimits.js';
 import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
 import { writeTempFileFrom, writeTempFileSync } from '../spool/spool.js';
 import type { OutgoingMessage } from './outgoingMessage.js';
 
 /** Handed back whole (`held`) when at most `heldMaxBytes`, else written to `tmpPath` (into `reusePath`, a retired file, if given). */
 export type WriteTask =
-  | { kind: 'compose'; seq: number; id: string; message: OutgoingMessage; dateMs: number; tmpPath: string; reusePath?: string; heldMaxBytes: number }
-  | { kind: 'ingest'; seq: number; data: Uint8Array; tmpPath: string; reusePath?: string; heldMaxBytes: number; options: IngestOptions }
+  | {
+      kind: 'compose';
+      seq: number;
+      id: string;
+      message: OutgoingMessage;
+      dateMs: number;
+      tmpPath: string;
+      reusePath?: string;
+      heldMaxBytes: number;
+    }
+  | {
+      kind: 'ingest';
+      seq: number;
+      data: Uint8Array;
+      tmpPath: string;
+      reusePath?: string;
+      heldMaxBytes: number;
+      options: IngestOptions;
+    }
   | { kind: 'ready'; seq: number };
 
 /** `held` is moved, not copied, to the event loop. `refused`: the sender's fault, nothing written. */
 export type WriteResult =
-  | { seq: number; ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array; refused?: StructureProblem }
+  | {
+      seq: number;
+      ok: true;
+      size: number;
+      parsed?: ParsedMail;
+      held?: Uint8Array;
+      refused?: StructureProblem;
+    }
   | { seq: number; ok: false; error: string };
 
 nameThisThread(THREAD_NAMES.spoolWriter);
 
 /** Buffers arrive as plain Uint8Arrays after structured cloning. */
 function revive(message: OutgoingMessage): OutgoingMessage {
-  return { ...message, attachments: message.attachments.map((a) => ({ ...a, content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength) })) };
+  return {
+    ...message,
+    attachments: message.attachments.map((a) => ({
+      ...a,
+      content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength),
+    })),
+  };
 }
 
 /** A small Buffer is a slice of a shared pool: moving the pool would take every other Buffer in it along. */
@@ -81,11 +111,16 @@ async function handle(task: WriteTask): Promise<WriteResult> {
     const message = revive(task.message);
     const date = new Date(task.dateMs);
     if (composedAsStream(message)) {
-      const size = await writeTempFileFrom(task.tmpPath, composeMimeStream(task.id, message, date), task.reusePath);
+      const size = await writeTempFileFrom(
+        task.tmpPath,
+        composeMimeStream(task.id, message, date),
+        task.reusePath,
+      );
       return { seq: task.seq, ok: true, size };
     }
     const mime = await composeMime(task.id, message, date);
-    if (mime.length <= task.heldMaxBytes) return { seq: task.seq, ok: true, size: mime.length, held: ownedCopy(mime) };
+    if (mime.length <= task.heldMaxBytes)
+      return { seq: task.seq, ok: true, size: mime.length, held: ownedCopy(mime) };
     writeTempFileSync(task.tmpPath, mime, task.reusePath);
     return { seq: task.seq, ok: true, size: mime.length };
   } catch (err) {

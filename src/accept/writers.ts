@@ -12,7 +12,13 @@ import type { WriteResult, WriteTask } from './writerThread.js';
 /** Tasks waiting on a thread before the next one is woken for more. */
 const SPILL_AT = 4;
 
-type Done = { ok: true; size: number; parsed?: ParsedMail; held?: Uint8Array; refused?: StructureProblem };
+type Done = {
+  ok: true;
+  size: number;
+  parsed?: ParsedMail;
+  held?: Uint8Array;
+  refused?: StructureProblem;
+};
 
 interface Waiter {
   resolve: (done: Done) => void;
@@ -48,7 +54,8 @@ const MOVED_ATTACHMENT_BYTES = 64 * 1024;
 function attachmentBuffers(message: OutgoingMessage): ArrayBuffer[] {
   const moved = new Set<ArrayBuffer>();
   for (const a of message.attachments) {
-    if (a.content.byteLength >= MOVED_ATTACHMENT_BYTES && a.content.buffer instanceof ArrayBuffer) moved.add(a.content.buffer);
+    if (a.content.byteLength >= MOVED_ATTACHMENT_BYTES && a.content.buffer instanceof ArrayBuffer)
+      moved.add(a.content.buffer);
   }
   return [...moved];
 }
@@ -99,7 +106,9 @@ export class SpoolWriters {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(new URL('./writerThread.js', import.meta.url), { name: THREAD_NAMES.spoolWriter });
+    const worker = new Worker(new URL('./writerThread.js', import.meta.url), {
+      name: THREAD_NAMES.spoolWriter,
+    });
     const channel = new ThreadChannel<WriteResult>(worker, { name: 'spool writer' });
     const seq = ++this.seq;
     const loaded = channel.expect(seq).then(() => undefined);
@@ -128,7 +137,15 @@ export class SpoolWriters {
   async write(id: string, message: OutgoingMessage, nowMs: number): Promise<SpooledMessage> {
     const relPath = this.spool.relativePathFor(id, nowMs);
     const tmpPath = this.spool.tempPathFor(relPath);
-    const task: WriteTask = { kind: 'compose', seq: ++this.seq, id, message, dateMs: nowMs, tmpPath, ...this.target() };
+    const task: WriteTask = {
+      kind: 'compose',
+      seq: ++this.seq,
+      id,
+      message,
+      dateMs: nowMs,
+      tmpPath,
+      ...this.target(),
+    };
     const { size, held, refused } = await this.submit(task, attachmentBuffers(message));
     if (refused) this.refuse(task, refused);
     this.returnUnused(task, held);
@@ -141,9 +158,23 @@ export class SpoolWriters {
    * (Buffer.allocUnsafeSlow) is moved to the thread, not copied. Throws MessageStructureRefused
    * when the message passes a structure limit (structureLimits.ts); nothing is kept then.
    */
-  async ingest(data: Buffer, tmpPath: string, options: IngestOptions): Promise<{ parsed: ParsedMail; held?: Uint8Array }> {
-    const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? (data.buffer as ArrayBuffer) : undefined;
-    const task: WriteTask = { kind: 'ingest', seq: ++this.seq, data, tmpPath, options, ...this.target() };
+  async ingest(
+    data: Buffer,
+    tmpPath: string,
+    options: IngestOptions,
+  ): Promise<{ parsed: ParsedMail; held?: Uint8Array }> {
+    const owned =
+      data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
+        ? (data.buffer as ArrayBuffer)
+        : undefined;
+    const task: WriteTask = {
+      kind: 'ingest',
+      seq: ++this.seq,
+      data,
+      tmpPath,
+      options,
+      ...this.target(),
+    };
     const { parsed, held, refused } = await this.submit(task, owned ? [owned] : []);
     if (refused) this.refuse(task, refused);
     this.returnUnused(task, held);
@@ -161,7 +192,8 @@ export class SpoolWriters {
    * again must not use up the files kept for reuse.
    */
   private refuse(task: { reusePath?: string }, problem: StructureProblem): never {
-    if (task.reusePath !== undefined && existsSync(task.reusePath)) this.spool.returnFree(task.reusePath);
+    if (task.reusePath !== undefined && existsSync(task.reusePath))
+      this.spool.returnFree(task.reusePath);
     throw new MessageStructureRefused(problem);
   }
 

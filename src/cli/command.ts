@@ -28,16 +28,19 @@ export function commandLogger(): Logger {
   return createLogger(process.env.POSTERN_LOG_LEVEL ?? 'warn');
 }
 
-export const str = (v: string | string[] | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+export const str = (v: string | string[] | boolean | undefined): string | undefined =>
+  typeof v === 'string' ? v : undefined;
 
 /** A repeatable flag's values (`--project A --project B`). */
-export const strs = (v: string | string[] | boolean | undefined): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? [v] : []);
+export const strs = (v: string | string[] | boolean | undefined): string[] =>
+  Array.isArray(v) ? v : typeof v === 'string' ? [v] : [];
 
 /** A whole number flag, or undefined when absent. */
 export function int(name: string, v: string | string[] | boolean | undefined): number | undefined {
   const s = str(v);
   if (s === undefined) return undefined;
-  if (!/^\d+$/.test(s)) throw new OperatorError('invalid_argument', `--${name} must be a whole number`, name);
+  if (!/^\d+$/.test(s))
+    throw new OperatorError('invalid_argument', `--${name} must be a whole number`, name);
   return Number(s);
 }
 
@@ -55,5 +58,7 @@ export class TextOutput {
 export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }

@@ -1,9 +1,10 @@
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
-import { str, type CommandGroup } from './command.js';
+import { type CommandGroup, str } from './command.js';
 
 export const dkimCommands: CommandGroup = {
   add: {
-    usage: 'dkim add --project ID --domain D --selector S [--private-key FILE] [--algorithm rsa|ed25519]',
+    usage:
+      'dkim add --project ID --domain D --selector S [--private-key FILE] [--algorithm rsa|ed25519]',
     options: {
       project: { type: 'string' },
       domain: { type: 'string' },
@@ -20,6 +21,15 @@ export const dkimCommands: CommandGroup = {
         algorithm: str(v.algorithm),
       }),
   },
-  list: { usage: 'dkim list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => listDkim(ctx, str(v.project)!) },
-  remove: { usage: 'dkim remove ID', positionals: ['ID'], run: (ctx, _v, [id]) => removeDkim(ctx, id) },
+  list: {
+    usage: 'dkim list --project ID',
+    options: { project: { type: 'string' } },
+    required: ['project'],
+    run: (ctx, v) => listDkim(ctx, str(v.project)!),
+  },
+  remove: {
+    usage: 'dkim remove ID',
+    positionals: ['ID'],
+    run: (ctx, _v, [id]) => removeDkim(ctx, id),
+  },
 };

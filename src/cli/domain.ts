@@ -1,18 +1,30 @@
 import type { DomainCheck } from '../domains/check.js';
 import type { CheckedRecord } from '../domains/checkedRecord.js';
 import { checkDomain } from '../operator/domains.js';
-import { str, TextOutput, type CommandGroup } from './command.js';
+import { type CommandGroup, str, TextOutput } from './command.js';
 
-const STATE: Record<CheckedRecord['state'], string> = { present: 'present', missing: 'MISSING', different: 'DIFFERENT', lookup_failed: 'NO ANSWER' };
+const STATE: Record<CheckedRecord['state'], string> = {
+  present: 'present',
+  missing: 'MISSING',
+  different: 'DIFFERENT',
+  lookup_failed: 'NO ANSWER',
+};
 
 /** The check as a person reads it: each record's state, name and, unless it is present, what to publish. */
 function report(check: DomainCheck): string {
-  const lines = [`${check.domain}: ${check.status.replace('_', ' ')}${check.projects.length ? ` (projects ${check.projects.join(', ')})` : ''}`, ''];
+  const lines = [
+    `${check.domain}: ${check.status.replace('_', ' ')}${check.projects.length ? ` (projects ${check.projects.join(', ')})` : ''}`,
+    '',
+  ];
   for (const r of check.records) {
-    lines.push(`${STATE[r.state].padEnd(10)} ${r.purpose.padEnd(12)} ${r.type.padEnd(5)} ${r.name}`);
+    lines.push(
+      `${STATE[r.state].padEnd(10)} ${r.purpose.padEnd(12)} ${r.type.padEnd(5)} ${r.name}`,
+    );
     if (r.state !== 'present') {
       for (const f of r.found) lines.push(`${' '.repeat(11)}found:   ${f}`);
-      lines.push(`${' '.repeat(11)}publish: ${r.value}${r.value_exact ? '' : '   (the provider\'s own value: see below)'}`);
+      lines.push(
+        `${' '.repeat(11)}publish: ${r.value}${r.value_exact ? '' : "   (the provider's own value: see below)"}`,
+      );
       if (!r.value_exact && r.note) lines.push(`${' '.repeat(11)}${r.note}`);
     }
     for (const p of r.problems) lines.push(`${' '.repeat(11)}${p.severity}: ${p.message}`);

@@ -25,9 +25,17 @@ function human(value: unknown, indent = ''): string {
     if (v === undefined) continue;
     if (Array.isArray(v) && v.every((x) => typeof x === 'object' && x !== null)) {
       lines.push(`${indent}${k}: ${v.length === 0 ? '(none)' : ''}`);
-      for (const item of v) lines.push(`${indent}  - ${Object.entries(item).filter(([, iv]) => iv !== undefined).map(([ik, iv]) => `${ik}=${typeof iv === 'object' ? JSON.stringify(iv) : String(iv)}`).join(' ')}`);
+      for (const item of v)
+        lines.push(
+          `${indent}  - ${Object.entries(item)
+            .filter(([, iv]) => iv !== undefined)
+            .map(([ik, iv]) => `${ik}=${typeof iv === 'object' ? JSON.stringify(iv) : String(iv)}`)
+            .join(' ')}`,
+        );
     } else {
-      lines.push(`${indent}${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
+      lines.push(
+        `${indent}${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`,
+      );
     }
   }
   return lines.join('\n');

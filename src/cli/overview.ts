@@ -1,7 +1,7 @@
 import { ActivityTail } from '../operator/activity.js';
 import { overview, StorageFigures } from '../operator/overview.js';
 import { requireProject } from '../operator/projects.js';
-import { str, type CommandGroup } from './command.js';
+import { type CommandGroup, str } from './command.js';
 
 export const overviewCommands: CommandGroup = {
   show: {
@@ -11,7 +11,15 @@ export const overviewCommands: CommandGroup = {
     run: async (ctx, v) => {
       const project = str(v.project);
       if (project !== undefined) await requireProject(ctx, project);
-      return overview(ctx, { activity: new ActivityTail(ctx.store, ctx.clock), storage: new StorageFigures(ctx.store, ctx.config.state_dir) }, project === undefined ? null : [project], true);
+      return overview(
+        ctx,
+        {
+          activity: new ActivityTail(ctx.store, ctx.clock),
+          storage: new StorageFigures(ctx.store, ctx.config.state_dir),
+        },
+        project === undefined ? null : [project],
+        true,
+      );
     },
   },
 };

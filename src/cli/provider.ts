@@ -1,7 +1,15 @@
-import { attachProvider, ATTACH_OPTION, checkProvider, detachProvider, listProviders, updateProvider, type AttachOptions } from '../operator/providers.js';
+import {
+  ATTACH_OPTION,
+  type AttachOptions,
+  attachProvider,
+  checkProvider,
+  detachProvider,
+  listProviders,
+  updateProvider,
+} from '../operator/providers.js';
 import { ACCOUNT_FIELDS } from '../providers/accountFields.js';
 import { DECLARED_SLUGS } from '../providers/registry.js';
-import { str, type CommandGroup, type OptionSpec } from './command.js';
+import { type CommandGroup, type OptionSpec, str } from './command.js';
 
 /** `--api-key` → `api-key`: the name parseArgs gives a flag's value. */
 const optionName = (flag: string) => flag.slice(2);
@@ -15,7 +23,9 @@ function attachHelp(): string {
       const field = ACCOUNT_FIELDS.find((f) => f.name === name);
       if (!field || !schema) continue;
       const required = declared.account.required.includes(field.name) ? ' [required]' : '';
-      lines.push(`    ${`${field.flag} ${field.placeholder}`.padEnd(32)} ${schema.title}${schema.description ? ` (${schema.description})` : ''}${required}`);
+      lines.push(
+        `    ${`${field.flag} ${field.placeholder}`.padEnd(32)} ${schema.title}${schema.description ? ` (${schema.description})` : ''}${required}`,
+      );
     }
   }
   return lines.join('\n');
@@ -28,22 +38,43 @@ export const providerCommands: CommandGroup = {
     options: {
       project: { type: 'string' },
       slug: { type: 'string' },
-      ...Object.fromEntries(ACCOUNT_FIELDS.map((f): [string, OptionSpec[string]] => [optionName(f.flag), { type: 'string' }])),
+      ...Object.fromEntries(
+        ACCOUNT_FIELDS.map((f): [string, OptionSpec[string]] => [
+          optionName(f.flag),
+          { type: 'string' },
+        ]),
+      ),
       label: { type: 'string' },
       'free-quota': { type: 'string' },
       priority: { type: 'string' },
     },
     required: ['project', 'slug'],
     run: (ctx, v) => {
-      const opts: AttachOptions = { slug: str(v.slug)!, freeQuota: str(v['free-quota']), priority: str(v.priority), label: str(v.label) };
-      for (const field of ACCOUNT_FIELDS) opts[ATTACH_OPTION[field.name]] = str(v[optionName(field.flag)]);
+      const opts: AttachOptions = {
+        slug: str(v.slug)!,
+        freeQuota: str(v['free-quota']),
+        priority: str(v.priority),
+        label: str(v.label),
+      };
+      for (const field of ACCOUNT_FIELDS)
+        opts[ATTACH_OPTION[field.name]] = str(v[optionName(field.flag)]);
       return attachProvider(ctx, str(v.project)!, opts);
     },
   },
-  list: { usage: 'provider list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => listProviders(ctx, str(v.project)!) },
-  detach: { usage: 'provider detach ID', positionals: ['ID'], run: (ctx, _v, [id]) => detachProvider(ctx, id) },
+  list: {
+    usage: 'provider list --project ID',
+    options: { project: { type: 'string' } },
+    required: ['project'],
+    run: (ctx, v) => listProviders(ctx, str(v.project)!),
+  },
+  detach: {
+    usage: 'provider detach ID',
+    positionals: ['ID'],
+    run: (ctx, _v, [id]) => detachProvider(ctx, id),
+  },
   set: {
-    usage: 'provider set ID [--priority N] [--free-quota N|none] [--label L] [--user U] [--pass P] [--api-key K] [--webhook-secret S] [--webhook-public-key K]',
+    usage:
+      'provider set ID [--priority N] [--free-quota N|none] [--label L] [--user U] [--pass P] [--api-key K] [--webhook-secret S] [--webhook-public-key K]',
     positionals: ['ID'],
     options: {
       priority: { type: 'string' },
@@ -67,5 +98,9 @@ export const providerCommands: CommandGroup = {
         webhookPublicKey: str(v['webhook-public-key']),
       }),
   },
-  check: { usage: 'provider check ID', positionals: ['ID'], run: (ctx, _v, [id]) => checkProvider(ctx, id) },
+  check: {
+    usage: 'provider check ID',
+    positionals: ['ID'],
+    run: (ctx, _v, [id]) => checkProvider(ctx, id),
+  },
 };

@@ -6,7 +6,11 @@ import type { Output } from './output.js';
 import { cliInvocation, noticeText, startNotices } from './startNotices.js';
 
 /** `configFlag`: repeated in the commands it suggests. */
-export async function runStart(configPath: string, out: Output, configFlag?: string): Promise<number> {
+export async function runStart(
+  configPath: string,
+  out: Output,
+  configFlag?: string,
+): Promise<number> {
   // A bad config throws ConfigError here, before the state directory is touched.
   const config = loadConfig(configPath);
   const logger = createLogger(process.env.POSTERN_LOG_LEVEL || config.log.level);
@@ -23,10 +27,17 @@ export async function runStart(configPath: string, out: Output, configFlag?: str
     try {
       const { changed, restart_needed } = running.reload(loadConfig(configPath));
       const line = { changed, restart_needed };
-      if (restart_needed.length > 0) logger.warn(line, 'config reloaded; the sections in restart_needed changed but take effect only after a restart');
+      if (restart_needed.length > 0)
+        logger.warn(
+          line,
+          'config reloaded; the sections in restart_needed changed but take effect only after a restart',
+        );
       else logger.info(line, 'config reloaded');
     } catch (err) {
-      logger.error({ err }, 'config reload refused (the file does not load or validate); the running config and TLS certificate are kept');
+      logger.error(
+        { err },
+        'config reload refused (the file does not load or validate); the running config and TLS certificate are kept',
+      );
       logger.flush();
       return;
     }
@@ -38,8 +49,16 @@ export async function runStart(configPath: string, out: Output, configFlag?: str
     // An operator is watching for the answer: out now, not when the log buffer fills.
     logger.flush();
   });
-  const notices = startNotices(running.listeners, (await listOperators(running.store)).length > 0, cliInvocation(process.argv[1] ?? 'postern', process.cwd(), configFlag));
-  const started = { status: 'listening', state_dir: config.state_dir, listeners: running.listeners };
+  const notices = startNotices(
+    running.listeners,
+    (await listOperators(running.store)).length > 0,
+    cliInvocation(process.argv[1] ?? 'postern', process.cwd(), configFlag),
+  );
+  const started = {
+    status: 'listening',
+    state_dir: config.state_dir,
+    listeners: running.listeners,
+  };
   if (out.json) out.print({ ...started, ...notices });
   else {
     out.print(started);
@@ -47,8 +66,16 @@ export async function runStart(configPath: string, out: Output, configFlag?: str
     if (text) process.stdout.write(`${text}\n`);
   }
   // Logged too: a supervisor's journal shows it where the output is not seen.
-  if (notices.first_run) logger.info(notices.first_run, 'no operator exists yet: create the first owner with create_owner, then sign in at console_url');
-  if (notices.plain_text_listeners.length > 0) logger.warn({ listeners: notices.plain_text_listeners }, 'listeners serve plain text on an address other hosts can reach: API keys and passwords cross the network in clear (give them cert/key or acme, or bind them to 127.0.0.1 behind a TLS proxy)');
+  if (notices.first_run)
+    logger.info(
+      notices.first_run,
+      'no operator exists yet: create the first owner with create_owner, then sign in at console_url',
+    );
+  if (notices.plain_text_listeners.length > 0)
+    logger.warn(
+      { listeners: notices.plain_text_listeners },
+      'listeners serve plain text on an address other hosts can reach: API keys and passwords cross the network in clear (give them cert/key or acme, or bind them to 127.0.0.1 behind a TLS proxy)',
+    );
   if (notices.first_run || notices.plain_text_listeners.length > 0) logger.flush();
   logger.info({ signal: await stopRequested }, 'shutting down');
   await running.close();

@@ -32,23 +32,50 @@ export function isLoopback(host: string): boolean {
   return family !== 0 && LOOPBACK.check(h, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-const shellWord = (word: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
+const shellWord = (word: string): string =>
+  /^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 
-export function cliInvocation(script: string, cwd: string, configFlag: string | undefined, pathVariable = process.env.PATH ?? ''): string {
+export function cliInvocation(
+  script: string,
+  cwd: string,
+  configFlag: string | undefined,
+  pathVariable = process.env.PATH ?? '',
+): string {
   const relative = path.relative(cwd, script);
   let command: string;
-  if (pathVariable.split(path.delimiter).filter(Boolean).some((dir) => path.resolve(dir) === path.dirname(script))) command = path.basename(script);
-  else if (relative && !relative.startsWith('..') && !path.isAbsolute(relative)) command = `.${path.sep}${relative}`;
+  if (
+    pathVariable
+      .split(path.delimiter)
+      .filter(Boolean)
+      .some((dir) => path.resolve(dir) === path.dirname(script))
+  )
+    command = path.basename(script);
+  else if (relative && !relative.startsWith('..') && !path.isAbsolute(relative))
+    command = `.${path.sep}${relative}`;
   else command = script;
-  return [shellWord(command), ...(configFlag !== undefined ? ['--config', shellWord(configFlag)] : [])].join(' ');
+  return [
+    shellWord(command),
+    ...(configFlag !== undefined ? ['--config', shellWord(configFlag)] : []),
+  ].join(' ');
 }
 
-export function startNotices(listeners: readonly BoundListener[], hasOperator: boolean, invocation: string): StartNotices {
+export function startNotices(
+  listeners: readonly BoundListener[],
+  hasOperator: boolean,
+  invocation: string,
+): StartNotices {
   const consoleListener = listeners.find((l) => l.protocol === 'console');
   return {
-    first_run: hasOperator ? null : { console_url: consoleListener ? `${consoleListener.url}/` : null, create_owner: `${invocation} operator create --email you@example.com --role owner` },
+    first_run: hasOperator
+      ? null
+      : {
+          console_url: consoleListener ? `${consoleListener.url}/` : null,
+          create_owner: `${invocation} operator create --email you@example.com --role owner`,
+        },
     // SMTP listeners are not listed: AUTH is offered only over TLS, and mail is relayed only after AUTH.
-    plain_text_listeners: listeners.filter((l) => l.protocol !== 'smtp' && l.url.startsWith('http://') && !isLoopback(l.host)).map((l) => ({ name: l.name, url: l.url })),
+    plain_text_listeners: listeners
+      .filter((l) => l.protocol !== 'smtp' && l.url.startsWith('http://') && !isLoopback(l.host))
+      .map((l) => ({ name: l.name, url: l.url })),
   };
 }
 
@@ -68,9 +95,14 @@ export function noticeText(notices: StartNotices): string {
     );
   }
   if (notices.plain_text_listeners.length > 0) {
-    lines.push('', 'Plain text on an address other hosts can reach (API keys and passwords would cross the network in clear):');
+    lines.push(
+      '',
+      'Plain text on an address other hosts can reach (API keys and passwords would cross the network in clear):',
+    );
     for (const l of notices.plain_text_listeners) lines.push(`  ${l.name}  ${l.url}`);
-    lines.push('Give each cert/key or "acme": true (docs/tls.md), or bind it to 127.0.0.1 behind a TLS proxy.');
+    lines.push(
+      'Give each cert/key or "acme": true (docs/tls.md), or bind it to 127.0.0.1 behind a TLS proxy.',
+    );
   }
   return lines.join('\n');
 }

@@ -1,5 +1,5 @@
 import { setStrategy } from '../operator/projects.js';
-import { str, type CommandGroup } from './command.js';
+import { type CommandGroup, str } from './command.js';
 
 export const strategyCommands: CommandGroup = {
   set: {

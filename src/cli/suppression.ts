@@ -1,5 +1,5 @@
 import { suppress, suppressionCsv, suppressionList, unsuppress } from '../operator/suppressions.js';
-import { str, TextOutput, type CommandGroup } from './command.js';
+import { type CommandGroup, str, TextOutput } from './command.js';
 
 export const suppressionCommands: CommandGroup = {
   add: {
@@ -14,7 +14,12 @@ export const suppressionCommands: CommandGroup = {
     required: ['project', 'email'],
     run: (ctx, v) => unsuppress(ctx, str(v.project)!, str(v.email)!),
   },
-  list: { usage: 'suppression list --project ID', options: { project: { type: 'string' } }, required: ['project'], run: (ctx, v) => suppressionList(ctx, str(v.project)!) },
+  list: {
+    usage: 'suppression list --project ID',
+    options: { project: { type: 'string' } },
+    required: ['project'],
+    run: (ctx, v) => suppressionList(ctx, str(v.project)!),
+  },
   export: {
     usage: 'suppression export --project ID',
     options: { project: { type: 'string' } },

@@ -1,5 +1,11 @@
-import { usageRefusal, recordUsage, type LimitSettings, type Refusal, type UsageFacts } from '../policy/usageLimits.js';
-import { insertEvent, type EventRow } from '../store/events.js';
+import {
+  type LimitSettings,
+  type Refusal,
+  recordUsage,
+  type UsageFacts,
+  usageRefusal,
+} from '../policy/usageLimits.js';
+import { type EventRow, insertEvent } from '../store/events.js';
 import { findIdempotentResponse, insertIdempotencyKey } from '../store/idempotency.js';
 import { insertMessageBody } from '../store/messageBodies.js';
 import { insertMessage, type NewMessageRow } from '../store/messages.js';
@@ -17,17 +23,29 @@ export interface AcceptanceRecord {
   event: Omit<EventRow, 'seq'>;
 }
 
-export type AcceptanceOutcome = { kind: 'stored' } | { kind: 'duplicate'; response: string } | { kind: 'refused'; refusal: Refusal };
+export type AcceptanceOutcome =
+  | { kind: 'stored' }
+  | { kind: 'duplicate'; response: string }
+  | { kind: 'refused'; refusal: Refusal };
 
 /**
  * Commits one acceptance: the message row (and its body when the index keeps it), its Idempotency-Key, its usage and its
  * `mail.accepted` event. Runs inside the writer's transaction, so neither the key check nor
  * the caps and quotas (read with the project's current plan) can race another insert.
  */
-export async function recordAcceptance(q: Queries, record: AcceptanceRecord, limits: LimitSettings): Promise<AcceptanceOutcome> {
+export async function recordAcceptance(
+  q: Queries,
+  record: AcceptanceRecord,
+  limits: LimitSettings,
+): Promise<AcceptanceOutcome> {
   const m = record.message;
   if (record.idempotency) {
-    const existing = await findIdempotentResponse(q, m.project_id, m.environment, record.idempotency.key);
+    const existing = await findIdempotentResponse(
+      q,
+      m.project_id,
+      m.environment,
+      record.idempotency.key,
+    );
     if (existing) return { kind: 'duplicate', response: existing };
   }
   const plan = await projectPlan(q, m.project_id);

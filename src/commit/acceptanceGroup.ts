@@ -1,6 +1,16 @@
 import { Readable } from 'node:stream';
-import { decideUsage, planFor, usageReads, usageWrites, type LimitSettings } from '../policy/usageLimits.js';
-import type { AcceptanceGroupStore, AcceptanceUnitWrites, GroupUnitResult } from '../store/acceptanceGroups.js';
+import {
+  decideUsage,
+  type LimitSettings,
+  planFor,
+  usageReads,
+  usageWrites,
+} from '../policy/usageLimits.js';
+import type {
+  AcceptanceGroupStore,
+  AcceptanceUnitWrites,
+  GroupUnitResult,
+} from '../store/acceptanceGroups.js';
 import { dayPeriod, monthPeriod } from '../store/usage.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 
@@ -13,7 +23,11 @@ export interface GroupAcceptanceUnit {
 
 export type GroupAcceptanceResult = GroupUnitResult<AcceptanceOutcome>;
 
-export function commitAcceptanceGroup(groups: AcceptanceGroupStore, units: readonly GroupAcceptanceUnit[], limits: LimitSettings): Promise<GroupAcceptanceResult[]> {
+export function commitAcceptanceGroup(
+  groups: AcceptanceGroupStore,
+  units: readonly GroupAcceptanceUnit[],
+  limits: LimitSettings,
+): Promise<GroupAcceptanceResult[]> {
   return groups.commitGroup(
     units,
     (unit) => unit.record.message.project_id,
@@ -22,7 +36,12 @@ export function commitAcceptanceGroup(groups: AcceptanceGroupStore, units: reado
 }
 
 /** What recordAcceptance commits, in the same order, judged by the same rule. */
-async function commitUnit(store: AcceptanceUnitWrites, unit: GroupAcceptanceUnit, planName: string, limits: LimitSettings): Promise<AcceptanceOutcome> {
+async function commitUnit(
+  store: AcceptanceUnitWrites,
+  unit: GroupAcceptanceUnit,
+  planName: string,
+  limits: LimitSettings,
+): Promise<AcceptanceOutcome> {
   const { record } = unit;
   const m = record.message;
   const now = m.created_at;
@@ -37,15 +56,21 @@ async function commitUnit(store: AcceptanceUnitWrites, unit: GroupAcceptanceUnit
     monthPeriod: reads.month ? monthPeriod(now) : null,
     dayPeriod: reads.day ? dayPeriod(now) : null,
   });
-  if (state.idempotentResponse !== null) return { kind: 'duplicate', response: state.idempotentResponse };
+  if (state.idempotentResponse !== null)
+    return { kind: 'duplicate', response: state.idempotentResponse };
   const refusal = decideUsage(record.usage, state, plan, limits, now);
   if (refusal) return { kind: 'refused', refusal };
   const writes = usageWrites(record.usage, limits, now);
-  if (writes.senderDomain !== null) await store.registerSenderDomain(m.project_id, writes.senderDomain, now);
+  if (writes.senderDomain !== null)
+    await store.registerSenderDomain(m.project_id, writes.senderDomain, now);
   if (writes.category !== null) await store.registerCategory(m.project_id, writes.category, now);
   await store.addUsage(m.project_id, writes.periods, writes.bytes);
   await store.insertMessage(m);
-  const body = unit.openBody ? unit.openBody() : record.body ? Readable.from([heldBytes(record.body)], { objectMode: false }) : null;
+  const body = unit.openBody
+    ? unit.openBody()
+    : record.body
+      ? Readable.from([heldBytes(record.body)], { objectMode: false })
+      : null;
   if (body) {
     try {
       await store.writeBody(m.id, body);

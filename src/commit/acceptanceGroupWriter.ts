@@ -6,7 +6,11 @@ import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { AcceptanceGroupStore } from '../store/acceptanceGroups.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
-import { commitAcceptanceGroup, type GroupAcceptanceResult, type GroupAcceptanceUnit } from './acceptanceGroup.js';
+import {
+  commitAcceptanceGroup,
+  type GroupAcceptanceResult,
+  type GroupAcceptanceUnit,
+} from './acceptanceGroup.js';
 
 const MAX_GROUP = 512;
 
@@ -35,7 +39,9 @@ export class AcceptanceGroupWriter {
     private readonly concurrentGroups = DEFAULT_CONCURRENT_GROUPS,
   ) {}
 
-  submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
+  submitMany(
+    units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[],
+  ): Promise<AcceptanceOutcome>[] {
     const promises = units.map(
       ({ file, record }) =>
         new Promise<AcceptanceOutcome>((resolve, reject) => {
@@ -59,7 +65,9 @@ export class AcceptanceGroupWriter {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const answered = await Promise.race([
       this.groups.commitRefusal(),
-      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs))),
+      new Promise<undefined>(
+        (resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)),
+      ),
     ]);
     clearTimeout(timer);
     if (answered === undefined) return error;
@@ -89,7 +97,13 @@ export class AcceptanceGroupWriter {
   private async commit(group: Pending[]): Promise<void> {
     // Pieces of the stored piece's size: no copy to join smaller reads, which keeps a large body's garbage (and RSS) down.
     const units: GroupAcceptanceUnit[] = group.map(({ file, record }) =>
-      file ? { record, openBody: () => createReadStream(file.tmpPath, { highWaterMark: this.groups.bodyPieceBytes }) } : { record },
+      file
+        ? {
+            record,
+            openBody: () =>
+              createReadStream(file.tmpPath, { highWaterMark: this.groups.bodyPieceBytes }),
+          }
+        : { record },
     );
     let results: GroupAcceptanceResult[];
     const started = performance.now();
@@ -98,10 +112,14 @@ export class AcceptanceGroupWriter {
     } catch (err) {
       results = group.map(() => ({ ok: false, error: `commit failed: ${(err as Error).message}` }));
     }
-    const failedWhole = results.length > 0 && results.every((r) => !r.ok && r.error.startsWith('commit failed:'));
+    const failedWhole =
+      results.length > 0 && results.every((r) => !r.ok && r.error.startsWith('commit failed:'));
     if (failedWhole) {
       this.lastError = (results[0] as { error: string }).error;
-      this.logger.error({ units: group.length, err: this.lastError }, 'acceptance commit failed; the group is answered with an error');
+      this.logger.error(
+        { units: group.length, err: this.lastError },
+        'acceptance commit failed; the group is answered with an error',
+      );
     } else {
       this.lastError = null;
       observeCommitGroup(group.length, (performance.now() - started) / 1000);

@@ -1,14 +1,40 @@
 import type { MessagePort } from 'node:worker_threads';
 import { ThreadChannel } from '../platform/threadChannel.js';
 import type { Queries } from '../store/queries.js';
-import { applyDeliveryBookkeeping, type DeliveryBookkeeping, type DeliveryBookkeepingResult } from './deliveryBookkeeping.js';
-import { applyFeedbackBookkeeping, type FeedbackBookkeeping, type FeedbackBookkeepingResult } from './feedbackBookkeeping.js';
 import {
-  applyPruneBookkeeping, applyRetentionBookkeeping, type PruneBookkeeping, type PruneBookkeepingResult, type RetentionBookkeeping, type RetentionBookkeepingResult,
+  applyDeliveryBookkeeping,
+  type DeliveryBookkeeping,
+  type DeliveryBookkeepingResult,
+} from './deliveryBookkeeping.js';
+import {
+  applyFeedbackBookkeeping,
+  type FeedbackBookkeeping,
+  type FeedbackBookkeepingResult,
+} from './feedbackBookkeeping.js';
+import {
+  applyPruneBookkeeping,
+  applyRetentionBookkeeping,
+  type PruneBookkeeping,
+  type PruneBookkeepingResult,
+  type RetentionBookkeeping,
+  type RetentionBookkeepingResult,
 } from './housekeepingBookkeeping.js';
-import { applyNodeBookkeeping, type NodeBookkeeping, type NodeBookkeepingResult } from './nodeBookkeeping.js';
-import { applyOperatorBookkeeping, operatorWriteIsDurable, type OperatorBookkeeping, type OperatorBookkeepingResult } from './operatorBookkeeping.js';
-import { applyWebhookBookkeeping, type WebhookBookkeeping, type WebhookBookkeepingResult } from './webhookBookkeeping.js';
+import {
+  applyNodeBookkeeping,
+  type NodeBookkeeping,
+  type NodeBookkeepingResult,
+} from './nodeBookkeeping.js';
+import {
+  applyOperatorBookkeeping,
+  type OperatorBookkeeping,
+  type OperatorBookkeepingResult,
+  operatorWriteIsDurable,
+} from './operatorBookkeeping.js';
+import {
+  applyWebhookBookkeeping,
+  type WebhookBookkeeping,
+  type WebhookBookkeepingResult,
+} from './webhookBookkeeping.js';
 
 /**
  * The writes the index writer thread runs for others, as plain data, one transaction each: the index keeps
@@ -36,7 +62,9 @@ export interface BookkeepingResults {
 
 export type BookkeepingKind = keyof BookkeepingWork;
 
-export type BookkeepingRequest = { [K in BookkeepingKind]: { seq: number; kind: K; work: BookkeepingWork[K] } }[BookkeepingKind];
+export type BookkeepingRequest = {
+  [K in BookkeepingKind]: { seq: number; kind: K; work: BookkeepingWork[K] };
+}[BookkeepingKind];
 
 export type BookkeepingReply =
   | { seq: number; ok: true; result: BookkeepingResults[BookkeepingKind]; acceptanceBusy: boolean }
@@ -48,7 +76,10 @@ export interface BookkeepingOutcome<K extends BookkeepingKind> {
   acceptanceBusy: boolean;
 }
 
-export function applyBookkeeping(q: Queries, request: BookkeepingRequest): Promise<BookkeepingResults[BookkeepingKind]> {
+export function applyBookkeeping(
+  q: Queries,
+  request: BookkeepingRequest,
+): Promise<BookkeepingResults[BookkeepingKind]> {
   switch (request.kind) {
     case 'webhooks':
       return applyWebhookBookkeeping(q, request.work);
@@ -69,12 +100,19 @@ export function applyBookkeeping(q: Queries, request: BookkeepingRequest): Promi
 
 /** Flushed before the reply (FULL) when acknowledged outward; the rest only repeat work if lost, so NORMAL. */
 export function committedDurably(request: BookkeepingRequest): boolean {
-  return request.kind === 'feedback' || request.kind === 'retention' || (request.kind === 'operator' && operatorWriteIsDurable(request.work));
+  return (
+    request.kind === 'feedback' ||
+    request.kind === 'retention' ||
+    (request.kind === 'operator' && operatorWriteIsDurable(request.work))
+  );
 }
 
 /** SQLite: the index writer thread (BookkeepingClient); PostgreSQL: the database itself (DirectBookkeeping). */
 export interface Bookkeeping {
-  write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>>;
+  write<K extends BookkeepingKind>(
+    kind: K,
+    work: BookkeepingWork[K],
+  ): Promise<BookkeepingOutcome<K>>;
   /** PostgreSQL: leases have owners; throttles and the nodes up are the cluster's. */
   readonly sharedByNodes: boolean;
   /** The database went away as it committed: keep it, send it again. */
@@ -92,9 +130,15 @@ export class BookkeepingClient implements Bookkeeping {
     this.channel = new ThreadChannel(port, { name: 'index writer', refWhileWaiting: true });
   }
 
-  write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
+  write<K extends BookkeepingKind>(
+    kind: K,
+    work: BookkeepingWork[K],
+  ): Promise<BookkeepingOutcome<K>> {
     const [reply] = this.channel.request([{ seq: ++this.seq, kind, work } as BookkeepingRequest]);
-    return reply.then(({ result, acceptanceBusy }) => ({ result: result as BookkeepingResults[K], acceptanceBusy }));
+    return reply.then(({ result, acceptanceBusy }) => ({
+      result: result as BookkeepingResults[K],
+      acceptanceBusy,
+    }));
   }
 
   /** The index writer thread answers every write: a refusal is one. */

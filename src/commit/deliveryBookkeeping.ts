@@ -1,9 +1,17 @@
-import {
-  expiredMessages, failExpired, finishSending, insertAttempt, insertRecipientOutcome, leaseDueMessages, addProviderUsage, type AttemptRow, type RecipientStatus,
-} from '../store/delivery.js';
-import { insertMailEvent, type EventType } from '../store/events.js';
-import type { MessageRow } from '../store/messages.js';
 import { backendOf } from '../store/backendOf.js';
+import {
+  type AttemptRow,
+  addProviderUsage,
+  expiredMessages,
+  failExpired,
+  finishSending,
+  insertAttempt,
+  insertRecipientOutcome,
+  leaseDueMessages,
+  type RecipientStatus,
+} from '../store/delivery.js';
+import { type EventType, insertMailEvent } from '../store/events.js';
+import type { MessageRow } from '../store/messages.js';
 import type { Queries } from '../store/queries.js';
 import { addSuppression, type SuppressionRow } from '../store/suppressions.js';
 
@@ -26,7 +34,16 @@ export type FinishSending = Parameters<typeof finishSending>[2];
 /** What a hand-off records on the way (attempts, bounces, events, usage): written with its end. */
 export type DeliveryRecord =
   | { kind: 'attempt'; attempt: AttemptRow }
-  | { kind: 'recipient'; outcome: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number } }
+  | {
+      kind: 'recipient';
+      outcome: {
+        message_id: string;
+        email: string;
+        status: RecipientStatus;
+        reply: string | null;
+        created_at: number;
+      };
+    }
   | { kind: 'suppress'; suppression: SuppressionRow }
   | { kind: 'usage'; accountId: string; period: string }
   | { kind: 'event'; event: MailEventRecord };
@@ -39,7 +56,16 @@ export type DeliveryWrite =
    * Ends a hand-off (a message still `sending`; on PostgreSQL only while `node` holds its lease). `retried`: a commit
    * whose answer was cut off may have landed, so records are written only if the message moves (never a hand-off counted twice).
    */
-  | { kind: 'finish'; id: string; to: FinishSending; at: number; event: MailEventRecord | null; node: string; records: DeliveryRecord[]; retried?: boolean };
+  | {
+      kind: 'finish';
+      id: string;
+      to: FinishSending;
+      at: number;
+      event: MailEventRecord | null;
+      node: string;
+      records: DeliveryRecord[];
+      retried?: boolean;
+    };
 
 /** The outcomes, then optionally the expiry sweep and a new lease, in one transaction. */
 export interface DeliveryBookkeeping {
@@ -57,10 +83,18 @@ export interface DeliveryBookkeepingResult {
   throttled: [accountId: string, until: number][];
 }
 
-export const mailRef = (row: MailRef): MailRef => ({ id: row.id, project_id: row.project_id, subject: row.subject, from_email: row.from_email });
+export const mailRef = (row: MailRef): MailRef => ({
+  id: row.id,
+  project_id: row.project_id,
+  subject: row.subject,
+  from_email: row.from_email,
+});
 
 /** The caller wraps it in a transaction. */
-export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkeeping): Promise<DeliveryBookkeepingResult> {
+export async function applyDeliveryBookkeeping(
+  q: Queries,
+  work: DeliveryBookkeeping,
+): Promise<DeliveryBookkeepingResult> {
   const leases = backendOf(q).deliveryLeases;
   const event = (e: MailEventRecord) => insertMailEvent(q, e.message, e.type, e.at, e.extra);
   for (const w of work.writes) {
@@ -80,12 +114,24 @@ export async function applyDeliveryBookkeeping(q: Queries, work: DeliveryBookkee
     const { createdBefore, at, limit } = work.expire;
     for (const row of await expiredMessages(q, createdBefore, limit)) {
       if (!(await failExpired(q, row.id, at))) continue;
-      await event({ message: row, type: 'mail.failed', at, extra: { failure: { reason: 'expired', message: 'The message reached its maximum age before it could be sent.' } } });
+      await event({
+        message: row,
+        type: 'mail.failed',
+        at,
+        extra: {
+          failure: {
+            reason: 'expired',
+            message: 'The message reached its maximum age before it could be sent.',
+          },
+        },
+      });
     }
   }
   const reclaimed = work.reclaim ? await leases.reclaim(q, work.reclaim) : [];
   const lease = work.lease;
-  const leased = lease ? await leaseDueMessages(q, lease.now, lease.leaseUntil, lease.limit, lease.node) : [];
+  const leased = lease
+    ? await leaseDueMessages(q, lease.now, lease.leaseUntil, lease.limit, lease.node)
+    : [];
   const throttled = lease ? await leases.restingAccounts(q, lease.now) : [];
   return { leased, reclaimed, throttled };
 }

@@ -1,7 +1,16 @@
-import { DatabaseUnavailable, databaseUnavailable } from '../store/databaseUnavailable.js';
 import { backendOf } from '../store/backendOf.js';
+import { DatabaseUnavailable, databaseUnavailable } from '../store/databaseUnavailable.js';
 import type { Queries } from '../store/queries.js';
-import { applyBookkeeping, committedDurably, type Bookkeeping, type BookkeepingKind, type BookkeepingOutcome, type BookkeepingRequest, type BookkeepingResults, type BookkeepingWork } from './bookkeepingChannel.js';
+import {
+  applyBookkeeping,
+  type Bookkeeping,
+  type BookkeepingKind,
+  type BookkeepingOutcome,
+  type BookkeepingRequest,
+  type BookkeepingResults,
+  type BookkeepingWork,
+  committedDurably,
+} from './bookkeepingChannel.js';
 
 /**
  * Bookkeeping on the writer's own connections (PostgreSQL serialises with row locks and SKIP LOCKED, so no writer thread).
@@ -12,12 +21,16 @@ export class DirectBookkeeping implements Bookkeeping {
 
   constructor(private readonly store: Queries) {}
 
-  async write<K extends BookkeepingKind>(kind: K, work: BookkeepingWork[K]): Promise<BookkeepingOutcome<K>> {
+  async write<K extends BookkeepingKind>(
+    kind: K,
+    work: BookkeepingWork[K],
+  ): Promise<BookkeepingOutcome<K>> {
     const request = { seq: 0, kind, work } as BookkeepingRequest;
     let result: BookkeepingResults[BookkeepingKind];
     try {
       result = await this.store.transaction(async (tx) => {
-        if (!committedDurably(request) && !durableHere(request)) await backendOf(tx).commits.withoutFlush(tx);
+        if (!committedDurably(request) && !durableHere(request))
+          await backendOf(tx).commits.withoutFlush(tx);
         return applyBookkeeping(tx, request);
       });
     } catch (err) {

@@ -1,9 +1,9 @@
+import { backendOf } from '../store/backendOf.js';
 import { pruneReceipts } from '../store/feedback.js';
 import { pruneIdempotencyKeys } from '../store/idempotency.js';
 import { pruneFinishedMessageRows } from '../store/messageRetention.js';
-import { pruneOperatorSessions } from '../store/operatorSessions.js';
 import { pruneStoppedNodes } from '../store/nodes.js';
-import { backendOf } from '../store/backendOf.js';
+import { pruneOperatorSessions } from '../store/operatorSessions.js';
 import type { Queries } from '../store/queries.js';
 
 /** So its cookie is still answered session_expired (a reload, the next morning). */
@@ -48,19 +48,32 @@ export interface RetentionBookkeepingResult {
   spoolFiles: string[];
 }
 
-export async function applyPruneBookkeeping(q: Queries, work: PruneBookkeeping): Promise<PruneBookkeepingResult> {
-  if (!(await housekeepingTurn(q))) return { skipped: true, idempotencyKeys: 0, receipts: 0, sessions: 0, nodes: 0 };
+export async function applyPruneBookkeeping(
+  q: Queries,
+  work: PruneBookkeeping,
+): Promise<PruneBookkeepingResult> {
+  if (!(await housekeepingTurn(q)))
+    return { skipped: true, idempotencyKeys: 0, receipts: 0, sessions: 0, nodes: 0 };
   return {
     skipped: false,
     idempotencyKeys: await pruneIdempotencyKeys(q, work.now, work.retentionDays),
     // Providers resend feedback for days at most; receipts (and one-time tokens) outlive that.
     receipts: await pruneReceipts(q, work.now - work.retentionDays * DAY_MS),
-    sessions: await pruneOperatorSessions(q, work.now - work.sessionIdleSeconds * 1000 - EXPIRED_SESSION_KEPT_MS),
+    sessions: await pruneOperatorSessions(
+      q,
+      work.now - work.sessionIdleSeconds * 1000 - EXPIRED_SESSION_KEPT_MS,
+    ),
     nodes: await pruneStoppedNodes(q, work.now - STOPPED_NODE_DAYS * DAY_MS),
   };
 }
 
-export async function applyRetentionBookkeeping(q: Queries, work: RetentionBookkeeping): Promise<RetentionBookkeepingResult> {
+export async function applyRetentionBookkeeping(
+  q: Queries,
+  work: RetentionBookkeeping,
+): Promise<RetentionBookkeepingResult> {
   if (!(await housekeepingTurn(q))) return { skipped: true, removed: 0, spoolFiles: [] };
-  return { skipped: false, ...(await pruneFinishedMessageRows(q, work.now, work.defaultRetentionDays, work.limit)) };
+  return {
+    skipped: false,
+    ...(await pruneFinishedMessageRows(q, work.now, work.defaultRetentionDays, work.limit)),
+  };
 }

@@ -1,13 +1,21 @@
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { THREAD_NAMES } from '../platform/threadName.js';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
+import type { MetricsSnapshot } from '../platform/metrics.js';
 import { ThreadChannel } from '../platform/threadChannel.js';
+import { THREAD_NAMES } from '../platform/threadName.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
-import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
-import type { MetricsSnapshot } from '../platform/metrics.js';
-import type { CommitResult, CommitUnit, IndexWriterData, IndexWriterMessage, IndexWriterReply, WriterQuestion, WriterStatus } from './indexWriterThread.js';
+import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
+import type {
+  CommitResult,
+  CommitUnit,
+  IndexWriterData,
+  IndexWriterMessage,
+  IndexWriterReply,
+  WriterQuestion,
+  WriterStatus,
+} from './indexWriterThread.js';
 
 /** The event loop's side of the index writer thread: a tick's units travel in one message; each promise settles alone. */
 export class IndexWriter {
@@ -19,7 +27,13 @@ export class IndexWriter {
   private seq = 0;
   private closed = false;
 
-  constructor(stateDir: string, limits: LimitSettings, logger: Logger, spoolSync: SpoolSync, metrics = true) {
+  constructor(
+    stateDir: string,
+    limits: LimitSettings,
+    logger: Logger,
+    spoolSync: SpoolSync,
+    metrics = true,
+  ) {
     this.worker = new Worker(new URL('./indexWriterThread.js', import.meta.url), {
       name: THREAD_NAMES.indexWriter,
       workerData: { stateDir, limits, spoolSync, metrics } satisfies IndexWriterData,
@@ -27,19 +41,24 @@ export class IndexWriter {
     this.channel = new ThreadChannel(this.worker, { name: 'index writer' });
     this.worker.on('error', (err) => logger.fatal({ err }, 'index writer thread failed'));
     this.worker.on('exit', (code) => {
-      if (!this.closed) logger.fatal({ code }, 'index writer thread exited; acceptances will fail until restart');
+      if (!this.closed)
+        logger.fatal({ code }, 'index writer thread exited; acceptances will fail until restart');
     });
   }
 
   /** Publishes each unit's spool file, then commits its record, in the order given. A body's memory moves to the thread. */
-  submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[] {
+  submitMany(
+    units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[],
+  ): Promise<AcceptanceOutcome>[] {
     return units.map(({ file, record }) => {
       if (this.closed) return Promise.reject(new Error('index writer closed'));
       const seq = ++this.seq;
       if (this.outbox.length === 0) queueMicrotask(() => this.send());
       this.outbox.push({ seq, file, record });
       if (record.body) this.outboxTransfer.push(record.body.buffer as ArrayBuffer);
-      return this.channel.expect(seq).then((committed) => (committed as Extract<CommitResult, { ok: true }>).outcome);
+      return this.channel
+        .expect(seq)
+        .then((committed) => (committed as Extract<CommitResult, { ok: true }>).outcome);
     });
   }
 
@@ -76,7 +95,9 @@ export class IndexWriter {
   /** null when it does not answer within `timeoutMs`; the question waits behind the group being committed, so it measures latency too. */
   async status(timeoutMs: number): Promise<WriterStatus | null> {
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)));
+    const late = new Promise<null>(
+      (resolve) => (timer = setTimeout(() => resolve(null), timeoutMs)),
+    );
     try {
       const reply = await Promise.race([this.ask('status'), late]);
       return reply && 'status' in reply ? reply.status : null;

@@ -10,17 +10,28 @@
  * requests. (A separate publisher thread overlapping the two measured slower: the flushes
  * queue behind each other in the filesystem journal anyway.)
  */
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { silentLogger } from '../log.js';
-import { publishSpoolFiles, type PendingSpoolFile } from '../spool/publish.js';
+import {
+  countWebhookOutcome,
+  type MetricsSnapshot,
+  metricsSnapshot,
+  observeCommitGroup,
+  setMetricsRecording,
+} from '../platform/metrics.js';
+import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
+import type { LimitSettings } from '../policy/usageLimits.js';
+import { type PendingSpoolFile, publishSpoolFiles } from '../spool/publish.js';
 import { loadSyncFilesystem, type SpoolSync } from '../spool/syncFilesystem.js';
-import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from './acceptance.js';
 import { openDatabase, setDurability } from '../store/db.js';
 import { sqliteQueries } from '../store/queries.js';
-import { applyBookkeeping, committedDurably, type BookkeepingReply, type BookkeepingRequest } from './bookkeepingChannel.js';
-import type { LimitSettings } from '../policy/usageLimits.js';
-import { countWebhookOutcome, metricsSnapshot, observeCommitGroup, setMetricsRecording, type MetricsSnapshot } from '../platform/metrics.js';
-import { nameThisThread, THREAD_NAMES } from '../platform/threadName.js';
+import { type AcceptanceOutcome, type AcceptanceRecord, recordAcceptance } from './acceptance.js';
+import {
+  applyBookkeeping,
+  type BookkeepingReply,
+  type BookkeepingRequest,
+  committedDurably,
+} from './bookkeepingChannel.js';
 
 export interface CommitUnit {
   seq: number;
@@ -37,7 +48,9 @@ export interface IndexWriterData {
   metrics: boolean;
 }
 
-export type CommitResult = { seq: number; ok: true; outcome: AcceptanceOutcome } | { seq: number; ok: false; error: string };
+export type CommitResult =
+  | { seq: number; ok: true; outcome: AcceptanceOutcome }
+  | { seq: number; ok: false; error: string };
 
 /** What the thread says of itself when asked (GET /readyz): the error of its last write, if that write failed. */
 export interface WriterStatus {
@@ -47,7 +60,9 @@ export interface WriterStatus {
 /** A question from the event loop, answered between groups: this thread's figures (GET /metrics) or its status (GET /readyz). */
 export type WriterQuestion = { seq: number; ask: 'metrics' } | { seq: number; ask: 'status' };
 
-export type WriterAnswer = { seq: number; ok: true; metrics: MetricsSnapshot } | { seq: number; ok: true; status: WriterStatus };
+export type WriterAnswer =
+  | { seq: number; ok: true; metrics: MetricsSnapshot }
+  | { seq: number; ok: true; status: WriterStatus };
 
 /** Everything the thread posts to the event loop. */
 export type IndexWriterReply = CommitResult | WriterAnswer;
@@ -90,7 +105,8 @@ async function flush(): Promise<void> {
         parentPort!.postMessage(await commit(batch));
       }
       // Acceptances first: a bookkeeping write waits for the groups that arrived with it.
-      for (const { port, request } of bookkeeping.splice(0)) port.postMessage([await writeBookkeeping(port, request)]);
+      for (const { port, request } of bookkeeping.splice(0))
+        port.postMessage([await writeBookkeeping(port, request)]);
     }
   } finally {
     scheduled = false;
@@ -102,7 +118,10 @@ async function flush(): Promise<void> {
  * power failure only repeats work (at-least-once), and the next acceptance commit (FULL)
  * flushes the WAL with it anyway. Those that must not be lost stay FULL (committedDurably).
  */
-async function writeBookkeeping(port: MessagePort, request: BookkeepingRequest): Promise<BookkeepingReply> {
+async function writeBookkeeping(
+  port: MessagePort,
+  request: BookkeepingRequest,
+): Promise<BookkeepingReply> {
   const acceptanceBusy = (acceptedSince.get(port) ?? 0) > 0;
   acceptedSince.set(port, 0);
   if (!committedDurably(request)) setDurability(db, 'at-least-once');
@@ -110,7 +129,9 @@ async function writeBookkeeping(port: MessagePort, request: BookkeepingRequest):
     const result = await store.transaction((tx) => applyBookkeeping(tx, request));
     const reply: BookkeepingReply = { seq: request.seq, ok: true, result, acceptanceBusy };
     lastWriteError = null;
-    if (request.kind === 'webhooks') for (const o of request.work.outcomes) countWebhookOutcome(o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed');
+    if (request.kind === 'webhooks')
+      for (const o of request.work.outcomes)
+        countWebhookOutcome(o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed');
     return reply;
   } catch (err) {
     // An SQLite or filesystem error (it has a code) says the index is not writable; a refusal of the work itself does not.
@@ -124,12 +145,22 @@ async function writeBookkeeping(port: MessagePort, request: BookkeepingRequest):
 async function commit(units: CommitUnit[]): Promise<CommitResult[]> {
   const started = performance.now();
   const withFiles = units.filter((u) => u.file !== null);
-  const published = new Map(publishSpoolFiles(withFiles.map((u) => u.file!), syncFilesystem).map((err, i) => [withFiles[i], err]));
+  const published = new Map(
+    publishSpoolFiles(
+      withFiles.map((u) => u.file!),
+      syncFilesystem,
+    ).map((err, i) => [withFiles[i], err]),
+  );
   const unpublished: CommitResult[] = [];
   const batch: CommitUnit[] = [];
   units.forEach((unit) => {
     const err = published.get(unit);
-    if (err) unpublished.push({ seq: unit.seq, ok: false, error: `spool file not made durable: ${err.message}` });
+    if (err)
+      unpublished.push({
+        seq: unit.seq,
+        ok: false,
+        error: `spool file not made durable: ${err.message}`,
+      });
     else batch.push(unit);
   });
   if (batch.length === 0) {
@@ -142,7 +173,13 @@ async function commit(units: CommitUnit[]): Promise<CommitResult[]> {
       for (const unit of batch) {
         // Each unit in its own savepoint: one that fails rolls back alone.
         try {
-          results.push({ seq: unit.seq, ok: true, outcome: await tx.transaction((unitTx) => recordAcceptance(unitTx, unit.record, limits)) });
+          results.push({
+            seq: unit.seq,
+            ok: true,
+            outcome: await tx.transaction((unitTx) =>
+              recordAcceptance(unitTx, unit.record, limits),
+            ),
+          });
         } catch (err) {
           results.push({ seq: unit.seq, ok: false, error: (err as Error).message });
         }
@@ -150,7 +187,16 @@ async function commit(units: CommitUnit[]): Promise<CommitResult[]> {
     });
   } catch (err) {
     lastWriteError = `commit failed: ${(err as Error).message}`;
-    return [...unpublished, ...batch.map((u): CommitResult => ({ seq: u.seq, ok: false, error: `commit failed: ${(err as Error).message}` }))];
+    return [
+      ...unpublished,
+      ...batch.map(
+        (u): CommitResult => ({
+          seq: u.seq,
+          ok: false,
+          error: `commit failed: ${(err as Error).message}`,
+        }),
+      ),
+    ];
   }
   lastWriteError = null;
   observeCommitGroup(units.length, (performance.now() - started) / 1000);
@@ -158,14 +204,24 @@ async function commit(units: CommitUnit[]): Promise<CommitResult[]> {
 }
 
 /** From the event loop: a batch of acceptance units, a new bookkeeping channel's port, a question, or new limits (SIGHUP). */
-export type IndexWriterMessage = CommitUnit[] | { bookkeepingPort: MessagePort } | WriterQuestion | { limits: LimitSettings };
+export type IndexWriterMessage =
+  | CommitUnit[]
+  | { bookkeepingPort: MessagePort }
+  | WriterQuestion
+  | { limits: LimitSettings };
 
 function answer(question: WriterQuestion): void {
   if (question.ask === 'status') {
-    parentPort!.postMessage([{ seq: question.seq, ok: true, status: { lastWriteError } } satisfies WriterAnswer]);
+    parentPort!.postMessage([
+      { seq: question.seq, ok: true, status: { lastWriteError } } satisfies WriterAnswer,
+    ]);
     return;
   }
-  void metricsSnapshot().then((snapshot) => parentPort!.postMessage([{ seq: question.seq, ok: true, metrics: snapshot } satisfies WriterAnswer]));
+  void metricsSnapshot().then((snapshot) =>
+    parentPort!.postMessage([
+      { seq: question.seq, ok: true, metrics: snapshot } satisfies WriterAnswer,
+    ]),
+  );
 }
 
 parentPort!.on('message', (message: IndexWriterMessage) => {

@@ -1,4 +1,11 @@
-import { findNode, markNodeStopped, recordNodeBeat, upsertNode, type NodeRow, type NodeRun } from '../store/nodes.js';
+import {
+  findNode,
+  markNodeStopped,
+  type NodeRow,
+  type NodeRun,
+  recordNodeBeat,
+  upsertNode,
+} from '../store/nodes.js';
 import type { Queries } from '../store/queries.js';
 
 /**
@@ -19,7 +26,10 @@ export interface NodeBookkeepingResult {
 }
 
 /** Runs one node write; the caller wraps it in a transaction. */
-export async function applyNodeBookkeeping(q: Queries, work: NodeBookkeeping): Promise<NodeBookkeepingResult> {
+export async function applyNodeBookkeeping(
+  q: Queries,
+  work: NodeBookkeeping,
+): Promise<NodeBookkeepingResult> {
   switch (work.type) {
     case 'register': {
       const previous = (await findNode(q, work.row.id)) ?? null;

@@ -5,21 +5,23 @@ import type { MetricsSnapshot } from '../platform/metrics.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
 import type { PendingSpoolFile } from '../spool/publish.js';
 import type { SpoolSync } from '../spool/syncFilesystem.js';
-import { openDatabase, type Db } from '../store/db.js';
+import { type Db, openDatabase } from '../store/db.js';
 import { openConnections, openSharedDatabase, type StoreLocation } from '../store/open.js';
-import { sqliteQueries, type Queries } from '../store/queries.js';
+import { type Queries, sqliteQueries } from '../store/queries.js';
 import type { AcceptanceOutcome, AcceptanceRecord } from './acceptance.js';
-import { BookkeepingClient, type Bookkeeping } from './bookkeepingChannel.js';
+import { AcceptanceGroupWriter } from './acceptanceGroupWriter.js';
+import { type Bookkeeping, BookkeepingClient } from './bookkeepingChannel.js';
+import { DirectBookkeeping } from './directBookkeeping.js';
 import { IndexWriter } from './indexWriter.js';
 import type { WriterStatus } from './indexWriterThread.js';
-import { AcceptanceGroupWriter } from './acceptanceGroupWriter.js';
-import { DirectBookkeeping } from './directBookkeeping.js';
 
 export type { StoreLocation };
 
 /** The index writer thread (SQLite) or the node's group commits (PostgreSQL). */
 export interface AcceptanceCommits {
-  submitMany(units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[]): Promise<AcceptanceOutcome>[];
+  submitMany(
+    units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[],
+  ): Promise<AcceptanceOutcome>[];
   updateLimits(limits: LimitSettings): void;
   /** null: the writer did not answer within `timeoutMs` (stalled). */
   status(timeoutMs: number): Promise<WriterStatus | null>;
@@ -51,7 +53,11 @@ export interface NodeStore {
 export function storeLocationOf(config: Pick<PosternConfig, 'state_dir' | 'store'>): StoreLocation {
   if (config.store.backend === 'sqlite') return { backend: 'sqlite', stateDir: config.state_dir };
   // checked when the config was loaded
-  return { backend: 'postgres', url: config.store.postgres.url!, poolSize: config.store.postgres.pool_size };
+  return {
+    backend: 'postgres',
+    url: config.store.postgres.url!,
+    poolSize: config.store.postgres.pool_size,
+  };
 }
 
 export interface NodeStoreOptions {
@@ -63,14 +69,27 @@ export interface NodeStoreOptions {
   beforeWrites?: (store: Queries) => Promise<void>;
 }
 
-export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 'store'>, logger: Logger, opts: NodeStoreOptions): Promise<NodeStore> {
+export async function openNodeStore(
+  config: Pick<PosternConfig, 'state_dir' | 'store'>,
+  logger: Logger,
+  opts: NodeStoreOptions,
+): Promise<NodeStore> {
   const location = storeLocationOf(config);
   if (location.backend === 'sqlite') {
     const db = openDatabase(location.stateDir, logger);
     await opts.beforeWrites?.(sqliteQueries(db));
-    const indexWriter = new IndexWriter(location.stateDir, opts.limits, logger, opts.spoolSync, opts.metrics);
+    const indexWriter = new IndexWriter(
+      location.stateDir,
+      opts.limits,
+      logger,
+      opts.spoolSync,
+      opts.metrics,
+    );
     // The scheduler's writes go to the index writer thread: the event loop never waits for the write lock.
-    const deliveryDb = openDatabase(location.stateDir, logger, { migrate: false, durability: 'at-least-once' });
+    const deliveryDb = openDatabase(location.stateDir, logger, {
+      migrate: false,
+      durability: 'at-least-once',
+    });
     return {
       backend: 'sqlite',
       store: sqliteQueries(db),
@@ -113,7 +132,12 @@ export async function openNodeStore(config: Pick<PosternConfig, 'state_dir' | 's
 }
 
 /** A worker thread's or an operator command's (`migrate` may come before the first start, so it migrates). */
-export async function openThreadStore(location: StoreLocation, logger: Logger, name: string, opts: { migrate?: boolean } = {}): Promise<ThreadStore> {
+export async function openThreadStore(
+  location: StoreLocation,
+  logger: Logger,
+  name: string,
+  opts: { migrate?: boolean } = {},
+): Promise<ThreadStore> {
   const connections = await openConnections(location, logger, name, opts);
   return { store: connections.queries, close: () => connections.close() };
 }

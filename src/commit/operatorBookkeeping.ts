@@ -1,8 +1,20 @@
 import { recordApiKeyUse } from '../store/apiKeyUsage.js';
-import { insertAudit, type AuditRow } from '../store/audit.js';
-import { applyMessageAction, countChanged, type MessageAction, type MessagesChanged } from '../store/messageActions.js';
+import { type AuditRow, insertAudit } from '../store/audit.js';
+import {
+  applyMessageAction,
+  countChanged,
+  type MessageAction,
+  type MessagesChanged,
+} from '../store/messageActions.js';
 import type { Queries } from '../store/queries.js';
-import { applyOperatorWrite, OPERATOR_WRITES_NOT_DURABLE, WriteRefused, type OperatorWrite, type OperatorWrites, type WriteRefusal } from './operatorWrites.js';
+import {
+  applyOperatorWrite,
+  OPERATOR_WRITES_NOT_DURABLE,
+  type OperatorWrite,
+  type OperatorWrites,
+  type WriteRefusal,
+  WriteRefused,
+} from './operatorWrites.js';
 
 /** Every write of the operator layer, as plain data, one transaction each: in the server the index writer thread runs it. */
 export type MessageActionChunk = {
@@ -15,7 +27,11 @@ export type MessageActionChunk = {
   now: number;
   /** The last chunk: flushed before its commit returns, and carrying the action's audit row. */
   durable: boolean;
-  audit?: { row: Omit<AuditRow, 'seq' | 'details'>; details: Record<string, unknown>; changedBefore: number };
+  audit?: {
+    row: Omit<AuditRow, 'seq' | 'details'>;
+    details: Record<string, unknown>;
+    changedBefore: number;
+  };
 };
 
 export interface MessageActionResult {
@@ -39,7 +55,10 @@ export type OperatorResultOf<W extends OperatorBookkeeping> = W extends MessageA
 export type OperatorBookkeepingResult = { value: unknown } | { refused: WriteRefusal };
 
 /** A refusal rolls back its own savepoint only. */
-export async function applyOperatorBookkeeping(q: Queries, work: OperatorBookkeeping): Promise<OperatorBookkeepingResult> {
+export async function applyOperatorBookkeeping(
+  q: Queries,
+  work: OperatorBookkeeping,
+): Promise<OperatorBookkeepingResult> {
   if (work.type === 'key_use') {
     await recordApiKeyUse(q, new Map(work.uses));
     return { value: null };
@@ -56,8 +75,16 @@ export async function applyOperatorBookkeeping(q: Queries, work: OperatorBookkee
 async function applyChunk(q: Queries, work: MessageActionChunk): Promise<MessageActionResult> {
   const changed = await applyMessageAction(q, work.action, { rows: work.rows }, work.now);
   const total = (work.audit?.changedBefore ?? 0) + changed.length;
-  if (work.audit && total > 0) await insertAudit(q, { ...work.audit.row, details: JSON.stringify({ ...work.audit.details, changed: total }) });
-  return { changed: work.returnIds ? changed.map((m) => m.id) : [], changedCount: changed.length, changedIn: countChanged([], changed) };
+  if (work.audit && total > 0)
+    await insertAudit(q, {
+      ...work.audit.row,
+      details: JSON.stringify({ ...work.audit.details, changed: total }),
+    });
+  return {
+    changed: work.returnIds ? changed.map((m) => m.id) : [],
+    changedCount: changed.length,
+    changedIn: countChanged([], changed),
+  };
 }
 
 /** Every write an operator is told succeeded; not the last-use and last-seen times. */

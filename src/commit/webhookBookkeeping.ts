@@ -6,7 +6,12 @@ import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import type { WebhookBookkeeping, WebhookBookkeepingResult } from '../store/webhookCycle.js';
 
-export { fanOutPlan, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../store/webhookCycle.js';
+export {
+  fanOutPlan,
+  type WebhookBookkeeping,
+  type WebhookBookkeepingResult,
+  type WebhookOutcomeRecord,
+} from '../store/webhookCycle.js';
 
 /**
  * PostgreSQL: whether committed events wait in the outbox's queue to be fanned out (several nodes
@@ -17,6 +22,9 @@ export async function fanOutQueued(q: Queries): Promise<boolean> {
 }
 
 /** Runs a dispatcher cycle's writes; the caller wraps it in a transaction. */
-export function applyWebhookBookkeeping(q: Queries, work: WebhookBookkeeping): Promise<WebhookBookkeepingResult> {
+export function applyWebhookBookkeeping(
+  q: Queries,
+  work: WebhookBookkeeping,
+): Promise<WebhookBookkeepingResult> {
   return backendOf(q).webhookOutbox.runCycle(q, work);
 }

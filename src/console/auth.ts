@@ -4,7 +4,12 @@ import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import type { Logger } from '../log.js';
 import type { OperatorContext } from '../operator/context.js';
-import { csrfTokenMatches, sessionPrincipal, tokenPrincipal, type Principal } from '../operator/sessions.js';
+import {
+  csrfTokenMatches,
+  type Principal,
+  sessionPrincipal,
+  tokenPrincipal,
+} from '../operator/sessions.js';
 import type { RateSlot, RateWindow } from '../policy/rateWindow.js';
 import type { RateWindowFactory } from '../policy/rateWindowFactory.js';
 import { API_BASE } from './document.js';
@@ -19,14 +24,21 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 export function sessionCookie(req: IncomingMessage): string | null {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim() || null;
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE)
+      return part.slice(eq + 1).trim() || null;
   }
   return null;
 }
 
 /** `Set-Cookie` for a new session (HttpOnly, SameSite=Strict; Secure over TLS), or one that clears it. */
 export function sessionCookieHeader(sessionId: string | null, secure: boolean): string {
-  const attributes = [`Path=${COOKIE_PATH}`, 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : []), ...(sessionId === null ? ['Max-Age=0'] : [])];
+  const attributes = [
+    `Path=${COOKIE_PATH}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    ...(secure ? ['Secure'] : []),
+    ...(sessionId === null ? ['Max-Age=0'] : []),
+  ];
   return [`${SESSION_COOKIE}=${sessionId ?? ''}`, ...attributes].join('; ');
 }
 
@@ -41,7 +53,11 @@ export interface Authenticated {
  * itself), else the session cookie, whose state-changing requests must carry the session's
  * CSRF token in `X-CSRF-Token`.
  */
-export async function authenticateRequest(ctx: OperatorContext, req: IncomingMessage, config: Pick<PosternConfig, 'console'>): Promise<Authenticated> {
+export async function authenticateRequest(
+  ctx: OperatorContext,
+  req: IncomingMessage,
+  config: Pick<PosternConfig, 'console'>,
+): Promise<Authenticated> {
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
     const token = BEARER.exec(authorization)?.[1];
@@ -56,7 +72,8 @@ export async function authenticateRequest(ctx: OperatorContext, req: IncomingMes
   if (found === null) throw new ContractError('unauthenticated');
   if (!SAFE_METHODS.has(req.method ?? 'GET')) {
     const header = req.headers['x-csrf-token'];
-    if (!csrfTokenMatches(sessionId, Array.isArray(header) ? header[0] : header)) throw new ContractError('csrf_token_invalid');
+    if (!csrfTokenMatches(sessionId, Array.isArray(header) ? header[0] : header))
+      throw new ContractError('csrf_token_invalid');
   }
   return { principal: found, sessionId };
 }
@@ -127,8 +144,16 @@ export class SignInThrottle {
     private readonly logger: Logger,
   ) {
     const windowMs = config.console.sign_in_window_seconds * 1000;
-    this.perIp = windows.window('console_sign_in_ip', config.console.sign_in_failures_per_ip, windowMs);
-    this.perAccount = windows.window('console_sign_in_account', config.console.sign_in_failures_per_account, windowMs);
+    this.perIp = windows.window(
+      'console_sign_in_ip',
+      config.console.sign_in_failures_per_ip,
+      windowMs,
+    );
+    this.perAccount = windows.window(
+      'console_sign_in_account',
+      config.console.sign_in_failures_per_account,
+      windowMs,
+    );
   }
 
   /**
@@ -136,7 +161,11 @@ export class SignInThrottle {
    * until `succeeded`. Throws 429 `sign_in_throttled` while either is spent, and then holds
    * neither place (the other window's is given back: the attempt was never checked).
    */
-  async reserve(ip: string, email: string, check: PasswordCheck = 'sign_in'): Promise<SignInAttempt> {
+  async reserve(
+    ip: string,
+    email: string,
+    check: PasswordCheck = 'sign_in',
+  ): Promise<SignInAttempt> {
     const windows: [RateWindow, string][] = [
       [this.perIp, ip],
       [this.perAccount, accountKey(email)],
@@ -144,7 +173,9 @@ export class SignInThrottle {
     const answers = await Promise.allSettled(windows.map(([window, key]) => window.reserve(key)));
     const places = windows.flatMap(([window, key], i) => {
       const answer = answers[i];
-      return answer.status === 'fulfilled' && answer.value.slot !== null ? [{ window, key, slot: answer.value.slot }] : [];
+      return answer.status === 'fulfilled' && answer.value.slot !== null
+        ? [{ window, key, slot: answer.value.slot }]
+        : [];
     });
     if (places.length === windows.length) return { places };
     await this.giveBack(places);
@@ -173,7 +204,11 @@ export class SignInThrottle {
   private async giveBack(places: readonly Place[]): Promise<void> {
     const results = await Promise.allSettled(places.map((p) => p.window.release(p.key, p.slot)));
     for (const r of results) {
-      if (r.status === 'rejected') this.logger.warn({ err: r.reason, step: 'release' }, 'a sign-in could not give its place in the sign-in limits back (the store failed); it counts as a failure');
+      if (r.status === 'rejected')
+        this.logger.warn(
+          { err: r.reason, step: 'release' },
+          'a sign-in could not give its place in the sign-in limits back (the store failed); it counts as a failure',
+        );
     }
   }
 }

@@ -10,7 +10,9 @@ import type { Principal } from '../operator/sessions.js';
 import type { OperationId } from './document.js';
 import type { Operations } from './types.gen.js';
 
-type Authenticated<A extends boolean> = { [K in OperationId]: Operations[K]['authenticated'] extends A ? K : never }[OperationId];
+type Authenticated<A extends boolean> = {
+  [K in OperationId]: Operations[K]['authenticated'] extends A ? K : never;
+}[OperationId];
 /** The operations that need a signed-in operator (a session or a token). */
 export type AuthenticatedId = Authenticated<true>;
 /** Those that do not (`security: []`: sign-in, a preview's inline part by its token, the document). */
@@ -35,9 +37,13 @@ export interface Call<K extends OperationId> extends AnonymousCall<K> {
 }
 
 /** A JSON answer, or `undefined` when the handler wrote the response itself (files, streams). */
-export type Answer = { status: number; body?: unknown; headers?: Record<string, string> } | undefined;
+export type Answer =
+  | { status: number; body?: unknown; headers?: Record<string, string> }
+  | undefined;
 export type Handler<K extends AuthenticatedId> = (call: Call<K>) => Answer | Promise<Answer>;
-export type AnonymousHandler<K extends AnonymousId> = (call: AnonymousCall<K>) => Answer | Promise<Answer>;
+export type AnonymousHandler<K extends AnonymousId> = (
+  call: AnonymousCall<K>,
+) => Answer | Promise<Answer>;
 
 /** A handler for each operation, and for nothing else: those of signed-in operators, and the others. */
 export type AuthenticatedHandlers = { [K in AuthenticatedId]: Handler<K> };

@@ -2,10 +2,15 @@
  * The console API document and the validators compiled from it, each ajv's type guard for its
  * operation's generated request type; routes come from it too, so they cannot drift.
  */
-import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import {
+  Ajv2020,
+  type AnySchemaObject,
+  type ErrorObject,
+  type ValidateFunction,
+} from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import consoleApi from './openapi.json' with { type: 'json' };
 import type { ErrorDetail } from '../contract/errors.js';
+import consoleApi from './openapi.json' with { type: 'json' };
 import type { Operations } from './types.gen.js';
 
 /** The document's operations, by operationId. */
@@ -14,7 +19,10 @@ export type OperationId = keyof Operations;
 export const consoleDocument = consoleApi as unknown as {
   servers: { url: string }[];
   paths: Record<string, Record<string, OperationObject>>;
-  components: { schemas: Record<string, AnySchemaObject>; parameters: Record<string, ParameterObject> };
+  components: {
+    schemas: Record<string, AnySchemaObject>;
+    parameters: Record<string, ParameterObject>;
+  };
 };
 
 /** Where every console API path is mounted: `/console/api/v1`. */
@@ -71,12 +79,22 @@ export interface ConsoleOperation<K extends OperationId> {
    * Its JSON body. `accepted` false: the operation takes none (a body sent is not read). A body
    * not sent is checked like `{}` (an optional body's defaults apply; an operation without one gets `{}`).
    */
-  body: { accepted: boolean; required: boolean; check(body: unknown): Checked<Operations[K]['body']> };
+  body: {
+    accepted: boolean;
+    required: boolean;
+    check(body: unknown): Checked<Operations[K]['body']>;
+  };
 }
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 function newAjv(coerce: boolean): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: true });
+  const ajv = new Ajv2020({
+    allErrors: true,
+    verbose: true,
+    strict: false,
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+  });
   addFormats(ajv);
   ajv.addKeyword({ keyword: 'x-error-codes', schemaType: 'object' });
   ajv.addSchema(consoleApi as AnySchemaObject, 'console');
@@ -110,24 +128,32 @@ export function detailsOf(errors: ErrorObject[] | null | undefined): ErrorDetail
   for (const err of errors ?? []) {
     const segments = err.instancePath === '' ? [] : err.instancePath.slice(1).split('/');
     if (err.keyword === 'required') segments.push(String(err.params.missingProperty));
-    if (err.keyword === 'additionalProperties') segments.push(String(err.params.additionalProperty));
+    if (err.keyword === 'additionalProperties')
+      segments.push(String(err.params.additionalProperty));
     const field = segments.length > 0 ? segments.join('.') : 'body';
     const top = segments[0] ?? 'body';
     if (err.keyword === 'oneOf' || err.keyword === 'anyOf') {
-      const named = (err.parentSchema?.['x-error-codes'] as Record<string, string> | undefined)?.[err.keyword];
+      const named = (err.parentSchema?.['x-error-codes'] as Record<string, string> | undefined)?.[
+        err.keyword
+      ];
       if (named) unions.push({ field, code: named });
       continue;
     }
     if (!byField.has(field)) byField.set(field, `${top}:${REASONS[err.keyword] ?? 'invalid'}`);
   }
   // Unknown keys last (as the send API orders them); otherwise the schema's own order.
-  const details = [...byField].map(([field, code]) => ({ field, code })).sort((a, b) => Number(a.code.endsWith(':unknown_key')) - Number(b.code.endsWith(':unknown_key')));
+  const details = [...byField]
+    .map(([field, code]) => ({ field, code }))
+    .sort(
+      (a, b) => Number(a.code.endsWith(':unknown_key')) - Number(b.code.endsWith(':unknown_key')),
+    );
   // A union's own code only when nothing more precise was found (its branches' errors are noise).
   return details.length > 0 && unions.length === 0 ? details : unions.length > 0 ? unions : details;
 }
 
 function resolveParameter(p: ParameterObject | { $ref: string }): ParameterObject {
-  if ('$ref' in p) return consoleDocument.components.parameters[p.$ref.replace('#/components/parameters/', '')];
+  if ('$ref' in p)
+    return consoleDocument.components.parameters[p.$ref.replace('#/components/parameters/', '')];
   return p;
 }
 
@@ -143,14 +169,18 @@ function parameterSchema(params: ParameterObject[]): AnySchemaObject {
 
 /** `#/components/…` references, made absolute into the registered document. */
 function refsInto(schema: AnySchemaObject): AnySchemaObject {
-  return JSON.parse(JSON.stringify(schema).replace(/"\$ref":"#\//g, '"$ref":"console#/')) as AnySchemaObject;
+  return JSON.parse(
+    JSON.stringify(schema).replace(/"\$ref":"#\//g, '"$ref":"console#/'),
+  ) as AnySchemaObject;
 }
 
 /** What an operation without a body accepts: nothing. */
 const NO_BODY: AnySchemaObject = { type: 'object', maxProperties: 0 };
 
 /** The validators of a declared operation, typed by operation K's request (the types generated from the same document). */
-export function compileOperation<K extends OperationId>(declared: DeclaredOperation<K>): ConsoleOperation<K> {
+export function compileOperation<K extends OperationId>(
+  declared: DeclaredOperation<K>,
+): ConsoleOperation<K> {
   type Request = Operations[K];
   const { path, spec: op } = declared;
   const method = METHODS.find((m) => m === declared.method.toUpperCase());
@@ -158,11 +188,17 @@ export function compileOperation<K extends OperationId>(declared: DeclaredOperat
   const params = (op.parameters ?? []).map(resolveParameter);
   const pathParams = params.filter((p) => p.in === 'path');
   const queryParams = params.filter((p) => p.in === 'query');
-  const checkPathSchema: ValidateFunction<Request['params']> = parameters.compile(parameterSchema(pathParams));
-  const checkQuerySchema: ValidateFunction<Request['query']> = parameters.compile(parameterSchema(queryParams));
+  const checkPathSchema: ValidateFunction<Request['params']> = parameters.compile(
+    parameterSchema(pathParams),
+  );
+  const checkQuerySchema: ValidateFunction<Request['query']> = parameters.compile(
+    parameterSchema(queryParams),
+  );
   const arrays = new Set(queryParams.filter((p) => p.schema.type === 'array').map((p) => p.name));
   const bodySchema = op.requestBody?.content['application/json']?.schema;
-  const checkBody: ValidateFunction<Request['body']> = bodies.compile(bodySchema ? refsInto(bodySchema) : NO_BODY);
+  const checkBody: ValidateFunction<Request['body']> = bodies.compile(
+    bodySchema ? refsInto(bodySchema) : NO_BODY,
+  );
   return {
     operationId: declared.operationId,
     method,
@@ -194,7 +230,8 @@ export function compileOperation<K extends OperationId>(declared: DeclaredOperat
       accepted: bodySchema !== undefined,
       required: op.requestBody?.required ?? false,
       check(body) {
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, details: [{ field: 'body', code: 'body:invalid_type' }] };
+        if (typeof body !== 'object' || body === null || Array.isArray(body))
+          return { ok: false, details: [{ field: 'body', code: 'body:invalid_type' }] };
         if (checkBody(body)) return { ok: true, value: body };
         return { ok: false, details: detailsOf(checkBody.errors) };
       },
@@ -206,7 +243,8 @@ export function compileOperation<K extends OperationId>(declared: DeclaredOperat
 export function declaredOperations(): DeclaredOperation[] {
   const ops: DeclaredOperation[] = [];
   for (const [path, item] of Object.entries(consoleDocument.paths)) {
-    for (const [method, spec] of Object.entries(item)) ops.push({ operationId: spec.operationId, method, path, spec });
+    for (const [method, spec] of Object.entries(item))
+      ops.push({ operationId: spec.operationId, method, path, spec });
   }
   return ops;
 }

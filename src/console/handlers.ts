@@ -12,27 +12,99 @@ import type { OperatorContext } from '../operator/context.js';
 import { addDkimKey, listDkim, removeDkim } from '../operator/dkim.js';
 import { checkDomain, sendingDomains } from '../operator/domains.js';
 import { createKey, listKeys, revokeKey, rotateKey } from '../operator/keys.js';
+import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { messageContent, openAttachment } from '../operator/messageContent.js';
 import {
-  deleteMessage, messageAction, messageDetail, openMessageMime, messageSearch, requireMessage, type MessageAction, type MessageFilter,
-} from '../operator/messages.js';
+  messageLink,
+  messageLinks,
+  previewPart,
+  previewPartToken,
+  revokeMessageLink,
+} from '../operator/messageLinks.js';
 import {
-  createOperator, createOperatorToken, operatorList, operatorTokens, operatorView, removeOperator, requireOperatorToken, resetOperatorPassword, revokeOperatorTokenById, updateOperator,
-} from '../operator/operators.js';
-import { overview, type OverviewSources } from '../operator/overview.js';
-import { checkPasswordRules } from '../operator/passwords.js';
+  deleteMessage,
+  type MessageAction,
+  type MessageFilter,
+  messageAction,
+  messageDetail,
+  messageSearch,
+  openMessageMime,
+  requireMessage,
+} from '../operator/messages.js';
 import { nodeList } from '../operator/nodes.js';
-import { changePlan, createProject, deleteProject, planList, projectList, setPaused, setStrategy, showProject } from '../operator/projects.js';
-import { attachProvider, checkProvider, detachProvider, listProviders, updateProvider } from '../operator/providers.js';
-import { changeOwnPassword, csrfTokenFor, signIn, signOut, type Principal } from '../operator/sessions.js';
-import { suppress, suppressionCsv, suppressionSearch, unsuppress } from '../operator/suppressions.js';
-import { addWebhook, enableWebhook, listWebhooks, removeWebhook, rotateWebhookSecret, type TargetOptions } from '../operator/webhookEndpoints.js';
-import { redeliverWebhook, testWebhook, webhookAttempts, webhookDelivery } from '../operator/webhookDeliveries.js';
-import type { KeyUseRecorder } from '../operator/keyUse.js';
-import { messageLink, messageLinks, previewPart, previewPartToken, revokeMessageLink } from '../operator/messageLinks.js';
-import { inlinePartsOf, safeContentType, sendBodyDocument, sendInlinePart } from '../viewer/bodyDocument.js';
-import { sessionCookieHeader, type SignInThrottle } from './auth.js';
-import type { AnonymousHandlers, Answer, AuthenticatedHandlers, AuthenticatedId, Call, Handler } from './call.js';
+import {
+  createOperator,
+  createOperatorToken,
+  operatorList,
+  operatorTokens,
+  operatorView,
+  removeOperator,
+  requireOperatorToken,
+  resetOperatorPassword,
+  revokeOperatorTokenById,
+  updateOperator,
+} from '../operator/operators.js';
+import { type OverviewSources, overview } from '../operator/overview.js';
+import { checkPasswordRules } from '../operator/passwords.js';
+import {
+  changePlan,
+  createProject,
+  deleteProject,
+  planList,
+  projectList,
+  setPaused,
+  setStrategy,
+  showProject,
+} from '../operator/projects.js';
+import {
+  attachProvider,
+  checkProvider,
+  detachProvider,
+  listProviders,
+  updateProvider,
+} from '../operator/providers.js';
+import {
+  changeOwnPassword,
+  csrfTokenFor,
+  type Principal,
+  signIn,
+  signOut,
+} from '../operator/sessions.js';
+import {
+  suppress,
+  suppressionCsv,
+  suppressionSearch,
+  unsuppress,
+} from '../operator/suppressions.js';
+import {
+  redeliverWebhook,
+  testWebhook,
+  webhookAttempts,
+  webhookDelivery,
+} from '../operator/webhookDeliveries.js';
+import {
+  addWebhook,
+  enableWebhook,
+  listWebhooks,
+  removeWebhook,
+  rotateWebhookSecret,
+  type TargetOptions,
+} from '../operator/webhookEndpoints.js';
+import {
+  inlinePartsOf,
+  safeContentType,
+  sendBodyDocument,
+  sendInlinePart,
+} from '../viewer/bodyDocument.js';
+import { type SignInThrottle, sessionCookieHeader } from './auth.js';
+import type {
+  AnonymousHandlers,
+  Answer,
+  AuthenticatedHandlers,
+  AuthenticatedId,
+  Call,
+  Handler,
+} from './call.js';
 import type { LiveEvents } from './liveEvents.js';
 import type * as Api from './types.gen.js';
 
@@ -51,7 +123,11 @@ export interface HandlerDeps {
 
 const ok = (body: unknown, status = 200): Answer => ({ status, body });
 
-async function sessionView(p: Principal, sessionId: string | null, deps: HandlerDeps): Promise<Api.Session> {
+async function sessionView(
+  p: Principal,
+  sessionId: string | null,
+  deps: HandlerDeps,
+): Promise<Api.Session> {
   return {
     operator: await operatorView(deps.ctx, p.operator),
     via: p.via,
@@ -61,7 +137,11 @@ async function sessionView(p: Principal, sessionId: string | null, deps: Handler
 }
 
 /** The console's message filter from the list's query (or a bulk body's `filter`: the same fields), within what the principal may see. */
-async function messageFilter(ctx: OperatorContext, p: Principal, q: Api.Operations['listMessages']['query']): Promise<MessageFilter> {
+async function messageFilter(
+  ctx: OperatorContext,
+  p: Principal,
+  q: Api.Operations['listMessages']['query'],
+): Promise<MessageFilter> {
   const { project } = q;
   if (project !== undefined) await requireVisibleProject(ctx, p, project);
   const time = (v: string | undefined) => (v === undefined ? undefined : Date.parse(v));
@@ -87,14 +167,29 @@ function contentDisposition(name: string): string {
 }
 
 /** The handlers of every operation but the document itself (the server answers it). */
-export function consoleHandlers(deps: HandlerDeps): { authenticated: AuthenticatedHandlers; anonymous: Omit<AnonymousHandlers, 'getOpenApi'> } {
-  const single = (action: MessageAction): Handler<'releaseMessage' | 'cancelMessage' | 'retryMessage'> => async (c) => {
-    const projectId = await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-    const result = await messageAction(c.ctx, action, c.params.message_id);
-    deps.live.announce([{ id: result.id, status: result.status, project_id: projectId, environment: result.environment, type: `message.${action}` }]);
-    return ok(result);
-  };
-  const inProject = async (c: Pick<Call<AuthenticatedId>, 'ctx' | 'principal'> & { params: { project_id: string } }) => {
+export function consoleHandlers(deps: HandlerDeps): {
+  authenticated: AuthenticatedHandlers;
+  anonymous: Omit<AnonymousHandlers, 'getOpenApi'>;
+} {
+  const single =
+    (action: MessageAction): Handler<'releaseMessage' | 'cancelMessage' | 'retryMessage'> =>
+    async (c) => {
+      const projectId = await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
+      const result = await messageAction(c.ctx, action, c.params.message_id);
+      deps.live.announce([
+        {
+          id: result.id,
+          status: result.status,
+          project_id: projectId,
+          environment: result.environment,
+          type: `message.${action}`,
+        },
+      ]);
+      return ok(result);
+    };
+  const inProject = async (
+    c: Pick<Call<AuthenticatedId>, 'ctx' | 'principal'> & { params: { project_id: string } },
+  ) => {
     await requireVisibleProject(c.ctx, c.principal, c.params.project_id);
     return c.params.project_id;
   };
@@ -108,11 +203,21 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       const session = await signIn(c.ctx, email, password, c.clientIp);
       if (!session) throw new ContractError('invalid_credentials');
       await deps.throttle.succeeded(attempt);
-      return { status: 201, body: await sessionView(session.principal, session.sessionId, deps), headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) } };
+      return {
+        status: 201,
+        body: await sessionView(session.principal, session.sessionId, deps),
+        headers: { 'Set-Cookie': sessionCookieHeader(session.sessionId, deps.secure) },
+      };
     },
     // The preview's sandboxed frame sends no cookie: the token signed for the message is the authority.
     async getMessageInlinePart(c) {
-      const { attachment, stream } = await previewPart(c.ctx, deps.viewerLinks.secret, c.params.message_id, c.query.token, c.params.index);
+      const { attachment, stream } = await previewPart(
+        c.ctx,
+        deps.viewerLinks.secret,
+        c.params.message_id,
+        c.query.token,
+        c.params.index,
+      );
       await sendInlinePart(c.res, attachment, stream);
       return undefined;
     },
@@ -124,7 +229,10 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
     async signOut(c) {
       await signOut(c.ctx, c.principal);
       if (c.principal.sessionHash !== null) deps.live.end({ sessionHash: c.principal.sessionHash });
-      const headers: Record<string, string> = c.principal.via === 'session' ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) } : {};
+      const headers: Record<string, string> =
+        c.principal.via === 'session'
+          ? { 'Set-Cookie': sessionCookieHeader(null, deps.secure) }
+          : {};
       return { status: 204, headers };
     },
     async changePassword(c) {
@@ -133,18 +241,33 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       checkPasswordRules(next, 'new_password');
       // The current password is a guess like a sign-in's: its place in the failed sign-in limits
       // (this operator's email, this address) is taken before the check, kept unless it was right.
-      const attempt = await deps.throttle.reserve(c.clientIp, c.principal.operator.email, 'current_password');
-      const changed = await changeOwnPassword(c.ctx, c.principal, c.body.current_password, next, c.body.revoke_tokens === true);
+      const attempt = await deps.throttle.reserve(
+        c.clientIp,
+        c.principal.operator.email,
+        'current_password',
+      );
+      const changed = await changeOwnPassword(
+        c.ctx,
+        c.principal,
+        c.body.current_password,
+        next,
+        c.body.revoke_tokens === true,
+      );
       await deps.throttle.succeeded(attempt);
       // Their other sessions ended (and perhaps their tokens): so do those streams.
       await deps.live.recheck(c.principal.operator.id);
       return ok(changed);
     },
     listTokens: async (c) => ok(await operatorTokens(c.ctx, c.principal.operator.id)),
-    createToken: async (c) => ok(await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name, c.body.expires_at), 201),
+    createToken: async (c) =>
+      ok(
+        await createOperatorToken(c.ctx, c.principal.operator.id, c.body.name, c.body.expires_at),
+        201,
+      ),
     async revokeToken(c) {
       const token = await requireOperatorToken(c.ctx, c.params.token_id);
-      if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner') throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
+      if (token.operator_id !== c.principal.operator.id && c.principal.operator.role !== 'owner')
+        throw new ContractError('not_found', { message: `token ${c.params.token_id} not found` });
       const revoked = await revokeOperatorTokenById(c.ctx, token.id);
       deps.live.end({ tokenId: token.id });
       return ok(revoked);
@@ -155,14 +278,26 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       const { project } = c.query;
       if (project !== undefined) await requireVisibleProject(c.ctx, c.principal, project);
       const owner = c.principal.operator.role === 'owner';
-      return ok(await overview(c.ctx, deps.overview, project !== undefined ? [project] : c.principal.projects, owner));
+      return ok(
+        await overview(
+          c.ctx,
+          deps.overview,
+          project !== undefined ? [project] : c.principal.projects,
+          owner,
+        ),
+      );
     },
 
     // Owners and members alike: which processes serve the index is no project's secret.
     listNodes: async (c) => ok(await nodeList(c.ctx)),
 
     /* projects --------------------------------------------------------------------------- */
-    listProjects: async (c) => ok({ projects: (await projectList(c.ctx)).projects.filter((p) => canSeeProject(c.principal, p.id)) }),
+    listProjects: async (c) =>
+      ok({
+        projects: (await projectList(c.ctx)).projects.filter((p) =>
+          canSeeProject(c.principal, p.id),
+        ),
+      }),
     createProject: async (c) => ok(await createProject(c.ctx, c.body.name, c.body.plan), 201),
     getProject: async (c) => ok(await showProject(c.ctx, await inProject(c))),
     deleteProject: async (c) => ok(await deleteProject(c.ctx, c.params.project_id)),
@@ -178,7 +313,11 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       await deps.keyUse?.flush();
       return ok(await listKeys(c.ctx, projectId));
     },
-    createKey: async (c) => ok(await createKey(c.ctx, await inProject(c), c.body.mode, c.body.expires_at, c.body.name), 201),
+    createKey: async (c) =>
+      ok(
+        await createKey(c.ctx, await inProject(c), c.body.mode, c.body.expires_at, c.body.name),
+        201,
+      ),
     async revokeKey(c) {
       await requireVisible(c.ctx, c.principal, 'key', c.params.key_id);
       return ok(await revokeKey(c.ctx, c.params.key_id));
@@ -192,26 +331,77 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
     listProviders: async (c) => ok(await listProviders(c.ctx, c.params.project_id)),
     // The operator layer takes the CLI's text for numbers.
     async attachProvider({ ctx, params, body: b }) {
-      const options = { slug: b.slug, host: b.host, port: b.port?.toString(), user: b.user, pass: b.pass, tls: b.tls, endpoint: b.endpoint, region: b.region, domain: b.domain };
-      const secrets = { apiKey: b.api_key, webhookSecret: b.webhook_secret, webhookPublicKey: b.webhook_public_key };
-      return ok(await attachProvider(ctx, params.project_id, { ...options, ...secrets, label: b.label, freeQuota: b.free_quota?.toString(), priority: b.priority?.toString() }), 201);
+      const options = {
+        slug: b.slug,
+        host: b.host,
+        port: b.port?.toString(),
+        user: b.user,
+        pass: b.pass,
+        tls: b.tls,
+        endpoint: b.endpoint,
+        region: b.region,
+        domain: b.domain,
+      };
+      const secrets = {
+        apiKey: b.api_key,
+        webhookSecret: b.webhook_secret,
+        webhookPublicKey: b.webhook_public_key,
+      };
+      return ok(
+        await attachProvider(ctx, params.project_id, {
+          ...options,
+          ...secrets,
+          label: b.label,
+          freeQuota: b.free_quota?.toString(),
+          priority: b.priority?.toString(),
+        }),
+        201,
+      );
     },
     async updateProvider({ ctx, params, body: b }) {
-      const secrets = { apiKey: b.api_key, webhookSecret: b.webhook_secret, webhookPublicKey: b.webhook_public_key };
+      const secrets = {
+        apiKey: b.api_key,
+        webhookSecret: b.webhook_secret,
+        webhookPublicKey: b.webhook_public_key,
+      };
       const freeQuota = b.free_quota === null ? null : b.free_quota?.toString();
-      return ok(await updateProvider(ctx, params.account_id, { priority: b.priority?.toString(), freeQuota, label: b.label, user: b.user, pass: b.pass, ...secrets }));
+      return ok(
+        await updateProvider(ctx, params.account_id, {
+          priority: b.priority?.toString(),
+          freeQuota,
+          label: b.label,
+          user: b.user,
+          pass: b.pass,
+          ...secrets,
+        }),
+      );
     },
     detachProvider: async (c) => ok(await detachProvider(c.ctx, c.params.account_id)),
     checkProvider: async (c) => ok(await checkProvider(c.ctx, c.params.account_id)),
 
     /* messages --------------------------------------------------------------------------- */
-    listMessages: async (c) => ok(await messageSearch(c.ctx, await messageFilter(c.ctx, c.principal, c.query), { limit: c.query.limit, cursor: c.query.cursor })),
+    listMessages: async (c) =>
+      ok(
+        await messageSearch(c.ctx, await messageFilter(c.ctx, c.principal, c.query), {
+          limit: c.query.limit,
+          cursor: c.query.cursor,
+        }),
+      ),
     async bulkMessages(c) {
       // The document takes exactly one of ids and filter.
       const { action, ids, filter } = c.body;
-      const target = filter === undefined ? { ids: ids ?? [] } : { filter: await messageFilter(c.ctx, c.principal, filter) };
-      if (c.body.dry_run === true) return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
-      const { result, changedIn } = await bulkMessageAction(c.ctx, action, target, c.principal.projects);
+      const target =
+        filter === undefined
+          ? { ids: ids ?? [] }
+          : { filter: await messageFilter(c.ctx, c.principal, filter) };
+      if (c.body.dry_run === true)
+        return ok(await bulkDryRun(c.ctx, action, target, c.principal.projects));
+      const { result, changedIn } = await bulkMessageAction(
+        c.ctx,
+        action,
+        target,
+        c.principal.projects,
+      );
       // Each stream hears of the messages it may see, and only of those.
       deps.live.refresh({ reason: 'bulk', action }, changedIn);
       return ok(result);
@@ -237,11 +427,17 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
     },
     async getMessageAttachment(c) {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      const { attachment, stream } = await openAttachment(c.ctx, c.params.message_id, c.params.index);
+      const { attachment, stream } = await openAttachment(
+        c.ctx,
+        c.params.message_id,
+        c.params.index,
+      );
       // Served as a download, never rendered in the console's origin.
       c.res.writeHead(200, {
         'Content-Type': safeContentType(attachment.content_type),
-        'Content-Disposition': contentDisposition(attachment.filename ?? `attachment-${attachment.index}`),
+        'Content-Disposition': contentDisposition(
+          attachment.filename ?? `attachment-${attachment.index}`,
+        ),
         'X-Content-Type-Options': 'nosniff',
         'Content-Security-Policy': "default-src 'none'; sandbox",
       });
@@ -254,12 +450,24 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       const content = await messageContent(c.ctx, id);
       // Relative to …/messages/{id}/preview: …/messages/{id}/inline/{index}?token=….
       const token = previewPartToken(c.ctx, deps.viewerLinks.secret, id);
-      sendBodyDocument(c.res, content, c.query.images === '1', { parts: inlinePartsOf(content.attachments), partUrl: (index) => `inline/${index}?token=${token}` });
+      sendBodyDocument(c.res, content, c.query.images === '1', {
+        parts: inlinePartsOf(content.attachments),
+        partUrl: (index) => `inline/${index}?token=${token}`,
+      });
       return undefined;
     },
     async createMessageLink(c) {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
-      return ok(await messageLink(c.ctx, deps.viewerLinks.secret, deps.viewerLinks.base(), c.params.message_id, c.body.expires_in_seconds), 201);
+      return ok(
+        await messageLink(
+          c.ctx,
+          deps.viewerLinks.secret,
+          deps.viewerLinks.base(),
+          c.params.message_id,
+          c.body.expires_in_seconds,
+        ),
+        201,
+      );
     },
     async listMessageLinks(c) {
       await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
@@ -276,24 +484,39 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       const projectId = await requireVisible(c.ctx, c.principal, 'message', c.params.message_id);
       const { environment } = await requireMessage(c.ctx, c.params.message_id);
       const result = await deleteMessage(c.ctx, c.params.message_id);
-      deps.live.announce([{ id: result.id, status: 'deleted', project_id: projectId, environment, type: 'message.delete' }]);
+      deps.live.announce([
+        {
+          id: result.id,
+          status: 'deleted',
+          project_id: projectId,
+          environment,
+          type: 'message.delete',
+        },
+      ]);
       return ok(result);
     },
     async streamEvents(c) {
       const project = c.query.project ?? null;
       if (project !== null) await requireVisibleProject(c.ctx, c.principal, project);
-      await deps.live.open(c.res, c.principal, { project, environment: c.query.environment ?? null });
+      await deps.live.open(c.res, c.principal, {
+        project,
+        environment: c.query.environment ?? null,
+      });
       return undefined;
     },
 
     /* suppressions ----------------------------------------------------------------------- */
     listSuppressions: async (c) => ok(await suppressionSearch(c.ctx, await inProject(c), c.query)),
-    addSuppression: async (c) => ok(await suppress(c.ctx, await inProject(c), c.body.email, c.body.reason), 201),
+    addSuppression: async (c) =>
+      ok(await suppress(c.ctx, await inProject(c), c.body.email, c.body.reason), 201),
     removeSuppression: async (c) => ok(await unsuppress(c.ctx, await inProject(c), c.params.email)),
     async exportSuppressions(c) {
       const chunks = suppressionCsv(c.ctx, await inProject(c));
       const first = await chunks.next();
-      c.res.writeHead(200, { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': contentDisposition(`suppressions-${c.params.project_id}.csv`) });
+      c.res.writeHead(200, {
+        'Content-Type': 'text/csv; charset=utf-8',
+        'Content-Disposition': contentDisposition(`suppressions-${c.params.project_id}.csv`),
+      });
       if (!first.done) c.res.write(first.value);
       for await (const chunk of chunks) {
         // Waits for the client to take each chunk: memory stays flat for any list length.
@@ -306,7 +529,15 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
     /* DKIM ------------------------------------------------------------------------------- */
     listDkim: async (c) => ok(await listDkim(c.ctx, await inProject(c))),
     addDkim: async (c) =>
-      ok(await addDkimKey(c.ctx, await inProject(c), { domain: c.body.domain, selector: c.body.selector, algorithm: c.body.algorithm, privateKeyPem: c.body.private_key }), 201),
+      ok(
+        await addDkimKey(c.ctx, await inProject(c), {
+          domain: c.body.domain,
+          selector: c.body.selector,
+          algorithm: c.body.algorithm,
+          privateKeyPem: c.body.private_key,
+        }),
+        201,
+      ),
     async removeDkim(c) {
       await requireVisible(c.ctx, c.principal, 'dkim', c.params.dkim_id);
       return ok(await removeDkim(c.ctx, c.params.dkim_id));
@@ -314,11 +545,27 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
 
     /* sending domains -------------------------------------------------------------------- */
     listDomains: async (c) => ok(await sendingDomains(c.ctx, await inProject(c))),
-    checkDomain: async (c) => ok(await checkDomain(c.ctx, c.params.domain, { projectId: await inProject(c), field: 'domain' })),
+    checkDomain: async (c) =>
+      ok(
+        await checkDomain(c.ctx, c.params.domain, {
+          projectId: await inProject(c),
+          field: 'domain',
+        }),
+      ),
 
     /* webhooks --------------------------------------------------------------------------- */
     listWebhooks: async (c) => ok(await listWebhooks(c.ctx, await inProject(c))),
-    addWebhook: async (c) => ok(await addWebhook(c.ctx, await inProject(c), c.body.url, c.body.events?.join(','), deps.webhookTargets), 201),
+    addWebhook: async (c) =>
+      ok(
+        await addWebhook(
+          c.ctx,
+          await inProject(c),
+          c.body.url,
+          c.body.events?.join(','),
+          deps.webhookTargets,
+        ),
+        201,
+      ),
     async removeWebhook(c) {
       await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
       return ok(await removeWebhook(c.ctx, c.params.webhook_id));
@@ -345,7 +592,14 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
     },
     async redeliverWebhook(c) {
       await requireVisible(c.ctx, c.principal, 'webhook', c.params.webhook_id);
-      return ok(await redeliverWebhook(c.ctx, c.params.webhook_id, c.params.delivery_id, deps.webhookTargets));
+      return ok(
+        await redeliverWebhook(
+          c.ctx,
+          c.params.webhook_id,
+          c.params.delivery_id,
+          deps.webhookTargets,
+        ),
+      );
     },
 
     /* operators and the audit log (owners: the router checks) ---------------------------- */
@@ -363,11 +617,22 @@ export function consoleHandlers(deps: HandlerDeps): { authenticated: Authenticat
       return ok(removed);
     },
     async resetOperatorPassword(c) {
-      const reset = await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, { keepTokens: c.body.keep_tokens === true });
+      const reset = await resetOperatorPassword(c.ctx, c.params.operator_id, undefined, {
+        keepTokens: c.body.keep_tokens === true,
+      });
       await deps.live.recheck(c.params.operator_id);
       return ok(reset);
     },
-    listAudit: async ({ ctx, query: q }) => ok(await auditLog(ctx, { limit: q.limit, cursor: q.cursor, actor: q.actor, actorEmail: q.actor_email, action: q.action })),
+    listAudit: async ({ ctx, query: q }) =>
+      ok(
+        await auditLog(ctx, {
+          limit: q.limit,
+          cursor: q.cursor,
+          actor: q.actor,
+          actorEmail: q.actor_email,
+          action: q.action,
+        }),
+      ),
     listPlans: async (c) => ok(planList(c.ctx)),
   };
   return { authenticated, anonymous };

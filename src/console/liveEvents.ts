@@ -57,17 +57,24 @@ export class LiveEvents {
     activity.subscribe((events) => {
       // The first catch-up reads the last 24 hours for the overview: history, not news.
       if (!this.primed || this.streams.size === 0) return;
-      const types = new Map(events.filter((e) => e.message_id !== null).map((e) => [e.message_id!, e.type]));
+      const types = new Map(
+        events.filter((e) => e.message_id !== null).map((e) => [e.message_id!, e.type]),
+      );
       if (types.size === 0) return;
       this.activity.messagesNow([...types.keys()]).then(
         (now) => this.announce(now.map((m) => ({ ...m, type: types.get(m.id)! }))),
-        (err: unknown) => this.logger.warn({ err }, 'live updates: reading the changed messages failed'),
+        (err: unknown) =>
+          this.logger.warn({ err }, 'live updates: reading the changed messages failed'),
       );
     });
   }
 
   /** Over a cap it throws: 429 for the operator's, 503 for the node's. */
-  async open(res: ServerResponse, principal: Principal, filter: { project: string | null; environment: string | null }): Promise<void> {
+  async open(
+    res: ServerResponse,
+    principal: Principal,
+    filter: { project: string | null; environment: string | null },
+  ): Promise<void> {
     if (!this.primed) {
       await this.activity.catchUp();
       this.primed = true;
@@ -82,13 +89,21 @@ export class LiveEvents {
       });
     }
     const operatorId = principal.operator.id;
-    if ([...this.streams].filter((s) => s.principal.operator.id === operatorId).length >= this.limits.maxStreamsPerOperator) {
+    if (
+      [...this.streams].filter((s) => s.principal.operator.id === operatorId).length >=
+      this.limits.maxStreamsPerOperator
+    ) {
       throw new ContractError('rate_limited', {
         message: `You have ${this.limits.maxStreamsPerOperator} live-update streams open on this node (console.max_streams_per_operator); close one first.`,
         headers: { 'Retry-After': '1' },
       });
     }
-    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
     res.write(`retry: 3000\n: connected\n\n`);
     const stream = new LiveStream(res, principal, filter.project, filter.environment, this.checks);
     this.streams.add(stream);
@@ -111,8 +126,12 @@ export class LiveEvents {
   /** A bulk action: each stream that may see any of them reloads its list; the others hear nothing. */
   refresh(detail: { reason: string; action: string }, changed: readonly MessagesChanged[]): void {
     for (const s of this.streams) {
-      const count = changed.reduce((n, c) => n + (s.sees(c.project_id, c.environment) ? c.count : 0), 0);
-      if (count > 0) this.deliver(s, `event: refresh\ndata: ${JSON.stringify({ ...detail, count })}\n\n`);
+      const count = changed.reduce(
+        (n, c) => n + (s.sees(c.project_id, c.environment) ? c.count : 0),
+        0,
+      );
+      if (count > 0)
+        this.deliver(s, `event: refresh\ndata: ${JSON.stringify({ ...detail, count })}\n\n`);
     }
   }
 
@@ -120,7 +139,11 @@ export class LiveEvents {
     for (const s of [...this.streams]) {
       const p = s.principal;
       const match =
-        'sessionHash' in which ? p.sessionHash?.equals(which.sessionHash) : 'tokenId' in which ? p.tokenId === which.tokenId : p.operator.id === which.operatorId;
+        'sessionHash' in which
+          ? p.sessionHash?.equals(which.sessionHash)
+          : 'tokenId' in which
+            ? p.tokenId === which.tokenId
+            : p.operator.id === which.operatorId;
       if (match) this.closeStream(s, 'authority');
     }
   }
@@ -147,7 +170,8 @@ export class LiveEvents {
           if (!this.streams.has(s) || s.checkedBy > run) continue;
           s.checkedBy = run;
           if (now === null) this.closeStream(s, 'authority');
-          else if (s.project !== null && !canSeeProject(now, s.project)) this.closeStream(s, 'access');
+          else if (s.project !== null && !canSeeProject(now, s.project))
+            this.closeStream(s, 'access');
           else s.principal = now;
         }
       }),
@@ -173,7 +197,8 @@ export class LiveEvents {
   }
 
   private deliver(s: LiveStream, payload: string): void {
-    if (s.deliver(payload, this.limits.maxQueuedBytes) && s.res.writableLength > this.queuedPeak) this.queuedPeak = s.res.writableLength;
+    if (s.deliver(payload, this.limits.maxQueuedBytes) && s.res.writableLength > this.queuedPeak)
+      this.queuedPeak = s.res.writableLength;
   }
 
   private checkStreams(): void {
@@ -183,14 +208,20 @@ export class LiveEvents {
     if (this.checking || this.streams.size === 0) return;
     this.checking = true;
     this.recheck()
-      .catch((err: unknown) => this.logger.warn({ err }, 'live updates: checking the streams failed'))
+      .catch((err: unknown) =>
+        this.logger.warn({ err }, 'live updates: checking the streams failed'),
+      )
       .finally(() => (this.checking = false));
   }
 
   private startTimers(): void {
     if (this.poll) return;
     this.poll = setInterval(() => {
-      this.activity.catchUp().catch((err: unknown) => this.logger.warn({ err }, 'live updates: reading the events outbox failed'));
+      this.activity
+        .catchUp()
+        .catch((err: unknown) =>
+          this.logger.warn({ err }, 'live updates: reading the events outbox failed'),
+        );
     }, this.limits.pollMs);
     this.heartbeat = setInterval(() => {
       for (const s of this.streams) this.deliver(s, HEARTBEAT);

@@ -7,7 +7,8 @@ const OVERFLOW = `event: refresh\ndata: ${JSON.stringify({ reason: 'overflow' })
 /** Chunked-encoding framing (hex length and two CRLFs), counted with its bytes. */
 const FRAMING_BYTES = 16;
 
-const authorityOf = (p: Principal): string => (p.via === 'session' ? `session:${p.sessionHash?.toString('hex')}` : `token:${p.tokenId}`);
+const authorityOf = (p: Principal): string =>
+  p.via === 'session' ? `session:${p.sessionHash?.toString('hex')}` : `token:${p.tokenId}`;
 
 /** One open live-update stream (server-sent events): bound to the session or token that opened it, its queue bounded. */
 export class LiveStream {
@@ -30,7 +31,11 @@ export class LiveStream {
   }
 
   sees(project: string, environment: string): boolean {
-    return canSeeProject(this.principal, project) && (this.project === null || this.project === project) && (this.environment === null || this.environment === environment);
+    return (
+      canSeeProject(this.principal, project) &&
+      (this.project === null || this.project === project) &&
+      (this.environment === null || this.environment === environment)
+    );
   }
 
   /** Past `maxQueuedBytes`: one `refresh` (room is kept for it), then nothing until the client has taken everything. True when it wrote. */

@@ -16,14 +16,28 @@ import type { OperatorContext } from '../operator/context.js';
 import { actingAs } from '../operator/sessions.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
 import type { TrustedProxies } from '../platform/trustedProxies.js';
-import { authenticateRequest, type Authenticated } from './auth.js';
-import { hasHandler, type AnonymousCall, type AnonymousHandlers, type AnonymousId, type Answer, type AuthenticatedHandlers, type AuthenticatedId } from './call.js';
-import { compileOperation, declaredOperations, type ConsoleOperation, type OperationId } from './document.js';
+import { type Authenticated, authenticateRequest } from './auth.js';
+import {
+  type AnonymousCall,
+  type AnonymousHandlers,
+  type AnonymousId,
+  type Answer,
+  type AuthenticatedHandlers,
+  type AuthenticatedId,
+  hasHandler,
+} from './call.js';
+import {
+  type ConsoleOperation,
+  compileOperation,
+  declaredOperations,
+  type OperationId,
+} from './document.js';
 
 /** Console request bodies are small (the largest: 10,000 message ids, a PEM key). */
 const MAX_BODY_BYTES = 1024 * 1024;
 
-const invalid = (details: ErrorDetail[]) => ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
+const invalid = (details: ErrorDetail[]) =>
+  ContractError.validation(asDetails(details, { field: 'body', code: 'body:invalid' }));
 
 export interface ApiRoutes {
   /** The listener's operator context: a request acts for its principal, from its client's address. */
@@ -50,7 +64,11 @@ export function addApiRoutes(app: Polka, routes: ApiRoutes): void {
     const handler = routes.authenticated[op.operationId];
     return async (req, res) => {
       const auth = await authenticateRequest(base, req, config);
-      return handler({ ...(await validated(op, auth, req, res)), principal: auth.principal, sessionId: auth.sessionId });
+      return handler({
+        ...(await validated(op, auth, req, res)),
+        principal: auth.principal,
+        sessionId: auth.sessionId,
+      });
     };
   };
   const anyone = <K extends AnonymousId>(op: ConsoleOperation<K>): Respond => {
@@ -59,23 +77,44 @@ export function addApiRoutes(app: Polka, routes: ApiRoutes): void {
   };
 
   /** Operation K's request, checked in order: its path (404), the password-change and owner rules, its query, its body. */
-  async function validated<K extends OperationId>(op: ConsoleOperation<K>, auth: Authenticated | null, req: PolkaRequest, res: ServerResponse): Promise<AnonymousCall<K>> {
+  async function validated<K extends OperationId>(
+    op: ConsoleOperation<K>,
+    auth: Authenticated | null,
+    req: PolkaRequest,
+    res: ServerResponse,
+  ): Promise<AnonymousCall<K>> {
     const clientIp = routes.proxies.clientAddress(req);
     // polka merges the parameters of every route the path matches (the 405 fallbacks too): take the operation's own.
     // polka has percent-decoded them once; a second decoding would make `%2540` another spelling of `@`.
-    const params = op.checkPath(Object.fromEntries(op.pathParams.map((name) => [name, req.params[name] ?? ''])));
+    const params = op.checkPath(
+      Object.fromEntries(op.pathParams.map((name) => [name, req.params[name] ?? ''])),
+    );
     if (params === null) throw new ContractError('not_found', { message: 'No such resource.' });
     // A generated password (operator create, reset-password) was seen by whoever made it: until
     // its operator has changed it, their session or token may do nothing else.
-    if (auth?.principal.operator.must_change_password === 1 && !op.allowedBeforePasswordChange) throw new ContractError('password_change_required');
-    if (op.ownerOnly && auth?.principal.operator.role !== 'owner') throw new ContractError('forbidden');
+    if (auth?.principal.operator.must_change_password === 1 && !op.allowedBeforePasswordChange)
+      throw new ContractError('password_change_required');
+    if (op.ownerOnly && auth?.principal.operator.role !== 'owner')
+      throw new ContractError('forbidden');
     const query = op.checkQuery(new URL(req.url, 'http://console').searchParams);
     if (!query.ok) throw invalid(query.details);
     let sent: unknown = {};
-    if (op.body.accepted && (op.body.required || Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined)) {
-      const json = await readJsonBody(req, res, { limit: MAX_BODY_BYTES, budget: routes.bodies, envelope: 'console' });
+    if (
+      op.body.accepted &&
+      (op.body.required ||
+        Number(req.headers['content-length'] ?? 0) > 0 ||
+        req.headers['transfer-encoding'] !== undefined)
+    ) {
+      const json = await readJsonBody(req, res, {
+        limit: MAX_BODY_BYTES,
+        budget: routes.bodies,
+        envelope: 'console',
+      });
       // No field of the console API is binary: bytes that are not UTF-8 are refused whole.
-      if (json.undecodable) throw new ContractError('body:invalid_json', { message: 'The request body is not valid UTF-8.' });
+      if (json.undecodable)
+        throw new ContractError('body:invalid_json', {
+          message: 'The request body is not valid UTF-8.',
+        });
       sent = json.value;
     }
     const body = op.body.check(sent);
@@ -87,7 +126,10 @@ export function addApiRoutes(app: Polka, routes: ApiRoutes): void {
   const methodsByRoute = new Map<string, string[]>();
   function mount(op: ConsoleOperation<OperationId>, signedIn: boolean, respond: Respond): void {
     // The document says who may call an operation (`security`); the handler's table must say the same.
-    if (op.authenticated !== signedIn) throw new Error(`console operation ${op.operationId}: its handler and the document disagree on authentication`);
+    if (op.authenticated !== signedIn)
+      throw new Error(
+        `console operation ${op.operationId}: its handler and the document disagree on authentication`,
+      );
     // Exact routes, case-sensitive, no trailing slash: a path is served in one spelling only (http/requestPath.ts).
     app.add(op.method, exactRoute(op.route), (req, res) => {
       void respond(req, res)
@@ -109,7 +151,9 @@ export function addApiRoutes(app: Polka, routes: ApiRoutes): void {
     }
   }
   for (const [route, methods] of methodsByRoute) {
-    app.all(exactRoute(route), (_req, res) => routes.refuse(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }));
+    app.all(exactRoute(route), (_req, res) =>
+      routes.refuse(res, new ContractError('method_not_allowed'), { Allow: methods.join(', ') }),
+    );
   }
 }
 

@@ -5,17 +5,12 @@ import type { Clock } from '../clock.js';
 import type { ConsoleListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import { requestAddresses, timeoutCheckInterval } from '../http/app.js';
-import type { InflightBudget } from '../platform/inflightBudget.js';
-import type { TrustedProxies } from '../platform/trustedProxies.js';
-import { OVER_CONNECTION_CAP, type ConnectionLimiter } from '../http/connectionLimit.js';
+import { type ConnectionLimiter, OVER_CONNECTION_CAP } from '../http/connectionLimit.js';
 import { closingConnection, refusalAnswer } from '../http/refusedBody.js';
 import { ClientGone } from '../http/requestBody.js';
 import { isCanonicalTarget, loggedPath, requestPath } from '../http/requestPath.js';
 import { sendJson } from '../http/respond.js';
 import type { Logger } from '../log.js';
-import { countHttpRequest } from '../platform/metrics.js';
-import type { Readiness } from '../platform/readiness.js';
-import { METRICS_TEXT_TYPE, type MetricsExposition } from '../operator/stateMetrics.js';
 import { ActivityTail } from '../operator/activity.js';
 import { BulkReader } from '../operator/bulkReader.js';
 import type { OperatorContext, OperatorSettings, OperatorWriter } from '../operator/context.js';
@@ -23,14 +18,19 @@ import { OperatorError } from '../operator/errors.js';
 import type { KeyUseRecorder } from '../operator/keyUse.js';
 import { StorageFigures } from '../operator/overview.js';
 import { currentPrincipal } from '../operator/sessions.js';
+import { METRICS_TEXT_TYPE, type MetricsExposition } from '../operator/stateMetrics.js';
 import type { TargetOptions } from '../operator/webhookEndpoints.js';
+import type { InflightBudget } from '../platform/inflightBudget.js';
+import { countHttpRequest } from '../platform/metrics.js';
+import type { Readiness } from '../platform/readiness.js';
+import type { TrustedProxies } from '../platform/trustedProxies.js';
+import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import type { SignInThrottle } from './auth.js';
 import type { AnonymousHandlers } from './call.js';
 import { consoleDocument } from './document.js';
 import { consoleHandlers, type HandlerDeps } from './handlers.js';
 import { LiveEvents } from './liveEvents.js';
 import { addApiRoutes } from './routes.js';
-import { createListenerServer, type ListenerTls } from '../tls/httpsListener.js';
 import { API_POLICY, WebApp } from './webApp.js';
 
 export type ConsoleSettings = OperatorSettings & Pick<PosternConfig, 'http' | 'metrics' | 'store'>;
@@ -76,7 +76,9 @@ export interface ConsoleShared {
 }
 
 /** The node's console state: its activity tail and its live-update streams, each bound to the session or token that opened it. */
-export function consoleShared(deps: Pick<ConsoleDeps, 'store' | 'clock' | 'logger' | 'config' | 'spoolRoot'>): ConsoleShared {
+export function consoleShared(
+  deps: Pick<ConsoleDeps, 'store' | 'clock' | 'logger' | 'config' | 'spoolRoot'>,
+): ConsoleShared {
   const { store, clock, config } = deps;
   const activity = new ActivityTail(store, clock);
   const ctx: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot };
@@ -88,7 +90,10 @@ export function consoleShared(deps: Pick<ConsoleDeps, 'store' | 'clock' | 'logge
     maxStreams: config.console.max_streams,
     maxStreamsPerOperator: config.console.max_streams_per_operator,
   };
-  return { activity, live: new LiveEvents(activity, (p) => currentPrincipal(ctx, p, idleMs), limits, deps.logger) };
+  return {
+    activity,
+    live: new LiveEvents(activity, (p) => currentPrincipal(ctx, p, idleMs), limits, deps.logger),
+  };
 }
 
 export interface ConsoleServer {
@@ -105,7 +110,10 @@ function contractErrorOf(err: OperatorError): ContractError {
   if (err.code === 'conflict') return new ContractError('conflict', { message: err.message });
   if (err.code === 'forbidden') return new ContractError('forbidden', { message: err.message });
   const field = err.field ?? 'body';
-  return ContractError.validation([{ field, code: `${field.split('.')[0]}:${err.reason}` }], err.message);
+  return ContractError.validation(
+    [{ field, code: `${field.split('.')[0]}:${err.reason}` }],
+    err.message,
+  );
 }
 
 /** The route a console request is counted under (postern_http_requests_total): never an id. */
@@ -123,34 +131,56 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 }
 
 /** One console listener: the console API under /console/api/v1 (and, later, the web app); GET /metrics and GET /readyz. */
-export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListenerConfig, tls: ListenerTls | null = null): ConsoleServer {
+export function createConsoleServer(
+  deps: ConsoleDeps,
+  listener: ConsoleListenerConfig,
+  tls: ListenerTls | null = null,
+): ConsoleServer {
   const { store, clock, logger, config } = deps;
   const log = logger.child({ listener: listener.name });
-  const refuse = refusalAnswer({ bytes: config.http.refused_body_drain_bytes, ms: config.http.refused_body_drain_ms });
+  const refuse = refusalAnswer({
+    bytes: config.http.refused_body_drain_bytes,
+    ms: config.http.refused_body_drain_ms,
+  });
   const secure = tls !== null;
   // SQLite: a bulk action's candidate scan blocks the thread that runs it, so a thread of its own;
   // PostgreSQL reads wait on the network, never on the event loop.
   const reader = config.store.backend === 'sqlite' ? new BulkReader(config.state_dir) : undefined;
-  const base: OperatorContext = { store, clock, config, spoolRoot: deps.spoolRoot, writer: deps.writer, reader };
+  const base: OperatorContext = {
+    store,
+    clock,
+    config,
+    spoolRoot: deps.spoolRoot,
+    writer: deps.writer,
+    reader,
+  };
   const { activity, live } = deps.shared;
   const handlers = consoleHandlers({
     ctx: base,
     secure,
     throttle: deps.signIns,
     live,
-    overview: { activity, storage: new StorageFigures(store, config.state_dir), throttledUntil: deps.throttledUntil },
+    overview: {
+      activity,
+      storage: new StorageFigures(store, config.state_dir),
+      throttledUntil: deps.throttledUntil,
+    },
     keyUse: deps.keyUse,
     webhookTargets: deps.webhookTargets,
     viewerLinks: deps.viewerLinks,
   });
-  const anonymous: AnonymousHandlers = { ...handlers.anonymous, getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) }) };
+  const anonymous: AnonymousHandlers = {
+    ...handlers.anonymous,
+    getOpenApi: () => ({ status: 200, body: JSON.parse(documentBody) }),
+  };
 
   function fail(res: ServerResponse, err: unknown): void {
     // Nobody to answer; the request line (aborted) says what happened.
     if (err instanceof ClientGone) return;
     if (res.headersSent) {
       // A stream (raw MIME, attachment, CSV) broke off: the client sees a cut response.
-      if (!(err instanceof ContractError || err instanceof OperatorError)) log.warn({ err }, 'console response cut off');
+      if (!(err instanceof ContractError || err instanceof OperatorError))
+        log.warn({ err }, 'console response cut off');
       res.destroy();
       return;
     }
@@ -166,17 +196,39 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     onNoMatch: (_req, res) => refuse(res, new ContractError('not_found')),
     onError: (err, _req, res) => fail(res, err),
   });
-  addApiRoutes(app, { base, config, proxies: deps.proxies, bodies: deps.bodies, authenticated: handlers.authenticated, anonymous, refuse, fail });
+  addApiRoutes(app, {
+    base,
+    config,
+    proxies: deps.proxies,
+    bodies: deps.bodies,
+    authenticated: handlers.authenticated,
+    anonymous,
+    refuse,
+    fail,
+  });
 
   const web = new WebApp(deps.doors ?? (() => ({ production: null, sandbox: null })));
   /** GET /metrics: the Prometheus exposition, behind `metrics.token` when one is set. */
-  async function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: MetricsExposition): Promise<void> {
+  async function serveMetrics(
+    req: IncomingMessage,
+    res: ServerResponse,
+    metrics: MetricsExposition,
+  ): Promise<void> {
     const token = config.metrics.token;
     if (token !== null && !bearerMatches(req.headers.authorization, token)) {
-      return refuse(res, new ContractError('unauthenticated', { message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).' }), { 'WWW-Authenticate': 'Bearer' });
+      return refuse(
+        res,
+        new ContractError('unauthenticated', {
+          message: 'Send the metrics token as "Authorization: Bearer <token>" (metrics.token).',
+        }),
+        { 'WWW-Authenticate': 'Bearer' },
+      );
     }
     const text = await metrics.text();
-    res.writeHead(200, { 'Content-Type': METRICS_TEXT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+    res.writeHead(200, {
+      'Content-Type': METRICS_TEXT_TYPE,
+      'Content-Length': Buffer.byteLength(text),
+    });
     res.end(text);
   }
 
@@ -191,7 +243,9 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     }
     const served = metrics
       ? serveMetrics(req, res, metrics)
-      : readiness!.report().then((report) => sendJson(res, report.status === 'ready' ? 200 : 503, report));
+      : readiness!
+          .report()
+          .then((report) => sendJson(res, report.status === 'ready' ? 200 : 503, report));
     served.catch((err: unknown) => fail(res, err));
     return true;
   }
@@ -206,10 +260,18 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Content-Security-Policy', API_POLICY);
     res.once('close', () => {
-      const line = { method: req.method, path: loggedPath(req.url), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6, ...requestAddresses(req, deps.proxies) };
-      if (res.writableFinished) countHttpRequest('console', consoleRoute(line.path), res.statusCode);
+      const line = {
+        method: req.method,
+        path: loggedPath(req.url),
+        status: res.statusCode,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+        ...requestAddresses(req, deps.proxies),
+      };
+      if (res.writableFinished)
+        countHttpRequest('console', consoleRoute(line.path), res.statusCode);
       if (res.writableFinished) log.info(line, 'console request');
-      else log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
+      else
+        log.info({ ...line, status: null, aborted: true }, 'console request aborted by the client');
     });
     if (deps.connections.isRefused(req.socket)) return refuse(res, OVER_CONNECTION_CAP);
     // Only the canonical spelling of a path is served; any other is unknown (the API, the web app, /metrics).
@@ -234,4 +296,3 @@ export function createConsoleServer(deps: ConsoleDeps, listener: ConsoleListener
     },
   };
 }
-

@@ -71,7 +71,12 @@ export class WebApp {
         for (const [urlPath, file] of filesBelow(root)) {
           const body = readFileSync(file);
           if (urlPath === '/index.html') index = body.toString('utf8');
-          else this.files.set(urlPath, { type: TYPES[path.extname(file)] ?? 'application/octet-stream', body, immutable: urlPath.startsWith('/assets/') });
+          else
+            this.files.set(urlPath, {
+              type: TYPES[path.extname(file)] ?? 'application/octet-stream',
+              body,
+              immutable: urlPath.startsWith('/assets/'),
+            });
         }
       }
     } catch {
@@ -86,11 +91,26 @@ export class WebApp {
     const urlPath = (req.url ?? '/').split('?')[0];
     if (urlPath === '/' || urlPath === '/index.html') {
       if (this.indexTemplate === null) {
-        this.send(req, res, 503, 'text/plain; charset=utf-8', Buffer.from('The web console is not built: run `npm run build` in the Postern directory.\n'), false);
+        this.send(
+          req,
+          res,
+          503,
+          'text/plain; charset=utf-8',
+          Buffer.from(
+            'The web console is not built: run `npm run build` in the Postern directory.\n',
+          ),
+          false,
+        );
         return true;
       }
-      const doors = JSON.stringify(this.doors()).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
-      const html = this.indexTemplate.replace('<meta name="postern-doors" content="" />', `<meta name="postern-doors" content="${doors}" />`);
+      const doors = JSON.stringify(this.doors())
+        .replace(/&/g, '&amp;')
+        .replace(/"/g, '&quot;')
+        .replace(/</g, '&lt;');
+      const html = this.indexTemplate.replace(
+        '<meta name="postern-doors" content="" />',
+        `<meta name="postern-doors" content="${doors}" />`,
+      );
       this.send(req, res, 200, TYPES['.html'], Buffer.from(html), false);
       return true;
     }
@@ -100,7 +120,14 @@ export class WebApp {
     return true;
   }
 
-  private send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: Buffer, immutable: boolean): void {
+  private send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    type: string,
+    body: Buffer,
+    immutable: boolean,
+  ): void {
     res.writeHead(status, {
       'Content-Type': type,
       'Content-Length': body.length,

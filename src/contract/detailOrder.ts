@@ -2,8 +2,26 @@ import type { ErrorDetail } from './errors.js';
 
 /** The order of `details`: the Message table's field order; body-level rules sit by their fields. */
 const FIELD_ORDER = [
-  'from', 'to', 'cc', 'bcc', 'recipients', 'reply_to', 'subject', 'html', 'text', 'body', 'headers', 'attachments',
-  'tags', 'metadata', 'category', 'scheduled_at', 'paused', 'routing', 'provider_options', 'messages',
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'recipients',
+  'reply_to',
+  'subject',
+  'html',
+  'text',
+  'body',
+  'headers',
+  'attachments',
+  'tags',
+  'metadata',
+  'category',
+  'scheduled_at',
+  'paused',
+  'routing',
+  'provider_options',
+  'messages',
 ];
 
 function orderKey(d: ErrorDetail): [number, string] {

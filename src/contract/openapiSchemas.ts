@@ -1,13 +1,15 @@
-import { Ajv, type ValidateFunction, type AnySchemaObject } from 'ajv';
+import { Ajv, type AnySchemaObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import openapi from './openapi.json' with { type: 'json' };
 import { parseMailbox } from './address.js';
+import openapi from './openapi.json' with { type: 'json' };
 
 /**
  * Request validators compiled from the OpenAPI document, so the document and the behaviour
  * cannot drift.
  */
-export const openapiDocument = openapi as unknown as { components: { schemas: Record<string, AnySchemaObject> } } & Record<string, unknown>;
+export const openapiDocument = openapi as unknown as {
+  components: { schemas: Record<string, AnySchemaObject> };
+} & Record<string, unknown>;
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 export const ajv = new Ajv({ allErrors: true, verbose: true, strict: false, unicodeRegExp: true });

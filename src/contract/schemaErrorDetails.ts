@@ -2,7 +2,7 @@
  * Ajv's raw errors translated into the contract's `{field, code}` details:
  * the code a keyword produces comes from the schema's `x-error-codes`, else from the keyword.
  */
-import type { ErrorObject, AnySchemaObject } from 'ajv';
+import type { AnySchemaObject, ErrorObject } from 'ajv';
 import { detailOrder } from './detailOrder.js';
 import type { ErrorDetail } from './errors.js';
 import { compiled, schemas } from './openapiSchemas.js';
@@ -54,8 +54,10 @@ function schemaChain(root: SchemaNode, segments: string[]): SchemaNode[] {
 function childSchema(raw: SchemaNode, seg: string): SchemaNode | undefined {
   const node = resolveRef(raw);
   if (node.properties?.[seg]) return node.properties[seg] as SchemaNode;
-  if (node.items && typeof node.items === 'object' && /^\d+$/.test(seg)) return node.items as SchemaNode;
-  if (node.additionalProperties && typeof node.additionalProperties === 'object') return node.additionalProperties as SchemaNode;
+  if (node.items && typeof node.items === 'object' && /^\d+$/.test(seg))
+    return node.items as SchemaNode;
+  if (node.additionalProperties && typeof node.additionalProperties === 'object')
+    return node.additionalProperties as SchemaNode;
   for (const key of ['oneOf', 'anyOf', 'allOf'] as const) {
     for (const branch of (node[key] as SchemaNode[] | undefined) ?? []) {
       const found = childSchema(branch, seg);
@@ -71,7 +73,10 @@ function codesOf(node: SchemaNode | undefined): Record<string, string> | undefin
 
 function jsonPointerToSegments(pointer: string): string[] {
   if (pointer === '') return [];
-  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 interface Candidate {
@@ -85,7 +90,8 @@ interface Candidate {
 }
 
 function candidateFor(root: SchemaNode, err: ErrorObject): Candidate | null {
-  if (err.keyword === 'oneOf' || err.keyword === 'anyOf' || err.keyword === 'propertyNames') return null;
+  if (err.keyword === 'oneOf' || err.keyword === 'anyOf' || err.keyword === 'propertyNames')
+    return null;
   const segments = jsonPointerToSegments(err.instancePath);
   const chain = schemaChain(root, segments);
   // A union member whose `*` code covers everything below it (e.g. routing.provider).
@@ -98,7 +104,8 @@ function candidateFor(root: SchemaNode, err: ErrorObject): Candidate | null {
   }
   let fieldSegments = segments;
   if (err.keyword === 'required') fieldSegments = [...segments, String(err.params.missingProperty)];
-  else if (err.keyword === 'additionalProperties') fieldSegments = [...segments, String(err.params.additionalProperty)];
+  else if (err.keyword === 'additionalProperties')
+    fieldSegments = [...segments, String(err.params.additionalProperty)];
   else if (err.propertyName !== undefined) fieldSegments = [...segments, err.propertyName];
   const parent = err.parentSchema as SchemaNode | undefined;
   const explicit = codesOf(parent)?.[err.keyword];
@@ -106,12 +113,19 @@ function candidateFor(root: SchemaNode, err: ErrorObject): Candidate | null {
   // Errors about the body object itself (its type) are `body:` codes; all others take their top-level field.
   const prefix = fieldSegments.length > 0 ? fieldSegments[0] : 'body';
   const code = explicit ?? `${prefix}:${reason}`;
-  const weak = err.keyword === 'type' && parent !== undefined && Object.keys(parent).length <= 2 && parent.type === 'null';
+  const weak =
+    err.keyword === 'type' &&
+    parent !== undefined &&
+    Object.keys(parent).length <= 2 &&
+    parent.type === 'null';
   return { segments: fieldSegments, code, rank: weak ? 0 : 2 };
 }
 
 /** Not an address of any form (null, a number, a nested list): a type error, not a bad address. */
-const notAnAddress = (value: Json) => value === null || Array.isArray(value) || (typeof value !== 'string' && typeof value !== 'object');
+const notAnAddress = (value: Json) =>
+  value === null ||
+  Array.isArray(value) ||
+  (typeof value !== 'string' && typeof value !== 'object');
 
 function addressDetail(field: string, path: string, value: Json): ErrorDetail[] {
   if (notAnAddress(value)) return [{ field: path, code: `${field}:invalid_type` }];
@@ -127,7 +141,11 @@ function addressDetails(field: string, value: Json, list: boolean): ErrorDetail[
 }
 
 /** Turns ajv errors into one `{field, code}` per failing field, in a stable order. */
-export function translate(root: SchemaNode, errors: ErrorObject[], body: Record<string, Json>): ErrorDetail[] {
+export function translate(
+  root: SchemaNode,
+  errors: ErrorObject[],
+  body: Record<string, Json>,
+): ErrorDetail[] {
   const byField = new Map<string, Candidate>();
   const addressFieldsFailing = new Set<string>();
   for (const err of errors) {
@@ -145,9 +163,14 @@ export function translate(root: SchemaNode, errors: ErrorObject[], body: Record<
   // A union branch's type error is dropped when a stronger error exists below the same field.
   const details: ErrorDetail[] = [];
   for (const [field, c] of byField) {
-    if (c.rank === 0 && [...byField.entries()].some(([f, o]) => o.rank > 0 && f.startsWith(`${field}.`))) continue;
+    if (
+      c.rank === 0 &&
+      [...byField.entries()].some(([f, o]) => o.rank > 0 && f.startsWith(`${field}.`))
+    )
+      continue;
     details.push({ field, code: c.code });
   }
-  for (const field of addressFieldsFailing) details.push(...addressDetails(field, body[field], field !== 'from'));
+  for (const field of addressFieldsFailing)
+    details.push(...addressDetails(field, body[field], field !== 'from'));
   return details.sort(detailOrder);
 }

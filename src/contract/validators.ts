@@ -31,15 +31,22 @@ export function validateBatchEnvelope(body: Json): ValidationResult<{ messages: 
     return { ok: false, details: [{ field: 'body', code: 'body:invalid_type' }] };
   }
   if (validateBatchEnvelopeSchema(body)) return { ok: true, value: body as { messages: Json[] } };
-  const details = translate(schemas.BatchRequest, validateBatchEnvelopeSchema.errors ?? [], body as Record<string, Json>);
+  const details = translate(
+    schemas.BatchRequest,
+    validateBatchEnvelopeSchema.errors ?? [],
+    body as Record<string, Json>,
+  );
   return { ok: false, details: asDetails(details, { field: 'body', code: 'body:invalid' }) };
 }
 
 /** The Idempotency-Key header: `null` when valid, else the contract code. */
-export function idempotencyKeyError(value: string): 'idempotency_key:invalid' | 'idempotency_key:invalid_length' | null {
+export function idempotencyKeyError(
+  value: string,
+): 'idempotency_key:invalid' | 'idempotency_key:invalid_length' | null {
   if (validateIdempotencyKeySchema(value)) return null;
   const errs = validateIdempotencyKeySchema.errors ?? [];
   // Length is reported first: a key of the wrong length is wrong whatever its characters.
-  if (errs.some((e) => e.keyword === 'minLength' || e.keyword === 'maxLength')) return 'idempotency_key:invalid_length';
+  if (errs.some((e) => e.keyword === 'minLength' || e.keyword === 'maxLength'))
+    return 'idempotency_key:invalid_length';
   return 'idempotency_key:invalid';
 }

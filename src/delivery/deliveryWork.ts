@@ -1,18 +1,31 @@
 import { readFileSync } from 'node:fs';
 import { buffer } from 'node:stream/consumers';
-import { countHandoff } from '../platform/metrics.js';
 import type { Clock } from '../clock.js';
+import type { Bookkeeping, BookkeepingResults } from '../commit/bookkeepingChannel.js';
+import {
+  type DeliveryBookkeeping,
+  type DeliveryRecord,
+  type DeliveryWrite,
+  type FinishSending,
+  type MailEventRecord,
+  mailRef,
+} from '../commit/deliveryBookkeeping.js';
 import type { PosternConfig } from '../config/load.js';
 import type { ProviderAccount } from '../contract/providerAccount.js';
-import type { Logger } from '../log.js';
-import { KeyedSlots } from '../engine/keyedSlots.js';
 import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../engine/handler.js';
+import { KeyedSlots } from '../engine/keyedSlots.js';
 import { LeasedWork } from '../engine/leasedWork.js';
 import type { EngineTimers } from '../engine/timers.js';
-import type { DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult, StoredMimeOfJob } from '../providers/adapter.js';
-import type { Bookkeeping, BookkeepingResults } from '../commit/bookkeepingChannel.js';
+import type { Logger } from '../log.js';
+import { countHandoff } from '../platform/metrics.js';
+import type {
+  DeliveryJob,
+  ProviderAdapter,
+  RecipientRefusal,
+  SendResult,
+  StoredMimeOfJob,
+} from '../providers/adapter.js';
 import { providerUsage } from '../store/delivery.js';
-import { mailRef, type DeliveryBookkeeping, type DeliveryRecord, type DeliveryWrite, type FinishSending, type MailEventRecord } from '../commit/deliveryBookkeeping.js';
 import type { EventType } from '../store/events.js';
 import { storedMime } from '../store/messageBodies.js';
 import type { MessageRow } from '../store/messages.js';
@@ -67,7 +80,11 @@ export function createDelivery(deps: DeliveryDeps): Delivery {
     perKey: delivery.concurrency,
     pollMs: delivery.poll_interval_ms,
     groupMs: WRITE_GROUPING_MS,
-    failure: { message: 'delivery bookkeeping failed; tried again', maxDelayMs: FAILURE_MAX_DELAY_MS, logPeriodMs: FAILURE_LOG_PERIOD_MS },
+    failure: {
+      message: 'delivery bookkeeping failed; tried again',
+      maxDelayMs: FAILURE_MAX_DELAY_MS,
+      logPeriodMs: FAILURE_LOG_PERIOD_MS,
+    },
   });
   return { engine, handOffs };
 }
@@ -128,26 +145,46 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
   async exchange(request: ExchangeRequest<DeliveryWrite>): Promise<ExchangeResult<MessageRow>> {
     const { clock, config, bookkeeping, nodeId } = this.deps;
     const now = clock.now();
-    const work: DeliveryBookkeeping = { writes: request.outcomes, expire: null, lease: null, reclaim: null };
+    const work: DeliveryBookkeeping = {
+      writes: request.outcomes,
+      expire: null,
+      lease: null,
+      reclaim: null,
+    };
     if (request.lease) {
       if (now - this.lastExpirySweep >= 1000) {
         this.lastExpirySweep = now;
-        work.expire = { createdBefore: now - config.delivery.max_age_seconds * 1000, at: now, limit: 500 };
+        work.expire = {
+          createdBefore: now - config.delivery.max_age_seconds * 1000,
+          at: now,
+          limit: 500,
+        };
       }
       const free = config.delivery.concurrency - request.running;
       const want = Math.min(free, config.delivery.batch_size);
       // Lease in batches: when busy, wait until a good share of the slots is free, so one
       // claim (one small transaction) feeds many hand-offs.
-      if (want > 0 && (request.running === 0 || want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))) {
+      if (
+        want > 0 &&
+        (request.running === 0 ||
+          want >= Math.ceil(Math.min(config.delivery.concurrency, config.delivery.batch_size) / 2))
+      ) {
         work.lease = { node: nodeId, now, leaseUntil: now + config.delivery.lease_ms, limit: want };
       }
-      if (request.reclaim) work.reclaim = { node: nodeId, now, leaseUntil: now + config.delivery.lease_ms, holding: [...request.held].map(String) };
+      if (request.reclaim)
+        work.reclaim = {
+          node: nodeId,
+          now,
+          leaseUntil: now + config.delivery.lease_ms,
+          holding: [...request.held].map(String),
+        };
       if (bookkeeping.sharedByNodes && now - this.lastNodesRead >= NODES_READ_MS) {
         this.lastNodesRead = now;
         void this.takeConcurrencyShare(now);
       }
     }
-    if (work.writes.length === 0 && !work.expire && !work.lease && !work.reclaim) return { leased: [], more: false };
+    if (work.writes.length === 0 && !work.expire && !work.lease && !work.reclaim)
+      return { leased: [], more: false };
     const after = this.afterCommit.splice(0);
     let result: BookkeepingResults['delivery'];
     try {
@@ -160,20 +197,32 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     for (const fn of after) fn();
     // Throttles any node was told (PostgreSQL): the leased messages' candidates skip them too.
     for (const [accountId, until] of result.throttled) {
-      if (until > (this.throttledUntil.get(accountId) ?? 0)) this.throttledUntil.set(accountId, until);
+      if (until > (this.throttledUntil.get(accountId) ?? 0))
+        this.throttledUntil.set(accountId, until);
     }
-    if (result.reclaimed.length > 0) this.deps.logger.warn({ messages: result.reclaimed.length }, 'took back messages a lease gave this node while the database was going away; handing them off');
-    return { leased: [...result.reclaimed, ...result.leased], more: work.lease !== null && result.leased.length === work.lease.limit };
+    if (result.reclaimed.length > 0)
+      this.deps.logger.warn(
+        { messages: result.reclaimed.length },
+        'took back messages a lease gave this node while the database was going away; handing them off',
+      );
+    return {
+      leased: [...result.reclaimed, ...result.leased],
+      more: work.lease !== null && result.leased.length === work.lease.limit,
+    };
   }
 
   /** per_account_concurrency is the cluster's: this node takes ceil(limit / nodes up) (docs/scaling.md); SQLite takes it all. */
   private async takeConcurrencyShare(now: number): Promise<void> {
     try {
       const nodes = await listNodes(this.deps.store);
-      const up = nodes.filter((n) => n.id !== this.deps.nodeId && nodeState(n, now) === 'up').length + 1;
+      const up =
+        nodes.filter((n) => n.id !== this.deps.nodeId && nodeState(n, now) === 'up').length + 1;
       this.slots.setLimit(Math.ceil(this.deps.config.delivery.per_account_concurrency / up));
     } catch (err) {
-      this.deps.logger.warn({ err }, 'could not count the nodes up; keeping this node\'s share of per_account_concurrency');
+      this.deps.logger.warn(
+        { err },
+        "could not count the nodes up; keeping this node's share of per_account_concurrency",
+      );
     }
   }
 
@@ -181,8 +230,15 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     try {
       return await this.handOff(row, emit);
     } catch (err) {
-      this.deps.logger.error({ err, message_id: row.id }, 'delivery failed unexpectedly; retrying later');
-      return this.retryOrFail(row, this.deps.clock.now(), `internal error: ${(err as Error).message}`);
+      this.deps.logger.error(
+        { err, message_id: row.id },
+        'delivery failed unexpectedly; retrying later',
+      );
+      return this.retryOrFail(
+        row,
+        this.deps.clock.now(),
+        `internal error: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -190,37 +246,83 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     const { store, clock } = this.deps;
     const project = await getProject(store, row.project_id);
     const recipients = JSON.parse(row.recipients) as DeliveryJob['recipients'];
-    const all = row.pending_recipients ? (JSON.parse(row.pending_recipients) as string[]) : [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
+    const all = row.pending_recipients
+      ? (JSON.parse(row.pending_recipients) as string[])
+      : [...new Set([...recipients.to, ...recipients.cc, ...recipients.bcc])];
     // Suppression is checked again at hand-off: an address may have bounced since acceptance.
-    const suppressed = new Set((await suppressedAmong(store, row.project_id, all)).map((e) => e.toLowerCase()));
+    const suppressed = new Set(
+      (await suppressedAmong(store, row.project_id, all)).map((e) => e.toLowerCase()),
+    );
     const deliverTo = all.filter((e) => !suppressed.has(e.toLowerCase()));
     const now = clock.now();
     if (suppressed.size > 0) {
       for (const email of all.filter((e) => suppressed.has(e.toLowerCase()))) {
-        this.record(row, { kind: 'recipient', outcome: { message_id: row.id, email, status: 'suppressed', reply: null, created_at: now } });
-        this.record(row, { kind: 'event', event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }) });
+        this.record(row, {
+          kind: 'recipient',
+          outcome: {
+            message_id: row.id,
+            email,
+            status: 'suppressed',
+            reply: null,
+            created_at: now,
+          },
+        });
+        this.record(row, {
+          kind: 'event',
+          event: this.event(row, 'mail.suppressed', now, { suppressed: { recipient: email } }),
+        });
       }
-      if (deliverTo.length === 0) return this.ending(row, { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' }, now);
+      if (deliverTo.length === 0)
+        return this.ending(
+          row,
+          { status: 'suppressed', next_attempt_at: null, last_error: 'all recipients suppressed' },
+          now,
+        );
     }
-    if (!project) return this.ending(row, { status: 'failed', next_attempt_at: null, last_error: 'project deleted' }, now);
-    const routing = JSON.parse(row.routing) as { provider: string | string[] | null; strategy: string | null };
+    if (!project)
+      return this.ending(
+        row,
+        { status: 'failed', next_attempt_at: null, last_error: 'project deleted' },
+        now,
+      );
+    const routing = JSON.parse(row.routing) as {
+      provider: string | string[] | null;
+      strategy: string | null;
+    };
     const accounts = await listProviderAccounts(store, row.project_id);
     const strategy = (routing.strategy ?? project.strategy) as Strategy;
     // Read before the order is chosen: from here to the reservation below nothing awaits.
     const used = new Map<string, number>();
     if (routing.provider === null && strategy === 'free-first') {
-      for (const a of accounts) if (a.free_quota !== null) used.set(a.id, await providerUsage(store, a.id, monthPeriod(now)));
+      for (const a of accounts)
+        if (a.free_quota !== null)
+          used.set(a.id, await providerUsage(store, a.id, monthPeriod(now)));
     }
-    const candidates = orderCandidates(accounts, routing.provider, strategy, {
-      nextRotation: (id) => {
-        const n = this.rotation.get(id) ?? 0;
-        this.rotation.set(id, n + 1);
-        return n;
+    const candidates = orderCandidates(
+      accounts,
+      routing.provider,
+      strategy,
+      {
+        nextRotation: (id) => {
+          const n = this.rotation.get(id) ?? 0;
+          this.rotation.set(id, n + 1);
+          return n;
+        },
+        hasFreeAllowance: (a) =>
+          a.free_quota !== null &&
+          (used.get(a.id) ?? 0) + (this.reserved.get(a.id) ?? 0) < a.free_quota,
+        random: Math.random,
       },
-      hasFreeAllowance: (a) => a.free_quota !== null && (used.get(a.id) ?? 0) + (this.reserved.get(a.id) ?? 0) < a.free_quota,
-      random: Math.random,
-    }, row.project_id);
-    if (candidates.length === 0) return this.retryOrFail(row, now, routing.provider ? 'no attached provider matches the pinned routing' : 'no_providers_configured');
+      row.project_id,
+    );
+    if (candidates.length === 0)
+      return this.retryOrFail(
+        row,
+        now,
+        routing.provider
+          ? 'no attached provider matches the pinned routing'
+          : 'no_providers_configured',
+      );
     // The free allowance is reserved before any await, so messages handed off together never spend
     // more of it than there is; released once the exchange counting the usage has committed.
     const reservedOn = candidates[0].free_quota !== null ? candidates[0].id : null;
@@ -228,7 +330,10 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     try {
       return await this.tryCandidates(row, project, candidates, recipients, deliverTo, all, emit);
     } finally {
-      if (reservedOn) this.afterCommit.push(() => this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1));
+      if (reservedOn)
+        this.afterCommit.push(() =>
+          this.reserved.set(reservedOn, (this.reserved.get(reservedOn) ?? 1) - 1),
+        );
     }
   }
 
@@ -249,15 +354,25 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
       'held' in stored
         ? { mime: stored.held }
         : 'open' in stored
-          ? small ? { mime: await buffer(stored.open()) } : { mime: null, openMime: stored.open }
-          : small ? { mime: readFileSync(stored.file) } : { mime: null, mimePath: stored.file };
-    const signature = await this.deps.sign(row.project_id, row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(), source);
+          ? small
+            ? { mime: await buffer(stored.open()) }
+            : { mime: null, openMime: stored.open }
+          : small
+            ? { mime: readFileSync(stored.file) }
+            : { mime: null, mimePath: stored.file };
+    const signature = await this.deps.sign(
+      row.project_id,
+      row.from_email.slice(row.from_email.lastIndexOf('@') + 1).toLowerCase(),
+      source,
+    );
     const job: DeliveryJob = {
       ...source,
       messageId: row.id,
       prependHeaders: signature ?? '',
       envelope: { from: row.from_email, to: deliverTo },
-      providerOptions: row.provider_options ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>) : null,
+      providerOptions: row.provider_options
+        ? (JSON.parse(row.provider_options) as Record<string, Record<string, string>>)
+        : null,
       recipients,
       tags: JSON.parse(row.tags) as string[],
       metadata: JSON.parse(row.metadata) as Record<string, string>,
@@ -286,10 +401,15 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
         countHandoff(account.slug, result.kind, (performance.now() - handOffStarted) / 1000);
       }
       const finished = clock.now();
-      if (result.kind === 'temporary' && result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
+      if (
+        result.kind === 'temporary' &&
+        result.retryAfterMs !== undefined &&
+        result.retryAfterMs > 0
+      ) {
         this.throttledUntil.set(account.id, finished + result.retryAfterMs);
         // Every node must rest the account, not only this one.
-        if (this.deps.bookkeeping.sharedByNodes) emit({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
+        if (this.deps.bookkeeping.sharedByNodes)
+          emit({ kind: 'throttle', accountId: account.id, until: finished + result.retryAfterMs });
       }
       this.record(row, {
         kind: 'attempt',
@@ -311,37 +431,113 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
         const gone = new Set(bounced.map((b) => b.email.toLowerCase()));
         job.envelope.to = job.envelope.to.filter((e) => !gone.has(e.toLowerCase()));
       }
-      if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0) return this.finish(row, account, result, finished);
+      if (result.kind === 'sent' || result.kind === 'permanent' || job.envelope.to.length === 0)
+        return this.finish(row, account, result, finished);
     }
     const remaining = job.envelope.to;
     const now = clock.now();
     const resets = candidates.map((a) => this.throttledUntil.get(a.id) ?? 0);
     const notBefore = resets.every((t) => t > now) ? Math.min(...resets) : 0;
-    return this.retryOrFail(row, now, last, remaining.length === all.length ? undefined : remaining, undefined, notBefore);
+    return this.retryOrFail(
+      row,
+      now,
+      last,
+      remaining.length === all.length ? undefined : remaining,
+      undefined,
+      notBefore,
+    );
   }
 
   /** Recipients refused permanently at RCPT: bounced, and suppressed for the project. */
-  private bounce(row: MessageRow, project: ProjectRow, account: ProviderAccount, bounced: RecipientRefusal[], now: number): void {
+  private bounce(
+    row: MessageRow,
+    project: ProjectRow,
+    account: ProviderAccount,
+    bounced: RecipientRefusal[],
+    now: number,
+  ): void {
     for (const r of bounced) {
-      this.record(row, { kind: 'recipient', outcome: { message_id: row.id, email: r.email, status: 'bounced', reply: r.reply, created_at: now } });
-      this.record(row, { kind: 'suppress', suppression: { project_id: project.id, email: r.email, reason: 'hard_bounce', created_at: now } });
-      this.record(row, { kind: 'event', event: this.event(row, 'mail.bounced', now, { bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug } }) });
+      this.record(row, {
+        kind: 'recipient',
+        outcome: {
+          message_id: row.id,
+          email: r.email,
+          status: 'bounced',
+          reply: r.reply,
+          created_at: now,
+        },
+      });
+      this.record(row, {
+        kind: 'suppress',
+        suppression: {
+          project_id: project.id,
+          email: r.email,
+          reason: 'hard_bounce',
+          created_at: now,
+        },
+      });
+      this.record(row, {
+        kind: 'event',
+        event: this.event(row, 'mail.bounced', now, {
+          bounce: { recipient: r.email, type: 'hard', reply: r.reply, provider: account.slug },
+        }),
+      });
     }
   }
 
-  private finish(row: MessageRow, account: ProviderAccount, result: SendResult, now: number): DeliveryWrite {
+  private finish(
+    row: MessageRow,
+    account: ProviderAccount,
+    result: SendResult,
+    now: number,
+  ): DeliveryWrite {
     if (result.kind === 'sent') {
       this.record(row, { kind: 'usage', accountId: account.id, period: monthPeriod(now) });
-      this.record(row, { kind: 'event', event: this.event(row, 'mail.sent', now, { provider: account.slug, provider_message_id: result.providerMessageId }) });
+      this.record(row, {
+        kind: 'event',
+        event: this.event(row, 'mail.sent', now, {
+          provider: account.slug,
+          provider_message_id: result.providerMessageId,
+        }),
+      });
       if (result.deferred.length > 0) {
-        return this.retryOrFail(row, now, `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`, result.deferred.map((d) => d.email), {
+        return this.retryOrFail(
+          row,
+          now,
+          `${account.slug}: ${result.deferred.map((d) => `${d.email}: ${d.reply}`).join('; ')}`,
+          result.deferred.map((d) => d.email),
+          {
+            provider_slug: account.slug,
+            provider_message_id: result.providerMessageId,
+          },
+        );
+      }
+      return this.ending(
+        row,
+        {
+          status: 'sent',
+          next_attempt_at: null,
           provider_slug: account.slug,
           provider_message_id: result.providerMessageId,
-        });
-      }
-      return this.ending(row, { status: 'sent', next_attempt_at: null, provider_slug: account.slug, provider_message_id: result.providerMessageId, last_error: null, pending_recipients: null }, now);
+          last_error: null,
+          pending_recipients: null,
+        },
+        now,
+      );
     }
-    return this.ending(row, { status: 'failed', next_attempt_at: null, provider_slug: account.slug, last_error: result.reply }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'rejected', message: result.reply, provider: account.slug } }));
+    return this.ending(
+      row,
+      {
+        status: 'failed',
+        next_attempt_at: null,
+        provider_slug: account.slug,
+        last_error: result.reply,
+      },
+      now,
+      this.event(row, 'mail.failed', now, {
+        failure: { reason: 'rejected', message: result.reply, provider: account.slug },
+      }),
+    );
   }
 
   /** Back on the retry ladder, or `failed` when the next try would pass its maximum age. */
@@ -355,15 +551,38 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
   ): DeliveryWrite {
     const { config } = this.deps;
     const ladder = config.delivery.retry_ladder_seconds;
-    const wait = Math.max(ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000, notBefore - now);
+    const wait = Math.max(
+      ladder[Math.min(Math.max(row.attempts - 1, 0), ladder.length - 1)] * 1000,
+      notBefore - now,
+    );
     if (now + wait - row.created_at > config.delivery.max_age_seconds * 1000) {
-      return this.ending(row, { status: 'failed', next_attempt_at: null, last_error: reason, ...provider }, now, this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } }));
+      return this.ending(
+        row,
+        { status: 'failed', next_attempt_at: null, last_error: reason, ...provider },
+        now,
+        this.event(row, 'mail.failed', now, { failure: { reason: 'expired', message: reason } }),
+      );
     }
-    return this.ending(row, { status: 'queued', next_attempt_at: now + wait, last_error: reason, pending_recipients: pending, ...provider }, now);
+    return this.ending(
+      row,
+      {
+        status: 'queued',
+        next_attempt_at: now + wait,
+        last_error: reason,
+        pending_recipients: pending,
+        ...provider,
+      },
+      now,
+    );
   }
 
   /** On PostgreSQL only while this node still holds the lease. */
-  private ending(row: MessageRow, to: FinishSending, at: number, event: MailEventRecord | null = null): DeliveryWrite {
+  private ending(
+    row: MessageRow,
+    to: FinishSending,
+    at: number,
+    event: MailEventRecord | null = null,
+  ): DeliveryWrite {
     const records = this.records.get(row) ?? [];
     this.records.delete(row);
     return { kind: 'finish', id: row.id, to, at, event, node: this.deps.nodeId, records };
@@ -376,7 +595,12 @@ export class HandOffs implements LeasedWorkHandler<MessageRow, DeliveryWrite> {
     else this.records.set(row, [r]);
   }
 
-  private event(row: MessageRow, type: EventType, at: number, extra: Record<string, unknown>): MailEventRecord {
+  private event(
+    row: MessageRow,
+    type: EventType,
+    at: number,
+    extra: Record<string, unknown>,
+  ): MailEventRecord {
     return { message: mailRef(row), type, at, extra };
   }
 }

@@ -9,7 +9,13 @@ export interface RoutingContext {
 }
 
 /** A pin or preference list restricts the candidates to exactly those slugs, in order; otherwise the strategy orders them (docs/delivery.md). */
-export function orderCandidates(accounts: ProviderAccount[], pin: string | string[] | null, strategy: Strategy, ctx: RoutingContext, projectId: string): ProviderAccount[] {
+export function orderCandidates(
+  accounts: ProviderAccount[],
+  pin: string | string[] | null,
+  strategy: Strategy,
+  ctx: RoutingContext,
+  projectId: string,
+): ProviderAccount[] {
   if (pin !== null) {
     const slugs = Array.isArray(pin) ? pin : [pin];
     return slugs.flatMap((slug) => accounts.filter((a) => a.slug === slug));
@@ -29,7 +35,10 @@ export function orderCandidates(accounts: ProviderAccount[], pin: string | strin
       return shuffled;
     }
     case 'free-first':
-      return [...accounts.filter((a) => ctx.hasFreeAllowance(a)), ...accounts.filter((a) => !ctx.hasFreeAllowance(a))];
+      return [
+        ...accounts.filter((a) => ctx.hasFreeAllowance(a)),
+        ...accounts.filter((a) => !ctx.hasFreeAllowance(a)),
+      ];
     default:
       return [...accounts];
   }

@@ -1,4 +1,10 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 import type { DkimKeyRow } from '../store/dkimKeys.js';
 
 /**
@@ -58,7 +64,8 @@ export function importDkimPrivateKey(pem: string | Buffer): DkimKeyPair {
   if (key.asymmetricKeyType === 'ed25519') return pair('ed25519-sha256', key);
   if (key.asymmetricKeyType === 'rsa') {
     const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-    if (bits < MIN_RSA_BITS) throw new DkimKeyError(`RSA key of ${bits} bits is too short (at least ${MIN_RSA_BITS})`);
+    if (bits < MIN_RSA_BITS)
+      throw new DkimKeyError(`RSA key of ${bits} bits is too short (at least ${MIN_RSA_BITS})`);
     return pair('rsa-sha256', key);
   }
   throw new DkimKeyError(`unsupported key type "${key.asymmetricKeyType}" (rsa or ed25519)`);
@@ -77,4 +84,5 @@ export function dnsTxtValue(algorithm: DkimAlgorithm, publicKeyPem: string): str
   return `v=DKIM1; k=rsa; p=${der.toString('base64')}`;
 }
 
-export const dnsName = (selector: string, domain: string): string => `${selector}._domainkey.${domain}`;
+export const dnsName = (selector: string, domain: string): string =>
+  `${selector}._domainkey.${domain}`;

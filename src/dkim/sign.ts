@@ -28,7 +28,11 @@ export function signingDomainCandidates(fromDomain: string): string[] {
   return out;
 }
 
-export function dkimKeyFor(q: Queries, projectId: string, fromDomain: string): Promise<DkimKeyRow | undefined> {
+export function dkimKeyFor(
+  q: Queries,
+  projectId: string,
+  fromDomain: string,
+): Promise<DkimKeyRow | undefined> {
   return cachedDkimKey(q, projectId, fromDomain, signingDomainCandidates(fromDomain));
 }
 
@@ -37,7 +41,8 @@ export function dkimKeyFor(q: Queries, projectId: string, fromDomain: string): P
  * its signature would fail at RFC verifiers, so such a message is signed `simple`.
  */
 export function headerCanonicalization(headerBlock: Buffer): 'relaxed' | 'simple' {
-  for (const byte of headerBlock) if (byte === 0x0b || byte === 0x0c || byte === 0xa0) return 'simple';
+  for (const byte of headerBlock)
+    if (byte === 0x0b || byte === 0x0c || byte === 0xa0) return 'simple';
   return 'relaxed';
 }
 
@@ -50,7 +55,9 @@ function headerBlockOf(bytes: Buffer): Buffer | null {
 }
 
 /** The header block (null past HEADER_SCAN_BYTES) and a stream of the whole message. */
-async function splitHeaders(stream: Readable): Promise<{ headerBlock: Buffer | null; whole: Readable }> {
+async function splitHeaders(
+  stream: Readable,
+): Promise<{ headerBlock: Buffer | null; whole: Readable }> {
   const source = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let seen = Buffer.alloc(0);
   let done = false;
@@ -72,7 +79,13 @@ async function splitHeaders(stream: Readable): Promise<{ headerBlock: Buffer | n
  * The `DKIM-Signature:` line for the final bytes of `message`, or null when no key applies. `signTime` is `t=`:
  * mailauth otherwise reads the clock twice and a signature straddling a second carried a `t=` it had not signed.
  */
-export async function dkimSignatureFor(q: Queries, projectId: string, fromDomain: string, message: Buffer | Readable, signTime: Date): Promise<string | null> {
+export async function dkimSignatureFor(
+  q: Queries,
+  projectId: string,
+  fromDomain: string,
+  message: Buffer | Readable,
+  signTime: Date,
+): Promise<string | null> {
   const key = await dkimKeyFor(q, projectId, fromDomain);
   if (!key) return null;
   let input = message;
@@ -97,11 +110,15 @@ export async function dkimSignatureFor(q: Queries, projectId: string, fromDomain
   } as Parameters<typeof dkimSign>[1]);
   if (result.errors?.length) {
     const first = result.errors[0] as unknown as { err?: Error };
-    throw new DkimSignError(`DKIM signing with key ${key.id} (${key.selector}._domainkey.${key.domain}) failed: ${first.err?.message ?? 'unknown error'}`);
+    throw new DkimSignError(
+      `DKIM signing with key ${key.id} (${key.selector}._domainkey.${key.domain}) failed: ${first.err?.message ?? 'unknown error'}`,
+    );
   }
   const signatures = result.signatures;
   if (!/^DKIM-Signature:/i.test(signatures) || !signatures.endsWith('\r\n')) {
-    throw new DkimSignError(`DKIM signing with key ${key.id} produced no signature (is the message empty?)`);
+    throw new DkimSignError(
+      `DKIM signing with key ${key.id} produced no signature (is the message empty?)`,
+    );
   }
   return signatures;
 }

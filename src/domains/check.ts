@@ -1,5 +1,5 @@
 /** A sending domain's needed records looked up in DNS and judged: the console document's DomainCheck. */
-import { lookupProblem, type CheckedRecord } from './checkedRecord.js';
+import { type CheckedRecord, lookupProblem } from './checkedRecord.js';
 import { checkDkim } from './dkimCheck.js';
 import { checkDmarc } from './dmarcCheck.js';
 import type { DnsLookup } from './lookup.js';
@@ -30,23 +30,47 @@ async function checkValue(need: ValueNeed, lookup: DnsLookup): Promise<CheckedRe
     problems: [],
     required_by: need.required_by,
   };
-  const same = (found: string) => (need.match ? need.match.test(found.trim()) : dnsName(found.trim()) === dnsName(need.value));
+  const same = (found: string) =>
+    need.match ? need.match.test(found.trim()) : dnsName(found.trim()) === dnsName(need.value);
   if (need.type === 'MX') {
     const answer = await lookup.mx(need.name);
-    if (answer.failed) return { ...base, state: 'lookup_failed', problems: [lookupProblem(need.name, 'MX', answer.failed)] };
+    if (answer.failed)
+      return {
+        ...base,
+        state: 'lookup_failed',
+        problems: [lookupProblem(need.name, 'MX', answer.failed)],
+      };
     const host = need.value.split(/\s+/).pop()!;
     const found = answer.records.map((r) => `${r.priority} ${r.exchange}`);
-    const state = answer.records.some((r) => dnsName(r.exchange) === dnsName(host)) ? 'present' : found.length > 0 ? 'different' : 'missing';
+    const state = answer.records.some((r) => dnsName(r.exchange) === dnsName(host))
+      ? 'present'
+      : found.length > 0
+        ? 'different'
+        : 'missing';
     return { ...base, state, found };
   }
   if (need.type === 'CNAME') {
     const answer = await lookup.cname(need.name);
-    if (answer.failed) return { ...base, state: 'lookup_failed', problems: [lookupProblem(need.name, 'CNAME', answer.failed)] };
-    const state = answer.records.some(same) ? 'present' : answer.records.length > 0 ? 'different' : 'missing';
+    if (answer.failed)
+      return {
+        ...base,
+        state: 'lookup_failed',
+        problems: [lookupProblem(need.name, 'CNAME', answer.failed)],
+      };
+    const state = answer.records.some(same)
+      ? 'present'
+      : answer.records.length > 0
+        ? 'different'
+        : 'missing';
     return { ...base, state, found: answer.records };
   }
   const answer = await lookup.txt(need.name);
-  if (answer.failed) return { ...base, state: 'lookup_failed', problems: [lookupProblem(need.name, 'TXT', answer.failed)] };
+  if (answer.failed)
+    return {
+      ...base,
+      state: 'lookup_failed',
+      problems: [lookupProblem(need.name, 'TXT', answer.failed)],
+    };
   const found = answer.records.filter(same);
   return { ...base, state: found.length > 0 ? 'present' : 'missing', found };
 }
@@ -55,7 +79,8 @@ async function checkValue(need: ValueNeed, lookup: DnsLookup): Promise<CheckedRe
 function markConflicts(records: CheckedRecord[]): void {
   for (const r of records) {
     const others = records.filter((o) => o !== r && o.name === r.name);
-    if (others.length === 0 || !(r.type === 'CNAME' || others.some((o) => o.type === 'CNAME'))) continue;
+    if (others.length === 0 || !(r.type === 'CNAME' || others.some((o) => o.type === 'CNAME')))
+      continue;
     r.problems.push({
       severity: 'error',
       code: 'name_conflict',
@@ -64,7 +89,13 @@ function markConflicts(records: CheckedRecord[]): void {
   }
 }
 
-export async function checkRecords(domain: string, needs: Need[], notes: ProviderNote[], lookup: DnsLookup, opts: { projects: string[]; now: number }): Promise<DomainCheck> {
+export async function checkRecords(
+  domain: string,
+  needs: Need[],
+  notes: ProviderNote[],
+  lookup: DnsLookup,
+  opts: { projects: string[]; now: number },
+): Promise<DomainCheck> {
   const records = await Promise.all(
     needs.map((need) => {
       switch (need.kind) {
@@ -82,7 +113,23 @@ export async function checkRecords(domain: string, needs: Need[], notes: Provide
     }),
   );
   markConflicts(records);
-  const needsAction = records.some((r) => r.state === 'missing' || r.state === 'different' || r.problems.some((p) => p.severity === 'error' && p.code !== 'lookup_failed'));
-  const status = needsAction ? 'action_needed' : records.some((r) => r.state === 'lookup_failed') ? 'incomplete' : 'ok';
-  return { domain, checked_at: new Date(opts.now).toISOString(), projects: opts.projects, status, records, notes };
+  const needsAction = records.some(
+    (r) =>
+      r.state === 'missing' ||
+      r.state === 'different' ||
+      r.problems.some((p) => p.severity === 'error' && p.code !== 'lookup_failed'),
+  );
+  const status = needsAction
+    ? 'action_needed'
+    : records.some((r) => r.state === 'lookup_failed')
+      ? 'incomplete'
+      : 'ok';
+  return {
+    domain,
+    checked_at: new Date(opts.now).toISOString(),
+    projects: opts.projects,
+    status,
+    records,
+    notes,
+  };
 }

@@ -28,5 +28,9 @@ export interface CheckedRecord {
 export const DOMAIN_ITSELF: RequiredBy = { kind: 'domain', id: null, project_id: null, slug: null };
 
 export function lookupProblem(name: string, type: string, failed: string): Problem {
-  return { severity: 'error', code: 'lookup_failed', message: `The ${type} lookup of ${name} got no answer (${failed}): the record's state is not known; try again, or check dns.servers.` };
+  return {
+    severity: 'error',
+    code: 'lookup_failed',
+    message: `The ${type} lookup of ${name} got no answer (${failed}): the record's state is not known; try again, or check dns.servers.`,
+  };
 }

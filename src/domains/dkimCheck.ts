@@ -1,14 +1,19 @@
-import { lookupProblem, type CheckedRecord, type Problem } from './checkedRecord.js';
+import { type CheckedRecord, lookupProblem, type Problem } from './checkedRecord.js';
 import type { DnsLookup } from './lookup.js';
-import { dkimPublicKey, type DkimNeed } from './needs.js';
+import { type DkimNeed, dkimPublicKey } from './needs.js';
 
 function longTxtNote(value: string): string {
-  return value.length > 255 ? ` The value is ${value.length} characters: most DNS hosts split it into 255-character strings themselves; in a zone file, write it as several quoted strings on one record.` : '';
+  return value.length > 255
+    ? ` The value is ${value.length} characters: most DNS hosts split it into 255-character strings themselves; in a zone file, write it as several quoted strings on one record.`
+    : '';
 }
 
 export async function checkDkim(need: DkimNeed, lookup: DnsLookup): Promise<CheckedRecord> {
   const answer = await lookup.txt(need.name);
-  const parent = need.keyDomain !== need.signsFor ? ` It signs mail from ${need.signsFor} too: the project has no key of that domain's own, and d=${need.keyDomain} aligns with it.` : '';
+  const parent =
+    need.keyDomain !== need.signsFor
+      ? ` It signs mail from ${need.signsFor} too: the project has no key of that domain's own, and d=${need.keyDomain} aligns with it.`
+      : '';
   const base: CheckedRecord = {
     purpose: 'dkim',
     type: 'TXT',
@@ -22,13 +27,24 @@ export async function checkDkim(need: DkimNeed, lookup: DnsLookup): Promise<Chec
     problems: [],
     required_by: need.required_by,
   };
-  if (answer.failed) return { ...base, state: 'lookup_failed', problems: [lookupProblem(need.name, 'TXT', answer.failed)] };
+  if (answer.failed)
+    return {
+      ...base,
+      state: 'lookup_failed',
+      problems: [lookupProblem(need.name, 'TXT', answer.failed)],
+    };
   if (answer.records.length === 0) return base;
   const keys = answer.records.map(dkimPublicKey);
   if (keys.includes(need.publicKey)) {
     const problems: Problem[] =
       answer.records.length > 1
-        ? [{ severity: 'warning', code: 'dkim_multiple_records', message: `${need.name} has ${answer.records.length} TXT records: a receiver may read another one and fail the signature. Keep only this key's.` }]
+        ? [
+            {
+              severity: 'warning',
+              code: 'dkim_multiple_records',
+              message: `${need.name} has ${answer.records.length} TXT records: a receiver may read another one and fail the signature. Keep only this key's.`,
+            },
+          ]
         : [];
     return { ...base, state: 'present', problems };
   }

@@ -1,11 +1,14 @@
-import { DOMAIN_ITSELF, lookupProblem, type CheckedRecord, type Problem } from './checkedRecord.js';
+import { type CheckedRecord, DOMAIN_ITSELF, lookupProblem, type Problem } from './checkedRecord.js';
 import type { DnsLookup } from './lookup.js';
 import type { DmarcNeed } from './needs.js';
 
 /** RFC 7489 §6.4; null unless it starts with v=DMARC1. */
 function dmarcTags(record: string): Map<string, string> | null {
   const tags = new Map<string, string>();
-  const parts = record.split(';').map((p) => p.trim()).filter(Boolean);
+  const parts = record
+    .split(';')
+    .map((p) => p.trim())
+    .filter(Boolean);
   for (const part of parts) {
     const eq = part.indexOf('=');
     if (eq <= 0) continue;
@@ -40,20 +43,36 @@ export async function checkDmarc(need: DmarcNeed, lookup: DnsLookup): Promise<Ch
     required_by: [DOMAIN_ITSELF],
   };
   const answer = await lookup.txt(need.name);
-  if (answer.failed) return { ...base, state: 'lookup_failed', problems: [lookupProblem(need.name, 'TXT', answer.failed)] };
+  if (answer.failed)
+    return {
+      ...base,
+      state: 'lookup_failed',
+      problems: [lookupProblem(need.name, 'TXT', answer.failed)],
+    };
   const found = answer.records.filter(isDmarc);
   if (found.length > 1) {
     return {
       ...base,
       state: 'different',
       found,
-      problems: [{ severity: 'error', code: 'dmarc_multiple_records', message: `${need.name} has ${found.length} DMARC records: receivers then apply none (RFC 7489 §6.6.3). Keep one.` }],
+      problems: [
+        {
+          severity: 'error',
+          code: 'dmarc_multiple_records',
+          message: `${need.name} has ${found.length} DMARC records: receivers then apply none (RFC 7489 §6.6.3). Keep one.`,
+        },
+      ],
     };
   }
   if (found.length === 1) return judgeDmarc(base, found[0], null);
   for (const parent of dmarcParents(need.domain)) {
     const inherited = await lookup.txt(`_dmarc.${parent}`);
-    if (inherited.failed) return { ...base, state: 'lookup_failed', problems: [lookupProblem(`_dmarc.${parent}`, 'TXT', inherited.failed)] };
+    if (inherited.failed)
+      return {
+        ...base,
+        state: 'lookup_failed',
+        problems: [lookupProblem(`_dmarc.${parent}`, 'TXT', inherited.failed)],
+      };
     const records = inherited.records.filter(isDmarc);
     if (records.length === 1) return judgeDmarc(base, records[0], parent);
     if (records.length > 1) break;
@@ -64,7 +83,8 @@ export async function checkDmarc(need: DmarcNeed, lookup: DnsLookup): Promise<Ch
 function judgeDmarc(base: CheckedRecord, record: string, parent: string | null): CheckedRecord {
   const tags = dmarcTags(record);
   const policy = tags?.get(parent ? 'sp' : 'p') ?? tags?.get('p');
-  const valid = tags !== null && ['none', 'quarantine', 'reject'].includes(tags.get('p')?.toLowerCase() ?? '');
+  const valid =
+    tags !== null && ['none', 'quarantine', 'reject'].includes(tags.get('p')?.toLowerCase() ?? '');
   const note = parent
     ? `${base.note} There is no record at ${base.name}: the one at _dmarc.${parent} applies to it (policy ${policy ?? 'none'}).`
     : base.note;
@@ -74,11 +94,30 @@ function judgeDmarc(base: CheckedRecord, record: string, parent: string | null):
       state: 'different',
       found: [record],
       note,
-      problems: [{ severity: 'error', code: 'dmarc_invalid', message: `The DMARC record ${parent ? `at _dmarc.${parent} ` : ''}has no valid p= (none, quarantine or reject), so receivers ignore it.` }],
+      problems: [
+        {
+          severity: 'error',
+          code: 'dmarc_invalid',
+          message: `The DMARC record ${parent ? `at _dmarc.${parent} ` : ''}has no valid p= (none, quarantine or reject), so receivers ignore it.`,
+        },
+      ],
     };
   }
   const problems: Problem[] = tags.has('rua')
     ? []
-    : [{ severity: 'warning', code: 'dmarc_no_reports', message: `The DMARC record has no rua=: nobody receives the aggregate reports that show which mail fails. Add rua=mailto:an address of yours.` }];
-  return { ...base, state: 'present', value: parent ? base.value : record, found: [record], note, problems };
+    : [
+        {
+          severity: 'warning',
+          code: 'dmarc_no_reports',
+          message: `The DMARC record has no rua=: nobody receives the aggregate reports that show which mail fails. Add rua=mailto:an address of yours.`,
+        },
+      ];
+  return {
+    ...base,
+    state: 'present',
+    value: parent ? base.value : record,
+    found: [record],
+    note,
+    problems,
+  };
 }

@@ -40,15 +40,28 @@ export function dnsLookup(settings: DnsSettings): DnsLookup {
     if (!answer) {
       answer = query().then(
         (records) => ({ records, failed: null }),
-        (err: NodeJS.ErrnoException) => (EMPTY.has(err.code ?? '') ? { records: [], failed: null } : { records: [], failed: err.code ?? err.message }),
+        (err: NodeJS.ErrnoException) =>
+          EMPTY.has(err.code ?? '')
+            ? { records: [], failed: null }
+            : { records: [], failed: err.code ?? err.message },
       );
       cache.set(key, answer);
     }
     return answer;
   }
   return {
-    txt: (name) => ask('TXT', name, async () => (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''))),
-    mx: (name) => ask('MX', name, async () => (await resolver.resolveMx(name)).map((r) => ({ priority: r.priority, exchange: dnsName(r.exchange) }))),
-    cname: (name) => ask('CNAME', name, async () => (await resolver.resolveCname(name)).map(dnsName)),
+    txt: (name) =>
+      ask('TXT', name, async () =>
+        (await resolver.resolveTxt(name)).map((chunks) => chunks.join('')),
+      ),
+    mx: (name) =>
+      ask('MX', name, async () =>
+        (await resolver.resolveMx(name)).map((r) => ({
+          priority: r.priority,
+          exchange: dnsName(r.exchange),
+        })),
+      ),
+    cname: (name) =>
+      ask('CNAME', name, async () => (await resolver.resolveCname(name)).map(dnsName)),
   };
 }

@@ -1,5 +1,5 @@
 /** What a sending domain needs in DNS, from what Postern knows (no lookup here; docs/domains.md). */
-import { dnsName as dkimRecordName, dnsTxtValue, type DkimAlgorithm } from '../dkim/keys.js';
+import { type DkimAlgorithm, dnsName as dkimRecordName, dnsTxtValue } from '../dkim/keys.js';
 import type { ProviderDns } from '../providers/declaration.js';
 import { dnsNeedsOf } from '../providers/registry.js';
 import { dnsName } from './lookup.js';
@@ -77,7 +77,8 @@ export interface ProviderAccountInput {
   domain: string | null;
 }
 
-export const within = (name: string, domain: string): boolean => name === domain || name.endsWith(`.${domain}`);
+export const within = (name: string, domain: string): boolean =>
+  name === domain || name.endsWith(`.${domain}`);
 
 function placeName(at: string, domain: string, returnPath: string | null): string | null {
   if (at === '@') return domain;
@@ -86,7 +87,11 @@ function placeName(at: string, domain: string, returnPath: string | null): strin
 }
 
 /** The account's (when under it), else the declared default; null: not under this domain. */
-function returnPathOf(dns: ProviderDns, account: ProviderAccountInput, domain: string): string | null {
+function returnPathOf(
+  dns: ProviderDns,
+  account: ProviderAccountInput,
+  domain: string,
+): string | null {
   const rp = dns.return_path;
   if (!rp) return null;
   const own = rp.account_field === 'domain' && account.domain ? dnsName(account.domain) : null;
@@ -97,14 +102,17 @@ function returnPathOf(dns: ProviderDns, account: ProviderAccountInput, domain: s
 function regionOf(dns: ProviderDns, account: ProviderAccountInput): string {
   if (!dns.region) return '';
   const region = account.region?.trim().toLowerCase() || dns.region.default;
-  return dns.region.as ? (dns.region.as[region] ?? dns.region.as[dns.region.default] ?? '') : region;
+  return dns.region.as
+    ? (dns.region.as[region] ?? dns.region.as[dns.region.default] ?? '')
+    : region;
 }
 
 /** Whitespace removed; '' when it has none. */
 export function dkimPublicKey(value: string): string {
   for (const tag of value.split(';')) {
     const eq = tag.indexOf('=');
-    if (eq > 0 && tag.slice(0, eq).trim().toLowerCase() === 'p') return tag.slice(eq + 1).replace(/\s+/g, '');
+    if (eq > 0 && tag.slice(0, eq).trim().toLowerCase() === 'p')
+      return tag.slice(eq + 1).replace(/\s+/g, '');
   }
   return '';
 }
@@ -114,20 +122,38 @@ function addRequirer(list: RequiredBy[], by: RequiredBy): void {
 }
 
 /** In a fixed order: DKIM, SPF, DMARC, then the providers' records. */
-export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: ProviderAccountInput[]): { needs: Need[]; notes: ProviderNote[] } {
+export function domainNeeds(
+  domain: string,
+  keys: DkimKeyInput[],
+  accounts: ProviderAccountInput[],
+): { needs: Need[]; notes: ProviderNote[] } {
   const needs: Need[] = [];
   const notes: ProviderNote[] = [];
 
   for (const key of keys) {
     const name = dkimRecordName(key.selector, key.domain);
     const by: RequiredBy = { kind: 'dkim_key', id: key.id, project_id: key.project_id, slug: null };
-    const existing = needs.find((n): n is DkimNeed => n.kind === 'dkim' && n.name === name && n.value === dnsTxtValue(key.algorithm, key.public_key));
+    const existing = needs.find(
+      (n): n is DkimNeed =>
+        n.kind === 'dkim' &&
+        n.name === name &&
+        n.value === dnsTxtValue(key.algorithm, key.public_key),
+    );
     if (existing) {
       addRequirer(existing.required_by, by);
       continue;
     }
     const value = dnsTxtValue(key.algorithm, key.public_key);
-    needs.push({ kind: 'dkim', name, value, publicKey: dkimPublicKey(value), selector: key.selector, keyDomain: key.domain, signsFor: domain, required_by: [by] });
+    needs.push({
+      kind: 'dkim',
+      name,
+      value,
+      publicKey: dkimPublicKey(value),
+      selector: key.selector,
+      keyDomain: key.domain,
+      signsFor: domain,
+      required_by: [by],
+    });
   }
 
   const spf = new Map<string, SpfNeed>([[domain, { kind: 'spf', name: domain, includes: [] }]]);
@@ -137,7 +163,12 @@ export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: Prov
     const declared = dnsNeedsOf(account.slug);
     if (!declared) continue;
     const { dns } = declared;
-    const by: RequiredBy = { kind: 'provider_account', id: account.id, project_id: account.project_id, slug: account.slug };
+    const by: RequiredBy = {
+      kind: 'provider_account',
+      id: account.id,
+      project_id: account.project_id,
+      slug: account.slug,
+    };
     const returnPath = returnPathOf(dns, account, domain);
     if (dns.return_path && returnPath === null) {
       notes.push({
@@ -147,7 +178,8 @@ export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: Prov
           : `Account ${account.id} names no sending domain (its "domain" field): its bounce records cannot be named until it does.`,
       });
     }
-    const fill = (text: string) => text.replaceAll('{region}', regionOf(dns, account)).replaceAll('{domain}', domain);
+    const fill = (text: string) =>
+      text.replaceAll('{region}', regionOf(dns, account)).replaceAll('{domain}', domain);
     for (const need of dns.spf ?? []) {
       const name = placeName(need.at, domain, returnPath);
       if (name === null) continue;
@@ -158,7 +190,11 @@ export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: Prov
       }
       let include = record.includes.find((i) => i.include === need.include);
       if (!include) {
-        include = { include: need.include, accepted: [need.include, ...(need.also_accepted ?? [])], required_by: [] };
+        include = {
+          include: need.include,
+          accepted: [need.include, ...(need.also_accepted ?? [])],
+          required_by: [],
+        };
         record.includes.push(include);
       }
       addRequirer(include.required_by, by);
@@ -167,12 +203,23 @@ export function domainNeeds(domain: string, keys: DkimKeyInput[], accounts: Prov
       const name = placeName(r.at, domain, returnPath);
       if (name === null || (r.not_at_apex && name === domain)) continue;
       const value = fill(r.value);
-      const existing = records.find((n) => n.type === r.type && n.name === name && n.value === value);
+      const existing = records.find(
+        (n) => n.type === r.type && n.name === name && n.value === value,
+      );
       if (existing) {
         addRequirer(existing.required_by, by);
         continue;
       }
-      records.push({ kind: 'value', purpose: r.purpose, type: r.type, name, value, match: r.match ? new RegExp(r.match, 'i') : null, note: r.note, required_by: [by] });
+      records.push({
+        kind: 'value',
+        purpose: r.purpose,
+        type: r.type,
+        name,
+        value,
+        match: r.match ? new RegExp(r.match, 'i') : null,
+        note: r.note,
+        required_by: [by],
+      });
     }
     for (const text of dns.notes ?? []) {
       const key = `${declared.provider}\u0000${text}`;

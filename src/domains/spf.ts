@@ -1,5 +1,5 @@
 /** SPF records (RFC 7208) as a domain check reads them. */
-import { dnsName, type DnsLookup } from './lookup.js';
+import { type DnsLookup, dnsName } from './lookup.js';
 
 /** RFC 7208 §4.6.4: a receiver stops after 10 terms that cause a lookup, and SPF fails (permerror). */
 export const SPF_LOOKUP_LIMIT = 10;
@@ -45,7 +45,8 @@ export function mergeSpf(records: string[]): string {
 }
 
 /** `~all`: mail from anywhere else soft-fails. */
-export const newSpf = (includes: string[]): string => ['v=spf1', ...includes.map((d) => `include:${d}`), '~all'].join(' ');
+export const newSpf = (includes: string[]): string =>
+  ['v=spf1', ...includes.map((d) => `include:${d}`), '~all'].join(' ');
 
 function lookupTarget(term: string): { counts: boolean; follow: string | null } {
   const t = term.replace(/^[+?~-]/, '');
@@ -57,7 +58,12 @@ function lookupTarget(term: string): { counts: boolean; follow: string | null } 
 }
 
 /** As a receiver counts them (an include repeated in two branches counts twice); a macro target counts one and is not followed. */
-export async function spfLookups(record: string, lookup: DnsLookup, depth = 0, ancestors: readonly string[] = []): Promise<number> {
+export async function spfLookups(
+  record: string,
+  lookup: DnsLookup,
+  depth = 0,
+  ancestors: readonly string[] = [],
+): Promise<number> {
   let count = 0;
   for (const term of spfTerms(record)) {
     const { counts, follow } = lookupTarget(term);
@@ -68,7 +74,8 @@ export async function spfLookups(record: string, lookup: DnsLookup, depth = 0, a
     const target = dnsName(follow);
     if (ancestors.includes(target)) continue;
     const nested = (await lookup.txt(target)).records.filter(isSpf);
-    if (nested.length === 1) count += await spfLookups(nested[0], lookup, depth + 1, [...ancestors, target]);
+    if (nested.length === 1)
+      count += await spfLookups(nested[0], lookup, depth + 1, [...ancestors, target]);
     if (count > SPF_LOOKUP_LIMIT) return count;
   }
   return count;

@@ -1,11 +1,30 @@
-import { DOMAIN_ITSELF, lookupProblem, type CheckedRecord, type Problem, type RecordState } from './checkedRecord.js';
+import {
+  type CheckedRecord,
+  DOMAIN_ITSELF,
+  lookupProblem,
+  type Problem,
+  type RecordState,
+} from './checkedRecord.js';
 import type { DnsLookup } from './lookup.js';
 import { dnsName } from './lookup.js';
 import type { SpfNeed } from './needs.js';
-import { SPF_LOOKUP_LIMIT, isSpf, mergeSpf, newSpf, spfIncludes, spfLookups, withIncludes } from './spf.js';
+import {
+  isSpf,
+  mergeSpf,
+  newSpf,
+  SPF_LOOKUP_LIMIT,
+  spfIncludes,
+  spfLookups,
+  withIncludes,
+} from './spf.js';
 
 function includeList(need: SpfNeed): string {
-  return need.includes.map((i) => `include:${i.include} (${[...new Set(i.required_by.map((r) => r.slug ?? r.kind))].join(', ')})`).join(', ');
+  return need.includes
+    .map(
+      (i) =>
+        `include:${i.include} (${[...new Set(i.required_by.map((r) => r.slug ?? r.kind))].join(', ')})`,
+    )
+    .join(', ');
 }
 
 export async function checkSpf(need: SpfNeed, lookup: DnsLookup): Promise<CheckedRecord> {
@@ -16,7 +35,12 @@ export async function checkSpf(need: SpfNeed, lookup: DnsLookup): Promise<Checke
     needed.length > 0
       ? `SPF: the servers allowed to send mail whose bounce address is at ${need.name}. Needed here: ${includeList(need)}.`
       : `SPF: the servers allowed to send mail whose bounce address is at ${need.name}. No attached provider needs an include here (theirs go on their own bounce domains); if other servers send mail as ${need.name} (your own mail service), add their mechanisms before ~all.`;
-  const requiredBy = needed.length > 0 ? needed.flatMap((i) => i.required_by).filter((r, i, all) => all.findIndex((o) => o.kind === r.kind && o.id === r.id) === i) : [DOMAIN_ITSELF];
+  const requiredBy =
+    needed.length > 0
+      ? needed
+          .flatMap((i) => i.required_by)
+          .filter((r, i, all) => all.findIndex((o) => o.kind === r.kind && o.id === r.id) === i)
+      : [DOMAIN_ITSELF];
   const lacking = (record: string) => {
     const has = spfIncludes(record);
     return needed.filter((i) => !i.accepted.some((a) => has.includes(a))).map((i) => i.include);
@@ -54,7 +78,23 @@ export async function checkSpf(need: SpfNeed, lookup: DnsLookup): Promise<Checke
     });
   }
   if (/(^|\s)\+?all(\s|$)/i.test(value)) {
-    problems.push({ severity: 'warning', code: 'spf_allows_all', message: `The record ends in +all: every server on the internet may send as ${need.name}. Use ~all or -all.` });
+    problems.push({
+      severity: 'warning',
+      code: 'spf_allows_all',
+      message: `The record ends in +all: every server on the internet may send as ${need.name}. Use ~all or -all.`,
+    });
   }
-  return { purpose: 'spf', type: 'TXT', name: need.name, value, value_exact: true, state, found, note, dns_lookups: Math.min(lookups, SPF_LOOKUP_LIMIT + 1), problems, required_by: requiredBy };
+  return {
+    purpose: 'spf',
+    type: 'TXT',
+    name: need.name,
+    value,
+    value_exact: true,
+    state,
+    found,
+    note,
+    dns_lookups: Math.min(lookups, SPF_LOOKUP_LIMIT + 1),
+    problems,
+    required_by: requiredBy,
+  };
 }

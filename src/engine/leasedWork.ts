@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import { RepeatedFailure } from '../platform/repeatedFailure.js';
 import type { ExchangeRequest, LeasedWorkHandler, WorkId } from './handler.js';
-import { realTimers, type EngineTimers, type Timer } from './timers.js';
+import { type EngineTimers, realTimers, type Timer } from './timers.js';
 
 export interface LeasedWorkOptions {
   logger: Logger;
@@ -57,7 +57,11 @@ export class LeasedWork<I, O> {
     this.failure = new RepeatedFailure(
       options.logger,
       options.failure.message,
-      { minDelayMs: options.pollMs, maxDelayMs: Math.max(options.pollMs, options.failure.maxDelayMs), logPeriodMs: options.failure.logPeriodMs },
+      {
+        minDelayMs: options.pollMs,
+        maxDelayMs: Math.max(options.pollMs, options.failure.maxDelayMs),
+        logPeriodMs: options.failure.logPeriodMs,
+      },
       () => this.timers.now(),
     );
   }
@@ -93,7 +97,11 @@ export class LeasedWork<I, O> {
     this.letWaitingGo();
     if (this.running > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
     if (this.pending.length > 0) await this.exchange();
-    if (this.pending.length > 0) this.options.logger.error({ outcomes: this.pending.length }, `${this.options.failure.message}: outcomes not recorded at shutdown; that work will be done again`);
+    if (this.pending.length > 0)
+      this.options.logger.error(
+        { outcomes: this.pending.length },
+        `${this.options.failure.message}: outcomes not recorded at shutdown; that work will be done again`,
+      );
   }
 
   /** An earlier wake stands; none while one is in flight: its return decides. */
@@ -121,7 +129,14 @@ export class LeasedWork<I, O> {
     const reclaim = lease && this.leaseInDoubt;
     const perKey = new Map<string, number>();
     for (const [key, lane] of this.lanes) perKey.set(key, lane.waiting.length + lane.running);
-    const request: ExchangeRequest<O> = { outcomes: pending.map((p) => p.outcome), lease, running: this.running, perKey, held: this.held, reclaim };
+    const request: ExchangeRequest<O> = {
+      outcomes: pending.map((p) => p.outcome),
+      lease,
+      running: this.running,
+      perKey,
+      held: this.held,
+      reclaim,
+    };
     this.soon = false;
     let next: number;
     const done = this.handler.exchange(request).then(
@@ -219,11 +234,15 @@ export class LeasedWork<I, O> {
       final = await this.handler.run(item, (outcome) => this.add({ outcome, releases: null }));
     } catch (err) {
       // A handler records its own failures as outcomes; one that escapes is let go (its lease runs out).
-      this.options.logger.error({ err, work: id }, 'leased work failed unexpectedly; left to its lease');
+      this.options.logger.error(
+        { err, work: id },
+        'leased work failed unexpectedly; left to its lease',
+      );
     }
     lane.running--;
     this.running--;
-    if (lane.running === 0 && lane.waiting.length === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
+    if (lane.running === 0 && lane.waiting.length === 0 && this.lanes.get(key) === lane)
+      this.lanes.delete(key);
     if (final === null) this.held.delete(id);
     else this.add({ outcome: final, releases: id });
     if (this.running === 0) for (const resolve of this.idle.splice(0)) resolve();

@@ -12,12 +12,15 @@ const TICK_MS = 10; // /proc/stat counts in USER_HZ
 /** null where they cannot be read (not Linux). */
 export function readCpu(): CpuReading | null {
   try {
-    const ownRunMs = Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]) / 1e6;
+    const ownRunMs =
+      Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]) / 1e6;
     const stat = readFileSync('/proc/stat', 'latin1');
     const fields = stat.slice(0, stat.indexOf('\n')).split(/\s+/);
     // cpu user nice system idle iowait …
     const machineIdleMs = (Number(fields[4]) + Number(fields[5])) * TICK_MS;
-    return Number.isFinite(ownRunMs) && Number.isFinite(machineIdleMs) ? { ownRunMs, machineIdleMs } : null;
+    return Number.isFinite(ownRunMs) && Number.isFinite(machineIdleMs)
+      ? { ownRunMs, machineIdleMs }
+      : null;
   } catch {
     return null;
   }

@@ -1,12 +1,17 @@
-import { Worker, type MessagePort } from 'node:worker_threads';
-import { ManualClock, type Clock } from '../clock.js';
+import { type MessagePort, Worker } from 'node:worker_threads';
+import { type Clock, ManualClock } from '../clock.js';
+import {
+  bookkeepingThrough,
+  openThreadStore,
+  type StoreLocation,
+  type ThreadStore,
+} from '../commit/nodeStore.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { bookkeepingThrough, openThreadStore, type StoreLocation, type ThreadStore } from '../commit/nodeStore.js';
 import { countWebhookOutcome } from '../platform/metrics.js';
 import { THREAD_NAMES } from '../platform/threadName.js';
-import { webhookEngine, type WebhookEngine, type WebhookOutcomeKind } from './webhookWork.js';
 import type { DispatcherThreadMessage } from './dispatcherThread.js';
+import { type WebhookEngine, type WebhookOutcomeKind, webhookEngine } from './webhookWork.js';
 
 export interface WebhookDispatcherHandle {
   start(): void;
@@ -32,7 +37,9 @@ export interface WebhookDispatcherDeps {
  * A ManualClock cannot cross threads: with one (tests) it runs on the event loop instead.
  */
 export function createWebhookDispatcher(deps: WebhookDispatcherDeps): WebhookDispatcherHandle {
-  return deps.clock instanceof ManualClock ? new InProcessDispatcher(deps) : new ThreadedDispatcher(deps);
+  return deps.clock instanceof ManualClock
+    ? new InProcessDispatcher(deps)
+    : new ThreadedDispatcher(deps);
 }
 
 class InProcessDispatcher implements WebhookDispatcherHandle {
@@ -44,7 +51,12 @@ class InProcessDispatcher implements WebhookDispatcherHandle {
     if (this.running) return;
     this.running = this.open();
     this.running.then(
-      ({ dispatcher }) => dispatcher.start().catch((err: unknown) => this.deps.logger.error({ err }, 'webhook dispatcher did not start')),
+      ({ dispatcher }) =>
+        dispatcher
+          .start()
+          .catch((err: unknown) =>
+            this.deps.logger.error({ err }, 'webhook dispatcher did not start'),
+          ),
       (err: unknown) => this.deps.logger.error({ err }, 'webhook dispatcher did not start'),
     );
   }
@@ -105,13 +117,20 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
       },
     });
     this.worker = worker;
-    worker.on('error', (err) => this.deps.logger.error({ err }, 'webhook dispatcher thread failed'));
-    worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) => message.webhookOutcomes?.forEach(countWebhookOutcome));
+    worker.on('error', (err) =>
+      this.deps.logger.error({ err }, 'webhook dispatcher thread failed'),
+    );
+    worker.on('message', (message: { webhookOutcomes?: WebhookOutcomeKind[] }) =>
+      message.webhookOutcomes?.forEach(countWebhookOutcome),
+    );
     worker.on('exit', (code) => {
       this.worker = null;
       if (this.stopping) return;
       // Nothing is lost (deliveries are rows; claims expire): start it again.
-      this.deps.logger.error({ code }, `webhook dispatcher thread exited; restarting in ${RESTART_DELAY_MS} ms`);
+      this.deps.logger.error(
+        { code },
+        `webhook dispatcher thread exited; restarting in ${RESTART_DELAY_MS} ms`,
+      );
       this.restart = setTimeout(() => {
         this.restart = null;
         this.start();
@@ -131,7 +150,10 @@ class ThreadedDispatcher implements WebhookDispatcherHandle {
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage('stop' satisfies DispatcherThreadMessage);
-    const force = setTimeout(() => void worker.terminate(), this.deps.config.webhooks.timeout_ms + 5000);
+    const force = setTimeout(
+      () => void worker.terminate(),
+      this.deps.config.webhooks.timeout_ms + 5000,
+    );
     await exited;
     clearTimeout(force);
   }

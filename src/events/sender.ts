@@ -1,8 +1,18 @@
 import http from 'node:http';
 import https from 'node:https';
-import { bareHost, parseTargetUrl, pinnedLookup, resolveTarget, systemResolver, TargetError, type ResolvedAddress, type Resolver, type TargetPolicy } from './targets.js';
 import { signatureHeader } from './signing.js';
 import { StallClock } from './stallClock.js';
+import {
+  bareHost,
+  parseTargetUrl,
+  pinnedLookup,
+  type ResolvedAddress,
+  type Resolver,
+  resolveTarget,
+  systemResolver,
+  TargetError,
+  type TargetPolicy,
+} from './targets.js';
 
 export const USER_AGENT = 'Postern-Webhooks/1.0';
 
@@ -70,8 +80,17 @@ export class WebhookSender {
     const existing = this.agents.get(endpointId);
     if (existing && existing.url === url.origin) return existing.agent;
     existing?.agent.destroy();
-    const common = { keepAlive: true, maxSockets: this.opts.maxSocketsPerEndpoint, maxFreeSockets: this.opts.maxSocketsPerEndpoint, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const };
-    const agent = url.protocol === 'https:' ? new https.Agent({ ...common, ca: this.opts.ca }) : new http.Agent(common);
+    const common = {
+      keepAlive: true,
+      maxSockets: this.opts.maxSocketsPerEndpoint,
+      maxFreeSockets: this.opts.maxSocketsPerEndpoint,
+      timeout: IDLE_SOCKET_MS,
+      scheduling: 'lifo' as const,
+    };
+    const agent =
+      url.protocol === 'https:'
+        ? new https.Agent({ ...common, ca: this.opts.ca })
+        : new http.Agent(common);
     this.agents.set(endpointId, { agent, url: url.origin });
     return agent;
   }
@@ -110,7 +129,15 @@ export class WebhookSender {
       [target] = await this.resolve(url);
     } catch (err) {
       const refused = err instanceof TargetError;
-      return { ok: false, status: null, error: refused ? `target refused: ${err.message}` : `invalid target: ${(err as Error).message}`, retryAfterMs: null, refused };
+      return {
+        ok: false,
+        status: null,
+        error: refused
+          ? `target refused: ${err.message}`
+          : `invalid target: ${(err as Error).message}`,
+        retryAfterMs: null,
+        refused,
+      };
     }
     const headers = {
       'content-type': 'application/json',
@@ -123,7 +150,8 @@ export class WebhookSender {
     const deadline = Date.now() + this.opts.timeoutMs;
     const first = await this.post(endpointId, url, target, headers, req.body, deadline);
     // A keep-alive socket the server closed while idle: Node's advice is to retry once on a new one.
-    if (first.staleSocket && Date.now() < deadline) return (await this.post(endpointId, url, target, headers, req.body, deadline)).result;
+    if (first.staleSocket && Date.now() < deadline)
+      return (await this.post(endpointId, url, target, headers, req.body, deadline)).result;
     return first.result;
   }
 
@@ -147,8 +175,20 @@ export class WebhookSender {
       let answer = '';
       const answered = () => (answer === '' ? null : answer.replace(/\0/g, ''));
       let deliveredStatus: number | null = null;
-      const fail = (error: string, status: number | null = null, retryAfterMs: number | null = null) => settle({ ok: false, status, error, retryAfterMs, refused: false, answer: answered() });
-      const delivered = () => settle({ ok: true, status: deliveredStatus, error: null, retryAfterMs: null, refused: false, answer: answered() });
+      const fail = (
+        error: string,
+        status: number | null = null,
+        retryAfterMs: number | null = null,
+      ) => settle({ ok: false, status, error, retryAfterMs, refused: false, answer: answered() });
+      const delivered = () =>
+        settle({
+          ok: true,
+          status: deliveredStatus,
+          error: null,
+          retryAfterMs: null,
+          refused: false,
+          answer: answered(),
+        });
       const req = request({
         protocol: url.protocol,
         hostname: bareHost(url),
@@ -177,7 +217,10 @@ export class WebhookSender {
           () =>
             setImmediate(() => {
               if (exchangeOver) return;
-              const owed = Math.min(this.stalls.sample() - stalledAtStart - granted, MAX_STALL_GRACE_FACTOR * this.opts.timeoutMs - granted);
+              const owed = Math.min(
+                this.stalls.sample() - stalledAtStart - granted,
+                MAX_STALL_GRACE_FACTOR * this.opts.timeoutMs - granted,
+              );
               if (owed > 0) {
                 granted += owed;
                 return arm(owed);
@@ -211,12 +254,17 @@ export class WebhookSender {
           });
           return;
         }
-        const retryAfter = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], this.opts.now()) : null;
+        const retryAfter =
+          status === 429 || status === 503
+            ? parseRetryAfter(res.headers['retry-after'], this.opts.now())
+            : null;
         res.on('end', () => {
           endExchange();
           const text = printable(answer.slice(0, ERROR_BODY_BYTES));
           if (status >= 300 && status < 400) {
-            const location = res.headers.location ? `; Location: ${printable(res.headers.location)}` : '';
+            const location = res.headers.location
+              ? `; Location: ${printable(res.headers.location)}`
+              : '';
             fail(`HTTP ${status}: redirects are not followed${location}`, status);
           } else {
             fail(`HTTP ${status}${text ? `: ${text}` : ''}`, status, retryAfter);
@@ -230,7 +278,16 @@ export class WebhookSender {
         const stale = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
         if (stale && !settled) {
           settled = true;
-          resolve({ result: { ok: false, status: null, error: `connection reset (${err.code})`, retryAfterMs: null, refused: false }, staleSocket: true });
+          resolve({
+            result: {
+              ok: false,
+              status: null,
+              error: `connection reset (${err.code})`,
+              retryAfterMs: null,
+              refused: false,
+            },
+            staleSocket: true,
+          });
           return;
         }
         fail(`${err.code ? `${err.code}: ` : ''}${err.message}`);

@@ -29,6 +29,12 @@ export function signatureV1(secret: string, timestamp: number, body: Uint8Array)
  * The `X-Service-Signature` value: `t=<unix seconds>,v1=<hex>` with one `v1` per secret, the
  * current secret first (during a rotation the previous one follows, until it expires).
  */
-export function signatureHeader(body: Uint8Array, timestamp: number, secrets: readonly string[]): string {
-  return [`t=${timestamp}`, ...secrets.map((s) => `v1=${signatureV1(s, timestamp, body)}`)].join(',');
+export function signatureHeader(
+  body: Uint8Array,
+  timestamp: number,
+  secrets: readonly string[],
+): string {
+  return [`t=${timestamp}`, ...secrets.map((s) => `v1=${signatureV1(s, timestamp, body)}`)].join(
+    ',',
+  );
 }

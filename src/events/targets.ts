@@ -29,7 +29,8 @@ export class TargetError extends Error {
 
 type Range = readonly [base: number, bits: number, label: string];
 
-const v4 = (a: number, b: number, c: number, d: number) => ((a << 24) | (b << 16) | (c << 8) | d) >>> 0;
+const v4 = (a: number, b: number, c: number, d: number) =>
+  ((a << 24) | (b << 16) | (c << 8) | d) >>> 0;
 
 /** IPv4 ranges that are not public unicast (RFC 6890 and successors). */
 const IPV4_BLOCKED: Range[] = [
@@ -85,7 +86,9 @@ function parseIpv6(text: string): number[] | null {
   const fill = 8 - tail.length - left.length - right.length;
   if (gap < 0 ? fill !== 0 : fill < 0) return null;
   const groups = [...left, ...Array<number>(gap >= 0 ? fill : 0).fill(0), ...right, ...tail];
-  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : null;
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff)
+    ? groups
+    : null;
 }
 
 const embeddedV4 = (hi: number, lo: number) => ((hi << 16) | lo) >>> 0;
@@ -145,14 +148,22 @@ export function parseTargetUrl(raw: string, policy: TargetPolicy): URL {
   } catch {
     throw new TargetError('invalid_url', `"${raw}" is not an absolute URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TargetError('forbidden_scheme', `webhook URLs must be https:// (got ${url.protocol})`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TargetError(
+      'forbidden_scheme',
+      `webhook URLs must be https:// (got ${url.protocol})`,
+    );
   if (url.protocol === 'http:' && !policy.allowPrivate) {
     throw new TargetError(
       'forbidden_scheme',
       'webhook URLs must be https://; plain http:// is allowed only towards loopback or private addresses, and only when the config sets webhooks.allow_private_targets',
     );
   }
-  if (url.username || url.password) throw new TargetError('invalid_url', 'webhook URLs must not carry credentials (user:password@); put a token in the path or query instead');
+  if (url.username || url.password)
+    throw new TargetError(
+      'invalid_url',
+      'webhook URLs must not carry credentials (user:password@); put a token in the path or query instead',
+    );
   if (url.hash) throw new TargetError('invalid_url', 'webhook URLs must not have a #fragment');
   if (!url.hostname) throw new TargetError('invalid_url', 'the webhook URL has no host');
   return url;
@@ -163,7 +174,11 @@ export function bareHost(url: URL): string {
 }
 
 /** Checks EVERY address the host resolves to; the caller connects to one of these and nothing else. */
-export async function resolveTarget(url: URL, policy: TargetPolicy, resolve: Resolver = systemResolver): Promise<ResolvedAddress[]> {
+export async function resolveTarget(
+  url: URL,
+  policy: TargetPolicy,
+  resolve: Resolver = systemResolver,
+): Promise<ResolvedAddress[]> {
   const host = bareHost(url);
   let addresses: ResolvedAddress[];
   const literal = net.isIP(host.split('%')[0]);
@@ -173,7 +188,10 @@ export async function resolveTarget(url: URL, policy: TargetPolicy, resolve: Res
     try {
       addresses = await resolve(host);
     } catch (err) {
-      throw new TargetError('unresolvable', `${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      throw new TargetError(
+        'unresolvable',
+        `${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
     }
     if (addresses.length === 0) throw new TargetError('unresolvable', `${host} does not resolve`);
   }
@@ -182,7 +200,10 @@ export async function resolveTarget(url: URL, policy: TargetPolicy, resolve: Res
     // Plain http only where it cannot leave the local networks.
     const publicOne = judged.find((a) => a.reason === null);
     if (url.protocol === 'http:' && publicOne) {
-      throw new TargetError('forbidden_scheme', `plain http:// is allowed only towards loopback or private addresses; ${host} resolves to the public address ${publicOne.address} (use https://)`);
+      throw new TargetError(
+        'forbidden_scheme',
+        `plain http:// is allowed only towards loopback or private addresses; ${host} resolves to the public address ${publicOne.address} (use https://)`,
+      );
     }
     return addresses;
   }
@@ -197,11 +218,19 @@ export async function resolveTarget(url: URL, policy: TargetPolicy, resolve: Res
   return addresses;
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void;
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | { address: string; family: number }[],
+  family?: number,
+) => void;
 
 /** Answers with the address already checked, whatever the DNS says now. */
 export function pinnedLookup(target: ResolvedAddress) {
-  return (_hostname: string, options: { all?: boolean } | number | LookupCallback, callback?: LookupCallback): void => {
+  return (
+    _hostname: string,
+    options: { all?: boolean } | number | LookupCallback,
+    callback?: LookupCallback,
+  ): void => {
     const cb = (typeof options === 'function' ? options : callback)!;
     const all = typeof options === 'object' && options !== null && options.all === true;
     const address = target.address.split('%')[0];

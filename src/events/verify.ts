@@ -11,9 +11,19 @@ export interface VerifyOptions {
 
 export type VerifyResult =
   | { ok: true; timestamp: number }
-  | { ok: false; reason: 'missing_header' | 'malformed_header' | 'no_secret' | 'stale_timestamp' | 'signature_mismatch' };
+  | {
+      ok: false;
+      reason:
+        | 'missing_header'
+        | 'malformed_header'
+        | 'no_secret'
+        | 'stale_timestamp'
+        | 'signature_mismatch';
+    };
 
-export function parseSignatureHeader(header: string): { timestamp: number; signatures: string[] } | null {
+export function parseSignatureHeader(
+  header: string,
+): { timestamp: number; signatures: string[] } | null {
   let timestamp: number | null = null;
   const signatures: string[] = [];
   for (const part of header.split(',')) {
@@ -32,7 +42,12 @@ export function parseSignatureHeader(header: string): { timestamp: number; signa
   return timestamp === null || signatures.length === 0 ? null : { timestamp, signatures };
 }
 
-export function checkWebhookSignature(rawBody: string | Uint8Array, header: string | null | undefined, secrets: string | readonly string[], opts: VerifyOptions = {}): VerifyResult {
+export function checkWebhookSignature(
+  rawBody: string | Uint8Array,
+  header: string | null | undefined,
+  secrets: string | readonly string[],
+  opts: VerifyOptions = {},
+): VerifyResult {
   if (!header) return { ok: false, reason: 'missing_header' };
   const parsed = parseSignatureHeader(header);
   if (!parsed) return { ok: false, reason: 'malformed_header' };
@@ -40,7 +55,8 @@ export function checkWebhookSignature(rawBody: string | Uint8Array, header: stri
   if (keys.length === 0) return { ok: false, reason: 'no_secret' };
   const tolerance = opts.toleranceSeconds ?? 300;
   const nowSeconds = Math.floor((opts.now ?? Date.now()) / 1000);
-  if (Math.abs(nowSeconds - parsed.timestamp) > tolerance) return { ok: false, reason: 'stale_timestamp' };
+  if (Math.abs(nowSeconds - parsed.timestamp) > tolerance)
+    return { ok: false, reason: 'stale_timestamp' };
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
   const received = parsed.signatures.map((s) => Buffer.from(s, 'hex'));
   let match = false;
@@ -49,9 +65,16 @@ export function checkWebhookSignature(rawBody: string | Uint8Array, header: stri
     // Every pair is compared (no early exit), each in constant time.
     for (const sig of received) if (timingSafeEqual(expected, sig)) match = true;
   }
-  return match ? { ok: true, timestamp: parsed.timestamp } : { ok: false, reason: 'signature_mismatch' };
+  return match
+    ? { ok: true, timestamp: parsed.timestamp }
+    : { ok: false, reason: 'signature_mismatch' };
 }
 
-export function verifyWebhookSignature(rawBody: string | Uint8Array, header: string | null | undefined, secrets: string | readonly string[], opts: VerifyOptions = {}): boolean {
+export function verifyWebhookSignature(
+  rawBody: string | Uint8Array,
+  header: string | null | undefined,
+  secrets: string | readonly string[],
+  opts: VerifyOptions = {},
+): boolean {
   return checkWebhookSignature(rawBody, header, secrets, opts).ok;
 }

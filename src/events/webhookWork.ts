@@ -1,19 +1,32 @@
 import type { Clock } from '../clock.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
+import {
+  fanOutPlan,
+  fanOutQueued,
+  type WebhookBookkeeping,
+  type WebhookBookkeepingResult,
+  type WebhookOutcomeRecord,
+} from '../commit/webhookBookkeeping.js';
 import type { PosternConfig } from '../config/load.js';
 import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../engine/handler.js';
 import { LeasedWork } from '../engine/leasedWork.js';
 import type { EngineTimers } from '../engine/timers.js';
 import type { Logger } from '../log.js';
-import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
-import { fanOutPlan, fanOutQueued, type WebhookBookkeeping, type WebhookBookkeepingResult, type WebhookOutcomeRecord } from '../commit/webhookBookkeeping.js';
+import {
+  eventsAfter,
+  latestEventSeq,
+  type OutboxEvent,
+  outboxEvent,
+  outboxEvents,
+  webhookCursor,
+} from '../store/eventOutbox.js';
 import type { Queries } from '../store/queries.js';
-import { eventsAfter, latestEventSeq, outboxEvent, outboxEvents, webhookCursor, type OutboxEvent } from '../store/eventOutbox.js';
-import { hasDueDelivery, type ClaimedDelivery } from '../store/webhookDeliveries.js';
+import { type ClaimedDelivery, hasDueDelivery } from '../store/webhookDeliveries.js';
 import { registeredWebhookEndpoints, type WebhookEndpointRow } from '../store/webhookEndpoints.js';
 import { SaturationBudget } from './cpuBudget.js';
 import { envelopeBody } from './envelope.js';
 import { retryDelayMs } from './ladder.js';
-import { WebhookSender, type AttemptResult } from './sender.js';
+import { type AttemptResult, WebhookSender } from './sender.js';
 import type { Resolver } from './targets.js';
 
 /** Gap between two dispatcher writes while there is work; doubles while acceptance commits, up to MAX_WRITE_GAP_MS. */
@@ -81,7 +94,11 @@ export function webhookEngine(deps: DispatcherDeps): WebhookEngine {
     perKey: c.per_endpoint_concurrency,
     pollMs: c.poll_interval_ms,
     groupMs: 0,
-    failure: { message: 'webhook dispatcher write failed', maxDelayMs: FAILURE_MAX_DELAY_MS, logPeriodMs: FAILURE_LOG_PERIOD_MS },
+    failure: {
+      message: 'webhook dispatcher write failed',
+      maxDelayMs: FAILURE_MAX_DELAY_MS,
+      logPeriodMs: FAILURE_LOG_PERIOD_MS,
+    },
   });
   let started = false;
   let stopped = false;
@@ -143,7 +160,13 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     // PostgreSQL has no cursor: events not yet fanned out wait in the outbox's queue.
     this.cursor = this.shared ? 0 : await webhookCursor(this.store);
     this.lastPrune = this.deps.clock.now() - PRUNE_EVERY_MS + 60_000;
-    this.deps.logger.info({ cursor: this.cursor, allow_private_targets: this.deps.config.webhooks.allow_private_targets }, 'webhook dispatcher started');
+    this.deps.logger.info(
+      {
+        cursor: this.cursor,
+        allow_private_targets: this.deps.config.webhooks.allow_private_targets,
+      },
+      'webhook dispatcher started',
+    );
   }
 
   close(): void {
@@ -182,16 +205,21 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     const c = config.webhooks;
     const store = this.store;
     const now = clock.now();
-    const prefetch = c.per_endpoint_concurrency * Math.max(PREFETCH_ROUNDS_MIN, Math.ceil(this.writeGap / 5));
+    const prefetch =
+      c.per_endpoint_concurrency * Math.max(PREFETCH_ROUNDS_MIN, Math.ceil(this.writeGap / 5));
     const claimedOn = (id: string) => request.perKey.get(id) ?? 0;
-    const wantsClaim = (e: WebhookEndpointRow) => e.disabled_at === null && prefetch - claimedOn(e.id) >= c.per_endpoint_concurrency;
+    const wantsClaim = (e: WebhookEndpointRow) =>
+      e.disabled_at === null && prefetch - claimedOn(e.id) >= c.per_endpoint_concurrency;
     // Events are read BEFORE the endpoints: an endpoint missing from the list was registered
     // after these events were visible, so its from_seq excludes them all.
     const queued = this.shared && (await fanOutQueued(store));
     const latest = this.shared ? 0 : await latestEventSeq(store);
     // No endpoint at all: the cursor passes the events up to `latest` unread (an endpoint
     // registered after this read has a from_seq of at least `latest`).
-    const none = !this.shared && latest > this.cursor && (await registeredWebhookEndpoints(store)).length === 0;
+    const none =
+      !this.shared &&
+      latest > this.cursor &&
+      (await registeredWebhookEndpoints(store)).length === 0;
     if (none) {
       this.cursor = latest;
       this.cursorDirty = true;
@@ -214,26 +242,41 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
         break;
       }
     }
-    if (!wanted && !claimable && request.outcomes.length === 0 && !pruneDue && !persistCursor) return { leased: [], more: latest > this.cursor, dropKeys };
+    if (!wanted && !claimable && request.outcomes.length === 0 && !pruneDue && !persistCursor)
+      return { leased: [], more: latest > this.cursor, dropKeys };
     const room: Record<string, number> = {};
     for (const [id, n] of request.perKey) room[id] = prefetch - n;
     const work: WebhookBookkeeping = {
       ...this.bookkeepingBase(now),
       outcomes: this.outcomeRecords(request.outcomes),
       fanOut: wanted && !queued ? events : [],
-      cursor: wanted && !queued ? events[events.length - 1].seq : this.cursorDirty ? this.cursor : null,
+      cursor:
+        wanted && !queued ? events[events.length - 1].seq : this.cursorDirty ? this.cursor : null,
       fanOutQueued: queued ? c.batch_size : 0,
-      claims: { room, defaultRoom: prefetch, minRoom: c.per_endpoint_concurrency, leaseUntil: now + this.leaseMs },
+      claims: {
+        room,
+        defaultRoom: prefetch,
+        minRoom: c.per_endpoint_concurrency,
+        leaseUntil: now + this.leaseMs,
+      },
       prune: pruneDue ? { before: now - c.retention_days * 86_400_000, limit: PRUNE_CHUNK } : null,
     };
     const { result, acceptanceBusy } = await this.deps.bookkeeping.write('webhooks', work);
     return this.written(work, result, acceptanceBusy, latest, dropKeys);
   }
 
-  private async written(work: WebhookBookkeeping, result: WebhookBookkeepingResult, acceptanceBusy: boolean, latest: number, dropKeys: string[]): Promise<ExchangeResult<QueuedDelivery>> {
+  private async written(
+    work: WebhookBookkeeping,
+    result: WebhookBookkeepingResult,
+    acceptanceBusy: boolean,
+    latest: number,
+    dropKeys: string[],
+  ): Promise<ExchangeResult<QueuedDelivery>> {
     const { logger, config } = this.deps;
     this.lastWrite = Date.now();
-    this.writeGap = acceptanceBusy ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2) : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
+    this.writeGap = acceptanceBusy
+      ? Math.min(MAX_WRITE_GAP_MS, this.writeGap * 2)
+      : Math.max(MIN_WRITE_GAP_MS, Math.floor(this.writeGap / 2));
     this.countRecorded(work.outcomes, result.recorded);
     // No other exchange ran while the write was in flight: the cursor has not moved since.
     if (work.cursor !== null) {
@@ -242,26 +285,40 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     }
     if (work.prune) {
       if (result.pruned < work.prune.limit) this.lastPrune = work.now;
-      if (result.pruned > 0) logger.info({ removed: result.pruned }, 'finished webhook deliveries pruned');
+      if (result.pruned > 0)
+        logger.info({ removed: result.pruned }, 'finished webhook deliveries pruned');
     }
     for (const d of result.disabled) {
       logger.warn({ endpoint_id: d.endpoint, reason: d.reason }, 'webhook endpoint disabled');
       const endpoint = this.endpoints.get(d.endpoint);
-      if (endpoint) this.endpoints.set(d.endpoint, { ...endpoint, disabled_at: work.now, disabled_reason: d.reason });
+      if (endpoint)
+        this.endpoints.set(d.endpoint, {
+          ...endpoint,
+          disabled_at: work.now,
+          disabled_reason: d.reason,
+        });
       dropKeys.push(d.endpoint);
     }
     for (const { endpoint } of result.claimed) this.endpoints.set(endpoint.id, endpoint);
     const rows = result.claimed.flatMap(({ rows }) => rows);
     const events = await this.readEvents(rows);
-    const leased = rows.map((d) => ({ ...d, event: d.event_seq === null ? null : events ? (events.get(d.event_seq) ?? null) : undefined }));
-    const more = result.fannedOut === config.webhooks.batch_size || latest > this.cursor || rows.length > 0;
+    const leased = rows.map((d) => ({
+      ...d,
+      event: d.event_seq === null ? null : events ? (events.get(d.event_seq) ?? null) : undefined,
+    }));
+    const more =
+      result.fannedOut === config.webhooks.batch_size || latest > this.cursor || rows.length > 0;
     return { leased, more, dropKeys };
   }
 
   private async finalWrite(outcomes: Outcome[]): Promise<ExchangeResult<QueuedDelivery>> {
     if (outcomes.length > 0 || this.cursorDirty) {
       const records = this.outcomeRecords(outcomes);
-      const { result } = await this.deps.bookkeeping.write('webhooks', { ...this.bookkeepingBase(this.deps.clock.now()), outcomes: records, cursor: this.cursorDirty ? this.cursor : null });
+      const { result } = await this.deps.bookkeeping.write('webhooks', {
+        ...this.bookkeepingBase(this.deps.clock.now()),
+        outcomes: records,
+        cursor: this.cursorDirty ? this.cursor : null,
+      });
       this.countRecorded(records, result.recorded);
       this.cursorDirty = false;
     }
@@ -270,7 +327,12 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
   private countRecorded(outcomes: WebhookOutcomeRecord[], recorded: number[] | null): void {
     if (!this.deps.countOutcomes || recorded === null || recorded.length === 0) return;
     const left = new Set(recorded);
-    const kinds = outcomes.filter((o) => left.delete(o.seq)).map((o): WebhookOutcomeKind => (o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed'));
+    const kinds = outcomes
+      .filter((o) => left.delete(o.seq))
+      .map(
+        (o): WebhookOutcomeKind =>
+          o.ok ? 'delivered' : o.nextAttemptAt !== null ? 'retry' : 'failed',
+      );
     if (kinds.length > 0) this.deps.countOutcomes(kinds);
   }
 
@@ -291,9 +353,26 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
   private outcomeRecords(outcomes: Outcome[]): WebhookOutcomeRecord[] {
     const c = this.deps.config.webhooks;
     return outcomes.map((o) => {
-      const wait = o.result.ok || o.permanent ? null : retryDelayMs(o.delivery.attempts + 1, c.retry_ladder_seconds, c.retry_jitter, o.result.retryAfterMs, this.random);
+      const wait =
+        o.result.ok || o.permanent
+          ? null
+          : retryDelayMs(
+              o.delivery.attempts + 1,
+              c.retry_ladder_seconds,
+              c.retry_jitter,
+              o.result.retryAfterMs,
+              this.random,
+            );
       if (!o.result.ok && wait === null && !o.permanent) {
-        this.deps.logger.warn({ delivery_id: o.delivery.id, endpoint_id: o.endpointId, attempts: o.delivery.attempts + 1, error: o.result.error }, 'webhook delivery failed after its last attempt');
+        this.deps.logger.warn(
+          {
+            delivery_id: o.delivery.id,
+            endpoint_id: o.endpointId,
+            attempts: o.delivery.attempts + 1,
+            error: o.result.error,
+          },
+          'webhook delivery failed after its last attempt',
+        );
       }
       return {
         seq: o.delivery.seq,
@@ -314,14 +393,18 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
   }
 
   /** Endpoints as registered now; a disabled or removed endpoint's waiting deliveries are let go. Answers their keys. */
-  private refreshEndpoints(registered: WebhookEndpointRow[], load: ReadonlyMap<string, number>): string[] {
+  private refreshEndpoints(
+    registered: WebhookEndpointRow[],
+    load: ReadonlyMap<string, number>,
+  ): string[] {
     const byId = new Map(registered.map((e) => [e.id, e]));
     const drop: string[] = [];
     for (const id of load.keys()) {
       const current = byId.get(id);
       if (!current || current.disabled_at !== null) drop.push(id);
     }
-    for (const id of this.endpoints.keys()) if (!byId.has(id) && !load.has(id)) this.endpoints.delete(id);
+    for (const id of this.endpoints.keys())
+      if (!byId.has(id) && !load.has(id)) this.endpoints.delete(id);
     for (const [id, e] of byId) if (this.endpoints.has(id)) this.endpoints.set(id, e);
     return drop;
   }
@@ -352,7 +435,12 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
     let result: AttemptResult;
     let permanent = false;
     try {
-      const ev = delivery.event_seq === null ? undefined : delivery.event === undefined ? await outboxEvent(this.store, delivery.event_seq) : (delivery.event ?? undefined);
+      const ev =
+        delivery.event_seq === null
+          ? undefined
+          : delivery.event === undefined
+            ? await outboxEvent(this.store, delivery.event_seq)
+            : (delivery.event ?? undefined);
       let body: Buffer | null = null;
       let broken: string | null = ev ? null : 'the event is no longer in the outbox';
       if (ev) {
@@ -365,18 +453,55 @@ class WebhookWork implements LeasedWorkHandler<QueuedDelivery, Outcome> {
       if (body === null) {
         permanent = true;
         result = { ok: false, status: null, error: broken, retryAfterMs: null, refused: false };
-        logger.error({ delivery_id: delivery.id, event_seq: delivery.event_seq, reason: broken }, 'webhook delivery cannot be built; failed');
+        logger.error(
+          { delivery_id: delivery.id, event_seq: delivery.event_seq, reason: broken },
+          'webhook delivery cannot be built; failed',
+        );
       } else {
         const now = clock.now();
         const secrets = [endpoint.secret];
-        if (endpoint.previous_secret && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now) secrets.push(endpoint.previous_secret);
-        result = await this.sender.send(endpoint.id, { url: endpoint.url, deliveryId: delivery.id, type: delivery.type, body, secrets, timestamp: Math.floor(now / 1000) });
+        if (
+          endpoint.previous_secret &&
+          endpoint.previous_secret_expires_at !== null &&
+          endpoint.previous_secret_expires_at > now
+        )
+          secrets.push(endpoint.previous_secret);
+        result = await this.sender.send(endpoint.id, {
+          url: endpoint.url,
+          deliveryId: delivery.id,
+          type: delivery.type,
+          body,
+          secrets,
+          timestamp: Math.floor(now / 1000),
+        });
       }
     } catch (err) {
       if (isLocked(err)) return null;
-      result = { ok: false, status: null, error: `internal error: ${(err as Error).message}`, retryAfterMs: null, refused: false };
+      result = {
+        ok: false,
+        status: null,
+        error: `internal error: ${(err as Error).message}`,
+        retryAfterMs: null,
+        refused: false,
+      };
     }
-    if (!result.ok) logger.debug({ delivery_id: delivery.id, endpoint_id: endpoint.id, attempt: delivery.attempts + 1, error: result.error }, 'webhook attempt failed');
-    return { delivery, endpointId: endpoint.id, at: clock.now(), result, permanent, durationMs: Math.round(performance.now() - started) };
+    if (!result.ok)
+      logger.debug(
+        {
+          delivery_id: delivery.id,
+          endpoint_id: endpoint.id,
+          attempt: delivery.attempts + 1,
+          error: result.error,
+        },
+        'webhook attempt failed',
+      );
+    return {
+      delivery,
+      endpointId: endpoint.id,
+      at: clock.now(),
+      result,
+      permanent,
+      durationMs: Math.round(performance.now() - started),
+    };
   }
 }

@@ -1,5 +1,5 @@
-import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
 import { RetentionSweeper } from './retention.js';
@@ -22,7 +22,13 @@ export class Janitor {
   private readonly retention: RetentionSweeper;
 
   constructor(private readonly deps: JanitorDeps) {
-    this.retention = new RetentionSweeper(deps.bookkeeping, deps.spool, deps.clock, deps.logger, deps.retentionDays);
+    this.retention = new RetentionSweeper(
+      deps.bookkeeping,
+      deps.spool,
+      deps.clock,
+      deps.logger,
+      deps.retentionDays,
+    );
   }
 
   async start(): Promise<void> {
@@ -44,11 +50,18 @@ export class Janitor {
   private async prune(): Promise<void> {
     const { bookkeeping, clock, logger, retentionDays, sessionIdleSeconds } = this.deps;
     try {
-      const { result } = await bookkeeping.write('prune', { now: clock.now(), retentionDays, sessionIdleSeconds });
+      const { result } = await bookkeeping.write('prune', {
+        now: clock.now(),
+        retentionDays,
+        sessionIdleSeconds,
+      });
       if (result.skipped) logger.debug('prune skipped: another node is pruning');
-      if (result.idempotencyKeys > 0) logger.info({ removed: result.idempotencyKeys }, 'expired idempotency keys pruned');
-      if (result.receipts > 0) logger.info({ removed: result.receipts }, 'old provider feedback receipts pruned');
-      if (result.nodes > 0) logger.info({ removed: result.nodes }, 'nodes stopped for a week pruned');
+      if (result.idempotencyKeys > 0)
+        logger.info({ removed: result.idempotencyKeys }, 'expired idempotency keys pruned');
+      if (result.receipts > 0)
+        logger.info({ removed: result.receipts }, 'old provider feedback receipts pruned');
+      if (result.nodes > 0)
+        logger.info({ removed: result.nodes }, 'nodes stopped for a week pruned');
     } catch (err) {
       logger.error({ err }, 'prune failed; the next one retries');
     }

@@ -1,7 +1,7 @@
-import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Logger } from '../log.js';
-import { nodeState, type NodeListener, type NodeRun } from '../store/nodes.js';
+import { type NodeListener, type NodeRun, nodeState } from '../store/nodes.js';
 
 export interface NodeHeartbeatDeps {
   bookkeeping: Bookkeeping;
@@ -25,14 +25,28 @@ export class NodeHeartbeat {
   async start(listeners: NodeListener[]): Promise<void> {
     const { bookkeeping, clock, logger, id, heartbeatSeconds, version, hostname, pid } = this.deps;
     const now = clock.now();
-    const row = { id, version, pid, hostname, started_at: now, last_beat_at: now, heartbeat_seconds: heartbeatSeconds, listeners };
+    const row = {
+      id,
+      version,
+      pid,
+      hostname,
+      started_at: now,
+      last_beat_at: now,
+      heartbeat_seconds: heartbeatSeconds,
+      listeners,
+    };
     const { result } = await bookkeeping.write('node', { type: 'register', row });
     this.run = { id, pid, started_at: now };
     const previous = result.previous;
     if (previous && nodeState(previous, now) === 'up') {
       // On one SQLite index the other one cannot be serving; on a shared database it may be.
       logger.warn(
-        { node_id: id, other_pid: previous.pid, other_hostname: previous.hostname, other_last_beat_at: new Date(previous.last_beat_at).toISOString() },
+        {
+          node_id: id,
+          other_pid: previous.pid,
+          other_hostname: previous.hostname,
+          other_last_beat_at: new Date(previous.last_beat_at).toISOString(),
+        },
         `another node with node.id "${id}" beat ${Math.round((now - previous.last_beat_at) / 1000)} s ago and has not stopped: give each node its own node.id (POSTERN_NODE_ID)`,
       );
       logger.flush();
@@ -53,17 +67,27 @@ export class NodeHeartbeat {
     try {
       await this.deps.bookkeeping.write('node', { type: 'stop', run, at: this.deps.clock.now() });
     } catch (err) {
-      this.deps.logger.error({ err }, 'the node could not be marked stopped; it will show as missing');
+      this.deps.logger.error(
+        { err },
+        'the node could not be marked stopped; it will show as missing',
+      );
     }
   }
 
   private async beat(): Promise<void> {
     if (!this.run) return;
     try {
-      const { result } = await this.deps.bookkeeping.write('node', { type: 'beat', run: this.run, at: this.deps.clock.now() });
+      const { result } = await this.deps.bookkeeping.write('node', {
+        type: 'beat',
+        run: this.run,
+        at: this.deps.clock.now(),
+      });
       if (result.changed || !this.run) return;
       // Said once: from here on the row is the other process's.
-      this.deps.logger.warn({ node_id: this.run.id }, 'another process with the same node.id took over the node row; this one no longer beats in it');
+      this.deps.logger.warn(
+        { node_id: this.run.id },
+        'another process with the same node.id took over the node row; this one no longer beats in it',
+      );
       this.run = null;
     } catch (err) {
       this.deps.logger.error({ err }, 'node heartbeat failed; the next one retries');

@@ -1,5 +1,5 @@
-import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Clock } from '../clock.js';
+import type { Bookkeeping } from '../commit/bookkeepingChannel.js';
 import type { Logger } from '../log.js';
 import type { Spool } from '../spool/spool.js';
 
@@ -35,7 +35,11 @@ export class RetentionSweeper {
     let removed = 0;
     try {
       while (!this.stopped) {
-        const { result } = await this.bookkeeping.write('retention', { now: this.clock.now(), defaultRetentionDays: this.defaultRetentionDays, limit: CHUNK });
+        const { result } = await this.bookkeeping.write('retention', {
+          now: this.clock.now(),
+          defaultRetentionDays: this.defaultRetentionDays,
+          limit: CHUNK,
+        });
         const files = result.spoolFiles;
         // After the commit: a crash in between leaves files without rows, which start-up removes.
         await Promise.all(files.map((f) => this.spool.retire(f)));

@@ -74,4 +74,5 @@ export class ConnectionLimiter {
   }
 }
 
-const peerKey = (socket: Socket): string => `${socket.localAddress}:${socket.localPort}|${socket.remoteAddress}:${socket.remotePort}`;
+const peerKey = (socket: Socket): string =>
+  `${socket.localAddress}:${socket.localPort}|${socket.remoteAddress}:${socket.remotePort}`;

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ContractError, type ErrorDetail } from '../contract/errors.js';
 import { shapeLimitDetail } from '../contract/shapeLimitDetail.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
-import { JsonShapeScanner, scanToEnd, type ShapeLimits, type ShapeProblem } from './jsonShape.js';
+import { JsonShapeScanner, type ShapeLimits, type ShapeProblem, scanToEnd } from './jsonShape.js';
 import { readRequestBody } from './requestBody.js';
 
 export type BodyEnvelope = 'message' | 'batch' | 'console';
@@ -34,17 +34,27 @@ function shapeError(problem: ShapeProblem, envelope: BodyEnvelope): ContractErro
   const limits = BODY_SHAPE_LIMITS[envelope];
   switch (problem.kind) {
     case 'values':
-      return new ContractError('body:too_large', { message: `The request body holds more than ${limits.maxValues} JSON keys and values.` });
+      return new ContractError('body:too_large', {
+        message: `The request body holds more than ${limits.maxValues} JSON keys and values.`,
+      });
     case 'depth':
-      return new ContractError('body:invalid_json', { message: `The request body nests deeper than ${limits.maxDepth} levels.` });
+      return new ContractError('body:invalid_json', {
+        message: `The request body nests deeper than ${limits.maxDepth} levels.`,
+      });
     default:
-      return ContractError.validation([envelope === 'console' ? consoleShapeDetail(problem.path, problem.kind) : shapeLimitDetail(problem.path, problem.kind, envelope)]);
+      return ContractError.validation([
+        envelope === 'console'
+          ? consoleShapeDetail(problem.path, problem.kind)
+          : shapeLimitDetail(problem.path, problem.kind, envelope),
+      ]);
   }
 }
 
 function consoleShapeDetail(path: string[], kind: 'keys' | 'items'): ErrorDetail {
   const suffix = kind === 'keys' ? 'too_many_keys' : 'too_many';
-  return path.length === 0 ? { field: 'body', code: `body:${suffix}` } : { field: path.join('.'), code: `${path[0]}:${suffix}` };
+  return path.length === 0
+    ? { field: 'body', code: `body:${suffix}` }
+    : { field: path.join('.'), code: `${path[0]}:${suffix}` };
 }
 
 /** The answers to what the contract leaves open (docs/http-api.md); non-UTF-8 bytes are never silently replaced. */
@@ -53,24 +63,30 @@ export async function readJsonBody(
   res: ServerResponse,
   opts: { limit: number; budget: InflightBudget; envelope: BodyEnvelope },
 ): Promise<JsonBody> {
-  if (!isJsonContentType(req.headers['content-type'])) throw new ContractError('body:unsupported_media_type');
+  if (!isJsonContentType(req.headers['content-type']))
+    throw new ContractError('body:unsupported_media_type');
   const scanner = new JsonShapeScanner(BODY_SHAPE_LIMITS[opts.envelope]);
   const refusal = (buf: Buffer, received: number) => {
     const problem = scanner.feed(buf, received);
     return problem && shapeError(problem, opts.envelope);
   };
   const raw = await readRequestBody(req, res, opts.limit, opts.budget, refusal);
-  if (raw.length === 0) throw new ContractError('body:invalid_json', { message: 'The request body is empty.' });
+  if (raw.length === 0)
+    throw new ContractError('body:invalid_json', { message: 'The request body is empty.' });
   const problem = await scanToEnd(scanner, raw);
   if (problem) throw shapeError(problem, opts.envelope);
   const undecodable = !isUtf8(raw);
   const text = raw.toString('utf8');
   if (undecodable && (raw.includes(REPLACEMENT_BYTES) || REPLACEMENT_ESCAPE.test(text))) {
-    throw new ContractError('body:invalid_json', { message: 'The request body is not valid UTF-8.' });
+    throw new ContractError('body:invalid_json', {
+      message: 'The request body is not valid UTF-8.',
+    });
   }
   try {
     return { value: JSON.parse(text) as unknown, undecodable };
   } catch {
-    throw new ContractError('body:invalid_json', { message: undecodable ? 'The request body is not valid UTF-8 JSON.' : undefined });
+    throw new ContractError('body:invalid_json', {
+      message: undecodable ? 'The request body is not valid UTF-8 JSON.' : undefined,
+    });
   }
 }

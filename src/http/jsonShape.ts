@@ -13,7 +13,9 @@ export interface ShapeLimits {
   maxValues: number;
 }
 
-export type ShapeProblem = { kind: 'depth' | 'keys' | 'items'; path: string[] } | { kind: 'values' };
+export type ShapeProblem =
+  | { kind: 'depth' | 'keys' | 'items'; path: string[] }
+  | { kind: 'values' };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -64,7 +66,8 @@ export class JsonShapeScanner {
     if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       const problem = this.countValue(buf);
       if (problem) return problem;
-      if (this.stack.length >= this.limits.maxDepth) return { kind: 'depth', path: this.pathOf(buf, this.stack) };
+      if (this.stack.length >= this.limits.maxDepth)
+        return { kind: 'depth', path: this.pathOf(buf, this.stack) };
       this.stack.push({ object: c === OPEN_OBJECT, count: 0, keyStart: -1, keyEnd: -1 });
       this.expectKey = c === OPEN_OBJECT;
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
@@ -90,7 +93,11 @@ export class JsonShapeScanner {
     const from = this.stringStart + 1;
     // Bounded by `end`: past it the buffer holds bytes not received yet.
     const window = buf.subarray(0, end);
-    for (let quote = window.indexOf(QUOTE, this.at); quote !== -1; quote = window.indexOf(QUOTE, quote + 1)) {
+    for (
+      let quote = window.indexOf(QUOTE, this.at);
+      quote !== -1;
+      quote = window.indexOf(QUOTE, quote + 1)
+    ) {
       let backslashes = 0;
       for (let b = quote - 1; b >= from && buf[b] === BACKSLASH; b--) backslashes++;
       if (backslashes % 2 === 1) continue;
@@ -101,7 +108,8 @@ export class JsonShapeScanner {
       const top = this.stack[this.stack.length - 1];
       if (!(top?.object && this.expectKey)) return this.countValue(buf);
       if (++this.values > this.limits.maxValues) return { kind: 'values' };
-      if (++top.count > this.limits.maxKeys) return { kind: 'keys', path: this.pathOf(buf, this.stack.slice(0, -1)) };
+      if (++top.count > this.limits.maxKeys)
+        return { kind: 'keys', path: this.pathOf(buf, this.stack.slice(0, -1)) };
       top.keyStart = start;
       top.keyEnd = quote + 1;
       this.expectKey = false;
@@ -115,7 +123,8 @@ export class JsonShapeScanner {
   private countValue(buf: Buffer): ShapeProblem | null {
     if (++this.values > this.limits.maxValues) return { kind: 'values' };
     const top = this.stack[this.stack.length - 1];
-    if (top && !top.object && ++top.count > this.limits.maxItems) return { kind: 'items', path: this.pathOf(buf, this.stack.slice(0, -1)) };
+    if (top && !top.object && ++top.count > this.limits.maxItems)
+      return { kind: 'items', path: this.pathOf(buf, this.stack.slice(0, -1)) };
     return null;
   }
 
@@ -135,7 +144,11 @@ export class JsonShapeScanner {
 const STEP_BYTES = 64 * 1024;
 
 /** The event loop gets a turn every `sliceMs`. */
-export async function scanToEnd(scanner: JsonShapeScanner, buf: Buffer, sliceMs = 2): Promise<ShapeProblem | null> {
+export async function scanToEnd(
+  scanner: JsonShapeScanner,
+  buf: Buffer,
+  sliceMs = 2,
+): Promise<ShapeProblem | null> {
   const slices = new TimeSlices(sliceMs);
   for (let end = Math.min(buf.length, STEP_BYTES); ; end = Math.min(buf.length, end + STEP_BYTES)) {
     const problem = scanner.feed(buf, end);

@@ -11,8 +11,8 @@ import type { TrustedProxies } from '../platform/trustedProxies.js';
 import type { AcmeChallenges } from '../tls/acmeChallenges.js';
 import { createListenerServer } from '../tls/httpsListener.js';
 import { requestAddresses, timeoutCheckInterval } from './app.js';
+import { type ConnectionLimiter, OVER_CONNECTION_CAP } from './connectionLimit.js';
 import { loggedPath } from './requestPath.js';
-import { OVER_CONNECTION_CAP, type ConnectionLimiter } from './connectionLimit.js';
 import { sendError } from './respond.js';
 
 export interface PlainListenerDeps {
@@ -44,8 +44,13 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
 
   const answerChallenge = async (token: string, res: ServerResponse, head: boolean) => {
     const answer = await deps.challenges!.httpAnswer(token);
-    if (answer === null) return sendError(res, new ContractError('not_found', { message: 'No such ACME challenge.' }));
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': Buffer.byteLength(answer), 'Cache-Control': 'no-store' });
+    if (answer === null)
+      return sendError(res, new ContractError('not_found', { message: 'No such ACME challenge.' }));
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Length': Buffer.byteLength(answer),
+      'Cache-Control': 'no-store',
+    });
     res.end(head ? undefined : answer);
   };
 
@@ -53,10 +58,22 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
     const path = loggedPath(req.url);
     const credentials = req.headers.authorization !== undefined;
     res.once('close', () => {
-      const line = { method: req.method, path, status: res.statusCode, ...requestAddresses(req, proxies), ...(credentials ? { credentials_in_clear: true } : {}) };
-      if (res.writableFinished) countHttpRequest('plain', path.startsWith(CHALLENGE_PREFIX) ? CHALLENGE_PREFIX : 'other', res.statusCode);
+      const line = {
+        method: req.method,
+        path,
+        status: res.statusCode,
+        ...requestAddresses(req, proxies),
+        ...(credentials ? { credentials_in_clear: true } : {}),
+      };
+      if (res.writableFinished)
+        countHttpRequest(
+          'plain',
+          path.startsWith(CHALLENGE_PREFIX) ? CHALLENGE_PREFIX : 'other',
+          res.statusCode,
+        );
       // A key sent in clear is worth a warning (never the key itself).
-      if (credentials) log.warn(line, 'a request with credentials came over plain HTTP; it was refused unread');
+      if (credentials)
+        log.warn(line, 'a request with credentials came over plain HTTP; it was refused unread');
       else log.info(line, 'plain HTTP request');
     });
     if (connections.isRefused(req.socket)) return sendError(res, OVER_CONNECTION_CAP);
@@ -64,10 +81,12 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
     const url = req.url ?? '/';
     const readOnly = method === 'GET' || method === 'HEAD';
     if (readOnly && deps.challenges && url.startsWith(CHALLENGE_PREFIX) && !credentials) {
-      answerChallenge(url.slice(CHALLENGE_PREFIX.length), res, method === 'HEAD').catch((err: unknown) => {
-        log.error({ err }, 'reading an ACME challenge failed');
-        sendError(res, new ContractError('server_error', { message: 'Internal error.' }));
-      });
+      answerChallenge(url.slice(CHALLENGE_PREFIX.length), res, method === 'HEAD').catch(
+        (err: unknown) => {
+          log.error({ err }, 'reading an ACME challenge failed');
+          sendError(res, new ContractError('server_error', { message: 'Internal error.' }));
+        },
+      );
       return;
     }
     const location = httpsLocation(req.headers.host, deps.httpsPort(), url);
@@ -77,7 +96,11 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
   };
 
   const server = createListenerServer(
-    { requestTimeout: config.http.request_timeout_ms, headersTimeout: config.http.headers_timeout_ms, connectionsCheckingInterval: timeoutCheckInterval(config.http) },
+    {
+      requestTimeout: config.http.request_timeout_ms,
+      headersTimeout: config.http.headers_timeout_ms,
+      connectionsCheckingInterval: timeoutCheckInterval(config.http),
+    },
     onRequest,
     null,
   );
@@ -87,7 +110,11 @@ export function createPlainListener(deps: PlainListenerDeps, name: string): Serv
 }
 
 /** null when the Host header is missing or malformed. */
-export function httpsLocation(host: string | undefined, httpsPort: number, url: string): string | null {
+export function httpsLocation(
+  host: string | undefined,
+  httpsPort: number,
+  url: string,
+): string | null {
   if (!host || !HOST_HEADER.test(host) || !url.startsWith('/')) return null;
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
   return `https://${name}${httpsPort === 443 ? '' : `:${httpsPort}`}${url}`;

@@ -8,7 +8,11 @@ export interface DrainBounds {
   ms: number;
 }
 
-export type Refuse = (res: ServerResponse, err: ContractError, headers?: Record<string, string>) => void;
+export type Refuse = (
+  res: ServerResponse,
+  err: ContractError,
+  headers?: Record<string, string>,
+) => void;
 
 /** A second refusal on one request adds nothing. */
 const draining = new WeakSet<Socket>();
@@ -16,7 +20,9 @@ const draining = new WeakSet<Socket>();
 /** `req.complete` turns true only after the handler started, though a bodiless request is complete with its headers. */
 function bodyUnread(req: IncomingMessage): boolean {
   if (req.complete) return false;
-  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  return (
+    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0
+  );
 }
 
 /**
@@ -40,7 +46,8 @@ export function closingConnection(req: IncomingMessage): boolean {
 function drain(req: IncomingMessage, bounds: DrainBounds): void {
   const socket = req.socket;
   if (draining.has(socket)) return;
-  const declared = req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
+  const declared =
+    req.headers['content-length'] === undefined ? null : Number(req.headers['content-length']);
   if (bounds.ms <= 0 || (declared !== null && declared > bounds.bytes)) return;
   draining.add(socket);
   let answered = false;

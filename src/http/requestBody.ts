@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ContractError } from '../contract/errors.js';
-import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
+import { type BudgetLease, InflightBudget } from '../platform/inflightBudget.js';
 
 export class ClientGone extends Error {
   constructor() {
@@ -27,10 +27,16 @@ export function createBodyBudget(capacityBytes: number, waitMs: number): Infligh
 }
 
 function tooLarge(limit: number): ContractError {
-  return new ContractError('body:too_large', { message: `The request body exceeds ${limit} bytes.` });
+  return new ContractError('body:too_large', {
+    message: `The request body exceeds ${limit} bytes.`,
+  });
 }
 
-async function waitForBudget(req: IncomingMessage, budget: InflightBudget, bytes: number): Promise<BudgetLease> {
+async function waitForBudget(
+  req: IncomingMessage,
+  budget: InflightBudget,
+  bytes: number,
+): Promise<BudgetLease> {
   const gone = new AbortController();
   const onClose = () => {
     if (!req.complete) gone.abort(new ClientGone());
@@ -55,7 +61,9 @@ export async function readRequestBody(
   const declared = header === undefined ? null : Number(header);
   if (declared !== null && declared > limit) throw tooLarge(limit);
   if (req.destroyed && !req.complete) throw new ClientGone();
-  const lease = budget.tryAcquire(declared ?? Math.min(limit, FIRST_CHUNKED_LEASE)) ?? (await waitForBudget(req, budget, declared ?? Math.min(limit, FIRST_CHUNKED_LEASE)));
+  const lease =
+    budget.tryAcquire(declared ?? Math.min(limit, FIRST_CHUNKED_LEASE)) ??
+    (await waitForBudget(req, budget, declared ?? Math.min(limit, FIRST_CHUNKED_LEASE)));
   if (res.destroyed || (req.destroyed && !req.complete)) {
     lease.release();
     throw new ClientGone();

@@ -22,7 +22,8 @@ export function isCanonicalTarget(url: string | undefined): boolean {
   for (const segment of path.slice(1).split('/')) {
     if (segment === '' || segment === '.' || segment === '..') return false;
     for (const [, hex] of segment.matchAll(ESCAPE)) {
-      if (hex === undefined || UNRESERVED.test(String.fromCharCode(parseInt(hex, 16)))) return false;
+      if (hex === undefined || UNRESERVED.test(String.fromCharCode(parseInt(hex, 16))))
+        return false;
     }
   }
   return true;
@@ -36,17 +37,26 @@ export function exactRoute(route: string): RegExp {
     .map((segment) => {
       if (segment.startsWith(':')) {
         const name = segment.slice(1);
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`route ${route}: parameter ${segment} is not a plain name`);
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+          throw new Error(`route ${route}: parameter ${segment} is not a plain name`);
         return `/(?<${name}>[^/]+)`;
       }
-      if (segment === '' || /[*?:]/.test(segment)) throw new Error(`route ${route}: segment "${segment}" is not a literal`);
+      if (segment === '' || /[*?:]/.test(segment))
+        throw new Error(`route ${route}: segment "${segment}" is not a literal`);
       return `/${segment.replace(/[.+^${}()|[\]\\]/g, '\\$&')}`;
     })
     .join('');
   return new RegExp(`^${pattern}$`);
 }
 
-const PLAIN_PATHS = new Set(['/v1/send', '/v1/send/batch', '/healthz', '/readyz', '/openapi.json', '/metrics']);
+const PLAIN_PATHS = new Set([
+  '/v1/send',
+  '/v1/send/batch',
+  '/healthz',
+  '/readyz',
+  '/openapi.json',
+  '/metrics',
+]);
 
 /** No query string; secrets masked in any spelling. */
 export function loggedPath(url: string | undefined): string {

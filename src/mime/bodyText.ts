@@ -110,8 +110,7 @@ class CountedPart extends Duplex {
     done();
   }
 
-  override _read(): void {
-  }
+  override _read(): void {}
 
   private finish(): void {
     this.count.end();
@@ -134,7 +133,13 @@ export class CountingMailParser extends MailParser {
     private readonly limits: Readonly<Record<BodyField, number>>,
     private readonly onOverLimit: (field: BodyField) => void,
   ) {
-    super({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true, ...RECEIVED_PARSER_LIMITS });
+    super({
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipImageLinks: true,
+      ...RECEIVED_PARSER_LIMITS,
+    });
   }
 
   async countsComplete(): Promise<void> {
@@ -150,17 +155,20 @@ export class CountingMailParser extends MailParser {
       created.decoder = decoder;
     }
     const field = created.contentType ? FIELD_OF_TYPE[created.contentType] : undefined;
-    if (!field || !created.decoder || created.isAttachment || created.disposition !== 'inline') return created;
+    if (!field || !created.decoder || created.isAttachment || created.disposition !== 'inline')
+      return created;
     // mailparser's order (its processChunk); 7bit, 8bit and binary pass through and are left out.
-    const steps: Transform[] = node.encoding === 'base64' || node.encoding === 'quoted-printable' ? [created.decoder as Transform] : [];
+    const steps: Transform[] =
+      node.encoding === 'base64' || node.encoding === 'quoted-printable'
+        ? [created.decoder as Transform]
+        : [];
     // Its typings declare only a `data` event, though it is a Transform.
     if (node.flowed) steps.push(new FlowedDecoder({ delSp: node.delSp }) as unknown as Transform);
     const charset = created.charset || 'utf-8';
     if (!isUtf8Charset(charset)) {
       try {
         steps.push((this as unknown as ParserInternals).decoder.decodeStream(charset));
-      } catch {
-      }
+      } catch {}
     }
     const part = new CountedPart(steps, new CharacterCount((n) => this.add(field, n)));
     this.counted.push(part.counted);

@@ -25,7 +25,8 @@ export interface MimeAttachment {
   disposition: 'attachment' | 'inline';
 }
 
-const toNodemailer = (m: Mailbox) => (m.name ? { name: m.name, address: m.email } : { name: '', address: m.email });
+const toNodemailer = (m: Mailbox) =>
+  m.name ? { name: m.name, address: m.email } : { name: '', address: m.email };
 
 /** The Message-ID every door gives a message: its `m.` id at the sender's domain. */
 export function messageIdHeader(id: string, fromEmail: string): string {
@@ -47,14 +48,20 @@ function attachmentContent(content: Buffer): Buffer | Readable {
   if (content.length <= CONTENT_SLICE_BYTES) return content;
   return Readable.from(
     (function* slices() {
-      for (let at = 0; at < content.length; at += CONTENT_SLICE_BYTES) yield content.subarray(at, at + CONTENT_SLICE_BYTES);
+      for (let at = 0; at < content.length; at += CONTENT_SLICE_BYTES)
+        yield content.subarray(at, at + CONTENT_SLICE_BYTES);
     })(),
     { objectMode: false },
   );
 }
 
 /** Bcc recipients stay in the index's envelope and never appear in the headers. */
-function composer(id: string, message: MessageContent, date: Date, streamed: boolean): MailComposer {
+function composer(
+  id: string,
+  message: MessageContent,
+  date: Date,
+  streamed: boolean,
+): MailComposer {
   return new MailComposer({
     from: toNodemailer(message.from),
     to: message.to.map(toNodemailer),
@@ -93,7 +100,11 @@ export function composedAsStream(message: MessageContent): boolean {
  * MessageStructureRefused when the custom headers make a header block Postern would not take
  * (structureLimits.ts): a message its own parsers could not read again.
  */
-export async function composeMime(id: string, message: MessageContent, date: Date): Promise<Buffer> {
+export async function composeMime(
+  id: string,
+  message: MessageContent,
+  date: Date,
+): Promise<Buffer> {
   const built = await composer(id, message, date, false).compile().build();
   const mime = Buffer.from(built.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
   checkHeaderBlock(mime);

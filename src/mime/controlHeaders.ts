@@ -19,7 +19,11 @@ export interface ControlFields {
   details: { field: string; code: string }[];
 }
 
-const list = (value: string) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 
 /** As the send API's shape limit: the rules walk a value recursively, and 20,000 brackets overflowed the stack (a 451 for the sender's mistake). */
 const MAX_METADATA_DEPTH = 32;
@@ -52,9 +56,15 @@ const DUPLICATE_CODES: Record<ControlHeader, { field: string; code: string }> = 
   'x-service-idempotency-key': { field: 'idempotency_key', code: 'idempotency_key:invalid' },
 };
 
-export function readControlHeaders(values: Map<ControlHeader, string>, unknown: string[], duplicates: ControlHeader[] = []): ControlFields {
+export function readControlHeaders(
+  values: Map<ControlHeader, string>,
+  unknown: string[],
+  duplicates: ControlHeader[] = [],
+): ControlFields {
   const body: Record<string, unknown> = {};
-  const details: { field: string; code: string }[] = duplicates.map((header) => DUPLICATE_CODES[header]);
+  const details: { field: string; code: string }[] = duplicates.map(
+    (header) => DUPLICATE_CODES[header],
+  );
   const tags = values.get('x-service-tags');
   if (tags !== undefined) body.tags = list(tags);
   const metadata = values.get('x-service-metadata');

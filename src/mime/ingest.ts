@@ -1,15 +1,20 @@
-import { PassThrough, Transform, type Readable, type Writable } from 'node:stream';
+import { PassThrough, type Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Headers, Joiner, MimeNode, Splitter, type SplitterChunk } from '@zone-eu/mailsplit';
 import libmime from 'libmime';
-import addressparser from 'nodemailer/lib/addressparser';
 import type { AddressObject, AttachmentStream, MessageText } from 'mailparser';
+import addressparser from 'nodemailer/lib/addressparser';
 import type { Mailbox } from '../contract/address.js';
-import { CountingMailParser, type BodyField } from './bodyText.js';
+import { type BodyField, CountingMailParser } from './bodyText.js';
 import { messageIdHeader } from './composeMime.js';
 import { CONTROL_HEADERS, type ControlHeader } from './controlHeaders.js';
 import { headerBlockEnd } from './headerBlock.js';
-import { factHeaderLines, singlePartTextFacts, singlePartTextField, type BodyFacts } from './singlePartText.js';
+import {
+  type BodyFacts,
+  factHeaderLines,
+  singlePartTextFacts,
+  singlePartTextField,
+} from './singlePartText.js';
 import { RECEIVED_PARSER_LIMITS, structureRefusal } from './structureLimits.js';
 
 export interface ParsedMail extends BodyFacts {
@@ -28,7 +33,9 @@ export function mailboxesOf(obj: AddressObject | undefined): Mailbox[] {
   if (!obj) return [];
   // A group (`To: Team: a@x, b@y;`) names its members in the header as much as a plain list.
   const mailboxes = obj.value.flatMap((a) => a.group ?? [a]);
-  return mailboxes.filter((a) => a.address).map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
+  return mailboxes
+    .filter((a) => a.address)
+    .map((a) => (a.name ? { email: a.address!, name: a.name } : { email: a.address! }));
 }
 
 export interface IngestOptions {
@@ -37,7 +44,10 @@ export interface IngestOptions {
   defaultSender: string;
 }
 
-type RootHeaderFacts = Pick<ParsedMail, 'control' | 'unknownControl' | 'duplicateControl' | 'hadMessageId'>;
+type RootHeaderFacts = Pick<
+  ParsedMail,
+  'control' | 'unknownControl' | 'duplicateControl' | 'hadMessageId'
+>;
 
 export class MessageOverSize extends Error {
   constructor(readonly limit: number) {
@@ -49,7 +59,8 @@ function fromAddress(value: string): string | undefined {
   return addressparser(value, { flatten: true }).find((a) => a.address.includes('@'))?.address;
 }
 
-const isControl = (key: string): key is ControlHeader => (CONTROL_HEADERS as readonly string[]).includes(key);
+const isControl = (key: string): key is ControlHeader =>
+  (CONTROL_HEADERS as readonly string[]).includes(key);
 
 /** Control headers and any Bcc removed (their values kept for the rules), a Message-ID added if missing. */
 function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFacts {
@@ -78,7 +89,10 @@ function rewriteRootHeaders(headers: Headers, opts: IngestOptions): RootHeaderFa
   const hadMessageId = headers.getFirst('message-id').trim() !== '';
   if (!hadMessageId) {
     headers.remove('message-id');
-    headers.add('Message-ID', messageIdHeader(opts.id, fromAddress(headers.getFirst('from')) ?? opts.defaultSender));
+    headers.add(
+      'Message-ID',
+      messageIdHeader(opts.id, fromAddress(headers.getFirst('from')) ?? opts.defaultSender),
+    );
   }
   return { control, unknownControl, duplicateControl, hadMessageId };
 }
@@ -88,7 +102,10 @@ export type BodyMaxLength = Readonly<Record<BodyField, number>>;
 const UNLIMITED_BODY: BodyMaxLength = { text: Infinity, html: Infinity };
 
 /** mailparser over the original bytes, for the facts the HTTP rules need; bodies are counted as they stream by, then dropped. */
-function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (field: BodyField) => void = () => undefined): {
+function watchBody(
+  bodyMaxLength: BodyMaxLength = UNLIMITED_BODY,
+  onOverLimit: (field: BodyField) => void = () => undefined,
+): {
   parser: CountingMailParser;
   final: () => Promise<BodyFacts>;
   soFar: () => BodyFacts;
@@ -138,7 +155,11 @@ function watchBody(bodyMaxLength: BodyMaxLength = UNLIMITED_BODY, onOverLimit: (
  * A message received whole: the same rewrite and parse without a stream stage per step, handed to `store` synchronously
  * (an async open/write/close costs the event loop more than the write). A single text part is only counted.
  */
-export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, store: (rewritten: Buffer) => void): Promise<ParsedMail> {
+export async function ingestBufferedMessage(
+  data: Buffer,
+  opts: IngestOptions,
+  store: (rewritten: Buffer) => void,
+): Promise<ParsedMail> {
   // A message without an empty line is all header, as the Splitter reads it.
   const found = headerBlockEnd(data);
   const end = found < 0 ? data.length : found;
@@ -151,7 +172,13 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, s
   const root = rewriteRootHeaders(headers, opts);
   const stored = Buffer.concat([headers.build(), data.subarray(end)]);
   store(stored);
-  if (field) return { ...singlePartTextFacts(factLines, field, data.subarray(end)), ...root, size: stored.length, complete: true };
+  if (field)
+    return {
+      ...singlePartTextFacts(factLines, field, data.subarray(end)),
+      ...root,
+      size: stored.length,
+      complete: true,
+    };
   const { parser, final } = watchBody();
   const done = new Promise<void>((resolve, reject) => {
     parser.on('end', resolve);
@@ -162,7 +189,12 @@ export async function ingestBufferedMessage(data: Buffer, opts: IngestOptions, s
   return { ...(await final()), ...root, size: stored.length, complete: true };
 }
 
-const NO_ROOT: RootHeaderFacts = { control: new Map(), unknownControl: [], duplicateControl: [], hadMessageId: true };
+const NO_ROOT: RootHeaderFacts = {
+  control: new Map(),
+  unknownControl: [],
+  duplicateControl: [],
+  hadMessageId: true,
+};
 
 export interface IngestLimits {
   maxBytes?: number;
@@ -173,13 +205,19 @@ export interface IngestLimits {
  * Streams one DATA payload through mailsplit (rewriting the root headers) into `destination` and through mailparser, never
  * whole. Past a limit the rest is drained unread, so the sender gets an answer at its final dot. On failure the caller removes the file.
  */
-export async function ingestMessage(input: Readable, opts: IngestOptions, destination: Writable, limits: IngestLimits = {}): Promise<ParsedMail> {
+export async function ingestMessage(
+  input: Readable,
+  opts: IngestOptions,
+  destination: Writable,
+  limits: IngestLimits = {},
+): Promise<ParsedMail> {
   const maxBytes = limits.maxBytes ?? Infinity;
   let root: RootHeaderFacts | undefined;
   const rewrite = new Transform({
     objectMode: true,
     transform(chunk: SplitterChunk, _enc, done) {
-      if (chunk.type === 'node' && chunk.root && chunk.headers) root = rewriteRootHeaders(chunk.headers, opts);
+      if (chunk.type === 'node' && chunk.root && chunk.headers)
+        root = rewriteRootHeaders(chunk.headers, opts);
       done(null, chunk);
     },
   });
@@ -239,7 +277,15 @@ export async function ingestMessage(input: Readable, opts: IngestOptions, destin
   };
   const fileClosed = new Promise<void>((resolve) => destination.once('close', resolve));
   const sides = await Promise.allSettled([
-    pipeline(toDisk, new Splitter(RECEIVED_PARSER_LIMITS), rewrite, new Joiner(), countBytes, destination, { signal: stop.signal }).catch(fail),
+    pipeline(
+      toDisk,
+      new Splitter(RECEIVED_PARSER_LIMITS),
+      rewrite,
+      new Joiner(),
+      countBytes,
+      destination,
+      { signal: stop.signal },
+    ).catch(fail),
     pipeline(toParser, body.parser, { signal: stop.signal }).catch(fail),
   ]);
   // The error listener stays: the input may still fail, a client going away mid-drain.

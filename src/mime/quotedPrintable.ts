@@ -31,7 +31,9 @@ export class QuotedPrintableDecoder extends Transform {
   private length = 0;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.out = Buffer.allocUnsafe(chunk.length + this.blanks.length + this.blanksAfterEquals.length + 3);
+    this.out = Buffer.allocUnsafe(
+      chunk.length + this.blanks.length + this.blanksAfterEquals.length + 3,
+    );
     this.length = 0;
     for (let i = 0; i < chunk.length; i++) this.decodeByte(chunk[i]);
     if (this.blanks.length + this.blanksAfterEquals.length > MAX_HELD_BLANKS) this.putHeld();

@@ -1,6 +1,12 @@
 import type { HeaderLine, MimeNode } from '@zone-eu/mailsplit';
 import type { AddressObject } from 'mailparser';
-import { CharacterCount, FIELD_OF_TYPE, CountingMailParser, isUtf8Charset, type BodyField } from './bodyText.js';
+import {
+  type BodyField,
+  CharacterCount,
+  CountingMailParser,
+  FIELD_OF_TYPE,
+  isUtf8Charset,
+} from './bodyText.js';
 import { RECEIVED_PARSER_LIMITS } from './structureLimits.js';
 
 export interface BodyFacts {
@@ -26,7 +32,10 @@ let headerReader: HeaderProcessing | undefined;
 
 /** mailparser's internal `processHeaders` on a parser never written to, so decoding is exactly the full parse's. */
 function readHeaders(lines: HeaderLine[]): Map<string, unknown> {
-  headerReader ??= new CountingMailParser({ text: Infinity, html: Infinity }, () => undefined) as unknown as HeaderProcessing;
+  headerReader ??= new CountingMailParser(
+    { text: Infinity, html: Infinity },
+    () => undefined,
+  ) as unknown as HeaderProcessing;
   return headerReader.processHeaders(lines);
 }
 
@@ -52,7 +61,11 @@ export function singlePartTextField(root: MimeNode, headerBytes: number): BodyFi
 }
 
 /** As CountingMailParser gives them, counted in one go without a stream per step. */
-export function singlePartTextFacts(lines: HeaderLine[], field: BodyField, body: Uint8Array): BodyFacts {
+export function singlePartTextFacts(
+  lines: HeaderLine[],
+  field: BodyField,
+  body: Uint8Array,
+): BodyFacts {
   const headers = readHeaders(lines);
   const address = (key: string) => headers.get(key) as AddressObject | undefined;
   const subject = headers.get('subject');

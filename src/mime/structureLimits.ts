@@ -9,7 +9,10 @@ export const MAX_HEADER_BLOCK_BYTES = 1024 * 1024;
 export const MAX_MIME_NODES = 1000;
 
 /** Room is kept for the Message-ID the rewrite may add. */
-export const RECEIVED_PARSER_LIMITS = { maxHeadSize: MAX_HEADER_BLOCK_BYTES - 1024, maxChildNodes: MAX_MIME_NODES } as const;
+export const RECEIVED_PARSER_LIMITS = {
+  maxHeadSize: MAX_HEADER_BLOCK_BYTES - 1024,
+  maxChildNodes: MAX_MIME_NODES,
+} as const;
 
 export type StructureProblem = 'header_block' | 'mime_parts';
 
@@ -42,8 +45,12 @@ export const MAILSPLIT_LIMIT_MESSAGES: Readonly<Record<StructureProblem, string>
 
 export function structureRefusal(err: unknown): MessageStructureRefused | null {
   if (err instanceof MessageStructureRefused) return err;
-  if (!(err instanceof Error) || (err as Error & { code?: unknown }).code !== 'EMAXLEN') return null;
-  for (const [problem, message] of Object.entries(MAILSPLIT_LIMIT_MESSAGES) as [StructureProblem, string][]) {
+  if (!(err instanceof Error) || (err as Error & { code?: unknown }).code !== 'EMAXLEN')
+    return null;
+  for (const [problem, message] of Object.entries(MAILSPLIT_LIMIT_MESSAGES) as [
+    StructureProblem,
+    string,
+  ][]) {
     if (err.message === message) return new MessageStructureRefused(problem);
   }
   return null;
@@ -63,7 +70,10 @@ export function headerBlockLimit(): Transform {
         for (let i = chunk.indexOf(0x0a); i !== -1 && !found; i = chunk.indexOf(0x0a, i + 1)) {
           const position = read + i;
           const prev = at(i - 1);
-          found = position === 0 || prev === 0x0a || (prev === 0x0d && (position === 1 || at(i - 2) === 0x0a));
+          found =
+            position === 0 ||
+            prev === 0x0a ||
+            (prev === 0x0d && (position === 1 || at(i - 2) === 0x0a));
           if (found && position + 1 > MAX_HEADER_BLOCK_BYTES) {
             done(new MessageStructureRefused('header_block'));
             return;
@@ -86,5 +96,6 @@ export function headerBlockLimit(): Transform {
 
 export function checkHeaderBlock(message: Buffer): void {
   const end = headerBlockEnd(message);
-  if ((end === -1 ? message.length : end) > MAX_HEADER_BLOCK_BYTES) throw new MessageStructureRefused('header_block');
+  if ((end === -1 ? message.length : end) > MAX_HEADER_BLOCK_BYTES)
+    throw new MessageStructureRefused('header_block');
 }

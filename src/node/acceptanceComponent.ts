@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { DiskGuard } from '../platform/diskSpace.js';
-import { limitSettings, type LimitSettings } from '../policy/usageLimits.js';
+import { type LimitSettings, limitSettings } from '../policy/usageLimits.js';
 import type { Component } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
@@ -14,12 +14,21 @@ export type AcceptanceLimitsSection = Pick<PosternConfig, 'plans' | 'default_pla
 /** The spool writer threads, the disk guard and the usage limits the index writer checks at commit. */
 export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
   readonly name = 'acceptance';
-  private running: { pipeline: AcceptPipeline; writers: SpoolWriters; disk: DiskGuard | null } | null = null;
+  private running: {
+    pipeline: AcceptPipeline;
+    writers: SpoolWriters;
+    disk: DiskGuard | null;
+  } | null = null;
   private due: (() => void) | null = null;
 
   constructor(
     private readonly section: AcceptanceSection,
-    private readonly deps: { store: StoreComponent; limits: LimitSettings; clock: Clock; logger: Logger },
+    private readonly deps: {
+      store: StoreComponent;
+      limits: LimitSettings;
+      clock: Clock;
+      logger: Logger;
+    },
   ) {}
 
   get pipeline(): AcceptPipeline {
@@ -38,11 +47,26 @@ export class AcceptanceComponent implements Component<AcceptanceLimitsSection> {
   async start(): Promise<void> {
     const { section } = this;
     const { store, limits, clock, logger } = this.deps;
-    const writers = new SpoolWriters(store.spool, section.spool.writer_threads, section.spool.index_body_max_bytes, logger);
-    const disk = section.spool.min_free_bytes === 0 ? null : new DiskGuard(section.state_dir, section.spool.min_free_bytes, logger);
+    const writers = new SpoolWriters(
+      store.spool,
+      section.spool.writer_threads,
+      section.spool.index_body_max_bytes,
+      logger,
+    );
+    const disk =
+      section.spool.min_free_bytes === 0
+        ? null
+        : new DiskGuard(section.state_dir, section.spool.min_free_bytes, logger);
     disk?.start();
     const pipeline = new AcceptPipeline({
-      store: store.node.store, spool: store.spool, writers, indexWriter: store.node.acceptance, clock, logger, limits, disk,
+      store: store.node.store,
+      spool: store.spool,
+      writers,
+      indexWriter: store.node.acceptance,
+      clock,
+      logger,
+      limits,
+      disk,
       onDue: () => this.due?.(),
     });
     try {

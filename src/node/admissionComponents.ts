@@ -10,12 +10,16 @@ import type { TrustedProxies } from '../platform/trustedProxies.js';
 import { Admission } from '../policy/admission.js';
 import { RateWindowFactory } from '../policy/rateWindowFactory.js';
 import { Viewer } from '../viewer/route.js';
-import { sameSection, type Component } from './components.js';
+import { type Component, sameSection } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
 export class OperatorWritesComponent implements Component {
   readonly name = 'operator writes';
-  private running: { bookkeeping: Bookkeeping; writer: OperatorWriter; keyUse: KeyUseRecorder } | null = null;
+  private running: {
+    bookkeeping: Bookkeeping;
+    writer: OperatorWriter;
+    keyUse: KeyUseRecorder;
+  } | null = null;
 
   constructor(private readonly deps: { store: StoreComponent; clock: Clock; logger: Logger }) {}
 
@@ -29,7 +33,9 @@ export class OperatorWritesComponent implements Component {
 
   async start(): Promise<void> {
     const bookkeeping = this.deps.store.node.openBookkeeping();
-    const writer = writerThrough(async (work) => (await bookkeeping.write('operator', work)).result);
+    const writer = writerThrough(
+      async (work) => (await bookkeeping.write('operator', work)).result,
+    );
     const keyUse = new KeyUseRecorder(writer, this.deps.clock, this.deps.logger);
     keyUse.start();
     this.running = { bookkeeping, writer, keyUse };
@@ -54,12 +60,23 @@ export type AdmissionSection = OperatorSettings & Pick<PosternConfig, 'rate_limi
 /** Every sliding window of the node; the console's sign-in throttle is one per node, not per listener. */
 export class AdmissionComponent implements Component<Pick<PosternConfig, 'rate_limits'>> {
   readonly name = 'admission';
-  private running: { windows: RateWindowFactory; admission: Admission; signIns: SignInThrottle; viewer: Viewer } | null = null;
+  private running: {
+    windows: RateWindowFactory;
+    admission: Admission;
+    signIns: SignInThrottle;
+    viewer: Viewer;
+  } | null = null;
   private current: Pick<PosternConfig, 'rate_limits'>;
 
   constructor(
     private readonly section: AdmissionSection,
-    private readonly deps: { store: StoreComponent; operator: OperatorWritesComponent; proxies: TrustedProxies; clock: Clock; logger: Logger },
+    private readonly deps: {
+      store: StoreComponent;
+      operator: OperatorWritesComponent;
+      proxies: TrustedProxies;
+      clock: Clock;
+      logger: Logger;
+    },
   ) {
     this.current = section;
   }
@@ -80,12 +97,25 @@ export class AdmissionComponent implements Component<Pick<PosternConfig, 'rate_l
     const { section } = this;
     const { store, operator, proxies, clock, logger } = this.deps;
     const queries = store.node.store;
-    const windows = new RateWindowFactory(queries, clock, (err) => logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'));
+    const windows = new RateWindowFactory(queries, clock, (err) =>
+      logger.warn({ err }, 'pruning the shared rate windows failed; tried again a window later'),
+    );
     const keyUse = operator.keyUse;
-    const admission = new Admission(queries, clock, { rate_limits: section.rate_limits, policy: section.policy }, windows, (keyId) => keyUse.note(keyId));
+    const admission = new Admission(
+      queries,
+      clock,
+      { rate_limits: section.rate_limits, policy: section.policy },
+      windows,
+      (keyId) => keyUse.note(keyId),
+    );
     const signIns = new SignInThrottle(section, windows, logger);
     const viewer = new Viewer({
-      ctx: { store: queries, clock, config: section, spoolRoot: store.spool.root }, rateLimits: section.rate_limits, windows, logger, secret: store.secret, proxies,
+      ctx: { store: queries, clock, config: section, spoolRoot: store.spool.root },
+      rateLimits: section.rate_limits,
+      windows,
+      logger,
+      secret: store.secret,
+      proxies,
     });
     this.running = { windows, admission, signIns, viewer };
   }

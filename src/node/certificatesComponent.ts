@@ -1,14 +1,14 @@
 import type { Clock } from '../clock.js';
 import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
+import type { CheckResult } from '../platform/readiness.js';
 import { backendOf } from '../store/backendOf.js';
 import { AcmeCertificates } from '../tls/acmeCertificates.js';
 import { certificatesReady } from '../tls/certificateReadiness.js';
 import { DatabaseCertificates, StateDirectoryCertificates } from '../tls/certificateStorage.js';
-import { listenerCertificate, smtpCertificate, type FileCertificate } from '../tls/filePairs.js';
+import { type FileCertificate, listenerCertificate, smtpCertificate } from '../tls/filePairs.js';
 import type { ListenerTls } from '../tls/httpsListener.js';
 import type { ServedCertificate } from '../tls/servedCertificate.js';
-import type { CheckResult } from '../platform/readiness.js';
 import type { Component } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
@@ -33,18 +33,28 @@ export class CertificatesComponent implements Component {
     const { store, clock, logger } = this.deps;
     const queries = store.node.store;
     // On PostgreSQL the nodes share the certificate (and take turns ordering it).
-    const storage = backendOf(queries).capabilities.sharedCertificates ? new DatabaseCertificates(queries, section.node.id) : new StateDirectoryCertificates(section.state_dir);
+    const storage = backendOf(queries).capabilities.sharedCertificates
+      ? new DatabaseCertificates(queries, section.node.id)
+      : new StateDirectoryCertificates(section.state_dir);
     this.acme = await AcmeCertificates.open({ settings: section.tls.acme, storage, clock, logger });
   }
 
   /** The certificate objects stay with the listeners still closing. */
   async stop(): Promise<void> {}
 
-  https(listener: { name: string; cert: string | null; key: string | null; acme: boolean }): ListenerTls | null {
+  https(listener: {
+    name: string;
+    cert: string | null;
+    key: string | null;
+    acme: boolean;
+  }): ListenerTls | null {
     const { acme } = this;
     if (listener.acme && acme) {
       this.served.push(acme.certificate);
-      return { certificate: acme.certificate, challenges: this.section.tls.acme?.challenge === 'tls-alpn-01' ? acme.challenges : null };
+      return {
+        certificate: acme.certificate,
+        challenges: this.section.tls.acme?.challenge === 'tls-alpn-01' ? acme.challenges : null,
+      };
     }
     if (!listener.cert || !listener.key) return null;
     const pair = listenerCertificate(listener);
@@ -79,9 +89,14 @@ export class CertificatesComponent implements Component {
     for (const pair of [...(this.smtpPair ? [this.smtpPair] : []), ...this.filePairs]) {
       try {
         pair.reload();
-        this.deps.logger.info({ certificate: pair.certificate.name, cert: pair.certPath }, 'TLS certificate reloaded');
+        this.deps.logger.info(
+          { certificate: pair.certificate.name, cert: pair.certPath },
+          'TLS certificate reloaded',
+        );
       } catch (err) {
-        failed.push(`${pair.certificate.name}: ${err instanceof Error ? err.message : String(err)}`);
+        failed.push(
+          `${pair.certificate.name}: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
     if (failed.length > 0) throw new Error(`kept the current certificate of ${failed.join('; ')}`);

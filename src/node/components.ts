@@ -27,7 +27,10 @@ export class ComponentRunner<Config> {
   constructor(private readonly logger: Pick<Logger, 'error'>) {}
 
   /** Starts `component`; `sectionOf` picks the config section its reload is given (none: no reload). */
-  async start<C extends Component<S>, S>(component: C & Component<S>, sectionOf?: (config: Config) => S): Promise<C> {
+  async start<C extends Component<S>, S>(
+    component: C & Component<S>,
+    sectionOf?: (config: Config) => S,
+  ): Promise<C> {
     if (this.stopping) throw new Error(`${component.name}: the node is stopping`);
     try {
       await component.start();

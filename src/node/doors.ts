@@ -1,5 +1,5 @@
-import os from 'node:os';
 import type { Server } from 'node:http';
+import os from 'node:os';
 import type { Clock } from '../clock.js';
 import { isConsoleListener, isDoorListener, type PosternConfig } from '../config/load.js';
 import type { ConsoleServer } from '../console/server.js';
@@ -25,7 +25,10 @@ import { warnIfFewDescriptors } from './descriptorLimit.js';
 import type { HousekeepingComponent } from './housekeepingComponent.js';
 import { closeServer, listenError, listenOn } from './serverLifecycle.js';
 
-export type DoorsSection = Pick<PosternConfig, 'listeners' | 'http' | 'smtp' | 'feedback' | 'node'> & { console: Pick<PosternConfig['console'], 'max_connections'> };
+export type DoorsSection = Pick<
+  PosternConfig,
+  'listeners' | 'http' | 'smtp' | 'feedback' | 'node'
+> & { console: Pick<PosternConfig['console'], 'max_connections'> };
 
 export class ListeningSockets {
   readonly servers: Server[] = [];
@@ -33,7 +36,10 @@ export class ListeningSockets {
   readonly consoles: ConsoleServer[] = [];
 
   down(): number {
-    return this.servers.filter((s) => !s.listening).length + this.smtp.filter((s) => !s.listening()).length;
+    return (
+      this.servers.filter((s) => !s.listening).length +
+      this.smtp.filter((s) => !s.listening()).length
+    );
   }
 
   smtpSessions(): number {
@@ -51,8 +57,17 @@ export class DoorsComponent implements Component {
   constructor(
     private readonly section: DoorsSection,
     private readonly deps: {
-      acceptance: AcceptanceComponent; admission: AdmissionComponent; housekeeping: HousekeepingComponent; console: ConsoleComponent; certificates: CertificatesComponent;
-      sockets: ListeningSockets; readiness: Readiness; metrics: MetricsExposition | null; proxies: TrustedProxies; clock: Clock; logger: Logger;
+      acceptance: AcceptanceComponent;
+      admission: AdmissionComponent;
+      housekeeping: HousekeepingComponent;
+      console: ConsoleComponent;
+      certificates: CertificatesComponent;
+      sockets: ListeningSockets;
+      readiness: Readiness;
+      metrics: MetricsExposition | null;
+      proxies: TrustedProxies;
+      clock: Clock;
+      logger: Logger;
     },
   ) {}
 
@@ -68,7 +83,10 @@ export class DoorsComponent implements Component {
   async stop(): Promise<void> {
     const { sockets } = this.deps;
     await Promise.all(sockets.consoles.map((c) => c.close()));
-    await Promise.all([...sockets.servers.map((s) => closeServer(s)), ...sockets.smtp.map((s) => s.close())]);
+    await Promise.all([
+      ...sockets.servers.map((s) => closeServer(s)),
+      ...sockets.smtp.map((s) => s.close()),
+    ]);
     const heartbeat = this.heartbeat;
     this.heartbeat = null;
     await heartbeat?.stop();
@@ -76,13 +94,32 @@ export class DoorsComponent implements Component {
 
   private async bind(): Promise<void> {
     const { section } = this;
-    const { acceptance, admission, housekeeping, console, certificates, sockets, readiness, metrics, proxies, clock, logger } = this.deps;
+    const {
+      acceptance,
+      admission,
+      housekeeping,
+      console,
+      certificates,
+      sockets,
+      readiness,
+      metrics,
+      proxies,
+      clock,
+      logger,
+    } = this.deps;
     warnIfFewDescriptors(section, logger);
     const { pipeline } = acceptance;
     const { admission: admit, viewer } = admission;
     // Neither door can take the other's connections; all share one memory budget for bodies.
-    const connections = new ConnectionLimiter(section.http.max_connections, section.http.max_connections_per_ip, proxies);
-    const bodies = createBodyBudget(section.http.max_inflight_body_bytes, section.http.body_wait_ms);
+    const connections = new ConnectionLimiter(
+      section.http.max_connections,
+      section.http.max_connections_per_ip,
+      proxies,
+    );
+    const bodies = createBodyBudget(
+      section.http.max_inflight_body_bytes,
+      section.http.body_wait_ms,
+    );
     const streams = createStreamBudget(section.smtp);
     const { listeners } = this;
     for (const listener of section.listeners) {
@@ -90,7 +127,12 @@ export class DoorsComponent implements Component {
       let scheme: string;
       if (isConsoleListener(listener)) {
         const tls = certificates.https(listener);
-        const consoleServer = console.server(listener, tls, { bodies, metrics, readiness, listeners: () => listeners });
+        const consoleServer = console.server(listener, tls, {
+          bodies,
+          metrics,
+          readiness,
+          listeners: () => listeners,
+        });
         sockets.consoles.push(consoleServer);
         sockets.servers.push(consoleServer.server);
         port = await listenOn(consoleServer.server, listener.port, listener.host);
@@ -99,42 +141,102 @@ export class DoorsComponent implements Component {
         throw new Error(`listener ${listener.name} names no environment`);
       } else if (listener.protocol === 'http') {
         const tls = certificates.https(listener);
-        const server = createHttpServer({ feedback: housekeeping.feedback, pipeline, admission: admit, clock, logger, config: section, connections, bodies, proxies, viewer, readiness }, listener, tls);
+        const server = createHttpServer(
+          {
+            feedback: housekeeping.feedback,
+            pipeline,
+            admission: admit,
+            clock,
+            logger,
+            config: section,
+            connections,
+            bodies,
+            proxies,
+            viewer,
+            readiness,
+          },
+          listener,
+          tls,
+        );
         sockets.servers.push(server);
         port = await listenOn(server, listener.port, listener.host);
         scheme = tls ? 'https' : 'http';
       } else {
-        const server = createSmtpServer({ pipeline, admission: admit, clock, logger, config: section, streams }, listener, await certificates.smtp(listener));
+        const server = createSmtpServer(
+          { pipeline, admission: admit, clock, logger, config: section, streams },
+          listener,
+          await certificates.smtp(listener),
+        );
         sockets.smtp.push(server);
         port = await server.listen();
         scheme = listener.tls === 'implicit' ? 'smtps' : 'smtp';
       }
       const hostForUrl = listener.host.includes(':') ? `[${listener.host}]` : listener.host;
-      const bound: BoundListener = { name: listener.name, protocol: listener.protocol, environment: listener.environment, host: listener.host, port, url: `${scheme}://${hostForUrl}:${port}` };
+      const bound: BoundListener = {
+        name: listener.name,
+        protocol: listener.protocol,
+        environment: listener.environment,
+        host: listener.host,
+        port,
+        url: `${scheme}://${hostForUrl}:${port}`,
+      };
       listeners.push(bound);
       logger.info(bound, 'listening');
     }
     const redirect = section.http.redirect_plain;
     if (redirect) {
       const target = redirectTarget(section, listeners);
-      const server = createPlainListener({ config: section, logger, connections, proxies, httpsPort: () => target.port, challenges: certificates.plainChallenges }, 'redirect-plain');
+      const server = createPlainListener(
+        {
+          config: section,
+          logger,
+          connections,
+          proxies,
+          httpsPort: () => target.port,
+          challenges: certificates.plainChallenges,
+        },
+        'redirect-plain',
+      );
       sockets.servers.push(server);
       const port = await listenOn(server, redirect.port, redirect.host);
-      this.plain = { host: redirect.host, port, url: `http://${redirect.host.includes(':') ? `[${redirect.host}]` : redirect.host}:${port}` };
-      logger.info({ ...this.plain, to: target.url }, 'listening (plain HTTP: redirects to HTTPS, processes nothing)');
+      this.plain = {
+        host: redirect.host,
+        port,
+        url: `http://${redirect.host.includes(':') ? `[${redirect.host}]` : redirect.host}:${port}`,
+      };
+      logger.info(
+        { ...this.plain, to: target.url },
+        'listening (plain HTTP: redirects to HTTPS, processes nothing)',
+      );
     }
     const heartbeat = new NodeHeartbeat({
-      bookkeeping: housekeeping.bookkeeping, clock, logger, id: section.node.id, heartbeatSeconds: section.node.heartbeat_seconds, version: posternVersion(), hostname: os.hostname(), pid: process.pid,
+      bookkeeping: housekeeping.bookkeeping,
+      clock,
+      logger,
+      id: section.node.id,
+      heartbeatSeconds: section.node.heartbeat_seconds,
+      version: posternVersion(),
+      hostname: os.hostname(),
+      pid: process.pid,
     });
-    await heartbeat.start(listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })));
+    await heartbeat.start(
+      listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })),
+    );
     this.heartbeat = heartbeat;
   }
 }
 
-function redirectTarget(config: Pick<PosternConfig, 'http'>, listeners: BoundListener[]): BoundListener {
+function redirectTarget(
+  config: Pick<PosternConfig, 'http'>,
+  listeners: BoundListener[],
+): BoundListener {
   const https = listeners.filter((l) => l.url.startsWith('https://'));
   const to = config.http.redirect_plain?.to;
-  const target = to ? https.find((l) => l.name === to) : (https.find((l) => l.protocol === 'http' && l.environment === 'production') ?? https.find((l) => l.protocol === 'http') ?? https[0]);
+  const target = to
+    ? https.find((l) => l.name === to)
+    : (https.find((l) => l.protocol === 'http' && l.environment === 'production') ??
+      https.find((l) => l.protocol === 'http') ??
+      https[0]);
   // The config's checks (load.ts) make this unreachable.
   if (!target) throw new Error('http.redirect_plain: no HTTPS listener to redirect to');
   return target;

@@ -9,20 +9,31 @@ import type { Logger } from '../log.js';
 import { openMimeOfJob } from '../providers/adapter.js';
 import { createAdapterRegistry } from '../providers/registry.js';
 import type { AcceptanceComponent } from './acceptanceComponent.js';
-import { sameSection, type Component } from './components.js';
+import { type Component, sameSection } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
-export type DeliverySection = Pick<PosternConfig, 'delivery' | 'node'> & { smtp: Pick<PosternConfig['smtp'], 'hostname'> };
+export type DeliverySection = Pick<PosternConfig, 'delivery' | 'node'> & {
+  smtp: Pick<PosternConfig['smtp'], 'hostname'>;
+};
 
 /** Delivery: the providers' adapters and the leased-work engine (when delivery.enabled). */
 export class DeliveryComponent implements Component {
   readonly name = 'delivery';
-  private running: { delivery: Delivery; bookkeeping: Bookkeeping; closeAdapters: () => Promise<void> } | null = null;
+  private running: {
+    delivery: Delivery;
+    bookkeeping: Bookkeeping;
+    closeAdapters: () => Promise<void>;
+  } | null = null;
   private stopped = false;
 
   constructor(
     private readonly section: DeliverySection,
-    private readonly deps: { store: StoreComponent; acceptance: AcceptanceComponent; clock: Clock; logger: Logger },
+    private readonly deps: {
+      store: StoreComponent;
+      acceptance: AcceptanceComponent;
+      clock: Clock;
+      logger: Logger;
+    },
   ) {}
 
   get handOffs(): Delivery['handOffs'] {
@@ -54,7 +65,13 @@ export class DeliveryComponent implements Component {
       // A large file is opened only when a key applies (most messages have none), and streamed.
       sign: async (projectId, domain, stored) =>
         (await dkimKeyFor(queries, projectId, domain))
-          ? dkimSignatureFor(queries, projectId, domain, stored.mime ? stored.mime : openMimeOfJob(stored), new Date(clock.now()))
+          ? dkimSignatureFor(
+              queries,
+              projectId,
+              domain,
+              stored.mime ? stored.mime : openMimeOfJob(stored),
+              new Date(clock.now()),
+            )
           : null,
     });
     this.running = { delivery, bookkeeping, closeAdapters: () => adapters.close() };
@@ -93,7 +110,12 @@ export class WebhooksComponent implements Component<Pick<PosternConfig, 'log'>> 
     const { store, clock, logger } = this.deps;
     const { node } = store;
     this.dispatcher = createWebhookDispatcher({
-      location: node.location, clock, logger, config: { webhooks: this.section.webhooks }, nodeId: this.section.node.id, openBookkeepingPort: () => node.openBookkeepingPort(),
+      location: node.location,
+      clock,
+      logger,
+      config: { webhooks: this.section.webhooks },
+      nodeId: this.section.node.id,
+      openBookkeepingPort: () => node.openBookkeepingPort(),
     });
     this.dispatcher.start();
   }

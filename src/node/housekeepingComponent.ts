@@ -7,7 +7,9 @@ import type { Logger } from '../log.js';
 import type { Component } from './components.js';
 import type { StoreComponent } from './storeComponent.js';
 
-export type HousekeepingSection = Pick<PosternConfig, 'retention_days'> & { console: Pick<PosternConfig['console'], 'session_idle_seconds'> };
+export type HousekeepingSection = Pick<PosternConfig, 'retention_days'> & {
+  console: Pick<PosternConfig['console'], 'session_idle_seconds'>;
+};
 
 /**
  * The event loop's writes (provider feedback, housekeeping, this node's row): from here on they go
@@ -16,7 +18,8 @@ export type HousekeepingSection = Pick<PosternConfig, 'retention_days'> & { cons
  */
 export class HousekeepingComponent implements Component {
   readonly name = 'housekeeping';
-  private running: { bookkeeping: Bookkeeping; janitor: Janitor; feedback: FeedbackIntake } | null = null;
+  private running: { bookkeeping: Bookkeeping; janitor: Janitor; feedback: FeedbackIntake } | null =
+    null;
 
   constructor(
     private readonly section: HousekeepingSection,
@@ -36,7 +39,12 @@ export class HousekeepingComponent implements Component {
     const { store, clock, logger } = this.deps;
     const bookkeeping = store.node.openBookkeeping();
     const janitor = new Janitor({
-      bookkeeping, spool: store.spool, clock, logger, retentionDays: this.section.retention_days, sessionIdleSeconds: this.section.console.session_idle_seconds,
+      bookkeeping,
+      spool: store.spool,
+      clock,
+      logger,
+      retentionDays: this.section.retention_days,
+      sessionIdleSeconds: this.section.console.session_idle_seconds,
     });
     try {
       await janitor.start();
@@ -45,7 +53,11 @@ export class HousekeepingComponent implements Component {
       bookkeeping.close();
       throw err;
     }
-    this.running = { bookkeeping, janitor, feedback: new FeedbackIntake(store.node.store, bookkeeping) };
+    this.running = {
+      bookkeeping,
+      janitor,
+      feedback: new FeedbackIntake(store.node.store, bookkeeping),
+    };
   }
 
   async stop(): Promise<void> {

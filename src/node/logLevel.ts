@@ -1,6 +1,6 @@
 import type { PosternConfig } from '../config/load.js';
-import { setLogLevel, type Logger } from '../log.js';
-import { sameSection, type Component } from './components.js';
+import { type Logger, setLogLevel } from '../log.js';
+import { type Component, sameSection } from './components.js';
 
 /** The event loop's log level: POSTERN_LOG_LEVEL over log.level, set again when log changes. */
 export class LogLevelComponent implements Component<Pick<PosternConfig, 'log'>> {

@@ -12,13 +12,21 @@ export function listenOn(server: Server, port: number, host: string): Promise<nu
 }
 
 function boundPort(address: AddressInfo | string | null): number {
-  if (address === null || typeof address === 'string') throw new Error('the listener has no TCP port');
+  if (address === null || typeof address === 'string')
+    throw new Error('the listener has no TCP port');
   return address.port;
 }
 
 /** The common first-start failure: say so. */
 export function listenError(err: unknown): unknown {
-  if (err instanceof Error && 'code' in err && err.code === 'EACCES' && 'port' in err && typeof err.port === 'number' && err.port < 1024) {
+  if (
+    err instanceof Error &&
+    'code' in err &&
+    err.code === 'EACCES' &&
+    'port' in err &&
+    typeof err.port === 'number' &&
+    err.port < 1024
+  ) {
     const address = String('address' in err ? err.address : undefined);
     return new Error(
       `cannot listen on ${address}:${err.port}: ports below 1024 need root or CAP_NET_BIND_SERVICE; change the port in the config or set ${'POSTERN_LISTEN_<NAME>'}=host:port`,

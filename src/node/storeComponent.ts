@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
+import { type NodeStore, openNodeStore } from '../commit/nodeStore.js';
 import type { PosternConfig } from '../config/load.js';
-import { openNodeStore, type NodeStore } from '../commit/nodeStore.js';
 import { reconcileSpool } from '../housekeeping/reconcile.js';
 import type { Logger } from '../log.js';
 import type { LimitSettings } from '../policy/usageLimits.js';
@@ -9,7 +9,10 @@ import { Spool } from '../spool/spool.js';
 import { loadSyncFilesystem } from '../spool/syncFilesystem.js';
 import type { Component } from './components.js';
 
-export type StoreSection = Pick<PosternConfig, 'state_dir' | 'store' | 'spool' | 'metrics' | 'node'>;
+export type StoreSection = Pick<
+  PosternConfig,
+  'state_dir' | 'store' | 'spool' | 'metrics' | 'node'
+>;
 
 /** The state directory, spool and index (or shared database), reconciled before anything writes; and the viewer links' key. */
 export class StoreComponent implements Component {
@@ -39,18 +42,27 @@ export class StoreComponent implements Component {
     const spoolSync = section.spool.sync === 'auto' && loadSyncFilesystem() ? 'syncfs' : 'fsync';
     const spool = new Spool(section.state_dir, logger);
     const node = await openNodeStore(section, logger, {
-      limits, spoolSync, metrics: section.metrics.enabled, nodeId: section.node.id,
+      limits,
+      spoolSync,
+      metrics: section.metrics.enabled,
+      nodeId: section.node.id,
       // SQLite: the spool and the index agree before anything else writes (on PostgreSQL the bodies are rows).
       beforeWrites: async (index) => {
         await reconcileSpool(index, spool, logger, clock.now());
       },
     });
     if (node.backend === 'sqlite') {
-      logger.info({ spool_sync: spoolSync }, spoolSync === 'syncfs' ? 'spool files flushed once per commit group (syncfs)' : 'spool files flushed one by one (fsync)');
+      logger.info(
+        { spool_sync: spoolSync },
+        spoolSync === 'syncfs'
+          ? 'spool files flushed once per commit group (syncfs)'
+          : 'spool files flushed one by one (fsync)',
+      );
     } else {
       // Scratch copies of bodies a crash cut off: each acceptance either committed its body to the database or never did.
       const scratch = spool.removeTempFiles();
-      if (scratch.length > 0) logger.warn({ files: scratch.length }, 'removed scratch files left by an earlier run');
+      if (scratch.length > 0)
+        logger.warn({ files: scratch.length }, 'removed scratch files left by an earlier run');
     }
     // Read before more threads start: a refused key file ends the start here.
     let secret: Buffer;

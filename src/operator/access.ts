@@ -15,12 +15,18 @@ import type { Principal } from './sessions.js';
  * as if it did not exist.
  */
 export function requireOwner(p: Principal): void {
-  if (p.operator.role !== 'owner') throw new OperatorError('forbidden', 'only an owner may do this');
+  if (p.operator.role !== 'owner')
+    throw new OperatorError('forbidden', 'only an owner may do this');
 }
 
-export const canSeeProject = (p: Principal, projectId: string): boolean => p.projects === null || p.projects.includes(projectId);
+export const canSeeProject = (p: Principal, projectId: string): boolean =>
+  p.projects === null || p.projects.includes(projectId);
 
-export async function requireVisibleProject(ctx: OperatorContext, p: Principal, projectId: string): Promise<void> {
+export async function requireVisibleProject(
+  ctx: OperatorContext,
+  p: Principal,
+  projectId: string,
+): Promise<void> {
   if (!canSeeProject(p, projectId)) throw notFound('project', projectId);
   await requireProject(ctx, projectId);
 }
@@ -38,10 +44,21 @@ const owners: Record<Owned, (ctx: OperatorContext, id: string) => Promise<string
   },
 };
 
-const names: Record<Owned, string> = { message: 'message', key: 'key', webhook: 'webhook', dkim: 'DKIM key', provider: 'provider account' };
+const names: Record<Owned, string> = {
+  message: 'message',
+  key: 'key',
+  webhook: 'webhook',
+  dkim: 'DKIM key',
+  provider: 'provider account',
+};
 
 /** The project of a message, key, webhook, DKIM key or provider account the principal may see; else not found. */
-export async function requireVisible(ctx: OperatorContext, p: Principal, kind: Owned, id: string): Promise<string> {
+export async function requireVisible(
+  ctx: OperatorContext,
+  p: Principal,
+  kind: Owned,
+  id: string,
+): Promise<string> {
   const projectId = await owners[kind](ctx, id);
   if (projectId === undefined || !canSeeProject(p, projectId)) throw notFound(names[kind], id);
   return projectId;

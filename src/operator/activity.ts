@@ -1,5 +1,14 @@
 import type { Clock } from '../clock.js';
-import { attemptsAfterSeq, attemptsAtSeqs, eventsAfterSeq, eventsAtSeqs, lastSeqBefore, messageHeads, type ActivityAttempt, type ActivityEvent } from '../store/activity.js';
+import {
+  type ActivityAttempt,
+  type ActivityEvent,
+  attemptsAfterSeq,
+  attemptsAtSeqs,
+  eventsAfterSeq,
+  eventsAtSeqs,
+  lastSeqBefore,
+  messageHeads,
+} from '../store/activity.js';
 import type { Queries } from '../store/queries.js';
 import { SeqFollower } from './seqFollower.js';
 
@@ -8,7 +17,15 @@ const MINUTE = 60_000;
 /** Rows read per step; the event loop gets a turn between steps. */
 const STEP = 5_000;
 
-export const HOURLY_TYPES = ['mail.accepted', 'mail.sent', 'mail.delivered', 'mail.bounced', 'mail.complained', 'mail.failed', 'mail.suppressed'] as const;
+export const HOURLY_TYPES = [
+  'mail.accepted',
+  'mail.sent',
+  'mail.delivered',
+  'mail.bounced',
+  'mail.complained',
+  'mail.failed',
+  'mail.suppressed',
+] as const;
 
 /** Hand-offs that failed for now: no lifecycle event says so, so an hour of failing providers would otherwise show nothing. */
 const DEFERRED = 'deferred';
@@ -72,11 +89,19 @@ export class ActivityTail {
     const now = this.clock.now();
     const store = this.store;
     this.events ??= new SeqFollower<ActivityEvent>(
-      { after: (seq, limit) => eventsAfterSeq(store, seq, limit), at: (seqs) => eventsAtSeqs(store, seqs), timeOf: (e) => e.created_at },
+      {
+        after: (seq, limit) => eventsAfterSeq(store, seq, limit),
+        at: (seqs) => eventsAtSeqs(store, seqs),
+        timeOf: (e) => e.created_at,
+      },
       await lastSeqBefore(store, 'events', now - 24 * HOUR),
     );
     this.attempts ??= new SeqFollower<ActivityAttempt>(
-      { after: (seq, limit) => attemptsAfterSeq(store, seq, limit), at: (seqs) => attemptsAtSeqs(store, seqs), timeOf: (a) => a.finished_at },
+      {
+        after: (seq, limit) => attemptsAfterSeq(store, seq, limit),
+        at: (seqs) => attemptsAtSeqs(store, seqs),
+        timeOf: (a) => a.finished_at,
+      },
       await lastSeqBefore(store, 'attempts', now - 24 * HOUR),
     );
     for (;;) {
@@ -103,31 +128,42 @@ export class ActivityTail {
   }
 
   private countAttempt(a: ActivityAttempt): void {
-    if ((a.outcome === 'temporary' || a.outcome === 'account') && a.project_id !== null) this.countHourly(a.finished_at, a.project_id, DEFERRED);
+    if ((a.outcome === 'temporary' || a.outcome === 'account') && a.project_id !== null)
+      this.countHourly(a.finished_at, a.project_id, DEFERRED);
     const account = a.provider_account_id ?? a.provider_slug ?? 'unknown';
     const minute = Math.floor(a.finished_at / MINUTE) * MINUTE;
-    const accounts = mapEntry(this.providerMinutes, minute, () => new Map<string, ProviderMinute>());
+    const accounts = mapEntry(
+      this.providerMinutes,
+      minute,
+      () => new Map<string, ProviderMinute>(),
+    );
     const counts = accounts.get(account) ?? { sent: 0, failed: 0 };
     if (a.outcome === 'sent') counts.sent++;
     else {
       counts.failed++;
       // An attempt that committed late (SeqFollower) is not taken for a later one.
-      if ((this.lastErrors.get(account)?.at ?? -Infinity) <= a.finished_at) this.lastErrors.set(account, { at: a.finished_at, reply: a.reply });
+      if ((this.lastErrors.get(account)?.at ?? -Infinity) <= a.finished_at)
+        this.lastErrors.set(account, { at: a.finished_at, reply: a.reply });
     }
     accounts.set(account, counts);
   }
 
   private forgetBefore(now: number): void {
     for (const hour of this.hourly.keys()) if (hour < now - 25 * HOUR) this.hourly.delete(hour);
-    for (const minute of this.providerMinutes.keys()) if (minute < now - 61 * MINUTE) this.providerMinutes.delete(minute);
+    for (const minute of this.providerMinutes.keys())
+      if (minute < now - 61 * MINUTE) this.providerMinutes.delete(minute);
   }
 
   /** Oldest first, the current hour last; `projects` null: all. */
-  hourlyCounts(projects: readonly string[] | null): { hour: string; counts: Record<string, number> }[] {
+  hourlyCounts(
+    projects: readonly string[] | null,
+  ): { hour: string; counts: Record<string, number> }[] {
     const current = Math.floor(this.clock.now() / HOUR) * HOUR;
     const out: { hour: string; counts: Record<string, number> }[] = [];
     for (let h = current - 23 * HOUR; h <= current; h += HOUR) {
-      const counts: Record<string, number> = Object.fromEntries([...HOURLY_TYPES.map((t) => t.slice('mail.'.length)), DEFERRED].map((k) => [k, 0]));
+      const counts: Record<string, number> = Object.fromEntries(
+        [...HOURLY_TYPES.map((t) => t.slice('mail.'.length)), DEFERRED].map((k) => [k, 0]),
+      );
       for (const [project, types] of this.hourly.get(h) ?? []) {
         if (projects !== null && !projects.includes(project)) continue;
         for (const [type, n] of types) {
@@ -140,7 +176,12 @@ export class ActivityTail {
     return out;
   }
 
-  providerHour(accountId: string): { handoffs: number; failures: number; last_error: string | null; last_error_at: number | null } {
+  providerHour(accountId: string): {
+    handoffs: number;
+    failures: number;
+    last_error: string | null;
+    last_error_at: number | null;
+  } {
     const since = this.clock.now() - HOUR;
     let handoffs = 0;
     let failures = 0;

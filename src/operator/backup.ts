@@ -3,13 +3,24 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { checkOwnEntry, ensurePrivateDirectory, ensurePrivateFile, StateFileError } from '../platform/privateFiles.js';
+import {
+  checkOwnEntry,
+  ensurePrivateDirectory,
+  ensurePrivateFile,
+  StateFileError,
+} from '../platform/privateFiles.js';
 import { VIEWER_KEY_FILE } from '../policy/viewerKey.js';
 import { backupIndex, INDEX_FILE, spoolFilesOfCopy } from '../store/backup.js';
-import { BODY_IN_INDEX } from '../store/messageBodies.js';
 import { openDatabase } from '../store/db.js';
-import { copyNew, digestAndFlush, Directories, flush, inParallel } from './backupFiles.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, spoolEntryPath, type BackupManifest, type ContentEntry } from './backupManifest.js';
+import { BODY_IN_INDEX } from '../store/messageBodies.js';
+import { copyNew, Directories, digestAndFlush, flush, inParallel } from './backupFiles.js';
+import {
+  type BackupManifest,
+  type ContentEntry,
+  MANIFEST_FILE,
+  MANIFEST_FORMAT,
+  spoolEntryPath,
+} from './backupManifest.js';
 import { OperatorError } from './errors.js';
 
 /** Besides the index and the spool: the self-signed SMTP certificate pair. */
@@ -23,14 +34,25 @@ function isEmptyOrAbsent(dir: string): boolean {
   return !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).length === 0);
 }
 
-async function backUpFile(stateDir: string, to: string, rel: string, dirs: Directories): Promise<ContentEntry> {
+async function backUpFile(
+  stateDir: string,
+  to: string,
+  rel: string,
+  dirs: Directories,
+): Promise<ContentEntry> {
   checkOwnEntry(path.join(stateDir, rel), 'file');
   await dirs.ensure(path.dirname(path.join(to, rel)));
   await copyNew(path.join(stateDir, rel), path.join(to, rel));
   return { path: rel.split(path.sep).join('/'), ...(await digestAndFlush(path.join(to, rel))) };
 }
 
-async function backUpTree(stateDir: string, to: string, rel: string, dirs: Directories, contents: ContentEntry[]): Promise<void> {
+async function backUpTree(
+  stateDir: string,
+  to: string,
+  rel: string,
+  dirs: Directories,
+  contents: ContentEntry[],
+): Promise<void> {
   checkOwnEntry(path.join(stateDir, rel), 'directory');
   await dirs.ensure(path.join(to, rel));
   for (const entry of await readdir(path.join(stateDir, rel), { withFileTypes: true })) {
@@ -44,14 +66,28 @@ function prepareDestination(to: string): void {
   try {
     ensurePrivateDirectory(to);
   } catch (err) {
-    if (err instanceof StateFileError) throw new OperatorError('invalid_argument', `${to} cannot hold a backup: ${err.message}`, 'to');
+    if (err instanceof StateFileError)
+      throw new OperatorError(
+        'invalid_argument',
+        `${to} cannot hold a backup: ${err.message}`,
+        'to',
+      );
     throw err;
   }
 }
 
-export async function backupState(stateDir: string, to: string, logger: Logger): Promise<BackupSummary> {
-  if (!existsSync(path.join(stateDir, INDEX_FILE))) throw new OperatorError('not_found', `no index in ${stateDir}: nothing to back up`);
-  if (!isEmptyOrAbsent(to)) throw new OperatorError('conflict', `${to} is not empty: back up into a new or empty directory`);
+export async function backupState(
+  stateDir: string,
+  to: string,
+  logger: Logger,
+): Promise<BackupSummary> {
+  if (!existsSync(path.join(stateDir, INDEX_FILE)))
+    throw new OperatorError('not_found', `no index in ${stateDir}: nothing to back up`);
+  if (!isEmptyOrAbsent(to))
+    throw new OperatorError(
+      'conflict',
+      `${to} is not empty: back up into a new or empty directory`,
+    );
   prepareDestination(to);
   const dirs = new Directories(to);
   const contents: ContentEntry[] = [];
@@ -92,8 +128,12 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
     files++;
   });
   await dirs.ensure(path.join(to, 'spool'));
-  for (const extra of EXTRA_DIRS) if (existsSync(path.join(stateDir, extra))) await backUpTree(stateDir, to, extra, dirs, contents);
-  for (const extra of EXTRA_FILES) if (existsSync(path.join(stateDir, extra))) contents.push(await backUpFile(stateDir, to, extra, dirs));
+  for (const extra of EXTRA_DIRS)
+    if (existsSync(path.join(stateDir, extra)))
+      await backUpTree(stateDir, to, extra, dirs, contents);
+  for (const extra of EXTRA_FILES)
+    if (existsSync(path.join(stateDir, extra)))
+      contents.push(await backUpFile(stateDir, to, extra, dirs));
 
   const manifest: BackupManifest = {
     format: MANIFEST_FORMAT,
@@ -107,7 +147,10 @@ export async function backupState(stateDir: string, to: string, logger: Logger):
   };
   // The manifest last: it marks a finished backup.
   for (const dir of dirs.deepestFirst()) await flush(dir);
-  await writeFile(path.join(to, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  await writeFile(path.join(to, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`, {
+    mode: 0o600,
+    flag: 'wx',
+  });
   await flush(path.join(to, MANIFEST_FILE));
   await flush(to);
   const { contents: _listed, ...summary } = manifest;

@@ -60,7 +60,10 @@ export class Directories {
   }
 }
 
-export async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+export async function inParallel<T>(
+  items: readonly T[],
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(COPY_PARALLEL, items.length) }, async () => {

@@ -1,7 +1,8 @@
 /** `backup.json`: written last by backup, checked by restore before anything is put in place (docs/operations.md#backup-and-restore). */
+
+import { VIEWER_KEY_FILE } from '../policy/viewerKey.js';
 import { INDEX_FILE } from '../store/backup.js';
 import { BODY_IN_INDEX } from '../store/messageBodies.js';
-import { VIEWER_KEY_FILE } from '../policy/viewerKey.js';
 import { OperatorError } from './errors.js';
 
 export const MANIFEST_FILE = 'backup.json';
@@ -51,21 +52,24 @@ function isBackupPath(p: string): boolean {
   return false;
 }
 
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isCount = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export function parseManifest(text: string, from: string): BackupManifest {
-  const refuse = (why: string) => new OperatorError('invalid_argument', `${from}/${MANIFEST_FILE} ${why}`, 'from');
+  const refuse = (why: string) =>
+    new OperatorError('invalid_argument', `${from}/${MANIFEST_FILE} ${why}`, 'from');
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     throw refuse('is not JSON: this is not a finished Postern backup');
   }
-  if (!isRecord(value) || !isCount(value.format)) throw refuse('has no format: this is not a finished Postern backup');
+  if (!isRecord(value) || !isCount(value.format))
+    throw refuse('has no format: this is not a finished Postern backup');
   if (value.format < MANIFEST_FORMAT) {
     throw new OperatorError(
       'invalid_argument',
@@ -74,20 +78,35 @@ export function parseManifest(text: string, from: string): BackupManifest {
     );
   }
   if (value.format > MANIFEST_FORMAT) {
-    throw new OperatorError('invalid_argument', `${from} is a backup of format ${value.format}, from a newer release; this release restores format ${MANIFEST_FORMAT}`, 'from');
+    throw new OperatorError(
+      'invalid_argument',
+      `${from} is a backup of format ${value.format}, from a newer release; this release restores format ${MANIFEST_FORMAT}`,
+      'from',
+    );
   }
   for (const key of ['messages', 'files', 'bytes', 'bodies_in_index'] as const) {
     if (!isCount(value[key])) throw refuse(`has no valid "${key}" (a count)`);
   }
   if (typeof value.created_at !== 'string') throw refuse('has no valid "created_at"');
   const { missing, contents } = value;
-  if (!Array.isArray(missing) || !missing.every((id) => typeof id === 'string')) throw refuse('has no valid "missing" (a list of message ids)');
-  if (!Array.isArray(contents)) throw refuse('has no "contents" (each file\'s path, size and SHA-256)');
+  if (!Array.isArray(missing) || !missing.every((id) => typeof id === 'string'))
+    throw refuse('has no valid "missing" (a list of message ids)');
+  if (!Array.isArray(contents))
+    throw refuse('has no "contents" (each file\'s path, size and SHA-256)');
   const seen = new Set<string>();
   const entries: ContentEntry[] = [];
   for (const entry of contents) {
-    if (!isRecord(entry) || typeof entry.path !== 'string' || !isBackupPath(entry.path) || !isCount(entry.size) || typeof entry.sha256 !== 'string' || !SHA256_HEX.test(entry.sha256)) {
-      throw refuse(`lists a file it should not: ${JSON.stringify(entry).slice(0, 200)} (each entry is {"path","size","sha256"}, a path backup writes)`);
+    if (
+      !isRecord(entry) ||
+      typeof entry.path !== 'string' ||
+      !isBackupPath(entry.path) ||
+      !isCount(entry.size) ||
+      typeof entry.sha256 !== 'string' ||
+      !SHA256_HEX.test(entry.sha256)
+    ) {
+      throw refuse(
+        `lists a file it should not: ${JSON.stringify(entry).slice(0, 200)} (each entry is {"path","size","sha256"}, a path backup writes)`,
+      );
     }
     if (seen.has(entry.path)) throw refuse(`lists ${entry.path} twice`);
     seen.add(entry.path);
@@ -108,13 +127,21 @@ export function parseManifest(text: string, from: string): BackupManifest {
 
 export function countProblems(manifest: BackupManifest, rows: IndexedFile[]): string[] {
   const problems: string[] = [];
-  if (manifest.messages !== rows.length) problems.push(`backup.json says ${manifest.messages} messages; the index copy holds ${rows.length}`);
+  if (manifest.messages !== rows.length)
+    problems.push(
+      `backup.json says ${manifest.messages} messages; the index copy holds ${rows.length}`,
+    );
   const inIndex = rows.filter((row) => row.spool_path === BODY_IN_INDEX).length;
-  if (manifest.bodies_in_index !== inIndex) problems.push(`backup.json says ${manifest.bodies_in_index} messages have their body in the index; the index copy has ${inIndex}`);
+  if (manifest.bodies_in_index !== inIndex)
+    problems.push(
+      `backup.json says ${manifest.bodies_in_index} messages have their body in the index; the index copy has ${inIndex}`,
+    );
   const spool = manifest.contents.filter((entry) => entry.path.startsWith('spool/'));
   const bytes = spool.reduce((sum, entry) => sum + entry.size, 0);
   if (manifest.files !== spool.length || manifest.bytes !== bytes) {
-    problems.push(`backup.json says ${manifest.files} spool files of ${manifest.bytes} bytes; it lists ${spool.length} of ${bytes}`);
+    problems.push(
+      `backup.json says ${manifest.files} spool files of ${manifest.bytes} bytes; it lists ${spool.length} of ${bytes}`,
+    );
   }
   const listed = new Map(spool.map((entry) => [entry.path, entry]));
   const missing = new Set(manifest.missing);
@@ -124,13 +151,23 @@ export function countProblems(manifest: BackupManifest, rows: IndexedFile[]): st
     const entry = listed.get(p);
     if (entry) {
       listed.delete(p);
-      if (missing.delete(row.id)) problems.push(`backup.json lists ${row.id} as missing and its file ${p} too`);
-      if (entry.size !== row.size_bytes) problems.push(`${p} is ${entry.size} bytes in backup.json; the index says ${row.size_bytes}`);
+      if (missing.delete(row.id))
+        problems.push(`backup.json lists ${row.id} as missing and its file ${p} too`);
+      if (entry.size !== row.size_bytes)
+        problems.push(
+          `${p} is ${entry.size} bytes in backup.json; the index says ${row.size_bytes}`,
+        );
     } else if (!missing.delete(row.id)) {
-      problems.push(`message ${row.id}'s spool file ${p} is neither in backup.json nor listed as missing`);
+      problems.push(
+        `message ${row.id}'s spool file ${p} is neither in backup.json nor listed as missing`,
+      );
     }
   }
-  for (const p of listed.keys()) problems.push(`${p} is in backup.json, but no message of the index copy names it`);
-  for (const id of missing) problems.push(`backup.json lists ${id} as missing, but the index copy has no message ${id} with a spool file`);
+  for (const p of listed.keys())
+    problems.push(`${p} is in backup.json, but no message of the index copy names it`);
+  for (const id of missing)
+    problems.push(
+      `backup.json lists ${id} as missing, but the index copy has no message ${id} with a spool file`,
+    );
   return problems;
 }

@@ -36,18 +36,35 @@ export class BulkReader implements OperatorReader {
 
   constructor(private readonly stateDir: string) {}
 
-  async bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates> {
-    const [reply] = this.start().channel.request<BulkReaderRequest>([{ seq: ++this.seq, action, target, scope, now }]);
+  async bulkCandidates(
+    action: MessageAction,
+    target: BulkTarget,
+    scope: readonly string[] | null,
+    now: number,
+  ): Promise<BulkCandidates> {
+    const [reply] = this.start().channel.request<BulkReaderRequest>([
+      { seq: ++this.seq, action, target, scope, now },
+    ]);
     const { result, refusal } = await reply;
     // A refusal is the operator's answer, as it would be on the event loop.
-    if (refusal) throw new OperatorError(refusal.code, refusal.message, refusal.field, refusal.reason);
+    if (refusal)
+      throw new OperatorError(refusal.code, refusal.message, refusal.field, refusal.reason);
     return result!;
   }
 
   private start(): { worker: Worker; channel: ThreadChannel<BulkReaderReply> } {
     if (this.thread) return this.thread;
-    const worker = new Worker(new URL('./bulkReaderThread.js', import.meta.url), { name: THREAD_NAMES.bulkReader, workerData: { stateDir: this.stateDir } });
-    const thread = { worker, channel: new ThreadChannel<BulkReaderReply>(worker, { name: 'bulk reader thread', refWhileWaiting: true }) };
+    const worker = new Worker(new URL('./bulkReaderThread.js', import.meta.url), {
+      name: THREAD_NAMES.bulkReader,
+      workerData: { stateDir: this.stateDir },
+    });
+    const thread = {
+      worker,
+      channel: new ThreadChannel<BulkReaderReply>(worker, {
+        name: 'bulk reader thread',
+        refWhileWaiting: true,
+      }),
+    };
     // A thread that died is started again by the next action.
     worker.once('exit', () => {
       if (this.thread === thread) this.thread = null;

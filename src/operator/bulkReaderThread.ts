@@ -14,14 +14,27 @@ const READER_NICE = 10;
 
 nameThisThread(THREAD_NAMES.bulkReader);
 
-const store = sqliteQueries(openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false }));
+const store = sqliteQueries(
+  openDatabase((workerData as { stateDir: string }).stateDir, silentLogger(), { migrate: false }),
+);
 lowerThreadPriority(READER_NICE);
 
 async function answer(r: BulkReaderRequest): Promise<BulkReaderReply> {
   try {
-    return { seq: r.seq, ok: true, result: await bulkCandidates(store, r.action, r.target, r.scope, r.now), refusal: null };
+    return {
+      seq: r.seq,
+      ok: true,
+      result: await bulkCandidates(store, r.action, r.target, r.scope, r.now),
+      refusal: null,
+    };
   } catch (err) {
-    if (err instanceof OperatorError) return { seq: r.seq, ok: true, result: null, refusal: { code: err.code, message: err.message, field: err.field, reason: err.reason } };
+    if (err instanceof OperatorError)
+      return {
+        seq: r.seq,
+        ok: true,
+        result: null,
+        refusal: { code: err.code, message: err.message, field: err.field, reason: err.reason },
+      };
     return { seq: r.seq, ok: false, error: (err as Error).message };
   }
 }

@@ -14,5 +14,10 @@ export interface BulkCandidates {
 
 /** Where the server reads a bulk action's candidates (operator/bulkReader.ts); absent (the CLI): on the operator's own connection. */
 export interface OperatorReader {
-  bulkCandidates(action: MessageAction, target: BulkTarget, scope: readonly string[] | null, now: number): Promise<BulkCandidates>;
+  bulkCandidates(
+    action: MessageAction,
+    target: BulkTarget,
+    scope: readonly string[] | null,
+    now: number,
+  ): Promise<BulkCandidates>;
 }

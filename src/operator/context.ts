@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
-import type { PosternConfig } from '../config/load.js';
 import type { OperatorBookkeeping, OperatorResultOf } from '../commit/operatorBookkeeping.js';
+import type { PosternConfig } from '../config/load.js';
 import type { Queries } from '../store/queries.js';
 import type { OperatorReader } from './bulkTarget.js';
 
@@ -14,7 +14,20 @@ export interface OperatorWriter {
   write<W extends OperatorBookkeeping>(work: W): Promise<OperatorResultOf<W>>;
 }
 
-export type OperatorSettings = Pick<PosternConfig, 'plans' | 'default_plan' | 'policy' | 'limits' | 'webhooks' | 'delivery' | 'console' | 'state_dir' | 'viewer' | 'listeners' | 'dns'>;
+export type OperatorSettings = Pick<
+  PosternConfig,
+  | 'plans'
+  | 'default_plan'
+  | 'policy'
+  | 'limits'
+  | 'webhooks'
+  | 'delivery'
+  | 'console'
+  | 'state_dir'
+  | 'viewer'
+  | 'listeners'
+  | 'dns'
+>;
 
 export interface OperatorContext {
   store: Queries;
@@ -29,4 +42,5 @@ export interface OperatorContext {
   reader?: OperatorReader;
 }
 
-export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+export const iso = (ms: number | null): string | null =>
+  ms === null ? null : new Date(ms).toISOString();

@@ -1,18 +1,18 @@
 import { readFileSync } from 'node:fs';
 import {
+  type DkimAlgorithm,
   DkimKeyError,
+  type DkimKeyPair,
   dnsName,
   dnsTxtValue,
   generateDkimKeyPair,
   importDkimPrivateKey,
   newDkimKeyId,
-  type DkimAlgorithm,
-  type DkimKeyPair,
 } from '../dkim/keys.js';
-import { getDkimKey, listDkimKeys, type DkimKeyRow } from '../store/dkimKeys.js';
+import { type DkimKeyRow, getDkimKey, listDkimKeys } from '../store/dkimKeys.js';
+import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { OperatorError } from './errors.js';
-import { auditStamp } from './audit.js';
 import { requireProject } from './projects.js';
 import { write } from './writer.js';
 
@@ -59,24 +59,46 @@ function dkimView(row: DkimKeyRow): DkimKeyView {
 export function hostName(domain: string, what = '--domain'): string {
   const d = domain.toLowerCase();
   const labels = d.split('.');
-  if (d.length > 253 || labels.length < 2 || !labels.every((l) => LABEL.test(l)) || /^\d+$/.test(labels[labels.length - 1])) {
-    throw new OperatorError('invalid_argument', `${what} must be a host name such as example.com (got "${domain}")`, 'domain');
+  if (
+    d.length > 253 ||
+    labels.length < 2 ||
+    !labels.every((l) => LABEL.test(l)) ||
+    /^\d+$/.test(labels[labels.length - 1])
+  ) {
+    throw new OperatorError(
+      'invalid_argument',
+      `${what} must be a host name such as example.com (got "${domain}")`,
+      'domain',
+    );
   }
   return d;
 }
 
 function checkSelector(selector: string, domain: string): void {
   if (!SELECTOR.test(selector) || selector.split('.').some((l) => l.length > 63)) {
-    throw new OperatorError('invalid_argument', `--selector must be lower-case DNS labels of letters, digits, "-" and "_" (got "${selector}")`, 'selector');
+    throw new OperatorError(
+      'invalid_argument',
+      `--selector must be lower-case DNS labels of letters, digits, "-" and "_" (got "${selector}")`,
+      'selector',
+    );
   }
-  if (dnsName(selector, domain).length > 253) throw new OperatorError('invalid_argument', `${dnsName(selector, domain)} is longer than 253 characters`, 'selector');
+  if (dnsName(selector, domain).length > 253)
+    throw new OperatorError(
+      'invalid_argument',
+      `${dnsName(selector, domain)} is longer than 253 characters`,
+      'selector',
+    );
 }
 
 function checkAlgorithm(algorithm: string | undefined): 'rsa' | 'ed25519' | undefined {
   if (algorithm === undefined) return undefined;
   if (algorithm === 'rsa' || algorithm === 'rsa-sha256') return 'rsa';
   if (algorithm === 'ed25519' || algorithm === 'ed25519-sha256') return 'ed25519';
-  throw new OperatorError('invalid_argument', `--algorithm must be rsa or ed25519 (got "${algorithm}")`, 'algorithm');
+  throw new OperatorError(
+    'invalid_argument',
+    `--algorithm must be rsa or ed25519 (got "${algorithm}")`,
+    'algorithm',
+  );
 }
 
 function keyFromFile(file: string, kind: 'rsa' | 'ed25519' | undefined): DkimKeyPair {
@@ -84,7 +106,11 @@ function keyFromFile(file: string, kind: 'rsa' | 'ed25519' | undefined): DkimKey
   try {
     pem = readFileSync(file);
   } catch (err) {
-    throw new OperatorError('invalid_argument', `cannot read --private-key ${file}: ${(err as { code?: string }).code ?? 'error'}`, 'private_key');
+    throw new OperatorError(
+      'invalid_argument',
+      `cannot read --private-key ${file}: ${(err as { code?: string }).code ?? 'error'}`,
+      'private_key',
+    );
   }
   return keyFromPem(pem, kind, `--private-key ${file}`);
 }
@@ -94,11 +120,16 @@ function keyFromPem(pem: Buffer, kind: 'rsa' | 'ed25519' | undefined, source: st
   try {
     pair = importDkimPrivateKey(pem);
   } catch (err) {
-    if (err instanceof DkimKeyError) throw new OperatorError('invalid_argument', `${source}: ${err.message}`, 'private_key');
+    if (err instanceof DkimKeyError)
+      throw new OperatorError('invalid_argument', `${source}: ${err.message}`, 'private_key');
     throw err;
   }
   if (kind !== undefined && pair.algorithm !== `${kind}-sha256`) {
-    throw new OperatorError('invalid_argument', `${source} holds a ${pair.algorithm.split('-')[0]} key, not ${kind}`, 'private_key');
+    throw new OperatorError(
+      'invalid_argument',
+      `${source} holds a ${pair.algorithm.split('-')[0]} key, not ${kind}`,
+      'private_key',
+    );
   }
   return pair;
 }
@@ -107,15 +138,21 @@ function keyFromPem(pem: Buffer, kind: 'rsa' | 'ed25519' | undefined, source: st
  * Generates (RSA 2048 by default, or Ed25519) or imports a signing key for a project's domain.
  * It becomes the domain's active key; a previous active key for the domain is retired.
  */
-export async function addDkimKey(ctx: OperatorContext, projectId: string, opts: AddDkimKeyOptions): Promise<DkimKeyView> {
+export async function addDkimKey(
+  ctx: OperatorContext,
+  projectId: string,
+  opts: AddDkimKeyOptions,
+): Promise<DkimKeyView> {
   await requireProject(ctx, projectId);
   const domain = hostName(opts.domain);
   checkSelector(opts.selector, domain);
   const kind = checkAlgorithm(opts.algorithm);
   const pair =
-    opts.privateKeyFile !== undefined ? keyFromFile(opts.privateKeyFile, kind)
-    : opts.privateKeyPem !== undefined ? keyFromPem(Buffer.from(opts.privateKeyPem, 'utf8'), kind, 'private_key')
-    : generateDkimKeyPair(kind ?? 'rsa');
+    opts.privateKeyFile !== undefined
+      ? keyFromFile(opts.privateKeyFile, kind)
+      : opts.privateKeyPem !== undefined
+        ? keyFromPem(Buffer.from(opts.privateKeyPem, 'utf8'), kind, 'private_key')
+        : generateDkimKeyPair(kind ?? 'rsa');
   const id = newDkimKeyId();
   const row = {
     id,
@@ -131,13 +168,19 @@ export async function addDkimKey(ctx: OperatorContext, projectId: string, opts: 
   return dkimView((await getDkimKey(ctx.store, id))!);
 }
 
-export async function listDkim(ctx: OperatorContext, projectId: string): Promise<{ keys: DkimKeyView[] }> {
+export async function listDkim(
+  ctx: OperatorContext,
+  projectId: string,
+): Promise<{ keys: DkimKeyView[] }> {
   await requireProject(ctx, projectId);
   return { keys: (await listDkimKeys(ctx.store, projectId)).map(dkimView) };
 }
 
 /** Retires a key: messages are no longer signed with it. */
-export async function removeDkim(ctx: OperatorContext, id: string): Promise<{ id: string; removed: true }> {
+export async function removeDkim(
+  ctx: OperatorContext,
+  id: string,
+): Promise<{ id: string; removed: true }> {
   await write(ctx, { type: 'dkim_remove', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id, removed: true };
 }

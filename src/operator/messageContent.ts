@@ -1,5 +1,5 @@
 import { PassThrough, type Readable } from 'node:stream';
-import { MailParser, type AttachmentStream, type MessageText } from 'mailparser';
+import { type AttachmentStream, MailParser, type MessageText } from 'mailparser';
 import type { OperatorContext } from './context.js';
 import { notFound } from './errors.js';
 import { openMessageMime } from './messages.js';
@@ -28,20 +28,30 @@ export interface MessageContent {
   attachments: AttachmentInfo[];
 }
 
-const newParser = () => new MailParser({ skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+const newParser = () =>
+  new MailParser({
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipTextLinks: true,
+    skipImageLinks: true,
+  });
 
 function info(a: AttachmentStream, index: number, size: number): AttachmentInfo {
   return {
     index,
     filename: a.filename ?? null,
     content_type: a.contentType,
-    disposition: a.contentDisposition === 'inline' || (a.related && a.contentId) ? 'inline' : 'attachment',
+    disposition:
+      a.contentDisposition === 'inline' || (a.related && a.contentId) ? 'inline' : 'attachment',
     content_id: a.contentId ? a.contentId.replace(/^<|>$/g, '') : null,
     size,
   };
 }
 
-const cut = (s: string | undefined | false) => (typeof s === 'string' ? { value: s.slice(0, BODY_PREVIEW_CHARS), truncated: s.length > BODY_PREVIEW_CHARS } : { value: null, truncated: false });
+const cut = (s: string | undefined | false) =>
+  typeof s === 'string'
+    ? { value: s.slice(0, BODY_PREVIEW_CHARS), truncated: s.length > BODY_PREVIEW_CHARS }
+    : { value: null, truncated: false };
 
 /** Streamed through the parser; attachment contents are counted and dropped, never held. */
 export async function messageContent(ctx: OperatorContext, id: string): Promise<MessageContent> {
@@ -54,7 +64,13 @@ export async function messageContent(ctx: OperatorContext, id: string): Promise<
     parser.on('headerLines', (lines: { key: string; line: string }[]) => {
       headers = lines.map((l) => {
         const colon = l.line.indexOf(':');
-        return { name: l.line.slice(0, colon).trim(), value: l.line.slice(colon + 1).replace(/\r?\n[ \t]+/g, ' ').trim() };
+        return {
+          name: l.line.slice(0, colon).trim(),
+          value: l.line
+            .slice(colon + 1)
+            .replace(/\r?\n[ \t]+/g, ' ')
+            .trim(),
+        };
       });
     });
     parser.on('data', (data: AttachmentStream | MessageText) => {
@@ -76,13 +92,25 @@ export async function messageContent(ctx: OperatorContext, id: string): Promise<
     parser.on('end', () => {
       const t = cut((text as MessageText | null)?.text);
       const h = cut((text as MessageText | null)?.html);
-      resolve({ id, headers, text: t.value, html: h.value, text_truncated: t.truncated, html_truncated: h.truncated, attachments });
+      resolve({
+        id,
+        headers,
+        text: t.value,
+        html: h.value,
+        text_truncated: t.truncated,
+        html_truncated: h.truncated,
+        attachments,
+      });
     });
     source.pipe(parser);
   });
 }
 
-export async function openAttachment(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+export async function openAttachment(
+  ctx: OperatorContext,
+  id: string,
+  index: number,
+): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
   const source = await openMessageMime(ctx, id);
   return new Promise((resolve, reject) => {
     const parser = newParser();

@@ -1,13 +1,18 @@
 import type { Readable } from 'node:stream';
 import type { PosternConfig } from '../config/load.js';
 import { newViewerLinkId } from '../ids.js';
-import { viewerLinkOf, viewerLinkToken, viewerToken, viewerTokenValid } from '../policy/viewerTokens.js';
+import {
+  viewerLinkOf,
+  viewerLinkToken,
+  viewerToken,
+  viewerTokenValid,
+} from '../policy/viewerTokens.js';
 import { getMessage } from '../store/messages.js';
 import { getViewerLink, liveViewerLinks, type ViewerLinkRow } from '../store/viewerLinks.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
 import { notFound, OperatorError } from './errors.js';
-import { messageContent, openAttachment, type AttachmentInfo } from './messageContent.js';
+import { type AttachmentInfo, messageContent, openAttachment } from './messageContent.js';
 import { requireMessage } from './messages.js';
 import { write } from './writer.js';
 
@@ -27,21 +32,43 @@ export function durationSeconds(text: string): number | null {
 }
 
 /** `viewer.base_url`, else the first production HTTP listener as configured. */
-export function configuredViewerBase(config: Pick<PosternConfig, 'viewer' | 'listeners'>): string | null {
+export function configuredViewerBase(
+  config: Pick<PosternConfig, 'viewer' | 'listeners'>,
+): string | null {
   if (config.viewer.base_url) return config.viewer.base_url;
-  const door = config.listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ?? config.listeners.find((l) => l.protocol === 'http');
+  const door =
+    config.listeners.find((l) => l.protocol === 'http' && l.environment === 'production') ??
+    config.listeners.find((l) => l.protocol === 'http');
   if (!door) return null;
-  const host = door.host === '0.0.0.0' ? '127.0.0.1' : door.host === '::' ? '[::1]' : door.host.includes(':') ? `[${door.host}]` : door.host;
+  const host =
+    door.host === '0.0.0.0'
+      ? '127.0.0.1'
+      : door.host === '::'
+        ? '[::1]'
+        : door.host.includes(':')
+          ? `[${door.host}]`
+          : door.host;
   return `http://${host}:${door.port}`;
 }
 
 /** Audited (without the link: it is a credential), since the link exposes the message to whoever holds it. */
-export async function messageLink(ctx: OperatorContext, secret: Buffer, base: string, id: string, expiresInSeconds?: number): Promise<ViewerLink> {
+export async function messageLink(
+  ctx: OperatorContext,
+  secret: Buffer,
+  base: string,
+  id: string,
+  expiresInSeconds?: number,
+): Promise<ViewerLink> {
   await requireMessage(ctx, id);
   const seconds = expiresInSeconds ?? ctx.config.viewer.link_expiry_seconds;
   const max = ctx.config.viewer.max_link_expiry_seconds;
   if (!Number.isInteger(seconds) || seconds < 60 || seconds > max) {
-    throw new OperatorError('invalid_argument', `the expiry must be from 60 seconds to ${max} seconds (viewer.max_link_expiry_seconds)`, 'expires_in_seconds', 'out_of_range');
+    throw new OperatorError(
+      'invalid_argument',
+      `the expiry must be from 60 seconds to ${max} seconds (viewer.max_link_expiry_seconds)`,
+      'expires_in_seconds',
+      'out_of_range',
+    );
   }
   const now = ctx.clock.now();
   const expiresAtMs = Math.floor((now + seconds * 1000) / 1000) * 1000;
@@ -52,7 +79,14 @@ export async function messageLink(ctx: OperatorContext, secret: Buffer, base: st
   await write(ctx, {
     type: 'message_link',
     id,
-    link: { id: linkId, message_id: id, created_at: now, expires_at: expiresAtMs, created_by: stamp.actor, created_by_email: stamp.actor_email },
+    link: {
+      id: linkId,
+      message_id: id,
+      created_at: now,
+      expires_at: expiresAtMs,
+      created_by: stamp.actor,
+      created_by_email: stamp.actor_email,
+    },
     stamp,
   });
   return { id: linkId, url, expires_at: new Date(expiresAtMs).toISOString() };
@@ -73,17 +107,37 @@ export async function messageLinks(ctx: OperatorContext, id: string) {
 }
 
 /** From now on it answers the viewer's 404, as a forged one. */
-export async function revokeMessageLink(ctx: OperatorContext, id: string, linkId: string): Promise<{ id: string; revoked: true }> {
-  await write(ctx, { type: 'message_link_revoke', id, link_id: linkId, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+export async function revokeMessageLink(
+  ctx: OperatorContext,
+  id: string,
+  linkId: string,
+): Promise<{ id: string; revoked: true }> {
+  await write(ctx, {
+    type: 'message_link_revoke',
+    id,
+    link_id: linkId,
+    now: ctx.clock.now(),
+    stamp: auditStamp(ctx),
+  });
   return { id: linkId, revoked: true };
 }
 
-async function linkOpens(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<boolean> {
+async function linkOpens(
+  ctx: OperatorContext,
+  secret: Buffer,
+  id: string,
+  token: string,
+): Promise<boolean> {
   const now = ctx.clock.now();
   const linkId = viewerLinkOf(secret, id, token, now);
   if (linkId === null) return false;
   const link = await getViewerLink(ctx.store, linkId);
-  return link !== undefined && link.message_id === id && link.revoked_at === null && link.expires_at > now;
+  return (
+    link !== undefined &&
+    link.message_id === id &&
+    link.revoked_at === null &&
+    link.expires_at > now
+  );
 }
 
 /** Never Bcc, metadata, provider or routing details. */
@@ -103,7 +157,12 @@ export interface ViewedMessage {
 }
 
 /** null alike for an unknown id, a forged token, an expired link and a message whose file is gone. */
-export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: string, token: string): Promise<ViewedMessage | null> {
+export async function viewedMessage(
+  ctx: OperatorContext,
+  secret: Buffer,
+  id: string,
+  token: string,
+): Promise<ViewedMessage | null> {
   if (!(await linkOpens(ctx, secret, id, token))) return null;
   const m = await getMessage(ctx.store, id);
   if (!m) return null;
@@ -118,15 +177,23 @@ export async function viewedMessage(ctx: OperatorContext, secret: Buffer, id: st
     created_at: new Date(m.created_at).toISOString(),
     status: m.status,
     sandbox: m.environment === 'sandbox',
-    attachments: content.attachments.filter((a) => a.disposition === 'attachment').map((a) => ({ filename: a.filename, content_type: a.content_type, size: a.size })),
+    attachments: content.attachments
+      .filter((a) => a.disposition === 'attachment')
+      .map((a) => ({ filename: a.filename, content_type: a.content_type, size: a.size })),
     html: content.html,
     text: content.text,
-    inline_parts: content.attachments.flatMap((a) => (a.content_id ? [{ index: a.index, content_id: a.content_id }] : [])),
+    inline_parts: content.attachments.flatMap((a) =>
+      a.content_id ? [{ index: a.index, content_id: a.content_id }] : [],
+    ),
   };
 }
 
 /** Not found: no such part, or an attachment (neither the viewer nor the preview frame serves those). */
-async function openInlinePart(ctx: OperatorContext, id: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+async function openInlinePart(
+  ctx: OperatorContext,
+  id: string,
+  index: number,
+): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
   const part = await openAttachment(ctx, id, index);
   if (part.attachment.content_id === null) {
     part.stream.destroy();
@@ -135,7 +202,13 @@ async function openInlinePart(ctx: OperatorContext, id: string, index: number): 
   return part;
 }
 
-export async function viewedInlinePart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable } | null> {
+export async function viewedInlinePart(
+  ctx: OperatorContext,
+  secret: Buffer,
+  id: string,
+  token: string,
+  index: number,
+): Promise<{ attachment: AttachmentInfo; stream: Readable } | null> {
   if (!(await linkOpens(ctx, secret, id, token))) return null;
   return openInlinePart(ctx, id, index).catch((err: unknown) => {
     if (err instanceof OperatorError && err.code === 'not_found') return null;
@@ -150,7 +223,14 @@ export function previewPartToken(ctx: OperatorContext, secret: Buffer, id: strin
   return viewerToken(secret, id, ctx.clock.now() + PREVIEW_PART_TOKEN_MS, 'inline');
 }
 
-export async function previewPart(ctx: OperatorContext, secret: Buffer, id: string, token: string, index: number): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
-  if (!viewerTokenValid(secret, id, token, ctx.clock.now(), 'inline')) throw notFound('message', id);
+export async function previewPart(
+  ctx: OperatorContext,
+  secret: Buffer,
+  id: string,
+  token: string,
+  index: number,
+): Promise<{ attachment: AttachmentInfo; stream: Readable }> {
+  if (!viewerTokenValid(secret, id, token, ctx.clock.now(), 'inline'))
+    throw notFound('message', id);
   return openInlinePart(ctx, id, index);
 }

@@ -1,12 +1,12 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { attemptsFor, recipientOutcomesFor, type AttemptRow } from '../store/delivery.js';
-import { eventsForMessage, type EventRow } from '../store/events.js';
+import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
+import { type AttemptRow, attemptsFor, recipientOutcomesFor } from '../store/delivery.js';
+import { type EventRow, eventsForMessage } from '../store/events.js';
 import type { MessageAction } from '../store/messageActions.js';
 import { BODY_IN_INDEX, openStoredMime, storedMime } from '../store/messageBodies.js';
-import { countMessages, searchMessages, type MessageFilter } from '../store/messageSearch.js';
-import { MESSAGE_STATUSES, type MessageStatus } from '../contract/messageStates.js';
+import { countMessages, type MessageFilter, searchMessages } from '../store/messageSearch.js';
 import { getMessage, listMessages, type MessageRow } from '../store/messages.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
@@ -48,10 +48,25 @@ export function summary(m: MessageRow) {
   };
 }
 
-export async function messageList(ctx: OperatorContext, projectId: string, status?: string, limit = 50) {
+export async function messageList(
+  ctx: OperatorContext,
+  projectId: string,
+  status?: string,
+  limit = 50,
+) {
   await requireProject(ctx, projectId);
-  if (status !== undefined && !STATUSES.includes(status as MessageStatus)) throw new OperatorError('invalid_argument', `--status must be one of: ${STATUSES.join(', ')}`, 'status');
-  if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new OperatorError('invalid_argument', '--limit must be an integer from 1 to 10000', 'limit');
+  if (status !== undefined && !STATUSES.includes(status as MessageStatus))
+    throw new OperatorError(
+      'invalid_argument',
+      `--status must be one of: ${STATUSES.join(', ')}`,
+      'status',
+    );
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10000)
+    throw new OperatorError(
+      'invalid_argument',
+      '--limit must be an integer from 1 to 10000',
+      'limit',
+    );
   return { messages: (await listMessages(ctx.store, projectId, status, limit)).map(summary) };
 }
 
@@ -106,7 +121,6 @@ export async function openMessageMime(ctx: OperatorContext, id: string): Promise
   return openStoredMime(await storedMime(ctx.store, ctx.spoolRoot, await requireMessage(ctx, id)));
 }
 
-
 export type TimelineEntry =
   | { kind: 'event'; at: string; type: string; detail: Record<string, unknown> }
   | {
@@ -131,7 +145,11 @@ function timeline(events: EventRow[], attempts: AttemptRow[]): TimelineEntry[] {
   for (const e of events) {
     const { mail: _mail, ...detail } = JSON.parse(e.data) as Record<string, unknown>;
     // An outcome event follows the attempt that produced it when both carry one instant.
-    entries.push({ t: e.created_at, order: 1, entry: { kind: 'event', at: iso(e.created_at)!, type: e.type, detail } });
+    entries.push({
+      t: e.created_at,
+      order: 1,
+      entry: { kind: 'event', at: iso(e.created_at)!, type: e.type, detail },
+    });
   }
   for (const a of attempts) {
     entries.push({
@@ -154,16 +172,29 @@ function timeline(events: EventRow[], attempts: AttemptRow[]): TimelineEntry[] {
 }
 
 /** Every envelope recipient with where it stands: its own outcome when one is recorded, else the message's. */
-function recipientStates(m: MessageRow, list: { to: string[]; cc: string[]; bcc: string[] }, outcomes: { email: string; status: string; reply: string | null }[]) {
+function recipientStates(
+  m: MessageRow,
+  list: { to: string[]; cc: string[]; bcc: string[] },
+  outcomes: { email: string; status: string; reply: string | null }[],
+) {
   const byEmail = new Map(outcomes.map((o) => [o.email.toLowerCase(), o]));
-  const pending = new Set((m.pending_recipients ? (JSON.parse(m.pending_recipients) as string[]) : []).map((e) => e.toLowerCase()));
+  const pending = new Set(
+    (m.pending_recipients ? (JSON.parse(m.pending_recipients) as string[]) : []).map((e) =>
+      e.toLowerCase(),
+    ),
+  );
   const handedOff = ['sent', 'delivered', 'bounced', 'complained'].includes(m.status);
   const state = (email: string, kind: 'to' | 'cc' | 'bcc') => {
     const own = byEmail.get(email.toLowerCase());
-    const status = own?.status ?? (pending.has(email.toLowerCase()) ? 'pending' : handedOff ? 'sent' : m.status);
+    const status =
+      own?.status ?? (pending.has(email.toLowerCase()) ? 'pending' : handedOff ? 'sent' : m.status);
     return { email, kind, status, reply: own?.reply ?? null };
   };
-  return [...list.to.map((e) => state(e, 'to')), ...list.cc.map((e) => state(e, 'cc')), ...list.bcc.map((e) => state(e, 'bcc'))];
+  return [
+    ...list.to.map((e) => state(e, 'to')),
+    ...list.cc.map((e) => state(e, 'cc')),
+    ...list.bcc.map((e) => state(e, 'bcc')),
+  ];
 }
 
 /** Past this many matches a list says "more than 10,000" instead of counting on. */
@@ -173,13 +204,22 @@ export const MESSAGE_COUNT_CAP = 10_000;
  * The console's message search: the filter, a page of up to `limit` newest first, where the next
  * page starts, and how many messages match in all (up to MESSAGE_COUNT_CAP).
  */
-export async function messageSearch(ctx: OperatorContext, filter: MessageFilter, opts: { limit?: number; cursor?: string } = {}) {
+export async function messageSearch(
+  ctx: OperatorContext,
+  filter: MessageFilter,
+  opts: { limit?: number; cursor?: string } = {},
+) {
   const limit = pageLimit(opts.limit, 50, 500);
   const before = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
   const rows = await searchMessages(ctx.store, filter, before, limit + 1);
   const page = rows.slice(0, limit);
   const total = await countMessages(ctx.store, filter, MESSAGE_COUNT_CAP);
-  return { messages: page.map(summary), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null, total: total.count, total_capped: total.capped };
+  return {
+    messages: page.map(summary),
+    next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null,
+    total: total.count,
+    total_capped: total.capped,
+  };
 }
 
 /**
@@ -189,17 +229,31 @@ export async function messageSearch(ctx: OperatorContext, filter: MessageFilter,
  * `applyMessageAction`, the same one bulk actions apply (commit/operatorWrites.ts).
  */
 export async function messageAction(ctx: OperatorContext, action: MessageAction, id: string) {
-  await write(ctx, { type: 'message_one', action, id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
+  await write(ctx, {
+    type: 'message_one',
+    action,
+    id,
+    now: ctx.clock.now(),
+    stamp: auditStamp(ctx),
+  });
   return summary(await requireMessage(ctx, id));
 }
 
-export const releaseMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'release', id);
+export const releaseMessage = (ctx: OperatorContext, id: string) =>
+  messageAction(ctx, 'release', id);
 export const cancelMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'cancel', id);
 export const retryMessage = (ctx: OperatorContext, id: string) => messageAction(ctx, 'retry', id);
 
 /** Deletes a captured (sandbox) message: its index rows, then its spool file. Nothing else can be deleted. */
-export async function deleteMessage(ctx: OperatorContext, id: string): Promise<{ id: string; deleted: true }> {
-  const { spool_path: file } = await write(ctx, { type: 'message_delete', id, stamp: auditStamp(ctx) });
+export async function deleteMessage(
+  ctx: OperatorContext,
+  id: string,
+): Promise<{ id: string; deleted: true }> {
+  const { spool_path: file } = await write(ctx, {
+    type: 'message_delete',
+    id,
+    stamp: auditStamp(ctx),
+  });
   // After the commit: a crash in between leaves a file without a row, which start-up removes.
   if (file !== null) await rm(path.join(ctx.spoolRoot, file), { force: true });
   return { id, deleted: true };
@@ -210,6 +264,12 @@ export async function deleteMessage(ctx: OperatorContext, id: string): Promise<{
  * the CLI's separate attempt, event and outcome lists, and without the spool file's path.
  */
 export async function messageDetail(ctx: OperatorContext, id: string) {
-  const { spool_path: _path, attempts_log: _attempts, events: _events, recipient_outcomes: _outcomes, ...detail } = await messageShow(ctx, id);
+  const {
+    spool_path: _path,
+    attempts_log: _attempts,
+    events: _events,
+    recipient_outcomes: _outcomes,
+    ...detail
+  } = await messageShow(ctx, id);
   return detail;
 }

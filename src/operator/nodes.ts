@@ -1,4 +1,4 @@
-import { listNodes, nodeState, type NodeListener, type NodeState } from '../store/nodes.js';
+import { listNodes, type NodeListener, type NodeState, nodeState } from '../store/nodes.js';
 import { iso, type OperatorContext } from './context.js';
 
 export interface NodeView {
@@ -43,10 +43,16 @@ export function nodeListTable(list: NodeList): string[] {
   if (list.nodes.length === 0) return ['no nodes have registered\n'];
   const head = ['id', 'state', 'version', 'pid', 'hostname', 'last beat', 'listeners'];
   const rows = list.nodes.map((n) => [
-    n.id, n.state, n.version, String(n.pid), n.hostname, n.stopped_at ? `stopped ${n.stopped_at}` : n.last_beat_at,
+    n.id,
+    n.state,
+    n.version,
+    String(n.pid),
+    n.hostname,
+    n.stopped_at ? `stopped ${n.stopped_at}` : n.last_beat_at,
     n.listeners.map((l) => `${l.name}=${l.host}:${l.port}`).join(' '),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => `${cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ')}\n`;
+  const line = (cells: string[]) =>
+    `${cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ')}\n`;
   return [line(head), ...rows.map(line)];
 }

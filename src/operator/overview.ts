@@ -1,7 +1,12 @@
 import { statfs } from 'node:fs/promises';
-import { attachedProviderAccounts, liveMessageCounts, oldestQueuedMessage, troubledWebhookEndpoints } from '../store/activity.js';
-import { backendOf } from '../store/backendOf.js';
 import { LIVE_STATUSES } from '../contract/messageStates.js';
+import {
+  attachedProviderAccounts,
+  liveMessageCounts,
+  oldestQueuedMessage,
+  troubledWebhookEndpoints,
+} from '../store/activity.js';
+import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
 import type { ActivityTail } from './activity.js';
 import { iso, type OperatorContext } from './context.js';
@@ -27,7 +32,12 @@ export class StorageFigures {
     return this.cached;
   }
 
-  async figures(now: number): Promise<{ spool_bytes: number; spool_counted_at: string; disk_free_bytes: number | null; disk_total_bytes: number | null }> {
+  async figures(now: number): Promise<{
+    spool_bytes: number;
+    spool_counted_at: string;
+    disk_free_bytes: number | null;
+    disk_total_bytes: number | null;
+  }> {
     const spool = await this.spool(now);
     let free: number | null = null;
     let total: number | null = null;
@@ -38,7 +48,12 @@ export class StorageFigures {
     } catch {
       // Not every platform reports it.
     }
-    return { spool_bytes: spool.bytes, spool_counted_at: new Date(spool.at).toISOString(), disk_free_bytes: free, disk_total_bytes: total };
+    return {
+      spool_bytes: spool.bytes,
+      spool_counted_at: new Date(spool.at).toISOString(),
+      disk_free_bytes: free,
+      disk_total_bytes: total,
+    };
   }
 
   private count(): Promise<{ bytes: number; files: number }> {
@@ -54,12 +69,18 @@ export interface OverviewSources {
 }
 
 /** Provider health and storage are for owners only (`includeSystem`). */
-export async function overview(ctx: OperatorContext, sources: OverviewSources, projects: readonly string[] | null, includeSystem: boolean) {
+export async function overview(
+  ctx: OperatorContext,
+  sources: OverviewSources,
+  projects: readonly string[] | null,
+  includeSystem: boolean,
+) {
   const now = ctx.clock.now();
   await sources.activity.catchUp();
   const inScope = (projectId: string) => projects === null || projects.includes(projectId);
   const queue: Record<string, number> = Object.fromEntries(LIVE_STATUSES.map((s) => [s, 0]));
-  for (const row of await liveMessageCounts(ctx.store)) if (inScope(row.project_id)) queue[row.status] += row.count;
+  for (const row of await liveMessageCounts(ctx.store))
+    if (inScope(row.project_id)) queue[row.status] += row.count;
   const oldest = await oldestQueuedMessage(ctx.store, projects);
   const webhooks = (await troubledWebhookEndpoints(ctx.store))
     .filter((w) => inScope(w.project_id))
@@ -94,7 +115,14 @@ export async function overview(ctx: OperatorContext, sources: OverviewSources, p
     hourly: sources.activity.hourlyCounts(projects),
     queue,
     oldest_waiting: oldest
-      ? { id: oldest.id, project_id: oldest.project_id, created_at: iso(oldest.created_at)!, age_seconds: Math.max(0, Math.round((now - oldest.created_at) / 1000)), attempts: oldest.attempts, next_attempt_at: iso(oldest.next_attempt_at) }
+      ? {
+          id: oldest.id,
+          project_id: oldest.project_id,
+          created_at: iso(oldest.created_at)!,
+          age_seconds: Math.max(0, Math.round((now - oldest.created_at) / 1000)),
+          attempts: oldest.attempts,
+          next_attempt_at: iso(oldest.next_attempt_at),
+        }
       : null,
     providers,
     webhooks,

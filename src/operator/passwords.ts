@@ -1,4 +1,4 @@
-import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
 import { randomAlphanumeric } from '../ids.js';
 import { OperatorError } from './errors.js';
 
@@ -17,12 +17,23 @@ const MAX_CONCURRENT = 2;
 let running = 0;
 const waiting: (() => void)[] = [];
 
-async function derive(password: string, salt: Buffer, params: ScryptOptions, length: number): Promise<Buffer> {
+async function derive(
+  password: string,
+  salt: Buffer,
+  params: ScryptOptions,
+  length: number,
+): Promise<Buffer> {
   if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve));
   running++;
   try {
     return await new Promise<Buffer>((resolve, reject) =>
-      scrypt(password.normalize('NFKC'), salt, length, { ...params, maxmem: MAX_MEMORY }, (err, key) => (err ? reject(err) : resolve(key))),
+      scrypt(
+        password.normalize('NFKC'),
+        salt,
+        length,
+        { ...params, maxmem: MAX_MEMORY },
+        (err, key) => (err ? reject(err) : resolve(key)),
+      ),
     );
   } finally {
     running--;
@@ -32,8 +43,18 @@ async function derive(password: string, salt: Buffer, params: ScryptOptions, len
 
 /** The hash reads all of it. */
 export function checkPasswordRules(password: string, field = 'password'): void {
-  if (password.length < PASSWORD_MIN_LENGTH) throw new OperatorError('invalid_argument', `the password must be at least ${PASSWORD_MIN_LENGTH} characters long`, field);
-  if (password.length > PASSWORD_MAX_LENGTH) throw new OperatorError('invalid_argument', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`, field);
+  if (password.length < PASSWORD_MIN_LENGTH)
+    throw new OperatorError(
+      'invalid_argument',
+      `the password must be at least ${PASSWORD_MIN_LENGTH} characters long`,
+      field,
+    );
+  if (password.length > PASSWORD_MAX_LENGTH)
+    throw new OperatorError(
+      'invalid_argument',
+      `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`,
+      field,
+    );
 }
 
 /** 20 alphanumerics, about 119 bits. */

@@ -1,8 +1,18 @@
-import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
+import type {
+  ProviderAccount,
+  ProviderAccountSecrets,
+  ProviderAccountSettings,
+} from '../contract/providerAccount.js';
 import { newProviderAccountId } from '../ids.js';
 import { ACCOUNT_FIELDS, type AccountFieldName } from '../providers/accountFields.js';
-import { checkConnection, type ConnectionCheck } from '../providers/connectionCheck.js';
-import { DECLARED_SLUGS, declaredSlug, feedbackUrlCarriesSecret, feedbackVerifierFor, vendorOf } from '../providers/registry.js';
+import { type ConnectionCheck, checkConnection } from '../providers/connectionCheck.js';
+import {
+  DECLARED_SLUGS,
+  declaredSlug,
+  feedbackUrlCarriesSecret,
+  feedbackVerifierFor,
+  vendorOf,
+} from '../providers/registry.js';
 import { findProviderAccount, listProviderAccounts } from '../store/providerAccounts.js';
 import { auditStamp } from './audit.js';
 import { iso, type OperatorContext } from './context.js';
@@ -43,7 +53,10 @@ export interface ProviderChanges {
   webhookPublicKey?: string;
 }
 
-export const ATTACH_OPTION: Record<AccountFieldName, Exclude<keyof AttachOptions, 'slug' | 'freeQuota' | 'priority'>> = {
+export const ATTACH_OPTION: Record<
+  AccountFieldName,
+  Exclude<keyof AttachOptions, 'slug' | 'freeQuota' | 'priority'>
+> = {
   host: 'host',
   port: 'port',
   user: 'user',
@@ -83,7 +96,11 @@ function feedbackUrl(ctx: OperatorContext, row: ProviderAccount, reveal: boolean
   return `${url}/${reveal ? encodeURIComponent(secret) : MASK}`;
 }
 
-function view(ctx: OperatorContext, row: ProviderAccount, revealFeedbackSecret = false): ProviderAccountView {
+function view(
+  ctx: OperatorContext,
+  row: ProviderAccount,
+  revealFeedbackSecret = false,
+): ProviderAccountView {
   const { settings, secrets } = row;
   return {
     id: row.id,
@@ -94,7 +111,11 @@ function view(ctx: OperatorContext, row: ProviderAccount, revealFeedbackSecret =
     label: settings.label ?? null,
     priority: row.priority,
     free_quota: row.free_quota,
-    credentials: { pass: Boolean(secrets.pass), api_key: Boolean(secrets.api_key), webhook_secret: Boolean(secrets.webhook_secret) },
+    credentials: {
+      pass: Boolean(secrets.pass),
+      api_key: Boolean(secrets.api_key),
+      webhook_secret: Boolean(secrets.webhook_secret),
+    },
     feedback_path: `/v1/feedback/${row.id}`,
     feedback_url: feedbackUrl(ctx, row, revealFeedbackSecret),
     created_at: iso(row.created_at)!,
@@ -104,21 +125,40 @@ function view(ctx: OperatorContext, row: ProviderAccount, revealFeedbackSecret =
 function integer(name: string, value: string | undefined, min: number, max: number): number | null {
   if (value === undefined) return null;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < min || n > max) throw new OperatorError('invalid_argument', `--${name} must be an integer from ${min} to ${max}`, name.replace(/-/g, '_'));
+  if (!/^\d+$/.test(value) || n < min || n > max)
+    throw new OperatorError(
+      'invalid_argument',
+      `--${name} must be an integer from ${min} to ${max}`,
+      name.replace(/-/g, '_'),
+    );
   return n;
 }
 
-export async function attachProvider(ctx: OperatorContext, projectId: string, opts: AttachOptions): Promise<ProviderAccountView> {
+export async function attachProvider(
+  ctx: OperatorContext,
+  projectId: string,
+  opts: AttachOptions,
+): Promise<ProviderAccountView> {
   await requireProject(ctx, projectId);
   const declared = declaredSlug(opts.slug);
-  if (!declared) throw new OperatorError('invalid_argument', `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`, 'slug');
+  if (!declared)
+    throw new OperatorError(
+      'invalid_argument',
+      `unknown provider slug "${opts.slug}" (one of: ${PROVIDER_SLUGS.join(', ')})`,
+      'slug',
+    );
   for (const name of declared.account.required) {
     if (!opts[ATTACH_OPTION[name]]) {
       const field = ACCOUNT_FIELDS.find((f) => f.name === name);
-      throw new OperatorError('invalid_argument', `${opts.slug} needs ${field?.flag ?? name} (${declared.account.properties[name]?.title ?? name})`, name);
+      throw new OperatorError(
+        'invalid_argument',
+        `${opts.slug} needs ${field?.flag ?? name} (${declared.account.properties[name]?.title ?? name})`,
+        name,
+      );
     }
   }
-  if (opts.tls !== undefined && !['starttls', 'implicit', 'none'].includes(opts.tls)) throw new OperatorError('invalid_argument', '--tls must be starttls, implicit or none', 'tls');
+  if (opts.tls !== undefined && !['starttls', 'implicit', 'none'].includes(opts.tls))
+    throw new OperatorError('invalid_argument', '--tls must be starttls, implicit or none', 'tls');
   if (opts.endpoint !== undefined) {
     let url: URL;
     try {
@@ -126,7 +166,8 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
     } catch {
       throw new OperatorError('invalid_argument', '--endpoint must be an absolute URL', 'endpoint');
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OperatorError('invalid_argument', '--endpoint must be an http(s) URL', 'endpoint');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw new OperatorError('invalid_argument', '--endpoint must be an http(s) URL', 'endpoint');
   }
   const settings: ProviderAccountSettings = {
     host: opts.host ?? null,
@@ -162,49 +203,92 @@ export async function attachProvider(ctx: OperatorContext, projectId: string, op
 function label(value: string | null | undefined): string | null | undefined {
   if (value === undefined || value === null) return value;
   const trimmed = value.trim();
-  if (trimmed.length > 100) throw new OperatorError('invalid_argument', '--label is at most 100 characters', 'label');
+  if (trimmed.length > 100)
+    throw new OperatorError('invalid_argument', '--label is at most 100 characters', 'label');
   return trimmed === '' ? null : trimmed;
 }
 
-export async function listProviders(ctx: OperatorContext, projectId: string): Promise<{ providers: ProviderAccountView[] }> {
+export async function listProviders(
+  ctx: OperatorContext,
+  projectId: string,
+): Promise<{ providers: ProviderAccountView[] }> {
   await requireProject(ctx, projectId);
-  return { providers: (await listProviderAccounts(ctx.store, projectId)).map((row) => view(ctx, row)) };
+  return {
+    providers: (await listProviderAccounts(ctx.store, projectId)).map((row) => view(ctx, row)),
+  };
 }
 
-export async function detachProvider(ctx: OperatorContext, id: string): Promise<{ id: string; detached: true }> {
+export async function detachProvider(
+  ctx: OperatorContext,
+  id: string,
+): Promise<{ id: string; detached: true }> {
   await write(ctx, { type: 'provider_detach', id, now: ctx.clock.now(), stamp: auditStamp(ctx) });
   return { id, detached: true };
 }
 
-export async function requireProviderAccount(ctx: OperatorContext, id: string): Promise<ProviderAccount> {
+export async function requireProviderAccount(
+  ctx: OperatorContext,
+  id: string,
+): Promise<ProviderAccount> {
   const row = await findProviderAccount(ctx.store, id);
   if (!row || row.detached_at !== null) throw notFound('provider account', id);
   return row;
 }
 
 /** Priority: fallback order, lowest first; free quota: free-first, null none. */
-export async function updateProvider(ctx: OperatorContext, id: string, changes: ProviderChanges): Promise<ProviderAccountView> {
+export async function updateProvider(
+  ctx: OperatorContext,
+  id: string,
+  changes: ProviderChanges,
+): Promise<ProviderAccountView> {
   const priority = integer('priority', changes.priority, 0, 1_000_000);
-  const freeQuota = changes.freeQuota === null ? null : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
+  const freeQuota =
+    changes.freeQuota === null
+      ? null
+      : integer('free-quota', changes.freeQuota, 0, Number.MAX_SAFE_INTEGER);
   const settings: Partial<ProviderAccountSettings> = {};
   const newLabel = label(changes.label);
   if (newLabel !== undefined) settings.label = newLabel;
   if (changes.user !== undefined) settings.user = changes.user;
-  if (changes.webhookPublicKey !== undefined) settings.webhook_public_key = changes.webhookPublicKey;
+  if (changes.webhookPublicKey !== undefined)
+    settings.webhook_public_key = changes.webhookPublicKey;
   const secrets: ProviderAccountSecrets = {};
-  for (const [name, value] of [['pass', changes.pass], ['api_key', changes.apiKey], ['webhook_secret', changes.webhookSecret]] as const) {
+  for (const [name, value] of [
+    ['pass', changes.pass],
+    ['api_key', changes.apiKey],
+    ['webhook_secret', changes.webhookSecret],
+  ] as const) {
     if (value === undefined) continue;
-    if (value === '') throw new OperatorError('invalid_argument', `a new ${name} cannot be empty`, name);
+    if (value === '')
+      throw new OperatorError('invalid_argument', `a new ${name} cannot be empty`, name);
     secrets[name] = value;
   }
-  await write(ctx, { type: 'provider_update', id, priority, ...(changes.freeQuota === undefined ? {} : { free_quota: freeQuota }), settings, secrets, stamp: auditStamp(ctx) });
+  await write(ctx, {
+    type: 'provider_update',
+    id,
+    priority,
+    ...(changes.freeQuota === undefined ? {} : { free_quota: freeQuota }),
+    settings,
+    secrets,
+    stamp: auditStamp(ctx),
+  });
   // A replaced webhook secret is in this answer's feedback URL, once.
   return view(ctx, await requireProviderAccount(ctx, id), changes.webhookSecret !== undefined);
 }
 
 /** Sends nothing and changes nothing, so it is not audited. */
-export async function checkProvider(ctx: OperatorContext, id: string): Promise<ConnectionCheck & { id: string; slug: string }> {
+export async function checkProvider(
+  ctx: OperatorContext,
+  id: string,
+): Promise<ConnectionCheck & { id: string; slug: string }> {
   const row = await requireProviderAccount(ctx, id);
-  const result = await checkConnection(row, declaredSlug(row.slug), { timeoutMs: Math.min(ctx.config.delivery.smtp_timeout_ms, ctx.config.delivery.api_timeout_ms, 15_000), now: ctx.clock.now() });
+  const result = await checkConnection(row, declaredSlug(row.slug), {
+    timeoutMs: Math.min(
+      ctx.config.delivery.smtp_timeout_ms,
+      ctx.config.delivery.api_timeout_ms,
+      15_000,
+    ),
+    now: ctx.clock.now(),
+  });
   return { id, slug: row.slug, ...result };
 }

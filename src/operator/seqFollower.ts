@@ -30,7 +30,9 @@ export class SeqFollower<Row extends { seq: number }> {
     const rows = await this.source.after(this.cursor, limit);
     for (const row of rows) {
       const until = this.source.timeOf(row) + GAP_WAIT_MS;
-      if (until >= now) for (let seq = Math.max(this.cursor + 1, row.seq - MAX_GAPS); seq < row.seq; seq++) this.gaps.set(seq, until);
+      if (until >= now)
+        for (let seq = Math.max(this.cursor + 1, row.seq - MAX_GAPS); seq < row.seq; seq++)
+          this.gaps.set(seq, until);
       this.cursor = row.seq;
     }
     // The oldest gaps give way first (a Map keeps insertion order).

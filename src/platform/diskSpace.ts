@@ -61,7 +61,11 @@ export class DiskGuard {
     const was = this.current.low;
     this.current = next;
     if (next.low && !was) this.logLow();
-    if (!next.low && was) this.logger.info({ free_bytes: next.free_bytes, min_free_bytes: next.min_free_bytes }, 'disk space is back above spool.min_free_bytes: accepting new mail again');
+    if (!next.low && was)
+      this.logger.info(
+        { free_bytes: next.free_bytes, min_free_bytes: next.min_free_bytes },
+        'disk space is back above spool.min_free_bytes: accepting new mail again',
+      );
     return next;
   }
 

@@ -20,7 +20,9 @@ class Lease implements BudgetLease {
   constructor(private readonly budget: InflightBudget) {}
 
   growTo(amount: number): Promise<void> {
-    return amount <= this.amount ? Promise.resolve() : this.budget.take(this, amount - this.amount, true);
+    return amount <= this.amount
+      ? Promise.resolve()
+      : this.budget.take(this, amount - this.amount, true);
   }
 
   release(): void {

@@ -20,9 +20,24 @@ export function metricsRecording(): boolean {
 
 const registers = [metricsRegistry];
 
-const accepted = new client.Counter({ name: 'postern_messages_accepted_total', help: 'Messages accepted (202 / 250), by door and environment.', labelNames: ['door', 'environment'], registers });
-const refusals = new client.Counter({ name: 'postern_refusals_total', help: "Requests and messages refused, by door and the contract's error code.", labelNames: ['door', 'code'], registers });
-const handoffs = new client.Counter({ name: 'postern_handoff_attempts_total', help: 'Hand-off attempts to provider accounts, by provider slug and outcome (sent, temporary, permanent, account).', labelNames: ['provider', 'outcome'], registers });
+const accepted = new client.Counter({
+  name: 'postern_messages_accepted_total',
+  help: 'Messages accepted (202 / 250), by door and environment.',
+  labelNames: ['door', 'environment'],
+  registers,
+});
+const refusals = new client.Counter({
+  name: 'postern_refusals_total',
+  help: "Requests and messages refused, by door and the contract's error code.",
+  labelNames: ['door', 'code'],
+  registers,
+});
+const handoffs = new client.Counter({
+  name: 'postern_handoff_attempts_total',
+  help: 'Hand-off attempts to provider accounts, by provider slug and outcome (sent, temporary, permanent, account).',
+  labelNames: ['provider', 'outcome'],
+  registers,
+});
 const handoffSeconds = new client.Histogram({
   name: 'postern_handoff_duration_seconds',
   help: 'How long one hand-off to a provider took, by provider slug.',
@@ -30,21 +45,36 @@ const handoffSeconds = new client.Histogram({
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
   registers,
 });
-const feedback = new client.Counter({ name: 'postern_provider_feedback_total', help: 'Provider feedback items received (verified, not a replay), by kind: delivered, hard_bounce, soft_bounce, complaint, failed.', labelNames: ['kind'], registers });
+const feedback = new client.Counter({
+  name: 'postern_provider_feedback_total',
+  help: 'Provider feedback items received (verified, not a replay), by kind: delivered, hard_bounce, soft_bounce, complaint, failed.',
+  labelNames: ['kind'],
+  registers,
+});
 const webhookDeliveries = new client.Counter({
   name: 'postern_webhook_deliveries_total',
   help: 'Webhook delivery attempts recorded, by outcome: delivered, retry (failed, another attempt is due), failed (no attempt left).',
   labelNames: ['outcome'],
   registers,
 });
-const commitGroupSize = new client.Histogram({ name: 'postern_commit_group_size', help: 'Acceptances committed per group (one transaction, one flush).', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers });
+const commitGroupSize = new client.Histogram({
+  name: 'postern_commit_group_size',
+  help: 'Acceptances committed per group (one transaction, one flush).',
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+  registers,
+});
 const commitSeconds = new client.Histogram({
   name: 'postern_commit_duration_seconds',
   help: "A commit group's time: its spool files published, then its transaction.",
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
   registers,
 });
-const httpRequests = new client.Counter({ name: 'postern_http_requests_total', help: 'HTTP requests answered, by listener kind (send, console, plain: http.redirect_plain), route and status.', labelNames: ['listener', 'route', 'status'], registers });
+const httpRequests = new client.Counter({
+  name: 'postern_http_requests_total',
+  help: 'HTTP requests answered, by listener kind (send, console, plain: http.redirect_plain), route and status.',
+  labelNames: ['listener', 'route', 'status'],
+  registers,
+});
 const streamOverflows = new client.Counter({
   name: 'postern_console_stream_overflows_total',
   help: 'Console live-update streams that fell behind (console.stream_max_queued_bytes) and were sent one refresh in place of what they missed.',
@@ -57,7 +87,12 @@ const streamsClosed = new client.Counter({
   registers,
 });
 for (const reason of ['authority', 'access', 'stalled']) streamsClosed.inc({ reason }, 0);
-const nodeInfo = new client.Gauge({ name: 'postern_node_info', help: 'This node: its node.id and version (the value is always 1).', labelNames: ['node_id', 'version'], registers });
+const nodeInfo = new client.Gauge({
+  name: 'postern_node_info',
+  help: 'This node: its node.id and version (the value is always 1).',
+  labelNames: ['node_id', 'version'],
+  registers,
+});
 const certificateExpiry = new client.Gauge({
   name: 'postern_certificate_expiry_seconds',
   help: 'When each certificate the listeners serve expires (Unix time, seconds), by name: the first domain of tls.acme, a listener name (its cert/key), or smtp.tls. A listener still waiting for its first ACME certificate has none.',
@@ -99,7 +134,11 @@ export function observeCommitGroup(size: number, seconds: number): void {
   commitSeconds.observe(seconds);
 }
 
-export function countHttpRequest(listener: 'send' | 'console' | 'plain', route: string, status: number): void {
+export function countHttpRequest(
+  listener: 'send' | 'console' | 'plain',
+  route: string,
+  status: number,
+): void {
   if (recording) httpRequests.inc({ listener, route, status: String(status) });
 }
 

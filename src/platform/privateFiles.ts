@@ -2,7 +2,23 @@
  * The state directory holds secrets in clear, so it is private and what another user may have planted there (a link,
  * their file, a hard link) is refused, never followed: O_NOFOLLOW, fstat, fchmod, never chmod on a path (docs/cli.md).
  */
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, writeSync, type Stats } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  type Stats,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import type { Logger } from '../log.js';
@@ -42,19 +58,28 @@ function kindOf(stats: Stats): string {
 }
 
 function symbolicLink(file: string): StateFileError {
-  return new StateFileError(`${file} is a symbolic link (to ${linkTarget(file)}): Postern does not follow links in its state directory, nor change what they point at; remove the link`);
+  return new StateFileError(
+    `${file} is a symbolic link (to ${linkTarget(file)}): Postern does not follow links in its state directory, nor change what they point at; remove the link`,
+  );
 }
 
 /** `stats` from lstat, or fstat of a descriptor opened with O_NOFOLLOW. */
 function checkOwn(file: string, stats: Stats, kind: 'file' | 'directory'): void {
   if (stats.isSymbolicLink()) throw symbolicLink(file);
-  if (kind === 'file' ? !stats.isFile() : !stats.isDirectory()) throw new StateFileError(`${file} is ${kindOf(stats)}, where Postern keeps a ${kind}: remove it`);
+  if (kind === 'file' ? !stats.isFile() : !stats.isDirectory())
+    throw new StateFileError(
+      `${file} is ${kindOf(stats)}, where Postern keeps a ${kind}: remove it`,
+    );
   const uid = ownUid();
   if (uid !== undefined && stats.uid !== uid) {
-    throw new StateFileError(`${file} is owned by uid ${stats.uid}, not by the user Postern runs as (uid ${uid}): that user could change it, so Postern does not use it; remove it, or chown it to uid ${uid} if it is Postern's`);
+    throw new StateFileError(
+      `${file} is owned by uid ${stats.uid}, not by the user Postern runs as (uid ${uid}): that user could change it, so Postern does not use it; remove it, or chown it to uid ${uid} if it is Postern's`,
+    );
   }
   if (kind === 'file' && stats.nlink > 1) {
-    throw new StateFileError(`${file} has ${stats.nlink} hard links: it is also a file elsewhere, which Postern must not change; replace it with a copy of its own`);
+    throw new StateFileError(
+      `${file} has ${stats.nlink} hard links: it is also a file elsewhere, which Postern must not change; replace it with a copy of its own`,
+    );
   }
 }
 
@@ -103,7 +128,8 @@ export function ensurePrivateDirectory(dir: string, logger?: Logger): boolean {
     try {
       fd = openSync(dir, O_RDONLY | O_DIRECTORY);
     } catch (inner) {
-      if ((inner as NodeJS.ErrnoException).code === 'ENOTDIR') throw new StateFileError(`${dir} is not a directory`);
+      if ((inner as NodeJS.ErrnoException).code === 'ENOTDIR')
+        throw new StateFileError(`${dir} is not a directory`);
       throw inner;
     }
   }
@@ -113,15 +139,21 @@ export function ensurePrivateDirectory(dir: string, logger?: Logger): boolean {
     const mode = stats.mode & 0o7777;
     if ((mode & 0o077) === 0) return false;
     if (mode & 0o1000) {
-      throw new StateFileError(`${dir} is a shared directory (mode ${octal(mode)}, sticky bit): give Postern a state directory of its own`);
+      throw new StateFileError(
+        `${dir} is a shared directory (mode ${octal(mode)}, sticky bit): give Postern a state directory of its own`,
+      );
     }
     if (throughLink) {
-      throw new StateFileError(`${dir} is a symbolic link to ${linkTarget(dir)}, a directory other users can read (mode ${octal(mode)}): Postern does not change modes through a link; run chmod 700 on the directory itself`);
+      throw new StateFileError(
+        `${dir} is a symbolic link to ${linkTarget(dir)}, a directory other users can read (mode ${octal(mode)}): Postern does not change modes through a link; run chmod 700 on the directory itself`,
+      );
     }
     try {
       tighten(fd, stats);
     } catch (err) {
-      throw new StateFileError(`${dir} is readable by other users (mode ${octal(mode)}) and could not be made private (${(err as NodeJS.ErrnoException).code}): run chmod 700 on it, or choose another state_dir`);
+      throw new StateFileError(
+        `${dir} is readable by other users (mode ${octal(mode)}) and could not be made private (${(err as NodeJS.ErrnoException).code}): run chmod 700 on it, or choose another state_dir`,
+      );
     }
   } finally {
     closeSync(fd);
@@ -141,7 +173,10 @@ export function ensurePrivateSubdirectory(dir: string): void {
   try {
     fd = openNoFollow(dir, O_RDONLY | O_DIRECTORY);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') throw new StateFileError(`${dir} is ${kindOf(lstatSync(dir))}, where Postern keeps a directory: remove it`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR')
+      throw new StateFileError(
+        `${dir} is ${kindOf(lstatSync(dir))}, where Postern keeps a directory: remove it`,
+      );
     throw err;
   }
   try {
@@ -189,7 +224,10 @@ export function readPrivateFile(file: string): Buffer | null {
   return readOwnFile(file, { tighten: true });
 }
 
-export function readOwnFile(file: string, opts: { tighten: boolean } = { tighten: false }): Buffer | null {
+export function readOwnFile(
+  file: string,
+  opts: { tighten: boolean } = { tighten: false },
+): Buffer | null {
   let fd: number;
   try {
     fd = openNoFollow(file, O_RDONLY | O_NONBLOCK);
@@ -216,7 +254,8 @@ export function writePrivateFile(file: string, data: string | Uint8Array, mode: 
     ftruncateSync(fd, 0);
     if ((stats.mode & 0o7777) !== mode) fchmodSync(fd, mode);
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+    for (let offset = 0; offset < bytes.length; )
+      offset += writeSync(fd, bytes, offset, bytes.length - offset);
   } finally {
     closeSync(fd);
   }

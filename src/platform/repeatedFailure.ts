@@ -25,13 +25,19 @@ export class RepeatedFailure {
     this.failures++;
     const at = this.now();
     if (at - this.lastLoggedAt >= this.options.logPeriodMs) {
-      this.logger.error({ err, failures_in_a_row: this.failures, not_logged: this.unlogged }, this.message);
+      this.logger.error(
+        { err, failures_in_a_row: this.failures, not_logged: this.unlogged },
+        this.message,
+      );
       this.lastLoggedAt = at;
       this.unlogged = 0;
     } else {
       this.unlogged++;
     }
-    return Math.min(this.options.maxDelayMs, this.options.minDelayMs * 2 ** Math.min(30, this.failures - 1));
+    return Math.min(
+      this.options.maxDelayMs,
+      this.options.minDelayMs * 2 ** Math.min(30, this.failures - 1),
+    );
   }
 
   succeeded(): void {

@@ -1,4 +1,4 @@
-import { Worker, type MessagePort, type Transferable } from 'node:worker_threads';
+import { type MessagePort, type Transferable, Worker } from 'node:worker_threads';
 
 export type ChannelReply = { seq: number; ok: true } | { seq: number; ok: false; error: string };
 
@@ -27,7 +27,10 @@ export class ThreadChannel<Reply extends ChannelReply> {
     endpoint.on('message', (replies: Reply[]) => {
       for (const reply of replies) this.settle(reply);
     });
-    if (endpoint instanceof Worker) endpoint.on('exit', (code: number) => this.end(new Error(`${options.name} exited with code ${code}`)));
+    if (endpoint instanceof Worker)
+      endpoint.on('exit', (code: number) =>
+        this.end(new Error(`${options.name} exited with code ${code}`)),
+      );
     else endpoint.on('close', () => this.end(new Error(`${options.name} channel closed`)));
     if (options.refWhileWaiting) endpoint.unref();
   }
@@ -49,7 +52,10 @@ export class ThreadChannel<Reply extends ChannelReply> {
     this.endpoint.postMessage(message, transfer);
   }
 
-  request<Request extends { seq: number }>(requests: Request[], transfer?: readonly Transferable[]): Promise<Answer<Reply>>[] {
+  request<Request extends { seq: number }>(
+    requests: Request[],
+    transfer?: readonly Transferable[],
+  ): Promise<Answer<Reply>>[] {
     const replies = requests.map((r) => this.expect(r.seq));
     this.post(requests, transfer);
     return replies;

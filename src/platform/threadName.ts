@@ -16,6 +16,5 @@ export function nameThisThread(name: ThreadName): void {
   if (process.platform !== 'linux' || isMainThread) return;
   try {
     writeFileSync('/proc/thread-self/comm', name);
-  } catch {
-  }
+  } catch {}
 }

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import type { Queries } from '../store/queries.js';
-import { authenticate, bearerKey, type AuthContext, type Environment } from './apiKeys.js';
+import { type AuthContext, authenticate, bearerKey, type Environment } from './apiKeys.js';
 import type { RateWindow } from './rateWindow.js';
 import type { RateWindowFactory } from './rateWindowFactory.js';
 
@@ -54,7 +54,10 @@ export class Admission {
   private limiters(limits: PosternConfig['rate_limits']): [RateWindow, Record<Route, RateWindow>] {
     const windowMs = limits.window_seconds * 1000;
     const window = (name: string, limit: number) => this.windows.window(name, limit, windowMs);
-    return [window('unauthenticated', limits.unauthenticated_per_ip), { send: window('send', limits.send_per_key), batch: window('batch', limits.batch_per_key) }];
+    return [
+      window('unauthenticated', limits.unauthenticated_per_ip),
+      { send: window('send', limits.send_per_key), batch: window('batch', limits.batch_per_key) },
+    ];
   }
 
   /**
@@ -66,7 +69,12 @@ export class Admission {
   }
 
   /** An HTTP request: its bearer key, then its route's window. */
-  async admit(clientIp: string, authorization: string | undefined, environment: Environment, route: Route): Promise<AuthContext> {
+  async admit(
+    clientIp: string,
+    authorization: string | undefined,
+    environment: Environment,
+    route: Route,
+  ): Promise<AuthContext> {
     const auth = await this.authenticateClient(clientIp, bearerKey(authorization), environment);
     await this.takeRequest(auth, route);
     return auth;
@@ -93,7 +101,11 @@ export class Admission {
    * Authenticates a key (HTTP bearer or SMTP AUTH password). A failure counts against the IP,
    * and once the IP's window is spent the failure is answered 429 (not counted again).
    */
-  async authenticateClient(clientIp: string, key: string | null, environment: Environment): Promise<AuthContext> {
+  async authenticateClient(
+    clientIp: string,
+    key: string | null,
+    environment: Environment,
+  ): Promise<AuthContext> {
     try {
       const auth = await authenticate(this.store, key, environment, this.clock);
       this.onKeyUsed(auth.keyId);

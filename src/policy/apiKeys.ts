@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { ContractError } from '../contract/errors.js';
 import { newKeyId, randomAlphanumeric } from '../ids.js';
-import { findKeyByHash, insertApiKey, type ApiKeyRow } from '../store/apiKeys.js';
+import { type ApiKeyRow, findKeyByHash, insertApiKey } from '../store/apiKeys.js';
 import type { ProjectRow } from '../store/projects.js';
 import type { Queries } from '../store/queries.js';
 
@@ -12,7 +12,10 @@ export type KeyMode = 'live' | 'test';
 export const KEY_PATTERN = /^ps_(live|test)_[A-Za-z0-9]{40}$/;
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-export const modeForEnvironment: Record<Environment, KeyMode> = { production: 'live', sandbox: 'test' };
+export const modeForEnvironment: Record<Environment, KeyMode> = {
+  production: 'live',
+  sandbox: 'test',
+};
 
 /**
  * Keys carry ~238 random bits, so a single SHA-256 is a sound verifier: there is nothing to
@@ -23,8 +26,15 @@ export function hashApiKey(key: string): Buffer {
 }
 
 /** A key's or an operator token's state at `now`: revoked wins, then expiry. */
-export function credentialState(c: { revoked_at: number | null; expires_at: number | null }, now: number): 'active' | 'expired' | 'revoked' {
-  return c.revoked_at !== null ? 'revoked' : c.expires_at !== null && c.expires_at <= now ? 'expired' : 'active';
+export function credentialState(
+  c: { revoked_at: number | null; expires_at: number | null },
+  now: number,
+): 'active' | 'expired' | 'revoked' {
+  return c.revoked_at !== null
+    ? 'revoked'
+    : c.expires_at !== null && c.expires_at <= now
+      ? 'expired'
+      : 'active';
 }
 
 export interface CreatedKey {
@@ -32,7 +42,14 @@ export interface CreatedKey {
   key: string;
 }
 
-export async function createApiKey(q: Queries, projectId: string, mode: KeyMode, now: number, expiresAt: number | null, name = ''): Promise<CreatedKey> {
+export async function createApiKey(
+  q: Queries,
+  projectId: string,
+  mode: KeyMode,
+  now: number,
+  expiresAt: number | null,
+  name = '',
+): Promise<CreatedKey> {
   const key = `ps_${mode}_${randomAlphanumeric(40)}`;
   const row: ApiKeyRow = {
     id: newKeyId(),
@@ -66,14 +83,25 @@ export function bearerKey(header: string | undefined): string | null {
  * The contract's authentication table, in this order: missing_api_key → invalid_api_key
  * (unknown, revoked, project deleted) → key_expired → mode_mismatch.
  */
-export async function authenticate(q: Queries, key: string | null, environment: Environment, clock: Clock): Promise<AuthContext> {
+export async function authenticate(
+  q: Queries,
+  key: string | null,
+  environment: Environment,
+  clock: Clock,
+): Promise<AuthContext> {
   if (!key) throw new ContractError('missing_api_key');
   const hash = hashApiKey(key);
   const found = await findKeyByHash(q, hash);
-  if (!found || !timingSafeEqual(found.key.key_hash, hash) || found.key.revoked_at !== null || found.project.deleted_at !== null) {
+  if (
+    !found ||
+    !timingSafeEqual(found.key.key_hash, hash) ||
+    found.key.revoked_at !== null ||
+    found.project.deleted_at !== null
+  ) {
     throw new ContractError('invalid_api_key');
   }
-  if (found.key.expires_at !== null && found.key.expires_at <= clock.now()) throw new ContractError('key_expired');
+  if (found.key.expires_at !== null && found.key.expires_at <= clock.now())
+    throw new ContractError('key_expired');
   if (found.key.mode !== modeForEnvironment[environment]) throw new ContractError('mode_mismatch');
   return { project: found.project, keyId: found.key.id, environment };
 }

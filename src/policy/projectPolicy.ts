@@ -19,20 +19,37 @@ export interface PolicyFacts {
  * (both environments, so a request that passes in the sandbox passes in production), and
  * suppressed recipients among to, cc and bcc (case-insensitive).
  */
-export async function checkProjectPolicy(q: Queries, auth: AuthContext, message: PolicyFacts): Promise<void> {
+export async function checkProjectPolicy(
+  q: Queries,
+  auth: AuthContext,
+  message: PolicyFacts,
+): Promise<void> {
   const projectId = auth.project.id;
   const slugs = await attachedSlugs(q, projectId);
   if (auth.environment === 'production' && slugs.size === 0) {
-    throw new ContractError('no_providers_configured', { message: 'The project has no attached provider; attach one with `postern provider attach`.' });
+    throw new ContractError('no_providers_configured', {
+      message: 'The project has no attached provider; attach one with `postern provider attach`.',
+    });
   }
-  const pinned = message.routing.provider === null ? [] : Array.isArray(message.routing.provider) ? message.routing.provider : [message.routing.provider];
+  const pinned =
+    message.routing.provider === null
+      ? []
+      : Array.isArray(message.routing.provider)
+        ? message.routing.provider
+        : [message.routing.provider];
   const missing = pinned.filter((slug) => !slugs.has(slug));
   if (missing.length > 0) {
-    throw new ContractError('routing_provider_not_configured', { message: `Not attached to this project: ${missing.join(', ')}.` });
+    throw new ContractError('routing_provider_not_configured', {
+      message: `Not attached to this project: ${missing.join(', ')}.`,
+    });
   }
-  const recipients = [...new Set([...message.to, ...message.cc, ...message.bcc].map((r) => r.email.toLowerCase()))];
+  const recipients = [
+    ...new Set([...message.to, ...message.cc, ...message.bcc].map((r) => r.email.toLowerCase())),
+  ];
   const suppressed = await suppressedAmong(q, projectId, recipients);
   if (suppressed.length > 0) {
-    throw new ContractError('suppressed_recipient', { message: `On the project's suppression list: ${suppressed.join(', ')}.` });
+    throw new ContractError('suppressed_recipient', {
+      message: `On the project's suppression list: ${suppressed.join(', ')}.`,
+    });
   }
 }

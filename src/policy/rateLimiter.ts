@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import { RELEASED_AT, type RateSlot, type RateWindow, type Reservation } from './rateWindow.js';
+import { type RateSlot, type RateWindow, RELEASED_AT, type Reservation } from './rateWindow.js';
 
 interface KeyWindow {
   /** A key forgotten and started afresh gets another, so an old slot never matches. */

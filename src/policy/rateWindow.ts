@@ -25,7 +25,9 @@ export interface RateSlot {
   readonly write: number;
 }
 
-export type Reservation = { readonly waitMs: 0; readonly slot: RateSlot } | { readonly waitMs: number; readonly slot: null };
+export type Reservation =
+  | { readonly waitMs: 0; readonly slot: RateSlot }
+  | { readonly waitMs: number; readonly slot: null };
 
 /** Before any clock's now, so it has left every window. */
 export const RELEASED_AT = Number.MIN_SAFE_INTEGER;

@@ -17,8 +17,16 @@ export class RateWindowFactory {
 
   /** `name` keeps limiters apart (on PostgreSQL, across nodes). */
   window(name: string, limit: number, windowMs: number): RateWindow {
-    if (!backendOf(this.store).capabilities.sharedRateWindows) return new SlidingWindowLimiter(limit, windowMs, this.clock);
-    const window = new SharedSlidingWindowLimiter(this.store, name, limit, windowMs, this.clock, this.onPruneFailed);
+    if (!backendOf(this.store).capabilities.sharedRateWindows)
+      return new SlidingWindowLimiter(limit, windowMs, this.clock);
+    const window = new SharedSlidingWindowLimiter(
+      this.store,
+      name,
+      limit,
+      windowMs,
+      this.clock,
+      this.onPruneFailed,
+    );
     this.shared.push(window);
     return window;
   }

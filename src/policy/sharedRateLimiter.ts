@@ -1,7 +1,14 @@
 import type { Clock } from '../clock.js';
 import { backendOf } from '../store/backendOf.js';
 import type { Queries } from '../store/queries.js';
-import { pruneRateWindows, rateWindowWait, recordRateWindow, releaseRateWindow, takeRateWindow, type RateWindowLimit } from '../store/rateWindows.js';
+import {
+  pruneRateWindows,
+  type RateWindowLimit,
+  rateWindowWait,
+  recordRateWindow,
+  releaseRateWindow,
+  takeRateWindow,
+} from '../store/rateWindows.js';
 import type { RateSlot, RateWindow, Reservation } from './rateWindow.js';
 
 /** SlidingWindowLimiter's answers for the cluster's events together, one round trip each; prunes run off the caller's path. */
@@ -19,9 +26,14 @@ export class SharedSlidingWindowLimiter implements RateWindow {
     private readonly clock: Clock,
     private readonly onPruneFailed: (err: Error) => void,
   ) {
-    if (!backendOf(queries).capabilities.sharedRateWindows) throw new Error('a shared rate window needs the PostgreSQL store; one node counts in memory (SlidingWindowLimiter)');
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 2 ** 31 - 1) throw new RangeError(`limit must be a positive integer, not ${limit}`);
-    if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new RangeError(`windowMs must be a positive integer, not ${windowMs}`);
+    if (!backendOf(queries).capabilities.sharedRateWindows)
+      throw new Error(
+        'a shared rate window needs the PostgreSQL store; one node counts in memory (SlidingWindowLimiter)',
+      );
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 2 ** 31 - 1)
+      throw new RangeError(`limit must be a positive integer, not ${limit}`);
+    if (!Number.isSafeInteger(windowMs) || windowMs < 1)
+      throw new RangeError(`windowMs must be a positive integer, not ${windowMs}`);
     this.window = { limiter: name, maxEvents: limit, windowMs };
   }
 

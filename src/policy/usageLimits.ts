@@ -2,8 +2,18 @@ import type { PlanConfig } from '../config/load.js';
 import type { ErrorCode } from '../contract/errors.js';
 import type { Queries } from '../store/queries.js';
 import {
-  addUsage, categoryCount, categoryKnown, dayPeriod, monthPeriod, registerCategory, registerSenderDomain, senderDomainCount,
-  senderDomainKnown, usageFor, type UsageCounter, type UsageState,
+  addUsage,
+  categoryCount,
+  categoryKnown,
+  dayPeriod,
+  monthPeriod,
+  registerCategory,
+  registerSenderDomain,
+  senderDomainCount,
+  senderDomainKnown,
+  type UsageCounter,
+  type UsageState,
+  usageFor,
 } from '../store/usage.js';
 
 /** Plain data: it crosses to the index writer. */
@@ -50,35 +60,67 @@ export interface UsageReads {
 
 const NOTHING_USED: UsageCounter = Object.freeze({ messages: 0, bytes: 0 });
 
-export function usageReads(facts: UsageFacts, plan: PlanConfig, settings: LimitSettings): UsageReads {
+export function usageReads(
+  facts: UsageFacts,
+  plan: PlanConfig,
+  settings: LimitSettings,
+): UsageReads {
   if (!settings.enabled) return { senderDomain: false, category: false, month: false, day: false };
   const production = facts.environment === 'production';
-  return { senderDomain: plan.sender_domains !== null, category: facts.category !== null, month: production, day: production && plan.daily_messages !== null };
+  return {
+    senderDomain: plan.sender_domains !== null,
+    category: facts.category !== null,
+    month: production,
+    day: production && plan.daily_messages !== null,
+  };
 }
 
 /**
  * The caps and quotas in the documented order. Pure: both stores judge by it, in the pre-check and again inside the
  * transaction that stores the message, so concurrent sends never overshoot a cap.
  */
-export function decideUsage(facts: UsageFacts, state: UsageState, plan: PlanConfig, settings: LimitSettings, now: number): Refusal | null {
+export function decideUsage(
+  facts: UsageFacts,
+  state: UsageState,
+  plan: PlanConfig,
+  settings: LimitSettings,
+  now: number,
+): Refusal | null {
   if (!settings.enabled) return null;
-  if (plan.sender_domains !== null && !state.senderDomainKnown && state.senderDomainCount >= plan.sender_domains) {
+  if (
+    plan.sender_domains !== null &&
+    !state.senderDomainKnown &&
+    state.senderDomainCount >= plan.sender_domains
+  ) {
     return {
       code: 'sender_domain:limit_reached',
       message: `The sender domain ${facts.senderDomain} is new and the plan allows ${plan.sender_domains} sender domain${plan.sender_domains === 1 ? '' : 's'}.`,
     };
   }
-  if (facts.category !== null && !state.categoryKnown && state.categoryCount >= settings.categoriesPerProject) {
-    return { code: 'category:limit_reached', message: `The project already has ${settings.categoriesPerProject} distinct categories; "${facts.category}" is new.` };
+  if (
+    facts.category !== null &&
+    !state.categoryKnown &&
+    state.categoryCount >= settings.categoriesPerProject
+  ) {
+    return {
+      code: 'category:limit_reached',
+      message: `The project already has ${settings.categoriesPerProject} distinct categories; "${facts.category}" is new.`,
+    };
   }
   if (facts.environment === 'sandbox') return null;
   const month = state.month;
   if (!plan.overage && month.messages >= plan.monthly_messages) {
-    return { code: 'monthly_quota_exceeded', message: `The plan's monthly quota of ${plan.monthly_messages} messages is spent; it renews on ${nextMonthStart(now)} or when the plan changes.` };
+    return {
+      code: 'monthly_quota_exceeded',
+      message: `The plan's monthly quota of ${plan.monthly_messages} messages is spent; it renews on ${nextMonthStart(now)} or when the plan changes.`,
+    };
   }
   const byteCap = Math.floor(plan.monthly_bytes * (1 + plan.bytes_grace_percent / 100));
   if (month.bytes + Math.max(facts.bytes, 1) > byteCap) {
-    return { code: 'throughput_quota_exceeded', message: `The plan's monthly data volume of ${byteCap} bytes is spent; it renews on ${nextMonthStart(now)} or when the plan changes.` };
+    return {
+      code: 'throughput_quota_exceeded',
+      message: `The plan's monthly data volume of ${byteCap} bytes is spent; it renews on ${nextMonthStart(now)} or when the plan changes.`,
+    };
   }
   if (plan.daily_messages !== null && state.day.messages >= plan.daily_messages) {
     const untilMidnight = DAY_MS - (now % DAY_MS);
@@ -92,10 +134,18 @@ export function decideUsage(facts: UsageFacts, state: UsageState, plan: PlanConf
 }
 
 /** A known domain or category skips its count, as the rules never look at it. */
-async function sqliteUsageState(q: Queries, facts: UsageFacts, plan: PlanConfig, settings: LimitSettings, now: number): Promise<UsageState> {
+async function sqliteUsageState(
+  q: Queries,
+  facts: UsageFacts,
+  plan: PlanConfig,
+  settings: LimitSettings,
+  now: number,
+): Promise<UsageState> {
   const reads = usageReads(facts, plan, settings);
-  const senderDomainIsKnown = !reads.senderDomain || (await senderDomainKnown(q, facts.projectId, facts.senderDomain));
-  const categoryIsKnown = !reads.category || (await categoryKnown(q, facts.projectId, facts.category!));
+  const senderDomainIsKnown =
+    !reads.senderDomain || (await senderDomainKnown(q, facts.projectId, facts.senderDomain));
+  const categoryIsKnown =
+    !reads.category || (await categoryKnown(q, facts.projectId, facts.category!));
   return {
     senderDomainKnown: senderDomainIsKnown,
     senderDomainCount: senderDomainIsKnown ? 0 : await senderDomainCount(q, facts.projectId),
@@ -106,10 +156,22 @@ async function sqliteUsageState(q: Queries, facts: UsageFacts, plan: PlanConfig,
   };
 }
 
-export async function usageRefusal(q: Queries, facts: UsageFacts, planName: string, settings: LimitSettings, now: number): Promise<Refusal | null> {
+export async function usageRefusal(
+  q: Queries,
+  facts: UsageFacts,
+  planName: string,
+  settings: LimitSettings,
+  now: number,
+): Promise<Refusal | null> {
   if (!settings.enabled) return null;
   const plan = planFor(settings, planName);
-  return decideUsage(facts, await sqliteUsageState(q, facts, plan, settings, now), plan, settings, now);
+  return decideUsage(
+    facts,
+    await sqliteUsageState(q, facts, plan, settings, now),
+    plan,
+    settings,
+    now,
+  );
 }
 
 export interface UsageWrites {
@@ -132,13 +194,29 @@ export function usageWrites(facts: UsageFacts, settings: LimitSettings, now: num
 }
 
 /** Runs in the transaction that stores the message. */
-export async function recordUsage(q: Queries, facts: UsageFacts, settings: LimitSettings, now: number): Promise<void> {
+export async function recordUsage(
+  q: Queries,
+  facts: UsageFacts,
+  settings: LimitSettings,
+  now: number,
+): Promise<void> {
   const writes = usageWrites(facts, settings, now);
-  if (writes.senderDomain !== null) await registerSenderDomain(q, facts.projectId, writes.senderDomain, now);
+  if (writes.senderDomain !== null)
+    await registerSenderDomain(q, facts.projectId, writes.senderDomain, now);
   if (writes.category !== null) await registerCategory(q, facts.projectId, writes.category, now);
   for (const period of writes.periods) await addUsage(q, facts.projectId, period, writes.bytes);
 }
 
-export function limitSettings(config: { policy: { enabled: boolean }; plans: Record<string, PlanConfig | undefined>; default_plan: string; limits: { categories_per_project: number } }): LimitSettings {
-  return { enabled: config.policy.enabled, plans: config.plans, defaultPlan: config.default_plan, categoriesPerProject: config.limits.categories_per_project };
+export function limitSettings(config: {
+  policy: { enabled: boolean };
+  plans: Record<string, PlanConfig | undefined>;
+  default_plan: string;
+  limits: { categories_per_project: number };
+}): LimitSettings {
+  return {
+    enabled: config.policy.enabled,
+    plans: config.plans,
+    defaultPlan: config.default_plan,
+    categoriesPerProject: config.limits.categories_per_project,
+  };
 }

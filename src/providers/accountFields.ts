@@ -31,10 +31,12 @@ export interface AccountField {
   secret: boolean;
 }
 
-export const ACCOUNT_FIELDS: readonly AccountField[] = Object.entries(catalogue.fields).map(([name, entry]) => ({
-  // The catalogue is this module's own file: its keys are exactly AccountFieldName.
-  name: name as AccountFieldName,
-  flag: `--${name.replace(/_/g, '-')}`,
-  placeholder: entry.placeholder,
-  secret: 'secret' in entry && entry.secret === true,
-}));
+export const ACCOUNT_FIELDS: readonly AccountField[] = Object.entries(catalogue.fields).map(
+  ([name, entry]) => ({
+    // The catalogue is this module's own file: its keys are exactly AccountFieldName.
+    name: name as AccountFieldName,
+    flag: `--${name.replace(/_/g, '-')}`,
+    placeholder: entry.placeholder,
+    secret: 'secret' in entry && entry.secret === true,
+  }),
+);

@@ -39,7 +39,13 @@ export interface RecipientRefusal {
  * At RCPT, `bounced` (5xx) addresses bounce and `deferred` (4xx) ones are tried again later.
  */
 export type SendResult =
-  | { kind: 'sent'; providerMessageId: string | null; reply: string; bounced: RecipientRefusal[]; deferred: RecipientRefusal[] }
+  | {
+      kind: 'sent';
+      providerMessageId: string | null;
+      reply: string;
+      bounced: RecipientRefusal[];
+      deferred: RecipientRefusal[];
+    }
   | { kind: 'temporary'; reply: string; bounced?: RecipientRefusal[]; retryAfterMs?: number }
   | { kind: 'account'; reply: string }
   | { kind: 'permanent'; reply: string; bounced?: RecipientRefusal[] };
@@ -55,7 +61,10 @@ export interface ProviderAdapter {
 }
 
 export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
-  if (job.mime) return Readable.from([prefix ? Buffer.concat([Buffer.from(prefix), job.mime]) : job.mime], { objectMode: false });
+  if (job.mime)
+    return Readable.from([prefix ? Buffer.concat([Buffer.from(prefix), job.mime]) : job.mime], {
+      objectMode: false,
+    });
   if (!prefix) return openMimeOfJob(job);
   return Readable.from(
     (async function* () {
@@ -67,6 +76,10 @@ export function storedMimeStream(job: DeliveryJob, prefix = ''): Readable {
 }
 
 export async function storedMimeBytes(job: DeliveryJob, prefix = ''): Promise<Buffer> {
-  const mime = job.mime ? job.mime : job.openMime ? await buffer(job.openMime()) : await readFile(job.mimePath);
+  const mime = job.mime
+    ? job.mime
+    : job.openMime
+      ? await buffer(job.openMime())
+      : await readFile(job.mimePath);
   return prefix ? Buffer.concat([Buffer.from(prefix), mime]) : mime;
 }

@@ -24,7 +24,9 @@ export interface SlugData {
   account: AccountSchema;
 }
 
-export type DeclaredSlug = (SlugData & ApiCode & { transport: 'api' }) | (SlugData & { transport: 'smtp'; relay: SmtpRelay });
+export type DeclaredSlug =
+  | (SlugData & ApiCode & { transport: 'api' })
+  | (SlugData & { transport: 'smtp'; relay: SmtpRelay });
 
 /** `@` the sending domain, `{return_path}` the provider's bounce domain, or labels under the sending domain. */
 export type DnsPlace = string;
@@ -61,8 +63,18 @@ export interface DeclaredProvider {
 type SlugDataOf<C extends ProviderCode> = { [K in keyof C & ('api' | 'smtp')]-?: SlugData };
 
 /** A slug the JSON declares without code, or code without a slug, does not compile. */
-export function declareProvider<C extends ProviderCode>(folder: string, code: C, data: SlugDataOf<C>, dns: ProviderDns | null): DeclaredProvider;
-export function declareProvider(folder: string, code: ProviderCode, data: { api?: SlugData; smtp?: SlugData }, dns: ProviderDns | null): DeclaredProvider {
+export function declareProvider<C extends ProviderCode>(
+  folder: string,
+  code: C,
+  data: SlugDataOf<C>,
+  dns: ProviderDns | null,
+): DeclaredProvider;
+export function declareProvider(
+  folder: string,
+  code: ProviderCode,
+  data: { api?: SlugData; smtp?: SlugData },
+  dns: ProviderDns | null,
+): DeclaredProvider {
   const slugs: DeclaredSlug[] = [];
   if (code.api && data.api) slugs.push({ transport: 'api', ...data.api, ...code.api });
   if (code.smtp && data.smtp) slugs.push({ transport: 'smtp', ...data.smtp, relay: code.smtp });

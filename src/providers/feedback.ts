@@ -34,7 +34,15 @@ export type FeedbackVerdict =
       items: FeedbackItem[];
       note?: string;
     }
-  | { ok: false; code: 'feedback:unauthenticated' | 'feedback:stale' | 'feedback:replayed' | 'feedback:malformed'; reason: string };
+  | {
+      ok: false;
+      code:
+        | 'feedback:unauthenticated'
+        | 'feedback:stale'
+        | 'feedback:replayed'
+        | 'feedback:malformed';
+      reason: string;
+    };
 
 export interface FeedbackContext {
   clock: Clock;
@@ -48,7 +56,11 @@ export interface FeedbackContext {
 export interface FeedbackVerifier {
   /** The provider proves itself by the account's `webhook_secret` as the URL's last segment, not by a signature. */
   secretInUrl?: boolean;
-  verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict>;
+  verify(
+    req: FeedbackRequest,
+    account: ProviderAccount,
+    ctx: FeedbackContext,
+  ): Promise<FeedbackVerdict>;
 }
 
 export function headerOf(headers: IncomingHttpHeaders, name: string): string | null {
@@ -58,7 +70,10 @@ export function headerOf(headers: IncomingHttpHeaders, name: string): string | n
 
 /** Null when a signed timestamp is within `tolerance_seconds` of now, else why not. */
 export function staleness(timestamp: string, ctx: FeedbackContext): string | null {
-  if (!/^\d{1,12}$/.test(timestamp)) return `timestamp "${timestamp.slice(0, 20)}" is not Unix seconds`;
+  if (!/^\d{1,12}$/.test(timestamp))
+    return `timestamp "${timestamp.slice(0, 20)}" is not Unix seconds`;
   const skew = Math.abs(ctx.clock.now() / 1000 - Number(timestamp));
-  return skew > ctx.config.tolerance_seconds ? `timestamp is ${Math.round(skew)} s away from now (tolerance ${ctx.config.tolerance_seconds} s)` : null;
+  return skew > ctx.config.tolerance_seconds
+    ? `timestamp is ${Math.round(skew)} s away from now (tolerance ${ctx.config.tolerance_seconds} s)`
+    : null;
 }

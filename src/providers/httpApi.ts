@@ -21,13 +21,17 @@ export interface ApiResponse {
  * result (the next candidate is tried); any HTTP answer comes back as a response for the
  * adapter to classify, since each provider words its errors its own way.
  */
-export async function callProviderApi(request: ApiRequest): Promise<ApiResponse | Extract<SendResult, { kind: 'temporary' }>> {
+export async function callProviderApi(
+  request: ApiRequest,
+): Promise<ApiResponse | Extract<SendResult, { kind: 'temporary' }>> {
   try {
     const streamed = request.body instanceof Readable;
     const res = await fetch(request.url, {
       method: request.method,
       headers: request.headers,
-      body: (streamed ? Readable.toWeb(request.body as Readable) : request.body) as BodyInit | undefined,
+      body: (streamed ? Readable.toWeb(request.body as Readable) : request.body) as
+        | BodyInit
+        | undefined,
       // fetch sends a stream body only half-duplex (the answer is read once it is sent).
       ...(streamed ? { duplex: 'half' } : {}),
       redirect: 'manual',
@@ -36,7 +40,10 @@ export async function callProviderApi(request: ApiRequest): Promise<ApiResponse 
     return { status: res.status, headers: res.headers, text: await res.text() };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
-    const reason = e.name === 'TimeoutError' ? `timed out after ${request.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
+    const reason =
+      e.name === 'TimeoutError'
+        ? `timed out after ${request.timeoutMs} ms`
+        : (e.cause?.code ?? e.cause?.message ?? e.message);
     return { kind: 'temporary', reply: `${new URL(request.url).host}: ${reason}` };
   }
 }
@@ -72,10 +79,16 @@ export function retryAfterMs(headers: Headers, now: number): number | undefined 
  * when to come back), 401/403 mean the account itself is unusable (bad key, suspended), any
  * other 4xx is a refusal of this message. Adapters refine this with the provider's error codes.
  */
-export function classifyStatus(res: ApiResponse, reply: string, now: number): Exclude<SendResult, { kind: 'sent' }> {
-  if (res.status === 429 || res.status >= 500) return { kind: 'temporary', reply, retryAfterMs: retryAfterMs(res.headers, now) };
+export function classifyStatus(
+  res: ApiResponse,
+  reply: string,
+  now: number,
+): Exclude<SendResult, { kind: 'sent' }> {
+  if (res.status === 429 || res.status >= 500)
+    return { kind: 'temporary', reply, retryAfterMs: retryAfterMs(res.headers, now) };
   if (res.status === 401 || res.status === 403) return { kind: 'account', reply };
-  if (res.status >= 300 && res.status < 400) return { kind: 'account', reply: `${reply} (redirect not followed; check the endpoint)` };
+  if (res.status >= 300 && res.status < 400)
+    return { kind: 'account', reply: `${reply} (redirect not followed; check the endpoint)` };
   return { kind: 'permanent', reply };
 }
 

@@ -1,6 +1,6 @@
 import type { ProviderAccount } from '../contract/providerAccount.js';
 import type { SendResult } from './adapter.js';
-import { callProviderApi, classifyStatus, type ApiResponse } from './httpApi.js';
+import { type ApiResponse, callProviderApi, classifyStatus } from './httpApi.js';
 import type { MessageParts, NamedAddress } from './messageParts.js';
 
 export interface ApiCredentials {
@@ -17,7 +17,11 @@ export function apiCredentials({ settings, secrets }: ProviderAccount): ApiCrede
  * Each address once (SendGrid refuses one twice). Both APIs require a To: when none is owed, the Cc become the To;
  * with only Bcc left `to` is empty and each gets a copy addressed to themselves alone, so no Bcc address is shown.
  */
-export function addressedRecipients(parts: MessageParts): { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] } {
+export function addressedRecipients(parts: MessageParts): {
+  to: NamedAddress[];
+  cc: NamedAddress[];
+  bcc: NamedAddress[];
+} {
   const seen = new Set<string>();
   const keep = (list: NamedAddress[]) =>
     list.filter((a) => {
@@ -33,7 +37,10 @@ export function addressedRecipients(parts: MessageParts): { to: NamedAddress[]; 
 }
 
 /** Reserved names left out; a repeated name carried once (its first value). */
-export function headerObject(parts: MessageParts, reserved: ReadonlySet<string>): Record<string, string> {
+export function headerObject(
+  parts: MessageParts,
+  reserved: ReadonlySet<string>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   const taken = new Set<string>();
   for (const h of parts.headers) {
@@ -70,7 +77,12 @@ export function base64Attachments(parts: MessageParts): Base64Attachment[] {
   }));
 }
 
-export function postJson(url: string, auth: Record<string, string>, body: unknown, timeoutMs: number) {
+export function postJson(
+  url: string,
+  auth: Record<string, string>,
+  body: unknown,
+  timeoutMs: number,
+) {
   return callProviderApi({
     method: 'POST',
     url,
@@ -80,7 +92,9 @@ export function postJson(url: string, auth: Record<string, string>, body: unknow
   });
 }
 
-export const bearer = (apiKey: string): Record<string, string> => ({ authorization: `Bearer ${apiKey}` });
+export const bearer = (apiKey: string): Record<string, string> => ({
+  authorization: `Bearer ${apiKey}`,
+});
 
 export function parseJsonObject(text: string): Record<string, unknown> | null {
   try {
@@ -92,9 +106,17 @@ export function parseJsonObject(text: string): Record<string, unknown> | null {
 }
 
 /** Plus: 404/405 mean a misconfigured `--endpoint`, never a bad message; the next account may take it. */
-export function classifyJsonApiStatus(res: ApiResponse, reply: string, now: number): Exclude<SendResult, { kind: 'sent' }> {
-  if (res.status === 404 || res.status === 405) return { kind: 'account', reply: `${reply} (check the account's endpoint)` };
+export function classifyJsonApiStatus(
+  res: ApiResponse,
+  reply: string,
+  now: number,
+): Exclude<SendResult, { kind: 'sent' }> {
+  if (res.status === 404 || res.status === 405)
+    return { kind: 'account', reply: `${reply} (check the account's endpoint)` };
   return classifyStatus(res, reply, now);
 }
 
-export const missingApiKey = (slug: string): Extract<SendResult, { kind: 'account' }> => ({ kind: 'account', reply: `${slug}: the account has no API key` });
+export const missingApiKey = (slug: string): Extract<SendResult, { kind: 'account' }> => ({
+  kind: 'account',
+  reply: `${slug}: the account has no API key`,
+});

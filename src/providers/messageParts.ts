@@ -1,5 +1,5 @@
-import { simpleParser, type AddressObject } from 'mailparser';
-import { storedMimeStream, type DeliveryJob } from './adapter.js';
+import { type AddressObject, simpleParser } from 'mailparser';
+import { type DeliveryJob, storedMimeStream } from './adapter.js';
 
 export interface NamedAddress {
   email: string;
@@ -35,9 +35,25 @@ export interface MessageParts {
 
 /** Every JSON API sets these from its own fields; never passed on as custom headers. */
 const STRUCTURAL = new Set([
-  'from', 'to', 'cc', 'bcc', 'reply-to', 'sender', 'subject', 'date', 'message-id', 'mime-version', 'content-type',
-  'content-transfer-encoding', 'content-disposition', 'content-id', 'content-description', 'return-path', 'received',
-  'dkim-signature', 'x-mailer',
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply-to',
+  'sender',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'content-id',
+  'content-description',
+  'return-path',
+  'received',
+  'dkim-signature',
+  'x-mailer',
 ]);
 
 function addresses(value: AddressObject | AddressObject[] | undefined): NamedAddress[] {
@@ -45,7 +61,9 @@ function addresses(value: AddressObject | AddressObject[] | undefined): NamedAdd
   const out: NamedAddress[] = [];
   for (const group of Array.isArray(value) ? value : [value]) {
     for (const a of group.value) {
-      if (a.group) for (const m of a.group) if (m.address) out.push({ email: m.address, name: m.name || null });
+      if (a.group)
+        for (const m of a.group)
+          if (m.address) out.push({ email: m.address, name: m.name || null });
       if (a.address) out.push({ email: a.address, name: a.name || null });
     }
   }
@@ -54,26 +72,41 @@ function addresses(value: AddressObject | AddressObject[] | undefined): NamedAdd
 
 /** The decoded message is held for one hand-off, which JSON APIs need anyway for their body. */
 export async function readMessageParts(job: DeliveryJob): Promise<MessageParts> {
-  const parsed = await simpleParser(job.mime ?? storedMimeStream(job), { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+  const parsed = await simpleParser(job.mime ?? storedMimeStream(job), {
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipTextLinks: true,
+    skipImageLinks: true,
+  });
   const owed = new Set(job.envelope.to.map((e) => e.toLowerCase()));
   const headerTo = addresses(parsed.to);
   const headerCc = addresses(parsed.cc);
   const named = new Map<string, NamedAddress>();
   for (const a of [...headerTo, ...headerCc]) named.set(a.email.toLowerCase(), a);
   const pick = (list: string[]) =>
-    list.filter((e) => owed.has(e.toLowerCase())).map((e) => named.get(e.toLowerCase()) ?? { email: e, name: null });
+    list
+      .filter((e) => owed.has(e.toLowerCase()))
+      .map((e) => named.get(e.toLowerCase()) ?? { email: e, name: null });
   const to = pick(job.recipients.to);
   const cc = pick(job.recipients.cc);
   const listed = new Set([...to, ...cc].map((a) => a.email.toLowerCase()));
   // Bcc, and any envelope recipient the header lists don't name (an SMTP-submitted message).
-  const bcc = job.envelope.to.filter((e) => !listed.has(e.toLowerCase())).map((e) => ({ email: e, name: null }));
+  const bcc = job.envelope.to
+    .filter((e) => !listed.has(e.toLowerCase()))
+    .map((e) => ({ email: e, name: null }));
   const from = addresses(parsed.from)[0] ?? { email: job.envelope.from, name: null };
 
   const headers: { name: string; value: string }[] = [];
   for (const line of parsed.headerLines) {
     if (STRUCTURAL.has(line.key)) continue;
     const colon = line.line.indexOf(':');
-    headers.push({ name: line.line.slice(0, colon).trim(), value: line.line.slice(colon + 1).replace(/\r?\n[ \t]+/g, ' ').trim() });
+    headers.push({
+      name: line.line.slice(0, colon).trim(),
+      value: line.line
+        .slice(colon + 1)
+        .replace(/\r?\n[ \t]+/g, ' ')
+        .trim(),
+    });
   }
   const messageId = parsed.messageId ? parsed.messageId.replace(/^<|>$/g, '') : null;
 

@@ -4,10 +4,12 @@ import type { ProviderAdapter } from './adapter.js';
 import type { DeclaredProvider, DeclaredSlug, ProviderDns } from './declaration.js';
 import type { FeedbackVerifier } from './feedback.js';
 import { DECLARED_PROVIDERS } from './registry.gen.js';
-import { SmtpRelayAdapter, type SmtpRelay } from './smtpRelay.js';
+import { type SmtpRelay, SmtpRelayAdapter } from './smtpRelay.js';
 
 const BY_SLUG = new Map<string, { slug: DeclaredSlug; provider: DeclaredProvider }>(
-  DECLARED_PROVIDERS.flatMap((provider) => provider.slugs.map((slug) => [slug.slug, { slug, provider }] as const)),
+  DECLARED_PROVIDERS.flatMap((provider) =>
+    provider.slugs.map((slug) => [slug.slug, { slug, provider }] as const),
+  ),
 );
 
 /** In the send API contract's order: the generic relay, then each provider's API slug and SMTP slug. */
@@ -67,7 +69,15 @@ export function createAdapterRegistry(settings: AdapterSettings): AdapterRegistr
       if (!declared) return undefined;
       adapter =
         declared.transport === 'smtp'
-          ? new SmtpRelayAdapter({ clock, timeoutMs: settings.smtpTimeoutMs, poolSize: settings.smtpPoolSize, name: settings.heloName }, declared.relay)
+          ? new SmtpRelayAdapter(
+              {
+                clock,
+                timeoutMs: settings.smtpTimeoutMs,
+                poolSize: settings.smtpPoolSize,
+                name: settings.heloName,
+              },
+              declared.relay,
+            )
           : declared.adapter({ clock, timeoutMs: settings.apiTimeoutMs });
       adapters.set(slug, adapter);
       return adapter;

@@ -1,8 +1,19 @@
 import type { Readable } from 'node:stream';
 import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 import SMTPPool, { type SMTPPoolSentMessageInfo } from 'nodemailer/lib/smtp-pool';
-import type { ProviderAccount, ProviderAccountSecrets, ProviderAccountSettings } from '../contract/providerAccount.js';
-import { storedMimeStream, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type RecipientRefusal, type SendResult } from './adapter.js';
+import type {
+  ProviderAccount,
+  ProviderAccountSecrets,
+  ProviderAccountSettings,
+} from '../contract/providerAccount.js';
+import {
+  type AdapterDeps,
+  type DeliveryJob,
+  type ProviderAdapter,
+  type RecipientRefusal,
+  type SendResult,
+  storedMimeStream,
+} from './adapter.js';
 
 export interface RelayDefaults {
   host: (region: string | null) => string;
@@ -24,7 +35,10 @@ export function optionHeader(name: string, value: string | undefined): string {
   return value && !/[\r\n]/.test(value) ? `${name}: ${value}\r\n` : '';
 }
 
-export function providerOptionHeaders(relay: SmtpRelay, options: Record<string, Record<string, string>> | null): string {
+export function providerOptionHeaders(
+  relay: SmtpRelay,
+  options: Record<string, Record<string, string>> | null,
+): string {
   return options && relay.optionHeaders ? relay.optionHeaders(options) : '';
 }
 
@@ -37,10 +51,23 @@ interface SmtpError extends Error {
   rejectedErrors?: SmtpError[];
 }
 
-const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EPROTOCOL', 'ECONNRESET', 'ECONNREFUSED', 'EHOSTUNREACH']);
+const TEMPORARY_CODES = new Set([
+  'ECONNECTION',
+  'ETIMEDOUT',
+  'ESOCKET',
+  'EDNS',
+  'ETLS',
+  'EPROTOCOL',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+]);
 
 /** 5xx bounce, 4xx (or unknown) wait for a retry. */
-function refusalsOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }): { bounced: RecipientRefusal[]; deferred: RecipientRefusal[] } {
+function refusalsOf(err: { rejected?: string[]; rejectedErrors?: SmtpError[] }): {
+  bounced: RecipientRefusal[];
+  deferred: RecipientRefusal[];
+} {
   const bounced: RecipientRefusal[] = [];
   const deferred: RecipientRefusal[] = [];
   (err.rejected ?? []).forEach((email, i) => {
@@ -88,7 +115,11 @@ function relayedMail(job: DeliveryJob, headers: string): MailMessage<SMTPPoolSen
   return { data: {}, message } as unknown as MailMessage<SMTPPoolSentMessageInfo>;
 }
 
-export function smtpRelayConnection(relay: SmtpRelay, settings: ProviderAccountSettings, secrets: ProviderAccountSecrets) {
+export function smtpRelayConnection(
+  relay: SmtpRelay,
+  settings: ProviderAccountSettings,
+  secrets: ProviderAccountSecrets,
+) {
   const { defaults } = relay;
   const tls = settings.tls ?? defaults?.tls ?? 'starttls';
   return {
@@ -97,7 +128,10 @@ export function smtpRelayConnection(relay: SmtpRelay, settings: ProviderAccountS
     secure: tls === 'implicit',
     requireTLS: tls === 'starttls',
     ignoreTLS: tls === 'none',
-    auth: settings.user || secrets.pass ? { user: settings.user ?? '', pass: secrets.pass ?? '' } : undefined,
+    auth:
+      settings.user || secrets.pass
+        ? { user: settings.user ?? '', pass: secrets.pass ?? '' }
+        : undefined,
     // Relays inside a private network commonly present self-signed certificates; TLS still encrypts.
     tls: { rejectUnauthorized: false },
   };
@@ -142,10 +176,18 @@ export class SmtpRelayAdapter implements ProviderAdapter {
     const headers = job.prependHeaders + providerOptionHeaders(this.relay, job.providerOptions);
     const transport = this.transportFor(account);
     try {
-      const info = await new Promise<SMTPPoolSentMessageInfo & { rejectedErrors?: SmtpError[] }>((resolve, reject) =>
-        transport.send(relayedMail(job, headers), (err, sent) => (err || !sent ? reject(err ?? new Error('no reply from the relay')) : resolve(sent))),
+      const info = await new Promise<SMTPPoolSentMessageInfo & { rejectedErrors?: SmtpError[] }>(
+        (resolve, reject) =>
+          transport.send(relayedMail(job, headers), (err, sent) =>
+            err || !sent ? reject(err ?? new Error('no reply from the relay')) : resolve(sent),
+          ),
       );
-      return { kind: 'sent', providerMessageId: relayMessageId(this.relay, info.response ?? ''), reply: info.response ?? '250', ...refusalsOf(info) };
+      return {
+        kind: 'sent',
+        providerMessageId: relayMessageId(this.relay, info.response ?? ''),
+        reply: info.response ?? '250',
+        ...refusalsOf(info),
+      };
     } catch (err) {
       return classifySmtpError(err as SmtpError);
     }

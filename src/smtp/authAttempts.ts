@@ -15,7 +15,9 @@ interface Connection {
   send(code: number, text: string, context?: unknown): void;
 }
 type OnCommand = (this: Connection, command: Buffer, callback?: () => void) => void;
-const proto = (connection as unknown as { SMTPConnection: { prototype: { _onCommand: OnCommand } } }).SMTPConnection.prototype;
+const proto = (
+  connection as unknown as { SMTPConnection: { prototype: { _onCommand: OnCommand } } }
+).SMTPConnection.prototype;
 const original = proto._onCommand;
 
 /** AUTH itself, or a continuation line it asked for (334). */
@@ -30,7 +32,12 @@ proto._onCommand = function (this: Connection, command: Buffer, callback?: () =>
   const onAuthRefused = this._server.options.onAuthRefused;
   // Not an attempt: input the library discards, AUTH where it is not offered (counted as an unknown command), anything once authenticated.
   const watched =
-    onAuthRefused !== undefined && this._ready && !this._upgrading && !this.session.user && !this._isDisabled('AUTH') && isAuthLine(this, command);
+    onAuthRefused !== undefined &&
+    this._ready &&
+    !this._upgrading &&
+    !this.session.user &&
+    !this._isDisabled('AUTH') &&
+    isAuthLine(this, command);
   if (!watched) {
     original.call(this, command, callback);
     return;

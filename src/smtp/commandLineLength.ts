@@ -13,7 +13,9 @@ interface Connection {
   close(): void;
 }
 type CreateParser = (this: Connection) => Parser;
-const proto = (connection as unknown as { SMTPConnection: { prototype: { _createParser: CreateParser } } }).SMTPConnection.prototype;
+const proto = (
+  connection as unknown as { SMTPConnection: { prototype: { _createParser: CreateParser } } }
+).SMTPConnection.prototype;
 const original = proto._createParser;
 /** smtp-server 3.21's smtp-stream.js, _commandTooLong. */
 export const TOO_LONG = 'Command line too long';

@@ -5,7 +5,10 @@ import { PassThrough, type Readable } from 'node:stream';
  * memory, so it can move to a writer thread); otherwise hands back a stream of the whole
  * payload, the bytes read so far first.
  */
-export function readWholeUpTo(input: Readable, limit: number): Promise<{ whole: Buffer } | { stream: Readable }> {
+export function readWholeUpTo(
+  input: Readable,
+  limit: number,
+): Promise<{ whole: Buffer } | { stream: Readable }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

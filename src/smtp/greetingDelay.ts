@@ -5,13 +5,18 @@ import * as connection from 'smtp-server/lib/smtp-connection.js';
  * requires AUTH, so the pause protects nothing. The body is smtp-server 3.21's init() with the delay read from the option.
  */
 interface Connection {
-  _server: { options: { maxClients?: number; greetingDelayMs?: number }; connections: Set<unknown> };
+  _server: {
+    options: { maxClients?: number; greetingDelayMs?: number };
+    connections: Set<unknown>;
+  };
   name: string;
   _setListeners(callback: () => void): void;
   send(code: number, text: string, context?: unknown): void;
   connectionReady(): void;
 }
-const proto = (connection as unknown as { SMTPConnection: { prototype: { init(this: Connection): void } } }).SMTPConnection.prototype;
+const proto = (
+  connection as unknown as { SMTPConnection: { prototype: { init(this: Connection): void } } }
+).SMTPConnection.prototype;
 proto.init = function (this: Connection): void {
   this._setListeners(() => {
     const { maxClients, greetingDelayMs } = this._server.options;

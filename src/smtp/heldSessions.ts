@@ -8,7 +8,9 @@ interface Connection {
   _armTimeout(): void;
 }
 type OnTimeout = (this: Connection) => void;
-const proto = (connection as unknown as { SMTPConnection: { prototype: { _onTimeout: OnTimeout } } }).SMTPConnection.prototype;
+const proto = (
+  connection as unknown as { SMTPConnection: { prototype: { _onTimeout: OnTimeout } } }
+).SMTPConnection.prototype;
 const original = proto._onTimeout;
 const held = new WeakSet<object>();
 proto._onTimeout = function (this: Connection): void {

@@ -4,7 +4,12 @@ import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import type { ServedCertificate } from '../tls/servedCertificate.js';
 
 /** smtp-server's settings for one listener: TLS, AUTH, limits and the options the patches read. */
-export function listenerOptions(listener: ListenerConfig, certificate: ServedCertificate, limits: PosternConfig['smtp'], useProxy: boolean): SMTPServerOptions {
+export function listenerOptions(
+  listener: ListenerConfig,
+  certificate: ServedCertificate,
+  limits: PosternConfig['smtp'],
+  useProxy: boolean,
+): SMTPServerOptions {
   return {
     secure: listener.tls === 'implicit',
     key: certificate.pair.key,
@@ -15,7 +20,8 @@ export function listenerOptions(listener: ListenerConfig, certificate: ServedCer
     authMethods: ['PLAIN', 'LOGIN'],
     allowInsecureAuth: false,
     authOptional: false,
-    authRequiredMessage: 'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password',
+    authRequiredMessage:
+      'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password',
     hideENHANCEDSTATUSCODES: false,
     hideDSN: true,
     hideREQUIRETLS: true,

@@ -14,8 +14,16 @@ export function readProxyHeaders(server: SMTPServer, proxies: TrustedProxies, lo
     const proxy = socket.remoteAddress;
     handle(socket, (err, options) => {
       // The library's "* BAD" line: no valid header (no send-proxy?). Otherwise the balancer left first, as TCP health checks do.
-      if (err && socket.writableEnded) log.warn({ proxy, reason: err.message }, 'SMTP connection refused: no valid PROXY protocol header from the load balancer');
-      else if (err) log.debug({ proxy, reason: err.message }, 'SMTP connection closed before its PROXY protocol header');
+      if (err && socket.writableEnded)
+        log.warn(
+          { proxy, reason: err.message },
+          'SMTP connection refused: no valid PROXY protocol header from the load balancer',
+        );
+      else if (err)
+        log.debug(
+          { proxy, reason: err.message },
+          'SMTP connection closed before its PROXY protocol header',
+        );
       callback(err, options);
     });
   };

@@ -12,12 +12,15 @@ export function smtpError(code: number, text: string): SmtpReplyError {
 }
 
 /** A wait stated for the send API; the reply states it once, at its end, in SMTP's words. */
-const STATED_WAIT = /[;,.]?\s*retry (?:in \d+ seconds?|after the number of seconds in Retry-After)\.?$/i;
+const STATED_WAIT =
+  /[;,.]?\s*retry (?:in \d+ seconds?|after the number of seconds in Retry-After)\.?$/i;
 
 /** The reply for each refusal (docs/smtp.md#smtp-replies); the text starts with the contract's code, for clients to branch on. */
 export function replyFor(err: ContractError): SmtpReplyError {
   const retry = err.headers?.['Retry-After'];
-  const details = err.details ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]` : '';
+  const details = err.details
+    ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]`
+    : '';
   const message = retry ? err.message.replace(STATED_WAIT, '.') : err.message;
   const text = `${err.code}: ${message}${details}${retry ? ` Retry in ${retry} second${retry === '1' ? '' : 's'}.` : ''}`;
   if (err.code === 'storage_low') return smtpError(452, text);

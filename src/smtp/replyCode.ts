@@ -9,9 +9,15 @@ import * as connection from 'smtp-server/lib/smtp-connection.js';
  * names its context and keeps 4.5.3.
  */
 type Lookup = (this: unknown, code: number, context?: string | false) => string;
-const proto = (connection as unknown as { SMTPConnection: { prototype: { _getEnhancedStatusCode: Lookup } } }).SMTPConnection.prototype;
+const proto = (
+  connection as unknown as { SMTPConnection: { prototype: { _getEnhancedStatusCode: Lookup } } }
+).SMTPConnection.prototype;
 const original = proto._getEnhancedStatusCode;
-proto._getEnhancedStatusCode = function (this: unknown, code: number, context?: string | false): string {
+proto._getEnhancedStatusCode = function (
+  this: unknown,
+  code: number,
+  context?: string | false,
+): string {
   const enhanced = original.call(this, code, context);
   if (enhanced === '') return enhanced;
   if (context === 'DATA_OK') return '2.0.0';

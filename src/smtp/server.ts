@@ -7,15 +7,15 @@ import type { ListenerConfig, PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import type { Logger } from '../log.js';
 import { MessageOverSize } from '../mime/ingest.js';
-import type { Admission } from '../policy/admission.js';
-import { KEY_PATTERN, type AuthContext } from '../policy/apiKeys.js';
 import type { InflightBudget } from '../platform/inflightBudget.js';
+import { countRefusal } from '../platform/metrics.js';
 import { TrustedProxies } from '../platform/trustedProxies.js';
+import type { Admission } from '../policy/admission.js';
+import { type AuthContext, KEY_PATTERN } from '../policy/apiKeys.js';
 import type { ServedCertificate } from '../tls/servedCertificate.js';
 import { readWholeUpTo } from './dataPayload.js';
-import { countRefusal } from '../platform/metrics.js';
-import { coalesceReplies, liveConnections, type LiveConnection } from './liveConnection.js';
 import { listenerOptions } from './listenerOptions.js';
+import { coalesceReplies, type LiveConnection, liveConnections } from './liveConnection.js';
 import { readProxyHeaders } from './proxyProtocol.js';
 import { isSmtpReply, replyForUnknown, smtpError } from './replies.js';
 import { sweepSessions } from './sessionLifetime.js';
@@ -54,7 +54,11 @@ export interface PosternSmtpServer {
 }
 
 /** One SMTP listener (smtp-server) in front of the accept pipeline (docs/smtp.md). */
-export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certificate: ServedCertificate): PosternSmtpServer {
+export function createSmtpServer(
+  deps: SmtpDeps,
+  listener: ListenerConfig,
+  certificate: ServedCertificate,
+): PosternSmtpServer {
   const { pipeline, admission, clock, logger, config, streams } = deps;
   const limits = config.smtp;
   const environment = listener.environment;
@@ -100,13 +104,25 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
       const peer = connection?._socket?.remoteAddress;
       if (proxies && !proxies.includes(peer)) {
         log.info({ peer }, 'SMTP connection refused: not from a trusted proxy');
-        return callback(smtpError(421, 'This listener takes connections only from its load balancer (PROXY protocol)'));
+        return callback(
+          smtpError(
+            421,
+            'This listener takes connections only from its load balancer (PROXY protocol)',
+          ),
+        );
       }
       const count = perIp.get(ip) ?? 0;
-      if (count >= limits.max_clients_per_ip) return callback(smtpError(421, `Too many connections from ${ip}`));
+      if (count >= limits.max_clients_per_ip)
+        return callback(smtpError(421, `Too many connections from ${ip}`));
       // A spent keyless window never holds back a valid key (docs/smtp.md); a bad key is refused in onAuth.
       perIp.set(ip, count + 1);
-      sessions.set(session.id, { started: clock.now(), ip, authFailures: 0, messages: 0, key: null });
+      sessions.set(session.id, {
+        started: clock.now(),
+        ip,
+        authFailures: 0,
+        messages: 0,
+        key: null,
+      });
       if (connection) coalesceReplies(connection);
       // AUTH is not offered until the connection is encrypted (onSecure lifts this).
       if (listener.tls !== 'implicit') session.disabledCommands = ['AUTH'];
@@ -129,7 +145,8 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
 
     onAuth(auth: SMTPServerAuthentication, session, callback) {
       const state = sessions.get(session.id)!;
-      const key = typeof auth.password === 'string' && KEY_PATTERN.test(auth.password) ? auth.password : null;
+      const key =
+        typeof auth.password === 'string' && KEY_PATTERN.test(auth.password) ? auth.password : null;
       admission.authenticateClient(state.ip, key, environment).then(
         (context) => {
           state.key = key;
@@ -139,7 +156,9 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
           const reply = refusal(err);
           const failures = state.authFailures + 1;
           if (failures >= limits.auth_failures_before_disconnect) return callback(reply);
-          const delay = Math.max(0, failures - limits.auth_failures_before_delay) * limits.auth_failure_delay_ms;
+          const delay =
+            Math.max(0, failures - limits.auth_failures_before_delay) *
+            limits.auth_failure_delay_ms;
           if (delay === 0) callback(reply);
           else setTimeout(() => callback(reply), delay).unref();
         },
@@ -150,7 +169,12 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
       const state = sessions.get(session.id)!;
       // smtp-server only checks this itself while AUTH is offered, i.e. after TLS.
       if (!session.user || state.key === null) {
-        return callback(smtpError(530, 'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password'));
+        return callback(
+          smtpError(
+            530,
+            'Authentication required: STARTTLS, then AUTH PLAIN or LOGIN with your API key as the password',
+          ),
+        );
       }
       if (state.messages >= limits.max_messages_per_session) {
         callback(smtpError(421, 'Too many messages in one session; reconnect'));
@@ -179,9 +203,18 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
         .then((id) => callback(null, `OK queued as ${id}`))
         .catch((err: unknown) => {
           const reply = refusal(err);
-          if (err instanceof SessionGone) log.debug({ err, ip: state.ip }, 'SMTP message not accepted');
+          if (err instanceof SessionGone)
+            log.debug({ err, ip: state.ip }, 'SMTP message not accepted');
           else if (err instanceof ContractError || isSmtpReply(err)) {
-            log.info({ ip: state.ip, session: session.id, reply: reply.responseCode, code: err instanceof ContractError ? err.code : undefined }, 'SMTP message refused');
+            log.info(
+              {
+                ip: state.ip,
+                session: session.id,
+                reply: reply.responseCode,
+                code: err instanceof ContractError ? err.code : undefined,
+              },
+              'SMTP message refused',
+            );
           } else log.error({ err, ip: state.ip }, 'SMTP message not accepted');
           stream.unpipe();
           stream.resume();
@@ -190,10 +223,20 @@ export function createSmtpServer(deps: SmtpDeps, listener: ListenerConfig, certi
     },
   });
 
-  async function receive(stream: Readable, session: SMTPServerSession, auth: AuthContext): Promise<string> {
+  async function receive(
+    stream: Readable,
+    session: SMTPServerSession,
+    auth: AuthContext,
+  ): Promise<string> {
     // Small messages are held whole; big ones streamed to disk once there is room (roomToStream).
-    const received = await readWholeUpTo(stream, Math.min(limits.in_memory_message_bytes, limits.max_message_bytes));
-    const lease = 'stream' in received ? await roomToStream(streams, received.stream, () => connectionOf(session)) : null;
+    const received = await readWholeUpTo(
+      stream,
+      Math.min(limits.in_memory_message_bytes, limits.max_message_bytes),
+    );
+    const lease =
+      'stream' in received
+        ? await roomToStream(streams, received.stream, () => connectionOf(session))
+        : null;
     try {
       const accepted = await pipeline.acceptReceived(auth, received, {
         recipients: session.envelope.rcptTo.map((r) => r.address),

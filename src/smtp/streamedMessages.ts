@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
-import { InflightBudget, type BudgetLease } from '../platform/inflightBudget.js';
+import { type BudgetLease, InflightBudget } from '../platform/inflightBudget.js';
 import { holdIdleTimeout } from './heldSessions.js';
 import type { LiveConnection } from './liveConnection.js';
 
@@ -25,7 +25,11 @@ export class SessionGone extends Error {
 }
 
 /** A lease in `streams`; while it waits the stream is paused (TCP holds the client back) and the idle timeout does not run. */
-export async function roomToStream(streams: InflightBudget, stream: Readable, connectionOf: () => LiveConnection | undefined): Promise<BudgetLease> {
+export async function roomToStream(
+  streams: InflightBudget,
+  stream: Readable,
+  connectionOf: () => LiveConnection | undefined,
+): Promise<BudgetLease> {
   const now = streams.tryAcquire(1);
   if (now) return now;
   if (stream.destroyed) throw new SessionGone();

@@ -16,7 +16,9 @@ interface Connection {
   send(code: number, text: string, context?: unknown): void;
 }
 type OnCommand = (this: Connection, command: Buffer, callback?: () => void) => void;
-const proto = (connection as unknown as { SMTPConnection: { prototype: { _onCommand: OnCommand } } }).SMTPConnection.prototype;
+const proto = (
+  connection as unknown as { SMTPConnection: { prototype: { _onCommand: OnCommand } } }
+).SMTPConnection.prototype;
 const original = proto._onCommand;
 proto._onCommand = function (this: Connection, command: Buffer, callback?: () => void): void {
   const counted =
@@ -28,7 +30,10 @@ proto._onCommand = function (this: Connection, command: Buffer, callback?: () =>
     // Where AUTH is offered the library counts.
     this._isDisabled('AUTH') &&
     !this._nextHandler;
-  if (counted && ++this._unauthenticatedCommands >= (this._maxAllowedUnauthenticatedCommands as number)) {
+  if (
+    counted &&
+    ++this._unauthenticatedCommands >= (this._maxAllowedUnauthenticatedCommands as number)
+  ) {
     this.send(421, 'Error: too many unauthenticated commands');
     return;
   }

@@ -15,7 +15,10 @@ const knownDirs = new Set<string>();
  * Makes temp files durable under their final names before their index rows commit: with syncfs, renamed then flushed once;
  * a crash in between leaves an orphan start-up removes, never a row without its file. Per file, null or its error.
  */
-export function publishSpoolFiles(files: PendingSpoolFile[], syncFilesystem: SyncFilesystem | null): (Error | null)[] {
+export function publishSpoolFiles(
+  files: PendingSpoolFile[],
+  syncFilesystem: SyncFilesystem | null,
+): (Error | null)[] {
   if (files.length === 0) return [];
   const results: (Error | null)[] = files.map(() => null);
   if (!syncFilesystem) {
@@ -73,6 +76,7 @@ function fsyncFile(file: string): void {
 
 function ensureDurableDirectory(dir: string): void {
   if (knownDirs.has(dir)) return;
-  if (mkdirSync(dir, { recursive: true, mode: 0o700 }) !== undefined) syncDirectorySync(path.dirname(dir));
+  if (mkdirSync(dir, { recursive: true, mode: 0o700 }) !== undefined)
+    syncDirectorySync(path.dirname(dir));
   knownDirs.add(dir);
 }

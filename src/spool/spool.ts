@@ -1,9 +1,25 @@
-import { closeSync, constants, createWriteStream, fsyncSync, openSync, opendirSync, readdirSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  createWriteStream,
+  fsyncSync,
+  opendirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  type WriteStream,
+  writeSync,
+} from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.js';
-import { checkOwnEntry, ensurePrivateDirectory, ensurePrivateSubdirectory } from '../platform/privateFiles.js';
+import {
+  checkOwnEntry,
+  ensurePrivateDirectory,
+  ensurePrivateSubdirectory,
+} from '../platform/privateFiles.js';
 
 /**
  * MIME files on disk: where they live, and how they are read and removed. A file is written
@@ -163,7 +179,8 @@ export const REUSE_CAP = 10_000;
 export function writeTempFileSync(tmpPath: string, data: Uint8Array, reuse?: string): void {
   const fd = openTempFileSync(tmpPath, reuse);
   try {
-    for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
+    for (let offset = 0; offset < data.length; )
+      offset += writeSync(fd, data, offset, data.length - offset);
   } finally {
     closeSync(fd);
   }
@@ -186,7 +203,11 @@ const WRITE_BATCH_BYTES = 256 * 1024;
  * caller removes `tmpPath` on failure. ('data' events: `for await` cost a small message about
  * 50 µs more of the writer thread.)
  */
-export function writeTempFileFrom(tmpPath: string, source: Readable, reuse?: string): Promise<number> {
+export function writeTempFileFrom(
+  tmpPath: string,
+  source: Readable,
+  reuse?: string,
+): Promise<number> {
   const fd = openTempFileSync(tmpPath, reuse);
   let size = 0;
   let pending: Buffer[] = [];
@@ -194,7 +215,8 @@ export function writeTempFileFrom(tmpPath: string, source: Readable, reuse?: str
   // The stream's chunks are small (a header, a few base64 lines): copied into one write.
   const flush = () => {
     const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
-    for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
+    for (let offset = 0; offset < data.length; )
+      offset += writeSync(fd, data, offset, data.length - offset);
     pending = [];
     pendingBytes = 0;
   };
@@ -242,7 +264,9 @@ export function writeTempFileFrom(tmpPath: string, source: Readable, reuse?: str
 }
 
 function openTempFileSync(tmpPath: string, reuse?: string): number {
-  return reuse !== undefined && claimRetired(reuse, tmpPath) ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW) : openSync(tmpPath, 'wx', 0o600);
+  return reuse !== undefined && claimRetired(reuse, tmpPath)
+    ? openSync(tmpPath, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW)
+    : openSync(tmpPath, 'wx', 0o600);
 }
 
 function claimRetired(reuse: string, tmpPath: string): boolean {

@@ -27,12 +27,21 @@ export interface AcceptanceUnitWrites {
   insertMessage(row: NewMessageRow): Promise<void>;
   /** Read as it is written, never whole. */
   writeBody(messageId: string, body: Readable): Promise<void>;
-  insertIdempotencyKey(row: { project_id: string; environment: string; key: string; message_id: string; response: string; created_at: number }): Promise<void>;
+  insertIdempotencyKey(row: {
+    project_id: string;
+    environment: string;
+    key: string;
+    message_id: string;
+    response: string;
+    created_at: number;
+  }): Promise<void>;
   insertEvent(row: Omit<EventRow, 'seq'>): Promise<void>;
 }
 
 /** Per unit, in order: its outcome, or why it failed (rolled back alone, or the whole group: `commit failed: …`). */
-export type GroupUnitResult<Outcome> = { ok: true; outcome: Outcome } | { ok: false; error: string };
+export type GroupUnitResult<Outcome> =
+  | { ok: true; outcome: Outcome }
+  | { ok: false; error: string };
 
 export interface AcceptanceGroupStore {
   /** A body read in pieces of this size is written without copies. */

@@ -1,6 +1,6 @@
-import type { Queries } from './queries.js';
 import { cachedPolicyRow } from './policyCache.js';
 import type { ProjectRow } from './projects.js';
+import type { Queries } from './queries.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -64,7 +64,13 @@ async function loadKeyByHash(q: Queries, hash: Buffer): Promise<KeyWithProject |
 }
 
 export async function revokeApiKey(q: Queries, id: string, now: number): Promise<boolean> {
-  return (await q.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id)) === 1;
+  return (
+    (await q.run(
+      'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
+      now,
+      id,
+    )) === 1
+  );
 }
 
 export async function getApiKey(q: Queries, id: string): Promise<ApiKeyRow | undefined> {
@@ -72,7 +78,10 @@ export async function getApiKey(q: Queries, id: string): Promise<ApiKeyRow | und
 }
 
 export async function listApiKeys(q: Queries, projectId: string): Promise<ApiKeyRow[]> {
-  return q.all<ApiKeyRow>('SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at', projectId);
+  return q.all<ApiKeyRow>(
+    'SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at',
+    projectId,
+  );
 }
 
 /** Brings a key's expiry forward to `at` (a rotation's grace); a key already expiring sooner keeps its time. */

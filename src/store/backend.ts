@@ -21,7 +21,10 @@ export interface DeliveryLeaseStore {
   recordThrottle(q: Queries, accountId: string, until: number): Promise<void>;
   restingAccounts(q: Queries, now: number): Promise<[accountId: string, until: number][]>;
   /** Takes back `node`'s own leases it holds no hand-off for (none on one node, whose lease commits never go unanswered). */
-  reclaim(q: Queries, request: { node: string; now: number; leaseUntil: number; holding: string[] }): Promise<MessageRow[]>;
+  reclaim(
+    q: Queries,
+    request: { node: string; now: number; leaseUntil: number; holding: string[] },
+  ): Promise<MessageRow[]>;
 }
 
 export interface WebhookOutbox {
@@ -29,9 +32,19 @@ export interface WebhookOutbox {
   runCycle(q: Queries, work: WebhookBookkeeping): Promise<WebhookBookkeepingResult>;
   /** False where a cursor over events.seq does the fan-out. */
   hasQueuedEvents(q: Queries): Promise<boolean>;
-  addEndpoint(q: Queries, row: Pick<WebhookEndpointRow, 'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'>): Promise<WebhookEndpointRow>;
+  addEndpoint(
+    q: Queries,
+    row: Pick<
+      WebhookEndpointRow,
+      'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'
+    >,
+  ): Promise<WebhookEndpointRow>;
   /** Its pending deliveries end `failed` (`endpoint removed`). */
-  removeEndpoint(q: Queries, id: string, now: number): Promise<{ removed: boolean; cancelled: number }>;
+  removeEndpoint(
+    q: Queries,
+    id: string,
+    now: number,
+  ): Promise<{ removed: boolean; cancelled: number }>;
 }
 
 export interface BodyStore {

@@ -15,10 +15,16 @@ export async function backupIndex(db: Db, destFile: string): Promise<{ totalPage
   return { totalPages: done.totalPages };
 }
 
-export function spoolFilesOfCopy(indexFile: string): { id: string; spool_path: string; size_bytes: number }[] {
+export function spoolFilesOfCopy(
+  indexFile: string,
+): { id: string; spool_path: string; size_bytes: number }[] {
   const copy = new Database(indexFile, { readonly: true, fileMustExist: true });
   try {
-    return copy.prepare('SELECT id, spool_path, size_bytes FROM messages ORDER BY rowid').all() as { id: string; spool_path: string; size_bytes: number }[];
+    return copy.prepare('SELECT id, spool_path, size_bytes FROM messages ORDER BY rowid').all() as {
+      id: string;
+      spool_path: string;
+      size_bytes: number;
+    }[];
   } finally {
     copy.close();
   }

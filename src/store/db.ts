@@ -1,5 +1,5 @@
-import Database from 'better-sqlite3';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import type { Logger } from '../log.js';
 import { ensurePrivateDirectory, ensurePrivateFile } from '../platform/privateFiles.js';
 import { migrations } from './migrations.js';
@@ -10,11 +10,16 @@ export type Db = Database.Database;
 export type Durability = 'full' | 'at-least-once';
 
 /** WAL; busy_timeout lets the CLI and the server share the file. Files made private before SQLite creates anything (secrets in clear). */
-export function openDatabase(stateDir: string, logger: Logger, opts: { migrate?: boolean; durability?: Durability } = {}): Db {
+export function openDatabase(
+  stateDir: string,
+  logger: Logger,
+  opts: { migrate?: boolean; durability?: Durability } = {},
+): Db {
   const file = path.join(stateDir, 'postern.db');
   ensurePrivateDirectory(stateDir, logger);
   ensurePrivateFile(file, { create: true });
-  for (const companion of ['-wal', '-shm', '-journal']) ensurePrivateFile(file + companion, { create: false });
+  for (const companion of ['-wal', '-shm', '-journal'])
+    ensurePrivateFile(file + companion, { create: false });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   setDurability(db, opts.durability ?? 'full');
@@ -29,15 +34,23 @@ export function setDurability(db: Db, durability: Durability): void {
 }
 
 function migrate(db: Db, logger: Logger): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
+  const applied = new Set(
+    db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[],
+  );
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
     db.transaction(() => {
       // Re-check inside the write lock: the CLI and the server may start together.
       if (db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version)) return;
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
       logger.info({ version: m.version, name: m.name }, 'migration applied');
     }).immediate();
   }

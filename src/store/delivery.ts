@@ -1,6 +1,6 @@
 import { fromStatuses, type TargetOf } from '../contract/messageStates.js';
+import { type MessageRow, statusIn } from './messages.js';
 import { getValue, type Queries } from './queries.js';
-import { statusIn, type MessageRow } from './messages.js';
 
 /* Status guards from the transition table. */
 const LEASE_DUE = statusIn(fromStatuses('lease', 'sending'));
@@ -9,8 +9,15 @@ const LEASE_RECLAIMED = statusIn(fromStatuses('lease_reclaimed', 'sending'));
 const EXPIRES = statusIn(fromStatuses('expire', 'failed'));
 
 /** One UPDATE per claim, so two claimers never take the same message, each walking its own index: the cost does not grow with the queue. */
-export async function leaseDueMessages(q: Queries, now: number, leaseUntil: number, limit: number, node: string | null = null): Promise<MessageRow[]> {
-  if (q.dialect === 'postgres') return leaseDueMessagesShared(q, { now, leaseUntil, limit, node: node ?? '' });
+export async function leaseDueMessages(
+  q: Queries,
+  now: number,
+  leaseUntil: number,
+  limit: number,
+  node: string | null = null,
+): Promise<MessageRow[]> {
+  if (q.dialect === 'postgres')
+    return leaseDueMessagesShared(q, { now, leaseUntil, limit, node: node ?? '' });
   return q.transaction(async (tx) => {
     const expired = await tx.all<MessageRow>(
       `UPDATE messages SET lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
@@ -68,20 +75,29 @@ const LEASE_DUE_SHARED = `
 export type LeasedMessage = MessageRow & { lease_owner: string };
 
 /** Expired `sending` leases first, then due ones; nodes never take the same message nor wait for another's lease. */
-export async function leaseDueMessagesShared(q: Queries, request: { node: string; now: number; leaseUntil: number; limit: number }): Promise<LeasedMessage[]> {
+export async function leaseDueMessagesShared(
+  q: Queries,
+  request: { node: string; now: number; leaseUntil: number; limit: number },
+): Promise<LeasedMessage[]> {
   const { node, now, leaseUntil, limit } = request;
   if (limit <= 0) return [];
   return q.transaction(async (tx) => {
     const bind = { now, leaseUntil, node };
     const expired = await tx.all<LeasedMessage>(LEASE_EXPIRED_SHARED, { ...bind, limit });
     if (expired.length >= limit) return expired;
-    const due = await tx.all<LeasedMessage>(LEASE_DUE_SHARED, { ...bind, limit: limit - expired.length });
+    const due = await tx.all<LeasedMessage>(LEASE_DUE_SHARED, {
+      ...bind,
+      limit: limit - expired.length,
+    });
     return [...expired, ...due];
   });
 }
 
 /** A lease commit whose answer was lost leaves messages leased to a node that does not know it; not counted again. */
-export async function reclaimLeases(q: Queries, request: { node: string; now: number; leaseUntil: number; holding: string[] }): Promise<LeasedMessage[]> {
+export async function reclaimLeases(
+  q: Queries,
+  request: { node: string; now: number; leaseUntil: number; holding: string[] },
+): Promise<LeasedMessage[]> {
   const { node, now, leaseUntil, holding } = request;
   return q.all<LeasedMessage>(
     `UPDATE messages SET lease_until = @leaseUntil, updated_at = @now
@@ -91,7 +107,11 @@ export async function reclaimLeases(q: Queries, request: { node: string; now: nu
   );
 }
 
-export async function expiredMessages(q: Queries, createdBefore: number, limit: number): Promise<MessageRow[]> {
+export async function expiredMessages(
+  q: Queries,
+  createdBefore: number,
+  limit: number,
+): Promise<MessageRow[]> {
   return q.all<MessageRow>(
     `SELECT * FROM messages WHERE ${EXPIRES} AND created_at < ? ORDER BY created_at LIMIT ?`,
     createdBefore,
@@ -112,8 +132,19 @@ export interface HandOffEnd {
 }
 
 /** Only a message still `sending` and, on PostgreSQL, leased by `node` moves: a node that hung must not overwrite another's outcome. */
-export async function finishSending(q: Queries, id: string, to: HandOffEnd, now: number, node: string | null = null): Promise<boolean> {
-  const pending = to.pending_recipients === undefined ? undefined : to.pending_recipients === null ? null : JSON.stringify(to.pending_recipients);
+export async function finishSending(
+  q: Queries,
+  id: string,
+  to: HandOffEnd,
+  now: number,
+  node: string | null = null,
+): Promise<boolean> {
+  const pending =
+    to.pending_recipients === undefined
+      ? undefined
+      : to.pending_recipients === null
+        ? null
+        : JSON.stringify(to.pending_recipients);
   const shared = q.dialect === 'postgres';
   return (
     (await q.run(
@@ -172,9 +203,24 @@ export async function attemptsFor(q: Queries, messageId: string): Promise<Attemp
   return q.all<AttemptRow>('SELECT * FROM attempts WHERE message_id = ? ORDER BY seq', messageId);
 }
 
-export type RecipientStatus = 'bounced' | 'suppressed' | 'delivered' | 'soft_bounced' | 'complained' | 'failed';
+export type RecipientStatus =
+  | 'bounced'
+  | 'suppressed'
+  | 'delivered'
+  | 'soft_bounced'
+  | 'complained'
+  | 'failed';
 
-export async function insertRecipientOutcome(q: Queries, row: { message_id: string; email: string; status: RecipientStatus; reply: string | null; created_at: number }): Promise<void> {
+export async function insertRecipientOutcome(
+  q: Queries,
+  row: {
+    message_id: string;
+    email: string;
+    status: RecipientStatus;
+    reply: string | null;
+    created_at: number;
+  },
+): Promise<void> {
   await q.run(
     `INSERT INTO recipient_outcomes (message_id, email, status, reply, created_at) VALUES (@message_id, @email, @status, @reply, @created_at)
      ON CONFLICT (message_id, email) DO UPDATE SET status = excluded.status, reply = excluded.reply`,
@@ -182,20 +228,41 @@ export async function insertRecipientOutcome(q: Queries, row: { message_id: stri
   );
 }
 
-export async function recipientOutcomesFor(q: Queries, messageId: string): Promise<{ email: string; status: string; reply: string | null }[]> {
+export async function recipientOutcomesFor(
+  q: Queries,
+  messageId: string,
+): Promise<{ email: string; status: string; reply: string | null }[]> {
   return q.all<{
     email: string;
     status: string;
     reply: string | null;
-  }>('SELECT email, status, reply FROM recipient_outcomes WHERE message_id = ? ORDER BY email', messageId);
+  }>(
+    'SELECT email, status, reply FROM recipient_outcomes WHERE message_id = ? ORDER BY email',
+    messageId,
+  );
 }
 
-export async function providerUsage(q: Queries, accountId: string, period: string): Promise<number> {
-  return (await getValue<number>(q, 'SELECT messages FROM provider_usage WHERE provider_account_id = ? AND period = ?', accountId, period)) ?? 0;
+export async function providerUsage(
+  q: Queries,
+  accountId: string,
+  period: string,
+): Promise<number> {
+  return (
+    (await getValue<number>(
+      q,
+      'SELECT messages FROM provider_usage WHERE provider_account_id = ? AND period = ?',
+      accountId,
+      period,
+    )) ?? 0
+  );
 }
 
 /** PostgreSQL reads a bare name in DO UPDATE as ambiguous (the row or `excluded`). */
-export async function addProviderUsage(q: Queries, accountId: string, period: string): Promise<void> {
+export async function addProviderUsage(
+  q: Queries,
+  accountId: string,
+  period: string,
+): Promise<void> {
   await q.run(
     `INSERT INTO provider_usage (provider_account_id, period, messages) VALUES (?, ?, 1)
      ON CONFLICT (provider_account_id, period) DO UPDATE SET messages = provider_usage.messages + 1`,

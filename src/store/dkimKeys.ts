@@ -1,5 +1,5 @@
-import type { Queries } from './queries.js';
 import { cachedPolicyRow } from './policyCache.js';
+import type { Queries } from './queries.js';
 
 /** A project's DKIM key for one domain. Private keys live in the index (state dir 0700) and are never logged or printed. */
 export interface DkimKeyRow {
@@ -17,10 +17,18 @@ export interface DkimKeyRow {
 }
 
 /** Stores a key as the project's active one for its domain, retiring the previous one (atomic). */
-export async function storeDkimKey(q: Queries, row: Omit<DkimKeyRow, 'removed_at'>): Promise<{ replaced: string | null }> {
+export async function storeDkimKey(
+  q: Queries,
+  row: Omit<DkimKeyRow, 'removed_at'>,
+): Promise<{ replaced: string | null }> {
   return q.transaction(async (tx) => {
     const previous = await activeDkimKey(tx, row.project_id, row.domain);
-    if (previous) await tx.run('UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL', row.created_at, previous.id);
+    if (previous)
+      await tx.run(
+        'UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL',
+        row.created_at,
+        previous.id,
+      );
     await tx.run(
       `INSERT INTO dkim_keys (id, project_id, domain, selector, algorithm, private_key, public_key, created_at)
          VALUES (@id, @project_id, @domain, @selector, @algorithm, @private_key, @public_key, @created_at)`,
@@ -30,8 +38,16 @@ export async function storeDkimKey(q: Queries, row: Omit<DkimKeyRow, 'removed_at
   });
 }
 
-export async function activeDkimKey(q: Queries, projectId: string, domain: string): Promise<DkimKeyRow | undefined> {
-  return q.get<DkimKeyRow>('SELECT * FROM dkim_keys WHERE project_id = ? AND domain = ? AND removed_at IS NULL', projectId, domain);
+export async function activeDkimKey(
+  q: Queries,
+  projectId: string,
+  domain: string,
+): Promise<DkimKeyRow | undefined> {
+  return q.get<DkimKeyRow>(
+    'SELECT * FROM dkim_keys WHERE project_id = ? AND domain = ? AND removed_at IS NULL',
+    projectId,
+    domain,
+  );
 }
 
 /**
@@ -39,7 +55,12 @@ export async function activeDkimKey(q: Queries, projectId: string, domain: strin
  * and remembered under it with the other policy rows (policyCache.ts), a miss included: most
  * messages are not signed.
  */
-export async function cachedDkimKey(q: Queries, projectId: string, fromDomain: string, domains: string[]): Promise<DkimKeyRow | undefined> {
+export async function cachedDkimKey(
+  q: Queries,
+  projectId: string,
+  fromDomain: string,
+  domains: string[],
+): Promise<DkimKeyRow | undefined> {
   const found = await cachedPolicyRow(q, 'dkim', `${projectId}\u0000${fromDomain}`, async () => {
     for (const domain of domains) {
       const row = await activeDkimKey(q, projectId, domain);
@@ -56,12 +77,21 @@ export async function getDkimKey(q: Queries, id: string): Promise<DkimKeyRow | u
 
 /** The project's active keys, by domain. */
 export async function listDkimKeys(q: Queries, projectId: string): Promise<DkimKeyRow[]> {
-  return q.all<DkimKeyRow>('SELECT * FROM dkim_keys WHERE project_id = ? AND removed_at IS NULL ORDER BY domain, created_at', projectId);
+  return q.all<DkimKeyRow>(
+    'SELECT * FROM dkim_keys WHERE project_id = ? AND removed_at IS NULL ORDER BY domain, created_at',
+    projectId,
+  );
 }
 
 /** Retires an active key; false when there is no such active key. */
 export async function removeDkimKey(q: Queries, id: string, now: number): Promise<boolean> {
-  return (await q.run('UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL', now, id)) === 1;
+  return (
+    (await q.run(
+      'UPDATE dkim_keys SET removed_at = ? WHERE id = ? AND removed_at IS NULL',
+      now,
+      id,
+    )) === 1
+  );
 }
 
 /** The active keys of `domain` in every project not deleted (a domain check that names no project). */

@@ -15,8 +15,16 @@ export interface OutboxEventHead {
   type: string;
 }
 
-export async function eventsAfter(q: Queries, afterSeq: number, limit: number): Promise<OutboxEventHead[]> {
-  return q.all<OutboxEventHead>('SELECT seq, project_id, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?', afterSeq, limit);
+export async function eventsAfter(
+  q: Queries,
+  afterSeq: number,
+  limit: number,
+): Promise<OutboxEventHead[]> {
+  return q.all<OutboxEventHead>(
+    'SELECT seq, project_id, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
+    afterSeq,
+    limit,
+  );
 }
 
 export async function latestEventSeq(q: Queries): Promise<number> {
@@ -35,6 +43,9 @@ export async function outboxEvent(q: Queries, seq: number): Promise<OutboxEvent 
 
 /** One statement instead of one per delivery. Missing ones are absent. */
 export async function outboxEvents(q: Queries, seqs: number[]): Promise<Map<number, OutboxEvent>> {
-  const rows = await q.all<OutboxEvent & { seq: number }>(`SELECT seq, type, created_at, data FROM events WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`, JSON.stringify(seqs));
+  const rows = await q.all<OutboxEvent & { seq: number }>(
+    `SELECT seq, type, created_at, data FROM events WHERE ${inJsonArray(q, 'seq', '?', 'bigint')}`,
+    JSON.stringify(seqs),
+  );
   return new Map(rows.map(({ seq, ...event }) => [seq, event]));
 }

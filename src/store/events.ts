@@ -2,7 +2,13 @@ import { getValue, type Queries } from './queries.js';
 
 /** Lifecycle events: the outbox the webhook dispatcher reads. */
 export type EventType =
-  | 'mail.accepted' | 'mail.sent' | 'mail.delivered' | 'mail.bounced' | 'mail.complained' | 'mail.failed' | 'mail.suppressed';
+  | 'mail.accepted'
+  | 'mail.sent'
+  | 'mail.delivered'
+  | 'mail.bounced'
+  | 'mail.complained'
+  | 'mail.failed'
+  | 'mail.suppressed';
 
 export interface EventRow {
   seq: number;
@@ -14,7 +20,10 @@ export interface EventRow {
 }
 
 export async function insertEvent(q: Queries, row: Omit<EventRow, 'seq'>): Promise<void> {
-  await q.run('INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (@project_id, @message_id, @type, @created_at, @data)', row);
+  await q.run(
+    'INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (@project_id, @message_id, @type, @created_at, @data)',
+    row,
+  );
 }
 
 export async function eventsForMessage(q: Queries, messageId: string): Promise<EventRow[]> {
@@ -32,7 +41,19 @@ export async function insertMailEvent(
   now: number,
   extra: Record<string, unknown>,
 ): Promise<void> {
-  const accepted = await getValue<string>(q, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'", message.id);
-  const mail = accepted ? (JSON.parse(accepted) as { mail: unknown }).mail : { uid: message.id, subject: message.subject, from: message.from_email };
-  await insertEvent(q, { project_id: message.project_id, message_id: message.id, type, created_at: now, data: JSON.stringify({ mail, ...extra }) });
+  const accepted = await getValue<string>(
+    q,
+    "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'",
+    message.id,
+  );
+  const mail = accepted
+    ? (JSON.parse(accepted) as { mail: unknown }).mail
+    : { uid: message.id, subject: message.subject, from: message.from_email };
+  await insertEvent(q, {
+    project_id: message.project_id,
+    message_id: message.id,
+    type,
+    created_at: now,
+    data: JSON.stringify({ mail, ...extra }),
+  });
 }

@@ -1,7 +1,12 @@
-import { fromStatuses, removableFrom, type MessageStatus, type TransitionCause } from '../contract/messageStates.js';
-import { inJsonArray, type Queries } from './queries.js';
+import {
+  fromStatuses,
+  type MessageStatus,
+  removableFrom,
+  type TransitionCause,
+} from '../contract/messageStates.js';
 import { BODY_IN_INDEX } from './messageBodies.js';
 import { statusIn } from './messages.js';
+import { inJsonArray, type Queries } from './queries.js';
 
 export type MessageAction = Extract<TransitionCause, 'release' | 'cancel' | 'retry'>;
 
@@ -29,10 +34,15 @@ export interface MessagesChanged {
   count: number;
 }
 
-export function countChanged(into: MessagesChanged[], changed: readonly (ChangedMessage | MessagesChanged)[]): MessagesChanged[] {
+export function countChanged(
+  into: MessagesChanged[],
+  changed: readonly (ChangedMessage | MessagesChanged)[],
+): MessagesChanged[] {
   for (const c of changed) {
     const n = 'count' in c ? c.count : 1;
-    const place = into.find((p) => p.project_id === c.project_id && p.environment === c.environment);
+    const place = into.find(
+      (p) => p.project_id === c.project_id && p.environment === c.environment,
+    );
     if (place) place.count += n;
     else into.push({ project_id: c.project_id, environment: c.environment, count: n });
   }
@@ -40,12 +50,17 @@ export function countChanged(into: MessagesChanged[], changed: readonly (Changed
 }
 
 /** One statement per chunk. Release never frees a message of a deleted project, nor one held by a still-paused project. */
-export async function applyMessageAction(q: Queries, action: MessageAction, messages: { ids: readonly string[] } | { rows: string }, now: number): Promise<ChangedMessage[]> {
+export async function applyMessageAction(
+  q: Queries,
+  action: MessageAction,
+  messages: { ids: readonly string[] } | { rows: string },
+  now: number,
+): Promise<ChangedMessage[]> {
   if ('ids' in messages && messages.ids.length === 0) return [];
   const ids =
     'ids' in messages || q.dialect === 'postgres'
       ? inJsonArray(q, 'id', '@list')
-      : "rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))";
+      : 'rowid IN (SELECT value ->> 0 FROM json_each(@list)) AND id IN (SELECT value ->> 1 FROM json_each(@list))';
   const params = { list: 'ids' in messages ? JSON.stringify(messages.ids) : messages.rows, now };
   const statement =
     action === 'release'
@@ -68,7 +83,12 @@ export async function applyMessageAction(q: Queries, action: MessageAction, mess
 
 /** The caller runs it in one transaction; returns its spool file to remove after the commit (null: none, or not captured). */
 export async function deleteCapturedMessage(q: Queries, id: string): Promise<string | null> {
-  const row = await q.get<{ spool_path: string; project_id: string; environment: string; idempotency_key: string | null }>(
+  const row = await q.get<{
+    spool_path: string;
+    project_id: string;
+    environment: string;
+    idempotency_key: string | null;
+  }>(
     `SELECT spool_path, project_id, environment, idempotency_key FROM messages WHERE id = ? AND ${statusIn(removableFrom('delete'))}`,
     id,
   );
@@ -76,13 +96,23 @@ export async function deleteCapturedMessage(q: Queries, id: string): Promise<str
   await q.run('DELETE FROM attempts WHERE message_id = ?', id);
   await q.run('DELETE FROM recipient_outcomes WHERE message_id = ?', id);
   if (row.idempotency_key !== null) {
-    await q.run('DELETE FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ? AND message_id = ?', row.project_id, row.environment, row.idempotency_key, id);
+    await q.run(
+      'DELETE FROM idempotency_keys WHERE project_id = ? AND environment = ? AND key = ? AND message_id = ?',
+      row.project_id,
+      row.environment,
+      row.idempotency_key,
+      id,
+    );
   }
-  await q.run("DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)", id);
+  await q.run(
+    "DELETE FROM events WHERE message_id = ? AND seq NOT IN (SELECT event_seq FROM webhook_deliveries WHERE status = 'pending' AND event_seq IS NOT NULL)",
+    id,
+  );
   await q.run('DELETE FROM message_bodies WHERE message_id = ?', id);
   await q.run('DELETE FROM viewer_links WHERE message_id = ?', id);
   // PostgreSQL keeps every body as rows (migration 8), with no foreign key to cascade from.
-  if (q.dialect === 'postgres') await q.run('DELETE FROM message_body_chunks WHERE message_id = ?', id);
+  if (q.dialect === 'postgres')
+    await q.run('DELETE FROM message_body_chunks WHERE message_id = ?', id);
   await q.run('DELETE FROM messages WHERE id = ?', id);
   return row.spool_path === BODY_IN_INDEX || q.dialect === 'postgres' ? null : row.spool_path;
 }

@@ -1,8 +1,8 @@
-import { messageIdFloor } from '../ids.js';
-import { inJsonArray, type Queries, type SqlParam } from './queries.js';
-import type { MessageKey } from './messageActions.js';
 import { fromStatuses, type MessageStatus } from '../contract/messageStates.js';
-import { statusIn, type MessageRow } from './messages.js';
+import { messageIdFloor } from '../ids.js';
+import type { MessageKey } from './messageActions.js';
+import { type MessageRow, statusIn } from './messages.js';
+import { inJsonArray, type Queries, type SqlParam } from './queries.js';
 
 export interface MessageFilter {
   /** null: every project (an owner). */
@@ -27,7 +27,12 @@ const ID_TIME_SLACK_MS = 3600_000;
 
 const containing = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-function where(q: Queries, filter: MessageFilter, projectId: string | null, beforeId: string | null): { clause: string; params: Record<string, SqlParam> } {
+function where(
+  q: Queries,
+  filter: MessageFilter,
+  projectId: string | null,
+  beforeId: string | null,
+): { clause: string; params: Record<string, SqlParam> } {
   const parts: string[] = [];
   const params: Record<string, SqlParam> = {};
   if (projectId !== null) {
@@ -88,26 +93,45 @@ function where(q: Queries, filter: MessageFilter, projectId: string | null, befo
 }
 
 /** Several projects are read one by one along their own index and merged. */
-export async function searchMessages(q: Queries, filter: MessageFilter, beforeId: string | null, limit: number): Promise<MessageRow[]> {
+export async function searchMessages(
+  q: Queries,
+  filter: MessageFilter,
+  beforeId: string | null,
+  limit: number,
+): Promise<MessageRow[]> {
   if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
-  const scopes: (string | null)[] = filter.projectIds === null ? [null] : [...new Set(filter.projectIds)];
+  const scopes: (string | null)[] =
+    filter.projectIds === null ? [null] : [...new Set(filter.projectIds)];
   const rows: MessageRow[] = [];
   for (const projectId of scopes) {
     const { clause, params } = where(q, filter, projectId, beforeId);
     // Statements vary with the filter's shape; the cache keeps one per shape (a handful).
-    rows.push(...(await q.all<MessageRow>(`SELECT * FROM messages ${clause} ORDER BY id DESC LIMIT @limit`, { ...params, limit })));
+    rows.push(
+      ...(await q.all<MessageRow>(
+        `SELECT * FROM messages ${clause} ORDER BY id DESC LIMIT @limit`,
+        { ...params, limit },
+      )),
+    );
   }
   if (scopes.length === 1) return rows;
   return rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit);
 }
 
 /** Each project's count stops at `cap`, so a wide filter costs no more than reading that many index entries. */
-export async function countMessages(q: Queries, filter: MessageFilter, cap: number): Promise<{ count: number; capped: boolean }> {
-  if (filter.projectIds !== null && filter.projectIds.length === 0) return { count: 0, capped: false };
+export async function countMessages(
+  q: Queries,
+  filter: MessageFilter,
+  cap: number,
+): Promise<{ count: number; capped: boolean }> {
+  if (filter.projectIds !== null && filter.projectIds.length === 0)
+    return { count: 0, capped: false };
   let count = 0;
   for (const projectId of filter.projectIds === null ? [null] : [...new Set(filter.projectIds)]) {
     const { clause, params } = where(q, filter, projectId, null);
-    const row = await q.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM messages ${clause} LIMIT @cap) AS matching`, { ...params, cap: cap + 1 - count });
+    const row = await q.get<{ n: number | string }>(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM messages ${clause} LIMIT @cap) AS matching`,
+      { ...params, cap: cap + 1 - count },
+    );
     count += Number(row?.n ?? 0);
     if (count > cap) return { count: cap, capped: true };
   }
@@ -115,20 +139,37 @@ export async function countMessages(q: Queries, filter: MessageFilter, cap: numb
 }
 
 /** SQLite's rowid order, PostgreSQL's by id. */
-function keyed<Row extends { rowid?: number; id: string }>(q: Queries, rows: Row[]): (Row & { key: MessageKey })[] {
-  if (q.dialect === 'postgres') return rows.map((r) => ({ ...r, key: r.id })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return rows.map((r) => ({ ...r, key: [r.rowid!, r.id] as MessageKey })).sort((a, b) => a.rowid! - b.rowid!);
+function keyed<Row extends { rowid?: number; id: string }>(
+  q: Queries,
+  rows: Row[],
+): (Row & { key: MessageKey })[] {
+  if (q.dialect === 'postgres')
+    return rows
+      .map((r) => ({ ...r, key: r.id }))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return rows
+    .map((r) => ({ ...r, key: [r.rowid!, r.id] as MessageKey }))
+    .sort((a, b) => a.rowid! - b.rowid!);
 }
 
 const keyColumns = (q: Queries) => (q.dialect === 'postgres' ? 'id' : 'rowid, id');
 
 /** No ORDER BY (sorting ten thousand rows would go through a temporary file): sorted here. */
-export async function matchingMessageKeys(q: Queries, filter: MessageFilter, limit: number): Promise<MessageKey[]> {
+export async function matchingMessageKeys(
+  q: Queries,
+  filter: MessageFilter,
+  limit: number,
+): Promise<MessageKey[]> {
   if (filter.projectIds !== null && filter.projectIds.length === 0) return [];
   const rows: { rowid?: number; id: string }[] = [];
   for (const projectId of filter.projectIds === null ? [null] : [...new Set(filter.projectIds)]) {
     const { clause, params } = where(q, filter, projectId, null);
-    rows.push(...(await q.all<{ rowid?: number; id: string }>(`SELECT ${keyColumns(q)} FROM messages ${clause} LIMIT @limit`, { ...params, limit: limit - rows.length })));
+    rows.push(
+      ...(await q.all<{ rowid?: number; id: string }>(
+        `SELECT ${keyColumns(q)} FROM messages ${clause} LIMIT @limit`,
+        { ...params, limit: limit - rows.length },
+      )),
+    );
     if (rows.length >= limit) break;
   }
   return keyed(q, rows).map((r) => r.key);

@@ -1,12 +1,21 @@
-import { fromStatuses, LIVE_STATUSES, MESSAGE_STATUSES, type MessageStatus, type TransitionCause } from '../contract/messageStates.js';
+import {
+  fromStatuses,
+  LIVE_STATUSES,
+  MESSAGE_STATUSES,
+  type MessageStatus,
+  type TransitionCause,
+} from '../contract/messageStates.js';
 import type { Queries } from './queries.js';
 
 const KNOWN_STATUSES = new Set<string>(MESSAGE_STATUSES);
 
 /** Written out as literals (from the transition table, never input): the statements' plans stay what they were. */
 export function statusIn(statuses: readonly MessageStatus[], column = 'status'): string {
-  if (statuses.length === 0 || statuses.some((s) => !KNOWN_STATUSES.has(s))) throw new Error(`not a list of statuses: ${statuses.join(', ')}`);
-  return statuses.length === 1 ? `${column} = '${statuses[0]}'` : `${column} IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
+  if (statuses.length === 0 || statuses.some((s) => !KNOWN_STATUSES.has(s)))
+    throw new Error(`not a list of statuses: ${statuses.join(', ')}`);
+  return statuses.length === 1
+    ? `${column} = '${statuses[0]}'`
+    : `${column} IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
 }
 
 export type HoldReason = 'request' | 'project' | null;
@@ -45,7 +54,15 @@ export interface MessageRow {
   pending_recipients: string | null;
 }
 
-export type NewMessageRow = Omit<MessageRow, 'attempts' | 'lease_until' | 'provider_slug' | 'provider_message_id' | 'last_error' | 'pending_recipients'>;
+export type NewMessageRow = Omit<
+  MessageRow,
+  | 'attempts'
+  | 'lease_until'
+  | 'provider_slug'
+  | 'provider_message_id'
+  | 'last_error'
+  | 'pending_recipients'
+>;
 
 export async function insertMessage(q: Queries, row: NewMessageRow): Promise<void> {
   await q.run(
@@ -63,11 +80,25 @@ export async function getMessage(q: Queries, id: string): Promise<MessageRow | u
   return q.get<MessageRow>('SELECT * FROM messages WHERE id = ?', id);
 }
 
-export async function listMessages(q: Queries, projectId: string, status: string | undefined, limit: number): Promise<MessageRow[]> {
+export async function listMessages(
+  q: Queries,
+  projectId: string,
+  status: string | undefined,
+  limit: number,
+): Promise<MessageRow[]> {
   if (status) {
-    return q.all<MessageRow>('SELECT * FROM messages WHERE project_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?', projectId, status, limit);
+    return q.all<MessageRow>(
+      'SELECT * FROM messages WHERE project_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?',
+      projectId,
+      status,
+      limit,
+    );
   }
-  return q.all<MessageRow>('SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', projectId, limit);
+  return q.all<MessageRow>(
+    'SELECT * FROM messages WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
+    projectId,
+    limit,
+  );
 }
 
 /** Only from a status the transition table lets `cause` leave for it; false otherwise. */
@@ -75,7 +106,12 @@ export async function transitionMessage(
   q: Queries,
   id: string,
   cause: TransitionCause,
-  to: { status: MessageStatus; hold_reason: HoldReason; next_attempt_at: number | null; last_error?: string | null },
+  to: {
+    status: MessageStatus;
+    hold_reason: HoldReason;
+    next_attempt_at: number | null;
+    last_error?: string | null;
+  },
   now: number,
 ): Promise<boolean> {
   return (
@@ -92,7 +128,10 @@ export async function transitionMessage(
   );
 }
 
-export async function projectHeldMessages(q: Queries, projectId: string): Promise<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[]> {
+export async function projectHeldMessages(
+  q: Queries,
+  projectId: string,
+): Promise<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>[]> {
   return q.all<Pick<MessageRow, 'id' | 'status' | 'scheduled_at'>>(
     `SELECT id, status, scheduled_at FROM messages WHERE project_id = ? AND hold_reason = 'project' AND ${statusIn(fromStatuses('project_resume'))}`,
     projectId,
@@ -105,10 +144,16 @@ export async function messageExists(q: Queries, id: string): Promise<boolean> {
 
 /** Walked row by row: a queue of 100,000 is never loaded. Its loop must not wait on other I/O. */
 export function liveMessageFiles(q: Queries): AsyncIterable<Pick<MessageRow, 'id' | 'spool_path'>> {
-  return q.iterate<Pick<MessageRow, 'id' | 'spool_path'>>(`SELECT id, spool_path FROM messages WHERE ${statusIn(LIVE_STATUSES)} AND spool_path != ''`);
+  return q.iterate<Pick<MessageRow, 'id' | 'spool_path'>>(
+    `SELECT id, spool_path FROM messages WHERE ${statusIn(LIVE_STATUSES)} AND spool_path != ''`,
+  );
 }
 
 /** Failed, never retried. */
 export async function failForMissingSpoolFile(q: Queries, id: string, now: number): Promise<void> {
-  await q.run(`UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ? AND ${statusIn(fromStatuses('spool_file_missing', 'failed'))}`, now, id);
+  await q.run(
+    `UPDATE messages SET status = 'failed', last_error = 'spool_file_missing', updated_at = ? WHERE id = ? AND ${statusIn(fromStatuses('spool_file_missing', 'failed'))}`,
+    now,
+    id,
+  );
 }

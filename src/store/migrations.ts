@@ -558,7 +558,8 @@ function policyGenerationTriggers(): string {
   return ['api_keys', 'projects', 'provider_accounts', 'dkim_keys']
     .flatMap((table) =>
       ['INSERT', 'UPDATE', 'DELETE'].map(
-        (op) => `CREATE TRIGGER policy_generation_${table}_${op.toLowerCase()} AFTER ${op} ON ${table} BEGIN UPDATE policy_generation SET n = n + 1; END;`,
+        (op) =>
+          `CREATE TRIGGER policy_generation_${table}_${op.toLowerCase()} AFTER ${op} ON ${table} BEGIN UPDATE policy_generation SET n = n + 1; END;`,
       ),
     )
     .join('\n');

@@ -26,14 +26,20 @@ export const MISSED_BEATS = 3;
 export type NodeState = 'up' | 'missing' | 'stopped';
 
 /** Stopped, else up while it beat within MISSED_BEATS of its own heartbeats, else missing. */
-export function nodeState(row: Pick<NodeRow, 'last_beat_at' | 'stopped_at' | 'heartbeat_seconds'>, now: number): NodeState {
+export function nodeState(
+  row: Pick<NodeRow, 'last_beat_at' | 'stopped_at' | 'heartbeat_seconds'>,
+  now: number,
+): NodeState {
   if (row.stopped_at !== null) return 'stopped';
   return now - row.last_beat_at <= MISSED_BEATS * row.heartbeat_seconds * 1000 ? 'up' : 'missing';
 }
 
 type StoredNodeRow = Omit<NodeRow, 'listeners'> & { listeners: string };
 
-const fromStored = (row: StoredNodeRow): NodeRow => ({ ...row, listeners: JSON.parse(row.listeners) as NodeListener[] });
+const fromStored = (row: StoredNodeRow): NodeRow => ({
+  ...row,
+  listeners: JSON.parse(row.listeners) as NodeListener[],
+});
 
 export async function findNode(q: Queries, id: string): Promise<NodeRow | undefined> {
   const row = await q.get<StoredNodeRow>('SELECT * FROM nodes WHERE id = ?', id);
@@ -60,12 +66,20 @@ export async function upsertNode(q: Queries, row: Omit<NodeRow, 'stopped_at'>): 
 export type NodeRun = Pick<NodeRow, 'id' | 'pid' | 'started_at'>;
 
 export async function recordNodeBeat(q: Queries, run: NodeRun, at: number): Promise<boolean> {
-  return (await q.run('UPDATE nodes SET last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL', { id: run.id, pid: run.pid, started_at: run.started_at, at })) === 1;
+  return (
+    (await q.run(
+      'UPDATE nodes SET last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL',
+      { id: run.id, pid: run.pid, started_at: run.started_at, at },
+    )) === 1
+  );
 }
 
 export async function markNodeStopped(q: Queries, run: NodeRun, at: number): Promise<boolean> {
   return (
-    (await q.run('UPDATE nodes SET stopped_at = @at, last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL', { id: run.id, pid: run.pid, started_at: run.started_at, at })) === 1
+    (await q.run(
+      'UPDATE nodes SET stopped_at = @at, last_beat_at = @at WHERE id = @id AND pid = @pid AND started_at = @started_at AND stopped_at IS NULL',
+      { id: run.id, pid: run.pid, started_at: run.started_at, at },
+    )) === 1
   );
 }
 

@@ -26,7 +26,10 @@ export async function getOperator(q: Queries, id: string): Promise<OperatorRow |
 }
 
 /** Emails compare case-insensitively (COLLATE NOCASE). */
-export async function findOperatorByEmail(q: Queries, email: string): Promise<OperatorRow | undefined> {
+export async function findOperatorByEmail(
+  q: Queries,
+  email: string,
+): Promise<OperatorRow | undefined> {
   return q.get<OperatorRow>('SELECT * FROM operators WHERE email = ?', email);
 }
 
@@ -44,20 +47,51 @@ export async function deleteOperator(q: Queries, id: string): Promise<boolean> {
 }
 
 /** A new password hash; `mustChange`: it was generated, and must be changed at the next sign-in. */
-export async function setOperatorPassword(q: Queries, id: string, passwordHash: string, now: number, mustChange: boolean): Promise<boolean> {
-  return (await q.run('UPDATE operators SET password_hash = ?, password_changed_at = ?, must_change_password = ? WHERE id = ?', passwordHash, now, mustChange ? 1 : 0, id)) === 1;
+export async function setOperatorPassword(
+  q: Queries,
+  id: string,
+  passwordHash: string,
+  now: number,
+  mustChange: boolean,
+): Promise<boolean> {
+  return (
+    (await q.run(
+      'UPDATE operators SET password_hash = ?, password_changed_at = ?, must_change_password = ? WHERE id = ?',
+      passwordHash,
+      now,
+      mustChange ? 1 : 0,
+      id,
+    )) === 1
+  );
 }
 
-export async function setOperatorRole(q: Queries, id: string, role: OperatorRole): Promise<boolean> {
+export async function setOperatorRole(
+  q: Queries,
+  id: string,
+  role: OperatorRole,
+): Promise<boolean> {
   return (await q.run('UPDATE operators SET role = ? WHERE id = ?', role, id)) === 1;
 }
 
 /** The projects a member was given (owners see every project and have none listed). */
 export async function operatorProjectIds(q: Queries, operatorId: string): Promise<string[]> {
-  return allValues<string>(q, 'SELECT project_id FROM operator_projects WHERE operator_id = ? ORDER BY project_id', operatorId);
+  return allValues<string>(
+    q,
+    'SELECT project_id FROM operator_projects WHERE operator_id = ? ORDER BY project_id',
+    operatorId,
+  );
 }
 
-export async function setOperatorProjects(q: Queries, operatorId: string, projectIds: readonly string[]): Promise<void> {
+export async function setOperatorProjects(
+  q: Queries,
+  operatorId: string,
+  projectIds: readonly string[],
+): Promise<void> {
   await q.run('DELETE FROM operator_projects WHERE operator_id = ?', operatorId);
-  for (const projectId of new Set(projectIds)) await q.run('INSERT INTO operator_projects (operator_id, project_id) VALUES (?, ?)', operatorId, projectId);
+  for (const projectId of new Set(projectIds))
+    await q.run(
+      'INSERT INTO operator_projects (operator_id, project_id) VALUES (?, ?)',
+      operatorId,
+      projectId,
+    );
 }

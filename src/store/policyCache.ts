@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { getValue, sqliteConnection, type Queries } from './queries.js';
+import { getValue, type Queries, sqliteConnection } from './queries.js';
 
 /** Entries per kind before a cache starts over (the keys come from requests: bounded). */
 const MAX_ENTRIES = 10_000;
@@ -42,7 +42,12 @@ const GENERATION = 'SELECT n FROM policy_generation WHERE id = 1';
  * primary-key read of a one-row table in place of the row's own query (a join, or rows whose
  * JSON is parsed); a miss costs both.
  */
-export async function cachedPolicyRow<T>(q: Queries, kind: string, key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+export async function cachedPolicyRow<T>(
+  q: Queries,
+  kind: string,
+  key: string,
+  load: () => Promise<T | undefined>,
+): Promise<T | undefined> {
   const db = sqliteConnection(q);
   const cache = db ? await sqliteCache(q, db) : await postgresCache(q);
   let entries = cache.kinds.get(kind);

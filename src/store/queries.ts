@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { sql, type Db } from './db.js';
+import { type Db, sql } from './db.js';
 
 /**
  * The store's one way to run a statement on either backend, in the SQL both speak. Rows come back as
@@ -23,11 +23,14 @@ export type Bind = SqlParam[] | [Readonly<Record<string, SqlParam | undefined>>]
 
 function isNamed(params: Bind): params is [Readonly<Record<string, SqlParam | undefined>>] {
   const first = params[0];
-  return params.length === 1 && first !== null && typeof first === 'object' && !Buffer.isBuffer(first);
+  return (
+    params.length === 1 && first !== null && typeof first === 'object' && !Buffer.isBuffer(first)
+  );
 }
 
 type SqliteParam = string | number | bigint | Buffer | null;
-const sqliteParam = (v: SqlParam | undefined): SqliteParam => (v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v);
+const sqliteParam = (v: SqlParam | undefined): SqliteParam =>
+  v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
 
 function sqliteParams(params: Bind): SqliteParam[] | [Record<string, SqliteParam>] {
   if (!isNamed(params)) return (params as SqlParam[]).map(sqliteParam);
@@ -54,13 +57,19 @@ export function sqliteConnection(q: Queries): Db | undefined {
 }
 
 /** The first column of the first row, or undefined: better-sqlite3's pluck() on either backend. */
-export async function getValue<T>(q: Queries, text: string, ...params: Bind): Promise<T | undefined> {
+export async function getValue<T>(
+  q: Queries,
+  text: string,
+  ...params: Bind
+): Promise<T | undefined> {
   const row = await q.get<Record<string, unknown>>(text, ...params);
   return row === undefined ? undefined : (firstColumn(row) as T);
 }
 
 export async function allValues<T>(q: Queries, text: string, ...params: Bind): Promise<T[]> {
-  return (await q.all<Record<string, unknown>>(text, ...params)).map((row) => firstColumn(row) as T);
+  return (await q.all<Record<string, unknown>>(text, ...params)).map(
+    (row) => firstColumn(row) as T,
+  );
 }
 
 function firstColumn(row: Record<string, unknown>): unknown {
@@ -69,9 +78,17 @@ function firstColumn(row: Record<string, unknown>): unknown {
 }
 
 /** `value` in the JSON array `list`; on PostgreSQL `= ANY`, which uses an index whatever the statistics say (docs/architecture.md). */
-export function inJsonArray(q: Queries, value: string, list: string, as: 'text' | 'bigint' = 'text'): string {
+export function inJsonArray(
+  q: Queries,
+  value: string,
+  list: string,
+  as: 'text' | 'bigint' = 'text',
+): string {
   if (q.dialect === 'sqlite') return `${value} IN (SELECT value FROM json_each(${list}))`;
-  const values = as === 'bigint' ? `SELECT CAST(v AS BIGINT) FROM json_array_elements_text(CAST(${list} AS json)) AS t(v)` : `SELECT json_array_elements_text(CAST(${list} AS json))`;
+  const values =
+    as === 'bigint'
+      ? `SELECT CAST(v AS BIGINT) FROM json_array_elements_text(CAST(${list} AS json)) AS t(v)`
+      : `SELECT json_array_elements_text(CAST(${list} AS json))`;
   return `${value} = ANY(ARRAY(${values}))`;
 }
 

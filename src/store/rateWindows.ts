@@ -15,10 +15,14 @@ export interface RateWindowLimit {
 }
 
 function postgresOnly(q: Queries): void {
-  if (q.dialect !== 'postgres') throw new Error('rate windows are shared through PostgreSQL; a single node counts them in memory (policy/rateLimiter.ts)');
+  if (q.dialect !== 'postgres')
+    throw new Error(
+      'rate windows are shared through PostgreSQL; a single node counts them in memory (policy/rateLimiter.ts)',
+    );
 }
 
-const TAKE = 'SELECT wait_ms, slot_window, slot_write FROM rate_window_write(@limiter, @maxEvents, @windowMs, @key, @now, @always)';
+const TAKE =
+  'SELECT wait_ms, slot_window, slot_write FROM rate_window_write(@limiter, @maxEvents, @windowMs, @key, @now, @always)';
 
 export interface RateWindowSlot {
   window: number;
@@ -27,9 +31,19 @@ export interface RateWindowSlot {
 
 export type RateWindowTaken = { waitMs: 0; slot: RateWindowSlot } | { waitMs: number; slot: null };
 
-async function callWrite(q: Queries, limit: RateWindowLimit, key: string, now: number, always: boolean): Promise<RateWindowTaken> {
+async function callWrite(
+  q: Queries,
+  limit: RateWindowLimit,
+  key: string,
+  now: number,
+  always: boolean,
+): Promise<RateWindowTaken> {
   postgresOnly(q);
-  const row = await q.get<{ wait_ms: number; slot_window: number | null; slot_write: number | null }>(TAKE, {
+  const row = await q.get<{
+    wait_ms: number;
+    slot_window: number | null;
+    slot_write: number | null;
+  }>(TAKE, {
     limiter: limit.limiter,
     maxEvents: limit.maxEvents,
     windowMs: limit.windowMs,
@@ -38,34 +52,58 @@ async function callWrite(q: Queries, limit: RateWindowLimit, key: string, now: n
     always,
   });
   const { wait_ms, slot_window, slot_write } = row!;
-  if (wait_ms > 0 || slot_window === null || slot_write === null) return { waitMs: wait_ms, slot: null };
+  if (wait_ms > 0 || slot_window === null || slot_write === null)
+    return { waitMs: wait_ms, slot: null };
   return { waitMs: 0, slot: { window: slot_window, write: slot_write } };
 }
 
-export function takeRateWindow(q: Queries, limit: RateWindowLimit, key: string, now: number): Promise<RateWindowTaken> {
+export function takeRateWindow(
+  q: Queries,
+  limit: RateWindowLimit,
+  key: string,
+  now: number,
+): Promise<RateWindowTaken> {
   return callWrite(q, limit, key, now, false);
 }
 
 /** Records an event whatever its window holds (the oldest gives way). */
-export async function recordRateWindow(q: Queries, limit: RateWindowLimit, key: string, now: number): Promise<void> {
+export async function recordRateWindow(
+  q: Queries,
+  limit: RateWindowLimit,
+  key: string,
+  now: number,
+): Promise<void> {
   await callWrite(q, limit, key, now, true);
 }
 
 /** Gives back the event `slot` names, as if it had not happened, while the ring still holds it. Whether it was. */
-export async function releaseRateWindow(q: Queries, limit: RateWindowLimit, key: string, slot: RateWindowSlot): Promise<boolean> {
+export async function releaseRateWindow(
+  q: Queries,
+  limit: RateWindowLimit,
+  key: string,
+  slot: RateWindowSlot,
+): Promise<boolean> {
   postgresOnly(q);
   // A boolean arrives as 1 or 0 (SQLite's shapes).
-  const row = await q.get<{ released: number }>('SELECT rate_window_release(@window, @limiter, @key, @write) AS released', {
-    window: slot.window,
-    limiter: limit.limiter,
-    key,
-    write: slot.write,
-  });
+  const row = await q.get<{ released: number }>(
+    'SELECT rate_window_release(@window, @limiter, @key, @write) AS released',
+    {
+      window: slot.window,
+      limiter: limit.limiter,
+      key,
+      write: slot.write,
+    },
+  );
   return row!.released === 1;
 }
 
 /** A read without lock: a take on another node may change the answer the moment after. */
-export async function rateWindowWait(q: Queries, limit: RateWindowLimit, key: string, now: number): Promise<number> {
+export async function rateWindowWait(
+  q: Queries,
+  limit: RateWindowLimit,
+  key: string,
+  now: number,
+): Promise<number> {
   postgresOnly(q);
   const row = await q.get<{ wait_ms: number }>(
     `SELECT CASE WHEN w.filled < w.max_events THEN 0 ELSE GREATEST(0, s.at + w.window_ms - @now) END AS wait_ms

@@ -23,8 +23,14 @@ export interface TlsCertificateOrderRow {
 /** The advisory lock's first key ("PSTC"); its second is hashtext(name). */
 export const CERTIFICATE_LOCK_CLASS = 0x50535443;
 
-export function storedTlsCertificate(q: Queries, name: string): Promise<TlsCertificateRow | undefined> {
-  return q.get<TlsCertificateRow>('SELECT name, domains, pem, not_before, not_after, obtained_at, obtained_by FROM tls_certificates WHERE name = ?', name);
+export function storedTlsCertificate(
+  q: Queries,
+  name: string,
+): Promise<TlsCertificateRow | undefined> {
+  return q.get<TlsCertificateRow>(
+    'SELECT name, domains, pem, not_before, not_after, obtained_at, obtained_by FROM tls_certificates WHERE name = ?',
+    name,
+  );
 }
 
 /** Unless the stored one lasts longer: a node slow to store never replaces a newer one. True when written. */
@@ -40,11 +46,23 @@ export async function saveTlsCertificate(q: Queries, row: TlsCertificateRow): Pr
   return changed > 0;
 }
 
-export function lastFailedOrder(q: Queries, name: string): Promise<TlsCertificateOrderRow | undefined> {
-  return q.get<TlsCertificateOrderRow>('SELECT name, failures, failed_at, error, node_id FROM tls_certificate_orders WHERE name = ?', name);
+export function lastFailedOrder(
+  q: Queries,
+  name: string,
+): Promise<TlsCertificateOrderRow | undefined> {
+  return q.get<TlsCertificateOrderRow>(
+    'SELECT name, failures, failed_at, error, node_id FROM tls_certificate_orders WHERE name = ?',
+    name,
+  );
 }
 
-export async function recordFailedOrder(q: Queries, name: string, error: string, at: number, nodeId: string): Promise<void> {
+export async function recordFailedOrder(
+  q: Queries,
+  name: string,
+  error: string,
+  at: number,
+  nodeId: string,
+): Promise<void> {
   await q.run(
     `INSERT INTO tls_certificate_orders (name, failures, failed_at, error, node_id) VALUES (?, 1, ?, ?, ?)
      ON CONFLICT (name) DO UPDATE SET failures = tls_certificate_orders.failures + 1, failed_at = excluded.failed_at, error = excluded.error, node_id = excluded.node_id`,
@@ -60,20 +78,49 @@ export async function clearFailedOrders(q: Queries, name: string): Promise<void>
 }
 
 /** Nodes ordering the same certificate take turns; `work` writes through the pool, so what it stores is visible before the lock goes. */
-export async function whileHoldingCertificateLock<T>(q: Queries, name: string, work: () => Promise<T>): Promise<T> {
-  if (q.dialect !== 'postgres') throw new Error('the certificate lock is a PostgreSQL advisory lock; one SQLite node orders alone');
+export async function whileHoldingCertificateLock<T>(
+  q: Queries,
+  name: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  if (q.dialect !== 'postgres')
+    throw new Error(
+      'the certificate lock is a PostgreSQL advisory lock; one SQLite node orders alone',
+    );
   return q.transaction(async (tx) => {
-    await tx.get('SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), hashtext(?))', CERTIFICATE_LOCK_CLASS, name);
+    await tx.get(
+      'SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), hashtext(?))',
+      CERTIFICATE_LOCK_CLASS,
+      name,
+    );
     return work();
   });
 }
 
 /** Nodes racing on an empty table all get the first one written. */
-export async function acmeAccountKey(q: Queries, directoryUrl: string, candidate: () => Promise<string>, now: number): Promise<string> {
-  const stored = await getValue<string>(q, 'SELECT private_key FROM acme_accounts WHERE directory_url = ?', directoryUrl);
+export async function acmeAccountKey(
+  q: Queries,
+  directoryUrl: string,
+  candidate: () => Promise<string>,
+  now: number,
+): Promise<string> {
+  const stored = await getValue<string>(
+    q,
+    'SELECT private_key FROM acme_accounts WHERE directory_url = ?',
+    directoryUrl,
+  );
   if (stored) return stored;
-  await q.run('INSERT INTO acme_accounts (directory_url, private_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', directoryUrl, await candidate(), now);
-  const written = await getValue<string>(q, 'SELECT private_key FROM acme_accounts WHERE directory_url = ?', directoryUrl);
+  await q.run(
+    'INSERT INTO acme_accounts (directory_url, private_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+    directoryUrl,
+    await candidate(),
+    now,
+  );
+  const written = await getValue<string>(
+    q,
+    'SELECT private_key FROM acme_accounts WHERE directory_url = ?',
+    directoryUrl,
+  );
   if (!written) throw new Error('acme_accounts: no row after inserting one');
   return written;
 }
@@ -99,11 +146,24 @@ export async function removeAcmeChallenge(q: Queries, token: string, now: number
   await q.run('DELETE FROM acme_challenges WHERE token = ? OR expires_at <= ?', token, now);
 }
 
-export function httpChallengeAnswer(q: Queries, token: string, now: number): Promise<string | undefined> {
-  return getValue<string>(q, "SELECT key_authorization FROM acme_challenges WHERE token = ? AND kind = 'http-01' AND expires_at > ?", token, now);
+export function httpChallengeAnswer(
+  q: Queries,
+  token: string,
+  now: number,
+): Promise<string | undefined> {
+  return getValue<string>(
+    q,
+    "SELECT key_authorization FROM acme_challenges WHERE token = ? AND kind = 'http-01' AND expires_at > ?",
+    token,
+    now,
+  );
 }
 
-export function alpnChallengeAnswer(q: Queries, domain: string, now: number): Promise<string | undefined> {
+export function alpnChallengeAnswer(
+  q: Queries,
+  domain: string,
+  now: number,
+): Promise<string | undefined> {
   return getValue<string>(
     q,
     "SELECT key_authorization FROM acme_challenges WHERE domain = ? AND kind = 'tls-alpn-01' AND expires_at > ? ORDER BY expires_at DESC LIMIT 1",

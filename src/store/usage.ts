@@ -35,14 +35,29 @@ export interface UsageState {
   day: UsageCounter;
 }
 
-export async function usageFor(q: Queries, projectId: string, period: string): Promise<UsageCounter> {
-  return (await q.get<UsageCounter>('SELECT messages, bytes FROM usage_counters WHERE project_id = ? AND period = ?', projectId, period)) ?? {
-    messages: 0,
-    bytes: 0,
-  };
+export async function usageFor(
+  q: Queries,
+  projectId: string,
+  period: string,
+): Promise<UsageCounter> {
+  return (
+    (await q.get<UsageCounter>(
+      'SELECT messages, bytes FROM usage_counters WHERE project_id = ? AND period = ?',
+      projectId,
+      period,
+    )) ?? {
+      messages: 0,
+      bytes: 0,
+    }
+  );
 }
 
-export async function addUsage(q: Queries, projectId: string, period: string, bytes: number): Promise<void> {
+export async function addUsage(
+  q: Queries,
+  projectId: string,
+  period: string,
+  bytes: number,
+): Promise<void> {
   await q.run(
     `INSERT INTO usage_counters (project_id, period, messages, bytes) VALUES (?, ?, 1, ?)
      ON CONFLICT (project_id, period) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes`,
@@ -52,32 +67,77 @@ export async function addUsage(q: Queries, projectId: string, period: string, by
   );
 }
 
-export async function senderDomainKnown(q: Queries, projectId: string, domain: string): Promise<boolean> {
-  return (await q.get('SELECT 1 FROM sender_domains WHERE project_id = ? AND domain = ?', projectId, domain)) !== undefined;
+export async function senderDomainKnown(
+  q: Queries,
+  projectId: string,
+  domain: string,
+): Promise<boolean> {
+  return (
+    (await q.get(
+      'SELECT 1 FROM sender_domains WHERE project_id = ? AND domain = ?',
+      projectId,
+      domain,
+    )) !== undefined
+  );
 }
 
 export async function senderDomainCount(q: Queries, projectId: string): Promise<number> {
-  return (await getValue<number>(q, 'SELECT COUNT(*) FROM sender_domains WHERE project_id = ?', projectId))!;
+  return (await getValue<number>(
+    q,
+    'SELECT COUNT(*) FROM sender_domains WHERE project_id = ?',
+    projectId,
+  ))!;
 }
 
-export async function registerSenderDomain(q: Queries, projectId: string, domain: string, now: number): Promise<void> {
-  await q.run('INSERT OR IGNORE INTO sender_domains (project_id, domain, first_used_at) VALUES (?, ?, ?)', projectId, domain, now);
+export async function registerSenderDomain(
+  q: Queries,
+  projectId: string,
+  domain: string,
+  now: number,
+): Promise<void> {
+  await q.run(
+    'INSERT OR IGNORE INTO sender_domains (project_id, domain, first_used_at) VALUES (?, ?, ?)',
+    projectId,
+    domain,
+    now,
+  );
 }
 
 export async function categoryKnown(q: Queries, projectId: string, name: string): Promise<boolean> {
-  return (await q.get('SELECT 1 FROM categories WHERE project_id = ? AND name = ?', projectId, name)) !== undefined;
+  return (
+    (await q.get('SELECT 1 FROM categories WHERE project_id = ? AND name = ?', projectId, name)) !==
+    undefined
+  );
 }
 
 export async function categoryCount(q: Queries, projectId: string): Promise<number> {
-  return (await getValue<number>(q, 'SELECT COUNT(*) FROM categories WHERE project_id = ?', projectId))!;
+  return (await getValue<number>(
+    q,
+    'SELECT COUNT(*) FROM categories WHERE project_id = ?',
+    projectId,
+  ))!;
 }
 
-export async function registerCategory(q: Queries, projectId: string, name: string, now: number): Promise<void> {
-  await q.run('INSERT OR IGNORE INTO categories (project_id, name, first_used_at) VALUES (?, ?, ?)', projectId, name, now);
+export async function registerCategory(
+  q: Queries,
+  projectId: string,
+  name: string,
+  now: number,
+): Promise<void> {
+  await q.run(
+    'INSERT OR IGNORE INTO categories (project_id, name, first_used_at) VALUES (?, ?, ?)',
+    projectId,
+    name,
+    now,
+  );
 }
 
 export async function senderDomains(q: Queries, projectId: string): Promise<string[]> {
-  return allValues<string>(q, 'SELECT domain FROM sender_domains WHERE project_id = ? ORDER BY first_used_at, domain', projectId);
+  return allValues<string>(
+    q,
+    'SELECT domain FROM sender_domains WHERE project_id = ? ORDER BY first_used_at, domain',
+    projectId,
+  );
 }
 
 /** The projects (not deleted) that have sent from `domain`, by id. */

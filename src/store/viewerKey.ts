@@ -7,7 +7,11 @@ export function storedViewerKey(q: Queries): Promise<Buffer | undefined> {
 
 /** Callers racing on an empty table all get the key written first. */
 export async function storeViewerKey(q: Queries, candidate: Buffer, now: number): Promise<Buffer> {
-  await q.run('INSERT INTO viewer_key (id, secret, created_at) VALUES (1, ?, ?) ON CONFLICT DO NOTHING', candidate, now);
+  await q.run(
+    'INSERT INTO viewer_key (id, secret, created_at) VALUES (1, ?, ?) ON CONFLICT DO NOTHING',
+    candidate,
+    now,
+  );
   const stored = await storedViewerKey(q);
   if (!stored) throw new Error('viewer_key: no row after inserting one');
   return stored;

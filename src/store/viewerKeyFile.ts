@@ -28,7 +28,9 @@ export function readKeyFile(file: string): Buffer | null {
   const bytes = readPrivateFile(file);
   if (bytes === null) return null;
   const text = bytes.toString('utf8').trim();
-  if (!/^[0-9a-f]{64}$/.test(text)) throw new Error(`${file} is not a viewer key (64 hex digits); remove it to create a new one (old links stop working)`);
+  if (!/^[0-9a-f]{64}$/.test(text))
+    throw new Error(
+      `${file} is not a viewer key (64 hex digits); remove it to create a new one (old links stop working)`,
+    );
   return Buffer.from(text, 'hex');
 }
-

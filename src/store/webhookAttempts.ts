@@ -15,7 +15,10 @@ export interface WebhookAttemptRow {
   answer?: string | null;
 }
 
-export async function insertWebhookAttempt(q: Queries, row: Omit<WebhookAttemptRow, 'seq'>): Promise<void> {
+export async function insertWebhookAttempt(
+  q: Queries,
+  row: Omit<WebhookAttemptRow, 'seq'>,
+): Promise<void> {
   await q.run(
     `INSERT INTO webhook_attempts (delivery_id, endpoint_id, type, attempt, attempted_at, ok, status_code, duration_ms, error, answer)
      VALUES (@delivery_id, @endpoint_id, @type, @attempt, @attempted_at, @ok, @status_code, @duration_ms, @error, @answer)`,
@@ -24,7 +27,12 @@ export async function insertWebhookAttempt(q: Queries, row: Omit<WebhookAttemptR
 }
 
 /** By start (a slow attempt is written after a later quick one); `before` continues a page. */
-export async function listWebhookAttempts(q: Queries, endpointId: string, before: { at: number; seq: number } | null, limit: number): Promise<WebhookAttemptRow[]> {
+export async function listWebhookAttempts(
+  q: Queries,
+  endpointId: string,
+  before: { at: number; seq: number } | null,
+  limit: number,
+): Promise<WebhookAttemptRow[]> {
   return q.all<WebhookAttemptRow>(
     `SELECT * FROM webhook_attempts WHERE endpoint_id = @endpoint
        AND (CAST(@beforeAt AS BIGINT) IS NULL OR attempted_at < @beforeAt OR (attempted_at = @beforeAt AND seq < @beforeSeq))
@@ -33,10 +41,26 @@ export async function listWebhookAttempts(q: Queries, endpointId: string, before
   );
 }
 
-export async function deliveryAttempts(q: Queries, endpointId: string, deliveryId: string): Promise<WebhookAttemptRow[]> {
-  return q.all<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE endpoint_id = ? AND delivery_id = ? ORDER BY attempted_at, seq', endpointId, deliveryId);
+export async function deliveryAttempts(
+  q: Queries,
+  endpointId: string,
+  deliveryId: string,
+): Promise<WebhookAttemptRow[]> {
+  return q.all<WebhookAttemptRow>(
+    'SELECT * FROM webhook_attempts WHERE endpoint_id = ? AND delivery_id = ? ORDER BY attempted_at, seq',
+    endpointId,
+    deliveryId,
+  );
 }
 
-export async function pruneWebhookAttempts(q: Queries, before: number, limit: number): Promise<number> {
-  return q.run('DELETE FROM webhook_attempts WHERE seq IN (SELECT seq FROM webhook_attempts WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)', before, limit);
+export async function pruneWebhookAttempts(
+  q: Queries,
+  before: number,
+  limit: number,
+): Promise<number> {
+  return q.run(
+    'DELETE FROM webhook_attempts WHERE seq IN (SELECT seq FROM webhook_attempts WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)',
+    before,
+    limit,
+  );
 }

@@ -1,7 +1,7 @@
 import type { OutboxEventHead } from './eventOutbox.js';
+import type { WebhookAttemptRow } from './webhookAttempts.js';
 import type { ClaimedDelivery } from './webhookDeliveries.js';
 import type { WebhookEndpointRow } from './webhookEndpoints.js';
-import type { WebhookAttemptRow } from './webhookAttempts.js';
 
 /** One webhook dispatcher cycle's writes, as plain data, and what both backends' cycles share. */
 
@@ -38,7 +38,12 @@ export interface WebhookBookkeeping {
   /** PostgreSQL: only this node's own leases' outcomes are recorded. */
   node: string;
   /** Per endpoint, how many more it can hold (`defaultRoom` if not listed); below `minRoom` it claims nothing. */
-  claims: { room: Record<string, number>; defaultRoom: number; minRoom: number; leaseUntil: number };
+  claims: {
+    room: Record<string, number>;
+    defaultRoom: number;
+    minRoom: number;
+    leaseUntil: number;
+  };
   prune: { before: number; limit: number } | null;
 }
 
@@ -71,12 +76,21 @@ export function disableReason(disableAfterMs: number, since: number, error: stri
 }
 
 /** One per (event, endpoint of its project that wants its type and is newer than it). */
-export function fanOutPlan(endpoints: WebhookEndpointRow[], events: OutboxEventHead[]): { endpointId: string; event: OutboxEventHead }[] {
+export function fanOutPlan(
+  endpoints: WebhookEndpointRow[],
+  events: OutboxEventHead[],
+): { endpointId: string; event: OutboxEventHead }[] {
   if (endpoints.length === 0) return [];
-  const byProject = new Map<string, { endpoint: WebhookEndpointRow; types: Set<string> | null }[]>();
+  const byProject = new Map<
+    string,
+    { endpoint: WebhookEndpointRow; types: Set<string> | null }[]
+  >();
   for (const e of endpoints) {
     const list = byProject.get(e.project_id) ?? [];
-    list.push({ endpoint: e, types: e.event_types === null ? null : new Set(JSON.parse(e.event_types) as string[]) });
+    list.push({
+      endpoint: e,
+      types: e.event_types === null ? null : new Set(JSON.parse(e.event_types) as string[]),
+    });
     byProject.set(e.project_id, list);
   }
   const rows: { endpointId: string; event: OutboxEventHead }[] = [];

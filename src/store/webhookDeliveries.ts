@@ -24,15 +24,41 @@ export interface WebhookDeliveryRow {
   body?: string | null;
 }
 
-export async function deliveryCounts(q: Queries, endpointId: string): Promise<{ pending: number; failed: number }> {
-  const pending = (await getValue<number>(q, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'", endpointId))!;
-  const failed = (await getValue<number>(q, "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'failed'", endpointId))!;
+export async function deliveryCounts(
+  q: Queries,
+  endpointId: string,
+): Promise<{ pending: number; failed: number }> {
+  const pending = (await getValue<number>(
+    q,
+    "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'",
+    endpointId,
+  ))!;
+  const failed = (await getValue<number>(
+    q,
+    "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'failed'",
+    endpointId,
+  ))!;
   return { pending, failed };
 }
 
 export async function insertWebhookDelivery(
   q: Queries,
-  row: Pick<WebhookDeliveryRow, 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'status' | 'attempts' | 'next_attempt_at' | 'created_at' | 'last_attempt_at' | 'last_status' | 'last_error' | 'completed_at' | 'body'>,
+  row: Pick<
+    WebhookDeliveryRow,
+    | 'id'
+    | 'endpoint_id'
+    | 'event_seq'
+    | 'type'
+    | 'status'
+    | 'attempts'
+    | 'next_attempt_at'
+    | 'created_at'
+    | 'last_attempt_at'
+    | 'last_status'
+    | 'last_error'
+    | 'completed_at'
+    | 'body'
+  >,
 ): Promise<void> {
   await q.run(
     `INSERT INTO webhook_deliveries (id, endpoint_id, event_seq, type, status, attempts, next_attempt_at, created_at, last_attempt_at, last_status, last_error, completed_at, body)
@@ -41,7 +67,12 @@ export async function insertWebhookDelivery(
   );
 }
 
-export function newPendingDelivery(id: string, endpointId: string, event: OutboxEventHead, now: number): Parameters<typeof insertWebhookDelivery>[1] {
+export function newPendingDelivery(
+  id: string,
+  endpointId: string,
+  event: OutboxEventHead,
+  now: number,
+): Parameters<typeof insertWebhookDelivery>[1] {
   return {
     id,
     endpoint_id: endpointId,
@@ -58,14 +89,33 @@ export function newPendingDelivery(id: string, endpointId: string, event: Outbox
   };
 }
 
-export async function hasDueDelivery(q: Queries, endpointId: string, now: number): Promise<boolean> {
-  return (await q.get("SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ? LIMIT 1", endpointId, now)) !== undefined;
+export async function hasDueDelivery(
+  q: Queries,
+  endpointId: string,
+  now: number,
+): Promise<boolean> {
+  return (
+    (await q.get(
+      "SELECT 1 FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ? LIMIT 1",
+      endpointId,
+      now,
+    )) !== undefined
+  );
 }
 
-export type ClaimedDelivery = Pick<WebhookDeliveryRow, 'seq' | 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'attempts'>;
+export type ClaimedDelivery = Pick<
+  WebhookDeliveryRow,
+  'seq' | 'id' | 'endpoint_id' | 'event_seq' | 'type' | 'attempts'
+>;
 
 /** Claimed by moving the due time to the lease's end: a crash makes them due again then (at-least-once). */
-export async function claimDueDeliveries(q: Queries, endpointId: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(
+  q: Queries,
+  endpointId: string,
+  now: number,
+  leaseUntil: number,
+  limit: number,
+): Promise<ClaimedDelivery[]> {
   return q.all<ClaimedDelivery>(
     `UPDATE webhook_deliveries SET next_attempt_at = @lease
       WHERE seq IN (SELECT seq FROM webhook_deliveries
@@ -94,7 +144,11 @@ export async function recordDelivered(q: Queries, a: AttemptRecord): Promise<boo
   );
 }
 
-export async function recordAttemptFailed(q: Queries, a: AttemptRecord, nextAttemptAt: number | null): Promise<boolean> {
+export async function recordAttemptFailed(
+  q: Queries,
+  a: AttemptRecord,
+  nextAttemptAt: number | null,
+): Promise<boolean> {
   return (
     (await q.run(
       `UPDATE webhook_deliveries
@@ -107,13 +161,28 @@ export async function recordAttemptFailed(q: Queries, a: AttemptRecord, nextAtte
   );
 }
 
-export async function pruneWebhookDeliveries(q: Queries, before: number, limit: number): Promise<number> {
-  return q.run("DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < ? LIMIT ?)", before, limit);
+export async function pruneWebhookDeliveries(
+  q: Queries,
+  before: number,
+  limit: number,
+): Promise<number> {
+  return q.run(
+    "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE status <> 'pending' AND completed_at < ? LIMIT ?)",
+    before,
+    limit,
+  );
 }
 
 /** The console's redeliver: one more attempt on a finished delivery's record, never back to pending. False when pending or gone. */
-export async function recordRedelivery(q: Queries, id: string, a: { at: number; ok: boolean; status: number | null; error: string | null }): Promise<number | null> {
-  const row = await q.get<{ attempts: number }>("SELECT attempts FROM webhook_deliveries WHERE id = ? AND status <> 'pending'", id);
+export async function recordRedelivery(
+  q: Queries,
+  id: string,
+  a: { at: number; ok: boolean; status: number | null; error: string | null },
+): Promise<number | null> {
+  const row = await q.get<{ attempts: number }>(
+    "SELECT attempts FROM webhook_deliveries WHERE id = ? AND status <> 'pending'",
+    id,
+  );
   if (!row) return null;
   await q.run(
     `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @at, last_status = @status, last_error = @error,
@@ -124,6 +193,9 @@ export async function recordRedelivery(q: Queries, id: string, a: { at: number; 
   return row.attempts + 1;
 }
 
-export async function getWebhookDelivery(q: Queries, id: string): Promise<WebhookDeliveryRow | undefined> {
+export async function getWebhookDelivery(
+  q: Queries,
+  id: string,
+): Promise<WebhookDeliveryRow | undefined> {
   return q.get<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = ?', id);
 }

@@ -7,7 +7,12 @@ import type { Logger } from '../log.js';
 import { countCertificateOrderFailure } from '../platform/metrics.js';
 import { AcmeChallenges } from './acmeChallenges.js';
 import { configureAcmeHttp, orderCertificate } from './acmeOrder.js';
-import { CertificatePairError, certificatePair, coversExactly, type CertificatePair } from './certificatePair.js';
+import {
+  type CertificatePair,
+  CertificatePairError,
+  certificatePair,
+  coversExactly,
+} from './certificatePair.js';
 import type { CertificateStorage } from './certificateStorage.js';
 import { ServedCertificate } from './servedCertificate.js';
 
@@ -80,11 +85,29 @@ export class AcmeCertificates {
     } catch (err) {
       // A pair that does not parse is replaced; a refused file or an unanswering database stops the start.
       if (!(err instanceof CertificatePairError)) throw err;
-      logger.warn({ certificate: name, error: err.message }, 'the stored ACME certificate does not load: a new one is ordered');
+      logger.warn(
+        { certificate: name, error: err.message },
+        'the stored ACME certificate does not load: a new one is ordered',
+      );
     }
-    const usable = stored && coversExactly(stored, settings.domains) && stored.notAfter > clock.now() ? stored : null;
-    if (stored && !usable) logger.warn({ certificate: name, names: stored.names, not_after: new Date(stored.notAfter).toISOString() }, 'the stored ACME certificate names other domains or has expired: a new one is ordered');
-    const served = usable ? new ServedCertificate(name, usable) : new ServedCertificate(name, await placeholder(settings.domains, clock.now()), { placeholder: true });
+    const usable =
+      stored && coversExactly(stored, settings.domains) && stored.notAfter > clock.now()
+        ? stored
+        : null;
+    if (stored && !usable)
+      logger.warn(
+        {
+          certificate: name,
+          names: stored.names,
+          not_after: new Date(stored.notAfter).toISOString(),
+        },
+        'the stored ACME certificate names other domains or has expired: a new one is ordered',
+      );
+    const served = usable
+      ? new ServedCertificate(name, usable)
+      : new ServedCertificate(name, await placeholder(settings.domains, clock.now()), {
+          placeholder: true,
+        });
     countCertificateOrderFailure(name, 0);
     return new AcmeCertificates(deps, served);
   }
@@ -112,7 +135,10 @@ export class AcmeCertificates {
     if (this.timer) clearTimeout(this.timer);
     if (this.running) {
       let waited: NodeJS.Timeout | undefined;
-      await Promise.race([this.running.catch(() => undefined), new Promise((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS)))]);
+      await Promise.race([
+        this.running.catch(() => undefined),
+        new Promise((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS))),
+      ]);
       clearTimeout(waited);
     }
   }
@@ -146,9 +172,24 @@ export class AcmeCertificates {
   private async order(): Promise<AcmeCheck> {
     const { directory_url: directoryUrl, email, domains, challenge } = this.settings;
     const started = this.clock.now();
-    this.log.info({ domains, challenge, directory: directoryUrl, renewing: !this.certificate.placeholder }, 'ordering a certificate (ACME)');
-    const accountKey = await this.storage.accountKey(directoryUrl, async () => (await acme.crypto.createPrivateEcdsaKey()).toString(), started);
-    const pair = await orderCertificate({ directoryUrl, email, domains, challenge, accountKey, challenges: this.challenges, logger: this.log });
+    this.log.info(
+      { domains, challenge, directory: directoryUrl, renewing: !this.certificate.placeholder },
+      'ordering a certificate (ACME)',
+    );
+    const accountKey = await this.storage.accountKey(
+      directoryUrl,
+      async () => (await acme.crypto.createPrivateEcdsaKey()).toString(),
+      started,
+    );
+    const pair = await orderCertificate({
+      directoryUrl,
+      email,
+      domains,
+      challenge,
+      accountKey,
+      challenges: this.challenges,
+      logger: this.log,
+    });
     await this.storage.save(this.name, domains, pair, this.clock.now());
     await this.storage.clearFailures(this.name);
     this.obtainedAt = this.clock.now();
@@ -170,8 +211,18 @@ export class AcmeCertificates {
     }
     const run = await this.storage.failedOrders(this.name).catch(() => null);
     this.retryAt = now + retryDelay(run?.failures ?? 1);
-    const served = this.certificate.placeholder ? 'none yet (a self-signed placeholder)' : `the current one, valid until ${new Date(this.certificate.pair.notAfter).toISOString()}`;
-    this.log.error({ error, failures: run?.failures ?? 1, retry_at: new Date(this.retryAt).toISOString(), served }, 'ACME order failed; the certificate served so far is kept');
+    const served = this.certificate.placeholder
+      ? 'none yet (a self-signed placeholder)'
+      : `the current one, valid until ${new Date(this.certificate.pair.notAfter).toISOString()}`;
+    this.log.error(
+      {
+        error,
+        failures: run?.failures ?? 1,
+        retry_at: new Date(this.retryAt).toISOString(),
+        served,
+      },
+      'ACME order failed; the certificate served so far is kept',
+    );
     return 'failed';
   }
 
@@ -186,8 +237,14 @@ export class AcmeCertificates {
   private async adoptStored(): Promise<boolean> {
     if (!this.storage.sharedChallenges) return false;
     const stored = await this.storage.load(this.name);
-    if (!stored || !coversExactly(stored, this.settings.domains) || stored.notAfter <= this.clock.now()) return false;
-    if (!this.certificate.placeholder && stored.notAfter <= this.certificate.pair.notAfter) return false;
+    if (
+      !stored ||
+      !coversExactly(stored, this.settings.domains) ||
+      stored.notAfter <= this.clock.now()
+    )
+      return false;
+    if (!this.certificate.placeholder && stored.notAfter <= this.certificate.pair.notAfter)
+      return false;
     this.install(stored, 'adopted');
     return true;
   }
@@ -196,7 +253,13 @@ export class AcmeCertificates {
     const first = this.certificate.placeholder;
     this.certificate.replace(pair);
     this.log.info(
-      { how, serial: pair.serial, names: pair.names, not_after: new Date(pair.notAfter).toISOString(), renew_at: new Date(renewalTime(pair)).toISOString() },
+      {
+        how,
+        serial: pair.serial,
+        names: pair.names,
+        not_after: new Date(pair.notAfter).toISOString(),
+        renew_at: new Date(renewalTime(pair)).toISOString(),
+      },
       first ? 'ACME certificate installed' : 'ACME certificate renewed; new connections get it',
     );
   }
@@ -218,7 +281,9 @@ async function placeholder(domains: readonly string[], now: number): Promise<Cer
     notBeforeDate: new Date(now - 60_000),
     notAfterDate: new Date(now + 7 * 86_400_000),
     algorithm: 'sha256',
-    extensions: [{ name: 'subjectAltName', altNames: domains.map((value) => ({ type: 2 as const, value })) }],
+    extensions: [
+      { name: 'subjectAltName', altNames: domains.map((value) => ({ type: 2 as const, value })) },
+    ],
   });
   return certificatePair(pems.cert, pems.private, 'the placeholder certificate');
 }

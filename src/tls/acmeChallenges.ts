@@ -38,7 +38,10 @@ export class AcmeChallenges {
 
   async add(answer: Omit<ChallengeAnswer, 'expiresAt'>): Promise<void> {
     const full = { ...answer, expiresAt: this.clock.now() + CHALLENGE_LIFETIME_MS };
-    (full.kind === 'http-01' ? this.http : this.alpn).set(full.kind === 'http-01' ? full.token : full.domain, full);
+    (full.kind === 'http-01' ? this.http : this.alpn).set(
+      full.kind === 'http-01' ? full.token : full.domain,
+      full,
+    );
     await this.shared?.put(full);
   }
 
@@ -59,7 +62,10 @@ export class AcmeChallenges {
   async alpnContext(domain: string): Promise<SecureContext | null> {
     const now = this.clock.now();
     const local = this.alpn.get(domain);
-    const keyAuthorization = local && local.expiresAt > now ? local.keyAuthorization : await this.shared?.alpnAnswer(domain, now);
+    const keyAuthorization =
+      local && local.expiresAt > now
+        ? local.keyAuthorization
+        : await this.shared?.alpnAnswer(domain, now);
     if (!keyAuthorization) return null;
     const cacheKey = `${domain}\n${keyAuthorization}`;
     let context = this.contexts.get(cacheKey);
@@ -77,7 +83,12 @@ export class AcmeChallenges {
     // One P-256 key for every challenge certificate: it proves nothing itself, and an RSA key costs a pause per order.
     this.challengeKey ??= acme.crypto.createPrivateEcdsaKey();
     const key = await this.challengeKey;
-    const authorization = { url: '', identifier: { type: 'dns', value: domain }, status: 'pending' as const, challenges: [] };
+    const authorization = {
+      url: '',
+      identifier: { type: 'dns', value: domain },
+      status: 'pending' as const,
+      challenges: [],
+    };
     const [, cert] = await acme.crypto.createAlpnCertificate(authorization, keyAuthorization, key);
     return createSecureContext({ cert, key, minVersion: 'TLSv1.2' });
   }

@@ -5,7 +5,7 @@ import { rootCertificates } from 'node:tls';
 import acme, { type Authorization } from 'acme-client';
 import type { Logger } from '../log.js';
 import type { AcmeChallenges, ChallengeKind } from './acmeChallenges.js';
-import { certificatePair, coversExactly, type CertificatePair } from './certificatePair.js';
+import { type CertificatePair, certificatePair, coversExactly } from './certificatePair.js';
 
 export interface OrderRequest {
   directoryUrl: string;
@@ -24,8 +24,18 @@ export function configureAcmeHttp(directoryCa: string | null, logger: Logger): v
   const defaults = acme.axios.defaults;
   defaults.timeout = REQUEST_TIMEOUT_MS;
   // acme-client's own field of its axios defaults (src/axios.js of the pinned version), unknown to axios's types.
-  Object.assign(defaults, { acmeSettings: { httpChallengePort: 80, httpsChallengePort: 443, tlsAlpnChallengePort: 443, retryMaxAttempts: 0, retryDefaultDelay: 5 } });
-  defaults.httpsAgent = directoryCa ? new Agent({ ca: [...rootCertificates, readFileSync(directoryCa, 'utf8')], keepAlive: true }) : new Agent({ keepAlive: true });
+  Object.assign(defaults, {
+    acmeSettings: {
+      httpChallengePort: 80,
+      httpsChallengePort: 443,
+      tlsAlpnChallengePort: 443,
+      retryMaxAttempts: 0,
+      retryDefaultDelay: 5,
+    },
+  });
+  defaults.httpsAgent = directoryCa
+    ? new Agent({ ca: [...rootCertificates, readFileSync(directoryCa, 'utf8')], keepAlive: true })
+    : new Agent({ keepAlive: true });
   acme.setLogger((message: string) => logger.debug({ acme: message }, 'acme-client'));
 }
 
@@ -38,10 +48,25 @@ export async function orderCertificate(request: OrderRequest): Promise<Certifica
     backoffMin: 500,
     backoffMax: 10_000,
   });
-  const [key, csr] = await acme.crypto.createCsr({ commonName: domains[0], altNames: [...domains] });
-  const answered = async (authz: Authorization, offered: { type: string; token: string }, keyAuthorization: string) => {
-    if (offered.type !== challenge) throw new Error(`the CA offers no ${challenge} challenge for ${authz.identifier.value} (only ${authz.challenges.map((c) => c.type).join(', ')})`);
-    await challenges.add({ token: offered.token, kind: challenge, domain: authz.identifier.value.toLowerCase(), keyAuthorization });
+  const [key, csr] = await acme.crypto.createCsr({
+    commonName: domains[0],
+    altNames: [...domains],
+  });
+  const answered = async (
+    authz: Authorization,
+    offered: { type: string; token: string },
+    keyAuthorization: string,
+  ) => {
+    if (offered.type !== challenge)
+      throw new Error(
+        `the CA offers no ${challenge} challenge for ${authz.identifier.value} (only ${authz.challenges.map((c) => c.type).join(', ')})`,
+      );
+    await challenges.add({
+      token: offered.token,
+      kind: challenge,
+      domain: authz.identifier.value.toLowerCase(),
+      keyAuthorization,
+    });
   };
   const pem = await client.auto({
     csr,
@@ -52,10 +77,17 @@ export async function orderCertificate(request: OrderRequest): Promise<Certifica
     challengePriority: [challenge],
     challengeCreateFn: answered,
     challengeRemoveFn: async (authz, offered) => {
-      await challenges.remove({ token: offered.token, kind: challenge, domain: authz.identifier.value.toLowerCase() });
+      await challenges.remove({
+        token: offered.token,
+        kind: challenge,
+        domain: authz.identifier.value.toLowerCase(),
+      });
     },
   });
   const pair = certificatePair(pem, key, `the certificate ${request.directoryUrl} issued`);
-  if (!coversExactly(pair, domains)) throw new Error(`the CA issued a certificate for ${pair.names.join(', ')}, not for ${domains.join(', ')}`);
+  if (!coversExactly(pair, domains))
+    throw new Error(
+      `the CA issued a certificate for ${pair.names.join(', ')}, not for ${domains.join(', ')}`,
+    );
   return pair;
 }

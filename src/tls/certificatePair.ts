@@ -20,22 +20,34 @@ export function pemBlocks(text: string): { label: string; pem: string }[] {
 
 export class CertificatePairError extends Error {}
 
-export function certificatePair(cert: Buffer | string, key: Buffer | string, source: string): CertificatePair {
+export function certificatePair(
+  cert: Buffer | string,
+  key: Buffer | string,
+  source: string,
+): CertificatePair {
   const chain = pemBlocks(cert.toString()).filter((b) => b.label === 'CERTIFICATE');
-  if (chain.length === 0) throw new CertificatePairError(`${source}: no PEM certificate (-----BEGIN CERTIFICATE-----) found`);
+  if (chain.length === 0)
+    throw new CertificatePairError(
+      `${source}: no PEM certificate (-----BEGIN CERTIFICATE-----) found`,
+    );
   let leaf: X509Certificate;
   try {
     leaf = new X509Certificate(chain[0]!.pem);
   } catch (err) {
-    throw new CertificatePairError(`${source}: the certificate does not parse (${(err as Error).message})`);
+    throw new CertificatePairError(
+      `${source}: the certificate does not parse (${(err as Error).message})`,
+    );
   }
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(key);
   } catch (err) {
-    throw new CertificatePairError(`${source}: the private key does not parse (${(err as Error).message})`);
+    throw new CertificatePairError(
+      `${source}: the private key does not parse (${(err as Error).message})`,
+    );
   }
-  if (!leaf.checkPrivateKey(privateKey)) throw new CertificatePairError(`${source}: the private key is not the certificate's`);
+  if (!leaf.checkPrivateKey(privateKey))
+    throw new CertificatePairError(`${source}: the private key is not the certificate's`);
   return {
     cert: Buffer.from(chain.map((b) => b.pem).join('')),
     key: Buffer.from(key),

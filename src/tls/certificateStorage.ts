@@ -1,5 +1,10 @@
 /** Where tls.acme keeps what it obtained: the state directory (one node) or PostgreSQL's rows, shared by every node. */
 import path from 'node:path';
+import {
+  ensurePrivateSubdirectory,
+  readPrivateFile,
+  replacePrivateFile,
+} from '../platform/privateFiles.js';
 import type { Queries } from '../store/queries.js';
 import {
   acmeAccountKey,
@@ -14,9 +19,8 @@ import {
   storedTlsCertificate,
   whileHoldingCertificateLock,
 } from '../store/tlsCertificates.js';
-import { ensurePrivateSubdirectory, readPrivateFile, replacePrivateFile } from '../platform/privateFiles.js';
 import type { SharedChallenges } from './acmeChallenges.js';
-import { combinedPem, fromCombinedPem, type CertificatePair } from './certificatePair.js';
+import { type CertificatePair, combinedPem, fromCombinedPem } from './certificatePair.js';
 
 export interface FailedOrders {
   failures: number;
@@ -40,7 +44,8 @@ export interface CertificateStorage {
 }
 
 function fileSafe(name: string): string {
-  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name)) throw new Error(`certificate name ${JSON.stringify(name)} is not a domain name`);
+  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name))
+    throw new Error(`certificate name ${JSON.stringify(name)} is not a domain name`);
   return name;
 }
 
@@ -87,7 +92,10 @@ export class StateDirectoryCertificates implements CertificateStorage {
   async exclusively<T>(name: string, work: () => Promise<T>): Promise<T> {
     const before = this.queue.get(name) ?? Promise.resolve();
     const run = before.then(work, work);
-    this.queue.set(name, run.catch(() => undefined));
+    this.queue.set(
+      name,
+      run.catch(() => undefined),
+    );
     return run;
   }
 
@@ -114,7 +122,14 @@ export class DatabaseCertificates implements CertificateStorage {
     private readonly nodeId: string,
   ) {
     this.sharedChallenges = {
-      put: (a) => putAcmeChallenge(store, { token: a.token, kind: a.kind, domain: a.domain, key_authorization: a.keyAuthorization, expires_at: a.expiresAt }),
+      put: (a) =>
+        putAcmeChallenge(store, {
+          token: a.token,
+          kind: a.kind,
+          domain: a.domain,
+          key_authorization: a.keyAuthorization,
+          expires_at: a.expiresAt,
+        }),
       remove: (token, now) => removeAcmeChallenge(store, token, now),
       httpAnswer: (token, now) => httpChallengeAnswer(store, token, now),
       alpnAnswer: (domain, now) => alpnChallengeAnswer(store, domain, now),
@@ -126,7 +141,12 @@ export class DatabaseCertificates implements CertificateStorage {
     return row ? fromCombinedPem(row.pem, `tls_certificates row ${name}`) : null;
   }
 
-  async save(name: string, domains: readonly string[], pair: CertificatePair, now: number): Promise<void> {
+  async save(
+    name: string,
+    domains: readonly string[],
+    pair: CertificatePair,
+    now: number,
+  ): Promise<void> {
     await saveTlsCertificate(this.store, {
       name,
       domains: JSON.stringify(domains),

@@ -18,7 +18,13 @@ export function bodyPolicy(remoteImages: boolean): string {
   ].join('; ');
 }
 
-const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapes: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => escapes[c]);
 
 export type InlinePart = Pick<AttachmentInfo, 'index'> & { content_id: string };
@@ -37,7 +43,11 @@ function decoded(value: string): string {
 }
 
 /** RFC 2392; a reference to no part is left as it is and loads nothing. `partUrl` must give a URL with no quote, space or `>`. */
-export function withInlineParts(html: string, parts: readonly InlinePart[], partUrl: (index: number) => string): string {
+export function withInlineParts(
+  html: string,
+  parts: readonly InlinePart[],
+  partUrl: (index: number) => string,
+): string {
   if (parts.length === 0) return html;
   const exact = new Map(parts.map((p) => [p.content_id, p.index]));
   const folded = new Map(parts.map((p) => [p.content_id.toLowerCase(), p.index]));
@@ -56,9 +66,15 @@ export function sendBodyDocument(
   res: ServerResponse,
   content: { html: string | null; text: string | null },
   remoteImages: boolean,
-  inline: { parts: readonly InlinePart[]; partUrl: (index: number) => string } = { parts: [], partUrl: String },
+  inline: { parts: readonly InlinePart[]; partUrl: (index: number) => string } = {
+    parts: [],
+    partUrl: String,
+  },
 ): void {
-  const body = content.html !== null ? withInlineParts(content.html, inline.parts, inline.partUrl) : textDocument(content.text ?? '');
+  const body =
+    content.html !== null
+      ? withInlineParts(content.html, inline.parts, inline.partUrl)
+      : textDocument(content.text ?? '');
   res.writeHead(200, {
     'Content-Type': 'text/html; charset=utf-8',
     'Content-Length': Buffer.byteLength(body),
@@ -71,10 +87,15 @@ export function sendBodyDocument(
 }
 
 /** Never a header injection, never sniffed. */
-export const safeContentType = (type: string): string => (/^[\w.+-]+\/[\w.+-]+$/.test(type) ? type : 'application/octet-stream');
+export const safeContentType = (type: string): string =>
+  /^[\w.+-]+\/[\w.+-]+$/.test(type) ? type : 'application/octet-stream';
 
 /** Its own content type, never sniffed, a download if opened alone, and inert whatever it holds. */
-export async function sendInlinePart(res: ServerResponse, part: AttachmentInfo, stream: Readable): Promise<void> {
+export async function sendInlinePart(
+  res: ServerResponse,
+  part: AttachmentInfo,
+  stream: Readable,
+): Promise<void> {
   res.writeHead(200, {
     'Content-Type': safeContentType(part.content_type),
     'Content-Disposition': 'attachment',

@@ -12,7 +12,14 @@ iframe{width:100%;height:70vh;border:1px solid #d8dce1;border-radius:6px;backgro
 const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
 
 /** The viewer page's own policy: its one stylesheet (by hash), the body frame from this origin, nothing else. */
-export const PAGE_POLICY = ["default-src 'none'", `style-src ${STYLE_HASH}`, "frame-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"].join('; ');
+export const PAGE_POLICY = [
+  "default-src 'none'",
+  `style-src ${STYLE_HASH}`,
+  "frame-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 const list = (emails: string[]) => escapeHtml(emails.join(', '));
 

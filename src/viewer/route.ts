@@ -22,10 +22,26 @@ export interface ViewerDeps {
 
 type Request = IncomingMessage & { params?: Record<string, string> };
 
-const COMMON_HEADERS = { 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store', 'X-Robots-Tag': 'noindex' };
+const COMMON_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Cache-Control': 'no-store',
+  'X-Robots-Tag': 'noindex',
+};
 
-function sendPage(res: ServerResponse, status: number, html: string, extra: Record<string, string> = {}): void {
-  res.writeHead(status, { ...COMMON_HEADERS, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(html), 'Content-Security-Policy': PAGE_POLICY, ...extra });
+function sendPage(
+  res: ServerResponse,
+  status: number,
+  html: string,
+  extra: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    ...COMMON_HEADERS,
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Length': Buffer.byteLength(html),
+    'Content-Security-Policy': PAGE_POLICY,
+    ...extra,
+  });
   res.end(html);
 }
 
@@ -42,38 +58,71 @@ export class Viewer {
   }
 
   private window(limits: ViewerDeps['rateLimits']): RateWindow {
-    return this.deps.windows.window('viewer_ip', limits.viewer_per_ip, limits.window_seconds * 1000);
+    return this.deps.windows.window(
+      'viewer_ip',
+      limits.viewer_per_ip,
+      limits.window_seconds * 1000,
+    );
   }
 
   readonly page = (req: Request, res: ServerResponse): void => void this.serve(req, res, 'page');
   readonly body = (req: Request, res: ServerResponse): void => void this.serve(req, res, 'body');
   /** Each inline image is a read of the message: it counts in the window too. */
-  readonly inline = (req: Request, res: ServerResponse): void => void this.serve(req, res, 'inline');
+  readonly inline = (req: Request, res: ServerResponse): void =>
+    void this.serve(req, res, 'inline');
 
-  private async serve(req: Request, res: ServerResponse, what: 'page' | 'body' | 'inline'): Promise<void> {
+  private async serve(
+    req: Request,
+    res: ServerResponse,
+    what: 'page' | 'body' | 'inline',
+  ): Promise<void> {
     try {
       const taken = this.perIp.take(this.deps.proxies.clientAddress(req));
       const wait = typeof taken === 'number' ? taken : await taken;
       if (wait > 0) {
         const seconds = Math.max(1, Math.ceil(wait / 1000));
-        return sendPage(res, 429, '<!DOCTYPE html><title>Too many requests</title><h1>Too many requests</h1>', { 'Retry-After': String(seconds) });
+        return sendPage(
+          res,
+          429,
+          '<!DOCTYPE html><title>Too many requests</title><h1>Too many requests</h1>',
+          { 'Retry-After': String(seconds) },
+        );
       }
       const token = req.params?.token ?? '';
       if (what === 'inline') {
         const index = /^\d{1,4}$/.test(req.params?.index ?? '') ? Number(req.params!.index) : -1;
-        const part = index < 0 ? null : await viewedInlinePart(this.deps.ctx, this.deps.secret, req.params?.id ?? '', token, index);
+        const part =
+          index < 0
+            ? null
+            : await viewedInlinePart(
+                this.deps.ctx,
+                this.deps.secret,
+                req.params?.id ?? '',
+                token,
+                index,
+              );
         if (!part) return sendPage(res, 404, NOT_FOUND_PAGE);
         return await sendInlinePart(res, part.attachment, part.stream);
       }
       const m = await viewedMessage(this.deps.ctx, this.deps.secret, req.params?.id ?? '', token);
       if (!m) return sendPage(res, 404, NOT_FOUND_PAGE);
-      const remoteImages = new URL(req.url ?? '/', 'http://viewer').searchParams.get('images') === '1';
-      if (what === 'body') return sendBodyDocument(res, m, remoteImages, { parts: m.inline_parts, partUrl: (index) => `inline/${index}` });
+      const remoteImages =
+        new URL(req.url ?? '/', 'http://viewer').searchParams.get('images') === '1';
+      if (what === 'body')
+        return sendBodyDocument(res, m, remoteImages, {
+          parts: m.inline_parts,
+          partUrl: (index) => `inline/${index}`,
+        });
       // Relative, so it works behind a proxy's prefix too.
-      sendPage(res, 200, viewerPage(m, `${token}/body${remoteImages ? '?images=1' : ''}`, remoteImages));
+      sendPage(
+        res,
+        200,
+        viewerPage(m, `${token}/body${remoteImages ? '?images=1' : ''}`, remoteImages),
+      );
     } catch (err) {
       this.deps.logger.error({ err }, 'viewer request failed');
-      if (!res.headersSent) sendPage(res, 500, '<!DOCTYPE html><title>Error</title><h1>Something went wrong</h1>');
+      if (!res.headersSent)
+        sendPage(res, 500, '<!DOCTYPE html><title>Error</title><h1>Something went wrong</h1>');
       else res.destroy();
     }
   }

@@ -1,27 +1,32 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { spawn as spawnChild } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Queries } from '../../src/store/queries.js';
+import { readMessageRows, spoolSnapshot } from '../support/assertions.js';
 import {
   cliPath,
   createProjectWithKeys,
+  ephemeralListenerEnv,
   get,
+  type ProjectWithKeys,
   post,
+  type SpawnedPostern,
   startTestPostern,
   validMessage,
-  type ProjectWithKeys,
-  type SpawnedPostern,
-  ephemeralListenerEnv,
 } from '../support/postern.js';
-import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
-import { HANG_GUARD_MS } from '../support/waiting.js';
-import { readMessageRows, spoolSnapshot } from '../support/assertions.js';
 import { databaseFor, sqliteOnly, testStore } from '../support/postgres.js';
+import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
 import { readStoredMime, storedMimeOf } from '../support/storedMime.js';
-import { acceptedEventIdsIn, assertStoreConsistent, messageRowsIn, withStateStore } from '../support/storeReads.js';
+import {
+  acceptedEventIdsIn,
+  assertStoreConsistent,
+  messageRowsIn,
+  withStateStore,
+} from '../support/storeReads.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -35,9 +40,11 @@ after(() => scope.cleanup());
 const newStateDir = () => scope.stateDir('postern-crash-');
 
 /** Creates a project with keys in a state dir through the operator functions, then closes the index. */
-const seedProject = (stateDir: string): Promise<ProjectWithKeys> => withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, "crash project"));
+const seedProject = (stateDir: string): Promise<ProjectWithKeys> =>
+  withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'crash project'));
 
-const spawn = (stateDir: string, env: Record<string, string> = {}): Promise<SpawnedPostern> => scope.spawn(stateDir, env);
+const spawn = (stateDir: string, env: Record<string, string> = {}): Promise<SpawnedPostern> =>
+  scope.spawn(stateDir, env);
 
 /**
  * SIGTERM after one /healthz round trip: the answer proves the process is past its start-up
@@ -46,7 +53,10 @@ const spawn = (stateDir: string, env: Record<string, string> = {}): Promise<Spaw
  */
 async function stopWhenServing(server: SpawnedPostern): Promise<number | null> {
   const health = await get(server.production, '/healthz');
-  assert.deepEqual({ status: health.status, body: health.body }, { status: 200, body: { status: 'ok', environment: 'production' } });
+  assert.deepEqual(
+    { status: health.status, body: health.body },
+    { status: 200, body: { status: 'ok', environment: 'production' } },
+  );
   return server.stop();
 }
 
@@ -56,7 +66,12 @@ interface SendResult {
 }
 
 /** One POST /v1/send over a keep-alive agent; rejects on any transport error. */
-function sendOnce(agent: Agent, baseUrl: string, key: string, message: Record<string, unknown>): Promise<SendResult> {
+function sendOnce(
+  agent: Agent,
+  baseUrl: string,
+  key: string,
+  message: Record<string, unknown>,
+): Promise<SendResult> {
   const url = new URL('/v1/send', baseUrl);
   const payload = Buffer.from(JSON.stringify(message));
   return new Promise((resolve, reject) => {
@@ -67,7 +82,11 @@ function sendOnce(agent: Agent, baseUrl: string, key: string, message: Record<st
         port: url.port,
         path: url.pathname,
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': payload.length, authorization: `Bearer ${key}` },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': payload.length,
+          authorization: `Bearer ${key}`,
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -100,8 +119,18 @@ function sendOnce(agent: Agent, baseUrl: string, key: string, message: Record<st
 const ATTACHMENT = Buffer.alloc(48 * 1024, 'postern-crash-').toString('base64');
 
 function loadMessage(loop: number, i: number): Record<string, unknown> {
-  const base = validMessage({ subject: `crash loop ${loop} message ${i}`, text: `body ${loop}/${i}` });
-  if (i % 4 === 3) base.attachments = [{ filename: `blob-${loop}-${i}.bin`, content: ATTACHMENT, content_type: 'application/octet-stream' }];
+  const base = validMessage({
+    subject: `crash loop ${loop} message ${i}`,
+    text: `body ${loop}/${i}`,
+  });
+  if (i % 4 === 3)
+    base.attachments = [
+      {
+        filename: `blob-${loop}-${i}.bin`,
+        content: ATTACHMENT,
+        content_type: 'application/octet-stream',
+      },
+    ];
   return base;
 }
 
@@ -125,7 +154,12 @@ interface LoadRun {
  * stopped, when its budget (`maxPerLoop` requests or `maxMs`) is spent, or on a transport error
  * once `stopOnError()` says the server is gone; other transport errors are counted and retried.
  */
-function startLoad(baseUrl: string, key: string, clients: number, opts: { maxPerLoop: number; maxMs: number; stopOnError?: () => boolean }): LoadRun {
+function startLoad(
+  baseUrl: string,
+  key: string,
+  clients: number,
+  opts: { maxPerLoop: number; maxMs: number; stopOnError?: () => boolean },
+): LoadRun {
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   const run: Omit<LoadRun, 'done'> & { done?: Promise<void> } = {
     acked: [],
@@ -144,7 +178,13 @@ function startLoad(baseUrl: string, key: string, clients: number, opts: { maxPer
       if (i >= opts.maxPerLoop || Date.now() >= deadline) return void run.endings.budget++;
       try {
         const res = await sendOnce(agent, baseUrl, key, loadMessage(n, i));
-        if (res.status === 202 && typeof res.body === 'object' && res.body !== null && ID_RE.test(res.body.id)) run.acked.push(res.body.id);
+        if (
+          res.status === 202 &&
+          typeof res.body === 'object' &&
+          res.body !== null &&
+          ID_RE.test(res.body.id)
+        )
+          run.acked.push(res.body.id);
         else run.unexpected.push({ status: res.status, body: res.body });
       } catch {
         run.transportErrors++;
@@ -154,7 +194,9 @@ function startLoad(baseUrl: string, key: string, clients: number, opts: { maxPer
       }
     }
   };
-  run.done = Promise.all(Array.from({ length: clients }, (_, n) => loop(n))).then(() => agent.destroy());
+  run.done = Promise.all(Array.from({ length: clients }, (_, n) => loop(n))).then(() =>
+    agent.destroy(),
+  );
   return run as LoadRun;
 }
 
@@ -162,17 +204,25 @@ function startLoad(baseUrl: string, key: string, clients: number, opts: { maxPer
  * Waits (polling, not a fixed sleep) for at least `minMs` and `minAcked` 202s, or, past
  * `enoughMs`, for any 202 at all: a busy machine makes fewer, but the load has always run.
  */
-async function waitForLoad(run: LoadRun, minAcked: number, minMs: number, enoughMs: number): Promise<void> {
+async function waitForLoad(
+  run: LoadRun,
+  minAcked: number,
+  minMs: number,
+  enoughMs: number,
+): Promise<void> {
   const start = Date.now();
   for (;;) {
     const elapsed = Date.now() - start;
-    if (elapsed >= minMs && (run.acked.length >= minAcked || (elapsed >= enoughMs && run.acked.length > 0))) return;
-    if (elapsed >= HANG_GUARD_MS) throw new Error(`no send acknowledged within ${HANG_GUARD_MS} ms`);
+    if (
+      elapsed >= minMs &&
+      (run.acked.length >= minAcked || (elapsed >= enoughMs && run.acked.length > 0))
+    )
+      return;
+    if (elapsed >= HANG_GUARD_MS)
+      throw new Error(`no send acknowledged within ${HANG_GUARD_MS} ms`);
     await sleep(10);
   }
 }
-
-
 
 interface Row {
   id: string;
@@ -182,10 +232,9 @@ interface Row {
   last_error: string | null;
 }
 
-
-
 /** Every message row of a (stopped or running) server's store, by id, on the backend the suites run against. */
-const storedRows = (stateDir: string): Promise<Map<string, Row>> => withStateStore(stateDir, (q) => messageRowsIn<Row>(q));
+const storedRows = (stateDir: string): Promise<Map<string, Row>> =>
+  withStateStore(stateDir, (q) => messageRowsIn<Row>(q));
 
 /**
  * The durability promise, checked on a stopped server's state dir: every acknowledged id is a
@@ -206,7 +255,8 @@ async function assertStoreIntact(q: Queries, stateDir: string, acked: string[]):
   const problems: string[] = [];
   for (const id of acked) {
     const row = rows.get(id)!;
-    if (row.status !== 'queued') problems.push(`${id}: status ${row.status} (last_error ${row.last_error})`);
+    if (row.status !== 'queued')
+      problems.push(`${id}: status ${row.status} (last_error ${row.last_error})`);
     if (row.last_error !== null) problems.push(`${id}: last_error ${row.last_error}`);
     if (!events.has(id)) problems.push(`${id}: no mail.accepted event`);
     const data = await storedMimeOf(q, stateDir, id).catch((err: Error) => err.message);
@@ -215,10 +265,16 @@ async function assertStoreIntact(q: Queries, stateDir: string, acked: string[]):
       continue;
     }
     if (data.length === 0) problems.push(`${id}: stored MIME is empty`);
-    if (data.length !== row.size_bytes) problems.push(`${id}: stored MIME is ${data.length} bytes, row says ${row.size_bytes}`);
-    if (!data.toString('latin1').includes(`Message-ID: <${id}@`)) problems.push(`${id}: stored MIME lacks its Message-ID header`);
+    if (data.length !== row.size_bytes)
+      problems.push(`${id}: stored MIME is ${data.length} bytes, row says ${row.size_bytes}`);
+    if (!data.toString('latin1').includes(`Message-ID: <${id}@`))
+      problems.push(`${id}: stored MIME lacks its Message-ID header`);
   }
-  assert.deepEqual(problems, [], 'every acknowledged message is queued with its complete MIME (file or body in the index)');
+  assert.deepEqual(
+    problems,
+    [],
+    'every acknowledged message is queued with its complete MIME (file or body in the index)',
+  );
 
   await assertStoreConsistent(q, stateDir, rows);
 }
@@ -236,7 +292,10 @@ describe('SIGKILL under load', () => {
 
     for (let cycle = 1; cycle <= 3; cycle++) {
       const server = await spawn(stateDir);
-      const load = startLoad(server.production, liveKey, 50, { maxPerLoop: 400, maxMs: HANG_GUARD_MS });
+      const load = startLoad(server.production, liveKey, 50, {
+        maxPerLoop: 400,
+        maxMs: HANG_GUARD_MS,
+      });
       // A disk stall (tests run two at a time) or a busy machine can hold the first commits for
       // seconds: the kill comes once 300 are acknowledged, or once any is after 5 s; never before
       // the first (the hang guard only keeps a broken server from hanging the test).
@@ -249,21 +308,33 @@ describe('SIGKILL under load', () => {
       // What the kill left: the spool's files, the committed rows, and renamed files no committed row names.
       const debris = spoolSnapshot(stateDir);
       const rowsAfterKill = await storedRows(stateDir);
-      const orphansAfterKill = debris.dayFiles.filter((rel) => !rowsAfterKill.has(path.basename(rel, '.eml'))).length;
+      const orphansAfterKill = debris.dayFiles.filter(
+        (rel) => !rowsAfterKill.has(path.basename(rel, '.eml')),
+      ).length;
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.length} acknowledged, ${load.transportErrors} unacknowledged (connection cut); ` +
           `left behind by the kill: ${debris.tmpFiles.length} temp file(s), ${orphansAfterKill} renamed file(s) without a committed row, ` +
           `${rowsAfterKill.size - load.acked.length - allAcked.length} committed row(s) never acknowledged`,
       );
-      assert.deepEqual(load.unexpected, [], `cycle ${cycle}: every answered valid message got a 202`);
-      assert.ok(load.acked.length > 0, `cycle ${cycle}: some messages were acknowledged before the kill`);
+      assert.deepEqual(
+        load.unexpected,
+        [],
+        `cycle ${cycle}: every answered valid message got a 202`,
+      );
+      assert.ok(
+        load.acked.length > 0,
+        `cycle ${cycle}: some messages were acknowledged before the kill`,
+      );
       perCycle.push(load.acked.length);
       allAcked.push(...load.acked);
     }
 
     assert.equal(new Set(allAcked).size, allAcked.length, 'ids are unique across cycles');
     // A kill mid-write leaves a temp file only by chance: one is planted, so the restart must remove it.
-    writeFileSync(path.join(stateDir, 'spool', 'tmp', 'm.0000000000halfwritten0000.eml.4242.tmp'), 'From: sender@example.com\r\nSubject: cut off mid-wri');
+    writeFileSync(
+      path.join(stateDir, 'spool', 'tmp', 'm.0000000000halfwritten0000.eml.4242.tmp'),
+      'From: sender@example.com\r\nSubject: cut off mid-wri',
+    );
 
     // Restarting runs reconciliation; a clean stop then leaves the state dir quiet for inspection.
     const restarted = await spawn(stateDir);
@@ -301,7 +372,10 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
       assert.equal(res.status, 202, res.text);
       return res.body as { id: string; status: string };
     };
-    const kept = [await send(p.production, liveKey, { subject: 'kept 1' }), await send(p.production, liveKey, { subject: 'kept 2' })];
+    const kept = [
+      await send(p.production, liveKey, { subject: 'kept 1' }),
+      await send(p.production, liveKey, { subject: 'kept 2' }),
+    ];
     assert.deepEqual(
       kept.map((m) => m.status),
       ['queued', 'queued'],
@@ -312,7 +386,11 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
     const large = 'x'.repeat(70_000);
     const lost = [
       await send(p.production, liveKey, { subject: 'lost queued', text: large }),
-      await send(p.production, liveKey, { subject: 'lost scheduled', scheduled_at: inTwoHours, text: large }),
+      await send(p.production, liveKey, {
+        subject: 'lost scheduled',
+        scheduled_at: inTwoHours,
+        text: large,
+      }),
       await send(p.production, liveKey, { subject: 'lost paused', paused: true, text: large }),
       await send(p.sandbox, testKey, { subject: 'lost captured', text: large }),
     ];
@@ -334,7 +412,10 @@ async function plantCrashDebris(stateDir: string): Promise<Planted> {
   const orphanRel = path.join('2026-01-01', 'm.01jg000000orphanorphan0000.eml');
   const orphanFile = path.join(stateDir, 'spool', orphanRel);
   mkdirSync(path.dirname(orphanFile), { recursive: true });
-  writeFileSync(orphanFile, 'Message-ID: <m.01jg000000orphanorphan0000@example.com>\r\nSubject: never acknowledged\r\n\r\nbody\r\n');
+  writeFileSync(
+    orphanFile,
+    'Message-ID: <m.01jg000000orphanorphan0000@example.com>\r\nSubject: never acknowledged\r\n\r\nbody\r\n',
+  );
   return { tmpFile, orphanFile, orphanRel, missingIds, keptIds };
 }
 
@@ -344,11 +425,17 @@ async function assertReconciled(stateDir: string, planted: Planted): Promise<voi
   const rows = readMessageRows<Row>(stateDir);
   for (const id of planted.missingIds) {
     const row = rows.get(id)!;
-    assert.deepEqual({ id, status: row.status, last_error: row.last_error }, { id, status: 'failed', last_error: 'spool_file_missing' });
+    assert.deepEqual(
+      { id, status: row.status, last_error: row.last_error },
+      { id, status: 'failed', last_error: 'spool_file_missing' },
+    );
   }
   for (const id of planted.keptIds) {
     const row = rows.get(id)!;
-    assert.deepEqual({ id, status: row.status, last_error: row.last_error }, { id, status: 'queued', last_error: null });
+    assert.deepEqual(
+      { id, status: row.status, last_error: row.last_error },
+      { id, status: 'queued', last_error: null },
+    );
     assert.equal(row.spool_path, '', `${id}: its body is in the index`);
     const data = await readStoredMime(stateDir, row);
     assert.ok(Buffer.isBuffer(data), `${id}: ${String(data)}`);
@@ -396,7 +483,10 @@ describe('spool reconciliation at start', { skip: sqliteOnly() }, () => {
       [{ level: 'warn', file: path.basename(planted.tmpFile) }],
     );
     assert.deepEqual(
-      byMsg('removed spool file without an index row (unacknowledged write)').map((l) => ({ level: l.level, file: l.file })),
+      byMsg('removed spool file without an index row (unacknowledged write)').map((l) => ({
+        level: l.level,
+        file: l.file,
+      })),
       [{ level: 'warn', file: planted.orphanRel }],
     );
     const rows = readMessageRows<Row>(stateDir);
@@ -404,10 +494,16 @@ describe('spool reconciliation at start', { skip: sqliteOnly() }, () => {
       byMsg('index row without its spool file; message failed')
         .map((l) => ({ level: l.level, message_id: l.message_id, file: l.file }))
         .sort((a, b) => String(a.message_id).localeCompare(String(b.message_id))),
-      [...planted.missingIds].sort().map((id) => ({ level: 'error', message_id: id, file: rows.get(id)!.spool_path })),
+      [...planted.missingIds]
+        .sort()
+        .map((id) => ({ level: 'error', message_id: id, file: rows.get(id)!.spool_path })),
     );
     assert.deepEqual(
-      byMsg('spool reconciled').map((l) => ({ tempFilesRemoved: l.tempFilesRemoved, orphanFilesRemoved: l.orphanFilesRemoved, rowsWithoutFile: l.rowsWithoutFile })),
+      byMsg('spool reconciled').map((l) => ({
+        tempFilesRemoved: l.tempFilesRemoved,
+        orphanFilesRemoved: l.orphanFilesRemoved,
+        rowsWithoutFile: l.rowsWithoutFile,
+      })),
       [{ tempFilesRemoved: 1, orphanFilesRemoved: 1, rowsWithoutFile: planted.missingIds.length }],
     );
     await assertReconciled(stateDir, planted);
@@ -427,7 +523,11 @@ describe('spool reconciliation at start', { skip: sqliteOnly() }, () => {
       .filter((l) => l.trim() !== '')
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => l.msg === 'spool reconciled')
-      .map((l) => ({ tempFilesRemoved: l.tempFilesRemoved, orphanFilesRemoved: l.orphanFilesRemoved, rowsWithoutFile: l.rowsWithoutFile }));
+      .map((l) => ({
+        tempFilesRemoved: l.tempFilesRemoved,
+        orphanFilesRemoved: l.orphanFilesRemoved,
+        rowsWithoutFile: l.rowsWithoutFile,
+      }));
     assert.deepEqual(reports, [{ tempFilesRemoved: 0, orphanFilesRemoved: 0, rowsWithoutFile: 0 }]);
     await assertReconciled(stateDir, planted);
   });
@@ -448,7 +548,11 @@ describe('SIGTERM under load', () => {
     const server = await spawn(stateDir);
     let exited = false;
     // Clients keep sending after SIGTERM until the server turns them away (their budget only a hang guard).
-    load = startLoad(server.production, liveKey, 20, { maxPerLoop: 5_000, maxMs: HANG_GUARD_MS, stopOnError: () => exited });
+    load = startLoad(server.production, liveKey, 20, {
+      maxPerLoop: 5_000,
+      maxMs: HANG_GUARD_MS,
+      stopOnError: () => exited,
+    });
     await waitForLoad(load, 200, 300, 1_500);
     const ackedBeforeTerm = load.acked.length;
     code = await server.stop().finally(() => {
@@ -518,16 +622,26 @@ describe('postern start and SIGTERM', () => {
           POSTERN_STATE_DIR: stateDir,
           ...ephemeralListenerEnv(),
           POSTERN_LOG_LEVEL: 'warn',
-          ...(testStore() === 'postgres' ? { POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: (await databaseFor(stateDir)).url } : {}),
+          ...(testStore() === 'postgres'
+            ? {
+                POSTERN_STORE_BACKEND: 'postgres',
+                POSTERN_DATABASE_URL: (await databaseFor(stateDir)).url,
+              }
+            : {}),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';
       child.stdout.on('data', (d: Buffer) => {
         stdout += d.toString();
-        if (stdout.includes('\n') && child.signalCode === null && !child.killed) child.kill('SIGTERM');
+        if (stdout.includes('\n') && child.signalCode === null && !child.killed)
+          child.kill('SIGTERM');
       });
-      const outcome = await new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(code !== null ? `exit ${code}` : `killed by ${signal}`)));
+      const outcome = await new Promise<string>((resolve) =>
+        child.once('exit', (code, signal) =>
+          resolve(code !== null ? `exit ${code}` : `killed by ${signal}`),
+        ),
+      );
       assert.equal(JSON.parse(stdout.split('\n')[0]).status, 'listening');
       outcomes.push(outcome);
     }

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { serverWithProject } from '../support/hooks.js';
-import { createProjectWithKeys, post, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { getValue, type SqlParam } from '../../src/store/queries.js';
+import { serverWithProject } from '../support/hooks.js';
+import {
+  createProjectWithKeys,
+  type HttpResult,
+  type ProjectWithKeys,
+  post,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { storedMimeCountIn } from '../support/storeReads.js';
 
 let seq = 0;
@@ -12,10 +19,11 @@ function freshKey(label = 'k'): string {
   return `${label}-${process.pid}-${seq}-${Date.now().toString(36)}`.slice(0, 40).padEnd(12, 'x');
 }
 
-
 function assertIdemError(res: HttpResult, code: string): void {
   assert.equal(res.status, 422, res.text);
-  assert.deepEqual(res.body, { error: { type: 'validation_error', code, message: res.body.error.message } });
+  assert.deepEqual(res.body, {
+    error: { type: 'validation_error', code, message: res.body.error.message },
+  });
   assert.equal(typeof res.body.error.message, 'string');
 }
 
@@ -28,8 +36,14 @@ describe('Idempotency-Key on POST /v1/send', () => {
     proj = project;
   });
 
-  const countWhere = async (sqlText: string, ...args: SqlParam[]) => (await getValue<number>(p.ctx.store, sqlText, ...args))!;
-  const messagesWithKey = (projectId: string, key: string) => countWhere('SELECT COUNT(*) FROM messages WHERE project_id = ? AND idempotency_key = ?', projectId, key);
+  const countWhere = async (sqlText: string, ...args: SqlParam[]) =>
+    (await getValue<number>(p.ctx.store, sqlText, ...args))!;
+  const messagesWithKey = (projectId: string, key: string) =>
+    countWhere(
+      'SELECT COUNT(*) FROM messages WHERE project_id = ? AND idempotency_key = ?',
+      projectId,
+      key,
+    );
   const totals = async () => ({
     messages: await countWhere('SELECT COUNT(*) FROM messages'),
     events: await countWhere('SELECT COUNT(*) FROM events'),
@@ -37,7 +51,11 @@ describe('Idempotency-Key on POST /v1/send', () => {
     stored_mime: await storedMimeCountIn(p.ctx.store, p.stateDir),
   });
   const send = (key: string, json: unknown, opts: { base?: string; apiKey?: string } = {}) =>
-    post(opts.base ?? p.production, '/v1/send', { key: opts.apiKey ?? proj.liveKey, json, headers: { 'idempotency-key': key } });
+    post(opts.base ?? p.production, '/v1/send', {
+      key: opts.apiKey ?? proj.liveKey,
+      json,
+      headers: { 'idempotency-key': key },
+    });
 
   describe('header format', () => {
     test('11 characters is idempotency_key:invalid_length', async () => {
@@ -70,14 +88,30 @@ describe('Idempotency-Key on POST /v1/send', () => {
     test('a malformed key is refused before the body is read and stores nothing', async () => {
       const before = await totals();
       assertIdemError(await send('short', validMessage()), 'idempotency_key:invalid_length');
-      assertIdemError(await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json', headers: { 'idempotency-key': 'bad key!!!!!!' } }), 'idempotency_key:invalid');
-      assertIdemError(await send('bad key!!!!!!', validMessage({ subject: undefined })), 'idempotency_key:invalid');
+      assertIdemError(
+        await post(p.production, '/v1/send', {
+          key: proj.liveKey,
+          raw: '{not json',
+          headers: { 'idempotency-key': 'bad key!!!!!!' },
+        }),
+        'idempotency_key:invalid',
+      );
+      assertIdemError(
+        await send('bad key!!!!!!', validMessage({ subject: undefined })),
+        'idempotency_key:invalid',
+      );
       assert.deepEqual(await totals(), before);
     });
 
     test('the key check applies on the sandbox too', async () => {
-      assertIdemError(await send('a'.repeat(41), validMessage(), { base: p.sandbox, apiKey: proj.testKey }), 'idempotency_key:invalid_length');
-      assertIdemError(await send('bad key!!!!!!', validMessage(), { base: p.sandbox, apiKey: proj.testKey }), 'idempotency_key:invalid');
+      assertIdemError(
+        await send('a'.repeat(41), validMessage(), { base: p.sandbox, apiKey: proj.testKey }),
+        'idempotency_key:invalid_length',
+      );
+      assertIdemError(
+        await send('bad key!!!!!!', validMessage(), { base: p.sandbox, apiKey: proj.testKey }),
+        'idempotency_key:invalid',
+      );
     });
   });
 
@@ -100,15 +134,24 @@ describe('Idempotency-Key on POST /v1/send', () => {
 
     test('a repeat with a different body returns the first body and keeps the first message', async () => {
       const key = freshKey('differ');
-      const first = await send(key, validMessage({ subject: 'First', category: 'one', paused: true }));
+      const first = await send(
+        key,
+        validMessage({ subject: 'First', category: 'one', paused: true }),
+      );
       assert.equal(first.status, 202);
       assert.equal(first.body.status, 'paused');
       const before = await totals();
-      const second = await send(key, validMessage({ subject: 'Second', category: 'two', routing: { strategy: 'random' } }));
+      const second = await send(
+        key,
+        validMessage({ subject: 'Second', category: 'two', routing: { strategy: 'random' } }),
+      );
       assert.equal(second.status, 202);
       assert.deepEqual(second.body, first.body);
       assert.deepEqual(await totals(), before);
-      const row = await p.ctx.store.get('SELECT subject, category, status FROM messages WHERE id = ?', first.body.id);
+      const row = await p.ctx.store.get(
+        'SELECT subject, category, status FROM messages WHERE id = ?',
+        first.body.id,
+      );
       assert.deepEqual(row, { subject: 'First', category: 'one', status: 'paused' });
     });
 
@@ -122,8 +165,16 @@ describe('Idempotency-Key on POST /v1/send', () => {
         await send(key, noSubject),
         await send(key, { ...validMessage(), unknown_field: 1 }),
         await send(key, []),
-        await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{not json', headers: { 'idempotency-key': key } }),
-        await post(p.production, '/v1/send', { key: proj.liveKey, raw: '', headers: { 'idempotency-key': key } }),
+        await post(p.production, '/v1/send', {
+          key: proj.liveKey,
+          raw: '{not json',
+          headers: { 'idempotency-key': key },
+        }),
+        await post(p.production, '/v1/send', {
+          key: proj.liveKey,
+          raw: '',
+          headers: { 'idempotency-key': key },
+        }),
       ];
       for (const res of invalidBodies) {
         assert.equal(res.status, 202, res.text);
@@ -159,7 +210,10 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.equal(real.body.status, 'queued');
       assert.notEqual(real.body.id, rehearsal.body.id);
       assert.equal(await messagesWithKey(proj.project.id, key), 2);
-      assert.deepEqual((await send(key, validMessage(), { base: p.sandbox, apiKey: proj.testKey })).body, rehearsal.body);
+      assert.deepEqual(
+        (await send(key, validMessage(), { base: p.sandbox, apiKey: proj.testKey })).body,
+        rehearsal.body,
+      );
       assert.deepEqual((await send(key, validMessage())).body, real.body);
     });
 
@@ -169,7 +223,11 @@ describe('Idempotency-Key on POST /v1/send', () => {
       const failed = await send(key, noSubject);
       assert.equal(failed.status, 422);
       assert.equal(failed.body.error.code, 'subject:required');
-      const unparseable = await post(p.production, '/v1/send', { key: proj.liveKey, raw: '{', headers: { 'idempotency-key': key } });
+      const unparseable = await post(p.production, '/v1/send', {
+        key: proj.liveKey,
+        raw: '{',
+        headers: { 'idempotency-key': key },
+      });
       assert.equal(unparseable.status, 400);
       assert.equal(await messagesWithKey(proj.project.id, key), 0);
 
@@ -195,40 +253,64 @@ describe('Idempotency-Key on POST /v1/send', () => {
     test('20 concurrent requests with one key all get the same 202 and create one message', async () => {
       const key = freshKey('concurrent');
       const before = await totals();
-      const results = await Promise.all(Array.from({ length: 20 }, () => send(key, validMessage())));
-      for (const res of results) {
-        assert.equal(res.status, 202, res.text);
-        assert.deepEqual(res.body, results[0].body);
-      }
-      assert.equal(await messagesWithKey(proj.project.id, key), 1);
-      assert.deepEqual(await totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
-    });
-
-    test('20 concurrent requests with one key and different bodies all get the same 202 and create one message', async () => {
-      const key = freshKey('concurrent-diff');
-      const before = await totals();
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => send(key, validMessage({ subject: `Subject ${i}`, category: `cat-${i}`, paused: i % 2 === 0 }))),
+        Array.from({ length: 20 }, () => send(key, validMessage())),
       );
       for (const res of results) {
         assert.equal(res.status, 202, res.text);
         assert.deepEqual(res.body, results[0].body);
       }
       assert.equal(await messagesWithKey(proj.project.id, key), 1);
-      const row = (await p.ctx.store.get<{ subject: string; category: string; status: string }>('SELECT subject, category, status FROM messages WHERE id = ?', results[0].body.id))!;
+      assert.deepEqual(await totals(), {
+        messages: before.messages + 1,
+        events: before.events + 1,
+        idempotency_keys: before.idempotency_keys + 1,
+        stored_mime: before.stored_mime + 1,
+      });
+    });
+
+    test('20 concurrent requests with one key and different bodies all get the same 202 and create one message', async () => {
+      const key = freshKey('concurrent-diff');
+      const before = await totals();
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          send(
+            key,
+            validMessage({ subject: `Subject ${i}`, category: `cat-${i}`, paused: i % 2 === 0 }),
+          ),
+        ),
+      );
+      for (const res of results) {
+        assert.equal(res.status, 202, res.text);
+        assert.deepEqual(res.body, results[0].body);
+      }
+      assert.equal(await messagesWithKey(proj.project.id, key), 1);
+      const row = (await p.ctx.store.get<{ subject: string; category: string; status: string }>(
+        'SELECT subject, category, status FROM messages WHERE id = ?',
+        results[0].body.id,
+      ))!;
       // The stored message is one of the requests, and the 202 describes that one.
       const i = Number(row.subject.replace('Subject ', ''));
       assert.equal(row.category, `cat-${i}`);
       assert.equal(results[0].body.category, `cat-${i}`);
       assert.equal(row.status, results[0].body.status);
       assert.equal(results[0].body.status, i % 2 === 0 ? 'paused' : 'queued');
-      assert.deepEqual(await totals(), { messages: before.messages + 1, events: before.events + 1, idempotency_keys: before.idempotency_keys + 1, stored_mime: before.stored_mime + 1 });
+      assert.deepEqual(await totals(), {
+        messages: before.messages + 1,
+        events: before.events + 1,
+        idempotency_keys: before.idempotency_keys + 1,
+        stored_mime: before.stored_mime + 1,
+      });
     });
 
     test('concurrent requests with one key where some bodies are invalid create one message, and every 202 is the same', async () => {
       const key = freshKey('concurrent-mixed');
       const { subject: _subject, ...noSubject } = validMessage();
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => send(key, i % 2 === 0 ? noSubject : validMessage({ subject: `ok ${i}` }))));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          send(key, i % 2 === 0 ? noSubject : validMessage({ subject: `ok ${i}` })),
+        ),
+      );
       const accepted = results.filter((r) => r.status === 202);
       assert.ok(accepted.length >= 10, 'every valid request is answered 202');
       for (const res of results) {
@@ -251,8 +333,16 @@ describe('Idempotency-Key on POST /v1/send', () => {
       const key = freshKey('batch');
       const body = { messages: [validMessage(), validMessage({ subject: 'Two' })] };
       const before = await totals();
-      const a = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: body, headers: { 'idempotency-key': key } });
-      const b = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: body, headers: { 'idempotency-key': key } });
+      const a = await post(p.production, '/v1/send/batch', {
+        key: proj.liveKey,
+        json: body,
+        headers: { 'idempotency-key': key },
+      });
+      const b = await post(p.production, '/v1/send/batch', {
+        key: proj.liveKey,
+        json: body,
+        headers: { 'idempotency-key': key },
+      });
       assert.equal(a.status, 207);
       assert.equal(b.status, 207);
       const ids = [...a.body.data, ...b.body.data].map((s: { id: string }) => s.id);
@@ -265,10 +355,14 @@ describe('Idempotency-Key on POST /v1/send', () => {
       assert.ok(!ids.includes(single.body.id));
     });
 
-    test('a single send\'s key does not make a batch with that header return the single send', async () => {
+    test("a single send's key does not make a batch with that header return the single send", async () => {
       const key = freshKey('single-then-batch');
       const single = await send(key, validMessage());
-      const batch = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: { messages: [validMessage()] }, headers: { 'idempotency-key': key } });
+      const batch = await post(p.production, '/v1/send/batch', {
+        key: proj.liveKey,
+        json: { messages: [validMessage()] },
+        headers: { 'idempotency-key': key },
+      });
       assert.equal(batch.status, 207);
       assert.equal(batch.body.data.length, 1);
       assert.notEqual(batch.body.data[0].id, single.body.id);
@@ -276,7 +370,11 @@ describe('Idempotency-Key on POST /v1/send', () => {
 
     test('a malformed Idempotency-Key on a batch is ignored', async () => {
       for (const key of ['bad key!!!!!!', 'short', 'a'.repeat(41), '']) {
-        const res = await post(p.production, '/v1/send/batch', { key: proj.liveKey, json: { messages: [validMessage()] }, headers: { 'idempotency-key': key } });
+        const res = await post(p.production, '/v1/send/batch', {
+          key: proj.liveKey,
+          json: { messages: [validMessage()] },
+          headers: { 'idempotency-key': key },
+        });
         assert.equal(res.status, 207, `${JSON.stringify(key)}: ${res.text}`);
         assert.equal(res.body.data.length, 1);
         assert.deepEqual(Object.keys(res.body.data[0]).sort(), ['id', 'status']);

@@ -6,12 +6,19 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/clock.js';
 import { attachProvider } from '../../src/operator/providers.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
-import { storedMimeListIn } from '../support/storeReads.js';
+import {
+  createProjectWithKeys,
+  type HttpResult,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { storedMimeOf } from '../support/storedMime.js';
-import { simpleParser } from 'mailparser';
+import { storedMimeListIn } from '../support/storeReads.js';
 
 /** The server's clock is fixed, so scheduled_at boundaries are exact. */
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -39,7 +46,6 @@ interface Snapshot {
   files: string[];
 }
 
-
 async function snapshot(t: TestPostern = p): Promise<Snapshot> {
   const count = async (sql: string) => (await t.ctx.store.get<{ c: number }>(sql))!.c;
   return {
@@ -59,7 +65,12 @@ async function expectFieldError(json: unknown, details: Detail[]): Promise<void>
   const res = await send(json);
   assert.equal(res.status, 422, `expected 422, got ${res.status}: ${res.text.slice(0, 500)}`);
   assert.deepEqual(res.body, {
-    error: { type: 'validation_error', code: details[0].code, message: res.body?.error?.message, details },
+    error: {
+      type: 'validation_error',
+      code: details[0].code,
+      message: res.body?.error?.message,
+      details,
+    },
   });
   assert.equal(typeof res.body.error.message, 'string');
   assert.deepEqual(await snapshot(), before, 'a rejected request stored something');
@@ -72,7 +83,11 @@ function expectOne(json: unknown, field: string, code: string): Promise<void> {
 
 /** Asserts a body-level (no details) error envelope and that nothing was stored on `t`. */
 function assertPlainError(res: HttpResult, status: number, type: string, code: string): void {
-  assert.equal(res.status, status, `expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
+  assert.equal(
+    res.status,
+    status,
+    `expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`,
+  );
   assert.deepEqual(res.body, { error: { type, code, message: res.body?.error?.message } });
   assert.equal(typeof res.body.error.message, 'string');
 }
@@ -105,38 +120,67 @@ async function expectAccepted(json: unknown, echo: Echo = {}): Promise<string> {
   return res.body.id as string;
 }
 
-async function storedRow(id: string): Promise<{ from_email: string; recipients: string; subject: string; category: string | null }> {
-  return (await p.ctx.store.get<{ from_email: string; recipients: string; subject: string; category: string | null }>(
-    'SELECT from_email, recipients, subject, category FROM messages WHERE id = ?',
-    id,
-  ))!;
+async function storedRow(
+  id: string,
+): Promise<{ from_email: string; recipients: string; subject: string; category: string | null }> {
+  return (await p.ctx.store.get<{
+    from_email: string;
+    recipients: string;
+    subject: string;
+    category: string | null;
+  }>('SELECT from_email, recipients, subject, category FROM messages WHERE id = ?', id))!;
 }
 
 const msg = validMessage;
-const emails = (n: number, prefix = 'r') => Array.from({ length: n }, (_, i) => `${prefix}${i}@example.org`);
-const att = (over: Json = {}): Json => ({ filename: 'a.txt', content: Buffer.from('hello').toString('base64'), ...over });
+const emails = (n: number, prefix = 'r') =>
+  Array.from({ length: n }, (_, i) => `${prefix}${i}@example.org`);
+const att = (over: Json = {}): Json => ({
+  filename: 'a.txt',
+  content: Buffer.from('hello').toString('base64'),
+  ...over,
+});
 const b64 = (bytes: number) => Buffer.alloc(bytes).toString('base64');
-const keys = (n: number, len = 3): Record<string, string> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${String(i).padStart(len - 1, '0')}`, 'v']));
+const keys = (n: number, len = 3): Record<string, string> =>
+  Object.fromEntries(
+    Array.from({ length: n }, (_, i) => [`k${String(i).padStart(len - 1, '0')}`, 'v']),
+  );
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Raw HTTP, for bodies fetch() cannot express (no Content-Type, chunked without Content-Length). */
-function rawPost(baseUrl: string, opts: { headers: Record<string, string>; chunks: string[] }): Promise<HttpResult> {
+function rawPost(
+  baseUrl: string,
+  opts: { headers: Record<string, string>; chunks: string[] },
+): Promise<HttpResult> {
   const url = new URL('/v1/send', baseUrl);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: opts.headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => {
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body, text });
-      });
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: opts.headers,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => {
+          let body: unknown;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = undefined;
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: new Headers(res.headers as Record<string, string>),
+            body,
+            text,
+          });
+        });
+      },
+    );
     // The server may answer before reading the whole body; only a missing answer is a failure.
     req.on('error', reject);
     for (const c of opts.chunks) req.write(c);
@@ -165,9 +209,17 @@ describe('POST /v1/send body validation', () => {
     const forms: Array<{ name: string; value: unknown; email: string }> = [
       { name: 'a bare email', value: 'bare@example.com', email: 'bare@example.com' },
       { name: 'Name <email>', value: 'Jane Doe <jane@example.com>', email: 'jane@example.com' },
-      { name: '"Quoted, Name" <email>', value: '"Doe, Jane" <quoted@example.com>', email: 'quoted@example.com' },
+      {
+        name: '"Quoted, Name" <email>',
+        value: '"Doe, Jane" <quoted@example.com>',
+        email: 'quoted@example.com',
+      },
       { name: 'an object {email}', value: { email: 'obj@example.com' }, email: 'obj@example.com' },
-      { name: 'an object {email, name}', value: { email: 'objn@example.com', name: 'Obj, Name' }, email: 'objn@example.com' },
+      {
+        name: 'an object {email, name}',
+        value: { email: 'objn@example.com', name: 'Obj, Name' },
+        email: 'objn@example.com',
+      },
     ];
 
     for (const form of forms) {
@@ -177,7 +229,9 @@ describe('POST /v1/send body validation', () => {
       });
       for (const field of ['to', 'cc', 'bcc'] as const) {
         test(`${field} accepts ${form.name} as a single value`, async () => {
-          const id = await expectAccepted(msg({ [field]: form.value, ...(field === 'to' ? {} : { to: 'x@example.org' }) }));
+          const id = await expectAccepted(
+            msg({ [field]: form.value, ...(field === 'to' ? {} : { to: 'x@example.org' }) }),
+          );
           const rcpts = JSON.parse((await storedRow(id)).recipients) as Record<string, string[]>;
           assert.deepEqual(rcpts[field], [form.email]);
         });
@@ -192,7 +246,10 @@ describe('POST /v1/send body validation', () => {
         const id = await expectAccepted(msg({ [field]: forms.map((f) => f.value) }));
         if (field !== 'reply_to') {
           const rcpts = JSON.parse((await storedRow(id)).recipients) as Record<string, string[]>;
-          assert.deepEqual(rcpts[field], forms.map((f) => f.email));
+          assert.deepEqual(
+            rcpts[field],
+            forms.map((f) => f.email),
+          );
         }
       });
     }
@@ -210,13 +267,31 @@ describe('POST /v1/send body validation', () => {
       { name: 'an unclosed angle bracket', value: 'Jane <jane@example.com' },
       { name: 'text after the brackets', value: 'Jane <jane@example.com> extra' },
       { name: 'two addresses in one string', value: 'a@example.com, b@example.com' },
-      { name: 'a display name containing CR LF (string form)', value: 'Evil\r\nBcc: x@example.com <jane@example.com>' },
-      { name: 'a display name containing LF (string form)', value: 'Evil\nName <jane@example.com>' },
-      { name: 'a display name containing CR (string form)', value: 'Evil\rName <jane@example.com>' },
+      {
+        name: 'a display name containing CR LF (string form)',
+        value: 'Evil\r\nBcc: x@example.com <jane@example.com>',
+      },
+      {
+        name: 'a display name containing LF (string form)',
+        value: 'Evil\nName <jane@example.com>',
+      },
+      {
+        name: 'a display name containing CR (string form)',
+        value: 'Evil\rName <jane@example.com>',
+      },
       { name: 'a quoted display name containing LF', value: '"Evil\nName" <jane@example.com>' },
-      { name: 'an object whose name contains CR LF', value: { email: 'jane@example.com', name: 'Evil\r\nBcc: x@example.com' } },
-      { name: 'an object whose name contains LF', value: { email: 'jane@example.com', name: 'Evil\nName' } },
-      { name: 'an object with an unknown key', value: { email: 'jane@example.com', name: 'Jane', display: 'J' } },
+      {
+        name: 'an object whose name contains CR LF',
+        value: { email: 'jane@example.com', name: 'Evil\r\nBcc: x@example.com' },
+      },
+      {
+        name: 'an object whose name contains LF',
+        value: { email: 'jane@example.com', name: 'Evil\nName' },
+      },
+      {
+        name: 'an object with an unknown key',
+        value: { email: 'jane@example.com', name: 'Jane', display: 'J' },
+      },
       { name: 'an object without email', value: { name: 'Jane' } },
       { name: 'an object with a malformed email', value: { email: 'not-an-email' } },
       { name: 'an object with a non-string name', value: { email: 'jane@example.com', name: 42 } },
@@ -227,7 +302,11 @@ describe('POST /v1/send body validation', () => {
         await expectOne(msg({ from: bad.value }), 'from', 'from:invalid_address');
       });
       test(`to rejects ${bad.name} at its array position (to.2)`, async () => {
-        await expectOne(msg({ to: ['a@example.org', { email: 'b@example.org' }, bad.value, 'd@example.org'] }), 'to.2', 'to:invalid_address');
+        await expectOne(
+          msg({ to: ['a@example.org', { email: 'b@example.org' }, bad.value, 'd@example.org'] }),
+          'to.2',
+          'to:invalid_address',
+        );
       });
     }
 
@@ -237,15 +316,27 @@ describe('POST /v1/send body validation', () => {
 
     test('a number is not an address of any form: from:invalid_type, and to:invalid_type at its position', async () => {
       await expectOne(msg({ from: 42 }), 'from', 'from:invalid_type');
-      await expectOne(msg({ to: ['a@example.org', { email: 'b@example.org' }, 42] }), 'to.2', 'to:invalid_type');
+      await expectOne(
+        msg({ to: ['a@example.org', { email: 'b@example.org' }, 42] }),
+        'to.2',
+        'to:invalid_type',
+      );
     });
 
     for (const field of ['to', 'cc', 'bcc', 'reply_to'] as const) {
       test(`${field} as a single malformed value is reported at "${field}"`, async () => {
-        await expectOne(msg({ [field]: 'Evil\nName <x@example.com>' }), field, `${field}:invalid_address`);
+        await expectOne(
+          msg({ [field]: 'Evil\nName <x@example.com>' }),
+          field,
+          `${field}:invalid_address`,
+        );
       });
       test(`${field} reports a bad element at its position (${field}.1)`, async () => {
-        await expectOne(msg({ [field]: ['ok@example.org', { email: 'ok2@example.org', name: 'A\r\nB' }] }), `${field}.1`, `${field}:invalid_address`);
+        await expectOne(
+          msg({ [field]: ['ok@example.org', { email: 'ok2@example.org', name: 'A\r\nB' }] }),
+          `${field}.1`,
+          `${field}:invalid_address`,
+        );
       });
       test(`${field} as an empty array is ${field}:too_few`, async () => {
         await expectOne(msg({ [field]: [] }), field, `${field}:too_few`);
@@ -266,18 +357,28 @@ describe('POST /v1/send body validation', () => {
   // -------------------------------------------------------------------------------------------
   describe('recipients limit', () => {
     test('50 recipients across to, cc and bcc (mixed forms) are accepted', async () => {
-      const to = emails(20, 't').map((e, i) => (i % 2 ? { email: e, name: `T ${i}` } : `"T, ${i}" <${e}>`));
+      const to = emails(20, 't').map((e, i) =>
+        i % 2 ? { email: e, name: `T ${i}` } : `"T, ${i}" <${e}>`,
+      );
       const cc = emails(20, 'c').map((e) => ({ email: e }));
       const bcc = emails(10, 'b');
       await expectAccepted(msg({ to, cc, bcc }));
     });
 
     test('51 recipients across to, cc and bcc give recipients:too_many', async () => {
-      await expectOne(msg({ to: emails(20, 't'), cc: emails(20, 'c'), bcc: emails(11, 'b') }), 'recipients', 'recipients:too_many');
+      await expectOne(
+        msg({ to: emails(20, 't'), cc: emails(20, 'c'), bcc: emails(11, 'b') }),
+        'recipients',
+        'recipients:too_many',
+      );
     });
 
     test('single-value recipients count too: 49 + 1 + 1 is too many', async () => {
-      await expectOne(msg({ to: emails(49), cc: 'c@example.org', bcc: { email: 'b@example.org' } }), 'recipients', 'recipients:too_many');
+      await expectOne(
+        msg({ to: emails(49), cc: 'c@example.org', bcc: { email: 'b@example.org' } }),
+        'recipients',
+        'recipients:too_many',
+      );
     });
 
     test('51 in to alone gives recipients:too_many', async () => {
@@ -310,7 +411,11 @@ describe('POST /v1/send body validation', () => {
     test('999 astral characters (emoji) give subject:too_long', async () => {
       await expectOne(msg({ subject: '\u{1F600}'.repeat(999) }), 'subject', 'subject:too_long');
     });
-    for (const [name, s] of [['CR', 'Hello\rWorld'], ['LF', 'Hello\nWorld'], ['CRLF', 'Hello\r\nBcc: x@example.com']] as const) {
+    for (const [name, s] of [
+      ['CR', 'Hello\rWorld'],
+      ['LF', 'Hello\nWorld'],
+      ['CRLF', 'Hello\r\nBcc: x@example.com'],
+    ] as const) {
       test(`${name} in the subject is rejected as subject:invalid_format, never folded`, async () => {
         await expectOne(msg({ subject: s }), 'subject', 'subject:invalid_format');
       });
@@ -333,7 +438,11 @@ describe('POST /v1/send body validation', () => {
         await expectAccepted(msg({ [field]: 'a'.repeat(MAX_BODY_TEXT), [other]: undefined }));
       });
       test(`${field} of 2097153 characters gives ${field}:too_long`, async () => {
-        await expectOne(msg({ [field]: 'a'.repeat(MAX_BODY_TEXT + 1) }), field, `${field}:too_long`);
+        await expectOne(
+          msg({ [field]: 'a'.repeat(MAX_BODY_TEXT + 1) }),
+          field,
+          `${field}:too_long`,
+        );
       });
       test(`a non-string ${field} is ${field}:invalid_type`, async () => {
         await expectOne(msg({ [field]: 42 }), field, `${field}:invalid_type`);
@@ -358,16 +467,39 @@ describe('POST /v1/send body validation', () => {
       await expectAccepted(msg({ headers: { 'X-Long': 'a'.repeat(8192) } }));
     });
     test('a header value of 8193 characters gives headers:value_too_long', async () => {
-      await expectOne(msg({ headers: { 'X-Long': 'a'.repeat(8193) } }), 'headers.X-Long', 'headers:value_too_long');
+      await expectOne(
+        msg({ headers: { 'X-Long': 'a'.repeat(8193) } }),
+        'headers.X-Long',
+        'headers:value_too_long',
+      );
     });
-    for (const name of ['From', 'to', 'Message-ID', 'DKIM-Signature', 'X-Service-Anything', 'x-service-foo']) {
+    for (const name of [
+      'From',
+      'to',
+      'Message-ID',
+      'DKIM-Signature',
+      'X-Service-Anything',
+      'x-service-foo',
+    ]) {
       test(`the reserved header "${name}" gives headers:reserved at headers.${name}`, async () => {
-        await expectOne(msg({ headers: { [name]: 'value' } }), `headers.${name}`, 'headers:reserved');
+        await expectOne(
+          msg({ headers: { [name]: 'value' } }),
+          `headers.${name}`,
+          'headers:reserved',
+        );
       });
     }
-    for (const [name, v] of [['CR', 'a\rb'], ['LF', 'a\nb'], ['CRLF', 'a\r\nBcc: x@example.com']] as const) {
+    for (const [name, v] of [
+      ['CR', 'a\rb'],
+      ['LF', 'a\nb'],
+      ['CRLF', 'a\r\nBcc: x@example.com'],
+    ] as const) {
       test(`${name} in a header value is rejected as headers:invalid_value, never folded`, async () => {
-        await expectOne(msg({ headers: { 'X-Custom': v } }), 'headers.X-Custom', 'headers:invalid_value');
+        await expectOne(
+          msg({ headers: { 'X-Custom': v } }),
+          'headers.X-Custom',
+          'headers:invalid_value',
+        );
       });
     }
     test('a non-string header value is headers:invalid_value', async () => {
@@ -375,20 +507,40 @@ describe('POST /v1/send body validation', () => {
     });
     for (const name of ['X Space', 'X:Colon', 'X-\u00e9']) {
       test(`the malformed header name ${JSON.stringify(name)} is headers:invalid_name`, async () => {
-        await expectOne(msg({ headers: { [name]: 'v' } }), `headers.${name}`, 'headers:invalid_name');
+        await expectOne(
+          msg({ headers: { [name]: 'v' } }),
+          `headers.${name}`,
+          'headers:invalid_name',
+        );
       });
     }
     // Issue 32: 150 values of 8,000 characters were a 202 for a message whose header block no
     // parser of Postern's reads back (the console's, the JSON providers'): mailsplit stops at 1 MiB.
-    const manyHeaders = (n: number, value: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-Pad-${i}`, value]));
+    const manyHeaders = (n: number, value: string) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-Pad-${i}`, value]));
     test('custom headers that make a header block over 1 MiB (150 values of 8,000 characters) give headers:too_large', async () => {
-      await expectOne(msg({ headers: manyHeaders(150, 'v'.repeat(8000)) }), 'headers', 'headers:too_large');
+      await expectOne(
+        msg({ headers: manyHeaders(150, 'v'.repeat(8000)) }),
+        'headers',
+        'headers:too_large',
+      );
     });
     test('the block is counted as composed: 40 values of 8,192 emoji (RFC 2047 words, about 2.2 MB) give headers:too_large', async () => {
-      await expectOne(msg({ headers: manyHeaders(40, '\u{1F600}'.repeat(8192)) }), 'headers', 'headers:too_large');
+      await expectOne(
+        msg({ headers: manyHeaders(40, '\u{1F600}'.repeat(8192)) }),
+        'headers',
+        'headers:too_large',
+      );
     });
     test('with an attachment big enough for the message to be composed as a stream, the same', async () => {
-      await expectOne(msg({ headers: manyHeaders(150, 'v'.repeat(8000)), attachments: [att({ content: b64(300 * 1024) })] }), 'headers', 'headers:too_large');
+      await expectOne(
+        msg({
+          headers: manyHeaders(150, 'v'.repeat(8000)),
+          attachments: [att({ content: b64(300 * 1024) })],
+        }),
+        'headers',
+        'headers:too_large',
+      );
     });
     test('100 values of 8,000 characters (about 820 KB of header block) are accepted, and the stored message parses', async () => {
       const id = await expectAccepted(msg({ headers: manyHeaders(100, 'v'.repeat(8000)) }));
@@ -396,17 +548,31 @@ describe('POST /v1/send body validation', () => {
       assert.equal(parsed.headers.get('x-pad-99'), 'v'.repeat(8000));
     });
     test('ordinary custom headers are accepted', async () => {
-      await expectAccepted(msg({ headers: { 'X-Campaign': 'spring', 'List-Unsubscribe': '<mailto:u@example.com>', 'X-Servicey': 'not the reserved prefix' } }));
+      await expectAccepted(
+        msg({
+          headers: {
+            'X-Campaign': 'spring',
+            'List-Unsubscribe': '<mailto:u@example.com>',
+            'X-Servicey': 'not the reserved prefix',
+          },
+        }),
+      );
     });
   });
 
   // -------------------------------------------------------------------------------------------
   describe('attachments', () => {
     test('20 attachments are accepted', async () => {
-      await expectAccepted(msg({ attachments: Array.from({ length: 20 }, (_, i) => att({ filename: `f${i}.txt` })) }));
+      await expectAccepted(
+        msg({ attachments: Array.from({ length: 20 }, (_, i) => att({ filename: `f${i}.txt` })) }),
+      );
     });
     test('21 attachments give attachments:too_many', async () => {
-      await expectOne(msg({ attachments: Array.from({ length: 21 }, (_, i) => att({ filename: `f${i}.txt` })) }), 'attachments', 'attachments:too_many');
+      await expectOne(
+        msg({ attachments: Array.from({ length: 21 }, (_, i) => att({ filename: `f${i}.txt` })) }),
+        'attachments',
+        'attachments:too_many',
+      );
     });
 
     for (const field of ['filename', 'content_type', 'content_id'] as const) {
@@ -414,61 +580,131 @@ describe('POST /v1/send body validation', () => {
         await expectAccepted(msg({ attachments: [att({ [field]: 'a'.repeat(255) })] }));
       });
       test(`${field} of 256 characters gives attachments:too_long at attachments.1.${field}`, async () => {
-        await expectOne(msg({ attachments: [att(), att({ [field]: 'a'.repeat(256) })] }), `attachments.1.${field}`, 'attachments:too_long');
+        await expectOne(
+          msg({ attachments: [att(), att({ [field]: 'a'.repeat(256) })] }),
+          `attachments.1.${field}`,
+          'attachments:too_long',
+        );
       });
     }
 
-    for (const [name, f] of [['CR', 'a\r.txt'], ['LF', 'a\n.txt'], ['CRLF', 'a\r\nContent-Type: text/html']] as const) {
+    for (const [name, f] of [
+      ['CR', 'a\r.txt'],
+      ['LF', 'a\n.txt'],
+      ['CRLF', 'a\r\nContent-Type: text/html'],
+    ] as const) {
       test(`${name} in a filename is rejected as attachments:invalid_format, never folded`, async () => {
-        await expectOne(msg({ attachments: [att({ filename: f })] }), 'attachments.0.filename', 'attachments:invalid_format');
+        await expectOne(
+          msg({ attachments: [att({ filename: f })] }),
+          'attachments.0.filename',
+          'attachments:invalid_format',
+        );
       });
     }
 
     test('a missing filename is attachments:required', async () => {
-      await expectOne(msg({ attachments: [{ content: 'aGk=' }] }), 'attachments.0.filename', 'attachments:required');
+      await expectOne(
+        msg({ attachments: [{ content: 'aGk=' }] }),
+        'attachments.0.filename',
+        'attachments:required',
+      );
     });
     test('a missing content is attachments:required', async () => {
-      await expectOne(msg({ attachments: [{ filename: 'a.txt' }] }), 'attachments.0.content', 'attachments:required');
+      await expectOne(
+        msg({ attachments: [{ filename: 'a.txt' }] }),
+        'attachments.0.content',
+        'attachments:required',
+      );
     });
     test('an unknown attachment key is attachments:unknown_key', async () => {
-      await expectOne(msg({ attachments: [att({ encoding: 'base64' })] }), 'attachments.0.encoding', 'attachments:unknown_key');
+      await expectOne(
+        msg({ attachments: [att({ encoding: 'base64' })] }),
+        'attachments.0.encoding',
+        'attachments:unknown_key',
+      );
     });
     for (const bad of ['not base64!', 'aGVsbG8=\n', 'abcde', 'ab==cd']) {
       test(`content ${JSON.stringify(bad)} is attachments:invalid_base64`, async () => {
-        await expectOne(msg({ attachments: [att({ content: bad })] }), 'attachments.0.content', 'attachments:invalid_base64');
+        await expectOne(
+          msg({ attachments: [att({ content: bad })] }),
+          'attachments.0.content',
+          'attachments:invalid_base64',
+        );
       });
     }
     test('a disposition other than attachment/inline is attachments:invalid_value', async () => {
-      await expectOne(msg({ attachments: [att({ disposition: 'embedded' })] }), 'attachments.0.disposition', 'attachments:invalid_value');
+      await expectOne(
+        msg({ attachments: [att({ disposition: 'embedded' })] }),
+        'attachments.0.disposition',
+        'attachments:invalid_value',
+      );
     });
     test('an inline attachment without content_id is attachments:content_id_required', async () => {
-      await expectOne(msg({ attachments: [att(), att({ disposition: 'inline' })] }), 'attachments.1.content_id', 'attachments:content_id_required');
+      await expectOne(
+        msg({ attachments: [att(), att({ disposition: 'inline' })] }),
+        'attachments.1.content_id',
+        'attachments:content_id_required',
+      );
     });
     test('an inline attachment with a null content_id is attachments:content_id_required', async () => {
-      await expectOne(msg({ attachments: [att({ disposition: 'inline', content_id: null })] }), 'attachments.0.content_id', 'attachments:content_id_required');
+      await expectOne(
+        msg({ attachments: [att({ disposition: 'inline', content_id: null })] }),
+        'attachments.0.content_id',
+        'attachments:content_id_required',
+      );
     });
     test('inline with content_id, and explicit attachment disposition, are accepted', async () => {
       await expectAccepted(
         msg({
           html: '<img src="cid:logo">',
-          attachments: [att({ filename: 'logo.png', content_type: 'image/png', content_id: 'logo', disposition: 'inline' }), att({ disposition: 'attachment' })],
+          attachments: [
+            att({
+              filename: 'logo.png',
+              content_type: 'image/png',
+              content_id: 'logo',
+              disposition: 'inline',
+            }),
+            att({ disposition: 'attachment' }),
+          ],
         }),
       );
     });
 
     test('an attachment of exactly 10485760 decoded bytes is accepted', async () => {
-      await expectAccepted(msg({ attachments: [att({ filename: 'big.bin', content: b64(MAX_ATTACHMENT) })] }));
+      await expectAccepted(
+        msg({ attachments: [att({ filename: 'big.bin', content: b64(MAX_ATTACHMENT) })] }),
+      );
     });
     test('an attachment of 10485761 decoded bytes gives attachments:too_large at its content', async () => {
-      await expectOne(msg({ attachments: [att(), att({ filename: 'big.bin', content: b64(MAX_ATTACHMENT + 1) })] }), 'attachments.1.content', 'attachments:too_large');
+      await expectOne(
+        msg({
+          attachments: [att(), att({ filename: 'big.bin', content: b64(MAX_ATTACHMENT + 1) })],
+        }),
+        'attachments.1.content',
+        'attachments:too_large',
+      );
     });
     test('attachments totalling exactly 26214400 decoded bytes (3 attachments) are accepted', async () => {
       const sizes = [MAX_ATTACHMENT, MAX_ATTACHMENT, MAX_ATTACHMENTS_TOTAL - 2 * MAX_ATTACHMENT];
-      await expectAccepted(msg({ attachments: sizes.map((n, i) => att({ filename: `part${i}.bin`, content: b64(n) })) }));
+      await expectAccepted(
+        msg({
+          attachments: sizes.map((n, i) => att({ filename: `part${i}.bin`, content: b64(n) })),
+        }),
+      );
     });
     test('attachments totalling 26214401 decoded bytes give attachments:total_too_large', async () => {
-      const sizes = [MAX_ATTACHMENT, MAX_ATTACHMENT, MAX_ATTACHMENTS_TOTAL - 2 * MAX_ATTACHMENT + 1];
-      await expectOne(msg({ attachments: sizes.map((n, i) => att({ filename: `part${i}.bin`, content: b64(n) })) }), 'attachments', 'attachments:total_too_large');
+      const sizes = [
+        MAX_ATTACHMENT,
+        MAX_ATTACHMENT,
+        MAX_ATTACHMENTS_TOTAL - 2 * MAX_ATTACHMENT + 1,
+      ];
+      await expectOne(
+        msg({
+          attachments: sizes.map((n, i) => att({ filename: `part${i}.bin`, content: b64(n) })),
+        }),
+        'attachments',
+        'attachments:total_too_large',
+      );
     });
   });
 
@@ -478,7 +714,11 @@ describe('POST /v1/send body validation', () => {
       await expectAccepted(msg({ tags: Array.from({ length: 10 }, (_, i) => `tag_${i}`) }));
     });
     test('11 tags give tags:too_many', async () => {
-      await expectOne(msg({ tags: Array.from({ length: 11 }, (_, i) => `tag_${i}`) }), 'tags', 'tags:too_many');
+      await expectOne(
+        msg({ tags: Array.from({ length: 11 }, (_, i) => `tag_${i}`) }),
+        'tags',
+        'tags:too_many',
+      );
     });
     test('a tag of 64 characters is accepted', async () => {
       await expectAccepted(msg({ tags: [`${'A-z_0'.repeat(12)}abcd`] }));
@@ -503,16 +743,28 @@ describe('POST /v1/send body validation', () => {
     });
     test('a metadata key of 41 characters gives metadata:key_too_long', async () => {
       const k = 'k'.repeat(41);
-      await expectOne(msg({ metadata: { ok: 'v', [k]: 'v' } }), `metadata.${k}`, 'metadata:key_too_long');
+      await expectOne(
+        msg({ metadata: { ok: 'v', [k]: 'v' } }),
+        `metadata.${k}`,
+        'metadata:key_too_long',
+      );
     });
     test('a metadata value of 500 characters is accepted', async () => {
       await expectAccepted(msg({ metadata: { order: 'v'.repeat(500) } }));
     });
     test('a metadata value of 501 characters gives metadata:value_too_long', async () => {
-      await expectOne(msg({ metadata: { order: 'v'.repeat(501) } }), 'metadata.order', 'metadata:value_too_long');
+      await expectOne(
+        msg({ metadata: { order: 'v'.repeat(501) } }),
+        'metadata.order',
+        'metadata:value_too_long',
+      );
     });
     test('a non-string metadata value gives metadata:invalid_value', async () => {
-      await expectOne(msg({ metadata: { order: 123 } }), 'metadata.order', 'metadata:invalid_value');
+      await expectOne(
+        msg({ metadata: { order: 123 } }),
+        'metadata.order',
+        'metadata:invalid_value',
+      );
     });
   });
 
@@ -534,7 +786,19 @@ describe('POST /v1/send body validation', () => {
         assert.equal((await storedRow(id)).category, good);
       });
     }
-    for (const bad of ['-lead', ' lead', '_lead', '.lead', '/lead', ':lead', 'a!b', 'a,b', 'a\nb', 'caf\u00e9', 'a\tb']) {
+    for (const bad of [
+      '-lead',
+      ' lead',
+      '_lead',
+      '.lead',
+      '/lead',
+      ':lead',
+      'a!b',
+      'a,b',
+      'a\nb',
+      'caf\u00e9',
+      'a\tb',
+    ]) {
       test(`the category ${JSON.stringify(bad)} gives category:invalid_format`, async () => {
         await expectOne(msg({ category: bad }), 'category', 'category:invalid_format');
       });
@@ -557,28 +821,53 @@ describe('POST /v1/send body validation', () => {
       await expectAccepted(msg({ scheduled_at: at }), { scheduled_at: at });
     });
     test('exactly 72 hours ahead written with a +05:30 offset is accepted and echoed verbatim', async () => {
-      await expectAccepted(msg({ scheduled_at: '2026-03-04T17:30:00+05:30' }), { scheduled_at: '2026-03-04T17:30:00+05:30' });
+      await expectAccepted(msg({ scheduled_at: '2026-03-04T17:30:00+05:30' }), {
+        scheduled_at: '2026-03-04T17:30:00+05:30',
+      });
     });
     test('one millisecond in the future is accepted', async () => {
       const at = iso(NOW + 1);
       await expectAccepted(msg({ scheduled_at: at }), { scheduled_at: at });
     });
     test('72 hours plus a millisecond is scheduled_at:too_far', async () => {
-      await expectOne(msg({ scheduled_at: iso(NOW + MAX_AHEAD + 1) }), 'scheduled_at', 'scheduled_at:too_far');
+      await expectOne(
+        msg({ scheduled_at: iso(NOW + MAX_AHEAD + 1) }),
+        'scheduled_at',
+        'scheduled_at:too_far',
+      );
     });
     test('72 hours plus a minute is scheduled_at:too_far', async () => {
-      await expectOne(msg({ scheduled_at: iso(NOW + MAX_AHEAD + 60_000) }), 'scheduled_at', 'scheduled_at:too_far');
+      await expectOne(
+        msg({ scheduled_at: iso(NOW + MAX_AHEAD + 60_000) }),
+        'scheduled_at',
+        'scheduled_at:too_far',
+      );
     });
     test('72 hours plus a minute written with a -08:00 offset is scheduled_at:too_far', async () => {
-      await expectOne(msg({ scheduled_at: '2026-03-04T04:01:00-08:00' }), 'scheduled_at', 'scheduled_at:too_far');
+      await expectOne(
+        msg({ scheduled_at: '2026-03-04T04:01:00-08:00' }),
+        'scheduled_at',
+        'scheduled_at:too_far',
+      );
     });
     test('exactly now is scheduled_at:too_soon', async () => {
       await expectOne(msg({ scheduled_at: iso(NOW) }), 'scheduled_at', 'scheduled_at:too_soon');
     });
     test('a past instant is scheduled_at:too_soon', async () => {
-      await expectOne(msg({ scheduled_at: iso(NOW - 60_000) }), 'scheduled_at', 'scheduled_at:too_soon');
+      await expectOne(
+        msg({ scheduled_at: iso(NOW - 60_000) }),
+        'scheduled_at',
+        'scheduled_at:too_soon',
+      );
     });
-    for (const bad of ['tomorrow', '2026-03-02T12:00:00', '2026-03-02', '2026-02-30T12:00:00Z', '2026-03-02T25:00:00Z', '']) {
+    for (const bad of [
+      'tomorrow',
+      '2026-03-02T12:00:00',
+      '2026-03-02',
+      '2026-02-30T12:00:00Z',
+      '2026-03-02T25:00:00Z',
+      '',
+    ]) {
       test(`${JSON.stringify(bad)} is scheduled_at:invalid`, async () => {
         await expectOne(msg({ scheduled_at: bad }), 'scheduled_at', 'scheduled_at:invalid');
       });
@@ -589,17 +878,33 @@ describe('POST /v1/send body validation', () => {
       const res = await send(msg({ scheduled_at: raw }));
       if (res.status === 422) {
         assert.deepEqual(res.body, {
-          error: { type: 'validation_error', code: 'scheduled_at:invalid', message: res.body.error.message, details: [{ field: 'scheduled_at', code: 'scheduled_at:invalid' }] },
+          error: {
+            type: 'validation_error',
+            code: 'scheduled_at:invalid',
+            message: res.body.error.message,
+            details: [{ field: 'scheduled_at', code: 'scheduled_at:invalid' }],
+          },
         });
         assert.deepEqual(await snapshot(), before);
       } else {
         assert.equal(res.status, 202, res.text);
-        const row = (await p.ctx.store.get<{ scheduled_at: number | null }>('SELECT scheduled_at FROM messages WHERE id = ?', res.body.id))!;
-        assert.equal(row.scheduled_at, Date.parse('2026-03-03T00:00:00Z'), 'accepted with a scheduled_at the index cannot use');
+        const row = (await p.ctx.store.get<{ scheduled_at: number | null }>(
+          'SELECT scheduled_at FROM messages WHERE id = ?',
+          res.body.id,
+        ))!;
+        assert.equal(
+          row.scheduled_at,
+          Date.parse('2026-03-03T00:00:00Z'),
+          'accepted with a scheduled_at the index cannot use',
+        );
       }
     });
     test('a number is scheduled_at:invalid', async () => {
-      await expectOne(msg({ scheduled_at: Date.parse('2026-03-02T12:00:00Z') }), 'scheduled_at', 'scheduled_at:invalid');
+      await expectOne(
+        msg({ scheduled_at: Date.parse('2026-03-02T12:00:00Z') }),
+        'scheduled_at',
+        'scheduled_at:invalid',
+      );
     });
   });
 
@@ -616,38 +921,73 @@ describe('POST /v1/send body validation', () => {
   // -------------------------------------------------------------------------------------------
   describe('routing', () => {
     test('a provider given as a string is echoed exactly', async () => {
-      await expectAccepted(msg({ routing: { provider: 'provider-a-api' } }), { routing: { provider: 'provider-a-api', strategy: null } });
-    });
-    test('a provider list is echoed exactly, in order, with the strategy', async () => {
-      await expectAccepted(msg({ routing: { provider: ['provider-b-smtp', 'provider-a-api'], strategy: 'round-robin' } }), {
-        routing: { provider: ['provider-b-smtp', 'provider-a-api'], strategy: 'round-robin' },
+      await expectAccepted(msg({ routing: { provider: 'provider-a-api' } }), {
+        routing: { provider: 'provider-a-api', strategy: null },
       });
     });
+    test('a provider list is echoed exactly, in order, with the strategy', async () => {
+      await expectAccepted(
+        msg({
+          routing: { provider: ['provider-b-smtp', 'provider-a-api'], strategy: 'round-robin' },
+        }),
+        {
+          routing: { provider: ['provider-b-smtp', 'provider-a-api'], strategy: 'round-robin' },
+        },
+      );
+    });
     test('a one-element provider list stays a list in the echo', async () => {
-      await expectAccepted(msg({ routing: { provider: ['provider-e-api'] } }), { routing: { provider: ['provider-e-api'], strategy: null } });
+      await expectAccepted(msg({ routing: { provider: ['provider-e-api'] } }), {
+        routing: { provider: ['provider-e-api'], strategy: null },
+      });
     });
     for (const strategy of ['fallback', 'round-robin', 'random', 'free-first']) {
       test(`the strategy "${strategy}" alone is accepted and echoed`, async () => {
-        await expectAccepted(msg({ routing: { strategy } }), { routing: { provider: null, strategy } });
+        await expectAccepted(msg({ routing: { strategy } }), {
+          routing: { provider: null, strategy },
+        });
       });
     }
     test('an unknown routing key is routing:unknown_key', async () => {
-      await expectOne(msg({ routing: { provider: 'provider-a-api', weight: 3 } }), 'routing.weight', 'routing:unknown_key');
+      await expectOne(
+        msg({ routing: { provider: 'provider-a-api', weight: 3 } }),
+        'routing.weight',
+        'routing:unknown_key',
+      );
     });
     test('an unknown provider slug is routing:invalid_provider', async () => {
-      await expectOne(msg({ routing: { provider: 'provider-z-api' } }), 'routing.provider', 'routing:invalid_provider');
+      await expectOne(
+        msg({ routing: { provider: 'provider-z-api' } }),
+        'routing.provider',
+        'routing:invalid_provider',
+      );
     });
     test('an unknown slug inside a list is routing:invalid_provider', async () => {
-      await expectOne(msg({ routing: { provider: ['provider-a-api', 'Provider-B-SMTP'] } }), 'routing.provider', 'routing:invalid_provider');
+      await expectOne(
+        msg({ routing: { provider: ['provider-a-api', 'Provider-B-SMTP'] } }),
+        'routing.provider',
+        'routing:invalid_provider',
+      );
     });
     test('an empty provider list is routing:invalid_provider', async () => {
-      await expectOne(msg({ routing: { provider: [] } }), 'routing.provider', 'routing:invalid_provider');
+      await expectOne(
+        msg({ routing: { provider: [] } }),
+        'routing.provider',
+        'routing:invalid_provider',
+      );
     });
     test('duplicate slugs in a list are routing:duplicate_provider', async () => {
-      await expectOne(msg({ routing: { provider: ['provider-a-api', 'provider-b-smtp', 'provider-a-api'] } }), 'routing.provider', 'routing:duplicate_provider');
+      await expectOne(
+        msg({ routing: { provider: ['provider-a-api', 'provider-b-smtp', 'provider-a-api'] } }),
+        'routing.provider',
+        'routing:duplicate_provider',
+      );
     });
     test('an unknown strategy is routing:invalid_strategy', async () => {
-      await expectOne(msg({ routing: { strategy: 'fastest' } }), 'routing.strategy', 'routing:invalid_strategy');
+      await expectOne(
+        msg({ routing: { strategy: 'fastest' } }),
+        'routing.strategy',
+        'routing:invalid_strategy',
+      );
     });
     test('a non-object routing is routing:invalid_type', async () => {
       await expectOne(msg({ routing: 'provider-a-api' }), 'routing', 'routing:invalid_type');
@@ -657,7 +997,9 @@ describe('POST /v1/send body validation', () => {
   // -------------------------------------------------------------------------------------------
   describe('provider_options', () => {
     test('configuration_set of 255 characters is accepted', async () => {
-      await expectAccepted(msg({ provider_options: { 'provider-a-api': { configuration_set: 'c'.repeat(255) } } }));
+      await expectAccepted(
+        msg({ provider_options: { 'provider-a-api': { configuration_set: 'c'.repeat(255) } } }),
+      );
     });
     test('configuration_set of 256 characters is provider_options:too_long', async () => {
       await expectOne(
@@ -667,7 +1009,9 @@ describe('POST /v1/send body validation', () => {
       );
     });
     test('message_stream of 255 characters is accepted', async () => {
-      await expectAccepted(msg({ provider_options: { 'provider-e-api': { message_stream: 's'.repeat(255) } } }));
+      await expectAccepted(
+        msg({ provider_options: { 'provider-e-api': { message_stream: 's'.repeat(255) } } }),
+      );
     });
     test('message_stream of 256 characters is provider_options:too_long', async () => {
       await expectOne(
@@ -682,21 +1026,31 @@ describe('POST /v1/send body validation', () => {
     ]) {
       test(`${option} with CR or LF is provider_options:invalid_format (it becomes a relay header)`, async () => {
         for (const value of ['cs\r\nBcc: attacker@evil.example', 'cs\nX-Injected: 1', 'cs\r']) {
-          await expectOne(msg({ provider_options: { [provider]: { [option]: value } } }), `provider_options.${provider}.${option}`, 'provider_options:invalid_format');
+          await expectOne(
+            msg({ provider_options: { [provider]: { [option]: value } } }),
+            `provider_options.${provider}.${option}`,
+            'provider_options:invalid_format',
+          );
         }
       });
     }
     test('an unknown provider key is provider_options:unknown_provider', async () => {
-      await expectOne(msg({ provider_options: { 'provider-b-api': { tag: 'x' } } }), 'provider_options.provider-b-api', 'provider_options:unknown_provider');
+      await expectOne(
+        msg({ provider_options: { 'provider-b-api': { tag: 'x' } } }),
+        'provider_options.provider-b-api',
+        'provider_options:unknown_provider',
+      );
     });
     test('an unknown option key is provider_options:unknown_option', async () => {
       await expectOne(
-        msg({ provider_options: { 'provider-a-api': { configuration_set: 'cs', tracking: 'on' } } }),
+        msg({
+          provider_options: { 'provider-a-api': { configuration_set: 'cs', tracking: 'on' } },
+        }),
         'provider_options.provider-a-api.tracking',
         'provider_options:unknown_option',
       );
     });
-    test("an option of another provider is provider_options:unknown_option", async () => {
+    test('an option of another provider is provider_options:unknown_option', async () => {
       await expectOne(
         msg({ provider_options: { 'provider-e-api': { configuration_set: 'cs' } } }),
         'provider_options.provider-e-api.configuration_set',
@@ -704,7 +1058,11 @@ describe('POST /v1/send body validation', () => {
       );
     });
     test('a non-object provider_options is provider_options:invalid_type', async () => {
-      await expectOne(msg({ provider_options: 'x' }), 'provider_options', 'provider_options:invalid_type');
+      await expectOne(
+        msg({ provider_options: 'x' }),
+        'provider_options',
+        'provider_options:invalid_type',
+      );
     });
     test('a non-string option value is provider_options:invalid_type', async () => {
       await expectOne(
@@ -728,11 +1086,14 @@ describe('POST /v1/send body validation', () => {
       ]);
     });
     test('an unknown key named like a rule field ("recipients", "body") still sorts after every known field', async () => {
-      await expectFieldError(msg({ recipients: ['a@example.org'], body: 'hello', subject: 'a\nb' }), [
-        { field: 'subject', code: 'subject:invalid_format' },
-        { field: 'body', code: 'body:unknown_key' },
-        { field: 'recipients', code: 'body:unknown_key' },
-      ]);
+      await expectFieldError(
+        msg({ recipients: ['a@example.org'], body: 'hello', subject: 'a\nb' }),
+        [
+          { field: 'subject', code: 'subject:invalid_format' },
+          { field: 'body', code: 'body:unknown_key' },
+          { field: 'recipients', code: 'body:unknown_key' },
+        ],
+      );
     });
     test('a missing from is from:required', async () => {
       const m = msg();
@@ -765,7 +1126,12 @@ describe('POST /v1/send body validation', () => {
       await expectAccepted(msg({ html: '<b>x</b>', text: null }));
     });
     test('null for every nullable attachment field and both routing fields is accepted as absent', async () => {
-      await expectAccepted(msg({ attachments: [att({ content_type: null, content_id: null, disposition: null })], routing: { provider: null, strategy: null } }));
+      await expectAccepted(
+        msg({
+          attachments: [att({ content_type: null, content_id: null, disposition: null })],
+          routing: { provider: null, strategy: null },
+        }),
+      );
     });
     test('null from is from:invalid_type', async () => {
       await expectOne(msg({ from: null }), 'from', 'from:invalid_type');
@@ -816,7 +1182,10 @@ describe('POST /v1/send body validation', () => {
         { field: 'paused', code: 'paused:invalid_type' },
         { field: 'routing.provider', code: 'routing:invalid_provider' },
         { field: 'routing.strategy', code: 'routing:invalid_strategy' },
-        { field: 'provider_options.provider-a-api.tracking', code: 'provider_options:unknown_option' },
+        {
+          field: 'provider_options.provider-a-api.tracking',
+          code: 'provider_options:unknown_option',
+        },
         { field: 'extra', code: 'body:unknown_key' },
       ]);
     });
@@ -824,13 +1193,21 @@ describe('POST /v1/send body validation', () => {
     test('recipients:too_many sits between bcc and reply_to; html:too_long before text', async () => {
       const cc = emails(51);
       cc[3] = 'bad';
-      await expectFieldError(msg({ cc, reply_to: ['x@example.org', 'bad'], html: 'h'.repeat(MAX_BODY_TEXT + 1), text: 42 }), [
-        { field: 'cc.3', code: 'cc:invalid_address' },
-        { field: 'recipients', code: 'recipients:too_many' },
-        { field: 'reply_to.1', code: 'reply_to:invalid_address' },
-        { field: 'html', code: 'html:too_long' },
-        { field: 'text', code: 'text:invalid_type' },
-      ]);
+      await expectFieldError(
+        msg({
+          cc,
+          reply_to: ['x@example.org', 'bad'],
+          html: 'h'.repeat(MAX_BODY_TEXT + 1),
+          text: 42,
+        }),
+        [
+          { field: 'cc.3', code: 'cc:invalid_address' },
+          { field: 'recipients', code: 'recipients:too_many' },
+          { field: 'reply_to.1', code: 'reply_to:invalid_address' },
+          { field: 'html', code: 'html:too_long' },
+          { field: 'text', code: 'text:invalid_type' },
+        ],
+      );
     });
 
     test('clock- and size-bound rules are reported alongside schema failures', async () => {
@@ -852,50 +1229,106 @@ describe('POST /v1/send body validation', () => {
 
   // -------------------------------------------------------------------------------------------
   describe('body-level answers', () => {
-    async function expectPlain(res: HttpResult, status: number, type: string, code: string, before: Snapshot): Promise<void> {
+    async function expectPlain(
+      res: HttpResult,
+      status: number,
+      type: string,
+      code: string,
+      before: Snapshot,
+    ): Promise<void> {
       assertPlainError(res, status, type, code);
       assert.deepEqual(await snapshot(), before, 'a rejected request stored something');
     }
 
-    for (const raw of ['{"from":', '{"from": "a@example.com",}', "{'from': 'a'}", '{} trailing', 'undefined']) {
+    for (const raw of [
+      '{"from":',
+      '{"from": "a@example.com",}',
+      "{'from': 'a'}",
+      '{} trailing',
+      'undefined',
+    ]) {
       test(`unparseable JSON ${JSON.stringify(raw)} is 400 body:invalid_json`, async () => {
         const before = await snapshot();
-        await expectPlain(await post(p.sandbox, '/v1/send', { key, raw }), 400, 'validation_error', 'body:invalid_json', before);
+        await expectPlain(
+          await post(p.sandbox, '/v1/send', { key, raw }),
+          400,
+          'validation_error',
+          'body:invalid_json',
+          before,
+        );
       });
     }
     for (const raw of ['', '   ']) {
       test(`an empty body ${JSON.stringify(raw)} is 400 body:invalid_json`, async () => {
         const before = await snapshot();
-        await expectPlain(await post(p.sandbox, '/v1/send', { key, raw }), 400, 'validation_error', 'body:invalid_json', before);
+        await expectPlain(
+          await post(p.sandbox, '/v1/send', { key, raw }),
+          400,
+          'validation_error',
+          'body:invalid_json',
+          before,
+        );
       });
     }
-    for (const raw of ['[]', JSON.stringify([validMessage()]), '"a string"', '42', 'null', 'true']) {
+    for (const raw of [
+      '[]',
+      JSON.stringify([validMessage()]),
+      '"a string"',
+      '42',
+      'null',
+      'true',
+    ]) {
       test(`the non-object JSON body ${raw.slice(0, 20)} is 422 body:invalid_type with details`, async () => {
         const before = await snapshot();
         const res = await post(p.sandbox, '/v1/send', { key, raw });
         assert.equal(res.status, 422, res.text);
         assert.deepEqual(res.body, {
-          error: { type: 'validation_error', code: 'body:invalid_type', message: res.body.error.message, details: [{ field: 'body', code: 'body:invalid_type' }] },
+          error: {
+            type: 'validation_error',
+            code: 'body:invalid_type',
+            message: res.body.error.message,
+            details: [{ field: 'body', code: 'body:invalid_type' }],
+          },
         });
         assert.deepEqual(await snapshot(), before);
       });
     }
-    for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'multipart/form-data; boundary=x']) {
+    for (const ct of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/jsonx',
+      'multipart/form-data; boundary=x',
+    ]) {
       test(`Content-Type ${ct} is 415 body:unsupported_media_type`, async () => {
         const before = await snapshot();
-        const res = await post(p.sandbox, '/v1/send', { key, json: validMessage(), headers: { 'content-type': ct } });
+        const res = await post(p.sandbox, '/v1/send', {
+          key,
+          json: validMessage(),
+          headers: { 'content-type': ct },
+        });
         await expectPlain(res, 415, 'validation_error', 'body:unsupported_media_type', before);
       });
     }
     test('a missing Content-Type is 415 body:unsupported_media_type', async () => {
       const before = await snapshot();
-      const res = await rawPost(p.sandbox, { headers: { authorization: `Bearer ${key}` }, chunks: [JSON.stringify(validMessage())] });
+      const res = await rawPost(p.sandbox, {
+        headers: { authorization: `Bearer ${key}` },
+        chunks: [JSON.stringify(validMessage())],
+      });
       await expectPlain(res, 415, 'validation_error', 'body:unsupported_media_type', before);
     });
-    for (const ct of ['application/json; charset=utf-8', 'Application/JSON', 'APPLICATION/JSON; charset=UTF-8']) {
+    for (const ct of [
+      'application/json; charset=utf-8',
+      'Application/JSON',
+      'APPLICATION/JSON; charset=UTF-8',
+    ]) {
       test(`Content-Type ${ct} is accepted (media types are case-insensitive, parameters allowed)`, async () => {
         const before = await snapshot();
-        const res = await post(p.sandbox, '/v1/send', { key, json: validMessage(), headers: { 'content-type': ct } });
+        const res = await post(p.sandbox, '/v1/send', {
+          key,
+          json: validMessage(),
+          headers: { 'content-type': ct },
+        });
         assert.equal(res.status, 202, res.text);
         assert.equal((await snapshot()).rows, before.rows + 1);
       });
@@ -905,24 +1338,52 @@ describe('POST /v1/send body validation', () => {
       const unknownKey = `ps_test_${'A'.repeat(40)}`;
       test('no key with invalid JSON is 401 missing_api_key', async () => {
         const before = await snapshot();
-        await expectPlain(await post(p.sandbox, '/v1/send', { raw: '{"from":' }), 401, 'authentication_error', 'missing_api_key', before);
+        await expectPlain(
+          await post(p.sandbox, '/v1/send', { raw: '{"from":' }),
+          401,
+          'authentication_error',
+          'missing_api_key',
+          before,
+        );
       });
       test('an unknown key with invalid JSON is 401 invalid_api_key', async () => {
         const before = await snapshot();
-        await expectPlain(await post(p.sandbox, '/v1/send', { key: unknownKey, raw: '{"from":' }), 401, 'authentication_error', 'invalid_api_key', before);
+        await expectPlain(
+          await post(p.sandbox, '/v1/send', { key: unknownKey, raw: '{"from":' }),
+          401,
+          'authentication_error',
+          'invalid_api_key',
+          before,
+        );
       });
       test('an unknown key with an unsupported Content-Type is 401 invalid_api_key', async () => {
         const before = await snapshot();
-        const res = await post(p.sandbox, '/v1/send', { key: unknownKey, raw: 'hello', headers: { 'content-type': 'text/plain' } });
+        const res = await post(p.sandbox, '/v1/send', {
+          key: unknownKey,
+          raw: 'hello',
+          headers: { 'content-type': 'text/plain' },
+        });
         await expectPlain(res, 401, 'authentication_error', 'invalid_api_key', before);
       });
       test('a live key on the sandbox with an invalid body is 401 mode_mismatch', async () => {
         const before = await snapshot();
-        await expectPlain(await post(p.sandbox, '/v1/send', { key: liveKey, json: [] }), 401, 'authentication_error', 'mode_mismatch', before);
+        await expectPlain(
+          await post(p.sandbox, '/v1/send', { key: liveKey, json: [] }),
+          401,
+          'authentication_error',
+          'mode_mismatch',
+          before,
+        );
       });
       test('an unknown key with a schema-invalid body is 401 invalid_api_key', async () => {
         const before = await snapshot();
-        await expectPlain(await post(p.sandbox, '/v1/send', { key: unknownKey, json: { from: 'bad' } }), 401, 'authentication_error', 'invalid_api_key', before);
+        await expectPlain(
+          await post(p.sandbox, '/v1/send', { key: unknownKey, json: { from: 'bad' } }),
+          401,
+          'authentication_error',
+          'invalid_api_key',
+          before,
+        );
       });
     });
 
@@ -933,13 +1394,18 @@ describe('POST /v1/send body validation', () => {
       /** A valid message whose JSON is exactly `bytes` bytes. */
       const sized = (bytes: number): string => {
         const base = JSON.stringify(validMessage({ text: '' }));
-        const body = JSON.stringify(validMessage({ text: 'x'.repeat(bytes - Buffer.byteLength(base)) }));
+        const body = JSON.stringify(
+          validMessage({ text: 'x'.repeat(bytes - Buffer.byteLength(base)) }),
+        );
         assert.equal(Buffer.byteLength(body), bytes);
         return body;
       };
 
       before(async () => {
-        small = await startTestPostern({ clock: new ManualClock(NOW), config: { http: { max_body_bytes: LIMIT } } });
+        small = await startTestPostern({
+          clock: new ManualClock(NOW),
+          config: { http: { max_body_bytes: LIMIT } },
+        });
         smallKey = (await createProjectWithKeys(small.ctx, 'small')).testKey;
       });
       after(async () => small.close());
@@ -960,7 +1426,11 @@ describe('POST /v1/send body validation', () => {
         const before = await snapshot(small);
         const body = sized(LIMIT + 1);
         const res = await rawPost(small.sandbox, {
-          headers: { authorization: `Bearer ${smallKey}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+          headers: {
+            authorization: `Bearer ${smallKey}`,
+            'content-type': 'application/json',
+            'transfer-encoding': 'chunked',
+          },
           chunks: [body.slice(0, 1000), body.slice(1000)],
         });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
@@ -972,7 +1442,11 @@ describe('POST /v1/send body validation', () => {
         const chunks: string[] = [];
         for (let i = 0; i < body.length; i += 4096) chunks.push(body.slice(i, i + 4096));
         const res = await rawPost(small.sandbox, {
-          headers: { authorization: `Bearer ${smallKey}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+          headers: {
+            authorization: `Bearer ${smallKey}`,
+            'content-type': 'application/json',
+            'transfer-encoding': 'chunked',
+          },
           chunks,
         });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
@@ -982,13 +1456,19 @@ describe('POST /v1/send body validation', () => {
       });
       test('an over-limit Content-Length is 413 even when the JSON would also be invalid', async () => {
         const before = await snapshot(small);
-        const res = await post(small.sandbox, '/v1/send', { key: smallKey, raw: `{${' '.repeat(LIMIT + 10)}` });
+        const res = await post(small.sandbox, '/v1/send', {
+          key: smallKey,
+          raw: `{${' '.repeat(LIMIT + 10)}`,
+        });
         assertPlainError(res, 413, 'validation_error', 'body:too_large');
         assert.deepEqual(await snapshot(small), before);
       });
       test('a bad key with an over-limit body is 401 invalid_api_key, not 413', async () => {
         const before = await snapshot(small);
-        const res = await post(small.sandbox, '/v1/send', { key: `ps_test_${'B'.repeat(40)}`, raw: sized(LIMIT + 1) });
+        const res = await post(small.sandbox, '/v1/send', {
+          key: `ps_test_${'B'.repeat(40)}`,
+          raw: sized(LIMIT + 1),
+        });
         assertPlainError(res, 401, 'authentication_error', 'invalid_api_key');
         assert.deepEqual(await snapshot(small), before);
       });

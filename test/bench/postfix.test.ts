@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
 import { benchCertificate } from '../../bench/benchServer.js';
 import { PostfixInstance } from '../../bench/postfix.js';
-import { openBenchSession, sendPipelined, buildMessage } from '../../bench/smtpClient.js';
+import { buildMessage, openBenchSession, sendPipelined } from '../../bench/smtpClient.js';
 import { repoRoot } from '../support/paths.js';
 
 /**
@@ -24,7 +24,12 @@ function processesOf(configDir: string): number[] {
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(`MAIL_CONFIG=${configDir}`)) pids.push(Number(name));
+      if (
+        readFileSync(`/proc/${name}/environ`, 'latin1')
+          .split('\0')
+          .includes(`MAIL_CONFIG=${configDir}`)
+      )
+        pids.push(Number(name));
     } catch {
       // Gone meanwhile, or a zombie.
     }
@@ -40,12 +45,20 @@ describe('the bench Postfix instance', { skip: notRoot }, () => {
       await postfix.start({ sinkPort: 9, delivery: false });
       assert.ok(processesOf(postfix.configDir).length > 0, 'the instance runs');
       const client = await openBenchSession('127.0.0.1', postfix.port, postfix.credentials);
-      const reply = await sendPipelined(client, 'bench@example.com', 'rcpt@example.org', buildMessage('test'));
+      const reply = await sendPipelined(
+        client,
+        'bench@example.com',
+        'rcpt@example.org',
+        buildMessage('test'),
+      );
       await client.quit();
       assert.match(reply, /^250 2\.0\.0 Ok: queued as [0-9A-Za-z]+$/);
       assert.equal(postfix.queuedFiles(), 1);
       // A wrong password is refused: the instance does not relay for anyone who asks.
-      const refused = await openBenchSession('127.0.0.1', postfix.port, { user: postfix.credentials!.user, password: 'wrong' }).then(
+      const refused = await openBenchSession('127.0.0.1', postfix.port, {
+        user: postfix.credentials!.user,
+        password: 'wrong',
+      }).then(
         () => 'accepted',
         (err: Error) => err.message,
       );
@@ -66,7 +79,9 @@ describe('the bench Postfix instance', { skip: notRoot }, () => {
       await postfix.start({ sinkPort: 9, delivery: false });
       console.log(JSON.stringify({ dir: postfix.dir, configDir: postfix.configDir }));
       setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;

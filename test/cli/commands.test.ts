@@ -4,9 +4,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { post, runCli, startTestPostern, validMessage, type CliResult, type TestPostern } from '../support/postern.js';
-import { withClosedIndex } from '../support/processes.js';
 import { tempDirs } from '../support/hooks.js';
+import {
+  type CliResult,
+  post,
+  runCli,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
+import { withClosedIndex } from '../support/processes.js';
 import { storedMimeOf } from '../support/storedMime.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -17,8 +24,15 @@ const freshStateDir = tempDirs('postern-cli-');
 
 /** The whole of stdout is exactly one JSON object followed by a newline. */
 function oneJsonObject(r: CliResult): any {
-  assert.ok(r.stdout.endsWith('\n'), `stdout should end with a newline: ${JSON.stringify(r.stdout)}`);
-  assert.equal(r.stdout.slice(0, -1).includes('\n'), false, `stdout should be one line: ${r.stdout}`);
+  assert.ok(
+    r.stdout.endsWith('\n'),
+    `stdout should end with a newline: ${JSON.stringify(r.stdout)}`,
+  );
+  assert.equal(
+    r.stdout.slice(0, -1).includes('\n'),
+    false,
+    `stdout should be one line: ${r.stdout}`,
+  );
   const value: unknown = JSON.parse(r.stdout);
   assert.equal(typeof value, 'object');
   assert.notEqual(value, null);
@@ -35,9 +49,18 @@ async function ok(stateDir: string, args: string[]): Promise<any> {
 }
 
 /** Runs a command with --json that must be refused with `exit` and an error object on stdout. */
-async function refused(stateDir: string, args: string[], exit: number, code: string): Promise<{ code: string; message: string }> {
+async function refused(
+  stateDir: string,
+  args: string[],
+  exit: number,
+  code: string,
+): Promise<{ code: string; message: string }> {
   const r = await runCli([...args, '--json'], { POSTERN_STATE_DIR: stateDir });
-  assert.equal(r.code, exit, `postern ${args.join(' ')} should exit ${exit}: ${r.stdout}${r.stderr}`);
+  assert.equal(
+    r.code,
+    exit,
+    `postern ${args.join(' ')} should exit ${exit}: ${r.stdout}${r.stderr}`,
+  );
   const body = oneJsonObject(r);
   assert.deepEqual(body, { error: { code, message: body.error.message } });
   assert.equal(typeof body.error.message, 'string');
@@ -52,7 +75,14 @@ describe('postern project', () => {
     const p = await ok(dir, ['project', 'create', '--name', 'Acme Mail']);
     assert.match(p.id, /^p\.[0-9a-z]{20}$/);
     assert.match(p.created_at, ISO);
-    assert.deepEqual(p, { id: p.id, name: 'Acme Mail', plan: 'free', paused: false, strategy: 'fallback', created_at: p.created_at });
+    assert.deepEqual(p, {
+      id: p.id,
+      name: 'Acme Mail',
+      plan: 'free',
+      paused: false,
+      strategy: 'fallback',
+      created_at: p.created_at,
+    });
   });
 
   test('project create --plan pro creates a pro project', async () => {
@@ -80,7 +110,14 @@ describe('postern project', () => {
     const list = await ok(dir, ['project', 'list']);
     assert.ok(list.projects.some((x: { id: string }) => x.id === p.id));
     const shown = await ok(dir, ['project', 'show', p.id]);
-    assert.deepEqual(shown.limits, { monthly_messages: 3000, overage: false, daily_messages: 100, monthly_bytes: 1073741824, bytes_grace_percent: 0, sender_domains: 1 });
+    assert.deepEqual(shown.limits, {
+      monthly_messages: 3000,
+      overage: false,
+      daily_messages: 100,
+      monthly_bytes: 1073741824,
+      bytes_grace_percent: 0,
+      sender_domains: 1,
+    });
     assert.deepEqual(shown.usage.month.messages, 0);
     assert.deepEqual(shown.usage.sender_domains, []);
   });
@@ -91,14 +128,29 @@ describe('postern project', () => {
       const changed = await ok(dir, ['strategy', 'set', '--project', p.id, '--strategy', strategy]);
       assert.deepEqual(changed, { ...p, strategy });
     }
-    await refused(dir, ['strategy', 'set', '--project', p.id, '--strategy', 'cheapest'], 1, 'invalid_argument');
-    await refused(dir, ['strategy', 'set', '--project', 'p.missing', '--strategy', 'random'], 1, 'not_found');
+    await refused(
+      dir,
+      ['strategy', 'set', '--project', p.id, '--strategy', 'cheapest'],
+      1,
+      'invalid_argument',
+    );
+    await refused(
+      dir,
+      ['strategy', 'set', '--project', 'p.missing', '--strategy', 'random'],
+      1,
+      'not_found',
+    );
   });
 
   test('an unknown plan or an empty name is refused with exit 1', async () => {
     const p = await ok(dir, ['project', 'create', '--name', 'plans']);
     await Promise.all([
-      refused(dir, ['project', 'create', '--name', 'x', '--plan', 'platinum'], 1, 'invalid_argument'),
+      refused(
+        dir,
+        ['project', 'create', '--name', 'x', '--plan', 'platinum'],
+        1,
+        'invalid_argument',
+      ),
       refused(dir, ['project', 'plan', p.id, '--plan', 'platinum'], 1, 'invalid_argument'),
       refused(dir, ['project', 'create', '--name', '  '], 1, 'invalid_argument'),
     ]);
@@ -113,7 +165,16 @@ describe('postern key', () => {
   });
 
   test('key create --mode live --expires ISO prints the key once with its id, mode and expiry', async () => {
-    const k = await ok(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-01-01T00:00:00Z']);
+    const k = await ok(dir, [
+      'key',
+      'create',
+      '--project',
+      projectId,
+      '--mode',
+      'live',
+      '--expires',
+      '2099-01-01T00:00:00Z',
+    ]);
     assert.match(k.key, KEY);
     assert.ok(k.key.startsWith('ps_live_'));
     assert.match(k.id, /^k\.[0-9a-z]{16}$/);
@@ -138,7 +199,16 @@ describe('postern key', () => {
     assert.match(k.key, /^ps_test_[A-Za-z0-9]{40}$/);
     assert.equal(k.mode, 'test');
     assert.equal(k.expires_at, null);
-    const d = await ok(dir, ['key', 'create', '--project', projectId, '--mode', 'test', '--expires', '2099-06-30']);
+    const d = await ok(dir, [
+      'key',
+      'create',
+      '--project',
+      projectId,
+      '--mode',
+      'test',
+      '--expires',
+      '2099-06-30',
+    ]);
     assert.equal(d.expires_at, '2099-06-30T00:00:00.000Z');
   });
 
@@ -147,7 +217,9 @@ describe('postern key', () => {
     const pid = (await ok(dir2, ['project', 'create', '--name', 'list'])).id;
     const a = await ok(dir2, ['key', 'create', '--project', pid, '--mode', 'live']);
     const b = await ok(dir2, ['key', 'create', '--project', pid, '--mode', 'test']);
-    const r = await runCli(['key', 'list', '--project', pid, '--json'], { POSTERN_STATE_DIR: dir2 });
+    const r = await runCli(['key', 'list', '--project', pid, '--json'], {
+      POSTERN_STATE_DIR: dir2,
+    });
     assert.equal(r.code, 0);
     const list = oneJsonObject(r);
     const { key: _a, ...aView } = a;
@@ -177,19 +249,72 @@ describe('postern key', () => {
 
   test('invalid --mode, past or garbage --expires and an unknown project are refused with exit 1', async () => {
     await Promise.all([
-      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'prod'], 1, 'invalid_argument'),
-      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2001-01-01T00:00:00Z'], 1, 'invalid_argument'),
-      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', 'garbage'], 1, 'invalid_argument'),
-      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-13-45'], 1, 'invalid_argument'),
-      refused(dir, ['key', 'create', '--project', 'p.nosuchproject000000', '--mode', 'live'], 1, 'not_found'),
+      refused(
+        dir,
+        ['key', 'create', '--project', projectId, '--mode', 'prod'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        [
+          'key',
+          'create',
+          '--project',
+          projectId,
+          '--mode',
+          'live',
+          '--expires',
+          '2001-01-01T00:00:00Z',
+        ],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', 'garbage'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-13-45'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['key', 'create', '--project', 'p.nosuchproject000000', '--mode', 'live'],
+        1,
+        'not_found',
+      ),
       refused(dir, ['key', 'list', '--project', 'p.nosuchproject000000'], 1, 'not_found'),
     ]);
   });
 
   test('an --expires naming a day that does not exist is refused, not rolled over into the next month', async () => {
     await Promise.all([
-      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-02-30'], 1, 'invalid_argument'),
-      refused(dir, ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-04-31T00:00:00Z'], 1, 'invalid_argument'),
+      refused(
+        dir,
+        ['key', 'create', '--project', projectId, '--mode', 'live', '--expires', '2099-02-30'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        [
+          'key',
+          'create',
+          '--project',
+          projectId,
+          '--mode',
+          'live',
+          '--expires',
+          '2099-04-31T00:00:00Z',
+        ],
+        1,
+        'invalid_argument',
+      ),
     ]);
   });
 
@@ -197,16 +322,24 @@ describe('postern key', () => {
     const dir2 = freshStateDir();
     const pid = (await ok(dir2, ['project', 'create', '--name', 'hash'])).id;
     const k = await ok(dir2, ['key', 'create', '--project', pid, '--mode', 'live']);
-    const files = ['postern.db', 'postern.db-wal'].map((f) => path.join(dir2, f)).filter((f) => existsSync(f));
+    const files = ['postern.db', 'postern.db-wal']
+      .map((f) => path.join(dir2, f))
+      .filter((f) => existsSync(f));
     assert.ok(files.includes(path.join(dir2, 'postern.db')));
     for (const file of files) {
       const bytes = readFileSync(file);
       assert.equal(bytes.includes(Buffer.from(k.key, 'utf8')), false, `${file} contains the key`);
-      assert.equal(bytes.includes(Buffer.from(k.key.slice(8), 'utf8')), false, `${file} contains the key's secret part`);
+      assert.equal(
+        bytes.includes(Buffer.from(k.key.slice(8), 'utf8')),
+        false,
+        `${file} contains the key's secret part`,
+      );
     }
     const db = new Database(path.join(dir2, 'postern.db'));
     try {
-      const row = db.prepare('SELECT key_hash FROM api_keys WHERE id = ?').get(k.id) as { key_hash: Buffer };
+      const row = db.prepare('SELECT key_hash FROM api_keys WHERE id = ?').get(k.id) as {
+        key_hash: Buffer;
+      };
       assert.deepEqual(row.key_hash, createHash('sha256').update(k.key, 'utf8').digest());
     } finally {
       db.close();
@@ -225,7 +358,25 @@ describe('postern provider', () => {
     const pass = 'SmtpPassMarker7Qx91';
     const apiKey = 'ApiKeyMarker3Zt55';
     const smtpRun = await runCli(
-      ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--host', 'smtp.example.net', '--port', '587', '--user', 'mailer', '--pass', pass, '--tls', 'starttls', '--json'],
+      [
+        'provider',
+        'attach',
+        '--project',
+        projectId,
+        '--slug',
+        'smtp',
+        '--host',
+        'smtp.example.net',
+        '--port',
+        '587',
+        '--user',
+        'mailer',
+        '--pass',
+        pass,
+        '--tls',
+        'starttls',
+        '--json',
+      ],
       { POSTERN_STATE_DIR: dir },
     );
     assert.equal(smtpRun.code, 0, smtpRun.stdout + smtpRun.stderr);
@@ -256,9 +407,26 @@ describe('postern provider', () => {
     });
 
     const webhookSecret = 'FeedbackSecretMarker8Kp02';
-    const apiRun = await runCli(['provider', 'attach', '--project', projectId, '--slug', 'provider-a-api', '--api-key', apiKey, '--webhook-secret', webhookSecret, '--priority', '5', '--json'], {
-      POSTERN_STATE_DIR: dir,
-    });
+    const apiRun = await runCli(
+      [
+        'provider',
+        'attach',
+        '--project',
+        projectId,
+        '--slug',
+        'provider-a-api',
+        '--api-key',
+        apiKey,
+        '--webhook-secret',
+        webhookSecret,
+        '--priority',
+        '5',
+        '--json',
+      ],
+      {
+        POSTERN_STATE_DIR: dir,
+      },
+    );
     assert.equal(apiRun.code, 0, apiRun.stdout + apiRun.stderr);
     const api = oneJsonObject(apiRun);
     assert.equal(apiRun.stdout.includes(apiKey), false);
@@ -287,32 +455,99 @@ describe('postern provider', () => {
       created_at: api.created_at,
     });
 
-    const listRun = await runCli(['provider', 'list', '--project', projectId, '--json'], { POSTERN_STATE_DIR: dir });
+    const listRun = await runCli(['provider', 'list', '--project', projectId, '--json'], {
+      POSTERN_STATE_DIR: dir,
+    });
     assert.equal(listRun.code, 0);
     const listedApi = { ...api, feedback_url: api.feedback_url.replace(webhookSecret, '••••••••') };
     assert.deepEqual(oneJsonObject(listRun), { providers: [listedApi, smtp] });
     assert.equal(listRun.stdout.includes(pass), false);
     assert.equal(listRun.stdout.includes(apiKey), false);
     assert.equal(listRun.stdout.includes(webhookSecret), false);
-    const humanList = await runCli(['provider', 'list', '--project', projectId], { POSTERN_STATE_DIR: dir });
+    const humanList = await runCli(['provider', 'list', '--project', projectId], {
+      POSTERN_STATE_DIR: dir,
+    });
     assert.equal(humanList.code, 0);
     assert.equal(humanList.stdout.includes(pass), false);
     assert.equal(humanList.stdout.includes(apiKey), false);
 
     assert.deepEqual(await ok(dir, ['provider', 'detach', api.id]), { id: api.id, detached: true });
-    assert.deepEqual(await ok(dir, ['provider', 'list', '--project', projectId]), { providers: [smtp] });
+    assert.deepEqual(await ok(dir, ['provider', 'list', '--project', projectId]), {
+      providers: [smtp],
+    });
     await refused(dir, ['provider', 'detach', api.id], 1, 'not_found');
   });
 
   test('an unknown slug, smtp without --host, an -api slug without --api-key and bad values are refused with exit 1', async () => {
     const before = await ok(dir, ['provider', 'list', '--project', projectId]);
     await Promise.all([
-      refused(dir, ['provider', 'attach', '--project', projectId, '--slug', 'carrier-pigeon'], 1, 'invalid_argument'),
-      refused(dir, ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--port', '25'], 1, 'invalid_argument'),
-      refused(dir, ['provider', 'attach', '--project', projectId, '--slug', 'provider-b-api'], 1, 'invalid_argument'),
-      refused(dir, ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--host', 'h', '--tls', 'maybe'], 1, 'invalid_argument'),
-      refused(dir, ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--host', 'h', '--port', '70000'], 1, 'invalid_argument'),
-      refused(dir, ['provider', 'attach', '--project', 'p.nosuchproject000000', '--slug', 'smtp', '--host', 'h'], 1, 'not_found'),
+      refused(
+        dir,
+        ['provider', 'attach', '--project', projectId, '--slug', 'carrier-pigeon'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--port', '25'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['provider', 'attach', '--project', projectId, '--slug', 'provider-b-api'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        [
+          'provider',
+          'attach',
+          '--project',
+          projectId,
+          '--slug',
+          'smtp',
+          '--host',
+          'h',
+          '--tls',
+          'maybe',
+        ],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        [
+          'provider',
+          'attach',
+          '--project',
+          projectId,
+          '--slug',
+          'smtp',
+          '--host',
+          'h',
+          '--port',
+          '70000',
+        ],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        [
+          'provider',
+          'attach',
+          '--project',
+          'p.nosuchproject000000',
+          '--slug',
+          'smtp',
+          '--host',
+          'h',
+        ],
+        1,
+        'not_found',
+      ),
     ]);
     // Nothing was attached by the refused commands.
     assert.deepEqual(await ok(dir, ['provider', 'list', '--project', projectId]), before);
@@ -327,33 +562,78 @@ describe('postern suppression', () => {
   });
 
   test('add, list and remove, matching addresses case-insensitively', async () => {
-    const added = await ok(dir, ['suppression', 'add', '--project', projectId, '--email', 'Foo@Example.com']);
+    const added = await ok(dir, [
+      'suppression',
+      'add',
+      '--project',
+      projectId,
+      '--email',
+      'Foo@Example.com',
+    ]);
     assert.match(added.created_at, ISO);
-    assert.deepEqual(added, { project_id: projectId, email: 'Foo@Example.com', reason: 'manual', created_at: added.created_at });
-    const other = await ok(dir, ['suppression', 'add', '--project', projectId, '--email', 'bar@example.org', '--reason', 'complaint']);
+    assert.deepEqual(added, {
+      project_id: projectId,
+      email: 'Foo@Example.com',
+      reason: 'manual',
+      created_at: added.created_at,
+    });
+    const other = await ok(dir, [
+      'suppression',
+      'add',
+      '--project',
+      projectId,
+      '--email',
+      'bar@example.org',
+      '--reason',
+      'complaint',
+    ]);
     assert.equal(other.reason, 'complaint');
 
     // The same address in another case is the same entry.
     await ok(dir, ['suppression', 'add', '--project', projectId, '--email', 'FOO@example.COM']);
     const list = await ok(dir, ['suppression', 'list', '--project', projectId]);
-    assert.deepEqual(
-      list.suppressions.map((s: any) => s.email.toLowerCase()).sort(),
-      ['bar@example.org', 'foo@example.com'],
-    );
+    assert.deepEqual(list.suppressions.map((s: any) => s.email.toLowerCase()).sort(), [
+      'bar@example.org',
+      'foo@example.com',
+    ]);
 
-    assert.deepEqual(await ok(dir, ['suppression', 'remove', '--project', projectId, '--email', 'foo@example.com']), {
-      project_id: projectId,
-      email: 'foo@example.com',
-      removed: true,
-    });
+    assert.deepEqual(
+      await ok(dir, [
+        'suppression',
+        'remove',
+        '--project',
+        projectId,
+        '--email',
+        'foo@example.com',
+      ]),
+      {
+        project_id: projectId,
+        email: 'foo@example.com',
+        removed: true,
+      },
+    );
     const after = await ok(dir, ['suppression', 'list', '--project', projectId]);
-    assert.deepEqual(after, { suppressions: [{ email: 'bar@example.org', reason: 'complaint', created_at: other.created_at }] });
-    await refused(dir, ['suppression', 'remove', '--project', projectId, '--email', 'foo@example.com'], 1, 'not_found');
+    assert.deepEqual(after, {
+      suppressions: [
+        { email: 'bar@example.org', reason: 'complaint', created_at: other.created_at },
+      ],
+    });
+    await refused(
+      dir,
+      ['suppression', 'remove', '--project', projectId, '--email', 'foo@example.com'],
+      1,
+      'not_found',
+    );
   });
 
   test('an invalid address or unknown project is refused with exit 1', async () => {
     await Promise.all([
-      refused(dir, ['suppression', 'add', '--project', projectId, '--email', 'not-an-address'], 1, 'invalid_argument'),
+      refused(
+        dir,
+        ['suppression', 'add', '--project', projectId, '--email', 'not-an-address'],
+        1,
+        'invalid_argument',
+      ),
       refused(dir, ['suppression', 'list', '--project', 'p.nosuchproject000000'], 1, 'not_found'),
     ]);
   });
@@ -367,7 +647,11 @@ describe('postern message, against the state dir of a running server', () => {
   let testKey: string;
   const ids: Record<string, string> = {};
 
-  async function send(base: string, key: string, overrides: Record<string, unknown> = {}): Promise<any> {
+  async function send(
+    base: string,
+    key: string,
+    overrides: Record<string, unknown> = {},
+  ): Promise<any> {
     const res = await post(base, '/v1/send', { key, json: validMessage(overrides) });
     assert.equal(res.status, 202, res.text);
     return res.body;
@@ -378,13 +662,29 @@ describe('postern message, against the state dir of a running server', () => {
     server = await startTestPostern({ stateDir: dir });
     // Project and keys come from the CLI while the server runs; the server honours them.
     projectId = (await ok(dir, ['project', 'create', '--name', 'messages', '--plan', 'pro'])).id;
-    await ok(dir, ['provider', 'attach', '--project', projectId, '--slug', 'smtp', '--host', 'smtp.example.net']);
+    await ok(dir, [
+      'provider',
+      'attach',
+      '--project',
+      projectId,
+      '--slug',
+      'smtp',
+      '--host',
+      'smtp.example.net',
+    ]);
     liveKey = (await ok(dir, ['key', 'create', '--project', projectId, '--mode', 'live'])).key;
     testKey = (await ok(dir, ['key', 'create', '--project', projectId, '--mode', 'test'])).key;
     ids.captured = (await send(server.sandbox, testKey, { subject: 'captured one' })).id;
-    ids.paused = (await send(server.production, liveKey, { paused: true, subject: 'paused one' })).id;
+    ids.paused = (
+      await send(server.production, liveKey, { paused: true, subject: 'paused one' })
+    ).id;
     ids.queued = (await send(server.production, liveKey, { subject: 'queued one' })).id;
-    ids.scheduled = (await send(server.production, liveKey, { scheduled_at: new Date(Date.now() + 3600_000).toISOString(), subject: 'scheduled one' })).id;
+    ids.scheduled = (
+      await send(server.production, liveKey, {
+        scheduled_at: new Date(Date.now() + 3600_000).toISOString(),
+        subject: 'scheduled one',
+      })
+    ).id;
   });
   after(async () => server?.close());
 
@@ -418,12 +718,35 @@ describe('postern message, against the state dir of a running server', () => {
   });
 
   test('message list --status filters and --limit limits', async () => {
-    const captured = await ok(dir, ['message', 'list', '--project', projectId, '--status', 'captured']);
-    assert.deepEqual(captured.messages.map((m: any) => m.id), [ids.captured]);
+    const captured = await ok(dir, [
+      'message',
+      'list',
+      '--project',
+      projectId,
+      '--status',
+      'captured',
+    ]);
+    assert.deepEqual(
+      captured.messages.map((m: any) => m.id),
+      [ids.captured],
+    );
     const paused = await ok(dir, ['message', 'list', '--project', projectId, '--status', 'paused']);
-    assert.deepEqual(paused.messages.map((m: any) => [m.id, m.status, m.paused]), [[ids.paused, 'paused', true]]);
-    const scheduled = await ok(dir, ['message', 'list', '--project', projectId, '--status', 'scheduled']);
-    assert.deepEqual(scheduled.messages.map((m: any) => m.id), [ids.scheduled]);
+    assert.deepEqual(
+      paused.messages.map((m: any) => [m.id, m.status, m.paused]),
+      [[ids.paused, 'paused', true]],
+    );
+    const scheduled = await ok(dir, [
+      'message',
+      'list',
+      '--project',
+      projectId,
+      '--status',
+      'scheduled',
+    ]);
+    assert.deepEqual(
+      scheduled.messages.map((m: any) => m.id),
+      [ids.scheduled],
+    );
     const none = await ok(dir, ['message', 'list', '--project', projectId, '--status', 'bounced']);
     assert.deepEqual(none, { messages: [] });
     const all = await ok(dir, ['message', 'list', '--project', projectId]);
@@ -435,9 +758,24 @@ describe('postern message, against the state dir of a running server', () => {
 
   test('message list refuses a bad --status or --limit with exit 1', async () => {
     await Promise.all([
-      refused(dir, ['message', 'list', '--project', projectId, '--status', 'lost'], 1, 'invalid_argument'),
-      refused(dir, ['message', 'list', '--project', projectId, '--limit', 'ten'], 1, 'invalid_argument'),
-      refused(dir, ['message', 'list', '--project', projectId, '--limit', '0'], 1, 'invalid_argument'),
+      refused(
+        dir,
+        ['message', 'list', '--project', projectId, '--status', 'lost'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['message', 'list', '--project', projectId, '--limit', 'ten'],
+        1,
+        'invalid_argument',
+      ),
+      refused(
+        dir,
+        ['message', 'list', '--project', projectId, '--limit', '0'],
+        1,
+        'invalid_argument',
+      ),
       refused(dir, ['message', 'list', '--project', 'p.nosuchproject000000'], 1, 'not_found'),
     ]);
   });
@@ -456,7 +794,10 @@ describe('postern message, against the state dir of a running server', () => {
     assert.deepEqual(m.bcc, []);
     assert.equal(m.hold_reason, null);
     assert.equal(m.spool_path, null, 'a small message is kept in the index, not a spool file');
-    assert.deepEqual(m.events.map((e: any) => e.type), ['mail.accepted']);
+    assert.deepEqual(
+      m.events.map((e: any) => e.type),
+      ['mail.accepted'],
+    );
     await refused(dir, ['message', 'show', 'm.doesnotexist00000000000000'], 1, 'not_found');
   });
 
@@ -467,7 +808,12 @@ describe('postern message, against the state dir of a running server', () => {
     assert.match(r.stdout, /^[A-Za-z][A-Za-z0-9-]*: /);
     assert.ok(r.stdout.includes(`Message-ID: <${ids.queued}@example.com>`), r.stdout);
     assert.ok(r.stdout.includes('Subject: queued one'));
-    assert.equal(r.stdout, await withClosedIndex(dir, async (ctx) => (await storedMimeOf(ctx.store, dir, ids.queued)).toString('utf8')));
+    assert.equal(
+      r.stdout,
+      await withClosedIndex(dir, async (ctx) =>
+        (await storedMimeOf(ctx.store, dir, ids.queued)).toString('utf8'),
+      ),
+    );
   });
 
   test('message release lets a paused message go on; releasing a queued one is a conflict', async () => {
@@ -484,8 +830,18 @@ describe('postern message, against the state dir of a running server', () => {
     assert.equal(cancelled.id, ids.scheduled);
     assert.equal(cancelled.status, 'cancelled');
     await refused(dir, ['message', 'cancel', ids.scheduled], 1, 'conflict');
-    const list = await ok(dir, ['message', 'list', '--project', projectId, '--status', 'cancelled']);
-    assert.deepEqual(list.messages.map((m: any) => m.id), [ids.scheduled]);
+    const list = await ok(dir, [
+      'message',
+      'list',
+      '--project',
+      projectId,
+      '--status',
+      'cancelled',
+    ]);
+    assert.deepEqual(
+      list.messages.map((m: any) => m.id),
+      [ids.scheduled],
+    );
   });
 
   test('project pause from the CLI holds the running server’s next send; resume releases it', async () => {
@@ -537,7 +893,11 @@ describe('postern usage errors', () => {
   });
 
   test('an unknown command exits 2', async () => {
-    await Promise.all([refused(dir, ['frobnicate'], 2, 'usage'), refused(dir, ['project', 'frobnicate'], 2, 'usage'), refused(dir, ['project'], 2, 'usage')]);
+    await Promise.all([
+      refused(dir, ['frobnicate'], 2, 'usage'),
+      refused(dir, ['project', 'frobnicate'], 2, 'usage'),
+      refused(dir, ['project'], 2, 'usage'),
+    ]);
     const human = await runCli(['frobnicate'], { POSTERN_STATE_DIR: dir });
     assert.equal(human.code, 2);
     assert.equal(human.stdout, '');
@@ -555,7 +915,9 @@ describe('postern without --json', () => {
   const dir = freshStateDir();
 
   test('prints human-readable text, not JSON, and exits 0', async () => {
-    const created = await runCli(['project', 'create', '--name', 'Human'], { POSTERN_STATE_DIR: dir });
+    const created = await runCli(['project', 'create', '--name', 'Human'], {
+      POSTERN_STATE_DIR: dir,
+    });
     assert.equal(created.code, 0, created.stderr);
     assert.equal(created.json, undefined);
     assert.throws(() => JSON.parse(created.stdout));
@@ -564,7 +926,9 @@ describe('postern without --json', () => {
     assert.match(created.stdout, /^name: Human$/m);
     assert.match(created.stdout, /^plan: free$/m);
 
-    const key = await runCli(['key', 'create', '--project', id, '--mode', 'live'], { POSTERN_STATE_DIR: dir });
+    const key = await runCli(['key', 'create', '--project', id, '--mode', 'live'], {
+      POSTERN_STATE_DIR: dir,
+    });
     assert.equal(key.code, 0, key.stderr);
     assert.equal(key.json, undefined);
     assert.match(key.stdout, /^key: ps_live_[A-Za-z0-9]{40}$/m);
@@ -577,7 +941,9 @@ describe('postern without --json', () => {
   });
 
   test('a refusal goes to stderr as text with the same exit code', async () => {
-    const r = await runCli(['project', 'pause', 'p.nosuchproject000000'], { POSTERN_STATE_DIR: dir });
+    const r = await runCli(['project', 'pause', 'p.nosuchproject000000'], {
+      POSTERN_STATE_DIR: dir,
+    });
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /^postern: project p\.nosuchproject000000 not found/m);

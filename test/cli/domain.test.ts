@@ -14,7 +14,7 @@ import addFormatsModule from 'ajv-formats';
 import { consoleDoc } from '../support/console.js';
 import { DnsServer } from '../support/dnsServer.js';
 import { tempDirs } from '../support/hooks.js';
-import { runCli, type CliResult } from '../support/postern.js';
+import { type CliResult, runCli } from '../support/postern.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const ajv = addFormats(new Ajv2020({ allErrors: true, strict: false }));
@@ -39,7 +39,9 @@ describe('postern domain check', () => {
     return r.json;
   }
   const recordOf = (check: any, purpose: string, name: string, type = 'TXT') => {
-    const found = check.records.filter((r: any) => r.purpose === purpose && r.name === name && r.type === type);
+    const found = check.records.filter(
+      (r: any) => r.purpose === purpose && r.name === name && r.type === type,
+    );
     assert.equal(found.length, 1, `one ${purpose} ${type} record at ${name}`);
     return found[0];
   };
@@ -48,12 +50,50 @@ describe('postern domain check', () => {
     dns = await DnsServer.start();
     const stateDir = dirs();
     const config = path.join(dirs(), 'postern.json');
-    writeFileSync(config, JSON.stringify({ dns: { servers: [dns.address], timeout_ms: 500, tries: 1 } }));
+    writeFileSync(
+      config,
+      JSON.stringify({ dns: { servers: [dns.address], timeout_ms: 500, tries: 1 } }),
+    );
     env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: config };
     projectId = (await ok(['project', 'create', '--name', 'Shop'])).id;
-    dkimValue = (await ok(['dkim', 'add', '--project', projectId, '--domain', 'shop.test', '--selector', 'mail2026'])).dns_value;
-    await ok(['provider', 'attach', '--project', projectId, '--slug', 'provider-a-smtp', '--user', 'AKIA', '--pass', 'secret', '--region', 'eu-central-1']);
-    await ok(['provider', 'attach', '--project', projectId, '--slug', 'provider-g-smtp', '--user', 'me@shop.test', '--pass', 'app-password']);
+    dkimValue = (
+      await ok([
+        'dkim',
+        'add',
+        '--project',
+        projectId,
+        '--domain',
+        'shop.test',
+        '--selector',
+        'mail2026',
+      ])
+    ).dns_value;
+    await ok([
+      'provider',
+      'attach',
+      '--project',
+      projectId,
+      '--slug',
+      'provider-a-smtp',
+      '--user',
+      'AKIA',
+      '--pass',
+      'secret',
+      '--region',
+      'eu-central-1',
+    ]);
+    await ok([
+      'provider',
+      'attach',
+      '--project',
+      projectId,
+      '--slug',
+      'provider-g-smtp',
+      '--user',
+      'me@shop.test',
+      '--pass',
+      'app-password',
+    ]);
     dns.set('amazonses.com', 'TXT', ['v=spf1 ip4:199.255.192.0/22 -all']);
     dns.set('_spf.google.com', 'TXT', ['v=spf1 include:_netblocks.google.com ~all']);
     dns.set('_netblocks.google.com', 'TXT', ['v=spf1 ip4:35.190.247.0/24 ~all']);
@@ -69,7 +109,10 @@ describe('postern domain check', () => {
   test('--json: each record present, missing or different with the value to publish, in the documented DomainCheck shape', async () => {
     const r = await cli(['domain', 'check', 'shop.test', '--project', projectId, '--json']);
     assert.equal(r.code, 0, r.stderr);
-    assert.ok(r.stdout.endsWith('}\n') && !r.stdout.slice(0, -1).includes('\n'), 'one JSON object on one line');
+    assert.ok(
+      r.stdout.endsWith('}\n') && !r.stdout.slice(0, -1).includes('\n'),
+      'one JSON object on one line',
+    );
     assert.ok(isDomainCheck(r.json), `DomainCheck: ${ajv.errorsText(domainCheckSchema.errors)}`);
     const check = r.json;
     assert.equal(check.domain, 'shop.test');
@@ -90,13 +133,26 @@ describe('postern domain check', () => {
     assert.deepEqual(spf.found, ['v=spf1 mx -all']);
     assert.equal(spf.value, 'v=spf1 mx include:_spf.google.com -all');
     assert.equal(spf.dns_lookups, 3);
-    assert.equal(recordOf(check, 'spf', 'mail.shop.test').value, 'v=spf1 include:amazonses.com ~all');
-    assert.equal(recordOf(check, 'return_path', 'mail.shop.test', 'MX').value, '10 feedback-smtp.eu-central-1.amazonses.com');
+    assert.equal(
+      recordOf(check, 'spf', 'mail.shop.test').value,
+      'v=spf1 include:amazonses.com ~all',
+    );
+    assert.equal(
+      recordOf(check, 'return_path', 'mail.shop.test', 'MX').value,
+      '10 feedback-smtp.eu-central-1.amazonses.com',
+    );
     const dmarc = recordOf(check, 'dmarc', '_dmarc.shop.test');
     assert.deepEqual(dmarc.found, ['v=DMARC1; rua=mailto:reports@shop.test']);
     assert.equal(dmarc.value, 'v=DMARC1; p=none; rua=mailto:dmarc-reports@shop.test');
-    assert.deepEqual(dmarc.problems.map((p: any) => p.code), ['dmarc_invalid']);
-    assert.ok(check.notes.some((n: any) => n.slug === 'provider-g-smtp' && /google\._domainkey/.test(n.text)));
+    assert.deepEqual(
+      dmarc.problems.map((p: any) => p.code),
+      ['dmarc_invalid'],
+    );
+    assert.ok(
+      check.notes.some(
+        (n: any) => n.slug === 'provider-g-smtp' && /google\._domainkey/.test(n.text),
+      ),
+    );
   });
 
   test('without --json: a report a person reads, naming what to publish where', async () => {
@@ -105,9 +161,18 @@ describe('postern domain check', () => {
     const lines = r.stdout.split('\n');
     assert.equal(lines[0], `shop.test: action needed (projects ${projectId})`);
     assert.match(r.stdout, /^present +dkim +TXT +mail2026\._domainkey\.shop\.test$/m);
-    assert.match(r.stdout, /^MISSING +spf +TXT +mail\.shop\.test\n +publish: v=spf1 include:amazonses\.com ~all$/m);
-    assert.match(r.stdout, /^DIFFERENT +spf +TXT +shop\.test\n +found: +v=spf1 mx -all\n +publish: v=spf1 mx include:_spf\.google\.com -all$/m);
-    assert.match(r.stdout, /^MISSING +return_path +MX +mail\.shop\.test\n +publish: 10 feedback-smtp\.eu-central-1\.amazonses\.com$/m);
+    assert.match(
+      r.stdout,
+      /^MISSING +spf +TXT +mail\.shop\.test\n +publish: v=spf1 include:amazonses\.com ~all$/m,
+    );
+    assert.match(
+      r.stdout,
+      /^DIFFERENT +spf +TXT +shop\.test\n +found: +v=spf1 mx -all\n +publish: v=spf1 mx include:_spf\.google\.com -all$/m,
+    );
+    assert.match(
+      r.stdout,
+      /^MISSING +return_path +MX +mail\.shop\.test\n +publish: 10 feedback-smtp\.eu-central-1\.amazonses\.com$/m,
+    );
     assert.match(r.stdout, /error: The DMARC record has no valid p=/);
     assert.match(r.stdout, /^Not checked:\n {2}- provider-a-smtp: SES sends from the domain once/m);
   });
@@ -116,11 +181,20 @@ describe('postern domain check', () => {
     const before = await ok(['domain', 'check', 'shop.test', '--project', projectId]);
     dns.set('shop.test', 'TXT', [recordOf(before, 'spf', 'shop.test').value]);
     dns.set('mail.shop.test', 'TXT', [recordOf(before, 'spf', 'mail.shop.test').value]);
-    dns.set('mail.shop.test', 'MX', [{ priority: 10, exchange: 'feedback-smtp.eu-central-1.amazonses.com' }]);
+    dns.set('mail.shop.test', 'MX', [
+      { priority: 10, exchange: 'feedback-smtp.eu-central-1.amazonses.com' },
+    ]);
     dns.set('_dmarc.shop.test', 'TXT', [recordOf(before, 'dmarc', '_dmarc.shop.test').value]);
     const check = await ok(['domain', 'check', 'shop.test']);
-    assert.deepEqual(check.projects, [projectId], 'without --project: the project that signs for the domain');
-    assert.deepEqual(check.records.map((x: any) => x.state), ['present', 'present', 'present', 'present', 'present']);
+    assert.deepEqual(
+      check.projects,
+      [projectId],
+      'without --project: the project that signs for the domain',
+    );
+    assert.deepEqual(
+      check.records.map((x: any) => x.state),
+      ['present', 'present', 'present', 'present', 'present'],
+    );
     assert.equal(check.status, 'ok');
     const text = await cli(['domain', 'check', 'shop.test']);
     assert.match(text.stdout, /^shop\.test: ok /);
@@ -134,7 +208,14 @@ describe('postern domain check', () => {
     assert.equal(bad.code, 1);
     assert.equal(bad.json.error.code, 'invalid_argument');
     assert.match(bad.json.error.message, /DOMAIN must be a host name/);
-    const unknown = await cli(['domain', 'check', 'shop.test', '--project', 'p.nosuchproject00000000', '--json']);
+    const unknown = await cli([
+      'domain',
+      'check',
+      'shop.test',
+      '--project',
+      'p.nosuchproject00000000',
+      '--json',
+    ]);
     assert.equal(unknown.code, 1);
     assert.equal(unknown.json.error.code, 'not_found');
     const help = await cli(['domain', 'check', '--help']);

@@ -36,7 +36,14 @@ describe('what a CLI command loads', () => {
     const { code, modules } = await loadedBy(['project', 'list']);
     assert.equal(code, 0);
     assert.ok(modules.includes('cli/project.js'), modules.join(' '));
-    for (const other of ['main.js', 'cli/start.js', 'smtp/server.js', 'console/server.js', 'cli/key.js', 'cli/domain.js']) {
+    for (const other of [
+      'main.js',
+      'cli/start.js',
+      'smtp/server.js',
+      'console/server.js',
+      'cli/key.js',
+      'cli/domain.js',
+    ]) {
       assert.ok(!modules.includes(other), `project list loaded ${other}`);
     }
   });
@@ -45,13 +52,17 @@ describe('what a CLI command loads', () => {
     const { code, modules } = await loadedBy(['start', '--config', '/nonexistent/postern.json']);
     assert.equal(code, 78);
     assert.ok(modules.includes('cli/start.js'));
-    assert.ok(!modules.includes('main.js') && !modules.includes('smtp/server.js'), modules.join(' '));
+    assert.ok(
+      !modules.includes('main.js') && !modules.includes('smtp/server.js'),
+      modules.join(' '),
+    );
   });
 
   test('help lists every group (it loads them all) and still not the server', async () => {
     const { code, modules } = await loadedBy(['--help']);
     assert.equal(code, 0);
-    for (const group of ['cli/key.js', 'cli/domain.js', 'cli/backup.js']) assert.ok(modules.includes(group), group);
+    for (const group of ['cli/key.js', 'cli/domain.js', 'cli/backup.js'])
+      assert.ok(modules.includes(group), group);
     assert.ok(!modules.includes('main.js') && !modules.includes('cli/start.js'));
   });
 });

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, test } from 'node:test';
 import { ConfigError } from '../../src/config/configError.js';
 import { buildConfig } from '../../src/config/load.js';
-import { after, test } from 'node:test';
 import { repoRoot, runCli } from '../support/postern.js';
 import { ProcessScope } from '../support/processes.js';
 import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
@@ -18,13 +18,21 @@ import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 const processes = new ProcessScope();
 after(() => processes.cleanup());
 
-const VERSION = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }
+).version;
 
 /** A state directory and the config its server and CLI share (delivery off, the given heartbeat). */
-function nodeState(prefix: string, heartbeatSeconds: number): { stateDir: string; env: Record<string, string> } {
+function nodeState(
+  prefix: string,
+  heartbeatSeconds: number,
+): { stateDir: string; env: Record<string, string> } {
   const stateDir = processes.stateDir(prefix);
   const file = path.join(stateDir, 'test-config.json');
-  writeFileSync(file, JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: heartbeatSeconds } }));
+  writeFileSync(
+    file,
+    JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: heartbeatSeconds } }),
+  );
   return { stateDir, env: { POSTERN_CONFIG: file, POSTERN_STATE_DIR: stateDir } };
 }
 
@@ -35,7 +43,8 @@ async function listNodes(env: Record<string, string>): Promise<any[]> {
 }
 
 /** `node list` by a reader whose clock reads at least `at` (the time it takes to start only adds to it). */
-const listNodesAt = (env: Record<string, string>, at: number) => listNodes({ ...env, POSTERN_CLOCK_OFFSET_MS: String(at - Date.now()) });
+const listNodesAt = (env: Record<string, string>, at: number) =>
+  listNodes({ ...env, POSTERN_CLOCK_OFFSET_MS: String(at - Date.now()) });
 
 test('a spawned server is up in node list with its version and listeners, and beats', async () => {
   const { stateDir, env } = nodeState('postern-nodes-kill-', 1);
@@ -51,11 +60,18 @@ test('a spawned server is up in node list with its version and listeners, and be
     node.listeners,
     server.listeners.map(({ name, protocol, host, port }) => ({ name, protocol, host, port })),
   );
-  assert.ok(node.listeners.every((l: { port: number }) => l.port > 0), 'ports as bound, not the config 0');
+  assert.ok(
+    node.listeners.every((l: { port: number }) => l.port > 0),
+    'ports as bound, not the config 0',
+  );
 
   // It beats: last_beat_at moves on while it runs.
   const firstBeat = Date.parse(node.last_beat_at);
-  await waitFor(async () => Date.parse((await listNodes(env))[0].last_beat_at) > firstBeat, HANG_GUARD_MS, 'a heartbeat');
+  await waitFor(
+    async () => Date.parse((await listNodes(env))[0].last_beat_at) > firstBeat,
+    HANG_GUARD_MS,
+    'a heartbeat',
+  );
 
   const table = await runCli(['node', 'list'], env);
   assert.equal(table.code, 0, table.stderr);
@@ -74,10 +90,17 @@ test('SIGKILLed, a node is up until 3 of its own heartbeats have passed since it
   assert.equal(killed.stopped_at, null);
   // Judged by the node's own heartbeat (60 s, so 3 minutes), even by a reader whose config says an hour.
   const readerConfig = path.join(stateDir, 'reader-config.json');
-  writeFileSync(readerConfig, JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: 3600 } }));
+  writeFileSync(
+    readerConfig,
+    JSON.stringify({ delivery: { enabled: false }, node: { heartbeat_seconds: 3600 } }),
+  );
   const reader = { ...env, POSTERN_CONFIG: readerConfig };
   // Now (the kill was moments ago, far within 3 minutes on any machine): up.
-  assert.equal((await listNodes(reader))[0].state, 'up', 'not missing before its heartbeats ran out');
+  assert.equal(
+    (await listNodes(reader))[0].state,
+    'up',
+    'not missing before its heartbeats ran out',
+  );
   // Past 3 of its heartbeats after the last beat: missing.
   const [missing] = await listNodesAt(reader, lastBeat + 3 * 60_000 + 1);
   assert.equal(missing.id, 'node-k');
@@ -95,7 +118,12 @@ test('a graceful stop (SIGTERM) shows the node stopped', async () => {
   const [node] = await listNodes(env);
   assert.equal(node.id, 'node-b');
   assert.equal(node.state, 'stopped');
-  assert.ok(node.stopped_at && Date.parse(node.stopped_at) >= stopping && Date.parse(node.stopped_at) <= stopped, `stopped_at ${node.stopped_at}: while it stopped`);
+  assert.ok(
+    node.stopped_at &&
+      Date.parse(node.stopped_at) >= stopping &&
+      Date.parse(node.stopped_at) <= stopped,
+    `stopped_at ${node.stopped_at}: while it stopped`,
+  );
   // Still stopped (never missing) long after its last beat: an hour on.
   assert.equal((await listNodesAt(env, stopped + 3600_000))[0].state, 'stopped');
 });
@@ -107,7 +135,15 @@ test('a second process with the id of a node that is still beating starts, and w
   await first.kill();
   const second = await processes.spawn(stateDir, { ...env, POSTERN_NODE_ID: 'twin' });
   // The log is written as the server starts; read it once it has arrived.
-  const warning = await waitFor(() => second.stderr().split('\n').find((line) => line.includes('another node with node.id')), HANG_GUARD_MS, 'the warning').catch((err: Error) => assert.fail(`${err.message}: ${second.stderr()}`));
+  const warning = await waitFor(
+    () =>
+      second
+        .stderr()
+        .split('\n')
+        .find((line) => line.includes('another node with node.id')),
+    HANG_GUARD_MS,
+    'the warning',
+  ).catch((err: Error) => assert.fail(`${err.message}: ${second.stderr()}`));
   const logged = JSON.parse(warning);
   assert.equal(logged.node_id, 'twin');
   assert.equal(logged.other_pid, first.child.pid);
@@ -127,6 +163,12 @@ test('node.id defaults to the host name, POSTERN_NODE_ID overrides it; node.hear
   assert.equal(buildConfig({}, {}).node.id, os.hostname());
   assert.equal(buildConfig({}, {}).node.heartbeat_seconds, 10);
   assert.equal(buildConfig({ node: { id: 'from-file' } }, {}).node.id, 'from-file');
-  assert.equal(buildConfig({ node: { id: 'from-file' } }, { POSTERN_NODE_ID: 'from-env' }).node.id, 'from-env');
-  assert.throws(() => buildConfig({ node: { heartbeat_seconds: 0 } }, {}), (err: unknown) => err instanceof ConfigError && err.key === 'node.heartbeat_seconds');
+  assert.equal(
+    buildConfig({ node: { id: 'from-file' } }, { POSTERN_NODE_ID: 'from-env' }).node.id,
+    'from-env',
+  );
+  assert.throws(
+    () => buildConfig({ node: { heartbeat_seconds: 0 } }, {}),
+    (err: unknown) => err instanceof ConfigError && err.key === 'node.heartbeat_seconds',
+  );
 });

@@ -12,19 +12,32 @@ import { ManualClock } from '../../src/clock.js';
 import { renewalTime } from '../../src/tls/acmeCertificates.js';
 import { capturedLogger } from '../support/fromAddress.js';
 import { freePort, pebbleUnavailable, startPebble, type TestPebble } from '../support/pebble.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, type FreshDatabase } from '../support/postgres.js';
 import { startTestPostern, type TestPostern } from '../support/postern.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  sharedPostgres,
+} from '../support/postgres.js';
 import { pythonSmtp, servedCertificate } from '../support/tlsClients.js';
 
 const serialOf = (hex: string) => hex.replace(/^0+/, '').toUpperCase();
-const ordering = (lines: Record<string, unknown>[]) => lines.filter((l) => l.msg === 'ordering a certificate (ACME)').length;
+const ordering = (lines: Record<string, unknown>[]) =>
+  lines.filter((l) => l.msg === 'ordering a certificate (ACME)').length;
 
-describe('tls.acme on two nodes sharing PostgreSQL', { skip: postgresUnavailable() || pebbleUnavailable() }, () => {
+describe('tls.acme on two nodes sharing PostgreSQL', {
+  skip: postgresUnavailable() || pebbleUnavailable(),
+}, () => {
   const domains = ['cluster.postern.test'];
   const name = domains[0]!;
   let pebble: TestPebble;
   let database: FreshDatabase;
-  const nodes: { server: TestPostern; clock: ManualClock; log: ReturnType<typeof capturedLogger>; httpsPort: number }[] = [];
+  const nodes: {
+    server: TestPostern;
+    clock: ManualClock;
+    log: ReturnType<typeof capturedLogger>;
+    httpsPort: number;
+  }[] = [];
 
   before(async () => {
     database = await freshDatabase((await sharedPostgres()).url);
@@ -42,11 +55,40 @@ describe('tls.acme on two nodes sharing PostgreSQL', { skip: postgresUnavailable
             store: { backend: 'postgres', postgres: { url: database.url, pool_size: 6 } },
             node: { id: `node-${i + 1}` },
             listeners: [
-              { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: httpsPort, acme: true },
-              { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
-              { name: 'smtp-production-implicit', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'implicit', acme: true },
+              {
+                name: 'http-production',
+                protocol: 'http',
+                environment: 'production',
+                host: '127.0.0.1',
+                port: httpsPort,
+                acme: true,
+              },
+              {
+                name: 'http-sandbox',
+                protocol: 'http',
+                environment: 'sandbox',
+                host: '127.0.0.1',
+                port: 0,
+              },
+              {
+                name: 'smtp-production-implicit',
+                protocol: 'smtp',
+                environment: 'production',
+                host: '127.0.0.1',
+                port: 0,
+                tls: 'implicit',
+                acme: true,
+              },
             ],
-            tls: { acme: { directory_url: pebble.directoryUrl, email: 'ops@postern.test', domains, challenge: 'tls-alpn-01', directory_ca: pebble.directoryCaFile } },
+            tls: {
+              acme: {
+                directory_url: pebble.directoryUrl,
+                email: 'ops@postern.test',
+                domains,
+                challenge: 'tls-alpn-01',
+                directory_ca: pebble.directoryCaFile,
+              },
+            },
           },
         });
         return { server, clock, log, httpsPort };
@@ -65,7 +107,11 @@ describe('tls.acme on two nodes sharing PostgreSQL', { skip: postgresUnavailable
     // lock found the certificate stored.
     const results = await Promise.all(nodes.map((n) => n.server.running.certificates!.check()));
     for (const r of results) assert.ok(['obtained', 'adopted', 'fresh'].includes(r), r);
-    assert.equal(ordering(nodes[0]!.log.lines) + ordering(nodes[1]!.log.lines), 1, 'exactly one order');
+    assert.equal(
+      ordering(nodes[0]!.log.lines) + ordering(nodes[1]!.log.lines),
+      1,
+      'exactly one order',
+    );
     const [a, b] = nodes.map((n) => n.server.running.certificates!.certificate);
     assert.equal(a!.placeholder, false);
     assert.equal(b!.placeholder, false);
@@ -74,7 +120,11 @@ describe('tls.acme on two nodes sharing PostgreSQL', { skip: postgresUnavailable
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
-      const rows = (await client.query<{ name: string; obtained_by: string }>('SELECT name, obtained_by FROM tls_certificates')).rows;
+      const rows = (
+        await client.query<{ name: string; obtained_by: string }>(
+          'SELECT name, obtained_by FROM tls_certificates',
+        )
+      ).rows;
       assert.equal(rows.length, 1);
       assert.equal(rows[0]!.name, name);
       const orderer = ordering(nodes[0]!.log.lines) === 1 ? 'node-1' : 'node-2';
@@ -98,13 +148,18 @@ describe('tls.acme on two nodes sharing PostgreSQL', { skip: postgresUnavailable
     assert.equal(await two!.server.running.certificates!.check(), 'obtained');
     const renewed = two!.server.running.certificates!.certificate.pair;
     assert.notEqual(renewed.serial, before.serial);
-    assert.ok(two!.log.lines.some((l) => l.msg === 'ordering a certificate (ACME)' && l.renewing === true));
+    assert.ok(
+      two!.log.lines.some((l) => l.msg === 'ordering a certificate (ACME)' && l.renewing === true),
+    );
 
     // node-1's clock says its certificate is not due: it takes up the stored one, nothing ordered.
     assert.equal(await one!.server.running.certificates!.check(), 'adopted');
     assert.equal(ordering(one!.log.lines), orders);
     const root = await pebble.root();
-    assert.equal(serialOf((await servedCertificate(one!.httpsPort, name, root)).serialNumber), serialOf(renewed.serial));
+    assert.equal(
+      serialOf((await servedCertificate(one!.httpsPort, name, root)).serialNumber),
+      serialOf(renewed.serial),
+    );
     // With the renewal served and its challenge done, the challenges table is empty again.
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();

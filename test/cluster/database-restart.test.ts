@@ -19,10 +19,10 @@ import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { addWebhook } from '../../src/operator/webhookEndpoints.js';
-import { startCluster, type Cluster, type ClusterNode } from '../support/cluster.js';
-import { get, post, validMessage, type HttpResult } from '../support/postern.js';
+import { type Cluster, type ClusterNode, startCluster } from '../support/cluster.js';
+import { get, type HttpResult, post, validMessage } from '../support/postern.js';
 import { startTestInstance } from '../support/postgres.js';
-import { privatePostgresUnavailable, type PostgresInstance } from '../support/privatePostgres.js';
+import { type PostgresInstance, privatePostgresUnavailable } from '../support/privatePostgres.js';
 import { sleep } from '../support/processes.js';
 import { headerOf, Sink } from '../support/relaySink.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
@@ -77,7 +77,10 @@ async function until<T>(what: string, condition: () => T | Promise<T>): Promise<
   for (;;) {
     for (const node of cluster?.nodes ?? []) {
       const { exitCode, signalCode } = node.child;
-      if (exitCode !== null || signalCode !== null) throw new Error(`${node.id} exited (${exitCode ?? signalCode}) while waiting for: ${what}\n${node.stderr().slice(-1500)}`);
+      if (exitCode !== null || signalCode !== null)
+        throw new Error(
+          `${node.id} exited (${exitCode ?? signalCode}) while waiting for: ${what}\n${node.stderr().slice(-1500)}`,
+        );
     }
     const value = await condition();
     if (value) return value as NonNullable<T>;
@@ -96,8 +99,19 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
     cluster = await startCluster(
       NODES,
       {
-        delivery: { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS, retry_ladder_seconds: [1], smtp_timeout_ms: 600_000 },
-        webhooks: { allow_private_targets: true, poll_interval_ms: 50, retry_ladder_seconds: [1, 1, 1, 1, 1, 1], retry_jitter: 0 },
+        delivery: {
+          enabled: true,
+          poll_interval_ms: 50,
+          lease_ms: LEASE_MS,
+          retry_ladder_seconds: [1],
+          smtp_timeout_ms: 600_000,
+        },
+        webhooks: {
+          allow_private_targets: true,
+          poll_interval_ms: 50,
+          retry_ladder_seconds: [1, 1, 1, 1, 1, 1],
+          retry_jitter: 0,
+        },
         node: { heartbeat_seconds: 1 },
       },
       { server: server.url },
@@ -105,7 +119,13 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
     ({ nodes } = cluster);
     const { ctx } = cluster;
     const project = await createProject(ctx, 'restart', 'pro');
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink.port), tls: 'none', priority: '10' });
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: String(sink.port),
+      tls: 'none',
+      priority: '10',
+    });
     await addWebhook(ctx, project.id, receiver.url('/restart'));
     liveKey = (await createKey(ctx, project.id, 'live')).key;
   });
@@ -128,10 +148,32 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
         const subject = `http ${node.id} ${s}.${k}`;
         const sent = phase();
         busy++;
-        const res: HttpResult | Error = await post(node.production, '/v1/send', { key: liveKey, json: validMessage({ subject }) }).catch((err: Error) => err);
+        const res: HttpResult | Error = await post(node.production, '/v1/send', {
+          key: liveKey,
+          json: validMessage({ subject }),
+        }).catch((err: Error) => err);
         busy--;
-        if (res instanceof Error) record({ node: node.id, door: 'http', subject, sent, status: 'error', id: null, detail: res.message });
-        else record({ node: node.id, door: 'http', subject, sent, status: res.status, id: res.status === 202 ? (res.body.id as string) : null, detail: res.text, body: res.body });
+        if (res instanceof Error)
+          record({
+            node: node.id,
+            door: 'http',
+            subject,
+            sent,
+            status: 'error',
+            id: null,
+            detail: res.message,
+          });
+        else
+          record({
+            node: node.id,
+            door: 'http',
+            subject,
+            sent,
+            status: res.status,
+            id: res.status === 202 ? (res.body.id as string) : null,
+            detail: res.text,
+            body: res.body,
+          });
         // A client refused backs off a little, as a real one would.
         if (res instanceof Error || res.status !== 202) await sleep(25);
       }
@@ -142,15 +184,39 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
         const subject = `smtp ${node.id} ${k}`;
         const sent = phase();
         // A session per message: each one authenticates (its key read from the database) and commits.
-        const transport = starttlsTransport(node.smtp, liveKey, { pool: false, socketTimeout: 60_000 });
+        const transport = starttlsTransport(node.smtp, liveKey, {
+          pool: false,
+          socketTimeout: 60_000,
+        });
         busy++;
         try {
-          const info = await transport.sendMail({ from: 'app@example.com', to: 'ann@example.org', subject, text: 'hello' });
+          const info = await transport.sendMail({
+            from: 'app@example.com',
+            to: 'ann@example.org',
+            subject,
+            text: 'hello',
+          });
           const m = /queued as (m\.[0-9a-z]{26})/.exec(String(info.response));
-          record({ node: node.id, door: 'smtp', subject, sent, status: 250, id: m ? m[1] : null, detail: String(info.response) });
+          record({
+            node: node.id,
+            door: 'smtp',
+            subject,
+            sent,
+            status: 250,
+            id: m ? m[1] : null,
+            detail: String(info.response),
+          });
         } catch (err) {
           const e = err as { responseCode?: number; response?: string; message: string };
-          record({ node: node.id, door: 'smtp', subject, sent, status: e.responseCode ?? 'error', id: null, detail: e.response ?? e.message });
+          record({
+            node: node.id,
+            door: 'smtp',
+            subject,
+            sent,
+            status: e.responseCode ?? 'error',
+            id: null,
+            detail: e.response ?? e.message,
+          });
           await sleep(25);
         } finally {
           busy--;
@@ -158,7 +224,10 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
         }
       }
     };
-    const senders = nodes.flatMap((node) => [...Array.from({ length: HTTP_SENDERS }, (_, s) => httpSender(node, s)), smtpSender(node)]);
+    const senders = nodes.flatMap((node) => [
+      ...Array.from({ length: HTTP_SENDERS }, (_, s) => httpSender(node, s)),
+      smtpSender(node),
+    ]);
 
     let releaseHeld = () => {};
     const acknowledged = () => answers.filter((a) => a.status === 202 || a.status === 250);
@@ -173,7 +242,11 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
     const outage = async (mode: 'fast' | 'immediate', opts: { quiet?: boolean } = {}) => {
       const ackedBefore = acknowledged().length;
       const receivedBefore = sink!.received.length;
-      await until('the nodes accept and deliver', () => acknowledged().length >= ackedBefore + 40 && sink!.received.length >= receivedBefore + 10);
+      await until(
+        'the nodes accept and deliver',
+        () =>
+          acknowledged().length >= ackedBefore + 40 && sink!.received.length >= receivedBefore + 10,
+      );
       // Hand-offs in flight when the database goes: the relay has taken them and not yet answered.
       sink!.behaviour.dataHold = new Promise<void>((resolve) => (releaseHeld = resolve));
       await until('hand-offs held at the relay', () => sink!.held >= 2);
@@ -187,12 +260,33 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
       releaseHeld();
       const notReady: Record<string, HttpResult> = {};
       for (const node of nodes) {
-        await until(`${node.id} answers HTTP 500 while the database is away`, () => answers.some((a) => a.node === node.id && a.door === 'http' && a.sent === away && a.answered === away && a.status === 500));
-        await until(`${node.id} answers SMTP 451 while the database is away`, () => answers.some((a) => a.node === node.id && a.door === 'smtp' && a.sent === away && a.answered === away && a.status === 451));
-        notReady[node.id] = await until(`${node.id} says it is not ready while the database is away`, async () => {
-          const res = await get(node.production, '/readyz');
-          return res.status === 503 ? res : null;
-        });
+        await until(`${node.id} answers HTTP 500 while the database is away`, () =>
+          answers.some(
+            (a) =>
+              a.node === node.id &&
+              a.door === 'http' &&
+              a.sent === away &&
+              a.answered === away &&
+              a.status === 500,
+          ),
+        );
+        await until(`${node.id} answers SMTP 451 while the database is away`, () =>
+          answers.some(
+            (a) =>
+              a.node === node.id &&
+              a.door === 'smtp' &&
+              a.sent === away &&
+              a.answered === away &&
+              a.status === 451,
+          ),
+        );
+        notReady[node.id] = await until(
+          `${node.id} says it is not ready while the database is away`,
+          async () => {
+            const res = await get(node.production, '/readyz');
+            return res.status === 503 ? res : null;
+          },
+        );
       }
       assert.equal(phase(), away, 'the database stayed away while the nodes were asked');
       if (opts.quiet) {
@@ -207,7 +301,11 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
       let readyAfter = '';
       if (opts.quiet) {
         const asked = answers.length;
-        for (const node of nodes) await until(`${node.id} is ready again without a request`, async () => (await get(node.production, '/readyz')).status === 200);
+        for (const node of nodes)
+          await until(
+            `${node.id} is ready again without a request`,
+            async () => (await get(node.production, '/readyz')).status === 200,
+          );
         assert.equal(answers.length, asked, 'no request was sent meanwhile');
         readyAfter = `, ready without a request ${((performance.now() - started) / 1000).toFixed(2)} s after`;
         paused = null;
@@ -215,17 +313,41 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
       }
       for (const node of nodes) {
         for (const door of ['http', 'smtp'] as const) {
-          await until(`${node.id} accepts over ${door} again`, () => answers.some((a) => a.node === node.id && a.door === door && a.sent === back && (a.status === 202 || a.status === 250)));
+          await until(`${node.id} accepts over ${door} again`, () =>
+            answers.some(
+              (a) =>
+                a.node === node.id &&
+                a.door === door &&
+                a.sent === back &&
+                (a.status === 202 || a.status === 250),
+            ),
+          );
         }
-        await until(`${node.id} is ready again`, async () => (await get(node.production, '/readyz')).status === 200);
+        await until(
+          `${node.id} is ready again`,
+          async () => (await get(node.production, '/readyz')).status === 200,
+        );
       }
-      const refusedHttp = answers.filter((a) => a.door === 'http' && a.status === 500 && a.answered >= halting && a.answered <= back).length;
-      const refusedSmtp = answers.filter((a) => a.door === 'smtp' && a.status === 451 && a.answered >= halting && a.answered <= back).length;
+      const refusedHttp = answers.filter(
+        (a) => a.door === 'http' && a.status === 500 && a.answered >= halting && a.answered <= back,
+      ).length;
+      const refusedSmtp = answers.filter(
+        (a) => a.door === 'smtp' && a.status === 451 && a.answered >= halting && a.answered <= back,
+      ).length;
       figures.push(
         `-m ${mode}${opts.quiet ? ' (clients paused until ready)' : ''}: ${refusedHttp} HTTP 500 and ${refusedSmtp} SMTP 451 while away; every node ready and accepting on both doors ${((performance.now() - started) / 1000).toFixed(2)} s after the database took connections again${readyAfter}`,
       );
-      for (const node of nodes) assert.deepEqual(notReady[node.id].body?.status, 'not_ready', `${node.id}: ${notReady[node.id].text}`);
-      for (const node of nodes) assert.ok((notReady[node.id].body?.failing as string[] | undefined)?.includes('index_writable'), `${node.id}: ${notReady[node.id].text}`);
+      for (const node of nodes)
+        assert.deepEqual(
+          notReady[node.id].body?.status,
+          'not_ready',
+          `${node.id}: ${notReady[node.id].text}`,
+        );
+      for (const node of nodes)
+        assert.ok(
+          (notReady[node.id].body?.failing as string[] | undefined)?.includes('index_writable'),
+          `${node.id}: ${notReady[node.id].text}`,
+        );
     };
 
     try {
@@ -233,7 +355,10 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
       await outage('immediate', { quiet: true });
       // Some more mail once back, then the clients stop.
       const ackedAfter = acknowledged().length;
-      await until('the nodes accept after the restarts', () => acknowledged().length >= ackedAfter + 40);
+      await until(
+        'the nodes accept after the restarts',
+        () => acknowledged().length >= ackedAfter + 40,
+      );
     } finally {
       stop = true;
       paused = null;
@@ -243,11 +368,22 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
       await Promise.all(senders);
     }
     for (const f of figures) t.diagnostic(f);
-    t.diagnostic(`${answers.length} requests: ${acknowledged().length} acknowledged, ${sink!.received.length} received by the relay so far`);
+    t.diagnostic(
+      `${answers.length} requests: ${acknowledged().length} acknowledged, ${sink!.received.length} received by the relay so far`,
+    );
 
     // Every node is up: none exited, and no client saw its connection fail.
-    for (const node of nodes) assert.deepEqual([node.child.exitCode, node.child.signalCode], [null, null], `${node.id} is still running: ${node.stderr().slice(-2000)}`);
-    assert.deepEqual(answers.filter((a) => a.status === 'error').map((a) => `${a.node} ${a.door} ${a.detail}`), [], 'no connection failed');
+    for (const node of nodes)
+      assert.deepEqual(
+        [node.child.exitCode, node.child.signalCode],
+        [null, null],
+        `${node.id} is still running: ${node.stderr().slice(-2000)}`,
+      );
+    assert.deepEqual(
+      answers.filter((a) => a.status === 'error').map((a) => `${a.node} ${a.door} ${a.detail}`),
+      [],
+      'no connection failed',
+    );
 
     // Refusals are the contract's: HTTP 500 server_error with the error envelope only, SMTP 451 4.3.0.
     const otherHttp = answers.filter((a) => a.door === 'http' && a.status !== 202);
@@ -265,39 +401,90 @@ describe('a PostgreSQL restart under load', { skip: privatePostgresUnavailable()
     }
     // Nothing acknowledged by a node whose database was away the whole time.
     const awayPhases = new Set(phases.flatMap((p, i) => (p === 'away' ? [i] : [])));
-    assert.deepEqual(acknowledged().filter((a) => awayPhases.has(a.sent) && a.answered === a.sent).map((a) => `${a.node} ${a.door} ${a.id}`), [], 'no 202 / 250 while the database was away');
+    assert.deepEqual(
+      acknowledged()
+        .filter((a) => awayPhases.has(a.sent) && a.answered === a.sent)
+        .map((a) => `${a.node} ${a.door} ${a.id}`),
+      [],
+      'no 202 / 250 while the database was away',
+    );
 
     // Every acknowledged message is in the database.
     const acked = acknowledged();
-    assert.ok(acked.every((a) => a.id !== null), 'every acknowledgement names its message');
+    assert.ok(
+      acked.every((a) => a.id !== null),
+      'every acknowledgement names its message',
+    );
     assert.equal(new Set(acked.map((a) => a.id)).size, acked.length, 'no id given twice');
-    const stored = async () => new Map((await cluster!.ctx.store.all<{ id: string; subject: string; status: string }>('SELECT id, subject, status FROM messages')).map((r) => [r.id, r]));
+    const stored = async () =>
+      new Map(
+        (
+          await cluster!.ctx.store.all<{ id: string; subject: string; status: string }>(
+            'SELECT id, subject, status FROM messages',
+          )
+        ).map((r) => [r.id, r]),
+      );
     const rows = await stored();
-    assert.deepEqual(acked.filter((a) => !rows.has(a.id!)).map((a) => `${a.node} ${a.door} ${a.id}`), [], 'every acknowledged message is in the database');
+    assert.deepEqual(
+      acked.filter((a) => !rows.has(a.id!)).map((a) => `${a.node} ${a.door} ${a.id}`),
+      [],
+      'every acknowledged message is in the database',
+    );
 
     // Everything stored is delivered (acknowledged or not: a commit whose answer the database's
     // stop cut off is stored, and the client retries it with its Idempotency-Key), each once.
-    await until('every stored message sent', async () => [...(await stored()).values()].every((r) => r.status === 'sent')).catch(async (err: Error) => {
+    await until('every stored message sent', async () =>
+      [...(await stored()).values()].every((r) => r.status === 'sent'),
+    ).catch(async (err: Error) => {
       const left = [...(await stored()).values()].filter((r) => r.status !== 'sent');
-      throw new Error(`${err.message}: ${left.length} are not (${left.slice(0, 5).map((r) => `${r.id} ${r.status}`).join(', ')})`);
+      throw new Error(
+        `${err.message}: ${left.length} are not (${left
+          .slice(0, 5)
+          .map((r) => `${r.id} ${r.status}`)
+          .join(', ')})`,
+      );
     });
     const finalRows = await stored();
     const subjects = sink!.received.map((r) => headerOf(r.raw, 'Subject'));
     const count = new Map<string, number>();
     for (const s of subjects) count.set(s ?? '', (count.get(s ?? '') ?? 0) + 1);
-    assert.deepEqual([...count].filter(([, n]) => n > 1), [], 'no message reached the relay twice');
-    assert.deepEqual(acked.filter((a) => count.get(a.subject) !== 1).map((a) => `${a.node} ${a.door} ${a.subject}`), [], 'every acknowledged message reached the relay once');
-    assert.equal(subjects.length, finalRows.size, 'the relay received each stored message, and nothing else');
-    assert.deepEqual([...finalRows.values()].filter((r) => count.get(r.subject) !== 1).map((r) => r.id), [], 'each stored message reached the relay once');
+    assert.deepEqual(
+      [...count].filter(([, n]) => n > 1),
+      [],
+      'no message reached the relay twice',
+    );
+    assert.deepEqual(
+      acked
+        .filter((a) => count.get(a.subject) !== 1)
+        .map((a) => `${a.node} ${a.door} ${a.subject}`),
+      [],
+      'every acknowledged message reached the relay once',
+    );
+    assert.equal(
+      subjects.length,
+      finalRows.size,
+      'the relay received each stored message, and nothing else',
+    );
+    assert.deepEqual(
+      [...finalRows.values()].filter((r) => count.get(r.subject) !== 1).map((r) => r.id),
+      [],
+      'each stored message reached the relay once',
+    );
 
     // The webhook threads reconnected too: every acknowledged message's mail.accepted and mail.sent arrive.
     const missingEvents = () => {
-      const seen = new Set(receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`));
-      return acked.flatMap((a) => ['mail.accepted', 'mail.sent'].map((type) => `${type} ${a.id}`)).filter((k) => !seen.has(k));
+      const seen = new Set(
+        receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`),
+      );
+      return acked
+        .flatMap((a) => ['mail.accepted', 'mail.sent'].map((type) => `${type} ${a.id}`))
+        .filter((k) => !seen.has(k));
     };
     await until('every webhook event delivered', () => missingEvents().length === 0);
     const hooks = receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`);
-    t.diagnostic(`webhooks: ${hooks.length} requests for ${new Set(hooks).size} events (at-least-once)`);
+    t.diagnostic(
+      `webhooks: ${hooks.length} requests for ${new Set(hooks).size} events (at-least-once)`,
+    );
 
     for (const node of nodes) assert.equal(await node.stop(), 0, `${node.id} stops cleanly`);
   });

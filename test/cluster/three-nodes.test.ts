@@ -10,13 +10,13 @@ import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { addWebhook } from '../../src/operator/webhookEndpoints.js';
-import { startCluster, type Cluster, type ClusterNode } from '../support/cluster.js';
+import { type Cluster, type ClusterNode, startCluster } from '../support/cluster.js';
 import { post, validMessage } from '../support/postern.js';
-import { headerOf, Sink } from '../support/relaySink.js';
 import { postgresUnavailable } from '../support/postgres.js';
 import { sleep } from '../support/processes.js';
-import { HANG_GUARD_MS } from '../support/waiting.js';
+import { headerOf, Sink } from '../support/relaySink.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 import { WebhookReceiver } from '../support/webhookReceiver.js';
 
 const LEASE_MS = 3000;
@@ -50,13 +50,25 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     receiver = await WebhookReceiver.start();
     cluster = await startCluster(NODES, {
       delivery: { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS },
-      webhooks: { allow_private_targets: true, lease_ms: LEASE_MS, poll_interval_ms: 50, retry_ladder_seconds: [1, 1, 1], retry_jitter: 0 },
+      webhooks: {
+        allow_private_targets: true,
+        lease_ms: LEASE_MS,
+        poll_interval_ms: 50,
+        retry_ladder_seconds: [1, 1, 1],
+        retry_jitter: 0,
+      },
       node: { heartbeat_seconds: 1 },
     });
     ({ nodes } = cluster);
     const { ctx } = cluster;
     const project = await createProject(ctx, 'cluster', 'pro');
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: String(sinkPort),
+      tls: 'none',
+      priority: '10',
+    });
     await addWebhook(ctx, project.id, receiver.url('/cluster'));
     liveKey = (await createKey(ctx, project.id, 'live')).key;
   });
@@ -71,7 +83,10 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
       (async () => {
         for (let k = 0; !stop; k++) {
           const subject = `http ${i}.${k}`;
-          const res = await post(node.production, '/v1/send', { key: liveKey, json: validMessage({ subject }) }).catch(() => null);
+          const res = await post(node.production, '/v1/send', {
+            key: liveKey,
+            json: validMessage({ subject }),
+          }).catch(() => null);
           if (!res) return; // the node is gone
           if (res.status === 202) {
             acknowledged.push(res.body.id as string);
@@ -80,11 +95,16 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
         }
       })(),
       (async () => {
-        const transport = starttlsTransport(node.smtp, liveKey, { pool: false, socketTimeout: 10_000 });
+        const transport = starttlsTransport(node.smtp, liveKey, {
+          pool: false,
+          socketTimeout: 10_000,
+        });
         try {
           for (let k = 0; !stop; k++) {
             const subject = `smtp ${i}.${k}`;
-            const info = await transport.sendMail({ from: 'app@example.com', to: 'ann@example.org', subject, text: 'hello' }).catch(() => null);
+            const info = await transport
+              .sendMail({ from: 'app@example.com', to: 'ann@example.org', subject, text: 'hello' })
+              .catch(() => null);
             if (!info) return;
             const m = /queued as (m\.[0-9a-z]{26})/.exec(String(info.response));
             if (m) {
@@ -100,7 +120,8 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
     // Kill node B once the cluster has acknowledged some mail and the sink has started receiving.
     // (Every deadline here is a hang guard: a loaded machine only takes longer.)
     const deadline = Date.now() + HANG_GUARD_MS;
-    while ((acknowledged.length < 150 || sink!.received.length < 30) && Date.now() < deadline) await sleep(20);
+    while ((acknowledged.length < 150 || sink!.received.length < 30) && Date.now() < deadline)
+      await sleep(20);
     assert.ok(acknowledged.length >= 150, `load ran (${acknowledged.length} acknowledged)`);
     await nodes[1].kill();
     assert.equal(nodes[1].child.signalCode, 'SIGKILL');
@@ -122,21 +143,34 @@ describe('three nodes on one PostgreSQL', { skip: postgresUnavailable() }, () =>
       return acknowledged.filter((id) => !got.has(subjectOf.get(id)!));
     };
     while (missing().length > 0 && Date.now() < until) await sleep(100);
-    assert.deepEqual(missing(), [], `every acknowledged message delivered (${acknowledged.length} acknowledged, ${sink!.received.length} received)`);
+    assert.deepEqual(
+      missing(),
+      [],
+      `every acknowledged message delivered (${acknowledged.length} acknowledged, ${sink!.received.length} received)`,
+    );
 
     // Every acknowledged message's mail.accepted and mail.sent events reach the endpoint.
-    const hooks = () => new Set(receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`));
+    const hooks = () =>
+      new Set(receiver!.received.map((h) => `${h.body?.type} ${h.body?.data?.mail?.uid}`));
     const missingEvents = () => {
       const seen = hooks();
-      return acknowledged.flatMap((id) => ['mail.accepted', 'mail.sent'].map((type) => `${type} ${id}`)).filter((k) => !seen.has(k));
+      return acknowledged
+        .flatMap((id) => ['mail.accepted', 'mail.sent'].map((type) => `${type} ${id}`))
+        .filter((k) => !seen.has(k));
     };
     while (missingEvents().length > 0 && Date.now() < until + HANG_GUARD_MS) await sleep(100);
     assert.deepEqual(missingEvents(), [], 'every webhook event delivered');
 
     // In the database: every acknowledged message sent.
-    const rows = await cluster!.ctx.store.all<{ id: string; status: string }>('SELECT id, status FROM messages');
+    const rows = await cluster!.ctx.store.all<{ id: string; status: string }>(
+      'SELECT id, status FROM messages',
+    );
     const status = new Map(rows.map((r) => [r.id, r.status]));
-    assert.deepEqual(acknowledged.filter((id) => status.get(id) !== 'sent'), [], 'every acknowledged message is sent');
+    assert.deepEqual(
+      acknowledged.filter((id) => status.get(id) !== 'sent'),
+      [],
+      'every acknowledged message is sent',
+    );
     for (const n of [nodes[0], nodes[2]]) assert.equal(await n.stop(), 0);
   });
 });

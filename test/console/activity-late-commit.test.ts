@@ -6,18 +6,24 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type pg from 'pg';
 import { ManualClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
 import { ActivityTail } from '../../src/operator/activity.js';
 import { GAP_WAIT_MS, SeqFollower } from '../../src/operator/seqFollower.js';
-import { eventsAfterSeq, eventsAtSeqs, type ActivityEvent } from '../../src/store/activity.js';
+import { type ActivityEvent, eventsAfterSeq, eventsAtSeqs } from '../../src/store/activity.js';
 import { insertEvent } from '../../src/store/events.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { insertProject } from '../../src/store/projects.js';
 import { getValue, type Queries } from '../../src/store/queries.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
-import type pg from 'pg';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  sharedPostgres,
+  testPool,
+} from '../support/postgres.js';
 
 const T0 = Date.parse('2026-11-20T09:00:00.000Z');
 const skip = postgresUnavailable();
@@ -39,10 +45,19 @@ after(async () => {
   await database?.drop();
 });
 
-const accepted = (messageId: string) => ({ project_id: 'p.late', message_id: messageId, type: 'mail.accepted' as const, created_at: T0, data: '{}' });
-const seqOf = async (messageId: string) => (await getValue<number>(q, 'SELECT seq FROM events WHERE message_id = ?', messageId))!;
+const accepted = (messageId: string) => ({
+  project_id: 'p.late',
+  message_id: messageId,
+  type: 'mail.accepted' as const,
+  created_at: T0,
+  data: '{}',
+});
+const seqOf = async (messageId: string) =>
+  (await getValue<number>(q, 'SELECT seq FROM events WHERE message_id = ?', messageId))!;
 
-test('an event whose seq commits after a higher one is read once it commits, and only once; a plain "seq > cursor" reader would have skipped it', { skip }, async () => {
+test('an event whose seq commits after a higher one is read once it commits, and only once; a plain "seq > cursor" reader would have skipped it', {
+  skip,
+}, async () => {
   const clock = new ManualClock(T0);
   const tail = new ActivityTail(q, clock);
   const read: string[] = [];
@@ -67,12 +82,22 @@ test('an event whose seq commits after a higher one is read once it commits, and
 
   commitLate();
   await late;
-  assert.ok((await seqOf('m.late')) < (await seqOf('m.early')), 'the late event holds the lower seq');
-  assert.deepEqual(await eventsAfterSeq(q, await seqOf('m.early'), 10), [], 'past the higher seq, a plain cursor finds nothing');
+  assert.ok(
+    (await seqOf('m.late')) < (await seqOf('m.early')),
+    'the late event holds the lower seq',
+  );
+  assert.deepEqual(
+    await eventsAfterSeq(q, await seqOf('m.early'), 10),
+    [],
+    'past the higher seq, a plain cursor finds nothing',
+  );
   clock.advance(1000);
   await tail.catchUp();
   assert.deepEqual(read, ['m.early', 'm.late']);
-  assert.equal(tail.hourlyCounts(null).reduce((n, h) => n + h.counts.accepted, 0), 2);
+  assert.equal(
+    tail.hourlyCounts(null).reduce((n, h) => n + h.counts.accepted, 0),
+    2,
+  );
 
   // Read once: later catch-ups, past the time a gap is looked for too, add nothing.
   await tail.catchUp();
@@ -82,16 +107,22 @@ test('an event whose seq commits after a higher one is read once it commits, and
   assert.deepEqual(read, ['m.early', 'm.late', 'm.after']);
 });
 
-test('a seq skipped by a rolled-back insert is asked for again until a minute after the event above it, then no more', { skip }, async () => {
+test('a seq skipped by a rolled-back insert is asked for again until a minute after the event above it, then no more', {
+  skip,
+}, async () => {
   const clock = new ManualClock(T0);
   // The store's own reads; what the follower asks for again is recorded on the way.
   const askedAgain: number[][] = [];
   const follower = new SeqFollower<ActivityEvent>(
-    { after: (seq, limit) => eventsAfterSeq(q, seq, limit), at: (seqs) => {
+    {
+      after: (seq, limit) => eventsAfterSeq(q, seq, limit),
+      at: (seqs) => {
         askedAgain.push(seqs);
         return eventsAtSeqs(q, seqs);
-      }, timeOf: (e) => e.created_at },
-    await getValue<number>(q, 'SELECT COALESCE(MAX(seq), 0) FROM events') ?? 0,
+      },
+      timeOf: (e) => e.created_at,
+    },
+    (await getValue<number>(q, 'SELECT COALESCE(MAX(seq), 0) FROM events')) ?? 0,
   );
   await q
     .transaction(async (tx) => {
@@ -101,11 +132,18 @@ test('a seq skipped by a rolled-back insert is asked for again until a minute af
     .catch(() => undefined);
   await insertEvent(q, accepted('m.kept'));
   const kept = await seqOf('m.kept');
-  assert.deepEqual((await follower.next(100, clock.now())).rows.map((e) => e.message_id), ['m.kept']);
+  assert.deepEqual(
+    (await follower.next(100, clock.now())).rows.map((e) => e.message_id),
+    ['m.kept'],
+  );
   assert.deepEqual(askedAgain, []);
   clock.advance(GAP_WAIT_MS);
   assert.deepEqual((await follower.next(100, clock.now())).rows, []);
-  assert.deepEqual(askedAgain, [[kept - 1]], 'the seq the rolled-back insert took is asked for again');
+  assert.deepEqual(
+    askedAgain,
+    [[kept - 1]],
+    'the seq the rolled-back insert took is asked for again',
+  );
   clock.advance(1);
   assert.deepEqual((await follower.next(100, clock.now())).rows, []);
   assert.deepEqual(askedAgain, [[kept - 1]], 'a minute after the event above it, no more');

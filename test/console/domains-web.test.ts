@@ -11,7 +11,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { addDkimKey, type DkimKeyView } from '../../src/operator/dkim.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { launchBrowser, newContext, PageProblems, signIn } from '../support/browser.js';
-import { consoleWorld, operatorAccount, PASSWORD, type ConsoleWorld } from '../support/console.js';
+import { type ConsoleWorld, consoleWorld, operatorAccount, PASSWORD } from '../support/console.js';
 import { DnsServer } from '../support/dnsServer.js';
 import { createProjectWithKeys, type ProjectWithKeys } from '../support/postern.js';
 
@@ -39,10 +39,16 @@ describe('Domains screen in a browser', () => {
 
   before(async () => {
     dns = await DnsServer.start();
-    w = await consoleWorld({ config: { dns: { servers: [dns.address], timeout_ms: 500, tries: 1 } } });
+    w = await consoleWorld({
+      config: { dns: { servers: [dns.address], timeout_ms: 500, tries: 1 } },
+    });
     shop = await createProjectWithKeys(w.p.ctx, 'shop project');
     key = await addDkimKey(w.p.ctx, shop.project.id, { domain: 'shop.test', selector: 'web1' });
-    await attachProvider(w.p.ctx, shop.project.id, { slug: 'provider-g-smtp', user: 'me@shop.test', pass: 'app-password' });
+    await attachProvider(w.p.ctx, shop.project.id, {
+      slug: 'provider-g-smtp',
+      user: 'me@shop.test',
+      pass: 'app-password',
+    });
     await operatorAccount(w.p.ctx, MEMBER, 'member', [shop.project.id]);
     dns.set('_spf.google.com', 'TXT', ['v=spf1 ip4:35.190.247.0/24 ~all']);
     // The DKIM key is published; the SPF record lacks Google's include; there is no DMARC record.
@@ -53,7 +59,11 @@ describe('Domains screen in a browser', () => {
   afterEach(() => {
     const seen = watched.flatMap((p) => p.unexpected());
     watched = [];
-    assert.deepEqual(seen, [], "nothing in the browser's console, and no failed request of the app's own");
+    assert.deepEqual(
+      seen,
+      [],
+      "nothing in the browser's console, and no failed request of the app's own",
+    );
   });
   after(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);
@@ -79,9 +89,15 @@ describe('Domains screen in a browser', () => {
     assert.equal(await spf.locator('.badge').textContent(), 'different');
     assert.equal(await dmarc.locator('.badge').textContent(), 'missing');
     assert.equal(await dkim.getByTestId('value').textContent(), key.dns_value);
-    assert.equal(await spf.getByTestId('value').textContent(), 'v=spf1 mx include:_spf.google.com -all');
+    assert.equal(
+      await spf.getByTestId('value').textContent(),
+      'v=spf1 mx include:_spf.google.com -all',
+    );
     assert.equal(await spf.locator('ul.found code').textContent(), 'v=spf1 mx -all');
-    assert.equal(await dmarc.getByTestId('value').textContent(), 'v=DMARC1; p=none; rua=mailto:dmarc-reports@shop.test');
+    assert.equal(
+      await dmarc.getByTestId('value').textContent(),
+      'v=DMARC1; p=none; rua=mailto:dmarc-reports@shop.test',
+    );
     await dmarc.getByText('nothing').waitFor();
     // What Postern cannot check is named (Google's own DKIM key).
     await card.getByText(/google\._domainkey/).waitFor();
@@ -111,7 +127,10 @@ describe('Domains screen in a browser', () => {
     await p.getByRole('link', { name: 'Domains', exact: true }).click();
     const shopCard = p.getByRole('article', { name: 'Domain shop.test' });
     await shopCard.getByRole('status').getByText('1 record to publish or fix').waitFor();
-    const dkim = shopCard.getByRole('row', { name: 'DKIM TXT web1._domainkey.shop.test', exact: true });
+    const dkim = shopCard.getByRole('row', {
+      name: 'DKIM TXT web1._domainkey.shop.test',
+      exact: true,
+    });
     assert.equal(await dkim.locator('.badge').textContent(), 'different');
     await shopCard.getByText(/publishes an empty p= \(a revoked key\)/).waitFor();
 
@@ -121,10 +140,23 @@ describe('Domains screen in a browser', () => {
     await other.getByRole('status').getByText('2 records to publish or fix').waitFor();
     const spf = other.getByRole('row', { name: 'SPF TXT news.other.test', exact: true });
     assert.equal(await spf.locator('.badge').textContent(), 'missing');
-    assert.equal(await spf.getByTestId('value').textContent(), 'v=spf1 include:_spf.google.com ~all');
-    assert.equal(await other.getByRole('row', { name: 'DMARC TXT _dmarc.news.other.test', exact: true }).locator('.badge').textContent(), 'missing');
+    assert.equal(
+      await spf.getByTestId('value').textContent(),
+      'v=spf1 include:_spf.google.com ~all',
+    );
+    assert.equal(
+      await other
+        .getByRole('row', { name: 'DMARC TXT _dmarc.news.other.test', exact: true })
+        .locator('.badge')
+        .textContent(),
+      'missing',
+    );
     // No key of the project signs for it (shop.test is no parent of it): the screen says to add one.
     await other.getByText(/No DKIM key signs mail from news\.other\.test/).waitFor();
-    assert.equal(await p.getByLabel('Domain', { exact: true }).inputValue(), '', 'the form is cleared for the next domain');
+    assert.equal(
+      await p.getByLabel('Domain', { exact: true }).inputValue(),
+      '',
+      'the form is cleared for the next domain',
+    );
   });
 });

@@ -16,8 +16,13 @@ import { after, before, describe, test } from 'node:test';
 import { generate } from 'selfsigned';
 import { createOperatorToken } from '../../src/operator/operators.js';
 import { API, assertDocumented, operatorAccount, PASSWORD } from '../support/console.js';
+import {
+  createProjectWithKeys,
+  startTestPostern,
+  type TestPostern,
+  tempStateDir,
+} from '../support/postern.js';
 import { RawEventStream } from '../support/rawEventStream.js';
-import { createProjectWithKeys, startTestPostern, tempStateDir, type TestPostern } from '../support/postern.js';
 import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 
 const MAX_CONNECTIONS = 4;
@@ -35,10 +40,16 @@ interface Answer {
 }
 
 /** One request on a connection of its own (no pool holding connections open): the console over HTTPS, or the send API. */
-function request(url: string, opts: { ca?: string; key?: string; method?: string; json?: unknown } = {}): Promise<Answer> {
+function request(
+  url: string,
+  opts: { ca?: string; key?: string; method?: string; json?: unknown } = {},
+): Promise<Answer> {
   const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
   const method = opts.method ?? (body === undefined ? 'GET' : 'POST');
-  const headers: Record<string, string | number> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  const headers: Record<string, string | number> =
+    body === undefined
+      ? {}
+      : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   const pathname = new URL(url).pathname;
   return new Promise((resolve, reject) => {
@@ -52,7 +63,9 @@ function request(url: string, opts: { ca?: string; key?: string; method?: string
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${HANG_GUARD_MS} ms to ${method} ${pathname}`)));
+    req.on('timeout', () =>
+      req.destroy(new Error(`no answer within ${HANG_GUARD_MS} ms to ${method} ${pathname}`)),
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -66,7 +79,12 @@ function assertBusy(res: Answer, consoleOperation?: { method: string; pathname: 
   assert.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After');
   if (consoleOperation) {
     const { method, pathname } = consoleOperation;
-    assertDocumented(method, `${API}${pathname}`, { status: res.status, headers: new Headers({ 'content-type': String(res.headers['content-type']) }), body, text: res.text });
+    assertDocumented(method, `${API}${pathname}`, {
+      status: res.status,
+      headers: new Headers({ 'content-type': String(res.headers['content-type']) }),
+      body,
+      text: res.text,
+    });
   }
 }
 
@@ -90,20 +108,33 @@ async function connections(port: number, count: number): Promise<net.Socket[]> {
  * client's connect, but a listener accepts in the order of connecting: `probe`, a request on a
  * connection opened after them to the same listener, is counted after them, over the cap.
  */
-async function idleConnections(port: number, count: number, probe: () => Promise<Answer>): Promise<net.Socket[]> {
+async function idleConnections(
+  port: number,
+  count: number,
+  probe: () => Promise<Answer>,
+): Promise<net.Socket[]> {
   const sockets = await connections(port, count);
-  assert.equal((await probe()).status, 503, 'a request after them, on the same listener, is over the cap');
+  assert.equal(
+    (await probe()).status,
+    503,
+    'a request after them, on the same listener, is over the cap',
+  );
   return sockets;
 }
 
 async function closeAll(sockets: net.Socket[]): Promise<void> {
-  await Promise.all(sockets.map((s) => new Promise<void>((resolve) => {
-    if (s.destroyed) resolve();
-    else {
-      s.once('close', () => resolve());
-      s.destroy();
-    }
-  })));
+  await Promise.all(
+    sockets.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.destroyed) resolve();
+          else {
+            s.once('close', () => resolve());
+            s.destroy();
+          }
+        }),
+    ),
+  );
 }
 
 describe('console connections and bodies', () => {
@@ -112,15 +143,28 @@ describe('console connections and bodies', () => {
   let key: string;
   before(async () => {
     const dir = tempStateDir('postern-console-limits-');
-    const pems = await generate([{ name: 'commonName', value: '127.0.0.1' }], { keySize: 2048, extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }] });
+    const pems = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
+      keySize: 2048,
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
+    });
     writeFileSync(path.join(dir, 'console.crt'), pems.cert);
     writeFileSync(path.join(dir, 'console.key'), pems.private);
     ca = pems.cert;
     p = await startTestPostern({
       console: { cert: path.join(dir, 'console.crt'), key: path.join(dir, 'console.key') },
       config: {
-        http: { max_connections: MAX_CONNECTIONS, max_connections_per_ip: MAX_CONNECTIONS, max_inflight_body_bytes: BODY_BUDGET, body_wait_ms: BODY_WAIT_MS },
-        console: { max_connections: CONSOLE_CONNECTIONS, max_connections_per_ip: CONSOLE_CONNECTIONS, max_streams: MAX_STREAMS, max_streams_per_operator: STREAMS_PER_OPERATOR },
+        http: {
+          max_connections: MAX_CONNECTIONS,
+          max_connections_per_ip: MAX_CONNECTIONS,
+          max_inflight_body_bytes: BODY_BUDGET,
+          body_wait_ms: BODY_WAIT_MS,
+        },
+        console: {
+          max_connections: CONSOLE_CONNECTIONS,
+          max_connections_per_ip: CONSOLE_CONNECTIONS,
+          max_streams: MAX_STREAMS,
+          max_streams_per_operator: STREAMS_PER_OPERATOR,
+        },
       },
     });
     key = (await createProjectWithKeys(p.ctx, 'limits')).liveKey;
@@ -129,7 +173,11 @@ describe('console connections and bodies', () => {
   after(async () => p?.close());
 
   const document = () => request(`${p.console}${API}/openapi.json`, { ca });
-  const send = () => request(`${p.production}/v1/send`, { key, json: { from: 'a@example.com', to: 'b@example.org', subject: 's', text: 't' } });
+  const send = () =>
+    request(`${p.production}/v1/send`, {
+      key,
+      json: { from: 'a@example.com', to: 'b@example.org', subject: 's', text: 't' },
+    });
 
   test('send API connections fill http.max_connections: a send is answered 503 server_busy, the console still serves', async () => {
     const idle = await idleConnections(Number(new URL(p.production).port), MAX_CONNECTIONS, send);
@@ -139,24 +187,39 @@ describe('console connections and bodies', () => {
     } finally {
       await closeAll(idle);
     }
-    await waitFor(async () => (await send()).status === 202, HANG_GUARD_MS, 'the send API to accept again');
+    await waitFor(
+      async () => (await send()).status === 202,
+      HANG_GUARD_MS,
+      'the send API to accept again',
+    );
   });
 
   test('console connections fill console.max_connections: a console request is answered 503 server_busy, a send is still accepted', async () => {
-    const idle = await idleConnections(Number(new URL(p.console).port), CONSOLE_CONNECTIONS, document);
+    const idle = await idleConnections(
+      Number(new URL(p.console).port),
+      CONSOLE_CONNECTIONS,
+      document,
+    );
     try {
       assertBusy(await document(), { method: 'GET', pathname: '/openapi.json' });
       assert.equal((await send()).status, 202);
     } finally {
       await closeAll(idle);
     }
-    await waitFor(async () => (await document()).status === 200, HANG_GUARD_MS, 'the console to serve again');
+    await waitFor(
+      async () => (await document()).status === 200,
+      HANG_GUARD_MS,
+      'the console to serve again',
+    );
   });
 
   test('live streams stop at console.max_streams_per_operator (429) and console.max_streams (503); meanwhile the send API accepts every send', async () => {
     const first = await operatorAccount(p.ctx, 'streams-1@example.com', 'owner');
     const second = await operatorAccount(p.ctx, 'streams-2@example.com', 'member');
-    const tokens = [(await createOperatorToken(p.ctx, first.id, 'streams')).token, (await createOperatorToken(p.ctx, second.id, 'streams')).token];
+    const tokens = [
+      (await createOperatorToken(p.ctx, first.id, 'streams')).token,
+      (await createOperatorToken(p.ctx, second.id, 'streams')).token,
+    ];
     const open: RawEventStream[] = [];
     const stream = async (token: string) => {
       const s = await RawEventStream.open(p.console, { token, ca, paused: true });
@@ -166,14 +229,21 @@ describe('console connections and bodies', () => {
     };
     try {
       // One operator: their cap, then 429 rate_limited (another operator may still open theirs).
-      for (let i = 0; i < STREAMS_PER_OPERATOR; i++) assert.equal((await stream(tokens[0])).status, 200);
+      for (let i = 0; i < STREAMS_PER_OPERATOR; i++)
+        assert.equal((await stream(tokens[0])).status, 200);
       const perOperator = await stream(tokens[0]);
       assert.equal(perOperator.status, 429);
       assert.equal(perOperator.body.error.code, 'rate_limited');
       assert.ok(Number(perOperator.headers['retry-after']) >= 1);
-      assertDocumented('GET', `${API}/events/stream`, { status: 429, headers: new Headers({ 'content-type': perOperator.headers['content-type'] }), body: perOperator.body, text: JSON.stringify(perOperator.body) });
+      assertDocumented('GET', `${API}/events/stream`, {
+        status: 429,
+        headers: new Headers({ 'content-type': perOperator.headers['content-type'] }),
+        body: perOperator.body,
+        text: JSON.stringify(perOperator.body),
+      });
       // The node: its cap, then 503 server_busy.
-      for (let i = 0; i < MAX_STREAMS - STREAMS_PER_OPERATOR; i++) assert.equal((await stream(tokens[1])).status, 200);
+      for (let i = 0; i < MAX_STREAMS - STREAMS_PER_OPERATOR; i++)
+        assert.equal((await stream(tokens[1])).status, 200);
       const perNode = await stream(tokens[1]);
       assert.equal(perNode.status, 503);
       assert.equal(perNode.body.error.code, 'server_busy');
@@ -183,7 +253,11 @@ describe('console connections and bodies', () => {
       assert.deepEqual(answers, Array(20).fill(202));
       // A stream that closes frees its place.
       open.shift()!.close();
-      await waitFor(async () => (await stream(tokens[0])).status === 200, HANG_GUARD_MS, 'a freed place for the first operator');
+      await waitFor(
+        async () => (await stream(tokens[0])).status === 200,
+        HANG_GUARD_MS,
+        'a freed place for the first operator',
+      );
     } finally {
       for (const s of open) s.close();
     }
@@ -217,11 +291,14 @@ describe('console connections and bodies', () => {
     }
     assert.ok(refused, 'a sign-in was refused while the send held the budget');
     assertBusy(refused, { method: 'POST', pathname: '/session' });
-    const res = await waitFor(async () => {
-      const r = await request(`${p.console}${API}/session`, { ca, json: signIn });
-      return r.status === 201 ? r : null;
-    }, HANG_GUARD_MS, 'the sign-in to be read');
+    const res = await waitFor(
+      async () => {
+        const r = await request(`${p.console}${API}/session`, { ca, json: signIn });
+        return r.status === 201 ? r : null;
+      },
+      HANG_GUARD_MS,
+      'the sign-in to be read',
+    );
     assert.equal(res.status, 201);
   });
-
 });

@@ -12,8 +12,22 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { removeOperator, updateOperator } from '../../src/operator/operators.js';
 import { insertMessage, type NewMessageRow } from '../../src/store/messages.js';
-import { ConsoleClient, consoleWorld, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
-import { post, startTestNodes, startTestPostern, validMessage, createProjectWithKeys, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import {
+  ConsoleClient,
+  consoleWorld,
+  expectStatus,
+  operatorAccount,
+  PASSWORD,
+} from '../support/console.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  post,
+  startTestNodes,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { postgresUnavailable } from '../support/postgres.js';
 import { watchPeakRss } from '../support/processMemory.js';
 import { parseExposition } from '../support/prometheusText.js';
@@ -24,7 +38,11 @@ const MiB = 1024 * 1024;
 /** A check interval no test waits for: what ends a stream in these suites is the server's own hook. */
 const NEVER_MS = 3_600_000;
 
-async function send(base: string, key: string, overrides: Record<string, unknown> = {}): Promise<string> {
+async function send(
+  base: string,
+  key: string,
+  overrides: Record<string, unknown> = {},
+): Promise<string> {
   const res = await post(base, '/v1/send', { key, json: validMessage(overrides) });
   assert.equal(res.status, 202, res.text);
   return (res.body as { id: string }).id;
@@ -32,7 +50,11 @@ async function send(base: string, key: string, overrides: Record<string, unknown
 
 const about = (id: string) => (e: StreamEvent) => e.event === 'message' && e.data.id === id;
 
-async function openStream(base: string, auth: { cookie?: string | null; token?: string | null }, query = ''): Promise<RawEventStream> {
+async function openStream(
+  base: string,
+  auth: { cookie?: string | null; token?: string | null },
+  query = '',
+): Promise<RawEventStream> {
   const stream = await RawEventStream.open(base, { ...auth, query });
   assert.equal(stream.status, 200, JSON.stringify(stream.body));
   return stream;
@@ -55,7 +77,9 @@ describe('console live streams end with the authority that opened them (on this 
 
   before(async () => {
     // Nothing here waits for the periodic check: the server's sign-out, revoke and remove must end the streams themselves.
-    ({ p, a, b, owner } = await consoleWorld({ config: { console: { events_poll_ms: 50, stream_check_ms: NEVER_MS } } }));
+    ({ p, a, b, owner } = await consoleWorld({
+      config: { console: { events_poll_ms: 50, stream_check_ms: NEVER_MS } },
+    }));
     witness = await openStream(p.console, { cookie: owner.cookie });
   });
   after(async () => {
@@ -102,7 +126,8 @@ describe('console live streams end with the authority that opened them (on this 
   test('removing an operator ends every stream of theirs, by session and by token', async () => {
     const gone = await operatorAccount(p.ctx, 'removed@example.com', 'member', [a.project.id]);
     const member = await ConsoleClient.signIn(p.console, gone.email, PASSWORD);
-    const token = expectStatus(await member.post('/tokens', { name: 'script' }), 201).token as string;
+    const token = expectStatus(await member.post('/tokens', { name: 'script' }), 201)
+      .token as string;
     const bySession = await openStream(p.console, { cookie: member.cookie });
     const byToken = await openStream(p.console, { token });
     expectStatus(await owner.delete(`/operators/${gone.id}`), 200);
@@ -116,7 +141,11 @@ describe('console live streams end with the authority that opened them (on this 
     const moved = await operatorAccount(p.ctx, 'moved@example.com', 'member', [a.project.id]);
     const member = await ConsoleClient.signIn(p.console, moved.email, PASSWORD);
     const everything = await openStream(p.console, { cookie: member.cookie });
-    const projectA = await openStream(p.console, { cookie: member.cookie }, `?project=${a.project.id}`);
+    const projectA = await openStream(
+      p.console,
+      { cookie: member.cookie },
+      `?project=${a.project.id}`,
+    );
     const before = await announced(a);
     await everything.next(about(before));
     expectStatus(await owner.patch(`/operators/${moved.id}`, { projects: [b.project.id] }), 200);
@@ -135,7 +164,10 @@ describe('console live streams end with the authority that opened them (on this 
     const hereStream = await openStream(p.console, { cookie: here.cookie });
     const elsewhereStream = await openStream(p.console, { cookie: elsewhere.cookie });
     const next = 'a brand new passphrase for the stream test 7';
-    expectStatus(await here.put('/session/password', { current_password: PASSWORD, new_password: next }), 200);
+    expectStatus(
+      await here.put('/session/password', { current_password: PASSWORD, new_password: next }),
+      200,
+    );
     await elsewhereStream.closedByServer();
     const later = await announced(a);
     await hereStream.next(about(later));
@@ -152,7 +184,11 @@ describe('console live streams are checked again every console.stream_check_ms',
   let b: ProjectWithKeys;
 
   before(async () => {
-    p = await startTestPostern({ clock, console: true, config: { console: { events_poll_ms: 50, stream_check_ms: 100 } } });
+    p = await startTestPostern({
+      clock,
+      console: true,
+      config: { console: { events_poll_ms: 50, stream_check_ms: 100 } },
+    });
     a = await createProjectWithKeys(p.ctx, 'project a');
     b = await createProjectWithKeys(p.ctx, 'project b');
   });
@@ -161,7 +197,13 @@ describe('console live streams are checked again every console.stream_check_ms',
   test('a session idle past console.session_idle_seconds and a token past its expiry: their streams end', async () => {
     await operatorAccount(p.ctx, 'idle@example.com', 'owner');
     const client = await ConsoleClient.signIn(p.console, 'idle@example.com', PASSWORD);
-    const expiring = expectStatus(await client.post('/tokens', { name: 'short', expires_at: new Date(T0 + 3600_000).toISOString() }), 201);
+    const expiring = expectStatus(
+      await client.post('/tokens', {
+        name: 'short',
+        expires_at: new Date(T0 + 3600_000).toISOString(),
+      }),
+      201,
+    );
     const bySession = await openStream(p.console, { cookie: client.cookie });
     const byToken = await openStream(p.console, { token: expiring.token });
     // Time moves on: past the token's expiry, within the session's idle time.
@@ -173,12 +215,20 @@ describe('console live streams are checked again every console.stream_check_ms',
   });
 
   test('an operator removed or moved outside this server (the CLI’s own connection): their streams end, or stop carrying the lost project', async () => {
-    const removed = await operatorAccount(p.ctx, 'cli-removed@example.com', 'member', [a.project.id]);
+    const removed = await operatorAccount(p.ctx, 'cli-removed@example.com', 'member', [
+      a.project.id,
+    ]);
     const moved = await operatorAccount(p.ctx, 'cli-moved@example.com', 'member', [a.project.id]);
-    const removedStream = await openStream(p.console, { cookie: (await ConsoleClient.signIn(p.console, removed.email, PASSWORD)).cookie });
+    const removedStream = await openStream(p.console, {
+      cookie: (await ConsoleClient.signIn(p.console, removed.email, PASSWORD)).cookie,
+    });
     const movedClient = await ConsoleClient.signIn(p.console, moved.email, PASSWORD);
     const movedAll = await openStream(p.console, { cookie: movedClient.cookie });
-    const movedA = await openStream(p.console, { cookie: movedClient.cookie }, `?project=${a.project.id}`);
+    const movedA = await openStream(
+      p.console,
+      { cookie: movedClient.cookie },
+      `?project=${a.project.id}`,
+    );
     await removeOperator(p.ctx, removed.id);
     await updateOperator(p.ctx, moved.id, { projects: [b.project.id] });
     await removedStream.closedByServer();
@@ -191,10 +241,15 @@ describe('console live streams are checked again every console.stream_check_ms',
   });
 });
 
-describe('console live streams on two nodes of one PostgreSQL', { skip: postgresUnavailable() }, () => {
+describe('console live streams on two nodes of one PostgreSQL', {
+  skip: postgresUnavailable(),
+}, () => {
   let cluster: Awaited<ReturnType<typeof startTestNodes>>;
   before(async () => {
-    cluster = await startTestNodes(2, { console: true, config: { console: { events_poll_ms: 50, stream_check_ms: 100 } } });
+    cluster = await startTestNodes(2, {
+      console: true,
+      config: { console: { events_poll_ms: 50, stream_check_ms: 100 } },
+    });
     await operatorAccount(cluster.nodes[0].ctx, 'owner@example.com', 'owner');
   });
   after(async () => cluster?.close());
@@ -223,14 +278,20 @@ describe('console live streams: a bulk action’s refresh', () => {
   let member: ConsoleClient;
 
   before(async () => {
-    ({ p, a, b, owner, member } = await consoleWorld({ config: { console: { events_poll_ms: 50 } } }));
+    ({ p, a, b, owner, member } = await consoleWorld({
+      config: { console: { events_poll_ms: 50 } },
+    }));
   });
   after(async () => p?.close());
 
   test('reaches only the streams that may see a message it changed, counting those alone', async () => {
     const memberStream = await openStream(p.console, { cookie: member.cookie });
     const ownerStream = await openStream(p.console, { cookie: owner.cookie });
-    const sandboxOnly = await openStream(p.console, { cookie: owner.cookie }, '?environment=sandbox');
+    const sandboxOnly = await openStream(
+      p.console,
+      { cookie: owner.cookie },
+      '?environment=sandbox',
+    );
     try {
       const inB = await send(p.production, b.liveKey, { paused: true });
       const inA = await send(p.production, a.liveKey, { paused: true });
@@ -240,11 +301,25 @@ describe('console live streams: a bulk action’s refresh', () => {
       expectStatus(await owner.post('/messages/bulk', { action: 'cancel', ids: [inB] }), 200);
       await ownerStream.next((e) => e.event === 'refresh');
       // One across both projects: the member hears of theirs only.
-      const moreB = [await send(p.production, b.liveKey, { paused: true }), await send(p.production, b.liveKey, { paused: true })];
+      const moreB = [
+        await send(p.production, b.liveKey, { paused: true }),
+        await send(p.production, b.liveKey, { paused: true }),
+      ];
       await ownerStream.next(about(moreB[1]));
-      expectStatus(await owner.post('/messages/bulk', { action: 'cancel', filter: { status: ['paused'], environment: 'production' } }), 200);
-      const refreshes = (s: RawEventStream) => s.events.filter((e) => e.event === 'refresh').map((e) => e.data);
-      await waitFor(() => refreshes(ownerStream).length === 2, 10_000, 'the owner’s second refresh');
+      expectStatus(
+        await owner.post('/messages/bulk', {
+          action: 'cancel',
+          filter: { status: ['paused'], environment: 'production' },
+        }),
+        200,
+      );
+      const refreshes = (s: RawEventStream) =>
+        s.events.filter((e) => e.event === 'refresh').map((e) => e.data);
+      await waitFor(
+        () => refreshes(ownerStream).length === 2,
+        10_000,
+        'the owner’s second refresh',
+      );
       await memberStream.next((e) => e.event === 'refresh');
       assert.deepEqual(refreshes(ownerStream), [
         { reason: 'bulk', action: 'cancel', count: 1 },
@@ -271,15 +346,36 @@ const BURST = 5000;
  * outbox on the suite's own connection, which the server's outbox reader announces to every
  * stream, 5,000 at once, as an acceptance burst would.
  */
-async function burstMessages(p: TestPostern, project: string): Promise<{ ids: string[]; round(): Promise<void> }> {
+async function burstMessages(
+  p: TestPostern,
+  project: string,
+): Promise<{ ids: string[]; round(): Promise<void> }> {
   const now = Date.now();
   const ids = Array.from({ length: BURST }, (_, i) => `m.0zzzzzzzz${String(i).padStart(17, '0')}`);
   await p.ctx.store.transaction(async (tx) => {
     for (const id of ids) {
       const row: NewMessageRow = {
-        id, project_id: project, environment: 'production', source: 'http', status: 'queued', hold_reason: null, from_email: 'burst@example.com',
-        recipients: JSON.stringify({ to: ['x@example.org'], cc: [], bcc: [] }), subject: 'burst', tags: '[]', metadata: '{}', category: null, routing: '{}',
-        provider_options: null, scheduled_at: null, spool_path: 'none.eml', size_bytes: 100, idempotency_key: null, created_at: now, updated_at: now, next_attempt_at: now,
+        id,
+        project_id: project,
+        environment: 'production',
+        source: 'http',
+        status: 'queued',
+        hold_reason: null,
+        from_email: 'burst@example.com',
+        recipients: JSON.stringify({ to: ['x@example.org'], cc: [], bcc: [] }),
+        subject: 'burst',
+        tags: '[]',
+        metadata: '{}',
+        category: null,
+        routing: '{}',
+        provider_options: null,
+        scheduled_at: null,
+        spool_path: 'none.eml',
+        size_bytes: 100,
+        idempotency_key: null,
+        created_at: now,
+        updated_at: now,
+        next_attempt_at: now,
       };
       await insertMessage(tx, row);
     }
@@ -292,7 +388,10 @@ async function burstMessages(p: TestPostern, project: string): Promise<{ ids: st
         for (let i = 0; i < ids.length; i += ROWS) {
           const chunk = ids.slice(i, i + ROWS);
           const values = chunk.map(() => "(?, ?, 'mail.accepted', ?, '{}')").join(', ');
-          await tx.run(`INSERT INTO events (project_id, message_id, type, created_at, data) VALUES ${values}`, ...chunk.flatMap((id) => [project, id, Date.now()]));
+          await tx.run(
+            `INSERT INTO events (project_id, message_id, type, created_at, data) VALUES ${values}`,
+            ...chunk.flatMap((id) => [project, id, Date.now()]),
+          );
         }
       }),
   };
@@ -303,7 +402,12 @@ async function burstMessages(p: TestPostern, project: string): Promise<{ ids: st
  * socket nobody reads takes a few MiB into the kernel's buffers before anything waits in the
  * server. Throws past `rounds`, or as soon as `bounded` fails (memory grew: the bound is not held).
  */
-async function announceUntil(burst: { round(): Promise<void> }, enough: () => Promise<boolean>, bounded: () => void, rounds = 16): Promise<number> {
+async function announceUntil(
+  burst: { round(): Promise<void> },
+  enough: () => Promise<boolean>,
+  bounded: () => void,
+  rounds = 16,
+): Promise<number> {
   for (let round = 1; round <= rounds; round++) {
     await burst.round();
     bounded();
@@ -328,8 +432,13 @@ describe('console live streams that do not read', () => {
       console: true,
       config: {
         console: {
-          events_poll_ms: 50, stream_check_ms: NEVER_MS, stream_max_queued_bytes: QUEUE,
-          max_streams: SLOW + 10, max_streams_per_operator: SLOW + 10, max_connections: SLOW + 20, max_connections_per_ip: SLOW + 20,
+          events_poll_ms: 50,
+          stream_check_ms: NEVER_MS,
+          stream_max_queued_bytes: QUEUE,
+          max_streams: SLOW + 10,
+          max_streams_per_operator: SLOW + 10,
+          max_connections: SLOW + 20,
+          max_connections_per_ip: SLOW + 20,
         },
       },
     });
@@ -339,29 +448,44 @@ describe('console live streams that do not read', () => {
       const pk = await createProjectWithKeys(p.ctx, 'burst');
       await operatorAccount(p.ctx, 'owner@example.com', 'owner');
       const owner = await ConsoleClient.signIn(p.console, 'owner@example.com', PASSWORD);
-      const token = expectStatus(await owner.post('/tokens', { name: 'streams' }), 201).token as string;
+      const token = expectStatus(await owner.post('/tokens', { name: 'streams' }), 201)
+        .token as string;
       const burst = await burstMessages(p, pk.project.id);
       // The reading stream keeps only what it needs: the refreshes and messages not of the burst.
       const burstIds = new Set(burst.ids);
-      reader = await RawEventStream.open(p.console, { token, keep: (e) => e.event === 'refresh' || !burstIds.has(e.data.id) });
-      for (let i = 0; i < SLOW; i++) slow.push(await RawEventStream.open(p.console, { token, paused: true }));
+      reader = await RawEventStream.open(p.console, {
+        token,
+        keep: (e) => e.event === 'refresh' || !burstIds.has(e.data.id),
+      });
+      for (let i = 0; i < SLOW; i++)
+        slow.push(await RawEventStream.open(p.console, { token, paused: true }));
       assert.deepEqual(new Set(slow.map((s) => s.status)), new Set([200]));
       const rss = watchPeakRss(process.pid);
       const grown = () => (rss.peakSoFar() - rss.baseline) / MiB;
       // Until every slow stream has fallen behind and had its refresh queued (the server counts them).
       const rounds = await announceUntil(
         burst,
-        async () => ((await metrics(p.console)).get('postern_console_stream_overflows_total{}') ?? 0) >= SLOW,
-        () => assert.ok(grown() < GROWTH_MIB, `RSS grew ${grown().toFixed(1)} MiB before every slow stream fell behind`),
+        async () =>
+          ((await metrics(p.console)).get('postern_console_stream_overflows_total{}') ?? 0) >= SLOW,
+        () =>
+          assert.ok(
+            grown() < GROWTH_MIB,
+            `RSS grew ${grown().toFixed(1)} MiB before every slow stream fell behind`,
+          ),
       );
       const figures = await metrics(p.console);
       const peak = rss.stop();
-      assert.ok(figures.get('postern_console_stream_queued_bytes_peak{}')! <= QUEUE, `peak queue ${figures.get('postern_console_stream_queued_bytes_peak{}')} bytes`);
+      assert.ok(
+        figures.get('postern_console_stream_queued_bytes_peak{}')! <= QUEUE,
+        `peak queue ${figures.get('postern_console_stream_queued_bytes_peak{}')} bytes`,
+      );
       assert.ok(figures.get('postern_console_stream_queued_bytes_peak{}')! > 0);
       assert.equal(figures.get('postern_console_streams_open{}'), SLOW + 1);
       const growth = (peak.peak - peak.baseline) / MiB;
       assert.ok(growth < GROWTH_MIB, `RSS grew ${growth.toFixed(1)} MiB over ${rounds} rounds`);
-      t.diagnostic(`${SLOW} streams not reading, ${rounds} round(s) of ${BURST}: RSS +${growth.toFixed(1)} MiB, largest queue ${figures.get('postern_console_stream_queued_bytes_peak{}')} bytes`);
+      t.diagnostic(
+        `${SLOW} streams not reading, ${rounds} round(s) of ${BURST}: RSS +${growth.toFixed(1)} MiB, largest queue ${figures.get('postern_console_stream_queued_bytes_peak{}')} bytes`,
+      );
       // The reader carries on: what comes after the bursts reaches it.
       const afterBurst = await send(p.production, pk.liveKey);
       await reader.next(about(afterBurst), 30_000);
@@ -377,10 +501,24 @@ describe('console live streams that do not read', () => {
       assert.ok(at > 0, JSON.stringify(late.events.slice(0, 3)));
       assert.deepEqual(late.events[at].data, { reason: 'overflow' });
       const before = late.events.slice(0, at).map((e) => e.data.id as string);
-      assert.ok(before.every((id) => burstIds.has(id)) && new Set(before).size === before.length, 'before the refresh: burst messages, each once');
+      assert.ok(
+        before.every((id) => burstIds.has(id)) && new Set(before).size === before.length,
+        'before the refresh: burst messages, each once',
+      );
       const rest = late.events.slice(at + 1);
-      assert.deepEqual(rest.slice(-2).map((e) => e.data.id), [afterBurst, next]);
-      assert.ok(rest.slice(0, -2).every((e) => (e.event === 'refresh' && e.data.reason === 'overflow') || burstIds.has(e.data.id)), 'between: only later rounds');
+      assert.deepEqual(
+        rest.slice(-2).map((e) => e.data.id),
+        [afterBurst, next],
+      );
+      assert.ok(
+        rest
+          .slice(0, -2)
+          .every(
+            (e) =>
+              (e.event === 'refresh' && e.data.reason === 'overflow') || burstIds.has(e.data.id),
+          ),
+        'between: only later rounds',
+      );
     } finally {
       for (const s of slow) s.close();
       reader?.close();
@@ -390,7 +528,17 @@ describe('console live streams that do not read', () => {
 
   test('one still behind at the next check is closed, and its operator’s place is free again', async () => {
     // A queue that takes a whole burst: rounds fill the kernel's buffers of the socket nobody reads, then the server's queue stays full.
-    const p = await startTestPostern({ console: true, config: { console: { events_poll_ms: 50, stream_check_ms: 100, stream_max_queued_bytes: 1024 * 1024, max_streams_per_operator: 1 } } });
+    const p = await startTestPostern({
+      console: true,
+      config: {
+        console: {
+          events_poll_ms: 50,
+          stream_check_ms: 100,
+          stream_max_queued_bytes: 1024 * 1024,
+          max_streams_per_operator: 1,
+        },
+      },
+    });
     try {
       const pk = await createProjectWithKeys(p.ctx, 'stall');
       await operatorAccount(p.ctx, 'owner@example.com', 'owner');
@@ -403,7 +551,9 @@ describe('console live streams that do not read', () => {
       refused.close();
       await announceUntil(
         burst,
-        async () => ((await metrics(p.console)).get('postern_console_streams_closed_total{reason=stalled}') ?? 0) >= 1,
+        async () =>
+          ((await metrics(p.console)).get('postern_console_streams_closed_total{reason=stalled}') ??
+            0) >= 1,
         () => undefined,
       );
       assert.equal((await metrics(p.console)).get('postern_console_streams_open{}'), 0);

@@ -14,12 +14,16 @@ import { repoRoot, runCli, startTestPostern, tempStateDir } from '../support/pos
 import { parseExposition } from '../support/prometheusText.js';
 import { scope } from '../support/waiting.js';
 
-const VERSION = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }
+).version;
 const DAY = 86_400_000;
 
 test('GET /nodes lists this node up, with its version and listeners as bound, for an owner and a member alike; the CLI prints the same', async (t) => {
   const s = scope(t);
-  const w = s.add(await consoleWorld({ config: { node: { id: 'console-node' } } }), (x) => x.p.close());
+  const w = s.add(await consoleWorld({ config: { node: { id: 'console-node' } } }), (x) =>
+    x.p.close(),
+  );
   const body = expectStatus(await w.owner.get('/nodes'), 200);
   assert.equal(body.nodes.length, 1);
   const [node] = body.nodes;
@@ -34,8 +38,10 @@ test('GET /nodes lists this node up, with its version and listeners as bound, fo
   );
   // The node beats every 10 s while the reads run (seconds apart on a busy machine): the three
   // readers agree on everything but the latest beat, which only moves forward.
-  const beatless = (list: { nodes: Array<{ last_beat_at: string }> }) => list.nodes.map(({ last_beat_at: _, ...rest }) => rest);
-  const beat = (list: { nodes: Array<{ last_beat_at: string }> }) => Date.parse(list.nodes[0].last_beat_at);
+  const beatless = (list: { nodes: Array<{ last_beat_at: string }> }) =>
+    list.nodes.map(({ last_beat_at: _, ...rest }) => rest);
+  const beat = (list: { nodes: Array<{ last_beat_at: string }> }) =>
+    Date.parse(list.nodes[0].last_beat_at);
   const asMember = expectStatus(await w.member.get('/nodes'), 200);
   assert.deepEqual(beatless(asMember), beatless(body));
   assert.ok(beat(asMember) >= beat(body));
@@ -48,7 +54,10 @@ test('GET /nodes lists this node up, with its version and listeners as bound, fo
 
 test('/metrics names the node: postern_node_info{node_id,version} 1', async (t) => {
   const s = scope(t);
-  const p = s.add(await startTestPostern({ console: true, config: { node: { id: 'metrics-node' } } }), (x) => x.close());
+  const p = s.add(
+    await startTestPostern({ console: true, config: { node: { id: 'metrics-node' } } }),
+    (x) => x.close(),
+  );
   const res = await fetch(`${p.console}/metrics`);
   assert.equal(res.status, 200);
   const series = parseExposition(await res.text());
@@ -60,7 +69,8 @@ test('the janitor prunes nodes stopped for more than 7 days, and keeps the recen
   t.after(() => rmSync(stateDir, { recursive: true, force: true }));
   const T0 = Date.parse('2026-03-02T09:00:00Z');
   const clock = new ManualClock(T0);
-  const run = async (id: string) => (await startTestPostern({ clock, stateDir, config: { node: { id } } })).close();
+  const run = async (id: string) =>
+    (await startTestPostern({ clock, stateDir, config: { node: { id } } })).close();
   await run('retired');
   clock.set(T0 + 2 * DAY);
   await run('resting');

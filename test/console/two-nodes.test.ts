@@ -13,9 +13,21 @@ import { buildConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
-import { ConsoleClient, expectError, expectStatus, operatorAccount, PASSWORD } from '../support/console.js';
+import {
+  ConsoleClient,
+  expectError,
+  expectStatus,
+  operatorAccount,
+  PASSWORD,
+} from '../support/console.js';
 import type { HttpResult, SpawnedPostern } from '../support/postern.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  sharedPostgres,
+  testPool,
+} from '../support/postgres.js';
 import { ProcessScope } from '../support/processes.js';
 
 const EMAIL = 'owner@example.com';
@@ -34,18 +46,29 @@ function nodeConfig(dir: string): string {
     file,
     JSON.stringify({
       listeners: [
-        { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
+        {
+          name: 'http-production',
+          protocol: 'http',
+          environment: 'production',
+          host: '127.0.0.1',
+          port: 0,
+        },
         { name: 'console', protocol: 'console', host: '127.0.0.1', port: 0 },
       ],
       delivery: { enabled: false },
       http: { trusted_proxies: ['127.0.0.1'] },
-      console: { sign_in_failures_per_account: PER_ACCOUNT, sign_in_failures_per_ip: PER_IP, sign_in_window_seconds: WINDOW_SECONDS },
+      console: {
+        sign_in_failures_per_account: PER_ACCOUNT,
+        sign_in_failures_per_ip: PER_IP,
+        sign_in_window_seconds: WINDOW_SECONDS,
+      },
     }),
   );
   return file;
 }
 
-const consoleOf = (node: SpawnedPostern) => node.listeners.find((l) => l.protocol === 'console')!.url;
+const consoleOf = (node: SpawnedPostern) =>
+  node.listeners.find((l) => l.protocol === 'console')!.url;
 
 /** Another node's client carrying the same session cookie and CSRF token. */
 function sameSessionOn(base: string, signedIn: ConsoleClient): ConsoleClient {
@@ -57,7 +80,11 @@ function sameSessionOn(base: string, signedIn: ConsoleClient): ConsoleClient {
 
 /** A sign-in attempt from `address` (behind the trusted proxy). */
 const signInFrom = (base: string, address: string, email: string, password: string) =>
-  new ConsoleClient(base).post('/session', { email, password }, { headers: { 'x-forwarded-for': address } });
+  new ConsoleClient(base).post(
+    '/session',
+    { email, password },
+    { headers: { 'x-forwarded-for': address } },
+  );
 
 /**
  * A 429 sign_in_throttled whose Retry-After is within the window, give or take its rounding up:
@@ -67,7 +94,10 @@ const signInFrom = (base: string, address: string, email: string, password: stri
 function expectThrottled(res: HttpResult): void {
   expectError(res, 429, 'sign_in_throttled');
   const retryAfter = Number(res.headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= WINDOW_SECONDS + 1, `Retry-After ${res.headers.get('retry-after')}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= WINDOW_SECONDS + 1,
+    `Retry-After ${res.headers.get('retry-after')}`,
+  );
 }
 
 /** An operator whose password is guessed many times at once. */
@@ -94,15 +124,26 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
     try {
       await migratePostgres(pool, silentLogger());
       const config = buildConfig({ state_dir: '/nonexistent' }, {});
-      const ctx = { store: postgresQueries(pool), clock: systemClock, config, spoolRoot: '/nonexistent' };
-      for (const email of [EMAIL, RACED, STOLEN, ...SPREADS.map((s) => s.email)]) await operatorAccount(ctx, email, 'owner');
+      const ctx = {
+        store: postgresQueries(pool),
+        clock: systemClock,
+        config,
+        spoolRoot: '/nonexistent',
+      };
+      for (const email of [EMAIL, RACED, STOLEN, ...SPREADS.map((s) => s.email)])
+        await operatorAccount(ctx, email, 'owner');
     } finally {
       await pool.end();
     }
     [a, b] = await Promise.all(
       ['node-a', 'node-b'].map((id) => {
         const dir = scope.stateDir(`postern-${id}-`);
-        return scope.spawn(dir, { POSTERN_CONFIG: nodeConfig(dir), POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: database.url, POSTERN_NODE_ID: id });
+        return scope.spawn(dir, {
+          POSTERN_CONFIG: nodeConfig(dir),
+          POSTERN_STORE_BACKEND: 'postgres',
+          POSTERN_DATABASE_URL: database.url,
+          POSTERN_NODE_ID: id,
+        });
       }),
     );
   });
@@ -117,7 +158,10 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
     const onB = sameSessionOn(consoleOf(b), onA);
     assert.equal(expectStatus(await onB.get('/session'), 200).operator.email, EMAIL);
     // A state-changing request through B, proven by the session's CSRF token.
-    const project = expectStatus(await onB.post('/projects', { name: 'made on b', plan: 'pro' }), 201);
+    const project = expectStatus(
+      await onB.post('/projects', { name: 'made on b', plan: 'pro' }),
+      201,
+    );
     assert.equal(expectStatus(await onA.get(`/projects/${project.id}`), 200).name, 'made on b');
     assert.equal((await onB.delete('/session')).status, 204);
     expectError(await onA.get('/session'), 401, 'unauthenticated');
@@ -125,7 +169,10 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
 
   test('an audit entry written through node A is listed through node B', async () => {
     const onA = await ConsoleClient.signIn(consoleOf(a), EMAIL, PASSWORD);
-    const project = expectStatus(await onA.post('/projects', { name: 'audited on a', plan: 'pro' }), 201);
+    const project = expectStatus(
+      await onA.post('/projects', { name: 'audited on a', plan: 'pro' }),
+      201,
+    );
     const onB = await ConsoleClient.signIn(consoleOf(b), EMAIL, PASSWORD);
     const entries = expectStatus(await onB.get('/audit?action=project.create'), 200).entries;
     const entry = entries.find((e: { target: string }) => e.target === project.id);
@@ -155,11 +202,22 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
       test(`${PER_ACCOUNT} failed sign-ins for one email on nodes ${nodes.split('').join(', ')}: the next attempt is refused 429 sign_in_throttled with Retry-After on either node, the right password included`, async () => {
         // Each failure from an address of its own: only the email's window fills.
         for (const [i, letter] of [...nodes].entries()) {
-          expectError(await signInFrom(consoleOf(nodeOf(letter)), address(i + 1), email, 'not the password at all'), 401, 'invalid_credentials');
+          expectError(
+            await signInFrom(
+              consoleOf(nodeOf(letter)),
+              address(i + 1),
+              email,
+              'not the password at all',
+            ),
+            401,
+            'invalid_credentials',
+          );
         }
         for (const node of [a, b]) {
           expectThrottled(await signInFrom(consoleOf(node), address(8), email, PASSWORD));
-          expectThrottled(await signInFrom(consoleOf(node), address(9), email, 'not the password at all'));
+          expectThrottled(
+            await signInFrom(consoleOf(node), address(9), email, 'not the password at all'),
+          );
         }
         // Another email from the same address is not held by it.
         expectStatus(await signInFrom(consoleOf(b), address(1), EMAIL, PASSWORD), 201);
@@ -169,10 +227,21 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
     test(`${PER_IP} failed sign-ins from one address spread over nodes A and B (other emails each): its next attempt is refused 429 on either node, the right password included; another address is not held`, async () => {
       const address = '203.0.113.7';
       for (let i = 0; i < PER_IP; i++) {
-        expectError(await signInFrom(consoleOf(i % 2 === 0 ? a : b), address, `sprayed-${i}@example.com`, 'not the password at all'), 401, 'invalid_credentials');
+        expectError(
+          await signInFrom(
+            consoleOf(i % 2 === 0 ? a : b),
+            address,
+            `sprayed-${i}@example.com`,
+            'not the password at all',
+          ),
+          401,
+          'invalid_credentials',
+        );
       }
-      for (const node of [a, b]) expectThrottled(await signInFrom(consoleOf(node), address, EMAIL, PASSWORD));
-      for (const node of [a, b]) expectStatus(await signInFrom(consoleOf(node), '203.0.113.8', EMAIL, PASSWORD), 201);
+      for (const node of [a, b])
+        expectThrottled(await signInFrom(consoleOf(node), address, EMAIL, PASSWORD));
+      for (const node of [a, b])
+        expectStatus(await signInFrom(consoleOf(node), '203.0.113.8', EMAIL, PASSWORD), 201);
     });
 
     /** The answers of attempts sent at once, by status: each a 401 invalid_credentials or a 429 sign_in_throttled with Retry-After. */
@@ -187,18 +256,41 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
     }
 
     test(`20 wrong passwords for one email sent at once, spread over nodes A and B (an address each): exactly ${PER_ACCOUNT} are checked and answered 401 in all, the other ${20 - PER_ACCOUNT} 429 sign_in_throttled with Retry-After; the right password is then refused on either node`, async () => {
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => signInFrom(consoleOf(i % 2 === 0 ? a : b), `192.0.2.${i + 1}`, RACED, 'not the password at all')));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          signInFrom(
+            consoleOf(i % 2 === 0 ? a : b),
+            `192.0.2.${i + 1}`,
+            RACED,
+            'not the password at all',
+          ),
+        ),
+      );
       assert.deepEqual(tally(answers), { 401: PER_ACCOUNT, 429: 20 - PER_ACCOUNT });
-      for (const node of [a, b]) expectThrottled(await signInFrom(consoleOf(node), '192.0.2.99', RACED, PASSWORD));
+      for (const node of [a, b])
+        expectThrottled(await signInFrom(consoleOf(node), '192.0.2.99', RACED, PASSWORD));
     });
 
     test(`wrong current passwords of a session (PUT /session/password) through node A and failed sign-ins through node B fill one window: ${PER_ACCOUNT - 1} + 1, then both are refused 429 on either node, the right password included`, async () => {
       const onA = await ConsoleClient.signIn(consoleOf(a), STOLEN, PASSWORD);
       const onB = sameSessionOn(consoleOf(b), onA);
       const change = (client: ConsoleClient, address: string, current: string) =>
-        client.put('/session/password', { current_password: current, new_password: 'another long password' }, { headers: { 'x-forwarded-for': address } });
-      for (let i = 0; i < PER_ACCOUNT - 1; i++) expectError(await change(onA, `192.0.2.${150 + i}`, 'not the password at all'), 422, 'current_password:invalid_value');
-      expectError(await signInFrom(consoleOf(b), '192.0.2.160', STOLEN, 'not the password at all'), 401, 'invalid_credentials');
+        client.put(
+          '/session/password',
+          { current_password: current, new_password: 'another long password' },
+          { headers: { 'x-forwarded-for': address } },
+        );
+      for (let i = 0; i < PER_ACCOUNT - 1; i++)
+        expectError(
+          await change(onA, `192.0.2.${150 + i}`, 'not the password at all'),
+          422,
+          'current_password:invalid_value',
+        );
+      expectError(
+        await signInFrom(consoleOf(b), '192.0.2.160', STOLEN, 'not the password at all'),
+        401,
+        'invalid_credentials',
+      );
       for (const [i, session] of [onA, onB].entries()) {
         expectThrottled(await change(session, `192.0.2.${170 + i}`, PASSWORD));
         expectThrottled(await signInFrom(session.base, `192.0.2.${180 + i}`, STOLEN, PASSWORD));
@@ -206,7 +298,16 @@ describe('the console on two nodes of one PostgreSQL', { skip: postgresUnavailab
     });
 
     test(`20 wrong passwords from one address sent at once over both nodes, for 20 emails: exactly ${PER_IP} answered 401 in all, the other ${20 - PER_IP} 429`, async () => {
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => signInFrom(consoleOf(i % 2 === 0 ? a : b), '192.0.2.200', `raced-${i}@example.com`, 'not the password at all')));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          signInFrom(
+            consoleOf(i % 2 === 0 ? a : b),
+            '192.0.2.200',
+            `raced-${i}@example.com`,
+            'not the password at all',
+          ),
+        ),
+      );
       assert.deepEqual(tally(answers), { 401: PER_IP, 429: 20 - PER_IP });
     });
   });

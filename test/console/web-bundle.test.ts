@@ -15,11 +15,16 @@ import { repoRoot } from '../support/postern.js';
 const script = path.join(repoRoot, 'scripts', 'check-web-bundle.mjs');
 // Without npm's log level: under `npm run … --silent` (test:postgres) the script prints no figures.
 const { npm_config_loglevel: _silenced, ...env } = process.env;
-const check = (dir?: string) => spawnSync(process.execPath, [script, ...(dir ? [dir] : [])], { encoding: 'utf8', env });
+const check = (dir?: string) =>
+  spawnSync(process.execPath, [script, ...(dir ? [dir] : [])], { encoding: 'utf8', env });
 const temp = mkdtempSync(path.join(tmpdir(), 'postern-web-'));
 after(() => rmSync(temp, { recursive: true, force: true }));
 
-function fakeApp(name: string, js: string | Buffer, html = '<script type="module" src="./assets/app.js"></script>'): string {
+function fakeApp(
+  name: string,
+  js: string | Buffer,
+  html = '<script type="module" src="./assets/app.js"></script>',
+): string {
   const dir = path.join(temp, name);
   mkdirSync(path.join(dir, 'assets'), { recursive: true });
   writeFileSync(path.join(dir, 'index.html'), html);
@@ -28,7 +33,7 @@ function fakeApp(name: string, js: string | Buffer, html = '<script type="module
 }
 
 describe('web console bundle', () => {
-  test('the built app\'s JavaScript is under 250 KB gzipped and loads nothing from another origin', () => {
+  test("the built app's JavaScript is under 250 KB gzipped and loads nothing from another origin", () => {
     const r = check();
     assert.equal(r.status, 0, r.stderr);
     const kb = Number(/([\d.]+) KB gzipped/.exec(r.stdout)?.[1]);
@@ -40,7 +45,13 @@ describe('web console bundle', () => {
     const big = check(fakeApp('big', randomBytes(300 * 1024).toString('base64')));
     assert.equal(big.status, 1);
     assert.match(big.stderr, /over the 250 KB budget/);
-    const cdn = check(fakeApp('cdn', 'export {}', '<link rel="stylesheet" href="https://cdn.example.com/font.css"><script type="module" src="./assets/app.js"></script>'));
+    const cdn = check(
+      fakeApp(
+        'cdn',
+        'export {}',
+        '<link rel="stylesheet" href="https://cdn.example.com/font.css"><script type="module" src="./assets/app.js"></script>',
+      ),
+    );
     assert.equal(cdn.status, 1);
     assert.match(cdn.stderr, /another origin:.*cdn\.example\.com/s);
   });

@@ -16,10 +16,31 @@ import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { attachProvider } from '../../src/operator/providers.js';
-import { consoleWorld, expectError, expectStatus, operatorAccount, ConsoleClient, PASSWORD, type ConsoleWorld } from '../support/console.js';
-import { endTestTabs, launchBrowser, newContext, PageProblems, signIn, type StorageState } from '../support/browser.js';
+import {
+  endTestTabs,
+  launchBrowser,
+  newContext,
+  PageProblems,
+  type StorageState,
+  signIn,
+} from '../support/browser.js';
+import {
+  ConsoleClient,
+  type ConsoleWorld,
+  consoleWorld,
+  expectError,
+  expectStatus,
+  operatorAccount,
+  PASSWORD,
+} from '../support/console.js';
 import { mailauthVerify, pythonVerify } from '../support/dkimVerifiers.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys } from '../support/postern.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  post,
+  startTestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { Sink } from '../support/relaySink.js';
 import { TcpGate } from '../support/tcpGate.js';
 import { waitFor } from '../support/waiting.js';
@@ -30,10 +51,16 @@ const MEMBER = 'member@example.com';
 /** An owner whose session the expiry test ends (the others keep theirs). */
 const LAPSING = 'lapsing@example.com';
 /** A 3 × 2 red PNG: an inline image whose size proves it is this one. */
-const PNG_3X2 = 'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR4nGP4z8AAQQxwFgBB0gX7h/C5SAAAAABJRU5ErkJggg==';
-const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const PNG_3X2 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR4nGP4z8AAQQxwFgBB0gX7h/C5SAAAAABJRU5ErkJggg==';
+const PNG_1X1 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
-async function send(base: string, key: string, overrides: Record<string, unknown> = {}): Promise<string> {
+async function send(
+  base: string,
+  key: string,
+  overrides: Record<string, unknown> = {},
+): Promise<string> {
   const res = await post(base, '/v1/send', { key, json: validMessage(overrides) });
   assert.equal(res.status, 202, res.text);
   return res.body.id as string;
@@ -69,11 +96,20 @@ class ImageHost {
 }
 
 /** An image of a framed body once the browser is done with it: its natural size (0 × 0: not shown: blocked or broken). */
-async function imageSize(frame: ReturnType<Page['frameLocator']>, selector: string): Promise<[number, number]> {
+async function imageSize(
+  frame: ReturnType<Page['frameLocator']>,
+  selector: string,
+): Promise<[number, number]> {
   const img = frame.locator(selector);
   await img.waitFor({ state: 'attached' });
-  await waitFor(() => img.evaluate((i: HTMLImageElement) => i.complete), 15_000, `${selector} loaded or refused`);
-  return img.evaluate((i: HTMLImageElement) => [i.naturalWidth, i.naturalHeight] as [number, number]);
+  await waitFor(
+    () => img.evaluate((i: HTMLImageElement) => i.complete),
+    15_000,
+    `${selector} loaded or refused`,
+  );
+  return img.evaluate(
+    (i: HTMLImageElement) => [i.naturalWidth, i.naturalHeight] as [number, number],
+  );
 }
 
 describe('web console in a browser', () => {
@@ -108,7 +144,10 @@ describe('web console in a browser', () => {
   const signedInOnce = new Map<string, StorageState>();
 
   /** A page in a fresh context (own cookies), signed in as `email` (on the shared server, in the session of its first sign-in), watched. */
-  async function signedIn(email = OWNER, opts: { viewport?: 'desktop' | 'phone'; base?: string } = {}): Promise<{ page: Page; problems: PageProblems }> {
+  async function signedIn(
+    email = OWNER,
+    opts: { viewport?: 'desktop' | 'phone'; base?: string } = {},
+  ): Promise<{ page: Page; problems: PageProblems }> {
     const base = opts.base ?? w.p.console;
     const kept = base === w.p.console ? signedInOnce.get(email) : undefined;
     const ctx = await newContext(browser, base, opts.viewport, kept);
@@ -128,13 +167,22 @@ describe('web console in a browser', () => {
   /** The operator's sessions, last used longer ago than the idle timeout: as if left unused that long. */
   async function expireSessions(operatorId: string): Promise<void> {
     const idleMs = w.p.config.console.session_idle_seconds * 1000;
-    await w.p.ctx.store.run('UPDATE operator_sessions SET last_seen_at = ? WHERE operator_id = ?', Date.now() - idleMs - 60_000, operatorId);
+    await w.p.ctx.store.run(
+      'UPDATE operator_sessions SET last_seen_at = ? WHERE operator_id = ?',
+      Date.now() - idleMs - 60_000,
+      operatorId,
+    );
   }
 
   before(async () => {
     receiver = await WebhookReceiver.start();
     images = await ImageHost.start();
-    w = await consoleWorld({ config: { webhooks: { allow_private_targets: true, enabled: false }, node: { id: 'web-node' } } });
+    w = await consoleWorld({
+      config: {
+        webhooks: { allow_private_targets: true, enabled: false },
+        node: { id: 'web-node' },
+      },
+    });
     // Projects the tests use alone (the app loads the project list at sign-in).
     inbox = await createProjectWithKeys(w.p.ctx, 'inbox project');
     live = await createProjectWithKeys(w.p.ctx, 'live project');
@@ -151,7 +199,11 @@ describe('web console in a browser', () => {
     browser = await launchBrowser();
   });
   afterEach(async () => {
-    assert.deepEqual(await endTestTabs(contexts, watched), [], 'nothing in the browser\'s console, and no failed request of the app\'s own, that the test did not provoke');
+    assert.deepEqual(
+      await endTestTabs(contexts, watched),
+      [],
+      "nothing in the browser's console, and no failed request of the app's own, that the test did not provoke",
+    );
   });
   after(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);
@@ -180,11 +232,14 @@ describe('web console in a browser', () => {
     assert.match(js.headers.get('cache-control')!, /immutable/);
     const api = await fetch(`${w.p.console}/console/api/v1/session`);
     assert.equal(api.status, 401);
-    assert.match(api.headers.get('content-security-policy')!, /default-src 'none'.*frame-ancestors 'none'/);
+    assert.match(
+      api.headers.get('content-security-policy')!,
+      /default-src 'none'.*frame-ancestors 'none'/,
+    );
     assert.equal(api.headers.get('referrer-policy'), 'no-referrer');
   });
 
-  test('sign-in by keyboard alone: a wrong password shows the API\'s message; the right one opens the overview with its 24 h chart and its Nodes panel', async () => {
+  test("sign-in by keyboard alone: a wrong password shows the API's message; the right one opens the overview with its 24 h chart and its Nodes panel", async () => {
     const ctx = await newContext(browser, w.p.console);
     contexts.push(ctx);
     const page = await ctx.newPage();
@@ -197,13 +252,24 @@ describe('web console in a browser', () => {
     await page.keyboard.press('Tab');
     await page.keyboard.type('not the password');
     await page.keyboard.press('Enter');
-    await page.getByRole('alert').getByText(/email or password/i).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/email or password/i)
+      .waitFor();
     await page.getByLabel('Password').fill(PASSWORD);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
-    await page.getByRole('img', { name: /per hour over the last 24 hours/ }).locator('canvas').waitFor();
+    await page
+      .getByRole('img', { name: /per hour over the last 24 hours/ })
+      .locator('canvas')
+      .waitFor();
     // The Nodes panel names this server, up.
-    await page.getByRole('region', { name: 'Nodes' }).getByRole('row').filter({ hasText: 'web-node' }).filter({ hasText: 'up' }).waitFor();
+    await page
+      .getByRole('region', { name: 'Nodes' })
+      .getByRole('row')
+      .filter({ hasText: 'web-node' })
+      .filter({ hasText: 'up' })
+      .waitFor();
     // Keyboard: the navigation's links are reachable with Tab and open their screen with Enter.
     await page.getByRole('link', { name: 'Messages', exact: true }).focus();
     await page.keyboard.press('Enter');
@@ -215,30 +281,52 @@ describe('web console in a browser', () => {
     await page.goto(`/#/projects/${inbox.project.id}/inbox`);
     await page.getByText('No sandbox messages yet.').waitFor();
     // The empty state tells what to do next: a curl to this server's sandbox listener.
-    assert.match(await page.locator('pre.code').textContent() ?? '', new RegExp(`curl -X POST ${w.p.sandbox}/v1/send`));
+    assert.match(
+      (await page.locator('pre.code').textContent()) ?? '',
+      new RegExp(`curl -X POST ${w.p.sandbox}/v1/send`),
+    );
     await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
 
-    const id = await send(w.p.sandbox, inbox.testKey, { subject: 'Welcome aboard', html: '<h1 id="greeting">Welcome, Ann</h1>', to: 'Ann <ann@example.org>', cc: 'carl@example.org', bcc: 'audit@example.net' });
+    const id = await send(w.p.sandbox, inbox.testKey, {
+      subject: 'Welcome aboard',
+      html: '<h1 id="greeting">Welcome, Ann</h1>',
+      to: 'Ann <ann@example.org>',
+      cc: 'carl@example.org',
+      bcc: 'audit@example.net',
+    });
     const row = page.locator(`tr[data-id="${id}"]`);
     await row.waitFor();
     assert.equal(await row.locator('.badge.sandbox').textContent(), 'sandbox');
     assert.equal(await row.locator('.badge').first().textContent(), 'captured');
-    assert.equal(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded), true, 'the page was not reloaded');
+    assert.equal(
+      await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded),
+      true,
+      'the page was not reloaded',
+    );
 
     await row.getByRole('link', { name: 'Welcome aboard' }).click();
     await page.getByRole('heading', { name: 'Welcome aboard' }).waitFor();
     const preview = page.frameLocator('iframe.preview');
     assert.equal(await preview.locator('#greeting').textContent(), 'Welcome, Ann');
-    assert.equal(await page.locator('iframe.preview').getAttribute('sandbox'), 'allow-popups allow-popups-to-escape-sandbox');
+    assert.equal(
+      await page.locator('iframe.preview').getAttribute('sandbox'),
+      'allow-popups allow-popups-to-escape-sandbox',
+    );
 
     // Release asks first: the message leaves the sandbox for its real recipients, all of them named.
     const releases: string[] = [];
-    page.on('request', (r) => r.url().endsWith(`/messages/${id}/release`) && releases.push(r.method()));
+    page.on(
+      'request',
+      (r) => r.url().endsWith(`/messages/${id}/release`) && releases.push(r.method()),
+    );
     await page.getByRole('button', { name: 'Release' }).click();
-    const dialog = page.getByRole('dialog', { name: 'Release this sandbox message to its real recipients?' });
+    const dialog = page.getByRole('dialog', {
+      name: 'Release this sandbox message to its real recipients?',
+    });
     await dialog.waitFor();
     const named = (await dialog.locator('.recipients-to-be').innerText()).replace(/\s+/g, ' ');
-    for (const r of ['ann@example.org', 'carl@example.org', 'audit@example.net']) assert.ok(named.includes(r), `${r} named: ${named}`);
+    for (const r of ['ann@example.org', 'carl@example.org', 'audit@example.net'])
+      assert.ok(named.includes(r), `${r} named: ${named}`);
     await dialog.getByRole('button', { name: 'Keep it held' }).click();
     await dialog.waitFor({ state: 'hidden' });
     assert.deepEqual(releases, [], 'kept held: nothing was asked of the server');
@@ -252,7 +340,7 @@ describe('web console in a browser', () => {
     assert.deepEqual(releases, ['POST']);
   });
 
-  test('a <script> in a message\'s HTML never runs: not in the console preview, not in the public viewer', async () => {
+  test("a <script> in a message's HTML never runs: not in the console preview, not in the public viewer", async () => {
     const html =
       '<p id="shown">Shown</p>' +
       '<script>document.body.setAttribute("data-ran","1");fetch("/pwned-script");alert("pwned");parent.document.title="pwned"</script>' +
@@ -271,7 +359,9 @@ describe('web console in a browser', () => {
     const preview = page.frameLocator('iframe.preview');
     assert.equal(await preview.locator('#shown').textContent(), 'Shown');
     // Its document loaded: the script would have run, the image's handlers fired (before the load event).
-    await (await (await page.locator('iframe.preview').elementHandle())!.contentFrame())!.waitForLoadState('load');
+    await (await (await page
+      .locator('iframe.preview')
+      .elementHandle())!.contentFrame())!.waitForLoadState('load');
     assert.equal(await preview.locator('body').getAttribute('data-ran'), null);
     assert.notEqual(await page.title(), 'pwned');
 
@@ -289,7 +379,9 @@ describe('web console in a browser', () => {
     await viewer.getByRole('heading', { name: 'Scripted' }).waitFor();
     const body = viewer.frameLocator('iframe');
     assert.equal(await body.locator('#shown').textContent(), 'Shown');
-    await (await (await viewer.locator('iframe').elementHandle())!.contentFrame())!.waitForLoadState('load');
+    await (await (await viewer
+      .locator('iframe')
+      .elementHandle())!.contentFrame())!.waitForLoadState('load');
     assert.equal(await body.locator('body').getAttribute('data-ran'), null);
     assert.equal(await viewer.title(), 'Scripted');
     assert.deepEqual(pwned, []);
@@ -304,8 +396,18 @@ describe('web console in a browser', () => {
       subject: 'Inline logo',
       html,
       attachments: [
-        { filename: 'logo.png', content: PNG_3X2, content_type: 'image/png', content_id: 'logo@shop.example', disposition: 'inline' },
-        { filename: 'terms.txt', content: Buffer.from('terms').toString('base64'), content_type: 'text/plain' },
+        {
+          filename: 'logo.png',
+          content: PNG_3X2,
+          content_type: 'image/png',
+          content_id: 'logo@shop.example',
+          disposition: 'inline',
+        },
+        {
+          filename: 'terms.txt',
+          content: Buffer.from('terms').toString('base64'),
+          content_type: 'text/plain',
+        },
       ],
     });
     const { page, problems } = await signedIn();
@@ -326,7 +428,9 @@ describe('web console in a browser', () => {
     await page.getByRole('button', { name: 'Share' }).click();
     const url = (await page.locator('.share-link a').getAttribute('href'))!;
     const viewer = await page.context().newPage();
-    watch(viewer, [w.p.production]).expect(/image '.*\/remote-c\.png' violates the following Content Security Policy/);
+    watch(viewer, [w.p.production]).expect(
+      /image '.*\/remote-c\.png' violates the following Content Security Policy/,
+    );
     await viewer.goto(url);
     await viewer.getByRole('heading', { name: 'Inline logo' }).waitFor();
     const body = viewer.frameLocator('iframe');
@@ -337,14 +441,24 @@ describe('web console in a browser', () => {
     assert.match(await viewer.locator('dl').innerText(), /terms\.txt/);
     assert.doesNotMatch(await viewer.locator('dl').innerText(), /logo\.png/);
     await viewer.getByRole('link', { name: 'Show remote images' }).click();
-    await waitFor(() => images.asked('/remote-c.png') === 2, 15_000, 'the viewer asked for the remote image');
+    await waitFor(
+      () => images.asked('/remote-c.png') === 2,
+      15_000,
+      'the viewer asked for the remote image',
+    );
     assert.deepEqual(await imageSize(body, '#remote'), [1, 1]);
     assert.deepEqual(await imageSize(body, '#logo'), [3, 2]);
   });
 
-  test('each message opens clean: another message opened from the address bar shows neither the last one\'s share link nor its remote images', async () => {
-    const a = await send(w.p.production, w.a.liveKey, { subject: 'Message A', html: '<p id="a-body">A</p>' });
-    const b = await send(w.p.production, w.a.liveKey, { subject: 'Message B', html: `<p id="b-body">B</p><img id="pixel" src="${images.url('/pixel-b.gif')}">` });
+  test("each message opens clean: another message opened from the address bar shows neither the last one's share link nor its remote images", async () => {
+    const a = await send(w.p.production, w.a.liveKey, {
+      subject: 'Message A',
+      html: '<p id="a-body">A</p>',
+    });
+    const b = await send(w.p.production, w.a.liveKey, {
+      subject: 'Message B',
+      html: `<p id="b-body">B</p><img id="pixel" src="${images.url('/pixel-b.gif')}">`,
+    });
     const { page, problems } = await signedIn();
     problems.expect(/image '.*\/pixel-b\.gif' violates the following Content Security Policy/);
     await page.goto(`/#/messages/${a}`);
@@ -360,8 +474,12 @@ describe('web console in a browser', () => {
     const preview = page.frameLocator('iframe.preview');
     await preview.locator('#b-body').waitFor();
     assert.deepEqual(await imageSize(preview, '#pixel'), [0, 0]);
-    assert.equal(images.asked('/pixel-b.gif'), 0, 'B\'s tracking pixel was not loaded without being asked');
-    assert.equal(await page.locator('.share-link').count(), 0, 'A\'s link is not shown under B');
+    assert.equal(
+      images.asked('/pixel-b.gif'),
+      0,
+      "B's tracking pixel was not loaded without being asked",
+    );
+    assert.equal(await page.locator('.share-link').count(), 0, "A's link is not shown under B");
     await page.getByText(/Remote images are blocked/).waitFor();
     // Asked, it loads: the test sees the pixel when it is asked for.
     await page.getByRole('button', { name: 'Show remote images' }).click();
@@ -372,11 +490,17 @@ describe('web console in a browser', () => {
     const id = await send(w.p.sandbox, deleting.testKey, { subject: 'To be deleted' });
     const { page } = await signedIn();
     const asked: string[] = [];
-    page.on('request', (r) => r.url().includes(id) && asked.push(`${r.method()} ${new URL(r.url()).pathname}`));
+    page.on(
+      'request',
+      (r) => r.url().includes(id) && asked.push(`${r.method()} ${new URL(r.url()).pathname}`),
+    );
     await page.goto(`/#/messages/${id}`);
     await page.getByRole('heading', { name: 'To be deleted' }).waitFor();
     await page.getByRole('button', { name: 'Delete' }).click();
-    await page.getByRole('dialog', { name: 'Delete this captured message?' }).getByRole('button', { name: 'Delete it' }).click();
+    await page
+      .getByRole('dialog', { name: 'Delete this captured message?' })
+      .getByRole('button', { name: 'Delete it' })
+      .click();
     await page.getByRole('heading', { name: /Sandbox inbox/ }).waitFor();
     // A message sent after the delete comes through the same stream as the delete's announcement:
     // once it shows, the announcement has been handled too.
@@ -391,12 +515,19 @@ describe('web console in a browser', () => {
   });
 
   test('a paused production message is released from its page (asked first), and its status changes; retry now says what it did', async () => {
-    const id = await send(w.p.production, w.a.liveKey, { subject: 'Held for review', paused: true });
+    const id = await send(w.p.production, w.a.liveKey, {
+      subject: 'Held for review',
+      paused: true,
+    });
     const { page } = await signedIn();
     await page.goto(`/#/messages/${id}`);
     const status = page.locator('.summary-line .badge').first();
     await status.getByText('paused').waitFor();
-    assert.equal(await page.locator('.badge.sandbox').count(), 0, 'production mail has no sandbox marker');
+    assert.equal(
+      await page.locator('.badge.sandbox').count(),
+      0,
+      'production mail has no sandbox marker',
+    );
     await page.getByRole('button', { name: 'Release' }).click();
     const dialog = page.getByRole('dialog', { name: 'Release this message?' });
     assert.match(await dialog.locator('.recipients-to-be').innerText(), /rcpt@example\.org/);
@@ -404,11 +535,18 @@ describe('web console in a browser', () => {
     await status.getByText('queued').waitFor();
 
     // On the retry ladder (as a failed hand-off leaves it): retry now, and the page says what happened.
-    await w.p.ctx.store.run('UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE id = ?', Date.now() + 3600_000, id);
+    await w.p.ctx.store.run(
+      'UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE id = ?',
+      Date.now() + 3600_000,
+      id,
+    );
     await page.reload();
     await page.getByRole('heading', { name: 'Held for review' }).waitFor();
     await page.getByRole('button', { name: 'Retry now' }).click();
-    await page.getByRole('status').getByText(/Retry now: the message is due at once; its next attempt \(attempt 2\)/).waitFor();
+    await page
+      .getByRole('status')
+      .getByText(/Retry now: the message is due at once; its next attempt \(attempt 2\)/)
+      .waitFor();
     // The audit log (owners) has the release and the retry.
     await page.goto('/#/audit');
     await page.getByRole('cell', { name: 'message.release' }).first().waitFor();
@@ -430,14 +568,20 @@ describe('web console in a browser', () => {
     await page.getByRole('button', { name: 'I have saved it' }).click();
     assert.equal(await page.getByTestId('secret').count(), 0);
     const hint = key.slice(-4);
-    await page.getByRole('cell', { name: new RegExp(hint) }).first().waitFor();
+    await page
+      .getByRole('cell', { name: new RegExp(hint) })
+      .first()
+      .waitFor();
     await page.reload();
     await page.getByRole('heading', { name: 'API keys' }).waitFor();
-    await page.getByRole('cell', { name: new RegExp(hint) }).first().waitFor();
+    await page
+      .getByRole('cell', { name: new RegExp(hint) })
+      .first()
+      .waitFor();
     assert.ok(!(await page.content()).includes(key), 'the full key is never shown again');
   });
 
-  test('webhooks: the test button\'s delivery shows in the endpoint\'s log; rotating the secret (asked first) shows the new one once', async () => {
+  test("webhooks: the test button's delivery shows in the endpoint's log; rotating the secret (asked first) shows the new one once", async () => {
     const { page } = await signedIn(MEMBER);
     await page.goto(`/#/projects/${w.a.project.id}/webhooks`);
     await page.getByText('No webhook endpoints yet.').waitFor();
@@ -448,14 +592,20 @@ describe('web console in a browser', () => {
     await page.getByRole('button', { name: 'I have saved it' }).click();
 
     await page.getByRole('button', { name: 'Send test event' }).click();
-    await page.getByRole('status').getByText(/delivered \(HTTP 200\)/).waitFor();
+    await page
+      .getByRole('status')
+      .getByText(/delivered \(HTTP 200\)/)
+      .waitFor();
     const log = page.locator('tbody.attempts tr');
     await log.first().waitFor();
     assert.match((await log.first().textContent())!, /webhook\.test.*200 delivered/);
     assert.equal(receiver.received.filter((r) => r.path === '/browser-hook').length, 1);
 
     await page.getByRole('button', { name: 'Rotate secret' }).click();
-    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate the secret' }).click();
+    await page
+      .getByRole('dialog', { name: 'Rotate the signing secret?' })
+      .getByRole('button', { name: 'Rotate the secret' })
+      .click();
     const rotated = (await page.getByTestId('secret').textContent())!;
     assert.match(rotated, /^whsec_/);
     assert.notEqual(rotated, first);
@@ -466,20 +616,32 @@ describe('web console in a browser', () => {
 
   test('DKIM: keys added in the console (RSA and Ed25519) show their TXT record, and sign the mail Postern then delivers: mailauth and python3-dkim verify it against the record shown', async (t) => {
     const relay = await Sink.start('dkim-relay');
-    const d = await startTestPostern({ console: true, config: { delivery: { enabled: true, poll_interval_ms: 30 } } });
+    const d = await startTestPostern({
+      console: true,
+      config: { delivery: { enabled: true, poll_interval_ms: 30 } },
+    });
     t.after(async () => {
       await d.close();
       await relay.close();
     });
     const signed = await createProjectWithKeys(d.ctx, 'signed project', 'pro', { provider: false });
-    await attachProvider(d.ctx, signed.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(relay.port), tls: 'none' });
+    await attachProvider(d.ctx, signed.project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: String(relay.port),
+      tls: 'none',
+    });
     await operatorAccount(d.ctx, OWNER, 'owner');
     const { page } = await signedIn(OWNER, { base: d.console });
     await page.goto(`/#/projects/${signed.project.id}/dkim`);
     await page.getByText('No DKIM keys yet.').waitFor();
 
     /** Adds a key through the form; the TXT record as the page shows it. */
-    async function addKey(domain: string, selector: string, algorithm?: string): Promise<{ name: string; value: string }> {
+    async function addKey(
+      domain: string,
+      selector: string,
+      algorithm?: string,
+    ): Promise<{ name: string; value: string }> {
       await page.getByLabel('Domain', { exact: true }).fill(domain);
       await page.getByLabel('Selector', { exact: true }).fill(selector);
       if (algorithm) await page.getByLabel('Algorithm').selectOption({ label: algorithm });
@@ -497,20 +659,37 @@ describe('web console in a browser', () => {
     assert.equal(ed.name, 'console2._domainkey.example.org');
     assert.match(ed.value, /^v=DKIM1; k=ed25519; p=[A-Za-z0-9+/=]{44}$/);
 
-    await send(d.production, signed.liveKey, { from: 'Shop <shop@example.com>', subject: 'Signed with RSA' });
-    await send(d.production, signed.liveKey, { from: 'Shop <shop@example.org>', subject: 'Signed with Ed25519' });
-    await waitFor(() => relay.received.length === 2, 20_000, 'both messages delivered to the relay');
-    for (const [from, record, algo] of [['shop@example.com', rsa, 'rsa-sha256'], ['shop@example.org', ed, 'ed25519-sha256']] as const) {
+    await send(d.production, signed.liveKey, {
+      from: 'Shop <shop@example.com>',
+      subject: 'Signed with RSA',
+    });
+    await send(d.production, signed.liveKey, {
+      from: 'Shop <shop@example.org>',
+      subject: 'Signed with Ed25519',
+    });
+    await waitFor(
+      () => relay.received.length === 2,
+      20_000,
+      'both messages delivered to the relay',
+    );
+    for (const [from, record, algo] of [
+      ['shop@example.com', rsa, 'rsa-sha256'],
+      ['shop@example.org', ed, 'ed25519-sha256'],
+    ] as const) {
       const delivered = relay.received.find((m) => m.from === from)!.raw;
       const { result } = await mailauthVerify(delivered, record.name, record.value);
       assert.equal(result.results.length, 1, `${from}: one signature`);
       assert.equal(result.results[0].status.result, 'pass', `${from}: ${result.results[0].info}`);
       assert.equal((result.results[0] as unknown as { algo: string }).algo, algo);
-      assert.deepEqual(pythonVerify([{ message: delivered, name: record.name, value: record.value }]), ['pass'], from);
+      assert.deepEqual(
+        pythonVerify([{ message: delivered, name: record.name, value: record.value }]),
+        ['pass'],
+        from,
+      );
     }
   });
 
-  test('providers: an owner runs the connection check and sees its failure, and changes an account\'s priority and free quota', async () => {
+  test("providers: an owner runs the connection check and sees its failure, and changes an account's priority and free quota", async () => {
     const { page } = await signedIn();
     await page.goto(`/#/projects/${w.a.project.id}/providers`);
     const row = page.locator('tbody tr').first();
@@ -521,9 +700,18 @@ describe('web console in a browser', () => {
     await row.getByLabel('Priority', { exact: true }).fill('7');
     await row.getByLabel(/Free quota/).fill('3000');
     // Saved, the list is read again.
-    await Promise.all([page.waitForResponse((r) => r.url().endsWith(`/projects/${w.a.project.id}/providers`)), row.getByRole('button', { name: 'Save' }).click()]);
+    await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith(`/projects/${w.a.project.id}/providers`)),
+      row.getByRole('button', { name: 'Save' }).click(),
+    ]);
     const listed = await w.owner.get(`/projects/${w.a.project.id}/providers`);
-    assert.deepEqual(listed.body.providers.map((p: { priority: number; free_quota: number | null }) => [p.priority, p.free_quota]), [[7, 3000]]);
+    assert.deepEqual(
+      listed.body.providers.map((p: { priority: number; free_quota: number | null }) => [
+        p.priority,
+        p.free_quota,
+      ]),
+      [[7, 3000]],
+    );
   });
 
   test('a member sees only their projects\' messages; another project\'s message is "not found"', async () => {
@@ -531,7 +719,10 @@ describe('web console in a browser', () => {
     const theirs = await send(w.p.production, w.b.liveKey, { subject: 'Project b only' });
     const { page, problems } = await signedIn(MEMBER);
     // Asking for another project's message is what this test provokes.
-    problems.expect(new RegExp(`answer 404: GET .*/messages/${theirs.replace('.', '\\.')}`), /status of 404/);
+    problems.expect(
+      new RegExp(`answer 404: GET .*/messages/${theirs.replace('.', '\\.')}`),
+      /status of 404/,
+    );
     const picker = page.locator('.project-picker select');
     await picker.locator('option', { hasText: 'project a' }).waitFor({ state: 'attached' });
     assert.deepEqual(await picker.locator('option').allTextContents(), ['project a']);
@@ -541,7 +732,10 @@ describe('web console in a browser', () => {
     assert.equal(await page.locator(`tr[data-id="${theirs}"]`).count(), 0);
     assert.equal(await page.getByText('Project b only').count(), 0);
     await page.goto(`/#/messages/${theirs}`);
-    await page.getByRole('alert').getByText(/not found/i).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/not found/i)
+      .waitFor();
     assert.equal(await page.getByText('Project b only').count(), 0);
   });
 
@@ -552,7 +746,8 @@ describe('web console in a browser', () => {
     await page.goto(`/#/projects/${live.project.id}/inbox`);
     const rows = page.locator('tbody tr');
     await rows.nth(1).waitFor();
-    const boxes = async () => Promise.all([0, 1].map(async (i) => (await rows.nth(i).boundingBox())!));
+    const boxes = async () =>
+      Promise.all([0, 1].map(async (i) => (await rows.nth(i).boundingBox())!));
     const before = await boxes();
 
     await send(w.p.sandbox, live.testKey, { subject: 'Third' });
@@ -572,21 +767,33 @@ describe('web console in a browser', () => {
 
   test('the live bar counts messages, not announcements: two changed by a bulk action elsewhere count two, a new one three; shown, the list is up to date', async () => {
     const ids: string[] = [];
-    for (const n of [1, 2, 3]) ids.push(await send(w.p.sandbox, counting.testKey, { subject: `Counted ${n}` }));
+    for (const n of [1, 2, 3])
+      ids.push(await send(w.p.sandbox, counting.testKey, { subject: `Counted ${n}` }));
     const { page } = await signedIn();
     await page.goto(`/#/projects/${counting.project.id}/inbox`);
     await page.locator('tbody tr').nth(2).waitFor();
     await page.locator('.live-bar').getByText('up to date').waitFor({ timeout: 15_000 });
 
-    const released = expectStatus(await w.owner.post('/messages/bulk', { action: 'release', ids: ids.slice(0, 2) }), 200);
+    const released = expectStatus(
+      await w.owner.post('/messages/bulk', { action: 'release', ids: ids.slice(0, 2) }),
+      200,
+    );
     assert.equal(released.changed, 2);
-    await page.getByRole('button', { name: '2 new or changed messages — show' }).waitFor({ timeout: 15_000 });
+    await page
+      .getByRole('button', { name: '2 new or changed messages — show' })
+      .waitFor({ timeout: 15_000 });
     const fourth = await send(w.p.sandbox, counting.testKey, { subject: 'Counted 4' });
-    await page.getByRole('button', { name: '3 new or changed messages — show' }).waitFor({ timeout: 15_000 });
+    await page
+      .getByRole('button', { name: '3 new or changed messages — show' })
+      .waitFor({ timeout: 15_000 });
     await page.getByRole('button', { name: '3 new or changed messages — show' }).click();
     await page.locator(`tr[data-id="${fourth}"]`).waitFor();
     await page.locator('.live-bar').getByText('up to date').waitFor();
-    for (const id of ids.slice(0, 2)) assert.equal(await page.locator(`tr[data-id="${id}"] .badge`).first().textContent(), 'queued');
+    for (const id of ids.slice(0, 2))
+      assert.equal(
+        await page.locator(`tr[data-id="${id}"] .badge`).first().textContent(),
+        'queued',
+      );
   });
 
   test('bulk retry now (asked first, with the count) changes the rows on screen in place and says what it did; the list never claims that nothing matches, nor counts its own action as news', async () => {
@@ -594,7 +801,11 @@ describe('web console in a browser', () => {
     for (const n of [1, 2, 3]) {
       const id = await send(w.p.production, retrying.liveKey, { subject: `Waiting ${n}` });
       // On the retry ladder, as a failed hand-off leaves a message (delivery is off in this world).
-      await w.p.ctx.store.run('UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE id = ?', Date.now() + 3600_000, id);
+      await w.p.ctx.store.run(
+        'UPDATE messages SET next_attempt_at = ?, attempts = 1 WHERE id = ?',
+        Date.now() + 3600_000,
+        id,
+      );
       ids.push(id);
     }
     const { page } = await signedIn();
@@ -605,9 +816,11 @@ describe('web console in a browser', () => {
     // Made due, the messages are taken by delivery at once: `sending`, which the live stream does not
     // announce. The answer is held until they are (as a busy server's would arrive after that).
     await page.route('**/console/api/v1/messages/bulk', async (route) => {
-      if ((route.request().postDataJSON() as { dry_run?: boolean }).dry_run) return route.continue();
+      if ((route.request().postDataJSON() as { dry_run?: boolean }).dry_run)
+        return route.continue();
       const response = await route.fetch();
-      for (const id of ids) await w.p.ctx.store.run("UPDATE messages SET status = 'sending' WHERE id = ?", id);
+      for (const id of ids)
+        await w.p.ctx.store.run("UPDATE messages SET status = 'sending' WHERE id = ?", id);
       await route.fulfill({ response });
     });
     try {
@@ -620,17 +833,26 @@ describe('web console in a browser', () => {
       assert.equal(await page.getByText(/No messages match/).count(), 0);
       // A message accepted after the action comes through the stream after its note: counted alone.
       await send(w.p.production, retrying.liveKey, { subject: 'Waiting 4' });
-      await page.getByRole('button', { name: '1 new or changed message — show' }).waitFor({ timeout: 15_000 });
+      await page
+        .getByRole('button', { name: '1 new or changed message — show' })
+        .waitFor({ timeout: 15_000 });
     } finally {
       await page.unroute('**/console/api/v1/messages/bulk');
       // The hand-offs failed: back on the ladder.
-      for (const id of ids) await w.p.ctx.store.run("UPDATE messages SET status = 'queued' WHERE id = ?", id);
+      for (const id of ids)
+        await w.p.ctx.store.run("UPDATE messages SET status = 'queued' WHERE id = ?", id);
     }
   });
 
   test('bulk release and cancel ask first, naming the count (and, for one message, its recipients); declined, nothing changes; done, the page says what it did', async () => {
     const ids: string[] = [];
-    for (const n of [1, 2, 3]) ids.push(await send(w.p.sandbox, bulk.testKey, { subject: `Bulk ${n}`, to: `person${n}@example.org` }));
+    for (const n of [1, 2, 3])
+      ids.push(
+        await send(w.p.sandbox, bulk.testKey, {
+          subject: `Bulk ${n}`,
+          to: `person${n}@example.org`,
+        }),
+      );
     const { page } = await signedIn();
     await page.goto(`/#/messages?project=${bulk.project.id}&environment=sandbox&status=captured`);
     await page.locator('tbody tr').nth(2).waitFor();
@@ -642,7 +864,12 @@ describe('web console in a browser', () => {
     await all.getByText(/go to their real recipients/).waitFor();
     await all.getByRole('button', { name: 'Leave them as they are' }).click();
     await all.waitFor({ state: 'hidden' });
-    for (const id of ids) assert.equal(expectStatus(await w.owner.get(`/messages/${id}`), 200).status, 'captured', 'declined: unchanged');
+    for (const id of ids)
+      assert.equal(
+        expectStatus(await w.owner.get(`/messages/${id}`), 200).status,
+        'captured',
+        'declined: unchanged',
+      );
 
     // One selected: its recipient named.
     await page.locator(`tr[data-id="${ids[0]}"]`).getByRole('checkbox').check();
@@ -657,8 +884,12 @@ describe('web console in a browser', () => {
     await page.getByRole('button', { name: 'Cancel all 2 matching' }).click();
     const cancel = page.getByRole('dialog', { name: 'Cancel 2 messages matching the filter?' });
     await cancel.getByRole('button', { name: 'Cancel 2 messages' }).click();
-    await page.getByRole('status').getByText('Cancelled 2 messages: they will not be sent.').waitFor();
-    for (const id of ids.slice(1)) assert.equal(expectStatus(await w.owner.get(`/messages/${id}`), 200).status, 'cancelled');
+    await page
+      .getByRole('status')
+      .getByText('Cancelled 2 messages: they will not be sent.')
+      .waitFor();
+    for (const id of ids.slice(1))
+      assert.equal(expectStatus(await w.owner.get(`/messages/${id}`), 200).status, 'cancelled');
   });
 
   test('pausing and resuming a project ask first; resumed, the page says how many held messages went', async () => {
@@ -668,7 +899,11 @@ describe('web console in a browser', () => {
     await card.getByRole('button', { name: 'Pause' }).click();
     const pause = page.getByRole('dialog', { name: 'Pause pausing project?' });
     await pause.getByRole('button', { name: 'Keep it sending' }).click();
-    assert.equal(expectStatus(await w.owner.get(`/projects/${pausing.project.id}`), 200).paused, false, 'declined: not paused');
+    assert.equal(
+      expectStatus(await w.owner.get(`/projects/${pausing.project.id}`), 200).paused,
+      false,
+      'declined: not paused',
+    );
     await card.getByRole('button', { name: 'Pause' }).click();
     await pause.getByRole('button', { name: 'Pause pausing project' }).click();
     await card.getByRole('status').getByText('pausing project is paused').waitFor();
@@ -677,15 +912,23 @@ describe('web console in a browser', () => {
     const held = await send(w.p.production, pausing.liveKey, { subject: 'Held by the pause' });
     assert.equal(expectStatus(await w.owner.get(`/messages/${held}`), 200).status, 'paused');
     await card.getByRole('button', { name: 'Resume' }).click();
-    await page.getByRole('dialog', { name: 'Resume pausing project?' }).getByRole('button', { name: 'Resume and send the held mail' }).click();
-    await card.getByRole('status').getByText('pausing project is sending again: 1 held message released.').waitFor();
+    await page
+      .getByRole('dialog', { name: 'Resume pausing project?' })
+      .getByRole('button', { name: 'Resume and send the held mail' })
+      .click();
+    await card
+      .getByRole('status')
+      .getByText('pausing project is sending again: 1 held message released.')
+      .waitFor();
     assert.equal(expectStatus(await w.owner.get(`/messages/${held}`), 200).status, 'queued');
   });
 
   test('a generated password must be changed at the first sign-in (the API allows nothing else until then); every operator can change theirs', async () => {
     const { page: ownerPage } = await signedIn();
     await ownerPage.goto('/#/operators');
-    const form = ownerPage.locator('form').filter({ has: ownerPage.getByRole('heading', { name: 'Add an operator' }) });
+    const form = ownerPage
+      .locator('form')
+      .filter({ has: ownerPage.getByRole('heading', { name: 'Add an operator' }) });
     await form.getByLabel('Email').fill('fresh@example.com');
     await form.getByLabel('project a').check();
     await form.getByRole('button', { name: 'Add operator' }).click();
@@ -694,7 +937,10 @@ describe('web console in a browser', () => {
 
     // Until changed, the API refuses the rest, with its own code.
     const script = await ConsoleClient.signIn(w.p.console, 'fresh@example.com', oneTime);
-    assert.equal(expectStatus(await script.get('/session'), 200).operator.must_change_password, true);
+    assert.equal(
+      expectStatus(await script.get('/session'), 200).operator.must_change_password,
+      true,
+    );
     expectError(await script.get('/projects'), 403, 'password_change_required');
 
     const ctx = await newContext(browser, w.p.console);
@@ -706,7 +952,11 @@ describe('web console in a browser', () => {
     await page.getByLabel('Password').fill(oneTime);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Choose your password' }).waitFor();
-    assert.equal(await page.getByRole('navigation', { name: 'Console' }).count(), 0, 'nothing else is offered');
+    assert.equal(
+      await page.getByRole('navigation', { name: 'Console' }).count(),
+      0,
+      'nothing else is offered',
+    );
     const chosen = 'fresh operator chosen password';
     await page.getByLabel('One-time password').fill(oneTime);
     await page.getByLabel(/^New password(?! again)/).fill(chosen);
@@ -726,14 +976,25 @@ describe('web console in a browser', () => {
     await page.getByLabel(/^New password(?! again)/).fill(again);
     await page.getByLabel('New password again').fill(again);
     await page.getByRole('button', { name: 'Change password' }).click();
-    await page.getByRole('status').getByText('Your password is changed.', { exact: false }).waitFor();
+    await page
+      .getByRole('status')
+      .getByText('Your password is changed.', { exact: false })
+      .waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Email').fill('fresh@example.com');
     await page.getByLabel('Password').fill(again);
     await page.getByRole('button', { name: 'Sign in' }).click();
     // Signed in again, on the screen it was on.
     await page.getByRole('heading', { name: 'Your account' }).waitFor();
-    assert.equal(expectStatus(await (await ConsoleClient.signIn(w.p.console, 'fresh@example.com', again)).get('/projects'), 200).projects.length, 1);
+    assert.equal(
+      expectStatus(
+        await (await ConsoleClient.signIn(w.p.console, 'fresh@example.com', again)).get(
+          '/projects',
+        ),
+        200,
+      ).projects.length,
+      1,
+    );
   });
 
   test('when the server cannot be reached a banner says so and the live bar stops saying "up to date"; back, the app recovers by itself', async () => {
@@ -741,16 +1002,22 @@ describe('web console in a browser', () => {
     try {
       const { page, problems } = await signedIn(OWNER, { base: gate.url });
       // The requests the app makes while the server is out of reach: this test cuts it off.
-      problems.expect(/ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED|ERR_EMPTY_RESPONSE|ERR_INCOMPLETE_CHUNKED_ENCODING/);
+      problems.expect(
+        /ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED|ERR_EMPTY_RESPONSE|ERR_INCOMPLETE_CHUNKED_ENCODING/,
+      );
       await page.goto(`/#/projects/${outage.project.id}/inbox`);
       await page.getByText('No sandbox messages yet.').waitFor();
       await page.locator('.live-bar').getByText('up to date').waitFor({ timeout: 15_000 });
 
       await gate.shut();
-      const banner = page.getByRole('alert').filter({ hasText: 'Cannot reach the Postern server.' });
+      const banner = page
+        .getByRole('alert')
+        .filter({ hasText: 'Cannot reach the Postern server.' });
       await banner.waitFor({ timeout: 15_000 });
       assert.doesNotMatch((await page.locator('.live-bar').textContent())!, /up to date/);
-      const meanwhile = await send(w.p.sandbox, outage.testKey, { subject: 'Sent while the console was cut off' });
+      const meanwhile = await send(w.p.sandbox, outage.testKey, {
+        subject: 'Sent while the console was cut off',
+      });
 
       await gate.open();
       await banner.waitFor({ state: 'detached', timeout: 20_000 });
@@ -772,12 +1039,20 @@ describe('web console in a browser', () => {
     await page.getByRole('button', { name: 'Add endpoint' }).click();
 
     const dialog = page.getByRole('dialog', { name: 'Sign in again' });
-    await dialog.getByText(/^Your session expired after .* without use\. Sign in again to carry on where you were\.$/).waitFor();
+    await dialog
+      .getByText(
+        /^Your session expired after .* without use\. Sign in again to carry on where you were\.$/,
+      )
+      .waitFor();
     assert.equal(await dialog.getByLabel('Email').inputValue(), LAPSING);
     await dialog.getByLabel('Password').fill(PASSWORD);
     await dialog.getByRole('button', { name: 'Sign in' }).click();
     await dialog.waitFor({ state: 'detached' });
-    assert.equal(await page.getByLabel('URL').inputValue(), receiver.url('/after-the-lapse'), 'what was typed is still there');
+    assert.equal(
+      await page.getByLabel('URL').inputValue(),
+      receiver.url('/after-the-lapse'),
+      'what was typed is still there',
+    );
     await page.getByRole('button', { name: 'Add endpoint' }).click();
     await page.getByTestId('secret').waitFor();
     await page.getByRole('button', { name: 'I have saved it' }).click();
@@ -785,7 +1060,10 @@ describe('web console in a browser', () => {
     // Expired while away, then the page reloaded: the sign-in form says why, and leads back to the same screen.
     await expireSessions(lapsingId);
     await page.reload();
-    await page.getByRole('status').getByText(/^Your session expired/).waitFor();
+    await page
+      .getByRole('status')
+      .getByText(/^Your session expired/)
+      .waitFor();
     await page.getByLabel('Email').fill(LAPSING);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -793,9 +1071,14 @@ describe('web console in a browser', () => {
     await page.getByText(receiver.url('/after-the-lapse')).first().waitFor();
   });
 
-  test('long lists paginate (50 a page); times show in the browser\'s time zone with the UTC instant on hover', async () => {
-    const messages = Array.from({ length: 55 }, (_, i) => validMessage({ subject: `Bulk ${String(i).padStart(2, '0')}` }));
-    const batch = await post(w.p.sandbox, '/v1/send/batch', { key: paged.testKey, json: { messages } });
+  test("long lists paginate (50 a page); times show in the browser's time zone with the UTC instant on hover", async () => {
+    const messages = Array.from({ length: 55 }, (_, i) =>
+      validMessage({ subject: `Bulk ${String(i).padStart(2, '0')}` }),
+    );
+    const batch = await post(w.p.sandbox, '/v1/send/batch', {
+      key: paged.testKey,
+      json: { messages },
+    });
     assert.equal(batch.status, 207, batch.text);
     const { page } = await signedIn();
     await page.goto(`/#/projects/${paged.project.id}/inbox`);
@@ -810,8 +1093,22 @@ describe('web console in a browser', () => {
     const time = page.locator('tbody tr time').first();
     const iso = (await time.getAttribute('datetime'))!;
     const d = new Date(iso);
-    assert.equal(await time.getAttribute('title'), d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC'));
-    const local = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }).format(d);
+    assert.equal(
+      await time.getAttribute('title'),
+      d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC'),
+    );
+    const local = new Intl.DateTimeFormat('en-US', {
+      timeZone: 'America/New_York',
+      year: 'numeric',
+      month: 'short',
+      day: 'numeric',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    }).format(d);
     assert.equal(await time.textContent(), local);
   });
 
@@ -834,16 +1131,27 @@ describe('web console in a browser', () => {
     const { page: desktop } = await signedIn();
     await desktop.goto('/#/messages');
     await desktop.locator('tbody tr').first().waitFor();
-    assert.equal(await desktop.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true);
+    assert.equal(
+      await desktop.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+      true,
+    );
 
     const { page: phone } = await signedIn(OWNER, { viewport: 'phone' });
-    assert.equal(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'overview fits');
+    assert.equal(
+      await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+      true,
+      'overview fits',
+    );
     assert.equal(await phone.locator('#nav').isVisible(), false);
     await phone.getByRole('button', { name: 'Menu' }).click();
     await phone.getByRole('link', { name: 'Messages', exact: true }).click();
     await phone.getByRole('heading', { name: 'Messages' }).waitFor();
     await phone.locator('tbody tr').first().waitFor();
     assert.equal(await phone.locator('#nav').isVisible(), false, 'the menu closes after a choice');
-    assert.equal(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'messages fit');
+    assert.equal(
+      await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+      true,
+      'messages fit',
+    );
   });
 });

@@ -5,7 +5,15 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { createProjectWithKeys, get, post, repoRoot, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
+import {
+  createProjectWithKeys,
+  get,
+  post,
+  repoRoot,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const doc = JSON.parse(readFileSync(path.join(repoRoot, 'src/contract/openapi.json'), 'utf8'));
@@ -26,8 +34,12 @@ describe('the OpenAPI document is the single source of the contract', () => {
   });
   after(async () => p.close());
 
-  test('generated files are up to date: the providers\' registry, enums and attach form (from their folders) and the TypeScript types (from the OpenAPI documents and the config schema)', () => {
-    const run = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/generate-types.mjs'), '--check'], { encoding: 'utf8' });
+  test("generated files are up to date: the providers' registry, enums and attach form (from their folders) and the TypeScript types (from the OpenAPI documents and the config schema)", () => {
+    const run = spawnSync(
+      process.execPath,
+      [path.join(repoRoot, 'scripts/generate-types.mjs'), '--check'],
+      { encoding: 'utf8' },
+    );
     assert.equal(run.status, 0, run.stderr);
   });
 
@@ -49,11 +61,20 @@ describe('the OpenAPI document is the single source of the contract', () => {
     const batchResponse = responseValidator('BatchResponse');
     const errorEnvelope = responseValidator('ErrorEnvelope');
 
-    const ok = await post(p.sandbox, '/v1/send', { key: testKey, json: validMessage({ category: 'Welcome', routing: { provider: ['smtp'], strategy: 'fallback' } }) });
+    const ok = await post(p.sandbox, '/v1/send', {
+      key: testKey,
+      json: validMessage({
+        category: 'Welcome',
+        routing: { provider: ['smtp'], strategy: 'fallback' },
+      }),
+    });
     assert.equal(ok.status, 202);
     assert.ok(sendAccepted(ok.body), JSON.stringify(sendAccepted.errors));
 
-    const batch = await post(p.sandbox, '/v1/send/batch', { key: testKey, json: { messages: [validMessage(), { to: 'x' }] } });
+    const batch = await post(p.sandbox, '/v1/send/batch', {
+      key: testKey,
+      json: { messages: [validMessage(), { to: 'x' }] },
+    });
     assert.equal(batch.status, 207);
     assert.ok(batchResponse(batch.body), JSON.stringify(batchResponse.errors));
 

@@ -4,20 +4,21 @@
  * sink at least once, nothing is lost, and only messages the killed process had leased (and not
  * yet recorded as sent) may arrive twice. The number of duplicates is reported.
  */
-import Database from 'better-sqlite3';
+
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
-import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
+import { post, type SpawnedPostern, validMessage } from '../support/postern.js';
 import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
-import { HANG_GUARD_MS } from '../support/waiting.js';
 import { headerOf, Sink } from '../support/relaySink.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 const TOTAL = 1000;
 const BATCH = 100;
@@ -49,24 +50,47 @@ interface Receipt {
 }
 
 /** Every complete message the sink received, in order. */
-const receiptsOf = (sink: Sink): Receipt[] => sink.received.map((r) => ({ messageId: headerOf(r.raw, 'Message-ID')?.replace(/^<(.*)>$/, '$1') ?? null, queueId: r.queueId }));
+const receiptsOf = (sink: Sink): Receipt[] =>
+  sink.received.map((r) => ({
+    messageId: headerOf(r.raw, 'Message-ID')?.replace(/^<(.*)>$/, '$1') ?? null,
+    queueId: r.queueId,
+  }));
 
 /** A pro project with an `smtp` provider pointing at the sink and a live key, written with the operator functions on an index closed afterwards. */
-async function seedProject(stateDir: string, sinkPort: number): Promise<{ projectId: string; liveKey: string }> {
+async function seedProject(
+  stateDir: string,
+  sinkPort: number,
+): Promise<{ projectId: string; liveKey: string }> {
   return await withClosedIndex(stateDir, async (ctx) => {
     const project = await createProject(ctx, 'delivery crash', 'pro');
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sinkPort), tls: 'none', priority: '10' });
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: String(sinkPort),
+      tls: 'none',
+      priority: '10',
+    });
     return { projectId: project.id, liveKey: (await createKey(ctx, project.id, 'live')).key };
   });
 }
 
 function writeConfig(stateDir: string, name: string, delivery: Record<string, unknown>): string {
   const file = path.join(stateDir, name);
-  writeFileSync(file, JSON.stringify({ rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 }, delivery }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 },
+      delivery,
+    }),
+  );
   return file;
 }
 
-const spawn = (stateDir: string, configFile: string, env: Record<string, string> = {}): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile, ...env });
+const spawn = (
+  stateDir: string,
+  configFile: string,
+  env: Record<string, string> = {},
+): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile, ...env });
 
 /** Rows of the state directory's store, read on a connection of the test's own (read-only on SQLite). */
 async function readAll<T>(stateDir: string, text: string): Promise<T[]> {
@@ -86,7 +110,11 @@ async function readAll<T>(stateDir: string, text: string): Promise<T[]> {
   }
 }
 
-const readRows = (stateDir: string) => readAll<{ id: string; status: string; provider_message_id: string | null }>(stateDir, 'SELECT id, status, provider_message_id FROM messages ORDER BY id');
+const readRows = (stateDir: string) =>
+  readAll<{ id: string; status: string; provider_message_id: string | null }>(
+    stateDir,
+    'SELECT id, status, provider_message_id FROM messages ORDER BY id',
+  );
 
 describe('SIGKILL while 1,000 messages are being relayed', () => {
   test('after a restart every accepted message reaches the sink at least once, none is lost, and only messages leased by the killed process are repeated', async (t) => {
@@ -95,7 +123,11 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     sinks.push(sink);
     const { liveKey } = await seedProject(stateDir, sink.port);
     const off = writeConfig(stateDir, 'delivery-off.json', { enabled: false });
-    const on = writeConfig(stateDir, 'delivery-on.json', { enabled: true, poll_interval_ms: 50, lease_ms: LEASE_MS });
+    const on = writeConfig(stateDir, 'delivery-on.json', {
+      enabled: true,
+      poll_interval_ms: 50,
+      lease_ms: LEASE_MS,
+    });
 
     // 1. Accept 1,000 messages with delivery off: ten concurrent batches of 100.
     const acceptor = await spawn(stateDir, off);
@@ -103,7 +135,11 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
       Array.from({ length: TOTAL / BATCH }, (_, b) =>
         post(acceptor.production, '/v1/send/batch', {
           key: liveKey,
-          json: { messages: Array.from({ length: BATCH }, (_, i) => validMessage({ subject: `crash ${b * BATCH + i}`, text: `message ${b * BATCH + i}` })) },
+          json: {
+            messages: Array.from({ length: BATCH }, (_, i) =>
+              validMessage({ subject: `crash ${b * BATCH + i}`, text: `message ${b * BATCH + i}` }),
+            ),
+          },
         }),
       ),
     );
@@ -142,18 +178,29 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     // Let connections the dead process left half-way through DATA close.
     await sleep(100);
     const receivedBeforeRestart = sink.received.length;
-    assert.ok(receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL, `killed mid-relay (${receivedBeforeRestart} received)`);
+    assert.ok(
+      receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL,
+      `killed mid-relay (${receivedBeforeRestart} received)`,
+    );
     const afterKill = new Map((await readRows(stateDir)).map((r) => [r.id, r.status]));
     const statusesAfterKill = new Set(afterKill.values());
-    for (const s of statusesAfterKill) assert.ok(['queued', 'sending', 'sent'].includes(s), `status after the kill: ${s}`);
+    for (const s of statusesAfterKill)
+      assert.ok(['queued', 'sending', 'sent'].includes(s), `status after the kill: ${s}`);
     const leasedAtKill = [...afterKill].filter(([, s]) => s === 'sending').map(([id]) => id);
     const sentAtKill = [...afterKill].filter(([, s]) => s === 'sent').map(([id]) => id);
     assert.ok(leasedAtKill.length > 0, 'the kill interrupted messages in hand-off');
     // Every message the sink holds was leased by the killed process: recorded `sent`, or still `sending`.
-    for (const r of receiptsOf(sink)) assert.ok(r.messageId !== null && ['sent', 'sending'].includes(afterKill.get(r.messageId.split('@')[0]) ?? ''), `${r.messageId} was leased`);
+    for (const r of receiptsOf(sink))
+      assert.ok(
+        r.messageId !== null &&
+          ['sent', 'sending'].includes(afterKill.get(r.messageId.split('@')[0]) ?? ''),
+        `${r.messageId} was leased`,
+      );
 
     // 3. Restart with delivery on, past the killed process's leases: those are relayed again.
-    const restarted = await spawn(stateDir, on, { POSTERN_CLOCK_OFFSET_MS: String(RESTART_CLOCK_OFFSET_MS) });
+    const restarted = await spawn(stateDir, on, {
+      POSTERN_CLOCK_OFFSET_MS: String(RESTART_CLOCK_OFFSET_MS),
+    });
     const acceptedSet = new Set(accepted);
     const receivedIds = () => new Set(receiptsOf(sink).map((r) => r.messageId?.split('@')[0]));
     const deadline = Date.now() + HANG_GUARD_MS;
@@ -193,7 +240,10 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     }
 
     // Exactly one mail.sent event per message, even for those relayed twice.
-    const sentEvents = await readAll<{ message_id: string; c: number }>(stateDir, "SELECT message_id, COUNT(*) AS c FROM events WHERE type = 'mail.sent' GROUP BY message_id");
+    const sentEvents = await readAll<{ message_id: string; c: number }>(
+      stateDir,
+      "SELECT message_id, COUNT(*) AS c FROM events WHERE type = 'mail.sent' GROUP BY message_id",
+    );
     assert.equal(sentEvents.length, TOTAL);
     assert.deepEqual(
       sentEvents.filter((e) => e.c !== 1),
@@ -203,8 +253,17 @@ describe('SIGKILL while 1,000 messages are being relayed', () => {
     // Only a message the killed process held as `sending` may be repeated; one recorded `sent` never is.
     const duplicated = [...perId].filter(([, rs]) => rs.length > 1);
     const leased = new Set(leasedAtKill);
-    for (const [id, rs] of duplicated) assert.ok(leased.has(id), `${id} was received ${rs.length} times but was not in hand-off at the kill`);
-    for (const id of sentAtKill) assert.equal(perId.get(id)!.length, 1, `${id} was recorded sent before the kill and must not be relayed again`);
+    for (const [id, rs] of duplicated)
+      assert.ok(
+        leased.has(id),
+        `${id} was received ${rs.length} times but was not in hand-off at the kill`,
+      );
+    for (const id of sentAtKill)
+      assert.equal(
+        perId.get(id)!.length,
+        1,
+        `${id} was recorded sent before the kill and must not be relayed again`,
+      );
 
     const duplicates = duplicated.reduce((a, [, rs]) => a + rs.length - 1, 0);
     assert.equal(sink.received.length, TOTAL + duplicates);

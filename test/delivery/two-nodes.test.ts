@@ -11,8 +11,19 @@ import { attachProvider } from '../../src/operator/providers.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { allValues, getValue } from '../../src/store/queries.js';
 import { assertAccepted } from '../support/assertions.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, testPool } from '../support/postgres.js';
+import {
+  createProjectWithKeys,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
+import {
+  freshDatabase,
+  postgresUnavailable,
+  sharedPostgres,
+  testPool,
+} from '../support/postgres.js';
 import { Sink } from '../support/relaySink.js';
 import { scope, waitFor } from '../support/waiting.js';
 
@@ -42,9 +53,19 @@ describe('two servers on one PostgreSQL database', { skip: postgresUnavailable()
     // The operator's own connection to the shared database (p.ctx reads each server's own test store).
     const pool = testPool(database.url, 2);
     s.add(pool, (x) => x.end());
-    const ctx = { store: postgresQueries(pool), clock: systemClock, config: a.config, spoolRoot: path.join(a.stateDir, 'spool') };
+    const ctx = {
+      store: postgresQueries(pool),
+      clock: systemClock,
+      config: a.config,
+      spoolRoot: path.join(a.stateDir, 'spool'),
+    };
     const pk = await createProjectWithKeys(ctx, 'two nodes', 'pro', { provider: false });
-    await attachProvider(ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink.port), tls: 'none' });
+    await attachProvider(ctx, pk.project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: String(sink.port),
+      tls: 'none',
+    });
 
     const accepted: string[] = [];
     for (let i = 0; i < MESSAGES; i += 20) {
@@ -52,7 +73,10 @@ describe('two servers on one PostgreSQL database', { skip: postgresUnavailable()
         Array.from({ length: 20 }, async (_, j) => {
           const n = i + j;
           // Alternately through each server's door.
-          const res = await post((n % 2 === 0 ? a : b).production, '/v1/send', { key: pk.liveKey, json: validMessage({ subject: `message ${n}` }) });
+          const res = await post((n % 2 === 0 ? a : b).production, '/v1/send', {
+            key: pk.liveKey,
+            json: validMessage({ subject: `message ${n}` }),
+          });
           assertAccepted(res, 'queued');
           return res.body.id as string;
         }),
@@ -61,18 +85,45 @@ describe('two servers on one PostgreSQL database', { skip: postgresUnavailable()
     }
 
     await waitFor(
-      async () => (await getValue<number>(ctx.store, "SELECT count(*) FROM messages WHERE status = 'sent'")) === MESSAGES,
+      async () =>
+        (await getValue<number>(
+          ctx.store,
+          "SELECT count(*) FROM messages WHERE status = 'sent'",
+        )) === MESSAGES,
       // Generous: the machine may be busy with other work.
       180_000,
       `all ${MESSAGES} messages to be sent`,
     );
     // What the relay got, by the Message-ID each message carries (<id@sender domain>).
-    const received = sink.received.map((r) => /^Message-ID: <([^@>]+)@/im.exec(r.raw.toString('latin1'))?.[1] ?? '?');
+    const received = sink.received.map(
+      (r) => /^Message-ID: <([^@>]+)@/im.exec(r.raw.toString('latin1'))?.[1] ?? '?',
+    );
     assert.equal(received.length, MESSAGES, 'hand-offs the relay received');
-    assert.deepEqual([...received].sort(), [...accepted].sort(), 'each accepted message received exactly once');
-    assert.deepEqual(await allValues<number>(ctx.store, 'SELECT count(*) FROM attempts GROUP BY message_id HAVING count(*) <> 1'), [], 'one attempt per message');
-    assert.equal(await getValue<number>(ctx.store, 'SELECT count(*) FROM messages WHERE lease_owner IS NOT NULL OR lease_until IS NOT NULL'), 0, 'no lease left behind');
+    assert.deepEqual(
+      [...received].sort(),
+      [...accepted].sort(),
+      'each accepted message received exactly once',
+    );
+    assert.deepEqual(
+      await allValues<number>(
+        ctx.store,
+        'SELECT count(*) FROM attempts GROUP BY message_id HAVING count(*) <> 1',
+      ),
+      [],
+      'one attempt per message',
+    );
+    assert.equal(
+      await getValue<number>(
+        ctx.store,
+        'SELECT count(*) FROM messages WHERE lease_owner IS NOT NULL OR lease_until IS NOT NULL',
+      ),
+      0,
+      'no lease left behind',
+    );
     // Both nodes registered (and so shared per_account_concurrency between them).
-    assert.deepEqual(await allValues<string>(ctx.store, 'SELECT id FROM nodes ORDER BY id'), ['node-a', 'node-b']);
+    assert.deepEqual(await allValues<string>(ctx.store, 'SELECT id FROM nodes ORDER BY id'), [
+      'node-a',
+      'node-b',
+    ]);
   });
 });

@@ -65,14 +65,22 @@ test('every link in README.md and docs/ leads to a file of the repository and, w
         if (/^[a-z]+:/i.test(target)) continue;
         checked++;
         const [linkPath, anchor] = target.split('#');
-        const resolved = linkPath === '' ? file : path.normalize(path.join(path.dirname(file), linkPath));
+        const resolved =
+          linkPath === '' ? file : path.normalize(path.join(path.dirname(file), linkPath));
         const absolute = path.join(repoRoot, resolved);
         if (!existsSync(absolute)) {
           dead.push(`${file}: ${target} (no file ${resolved})`);
           continue;
         }
-        if (anchor === undefined || anchor === '' || !statSync(absolute).isFile() || !resolved.endsWith('.md')) continue;
-        if (!anchorsOf(readFileSync(absolute, 'utf8')).has(anchor)) dead.push(`${file}: ${target} (no heading #${anchor} in ${resolved})`);
+        if (
+          anchor === undefined ||
+          anchor === '' ||
+          !statSync(absolute).isFile() ||
+          !resolved.endsWith('.md')
+        )
+          continue;
+        if (!anchorsOf(readFileSync(absolute, 'utf8')).has(anchor))
+          dead.push(`${file}: ${target} (no heading #${anchor} in ${resolved})`);
       }
     });
   }
@@ -84,10 +92,15 @@ test('every page in docs/ is reachable from the README', () => {
   const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
   const linked = new Set([...readme.matchAll(/\]\((docs\/[^)#\s]+)/g)].map((m) => m[1]));
   const pages = markdownFiles().filter((f) => f.startsWith('docs/'));
-  assert.deepEqual(pages.filter((p) => !linked.has(p)), []);
+  assert.deepEqual(
+    pages.filter((p) => !linked.has(p)),
+    [],
+  );
 });
 
 test('the anchor reader follows GitHub: punctuation dropped, code kept as text, repeats numbered', () => {
-  const anchors = anchorsOf('# A\n## The `tls.acme` key: how?\n## Metrics\n### Metrics\n```\n## not a heading\n```\n');
+  const anchors = anchorsOf(
+    '# A\n## The `tls.acme` key: how?\n## Metrics\n### Metrics\n```\n## not a heading\n```\n',
+  );
   assert.deepEqual([...anchors], ['a', 'the-tlsacme-key-how', 'metrics', 'metrics-1']);
 });

@@ -10,17 +10,39 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { DomainCheck } from '../../src/domains/check.js';
 import type { CheckedRecord } from '../../src/domains/checkedRecord.js';
+import type { OperatorContext } from '../../src/operator/context.js';
 import { addDkimKey, type DkimKeyView } from '../../src/operator/dkim.js';
 import { checkDomain, sendingDomains } from '../../src/operator/domains.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
-import type { OperatorContext } from '../../src/operator/context.js';
 import { DnsServer } from '../support/dnsServer.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
+import {
+  createProjectWithKeys,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 
-function record(check: DomainCheck, purpose: CheckedRecord['purpose'], name: string, type?: CheckedRecord['type'], value?: string): CheckedRecord {
-  const found = check.records.filter((r) => r.purpose === purpose && r.name === name && (type === undefined || r.type === type) && (value === undefined || r.value === value));
-  assert.equal(found.length, 1, `one ${purpose} record at ${name}${value ? ` (${value})` : ''}: ${JSON.stringify(check.records.map((r) => [r.purpose, r.type, r.name, r.value]))}`);
+function record(
+  check: DomainCheck,
+  purpose: CheckedRecord['purpose'],
+  name: string,
+  type?: CheckedRecord['type'],
+  value?: string,
+): CheckedRecord {
+  const found = check.records.filter(
+    (r) =>
+      r.purpose === purpose &&
+      r.name === name &&
+      (type === undefined || r.type === type) &&
+      (value === undefined || r.value === value),
+  );
+  assert.equal(
+    found.length,
+    1,
+    `one ${purpose} record at ${name}${value ? ` (${value})` : ''}: ${JSON.stringify(check.records.map((r) => [r.purpose, r.type, r.name, r.value]))}`,
+  );
   return found[0];
 }
 
@@ -33,7 +55,9 @@ describe('domain check', () => {
 
   before(async () => {
     dns = await DnsServer.start();
-    p = await startTestPostern({ config: { dns: { servers: [dns.address], timeout_ms: 500, tries: 1 } } });
+    p = await startTestPostern({
+      config: { dns: { servers: [dns.address], timeout_ms: 500, tries: 1 } },
+    });
     ctx = p.ctx;
     // What the providers' includes hold, as small as the lookup count needs.
     dns.set('amazonses.com', 'TXT', ['v=spf1 ip4:199.255.192.0/22 -all']);
@@ -50,14 +74,27 @@ describe('domain check', () => {
   test('each record present, missing or different, with the exact value to publish', async () => {
     const project = await createProject(ctx, 'records');
     const key = await addDkimKey(ctx, project.id, { domain: 'shop.test', selector: 'pst1' });
-    await attachProvider(ctx, project.id, { slug: 'provider-a-api', apiKey: 'secret', region: 'eu-west-1' });
+    await attachProvider(ctx, project.id, {
+      slug: 'provider-a-api',
+      apiKey: 'secret',
+      region: 'eu-west-1',
+    });
     await attachProvider(ctx, project.id, { slug: 'provider-b-api', apiKey: 'secret' });
     await attachProvider(ctx, project.id, { slug: 'provider-f-api', apiKey: 'secret' });
     await attachProvider(ctx, project.id, { slug: 'provider-e-smtp', user: 'u', pass: 'p' });
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: '9',
+      tls: 'none',
+    });
 
     dns.set('pst1._domainkey.shop.test', 'TXT', [key.dns_value]);
-    dns.set('shop.test', 'TXT', ['v=spf1 include:sendgrid.net ~all', 'brevo-code:0123456789abcdef0123456789abcdef', 'google-site-verification=abc']);
+    dns.set('shop.test', 'TXT', [
+      'v=spf1 include:sendgrid.net ~all',
+      'brevo-code:0123456789abcdef0123456789abcdef',
+      'google-site-verification=abc',
+    ]);
     dns.set('s1._domainkey.shop.test', 'CNAME', 's1.domainkey.u1234567.wl123.sendgrid.net');
     dns.set('s2._domainkey.shop.test', 'CNAME', 'elsewhere.example.net');
     dns.set('pm-bounces.shop.test', 'CNAME', 'pm.mtasv.net');
@@ -70,7 +107,9 @@ describe('domain check', () => {
     const dkim = record(check, 'dkim', 'pst1._domainkey.shop.test');
     assert.equal(dkim.state, 'present');
     assert.equal(dkim.value, key.dns_value);
-    assert.deepEqual(dkim.required_by, [{ kind: 'dkim_key', id: key.id, project_id: project.id, slug: null }]);
+    assert.deepEqual(dkim.required_by, [
+      { kind: 'dkim_key', id: key.id, project_id: project.id, slug: null },
+    ]);
 
     // The apex SPF holds SendGrid's include but not Brevo's: the value to publish is the record with it added before ~all.
     const spf = record(check, 'spf', 'shop.test');
@@ -78,7 +117,10 @@ describe('domain check', () => {
     assert.deepEqual(spf.found, ['v=spf1 include:sendgrid.net ~all']);
     assert.equal(spf.value, 'v=spf1 include:sendgrid.net include:spf.brevo.com ~all');
     assert.equal(spf.dns_lookups, 2);
-    assert.deepEqual(spf.required_by.map((r) => r.slug).sort(), ['provider-b-api', 'provider-f-api']);
+    assert.deepEqual(spf.required_by.map((r) => r.slug).sort(), [
+      'provider-b-api',
+      'provider-f-api',
+    ]);
 
     // SES's custom MAIL FROM domain (mail. by default, the account's region in its MX): nothing published yet.
     const sesSpf = record(check, 'spf', 'mail.shop.test');
@@ -115,7 +157,11 @@ describe('domain check', () => {
 
     // Published as told, every record is present and the domain is ok.
     dns.set('shop.test', 'TXT', [spf.value, 'brevo-code:0123456789abcdef0123456789abcdef']);
-    dns.set('mail.shop.test', 'TXT', [sesSpf.value]).set('mail.shop.test', 'MX', [{ priority: 10, exchange: 'feedback-smtp.eu-west-1.amazonses.com' }]);
+    dns
+      .set('mail.shop.test', 'TXT', [sesSpf.value])
+      .set('mail.shop.test', 'MX', [
+        { priority: 10, exchange: 'feedback-smtp.eu-west-1.amazonses.com' },
+      ]);
     dns.set('_dmarc.shop.test', 'TXT', [dmarc.value]);
     dns.set('s2._domainkey.shop.test', 'CNAME', 's2.domainkey.u1234567.wl123.sendgrid.net');
     const again = await checkDomain(ctx, 'shop.test', { projectId: project.id });
@@ -131,12 +177,24 @@ describe('domain check', () => {
   test('DKIM compares the p= value: a record split into strings or written with spaces is present, another key or a revoked one is different', async () => {
     const project = await createProject(ctx, 'dkim');
     const rsa = await addDkimKey(ctx, project.id, { domain: 'keys.test', selector: 'a' });
-    const ed = await addDkimKey(ctx, project.id, { domain: 'ed.keys.test', selector: 'b', algorithm: 'ed25519' });
-    const other: DkimKeyView = await addDkimKey(ctx, (await createProject(ctx, 'other')).id, { domain: 'keys.test', selector: 'a' });
-    assert.ok(rsa.dns_value.length > 255, 'an RSA 2048 record is longer than one TXT string: the server splits it');
+    const ed = await addDkimKey(ctx, project.id, {
+      domain: 'ed.keys.test',
+      selector: 'b',
+      algorithm: 'ed25519',
+    });
+    const other: DkimKeyView = await addDkimKey(ctx, (await createProject(ctx, 'other')).id, {
+      domain: 'keys.test',
+      selector: 'a',
+    });
+    assert.ok(
+      rsa.dns_value.length > 255,
+      'an RSA 2048 record is longer than one TXT string: the server splits it',
+    );
     // The same key with other tags and the base64 broken by spaces.
     const p = rsa.dns_value.split('p=')[1];
-    dns.set('a._domainkey.keys.test', 'TXT', [`v=DKIM1; t=s; k=rsa; p=${p.slice(0, 100)} ${p.slice(100)}`]);
+    dns.set('a._domainkey.keys.test', 'TXT', [
+      `v=DKIM1; t=s; k=rsa; p=${p.slice(0, 100)} ${p.slice(100)}`,
+    ]);
     let check = await checkDomain(ctx, 'keys.test', { projectId: project.id });
     let dkim = record(check, 'dkim', 'a._domainkey.keys.test');
     assert.equal(dkim.state, 'present');
@@ -166,14 +224,24 @@ describe('domain check', () => {
   test('two SPF records are an error, and the one record to publish says what both said, with the includes it lacked', async () => {
     const project = await createProject(ctx, 'two spf');
     await attachProvider(ctx, project.id, { slug: 'provider-b-smtp', user: 'apikey', pass: 'x' });
-    dns.set('twospf.test', 'TXT', ['v=spf1 mx -all', 'v=spf1 ip4:192.0.2.1 include:spf.brevo.com ~all', 'v=DMARC1 is not here']);
+    dns.set('twospf.test', 'TXT', [
+      'v=spf1 mx -all',
+      'v=spf1 ip4:192.0.2.1 include:spf.brevo.com ~all',
+      'v=DMARC1 is not here',
+    ]);
     const check = await checkDomain(ctx, 'twospf.test', { projectId: project.id });
     const spf = record(check, 'spf', 'twospf.test');
     assert.equal(spf.state, 'different');
-    assert.deepEqual(spf.found, ['v=spf1 mx -all', 'v=spf1 ip4:192.0.2.1 include:spf.brevo.com ~all']);
+    assert.deepEqual(spf.found, [
+      'v=spf1 mx -all',
+      'v=spf1 ip4:192.0.2.1 include:spf.brevo.com ~all',
+    ]);
     assert.deepEqual(codes(spf), ['spf_multiple_records']);
     assert.equal(spf.problems[0].severity, 'error');
-    assert.equal(spf.value, 'v=spf1 mx ip4:192.0.2.1 include:spf.brevo.com include:sendgrid.net -all');
+    assert.equal(
+      spf.value,
+      'v=spf1 mx ip4:192.0.2.1 include:spf.brevo.com include:sendgrid.net -all',
+    );
     assert.equal(check.status, 'action_needed');
   });
 
@@ -182,50 +250,90 @@ describe('domain check', () => {
     await attachProvider(ctx, project.id, { slug: 'provider-f-smtp', user: 'u', pass: 'p' });
     await attachProvider(ctx, project.id, { slug: 'provider-b-api', apiKey: 'k' });
     dns.set('_spf.company.test', 'TXT', ['v=spf1 include:sendgrid.net -all']);
-    dns.set('aliases.test', 'TXT', ['v=spf1 include:spf.sendinblue.com include:_spf.company.test ~all']);
-    const spf = record(await checkDomain(ctx, 'aliases.test', { projectId: project.id }), 'spf', 'aliases.test');
+    dns.set('aliases.test', 'TXT', [
+      'v=spf1 include:spf.sendinblue.com include:_spf.company.test ~all',
+    ]);
+    const spf = record(
+      await checkDomain(ctx, 'aliases.test', { projectId: project.id }),
+      'spf',
+      'aliases.test',
+    );
     assert.equal(spf.state, 'different');
-    assert.equal(spf.value, 'v=spf1 include:spf.sendinblue.com include:_spf.company.test include:sendgrid.net ~all');
+    assert.equal(
+      spf.value,
+      'v=spf1 include:spf.sendinblue.com include:_spf.company.test include:sendgrid.net ~all',
+    );
   });
 
   test('more than 10 DNS lookups, counted through nested includes, is a warning on the record', async () => {
     const project = await createProject(ctx, 'lookups');
     await attachProvider(ctx, project.id, { slug: 'provider-b-api', apiKey: 'k' });
     // include:big.test costs 1 + its own 9 (a, mx and seven nested includes, each of a record without lookups); sendgrid.net 1 more.
-    dns.set('big.test', 'TXT', [`v=spf1 a mx ${Array.from({ length: 7 }, (_, i) => `include:n${i}.big.test`).join(' ')} -all`]);
+    dns.set('big.test', 'TXT', [
+      `v=spf1 a mx ${Array.from({ length: 7 }, (_, i) => `include:n${i}.big.test`).join(' ')} -all`,
+    ]);
     for (let i = 0; i < 7; i++) dns.set(`n${i}.big.test`, 'TXT', [`v=spf1 ip4:192.0.2.${i} -all`]);
     dns.set('lookups.test', 'TXT', ['v=spf1 include:big.test include:sendgrid.net ~all']);
-    let spf = record(await checkDomain(ctx, 'lookups.test', { projectId: project.id }), 'spf', 'lookups.test');
+    let spf = record(
+      await checkDomain(ctx, 'lookups.test', { projectId: project.id }),
+      'spf',
+      'lookups.test',
+    );
     assert.equal(spf.state, 'present');
     assert.equal(spf.dns_lookups, 11);
     assert.deepEqual(codes(spf), ['spf_too_many_lookups']);
     assert.equal(spf.problems[0].severity, 'warning');
     // One nested include fewer: 10 is allowed.
-    dns.set('big.test', 'TXT', [`v=spf1 a mx ${Array.from({ length: 6 }, (_, i) => `include:n${i}.big.test`).join(' ')} -all`]);
-    spf = record(await checkDomain(ctx, 'lookups.test', { projectId: project.id }), 'spf', 'lookups.test');
+    dns.set('big.test', 'TXT', [
+      `v=spf1 a mx ${Array.from({ length: 6 }, (_, i) => `include:n${i}.big.test`).join(' ')} -all`,
+    ]);
+    spf = record(
+      await checkDomain(ctx, 'lookups.test', { projectId: project.id }),
+      'spf',
+      'lookups.test',
+    );
     assert.equal(spf.dns_lookups, 10);
     assert.deepEqual(codes(spf), []);
   });
 
-  test('DMARC: two records are an error, one without p= is different, a subdomain takes its parent\'s record', async () => {
+  test("DMARC: two records are an error, one without p= is different, a subdomain takes its parent's record", async () => {
     const project = await createProject(ctx, 'dmarc');
-    dns.set('_dmarc.dm.test', 'TXT', ['v=DMARC1; p=reject; rua=mailto:r@dm.test', 'v=DMARC1; p=none']);
-    let dmarc = record(await checkDomain(ctx, 'dm.test', { projectId: project.id }), 'dmarc', '_dmarc.dm.test');
+    dns.set('_dmarc.dm.test', 'TXT', [
+      'v=DMARC1; p=reject; rua=mailto:r@dm.test',
+      'v=DMARC1; p=none',
+    ]);
+    let dmarc = record(
+      await checkDomain(ctx, 'dm.test', { projectId: project.id }),
+      'dmarc',
+      '_dmarc.dm.test',
+    );
     assert.equal(dmarc.state, 'different');
     assert.deepEqual(codes(dmarc), ['dmarc_multiple_records']);
 
     dns.set('_dmarc.dm.test', 'TXT', ['v=DMARC1; rua=mailto:r@dm.test']);
-    dmarc = record(await checkDomain(ctx, 'dm.test', { projectId: project.id }), 'dmarc', '_dmarc.dm.test');
+    dmarc = record(
+      await checkDomain(ctx, 'dm.test', { projectId: project.id }),
+      'dmarc',
+      '_dmarc.dm.test',
+    );
     assert.equal(dmarc.state, 'different');
     assert.deepEqual(codes(dmarc), ['dmarc_invalid']);
 
     dns.set('_dmarc.dm.test', 'TXT', ['v=DMARC1; p=quarantine']);
-    dmarc = record(await checkDomain(ctx, 'dm.test', { projectId: project.id }), 'dmarc', '_dmarc.dm.test');
+    dmarc = record(
+      await checkDomain(ctx, 'dm.test', { projectId: project.id }),
+      'dmarc',
+      '_dmarc.dm.test',
+    );
     assert.equal(dmarc.state, 'present');
     assert.equal(dmarc.value, 'v=DMARC1; p=quarantine');
     assert.deepEqual(codes(dmarc), ['dmarc_no_reports']);
 
-    dmarc = record(await checkDomain(ctx, 'mail.eu.dm.test', { projectId: project.id }), 'dmarc', '_dmarc.mail.eu.dm.test');
+    dmarc = record(
+      await checkDomain(ctx, 'mail.eu.dm.test', { projectId: project.id }),
+      'dmarc',
+      '_dmarc.mail.eu.dm.test',
+    );
     assert.equal(dmarc.state, 'present');
     assert.deepEqual(dmarc.found, ['v=DMARC1; p=quarantine']);
     assert.match(dmarc.note!, /the one at _dmarc\.dm\.test applies/);
@@ -233,11 +341,22 @@ describe('domain check', () => {
 
   test("Mailgun's records go on the account's sending domain; on the domain itself, its MX records are left out", async () => {
     const project = await createProject(ctx, 'mailgun');
-    await attachProvider(ctx, project.id, { slug: 'provider-c-api', apiKey: 'k', domain: 'mg.gun.test', region: 'EU' });
-    dns.set('mg.gun.test', 'MX', [{ priority: 10, exchange: 'mxa.eu.mailgun.org' }, { priority: 20, exchange: 'mx.other.test' }]);
+    await attachProvider(ctx, project.id, {
+      slug: 'provider-c-api',
+      apiKey: 'k',
+      domain: 'mg.gun.test',
+      region: 'EU',
+    });
+    dns.set('mg.gun.test', 'MX', [
+      { priority: 10, exchange: 'mxa.eu.mailgun.org' },
+      { priority: 20, exchange: 'mx.other.test' },
+    ]);
     dns.set('mg.gun.test', 'TXT', ['v=spf1 include:mailgun.org ~all']);
     let check = await checkDomain(ctx, 'gun.test', { projectId: project.id });
-    assert.equal(record(check, 'return_path', 'mg.gun.test', 'MX', '10 mxa.eu.mailgun.org').state, 'present');
+    assert.equal(
+      record(check, 'return_path', 'mg.gun.test', 'MX', '10 mxa.eu.mailgun.org').state,
+      'present',
+    );
     const mxb = record(check, 'return_path', 'mg.gun.test', 'MX', '10 mxb.eu.mailgun.org');
     assert.equal(mxb.state, 'different');
     assert.deepEqual(mxb.found, ['10 mxa.eu.mailgun.org', '20 mx.other.test']);
@@ -247,7 +366,13 @@ describe('domain check', () => {
     // Checking another domain: the account's records are not this domain's, and the check says so.
     check = await checkDomain(ctx, 'other-gun.test', { projectId: project.id });
     assert.equal(check.records.filter((r) => r.purpose === 'return_path').length, 0);
-    assert.ok(check.notes.some((n) => n.slug === 'provider-c-api' && /mg\.gun\.test, which is not under other-gun\.test/.test(n.text)));
+    assert.ok(
+      check.notes.some(
+        (n) =>
+          n.slug === 'provider-c-api' &&
+          /mg\.gun\.test, which is not under other-gun\.test/.test(n.text),
+      ),
+    );
     // The account sending as the domain itself: SPF there, no MX (it would take the domain's mail).
     const apex = await createProject(ctx, 'mailgun apex');
     await attachProvider(ctx, apex.id, { slug: 'provider-c-api', apiKey: 'k', domain: 'gun.test' });
@@ -262,7 +387,9 @@ describe('domain check', () => {
     await attachProvider(ctx, project.id, { slug: 'provider-b-api', apiKey: 'k' });
     const check = await checkDomain(ctx, 'clash.test', { projectId: project.id });
     assert.deepEqual(codes(record(check, 'dkim', 's1._domainkey.clash.test')), ['name_conflict']);
-    assert.deepEqual(codes(record(check, 'verification', 's1._domainkey.clash.test')), ['name_conflict']);
+    assert.deepEqual(codes(record(check, 'verification', 's1._domainkey.clash.test')), [
+      'name_conflict',
+    ]);
   });
 
   test('a lookup without an answer is lookup_failed, never missing, and the check is incomplete', async () => {
@@ -283,21 +410,41 @@ describe('domain check', () => {
     const signer = await createProject(ctx, 'signer');
     const key = await addDkimKey(ctx, signer.id, { domain: 'both.test', selector: 'sig' });
     const sender = await createProjectWithKeys(ctx, 'sender');
-    await attachProvider(ctx, sender.project.id, { slug: 'provider-d-api', apiKey: 'k', region: 'eu-west-1' });
-    const sent = await post(p.sandbox, '/v1/send', { key: sender.testKey, json: validMessage({ from: 'News <news@Both.test>' }) });
+    await attachProvider(ctx, sender.project.id, {
+      slug: 'provider-d-api',
+      apiKey: 'k',
+      region: 'eu-west-1',
+    });
+    const sent = await post(p.sandbox, '/v1/send', {
+      key: sender.testKey,
+      json: validMessage({ from: 'News <news@Both.test>' }),
+    });
     assert.equal(sent.status, 202, sent.text);
-    assert.deepEqual((await sendingDomains(ctx, sender.project.id)).domains, [{ domain: 'both.test', dkim_keys: [], sent_from: true }]);
-    assert.deepEqual((await sendingDomains(ctx, signer.id)).domains, [{ domain: 'both.test', dkim_keys: [{ id: key.id, selector: 'sig' }], sent_from: false }]);
+    assert.deepEqual((await sendingDomains(ctx, sender.project.id)).domains, [
+      { domain: 'both.test', dkim_keys: [], sent_from: true },
+    ]);
+    assert.deepEqual((await sendingDomains(ctx, signer.id)).domains, [
+      { domain: 'both.test', dkim_keys: [{ id: key.id, selector: 'sig' }], sent_from: false },
+    ]);
 
     const check = await checkDomain(ctx, 'both.test');
     assert.deepEqual(check.projects, [signer.id, sender.project.id].sort());
     assert.equal(record(check, 'dkim', 'sig._domainkey.both.test').state, 'missing');
-    assert.equal(record(check, 'return_path', 'send.both.test', 'MX').value, '10 feedback-smtp.eu-west-1.amazonses.com');
+    assert.equal(
+      record(check, 'return_path', 'send.both.test', 'MX').value,
+      '10 feedback-smtp.eu-west-1.amazonses.com',
+    );
     assert.equal(record(check, 'spf', 'send.both.test').value, 'v=spf1 include:amazonses.com ~all');
 
     const nobody = await checkDomain(ctx, 'nobody.test');
     assert.deepEqual(nobody.projects, []);
-    assert.deepEqual(nobody.records.map((r) => [r.purpose, r.name]), [['spf', 'nobody.test'], ['dmarc', '_dmarc.nobody.test']]);
+    assert.deepEqual(
+      nobody.records.map((r) => [r.purpose, r.name]),
+      [
+        ['spf', 'nobody.test'],
+        ['dmarc', '_dmarc.nobody.test'],
+      ],
+    );
     assert.match(nobody.notes[0].text, /No project has a DKIM key for nobody\.test/);
   });
 

@@ -7,8 +7,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
+import type {
+  ExchangeRequest,
+  ExchangeResult,
+  LeasedWorkHandler,
+} from '../../src/engine/handler.js';
 import { KeyedSlots } from '../../src/engine/keyedSlots.js';
-import type { ExchangeRequest, ExchangeResult, LeasedWorkHandler } from '../../src/engine/handler.js';
 import { LeasedWork, type LeasedWorkOptions } from '../../src/engine/leasedWork.js';
 import { silentLogger } from '../../src/log.js';
 import { ManualTimers, settle } from '../support/manualTimers.js';
@@ -85,7 +89,9 @@ class MemoryStore implements LeasedWorkHandler<Item, Out> {
       at: this.clock.now(),
     });
     // What is due is read as the exchange begins, as a transaction reads it.
-    const leased = request.lease ? [...this.handOutAgain.splice(0), ...this.due.splice(0, this.leaseLimit)] : [];
+    const leased = request.lease
+      ? [...this.handOutAgain.splice(0), ...this.due.splice(0, this.leaseLimit)]
+      : [];
     const more = this.due.length > 0;
     if (this.gate) await this.gate;
     const failure = this.failures.shift();
@@ -242,7 +248,11 @@ describe('leased-work engine', () => {
     await timers.advance(5);
     // That exchange recorded its outcome before leasing: the same item leased in it is new work.
     assert.deepEqual(store.exchanges[2].outcomes, [{ id: 'm1', result: 'ok' }]);
-    assert.deepEqual(store.started, ['m1', 'm1'], 'leased again after its outcome was recorded: run again');
+    assert.deepEqual(
+      store.started,
+      ['m1', 'm1'],
+      'leased again after its outcome was recorded: run again',
+    );
     store.end('m1');
     await engine.stop();
   });
@@ -258,7 +268,10 @@ describe('leased-work engine', () => {
     store.failures = [new Unavailable('away'), new Unavailable('away'), new Unavailable('away')];
     await timers.advance(0);
     const first = store.exchanges.length - 1;
-    assert.deepEqual(store.exchanges[first].outcomes.map((o) => o.id), ['m1', 'm2']);
+    assert.deepEqual(
+      store.exchanges[first].outcomes.map((o) => o.id),
+      ['m1', 'm2'],
+    );
     // Retries at pollMs, then doubling: 100, 200, 400 (capped at 800) after each failure.
     engine.kick();
     await timers.advance(99);
@@ -266,7 +279,14 @@ describe('leased-work engine', () => {
     await timers.advance(1);
     assert.equal(store.exchanges.length, first + 2);
     const retry = store.exchanges[first + 1];
-    assert.deepEqual(retry.outcomes, [{ id: 'm1', result: 'ok', retried: true }, { id: 'm2', result: 'refused', retried: true }], 'kept, first in line, marked as tried');
+    assert.deepEqual(
+      retry.outcomes,
+      [
+        { id: 'm1', result: 'ok', retried: true },
+        { id: 'm2', result: 'refused', retried: true },
+      ],
+      'kept, first in line, marked as tried',
+    );
     assert.equal(retry.reclaim, true, 'the lease that failed in doubt is taken back');
     assert.deepEqual(retry.held, ['m1', 'm2'], 'sparing what this node holds');
     await timers.advance(199);
@@ -275,7 +295,11 @@ describe('leased-work engine', () => {
     assert.equal(store.exchanges.length, first + 3);
     await timers.advance(400);
     assert.equal(store.exchanges.length, first + 4);
-    assert.deepEqual(store.recorded.map((o) => o.id), ['m1', 'm2'], 'recorded once the store is back');
+    assert.deepEqual(
+      store.recorded.map((o) => o.id),
+      ['m1', 'm2'],
+      'recorded once the store is back',
+    );
     assert.equal(store.exchanges[first + 3].reclaim, true);
     assert.deepEqual(engine.figures().held, 0);
     // Recovered: the poll interval again, and no more reclaiming.
@@ -332,7 +356,11 @@ describe('leased-work engine', () => {
     await settle();
     assert.deepEqual(store.started, ['m1'], 'that exchange did not see m2');
     await timers.advance(0);
-    assert.equal(store.exchanges.length, 4, 'the kick made the next exchange come at once, not a poll later');
+    assert.equal(
+      store.exchanges.length,
+      4,
+      'the kick made the next exchange come at once, not a poll later',
+    );
     assert.deepEqual(store.started, ['m1', 'm2']);
     await stopAll(store, engine);
   });
@@ -361,7 +389,10 @@ describe('leased-work engine', () => {
     await timers.advance(0);
     store.end('m1', 'emit-first');
     await timers.advance(5);
-    assert.deepEqual(store.exchanges[1].outcomes, [{ id: 'm1', result: 'along the way' }, { id: 'm1', result: 'emit-first' }]);
+    assert.deepEqual(store.exchanges[1].outcomes, [
+      { id: 'm1', result: 'along the way' },
+      { id: 'm1', result: 'emit-first' },
+    ]);
     assert.equal(engine.figures().held, 0);
     await engine.stop();
   });
@@ -388,7 +419,14 @@ describe('leased-work engine', () => {
     store.end('m2', 'failed');
     await stopped;
     assert.equal(store.exchanges.length, 2);
-    assert.deepEqual(store.exchanges[1], { ...store.exchanges[1], lease: false, outcomes: [{ id: 'm1', result: 'ok' }, { id: 'm2', result: 'failed' }] });
+    assert.deepEqual(store.exchanges[1], {
+      ...store.exchanges[1],
+      lease: false,
+      outcomes: [
+        { id: 'm1', result: 'ok' },
+        { id: 'm2', result: 'failed' },
+      ],
+    });
     assert.deepEqual(store.started, ['m1', 'm2'], 'm3, m4 and m5 never started');
     await timers.advance(1000);
     assert.equal(store.exchanges.length, 2, 'nothing after stop');

@@ -5,22 +5,23 @@
  * deliveries whose outcome the killed process had not recorded arrive twice. The number of
  * duplicates is reported.
  */
-import Database from 'better-sqlite3';
+
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { createKey } from '../../src/operator/keys.js';
 import { createProject } from '../../src/operator/projects.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { addWebhook } from '../../src/operator/webhookEndpoints.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { post, type SpawnedPostern, validMessage } from '../support/postern.js';
 import { databaseFor, testPool, testStore } from '../support/postgres.js';
-import { post, validMessage, type SpawnedPostern } from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
 import { HANG_GUARD_MS } from '../support/waiting.js';
-import { WebhookReceiver, type ReceivedWebhook } from '../support/webhookReceiver.js';
+import { type ReceivedWebhook, WebhookReceiver } from '../support/webhookReceiver.js';
 
 const TOTAL = 1000;
 const BATCH = 100;
@@ -45,19 +46,44 @@ after(async () => {
 });
 
 /** Project, key, an (unused) provider and the endpoint, written before the server owns the directory (or its database). */
-async function seed(stateDir: string, url: string): Promise<{ liveKey: string; secret: string; endpointId: string }> {
+async function seed(
+  stateDir: string,
+  url: string,
+): Promise<{ liveKey: string; secret: string; endpointId: string }> {
   return withClosedIndex(stateDir, async (base) => {
-    const ctx = { ...base, config: { ...base.config, webhooks: { ...base.config.webhooks, allow_private_targets: true } } };
+    const ctx = {
+      ...base,
+      config: {
+        ...base.config,
+        webhooks: { ...base.config.webhooks, allow_private_targets: true },
+      },
+    };
     const project = await createProject(ctx, 'webhook crash', 'pro');
-    await attachProvider(ctx, project.id, { slug: 'smtp', host: '127.0.0.1', port: '9', tls: 'none' });
+    await attachProvider(ctx, project.id, {
+      slug: 'smtp',
+      host: '127.0.0.1',
+      port: '9',
+      tls: 'none',
+    });
     const hook = await addWebhook(ctx, project.id, url);
-    return { liveKey: (await createKey(ctx, project.id, 'live')).key, secret: hook.secret, endpointId: hook.id };
+    return {
+      liveKey: (await createKey(ctx, project.id, 'live')).key,
+      secret: hook.secret,
+      endpointId: hook.id,
+    };
   });
 }
 
 function writeConfig(stateDir: string, name: string, webhooks: Record<string, unknown>): string {
   const file = path.join(stateDir, name);
-  writeFileSync(file, JSON.stringify({ rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 }, delivery: { enabled: false }, webhooks }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 },
+      delivery: { enabled: false },
+      webhooks,
+    }),
+  );
   return file;
 }
 
@@ -96,14 +122,28 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     r.respond = () => ({ status: 200, delayMs: RECEIVER_DELAY_MS });
     const { liveKey, secret, endpointId } = await seed(stateDir, r.url());
     const off = writeConfig(stateDir, 'webhooks-off.json', { enabled: false });
-    const on = writeConfig(stateDir, 'webhooks-on.json', { enabled: true, allow_private_targets: true, poll_interval_ms: 20, timeout_ms: TIMEOUT_MS, lease_ms: LEASE_MS });
-    const spawn = (config: string, env: Record<string, string> = {}): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: config, ...env });
+    const on = writeConfig(stateDir, 'webhooks-on.json', {
+      enabled: true,
+      allow_private_targets: true,
+      poll_interval_ms: 20,
+      timeout_ms: TIMEOUT_MS,
+      lease_ms: LEASE_MS,
+    });
+    const spawn = (config: string, env: Record<string, string> = {}): Promise<SpawnedPostern> =>
+      scope.spawn(stateDir, { POSTERN_CONFIG: config, ...env });
 
     // 1. 1,000 messages accepted with the dispatcher off: 1,000 mail.accepted events wait in the outbox.
     const acceptor = await spawn(off);
     const answers = await Promise.all(
       Array.from({ length: TOTAL / BATCH }, (_, b) =>
-        post(acceptor.production, '/v1/send/batch', { key: liveKey, json: { messages: Array.from({ length: BATCH }, (_, i) => validMessage({ subject: `crash ${b * BATCH + i}` })) } }),
+        post(acceptor.production, '/v1/send/batch', {
+          key: liveKey,
+          json: {
+            messages: Array.from({ length: BATCH }, (_, i) =>
+              validMessage({ subject: `crash ${b * BATCH + i}` }),
+            ),
+          },
+        }),
       ),
     );
     const accepted = answers.flatMap((res) => {
@@ -133,11 +173,22 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     await sleep(100);
     const receivedBeforeRestart = r.received.length;
     const atKill = await readDeliveries(stateDir);
-    const deliveredAtKill = new Set(atKill.filter((d) => d.status === 'delivered').map((d) => d.id));
-    assert.ok(receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL, `killed mid-way (${receivedBeforeRestart} received)`);
-    assert.ok(atKill.every((d) => d.status === 'delivered' || d.status === 'pending'), 'nothing failed');
+    const deliveredAtKill = new Set(
+      atKill.filter((d) => d.status === 'delivered').map((d) => d.id),
+    );
+    assert.ok(
+      receivedBeforeRestart >= KILL_AT && receivedBeforeRestart < TOTAL,
+      `killed mid-way (${receivedBeforeRestart} received)`,
+    );
+    assert.ok(
+      atKill.every((d) => d.status === 'delivered' || d.status === 'pending'),
+      'nothing failed',
+    );
     const pendingAtKill = atKill.length - deliveredAtKill.size + (TOTAL - atKill.length);
-    assert.ok(pendingAtKill > 0 && deliveredAtKill.size > 0, `pending at the kill: ${pendingAtKill}`);
+    assert.ok(
+      pendingAtKill > 0 && deliveredAtKill.size > 0,
+      `pending at the kill: ${pendingAtKill}`,
+    );
 
     // 3. Restart: the rest, and the deliveries the killed process had claimed (after their lease).
     const restarted = await spawn(on, { POSTERN_CLOCK_OFFSET_MS: String(RESTART_CLOCK_OFFSET_MS) });
@@ -146,7 +197,12 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     const deadline = Date.now() + HANG_GUARD_MS;
     while (Date.now() < deadline) {
       const done = await readDeliveries(stateDir);
-      if (uids().size === TOTAL && done.length === TOTAL && done.every((d) => d.status === 'delivered')) break;
+      if (
+        uids().size === TOTAL &&
+        done.length === TOTAL &&
+        done.every((d) => d.status === 'delivered')
+      )
+        break;
       await sleep(100);
     }
     assert.equal(await restarted.stop(), 0);
@@ -155,30 +211,51 @@ describe('SIGKILL while 1,000 webhook deliveries are pending', () => {
     // Nothing lost: one delivery row per event, all delivered.
     assert.equal(rows.length, TOTAL, 'one delivery per event');
     assert.equal(new Set(rows.map((d) => d.event_seq)).size, TOTAL, 'no event fanned out twice');
-    assert.deepEqual(rows.filter((d) => d.status !== 'delivered'), []);
+    assert.deepEqual(
+      rows.filter((d) => d.status !== 'delivered'),
+      [],
+    );
     // Every accepted message's event arrived, under exactly one delivery id, correctly signed.
     const byUid = new Map<string, ReceivedWebhook[]>();
     for (const h of r.received) {
       assert.equal(h.body.type, 'mail.accepted');
       const sig = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(h.headers['x-service-signature'] as string);
       assert.ok(sig, 'signature header');
-      assert.equal(createHmac('sha256', secret).update(`${sig[1]}.`).update(h.raw).digest('hex'), sig[2]);
+      assert.equal(
+        createHmac('sha256', secret).update(`${sig[1]}.`).update(h.raw).digest('hex'),
+        sig[2],
+      );
       const list = byUid.get(h.body.data.mail.uid) ?? [];
       list.push(h);
       byUid.set(h.body.data.mail.uid, list);
     }
-    assert.deepEqual(accepted.filter((id) => !byUid.has(id)), [], 'every accepted message was delivered at least once');
+    assert.deepEqual(
+      accepted.filter((id) => !byUid.has(id)),
+      [],
+      'every accepted message was delivered at least once',
+    );
     assert.equal(byUid.size, TOTAL);
     const rowIds = new Set(rows.map((d) => d.id));
     for (const [uid, hooks] of byUid) {
-      assert.equal(new Set(hooks.map((h) => h.body.id)).size, 1, `${uid}: one delivery id across its repeats`);
+      assert.equal(
+        new Set(hooks.map((h) => h.body.id)).size,
+        1,
+        `${uid}: one delivery id across its repeats`,
+      );
       assert.ok(rowIds.has(hooks[0].body.id));
     }
     // Only a delivery whose outcome the killed process had not recorded may arrive twice.
     const repeated = [...byUid.values()].filter((hooks) => hooks.length > 1);
-    for (const hooks of repeated) assert.ok(!deliveredAtKill.has(hooks[0].body.id), `${hooks[0].body.id} was recorded delivered before the kill and must not be sent again`);
+    for (const hooks of repeated)
+      assert.ok(
+        !deliveredAtKill.has(hooks[0].body.id),
+        `${hooks[0].body.id} was recorded delivered before the kill and must not be sent again`,
+      );
     const duplicates = r.received.length - TOTAL;
-    assert.equal(duplicates, repeated.reduce((a, hooks) => a + hooks.length - 1, 0));
+    assert.equal(
+      duplicates,
+      repeated.reduce((a, hooks) => a + hooks.length - 1, 0),
+    );
     assert.ok(r.received.filter((h) => h.headers['x-service-delivery'] !== h.body.id).length === 0);
     t.diagnostic(
       `endpoint ${endpointId}: killed after ${killedAt} requests (${receivedBeforeRestart} once connections closed); at the kill ${atKill.length} deliveries fanned out, ` +

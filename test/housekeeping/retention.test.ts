@@ -9,16 +9,26 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs
 import path from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
-import { HOUSEKEEPING_LOCK } from '../../src/store/postgres/housekeepingLock.js';
 import { DirectBookkeeping } from '../../src/commit/directBookkeeping.js';
 import { cancelMessage } from '../../src/operator/messages.js';
-import { eventsForMessage } from '../../src/store/events.js';
-import { getMessage } from '../../src/store/messages.js';
-import { pruneFinishedMessageRows, pruneFinishedMessages } from '../../src/store/messageRetention.js';
-import { getValue } from '../../src/store/queries.js';
 import { writeTempFileSync } from '../../src/spool/spool.js';
+import { eventsForMessage } from '../../src/store/events.js';
+import {
+  pruneFinishedMessageRows,
+  pruneFinishedMessages,
+} from '../../src/store/messageRetention.js';
+import { getMessage } from '../../src/store/messages.js';
+import { HOUSEKEEPING_LOCK } from '../../src/store/postgres/housekeepingLock.js';
+import { getValue } from '../../src/store/queries.js';
+import {
+  createProjectWithKeys,
+  post,
+  startTestPostern,
+  type TestPostern,
+  tempStateDir,
+  validMessage,
+} from '../support/postern.js';
 import { sqliteOnly, testStore } from '../support/postgres.js';
-import { createProjectWithKeys, post, startTestPostern, tempStateDir, validMessage, type TestPostern } from '../support/postern.js';
 import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 
 const DAY = 86_400_000;
@@ -28,14 +38,24 @@ const T0 = Date.parse('2026-03-01T10:00:00Z');
  * Sends a message over spool.index_body_max_bytes, so that it is a spool file (these tests are
  * about the files); `small`: one whose body the index keeps.
  */
-async function send(p: TestPostern, key: string, idempotencyKey?: string, opts: { small?: boolean } = {}): Promise<string> {
+async function send(
+  p: TestPostern,
+  key: string,
+  idempotencyKey?: string,
+  opts: { small?: boolean } = {},
+): Promise<string> {
   const json = validMessage(opts.small ? {} : { text: 'x'.repeat(70_000) });
-  const res = await post(p.production, '/v1/send', { key, json, headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {} });
+  const res = await post(p.production, '/v1/send', {
+    key,
+    json,
+    headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {},
+  });
   assert.equal(res.status, 202, res.text);
   return res.body.id as string;
 }
 
-const spoolFile = async (p: TestPostern, id: string) => path.join(p.stateDir, 'spool', (await getMessage(p.ctx.store, id))!.spool_path);
+const spoolFile = async (p: TestPostern, id: string) =>
+  path.join(p.stateDir, 'spool', (await getMessage(p.ctx.store, id))!.spool_path);
 
 const onPostgres = testStore() === 'postgres';
 
@@ -51,7 +71,13 @@ async function storedBody(p: TestPostern, id: string): Promise<StoredBody> {
 
 async function bodyKept(p: TestPostern, body: StoredBody): Promise<boolean> {
   if (body.file !== null) return existsSync(body.file);
-  return (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM message_body_chunks WHERE message_id = ?', body.id))! > 0;
+  return (
+    (await getValue<number>(
+      p.ctx.store,
+      'SELECT COUNT(*) FROM message_body_chunks WHERE message_id = ?',
+      body.id,
+    ))! > 0
+  );
 }
 
 test('finished messages past retention lose their row, events and spool file; live and recent ones stay', async (t) => {
@@ -77,9 +103,17 @@ test('finished messages past retention lose their row, events and spool file; li
   clock.set(T0 + 31 * DAY);
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
-    await waitFor(async () => (await getMessage(p.ctx.store, old)) === undefined, HANG_GUARD_MS, 'the old cancelled message to be removed');
+    await waitFor(
+      async () => (await getMessage(p.ctx.store, old)) === undefined,
+      HANG_GUARD_MS,
+      'the old cancelled message to be removed',
+    );
     assert.deepEqual(await eventsForMessage(p.ctx.store, old), []);
-    await waitFor(async () => !(await bodyKept(p, oldBody)), HANG_GUARD_MS, 'its spool file to be removed');
+    await waitFor(
+      async () => !(await bodyKept(p, oldBody)),
+      HANG_GUARD_MS,
+      'its spool file to be removed',
+    );
     // Queued (live) for 31 days: kept, with its file; finished 21 days ago: kept.
     assert.equal((await getMessage(p.ctx.store, live))?.status, 'queued');
     assert.ok(await bodyKept(p, liveBody));
@@ -106,28 +140,48 @@ test('a project retention shorter than the default removes its messages sooner',
   assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 2 * DAY, 30, 100), []);
   assert.ok(await bodyKept(p, body));
   // The file to retire once committed (none on PostgreSQL: the body went with the row).
-  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 4 * DAY, 30, 100), onPostgres ? [] : [spoolPath]);
+  assert.deepEqual(
+    await pruneFinishedMessages(p.ctx.store, T0 + 4 * DAY, 30, 100),
+    onPostgres ? [] : [spoolPath],
+  );
   assert.equal(await getMessage(p.ctx.store, id), undefined);
   if (onPostgres) assert.equal(await bodyKept(p, body), false);
 });
 
 test('an event a pending webhook delivery still has to send outlives its pruned message', async (t) => {
   const clock = new ManualClock(T0);
-  const p = await startTestPostern({ clock, config: { retention_days: 30, webhooks: { enabled: false } } });
+  const p = await startTestPostern({
+    clock,
+    config: { retention_days: 30, webhooks: { enabled: false } },
+  });
   t.after(() => p.close());
   const { project, liveKey } = await createProjectWithKeys(p.ctx);
   const id = await send(p, liveKey);
   await cancelMessage(p.ctx, id);
   const store = p.ctx.store;
   // mail.accepted, and a second event of the message that no delivery waits for.
-  await store.run("INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (?, ?, 'mail.failed', ?, '{}')", project.id, id, T0);
+  await store.run(
+    "INSERT INTO events (project_id, message_id, type, created_at, data) VALUES (?, ?, 'mail.failed', ?, '{}')",
+    project.id,
+    id,
+    T0,
+  );
   const events = await eventsForMessage(store, id);
   assert.deepEqual(
     events.map((e) => e.type),
     ['mail.accepted', 'mail.failed'],
   );
-  await store.run("INSERT INTO webhook_endpoints (id, project_id, url, secret, from_seq, created_at) VALUES ('we_1', ?, 'https://hooks.example.com/', 's', 0, ?)", project.id, T0);
-  await store.run("INSERT INTO webhook_deliveries (seq, id, endpoint_id, event_seq, type, status, created_at) VALUES (1, 'wd_1', 'we_1', ?, ?, 'pending', ?)", events[0].seq, events[0].type, T0);
+  await store.run(
+    "INSERT INTO webhook_endpoints (id, project_id, url, secret, from_seq, created_at) VALUES ('we_1', ?, 'https://hooks.example.com/', 's', 0, ?)",
+    project.id,
+    T0,
+  );
+  await store.run(
+    "INSERT INTO webhook_deliveries (seq, id, endpoint_id, event_seq, type, status, created_at) VALUES (1, 'wd_1', 'we_1', ?, ?, 'pending', ?)",
+    events[0].seq,
+    events[0].type,
+    T0,
+  );
   assert.equal((await pruneFinishedMessageRows(store, T0 + 31 * DAY, 30, 100)).removed, 1);
   assert.equal(await getMessage(store, id), undefined);
   assert.deepEqual(
@@ -147,10 +201,19 @@ test('a finished small message past retention loses its body in the index with i
   // SQLite keeps a small body in the index, a large one in a file; PostgreSQL keeps every body as rows.
   const bodyTable = onPostgres ? 'message_body_chunks' : 'message_bodies';
   const bodies = async () =>
-    (await p.ctx.store.all<{ message_id: string }>(`SELECT DISTINCT message_id FROM ${bodyTable} WHERE message_id IN (?, ?) ORDER BY message_id`, small, large)).map((r) => r.message_id);
+    (
+      await p.ctx.store.all<{ message_id: string }>(
+        `SELECT DISTINCT message_id FROM ${bodyTable} WHERE message_id IN (?, ?) ORDER BY message_id`,
+        small,
+        large,
+      )
+    ).map((r) => r.message_id);
   assert.deepEqual(await bodies(), onPostgres ? [small, large].sort() : [small]);
   const largePath = (await getMessage(p.ctx.store, large))!.spool_path;
-  assert.deepEqual(await pruneFinishedMessages(p.ctx.store, T0 + 31 * DAY, 30, 100), onPostgres ? [] : [largePath]);
+  assert.deepEqual(
+    await pruneFinishedMessages(p.ctx.store, T0 + 31 * DAY, 30, 100),
+    onPostgres ? [] : [largePath],
+  );
   assert.equal(await getMessage(p.ctx.store, small), undefined);
   assert.equal(await getMessage(p.ctx.store, large), undefined);
   assert.deepEqual(await bodies(), []);
@@ -177,7 +240,9 @@ test('a sweep removes at most one chunk per transaction and finds the rest next 
   for (const id of ids) assert.equal(await getMessage(p.ctx.store, id), undefined);
 });
 
-test('on PostgreSQL one node at a time prunes and sweeps: a node that finds another holding the housekeeping lock skips that round', { skip: onPostgres ? false : 'the housekeeping lock is PostgreSQL\'s (several nodes on one store)' }, async (t) => {
+test('on PostgreSQL one node at a time prunes and sweeps: a node that finds another holding the housekeeping lock skips that round', {
+  skip: onPostgres ? false : "the housekeeping lock is PostgreSQL's (several nodes on one store)",
+}, async (t) => {
   const clock = new ManualClock(T0);
   const p = await startTestPostern({ clock, config: { retention_days: 30 } });
   t.after(() => p.close());
@@ -187,14 +252,26 @@ test('on PostgreSQL one node at a time prunes and sweeps: a node that finds anot
   // Another node's writes, as its janitor makes them, 31 days on.
   const node = new DirectBookkeeping(p.ctx.store);
   const later = T0 + 31 * DAY;
-  const sweep = async () => (await node.write('retention', { now: later, defaultRetentionDays: 30, limit: 100 })).result;
-  const prune = async () => (await node.write('prune', { now: later, retentionDays: 30, sessionIdleSeconds: 3600 })).result;
+  const sweep = async () =>
+    (await node.write('retention', { now: later, defaultRetentionDays: 30, limit: 100 })).result;
+  const prune = async () =>
+    (await node.write('prune', { now: later, retentionDays: 30, sessionIdleSeconds: 3600 })).result;
   await p.ctx.store.transaction(async (busy) => {
     // A node's round under way: it holds the lock until its transaction ends.
     await busy.get('SELECT pg_advisory_xact_lock(?)', HOUSEKEEPING_LOCK);
     assert.deepEqual(await sweep(), { skipped: true, removed: 0, spoolFiles: [] });
-    assert.deepEqual(await prune(), { skipped: true, idempotencyKeys: 0, receipts: 0, sessions: 0, nodes: 0 });
-    assert.equal((await getMessage(p.ctx.store, id))?.status, 'cancelled', 'nothing removed by the node that skipped');
+    assert.deepEqual(await prune(), {
+      skipped: true,
+      idempotencyKeys: 0,
+      receipts: 0,
+      sessions: 0,
+      nodes: 0,
+    });
+    assert.equal(
+      (await getMessage(p.ctx.store, id))?.status,
+      'cancelled',
+      'nothing removed by the node that skipped',
+    );
   });
   // The round over, the next one does the work.
   assert.deepEqual(await sweep(), { skipped: false, removed: 1, spoolFiles: [] });
@@ -202,7 +279,9 @@ test('on PostgreSQL one node at a time prunes and sweeps: a node that finds anot
   assert.equal(await getMessage(p.ctx.store, id), undefined);
 });
 
-test('a retired spool file is emptied, kept across a restart, and becomes a later message\'s file', { skip: sqliteOnly() }, async (t) => {
+test("a retired spool file is emptied, kept across a restart, and becomes a later message's file", {
+  skip: sqliteOnly(),
+}, async (t) => {
   const stateDir = tempStateDir();
   t.after(() => rmSync(stateDir, { recursive: true, force: true }));
   const freeDir = path.join(stateDir, 'spool', 'free');
@@ -217,10 +296,18 @@ test('a retired spool file is emptied, kept across a restart, and becomes a late
   clock.set(T0 + 31 * DAY);
   p = await startTestPostern({ clock, stateDir, config: { retention_days: 30 } });
   try {
-    await waitFor(() => readdirSync(freeDir).length === 1, HANG_GUARD_MS, 'the old file to be retired');
+    await waitFor(
+      () => readdirSync(freeDir).length === 1,
+      HANG_GUARD_MS,
+      'the old file to be retired',
+    );
     const [retired] = readdirSync(freeDir);
     assert.equal(statSync(path.join(freeDir, retired)).ino, oldInode);
-    assert.equal(statSync(path.join(freeDir, retired)).size, 0, 'nothing of the old message is kept');
+    assert.equal(
+      statSync(path.join(freeDir, retired)).size,
+      0,
+      'nothing of the old message is kept',
+    );
   } finally {
     await p.close();
   }

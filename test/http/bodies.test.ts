@@ -9,22 +9,40 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { getValue } from '../../src/store/queries.js';
-import { createProjectWithKeys, get, post, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
 import { assertErrorEnvelope } from '../support/assertions.js';
-import { storedMimeCountIn } from '../support/storeReads.js';
+import {
+  createProjectWithKeys,
+  get,
+  type HttpResult,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { storedMimeCountIn } from '../support/storeReads.js';
 import { HANG_GUARD_MS } from '../support/waiting.js';
 
 type Detail = { field: string; code: string };
 
 async function stored(p: TestPostern): Promise<{ rows: number; files: number }> {
-  return { rows: (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'))!, files: await storedMimeCountIn(p.ctx.store, p.stateDir) };
+  return {
+    rows: (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'))!,
+    files: await storedMimeCountIn(p.ctx.store, p.stateDir),
+  };
 }
 
 /** The exact 422 envelope with these details (its message taken from the answer). */
 function assertDetails(res: HttpResult, details: Detail[]): void {
   assert.equal(res.status, 422, res.text.slice(0, 500));
-  assert.deepEqual(res.body, { error: { type: 'validation_error', code: details[0].code, message: res.body.error.message, details } });
+  assert.deepEqual(res.body, {
+    error: {
+      type: 'validation_error',
+      code: details[0].code,
+      message: res.body.error.message,
+      details,
+    },
+  });
 }
 
 /** `{<valid message fields>, <extra>}` as JSON text, `extra` already JSON. */
@@ -55,7 +73,10 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
     const extra: Record<string, number> = {};
     for (let i = 0; i < 500; i++) extra[`unknown_${String(i).padStart(3, '0')}`] = 1;
     const res = await post(p.sandbox, '/v1/send', { key, json: validMessage(extra) });
-    const first = Array.from({ length: 20 }, (_, i) => ({ field: `unknown_${String(i).padStart(3, '0')}`, code: 'body:unknown_key' }));
+    const first = Array.from({ length: 20 }, (_, i) => ({
+      field: `unknown_${String(i).padStart(3, '0')}`,
+      code: 'body:unknown_key',
+    }));
     assertDetails(res, first);
     assert.match(res.body.error.message, /and 480 more not listed\.$/);
   });
@@ -68,13 +89,19 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
   });
 
   test('a metadata key of 100,000 characters is metadata:key_too_long, named cut', async () => {
-    const res = await post(p.sandbox, '/v1/send', { key, json: validMessage({ metadata: { ['m'.repeat(100_000)]: 'v' } }) });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      json: validMessage({ metadata: { ['m'.repeat(100_000)]: 'v' } }),
+    });
     assertDetails(res, [{ field: `metadata.${'m'.repeat(64)}…`, code: 'metadata:key_too_long' }]);
   });
 
   test('10 MB of nested brackets is 400 body:invalid_json ("nests deeper than 32 levels")', async () => {
     const before = await stored(p);
-    const res = await post(p.sandbox, '/v1/send', { key, raw: withRaw(`"metadata":${'['.repeat(5_000_000)}${']'.repeat(5_000_000)}`) });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      raw: withRaw(`"metadata":${'['.repeat(5_000_000)}${']'.repeat(5_000_000)}`),
+    });
     assertErrorEnvelope(res, 400, 'validation_error', 'body:invalid_json');
     assert.match(res.body.error.message, /deeper than 32 levels/);
     assert.deepEqual(await stored(p), before);
@@ -82,23 +109,41 @@ describe('hostile JSON bodies are refused small and fast, never parsed whole', (
 
   test('an object of 2,000 metadata keys is metadata:too_many_keys at metadata; 5,000 recipients are recipients:too_many', async () => {
     const metadata = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`k${i}`, 'v']));
-    assertDetails(await post(p.sandbox, '/v1/send', { key, json: validMessage({ metadata }) }), [{ field: 'metadata', code: 'metadata:too_many_keys' }]);
+    assertDetails(await post(p.sandbox, '/v1/send', { key, json: validMessage({ metadata }) }), [
+      { field: 'metadata', code: 'metadata:too_many_keys' },
+    ]);
     const to = Array.from({ length: 5000 }, (_, i) => `r${i}@example.org`);
-    assertDetails(await post(p.sandbox, '/v1/send', { key, json: validMessage({ to }) }), [{ field: 'recipients', code: 'recipients:too_many' }]);
+    assertDetails(await post(p.sandbox, '/v1/send', { key, json: validMessage({ to }) }), [
+      { field: 'recipients', code: 'recipients:too_many' },
+    ]);
   });
 
   test('a batch element of 5,000 unknown keys refuses the batch at that element (messages.1), storing nothing', async () => {
     const before = await stored(p);
     const keys = Array.from({ length: 5000 }, (_, i) => `"x${i}":1`).join(',');
-    const res = await post(p.sandbox, '/v1/send/batch', { key, raw: `{"messages":[${JSON.stringify(validMessage())},${withRaw(keys)}]}` });
+    const res = await post(p.sandbox, '/v1/send/batch', {
+      key,
+      raw: `{"messages":[${JSON.stringify(validMessage())},${withRaw(keys)}]}`,
+    });
     assertDetails(res, [{ field: 'messages.1', code: 'body:too_many_keys' }]);
     assert.deepEqual(await stored(p), before);
   });
 
   test('more than 5,000 keys and values in all is 413 body:too_large', async () => {
     // 800 objects of 7 keys: 12,000 keys and values, no single object or array past its limit.
-    const objects = Array.from({ length: 800 }, () => ({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7 }));
-    const res = await post(p.sandbox, '/v1/send', { key, json: validMessage({ unknown: objects }) });
+    const objects = Array.from({ length: 800 }, () => ({
+      a: 1,
+      b: 2,
+      c: 3,
+      d: 4,
+      e: 5,
+      f: 6,
+      g: 7,
+    }));
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      json: validMessage({ unknown: objects }),
+    });
     assertErrorEnvelope(res, 413, 'validation_error', 'body:too_large');
     assert.match(res.body.error.message, /more than 5000 JSON keys and values/);
   });
@@ -117,23 +162,38 @@ describe('text that is not text is refused with its field code, never stored cha
   const bytesWith = (json: string, bytes: number[]): Buffer => {
     const parts = json.split('@@');
     assert.ok(parts.length > 1);
-    return Buffer.concat(parts.flatMap((part, i) => (i === 0 ? [Buffer.from(part)] : [Buffer.from(bytes), Buffer.from(part)])));
+    return Buffer.concat(
+      parts.flatMap((part, i) =>
+        i === 0 ? [Buffer.from(part)] : [Buffer.from(bytes), Buffer.from(part)],
+      ),
+    );
   };
 
   test('bytes that are not UTF-8 in the subject are 422 subject:invalid_value; nothing is stored', async () => {
     const before = await stored(p);
-    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ subject: 'Hello @@' })), [0xff, 0xfe]) });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      raw: bytesWith(JSON.stringify(validMessage({ subject: 'Hello @@' })), [0xff, 0xfe]),
+    });
     assertDetails(res, [{ field: 'subject', code: 'subject:invalid_value' }]);
     assert.deepEqual(await stored(p), before);
   });
 
   test('a truncated UTF-8 sequence in a metadata value is 422 metadata:invalid_value at its key', async () => {
-    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ metadata: { plan: 'gold@@' } })), [0xe2, 0x82]) });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      raw: bytesWith(JSON.stringify(validMessage({ metadata: { plan: 'gold@@' } })), [0xe2, 0x82]),
+    });
     assertDetails(res, [{ field: 'metadata.plan', code: 'metadata:invalid_value' }]);
   });
 
   test('bad bytes in an attachment filename and a display name are refused at their place', async () => {
-    const json = JSON.stringify(validMessage({ to: ['ok@example.org', 'Bad @@ <b@example.org>'], attachments: [{ filename: 'a@@.txt', content: 'aGk=' }] }));
+    const json = JSON.stringify(
+      validMessage({
+        to: ['ok@example.org', 'Bad @@ <b@example.org>'],
+        attachments: [{ filename: 'a@@.txt', content: 'aGk=' }],
+      }),
+    );
     const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(json, [0xc0]) });
     assertDetails(res, [
       { field: 'to.1', code: 'to:invalid_address' },
@@ -142,19 +202,27 @@ describe('text that is not text is refused with its field code, never stored cha
   });
 
   test('bad bytes in a body that also holds a real U+FFFD are 400 body:invalid_json ("not valid UTF-8"): which is which cannot be told', async () => {
-    const res = await post(p.sandbox, '/v1/send', { key, raw: bytesWith(JSON.stringify(validMessage({ text: 'a \uFFFD b', subject: 'x @@' })), [0xff]) });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      raw: bytesWith(JSON.stringify(validMessage({ text: 'a \uFFFD b', subject: 'x @@' })), [0xff]),
+    });
     assertErrorEnvelope(res, 400, 'validation_error', 'body:invalid_json');
     assert.match(res.body.error.message, /not valid UTF-8/);
   });
 
   test('bad bytes outside any string are 400 body:invalid_json', async () => {
-    const res = await post(p.sandbox, '/v1/send', { key, raw: Buffer.concat([Buffer.from(JSON.stringify(validMessage())), Buffer.from([0xff])]) });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      raw: Buffer.concat([Buffer.from(JSON.stringify(validMessage())), Buffer.from([0xff])]),
+    });
     assertErrorEnvelope(res, 400, 'validation_error', 'body:invalid_json');
   });
 
   test('a lone surrogate ("\\ud800") in the subject is 422 subject:invalid_value; in a header value headers:invalid_value', async () => {
     const before = await stored(p);
-    const raw = JSON.stringify(validMessage({ subject: 'Hi @@', headers: { 'X-Trace': 'v@@' } })).replaceAll('@@', '\\ud800');
+    const raw = JSON.stringify(
+      validMessage({ subject: 'Hi @@', headers: { 'X-Trace': 'v@@' } }),
+    ).replaceAll('@@', '\\ud800');
     assertDetails(await post(p.sandbox, '/v1/send', { key, raw }), [
       { field: 'subject', code: 'subject:invalid_value' },
       { field: 'headers.X-Trace', code: 'headers:invalid_value' },
@@ -163,33 +231,61 @@ describe('text that is not text is refused with its field code, never stored cha
   });
 
   test('a lone low surrogate in a metadata key is metadata:invalid_value at that key', async () => {
-    const res = await post(p.sandbox, '/v1/send', { key, raw: JSON.stringify(validMessage({ metadata: { 'k@@': 'v' } })).replace('@@', '\\udc00') });
+    const res = await post(p.sandbox, '/v1/send', {
+      key,
+      raw: JSON.stringify(validMessage({ metadata: { 'k@@': 'v' } })).replace('@@', '\\udc00'),
+    });
     assertDetails(res, [{ field: 'metadata.k\udc00', code: 'metadata:invalid_value' }]);
   });
 
   test('a batch element with a lone surrogate is refused in its slot; the others are accepted', async () => {
-    const raw = JSON.stringify({ messages: [validMessage({ subject: 'one' }), validMessage({ subject: 'two @@' })] }).replace('@@', '\\udfff');
+    const raw = JSON.stringify({
+      messages: [validMessage({ subject: 'one' }), validMessage({ subject: 'two @@' })],
+    }).replace('@@', '\\udfff');
     const res = await post(p.sandbox, '/v1/send/batch', { key, raw });
     assert.equal(res.status, 207, res.text);
     assert.equal(res.body.data[0].status, 'captured');
-    assert.deepEqual(res.body.data[1].error.details, [{ field: 'subject', code: 'subject:invalid_value' }]);
+    assert.deepEqual(res.body.data[1].error.details, [
+      { field: 'subject', code: 'subject:invalid_value' },
+    ]);
   });
 
   test('a surrogate pair ("\\ud83d\\ude00") and a real U+FFFD are text: accepted and stored as sent', async () => {
-    const raw = JSON.stringify(validMessage({ subject: 'smile @@ \uFFFD' })).replace('@@', '\\ud83d\\ude00');
+    const raw = JSON.stringify(validMessage({ subject: 'smile @@ \uFFFD' })).replace(
+      '@@',
+      '\\ud83d\\ude00',
+    );
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    assert.equal(await getValue<string>(p.ctx.store, 'SELECT subject FROM messages WHERE id = ?', res.body.id), 'smile 😀 \uFFFD');
+    assert.equal(
+      await getValue<string>(p.ctx.store, 'SELECT subject FROM messages WHERE id = ?', res.body.id),
+      'smile 😀 \uFFFD',
+    );
   });
 
   test('"__proto__", "constructor" and "toString" metadata keys and a "__proto__" header are kept: in the index, the mail.accepted event and the MIME', async () => {
-    const raw = JSON.stringify(validMessage({ metadata: { '@@': 'x', constructor: 'y', toString: 'z' }, headers: { '@@': 'h' } })).replaceAll('"@@"', '"__proto__"');
+    const raw = JSON.stringify(
+      validMessage({
+        metadata: { '@@': 'x', constructor: 'y', toString: 'z' },
+        headers: { '@@': 'h' },
+      }),
+    ).replaceAll('"@@"', '"__proto__"');
     const res = await post(p.sandbox, '/v1/send', { key, raw });
     assert.equal(res.status, 202, res.text);
-    const row = (await p.ctx.store.get<{ metadata: string }>('SELECT metadata FROM messages WHERE id = ?', res.body.id))!;
+    const row = (await p.ctx.store.get<{ metadata: string }>(
+      'SELECT metadata FROM messages WHERE id = ?',
+      res.body.id,
+    ))!;
     assert.equal(row.metadata, '{"__proto__":"x","constructor":"y","toString":"z"}');
-    const event = (await getValue<string>(p.ctx.store, "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'", res.body.id))!;
-    assert.equal(JSON.stringify(JSON.parse(event).mail.metadata), '{"__proto__":"x","constructor":"y","toString":"z"}');
+    const event = (await getValue<string>(
+      p.ctx.store,
+      "SELECT data FROM events WHERE message_id = ? AND type = 'mail.accepted'",
+      res.body.id,
+    ))!;
+    assert.equal(
+      JSON.stringify(JSON.parse(event).mail.metadata),
+      '{"__proto__":"x","constructor":"y","toString":"z"}',
+    );
     const mime = (await storedMimeOf(p.ctx.store, p.stateDir, res.body.id)).toString('utf8');
     assert.match(mime, /(^|\r\n)__proto__: h\r\n/);
   });
@@ -200,7 +296,12 @@ describe('text that is not text is refused with its field code, never stored cha
  * the budget. `finish` sends the rest; `answer` is what the server answered once it closed the
  * connection (Connection: close), whichever came first.
  */
-async function halfSend(p: TestPostern, key: string, bytes: number, subject: string): Promise<{ answer: Promise<string>; finish(): Promise<string> }> {
+async function halfSend(
+  p: TestPostern,
+  key: string,
+  bytes: number,
+  subject: string,
+): Promise<{ answer: Promise<string>; finish(): Promise<string> }> {
   const body = sized(bytes, subject);
   const url = new URL(p.sandbox);
   const socket = net.connect(Number(url.port), url.hostname);
@@ -208,7 +309,9 @@ async function halfSend(p: TestPostern, key: string, bytes: number, subject: str
   let text = '';
   socket.on('data', (d) => (text += d));
   const answer = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
-  socket.write(`POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+  socket.write(
+    `POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+  );
   socket.write(body.slice(0, bytes / 2));
   return {
     answer,
@@ -223,14 +326,18 @@ async function halfSend(p: TestPostern, key: string, bytes: number, subject: str
 /** A valid message whose JSON is exactly `bytes` long. */
 function sized(bytes: number, subject = 'budget'): string {
   const base = JSON.stringify(validMessage({ subject, text: '' }));
-  return JSON.stringify(validMessage({ subject, text: 'x'.repeat(bytes - Buffer.byteLength(base)) }));
+  return JSON.stringify(
+    validMessage({ subject, text: 'x'.repeat(bytes - Buffer.byteLength(base)) }),
+  );
 }
 
 describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, body_wait_ms 1000)', () => {
   let p: TestPostern;
   let key: string;
   before(async () => {
-    p = await startTestPostern({ config: { http: { max_inflight_body_bytes: 65_536, body_wait_ms: 1000 } } });
+    p = await startTestPostern({
+      config: { http: { max_inflight_body_bytes: 65_536, body_wait_ms: 1000 } },
+    });
     key = (await createProjectWithKeys(p.ctx, 'budget')).testKey;
   });
   after(async () => p.close());
@@ -259,7 +366,9 @@ describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, 
   let p: TestPostern;
   let key: string;
   before(async () => {
-    p = await startTestPostern({ config: { http: { max_inflight_body_bytes: 65_536, body_wait_ms: HANG_GUARD_MS } } });
+    p = await startTestPostern({
+      config: { http: { max_inflight_body_bytes: 65_536, body_wait_ms: HANG_GUARD_MS } },
+    });
     key = (await createProjectWithKeys(p.ctx, 'budget')).testKey;
   });
   after(async () => p.close());
@@ -275,4 +384,3 @@ describe('the memory budget of bodies in flight (max_inflight_body_bytes 65536, 
     for (const answer of answers) assert.match(answer, /^HTTP\/1\.1 202 /);
   });
 });
-

@@ -15,9 +15,15 @@ import { connect, type TLSSocket } from 'node:tls';
 import { generate } from 'selfsigned';
 import { messageCountsByStatus } from '../../src/store/activity.js';
 import { capturedLogger } from '../support/fromAddress.js';
-import { freePort } from '../support/pebble.js';
 import { tempDirs } from '../support/hooks.js';
-import { createProjectWithKeys, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
+import { freePort } from '../support/pebble.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { nodeFetch, servedCertificate } from '../support/tlsClients.js';
 
 const NAME = 'api.postern.test';
@@ -43,11 +49,29 @@ function rawExchange(port: number, text: string): Promise<string> {
   });
 }
 
-function postOverHttps(port: number, ca: string, key: string, body: unknown): Promise<{ status: number; body: string; protocol: string | null; tls: string | null }> {
+function postOverHttps(
+  port: number,
+  ca: string,
+  key: string,
+  body: unknown,
+): Promise<{ status: number; body: string; protocol: string | null; tls: string | null }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const req = httpsRequest(
-      { host: '127.0.0.1', port, servername: NAME, ca, agent: new Agent({ ALPNProtocols: ['http/1.1'] }), method: 'POST', path: '/v1/send', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'content-length': Buffer.byteLength(payload) } },
+      {
+        host: '127.0.0.1',
+        port,
+        servername: NAME,
+        ca,
+        agent: new Agent({ ALPNProtocols: ['http/1.1'] }),
+        method: 'POST',
+        path: '/v1/send',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${key}`,
+          'content-length': Buffer.byteLength(payload),
+        },
+      },
       (res) => {
         const socket = res.socket as TLSSocket;
         const negotiated = { protocol: socket.alpnProtocol || null, tls: socket.getProtocol() };
@@ -83,8 +107,22 @@ describe('an HTTPS send listener with cert/key, and http.redirect_plain', () => 
       logger: log.logger,
       config: {
         listeners: [
-          { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0, cert: certPath, key: keyPath },
-          { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
+          {
+            name: 'http-production',
+            protocol: 'http',
+            environment: 'production',
+            host: '127.0.0.1',
+            port: 0,
+            cert: certPath,
+            key: keyPath,
+          },
+          {
+            name: 'http-sandbox',
+            protocol: 'http',
+            environment: 'sandbox',
+            host: '127.0.0.1',
+            port: 0,
+          },
         ],
         http: { redirect_plain: { host: '127.0.0.1', port: plainPort } },
       },
@@ -112,25 +150,49 @@ describe('an HTTPS send listener with cert/key, and http.redirect_plain', () => 
   });
 
   test('a client that offers only TLS 1.1, or only h2, gets no connection', async () => {
-    const attempt = (opts: { maxVersion?: 'TLSv1.1'; minVersion?: 'TLSv1'; ALPNProtocols?: string[]; ciphers?: string }) =>
+    const attempt = (opts: {
+      maxVersion?: 'TLSv1.1';
+      minVersion?: 'TLSv1';
+      ALPNProtocols?: string[];
+      ciphers?: string;
+    }) =>
       new Promise<string>((resolve) => {
-        const socket = connect({ host: '127.0.0.1', port: httpsPort, servername: NAME, ca: first.cert, ...opts }, () => {
-          socket.end();
-          resolve(`connected ${socket.getProtocol()} ${socket.alpnProtocol}`);
-        });
+        const socket = connect(
+          { host: '127.0.0.1', port: httpsPort, servername: NAME, ca: first.cert, ...opts },
+          () => {
+            socket.end();
+            resolve(`connected ${socket.getProtocol()} ${socket.alpnProtocol}`);
+          },
+        );
         socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
       });
     // SECLEVEL=0: the client itself would allow TLS 1.1; the server refuses it.
-    assert.match(await attempt({ minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }), /PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL|VERSION/i);
-    assert.match(await attempt({ ALPNProtocols: ['h2'] }), /NO_APPLICATION_PROTOCOL|ECONNRESET|alert/i);
+    assert.match(
+      await attempt({ minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }),
+      /PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL|VERSION/i,
+    );
+    assert.match(
+      await attempt({ ALPNProtocols: ['h2'] }),
+      /NO_APPLICATION_PROTOCOL|ECONNRESET|alert/i,
+    );
     assert.equal(await attempt({ ALPNProtocols: ['http/1.1'] }), 'connected TLSv1.3 http/1.1');
   });
 
   test('the plain listener redirects GET and HEAD (308) to the same path on the HTTPS listener, under the name the client asked for', async () => {
     for (const method of ['GET', 'HEAD']) {
-      const answer = await rawExchange(plainPort, `${method} /openapi.json?x=1 HTTP/1.1\r\nHost: ${NAME}:${plainPort}\r\nConnection: close\r\n\r\n`);
+      const answer = await rawExchange(
+        plainPort,
+        `${method} /openapi.json?x=1 HTTP/1.1\r\nHost: ${NAME}:${plainPort}\r\nConnection: close\r\n\r\n`,
+      );
       assert.match(answer, /^HTTP\/1\.1 308 /, method);
-      assert.match(answer, new RegExp(`\r\nLocation: https://${NAME.replaceAll('.', '\\.')}:${httpsPort}/openapi\\.json\\?x=1\r\n`, 'i'), answer);
+      assert.match(
+        answer,
+        new RegExp(
+          `\r\nLocation: https://${NAME.replaceAll('.', '\\.')}:${httpsPort}/openapi\\.json\\?x=1\r\n`,
+          'i',
+        ),
+        answer,
+      );
     }
   });
 
@@ -143,19 +205,29 @@ describe('an HTTPS send listener with cert/key, and http.redirect_plain', () => 
     );
     assert.match(answer, /^HTTP\/1\.1 403 /);
     assert.match(answer, /\r\nConnection: close\r\n/i);
-    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { error: { code: string; type: string; message: string } };
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as {
+      error: { code: string; type: string; message: string };
+    };
     assert.equal(body.error.code, 'https_required');
     assert.equal(body.error.type, 'permission_error');
-    assert.match(body.error.message, new RegExp(`Send it to https://${NAME.replaceAll('.', '\\.')}:${httpsPort}/v1/send\\.`));
+    assert.match(
+      body.error.message,
+      new RegExp(`Send it to https://${NAME.replaceAll('.', '\\.')}:${httpsPort}/v1/send\\.`),
+    );
     assert.match(body.error.message, /consider it exposed and rotate it/);
     // A GET with a key is not redirected either (the client would send the key again).
-    const withKey = await rawExchange(plainPort, `GET /openapi.json HTTP/1.1\r\nHost: ${NAME}\r\nAuthorization: Bearer ${keys.liveKey}\r\nConnection: close\r\n\r\n`);
+    const withKey = await rawExchange(
+      plainPort,
+      `GET /openapi.json HTTP/1.1\r\nHost: ${NAME}\r\nAuthorization: Bearer ${keys.liveKey}\r\nConnection: close\r\n\r\n`,
+    );
     assert.match(withKey, /^HTTP\/1\.1 403 /);
     // No Host (HTTP/1.0): nowhere to redirect to.
     assert.match(await rawExchange(plainPort, 'GET / HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 403 /);
 
     assert.deepEqual(await messageCountsByStatus(server.ctx.store), before);
-    const warned = log.lines.filter((l) => l.msg === 'a request with credentials came over plain HTTP; it was refused unread');
+    const warned = log.lines.filter(
+      (l) => l.msg === 'a request with credentials came over plain HTTP; it was refused unread',
+    );
     assert.equal(warned.length, 2);
     assert.ok(!JSON.stringify(log.lines).includes(keys.liveKey), 'the key is never logged');
   });
@@ -168,7 +240,10 @@ describe('an HTTPS send listener with cert/key, and http.redirect_plain', () => 
     assert.equal((await servedCertificate(httpsPort, NAME, second.cert)).subject.CN, 'second');
     // A key that is not the certificate's: refused whole.
     writeFileSync(keyPath, first.key);
-    assert.throws(() => server.running.reloadTls(), /http-production: .*the private key is not the certificate's/);
+    assert.throws(
+      () => server.running.reloadTls(),
+      /http-production: .*the private key is not the certificate's/,
+    );
     assert.equal((await servedCertificate(httpsPort, NAME, second.cert)).subject.CN, 'second');
   });
 });

@@ -15,14 +15,26 @@ import { after, before, describe, test } from 'node:test';
 import { createOperator, createOperatorToken } from '../../src/operator/operators.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { jsonLogLines } from '../support/logLines.js';
-import { createProjectWithKeys, post, runCli, validMessage, type SpawnedPostern } from '../support/postern.js';
+import {
+  createProjectWithKeys,
+  post,
+  runCli,
+  type SpawnedPostern,
+  validMessage,
+} from '../support/postern.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
 
 const SECRET = 'pmSecret-7c1f0e9a44d2-Kq';
-const OPEN = JSON.stringify({ RecordType: 'Open', MessageID: 'x', Recipient: 'ann@example.org', ReceivedAt: '2026-03-02T10:00:05Z' });
+const OPEN = JSON.stringify({
+  RecordType: 'Open',
+  MessageID: 'x',
+  Recipient: 'ann@example.org',
+  ReceivedAt: '2026-03-02T10:00:05Z',
+});
 
 /** Every character percent-encoded (`%70%6D…`): a spelling some decoders accept. */
-const encodedWhole = (text: string) => [...Buffer.from(text)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+const encodedWhole = (text: string) =>
+  [...Buffer.from(text)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
 
 interface Spelling {
   name: string;
@@ -40,7 +52,14 @@ interface Spelling {
 /** The feedback endpoint's spellings: only the canonical ones are served (200). */
 function feedbackSpellings(account: string): Spelling[] {
   const s = SECRET;
-  const at = (name: string, target: string, status = 404, secret = s): Spelling => ({ name: `feedback, ${name}`, listener: 'production', method: 'POST', target, secret, status });
+  const at = (name: string, target: string, status = 404, secret = s): Spelling => ({
+    name: `feedback, ${name}`,
+    listener: 'production',
+    method: 'POST',
+    target,
+    secret,
+    status,
+  });
   return [
     at('canonical', `/v1/feedback/${account}/${s}`, 200),
     at('canonical with a query', `/v1/feedback/${account}/${s}?source=postmark`, 200),
@@ -65,9 +84,19 @@ function feedbackSpellings(account: string): Spelling[] {
     at('%2E%2E segment', `/v1/%2E%2E/v1/feedback/${account}/${s}`),
     at('.%2e segment after the secret', `/v1/feedback/${account}/${s}/.%2e`),
     at('an encoded letter in the route', `/v1/f%65edback/${account}/${s}`),
-    at('the secret percent-encoded whole', `/v1/feedback/${account}/${encodedWhole(s)}`, 404, encodedWhole(s)),
+    at(
+      'the secret percent-encoded whole',
+      `/v1/feedback/${account}/${encodedWhole(s)}`,
+      404,
+      encodedWhole(s),
+    ),
     // `%2553` is `%53` decoded once (the path's own spelling), never `S`: a wrong secret.
-    at('a letter of the secret encoded twice', `/v1/feedback/${account}/${s.replace('S', '%2553')}`, 401, s.replace('S', '%2553')),
+    at(
+      'a letter of the secret encoded twice',
+      `/v1/feedback/${account}/${s.replace('S', '%2553')}`,
+      401,
+      s.replace('S', '%2553'),
+    ),
     at('trailing slash', `/v1/feedback/${account}/${s}/`),
     at('backslashes', `/v1\\feedback\\${account}\\${s}`),
     at('%5C before the secret', `/v1/feedback/${account}%5C${s}`),
@@ -78,14 +107,27 @@ function feedbackSpellings(account: string): Spelling[] {
     at('under a prefix', `/api/v1/feedback/${account}/${s}`),
     { ...at('GET', `/v1/feedback/${account}/${s}`), method: 'GET' },
     { ...at('on the console listener', `/v1/feedback/${account}/${s}`), listener: 'console' },
-    { ...at('upper-case, on the console listener', `/V1/Feedback/${account}/${s}`), listener: 'console' },
-    { ...at('%2F, on the console listener', `/v1/feedback/${account}%2F${s}`), listener: 'console' },
+    {
+      ...at('upper-case, on the console listener', `/V1/Feedback/${account}/${s}`),
+      listener: 'console',
+    },
+    {
+      ...at('%2F, on the console listener', `/v1/feedback/${account}%2F${s}`),
+      listener: 'console',
+    },
   ];
 }
 
 /** The viewer link's spellings: only the canonical ones are served (200). */
 function viewerSpellings(id: string, token: string): Spelling[] {
-  const at = (name: string, target: string, status = 404): Spelling => ({ name: `viewer, ${name}`, listener: 'production', method: 'GET', target, secret: token, status });
+  const at = (name: string, target: string, status = 404): Spelling => ({
+    name: `viewer, ${name}`,
+    listener: 'production',
+    method: 'GET',
+    target,
+    secret: token,
+    status,
+  });
   return [
     at('canonical', `/view/${id}/${token}`, 200),
     at('canonical body', `/view/${id}/${token}/body`, 200),
@@ -108,7 +150,15 @@ function viewerSpellings(id: string, token: string): Spelling[] {
 
 /** The console API's spellings, with an operator's API token: the id is decoded once, the path matched exactly. */
 function consoleSpellings(id: string, token: string): Spelling[] {
-  const at = (name: string, target: string, status = 404): Spelling => ({ name: `console API, ${name}`, listener: 'console', method: 'GET', target, secret: token, status, headers: { authorization: `Bearer ${token}` } });
+  const at = (name: string, target: string, status = 404): Spelling => ({
+    name: `console API, ${name}`,
+    listener: 'console',
+    method: 'GET',
+    target,
+    secret: token,
+    status,
+    headers: { authorization: `Bearer ${token}` },
+  });
   const twice = id.replace(/.$/, (c) => `%25${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return [
     at('canonical', `/console/api/v1/messages/${id}`, 200),
@@ -124,7 +174,17 @@ function send(base: string, spelling: Spelling): Promise<number> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, method: spelling.method, path: spelling.target, agent: false, headers: { ...(spelling.method === 'POST' ? { 'content-type': 'application/json' } : {}), ...spelling.headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: spelling.method,
+        path: spelling.target,
+        agent: false,
+        headers: {
+          ...(spelling.method === 'POST' ? { 'content-type': 'application/json' } : {}),
+          ...spelling.headers,
+        },
+      },
       (res) => {
         res.resume();
         res.once('end', () => resolve(res.statusCode!));
@@ -146,29 +206,66 @@ describe('secrets in URL paths, in every spelling, on every listener (a real ser
     const stateDir = processes.stateDir('postern-spellings-');
     const { liveKey, accountId, operatorToken } = await withClosedIndex(stateDir, async (ctx) => {
       const pk = await createProjectWithKeys(ctx, 'spellings');
-      const account = await attachProvider(ctx, pk.project.id, { slug: 'provider-e-api', apiKey: 'server-token', endpoint: 'http://127.0.0.1:9', webhookSecret: SECRET });
-      const operator = await createOperator(ctx, { email: 'owner@example.com', role: 'owner', password: 'correct horse battery staple' });
+      const account = await attachProvider(ctx, pk.project.id, {
+        slug: 'provider-e-api',
+        apiKey: 'server-token',
+        endpoint: 'http://127.0.0.1:9',
+        webhookSecret: SECRET,
+      });
+      const operator = await createOperator(ctx, {
+        email: 'owner@example.com',
+        role: 'owner',
+        password: 'correct horse battery staple',
+      });
       const { token } = await createOperatorToken(ctx, operator.id, 'spellings');
       return { liveKey: pk.liveKey, accountId: account.id, operatorToken: token };
     });
     const configFile = path.join(stateDir, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ delivery: { enabled: false }, rate_limits: { send_per_key: 100_000, unauthenticated_per_ip: 100_000, viewer_per_ip: 100_000 } }));
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        delivery: { enabled: false },
+        rate_limits: {
+          send_per_key: 100_000,
+          unauthenticated_per_ip: 100_000,
+          viewer_per_ip: 100_000,
+        },
+      }),
+    );
     logFile = path.join(stateDir, 'postern.log');
-    server = await processes.spawn(stateDir, { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: 'trace' }, [], { logFile });
+    server = await processes.spawn(
+      stateDir,
+      { POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: 'trace' },
+      [],
+      { logFile },
+    );
     const sent = await post(server.production, '/v1/send', { key: liveKey, json: validMessage() });
     assert.equal(sent.status, 202, sent.text);
-    const link = await runCli(['message', 'link', sent.body.id, '--json'], { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile });
+    const link = await runCli(['message', 'link', sent.body.id, '--json'], {
+      POSTERN_STATE_DIR: stateDir,
+      POSTERN_CONFIG: configFile,
+    });
     assert.equal(link.code, 0, link.stderr);
     const [, id, token] = /\/view\/([^/]+)\/([^/?]+)$/.exec(link.json.url)!;
-    spellings = [...feedbackSpellings(accountId), ...viewerSpellings(id, token), ...consoleSpellings(sent.body.id, operatorToken)];
+    spellings = [
+      ...feedbackSpellings(accountId),
+      ...viewerSpellings(id, token),
+      ...consoleSpellings(sent.body.id, operatorToken),
+    ];
     const consoleUrl = server.listeners.find((l) => l.protocol === 'console')!.url;
-    for (const spelling of spellings) statuses.set(spelling.name, await send(spelling.listener === 'console' ? consoleUrl : server.production, spelling));
+    for (const spelling of spellings)
+      statuses.set(
+        spelling.name,
+        await send(spelling.listener === 'console' ? consoleUrl : server.production, spelling),
+      );
     await server.stop();
   });
   after(async () => processes.cleanup());
 
   test('only the canonical spelling is served; every other is 404, on every listener', () => {
-    const wrong = spellings.filter((s) => statuses.get(s.name) !== s.status).map((s) => `${s.name} (${s.target}): ${statuses.get(s.name)}, not ${s.status}`);
+    const wrong = spellings
+      .filter((s) => statuses.get(s.name) !== s.status)
+      .map((s) => `${s.name} (${s.target}): ${statuses.get(s.name)}, not ${s.status}`);
     assert.deepEqual(wrong, []);
   });
 
@@ -177,27 +274,41 @@ describe('secrets in URL paths, in every spelling, on every listener (a real ser
     // Each request's lines (its warnings, its request line) come before the next request's: the
     // requests were sent one after the other, and Node's parser logs nothing for those it refuses.
     const lines = text.split('\n');
-    const ends = lines.flatMap((line, i) => (/"msg":"(console )?request/.test(line) && !line.includes('"path":"/v1/send"') ? [i] : []));
+    const ends = lines.flatMap((line, i) =>
+      /"msg":"(console )?request/.test(line) && !line.includes('"path":"/v1/send"') ? [i] : [],
+    );
     const logged = spellings.filter((s) => !s.unparsed);
     assert.equal(ends.length, logged.length);
     const leaks = logged
-      .filter((s, k) => lines.slice(k === 0 ? 0 : ends[k - 1] + 1, ends[k] + 1).some((line) => line.toLowerCase().includes(s.secret.toLowerCase())))
+      .filter((s, k) =>
+        lines
+          .slice(k === 0 ? 0 : ends[k - 1] + 1, ends[k] + 1)
+          .some((line) => line.toLowerCase().includes(s.secret.toLowerCase())),
+      )
       .map((s) => `${s.name}: ${s.target}`);
     assert.deepEqual(leaks, []);
     // And on no line at all (start, stop, anything between).
-    for (const s of spellings) assert.ok(!text.toLowerCase().includes(s.secret.toLowerCase()), `the log holds ${s.secret}`);
+    for (const s of spellings)
+      assert.ok(!text.toLowerCase().includes(s.secret.toLowerCase()), `the log holds ${s.secret}`);
   });
 
   test('every request has its request line, its path masked: `***` where the secret was', () => {
-    const lines = jsonLogLines<{ msg: string; path?: string; method?: string }>(readFileSync(logFile, 'utf8')).filter((l) => l.msg === 'request' || l.msg === 'console request');
+    const lines = jsonLogLines<{ msg: string; path?: string; method?: string }>(
+      readFileSync(logFile, 'utf8'),
+    ).filter((l) => l.msg === 'request' || l.msg === 'console request');
     const requestLines = lines.filter((l) => l.path !== '/v1/send');
-    assert.equal(requestLines.length, spellings.filter((s) => !s.unparsed).length, JSON.stringify(requestLines.map((l) => l.path)));
-    for (const line of requestLines) assert.match(line.path!, /\*\*\*|^\/v1\/feedback\/[^/]+$|^\/console\//, line.path);
+    assert.equal(
+      requestLines.length,
+      spellings.filter((s) => !s.unparsed).length,
+      JSON.stringify(requestLines.map((l) => l.path)),
+    );
+    for (const line of requestLines)
+      assert.match(line.path!, /\*\*\*|^\/v1\/feedback\/[^/]+$|^\/console\//, line.path);
   });
 });
 
 describe('an error that carries a URL is logged with its secrets masked (the logger of a real process)', () => {
-  test('in every field: a URL error\'s input, a message, a cause, a field of its own', async () => {
+  test("in every field: a URL error's input, a message, a cause, a field of its own", async () => {
     const logModule = new URL('../../src/log.js', import.meta.url).href;
     const script = `
       import { createLogger } from ${JSON.stringify(logModule)};
@@ -212,14 +323,22 @@ describe('an error that carries a URL is logged with its secrets masked (the log
     `;
     const { spawn } = await import('node:child_process');
     const stderr = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let out = '';
       child.stderr.on('data', (d) => (out += d));
       child.on('error', reject);
       child.on('close', () => resolve(out));
     });
-    const lines = jsonLogLines<{ msg: string; err: { message: string; input?: string; url?: string } }>(stderr);
-    assert.deepEqual(lines.map((l) => l.msg), ['an invalid URL', 'a cause', 'fields of its own']);
+    const lines = jsonLogLines<{
+      msg: string;
+      err: { message: string; input?: string; url?: string };
+    }>(stderr);
+    assert.deepEqual(
+      lines.map((l) => l.msg),
+      ['an invalid URL', 'a cause', 'fields of its own'],
+    );
     assert.equal(lines[0].err.input, 'http://[/V1/feedback/pa.x/***');
     assert.equal(lines[2].err.url, '/VIEW/m.x/***');
     assert.ok(!stderr.includes(SECRET), stderr);

@@ -14,9 +14,16 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { allValues } from '../../src/store/queries.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type SpawnedPostern, type TestPostern } from '../support/postern.js';
+import {
+  createProjectWithKeys,
+  post,
+  type SpawnedPostern,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
-import { pythonPost, type PythonAnswer } from '../support/pythonHttp.js';
+import { type PythonAnswer, pythonPost } from '../support/pythonHttp.js';
 
 const MiB = 1024 * 1024;
 /** The send limit of the server below: the 401 and 422 bodies fit under it, the 413 body does not. */
@@ -31,15 +38,27 @@ function outcome(answer: PythonAnswer | { status: number; text: string }): Answe
   if ('error' in answer) return answer;
   const text = 'body' in answer ? answer.body : answer.text;
   try {
-    return { status: answer.status, code: (JSON.parse(text) as { error?: { code?: string } }).error?.code };
+    return {
+      status: answer.status,
+      code: (JSON.parse(text) as { error?: { code?: string } }).error?.code,
+    };
   } catch {
     return { error: `not JSON (${answer.status}): ${text.slice(0, 80)}` };
   }
 }
 
-async function fetchPost(url: string, headers: Record<string, string>, body: Buffer): Promise<Answer> {
+async function fetchPost(
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<Answer> {
   try {
-    const res = await fetch(url, { method: 'POST', headers, body: body as BodyInit, signal: AbortSignal.timeout(60_000) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: body as BodyInit,
+      signal: AbortSignal.timeout(60_000),
+    });
     return outcome({ status: res.status, text: await res.text() });
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
@@ -59,9 +78,24 @@ const MISTYPED_KEY = `ps_test_${'Q'.repeat(40)}`;
 
 /** Each refusal: the body (built once, written to a file for Python) and the contract's answer to it. */
 const CASES: { name: string; mistypedKey: boolean; body: () => Buffer; expected: Answer }[] = [
-  { name: 'a mistyped key (12 MiB body): 401 invalid_api_key', mistypedKey: true, body: () => Buffer.alloc(12 * MiB, 'a'), expected: { status: 401, code: 'invalid_api_key' } },
-  { name: 'a body over the limit (20 MiB): 413 body:too_large', mistypedKey: false, body: () => Buffer.alloc(20 * MiB, 'a'), expected: { status: 413, code: 'body:too_large' } },
-  { name: '600,000 unknown keys (11 MB): 422 body:too_many_keys', mistypedKey: false, body: () => manyKeys(600_000), expected: { status: 422, code: 'body:too_many_keys' } },
+  {
+    name: 'a mistyped key (12 MiB body): 401 invalid_api_key',
+    mistypedKey: true,
+    body: () => Buffer.alloc(12 * MiB, 'a'),
+    expected: { status: 401, code: 'invalid_api_key' },
+  },
+  {
+    name: 'a body over the limit (20 MiB): 413 body:too_large',
+    mistypedKey: false,
+    body: () => Buffer.alloc(20 * MiB, 'a'),
+    expected: { status: 413, code: 'body:too_large' },
+  },
+  {
+    name: '600,000 unknown keys (11 MB): 422 body:too_many_keys',
+    mistypedKey: false,
+    body: () => manyKeys(600_000),
+    expected: { status: 422, code: 'body:too_many_keys' },
+  },
 ];
 
 describe('a refusal before the body was read reaches Node fetch and Python http.client (a real server in its own process)', () => {
@@ -73,14 +107,21 @@ describe('a refusal before the body was read reaches Node fetch and Python http.
 
   before(async () => {
     stateDir = processes.stateDir('postern-refused-');
-    testKey = await withClosedIndex(stateDir, async (ctx) => (await createProjectWithKeys(ctx, 'refused')).testKey);
+    testKey = await withClosedIndex(
+      stateDir,
+      async (ctx) => (await createProjectWithKeys(ctx, 'refused')).testKey,
+    );
     const configFile = path.join(stateDir, 'config.json');
     writeFileSync(
       configFile,
       JSON.stringify({
         delivery: { enabled: false },
         http: { max_body_bytes: MAX_BODY, max_inflight_body_bytes: 4 * MAX_BODY },
-        rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 },
+        rate_limits: {
+          send_per_key: 100_000,
+          batch_per_key: 100_000,
+          unauthenticated_per_ip: 100_000,
+        },
       }),
     );
     server = await processes.spawn(stateDir, { POSTERN_CONFIG: configFile });
@@ -94,12 +135,18 @@ describe('a refusal before the body was read reaches Node fetch and Python http.
   });
   after(async () => processes.cleanup());
 
-  const headers = (c: (typeof CASES)[number]) => ({ authorization: `Bearer ${c.mistypedKey ? MISTYPED_KEY : testKey}`, 'content-type': 'application/json' });
+  const headers = (c: (typeof CASES)[number]) => ({
+    authorization: `Bearer ${c.mistypedKey ? MISTYPED_KEY : testKey}`,
+    'content-type': 'application/json',
+  });
 
   for (const c of CASES) {
     test(`Node fetch reads ${c.name}, ${ROUNDS} times out of ${ROUNDS}`, async () => {
       const answers: Answer[] = [];
-      for (let i = 0; i < ROUNDS; i++) answers.push(await fetchPost(`${server.sandbox}/v1/send`, headers(c), bodies.get(c.name)!.bytes));
+      for (let i = 0; i < ROUNDS; i++)
+        answers.push(
+          await fetchPost(`${server.sandbox}/v1/send`, headers(c), bodies.get(c.name)!.bytes),
+        );
       assert.deepEqual(answers, Array(ROUNDS).fill(c.expected));
     });
   }
@@ -107,7 +154,12 @@ describe('a refusal before the body was read reaches Node fetch and Python http.
   for (const c of CASES) {
     test(`Python http.client reads ${c.name}, ${ROUNDS} times out of ${ROUNDS}`, async () => {
       const answers: Answer[] = [];
-      for (let i = 0; i < ROUNDS; i++) answers.push(outcome(await pythonPost(`${server.sandbox}/v1/send`, headers(c), bodies.get(c.name)!.file)));
+      for (let i = 0; i < ROUNDS; i++)
+        answers.push(
+          outcome(
+            await pythonPost(`${server.sandbox}/v1/send`, headers(c), bodies.get(c.name)!.file),
+          ),
+        );
       assert.deepEqual(answers, Array(ROUNDS).fill(c.expected));
     });
   }
@@ -116,7 +168,12 @@ describe('a refusal before the body was read reaches Node fetch and Python http.
     const sent = await post(server.sandbox, '/v1/send', { key: testKey, json: validMessage() });
     assert.equal(sent.status, 202, sent.text);
     await server.stop();
-    assert.deepEqual(await withClosedIndex(stateDir, (ctx) => allValues<string>(ctx.store, 'SELECT id FROM messages')), [sent.body.id]);
+    assert.deepEqual(
+      await withClosedIndex(stateDir, (ctx) =>
+        allValues<string>(ctx.store, 'SELECT id FROM messages'),
+      ),
+      [sent.body.id],
+    );
   });
 });
 
@@ -167,7 +224,11 @@ function firstAnswer(text: string): { status: number; headers: string; body: unk
   const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? NaN);
   const body = text.slice(end + 4, end + 4 + length);
   if (body.length < length) return null;
-  return { status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body: JSON.parse(body) };
+  return {
+    status: Number(head.split(' ')[1]),
+    headers: head.toLowerCase(),
+    body: JSON.parse(body),
+  };
 }
 
 const requestHead = (key: string, length: number, extra = '') =>
@@ -184,7 +245,9 @@ describe('the draining of a refused body is bounded (real sockets)', () => {
   before(async () => {
     // Each bound alone: the other set far out of reach.
     slow = await startTestPostern({ config: { http: { refused_body_drain_ms: 200 } } });
-    capped = await startTestPostern({ config: { http: { refused_body_drain_bytes: 256 * 1024, refused_body_drain_ms: 600_000 } } });
+    capped = await startTestPostern({
+      config: { http: { refused_body_drain_bytes: 256 * 1024, refused_body_drain_ms: 600_000 } },
+    });
     key = MISTYPED_KEY;
   });
   after(async () => {
@@ -192,57 +255,81 @@ describe('the draining of a refused body is bounded (real sockets)', () => {
     await capped?.close();
   });
 
-  test('a slow body is answered 401 with Connection: close, then cut off at refused_body_drain_ms, long before its end', GUARD, async () => {
-    const declared = 1_000_000;
-    const c = rawConnection(slow.sandbox);
-    await c.write(requestHead(key, declared));
-    // A few bytes at a time for as long as the connection is open: only the time bound ends it.
-    while (!c.isClosed) {
-      await c.write('x'.repeat(10));
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    const answer = firstAnswer(c.received());
-    assert.ok(answer, `no whole answer in ${JSON.stringify(c.received().slice(0, 300))}`);
-    assert.equal(answer.status, 401);
-    assert.match(answer.headers, /\r\nconnection: close/);
-    assert.equal((answer.body as { error: { code: string } }).error.code, 'invalid_api_key');
-    assert.ok(c.sent() < declared, `sent ${c.sent()} of ${declared}`);
-  });
+  test(
+    'a slow body is answered 401 with Connection: close, then cut off at refused_body_drain_ms, long before its end',
+    GUARD,
+    async () => {
+      const declared = 1_000_000;
+      const c = rawConnection(slow.sandbox);
+      await c.write(requestHead(key, declared));
+      // A few bytes at a time for as long as the connection is open: only the time bound ends it.
+      while (!c.isClosed) {
+        await c.write('x'.repeat(10));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const answer = firstAnswer(c.received());
+      assert.ok(answer, `no whole answer in ${JSON.stringify(c.received().slice(0, 300))}`);
+      assert.equal(answer.status, 401);
+      assert.match(answer.headers, /\r\nconnection: close/);
+      assert.equal((answer.body as { error: { code: string } }).error.code, 'invalid_api_key');
+      assert.ok(c.sent() < declared, `sent ${c.sent()} of ${declared}`);
+    },
+  );
 
-  test('a fast body past refused_body_drain_bytes is cut off there, whatever time is left', GUARD, async () => {
-    const declared = 200 * 1024 * 1024;
-    const c = rawConnection(capped.sandbox);
-    // The Content-Length is within the drain bound's reach only for a chunked body: send one.
-    await c.write(`POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
-    const chunk = Buffer.alloc(64 * 1024, 'y');
-    const framed = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    while (!c.isClosed && c.sent() < declared) await c.write(framed);
-    assert.ok(c.sent() < declared, `the server read all ${c.sent()} bytes`);
-    await c.closed;
-  });
+  test(
+    'a fast body past refused_body_drain_bytes is cut off there, whatever time is left',
+    GUARD,
+    async () => {
+      const declared = 200 * 1024 * 1024;
+      const c = rawConnection(capped.sandbox);
+      // The Content-Length is within the drain bound's reach only for a chunked body: send one.
+      await c.write(
+        `POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      );
+      const chunk = Buffer.alloc(64 * 1024, 'y');
+      const framed = Buffer.concat([
+        Buffer.from(`${chunk.length.toString(16)}\r\n`),
+        chunk,
+        Buffer.from('\r\n'),
+      ]);
+      while (!c.isClosed && c.sent() < declared) await c.write(framed);
+      assert.ok(c.sent() < declared, `the server read all ${c.sent()} bytes`);
+      await c.closed;
+    },
+  );
 
-  test('a body whose Content-Length is past refused_body_drain_bytes is not drained: answered and closed at once', GUARD, async () => {
-    const c = rawConnection(capped.sandbox);
-    await c.write(requestHead(key, 10 * 1024 * 1024));
-    await c.write('{"from":');
-    await c.closed;
-    const answer = firstAnswer(c.received());
-    assert.equal(answer?.status, 401);
-  });
+  test(
+    'a body whose Content-Length is past refused_body_drain_bytes is not drained: answered and closed at once',
+    GUARD,
+    async () => {
+      const c = rawConnection(capped.sandbox);
+      await c.write(requestHead(key, 10 * 1024 * 1024));
+      await c.write('{"from":');
+      await c.closed;
+      const answer = firstAnswer(c.received());
+      assert.equal(answer?.status, 401);
+    },
+  );
 
-  test('a request pipelined behind a refused body is not served: nothing is stored', GUARD, async () => {
-    const p = capped;
-    const good = await createProjectWithKeys(p.ctx, 'pipelined');
-    const body = JSON.stringify(validMessage());
-    const c = rawConnection(p.sandbox);
-    // Refused (bad key) before its body is whole; the rest of it, then on the same connection a
-    // request answered at once (the document) and a good send.
-    await c.write(requestHead(key, body.length) + body.slice(0, 10));
-    await c.answered;
-    await c.write(`${body.slice(10)}GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n${requestHead(good.testKey, body.length)}${body}`);
-    await c.closed;
-    assert.equal(firstAnswer(c.received())?.status, 401);
-    assert.equal(c.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, c.received().slice(0, 500));
-    assert.deepEqual(await allValues<string>(p.ctx.store, 'SELECT id FROM messages'), []);
-  });
+  test(
+    'a request pipelined behind a refused body is not served: nothing is stored',
+    GUARD,
+    async () => {
+      const p = capped;
+      const good = await createProjectWithKeys(p.ctx, 'pipelined');
+      const body = JSON.stringify(validMessage());
+      const c = rawConnection(p.sandbox);
+      // Refused (bad key) before its body is whole; the rest of it, then on the same connection a
+      // request answered at once (the document) and a good send.
+      await c.write(requestHead(key, body.length) + body.slice(0, 10));
+      await c.answered;
+      await c.write(
+        `${body.slice(10)}GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n${requestHead(good.testKey, body.length)}${body}`,
+      );
+      await c.closed;
+      assert.equal(firstAnswer(c.received())?.status, 401);
+      assert.equal(c.received().match(/HTTP\/1\.1 \d{3}/g)?.length, 1, c.received().slice(0, 500));
+      assert.deepEqual(await allValues<string>(p.ctx.store, 'SELECT id FROM messages'), []);
+    },
+  );
 });

@@ -3,9 +3,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { ContractError } from '../../src/contract/errors.js';
 import { judgeSmtpMessage } from '../../src/accept/smtpMessage.js';
-import { ingestBufferedMessage as ingestHeldInto, ingestMessage as ingestStreamedInto, type IngestOptions } from '../../src/mime/ingest.js';
+import { ContractError } from '../../src/contract/errors.js';
+import {
+  type IngestOptions,
+  ingestBufferedMessage as ingestHeldInto,
+  ingestMessage as ingestStreamedInto,
+} from '../../src/mime/ingest.js';
 import { readWholeUpTo } from '../../src/smtp/dataPayload.js';
 import { createTempFileStream, writeTempFileSync } from '../../src/spool/spool.js';
 import { tempDirs } from '../support/hooks.js';
@@ -14,11 +18,17 @@ const dir = tempDirs('postern-ingest-')();
 
 let n = 0;
 type SpooledOptions = IngestOptions & { tmpPath: string };
-const options = (): SpooledOptions => ({ tmpPath: path.join(dir, `${++n}.tmp`), id: 'm.0000000000000000000000test', defaultSender: 'postern@gateway.example' });
+const options = (): SpooledOptions => ({
+  tmpPath: path.join(dir, `${++n}.tmp`),
+  id: 'm.0000000000000000000000test',
+  defaultSender: 'postern@gateway.example',
+});
 /** As the writer thread runs it: the rewritten bytes written to the temp file. */
-const ingestBufferedMessage = (data: Buffer, opts: SpooledOptions) => ingestHeldInto(data, opts, (rewritten) => writeTempFileSync(opts.tmpPath, rewritten));
+const ingestBufferedMessage = (data: Buffer, opts: SpooledOptions) =>
+  ingestHeldInto(data, opts, (rewritten) => writeTempFileSync(opts.tmpPath, rewritten));
 /** As the accept pipeline runs it for a big message: streamed into the temp file. */
-const ingestMessage = (input: Readable, opts: SpooledOptions) => ingestStreamedInto(input, opts, createTempFileStream(opts.tmpPath));
+const ingestMessage = (input: Readable, opts: SpooledOptions) =>
+  ingestStreamedInto(input, opts, createTempFileStream(opts.tmpPath));
 
 /** Messages whose header block ends in every way the splitter knows, with what the rewrite touches. */
 const MESSAGES: Record<string, string> = {
@@ -36,7 +46,16 @@ const MESSAGES: Record<string, string> = {
     'Body line',
     '',
   ].join('\r\n'),
-  'bare LF line ends and a folded header': ['From: lf@example.com', 'To: x@example.org', 'Subject: folded', '  across lines', 'Message-ID: <kept@example.com>', '', 'LF body', ''].join('\n'),
+  'bare LF line ends and a folded header': [
+    'From: lf@example.com',
+    'To: x@example.org',
+    'Subject: folded',
+    '  across lines',
+    'Message-ID: <kept@example.com>',
+    '',
+    'LF body',
+    '',
+  ].join('\n'),
   'headers only, no blank line': 'From: only@example.com\r\nTo: x@example.org\r\nSubject: no body',
   'empty (DATA then the dot at once)': '',
   'multipart with an attachment': [
@@ -69,7 +88,9 @@ describe('SMTP ingest: a message held whole and one streamed end the same', () =
       const streamed = options();
       const a = await ingestBufferedMessage(data, held);
       // Split mid-line so the streaming path sees the header block across chunks.
-      const chunks = [data.subarray(0, 7), data.subarray(7, 60), data.subarray(60)].filter((c) => c.length > 0);
+      const chunks = [data.subarray(0, 7), data.subarray(7, 60), data.subarray(60)].filter(
+        (c) => c.length > 0,
+      );
       const b = await ingestMessage(Readable.from(chunks), streamed);
       assert.deepEqual(readFileSync(held.tmpPath), readFileSync(streamed.tmpPath));
       assert.deepEqual(a, b);
@@ -79,16 +100,22 @@ describe('SMTP ingest: a message held whole and one streamed end the same', () =
 
   test('the rewrite drops control headers and Bcc, keeps their values, and adds <id@From domain>', async () => {
     const opts = options();
-    const mail = await ingestBufferedMessage(Buffer.from(MESSAGES['CRLF, control headers, Bcc, no Message-ID']), opts);
+    const mail = await ingestBufferedMessage(
+      Buffer.from(MESSAGES['CRLF, control headers, Bcc, no Message-ID']),
+      opts,
+    );
     const stored = readFileSync(opts.tmpPath, 'utf8');
     const head = stored.slice(0, stored.indexOf('\r\n\r\n'));
     assert.doesNotMatch(head, /^(Bcc|X-Service-)/im);
     assert.match(head, /^Message-ID: <m\.0000000000000000000000test@mail\.example\.com>$/m);
     assert.equal(mail.hadMessageId, false);
-    assert.deepEqual([...mail.control], [
-      ['x-service-tags', 'one, two'],
-      ['x-service-metadata', '{"k":"v"}'],
-    ]);
+    assert.deepEqual(
+      [...mail.control],
+      [
+        ['x-service-tags', 'one, two'],
+        ['x-service-metadata', '{"k":"v"}'],
+      ],
+    );
     assert.deepEqual(mail.unknownControl, ['X-Service-Unknown']);
     assert.equal(mail.subject, 'Café');
     assert.equal(mail.textLength, 'Body line\n'.length);
@@ -99,7 +126,10 @@ describe('SMTP ingest: a message held whole and one streamed end the same', () =
   });
 
   test('a multipart message reports its decoded attachment size', async () => {
-    const mail = await ingestBufferedMessage(Buffer.from(MESSAGES['multipart with an attachment']), options());
+    const mail = await ingestBufferedMessage(
+      Buffer.from(MESSAGES['multipart with an attachment']),
+      options(),
+    );
     assert.deepEqual(mail.attachmentSizes, [3000]);
     assert.equal(mail.htmlLength, '<p>hi</p>'.length);
   });
@@ -112,7 +142,10 @@ describe('SMTP ingest: a message held whole and one streamed end the same', () =
   });
 
   test('readWholeUpTo hands a longer payload back as a stream of all of it, the bytes read so far first', async () => {
-    const got = await readWholeUpTo(Readable.from([Buffer.from('abc'), Buffer.from('def'), Buffer.from('ghi')]), 4);
+    const got = await readWholeUpTo(
+      Readable.from([Buffer.from('abc'), Buffer.from('def'), Buffer.from('ghi')]),
+      4,
+    );
     assert.ok('stream' in got);
     const chunks: Buffer[] = [];
     for await (const c of got.stream) chunks.push(c as Buffer);
@@ -124,48 +157,103 @@ describe('SMTP ingest: headers the rewrite and the rules must read right', () =>
   const NOW = Date.UTC(2026, 10, 24);
   const ingest = async (lines: string[]) => {
     const opts = options();
-    const mail = await ingestBufferedMessage(Buffer.from([...lines, '', 'Body', ''].join('\r\n')), opts);
+    const mail = await ingestBufferedMessage(
+      Buffer.from([...lines, '', 'Body', ''].join('\r\n')),
+      opts,
+    );
     const stored = readFileSync(opts.tmpPath, 'latin1');
     return { mail, head: stored.slice(0, stored.indexOf('\r\n\r\n')) };
   };
 
   test('members of a group in To are named recipients (To), not Bcc; only the unnamed envelope recipient is Bcc', async () => {
-    const { mail } = await ingest(['From: s@example.com', 'To: Team: r1@example.org, R2 <r2@example.org>;', 'Cc: Copies:;', 'Subject: group']);
-    const { facts } = judgeSmtpMessage(mail, ['r1@example.org', 'r2@example.org', 'hidden@example.net'], NOW);
-    assert.deepEqual(facts.to.map((m) => m.email), ['r1@example.org', 'r2@example.org']);
-    assert.deepEqual(facts.bcc.map((m) => m.email), ['hidden@example.net']);
+    const { mail } = await ingest([
+      'From: s@example.com',
+      'To: Team: r1@example.org, R2 <r2@example.org>;',
+      'Cc: Copies:;',
+      'Subject: group',
+    ]);
+    const { facts } = judgeSmtpMessage(
+      mail,
+      ['r1@example.org', 'r2@example.org', 'hidden@example.net'],
+      NOW,
+    );
+    assert.deepEqual(
+      facts.to.map((m) => m.email),
+      ['r1@example.org', 'r2@example.org'],
+    );
+    assert.deepEqual(
+      facts.bcc.map((m) => m.email),
+      ['hidden@example.net'],
+    );
   });
 
   test('an added Message-ID takes the From domain when From carries a comment or a display name', async () => {
-    for (const from of ['Name <a@example.com> (comment)', 'a@example.com (comment)', '"Q, N" <a@example.com>']) {
+    for (const from of [
+      'Name <a@example.com> (comment)',
+      'a@example.com (comment)',
+      '"Q, N" <a@example.com>',
+    ]) {
       const { head } = await ingest([`From: ${from}`, 'To: r@example.org', 'Subject: id']);
       assert.match(head, /^Message-ID: <m\.0000000000000000000000test@example\.com>$/m, from);
     }
   });
 
   test('an empty Message-ID is replaced by the message id, leaving exactly one', async () => {
-    const { mail, head } = await ingest(['From: a@example.com', 'To: r@example.org', 'Message-ID:   ', 'Subject: empty id']);
+    const { mail, head } = await ingest([
+      'From: a@example.com',
+      'To: r@example.org',
+      'Message-ID:   ',
+      'Subject: empty id',
+    ]);
     assert.equal(mail.hadMessageId, false);
-    assert.deepEqual(head.match(/^Message-ID:.*$/gim), ['Message-ID: <m.0000000000000000000000test@example.com>']);
+    assert.deepEqual(head.match(/^Message-ID:.*$/gim), [
+      'Message-ID: <m.0000000000000000000000test@example.com>',
+    ]);
   });
 
   test('Resent-Bcc is removed like Bcc', async () => {
-    const { head } = await ingest(['From: a@example.com', 'To: r@example.org', 'Resent-Bcc: hidden@example.net', 'Bcc: other@example.net', 'Subject: resent']);
+    const { head } = await ingest([
+      'From: a@example.com',
+      'To: r@example.org',
+      'Resent-Bcc: hidden@example.net',
+      'Bcc: other@example.net',
+      'Subject: resent',
+    ]);
     assert.doesNotMatch(head, /hidden@example\.net|other@example\.net/);
   });
 
   test('a control header given twice is refused with its field code, whatever the copies say', async () => {
     const cases: [string[], string, string][] = [
       [['X-Service-Paused: true', 'X-Service-Paused: maybe'], 'paused', 'paused:invalid_value'],
-      [['X-Service-Metadata: {"a":"1"}', 'X-Service-Metadata: {"a":"1"}'], 'metadata', 'metadata:invalid_value'],
-      [['X-Service-Idempotency-Key: order-1234-aaaa', 'X-Service-Idempotency-Key: order-1234-bbbb'], 'idempotency_key', 'idempotency_key:invalid'],
+      [
+        ['X-Service-Metadata: {"a":"1"}', 'X-Service-Metadata: {"a":"1"}'],
+        'metadata',
+        'metadata:invalid_value',
+      ],
+      [
+        [
+          'X-Service-Idempotency-Key: order-1234-aaaa',
+          'X-Service-Idempotency-Key: order-1234-bbbb',
+        ],
+        'idempotency_key',
+        'idempotency_key:invalid',
+      ],
     ];
     for (const [control, field, code] of cases) {
-      const { mail, head } = await ingest(['From: a@example.com', 'To: r@example.org', 'Subject: twice', ...control]);
+      const { mail, head } = await ingest([
+        'From: a@example.com',
+        'To: r@example.org',
+        'Subject: twice',
+        ...control,
+      ]);
       assert.doesNotMatch(head, /^X-Service-/im);
       assert.throws(
         () => judgeSmtpMessage(mail, ['r@example.org'], NOW),
-        (err: unknown) => err instanceof ContractError && err.status === 422 && err.code === code && err.details?.some((d) => d.field === field && d.code === code) === true,
+        (err: unknown) =>
+          err instanceof ContractError &&
+          err.status === 422 &&
+          err.code === code &&
+          err.details?.some((d) => d.field === field && d.code === code) === true,
         code,
       );
     }

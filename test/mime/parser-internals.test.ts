@@ -26,9 +26,15 @@ const code = (method: Method) =>
 
 describe('mailparser is pinned, and the internals the counting parser uses have the shape it assumes', () => {
   test('package.json pins mailparser to one exact version: the one installed and the one locked', () => {
-    const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    const lock = JSON.parse(readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dependencies?: Record<string, string> }> };
-    const installed = (createRequire(import.meta.url)('mailparser/package.json') as { version: string }).version;
+    const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    const lock = JSON.parse(readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; dependencies?: Record<string, string> }>;
+    };
+    const installed = (
+      createRequire(import.meta.url)('mailparser/package.json') as { version: string }
+    ).version;
     const pinned = manifest.dependencies.mailparser;
     assert.match(pinned, /^\d+\.\d+\.\d+$/, 'an exact version, no range');
     assert.equal(installed, pinned);
@@ -40,29 +46,53 @@ describe('mailparser is pinned, and the internals the counting parser uses have 
     assert.equal(typeof prototype.createNode, 'function');
     assert.equal(prototype.createNode.length, 1);
     const source = code(prototype.createNode);
-    for (const part of ['node.getDecoder()', "decoder.on('end'", 'this.decoderEnded = true', 'newNode.decoder = decoder', 'newNode.isAttachment', 'newNode.disposition', 'newNode.charset = charset']) {
+    for (const part of [
+      'node.getDecoder()',
+      "decoder.on('end'",
+      'this.decoderEnded = true',
+      'newNode.decoder = decoder',
+      'newNode.isAttachment',
+      'newNode.disposition',
+      'newNode.charset = charset',
+    ]) {
       assert.ok(source.includes(part), `createNode still does ${part}`);
     }
   });
 
   test('a parser has decoder.decodeStream(charset), a Transform, and its clean-up waits on the current node decoder unless decoderEnded', () => {
-    const parser = new MailParser() as unknown as { decoder: { decodeStream(charset: string): unknown }; destroy(): void };
+    const parser = new MailParser() as unknown as {
+      decoder: { decodeStream(charset: string): unknown };
+      destroy(): void;
+    };
     assert.equal(typeof parser.decoder?.decodeStream, 'function');
     assert.ok(parser.decoder.decodeStream('iso-8859-1') instanceof Transform);
     parser.destroy();
-    assert.ok(code(prototype.cleanup).includes('this.curnode.decoder.readable && !this.decoderEnded'), 'cleanup waits on the node decoder unless decoderEnded');
+    assert.ok(
+      code(prototype.cleanup).includes('this.curnode.decoder.readable && !this.decoderEnded'),
+      'cleanup waits on the node decoder unless decoderEnded',
+    );
   });
 
   test('processHeaders(lines) maps a root header list to the values the headers event hands on, without touching the parser (singlePartText.ts)', () => {
-    const parser = new MailParser() as unknown as { processHeaders(lines: { key: string; line: string }[]): Map<string, unknown>; destroy(): void };
+    const parser = new MailParser() as unknown as {
+      processHeaders(lines: { key: string; line: string }[]): Map<string, unknown>;
+      destroy(): void;
+    };
     assert.equal(typeof parser.processHeaders, 'function');
     const headers = parser.processHeaders([
       { key: 'from', line: 'From: =?UTF-8?Q?Ren=C3=A9?= <r@example.com>' },
       { key: 'subject', line: 'Subject: =?UTF-8?Q?Caf=C3=A9?=' },
     ]);
-    assert.deepEqual((headers.get('from') as { value: { address: string; name: string }[] }).value, [{ address: 'r@example.com', name: 'René' }]);
+    assert.deepEqual(
+      (headers.get('from') as { value: { address: string; name: string }[] }).value,
+      [{ address: 'r@example.com', name: 'René' }],
+    );
     assert.equal(headers.get('subject'), 'Café');
-    assert.equal(code(prototype.processChunk).includes("this.emit('headers', node.headers)"), true, 'the headers event hands on the processed map');
+    assert.equal(
+      code(prototype.processChunk).includes("this.emit('headers', node.headers)"),
+      true,
+      'the headers event hands on the processed map',
+    );
     parser.destroy();
   });
 });

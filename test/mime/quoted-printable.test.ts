@@ -33,8 +33,10 @@ async function decode(input: Buffer, sizes: number[]): Promise<Buffer> {
 
 const CASES: Record<string, string> = {
   'escapes in either case and raw 8-bit bytes': 'Caf=C3=A9 caf=c3=a9 and raw é\r\n',
-  'soft breaks (CRLF and LF), with blanks a transport added after the =': 'one long line =\r\ncontinued=\ncontinued again=  \r\nand done\r\n',
-  'blanks before a line break, a CR or the end are dropped; others kept': 'trailing   \r\nmid  dle\t\r\nbare\t\nlone \rcr\tend   ',
+  'soft breaks (CRLF and LF), with blanks a transport added after the =':
+    'one long line =\r\ncontinued=\ncontinued again=  \r\nand done\r\n',
+  'blanks before a line break, a CR or the end are dropped; others kept':
+    'trailing   \r\nmid  dle\t\r\nbare\t\nlone \rcr\tend   ',
   'an = that is no escape is kept as written': 'a = b, =Z, =4Z, == and =\rX and =4',
   'a soft break at the very end': 'ends with a soft break=',
   'empty lines and bare line breaks': '\r\n\r\n\n\nx\r\n',
@@ -45,13 +47,28 @@ describe('QuotedPrintableDecoder: libqp decoding, streamed', () => {
     test(`${name}: the same bytes as libqp's decode, however the input is cut`, async () => {
       const input = Buffer.from(text, 'utf8');
       const expected = libqp.decode(input);
-      for (const sizes of [[input.length], [1], [2, 3], [5, 1, 7]]) assert.deepEqual(await decode(input, sizes), expected, `chunks of ${sizes.join(', ')}`);
+      for (const sizes of [[input.length], [1], [2, 3], [5, 1, 7]])
+        assert.deepEqual(await decode(input, sizes), expected, `chunks of ${sizes.join(', ')}`);
     });
   }
 
   test('random quoted-printable bodies cut at random decode as libqp decodes them whole', async () => {
     const pick = random(17);
-    const tokens = ['a', 'Z', '0', ' ', '\t', 'é', '=41', '=c3=a9', '=C3=A9', '=z', '=4z', '==', '\r'];
+    const tokens = [
+      'a',
+      'Z',
+      '0',
+      ' ',
+      '\t',
+      'é',
+      '=41',
+      '=c3=a9',
+      '=C3=A9',
+      '=z',
+      '=4z',
+      '==',
+      '\r',
+    ];
     const ends = ['\r\n', '\n', '=\r\n', '=\n', '=  \r\n', ''];
     for (let round = 0; round < 2000; round++) {
       let text = '';
@@ -72,9 +89,13 @@ describe('QuotedPrintableDecoder: libqp decoding, streamed', () => {
     const decoder = new QuotedPrintableDecoder();
     let out = 0;
     decoder.on('data', (c: Buffer) => (out += c.length));
-    const line = Buffer.from('A line of body text, with an escape =C3=A9 and a soft break at its end =\r\n');
+    const line = Buffer.from(
+      'A line of body text, with an escape =C3=A9 and a soft break at its end =\r\n',
+    );
     const decodedLine = libqp.decode(line).length;
-    const chunk = Buffer.concat(Array.from({ length: Math.floor((64 * 1024) / line.length) }, () => line));
+    const chunk = Buffer.concat(
+      Array.from({ length: Math.floor((64 * 1024) / line.length) }, () => line),
+    );
     const linesPerChunk = chunk.length / line.length;
     for (let i = 1; i <= 128; i++) {
       decoder.write(chunk);

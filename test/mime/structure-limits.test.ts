@@ -74,13 +74,25 @@ describe('the header-block limit of a composed message', () => {
       assert.doesNotThrow(() => checkHeaderBlock(fits));
       assert.throws(() => checkHeaderBlock(over), MessageStructureRefused);
       for (const largest of [700, 70_000, 2 * MAX_HEADER_BLOCK_BYTES]) {
-        assert.equal(await streamPasses(cut(fits, random, largest)), true, `fits, cut up to ${largest}`);
-        assert.equal(await streamPasses(cut(over, random, largest)), false, `over, cut up to ${largest}`);
+        assert.equal(
+          await streamPasses(cut(fits, random, largest)),
+          true,
+          `fits, cut up to ${largest}`,
+        );
+        assert.equal(
+          await streamPasses(cut(over, random, largest)),
+          false,
+          `over, cut up to ${largest}`,
+        );
       }
       // Byte by byte around the blank line.
       const aroundEnd = (message: Buffer) => {
         const end = headerBlockEnd(message);
-        return [message.subarray(0, end - 6), ...cut(message.subarray(end - 6, end + 3), random, 1), message.subarray(end + 3)];
+        return [
+          message.subarray(0, end - 6),
+          ...cut(message.subarray(end - 6, end + 3), random, 1),
+          message.subarray(end + 3),
+        ];
       };
       assert.equal(await streamPasses(aroundEnd(fits)), true, 'fits, cut byte by byte at its end');
       assert.equal(await streamPasses(aroundEnd(over)), false, 'over, cut byte by byte at its end');
@@ -91,25 +103,50 @@ describe('the header-block limit of a composed message', () => {
     const random = seededRandom(7);
     // A body past the limit after it: passed only if the block was seen to end.
     const body = Buffer.alloc(MAX_HEADER_BLOCK_BYTES + 10, 0x78);
-    for (const text of ['A: b\n\nbody', 'A: b\r\n\r\nbody', 'A: b\n\r\nbody', '\r\nbody', '\nbody']) {
-      for (let i = 0; i < 20; i++) assert.equal(await streamPasses([...cut(Buffer.from(text), random, 3), body]), true, JSON.stringify(text));
+    for (const text of [
+      'A: b\n\nbody',
+      'A: b\r\n\r\nbody',
+      'A: b\n\r\nbody',
+      '\r\nbody',
+      '\nbody',
+    ]) {
+      for (let i = 0; i < 20; i++)
+        assert.equal(
+          await streamPasses([...cut(Buffer.from(text), random, 3), body]),
+          true,
+          JSON.stringify(text),
+        );
     }
     // Line ends that are not a blank line, cut the same ways, leave the block open.
     for (const text of ['A: b\nC: d\r\nE: \r\r\n', 'A: b\r\n \r\n']) {
-      for (let i = 0; i < 20; i++) assert.equal(await streamPasses([...cut(Buffer.from(text), random, 3), body]), false, JSON.stringify(text));
+      for (let i = 0; i < 20; i++)
+        assert.equal(
+          await streamPasses([...cut(Buffer.from(text), random, 3), body]),
+          false,
+          JSON.stringify(text),
+        );
     }
   });
 
   test('a message that is all header (no blank line) is judged by its length', async () => {
-    assert.equal(await streamPasses([Buffer.from(`A: ${'b'.repeat(MAX_HEADER_BLOCK_BYTES)}`)]), false);
+    assert.equal(
+      await streamPasses([Buffer.from(`A: ${'b'.repeat(MAX_HEADER_BLOCK_BYTES)}`)]),
+      false,
+    );
     assert.equal(await streamPasses([Buffer.from('A: b')]), true);
-    assert.throws(() => checkHeaderBlock(Buffer.from(`A: ${'b'.repeat(MAX_HEADER_BLOCK_BYTES)}`)), MessageStructureRefused);
+    assert.throws(
+      () => checkHeaderBlock(Buffer.from(`A: ${'b'.repeat(MAX_HEADER_BLOCK_BYTES)}`)),
+      MessageStructureRefused,
+    );
   });
 });
 
-describe('mailsplit failures that are the message\'s fault', () => {
+describe("mailsplit failures that are the message's fault", () => {
   /** What a splitter with these options fails `message` with. */
-  async function splitterFailure(options: { maxHeadSize?: number; maxChildNodes?: number }, message: string): Promise<unknown> {
+  async function splitterFailure(
+    options: { maxHeadSize?: number; maxChildNodes?: number },
+    message: string,
+  ): Promise<unknown> {
     const splitter = new Splitter(options);
     splitter.resume();
     return pipeline(Readable.from([Buffer.from(message)]), splitter).then(
@@ -119,13 +156,22 @@ describe('mailsplit failures that are the message\'s fault', () => {
   }
 
   test('mailsplit fails its header and node limits with EMAXLEN and the messages structureRefusal matches', async () => {
-    const header = await splitterFailure({ maxHeadSize: 64 }, `Subject: ${'x'.repeat(200)}\r\n\r\nbody\r\n`);
+    const header = await splitterFailure(
+      { maxHeadSize: 64 },
+      `Subject: ${'x'.repeat(200)}\r\n\r\nbody\r\n`,
+    );
     assert.equal((header as { code?: string }).code, 'EMAXLEN');
     assert.equal((header as Error).message, MAILSPLIT_LIMIT_MESSAGES.header_block);
     assert.equal(structureRefusal(header)?.detail.code, 'headers:too_large');
 
-    const parts = Array.from({ length: 5 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\n${i}\r\n`).join('');
-    const nodes = await splitterFailure({ maxChildNodes: 3 }, `Content-Type: multipart/mixed; boundary="b"\r\n\r\n${parts}--b--\r\n`);
+    const parts = Array.from(
+      { length: 5 },
+      (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\n${i}\r\n`,
+    ).join('');
+    const nodes = await splitterFailure(
+      { maxChildNodes: 3 },
+      `Content-Type: multipart/mixed; boundary="b"\r\n\r\n${parts}--b--\r\n`,
+    );
     assert.equal((nodes as { code?: string }).code, 'EMAXLEN');
     assert.equal((nodes as Error).message, MAILSPLIT_LIMIT_MESSAGES.mime_parts);
     assert.equal(structureRefusal(nodes)?.detail.code, 'body:too_many_parts');
@@ -133,12 +179,18 @@ describe('mailsplit failures that are the message\'s fault', () => {
 
   test('any other failure stays what it is (a server fault)', () => {
     assert.equal(structureRefusal(new Error('EIO: i/o error, write')), null);
-    assert.equal(structureRefusal(Object.assign(new Error('something new'), { code: 'EMAXLEN' })), null);
+    assert.equal(
+      structureRefusal(Object.assign(new Error('something new'), { code: 'EMAXLEN' })),
+      null,
+    );
     assert.equal(structureRefusal('not an error'), null);
   });
 
   test('mailparser hands maxHeadSize and maxChildNodes to its splitter (the counting parser reads with them)', () => {
-    const parser = new MailParser({ maxHeadSize: 123, maxChildNodes: 45 }) as unknown as { splitter: { maxHeadSize: number; maxChildNodes: number }; destroy(): void };
+    const parser = new MailParser({ maxHeadSize: 123, maxChildNodes: 45 }) as unknown as {
+      splitter: { maxHeadSize: number; maxChildNodes: number };
+      destroy(): void;
+    };
     assert.equal(parser.splitter.maxHeadSize, 123);
     assert.equal(parser.splitter.maxChildNodes, 45);
     parser.destroy();

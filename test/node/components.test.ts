@@ -5,15 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ComponentRunner, type Component } from '../../src/node/components.js';
 import { silentLogger } from '../../src/log.js';
+import { type Component, ComponentRunner } from '../../src/node/components.js';
 
 interface Config {
   a: { level: string };
   b: { limit: number };
   c: { name: string };
 }
-
 
 /** A component that writes what happens to it into `events`; `failStart`/`failStop` make that step throw. */
 class Recorded<S> implements Component<S> {
@@ -58,9 +57,18 @@ describe('ComponentRunner', () => {
     const runner = new ComponentRunner<Config>(silentLogger());
     await runner.start(new Recorded('store', events));
     await runner.start(new Recorded('writer', events));
-    await assert.rejects(runner.start(new Recorded('doors', events, { start: true })), /doors did not start/);
+    await assert.rejects(
+      runner.start(new Recorded('doors', events, { start: true })),
+      /doors did not start/,
+    );
     // The failed one is not stopped: a start that throws leaves its own part cleaned up.
-    assert.deepEqual(events, ['start store', 'start writer', 'start doors', 'stop writer', 'stop store']);
+    assert.deepEqual(events, [
+      'start store',
+      'start writer',
+      'start doors',
+      'stop writer',
+      'stop store',
+    ]);
     // Stopped: nothing starts after that, and a later stop stops nothing again.
     await assert.rejects(runner.start(new Recorded('late', events)), /the node is stopping/);
     await runner.stop();

@@ -21,7 +21,9 @@ function peakHeapMb(growthPercent: number | null): number {
       if (i % 10000 === 0) peak = Math.max(peak, v8.getHeapStatistics().total_heap_size);
     }
     console.log(peak / 1048576);`;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+  });
   assert.equal(run.status, 0, run.stderr);
   return Number(run.stdout.trim());
 }
@@ -31,9 +33,15 @@ describe('memory.heap_growth_percent', () => {
     const v8Rule = peakHeapMb(null);
     const bounded = peakHeapMb(20);
     // The live set is about 60 MiB here; V8's own rule let the heap reach 200-230 MiB, 20 % about 110.
-    assert.ok(bounded < v8Rule * 0.7, `peak ${bounded.toFixed(0)} MiB with 20 %, ${v8Rule.toFixed(0)} MiB with V8's rule`);
+    assert.ok(
+      bounded < v8Rule * 0.7,
+      `peak ${bounded.toFixed(0)} MiB with 20 %, ${v8Rule.toFixed(0)} MiB with V8's rule`,
+    );
     // 0 hands the decision back to V8.
     const restored = peakHeapMb(0);
-    assert.ok(restored > bounded * 1.3, `peak ${restored.toFixed(0)} MiB with 0, ${bounded.toFixed(0)} MiB with 20 %`);
+    assert.ok(
+      restored > bounded * 1.3,
+      `peak ${restored.toFixed(0)} MiB with 0, ${bounded.toFixed(0)} MiB with 20 %`,
+    );
   });
 });

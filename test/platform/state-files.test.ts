@@ -6,11 +6,29 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import {
+  cliPath,
+  createProjectWithKeys,
+  ephemeralListenerEnv,
+  post,
+  validMessage,
+} from '../support/postern.js';
 import { ProcessScope, withClosedIndex } from '../support/processes.js';
-import { cliPath, createProjectWithKeys, ephemeralListenerEnv, post, validMessage } from '../support/postern.js';
 
 const scope = new ProcessScope();
 after(() => scope.cleanup());
@@ -33,12 +51,18 @@ before(async () => {
   const { liveKey } = await withClosedIndex(prepared, (ctx) => createProjectWithKeys(ctx));
   const server = await scope.spawn(prepared, { POSTERN_CONFIG: configFile });
   // Over spool.index_body_max_bytes: a spool file.
-  const sent = await post(server.production, '/v1/send', { key: liveKey, json: validMessage({ text: 'x'.repeat(70_000) }) });
+  const sent = await post(server.production, '/v1/send', {
+    key: liveKey,
+    json: validMessage({ text: 'x'.repeat(70_000) }),
+  });
   assert.equal(sent.status, 202, sent.text);
   await server.stop();
-  const day = readdirSync(path.join(prepared, 'spool')).find((name) => /^\d{4}-\d{2}-\d{2}$/.test(name))!;
+  const day = readdirSync(path.join(prepared, 'spool')).find((name) =>
+    /^\d{4}-\d{2}-\d{2}$/.test(name),
+  )!;
   spoolFile = path.join('spool', day, `${sent.body.id as string}.eml`);
-  for (const made of ['postern.db', spoolFile, 'viewer.key', 'certs/postern.key']) assert.ok(existsSync(path.join(prepared, made)), `${made} was made`);
+  for (const made of ['postern.db', spoolFile, 'viewer.key', 'certs/postern.key'])
+    assert.ok(existsSync(path.join(prepared, made)), `${made} was made`);
   // As a retired file left by a previous run (Spool.retire): adopted at start, reused for new mail.
   writeFileSync(path.join(prepared, 'spool', 'free', 'previous-run.1'), '', { mode: 0o600 });
 });
@@ -70,7 +94,13 @@ interface StartOutcome {
 function start(stateDir: string): Promise<StartOutcome> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cliPath, 'start', '--json'], {
-      env: { ...process.env, ...ephemeralListenerEnv(), POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile, POSTERN_LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        ...ephemeralListenerEnv(),
+        POSTERN_STATE_DIR: stateDir,
+        POSTERN_CONFIG: configFile,
+        POSTERN_LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -86,7 +116,9 @@ function start(stateDir: string): Promise<StartOutcome> {
     child.on('error', reject);
     child.on('close', (code) => {
       const first = stdout.split('\n')[0];
-      const parsed = first.startsWith('{"error"') ? (JSON.parse(first) as { error: StartOutcome['error'] }) : undefined;
+      const parsed = first.startsWith('{"error"')
+        ? (JSON.parse(first) as { error: StartOutcome['error'] })
+        : undefined;
       resolve({ code: started ? null : code, started, error: parsed?.error });
     });
   });
@@ -101,14 +133,44 @@ function assertRefused(outcome: StartOutcome, file: RegExp, why: RegExp): void {
   assert.match(outcome.error!.message, why);
 }
 
-describe('a state directory others could write to: planted links and other users\' files are refused, and nothing is changed through them', () => {
-  const links: { name: string; entry: () => string; content: () => string | Buffer; file: RegExp }[] = [
-    { name: 'the index (postern.db)', entry: () => 'postern.db', content: () => 'not your index', file: /postern\.db/ },
-    { name: 'a message\'s spool file', entry: () => spoolFile, content: () => 'Subject: not the message\r\n\r\nplanted\r\n', file: /\.eml/ },
-    { name: 'a retired spool file (spool/free), which new mail would be written into', entry: () => 'spool/free/previous-run.1', content: () => 'precious bytes', file: /previous-run\.1/ },
-    { name: 'viewer.key (links signed with a key the attacker knows)', entry: () => 'viewer.key', content: () => 'ab'.repeat(32), file: /viewer\.key/ },
+describe("a state directory others could write to: planted links and other users' files are refused, and nothing is changed through them", () => {
+  const links: {
+    name: string;
+    entry: () => string;
+    content: () => string | Buffer;
+    file: RegExp;
+  }[] = [
+    {
+      name: 'the index (postern.db)',
+      entry: () => 'postern.db',
+      content: () => 'not your index',
+      file: /postern\.db/,
+    },
+    {
+      name: "a message's spool file",
+      entry: () => spoolFile,
+      content: () => 'Subject: not the message\r\n\r\nplanted\r\n',
+      file: /\.eml/,
+    },
+    {
+      name: 'a retired spool file (spool/free), which new mail would be written into',
+      entry: () => 'spool/free/previous-run.1',
+      content: () => 'precious bytes',
+      file: /previous-run\.1/,
+    },
+    {
+      name: 'viewer.key (links signed with a key the attacker knows)',
+      entry: () => 'viewer.key',
+      content: () => 'ab'.repeat(32),
+      file: /viewer\.key/,
+    },
     // The target holds the real key, so a Postern that follows the link starts serving with it.
-    { name: 'the SMTP listeners\' private key (certs/postern.key)', entry: () => 'certs/postern.key', content: () => readFileSync(path.join(prepared, 'certs', 'postern.key')), file: /certs\/postern\.key/ },
+    {
+      name: "the SMTP listeners' private key (certs/postern.key)",
+      entry: () => 'certs/postern.key',
+      content: () => readFileSync(path.join(prepared, 'certs', 'postern.key')),
+      file: /certs\/postern\.key/,
+    },
   ];
   for (const link of links) {
     test(`a symbolic link in place of ${link.name}: exit 78 naming it, the target's mode and bytes unchanged`, async () => {
@@ -150,9 +212,17 @@ describe('a state directory others could write to: planted links and other users
       chmodSync(file, statSync(file).isDirectory() ? 0o755 : 0o644);
       chownSync(file, NOBODY, NOBODY);
 
-      assertRefused(await start(dir), new RegExp(f.entry.replace('.', '\\.')), new RegExp(`owned by uid ${NOBODY}`));
+      assertRefused(
+        await start(dir),
+        new RegExp(f.entry.replace('.', '\\.')),
+        new RegExp(`owned by uid ${NOBODY}`),
+      );
       assert.equal(statSync(file).uid, NOBODY);
-      assert.equal(modeOf(file).toString(8), statSync(file).isDirectory() ? '755' : '644', 'its mode is not changed');
+      assert.equal(
+        modeOf(file).toString(8),
+        statSync(file).isDirectory() ? '755' : '644',
+        'its mode is not changed',
+      );
     });
   }
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { ProcessScope, withClosedIndex } from '../support/processes.js';
 import { createProjectWithKeys, post, runCli, validMessage } from '../support/postern.js';
+import { ProcessScope, withClosedIndex } from '../support/processes.js';
 
 const scope = new ProcessScope();
 after(() => scope.cleanup());
@@ -34,7 +34,10 @@ describe('the state directory and what Postern writes in it are private', () => 
 
     const server = await scope.spawn(stateDir);
     // Over spool.index_body_max_bytes: a spool file is created too.
-    const sent = await post(server.production, '/v1/send', { key: liveKey, json: validMessage({ text: 'x'.repeat(70_000) }) });
+    const sent = await post(server.production, '/v1/send', {
+      key: liveKey,
+      json: validMessage({ text: 'x'.repeat(70_000) }),
+    });
     assert.equal(sent.status, 202, sent.text);
     await server.stop();
 
@@ -45,15 +48,22 @@ describe('the state directory and what Postern writes in it are private', () => 
     }
     // Everything the server created (spool day directories and files, certificates' directory)
     // gives nothing to group or others; the test's own config file is not Postern's.
-    const created = modesBelow(stateDir).filter((e) => !e.path.endsWith('test-config.json') && !e.path.endsWith('postern.crt'));
-    assert.ok(created.some((e) => e.path.endsWith('.eml')), 'the accepted message is in the spool');
+    const created = modesBelow(stateDir).filter(
+      (e) => !e.path.endsWith('test-config.json') && !e.path.endsWith('postern.crt'),
+    );
+    assert.ok(
+      created.some((e) => e.path.endsWith('.eml')),
+      'the accepted message is in the spool',
+    );
     for (const e of created) assert.equal(e.mode & 0o077, 0, `${e.path} is ${octal(e.mode)}`);
   });
 
   test('a new state directory is created 0700 with a 0600 index', async () => {
     const parent = scope.stateDir('postern-perms-new-');
     const stateDir = path.join(parent, 'state');
-    const r = await runCli(['project', 'create', '--name', 'x', '--json'], { POSTERN_STATE_DIR: stateDir });
+    const r = await runCli(['project', 'create', '--name', 'x', '--json'], {
+      POSTERN_STATE_DIR: stateDir,
+    });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(octal(modeOf(stateDir)), '0700');
     assert.equal(octal(modeOf(path.join(stateDir, 'postern.db'))), '0600');

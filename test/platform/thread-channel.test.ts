@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { ThreadChannel, type ChannelReply } from '../../src/platform/threadChannel.js';
+import { type ChannelReply, ThreadChannel } from '../../src/platform/threadChannel.js';
 
 type Echo = ChannelReply & { value?: string };
 
@@ -55,7 +55,10 @@ test('a port whose other end closes fails what waits on it; closing the channel 
   await assert.rejects(unanswered, { message: 'bookkeeping channel closed' });
 
   const other = new MessageChannel();
-  const closing = new ThreadChannel<Echo>(other.port1, { name: 'bookkeeping', refWhileWaiting: true });
+  const closing = new ThreadChannel<Echo>(other.port1, {
+    name: 'bookkeeping',
+    refWhileWaiting: true,
+  });
   const [pending] = closing.request([{ seq: 1 }]);
   closing.close();
   await assert.rejects(pending, { message: 'bookkeeping channel closed' });

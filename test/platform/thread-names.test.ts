@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { THREAD_NAMES } from '../../src/platform/threadName.js';
-import { ProcessScope, withClosedIndex } from '../support/processes.js';
 import { createProjectWithKeys, post, validMessage } from '../support/postern.js';
+import { ProcessScope, withClosedIndex } from '../support/processes.js';
 
 const scope = new ProcessScope();
 after(() => scope.cleanup());
@@ -26,7 +26,9 @@ function threadNames(pid: number): string[] {
   return names;
 }
 
-test('a server names its index writer and spool writer threads; its main thread keeps the process name', { skip: process.platform !== 'linux' && 'names are read from /proc' }, async () => {
+test('a server names its index writer and spool writer threads; its main thread keeps the process name', {
+  skip: process.platform !== 'linux' && 'names are read from /proc',
+}, async () => {
   const stateDir = scope.stateDir('postern-thread-names-');
   const { liveKey } = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx));
   const server = await scope.spawn(stateDir, {});
@@ -40,7 +42,14 @@ test('a server names its index writer and spool writer threads; its main thread 
     assert.ok(names.includes(name), `no thread named ${name} among ${names.join(', ')}`);
   }
   // The main thread's name is the process's; a worker's name never replaces it.
-  assert.equal(readFileSync(`/proc/${pid}/task/${pid}/comm`, 'utf8').trim(), readFileSync(`/proc/${pid}/comm`, 'utf8').trim());
-  assert.ok(!Object.values(THREAD_NAMES).includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim() as never));
+  assert.equal(
+    readFileSync(`/proc/${pid}/task/${pid}/comm`, 'utf8').trim(),
+    readFileSync(`/proc/${pid}/comm`, 'utf8').trim(),
+  );
+  assert.ok(
+    !Object.values(THREAD_NAMES).includes(
+      readFileSync(`/proc/${pid}/comm`, 'utf8').trim() as never,
+    ),
+  );
   await server.stop();
 });

@@ -3,23 +3,36 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { changePlan, showProject } from '../../src/operator/projects.js';
 import { getValue } from '../../src/store/queries.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type HttpResult, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
 import { assertAccepted, assertErrorEnvelope } from '../support/assertions.js';
 import { plan, withPlans } from '../support/plans.js';
+import {
+  createProjectWithKeys,
+  type HttpResult,
+  type ProjectWithKeys,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { storedMimeCountIn } from '../support/storeReads.js';
 
-
-
-
-const assert402 = (res: HttpResult, code: 'monthly_quota_exceeded' | 'throughput_quota_exceeded') => {
+const assert402 = (
+  res: HttpResult,
+  code: 'monthly_quota_exceeded' | 'throughput_quota_exceeded',
+) => {
   assertErrorEnvelope(res, 402, 'quota_error', code);
   assert.equal(res.headers.get('retry-after'), null, 'a 402 is a billing state, not a retry hint');
 };
 
-
-const messageCount = async (p: TestPostern, projectId: string) => (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId))!;
+const messageCount = async (p: TestPostern, projectId: string) =>
+  (await getValue<number>(
+    p.ctx.store,
+    'SELECT COUNT(*) FROM messages WHERE project_id = ?',
+    projectId,
+  ))!;
 const storedMimeCount = (p: TestPostern) => storedMimeCountIn(p.ctx.store, p.stateDir);
-const sizeOf = async (p: TestPostern, id: string) => (await getValue<number>(p.ctx.store, 'SELECT size_bytes FROM messages WHERE id = ?', id))!;
+const sizeOf = async (p: TestPostern, id: string) =>
+  (await getValue<number>(p.ctx.store, 'SELECT size_bytes FROM messages WHERE id = ?', id))!;
 
 describe('plan quotas (ManualClock)', () => {
   let p: TestPostern;
@@ -43,18 +56,37 @@ describe('plan quotas (ManualClock)', () => {
   });
   after(async () => p.close());
 
-  const send = (proj: ProjectWithKeys, message = validMessage(), env: 'production' | 'sandbox' = 'production') =>
-    post(env === 'production' ? p.production : p.sandbox, '/v1/send', { key: env === 'production' ? proj.liveKey : proj.testKey, json: message });
+  const send = (
+    proj: ProjectWithKeys,
+    message = validMessage(),
+    env: 'production' | 'sandbox' = 'production',
+  ) =>
+    post(env === 'production' ? p.production : p.sandbox, '/v1/send', {
+      key: env === 'production' ? proj.liveKey : proj.testKey,
+      json: message,
+    });
 
   describe('monthly_quota_exceeded', () => {
     test('a plan without overage accepts exactly monthly_messages, then answers 402 and stores nothing', async () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'five', 'five');
-      for (let i = 0; i < 5; i++) assertAccepted(await send(proj, validMessage({ subject: `m${i}` })));
-      const before = { rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p), usage: (await showProject(p.ctx, proj.project.id)).usage };
+      for (let i = 0; i < 5; i++)
+        assertAccepted(await send(proj, validMessage({ subject: `m${i}` })));
+      const before = {
+        rows: await messageCount(p, proj.project.id),
+        files: await storedMimeCount(p),
+        usage: (await showProject(p.ctx, proj.project.id)).usage,
+      };
       assert402(await send(proj, validMessage({ subject: 'sixth' })), 'monthly_quota_exceeded');
       assert402(await send(proj, validMessage({ subject: 'seventh' })), 'monthly_quota_exceeded');
-      assert.deepEqual({ rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p), usage: (await showProject(p.ctx, proj.project.id)).usage }, before);
+      assert.deepEqual(
+        {
+          rows: await messageCount(p, proj.project.id),
+          files: await storedMimeCount(p),
+          usage: (await showProject(p.ctx, proj.project.id)).usage,
+        },
+        before,
+      );
       assert.equal(before.rows, 5);
       assert.equal(before.usage.month.messages, 5);
       assert.equal(before.usage.month.overage_messages, 0);
@@ -64,11 +96,19 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-01-15T12:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'idempotent repeat', 'five');
       const headers = { 'idempotency-key': 'quota-repeat-0001' };
-      const first = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage(), headers });
+      const first = await post(p.production, '/v1/send', {
+        key: proj.liveKey,
+        json: validMessage(),
+        headers,
+      });
       assertAccepted(first);
       for (let i = 0; i < 4; i++) assertAccepted(await send(proj));
       assert402(await send(proj), 'monthly_quota_exceeded');
-      const repeat = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage(), headers });
+      const repeat = await post(p.production, '/v1/send', {
+        key: proj.liveKey,
+        json: validMessage(),
+        headers,
+      });
       assert.equal(repeat.status, 202, repeat.text);
       assert.deepEqual(repeat.body, first.body);
       assert.equal(await messageCount(p, proj.project.id), 5);
@@ -107,7 +147,10 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-02-01T00:00:00Z');
       assertAccepted(await send(proj));
       const usage = (await showProject(p.ctx, proj.project.id)).usage;
-      assert.deepEqual({ period: usage.month.period, messages: usage.month.messages }, { period: '2026-02', messages: 1 });
+      assert.deepEqual(
+        { period: usage.month.period, messages: usage.month.messages },
+        { period: '2026-02', messages: 1 },
+      );
     });
   });
 
@@ -116,7 +159,10 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-03-10T21:15:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'daily', 'daily3');
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
-      const before = { rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p) };
+      const before = {
+        rows: await messageCount(p, proj.project.id),
+        files: await storedMimeCount(p),
+      };
       const refused = await send(proj);
       assertErrorEnvelope(refused, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(refused.headers.get('retry-after'), String(2 * 3600 + 45 * 60));
@@ -124,7 +170,10 @@ describe('plan quotas (ManualClock)', () => {
       const last = await send(proj);
       assertErrorEnvelope(last, 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       assert.equal(last.headers.get('retry-after'), '1');
-      assert.deepEqual({ rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p) }, before);
+      assert.deepEqual(
+        { rows: await messageCount(p, proj.project.id), files: await storedMimeCount(p) },
+        before,
+      );
       clock.set('2026-03-11T00:00:00Z');
       assertAccepted(await send(proj));
       const usage = (await showProject(p.ctx, proj.project.id)).usage;
@@ -155,7 +204,8 @@ describe('plan quotas (ManualClock)', () => {
       for (let i = 0; i < 3; i++) assertAccepted(await send(proj));
       assertErrorEnvelope(await send(proj), 429, 'rate_limit_error', 'daily_send_cap_exceeded');
       const usage = (await showProject(p.ctx, proj.project.id)).usage;
-      for (let i = 0; i < 6; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
+      for (let i = 0; i < 6; i++)
+        assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
       assert.deepEqual((await showProject(p.ctx, proj.project.id)).usage, usage);
       assert.equal(usage.month.messages, 3);
       assert.equal(await messageCount(p, proj.project.id), 9);
@@ -165,7 +215,8 @@ describe('plan quotas (ManualClock)', () => {
       clock.set('2026-04-02T08:00:00Z');
       const proj = await createProjectWithKeys(p.ctx, 'stingy', 'stingy');
       assert402(await send(proj), 'throughput_quota_exceeded');
-      for (let i = 0; i < 3; i++) assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
+      for (let i = 0; i < 3; i++)
+        assertAccepted(await send(proj, validMessage(), 'sandbox'), 'captured');
       const usage = (await showProject(p.ctx, proj.project.id)).usage;
       assert.deepEqual([usage.month.messages, usage.month.bytes, usage.day.messages], [0, 0, 0]);
     });
@@ -180,7 +231,9 @@ describe('plan quotas (ManualClock)', () => {
         clock.set('2026-05-05T05:05:05Z');
         const proj = await createProjectWithKeys(p.ctx, `concurrent ${planName}`, planName);
         const filesBefore = await storedMimeCount(p);
-        const results = await Promise.all(Array.from({ length: 200 }, (_, i) => send(proj, validMessage({ subject: `c${i}` }))));
+        const results = await Promise.all(
+          Array.from({ length: 200 }, (_, i) => send(proj, validMessage({ subject: `c${i}` }))),
+        );
         const accepted = results.filter((r) => r.status === 202);
         const refused = results.filter((r) => r.status !== 202);
         assert.equal(accepted.length, 100);
@@ -194,7 +247,11 @@ describe('plan quotas (ManualClock)', () => {
         assert.equal(usage.month.messages, 100);
         assert.equal(usage.day.messages, 100);
         assert.equal(await messageCount(p, proj.project.id), 100);
-        assert.equal((await storedMimeCount(p)) - filesBefore, 100, 'refused sends leave no spool file');
+        assert.equal(
+          (await storedMimeCount(p)) - filesBefore,
+          100,
+          'refused sends leave no spool file',
+        );
       });
     }
   });
@@ -228,8 +285,15 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
       config: {
         ...withPlans({
           exact3: plan({ monthly_messages: 1000, monthly_bytes: 3 * size }),
-          three_and_half: plan({ monthly_messages: 1000, monthly_bytes: 3 * size + Math.floor(size / 2) }),
-          grace50: plan({ monthly_messages: 1000, monthly_bytes: 3 * size + Math.floor(size / 2), bytes_grace_percent: 50 }),
+          three_and_half: plan({
+            monthly_messages: 1000,
+            monthly_bytes: 3 * size + Math.floor(size / 2),
+          }),
+          grace50: plan({
+            monthly_messages: 1000,
+            monthly_bytes: 3 * size + Math.floor(size / 2),
+            bytes_grace_percent: 50,
+          }),
           paid_bytes: plan({ monthly_messages: 1, overage: true, monthly_bytes: 2 * size }),
         }),
       },
@@ -244,7 +308,8 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
       assert.equal(await sizeOf(p, res.body.id), size);
     }
   };
-  const sendOne = (proj: ProjectWithKeys) => post(p.production, '/v1/send', { key: proj.liveKey, json: message });
+  const sendOne = (proj: ProjectWithKeys) =>
+    post(p.production, '/v1/send', { key: proj.liveKey, json: message });
 
   test('a cap of exactly 3 messages’ bytes accepts the 3rd (fits exactly) and refuses the 4th', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'exact3', 'exact3');
@@ -261,11 +326,20 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
     const proj = await createProjectWithKeys(p.ctx, 'three and a half', 'three_and_half');
     await sendN(proj, 3);
     assert402(await sendOne(proj), 'throughput_quota_exceeded');
-    const small = await post(p.production, '/v1/send', { key: proj.liveKey, json: validMessage({ subject: 's', text: 'x' }) });
+    const small = await post(p.production, '/v1/send', {
+      key: proj.liveKey,
+      json: validMessage({ subject: 's', text: 'x' }),
+    });
     assertAccepted(small);
     const smallSize = await sizeOf(p, small.body.id);
-    assert.ok(smallSize <= Math.floor(size / 2), `small message ${smallSize} bytes fits in the remaining ${Math.floor(size / 2)}`);
-    assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.bytes, 3 * size + smallSize);
+    assert.ok(
+      smallSize <= Math.floor(size / 2),
+      `small message ${smallSize} bytes fits in the remaining ${Math.floor(size / 2)}`,
+    );
+    assert.equal(
+      (await showProject(p.ctx, proj.project.id)).usage.month.bytes,
+      3 * size + smallSize,
+    );
   });
 
   test('the grace percent widens the cap (3.5 messages + 50% → 5 messages)', async () => {
@@ -285,7 +359,11 @@ describe('throughput_quota_exceeded (monthly bytes)', () => {
   test('the sandbox is not metered by bytes', async () => {
     const proj = await createProjectWithKeys(p.ctx, 'bytes sandbox', 'exact3');
     await sendN(proj, 3);
-    for (let i = 0; i < 3; i++) assertAccepted(await post(p.sandbox, '/v1/send', { key: proj.testKey, json: message }), 'captured');
+    for (let i = 0; i < 3; i++)
+      assertAccepted(
+        await post(p.sandbox, '/v1/send', { key: proj.testKey, json: message }),
+        'captured',
+      );
     assert.equal((await showProject(p.ctx, proj.project.id)).usage.month.bytes, 3 * size);
   });
 });

@@ -3,15 +3,21 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
 import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { getValue } from '../../src/store/queries.js';
-import { createProjectWithKeys, post, startTestNodes, startTestPostern, validMessage, type HttpResult, type TestPostern } from '../support/postern.js';
 import { assertErrorEnvelope } from '../support/assertions.js';
+import {
+  createProjectWithKeys,
+  type HttpResult,
+  post,
+  startTestNodes,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { postgresUnavailable } from '../support/postgres.js';
 import { storedMimeCountIn } from '../support/storeReads.js';
 
 const SECOND = 1000;
 const HOUR = 3600 * SECOND;
-
-
 
 /** 429 rate_limited with an integer Retry-After; returns the seconds. */
 function assertRateLimited(res: HttpResult, retryAfter?: number): number {
@@ -22,7 +28,8 @@ function assertRateLimited(res: HttpResult, retryAfter?: number): number {
   return Number(header);
 }
 
-const assert401 = (res: HttpResult, code: string) => assertErrorEnvelope(res, 401, 'authentication_error', code);
+const assert401 = (res: HttpResult, code: string) =>
+  assertErrorEnvelope(res, 401, 'authentication_error', code);
 
 function assertAccepted(res: HttpResult): void {
   assert.equal(res.status, 202, res.text);
@@ -39,7 +46,17 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   const clock = new ManualClock(Date.parse('2026-07-01T00:00:00Z'));
 
   before(async () => {
-    p = await startTestPostern({ clock, config: { rate_limits: { window_seconds: 60, send_per_key: 5, batch_per_key: 2, unauthenticated_per_ip: 3 } } });
+    p = await startTestPostern({
+      clock,
+      config: {
+        rate_limits: {
+          window_seconds: 60,
+          send_per_key: 5,
+          batch_per_key: 2,
+          unauthenticated_per_ip: 3,
+        },
+      },
+    });
   });
   after(async () => p.close());
 
@@ -48,9 +65,17 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
     clock.advance(HOUR);
     return clock.now();
   };
-  const send = (key: string | null, message = validMessage(), base = p.production) => post(base, '/v1/send', { key, json: message });
-  const batch = (key: string, n = 1) => post(p.production, '/v1/send/batch', { key, json: { messages: Array.from({ length: n }, (_, i) => validMessage({ subject: `b${i}` })) } });
-  const stored = async () => ({ rows: await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'), files: await storedMimeCountIn(p.ctx.store, p.stateDir) });
+  const send = (key: string | null, message = validMessage(), base = p.production) =>
+    post(base, '/v1/send', { key, json: message });
+  const batch = (key: string, n = 1) =>
+    post(p.production, '/v1/send/batch', {
+      key,
+      json: { messages: Array.from({ length: n }, (_, i) => validMessage({ subject: `b${i}` })) },
+    });
+  const stored = async () => ({
+    rows: await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages'),
+    files: await storedMimeCountIn(p.ctx.store, p.stateDir),
+  });
 
   describe('per-key send window', () => {
     test('the 6th send in the window is 429 rate_limited with a truthful integer Retry-After', async () => {
@@ -109,11 +134,23 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       freshWindows();
       const proj = await createProjectWithKeys(p.ctx, 'nothing stored');
       for (let i = 0; i < 5; i++) assertAccepted(await send(proj.liveKey));
-      const usage = () => getValue<number>(p.ctx.store, 'SELECT SUM(messages) FROM usage_counters WHERE project_id = ?', proj.project.id);
+      const usage = () =>
+        getValue<number>(
+          p.ctx.store,
+          'SELECT SUM(messages) FROM usage_counters WHERE project_id = ?',
+          proj.project.id,
+        );
       const before = { ...(await stored()), usage: await usage() };
-      for (let i = 0; i < 3; i++) assertRateLimited(await send(proj.liveKey, validMessage({ subject: `limited ${i}` })));
+      for (let i = 0; i < 3; i++)
+        assertRateLimited(await send(proj.liveKey, validMessage({ subject: `limited ${i}` })));
       assert.deepEqual({ ...(await stored()), usage: await usage() }, before);
-      assert.equal(await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM messages WHERE subject LIKE 'limited %'"), 0);
+      assert.equal(
+        await getValue<number>(
+          p.ctx.store,
+          "SELECT COUNT(*) FROM messages WHERE subject LIKE 'limited %'",
+        ),
+        0,
+      );
     });
 
     test('windows are per key: a second key of the same project is unaffected', async () => {
@@ -125,7 +162,8 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       for (let i = 0; i < 5; i++) assertAccepted(await send(second));
       assertRateLimited(await send(second));
       // The project's test key on the sandbox has its own window too.
-      for (let i = 0; i < 5; i++) assert.equal((await send(proj.testKey, validMessage(), p.sandbox)).status, 202);
+      for (let i = 0; i < 5; i++)
+        assert.equal((await send(proj.testKey, validMessage(), p.sandbox)).status, 202);
     });
 
     test('send and batch windows are independent', async () => {
@@ -171,7 +209,13 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
 
       assert401(await send(null), 'missing_api_key');
       clock.set(t0 + 10 * SECOND);
-      assert401(await post(p.production, '/v1/send', { headers: { authorization: 'Bearer not-a-key' }, json: validMessage() }), 'missing_api_key');
+      assert401(
+        await post(p.production, '/v1/send', {
+          headers: { authorization: 'Bearer not-a-key' },
+          json: validMessage(),
+        }),
+        'missing_api_key',
+      );
       clock.set(t0 + 20 * SECOND);
       assert401(await send(`ps_live_${'A1b2C3d4E5'.repeat(4)}`), 'invalid_api_key');
 
@@ -202,14 +246,30 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
       const proj = await createProjectWithKeys(p.ctx, 'ip window kinds');
       const revoked = await createKey(p.ctx, proj.project.id, 'live');
       await revokeKey(p.ctx, revoked.id);
-      const expiring = await createKey(p.ctx, proj.project.id, 'live', new Date(clock.now() + 60 * SECOND).toISOString());
+      const expiring = await createKey(
+        p.ctx,
+        proj.project.id,
+        'live',
+        new Date(clock.now() + 60 * SECOND).toISOString(),
+      );
       clock.advance(HOUR);
 
       assert401(await send(revoked.key), 'invalid_api_key');
-      assert401(await post(p.production, '/v1/send/batch', { key: expiring.key, json: { messages: [validMessage()] } }), 'key_expired');
+      assert401(
+        await post(p.production, '/v1/send/batch', {
+          key: expiring.key,
+          json: { messages: [validMessage()] },
+        }),
+        'key_expired',
+      );
       assert401(await send(proj.testKey), 'mode_mismatch');
       assertRateLimited(await send(revoked.key));
-      assertRateLimited(await post(p.production, '/v1/send/batch', { key: proj.testKey, json: { messages: [validMessage()] } }));
+      assertRateLimited(
+        await post(p.production, '/v1/send/batch', {
+          key: proj.testKey,
+          json: { messages: [validMessage()] },
+        }),
+      );
       assertAccepted(await send(proj.liveKey));
     });
 
@@ -246,14 +306,29 @@ describe('rate limits (window 60 s: send 5, batch 2, unauthenticated per IP 3)',
   });
 });
 
-describe('two nodes on one PostgreSQL count one window (send 5, batch 2, unauthenticated per IP 3)', { skip: postgresUnavailable() }, () => {
+describe('two nodes on one PostgreSQL count one window (send 5, batch 2, unauthenticated per IP 3)', {
+  skip: postgresUnavailable(),
+}, () => {
   let a: TestPostern;
   let b: TestPostern;
   let close: () => Promise<void>;
   const clock = new ManualClock(Date.parse('2026-07-01T00:00:00Z'));
 
   before(async () => {
-    ({ nodes: [a, b], close } = await startTestNodes(2, { clock, config: { rate_limits: { window_seconds: 60, send_per_key: 5, batch_per_key: 2, unauthenticated_per_ip: 3 } } }));
+    ({
+      nodes: [a, b],
+      close,
+    } = await startTestNodes(2, {
+      clock,
+      config: {
+        rate_limits: {
+          window_seconds: 60,
+          send_per_key: 5,
+          batch_per_key: 2,
+          unauthenticated_per_ip: 3,
+        },
+      },
+    }));
   });
   after(async () => close?.());
 
@@ -263,20 +338,37 @@ describe('two nodes on one PostgreSQL count one window (send 5, batch 2, unauthe
     const nodes = [a, b, a, b, a];
     for (const [i, node] of nodes.entries()) {
       clock.set(t0 + i * 10 * SECOND);
-      assertAccepted(await post(node.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
+      assertAccepted(
+        await post(node.production, '/v1/send', { key: proj.liveKey, json: validMessage() }),
+      );
     }
     clock.set(t0 + 45 * SECOND);
-    assertRateLimited(await post(b.production, '/v1/send', { key: proj.liveKey, json: validMessage() }), 15);
-    assertRateLimited(await post(a.production, '/v1/send', { key: proj.liveKey, json: validMessage() }), 15);
+    assertRateLimited(
+      await post(b.production, '/v1/send', { key: proj.liveKey, json: validMessage() }),
+      15,
+    );
+    assertRateLimited(
+      await post(a.production, '/v1/send', { key: proj.liveKey, json: validMessage() }),
+      15,
+    );
     clock.set(t0 + 60 * SECOND);
-    assertAccepted(await post(b.production, '/v1/send', { key: proj.liveKey, json: validMessage() }));
-    assertRateLimited(await post(a.production, '/v1/send', { key: proj.liveKey, json: validMessage() }), 10);
+    assertAccepted(
+      await post(b.production, '/v1/send', { key: proj.liveKey, json: validMessage() }),
+    );
+    assertRateLimited(
+      await post(a.production, '/v1/send', { key: proj.liveKey, json: validMessage() }),
+      10,
+    );
   });
 
   test('concurrent sends on both nodes: exactly 5 admitted', async () => {
     clock.advance(HOUR);
     const proj = await createProjectWithKeys(a.ctx, 'two nodes at once');
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => post((i % 2 ? a : b).production, '/v1/send', { key: proj.liveKey, json: validMessage() })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        post((i % 2 ? a : b).production, '/v1/send', { key: proj.liveKey, json: validMessage() }),
+      ),
+    );
     assert.equal(results.filter((r) => r.status === 202).length, 5);
     for (const r of results.filter((r) => r.status !== 202)) assertRateLimited(r);
   });
@@ -284,7 +376,11 @@ describe('two nodes on one PostgreSQL count one window (send 5, batch 2, unauthe
   test('batches: 2 per window across the nodes', async () => {
     clock.advance(HOUR);
     const proj = await createProjectWithKeys(a.ctx, 'two nodes, batches');
-    const batch = (node: TestPostern) => post(node.production, '/v1/send/batch', { key: proj.liveKey, json: { messages: [validMessage()] } });
+    const batch = (node: TestPostern) =>
+      post(node.production, '/v1/send/batch', {
+        key: proj.liveKey,
+        json: { messages: [validMessage()] },
+      });
     assertBatch207(await batch(a), 1);
     assertBatch207(await batch(b), 1);
     assertRateLimited(await batch(a), 60);
@@ -293,8 +389,18 @@ describe('two nodes on one PostgreSQL count one window (send 5, batch 2, unauthe
 
   test('requests without a valid key: 3 per IP across the nodes, then 429 on both', async () => {
     clock.advance(HOUR);
-    for (const node of [a, b, a]) assert401(await post(node.production, '/v1/send', { key: null, json: validMessage() }), 'missing_api_key');
-    assertRateLimited(await post(b.production, '/v1/send', { key: null, json: validMessage() }), 60);
-    assertRateLimited(await post(a.production, '/v1/send', { key: null, json: validMessage() }), 60);
+    for (const node of [a, b, a])
+      assert401(
+        await post(node.production, '/v1/send', { key: null, json: validMessage() }),
+        'missing_api_key',
+      );
+    assertRateLimited(
+      await post(b.production, '/v1/send', { key: null, json: validMessage() }),
+      60,
+    );
+    assertRateLimited(
+      await post(a.production, '/v1/send', { key: null, json: validMessage() }),
+      60,
+    );
   });
 });

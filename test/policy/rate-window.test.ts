@@ -123,7 +123,12 @@ describe('the in-memory window: reserve and release', () => {
   ]) {
     test(`release never admits more than the limit in any window, and the window stays exact (limit ${limit}, 3000 random steps, seed ${seed})`, async () => {
       const clock = new ManualClock(T0);
-      const run = await runReleases([new SlidingWindowLimiter(limit, WINDOW, clock)], clock, seed, 3000);
+      const run = await runReleases(
+        [new SlidingWindowLimiter(limit, WINDOW, clock)],
+        clock,
+        seed,
+        3000,
+      );
       // The run did admit, refuse and give back.
       assert.ok(run.admitted > 100 && run.refused > 100 && run.released > 100, JSON.stringify(run));
     });

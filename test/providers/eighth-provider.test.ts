@@ -10,16 +10,34 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, newContext, signIn } from '../support/browser.js';
-import { get, post, repoRoot, runCli, spawnPostern, tempStateDir, validMessage, type SpawnedPostern } from '../support/postern.js';
+import {
+  get,
+  post,
+  repoRoot,
+  runCli,
+  type SpawnedPostern,
+  spawnPostern,
+  tempStateDir,
+  validMessage,
+} from '../support/postern.js';
 import { dropDatabaseFor } from '../support/postgres.js';
 import { waitFor } from '../support/waiting.js';
 
@@ -38,7 +56,8 @@ const PASSWORD = 'eighth-provider-password';
 
 /** A copy of the checkout's sources, as a developer has them (no dist/): its node_modules and native addon linked. */
 function copyCheckout(into: string): void {
-  for (const entry of ['src', 'web', 'scripts', 'bin', 'config', 'package.json', 'tsconfig.json']) cpSync(path.join(repoRoot, entry), path.join(into, entry), { recursive: true });
+  for (const entry of ['src', 'web', 'scripts', 'bin', 'config', 'package.json', 'tsconfig.json'])
+    cpSync(path.join(repoRoot, entry), path.join(into, entry), { recursive: true });
   symlinkSync(realpathSync(path.join(repoRoot, 'node_modules')), path.join(into, 'node_modules'));
   symlinkSync(path.join(repoRoot, 'native'), path.join(into, 'native'));
 }
@@ -47,10 +66,18 @@ function copyCheckout(into: string): void {
 function digests(root: string): Map<string, string> {
   const files = new Map<string, string>();
   for (const dir of ['src', 'web', 'scripts']) {
-    for (const entry of readdirSync(path.join(root, dir), { recursive: true, withFileTypes: true })) {
+    for (const entry of readdirSync(path.join(root, dir), {
+      recursive: true,
+      withFileTypes: true,
+    })) {
       if (!entry.isFile()) continue;
       const file = path.relative(root, path.join(entry.parentPath, entry.name));
-      files.set(file, createHash('sha256').update(readFileSync(path.join(root, file))).digest('hex'));
+      files.set(
+        file,
+        createHash('sha256')
+          .update(readFileSync(path.join(root, file)))
+          .digest('hex'),
+      );
     }
   }
   return files;
@@ -80,7 +107,9 @@ class FakeMail {
       if (req.method === 'GET' && req.url === '/ping') return res.writeHead(200).end('{}');
       if (req.method === 'POST' && req.url === '/send') {
         fake.sends.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `fake-${fake.sends.length}` }));
+        return res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id: `fake-${fake.sends.length}` }));
       }
       res.writeHead(404).end();
     });
@@ -114,23 +143,59 @@ describe('an eighth provider, added as one folder', () => {
     after_ = digests(root);
     // The build's steps (npm run build), its type check left to the checkout's own build, which checks the fixture.
     run(root, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noCheck']);
-    run(root, ['node_modules/vite/bin/vite.js', 'build', '--config', 'web/vite.config.ts', '--logLevel', 'warn']);
+    run(root, [
+      'node_modules/vite/bin/vite.js',
+      'build',
+      '--config',
+      'web/vite.config.ts',
+      '--logLevel',
+      'warn',
+    ]);
 
     fake = await FakeMail.start('k-123');
     writeFileSync(
       configFile,
       JSON.stringify({
         listeners: [
-          { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
+          {
+            name: 'http-production',
+            protocol: 'http',
+            environment: 'production',
+            host: '127.0.0.1',
+            port: 0,
+          },
           { name: 'console', protocol: 'console', host: '127.0.0.1', port: 0 },
         ],
         delivery: { enabled: true, poll_interval_ms: 50 },
-        rate_limits: { send_per_key: 100_000, batch_per_key: 100_000, unauthenticated_per_ip: 100_000 },
+        rate_limits: {
+          send_per_key: 100_000,
+          batch_per_key: 100_000,
+          unauthenticated_per_ip: 100_000,
+        },
       }),
     );
-    const owner = await runCli(['operator', 'create', '--email', 'owner@example.com', '--role', 'owner', '--password-stdin', '--json'], env, PASSWORD, cli);
+    const owner = await runCli(
+      [
+        'operator',
+        'create',
+        '--email',
+        'owner@example.com',
+        '--role',
+        'owner',
+        '--password-stdin',
+        '--json',
+      ],
+      env,
+      PASSWORD,
+      cli,
+    );
     assert.equal(owner.code, 0, owner.stderr);
-    const project = await runCli(['project', 'create', '--name', 'Fake mail', '--plan', 'pro', '--json'], env, undefined, cli);
+    const project = await runCli(
+      ['project', 'create', '--name', 'Fake mail', '--plan', 'pro', '--json'],
+      env,
+      undefined,
+      cli,
+    );
     assert.equal(project.code, 0, project.stderr);
     projectId = project.json.id;
     server = await spawnPostern(stateDir, env, [], { cli });
@@ -148,10 +213,17 @@ describe('an eighth provider, added as one folder', () => {
   });
 
   test('npm run gen:types changes only generated files: the folder is the whole change', () => {
-    const changed = [...after_].filter(([file, digest]) => before_.has(file) && before_.get(file) !== digest).map(([file]) => file);
+    const changed = [...after_]
+      .filter(([file, digest]) => before_.has(file) && before_.get(file) !== digest)
+      .map(([file]) => file);
     const added = [...after_.keys()].filter((file) => !before_.has(file));
     assert.deepEqual(changed.sort(), [...GENERATED].sort());
-    assert.deepEqual(added.sort(), readdirSync(FIXTURE).map((f) => `src/providers/fake/${f}`).sort());
+    assert.deepEqual(
+      added.sort(),
+      readdirSync(FIXTURE)
+        .map((f) => `src/providers/fake/${f}`)
+        .sort(),
+    );
   });
 
   test('postern provider attach --help lists the fake slug and the fields its declaration takes', async () => {
@@ -160,7 +232,10 @@ describe('an eighth provider, added as one folder', () => {
     const block = help.stdout.slice(help.stdout.indexOf(`  ${SLUG}  (Fake Mail API)`));
     assert.ok(block.length < help.stdout.length, help.stdout);
     assert.match(block, /--api-key K +Fake key \[required\]/);
-    assert.match(block, /--endpoint URL +Fake endpoint \(the fake service's base URL\) \[required\]/);
+    assert.match(
+      block,
+      /--endpoint URL +Fake endpoint \(the fake service's base URL\) \[required\]/,
+    );
     assert.match(block, /--webhook-secret S +Fake feedback token\n/);
   });
 
@@ -168,7 +243,10 @@ describe('an eighth provider, added as one folder', () => {
     const consoleDoc = await get(consoleUrl, '/console/api/v1/openapi.json');
     assert.equal(consoleDoc.status, 200);
     assert.ok(consoleDoc.body.components.schemas.ProviderSlug.enum.includes(SLUG));
-    assert.match(consoleDoc.body.components.schemas.ProviderAttach.description, new RegExp(`${SLUG}: api_key\\*, endpoint\\*, webhook_secret[;.]`));
+    assert.match(
+      consoleDoc.body.components.schemas.ProviderAttach.description,
+      new RegExp(`${SLUG}: api_key\\*, endpoint\\*, webhook_secret[;.]`),
+    );
     const contract = await get(server.production, '/openapi.json');
     assert.ok(contract.body.components.schemas.ProviderSlug.enum.includes(SLUG));
   });
@@ -179,10 +257,20 @@ describe('an eighth provider, added as one folder', () => {
       const page = await ctx.newPage();
       await signIn(page, 'owner@example.com', PASSWORD);
       await page.goto(`/#/projects/${projectId}/providers`);
-      await page.locator('select[name="slug"] option', { hasText: `${SLUG} (Fake Mail API)` }).waitFor({ state: 'attached' });
+      await page
+        .locator('select[name="slug"] option', { hasText: `${SLUG} (Fake Mail API)` })
+        .waitFor({ state: 'attached' });
       await page.locator('select[name="slug"]').selectOption(SLUG);
       const form = page.locator('form', { hasText: 'Attach a provider account' });
-      assert.deepEqual(await form.locator('.field-label').allTextContents(), ['Provider', 'Fake key', 'Fake endpoint', 'Fake feedback token (optional)', 'Label (optional)', 'Priority (optional)', 'Free quota per month (optional)']);
+      assert.deepEqual(await form.locator('.field-label').allTextContents(), [
+        'Provider',
+        'Fake key',
+        'Fake endpoint',
+        'Fake feedback token (optional)',
+        'Label (optional)',
+        'Priority (optional)',
+        'Free quota per month (optional)',
+      ]);
       assert.equal(await form.getByLabel('Fake key').getAttribute('type'), 'password');
       await form.getByLabel('Fake key').fill('k-123');
       await form.getByLabel(/^Fake endpoint/).fill(fake.url);
@@ -198,22 +286,46 @@ describe('an eighth provider, added as one folder', () => {
   });
 
   test("a send pinned to the fake slug goes out through its adapter, and the provider's feedback comes back through its verifier", async () => {
-    const list = await runCli(['provider', 'list', '--project', projectId, '--json'], env, undefined, cli);
+    const list = await runCli(
+      ['provider', 'list', '--project', projectId, '--json'],
+      env,
+      undefined,
+      cli,
+    );
     const account = list.json.providers.find((p: { slug: string }) => p.slug === SLUG);
     assert.ok(account, list.stdout);
-    const key = await runCli(['key', 'create', '--project', projectId, '--mode', 'live', '--json'], env, undefined, cli);
-    const sent = await post(server.production, '/v1/send', { key: key.json.key, json: validMessage({ routing: { provider: SLUG } }) });
+    const key = await runCli(
+      ['key', 'create', '--project', projectId, '--mode', 'live', '--json'],
+      env,
+      undefined,
+      cli,
+    );
+    const sent = await post(server.production, '/v1/send', {
+      key: key.json.key,
+      json: validMessage({ routing: { provider: SLUG } }),
+    });
     assert.equal(sent.status, 202, sent.text);
     const id = sent.body.id as string;
     await waitFor(() => fake.sends.length === 1, 60_000, 'the fake adapter to send');
-    assert.deepEqual(fake.sends[0], { message_id: id, from: 'sender@example.com', to: ['rcpt@example.org'] });
-    const status = async () => (await runCli(['message', 'show', id, '--json'], env, undefined, cli)).json?.status as string | undefined;
+    assert.deepEqual(fake.sends[0], {
+      message_id: id,
+      from: 'sender@example.com',
+      to: ['rcpt@example.org'],
+    });
+    const status = async () =>
+      (await runCli(['message', 'show', id, '--json'], env, undefined, cli)).json?.status as
+        | string
+        | undefined;
     await waitFor(async () => (await status()) === 'sent', 60_000, 'the message to be sent');
 
     const event = { id: 'ev-1', message_id: 'fake-1', recipient: 'rcpt@example.org' };
-    const refused = await post(server.production, `/v1/feedback/${account.id}/not-the-token`, { json: event });
+    const refused = await post(server.production, `/v1/feedback/${account.id}/not-the-token`, {
+      json: event,
+    });
     assert.equal(refused.status, 401, refused.text);
-    const fed = await post(server.production, `/v1/feedback/${account.id}/feedback-token-1`, { json: event });
+    const fed = await post(server.production, `/v1/feedback/${account.id}/feedback-token-1`, {
+      json: event,
+    });
     assert.equal(fed.status, 200, fed.text);
     assert.deepEqual(fed.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
     assert.equal(await status(), 'delivered');
@@ -227,13 +339,16 @@ describe('a provider declaration the generator cannot use', () => {
   /** The generator's inputs, with the fake folder's declaration.json changed by `edit`. */
   async function generateWith(edit: (declaration: any) => void): Promise<string> {
     rmSync(root, { recursive: true, force: true });
-    for (const file of ['src/providers', 'src/contract/openapi.json', 'src/console/openapi.json']) cpSync(path.join(repoRoot, file), path.join(root, file), { recursive: true });
+    for (const file of ['src/providers', 'src/contract/openapi.json', 'src/console/openapi.json'])
+      cpSync(path.join(repoRoot, file), path.join(root, file), { recursive: true });
     cpSync(FIXTURE, path.join(root, 'src/providers/fake'), { recursive: true });
     const file = path.join(root, 'src/providers/fake/declaration.json');
     const declaration = JSON.parse(readFileSync(file, 'utf8'));
     edit(declaration);
     writeFileSync(file, JSON.stringify(declaration));
-    const { generateProviders } = await import(pathToFileURL(path.join(repoRoot, 'scripts', 'generate-providers.mjs')).href);
+    const { generateProviders } = await import(
+      pathToFileURL(path.join(repoRoot, 'scripts', 'generate-providers.mjs')).href
+    );
     try {
       await generateProviders(pathToFileURL(`${root}/`));
     } catch (err) {
@@ -252,8 +367,17 @@ describe('a provider declaration the generator cannot use', () => {
       await generateWith((d) => (d.api.account.properties.colour = {})),
       `${file}: provider-h-api takes "colour", which is not a field of src/providers/accountFields.json (host, port, user, pass, tls, endpoint, api_key, region, domain, webhook_secret, webhook_public_key)`,
     );
-    assert.equal(await generateWith((d) => d.api.account.required.push('region')), `${file}: provider-h-api requires "region" without listing it in its properties`);
-    assert.match(await generateWith((d) => (d.api.slug = 'provider-a-api')), /^src\/providers\/(fake|ses)\/declaration\.json: slug provider-a-api is declared by src\/providers\/(fake|ses)\/declaration\.json too$/);
-    assert.match(await generateWith((d) => (d.api.label = 'x')), /^src\/providers\/fake\/declaration\.json: \/api must NOT have additional properties/);
+    assert.equal(
+      await generateWith((d) => d.api.account.required.push('region')),
+      `${file}: provider-h-api requires "region" without listing it in its properties`,
+    );
+    assert.match(
+      await generateWith((d) => (d.api.slug = 'provider-a-api')),
+      /^src\/providers\/(fake|ses)\/declaration\.json: slug provider-a-api is declared by src\/providers\/(fake|ses)\/declaration\.json too$/,
+    );
+    assert.match(
+      await generateWith((d) => (d.api.label = 'x')),
+      /^src\/providers\/fake\/declaration\.json: \/api must NOT have additional properties/,
+    );
   });
 });

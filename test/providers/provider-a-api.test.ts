@@ -13,29 +13,46 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import aws4 from 'aws4';
 import { ManualClock } from '../../src/clock.js';
+import type { ProviderAccount } from '../../src/contract/providerAccount.js';
 import { addDkimKey } from '../../src/operator/dkim.js';
 import { messageShow } from '../../src/operator/messages.js';
-import { attachProvider, type AttachOptions } from '../../src/operator/providers.js';
+import { type AttachOptions, attachProvider } from '../../src/operator/providers.js';
 import { suppressionList } from '../../src/operator/suppressions.js';
 import type { DeliveryJob } from '../../src/providers/adapter.js';
 import { SesApiAdapter } from '../../src/providers/ses/adapter.js';
-import type { ProviderAccount } from '../../src/contract/providerAccount.js';
 import { eventsForMessage } from '../../src/store/events.js';
 import { assertAccepted } from '../support/assertions.js';
 import { providerFixture } from '../support/emulators/harness.js';
-import { type SES_ERRORS, SesEmulator, SnsSigner, canonicalRequest, sigV4Signature } from '../support/emulators/ses.js';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { postFeedback } from '../support/providerEmulator.js';
+import {
+  canonicalRequest,
+  type SES_ERRORS,
+  SesEmulator,
+  SnsSigner,
+  sigV4Signature,
+} from '../support/emulators/ses.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
 import { schedulerProbe } from '../support/probes.js';
-import { HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
+import { postFeedback } from '../support/providerEmulator.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { HANG_GUARD_MS, scope, waitFor } from '../support/waiting.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
 // AWS's documented example credentials (IAM user guide).
-const CREDS = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-west-2' };
+const CREDS = {
+  accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
+  secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+  region: 'us-west-2',
+};
 const DOC_MESSAGE_ID = 'EXAMPLE7c191be45-e9aedb9a-02f9-4d12-a87d-dd0099a07f8a-000000';
 const fixture = (name: string) => providerFixture('a', name);
 
@@ -70,18 +87,21 @@ async function emulator(s: Scope, w: World, creds = CREDS): Promise<SesEmulator>
 }
 
 async function attachSes(w: World, emu: SesEmulator, opts: Partial<AttachOptions> = {}) {
-  return (await attachProvider(w.p.ctx, w.pk.project.id, {
+  return await attachProvider(w.p.ctx, w.pk.project.id, {
     slug: 'provider-a-api',
     endpoint: emu.url,
     region: CREDS.region,
     user: CREDS.accessKeyId,
     apiKey: CREDS.secretAccessKey,
     ...opts,
-  }));
+  });
 }
 
 async function send(w: World, overrides: Record<string, unknown> = {}): Promise<string> {
-  const res = await post(w.p.production, '/v1/send', { key: w.pk.liveKey, json: validMessage(overrides) });
+  const res = await post(w.p.production, '/v1/send', {
+    key: w.pk.liveKey,
+    json: validMessage(overrides),
+  });
   assertAccepted(res, 'queued');
   return res.body.id as string;
 }
@@ -89,22 +109,44 @@ async function send(w: World, overrides: Record<string, unknown> = {}): Promise<
 const statusOf = async (w: World, id: string) => (await messageShow(w.p.ctx, id)).status;
 
 async function waitStatus(w: World, id: string, status: string) {
-  await waitFor(async () => (await statusOf(w, id)) === status, HANG_GUARD_MS, `${id} to be ${status} (is ${await statusOf(w, id)}; ${(await messageShow(w.p.ctx, id)).last_error})`);
+  await waitFor(
+    async () => (await statusOf(w, id)) === status,
+    HANG_GUARD_MS,
+    `${id} to be ${status} (is ${await statusOf(w, id)}; ${(await messageShow(w.p.ctx, id)).last_error})`,
+  );
   return messageShow(w.p.ctx, id);
 }
 
-const attempts = async (w: World, id: string) => (await messageShow(w.p.ctx, id)).attempts_log.map((a) => ({ account: a.provider_account_id, outcome: a.outcome }));
-const eventTypes = async (w: World, id: string) => (await eventsForMessage(w.p.ctx.store, id)).map((e) => e.type);
-const events = async (w: World, id: string) => (await eventsForMessage(w.p.ctx.store, id)).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
-const suppressed = async (w: World) => (await suppressionList(w.p.ctx, w.pk.project.id)).suppressions.map((x) => `${x.email}:${x.reason}`).sort();
+const attempts = async (w: World, id: string) =>
+  (await messageShow(w.p.ctx, id)).attempts_log.map((a) => ({
+    account: a.provider_account_id,
+    outcome: a.outcome,
+  }));
+const eventTypes = async (w: World, id: string) =>
+  (await eventsForMessage(w.p.ctx.store, id)).map((e) => e.type);
+const events = async (w: World, id: string) =>
+  (await eventsForMessage(w.p.ctx.store, id)).map((e) => ({
+    type: e.type,
+    data: JSON.parse(e.data),
+  }));
+const suppressed = async (w: World) =>
+  (await suppressionList(w.p.ctx, w.pk.project.id)).suppressions
+    .map((x) => `${x.email}:${x.reason}`)
+    .sort();
 
 /** A documented SES record with the example message id and recipient replaced by ours. */
 function record(name: string, sesId: string, recipient = 'recipient@example.com'): string {
-  return fixture(name).replaceAll(DOC_MESSAGE_ID, sesId).replaceAll('recipient@example.com', recipient);
+  return fixture(name)
+    .replaceAll(DOC_MESSAGE_ID, sesId)
+    .replaceAll('recipient@example.com', recipient);
 }
 
 /** Sends a message through one SES account and returns its ids once it is `sent`. */
-async function sentMessage(w: World, emu: SesEmulator, to: string | string[] = 'recipient@example.com'): Promise<{ id: string; sesId: string }> {
+async function sentMessage(
+  w: World,
+  emu: SesEmulator,
+  to: string | string[] = 'recipient@example.com',
+): Promise<{ id: string; sesId: string }> {
   const id = await send(w, { to });
   const shown = await waitStatus(w, id, 'sent');
   assert.equal(shown.provider_message_id, emu.accepted.at(-1)!.messageId);
@@ -120,12 +162,30 @@ describe('SigV4 against the AWS Signature Version 4 test suite', () => {
   // 20150830T123600Z, us-east-1, service "service", host example.amazonaws.com.
   const suite = { secret: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', date: '20150830T123600Z' };
   const vectors = [
-    { name: 'post-vanilla', method: 'POST', path: '/', query: '', signature: '5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b' },
-    { name: 'get-vanilla', method: 'GET', path: '/', query: '', signature: '5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31' },
-    { name: 'get-vanilla-query-order-key-case', method: 'GET', path: '/', query: 'Param2=value2&Param1=value1', signature: 'b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500' },
+    {
+      name: 'post-vanilla',
+      method: 'POST',
+      path: '/',
+      query: '',
+      signature: '5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b',
+    },
+    {
+      name: 'get-vanilla',
+      method: 'GET',
+      path: '/',
+      query: '',
+      signature: '5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31',
+    },
+    {
+      name: 'get-vanilla-query-order-key-case',
+      method: 'GET',
+      path: '/',
+      query: 'Param2=value2&Param1=value1',
+      signature: 'b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500',
+    },
   ];
 
-  test('the emulator\'s verifier and the adapter\'s signing library (aws4) both produce the published signatures', () => {
+  test("the emulator's verifier and the adapter's signing library (aws4) both produce the published signatures", () => {
     for (const v of vectors) {
       const canonical = canonicalRequest({
         method: v.method,
@@ -135,9 +195,20 @@ describe('SigV4 against the AWS Signature Version 4 test suite', () => {
         signedHeaders: ['host', 'x-amz-date'],
         payload: '',
       });
-      assert.equal(sigV4Signature(suite.secret, suite.date, 'us-east-1', 'service', canonical), v.signature, `${v.name}: emulator`);
+      assert.equal(
+        sigV4Signature(suite.secret, suite.date, 'us-east-1', 'service', canonical),
+        v.signature,
+        `${v.name}: emulator`,
+      );
       const signed = aws4.sign(
-        { host: 'example.amazonaws.com', method: v.method, path: v.path + (v.query ? `?${v.query}` : ''), service: 'service', region: 'us-east-1', headers: { 'X-Amz-Date': suite.date } },
+        {
+          host: 'example.amazonaws.com',
+          method: v.method,
+          path: v.path + (v.query ? `?${v.query}` : ''),
+          service: 'service',
+          region: 'us-east-1',
+          headers: { 'X-Amz-Date': suite.date },
+        },
         { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: suite.secret },
       );
       assert.equal(
@@ -148,7 +219,14 @@ describe('SigV4 against the AWS Signature Version 4 test suite', () => {
     }
     // The documented canonical request of post-vanilla.
     assert.equal(
-      canonicalRequest({ method: 'POST', path: '/', query: '', headers: { host: 'example.amazonaws.com', 'x-amz-date': suite.date }, signedHeaders: ['host', 'x-amz-date'], payload: '' }),
+      canonicalRequest({
+        method: 'POST',
+        path: '/',
+        query: '',
+        headers: { host: 'example.amazonaws.com', 'x-amz-date': suite.date },
+        signedHeaders: ['host', 'x-amz-date'],
+        payload: '',
+      }),
       'POST\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
     );
   });
@@ -193,8 +271,13 @@ describe('provider-a-api: SES SendEmail', () => {
     const amzDate = String(req.headers['x-amz-date']);
     assert.equal(amzDate, new Date(w.clock.now()).toISOString().replace(/[:-]|\.\d{3}/g, ''));
     const signature = /Signature=([0-9a-f]{64})$/.exec(String(req.headers.authorization))![1];
-    const fill = (v: string) => v.replace('{date}', amzDate.slice(0, 8)).replace('{amz-date}', amzDate).replace('{signature}', signature);
-    for (const [name, value] of Object.entries(golden.headers as Record<string, string>)) assert.equal(req.headers[name], fill(value), name);
+    const fill = (v: string) =>
+      v
+        .replace('{date}', amzDate.slice(0, 8))
+        .replace('{amz-date}', amzDate)
+        .replace('{signature}', signature);
+    for (const [name, value] of Object.entries(golden.headers as Record<string, string>))
+      assert.equal(req.headers[name], fill(value), name);
     assert.equal(req.headers['content-length'], String(req.body.length));
 
     // The body, byte for byte once the raw data is set aside; the raw data is the stored MIME
@@ -204,18 +287,36 @@ describe('provider-a-api: SES SendEmail', () => {
     body.Content.Raw.Data = '{raw-base64}';
     assert.equal(JSON.stringify(body), JSON.stringify(golden.body));
     const stored = await storedMimeOf(w.p.ctx.store, w.p.stateDir, shown.id);
-    assert.ok(raw.subarray(raw.length - stored.length).equals(stored), 'Raw.Data ends with the stored MIME, unchanged');
+    assert.ok(
+      raw.subarray(raw.length - stored.length).equals(stored),
+      'Raw.Data ends with the stored MIME, unchanged',
+    );
     const prepended = raw.subarray(0, raw.length - stored.length).toString('latin1');
-    assert.match(prepended, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;(\r\n [^\r\n]*)*\r\n$/);
+    assert.match(
+      prepended,
+      /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=example\.com;(\r\n [^\r\n]*)*\r\n$/,
+    );
     assert.match(prepended, /[; ]s=s1;/);
-    assert.doesNotMatch(raw.toString('latin1').split('\r\n\r\n')[0], /hidden@example\.net/, 'Bcc is only in the Destination');
+    assert.doesNotMatch(
+      raw.toString('latin1').split('\r\n\r\n')[0],
+      /hidden@example\.net/,
+      'Bcc is only in the Destination',
+    );
 
     // The SES MessageId is what the message, the attempt and the event carry.
     const sesId = emu.accepted[0].messageId;
     assert.match(sesId, /^[0-9a-f]{16}-[0-9a-f-]{36}-000000$/);
     assert.equal(shown.provider, 'provider-a-api');
     assert.equal(shown.provider_message_id, sesId);
-    assert.deepEqual(shown.attempts_log.map((a) => [a.provider_account_id, a.outcome, a.provider_message_id, a.reply]), [[account.id, 'sent', sesId, `200 MessageId ${sesId}`]]);
+    assert.deepEqual(
+      shown.attempts_log.map((a) => [
+        a.provider_account_id,
+        a.outcome,
+        a.provider_message_id,
+        a.reply,
+      ]),
+      [[account.id, 'sent', sesId, `200 MessageId ${sesId}`]],
+    );
     const sent = (await events(w, id)).find((e) => e.type === 'mail.sent')!;
     assert.equal(sent.data.provider_message_id, sesId);
   });
@@ -228,7 +329,10 @@ describe('provider-a-api: SES SendEmail', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'postern-ses-'));
     s.add(dir, (d) => rmSync(d, { recursive: true, force: true }));
     const mimePath = path.join(dir, 'm.eml');
-    writeFileSync(mimePath, 'From: Sender <sender@example.com>\r\nTo: rcpt@example.org\r\nSubject: x\r\n\r\nbody\r\n');
+    writeFileSync(
+      mimePath,
+      'From: Sender <sender@example.com>\r\nTo: rcpt@example.org\r\nSubject: x\r\n\r\nbody\r\n',
+    );
     const adapter = new SesApiAdapter({ clock, timeoutMs: 5000 });
     const job: DeliveryJob = {
       messageId: 'm.test',
@@ -242,11 +346,24 @@ describe('provider-a-api: SES SendEmail', () => {
       metadata: {},
       category: null,
     };
-    const account = (over: { settings?: Partial<ProviderAccount['settings']>; secrets?: Partial<ProviderAccount['secrets']> } = {}): ProviderAccount => ({
+    const account = (
+      over: {
+        settings?: Partial<ProviderAccount['settings']>;
+        secrets?: Partial<ProviderAccount['secrets']>;
+      } = {},
+    ): ProviderAccount => ({
       id: 'pa.test',
       project_id: 'p.test',
       slug: 'provider-a-api',
-      settings: { host: null, port: null, tls: null, endpoint: emu.url, region: CREDS.region, user: CREDS.accessKeyId, ...over.settings },
+      settings: {
+        host: null,
+        port: null,
+        tls: null,
+        endpoint: emu.url,
+        region: CREDS.region,
+        user: CREDS.accessKeyId,
+        ...over.settings,
+      },
       secrets: { api_key: CREDS.secretAccessKey, ...over.secrets },
       priority: 1,
       free_quota: null,
@@ -275,16 +392,34 @@ describe('provider-a-api: SES SendEmail', () => {
     }
 
     // Credentials and configuration, as the emulator checks them.
-    const wrongSecret = await adapter.send(job, account({ secrets: { api_key: 'not-the-secret' } }));
+    const wrongSecret = await adapter.send(
+      job,
+      account({ secrets: { api_key: 'not-the-secret' } }),
+    );
     assert.equal(wrongSecret.kind, 'account');
-    assert.match(wrongSecret.reply, /^403 InvalidSignatureException: The request signature we calculated does not match/);
-    const unknownKey = await adapter.send(job, account({ settings: { user: 'AKIAUNKNOWNEXAMPLE00' } }));
+    assert.match(
+      wrongSecret.reply,
+      /^403 InvalidSignatureException: The request signature we calculated does not match/,
+    );
+    const unknownKey = await adapter.send(
+      job,
+      account({ settings: { user: 'AKIAUNKNOWNEXAMPLE00' } }),
+    );
     assert.equal(unknownKey.kind, 'account');
-    assert.match(unknownKey.reply, /^403 UnrecognizedClientException: The security token included in the request is invalid/);
+    assert.match(
+      unknownKey.reply,
+      /^403 UnrecognizedClientException: The security token included in the request is invalid/,
+    );
     const wrongRegion = await adapter.send(job, account({ settings: { region: 'eu-west-1' } }));
     assert.equal(wrongRegion.kind, 'account');
-    assert.match(wrongRegion.reply, /^403 InvalidSignatureException: Credential should be scoped to a valid region/);
-    const noSet = await adapter.send({ ...job, providerOptions: { 'provider-a-api': { configuration_set: 'Missing' } } }, account());
+    assert.match(
+      wrongRegion.reply,
+      /^403 InvalidSignatureException: Credential should be scoped to a valid region/,
+    );
+    const noSet = await adapter.send(
+      { ...job, providerOptions: { 'provider-a-api': { configuration_set: 'Missing' } } },
+      account(),
+    );
     assert.equal(noSet.kind, 'account');
     assert.match(noSet.reply, /^404 NotFoundException: Configuration set <Missing> does not exist/);
     clock.advance(20 * 60 * 1000); // our clock 20 minutes ahead of SES's: the signature has expired
@@ -299,7 +434,11 @@ describe('provider-a-api: SES SendEmail', () => {
     const ok = await adapter.send(job, account());
     assert.equal(ok.kind, 'sent');
     assert.equal(ok.kind === 'sent' && ok.providerMessageId, emu.accepted.at(-1)!.messageId);
-    assert.deepEqual(emu.accepted.at(-1)!.body.Destination, { ToAddresses: ['rcpt@example.org'], CcAddresses: [], BccAddresses: [] });
+    assert.deepEqual(emu.accepted.at(-1)!.body.Destination, {
+      ToAddresses: ['rcpt@example.org'],
+      CcAddresses: [],
+      BccAddresses: [],
+    });
     // The unreachable endpoint is a temporary failure.
     const port = new URL(emu.url).port;
     await emu.close();
@@ -324,7 +463,10 @@ describe('provider-a-api: SES SendEmail', () => {
       { account: accA.id, outcome: 'temporary' },
       { account: accB.id, outcome: 'sent' },
     ]);
-    assert.match(shown.attempts_log[0].reply ?? "", /^429 TooManyRequestsException: Maximum sending rate exceeded/);
+    assert.match(
+      shown.attempts_log[0].reply ?? '',
+      /^429 TooManyRequestsException: Maximum sending rate exceeded/,
+    );
     assert.equal(shown.provider_message_id, b.accepted[0].messageId);
 
     // Within the rest, A is not even asked.
@@ -349,7 +491,11 @@ describe('provider-a-api: SES SendEmail', () => {
     a.fail('LimitExceededException');
 
     const id = await send(w);
-    await waitFor(async () => (await attempts(w, id)).length === 1 && (await statusOf(w, id)) === 'queued', HANG_GUARD_MS, 'the first attempt');
+    await waitFor(
+      async () => (await attempts(w, id)).length === 1 && (await statusOf(w, id)) === 'queued',
+      HANG_GUARD_MS,
+      'the first attempt',
+    );
     const shown = await messageShow(w.p.ctx, id);
     const finished = Date.parse(shown.attempts_log[0].finished_at);
     // The ladder says 1 s; the quota rest (10 min, per SES's guidance) wins.
@@ -383,11 +529,19 @@ describe('provider-a-api: SES SendEmail', () => {
     a.behave('server_error');
     b.behave('server_error');
     const retried = await send(w);
-    await waitFor(async () => (await attempts(w, retried)).length === 2 && (await statusOf(w, retried)) === 'queued', HANG_GUARD_MS, 'both attempts');
+    await waitFor(
+      async () =>
+        (await attempts(w, retried)).length === 2 && (await statusOf(w, retried)) === 'queued',
+      HANG_GUARD_MS,
+      'both attempts',
+    );
     assert.match((await messageShow(w.p.ctx, retried)).last_error!, /InternalFailure/);
     w.clock.advance(1000);
     await waitStatus(w, retried, 'sent');
-    assert.deepEqual((await attempts(w, retried)).map((x) => x.outcome), ['temporary', 'temporary', 'sent']);
+    assert.deepEqual(
+      (await attempts(w, retried)).map((x) => x.outcome),
+      ['temporary', 'temporary', 'sent'],
+    );
   });
 
   test('a bad secret (403 InvalidSignatureException) or a suspended account: the next account takes it', async (t) => {
@@ -403,7 +557,7 @@ describe('provider-a-api: SES SendEmail', () => {
       { account: badKey.id, outcome: 'account' },
       { account: accB.id, outcome: 'sent' },
     ]);
-    assert.match(shown.attempts_log[0].reply ?? "", /^403 InvalidSignatureException/);
+    assert.match(shown.attempts_log[0].reply ?? '', /^403 InvalidSignatureException/);
     assert.equal(a.accepted.length, 0);
 
     const c = await emulator(s, w);
@@ -413,7 +567,7 @@ describe('provider-a-api: SES SendEmail', () => {
     const shown2 = await waitStatus(w, id2, 'sent');
     assert.deepEqual((await attempts(w, id2))[0], { account: suspended.id, outcome: 'account' });
     assert.equal((await attempts(w, id2)).at(-1)!.account, accB.id);
-    assert.match(shown2.attempts_log[0].reply ?? "", /^400 AccountSuspendedException/);
+    assert.match(shown2.attempts_log[0].reply ?? '', /^400 AccountSuspendedException/);
   });
 
   test('MessageRejected: the message fails, no other account is tried', async (t) => {
@@ -444,7 +598,10 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const emu = await emulator(s, w);
     const account = await attachSes(w, emu);
     const postSns = async (name: string, sesId: string, rcpt: string, version: '1' | '2' = '1') => {
-      const n = w.signer.notification(record(name, sesId, rcpt), { timestamp: new Date(w.clock.now()), version });
+      const n = w.signer.notification(record(name, sesId, rcpt), {
+        timestamp: new Date(w.clock.now()),
+        version,
+      });
       return postFeedback(w.p.production, account.id, n.body, n.headers);
     };
 
@@ -474,7 +631,9 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     res = await postSns('event-bounce-transient.json', soft.sesId, 'cat@example.org');
     assert.equal(res.status, 200, res.text);
     assert.equal(await statusOf(w, soft.id), 'sent');
-    assert.deepEqual((await messageShow(w.p.ctx, soft.id)).recipient_outcomes, [{ email: 'cat@example.org', status: 'soft_bounced', reply: 'smtp; 452 4.2.2 mailbox full' }]);
+    assert.deepEqual((await messageShow(w.p.ctx, soft.id)).recipient_outcomes, [
+      { email: 'cat@example.org', status: 'soft_bounced', reply: 'smtp; 452 4.2.2 mailbox full' },
+    ]);
     assert.deepEqual(await eventTypes(w, soft.id), ['mail.accepted', 'mail.sent']);
     // A delivery delay is a soft bounce too.
     res = await postSns('event-delivery-delay.json', soft.sesId, 'cat@example.org');
@@ -486,7 +645,11 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     res = await postSns('event-complaint.json', complained.sesId, 'dan@example.org');
     assert.equal(res.status, 200, res.text);
     assert.equal(await statusOf(w, complained.id), 'complained');
-    assert.equal((await events(w, complained.id)).find((e) => e.type === 'mail.complained')!.data.complaint.feedback_type, 'abuse');
+    assert.equal(
+      (await events(w, complained.id)).find((e) => e.type === 'mail.complained')!.data.complaint
+        .feedback_type,
+      'abuse',
+    );
 
     // Reject (SES refused to send it) → mail.failed.
     const rejected = await sentMessage(w, emu, 'eve@example.org');
@@ -503,7 +666,10 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     assert.equal(res.body.received, 0);
     assert.match(res.body.note, /Open/);
 
-    assert.deepEqual(await suppressed(w), ['bob@example.org:hard_bounce', 'dan@example.org:complaint']);
+    assert.deepEqual(await suppressed(w), [
+      'bob@example.org:hard_bounce',
+      'dan@example.org:complaint',
+    ]);
   });
 
   test('the older identity-notification format (notificationType) is read too, and our Message-ID matches when the SES id does not', async (t) => {
@@ -536,12 +702,16 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const other = await sentMessage(w, emu, 'jane@example.com');
     const bounce = JSON.parse(fixture('notification-bounce.json'));
     bounce.mail.messageId = '0000014a5b6c7d8e-11111111-2222-3333-4444-555555555555-000000';
-    bounce.mail.headers.find((h: { name: string }) => h.name === 'Message-ID').value = `<${other.id}@example.com>`;
+    bounce.mail.headers.find((h: { name: string }) => h.name === 'Message-ID').value =
+      `<${other.id}@example.com>`;
     res = await postRecord(JSON.stringify(bounce));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { received: 1, applied: 1, duplicates: 0, unknown: 0 });
     assert.equal(await statusOf(w, other.id), 'bounced');
-    assert.deepEqual(await suppressed(w), ['jane@example.com:hard_bounce', 'richard@example.com:complaint']);
+    assert.deepEqual(await suppressed(w), [
+      'jane@example.com:hard_bounce',
+      'richard@example.com:complaint',
+    ]);
   });
 
   test('the same notification twice is refused as a replay; the same record re-published is applied once; an unknown id is acknowledged', async (t) => {
@@ -550,19 +720,26 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const emu = await emulator(s, w);
     const account = await attachSes(w, emu);
     const m = await sentMessage(w, emu);
-    const n = w.signer.notification(record('event-bounce.json', m.sesId), { timestamp: new Date(w.clock.now()) });
+    const n = w.signer.notification(record('event-bounce.json', m.sesId), {
+      timestamp: new Date(w.clock.now()),
+    });
     let res = await postFeedback(w.p.production, account.id, n.body, n.headers);
     assert.equal(res.status, 200, res.text);
     res = await postFeedback(w.p.production, account.id, n.body, n.headers);
     assert.equal(res.status, 406);
     assert.equal(res.body.error.code, 'feedback:replayed');
     // SES publishing the same bounce again (a new SNS message): no second event.
-    const again = w.signer.notification(record('event-bounce.json', m.sesId), { timestamp: new Date(w.clock.now()) });
+    const again = w.signer.notification(record('event-bounce.json', m.sesId), {
+      timestamp: new Date(w.clock.now()),
+    });
     res = await postFeedback(w.p.production, account.id, again.body, again.headers);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(await eventTypes(w, m.id), ['mail.accepted', 'mail.sent', 'mail.bounced']);
 
-    const unknown = w.signer.notification(record('event-delivery.json', '0000014a5b6c7d8e-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee-000000'), { timestamp: new Date(w.clock.now()) });
+    const unknown = w.signer.notification(
+      record('event-delivery.json', '0000014a5b6c7d8e-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee-000000'),
+      { timestamp: new Date(w.clock.now()) },
+    );
     res = await postFeedback(w.p.production, account.id, unknown.body, unknown.headers);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, { received: 1, applied: 0, duplicates: 0, unknown: 1 });
@@ -576,7 +753,13 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const m = await sentMessage(w, emu);
     const rec = record('event-bounce.json', m.sesId);
     const now = () => new Date(w.clock.now());
-    const refused = async (body: string, headers: Record<string, string>, status: number, code: string, token?: string) => {
+    const refused = async (
+      body: string,
+      headers: Record<string, string>,
+      status: number,
+      code: string,
+      token?: string,
+    ) => {
       const res = await postFeedback(w.p.production, account.id, body, headers, token);
       assert.equal(res.status, status, res.text);
       assert.equal(res.body.error.code, code);
@@ -584,21 +767,44 @@ describe('provider-a feedback: SES notifications through SNS', () => {
 
     // The Message changed after signing.
     const n = w.signer.notification(rec, { timestamp: now() });
-    const tampered = { ...n.envelope, Message: n.envelope.Message.replace('Permanent', 'Transient') };
+    const tampered = {
+      ...n.envelope,
+      Message: n.envelope.Message.replace('Permanent', 'Transient'),
+    };
     await refused(JSON.stringify(tampered), n.headers, 401, 'feedback:unauthenticated');
     // Signed by someone else's key.
     const impostor = s.add(await SnsSigner.create(CREDS.region), (x) => x.close());
     const forged = impostor.notification(rec, { timestamp: now() });
-    await refused(JSON.stringify({ ...forged.envelope, SigningCertURL: w.signer.certUrl }), forged.headers, 401, 'feedback:unauthenticated');
+    await refused(
+      JSON.stringify({ ...forged.envelope, SigningCertURL: w.signer.certUrl }),
+      forged.headers,
+      401,
+      'feedback:unauthenticated',
+    );
     // The certificate URL is not an SNS one (or not https, or not .pem).
-    for (const url of [`https://sns.example.com/${w.signer.certName}`, `http://sns.${CREDS.region}.amazonaws.com/${w.signer.certName}`, `https://sns.${CREDS.region}.amazonaws.com/cert.txt`, `https://sns.${CREDS.region}.amazonaws.com.evil.com/${w.signer.certName}`]) {
-      await refused(JSON.stringify({ ...n.envelope, SigningCertURL: url }), n.headers, 401, 'feedback:unauthenticated');
+    for (const url of [
+      `https://sns.example.com/${w.signer.certName}`,
+      `http://sns.${CREDS.region}.amazonaws.com/${w.signer.certName}`,
+      `https://sns.${CREDS.region}.amazonaws.com/cert.txt`,
+      `https://sns.${CREDS.region}.amazonaws.com.evil.com/${w.signer.certName}`,
+    ]) {
+      await refused(
+        JSON.stringify({ ...n.envelope, SigningCertURL: url }),
+        n.headers,
+        401,
+        'feedback:unauthenticated',
+      );
     }
     // Properly signed, but 10 minutes old (the window is 300 s).
     const old = w.signer.notification(rec, { timestamp: new Date(w.clock.now() - 600_000) });
     await refused(old.body, old.headers, 401, 'feedback:stale');
     // SNS's headers disagree with the signed body.
-    await refused(n.body, { ...n.headers, 'x-amz-sns-topic-arn': 'arn:aws:sns:us-west-2:999999999999:other' }, 401, 'feedback:unauthenticated');
+    await refused(
+      n.body,
+      { ...n.headers, 'x-amz-sns-topic-arn': 'arn:aws:sns:us-west-2:999999999999:other' },
+      401,
+      'feedback:unauthenticated',
+    );
     // Not an SNS message.
     await refused('{"Type":', { 'content-type': 'text/plain' }, 400, 'feedback:malformed');
     await refused(JSON.stringify({ hello: 'world' }), {}, 400, 'feedback:malformed');
@@ -611,7 +817,10 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     const secured = await attachSes(w, emu, { webhookSecret: 's3cret-path-token' });
     const m2 = await send(w);
     await waitStatus(w, m2, 'sent');
-    const n2 = w.signer.notification(record('event-delivery.json', (await messageShow(w.p.ctx, m2)).provider_message_id!), { timestamp: now() });
+    const n2 = w.signer.notification(
+      record('event-delivery.json', (await messageShow(w.p.ctx, m2)).provider_message_id!),
+      { timestamp: now() },
+    );
     let res = await postFeedback(w.p.production, secured.id, n2.body, n2.headers);
     assert.equal(res.status, 401);
     res = await postFeedback(w.p.production, secured.id, n2.body, n2.headers, 'wrong-token');
@@ -634,11 +843,18 @@ describe('provider-a feedback: SES notifications through SNS', () => {
 
     const c = w.signer.subscriptionConfirmation(emu.url, { timestamp: new Date(w.clock.now()) });
     // Tampered: not confirmed.
-    let res = await postFeedback(w.p.production, account.id, JSON.stringify({ ...c.envelope, Token: 'x' }), c.headers);
+    let res = await postFeedback(
+      w.p.production,
+      account.id,
+      JSON.stringify({ ...c.envelope, Token: 'x' }),
+      c.headers,
+    );
     assert.equal(res.status, 401);
     assert.equal(emu.confirmations.length, 0);
     // Signed, on a host that is neither SNS nor the account's endpoint: not visited.
-    const foreign = w.signer.subscriptionConfirmation(elsewhere.url, { timestamp: new Date(w.clock.now()) });
+    const foreign = w.signer.subscriptionConfirmation(elsewhere.url, {
+      timestamp: new Date(w.clock.now()),
+    });
     res = await postFeedback(w.p.production, account.id, foreign.body, foreign.headers);
     assert.equal(res.status, 401);
     assert.equal(elsewhere.confirmations.length, 0);
@@ -647,11 +863,21 @@ describe('provider-a feedback: SES notifications through SNS', () => {
     assert.equal(res.status, 200, res.text);
     assert.match(res.body.note, /confirmed/);
     assert.equal(emu.confirmations.length, 1);
-    assert.equal(emu.confirmations[0], new URL(c.envelope.SubscribeURL!).pathname + new URL(c.envelope.SubscribeURL!).search);
+    assert.equal(
+      emu.confirmations[0],
+      new URL(c.envelope.SubscribeURL!).pathname + new URL(c.envelope.SubscribeURL!).search,
+    );
 
     // UnsubscribeConfirmation: acknowledged with a note.
-    const u = w.signer.sign({ ...c.envelope, Type: 'UnsubscribeConfirmation', MessageId: 'a9e4d1c2-1111-2222-3333-444455556666', Message: 'You have chosen to deactivate subscription.' });
-    res = await postFeedback(w.p.production, account.id, JSON.stringify(u), { 'x-amz-sns-message-type': 'UnsubscribeConfirmation' });
+    const u = w.signer.sign({
+      ...c.envelope,
+      Type: 'UnsubscribeConfirmation',
+      MessageId: 'a9e4d1c2-1111-2222-3333-444455556666',
+      Message: 'You have chosen to deactivate subscription.',
+    });
+    res = await postFeedback(w.p.production, account.id, JSON.stringify(u), {
+      'x-amz-sns-message-type': 'UnsubscribeConfirmation',
+    });
     assert.equal(res.status, 200, res.text);
     assert.match(res.body.note, /deleted/);
   });

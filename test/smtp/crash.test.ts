@@ -3,11 +3,22 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import nodemailer, { type Transporter } from 'nodemailer';
-import { createProjectWithKeys, get, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
+import {
+  acceptedEventIdsOf,
+  assertStoreConsistent,
+  leftByKillOf,
+  messageRowsOf,
+  type StoredRow,
+} from '../support/assertions.js';
+import {
+  createProjectWithKeys,
+  get,
+  type ProjectWithKeys,
+  type SpawnedPostern,
+} from '../support/postern.js';
 import { ProcessScope, sleep, withClosedIndex } from '../support/processes.js';
-import { HANG_GUARD_MS } from '../support/waiting.js';
-import { acceptedEventIdsOf, assertStoreConsistent, leftByKillOf, messageRowsOf, type StoredRow } from '../support/assertions.js';
 import { readStoredMime } from '../support/storedMime.js';
+import { HANG_GUARD_MS } from '../support/waiting.js';
 
 // ---------------------------------------------------------------------------------------------
 // Local helpers
@@ -31,11 +42,23 @@ const NO_DELIVERY = { delivery: { enabled: false } };
  */
 async function seed(stateDir: string): Promise<{ keys: ProjectWithKeys; configFile: string }> {
   const configFile = path.join(stateDir, 'crash.json');
-  writeFileSync(configFile, JSON.stringify({ rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 }, ...NO_DELIVERY }));
-  return { keys: await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'smtp crash project', 'pro')), configFile };
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      rate_limits: { send_per_key: 1e9, batch_per_key: 1e9, unauthenticated_per_ip: 1e9 },
+      ...NO_DELIVERY,
+    }),
+  );
+  return {
+    keys: await withClosedIndex(stateDir, (ctx) =>
+      createProjectWithKeys(ctx, 'smtp crash project', 'pro'),
+    ),
+    configFile,
+  };
 }
 
-const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> => scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
+const spawn = (stateDir: string, configFile: string): Promise<SpawnedPostern> =>
+  scope.spawn(stateDir, { POSTERN_CONFIG: configFile });
 
 /** SIGTERM after one /healthz round trip (the process is past its start-up code). */
 async function stopWhenServing(server: SpawnedPostern): Promise<number | null> {
@@ -45,7 +68,9 @@ async function stopWhenServing(server: SpawnedPostern): Promise<number | null> {
 }
 
 function starttlsPort(server: SpawnedPostern): number {
-  const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+  const listener = server.listeners.find(
+    (l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'),
+  );
   assert.ok(listener, 'a production STARTTLS listener');
   return listener.port;
 }
@@ -79,7 +104,10 @@ function rawMessage(marker: string, withAttachment: boolean): { raw: string; bod
     `--${boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBody of ${marker}.\r\n` +
     `--${boundary}\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="blob.bin"\r\nContent-Transfer-Encoding: base64\r\n\r\n${ATTACHMENT_B64}\r\n` +
     `--${boundary}--\r\n`;
-  return { raw: `${head}Content-Type: multipart/mixed; boundary="${boundary}"\r\n\r\n${body}`, body };
+  return {
+    raw: `${head}Content-Type: multipart/mixed; boundary="${boundary}"\r\n\r\n${body}`,
+    body,
+  };
 }
 
 interface LoadRun {
@@ -98,7 +126,12 @@ interface LoadRun {
  * connection per message. Half the messages are composed by nodemailer, half sent raw; every
  * third carries a 48 KiB attachment.
  */
-function startLoad(port: number, key: string, cycle: number, opts: { maxPerLoop: number; maxMs: number }): LoadRun {
+function startLoad(
+  port: number,
+  key: string,
+  cycle: number,
+  opts: { maxPerLoop: number; maxMs: number },
+): LoadRun {
   let stopped = false;
   const run: LoadRun = {
     acked: new Map(),
@@ -144,7 +177,13 @@ function startLoad(port: number, key: string, cycle: number, opts: { maxPerLoop:
           to: 'rcpt@example.org',
           subject: marker,
           text: `Body of ${marker}.`,
-          ...(withAttachment ? { attachments: [{ filename: 'blob.bin', content: Buffer.from(ATTACHMENT_B64, 'base64') }] } : {}),
+          ...(withAttachment
+            ? {
+                attachments: [
+                  { filename: 'blob.bin', content: Buffer.from(ATTACHMENT_B64, 'base64') },
+                ],
+              }
+            : {}),
         };
       }
       try {
@@ -181,9 +220,6 @@ interface Row extends StoredRow {
   last_error: string | null;
 }
 
-
-
-
 /** Every acknowledged message: a queued smtp row, its event, and its complete MIME (file, or body in the index or the database); no debris. */
 async function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): Promise<void> {
   const rows = await messageRowsOf<Row>(stateDir);
@@ -198,10 +234,14 @@ async function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): Pr
   const problems: string[] = [];
   for (const [id, sent] of acked) {
     const row = rows.get(id)!;
-    if (row.status !== 'queued') problems.push(`${id}: status ${row.status} (last_error ${row.last_error})`);
+    if (row.status !== 'queued')
+      problems.push(`${id}: status ${row.status} (last_error ${row.last_error})`);
     if (row.source !== 'smtp') problems.push(`${id}: source ${row.source}`);
     if (row.last_error !== null) problems.push(`${id}: last_error ${row.last_error}`);
-    if (row.subject !== sent.marker) problems.push(`${id}: subject ${JSON.stringify(row.subject)}, sent ${JSON.stringify(sent.marker)}`);
+    if (row.subject !== sent.marker)
+      problems.push(
+        `${id}: subject ${JSON.stringify(row.subject)}, sent ${JSON.stringify(sent.marker)}`,
+      );
     if (!events.has(id)) problems.push(`${id}: no mail.accepted event`);
     const stored = await readStoredMime(stateDir, row);
     if (typeof stored === 'string') {
@@ -209,16 +249,29 @@ async function assertSpoolIntact(stateDir: string, acked: Map<string, Sent>): Pr
       continue;
     }
     const data = stored.toString('latin1');
-    if (data.length !== row.size_bytes) problems.push(`${id}: stored MIME is ${data.length} bytes, row says ${row.size_bytes}`);
-    if (!data.includes(`\r\nSubject: ${sent.marker}\r\n`) && !data.startsWith(`Subject: ${sent.marker}\r\n`)) problems.push(`${id}: file lacks its Subject`);
+    if (data.length !== row.size_bytes)
+      problems.push(`${id}: stored MIME is ${data.length} bytes, row says ${row.size_bytes}`);
+    if (
+      !data.includes(`\r\nSubject: ${sent.marker}\r\n`) &&
+      !data.startsWith(`Subject: ${sent.marker}\r\n`)
+    )
+      problems.push(`${id}: file lacks its Subject`);
     const expectedMessageId = sent.raw ? `<${id}@example.com>` : sent.messageId;
-    if (!data.includes(`Message-ID: ${expectedMessageId}\r\n`)) problems.push(`${id}: file lacks Message-ID ${expectedMessageId}`);
+    if (!data.includes(`Message-ID: ${expectedMessageId}\r\n`))
+      problems.push(`${id}: file lacks Message-ID ${expectedMessageId}`);
     if (sent.body !== null) {
       const split = data.indexOf('\r\n\r\n');
-      if (split < 0 || data.slice(split + 4) !== sent.body) problems.push(`${id}: stored body differs from the body sent (${data.length - split - 4} vs ${sent.body.length} bytes)`);
+      if (split < 0 || data.slice(split + 4) !== sent.body)
+        problems.push(
+          `${id}: stored body differs from the body sent (${data.length - split - 4} vs ${sent.body.length} bytes)`,
+        );
     }
   }
-  assert.deepEqual(problems, [], 'every acknowledged message is a queued smtp row with its complete MIME (file or body in the index)');
+  assert.deepEqual(
+    problems,
+    [],
+    'every acknowledged message is a queued smtp row with its complete MIME (file or body in the index)',
+  );
 
   await assertStoreConsistent(stateDir, rows);
 }
@@ -238,21 +291,35 @@ describe('SIGKILL during concurrent SMTP DATA', () => {
       const server = await spawn(stateDir, configFile);
       // The kill comes once 300 are acknowledged: at once on a quiet machine, later on a loaded
       // one (the bounds only keep a broken server from hanging the test).
-      const load = startLoad(starttlsPort(server), keys.liveKey, cycle, { maxPerLoop: 400, maxMs: HANG_GUARD_MS });
+      const load = startLoad(starttlsPort(server), keys.liveKey, cycle, {
+        maxPerLoop: 400,
+        maxMs: HANG_GUARD_MS,
+      });
       await waitForAcks(load, 300, HANG_GUARD_MS);
       const killed = server.kill(); // SIGKILL is sent synchronously; sessions are mid-DATA
       load.stop();
       await killed;
       await load.done;
 
-      const { debris, rows: rowsAfterKill, orphans: orphansAfterKill } = await leftByKillOf<Row>(stateDir);
+      const {
+        debris,
+        rows: rowsAfterKill,
+        orphans: orphansAfterKill,
+      } = await leftByKillOf<Row>(stateDir);
       t.diagnostic(
         `cycle ${cycle}: ${load.acked.size} answered 250, ${load.transportErrors} cut off; left behind by the kill: ` +
           `${debris.tmpFiles.length} temp file(s), ${orphansAfterKill} renamed file(s) without a committed row, ` +
           `${rowsAfterKill.size - load.acked.size - allAcked.size} committed row(s) never acknowledged`,
       );
-      assert.deepEqual(load.unexpected, [], `cycle ${cycle}: every answered valid message got a 250`);
-      assert.ok(load.acked.size >= 300, `cycle ${cycle}: at least 300 messages were acknowledged before the kill (${load.acked.size})`);
+      assert.deepEqual(
+        load.unexpected,
+        [],
+        `cycle ${cycle}: every answered valid message got a 250`,
+      );
+      assert.ok(
+        load.acked.size >= 300,
+        `cycle ${cycle}: at least 300 messages were acknowledged before the kill (${load.acked.size})`,
+      );
       perCycle.push(load.acked.size);
       for (const [id, sent] of load.acked) {
         assert.equal(allAcked.has(id), false, `id ${id} acknowledged twice`);

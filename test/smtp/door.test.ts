@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -12,22 +12,29 @@ import { createKey, revokeKey } from '../../src/operator/keys.js';
 import { attachProvider } from '../../src/operator/providers.js';
 import { suppress } from '../../src/operator/suppressions.js';
 import { getValue } from '../../src/store/queries.js';
+import { plan, withPlans } from '../support/plans.js';
 import {
   createProjectWithKeys,
+  type ProjectWithKeys,
   post,
+  type SpawnedPostern,
   spawnPostern,
   startTestPostern,
+  type TestPostern,
   tempStateDir,
   validMessage,
-  type ProjectWithKeys,
-  type SpawnedPostern,
-  type TestPostern,
 } from '../support/postern.js';
-import { plan, withPlans } from '../support/plans.js';
-import { authedSession, dataPayload, plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
-import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 import { withClosedIndex } from '../support/processes.js';
+import {
+  authedSession,
+  dataPayload,
+  plain,
+  RawSmtp,
+  rawMessage,
+  rawSend,
+} from '../support/rawSmtp.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { HANG_GUARD_MS, waitFor } from '../support/waiting.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared fixtures                                                                             */
@@ -35,7 +42,6 @@ import { storedMimeOf } from '../support/storedMime.js';
 
 /** nodemailer's `info.response` for an accepted message; the id is an `m.` id like HTTP's. */
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
-
 
 const cleanupDirs: string[] = [];
 let sharedPair: Promise<{ cert: string; key: string }> | null = null;
@@ -51,7 +57,10 @@ function sharedTls(): Promise<{ cert: string; key: string }> {
 }
 
 async function writePair(dir: string, name: string): Promise<{ cert: string; key: string }> {
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keySize: 2048, algorithm: 'sha256' });
+  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+  });
   const cert = path.join(dir, `${name}.crt`);
   const key = path.join(dir, `${name}.key`);
   writeFileSync(cert, pems.cert);
@@ -78,7 +87,12 @@ interface SendOutcome {
   command?: string;
 }
 
-async function nodemailerSend(port: number, key: string | null, implicit: boolean, mail: SendMailOptions): Promise<SendOutcome> {
+async function nodemailerSend(
+  port: number,
+  key: string | null,
+  implicit: boolean,
+  mail: SendMailOptions,
+): Promise<SendOutcome> {
   const transport = nodemailer.createTransport({
     host: '127.0.0.1',
     port,
@@ -100,8 +114,12 @@ async function nodemailerSend(port: number, key: string | null, implicit: boolea
 }
 
 /** Control headers exactly as written (nodemailer would otherwise RFC 2047-encode JSON). */
-function control(headers: Record<string, string>): Record<string, { prepared: true; value: string }> {
-  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, { prepared: true as const, value: v }]));
+function control(
+  headers: Record<string, string>,
+): Record<string, { prepared: true; value: string }> {
+  return Object.fromEntries(
+    Object.entries(headers).map(([k, v]) => [k, { prepared: true as const, value: v }]),
+  );
 }
 
 function queuedId(response: string): string {
@@ -167,7 +185,11 @@ function headerBlock(mime: string): string {
 }
 
 /** The index row, the mail.accepted event and the spool file of one accepted SMTP message. */
-async function assertStored(p: TestPostern, id: string, e: Expected): Promise<{ row: MessageRow; mime: string }> {
+async function assertStored(
+  p: TestPostern,
+  id: string,
+  e: Expected,
+): Promise<{ row: MessageRow; mime: string }> {
   const row = await rowOf(p, id);
   assert.ok(row, `a messages row for ${id}`);
   assert.deepEqual(
@@ -207,17 +229,32 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<{ 
     },
   );
 
-  const events = await p.ctx.store.all<{ project_id: string; type: string; data: string }>('SELECT * FROM events WHERE message_id = ? ORDER BY seq', id);
+  const events = await p.ctx.store.all<{ project_id: string; type: string; data: string }>(
+    'SELECT * FROM events WHERE message_id = ? ORDER BY seq',
+    id,
+  );
   assert.deepEqual(
     events.map((ev) => ev.type),
     ['mail.accepted'],
   );
   assert.equal(events[0].project_id, e.projectId);
-  const data = JSON.parse(events[0].data) as { mail: Record<string, unknown>; status: string; environment: string };
+  const data = JSON.parse(events[0].data) as {
+    mail: Record<string, unknown>;
+    status: string;
+    environment: string;
+  };
   const { uid, subject, from, to, project, tags, metadata } = data.mail;
   assert.deepEqual(
     { uid, subject, from, to, project, tags, metadata },
-    { uid: id, subject: e.subject, from: e.from, to: e.recipients.to, project: { uid: e.projectId, name: e.projectName }, tags: e.tags ?? [], metadata: e.metadata ?? {} },
+    {
+      uid: id,
+      subject: e.subject,
+      from: e.from,
+      to: e.recipients.to,
+      project: { uid: e.projectId, name: e.projectName },
+      tags: e.tags ?? [],
+      metadata: e.metadata ?? {},
+    },
   );
 
   const stored = await storedMimeOf(p.ctx.store, p.stateDir, id);
@@ -226,15 +263,23 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<{ 
   const headers = headerBlock(mime);
   assert.doesNotMatch(headers, /^X-Service-/im, 'control headers are stripped');
   assert.doesNotMatch(headers, /^Bcc:/im, 'no Bcc header');
-  for (const hidden of e.hidden ?? []) assert.ok(!headers.toLowerCase().includes(hidden.toLowerCase()), `${hidden} appears nowhere in the headers`);
+  for (const hidden of e.hidden ?? [])
+    assert.ok(
+      !headers.toLowerCase().includes(hidden.toLowerCase()),
+      `${hidden} appears nowhere in the headers`,
+    );
   const messageIds = headers.split('\r\n').filter((l) => /^Message-ID:/i.test(l));
-  const expectedId = e.messageId ?? `<${id}@${e.from.slice(e.from.lastIndexOf('@') + 1).toLowerCase()}>`;
+  const expectedId =
+    e.messageId ?? `<${id}@${e.from.slice(e.from.lastIndexOf('@') + 1).toLowerCase()}>`;
   assert.deepEqual(
     messageIds.map((l) => l.slice(l.indexOf(':') + 1).trim()),
     [expectedId],
     'exactly one Message-ID',
   );
-  assert.match(headers, new RegExp(`^Subject: ${e.subject.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+  assert.match(
+    headers,
+    new RegExp(`^Subject: ${e.subject.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
+  );
   if (e.bodyIncludes) assert.ok(mime.includes(e.bodyIncludes), 'the body is stored');
   return { row, mime };
 }
@@ -243,7 +288,8 @@ function spoolTmpEntries(p: TestPostern): string[] {
   return readdirSync(path.join(p.stateDir, 'spool', 'tmp'));
 }
 
-const countMessages = (p: TestPostern, projectId: string) => getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId);
+const countMessages = (p: TestPostern, projectId: string) =>
+  getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The main in-process server                                                                  */
@@ -252,7 +298,8 @@ const countMessages = (p: TestPostern, projectId: string) => getValue<number>(p.
 describe('SMTP door', () => {
   let p: TestPostern;
   let n = 0;
-  const fresh = (planName = "pro", opts: { provider?: boolean } = {}): Promise<ProjectWithKeys> => createProjectWithKeys(p.ctx, `smtp project ${++n}`, planName, opts);
+  const fresh = (planName = 'pro', opts: { provider?: boolean } = {}): Promise<ProjectWithKeys> =>
+    createProjectWithKeys(p.ctx, `smtp project ${++n}`, planName, opts);
 
   before(async () => {
     p = await startTestPostern({
@@ -260,7 +307,10 @@ describe('SMTP door', () => {
       config: {
         smtp: { max_message_bytes: 20000, tls: await sharedTls() },
         limits: { categories_per_project: 2 },
-        ...withPlans({ one: plan({ monthly_messages: 1 }), daily1: plan({ monthly_messages: 1000, daily_messages: 1 }) }),
+        ...withPlans({
+          one: plan({ monthly_messages: 1 }),
+          daily1: plan({ monthly_messages: 1000, daily_messages: 1 }),
+        }),
       },
     });
   });
@@ -294,7 +344,11 @@ describe('SMTP door', () => {
         environment: 'production',
         status: 'queued',
         from: 'sender@example.com',
-        recipients: { to: ['to1@example.org'], cc: ['cc1@example.org'], bcc: ['hidden@example.net'] },
+        recipients: {
+          to: ['to1@example.org'],
+          cc: ['cc1@example.org'],
+          bcc: ['hidden@example.net'],
+        },
         subject: 'Hello over STARTTLS',
         tags: ['welcome', 'onboarding'],
         metadata: { user_id: '42', plan: 'gold' },
@@ -324,7 +378,11 @@ describe('SMTP door', () => {
         environment: 'production',
         status: 'queued',
         from: 'sender@example.com',
-        recipients: { to: ['a@example.org', 'b@example.org'], cc: [], bcc: ['secret1@example.net', 'secret2@example.net'] },
+        recipients: {
+          to: ['a@example.org', 'b@example.org'],
+          cc: [],
+          bcc: ['secret1@example.net', 'secret2@example.net'],
+        },
         subject: 'Hello over implicit TLS',
         tags: ['implicit'],
         category: 'Receipts',
@@ -401,7 +459,10 @@ describe('SMTP door', () => {
         '',
       ].join('\r\n');
       const res = await nodemailerSend(p.smtp.production.starttls, liveKey, false, {
-        envelope: { from: 'raw@mail.example.com', to: ['visible@example.org', 'hidden@example.net'] },
+        envelope: {
+          from: 'raw@mail.example.com',
+          to: ['visible@example.org', 'hidden@example.net'],
+        },
         raw,
       });
       const id = queuedId(res.response);
@@ -451,7 +512,11 @@ describe('SMTP door', () => {
   describe('control headers', () => {
     let seq = 0;
     /** Each message carries its own Message-ID, which the stored file must keep. */
-    const send = async (key: string, headers: Record<string, string>, overrides: SendMailOptions = {}) => {
+    const send = async (
+      key: string,
+      headers: Record<string, string>,
+      overrides: SendMailOptions = {},
+    ) => {
       const messageId = `<control-${++seq}@example.com>`;
       const outcome = await nodemailerSend(p.smtp.production.starttls, key, false, {
         from: 'sender@example.com',
@@ -476,15 +541,25 @@ describe('SMTP door', () => {
 
     test('X-Service-Scheduled-At in the future: scheduled, scheduled_at recorded', async () => {
       const k = await fresh();
-      const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3600_000).toISOString().replace('.000Z', 'Z');
+      const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3600_000)
+        .toISOString()
+        .replace('.000Z', 'Z');
       const sent = await send(k.liveKey, { 'X-Service-Scheduled-At': at });
-      await assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'scheduled', scheduledAt: Date.parse(at) });
+      await assertStored(p, queuedId(sent.response), {
+        ...base(k, sent),
+        status: 'scheduled',
+        scheduledAt: Date.parse(at),
+      });
     });
 
     test('X-Service-Paused: true holds the message (paused, hold reason request); false is queued', async () => {
       const k = await fresh();
       const held = await send(k.liveKey, { 'X-Service-Paused': 'true' });
-      await assertStored(p, queuedId(held.response), { ...base(k, held), status: 'paused', holdReason: 'request' });
+      await assertStored(p, queuedId(held.response), {
+        ...base(k, held),
+        status: 'paused',
+        holdReason: 'request',
+      });
       const notHeld = await send(k.liveKey, { 'X-Service-Paused': 'false' });
       await assertStored(p, queuedId(notHeld.response), { ...base(k, notHeld), status: 'queued' });
     });
@@ -492,52 +567,178 @@ describe('SMTP door', () => {
     test('X-Service-Provider as a comma list and X-Service-Strategy are recorded as routing', async () => {
       const k = await fresh();
       await attachProvider(p.ctx, k.project.id, { slug: 'provider-b-api', apiKey: 'pb-secret' });
-      const sent = await send(k.liveKey, { 'X-Service-Provider': 'smtp, provider-b-api', 'X-Service-Strategy': 'round-robin' });
-      await assertStored(p, queuedId(sent.response), { ...base(k, sent), status: 'queued', routing: { provider: ['smtp', 'provider-b-api'], strategy: 'round-robin' } });
+      const sent = await send(k.liveKey, {
+        'X-Service-Provider': 'smtp, provider-b-api',
+        'X-Service-Strategy': 'round-robin',
+      });
+      await assertStored(p, queuedId(sent.response), {
+        ...base(k, sent),
+        status: 'queued',
+        routing: { provider: ['smtp', 'provider-b-api'], strategy: 'round-robin' },
+      });
     });
 
     test('X-Service-Idempotency-Key: a repeat (even with another body) answers the same id and stores one message', async () => {
       const k = await fresh();
       const sent = await send(k.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' });
       const first = queuedId(sent.response);
-      const again = await send(k.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' }, { subject: 'A different subject' });
+      const again = await send(
+        k.liveKey,
+        { 'X-Service-Idempotency-Key': 'order-1234-confirm' },
+        { subject: 'A different subject' },
+      );
       assert.equal(queuedId(again.response), first);
-      await assertStored(p, first, { ...base(k, sent), status: 'queued', idempotencyKey: 'order-1234-confirm' });
+      await assertStored(p, first, {
+        ...base(k, sent),
+        status: 'queued',
+        idempotencyKey: 'order-1234-confirm',
+      });
       assert.equal(await countMessages(p, k.project.id), 1);
-      assert.equal(await getValue<number>(p.ctx.store, "SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'", k.project.id), 1);
+      assert.equal(
+        await getValue<number>(
+          p.ctx.store,
+          "SELECT COUNT(*) FROM events WHERE project_id = ? AND type = 'mail.accepted'",
+          k.project.id,
+        ),
+        1,
+      );
       // The key is per project: another project's message with the same key is its own.
       const other = await fresh();
-      const otherId = queuedId((await send(other.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' })).response);
+      const otherId = queuedId(
+        (await send(other.liveKey, { 'X-Service-Idempotency-Key': 'order-1234-confirm' })).response,
+      );
       assert.notEqual(otherId, first);
     });
 
     const now = () => Date.now();
     const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const invalid: { name: string; headers: () => Record<string, string>; code: string; http?: () => { json?: Record<string, unknown>; headers?: Record<string, string> }; details?: string }[] = [
-      { name: 'a tag with a space', headers: () => ({ 'X-Service-Tags': 'ok, bad tag' }), code: 'tags:invalid_format', http: () => ({ json: { tags: ['ok', 'bad tag'] } }) },
-      { name: 'eleven tags', headers: () => ({ 'X-Service-Tags': 'a,b,c,d,e,f,g,h,i,j,k' }), code: 'tags:too_many', http: () => ({ json: { tags: 'abcdefghijk'.split('') } }) },
-      { name: 'a 65-character tag', headers: () => ({ 'X-Service-Tags': 't'.repeat(65) }), code: 'tags:too_long', http: () => ({ json: { tags: ['t'.repeat(65)] } }) },
-      { name: 'metadata that is not JSON', headers: () => ({ 'X-Service-Metadata': '{"user_id": 42' }), code: 'metadata:invalid_format', details: '[metadata: metadata:invalid_format]' },
-      { name: 'metadata with a number value', headers: () => ({ 'X-Service-Metadata': '{"user_id": 42}' }), code: 'metadata:invalid_value', http: () => ({ json: { metadata: { user_id: 42 } } }) },
-      { name: 'metadata that is a JSON array', headers: () => ({ 'X-Service-Metadata': '["a"]' }), code: 'metadata:invalid_type', http: () => ({ json: { metadata: ['a'] } }) },
+    const invalid: {
+      name: string;
+      headers: () => Record<string, string>;
+      code: string;
+      http?: () => { json?: Record<string, unknown>; headers?: Record<string, string> };
+      details?: string;
+    }[] = [
+      {
+        name: 'a tag with a space',
+        headers: () => ({ 'X-Service-Tags': 'ok, bad tag' }),
+        code: 'tags:invalid_format',
+        http: () => ({ json: { tags: ['ok', 'bad tag'] } }),
+      },
+      {
+        name: 'eleven tags',
+        headers: () => ({ 'X-Service-Tags': 'a,b,c,d,e,f,g,h,i,j,k' }),
+        code: 'tags:too_many',
+        http: () => ({ json: { tags: 'abcdefghijk'.split('') } }),
+      },
+      {
+        name: 'a 65-character tag',
+        headers: () => ({ 'X-Service-Tags': 't'.repeat(65) }),
+        code: 'tags:too_long',
+        http: () => ({ json: { tags: ['t'.repeat(65)] } }),
+      },
+      {
+        name: 'metadata that is not JSON',
+        headers: () => ({ 'X-Service-Metadata': '{"user_id": 42' }),
+        code: 'metadata:invalid_format',
+        details: '[metadata: metadata:invalid_format]',
+      },
+      {
+        name: 'metadata with a number value',
+        headers: () => ({ 'X-Service-Metadata': '{"user_id": 42}' }),
+        code: 'metadata:invalid_value',
+        http: () => ({ json: { metadata: { user_id: 42 } } }),
+      },
+      {
+        name: 'metadata that is a JSON array',
+        headers: () => ({ 'X-Service-Metadata': '["a"]' }),
+        code: 'metadata:invalid_type',
+        http: () => ({ json: { metadata: ['a'] } }),
+      },
       {
         name: 'eleven metadata keys',
-        headers: () => ({ 'X-Service-Metadata': JSON.stringify(Object.fromEntries('abcdefghijk'.split('').map((c) => [c, 'v']))) }),
+        headers: () => ({
+          'X-Service-Metadata': JSON.stringify(
+            Object.fromEntries('abcdefghijk'.split('').map((c) => [c, 'v'])),
+          ),
+        }),
         code: 'metadata:too_many_keys',
-        http: () => ({ json: { metadata: Object.fromEntries('abcdefghijk'.split('').map((c) => [c, 'v'])) } }),
+        http: () => ({
+          json: { metadata: Object.fromEntries('abcdefghijk'.split('').map((c) => [c, 'v'])) },
+        }),
       },
-      { name: 'a category starting with punctuation', headers: () => ({ 'X-Service-Category': '!promo' }), code: 'category:invalid_format', http: () => ({ json: { category: '!promo' } }) },
-      { name: 'a 65-character category', headers: () => ({ 'X-Service-Category': 'c'.repeat(65) }), code: 'category:too_long', http: () => ({ json: { category: 'c'.repeat(65) } }) },
-      { name: 'scheduled_at that is not an instant', headers: () => ({ 'X-Service-Scheduled-At': 'tomorrow' }), code: 'scheduled_at:invalid', http: () => ({ json: { scheduled_at: 'tomorrow' } }) },
-      { name: 'scheduled_at in the past', headers: () => ({ 'X-Service-Scheduled-At': iso(now() - 3600_000) }), code: 'scheduled_at:too_soon', details: '[scheduled_at: scheduled_at:too_soon]' },
-      { name: 'scheduled_at beyond 72 hours', headers: () => ({ 'X-Service-Scheduled-At': iso(now() + 4 * 86_400_000) }), code: 'scheduled_at:too_far', details: '[scheduled_at: scheduled_at:too_far]' },
-      { name: 'paused that is not true/false', headers: () => ({ 'X-Service-Paused': 'yes' }), code: 'paused:invalid_type', http: () => ({ json: { paused: 'yes' } }) },
-      { name: 'an unknown provider slug', headers: () => ({ 'X-Service-Provider': 'provider-z-api' }), code: 'routing:invalid_provider', http: () => ({ json: { routing: { provider: 'provider-z-api', strategy: null } } }) },
-      { name: 'a provider named twice', headers: () => ({ 'X-Service-Provider': 'smtp, smtp' }), code: 'routing:duplicate_provider', http: () => ({ json: { routing: { provider: ['smtp', 'smtp'], strategy: null } } }) },
-      { name: 'an unknown strategy', headers: () => ({ 'X-Service-Strategy': 'fastest' }), code: 'routing:invalid_strategy', http: () => ({ json: { routing: { provider: null, strategy: 'fastest' } } }) },
-      { name: 'an idempotency key too short', headers: () => ({ 'X-Service-Idempotency-Key': 'short' }), code: 'idempotency_key:invalid_length', http: () => ({ headers: { 'Idempotency-Key': 'short' } }) },
-      { name: 'an idempotency key with bad characters', headers: () => ({ 'X-Service-Idempotency-Key': 'order#1234!confirm' }), code: 'idempotency_key:invalid', http: () => ({ headers: { 'Idempotency-Key': 'order#1234!confirm' } }) },
-      { name: 'an unknown X-Service-Foo header', headers: () => ({ 'X-Service-Foo': 'bar' }), code: 'headers:reserved', http: () => ({ json: { headers: { 'X-Service-Foo': 'bar' } } }) },
+      {
+        name: 'a category starting with punctuation',
+        headers: () => ({ 'X-Service-Category': '!promo' }),
+        code: 'category:invalid_format',
+        http: () => ({ json: { category: '!promo' } }),
+      },
+      {
+        name: 'a 65-character category',
+        headers: () => ({ 'X-Service-Category': 'c'.repeat(65) }),
+        code: 'category:too_long',
+        http: () => ({ json: { category: 'c'.repeat(65) } }),
+      },
+      {
+        name: 'scheduled_at that is not an instant',
+        headers: () => ({ 'X-Service-Scheduled-At': 'tomorrow' }),
+        code: 'scheduled_at:invalid',
+        http: () => ({ json: { scheduled_at: 'tomorrow' } }),
+      },
+      {
+        name: 'scheduled_at in the past',
+        headers: () => ({ 'X-Service-Scheduled-At': iso(now() - 3600_000) }),
+        code: 'scheduled_at:too_soon',
+        details: '[scheduled_at: scheduled_at:too_soon]',
+      },
+      {
+        name: 'scheduled_at beyond 72 hours',
+        headers: () => ({ 'X-Service-Scheduled-At': iso(now() + 4 * 86_400_000) }),
+        code: 'scheduled_at:too_far',
+        details: '[scheduled_at: scheduled_at:too_far]',
+      },
+      {
+        name: 'paused that is not true/false',
+        headers: () => ({ 'X-Service-Paused': 'yes' }),
+        code: 'paused:invalid_type',
+        http: () => ({ json: { paused: 'yes' } }),
+      },
+      {
+        name: 'an unknown provider slug',
+        headers: () => ({ 'X-Service-Provider': 'provider-z-api' }),
+        code: 'routing:invalid_provider',
+        http: () => ({ json: { routing: { provider: 'provider-z-api', strategy: null } } }),
+      },
+      {
+        name: 'a provider named twice',
+        headers: () => ({ 'X-Service-Provider': 'smtp, smtp' }),
+        code: 'routing:duplicate_provider',
+        http: () => ({ json: { routing: { provider: ['smtp', 'smtp'], strategy: null } } }),
+      },
+      {
+        name: 'an unknown strategy',
+        headers: () => ({ 'X-Service-Strategy': 'fastest' }),
+        code: 'routing:invalid_strategy',
+        http: () => ({ json: { routing: { provider: null, strategy: 'fastest' } } }),
+      },
+      {
+        name: 'an idempotency key too short',
+        headers: () => ({ 'X-Service-Idempotency-Key': 'short' }),
+        code: 'idempotency_key:invalid_length',
+        http: () => ({ headers: { 'Idempotency-Key': 'short' } }),
+      },
+      {
+        name: 'an idempotency key with bad characters',
+        headers: () => ({ 'X-Service-Idempotency-Key': 'order#1234!confirm' }),
+        code: 'idempotency_key:invalid',
+        http: () => ({ headers: { 'Idempotency-Key': 'order#1234!confirm' } }),
+      },
+      {
+        name: 'an unknown X-Service-Foo header',
+        headers: () => ({ 'X-Service-Foo': 'bar' }),
+        code: 'headers:reserved',
+        http: () => ({ json: { headers: { 'X-Service-Foo': 'bar' } } }),
+      },
     ];
     for (const c of invalid) {
       test(`${c.name}: 554 5.6.0 ${c.code}, with the HTTP door's code and details; nothing stored`, async () => {
@@ -547,11 +748,21 @@ describe('SMTP door', () => {
         assert.ok(res.response.startsWith(`554 5.6.0 ${c.code}: `), res.response);
         if (c.http) {
           const { json, headers } = c.http();
-          const httpRes = await post(p.production, '/v1/send', { key: k.liveKey, json: validMessage(json), headers });
+          const httpRes = await post(p.production, '/v1/send', {
+            key: k.liveKey,
+            json: validMessage(json),
+            headers,
+          });
           assert.equal(httpRes.status, 422, httpRes.text);
-          const err = httpRes.body.error as { code: string; message: string; details?: { field: string; code: string }[] };
+          const err = httpRes.body.error as {
+            code: string;
+            message: string;
+            details?: { field: string; code: string }[];
+          };
           assert.equal(err.code, c.code);
-          const details = err.details ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]` : '';
+          const details = err.details
+            ? ` [${err.details.map((d) => `${d.field}: ${d.code}`).join('; ')}]`
+            : '';
           assert.equal(res.response, `554 5.6.0 ${err.code}: ${err.message}${details}`);
         } else {
           assert.ok(res.response.endsWith(` ${c.details}`), res.response);
@@ -562,8 +773,19 @@ describe('SMTP door', () => {
   });
 
   describe('reply mapping', () => {
-    const sendMinimal = (port: number, key: string | null, implicit = false, overrides: SendMailOptions = {}) =>
-      nodemailerSend(port, key, implicit, { from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Mapping', text: 'Mapping body', ...overrides });
+    const sendMinimal = (
+      port: number,
+      key: string | null,
+      implicit = false,
+      overrides: SendMailOptions = {},
+    ) =>
+      nodemailerSend(port, key, implicit, {
+        from: 'sender@example.com',
+        to: 'rcpt@example.org',
+        subject: 'Mapping',
+        text: 'Mapping body',
+        ...overrides,
+      });
 
     const assert535 = (res: SendOutcome, code: string) => {
       assert.equal(res.accepted, false);
@@ -571,7 +793,10 @@ describe('SMTP door', () => {
     };
 
     test('535 5.7.8 invalid_api_key for a well-formed key nobody issued', async () => {
-      assert535(await sendMinimal(p.smtp.production.starttls, `ps_live_${'A'.repeat(40)}`), 'invalid_api_key');
+      assert535(
+        await sendMinimal(p.smtp.production.starttls, `ps_live_${'A'.repeat(40)}`),
+        'invalid_api_key',
+      );
     });
 
     test('535 5.7.8 missing_api_key for a password that is not an API key', async () => {
@@ -582,7 +807,12 @@ describe('SMTP door', () => {
       const { project } = await fresh();
       // Issued two hours ago, expired an hour ago.
       const past: OperatorContext = { ...p.ctx, clock: { now: () => Date.now() - 2 * 3600_000 } };
-      const expired = await createKey(past, project.id, 'live', new Date(Date.now() - 3600_000).toISOString());
+      const expired = await createKey(
+        past,
+        project.id,
+        'live',
+        new Date(Date.now() - 3600_000).toISOString(),
+      );
       assert535(await sendMinimal(p.smtp.production.implicit, expired.key, true), 'key_expired');
     });
 
@@ -603,7 +833,10 @@ describe('SMTP door', () => {
       const client = await authedSession(p.smtp.production.starttls, live.key);
       try {
         await revokeKey(p.ctx, live.id);
-        assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^535 5\.7\.8 invalid_api_key: /);
+        assert.match(
+          await client.command('MAIL FROM:<sender@example.com>'),
+          /^535 5\.7\.8 invalid_api_key: /,
+        );
       } finally {
         await client.quit();
       }
@@ -618,7 +851,12 @@ describe('SMTP door', () => {
         assert.match(await client.command('AUTH LOGIN'), /^334 /);
         assert.match(await client.command(Buffer.from('whoever').toString('base64')), /^334 /);
         assert.match(await client.command(Buffer.from(liveKey).toString('base64')), /^235 /);
-        const reply = await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage({ headers: ['Message-ID: <login-1@example.com>'] }));
+        const reply = await rawSend(
+          client,
+          'sender@example.com',
+          ['rcpt@example.org'],
+          rawMessage({ headers: ['Message-ID: <login-1@example.com>'] }),
+        );
         const id = queuedId(reply);
         assert.equal((await rowOf(p, id))?.project_id, project.id);
       } finally {
@@ -646,7 +884,9 @@ describe('SMTP door', () => {
       const before = Date.now();
       const res = await sendMinimal(p.smtp.production.starttls, liveKey);
       const after = Date.now();
-      const m = /^451 4\.3\.0 daily_send_cap_exceeded: .* Retry in (\d+) seconds\.$/.exec(res.response);
+      const m = /^451 4\.3\.0 daily_send_cap_exceeded: .* Retry in (\d+) seconds\.$/.exec(
+        res.response,
+      );
       assert.ok(m, res.response);
       // The seconds to the next 00:00 UTC, as the server counted them while the test waited.
       const toMidnight = (at: number) => {
@@ -654,7 +894,11 @@ describe('SMTP door', () => {
         midnight.setUTCHours(24, 0, 0, 0);
         return (midnight.getTime() - at) / 1000;
       };
-      assert.ok(Number(m[1]) >= Math.floor(toMidnight(after)) && Number(m[1]) <= Math.ceil(toMidnight(before)), res.response);
+      assert.ok(
+        Number(m[1]) >= Math.floor(toMidnight(after)) &&
+          Number(m[1]) <= Math.ceil(toMidnight(before)),
+        res.response,
+      );
       assert.equal(await countMessages(p, project.id), 1);
       // The sandbox is not metered.
       const testKey = (await createKey(p.ctx, project.id, 'test')).key;
@@ -672,7 +916,10 @@ describe('SMTP door', () => {
     test('550 5.1.1 suppressed_recipient names the suppressed address', async () => {
       const { project, liveKey } = await fresh();
       await suppress(p.ctx, project.id, 'blocked@example.org');
-      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { to: ['ok@example.org'], cc: 'Blocked@Example.org' });
+      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, {
+        to: ['ok@example.org'],
+        cc: 'Blocked@Example.org',
+      });
       assert.match(res.response, /^550 5\.1\.1 suppressed_recipient: /);
       assert.ok(res.response.includes('blocked@example.org'), res.response);
       assert.equal(await countMessages(p, project.id), 0);
@@ -680,9 +927,17 @@ describe('SMTP door', () => {
 
     test('553 5.1.3 sender_domain:limit_reached for a second sender domain on a one-domain plan', async () => {
       const { project, liveKey } = await fresh('free');
-      queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'a@first.example' })).response);
-      queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'b@first.example' })).response);
-      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'c@second.example' });
+      queuedId(
+        (await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'a@first.example' }))
+          .response,
+      );
+      queuedId(
+        (await sendMinimal(p.smtp.production.starttls, liveKey, false, { from: 'b@first.example' }))
+          .response,
+      );
+      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, {
+        from: 'c@second.example',
+      });
       assert.match(res.response, /^553 5\.1\.3 sender_domain:limit_reached: \S/);
       assert.equal(await countMessages(p, project.id), 2);
     });
@@ -691,7 +946,12 @@ describe('SMTP door', () => {
       const { project, liveKey } = await fresh();
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
-        const reply = await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage({ subject: null }));
+        const reply = await rawSend(
+          client,
+          'sender@example.com',
+          ['rcpt@example.org'],
+          rawMessage({ subject: null }),
+        );
         assert.match(reply, /^554 5\.6\.0 subject:required: .*\[subject: subject:required\]$/);
       } finally {
         await client.quit();
@@ -733,18 +993,31 @@ describe('SMTP door', () => {
 
     test('554 5.6.0 routing_provider_not_configured names the provider the project lacks', async () => {
       const { project, liveKey } = await fresh();
-      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Provider': 'provider-b-api' }) });
+      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, {
+        headers: control({ 'X-Service-Provider': 'provider-b-api' }),
+      });
       assert.match(res.response, /^554 5\.6\.0 routing_provider_not_configured: /);
-      assert.ok(res.response.includes('Not attached to this project: provider-b-api.'), res.response);
+      assert.ok(
+        res.response.includes('Not attached to this project: provider-b-api.'),
+        res.response,
+      );
       assert.equal(await countMessages(p, project.id), 0);
     });
 
     test('554 5.6.0 category:limit_reached for a third category when the cap is 2', async () => {
       const { project, liveKey } = await fresh();
       for (const category of ['Alpha', 'Beta', 'Alpha']) {
-        queuedId((await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Category': category }) })).response);
+        queuedId(
+          (
+            await sendMinimal(p.smtp.production.starttls, liveKey, false, {
+              headers: control({ 'X-Service-Category': category }),
+            })
+          ).response,
+        );
       }
-      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, { headers: control({ 'X-Service-Category': 'Gamma' }) });
+      const res = await sendMinimal(p.smtp.production.starttls, liveKey, false, {
+        headers: control({ 'X-Service-Category': 'Gamma' }),
+      });
       assert.match(res.response, /^554 5\.6\.0 category:limit_reached: \S/);
       assert.equal(await countMessages(p, project.id), 3);
     });
@@ -755,12 +1028,21 @@ describe('SMTP door', () => {
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
         assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^250 /);
-        for (const r of rcpts.slice(0, 50)) assert.match(await client.command(`RCPT TO:<${r}>`), /^250 /);
+        for (const r of rcpts.slice(0, 50))
+          assert.match(await client.command(`RCPT TO:<${r}>`), /^250 /);
         assert.match(await client.command(`RCPT TO:<${rcpts[50]}>`), /^452 4\.5\.3 /);
         assert.match(await client.command('DATA'), /^354 /);
-        client.write(dataPayload(rawMessage({ to: 'r0@example.org', headers: ['Message-ID: <fifty@example.com>'] })));
+        client.write(
+          dataPayload(
+            rawMessage({ to: 'r0@example.org', headers: ['Message-ID: <fifty@example.com>'] }),
+          ),
+        );
         const id = queuedId(await client.next());
-        const recipients = JSON.parse((await rowOf(p, id))!.recipients) as { to: string[]; cc: string[]; bcc: string[] };
+        const recipients = JSON.parse((await rowOf(p, id))!.recipients) as {
+          to: string[];
+          cc: string[];
+          bcc: string[];
+        };
         assert.deepEqual(recipients, { to: ['r0@example.org'], cc: [], bcc: rcpts.slice(1, 50) });
       } finally {
         await client.quit();
@@ -773,8 +1055,18 @@ describe('SMTP door', () => {
       const client = await authedSession(p.smtp.production.starttls, liveKey);
       try {
         assert.match(await client.command('EHLO client.test'), /^250[- ]SIZE 20000$/m);
-        assert.match(await client.command('MAIL FROM:<sender@example.com> SIZE=20001'), /^552 5\.3\.4 /);
-        queuedId(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage({ headers: ['Message-ID: <after-size@example.com>'] })));
+        assert.match(
+          await client.command('MAIL FROM:<sender@example.com> SIZE=20001'),
+          /^552 5\.3\.4 /,
+        );
+        queuedId(
+          await rawSend(
+            client,
+            'sender@example.com',
+            ['rcpt@example.org'],
+            rawMessage({ headers: ['Message-ID: <after-size@example.com>'] }),
+          ),
+        );
       } finally {
         await client.quit();
       }
@@ -787,8 +1079,18 @@ describe('SMTP door', () => {
       try {
         const big = rawMessage({ body: 'x'.repeat(76).concat('\r\n').repeat(400) });
         assert.ok(big.length > 20000);
-        assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], big), /^552 5\.3\.4 /);
-        queuedId(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage({ headers: ['Message-ID: <after-big@example.com>'] })));
+        assert.match(
+          await rawSend(client, 'sender@example.com', ['rcpt@example.org'], big),
+          /^552 5\.3\.4 /,
+        );
+        queuedId(
+          await rawSend(
+            client,
+            'sender@example.com',
+            ['rcpt@example.org'],
+            rawMessage({ headers: ['Message-ID: <after-big@example.com>'] }),
+          ),
+        );
       } finally {
         await client.quit();
       }
@@ -818,11 +1120,22 @@ describe('SMTP door', () => {
         const refused = await client.command(`AUTH PLAIN ${plain(liveKey)}`);
         assert.match(refused, /^5\d\d /);
         assert.match(await client.command('AUTH LOGIN'), /^5\d\d /, 'AUTH LOGIN is refused too');
-        assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^530 5\.7\.0 /, 'still not authenticated');
+        assert.match(
+          await client.command('MAIL FROM:<sender@example.com>'),
+          /^530 5\.7\.0 /,
+          'still not authenticated',
+        );
         await client.startTls();
         const afterTls = await client.command('EHLO client.test');
         assert.match(afterTls, /^250[- ]AUTH PLAIN LOGIN$/m);
-        for (const ext of ['PIPELINING', '8BITMIME', 'SMTPUTF8', 'ENHANCEDSTATUSCODES', 'SIZE 20000']) assert.match(afterTls, new RegExp(`^250[- ]${ext}$`, 'm'));
+        for (const ext of [
+          'PIPELINING',
+          '8BITMIME',
+          'SMTPUTF8',
+          'ENHANCEDSTATUSCODES',
+          'SIZE 20000',
+        ])
+          assert.match(afterTls, new RegExp(`^250[- ]${ext}$`, 'm'));
         assert.doesNotMatch(afterTls, /^250[- ]STARTTLS$/m);
         assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
       } finally {
@@ -842,14 +1155,24 @@ describe('SMTP rate limits and AUTH failures', () => {
     p = await startTestPostern({
       smtp: true,
       config: {
-        smtp: { tls: await sharedTls(), auth_failures_before_delay: 1, auth_failures_before_disconnect: 3 },
-        rate_limits: { window_seconds: 60, send_per_key: 2, batch_per_key: 2, unauthenticated_per_ip: 1000 },
+        smtp: {
+          tls: await sharedTls(),
+          auth_failures_before_delay: 1,
+          auth_failures_before_disconnect: 3,
+        },
+        rate_limits: {
+          window_seconds: 60,
+          send_per_key: 2,
+          batch_per_key: 2,
+          unauthenticated_per_ip: 1000,
+        },
       },
     });
   });
   after(async () => p.close());
 
-  const message = (n: number) => rawMessage({ headers: [`Message-ID: <rate-${n}-${Date.now()}@example.com>`] });
+  const message = (n: number) =>
+    rawMessage({ headers: [`Message-ID: <rate-${n}-${Date.now()}@example.com>`] });
 
   test('451 4.3.0 rate_limited with "Retry in" on the 3rd message of one session, the wait said once', async () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'rate in session');
@@ -859,7 +1182,10 @@ describe('SMTP rate limits and AUTH failures', () => {
       queuedId(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], message(2)));
       const third = await client.command('MAIL FROM:<sender@example.com>');
       // It said "retry in 57 seconds. Retry in 57 seconds.".
-      assert.match(third, /^451 4\.3\.0 rate_limited: Too many requests\. Retry in \d+ seconds?\.$/);
+      assert.match(
+        third,
+        /^451 4\.3\.0 rate_limited: Too many requests\. Retry in \d+ seconds?\.$/,
+      );
     } finally {
       await client.quit();
     }
@@ -868,7 +1194,13 @@ describe('SMTP rate limits and AUTH failures', () => {
 
   test('451 4.3.0 rate_limited with "Retry in" on the 3rd message across sessions', async () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'rate across sessions');
-    const send = () => nodemailerSend(p.smtp.production.implicit, liveKey, true, { from: 'sender@example.com', to: 'rcpt@example.org', subject: 'Rate', text: 'Rate body' });
+    const send = () =>
+      nodemailerSend(p.smtp.production.implicit, liveKey, true, {
+        from: 'sender@example.com',
+        to: 'rcpt@example.org',
+        subject: 'Rate',
+        text: 'Rate body',
+      });
     queuedId((await send()).response);
     queuedId((await send()).response);
     const third = await send();
@@ -898,7 +1230,17 @@ describe('SMTP AUTH failures answered later and later (smtp.auth_failure_delay_m
   let p: TestPostern;
   before(async () => {
     // A delay no step of the test comes near: the answer is still held when the rest is done.
-    p = await startTestPostern({ smtp: true, config: { smtp: { tls: await sharedTls(), auth_failures_before_delay: 1, auth_failures_before_disconnect: 3, auth_failure_delay_ms: 600_000 } } });
+    p = await startTestPostern({
+      smtp: true,
+      config: {
+        smtp: {
+          tls: await sharedTls(),
+          auth_failures_before_delay: 1,
+          auth_failures_before_disconnect: 3,
+          auth_failure_delay_ms: 600_000,
+        },
+      },
+    });
   });
   after(async () => p.close());
 
@@ -910,7 +1252,11 @@ describe('SMTP AUTH failures answered later and later (smtp.auth_failure_delay_m
       await client.startTls();
       await client.command('EHLO client.test');
       const bad = plain(`ps_live_${'B'.repeat(40)}`);
-      assert.match(await client.command(`AUTH PLAIN ${bad}`), /^535 5\.7\.8 invalid_api_key: /, 'the first failure is answered at once');
+      assert.match(
+        await client.command(`AUTH PLAIN ${bad}`),
+        /^535 5\.7\.8 invalid_api_key: /,
+        'the first failure is answered at once',
+      );
       let answered = false;
       const second = client.command(`AUTH PLAIN ${bad}`).then(
         () => (answered = true),
@@ -939,7 +1285,10 @@ describe('SMTP AUTH failures answered later and later (smtp.auth_failure_delay_m
 describe('SMTP connections per IP', () => {
   let p: TestPostern;
   before(async () => {
-    p = await startTestPostern({ smtp: true, config: { smtp: { tls: await sharedTls(), max_clients_per_ip: 2 } } });
+    p = await startTestPostern({
+      smtp: true,
+      config: { smtp: { tls: await sharedTls(), max_clients_per_ip: 2 } },
+    });
   });
   after(async () => p.close());
 
@@ -955,15 +1304,19 @@ describe('SMTP connections per IP', () => {
       await c.client.closed;
       await a.client.quit();
       // The server counts the closed session out as it notices: until then a new one is still refused.
-      const greeting = await waitFor(async () => {
-        const d = await RawSmtp.connect(port);
-        if (d.greeting.startsWith('220')) {
-          await d.client.quit();
-          return d.greeting;
-        }
-        await d.client.closed;
-        return null;
-      }, HANG_GUARD_MS, 'a new session to be served');
+      const greeting = await waitFor(
+        async () => {
+          const d = await RawSmtp.connect(port);
+          if (d.greeting.startsWith('220')) {
+            await d.client.quit();
+            return d.greeting;
+          }
+          await d.client.closed;
+          return null;
+        },
+        HANG_GUARD_MS,
+        'a new session to be served',
+      );
       assert.match(greeting, /^220 /);
     } finally {
       a.client.destroy();
@@ -975,7 +1328,10 @@ describe('SMTP connections per IP', () => {
 describe('SMTP greeting delay (smtp.greeting_delay_ms)', () => {
   test('a client that talks before the greeting is refused with 421', async () => {
     // The longest delay there is (10 s), 50 times the client's wait below: it talks before the greeting.
-    const p = await startTestPostern({ smtp: true, config: { smtp: { tls: await sharedTls(), greeting_delay_ms: 10_000 } } });
+    const p = await startTestPostern({
+      smtp: true,
+      config: { smtp: { tls: await sharedTls(), greeting_delay_ms: 10_000 } },
+    });
     try {
       const early = net.connect(p.smtp.production.starttls, '127.0.0.1');
       let heard = '';
@@ -994,7 +1350,10 @@ describe('SMTP greeting delay (smtp.greeting_delay_ms)', () => {
   });
 
   test('a client that waits for the greeting is greeted with 220', async () => {
-    const p = await startTestPostern({ smtp: true, config: { smtp: { tls: await sharedTls(), greeting_delay_ms: 400 } } });
+    const p = await startTestPostern({
+      smtp: true,
+      config: { smtp: { tls: await sharedTls(), greeting_delay_ms: 400 } },
+    });
     try {
       const patient = await RawSmtp.connect(p.smtp.production.starttls);
       assert.match(patient.greeting, /^220 /);
@@ -1014,7 +1373,11 @@ describe('SMTP greeting without a delay (the default, smtp.greeting_delay_ms 0)'
         let heard = '';
         client.on('data', (d: Buffer) => (heard += d.toString('latin1')));
         client.once('connect', () => client.write('EHLO eager.example\r\n'));
-        await waitFor(() => /^250 /m.test(heard) || /^421 /m.test(heard) || client.destroyed, HANG_GUARD_MS, 'a reply to EHLO');
+        await waitFor(
+          () => /^250 /m.test(heard) || /^421 /m.test(heard) || client.destroyed,
+          HANG_GUARD_MS,
+          'a reply to EHLO',
+        );
         client.destroy();
         assert.match(heard, /^220 /);
         assert.match(heard, /^250[ -]/m);
@@ -1034,7 +1397,11 @@ describe('SMTP graceful shutdown', () => {
   test('close() during DATA: the message in flight completes with 250 and is stored; new connections are refused', async () => {
     const stateDir = tempStateDir();
     cleanupDirs.push(stateDir);
-    const p = await startTestPostern({ smtp: true, stateDir, config: { smtp: { tls: await sharedTls(), shutdown_grace_ms: 10_000 } } });
+    const p = await startTestPostern({
+      smtp: true,
+      stateDir,
+      config: { smtp: { tls: await sharedTls(), shutdown_grace_ms: 10_000 } },
+    });
     let closing: Promise<void> | null = null;
     let id: string;
     const port = p.smtp.production.starttls;
@@ -1044,7 +1411,13 @@ describe('SMTP graceful shutdown', () => {
       assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^250 /);
       assert.match(await client.command('RCPT TO:<rcpt@example.org>'), /^250 /);
       assert.match(await client.command('DATA'), /^354 /);
-      const payload = dataPayload(rawMessage({ subject: 'In flight at shutdown', headers: ['Message-ID: <in-flight@example.com>'], body: 'line of body\r\n'.repeat(200) }));
+      const payload = dataPayload(
+        rawMessage({
+          subject: 'In flight at shutdown',
+          headers: ['Message-ID: <in-flight@example.com>'],
+          body: 'line of body\r\n'.repeat(200),
+        }),
+      );
       const chunks = payload.match(/[\s\S]{1,700}/g)!;
       client.write(chunks[0]);
       await new Promise((r) => setTimeout(r, 50));
@@ -1070,9 +1443,17 @@ describe('SMTP graceful shutdown', () => {
     }
     // Reopened: the message is there, row and MIME.
     await withClosedIndex(stateDir, async ({ store }) => {
-      const row = await store.get<{ project_id: string; subject: string; spool_path: string }>('SELECT project_id, subject, spool_path FROM messages WHERE id = ?', id);
-      assert.deepEqual({ project_id: row?.project_id, subject: row?.subject }, { project_id: project.id, subject: 'In flight at shutdown' });
-      assert.ok((await storedMimeOf(store, stateDir, id)).toString('utf8').includes('line of body'));
+      const row = await store.get<{ project_id: string; subject: string; spool_path: string }>(
+        'SELECT project_id, subject, spool_path FROM messages WHERE id = ?',
+        id,
+      );
+      assert.deepEqual(
+        { project_id: row?.project_id, subject: row?.subject },
+        { project_id: project.id, subject: 'In flight at shutdown' },
+      );
+      assert.ok(
+        (await storedMimeOf(store, stateDir, id)).toString('utf8').includes('line of body'),
+      );
     });
   });
 });
@@ -1108,7 +1489,11 @@ describe('spawned server, default config', () => {
           assert.match(greeting, /^220 /, l.name);
           assert.match(await client.command('EHLO relay.test'), /^250/, l.name);
           if (!implicit) {
-            assert.match(await client.command('MAIL FROM:<a@example.com>'), /^530 5\.7\.0 /, `${l.name} in plain text`);
+            assert.match(
+              await client.command('MAIL FROM:<a@example.com>'),
+              /^530 5\.7\.0 /,
+              `${l.name} in plain text`,
+            );
             await client.startTls();
             assert.match(await client.command('EHLO relay.test'), /^250/, l.name);
           }
@@ -1138,11 +1523,15 @@ describe('spawned server, SIGHUP', () => {
     writeFileSync(keyPath, readFileSync(first.key));
     writeFileSync(configFile, JSON.stringify({ smtp: { tls: { cert: certPath, key: keyPath } } }));
     const server = await spawnPostern(stateDir, {}, ['--config', configFile]);
-    const implicitListener = server.listeners.find((l) => l.url.startsWith('smtps://') && l.environment === 'production')!;
+    const implicitListener = server.listeners.find(
+      (l) => l.url.startsWith('smtps://') && l.environment === 'production',
+    )!;
     const port = implicitListener.port;
 
     // A project in the child's state, made through the same store the CLI uses.
-    const { liveKey } = await withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'sighup'));
+    const { liveKey } = await withClosedIndex(stateDir, (ctx) =>
+      createProjectWithKeys(ctx, 'sighup'),
+    );
     const fingerprintOf = async () => {
       const { client, greeting } = await RawSmtp.connect(port, { implicit: true });
       assert.match(greeting, /^220 /);
@@ -1170,9 +1559,16 @@ describe('spawned server, SIGHUP', () => {
 
       // The session opened before the reload still works on its old certificate.
       assert.equal(open.fingerprint(), oldFingerprint);
-      const reply = await rawSend(open, 'sender@example.com', ['rcpt@example.org'], rawMessage({ subject: 'Across SIGHUP', headers: ['Message-ID: <sighup@example.com>'] }));
+      const reply = await rawSend(
+        open,
+        'sender@example.com',
+        ['rcpt@example.org'],
+        rawMessage({ subject: 'Across SIGHUP', headers: ['Message-ID: <sighup@example.com>'] }),
+      );
       const id = queuedId(reply);
-      const subject = await withClosedIndex(stateDir, ({ store }) => getValue<string>(store, 'SELECT subject FROM messages WHERE id = ?', id));
+      const subject = await withClosedIndex(stateDir, ({ store }) =>
+        getValue<string>(store, 'SELECT subject FROM messages WHERE id = ?', id),
+      );
       assert.equal(subject, 'Across SIGHUP');
     } finally {
       await open.quit();

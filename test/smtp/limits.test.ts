@@ -8,16 +8,30 @@ import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createProjectWithKeys, post, startTestPostern, validMessage, type TestPostern } from '../support/postern.js';
-import { authedSession, plain, RawSmtp, rawMessage, rawSend, tlsSession } from '../support/rawSmtp.js';
-import { settle } from '../support/waiting.js';
 import { ManualClock } from '../../src/clock.js';
 import { getValue } from '../../src/store/queries.js';
+import {
+  createProjectWithKeys,
+  post,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
+import {
+  authedSession,
+  plain,
+  RawSmtp,
+  rawMessage,
+  rawSend,
+  tlsSession,
+} from '../support/rawSmtp.js';
+import { settle } from '../support/waiting.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const KiB = 1024;
 
-const countMessages = (p: TestPostern, projectId: string) => getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId);
+const countMessages = (p: TestPostern, projectId: string) =>
+  getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', projectId);
 
 /** Bytes in the spool's temp directory right now (files may vanish while they are counted). */
 function spoolTmpBytes(p: TestPostern): number {
@@ -62,9 +76,12 @@ describe('SMTP DATA over SIZE (smtp.max_message_bytes)', () => {
       assert.match(await client.command('MAIL FROM:<sender@example.com>'), /^250 /);
       assert.match(await client.command('RCPT TO:<rcpt@example.org>'), /^250 /);
       assert.match(await client.command('DATA'), /^354 /);
-      await client.writeAll('From: sender@example.com\r\nTo: rcpt@example.org\r\nSubject: too big\r\n\r\n');
+      await client.writeAll(
+        'From: sender@example.com\r\nTo: rcpt@example.org\r\nSubject: too big\r\n\r\n',
+      );
       const line = `${'x'.repeat(78)}\r\n`;
-      for (let sent = 0; sent < 4 * 1024 * KiB; sent += 64 * KiB) await client.writeAll(line.repeat((64 * KiB) / line.length));
+      for (let sent = 0; sent < 4 * 1024 * KiB; sent += 64 * KiB)
+        await client.writeAll(line.repeat((64 * KiB) / line.length));
       // Everything but the final dot is out: the server has had time to read and (not) store it.
       await settle(300);
       largest = Math.max(largest, spoolTmpBytes(p));
@@ -72,8 +89,14 @@ describe('SMTP DATA over SIZE (smtp.max_message_bytes)', () => {
       assert.match(await client.next(), /^552 5\.3\.4 /);
       clearInterval(watch);
       // The rewritten header block may add a Message-ID to what was received.
-      assert.ok(largest <= LIMIT + 1 * KiB, `spool/tmp held at most ${largest} bytes (SIZE ${LIMIT})`);
-      assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
+      assert.ok(
+        largest <= LIMIT + 1 * KiB,
+        `spool/tmp held at most ${largest} bytes (SIZE ${LIMIT})`,
+      );
+      assert.match(
+        await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()),
+        QUEUED,
+      );
     } finally {
       clearInterval(watch);
       await client.quit();
@@ -94,9 +117,15 @@ describe('SMTP before AUTH: commands and command lines are bounded', () => {
     const { client, greeting } = await RawSmtp.connect(p.smtp.production.starttls);
     try {
       assert.match(greeting, /^220 /);
-      const replies = await commandsUntilRefused(client, ['EHLO client.test', ...Array.from({ length: 20 }, () => 'NOOP')]);
+      const replies = await commandsUntilRefused(client, [
+        'EHLO client.test',
+        ...Array.from({ length: 20 }, () => 'NOOP'),
+      ]);
       assert.equal(replies.length, 10, replies.join(' | '));
-      assert.ok(replies.slice(0, 9).every((r) => r.startsWith('250')), replies.join(' | '));
+      assert.ok(
+        replies.slice(0, 9).every((r) => r.startsWith('250')),
+        replies.join(' | '),
+      );
       assert.match(replies[9], /^421 4\.4\.2 Error: too many unauthenticated commands$/);
       await client.closed;
     } finally {
@@ -108,10 +137,25 @@ describe('SMTP before AUTH: commands and command lines are bounded', () => {
     const { liveKey } = await createProjectWithKeys(p.ctx, 'budget');
     const spent = await RawSmtp.connect(p.smtp.production.starttls);
     try {
-      assert.deepEqual((await commandsUntilRefused(spent.client, ['EHLO client.test', 'NOOP', 'NOOP', 'NOOP'])).map((r) => r.slice(0, 3)), ['250', '250', '250', '250']);
+      assert.deepEqual(
+        (
+          await commandsUntilRefused(spent.client, ['EHLO client.test', 'NOOP', 'NOOP', 'NOOP'])
+        ).map((r) => r.slice(0, 3)),
+        ['250', '250', '250', '250'],
+      );
       await spent.client.startTls(); // the 5th
-      const replies = await commandsUntilRefused(spent.client, ['EHLO client.test', 'NOOP', 'NOOP', 'NOOP', 'NOOP', 'NOOP']);
-      assert.deepEqual(replies.map((r) => r.slice(0, 3)), ['250', '250', '250', '250', '421']);
+      const replies = await commandsUntilRefused(spent.client, [
+        'EHLO client.test',
+        'NOOP',
+        'NOOP',
+        'NOOP',
+        'NOOP',
+        'NOOP',
+      ]);
+      assert.deepEqual(
+        replies.map((r) => r.slice(0, 3)),
+        ['250', '250', '250', '250', '421'],
+      );
       await spent.client.closed;
     } finally {
       spent.client.destroy();
@@ -119,7 +163,10 @@ describe('SMTP before AUTH: commands and command lines are bounded', () => {
     const client = await authedSession(p.smtp.production.starttls, liveKey);
     try {
       for (let i = 0; i < 20; i++) assert.match(await client.command('NOOP'), /^250 /);
-      assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
+      assert.match(
+        await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()),
+        QUEUED,
+      );
     } finally {
       await client.quit();
     }
@@ -177,7 +224,10 @@ describe('SMTP AUTH lines smtp-server refuses before asking for a key count as f
       try {
         client.write(`${line}\r\n`.repeat(1000));
         const answers = await replies(client, 6);
-        assert.ok(answers.slice(0, 5).every((r) => refused.test(r)), answers.join(' | '));
+        assert.ok(
+          answers.slice(0, 5).every((r) => refused.test(r)),
+          answers.join(' | '),
+        );
         assert.equal(answers[5], CLOSED, answers.join(' | '));
         await client.closed;
       } finally {
@@ -200,12 +250,23 @@ describe('SMTP AUTH lines smtp-server refuses before asking for a key count as f
   test('a bad key and every kind of malformed AUTH share the one count: the 5th failure closes the session', async () => {
     const client = await tlsSession(p.smtp.production.starttls);
     try {
-      assert.match(await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`), /^535 5\.7\.8 invalid_api_key: /);
+      assert.match(
+        await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`),
+        /^535 5\.7\.8 invalid_api_key: /,
+      );
       assert.match(await client.command('AUTH'), /^504 /, 'no mechanism');
       assert.match(await client.command('AUTH LOGIN'), /^334 /);
-      assert.match(await client.command('*'), /^501 .*Authentication aborted$/, 'an aborted exchange');
+      assert.match(
+        await client.command('*'),
+        /^501 .*Authentication aborted$/,
+        'an aborted exchange',
+      );
       assert.match(await client.command('AUTH PLAIN a b'), /^501 /, 'bad syntax');
-      assert.match(await client.command(`AUTH PLAIN ${Buffer.from('no fields').toString('base64')}`), /^501 .*invalid userdata$/, 'a token without its three fields');
+      assert.match(
+        await client.command(`AUTH PLAIN ${Buffer.from('no fields').toString('base64')}`),
+        /^501 .*invalid userdata$/,
+        'a token without its three fields',
+      );
       assert.equal(await client.next(), CLOSED);
       await client.closed;
     } finally {
@@ -220,7 +281,10 @@ describe('SMTP AUTH lines smtp-server refuses before asking for a key count as f
       await client.startTls();
       client.write(`AUTH PLAIN ${plain('whatever')}\r\n`.repeat(100));
       const answers = await replies(client, 6);
-      assert.ok(answers.slice(0, 5).every((r) => r.startsWith('503 ')), answers.join(' | '));
+      assert.ok(
+        answers.slice(0, 5).every((r) => r.startsWith('503 ')),
+        answers.join(' | '),
+      );
       assert.equal(answers[5], CLOSED);
       await client.closed;
     } finally {
@@ -234,7 +298,10 @@ describe('SMTP AUTH lines smtp-server refuses before asking for a key count as f
     try {
       for (let i = 0; i < 4; i++) assert.match(await client.command('AUTH FOO'), /^504 /);
       assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
-      assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
+      assert.match(
+        await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()),
+        QUEUED,
+      );
     } finally {
       await client.quit();
     }
@@ -247,7 +314,11 @@ describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_t
   // The server's clock: sessions are timed on it (their sweep runs every second of real time).
   const clock = new ManualClock(Date.now());
   before(async () => {
-    p = await startTestPostern({ clock, smtp: true, config: { smtp: { unauthenticated_timeout_ms: 1000 } } });
+    p = await startTestPostern({
+      clock,
+      smtp: true,
+      config: { smtp: { unauthenticated_timeout_ms: 1000 } },
+    });
   });
   after(async () => p.close());
 
@@ -263,7 +334,10 @@ describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_t
       await idle.client.closed;
       // The sweep that closed it looked at the authenticated session too, and left it open.
       assert.match(await authed.command('NOOP'), /^250 /);
-      assert.match(await rawSend(authed, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
+      assert.match(
+        await rawSend(authed, 'sender@example.com', ['rcpt@example.org'], rawMessage()),
+        QUEUED,
+      );
     } finally {
       idle.client.destroy();
       await authed.quit();
@@ -274,14 +348,29 @@ describe('SMTP sessions that do not authenticate in time (smtp.unauthenticated_t
 describe('SMTP and the per-IP window for keyless requests', () => {
   let p: TestPostern;
   before(async () => {
-    p = await startTestPostern({ smtp: true, config: { rate_limits: { window_seconds: 60, send_per_key: 1000, batch_per_key: 1000, unauthenticated_per_ip: 3 } } });
+    p = await startTestPostern({
+      smtp: true,
+      config: {
+        rate_limits: {
+          window_seconds: 60,
+          send_per_key: 1000,
+          batch_per_key: 1000,
+          unauthenticated_per_ip: 3,
+        },
+      },
+    });
   });
   after(async () => p.close());
 
   test('once keyless HTTP requests have spent the window, a valid key still gets through over SMTP and HTTP; a bad AUTH is refused 451 4.3.0 rate_limited', async () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'behind one address');
-    for (let i = 0; i < 3; i++) assert.equal((await post(p.production, '/v1/send', { json: validMessage() })).status, 401);
-    assert.equal((await post(p.production, '/v1/send', { json: validMessage() })).status, 429, 'the window is spent');
+    for (let i = 0; i < 3; i++)
+      assert.equal((await post(p.production, '/v1/send', { json: validMessage() })).status, 401);
+    assert.equal(
+      (await post(p.production, '/v1/send', { json: validMessage() })).status,
+      429,
+      'the window is spent',
+    );
 
     const { client, greeting } = await RawSmtp.connect(p.smtp.production.starttls);
     try {
@@ -290,13 +379,22 @@ describe('SMTP and the per-IP window for keyless requests', () => {
       await client.startTls();
       assert.match(await client.command('EHLO client.test'), /^250/);
       // The wait said once (it said "retry in 57 seconds. Retry in 57 seconds.").
-      assert.match(await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`), /^451 4\.3\.0 rate_limited: Too many requests\. Retry in \d+ seconds?\.$/);
+      assert.match(
+        await client.command(`AUTH PLAIN ${plain(`ps_live_${'B'.repeat(40)}`)}`),
+        /^451 4\.3\.0 rate_limited: Too many requests\. Retry in \d+ seconds?\.$/,
+      );
       assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
-      assert.match(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()), QUEUED);
+      assert.match(
+        await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()),
+        QUEUED,
+      );
     } finally {
       await client.quit();
     }
-    assert.equal((await post(p.production, '/v1/send', { key: liveKey, json: validMessage() })).status, 202);
+    assert.equal(
+      (await post(p.production, '/v1/send', { key: liveKey, json: validMessage() })).status,
+      202,
+    );
     assert.equal(await countMessages(p, project.id), 2);
   });
 });

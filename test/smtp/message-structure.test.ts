@@ -10,10 +10,15 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { capturedLogger } from '../support/fromAddress.js';
-import { createProjectWithKeys, startTestPostern, type ProjectWithKeys, type TestPostern } from '../support/postern.js';
-import { authedSession, rawMessage, rawSend, type RawSmtp } from '../support/rawSmtp.js';
 import { getValue } from '../../src/store/queries.js';
+import { capturedLogger } from '../support/fromAddress.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  startTestPostern,
+  type TestPostern,
+} from '../support/postern.js';
+import { authedSession, type RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as m\.[0-9a-z]{26}$/;
 const KiB = 1024;
@@ -23,9 +28,23 @@ const WARN = 40;
 
 /** A multipart message of `parts` text/plain parts; `padBytes` of text in the first makes it big enough to be streamed. */
 function manyParts(parts: number, padBytes = 0): string {
-  const lines = ['From: sender@example.com', 'To: rcpt@example.org', 'Subject: many parts', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="b"', ''];
+  const lines = [
+    'From: sender@example.com',
+    'To: rcpt@example.org',
+    'Subject: many parts',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="b"',
+    '',
+  ];
   for (let i = 0; i < parts; i++) {
-    lines.push('--b', 'Content-Type: text/plain', '', i === 0 && padBytes > 0 ? `${'p'.repeat(76)}\r\n`.repeat(Math.ceil(padBytes / 78)) : `part ${i}`);
+    lines.push(
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      i === 0 && padBytes > 0
+        ? `${'p'.repeat(76)}\r\n`.repeat(Math.ceil(padBytes / 78))
+        : `part ${i}`,
+    );
   }
   lines.push('--b--', '');
   return lines.join('\r\n');
@@ -54,9 +73,15 @@ describe('SMTP messages past a structure limit are refused 554 5.6.0 with the co
     client?.destroy();
     client = await authedSession(p.smtp.production.starttls, keys.liveKey);
   });
-  const send = (message: string) => rawSend(client!, 'sender@example.com', ['rcpt@example.org'], message);
+  const send = (message: string) =>
+    rawSend(client!, 'sender@example.com', ['rcpt@example.org'], message);
 
-  const countMessages = async () => (await getValue<number>(p.ctx.store, 'SELECT COUNT(*) FROM messages WHERE project_id = ?', keys.project.id)) ?? 0;
+  const countMessages = async () =>
+    (await getValue<number>(
+      p.ctx.store,
+      'SELECT COUNT(*) FROM messages WHERE project_id = ?',
+      keys.project.id,
+    )) ?? 0;
 
   /**
    * Sends `message` and asserts: the reply is `554 5.6.0 <code>: …`, the server logged exactly one
@@ -80,9 +105,16 @@ describe('SMTP messages past a structure limit are refused 554 5.6.0 with the co
       [],
       'nothing logged at warn or error',
     );
-    assert.ok(!JSON.stringify(logged).includes('"stack"'), `no stack: ${JSON.stringify(logged).slice(0, 2000)}`);
+    assert.ok(
+      !JSON.stringify(logged).includes('"stack"'),
+      `no stack: ${JSON.stringify(logged).slice(0, 2000)}`,
+    );
     assert.equal(await countMessages(), stored, 'nothing stored');
-    assert.deepEqual(readdirSync(path.join(p.stateDir, 'spool', 'tmp')), [], 'no temp file left behind');
+    assert.deepEqual(
+      readdirSync(path.join(p.stateDir, 'spool', 'tmp')),
+      [],
+      'no temp file left behind',
+    );
     assert.match(await send(rawMessage()), QUEUED, 'the session goes on');
     assert.equal(await countMessages(), stored + 1);
   }
@@ -127,11 +159,16 @@ describe('SMTP messages past a structure limit are refused 554 5.6.0 with the co
   });
 
   test('a single header line of 1.1 MB with no line break: 554 5.6.0 headers:too_large', async () => {
-    await assertRefused(rawMessage({ headers: [`X-Long: ${'q'.repeat(1100 * KiB)}`] }), 'headers:too_large');
+    await assertRefused(
+      rawMessage({ headers: [`X-Long: ${'q'.repeat(1100 * KiB)}`] }),
+      'headers:too_large',
+    );
   });
 
   test('X-Service-Metadata nested 20,000 deep: 554 5.6.0 metadata:invalid_format (it overflowed the stack: 451)', async () => {
-    const message = rawMessage({ headers: [`X-Service-Metadata: ${'['.repeat(20_000)}${']'.repeat(20_000)}`] });
+    const message = rawMessage({
+      headers: [`X-Service-Metadata: ${'['.repeat(20_000)}${']'.repeat(20_000)}`],
+    });
     await assertRefused(message, 'metadata:invalid_format');
   });
 

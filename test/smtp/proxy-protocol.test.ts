@@ -8,18 +8,19 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { getValue } from '../../src/store/queries.js';
 import { capturedLogger } from '../support/fromAddress.js';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { plain, RawSmtp, rawMessage, rawSend } from '../support/rawSmtp.js';
 import { waitFor } from '../support/waiting.js';
-import { getValue } from '../../src/store/queries.js';
 
 const BALANCER = '127.0.0.2';
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const BAD_KEY = `ps_live_${'B'.repeat(40)}`;
 
 /** The line HAProxy's `send-proxy` writes first on each connection it opens for `client`. */
-const proxyLine = (client: string, clientPort = 40000) => `PROXY TCP4 ${client} 127.0.0.1 ${clientPort} 25\r\n`;
+const proxyLine = (client: string, clientPort = 40000) =>
+  `PROXY TCP4 ${client} 127.0.0.1 ${clientPort} 25\r\n`;
 
 /** Everything a raw connection hears until the server closes it. */
 async function heardUntilClosed(socket: net.Socket): Promise<string> {
@@ -37,26 +38,61 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
   const port = (name: string) => p.running.listeners.find((l) => l.name === name)!.port;
   /** A session through the balancer for `client`, on the STARTTLS or the implicit-TLS listener. */
   const viaBalancer = async (client: string, implicit = false) => {
-    const opened = await RawSmtp.connect(port(implicit ? 'smtp-lb-implicit' : 'smtp-lb'), { localAddress: BALANCER, proxyHeader: proxyLine(client), implicit });
+    const opened = await RawSmtp.connect(port(implicit ? 'smtp-lb-implicit' : 'smtp-lb'), {
+      localAddress: BALANCER,
+      proxyHeader: proxyLine(client),
+      implicit,
+    });
     clients.push(opened.client);
     return opened;
   };
 
   before(async () => {
     // A CIDR (127.0.0.2 and .3), as a pair of balancers is often listed; 127.0.0.1 is outside it.
-    const behindBalancer = { protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, proxy_protocol: true, trusted_proxies: ['127.0.0.2/31'] };
+    const behindBalancer = {
+      protocol: 'smtp',
+      environment: 'production',
+      host: '127.0.0.1',
+      port: 0,
+      proxy_protocol: true,
+      trusted_proxies: ['127.0.0.2/31'],
+    };
     p = await startTestPostern({
       logger: log.logger,
       config: {
         listeners: [
-          { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
-          { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
+          {
+            name: 'http-production',
+            protocol: 'http',
+            environment: 'production',
+            host: '127.0.0.1',
+            port: 0,
+          },
+          {
+            name: 'http-sandbox',
+            protocol: 'http',
+            environment: 'sandbox',
+            host: '127.0.0.1',
+            port: 0,
+          },
           { name: 'smtp-lb', tls: 'starttls', ...behindBalancer },
           { name: 'smtp-lb-implicit', tls: 'implicit', ...behindBalancer },
-          { name: 'smtp-direct', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'starttls' },
+          {
+            name: 'smtp-direct',
+            protocol: 'smtp',
+            environment: 'production',
+            host: '127.0.0.1',
+            port: 0,
+            tls: 'starttls',
+          },
         ],
         smtp: { max_clients_per_ip: 1, auth_failures_before_delay: 10 },
-        rate_limits: { window_seconds: 600, send_per_key: 1000, batch_per_key: 1000, unauthenticated_per_ip: 2 },
+        rate_limits: {
+          window_seconds: 600,
+          send_per_key: 1000,
+          batch_per_key: 1000,
+          unauthenticated_per_ip: 2,
+        },
         // Its thread would log to stderr at this logger's level.
         webhooks: { enabled: false },
       },
@@ -82,13 +118,18 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
     await client.startTls();
     assert.match(await client.command('EHLO client.test'), /^250/);
     assert.match(await client.command(`AUTH PLAIN ${plain(liveKey)}`), /^235 /);
-    const [, id] = QUEUED.exec(await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()))!;
-    assert.equal(await getValue<string>(p.ctx.store, 'SELECT project_id FROM messages WHERE id = ?', id), project.id);
+    const [, id] = QUEUED.exec(
+      await rawSend(client, 'sender@example.com', ['rcpt@example.org'], rawMessage()),
+    )!;
+    assert.equal(
+      await getValue<string>(p.ctx.store, 'SELECT project_id FROM messages WHERE id = ?', id),
+      project.id,
+    );
     await client.quit();
     await first.client.quit();
   });
 
-  test('the keyless per-IP window counts the forwarded client: AUTH with bad keys spends its own window, not the balancer\'s', async () => {
+  test("the keyless per-IP window counts the forwarded client: AUTH with bad keys spends its own window, not the balancer's", async () => {
     const spender = await viaBalancer('203.0.113.20');
     const c = spender.client;
     assert.match(await c.command('EHLO client.test'), /^250/);
@@ -119,10 +160,15 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
     for (const proxyHeader of [proxyLine('203.0.113.40'), undefined]) {
       const { client, greeting } = await RawSmtp.connect(port('smtp-lb'), { proxyHeader });
       clients.push(client);
-      assert.equal(greeting, '421 This listener takes connections only from its load balancer (PROXY protocol)');
+      assert.equal(
+        greeting,
+        '421 This listener takes connections only from its load balancer (PROXY protocol)',
+      );
       await client.closed;
     }
-    const refusals = log.lines.filter((l) => l.msg === 'SMTP connection refused: not from a trusted proxy');
+    const refusals = log.lines.filter(
+      (l) => l.msg === 'SMTP connection refused: not from a trusted proxy',
+    );
     assert.deepEqual(
       refusals.map((l) => [l.listener, l.peer]),
       [
@@ -133,14 +179,25 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
   });
 
   test('a connection from the balancer without a valid PROXY header gets no SMTP greeting: "* BAD Invalid PROXY header", closed, and a warning in the log', async () => {
-    for (const first of ['EHLO client.test\r\n', 'PROXY TCP4 mail.example.org 127.0.0.1 40000 25\r\n']) {
-      const socket = net.connect({ host: '127.0.0.1', port: port('smtp-lb'), localAddress: BALANCER });
+    for (const first of [
+      'EHLO client.test\r\n',
+      'PROXY TCP4 mail.example.org 127.0.0.1 40000 25\r\n',
+    ]) {
+      const socket = net.connect({
+        host: '127.0.0.1',
+        port: port('smtp-lb'),
+        localAddress: BALANCER,
+      });
       const heard = heardUntilClosed(socket);
       socket.write(first);
       assert.equal(await heard, '* BAD Invalid PROXY header\r\n');
     }
     const warnings = await waitFor(() => {
-      const found = log.lines.filter((l) => l.msg === 'SMTP connection refused: no valid PROXY protocol header from the load balancer');
+      const found = log.lines.filter(
+        (l) =>
+          l.msg ===
+          'SMTP connection refused: no valid PROXY protocol header from the load balancer',
+      );
       return found.length === 2 ? found : null;
     });
     assert.deepEqual(
@@ -153,11 +210,15 @@ describe('SMTP listeners behind a load balancer (listeners[].proxy_protocol, tru
   });
 
   test('a listener without proxy_protocol never honours a PROXY line: it is an unknown command, and the client stays the TCP peer', async () => {
-    const first = await RawSmtp.connect(port('smtp-direct'), { proxyHeader: proxyLine('203.0.113.50') });
+    const first = await RawSmtp.connect(port('smtp-direct'), {
+      proxyHeader: proxyLine('203.0.113.50'),
+    });
     clients.push(first.client);
     assert.match(first.greeting, /^220 /);
     assert.match(await first.client.next(), /^500 /);
-    const second = await RawSmtp.connect(port('smtp-direct'), { proxyHeader: proxyLine('203.0.113.51') });
+    const second = await RawSmtp.connect(port('smtp-direct'), {
+      proxyHeader: proxyLine('203.0.113.51'),
+    });
     clients.push(second.client);
     assert.equal(second.greeting, '421 Too many connections from 127.0.0.1');
     await first.client.quit();

@@ -17,7 +17,9 @@ import * as streamModule from 'smtp-server/lib/smtp-stream.js';
 import { repoRoot } from '../support/paths.js';
 
 type Method = (...args: unknown[]) => unknown;
-const prototype = (connectionModule as unknown as { SMTPConnection: { prototype: Record<string, Method> } }).SMTPConnection.prototype;
+const prototype = (
+  connectionModule as unknown as { SMTPConnection: { prototype: Record<string, Method> } }
+).SMTPConnection.prototype;
 
 /** Each method a patch replaces, wraps or calls, with the number of parameters it is called with. */
 const ARITY: Record<string, number> = {
@@ -59,9 +61,15 @@ function inOrder(source: string, parts: string[]): boolean {
 
 describe('smtp-server is pinned, and the internals Postern patches have the shape its patches assume', () => {
   test('package.json pins smtp-server to one exact version: the one installed and the one locked', () => {
-    const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    const lock = JSON.parse(readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dependencies?: Record<string, string> }> };
-    const installed = (createRequire(import.meta.url)('smtp-server/package.json') as { version: string }).version;
+    const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    const lock = JSON.parse(readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; dependencies?: Record<string, string> }>;
+    };
+    const installed = (
+      createRequire(import.meta.url)('smtp-server/package.json') as { version: string }
+    ).version;
     const pinned = manifest.dependencies['smtp-server'];
     assert.match(pinned, /^\d+\.\d+\.\d+$/, 'an exact version, no range');
     assert.equal(installed, pinned);
@@ -70,7 +78,12 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
   });
 
   test('each method a patch replaces, wraps or calls exists on SMTPConnection with the arity the patch assumes', () => {
-    const found = Object.fromEntries(Object.keys(ARITY).map((name) => [name, typeof prototype[name] === 'function' ? prototype[name].length : typeof prototype[name]]));
+    const found = Object.fromEntries(
+      Object.keys(ARITY).map((name) => [
+        name,
+        typeof prototype[name] === 'function' ? prototype[name].length : typeof prototype[name],
+      ]),
+    );
     assert.deepEqual(found, ARITY);
   });
 
@@ -100,7 +113,11 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
   test('only an AUTH exchange queues a handler for the next line, and the handler callback ends each line (authAttempts.ts)', () => {
     // The connection's own methods only ever clear _nextHandler; the SASL steps (sasl.js) set it.
     const setters = Object.entries(Object.getOwnPropertyDescriptors(prototype))
-      .filter(([, d]) => typeof d.value === 'function' && /this\._nextHandler = (?!false)/.test(code(d.value as Method)))
+      .filter(
+        ([, d]) =>
+          typeof d.value === 'function' &&
+          /this\._nextHandler = (?!false)/.test(code(d.value as Method)),
+      )
       .map(([name]) => name);
     assert.deepEqual(setters, []);
     // An AUTH it cannot try is answered and ended without onAuth; the rest goes to the mechanism.
@@ -114,7 +131,13 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
       code(prototype.handler_AUTH),
     );
     // Every line's handler gets a callback that ends it: the patch sees each exchange end there.
-    assert.ok(inOrder(code(original._onCommand), ['const next = callback || (() => false);', 'const done = () => this._whenWritable(next);', 'handler.call(this, command, handlerCallback);']));
+    assert.ok(
+      inOrder(code(original._onCommand), [
+        'const next = callback || (() => false);',
+        'const done = () => this._whenWritable(next);',
+        'handler.call(this, command, handlerCallback);',
+      ]),
+    );
   });
 
   test('_onTimeout re-arms with _armTimeout while a handler is pending (the rule heldSessions.ts extends to a held DATA), else answers 421', () => {
@@ -125,11 +148,21 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
       ]),
       code(original._onTimeout),
     );
-    assert.ok(code(prototype._armTimeout).includes('socket.setTimeout(socketTimeout(this._server.options), () => this._onTimeout());'), code(prototype._armTimeout));
+    assert.ok(
+      code(prototype._armTimeout).includes(
+        'socket.setTimeout(socketTimeout(this._server.options), () => this._onTimeout());',
+      ),
+      code(prototype._armTimeout),
+    );
   });
 
   test("_createParser's parser answers its errors with 421 in one listener, the one commandLineLength.ts replaces", () => {
-    assert.ok(code(original._createParser).includes("parser.on('error', err => { this.send(421, 'Error: ' + err.message); });"), code(original._createParser));
+    assert.ok(
+      code(original._createParser).includes(
+        "parser.on('error', err => { this.send(421, 'Error: ' + err.message); });",
+      ),
+      code(original._createParser),
+    );
   });
 
   describe('a live connection', () => {
@@ -137,7 +170,9 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     const sockets: net.Socket[] = [];
     after(async () => {
       for (const s of sockets) s.destroy();
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      await Promise.all(
+        servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
+      );
     });
 
     test('carries the options, state and methods the patches and server.ts read, and labels the accepted-DATA reply 2.6.0', async () => {
@@ -164,7 +199,9 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
 
       const connections = (server as unknown as { connections: unknown }).connections;
       assert.ok(connections instanceof Set);
-      const connection = [...(connections as Set<Record<string, unknown>>)].find((c) => c.session === live);
+      const connection = [...(connections as Set<Record<string, unknown>>)].find(
+        (c) => c.session === live,
+      );
       assert.ok(connection, 'server.connections holds each connection, found by its session');
       const options = (connection._server as { options: Record<string, unknown> }).options;
       assert.equal(connection._server, server);
@@ -178,7 +215,8 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
       assert.equal(connection._nextHandler, false);
       assert.equal(connection._unauthenticatedCommands, 0);
       assert.equal(connection._maxAllowedUnauthenticatedCommands, 5);
-      const call = (name: string, ...args: unknown[]) => (prototype[name] as Method).call(connection, ...args);
+      const call = (name: string, ...args: unknown[]) =>
+        (prototype[name] as Method).call(connection, ...args);
       // server.ts turns AUTH off per session until TLS; the library reads it back from there.
       live.disabledCommands = ['AUTH'];
       assert.equal(call('_isDisabled', 'AUTH'), true);
@@ -191,7 +229,9 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
 
   test('the line parser fails an over-long command line with the message commandLineLength.ts matches', async () => {
     const { TOO_LONG } = await import('../../src/smtp/commandLineLength.js');
-    const { SMTPStream } = streamModule as unknown as { SMTPStream: new (options: { maxCommandLength: number }) => NodeJS.WritableStream };
+    const { SMTPStream } = streamModule as unknown as {
+      SMTPStream: new (options: { maxCommandLength: number }) => NodeJS.WritableStream;
+    };
     const parser = new SMTPStream({ maxCommandLength: 16 });
     const failed = new Promise<Error>((resolve) => parser.once('error', resolve));
     parser.write(`NOOP ${'x'.repeat(100)}\r\n`);
@@ -202,8 +242,17 @@ describe('smtp-server is pinned, and the internals Postern patches have the shap
     const server = SMTPServer.prototype as unknown as Record<string, Method>;
     assert.deepEqual([server._expectsProxyHeader.length, server._handleProxy.length], [1, 2]);
     // The connection handler in the constructor asks the instance, so a replacement on it is used.
-    assert.ok(inOrder(code(SMTPServer as unknown as Method), ['this._acceptSocket(socket, handshake);', 'this._handleProxy(socket, (err, socketOptions) => {', 'this.connect(socket, socketOptions);']));
-    assert.ok(code(server._acceptSocket).includes('if (!handshake && !this._expectsProxyHeader(socket)) {'), code(server._acceptSocket));
+    assert.ok(
+      inOrder(code(SMTPServer as unknown as Method), [
+        'this._acceptSocket(socket, handshake);',
+        'this._handleProxy(socket, (err, socketOptions) => {',
+        'this.connect(socket, socketOptions);',
+      ]),
+    );
+    assert.ok(
+      code(server._acceptSocket).includes('if (!handshake && !this._expectsProxyHeader(socket)) {'),
+      code(server._acceptSocket),
+    );
     assert.ok(
       inOrder(code(server._handleProxy), [
         'if (!this._expectsProxyHeader(socket)) {',

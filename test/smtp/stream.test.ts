@@ -4,12 +4,18 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Transporter } from 'nodemailer';
-import { createProjectWithKeys, spawnPostern, tempStateDir, type ProjectWithKeys, type SpawnedPostern } from '../support/postern.js';
-import { messageRowsOf, spoolSnapshot, type StoredRow } from '../support/assertions.js';
-import { withClosedIndex } from '../support/processes.js';
-import { databaseFor, testPool, testStore } from '../support/postgres.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
-import { watchPeakRss, type PeakRss } from '../support/processMemory.js';
+import { messageRowsOf, type StoredRow, spoolSnapshot } from '../support/assertions.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  type SpawnedPostern,
+  spawnPostern,
+  tempStateDir,
+} from '../support/postern.js';
+import { databaseFor, testPool, testStore } from '../support/postgres.js';
+import { withClosedIndex } from '../support/processes.js';
+import { type PeakRss, watchPeakRss } from '../support/processMemory.js';
 import { starttlsTransport } from '../support/smtpTransport.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -24,11 +30,17 @@ const NO_DELIVERY = { delivery: { enabled: false } };
 
 /** A project on the `pro` plan (50 GiB a month: room for big messages) with an smtp provider. */
 function seedProject(stateDir: string): Promise<ProjectWithKeys> {
-  return withClosedIndex(stateDir, (ctx) => createProjectWithKeys(ctx, 'smtp stream project', 'pro'));
+  return withClosedIndex(stateDir, (ctx) =>
+    createProjectWithKeys(ctx, 'smtp stream project', 'pro'),
+  );
 }
 
 function transportFor(port: number, key: string): Transporter {
-  return starttlsTransport(port, key, { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 60_000 });
+  return starttlsTransport(port, key, {
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 60_000,
+  });
 }
 
 /**
@@ -86,14 +98,22 @@ interface Row extends StoredRow {
  * The stored size of a message's MIME and its first and last bytes, read without holding it
  * whole: its spool file on SQLite; on PostgreSQL its pieces in message_body_chunks.
  */
-async function storedHeadAndTail(stateDir: string, row: Row, headBytes: number, tailBytes: number): Promise<{ size: number; head: Buffer; tail: Buffer }> {
+async function storedHeadAndTail(
+  stateDir: string,
+  row: Row,
+  headBytes: number,
+  tailBytes: number,
+): Promise<{ size: number; head: Buffer; tail: Buffer }> {
   const head = Buffer.alloc(headBytes);
   const tail = Buffer.alloc(tailBytes);
   if (testStore() === 'postgres') {
     const pool = testPool((await databaseFor(stateDir)).url, 1);
     try {
       const q = postgresQueries(pool);
-      const pieces = await q.all<{ seq: number; length: number }>('SELECT seq, length(bytes) AS length FROM message_body_chunks WHERE message_id = ? ORDER BY seq', row.id);
+      const pieces = await q.all<{ seq: number; length: number }>(
+        'SELECT seq, length(bytes) AS length FROM message_body_chunks WHERE message_id = ? ORDER BY seq',
+        row.id,
+      );
       const size = pieces.reduce((sum, p) => sum + p.length, 0);
       // Each piece is a fixed size but the last: read the pieces the head and tail fall in.
       let offset = 0;
@@ -101,10 +121,16 @@ async function storedHeadAndTail(stateDir: string, row: Row, headBytes: number, 
         const start = offset;
         offset += piece.length;
         if (start >= headBytes && offset <= size - tailBytes) continue;
-        const bytes = (await q.get<{ bytes: Buffer }>('SELECT bytes FROM message_body_chunks WHERE message_id = ? AND seq = ?', row.id, piece.seq))!.bytes;
-        if (start < headBytes) bytes.copy(head, start, 0, Math.min(bytes.length, headBytes - start));
+        const bytes = (await q.get<{ bytes: Buffer }>(
+          'SELECT bytes FROM message_body_chunks WHERE message_id = ? AND seq = ?',
+          row.id,
+          piece.seq,
+        ))!.bytes;
+        if (start < headBytes)
+          bytes.copy(head, start, 0, Math.min(bytes.length, headBytes - start));
         const tailStart = size - tailBytes;
-        if (offset > tailStart) bytes.copy(tail, Math.max(0, start - tailStart), Math.max(0, tailStart - start));
+        if (offset > tailStart)
+          bytes.copy(tail, Math.max(0, start - tailStart), Math.max(0, tailStart - start));
       }
       return { size, head, tail };
     } finally {
@@ -123,10 +149,10 @@ async function storedHeadAndTail(stateDir: string, row: Row, headBytes: number, 
   return { size, head, tail };
 }
 
-
-
 /** The SMTP refusal nodemailer reports, reduced to what the server said. */
-async function refusalOf(promise: Promise<unknown>): Promise<{ responseCode: number | undefined; response: string | undefined }> {
+async function refusalOf(
+  promise: Promise<unknown>,
+): Promise<{ responseCode: number | undefined; response: string | undefined }> {
   try {
     await promise;
   } catch (err) {
@@ -152,7 +178,9 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     const configFile = path.join(stateDir, 'stream.json');
     writeFileSync(configFile, JSON.stringify(NO_DELIVERY));
     server = await spawnPostern(stateDir, { POSTERN_CONFIG: configFile });
-    const listener = server.listeners.find((l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'));
+    const listener = server.listeners.find(
+      (l) => l.protocol === 'smtp' && l.environment === 'production' && l.url.startsWith('smtp://'),
+    );
     assert.ok(listener, 'the default config has a production STARTTLS listener');
     port = listener.port;
     transport = transportFor(port, keys.liveKey);
@@ -160,14 +188,20 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
 
   after(async () => {
     transport?.close();
-    if (server && server.child.exitCode === null && server.child.signalCode === null) await server.stop();
+    if (server && server.child.exitCode === null && server.child.signalCode === null)
+      await server.stop();
     rmSync(stateDir, { recursive: true, force: true });
   });
 
   test("a ~33 MB message (1 MB text, three 8 MB attachments) streams through with the server's RSS growing by less than 64 MB", async (t) => {
     const pid = server.child.pid!;
     // Warm-up: the first message pays for TLS, parser and pipeline set-up, not for its size.
-    const warm = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'warm-up', text: 'warm-up' });
+    const warm = await transport.sendMail({
+      from: 'Sender <sender@example.com>',
+      to: 'rcpt@example.org',
+      subject: 'warm-up',
+      text: 'warm-up',
+    });
     assert.match(String(warm.response), ACCEPTED_RE);
     const watch = watchPeakRss(pid);
 
@@ -204,18 +238,33 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
       `stored ${size} bytes; server RSS baseline ${(baseline / MiB).toFixed(1)} MiB, peak ${(peak / MiB).toFixed(1)} MiB ` +
         `(polled ${(rss.polled / MiB).toFixed(1)}, VmHWM ${rss.hwm === null ? 'not resettable' : (rss.hwm / MiB).toFixed(1)}), growth ${((peak - baseline) / MiB).toFixed(1)} MiB`,
     );
-    assert.deepEqual({ status: row.status, source: row.source, environment: row.environment }, { status: 'queued', source: 'smtp', environment: 'production' });
+    assert.deepEqual(
+      { status: row.status, source: row.source, environment: row.environment },
+      { status: 'queued', source: 'smtp', environment: 'production' },
+    );
     assert.ok(size >= 30_000_000, `the stored MIME is at least 30,000,000 bytes (${size})`);
     assert.equal(row.size_bytes, size, "the row's size_bytes is the stored MIME's size");
-    assert.ok(peak - baseline < 64 * MiB, `RSS grew by ${((peak - baseline) / MiB).toFixed(1)} MiB`);
+    assert.ok(
+      peak - baseline < 64 * MiB,
+      `RSS grew by ${((peak - baseline) / MiB).toFixed(1)} MiB`,
+    );
 
     // The stored MIME is the message as sent, with its parts intact to the last boundary.
     const { head, tail } = stored;
     const headText = head.toString('latin1');
     assert.match(headText, /^Subject: A very large message\r$/m);
-    assert.equal(/^Content-Type: multipart\/mixed; boundary="?([^"\r\n;]+)"?/m.test(headText), true, 'a multipart/mixed message');
-    const boundary = /^Content-Type: multipart\/mixed;\s*boundary="?([^"\r\n;]+)"?/m.exec(headText)![1];
-    assert.match(tail.toString('latin1'), new RegExp(`--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}--\\r?\\n?$`));
+    assert.equal(
+      /^Content-Type: multipart\/mixed; boundary="?([^"\r\n;]+)"?/m.test(headText),
+      true,
+      'a multipart/mixed message',
+    );
+    const boundary = /^Content-Type: multipart\/mixed;\s*boundary="?([^"\r\n;]+)"?/m.exec(
+      headText,
+    )![1];
+    assert.match(
+      tail.toString('latin1'),
+      new RegExp(`--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}--\\r?\\n?$`),
+    );
   });
 
   test('a message with an 11 MiB attachment is refused 554 5.6.0 attachments:too_large and leaves nothing in the spool', async () => {
@@ -227,14 +276,27 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
         to: 'rcpt@example.org',
         subject: 'Too large',
         text: 'one attachment over the cap',
-        attachments: [{ filename: 'huge.bin', contentType: 'application/octet-stream', content: generatedContent(11 * MiB, 7) }],
+        attachments: [
+          {
+            filename: 'huge.bin',
+            contentType: 'application/octet-stream',
+            content: generatedContent(11 * MiB, 7),
+          },
+        ],
       }),
     );
     // The text starts with the contract code and ends with the details (the prose between is free).
     assert.equal(refusal.responseCode, 554, refusal.response);
-    assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:too_large: .+ \[attachments\.0\.content: attachments:too_large\]$/);
+    assert.match(
+      refusal.response ?? '',
+      /^554 5\.6\.0 attachments:too_large: .+ \[attachments\.0\.content: attachments:too_large\]$/,
+    );
     const afterSnap = spoolSnapshot(stateDir);
-    assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
+    assert.deepEqual(
+      afterSnap,
+      { tmpFiles: [], dayFiles: before.dayFiles },
+      'no temp file and no new spool file',
+    );
     assert.equal((await messageRowsOf<Row>(stateDir)).size, rowsBefore, 'no new index row');
   });
 
@@ -247,13 +309,24 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
         to: 'rcpt@example.org',
         subject: 'Too large together',
         text: 'three attachments, each allowed, over the total',
-        attachments: [0, 1, 2].map((n) => ({ filename: `part-${n}.bin`, contentType: 'application/octet-stream', content: generatedContent(9 * MiB, 11 + n) })),
+        attachments: [0, 1, 2].map((n) => ({
+          filename: `part-${n}.bin`,
+          contentType: 'application/octet-stream',
+          content: generatedContent(9 * MiB, 11 + n),
+        })),
       }),
     );
     assert.equal(refusal.responseCode, 554, refusal.response);
-    assert.match(refusal.response ?? '', /^554 5\.6\.0 attachments:total_too_large: .+ \[attachments: attachments:total_too_large\]$/);
+    assert.match(
+      refusal.response ?? '',
+      /^554 5\.6\.0 attachments:total_too_large: .+ \[attachments: attachments:total_too_large\]$/,
+    );
     const afterSnap = spoolSnapshot(stateDir);
-    assert.deepEqual(afterSnap, { tmpFiles: [], dayFiles: before.dayFiles }, 'no temp file and no new spool file');
+    assert.deepEqual(
+      afterSnap,
+      { tmpFiles: [], dayFiles: before.dayFiles },
+      'no temp file and no new spool file',
+    );
     assert.equal((await messageRowsOf<Row>(stateDir)).size, rowsBefore, 'no new index row');
   });
 
@@ -285,12 +358,20 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
       rss = watch.stop();
       for (const c of clients) c.close();
     }
-    t.diagnostic(`server RSS baseline ${(rss.baseline / MiB).toFixed(1)} MiB, peak ${(rss.peak / MiB).toFixed(1)} MiB, growth ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`);
+    t.diagnostic(
+      `server RSS baseline ${(rss.baseline / MiB).toFixed(1)} MiB, peak ${(rss.peak / MiB).toFixed(1)} MiB, growth ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`,
+    );
     for (const refusal of refusals) {
       assert.equal(refusal.responseCode, 554, refusal.response);
-      assert.match(refusal.response ?? '', /^554 5\.6\.0 text:too_long: .+ \[text: text:too_long\]$/);
+      assert.match(
+        refusal.response ?? '',
+        /^554 5\.6\.0 text:too_long: .+ \[text: text:too_long\]$/,
+      );
     }
-    assert.ok(rss.peak - rss.baseline < 64 * MiB, `RSS grew by ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`);
+    assert.ok(
+      rss.peak - rss.baseline < 64 * MiB,
+      `RSS grew by ${((rss.peak - rss.baseline) / MiB).toFixed(1)} MiB`,
+    );
     assert.deepEqual(spoolSnapshot(stateDir).tmpFiles, [], 'no temp file left behind');
     assert.equal((await messageRowsOf<Row>(stateDir)).size, rowsBefore, 'no new index row');
   });
@@ -298,7 +379,12 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
   test('a 3 MB html body is refused 554 5.6.0 html:too_long and leaves nothing in the spool', async () => {
     const before = spoolSnapshot(stateDir);
     const refusal = await refusalOf(
-      transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'Long html', html: `<p>${'h'.repeat(3_000_000)}</p>` }),
+      transport.sendMail({
+        from: 'Sender <sender@example.com>',
+        to: 'rcpt@example.org',
+        subject: 'Long html',
+        html: `<p>${'h'.repeat(3_000_000)}</p>`,
+      }),
     );
     assert.equal(refusal.responseCode, 554, refusal.response);
     assert.match(refusal.response ?? '', /^554 5\.6\.0 html:too_long: .+ \[html: html:too_long\]$/);
@@ -313,7 +399,14 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
     // nodemailer ends a text with a line break when it has none: this one ends with its own.
     const text = `${whole}${'x'.repeat(limit - [...whole].length - 1)}\n`;
     assert.equal([...text].length, limit);
-    const send = (body: string) => transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'At the limit', text: body, textEncoding: 'quoted-printable' });
+    const send = (body: string) =>
+      transport.sendMail({
+        from: 'Sender <sender@example.com>',
+        to: 'rcpt@example.org',
+        subject: 'At the limit',
+        text: body,
+        textEncoding: 'quoted-printable',
+      });
     assert.match(String((await send(text)).response), ACCEPTED_RE);
     const refusal = await refusalOf(send(`😀${text}`));
     assert.equal(refusal.responseCode, 554, refusal.response);
@@ -321,7 +414,12 @@ describe('SMTP DATA is streamed to the spool, never held whole', () => {
   });
 
   test('after the refusals a normal message is still accepted', async () => {
-    const info = await transport.sendMail({ from: 'Sender <sender@example.com>', to: 'rcpt@example.org', subject: 'after', text: 'still here' });
+    const info = await transport.sendMail({
+      from: 'Sender <sender@example.com>',
+      to: 'rcpt@example.org',
+      subject: 'after',
+      text: 'still here',
+    });
     const m = ACCEPTED_RE.exec(String(info.response));
     assert.ok(m, String(info.response));
     assert.equal((await messageRowsOf<Row>(stateDir)).get(m[1])?.status, 'queued');

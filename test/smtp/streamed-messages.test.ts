@@ -10,8 +10,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { authedSession, type RawSmtp } from '../support/rawSmtp.js';
-import { HANG_GUARD_MS, settle, waitFor } from '../support/waiting.js';
 import { storedMimeOf } from '../support/storedMime.js';
+import { HANG_GUARD_MS, settle, waitFor } from '../support/waiting.js';
 
 const QUEUED = /^250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/;
 const KiB = 1024;
@@ -50,11 +50,25 @@ async function finish(client: RawSmtp): Promise<string> {
 async function assertStored(p: TestPostern, reply: string): Promise<void> {
   const id = QUEUED.exec(reply)?.[1];
   assert.ok(id, `accepted: ${reply}`);
-  const row = await p.ctx.store.get<{ status: string; source: string; spool_path: string; size_bytes: number }>('SELECT status, source, spool_path, size_bytes FROM messages WHERE id = ?', id);
-  assert.deepEqual(row && { status: row.status, source: row.source }, { status: 'queued', source: 'smtp' });
+  const row = await p.ctx.store.get<{
+    status: string;
+    source: string;
+    spool_path: string;
+    size_bytes: number;
+  }>('SELECT status, source, spool_path, size_bytes FROM messages WHERE id = ?', id);
+  assert.deepEqual(row && { status: row.status, source: row.source }, {
+    status: 'queued',
+    source: 'smtp',
+  });
   // PostgreSQL keeps every body in the database (message_body_chunks); SQLite a big one in its spool file.
-  if (p.ctx.store.dialect === 'postgres') assert.equal((await storedMimeOf(p.ctx.store, p.stateDir, id)).length, row!.size_bytes, 'its body is stored whole');
-  else assert.ok(existsSync(path.join(p.stateDir, 'spool', row!.spool_path)), 'its spool file exists');
+  if (p.ctx.store.dialect === 'postgres')
+    assert.equal(
+      (await storedMimeOf(p.ctx.store, p.stateDir, id)).length,
+      row!.size_bytes,
+      'its body is stored whole',
+    );
+  else
+    assert.ok(existsSync(path.join(p.stateDir, 'spool', row!.spool_path)), 'its spool file exists');
 }
 
 /**
@@ -81,13 +95,22 @@ function trickle(client: RawSmtp): () => Promise<void> {
  * `idleTimeoutMs` closed. A session is opened only once it has something to do, and the 200 ms
  * trickle keeps a streaming one far within its idle timeout on a loaded machine.
  */
-function streamingServer(streamWaitMs: number, idleTimeoutMs: number): { p: () => TestPostern; liveKey: () => string } {
+function streamingServer(
+  streamWaitMs: number,
+  idleTimeoutMs: number,
+): { p: () => TestPostern; liveKey: () => string } {
   let p: TestPostern;
   let liveKey: string;
   before(async () => {
     p = await startTestPostern({
       smtp: true,
-      config: { smtp: { max_streamed_messages: 1, stream_wait_ms: streamWaitMs, idle_timeout_ms: idleTimeoutMs } },
+      config: {
+        smtp: {
+          max_streamed_messages: 1,
+          stream_wait_ms: streamWaitMs,
+          idle_timeout_ms: idleTimeoutMs,
+        },
+      },
     });
     liveKey = (await createProjectWithKeys(p.ctx, 'streamed messages')).liveKey;
   });
@@ -119,8 +142,16 @@ describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messa
       // Longer than the idle timeout: a held session does not time out (a longer sleep, on a
       // loaded machine, shows it all the more).
       await settle(IDLE_TIMEOUT_MS + 1000);
-      assert.equal(tmpFiles(p).length, 1, 'the second message is not streamed to the spool while the first is');
-      assert.equal(secondWritten, false, "the second message's client is held back: its 12 MB are not all taken");
+      assert.equal(
+        tmpFiles(p).length,
+        1,
+        'the second message is not streamed to the spool while the first is',
+      );
+      assert.equal(
+        secondWritten,
+        false,
+        "the second message's client is held back: its 12 MB are not all taken",
+      );
 
       await stopFirst();
       const firstReply = await finish(first);
@@ -155,7 +186,10 @@ describe('big SMTP messages streamed at once are capped (smtp.max_streamed_messa
       // Held for the 3 s wait, then read to its end (all 12 MB are taken) without a byte stored.
       await writeBody(second, 12 * MiB);
       assert.equal(tmpFiles(p).length, 1, 'the refused message was never written to the spool');
-      assert.match(await finish(second), /^451 4\.3\.0 server_busy: Too many large messages are being received at once; nothing was stored\. Retry in 3 seconds\.$/);
+      assert.match(
+        await finish(second),
+        /^451 4\.3\.0 server_busy: Too many large messages are being received at once; nothing was stored\. Retry in 3 seconds\.$/,
+      );
 
       await stopFirst();
       await assertStored(p, await finish(first));

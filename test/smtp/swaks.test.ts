@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { getValue } from '../../src/store/queries.js';
 import { createProjectWithKeys, startTestPostern, type TestPostern } from '../support/postern.js';
 import { storedMimeOf } from '../support/storedMime.js';
-import { getValue } from '../../src/store/queries.js';
 import { HANG_GUARD_MS } from '../support/waiting.js';
 
 /**
@@ -19,21 +19,33 @@ interface SwaksResult {
 /** Runs swaks asynchronously (the server lives in this process: a sync spawn would deadlock it). */
 function swaks(args: string[]): Promise<SwaksResult> {
   return new Promise((resolve, reject) => {
-    execFile('swaks', ['--server', '127.0.0.1', '--timeout', String(HANG_GUARD_MS / 1000), ...args], { timeout: HANG_GUARD_MS }, (err, stdout, stderr) => {
-      if (err && (err as NodeJS.ErrnoException).code === 'ENOENT') {
-        reject(new Error('swaks is not on PATH: install it (apt-get install swaks); these tests need a real SMTP client'));
-        return;
-      }
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      'swaks',
+      ['--server', '127.0.0.1', '--timeout', String(HANG_GUARD_MS / 1000), ...args],
+      { timeout: HANG_GUARD_MS },
+      (err, stdout, stderr) => {
+        if (err && (err as NodeJS.ErrnoException).code === 'ENOENT') {
+          reject(
+            new Error(
+              'swaks is not on PATH: install it (apt-get install swaks); these tests need a real SMTP client',
+            ),
+          );
+          return;
+        }
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
 /** The id from swaks' transcript line `<~  250 2.0.0 OK queued as m.…`. */
 function queuedId(result: SwaksResult): string {
   const m = /^<[~-] {2}250 2\.0\.0 OK queued as (m\.[0-9a-z]{26})$/m.exec(result.output);
-  assert.ok(m, `expected "250 2.0.0 OK queued as m.…" in swaks' output (exit ${result.code}):\n${result.output}`);
+  assert.ok(
+    m,
+    `expected "250 2.0.0 OK queued as m.…" in swaks' output (exit ${result.code}):\n${result.output}`,
+  );
   assert.equal(result.code, 0, result.output);
   return m[1];
 }
@@ -96,7 +108,10 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<vo
     },
   );
 
-  const events = await p.ctx.store.all<{ type: string; project_id: string; data: string }>('SELECT type, project_id, data FROM events WHERE message_id = ? ORDER BY seq', id);
+  const events = await p.ctx.store.all<{ type: string; project_id: string; data: string }>(
+    'SELECT type, project_id, data FROM events WHERE message_id = ? ORDER BY seq',
+    id,
+  );
   assert.deepEqual(
     events.map((ev) => [ev.type, ev.project_id]),
     [['mail.accepted', e.projectId]],
@@ -105,7 +120,15 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<vo
   const { uid, subject, from, to, project, tags, metadata } = data.mail;
   assert.deepEqual(
     { uid, subject, from, to, project, tags, metadata },
-    { uid: id, subject: e.subject, from: e.from, to: e.recipients.to, project: { uid: e.projectId, name: e.projectName }, tags: e.tags, metadata: e.metadata },
+    {
+      uid: id,
+      subject: e.subject,
+      from: e.from,
+      to: e.recipients.to,
+      project: { uid: e.projectId, name: e.projectName },
+      tags: e.tags,
+      metadata: e.metadata,
+    },
   );
 
   const stored = await storedMimeOf(p.ctx.store, p.stateDir, id);
@@ -115,8 +138,12 @@ async function assertStored(p: TestPostern, id: string, e: Expected): Promise<vo
   const headers = mime.slice(0, end).replace(/\r\n[ \t]+/g, ' ');
   assert.doesNotMatch(headers, /^X-Service-/im, 'control headers are stripped');
   assert.doesNotMatch(headers, /^Bcc:/im, 'no Bcc header');
-  for (const hidden of e.hidden) assert.ok(!headers.toLowerCase().includes(hidden), `${hidden} is in no header`);
-  const ids = headers.split('\r\n').filter((l) => /^Message-ID:/i.test(l)).map((l) => l.slice(l.indexOf(':') + 1).trim());
+  for (const hidden of e.hidden)
+    assert.ok(!headers.toLowerCase().includes(hidden), `${hidden} is in no header`);
+  const ids = headers
+    .split('\r\n')
+    .filter((l) => /^Message-ID:/i.test(l))
+    .map((l) => l.slice(l.indexOf(':') + 1).trim());
   assert.deepEqual(ids, [e.messageId], "swaks' own Message-Id is kept, and no other is added");
   assert.match(headers, new RegExp(`^Subject: ${e.subject}$`, 'm'));
   assert.ok(mime.slice(end).includes(e.body), 'the body is stored');
@@ -134,21 +161,39 @@ describe('SMTP door with swaks', () => {
   test('production over STARTTLS with AUTH PLAIN: 250 2.0.0 OK queued as m.…, a queued row, the event and the stored MIME', async () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'swaks production');
     const result = await swaks([
-      '--port', String(p.smtp.production.starttls),
+      '--port',
+      String(p.smtp.production.starttls),
       '--tls',
-      '--auth', 'PLAIN', '--auth-user', 'legacy-app', '--auth-password', liveKey,
-      '--from', 'app@example.com',
+      '--auth',
+      'PLAIN',
+      '--auth-user',
+      'legacy-app',
+      '--auth-password',
+      liveKey,
+      '--from',
+      'app@example.com',
       // hidden@ is an envelope recipient only: it must be stored as bcc and appear in no header.
-      '--to', 'user@example.org,hidden@example.net',
-      '--header', 'To: User <user@example.org>',
-      '--header', 'Subject: Hello from swaks',
-      '--header', 'X-Service-Tags: legacy, swaks',
-      '--header', 'X-Service-Metadata: {"order":"1234"}',
-      '--header', 'X-Service-Category: Receipts',
-      '--body', 'Body sent by swaks over STARTTLS',
+      '--to',
+      'user@example.org,hidden@example.net',
+      '--header',
+      'To: User <user@example.org>',
+      '--header',
+      'Subject: Hello from swaks',
+      '--header',
+      'X-Service-Tags: legacy, swaks',
+      '--header',
+      'X-Service-Metadata: {"order":"1234"}',
+      '--header',
+      'X-Service-Category: Receipts',
+      '--body',
+      'Body sent by swaks over STARTTLS',
     ]);
     const id = queuedId(result);
-    assert.match(result.output, /^<- {2}220 .*\n(?:.*\n)*? -> STARTTLS$/m, 'swaks upgraded with STARTTLS');
+    assert.match(
+      result.output,
+      /^<- {2}220 .*\n(?:.*\n)*? -> STARTTLS$/m,
+      'swaks upgraded with STARTTLS',
+    );
     await assertStored(p, id, {
       projectId: project.id,
       projectName: project.name,
@@ -169,14 +214,25 @@ describe('SMTP door with swaks', () => {
   test('sandbox over implicit TLS with the test key: captured', async () => {
     const { project, testKey } = await createProjectWithKeys(p.ctx, 'swaks sandbox');
     const result = await swaks([
-      '--port', String(p.smtp.sandbox.implicit),
+      '--port',
+      String(p.smtp.sandbox.implicit),
       '--tlsc',
-      '--auth', 'PLAIN', '--auth-user', 'legacy-app', '--auth-password', testKey,
-      '--from', 'app@example.com',
-      '--to', 'user@example.org',
-      '--header', 'Subject: Sandbox from swaks',
-      '--header', 'X-Service-Tags: sandbox',
-      '--body', 'Body sent by swaks over implicit TLS',
+      '--auth',
+      'PLAIN',
+      '--auth-user',
+      'legacy-app',
+      '--auth-password',
+      testKey,
+      '--from',
+      'app@example.com',
+      '--to',
+      'user@example.org',
+      '--header',
+      'Subject: Sandbox from swaks',
+      '--header',
+      'X-Service-Tags: sandbox',
+      '--body',
+      'Body sent by swaks over implicit TLS',
     ]);
     const id = queuedId(result);
     assert.match(result.output, /^=== TLS started/m);
@@ -200,13 +256,23 @@ describe('SMTP door with swaks', () => {
   test('AUTH LOGIN over implicit TLS on production is accepted too', async () => {
     const { project, liveKey } = await createProjectWithKeys(p.ctx, 'swaks login');
     const result = await swaks([
-      '--port', String(p.smtp.production.implicit),
+      '--port',
+      String(p.smtp.production.implicit),
       '--tlsc',
-      '--auth', 'LOGIN', '--auth-user', 'legacy-app', '--auth-password', liveKey,
-      '--from', 'app@example.com',
-      '--to', 'user@example.org',
-      '--header', 'Subject: Login from swaks',
-      '--body', 'Body sent with AUTH LOGIN',
+      '--auth',
+      'LOGIN',
+      '--auth-user',
+      'legacy-app',
+      '--auth-password',
+      liveKey,
+      '--from',
+      'app@example.com',
+      '--to',
+      'user@example.org',
+      '--header',
+      'Subject: Login from swaks',
+      '--body',
+      'Body sent with AUTH LOGIN',
     ]);
     const id = queuedId(result);
     await assertStored(p, id, {
@@ -233,7 +299,17 @@ describe('SMTP door with swaks', () => {
       ['--port', String(p.smtp.production.implicit), '--tlsc'],
       ['--port', String(p.smtp.sandbox.starttls), '--tls'],
     ]) {
-      const result = await swaks([...args, '--from', 'spammer@example.com', '--to', 'victim@example.net', '--header', 'Subject: relay?', '--body', 'relay attempt']);
+      const result = await swaks([
+        ...args,
+        '--from',
+        'spammer@example.com',
+        '--to',
+        'victim@example.net',
+        '--header',
+        'Subject: relay?',
+        '--body',
+        'relay attempt',
+      ]);
       assert.notEqual(result.code, 0, result.output);
       assert.match(result.output, /^<[~-]\* 530 5\.7\.0 /m, result.output);
       assert.doesNotMatch(result.output, /queued as/);
@@ -243,11 +319,19 @@ describe('SMTP door with swaks', () => {
 
   test('a bad key is refused with 535 5.7.8 and the contract code', async () => {
     const result = await swaks([
-      '--port', String(p.smtp.production.starttls),
+      '--port',
+      String(p.smtp.production.starttls),
       '--tls',
-      '--auth', 'PLAIN', '--auth-user', 'legacy-app', '--auth-password', `ps_live_${'Z'.repeat(40)}`,
-      '--from', 'app@example.com',
-      '--to', 'user@example.org',
+      '--auth',
+      'PLAIN',
+      '--auth-user',
+      'legacy-app',
+      '--auth-password',
+      `ps_live_${'Z'.repeat(40)}`,
+      '--from',
+      'app@example.com',
+      '--to',
+      'user@example.org',
     ]);
     assert.notEqual(result.code, 0, result.output);
     assert.match(result.output, /^<~\* 535 5\.7\.8 invalid_api_key: /m, result.output);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { publishSpoolFiles } from '../../src/spool/publish.js';
@@ -9,7 +9,10 @@ import { tempDirs } from '../support/hooks.js';
 const spoolDir = tempDirs('postern-spool-');
 
 /** A spool-like tree: tmp/ holding `count` written temp files, and where each should end up. */
-function pendingFiles(count: number): { root: string; files: { tmpPath: string; finalPath: string; body: string }[] } {
+function pendingFiles(count: number): {
+  root: string;
+  files: { tmpPath: string; finalPath: string; body: string }[];
+} {
   const root = spoolDir();
   mkdirSync(path.join(root, 'tmp'));
   const files = Array.from({ length: count }, (_, i) => {
@@ -22,7 +25,9 @@ function pendingFiles(count: number): { root: string; files: { tmpPath: string; 
 }
 
 describe('spool publishing', () => {
-  it('the syncfs addon is built and loads on Linux (else every group pays an fsync per file)', { skip: process.platform !== 'linux' }, () => {
+  it('the syncfs addon is built and loads on Linux (else every group pays an fsync per file)', {
+    skip: process.platform !== 'linux',
+  }, () => {
     const syncfs = loadSyncFilesystem();
     assert.equal(typeof syncfs, 'function');
     syncfs!(process.cwd());
@@ -30,10 +35,15 @@ describe('spool publishing', () => {
   });
 
   for (const mode of ['syncfs', 'fsync'] as const) {
-    it(`${mode}: a group of temp files ends under its final names, byte for byte, with no temp left`, { skip: mode === 'syncfs' && process.platform !== 'linux' }, () => {
+    it(`${mode}: a group of temp files ends under its final names, byte for byte, with no temp left`, {
+      skip: mode === 'syncfs' && process.platform !== 'linux',
+    }, () => {
       const { root, files } = pendingFiles(20);
       const errors = publishSpoolFiles(files, mode === 'syncfs' ? loadSyncFilesystem() : null);
-      assert.deepEqual(errors, files.map(() => null));
+      assert.deepEqual(
+        errors,
+        files.map(() => null),
+      );
       for (const f of files) assert.equal(readFileSync(f.finalPath, 'utf8'), f.body);
       assert.deepEqual(readdirSync(path.join(root, 'tmp')), []);
     });
@@ -60,6 +70,9 @@ describe('spool publishing', () => {
     const errors = publishSpoolFiles(files, failing);
     assert.equal(renamedBeforeFlush, true);
     // Refused units have no index row; the door removes their files (Spool.removeUnpublished).
-    assert.deepEqual(errors.map((e) => e?.message), ['syncfs: Input/output error', 'syncfs: Input/output error']);
+    assert.deepEqual(
+      errors.map((e) => e?.message),
+      ['syncfs: Input/output error', 'syncfs: Input/output error'],
+    );
   });
 });

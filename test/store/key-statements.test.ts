@@ -2,15 +2,21 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { silentLogger } from '../../src/log.js';
-import { apiKeyLastUsed, recordApiKeyUse } from '../../src/store/apiKeyUsage.js';
 import { getApiKey, insertApiKey, shortenApiKeyExpiry } from '../../src/store/apiKeys.js';
+import { apiKeyLastUsed, recordApiKeyUse } from '../../src/store/apiKeyUsage.js';
 import { openDatabase } from '../../src/store/db.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { insertProject } from '../../src/store/projects.js';
-import { sqliteQueries, type Queries } from '../../src/store/queries.js';
+import { type Queries, sqliteQueries } from '../../src/store/queries.js';
 import { tempDirs } from '../support/hooks.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  sharedPostgres,
+  testPool,
+} from '../support/postgres.js';
 
 /**
  * The API-key statements that once used SQLite's two-argument MAX and MIN (not PostgreSQL's):
@@ -23,10 +29,22 @@ const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);
 const DAY = 86_400_000;
 
 async function newKey(q: Queries, id: string, expiresAt: number | null): Promise<void> {
-  await insertApiKey(q, { id, project_id: 'p.keys', mode: 'live', key_hash: createHash('sha256').update(id).digest(), hint: 'abcd', created_at: NOW, expires_at: expiresAt });
+  await insertApiKey(q, {
+    id,
+    project_id: 'p.keys',
+    mode: 'live',
+    key_hash: createHash('sha256').update(id).digest(),
+    hint: 'abcd',
+    created_at: NOW,
+    expires_at: expiresAt,
+  });
 }
 
-const engines: { name: string; skip: string | false; open: () => Promise<{ q: Queries; close: () => Promise<void> }> }[] = [
+const engines: {
+  name: string;
+  skip: string | false;
+  open: () => Promise<{ q: Queries; close: () => Promise<void> }>;
+}[] = [
   {
     name: 'sqlite',
     skip: false,
@@ -72,7 +90,8 @@ for (const engine of engines) {
       await newKey(q, 'k.never', null);
       await newKey(q, 'k.later', NOW + 30 * DAY);
       await newKey(q, 'k.sooner', NOW + DAY);
-      for (const id of ['k.never', 'k.later', 'k.sooner']) assert.equal(await shortenApiKeyExpiry(q, id, NOW + 7 * DAY), true, id);
+      for (const id of ['k.never', 'k.later', 'k.sooner'])
+        assert.equal(await shortenApiKeyExpiry(q, id, NOW + 7 * DAY), true, id);
       assert.equal((await getApiKey(q, 'k.never'))?.expires_at, NOW + 7 * DAY);
       assert.equal((await getApiKey(q, 'k.later'))?.expires_at, NOW + 7 * DAY);
       assert.equal((await getApiKey(q, 'k.sooner'))?.expires_at, NOW + DAY);

@@ -6,23 +6,42 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
-import { recordAcceptance, type AcceptanceOutcome, type AcceptanceRecord } from '../../src/commit/acceptance.js';
+import {
+  type AcceptanceOutcome,
+  type AcceptanceRecord,
+  recordAcceptance,
+} from '../../src/commit/acceptance.js';
+import {
+  commitAcceptanceGroup as commitThrough,
+  type GroupAcceptanceResult,
+  type GroupAcceptanceUnit,
+} from '../../src/commit/acceptanceGroup.js';
 import { AcceptanceGroupWriter } from '../../src/commit/acceptanceGroupWriter.js';
-import { commitAcceptanceGroup as commitThrough, type GroupAcceptanceResult, type GroupAcceptanceUnit } from '../../src/commit/acceptanceGroup.js';
-import { postgresAcceptanceGroups } from '../../src/store/postgres/acceptanceGroups.js';
 import { silentLogger } from '../../src/log.js';
 import type { LimitSettings } from '../../src/policy/usageLimits.js';
 import { openDatabase } from '../../src/store/db.js';
-import { sqliteQueries } from '../../src/store/queries.js';
+import { postgresAcceptanceGroups } from '../../src/store/postgres/acceptanceGroups.js';
 import { readBodyChunks } from '../../src/store/postgres/bodyChunks.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { insertProject } from '../../src/store/projects.js';
+import { sqliteQueries } from '../../src/store/queries.js';
 import { dayPeriod, monthPeriod } from '../../src/store/usage.js';
 import { DEFAULT_PLANS, plan } from '../support/plans.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres, testPool } from '../support/postgres.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  startPrivatePostgres,
+  type TestPostgres,
+  testPool,
+} from '../support/postgres.js';
 
 /** A group committed on `pool`'s acceptance groups (store/postgres/acceptanceGroups.ts). */
-const commitAcceptanceGroup = (pool: pg.Pool, units: readonly GroupAcceptanceUnit[], limits: Parameters<typeof commitThrough>[2]) => commitThrough(postgresAcceptanceGroups(pool), units, limits);
+const commitAcceptanceGroup = (
+  pool: pg.Pool,
+  units: readonly GroupAcceptanceUnit[],
+  limits: Parameters<typeof commitThrough>[2],
+) => commitThrough(postgresAcceptanceGroups(pool), units, limits);
 
 /** One instant for every record: the month's and the day's counters are the same ones throughout. */
 const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);
@@ -87,18 +106,30 @@ function acceptance(projectId: string, opts: RecordOptions = {}): AcceptanceReco
       next_attempt_at: environment === 'sandbox' ? null : NOW,
     },
     body: opts.body ?? null,
-    idempotency: opts.key === undefined ? null : { key: opts.key, response: JSON.stringify({ id, status: 'queued' }) },
+    idempotency:
+      opts.key === undefined
+        ? null
+        : { key: opts.key, response: JSON.stringify({ id, status: 'queued' }) },
     usage: { projectId, environment, senderDomain, category, bytes },
-    event: { project_id: projectId, message_id: id, type: 'mail.accepted', created_at: NOW, data: JSON.stringify({ mail: { uid: id } }) },
+    event: {
+      project_id: projectId,
+      message_id: id,
+      type: 'mail.accepted',
+      created_at: NOW,
+      data: JSON.stringify({ mail: { uid: id } }),
+    },
   };
 }
 
-const units = (records: AcceptanceRecord[]): GroupAcceptanceUnit[] => records.map((record) => ({ record }));
+const units = (records: AcceptanceRecord[]): GroupAcceptanceUnit[] =>
+  records.map((record) => ({ record }));
 
 /** An outcome in a word, for tables: `stored`, `duplicate`, or `refused:<code>`. */
 function word(result: GroupAcceptanceResult): string {
   if (!result.ok) return `failed: ${result.error}`;
-  return result.outcome.kind === 'refused' ? `refused:${result.outcome.refusal.code}` : result.outcome.kind;
+  return result.outcome.kind === 'refused'
+    ? `refused:${result.outcome.refusal.code}`
+    : result.outcome.kind;
 }
 
 async function readAll(stream: Readable): Promise<Buffer> {
@@ -128,7 +159,12 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
 
   async function newProject(planName: string): Promise<string> {
     const id = `p.pgaccept.${randomBytes(6).toString('hex')}`;
-    await pool.query('INSERT INTO projects (id, name, plan, created_at) VALUES ($1, $2, $3, $4)', [id, `project ${id}`, planName, NOW]);
+    await pool.query('INSERT INTO projects (id, name, plan, created_at) VALUES ($1, $2, $3, $4)', [
+      id,
+      `project ${id}`,
+      planName,
+      NOW,
+    ]);
     return id;
   }
 
@@ -136,49 +172,110 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
     return (await pool.query<{ n: number }>(`SELECT (${sqlText})::int AS n`, params)).rows[0].n;
   }
 
-  async function usage(projectId: string, period: string): Promise<{ messages: number; bytes: number } | null> {
-    const row = (await pool.query<{ messages: string; bytes: string }>('SELECT messages, bytes FROM usage_counters WHERE project_id = $1 AND period = $2', [projectId, period]))
-      .rows[0];
+  async function usage(
+    projectId: string,
+    period: string,
+  ): Promise<{ messages: number; bytes: number } | null> {
+    const row = (
+      await pool.query<{ messages: string; bytes: string }>(
+        'SELECT messages, bytes FROM usage_counters WHERE project_id = $1 AND period = $2',
+        [projectId, period],
+      )
+    ).rows[0];
     return row ? { messages: Number(row.messages), bytes: Number(row.bytes) } : null;
   }
 
   test('a unit commits its message row, its body (held, or streamed in pieces), its key, its usage and its event', async () => {
     const project = await newProject('pro');
     // 600,000 bytes: three pieces of message_body_chunks.
-    const held = acceptance(project, { key: 'key-held', category: 'welcome', body: randomBytes(600_000) });
+    const held = acceptance(project, {
+      key: 'key-held',
+      category: 'welcome',
+      body: randomBytes(600_000),
+    });
     const streamedBytes = randomBytes(300_001);
-    const streamed = acceptance(project, { senderDomain: 'mail.example', bytes: streamedBytes.length });
+    const streamed = acceptance(project, {
+      senderDomain: 'mail.example',
+      bytes: streamedBytes.length,
+    });
     const results = await commitAcceptanceGroup(
       nodes[1],
       [
         { record: held },
         // In odd pieces, as a temp file's stream gives them.
-        { record: streamed, openBody: () => Readable.from([streamedBytes.subarray(0, 70_000), streamedBytes.subarray(70_000)], { objectMode: false }) },
+        {
+          record: streamed,
+          openBody: () =>
+            Readable.from([streamedBytes.subarray(0, 70_000), streamedBytes.subarray(70_000)], {
+              objectMode: false,
+            }),
+        },
       ],
       LIMITS,
     );
-    assert.deepEqual(results, [{ ok: true, outcome: { kind: 'stored' } }, { ok: true, outcome: { kind: 'stored' } }]);
+    assert.deepEqual(results, [
+      { ok: true, outcome: { kind: 'stored' } },
+      { ok: true, outcome: { kind: 'stored' } },
+    ]);
 
-    const row = (await pool.query('SELECT * FROM messages WHERE id = $1', [held.message.id])).rows[0] as Record<string, unknown>;
+    const row = (await pool.query('SELECT * FROM messages WHERE id = $1', [held.message.id]))
+      .rows[0] as Record<string, unknown>;
     assert.equal(row.project_id, project);
     assert.equal(row.subject, held.message.subject);
     assert.equal(row.category, 'welcome');
     assert.equal(row.status, 'queued');
     assert.equal(Number(row.size_bytes), 600_000);
     assert.equal(Number(row.created_at), NOW);
-    assert.ok((await readAll(readBodyChunks(pool, held.message.id))).equals(held.body!), 'the held body reads back byte for byte');
-    assert.equal(await count('SELECT count(*) FROM message_body_chunks WHERE message_id = $1', [held.message.id]), 3);
-    assert.ok((await readAll(readBodyChunks(pool, streamed.message.id))).equals(streamedBytes), 'the streamed body reads back byte for byte');
+    assert.ok(
+      (await readAll(readBodyChunks(pool, held.message.id))).equals(held.body!),
+      'the held body reads back byte for byte',
+    );
+    assert.equal(
+      await count('SELECT count(*) FROM message_body_chunks WHERE message_id = $1', [
+        held.message.id,
+      ]),
+      3,
+    );
+    assert.ok(
+      (await readAll(readBodyChunks(pool, streamed.message.id))).equals(streamedBytes),
+      'the streamed body reads back byte for byte',
+    );
 
-    const key = (await pool.query('SELECT message_id, response FROM idempotency_keys WHERE project_id = $1 AND environment = $2 AND key = $3', [project, 'production', 'key-held']))
-      .rows[0] as { message_id: string; response: string };
+    const key = (
+      await pool.query(
+        'SELECT message_id, response FROM idempotency_keys WHERE project_id = $1 AND environment = $2 AND key = $3',
+        [project, 'production', 'key-held'],
+      )
+    ).rows[0] as { message_id: string; response: string };
     assert.deepEqual(key, { message_id: held.message.id, response: held.idempotency!.response });
-    assert.deepEqual(await usage(project, monthPeriod(NOW)), { messages: 2, bytes: 600_000 + 300_001 });
-    assert.deepEqual(await usage(project, dayPeriod(NOW)), { messages: 2, bytes: 600_000 + 300_001 });
-    const domains = (await pool.query<{ domain: string }>('SELECT domain FROM sender_domains WHERE project_id = $1 ORDER BY domain', [project])).rows.map((r) => r.domain);
+    assert.deepEqual(await usage(project, monthPeriod(NOW)), {
+      messages: 2,
+      bytes: 600_000 + 300_001,
+    });
+    assert.deepEqual(await usage(project, dayPeriod(NOW)), {
+      messages: 2,
+      bytes: 600_000 + 300_001,
+    });
+    const domains = (
+      await pool.query<{ domain: string }>(
+        'SELECT domain FROM sender_domains WHERE project_id = $1 ORDER BY domain',
+        [project],
+      )
+    ).rows.map((r) => r.domain);
     assert.deepEqual(domains, ['app.example', 'mail.example']);
-    assert.equal(await count('SELECT count(*) FROM categories WHERE project_id = $1 AND name = $2', [project, 'welcome']), 1);
-    const events = (await pool.query<{ message_id: string; type: string; data: string }>('SELECT message_id, type, data FROM events WHERE project_id = $1 ORDER BY seq', [project])).rows;
+    assert.equal(
+      await count('SELECT count(*) FROM categories WHERE project_id = $1 AND name = $2', [
+        project,
+        'welcome',
+      ]),
+      1,
+    );
+    const events = (
+      await pool.query<{ message_id: string; type: string; data: string }>(
+        'SELECT message_id, type, data FROM events WHERE project_id = $1 ORDER BY seq',
+        [project],
+      )
+    ).rows;
     assert.deepEqual(events, [
       { message_id: held.message.id, type: 'mail.accepted', data: held.event.data },
       { message_id: streamed.message.id, type: 'mail.accepted', data: streamed.event.data },
@@ -188,39 +285,86 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
   test('a refused unit (the monthly quota spent) stores nothing: no row, body, key, usage or event', async () => {
     const project = await newProject('one_a_month');
     const first = acceptance(project);
-    const refused = acceptance(project, { key: 'key-refused', category: 'news', senderDomain: 'other.example', body: Buffer.from('Subject: no\r\n\r\nno\r\n') });
+    const refused = acceptance(project, {
+      key: 'key-refused',
+      category: 'news',
+      senderDomain: 'other.example',
+      body: Buffer.from('Subject: no\r\n\r\nno\r\n'),
+    });
     const results = await commitAcceptanceGroup(pool, units([first, refused]), LIMITS);
     assert.deepEqual(results.map(word), ['stored', 'refused:monthly_quota_exceeded']);
     assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 1);
-    assert.equal(await count('SELECT count(*) FROM message_body_chunks WHERE message_id = $1', [refused.message.id]), 0);
-    assert.equal(await count('SELECT count(*) FROM idempotency_keys WHERE project_id = $1', [project]), 0);
+    assert.equal(
+      await count('SELECT count(*) FROM message_body_chunks WHERE message_id = $1', [
+        refused.message.id,
+      ]),
+      0,
+    );
+    assert.equal(
+      await count('SELECT count(*) FROM idempotency_keys WHERE project_id = $1', [project]),
+      0,
+    );
     assert.equal(await count('SELECT count(*) FROM events WHERE project_id = $1', [project]), 1);
     assert.deepEqual(await usage(project, monthPeriod(NOW)), { messages: 1, bytes: 1000 });
     // Caps are checked first, so the refused message's new domain and category would pass them: refused, they are not registered.
-    assert.equal(await count('SELECT count(*) FROM sender_domains WHERE project_id = $1', [project]), 1);
-    assert.equal(await count('SELECT count(*) FROM categories WHERE project_id = $1', [project]), 0);
+    assert.equal(
+      await count('SELECT count(*) FROM sender_domains WHERE project_id = $1', [project]),
+      1,
+    );
+    assert.equal(
+      await count('SELECT count(*) FROM categories WHERE project_id = $1', [project]),
+      0,
+    );
   });
 
   test('a unit that throws (a message id already taken) rolls back alone; the rest of its group commits', async () => {
     const project = await newProject('pro');
     const first = acceptance(project);
     // Its usage, domain and category are written before its message row fails: all rolled back with it.
-    const clash = acceptance(project, { id: first.message.id, key: 'key-clash', senderDomain: 'clash.example', category: 'clash', body: Buffer.from('x') });
+    const clash = acceptance(project, {
+      id: first.message.id,
+      key: 'key-clash',
+      senderDomain: 'clash.example',
+      category: 'clash',
+      body: Buffer.from('x'),
+    });
     const last = acceptance(project, { key: 'key-last' });
     const results = await commitAcceptanceGroup(pool, units([first, clash, last]), LIMITS);
     assert.deepEqual(results[0], { ok: true, outcome: { kind: 'stored' } });
     assert.equal(results[1].ok, false);
-    assert.match((results[1] as { error: string }).error, /duplicate key value violates unique constraint "messages_pkey"/);
+    assert.match(
+      (results[1] as { error: string }).error,
+      /duplicate key value violates unique constraint "messages_pkey"/,
+    );
     assert.deepEqual(results[2], { ok: true, outcome: { kind: 'stored' } });
     assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 2);
     assert.deepEqual(await usage(project, monthPeriod(NOW)), { messages: 2, bytes: 2000 });
     assert.deepEqual(
-      (await pool.query<{ key: string }>('SELECT key FROM idempotency_keys WHERE project_id = $1', [project])).rows.map((r) => r.key),
+      (
+        await pool.query<{ key: string }>(
+          'SELECT key FROM idempotency_keys WHERE project_id = $1',
+          [project],
+        )
+      ).rows.map((r) => r.key),
       ['key-last'],
     );
-    assert.equal(await count('SELECT count(*) FROM sender_domains WHERE project_id = $1 AND domain = $2', [project, 'clash.example']), 0);
-    assert.equal(await count('SELECT count(*) FROM categories WHERE project_id = $1', [project]), 0);
-    assert.equal(await count('SELECT count(*) FROM message_body_chunks WHERE message_id = $1', [first.message.id]), 0);
+    assert.equal(
+      await count('SELECT count(*) FROM sender_domains WHERE project_id = $1 AND domain = $2', [
+        project,
+        'clash.example',
+      ]),
+      0,
+    );
+    assert.equal(
+      await count('SELECT count(*) FROM categories WHERE project_id = $1', [project]),
+      0,
+    );
+    assert.equal(
+      await count('SELECT count(*) FROM message_body_chunks WHERE message_id = $1', [
+        first.message.id,
+      ]),
+      0,
+    );
     assert.equal(await count('SELECT count(*) FROM events WHERE project_id = $1', [project]), 2);
   });
 
@@ -229,13 +373,24 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
     const records = Array.from({ length: 200 }, () => acceptance(project));
     // Groups of 1 to 8 units, dealt to the three nodes in turn, all committing at once.
     const groups: AcceptanceRecord[][] = [];
-    for (let at = 0, size = 1; at < records.length; at += size, size = (size % 8) + 1) groups.push(records.slice(at, at + size));
-    const results = (await Promise.all(groups.map((group, i) => commitAcceptanceGroup(nodes[i % 3], units(group), LIMITS)))).flat();
+    for (let at = 0, size = 1; at < records.length; at += size, size = (size % 8) + 1)
+      groups.push(records.slice(at, at + size));
+    const results = (
+      await Promise.all(
+        groups.map((group, i) => commitAcceptanceGroup(nodes[i % 3], units(group), LIMITS)),
+      )
+    ).flat();
 
     const tally = new Map<string, number>();
     for (const result of results) tally.set(word(result), (tally.get(word(result)) ?? 0) + 1);
-    assert.deepEqual(Object.fromEntries(tally), { stored: 100, 'refused:daily_send_cap_exceeded': 100 });
-    assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 100);
+    assert.deepEqual(Object.fromEntries(tally), {
+      stored: 100,
+      'refused:daily_send_cap_exceeded': 100,
+    });
+    assert.equal(
+      await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]),
+      100,
+    );
     assert.equal((await usage(project, dayPeriod(NOW)))?.messages, 100);
     assert.equal((await usage(project, monthPeriod(NOW)))?.messages, 100);
     assert.equal(await count('SELECT count(*) FROM events WHERE project_id = $1', [project]), 100);
@@ -250,16 +405,40 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       // Each first in a group with other work: all three read the key before any of them writes a thing (a
       // write first, such as a usage counter's, would make the others wait for its row and serialize them anyway).
       const results = await Promise.all(
-        sends.map((send, i) => commitAcceptanceGroup(nodes[i], units([send, acceptance(project), acceptance(project)]), LIMITS).then((r) => r[0])),
+        sends.map((send, i) =>
+          commitAcceptanceGroup(
+            nodes[i],
+            units([send, acceptance(project), acceptance(project)]),
+            LIMITS,
+          ).then((r) => r[0]),
+        ),
       );
-      const stored = results.flatMap((r, i) => (r.ok && r.outcome.kind === 'stored' ? [sends[i]] : []));
+      const stored = results.flatMap((r, i) =>
+        r.ok && r.outcome.kind === 'stored' ? [sends[i]] : [],
+      );
       assert.equal(stored.length, 1, `round ${round}, one stored: ${results.map(word).join(', ')}`);
-      const duplicates = results.filter((r): r is { ok: true; outcome: Extract<AcceptanceOutcome, { kind: 'duplicate' }> } => r.ok && r.outcome.kind === 'duplicate');
-      assert.equal(duplicates.length, 2, `round ${round}, two duplicates: ${results.map(word).join(', ')}`);
+      const duplicates = results.filter(
+        (r): r is { ok: true; outcome: Extract<AcceptanceOutcome, { kind: 'duplicate' }> } =>
+          r.ok && r.outcome.kind === 'duplicate',
+      );
+      assert.equal(
+        duplicates.length,
+        2,
+        `round ${round}, two duplicates: ${results.map(word).join(', ')}`,
+      );
       for (const d of duplicates) assert.equal(d.outcome.response, stored[0].idempotency!.response);
-      assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1 AND idempotency_key = $2', [project, key]), 1);
+      assert.equal(
+        await count(
+          'SELECT count(*) FROM messages WHERE project_id = $1 AND idempotency_key = $2',
+          [project, key],
+        ),
+        1,
+      );
     }
-    assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 5 * 7);
+    assert.equal(
+      await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]),
+      5 * 7,
+    );
   });
 
   test('groups holding two projects in opposite orders, on three nodes at once, never deadlock', async () => {
@@ -269,13 +448,17 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       const group = [acceptance(p), acceptance(q), acceptance(p), acceptance(q)];
       return i % 2 === 0 ? group : group.reverse();
     });
-    const results = (await Promise.all(groups.map((group, i) => commitAcceptanceGroup(nodes[i % 3], units(group), LIMITS)))).flat();
+    const results = (
+      await Promise.all(
+        groups.map((group, i) => commitAcceptanceGroup(nodes[i % 3], units(group), LIMITS)),
+      )
+    ).flat();
     assert.deepEqual([...new Set(results.map(word))], ['stored']);
     assert.equal((await usage(p, dayPeriod(NOW)))?.messages, 60);
     assert.equal((await usage(q, dayPeriod(NOW)))?.messages, 60);
   });
 
-  test('the node\'s writer groups what arrives while a group commits, answers each unit, and removes scratch files once stored', async () => {
+  test("the node's writer groups what arrives while a group commits, answers each unit, and removes scratch files once stored", async () => {
     const project = await newProject('pro');
     const node = testPool(database.url, 4);
     // Each group is one transaction on one connection: counting the connections taken counts the groups.
@@ -285,7 +468,11 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       groups += 1;
       return connect();
     }) as typeof node.connect;
-    const writer = new AcceptanceGroupWriter(postgresAcceptanceGroups(node), LIMITS, silentLogger());
+    const writer = new AcceptanceGroupWriter(
+      postgresAcceptanceGroups(node),
+      LIMITS,
+      silentLogger(),
+    );
     const scratch = mkdtempSync(path.join(tmpdir(), 'postern-pg-writer-'));
     try {
       const big = randomBytes(3 * 1024 * 1024 + 17);
@@ -295,22 +482,39 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       bigRecord.body = null;
       const taken = acceptance(project);
       // Three ticks of submissions, the second and third while the first group commits.
-      const first = writer.submitMany([{ file, record: bigRecord }, { file: null, record: taken }]);
+      const first = writer.submitMany([
+        { file, record: bigRecord },
+        { file: null, record: taken },
+      ]);
       await new Promise((resolve) => setImmediate(resolve));
-      const second = writer.submitMany(Array.from({ length: 40 }, () => ({ file: null, record: acceptance(project, { body: Buffer.from('held body') }) })));
+      const second = writer.submitMany(
+        Array.from({ length: 40 }, () => ({
+          file: null,
+          record: acceptance(project, { body: Buffer.from('held body') }),
+        })),
+      );
       await new Promise((resolve) => setImmediate(resolve));
       const again = { ...acceptance(project), message: { ...taken.message } };
       const third = writer.submitMany([{ file: null, record: again }]);
       const outcomes = await Promise.allSettled([...first, ...second, ...third]);
       assert.deepEqual(
-        outcomes.slice(0, 42).map((o) => (o.status === 'fulfilled' ? o.value.kind : o.reason.message)),
+        outcomes
+          .slice(0, 42)
+          .map((o) => (o.status === 'fulfilled' ? o.value.kind : o.reason.message)),
         Array.from({ length: 42 }, () => 'stored'),
       );
       // The same message id again: that unit alone fails.
       assert.equal(outcomes[42].status, 'rejected');
-      assert.equal(existsSync(file.tmpPath), false, 'the scratch copy is removed once the body is stored');
+      assert.equal(
+        existsSync(file.tmpPath),
+        false,
+        'the scratch copy is removed once the body is stored',
+      );
       assert.ok((await readAll(readBodyChunks(pool, bigRecord.message.id))).equals(big));
-      assert.equal(await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]), 42);
+      assert.equal(
+        await count('SELECT count(*) FROM messages WHERE project_id = $1', [project]),
+        42,
+      );
       assert.equal(await writer.lastWriteError(2000), null);
       assert.ok(groups <= 3, `43 units in three ticks took ${groups} group transactions`);
     } finally {
@@ -320,17 +524,32 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
     }
   });
 
-  test('the node\'s writer answers every unit an error when the database cannot be reached, and refuses units once closed', async () => {
+  test("the node's writer answers every unit an error when the database cannot be reached, and refuses units once closed", async () => {
     const project = await newProject('pro');
     const unreachable = testPool('postgres://postern:wrong@127.0.0.1:1/nowhere', 1);
-    const writer = new AcceptanceGroupWriter(postgresAcceptanceGroups(unreachable), LIMITS, silentLogger());
+    const writer = new AcceptanceGroupWriter(
+      postgresAcceptanceGroups(unreachable),
+      LIMITS,
+      silentLogger(),
+    );
     try {
-      const outcomes = await Promise.allSettled(writer.submitMany([{ file: null, record: acceptance(project) }, { file: null, record: acceptance(project) }]));
-      assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+      const outcomes = await Promise.allSettled(
+        writer.submitMany([
+          { file: null, record: acceptance(project) },
+          { file: null, record: acceptance(project) },
+        ]),
+      );
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['rejected', 'rejected'],
+      );
       assert.match((outcomes[0] as PromiseRejectedResult).reason.message, /^commit failed: /);
       assert.match((await writer.lastWriteError(2000)) ?? '', /^commit failed: /);
       await writer.close();
-      await assert.rejects(writer.submitMany([{ file: null, record: acceptance(project) }])[0], /closed/);
+      await assert.rejects(
+        writer.submitMany([{ file: null, record: acceptance(project) }])[0],
+        /closed/,
+      );
     } finally {
       await unreachable.end();
     }
@@ -348,25 +567,54 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
     {
       name: 'a new sender domain over the plan cap',
       plan: 'free',
-      sends: [{ senderDomain: 'a.example' }, { senderDomain: 'b.example' }, { senderDomain: 'a.example' }],
+      sends: [
+        { senderDomain: 'a.example' },
+        { senderDomain: 'b.example' },
+        { senderDomain: 'a.example' },
+      ],
       expected: ['stored', 'refused:sender_domain:limit_reached', 'stored'],
     },
     {
       name: 'a new category over the project cap',
       plan: 'pro',
-      sends: [{ category: 'one' }, { category: 'two' }, { category: 'three' }, { category: 'one' }, { category: null }],
+      sends: [
+        { category: 'one' },
+        { category: 'two' },
+        { category: 'three' },
+        { category: 'one' },
+        { category: null },
+      ],
       expected: ['stored', 'stored', 'refused:category:limit_reached', 'stored', 'stored'],
     },
     {
       name: 'sandbox mail skips the quotas (but not the caps)',
       plan: 'one_a_month',
-      sends: [{ environment: 'sandbox' }, { environment: 'sandbox' }, {}, {}, { environment: 'sandbox' }, { environment: 'sandbox', category: 'a' }],
-      expected: ['stored', 'stored', 'stored', 'refused:monthly_quota_exceeded', 'stored', 'stored'],
+      sends: [
+        { environment: 'sandbox' },
+        { environment: 'sandbox' },
+        {},
+        {},
+        { environment: 'sandbox' },
+        { environment: 'sandbox', category: 'a' },
+      ],
+      expected: [
+        'stored',
+        'stored',
+        'stored',
+        'refused:monthly_quota_exceeded',
+        'stored',
+        'stored',
+      ],
     },
     {
       name: 'the monthly volume with its grace',
       plan: 'small_volume',
-      sends: [{ bytes: 600 }, { bytes: 500 }, { bytes: 1 }, { environment: 'sandbox', bytes: 5000 }],
+      sends: [
+        { bytes: 600 },
+        { bytes: 500 },
+        { bytes: 1 },
+        { environment: 'sandbox', bytes: 5000 },
+      ],
       expected: ['stored', 'stored', 'refused:throughput_quota_exceeded', 'stored'],
     },
     {
@@ -383,11 +631,19 @@ describe('the acceptance commit on PostgreSQL', { skip: postgresUnavailable() },
       const db = openDatabase(stateDir, silentLogger());
       try {
         const project = await newProject(c.plan);
-        await insertProject(sqliteQueries(db), { id: project, name: 'parity', plan: c.plan, created_at: NOW });
+        await insertProject(sqliteQueries(db), {
+          id: project,
+          name: 'parity',
+          plan: c.plan,
+          created_at: NOW,
+        });
         const records = c.sends.map((send) => acceptance(project, send));
         // SQLite: one unit after the other, as the index writer commits them.
         const sqliteOutcomes = [];
-        for (const record of records) sqliteOutcomes.push(await sqliteQueries(db).transaction((tx) => recordAcceptance(tx, record, LIMITS)));
+        for (const record of records)
+          sqliteOutcomes.push(
+            await sqliteQueries(db).transaction((tx) => recordAcceptance(tx, record, LIMITS)),
+          );
         // PostgreSQL: one group.
         const postgresResults = await commitAcceptanceGroup(nodes[2], units(records), LIMITS);
         assert.deepEqual(postgresResults.map(word), c.expected);

@@ -4,9 +4,20 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { silentLogger } from '../../src/log.js';
-import { BODY_CHUNK_BYTES, readBodyChunks, writeBodyChunks } from '../../src/store/postgres/bodyChunks.js';
+import {
+  BODY_CHUNK_BYTES,
+  readBodyChunks,
+  writeBodyChunks,
+} from '../../src/store/postgres/bodyChunks.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type FreshDatabase, type TestPostgres, testPool } from '../support/postgres.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  startPrivatePostgres,
+  type TestPostgres,
+  testPool,
+} from '../support/postgres.js';
 
 /** 40 MB and a bit: the largest message a send may carry, and a short last piece. */
 const BODY_BYTES = 40_000_000 + 123;
@@ -22,11 +33,17 @@ function randomBody(size: number): { stream: Readable; digest(): string } {
       yield piece;
     }
   }
-  return { stream: Readable.from(pieces(), { objectMode: false }), digest: () => hash.digest('hex') };
+  return {
+    stream: Readable.from(pieces(), { objectMode: false }),
+    digest: () => hash.digest('hex'),
+  };
 }
 
 /** The SHA-256 and length of what a stream gives, and the highest RSS seen above `baseline` while reading it. */
-async function consume(stream: Readable, baseline: number): Promise<{ digest: string; bytes: number; peakGrowth: number }> {
+async function consume(
+  stream: Readable,
+  baseline: number,
+): Promise<{ digest: string; bytes: number; peakGrowth: number }> {
   const hash = createHash('sha256');
   let bytes = 0;
   let peak = baseline;
@@ -55,20 +72,31 @@ describe('message bodies in PostgreSQL, in chunks', { skip: postgresUnavailable(
   });
 
   const chunkCount = async (messageId: string) =>
-    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM message_body_chunks WHERE message_id = $1', [messageId])).rows[0].n;
+    (
+      await pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM message_body_chunks WHERE message_id = $1',
+        [messageId],
+      )
+    ).rows[0].n;
 
   test('a 40 MB body written inside a transaction that rolls back leaves nothing', async () => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
       const written = await writeBodyChunks(client, 'm.rolled-back', randomBody(BODY_BYTES).stream);
-      assert.deepEqual(written, { bytes: BODY_BYTES, chunks: Math.ceil(BODY_BYTES / BODY_CHUNK_BYTES) });
+      assert.deepEqual(written, {
+        bytes: BODY_BYTES,
+        chunks: Math.ceil(BODY_BYTES / BODY_CHUNK_BYTES),
+      });
       await client.query('ROLLBACK');
     } finally {
       client.release();
     }
     assert.equal(await chunkCount('m.rolled-back'), 0);
-    await assert.rejects(consume(readBodyChunks(pool, 'm.rolled-back'), 0), /m\.rolled-back: its body is missing/);
+    await assert.rejects(
+      consume(readBodyChunks(pool, 'm.rolled-back'), 0),
+      /m\.rolled-back: its body is missing/,
+    );
   });
 
   test('committed, it reads back byte for byte, one piece at a time: the reader grows by far less than the body', async () => {
@@ -82,8 +110,14 @@ describe('message bodies in PostgreSQL, in chunks', { skip: postgresUnavailable(
       client.release();
     }
     assert.equal(await chunkCount('m.kept'), Math.ceil(BODY_BYTES / BODY_CHUNK_BYTES));
-    const sizes = await pool.query<{ seq: number; size: number }>('SELECT seq, octet_length(bytes) AS size FROM message_body_chunks WHERE message_id = $1 ORDER BY seq', ['m.kept']);
-    assert.ok(sizes.rows.slice(0, -1).every((r) => r.size === BODY_CHUNK_BYTES), 'every piece but the last is full');
+    const sizes = await pool.query<{ seq: number; size: number }>(
+      'SELECT seq, octet_length(bytes) AS size FROM message_body_chunks WHERE message_id = $1 ORDER BY seq',
+      ['m.kept'],
+    );
+    assert.ok(
+      sizes.rows.slice(0, -1).every((r) => r.size === BODY_CHUNK_BYTES),
+      'every piece but the last is full',
+    );
     assert.equal(sizes.rows.at(-1)!.size, BODY_BYTES % BODY_CHUNK_BYTES);
 
     const baseline = process.memoryUsage.rss();
@@ -93,15 +127,29 @@ describe('message bodies in PostgreSQL, in chunks', { skip: postgresUnavailable(
     // Measured 1-15 MB on a quiet machine, 21 MB once under a full parallel suite: the spent
     // pieces (and their hex text) until V8 collects them. A reader that held the body whole
     // would add at least the 40 MB, so three quarters of it still tells the two apart.
-    assert.ok(read.peakGrowth < (BODY_BYTES * 3) / 4, `RSS grew by ${(read.peakGrowth / 1e6).toFixed(1)} MB while reading a ${(BODY_BYTES / 1e6).toFixed(0)} MB body`);
+    assert.ok(
+      read.peakGrowth < (BODY_BYTES * 3) / 4,
+      `RSS grew by ${(read.peakGrowth / 1e6).toFixed(1)} MB while reading a ${(BODY_BYTES / 1e6).toFixed(0)} MB body`,
+    );
   });
 
   test('small bodies: an empty one is one empty piece, pieces split exactly at the chunk size, and a missing piece fails the reader', async () => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      assert.deepEqual(await writeBodyChunks(client, 'm.empty', Readable.from([])), { bytes: 0, chunks: 1 });
-      assert.deepEqual(await writeBodyChunks(client, 'm.small', Readable.from([Buffer.from('Subject: a\r\n'), Buffer.from('\r\nbody\r\n')]), 5), { bytes: 20, chunks: 4 });
+      assert.deepEqual(await writeBodyChunks(client, 'm.empty', Readable.from([])), {
+        bytes: 0,
+        chunks: 1,
+      });
+      assert.deepEqual(
+        await writeBodyChunks(
+          client,
+          'm.small',
+          Readable.from([Buffer.from('Subject: a\r\n'), Buffer.from('\r\nbody\r\n')]),
+          5,
+        ),
+        { bytes: 20, chunks: 4 },
+      );
       await writeBodyChunks(client, 'm.holed', Readable.from([Buffer.from('0123456789')]), 4);
       await client.query('COMMIT');
     } finally {
@@ -111,8 +159,14 @@ describe('message bodies in PostgreSQL, in chunks', { skip: postgresUnavailable(
     const chunks: Buffer[] = [];
     for await (const piece of readBodyChunks(pool, 'm.small')) chunks.push(piece as Buffer);
     assert.equal(Buffer.concat(chunks).toString(), 'Subject: a\r\n\r\nbody\r\n');
-    assert.deepEqual(chunks.map((c) => c.length), [5, 5, 5, 5]);
+    assert.deepEqual(
+      chunks.map((c) => c.length),
+      [5, 5, 5, 5],
+    );
     await pool.query("DELETE FROM message_body_chunks WHERE message_id = 'm.holed' AND seq = 1");
-    await assert.rejects(consume(readBodyChunks(pool, 'm.holed'), 0), /m\.holed: piece 1 of its body is missing/);
+    await assert.rejects(
+      consume(readBodyChunks(pool, 'm.holed'), 0),
+      /m\.holed: piece 1 of its body is missing/,
+    );
   });
 });

@@ -3,18 +3,30 @@ import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { ManualClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
-import { RELEASED_AT, type RateSlot, type RateWindow } from '../../src/policy/rateWindow.js';
 import { SlidingWindowLimiter } from '../../src/policy/rateLimiter.js';
+import { type RateSlot, type RateWindow, RELEASED_AT } from '../../src/policy/rateWindow.js';
 import { SharedSlidingWindowLimiter } from '../../src/policy/sharedRateLimiter.js';
 import { openDatabase } from '../../src/store/db.js';
-import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresMigrations } from '../../src/store/postgres/migrations.js';
-import { sqliteQueries, type Queries } from '../../src/store/queries.js';
-import { pruneRateWindows, rateWindowWait, recordRateWindow, releaseRateWindow, takeRateWindow } from '../../src/store/rateWindows.js';
+import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { type Queries, sqliteQueries } from '../../src/store/queries.js';
+import {
+  pruneRateWindows,
+  rateWindowWait,
+  recordRateWindow,
+  releaseRateWindow,
+  takeRateWindow,
+} from '../../src/store/rateWindows.js';
 import { tempDirs } from '../support/hooks.js';
+import {
+  freshDatabase,
+  postgresUnavailable,
+  startPrivatePostgres,
+  type TestPostgres,
+  testPool,
+} from '../support/postgres.js';
 import { runReleases } from '../support/rateWindowRelease.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, type TestPostgres, testPool } from '../support/postgres.js';
 
 /**
  * Rate windows counted by several nodes on one PostgreSQL (store/rateWindows.ts,
@@ -50,7 +62,9 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
   after(async () => server?.stop());
 
   /** A fresh migrated database and three warm pools on it ("nodes"), for one test. */
-  async function withNodes(run: (nodes: Node[], pruneErrors: Error[]) => Promise<void>): Promise<void> {
+  async function withNodes(
+    run: (nodes: Node[], pruneErrors: Error[]) => Promise<void>,
+  ): Promise<void> {
     const database = await freshDatabase(server.url);
     const pools = [0, 1, 2].map(() => testPool(database.url, 8));
     const pruneErrors: Error[] = [];
@@ -70,8 +84,18 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
   }
 
   /** One limiter per node, of one name and configuration, on one clock. */
-  function limiterOnEachNode(nodes: Node[], name: string, limit: number, windowMs: number, clock: ManualClock, pruneErrors: Error[]): SharedSlidingWindowLimiter[] {
-    return nodes.map((n) => new SharedSlidingWindowLimiter(n.q, name, limit, windowMs, clock, failOnPrune(pruneErrors)));
+  function limiterOnEachNode(
+    nodes: Node[],
+    name: string,
+    limit: number,
+    windowMs: number,
+    clock: ManualClock,
+    pruneErrors: Error[],
+  ): SharedSlidingWindowLimiter[] {
+    return nodes.map(
+      (n) =>
+        new SharedSlidingWindowLimiter(n.q, name, limit, windowMs, clock, failOnPrune(pruneErrors)),
+    );
   }
 
   async function settled(limiters: SharedSlidingWindowLimiter[]): Promise<void> {
@@ -84,7 +108,9 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
 
   /** `n` takes of `key` at once, spread over the nodes in turn; their waits, in the order started. */
   function takeAtOnce(limiters: RateWindow[], key: string, n: number): Promise<number[]> {
-    return Promise.all(Array.from({ length: n }, (_, i) => answer(limiters[i % limiters.length].take(key))));
+    return Promise.all(
+      Array.from({ length: n }, (_, i) => answer(limiters[i % limiters.length].take(key))),
+    );
   }
 
   const admitted = (waits: number[]) => waits.filter((w) => w === 0).length;
@@ -99,7 +125,11 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       for (const [i, key] of keys.entries()) {
         assert.equal(admitted(waits[i]), 10, `${key}: admitted`);
         // All ten events at T0: each refusal is told to wait the whole window.
-        assert.deepEqual(waits[i].filter((w) => w > 0), Array(50).fill(MINUTE), `${key}: refusals' waits`);
+        assert.deepEqual(
+          waits[i].filter((w) => w > 0),
+          Array(50).fill(MINUTE),
+          `${key}: refusals' waits`,
+        );
       }
       for (const limiter of limiters) assert.equal(await limiter.waitMs('k.1'), MINUTE);
       assert.equal(await count(nodes[0], 'rate_windows'), 5);
@@ -119,7 +149,11 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       }
       clock.set(T0 + 9500);
       const wait = await limiters[1].take('key');
-      assert.equal(wait, T0 + MINUTE - (T0 + 9500), 'the oldest event (T0) leaves the window at T0 + 60 s');
+      assert.equal(
+        wait,
+        T0 + MINUTE - (T0 + 9500),
+        'the oldest event (T0) leaves the window at T0 + 60 s',
+      );
 
       clock.advance(wait - 1);
       const early = await takeAtOnce(limiters, 'key', 60);
@@ -129,10 +163,17 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       const due = await takeAtOnce(limiters, 'key', 60);
       assert.equal(admitted(due), 1, 'exactly one admitted when the oldest event has left');
       // The next oldest (T0 + 1 s) leaves a second later.
-      assert.deepEqual(due.filter((w) => w > 0), Array(59).fill(1000));
+      assert.deepEqual(
+        due.filter((w) => w > 0),
+        Array(59).fill(1000),
+      );
 
       clock.advance(1000);
-      assert.equal(admitted(await takeAtOnce(limiters, 'key', 60)), 1, 'and one more a second later');
+      assert.equal(
+        admitted(await takeAtOnce(limiters, 'key', 60)),
+        1,
+        'and one more a second later',
+      );
       await settled(limiters);
     });
   });
@@ -147,17 +188,48 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       // The same limiter reloaded with another limit on one node: a window of its own, as a
       // reload starts afresh in memory.
       const sendReloaded = new SharedSlidingWindowLimiter(c.q, 'send', 3, MINUTE, clock, errors);
-      const sendOtherWindow = new SharedSlidingWindowLimiter(c.q, 'send', 2, 2 * MINUTE, clock, errors);
+      const sendOtherWindow = new SharedSlidingWindowLimiter(
+        c.q,
+        'send',
+        2,
+        2 * MINUTE,
+        clock,
+        errors,
+      );
 
-      assert.deepEqual([await sendOnA.take('k.1'), await sendOnB.take('k.1'), await sendOnA.take('k.1')], [0, 0, MINUTE]);
-      assert.deepEqual([await sendOnB.take('k.2'), await sendOnA.take('k.2'), await sendOnB.take('k.2')], [0, 0, MINUTE], 'another key');
-      assert.deepEqual([await batchOnC.take('k.1'), await batchOnC.take('k.1'), await batchOnC.take('k.1')], [0, 0, MINUTE], 'another limiter, same key');
       assert.deepEqual(
-        [await sendReloaded.take('k.1'), await sendReloaded.take('k.1'), await sendReloaded.take('k.1'), await sendReloaded.take('k.1')],
+        [await sendOnA.take('k.1'), await sendOnB.take('k.1'), await sendOnA.take('k.1')],
+        [0, 0, MINUTE],
+      );
+      assert.deepEqual(
+        [await sendOnB.take('k.2'), await sendOnA.take('k.2'), await sendOnB.take('k.2')],
+        [0, 0, MINUTE],
+        'another key',
+      );
+      assert.deepEqual(
+        [await batchOnC.take('k.1'), await batchOnC.take('k.1'), await batchOnC.take('k.1')],
+        [0, 0, MINUTE],
+        'another limiter, same key',
+      );
+      assert.deepEqual(
+        [
+          await sendReloaded.take('k.1'),
+          await sendReloaded.take('k.1'),
+          await sendReloaded.take('k.1'),
+          await sendReloaded.take('k.1'),
+        ],
         [0, 0, 0, MINUTE],
         'the same limiter with another limit',
       );
-      assert.deepEqual([await sendOtherWindow.take('k.1'), await sendOtherWindow.take('k.1'), await sendOtherWindow.take('k.1')], [0, 0, 2 * MINUTE], 'with another window');
+      assert.deepEqual(
+        [
+          await sendOtherWindow.take('k.1'),
+          await sendOtherWindow.take('k.1'),
+          await sendOtherWindow.take('k.1'),
+        ],
+        [0, 0, 2 * MINUTE],
+        'with another window',
+      );
       // None of them moved the first.
       assert.equal(await sendOnB.waitMs('k.1'), MINUTE);
       assert.equal(await sendOnB.waitMs('k.3'), 0, 'a key never taken');
@@ -171,7 +243,14 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       const windowMs = 10_000;
       const limiters = limiterOnEachNode(nodes, 'viewer', 3, windowMs, clock, pruneErrors);
       // Another limiter's windows: pruned by its own limiters, not these.
-      const other = new SharedSlidingWindowLimiter(nodes[0].q, 'other', 3, 100 * windowMs, clock, failOnPrune(pruneErrors));
+      const other = new SharedSlidingWindowLimiter(
+        nodes[0].q,
+        'other',
+        3,
+        100 * windowMs,
+        clock,
+        failOnPrune(pruneErrors),
+      );
       assert.equal(await other.take('ip.kept'), 0);
       await other.settled();
       for (let round = 0; round < 20; round++) {
@@ -180,17 +259,31 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
         clock.set(T0 + round * windowMs);
         const keys = Array.from({ length: 50 }, (_, i) => `ip.${round}.${i}`);
         const waits = await Promise.all(keys.map((key) => takeAtOnce(limiters, key, 4)));
-        assert.equal(waits.flat().filter((w) => w === 0).length, 150, `round ${round}: three per key admitted`);
+        assert.equal(
+          waits.flat().filter((w) => w === 0).length,
+          150,
+          `round ${round}: three per key admitted`,
+        );
         await settled(limiters);
-        assert.equal(await count(nodes[0], 'rate_windows'), 50 + 1, `round ${round}: this round's windows and the other limiter's`);
-        assert.equal(await count(nodes[0], 'rate_window_slots'), 150 + 1, `round ${round}: their slots`);
+        assert.equal(
+          await count(nodes[0], 'rate_windows'),
+          50 + 1,
+          `round ${round}: this round's windows and the other limiter's`,
+        );
+        assert.equal(
+          await count(nodes[0], 'rate_window_slots'),
+          150 + 1,
+          `round ${round}: their slots`,
+        );
       }
       // A quiet window later, one take: only its window is left (and the other limiter's).
       clock.advance(3 * windowMs);
       assert.equal(await limiters[2].take('ip.last'), 0);
       await settled(limiters);
       assert.deepEqual(
-        (await nodes[0].q.all<{ limiter: string; key: string; filled: number }>('SELECT limiter, key, filled FROM rate_windows ORDER BY key')),
+        await nodes[0].q.all<{ limiter: string; key: string; filled: number }>(
+          'SELECT limiter, key, filled FROM rate_windows ORDER BY key',
+        ),
         [
           { limiter: 'other', key: 'ip.kept', filled: 1 },
           { limiter: 'viewer', key: 'ip.last', filled: 1 },
@@ -213,7 +306,10 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
         assert.equal(admitted(await takeAtOnce(limiters, 'ip', 5)), 5);
         // Every event leaves the window; prunes on every node race 30 takes.
         clock.advance(MINUTE);
-        const [waits] = await Promise.all([takeAtOnce(limiters, 'ip', 30), ...nodes.map((n) => pruneRateWindows(n.q, 'unauthenticated', clock.now()))]);
+        const [waits] = await Promise.all([
+          takeAtOnce(limiters, 'ip', 30),
+          ...nodes.map((n) => pruneRateWindows(n.q, 'unauthenticated', clock.now())),
+        ]);
         assert.equal(admitted(waits), 5, `round ${round}`);
         clock.advance(MINUTE);
       }
@@ -231,7 +327,14 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
   test("a reserve on one node names its event; a release through another gives it back (the oldest slot then holds a time before any clock) and a third node's reserve takes the place at once; a second release of it, or one for another key, does nothing", async () => {
     await withNodes(async (nodes, pruneErrors) => {
       const clock = new ManualClock(T0);
-      const [a, b, c] = limiterOnEachNode(nodes, 'console_sign_in_account', 2, MINUTE, clock, pruneErrors);
+      const [a, b, c] = limiterOnEachNode(
+        nodes,
+        'console_sign_in_account',
+        2,
+        MINUTE,
+        clock,
+        pruneErrors,
+      );
       const first = admittedSlot(await a.reserve('k'));
       clock.advance(1000);
       const second = admittedSlot(await b.reserve('k'));
@@ -240,11 +343,18 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
 
       assert.equal(await b.release('other key', first), false, 'another key');
       assert.equal(await b.release('k', first), true);
-      assert.deepEqual(await nodes[0].q.all('SELECT slot, at FROM rate_window_slots ORDER BY slot'), [
-        { slot: 0, at: RELEASED_AT },
-        { slot: 1, at: T0 + 1000 },
-      ]);
-      assert.deepEqual(await c.reserve('k'), { waitMs: 0, slot: { window: first.window, write: 2 } }, 'the place given back, at once');
+      assert.deepEqual(
+        await nodes[0].q.all('SELECT slot, at FROM rate_window_slots ORDER BY slot'),
+        [
+          { slot: 0, at: RELEASED_AT },
+          { slot: 1, at: T0 + 1000 },
+        ],
+      );
+      assert.deepEqual(
+        await c.reserve('k'),
+        { waitMs: 0, slot: { window: first.window, write: 2 } },
+        'the place given back, at once',
+      );
       assert.equal(await a.release('k', first), false, 'given back already');
       assert.equal(await a.waitMs('k'), MINUTE, 'both kept events at T0 + 1 s');
       await settled([a, b, c]);
@@ -271,19 +381,37 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
   test('three nodes: 60 reserves at once with room for 10; then the 5 oldest given back while 60 more reserve at once: never more than 10 kept, and exactly 5 more admitted once the releases are in', async () => {
     await withNodes(async (nodes, pruneErrors) => {
       const clock = new ManualClock(T0);
-      const limiters = limiterOnEachNode(nodes, 'console_sign_in_ip', 10, MINUTE, clock, pruneErrors);
-      const first = await Promise.all(Array.from({ length: 60 }, (_, i) => limiters[i % 3].reserve('ip')));
-      const slots = first.flatMap((r) => (r.slot === null ? [] : [r.slot])).sort((x, y) => x.write - y.write);
+      const limiters = limiterOnEachNode(
+        nodes,
+        'console_sign_in_ip',
+        10,
+        MINUTE,
+        clock,
+        pruneErrors,
+      );
+      const first = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => limiters[i % 3].reserve('ip')),
+      );
+      const slots = first
+        .flatMap((r) => (r.slot === null ? [] : [r.slot]))
+        .sort((x, y) => x.write - y.write);
       assert.deepEqual(
         slots.map((s) => s.write),
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
       );
-      const [released, during] = await Promise.all([Promise.all(slots.slice(0, 5).map((slot, i) => limiters[(i + 1) % 3].release('ip', slot))), takeAtOnce(limiters, 'ip', 60)]);
+      const [released, during] = await Promise.all([
+        Promise.all(slots.slice(0, 5).map((slot, i) => limiters[(i + 1) % 3].release('ip', slot))),
+        takeAtOnce(limiters, 'ip', 60),
+      ]);
       assert.deepEqual(released, [true, true, true, true, true]);
       assert.ok(admitted(during) <= 5, `${admitted(during)} admitted while 5 were given back`);
       const later = await takeAtOnce(limiters, 'ip', 60);
       assert.equal(admitted(during) + admitted(later), 5);
-      assert.deepEqual(await nodes[0].q.all('SELECT at, count(*) AS n FROM rate_window_slots GROUP BY at'), [{ at: T0, n: 10 }], 'ten events kept, none given back left');
+      assert.deepEqual(
+        await nodes[0].q.all('SELECT at, count(*) AS n FROM rate_window_slots GROUP BY at'),
+        [{ at: T0, n: 10 }],
+        'ten events kept, none given back left',
+      );
       await settled(limiters);
     });
   });
@@ -296,7 +424,14 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
     test(`release never admits more than the limit in any window, calls spread over three nodes (limit ${limit}, 400 random steps, seed ${seed})`, async () => {
       await withNodes(async (nodes, pruneErrors) => {
         const clock = new ManualClock(T0);
-        const limiters = limiterOnEachNode(nodes, 'console_sign_in_account', limit, 1000, clock, pruneErrors);
+        const limiters = limiterOnEachNode(
+          nodes,
+          'console_sign_in_account',
+          limit,
+          1000,
+          clock,
+          pruneErrors,
+        );
         const run = await runReleases(limiters, clock, seed, 400);
         assert.ok(run.admitted > 20 && run.refused > 20 && run.released > 20, JSON.stringify(run));
         await settled(limiters);
@@ -308,10 +443,17 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
     const database = await freshDatabase(server.url);
     const pool = testPool(database.url, 4);
     try {
-      await migratePostgres(pool, silentLogger(), postgresMigrations.filter((m) => m.version < 14));
+      await migratePostgres(
+        pool,
+        silentLogger(),
+        postgresMigrations.filter((m) => m.version < 14),
+      );
       const q = postgresQueries(pool);
       const oldTake = async (limiter: string, max: number, now: number, always = false) =>
-        (await q.get<{ wait_ms: number }>('SELECT rate_window_take(@limiter, @max, @windowMs, @key, @now, @always) AS wait_ms', { limiter, max, windowMs: MINUTE, key: 'k', now, always }))!.wait_ms;
+        (await q.get<{ wait_ms: number }>(
+          'SELECT rate_window_take(@limiter, @max, @windowMs, @key, @now, @always) AS wait_ms',
+          { limiter, max, windowMs: MINUTE, key: 'k', now, always },
+        ))!.wait_ms;
       // One window not yet full (two of three), one come round its ring (five failures recorded in two places).
       for (let i = 0; i < 2; i++) assert.equal(await oldTake('part', 3, T0 + i), 0);
       for (let i = 0; i < 5; i++) assert.equal(await oldTake('round', 2, T0 + i, true), 0);
@@ -320,7 +462,14 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       const clock = new ManualClock(T0);
       const errors: Error[] = [];
       const part = new SharedSlidingWindowLimiter(q, 'part', 3, MINUTE, clock, failOnPrune(errors));
-      const round = new SharedSlidingWindowLimiter(q, 'round', 2, MINUTE, clock, failOnPrune(errors));
+      const round = new SharedSlidingWindowLimiter(
+        q,
+        'round',
+        2,
+        MINUTE,
+        clock,
+        failOnPrune(errors),
+      );
       clock.set(T0 + 10);
       const third = admittedSlot(await part.reserve('k'));
       assert.equal(third.write, 0, 'numbered from 0: the events before have no number');
@@ -330,14 +479,25 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       assert.equal(sixth.write, 0);
       // Given back, the event before it (unnumbered) moves up and the oldest slot is left free.
       assert.equal(await round.release('k', sixth), true);
-      const slotsOf = (window: number) => q.all('SELECT slot, at, write_id FROM rate_window_slots WHERE window_id = @window ORDER BY slot', { window });
+      const slotsOf = (window: number) =>
+        q.all(
+          'SELECT slot, at, write_id FROM rate_window_slots WHERE window_id = @window ORDER BY slot',
+          { window },
+        );
       assert.deepEqual(await slotsOf(sixth.window), [
         { slot: 0, at: RELEASED_AT, write_id: null },
         { slot: 1, at: T0 + 4, write_id: null },
       ]);
       // The previous release's function numbers its events too.
       assert.equal(await part.release('k', third), true);
-      assert.deepEqual([await oldTake('part', 3, T0 + MINUTE), await oldTake('part', 3, T0 + MINUTE + 1), await oldTake('part', 3, T0 + MINUTE + 1)], [0, 0, 0]);
+      assert.deepEqual(
+        [
+          await oldTake('part', 3, T0 + MINUTE),
+          await oldTake('part', 3, T0 + MINUTE + 1),
+          await oldTake('part', 3, T0 + MINUTE + 1),
+        ],
+        [0, 0, 0],
+      );
       assert.deepEqual(await slotsOf(third.window), [
         { slot: 0, at: T0 + MINUTE, write_id: 1 },
         { slot: 1, at: T0 + MINUTE + 1, write_id: 2 },
@@ -384,7 +544,18 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       what: 'a burst up to the limit, then refusals whose wait shrinks as the clock moves',
       limit: 3,
       windowMs: 1000,
-      steps: [take(0), take(10), take(20), take(30), take(500), wait(999), take(1000), take(1005), take(1010), take(1020)],
+      steps: [
+        take(0),
+        take(10),
+        take(20),
+        take(30),
+        take(500),
+        wait(999),
+        take(1000),
+        take(1005),
+        take(1010),
+        take(1020),
+      ],
       expect: [0, 0, 0, 970, 500, 1, 0, 5, 0, 0],
     },
     {
@@ -398,21 +569,55 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       what: 'two keys interleaved, each with its own window',
       limit: 2,
       windowMs: 1000,
-      steps: [take(0, 'a'), take(1, 'b'), take(2, 'a'), take(3, 'b'), take(4, 'a'), take(5, 'b'), take(1000, 'a'), take(1000, 'b'), take(1001, 'b'), take(1002, 'a')],
+      steps: [
+        take(0, 'a'),
+        take(1, 'b'),
+        take(2, 'a'),
+        take(3, 'b'),
+        take(4, 'a'),
+        take(5, 'b'),
+        take(1000, 'a'),
+        take(1000, 'b'),
+        take(1001, 'b'),
+        take(1002, 'a'),
+      ],
       expect: [0, 0, 0, 0, 996, 996, 0, 1, 0, 0],
     },
     {
       what: 'failures recorded past the limit (sign-ins): the wait is for the limit-th newest event',
       limit: 3,
       windowMs: 1000,
-      steps: [record(0), record(100), record(200), record(300), record(400), wait(450), wait(1199), wait(1200), take(1200), wait(1200), take(1300), take(1301)],
+      steps: [
+        record(0),
+        record(100),
+        record(200),
+        record(300),
+        record(400),
+        wait(450),
+        wait(1199),
+        wait(1200),
+        take(1200),
+        wait(1200),
+        take(1300),
+        take(1301),
+      ],
       expect: [null, null, null, null, null, 750, 1, 0, 0, 100, 0, 99],
     },
     {
       what: 'a key idle for longer than a window starts afresh (the in-memory sweep, the shared prune)',
       limit: 2,
       windowMs: 500,
-      steps: [take(0), take(1), take(2), take(5000, 'other'), take(5001), take(5002), take(5003), wait(5500), take(5501)],
+      steps: [
+        take(0),
+        take(1),
+        take(2),
+        take(5000, 'other'),
+        take(5001),
+        take(5002),
+        take(5003),
+        wait(5500),
+        take(5501),
+      ],
       expect: [0, 0, 498, 0, 0, 0, 498, 1, 0],
     },
     {
@@ -425,21 +630,54 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       what: 'events given back (1) free their places at once, from the middle of the ring too',
       limit: 3,
       windowMs: 1000,
-      steps: [reserve(0), reserve(100), reserve(200), release(300, 1), take(300), release(300, 0), take(300), take(300), take(300), wait(300)],
+      steps: [
+        reserve(0),
+        reserve(100),
+        reserve(200),
+        release(300, 1),
+        take(300),
+        release(300, 0),
+        take(300),
+        take(300),
+        take(300),
+        wait(300),
+      ],
       expect: [0, 0, 0, 1, 0, 1, 0, 900, 900, 900],
     },
     {
       what: 'an event whose place a later take has taken over is not given back (0); the newest given back frees a place at once',
       limit: 2,
       windowMs: 1000,
-      steps: [reserve(0), reserve(10), reserve(20), take(1000), release(1000, 0), take(1000), wait(1010), reserve(1010), release(1010, 7), take(1010)],
+      steps: [
+        reserve(0),
+        reserve(10),
+        reserve(20),
+        take(1000),
+        release(1000, 0),
+        take(1000),
+        wait(1010),
+        reserve(1010),
+        release(1010, 7),
+        take(1010),
+      ],
       expect: [0, 0, 980, 0, 0, 10, 0, 0, 1, 0],
     },
     {
       what: 'several takes in one millisecond',
       limit: 3,
       windowMs: 1000,
-      steps: [take(7), take(7), take(7), take(7), wait(7), take(1006), take(1007), take(1007), take(1007), take(1007)],
+      steps: [
+        take(7),
+        take(7),
+        take(7),
+        take(7),
+        wait(7),
+        take(1006),
+        take(1007),
+        take(1007),
+        take(1007),
+        take(1007),
+      ],
       expect: [0, 0, 0, 1000, 1000, 1, 0, 0, 0, 1000],
     },
   ];
@@ -449,9 +687,20 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       for (const [n, scenario] of scenarios.entries()) {
         const memoryClock = new ManualClock(T0);
         const sharedClock = new ManualClock(T0);
-        const inMemory: RateWindow = new SlidingWindowLimiter(scenario.limit, scenario.windowMs, memoryClock);
+        const inMemory: RateWindow = new SlidingWindowLimiter(
+          scenario.limit,
+          scenario.windowMs,
+          memoryClock,
+        );
         // A limiter name per scenario: each starts from an empty table.
-        const shared = limiterOnEachNode(nodes, `scenario-${n}`, scenario.limit, scenario.windowMs, sharedClock, pruneErrors);
+        const shared = limiterOnEachNode(
+          nodes,
+          `scenario-${n}`,
+          scenario.limit,
+          scenario.windowMs,
+          sharedClock,
+          pruneErrors,
+        );
         const run = async (clock: ManualClock, limiterFor: (i: number) => RateWindow) => {
           const answers: (number | null)[] = [];
           const slots = new Map<number, RateSlot>();
@@ -460,14 +709,17 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
             const limiter = limiterFor(i);
             if (step.op === 'take') answers.push(await answer(limiter.take(step.key)));
             else if (step.op === 'wait') answers.push(await answer(limiter.waitMs(step.key)));
-            else if (step.op === 'record') answers.push((await answer(limiter.record(step.key))) ?? null);
+            else if (step.op === 'record')
+              answers.push((await answer(limiter.record(step.key))) ?? null);
             else if (step.op === 'reserve') {
               const reserved = await answer(limiter.reserve(step.key));
               if (reserved.slot !== null) slots.set(i, reserved.slot);
               answers.push(reserved.waitMs);
             } else {
               const slot = slots.get(step.of!);
-              answers.push(slot === undefined ? null : Number(await answer(limiter.release(step.key, slot))));
+              answers.push(
+                slot === undefined ? null : Number(await answer(limiter.release(step.key, slot))),
+              );
             }
           }
           return answers;
@@ -476,7 +728,8 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
         const fromShared = await run(sharedClock, (i) => shared[i % shared.length]);
         await settled(shared);
         assert.deepEqual(fromShared, fromMemory, `${scenario.what}: shared against in-memory`);
-        if (scenario.expect) assert.deepEqual(fromMemory, scenario.expect, `${scenario.what}: the answers`);
+        if (scenario.expect)
+          assert.deepEqual(fromMemory, scenario.expect, `${scenario.what}: the answers`);
       }
     });
   });
@@ -488,7 +741,11 @@ describe('rate windows on the SQLite store', () => {
     try {
       const q = sqliteQueries(db);
       const limit = { limiter: 'send', maxEvents: 1, windowMs: 1000 };
-      assert.throws(() => new SharedSlidingWindowLimiter(q, 'send', 1, 1000, new ManualClock(T0), () => undefined), /PostgreSQL/);
+      assert.throws(
+        () =>
+          new SharedSlidingWindowLimiter(q, 'send', 1, 1000, new ManualClock(T0), () => undefined),
+        /PostgreSQL/,
+      );
       await assert.rejects(takeRateWindow(q, limit, 'k', T0), /PostgreSQL/);
       await assert.rejects(recordRateWindow(q, limit, 'k', T0), /PostgreSQL/);
       await assert.rejects(rateWindowWait(q, limit, 'k', T0), /PostgreSQL/);

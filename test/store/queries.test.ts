@@ -3,10 +3,17 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import type pg from 'pg';
-import { sqliteQueries, type Queries } from '../../src/store/queries.js';
 import { postgresQueries, translatePlaceholders } from '../../src/store/postgres/queries.js';
+import { type Queries, sqliteQueries } from '../../src/store/queries.js';
 import { tempDirs } from '../support/hooks.js';
-import { freshDatabase, postgresUnavailable, startPrivatePostgres, testPool, type FreshDatabase, type TestPostgres } from '../support/postgres.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  startPrivatePostgres,
+  type TestPostgres,
+  testPool,
+} from '../support/postgres.js';
 
 /**
  * The store's statements run unchanged on both engines (src/store/queries.ts): the same calls
@@ -16,8 +23,10 @@ import { freshDatabase, postgresUnavailable, startPrivatePostgres, testPool, typ
 const stateDir = tempDirs('postern-queries-');
 
 /** One table in each dialect's words; every statement below is shared. */
-const SQLITE_TABLE = 'CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL, flag INTEGER NOT NULL DEFAULT 0, body BLOB)';
-const POSTGRES_TABLE = 'CREATE TABLE items (id BIGINT PRIMARY KEY, name TEXT NOT NULL, at BIGINT NOT NULL, flag INTEGER NOT NULL DEFAULT 0, body BYTEA)';
+const SQLITE_TABLE =
+  'CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL, flag INTEGER NOT NULL DEFAULT 0, body BLOB)';
+const POSTGRES_TABLE =
+  'CREATE TABLE items (id BIGINT PRIMARY KEY, name TEXT NOT NULL, at BIGINT NOT NULL, flag INTEGER NOT NULL DEFAULT 0, body BYTEA)';
 
 interface Item {
   id: number;
@@ -46,7 +55,8 @@ function sqliteEngine(): Engine {
   return {
     name: 'sqlite',
     q: sqliteQueries(db),
-    committedCount: async () => (other.prepare('SELECT count(*) AS n FROM items').get() as { n: number }).n,
+    committedCount: async () =>
+      (other.prepare('SELECT count(*) AS n FROM items').get() as { n: number }).n,
     close: async () => {
       other.close();
       db.close();
@@ -62,7 +72,8 @@ async function postgresEngine(server: TestPostgres): Promise<Engine> {
   return {
     name: 'postgres',
     q: postgresQueries(pool),
-    committedCount: async () => Number((await other.query('SELECT count(*) AS n FROM items')).rows[0].n),
+    committedCount: async () =>
+      Number((await other.query('SELECT count(*) AS n FROM items')).rows[0].n),
     close: async () => {
       await other.end();
       await pool.end();
@@ -73,8 +84,13 @@ async function postgresEngine(server: TestPostgres): Promise<Engine> {
 
 describe('placeholders rewritten for PostgreSQL', () => {
   test('? are numbered in order, outside literals, quoted names and comments', () => {
-    const t = translatePlaceholders(`SELECT '?', "a?" FROM t -- why?\n WHERE a = ? /* ? */ AND b = 'it''s ?' AND c = ?`);
-    assert.equal(t.text, `SELECT '?', "a?" FROM t -- why?\n WHERE a = $1 /* ? */ AND b = 'it''s ?' AND c = $2`);
+    const t = translatePlaceholders(
+      `SELECT '?', "a?" FROM t -- why?\n WHERE a = ? /* ? */ AND b = 'it''s ?' AND c = ?`,
+    );
+    assert.equal(
+      t.text,
+      `SELECT '?', "a?" FROM t -- why?\n WHERE a = $1 /* ? */ AND b = 'it''s ?' AND c = $2`,
+    );
     assert.equal(t.names, null);
   });
 
@@ -114,14 +130,35 @@ describe('Queries on both engines', () => {
       test('rows come back in SQLite shapes: big integers as numbers, blobs as buffers, comparisons as 1/0', async () => {
         const { q } = engine;
         await q.run('DELETE FROM items');
-        assert.equal(await q.run('INSERT INTO items (id, name, at, flag, body) VALUES (?, ?, ?, ?, ?)', 1, 'one', AT, true, Buffer.from('abc')), 1);
-        await q.run('INSERT INTO items (id, name, at, flag, body) VALUES (@id, @name, @at, @flag, @body)', { id: 2, name: 'two', at: AT + 1, flag: false, body: null });
+        assert.equal(
+          await q.run(
+            'INSERT INTO items (id, name, at, flag, body) VALUES (?, ?, ?, ?, ?)',
+            1,
+            'one',
+            AT,
+            true,
+            Buffer.from('abc'),
+          ),
+          1,
+        );
+        await q.run(
+          'INSERT INTO items (id, name, at, flag, body) VALUES (@id, @name, @at, @flag, @body)',
+          { id: 2, name: 'two', at: AT + 1, flag: false, body: null },
+        );
         const row = await q.get<Item>('SELECT * FROM items WHERE id = ?', 1);
         assert.deepEqual(row, { id: 1, name: 'one', at: AT, flag: 1, body: Buffer.from('abc') });
         assert.equal(await q.get('SELECT * FROM items WHERE id = ?', 99), undefined);
-        const all = await q.all<{ id: number; late: number }>('SELECT id, at > ? AS late FROM items ORDER BY id', AT);
-        assert.deepEqual(all, [{ id: 1, late: 0 }, { id: 2, late: 1 }]);
-        const sums = await q.get<{ n: number; total: number }>('SELECT count(*) AS n, sum(at) AS total FROM items');
+        const all = await q.all<{ id: number; late: number }>(
+          'SELECT id, at > ? AS late FROM items ORDER BY id',
+          AT,
+        );
+        assert.deepEqual(all, [
+          { id: 1, late: 0 },
+          { id: 2, late: 1 },
+        ]);
+        const sums = await q.get<{ n: number; total: number }>(
+          'SELECT count(*) AS n, sum(at) AS total FROM items',
+        );
         assert.deepEqual(sums, { n: 2, total: 2 * AT + 1 });
         assert.equal(await q.run('UPDATE items SET flag = ? WHERE flag = ?', 1, 0), 1);
       });
@@ -155,7 +192,12 @@ describe('Queries on both engines', () => {
           for (const id of [1, 2, 2, 3]) {
             try {
               await tx.transaction(async (unit) => {
-                await unit.run('INSERT INTO items (id, name, at) VALUES (?, ?, ?)', id, `n${id}`, AT);
+                await unit.run(
+                  'INSERT INTO items (id, name, at) VALUES (?, ?, ?)',
+                  id,
+                  `n${id}`,
+                  AT,
+                );
                 await unit.run('UPDATE items SET flag = 1 WHERE id = ?', id);
               });
               results.push('ok');
@@ -166,7 +208,11 @@ describe('Queries on both engines', () => {
           return results;
         });
         assert.deepEqual(outcomes, ['ok', 'ok', 'refused', 'ok']);
-        assert.deepEqual(await q.all('SELECT id, flag FROM items ORDER BY id'), [{ id: 1, flag: 1 }, { id: 2, flag: 1 }, { id: 3, flag: 1 }]);
+        assert.deepEqual(await q.all('SELECT id, flag FROM items ORDER BY id'), [
+          { id: 1, flag: 1 },
+          { id: 2, flag: 1 },
+          { id: 3, flag: 1 },
+        ]);
       });
 
       test('transactions started together run one after another and both commit', async () => {
@@ -175,7 +221,11 @@ describe('Queries on both engines', () => {
         await q.run('INSERT INTO items (id, name, at) VALUES (1, ?, 0)', 'counter');
         const bump = () =>
           q.transaction(async (tx) => {
-            const { at } = (await tx.get<{ at: number }>(engine.q.dialect === 'postgres' ? 'SELECT at FROM items WHERE id = 1 FOR UPDATE' : 'SELECT at FROM items WHERE id = 1'))!;
+            const { at } = (await tx.get<{ at: number }>(
+              engine.q.dialect === 'postgres'
+                ? 'SELECT at FROM items WHERE id = 1 FOR UPDATE'
+                : 'SELECT at FROM items WHERE id = 1',
+            ))!;
             await tx.run('UPDATE items SET at = ? WHERE id = 1', at + 1);
           });
         await Promise.all(Array.from({ length: 20 }, bump));
@@ -186,11 +236,20 @@ describe('Queries on both engines', () => {
         const { q } = engine;
         await q.run('DELETE FROM items');
         await q.transaction(async (tx) => {
-          for (let id = 1; id <= 1234; id++) await tx.run('INSERT INTO items (id, name, at) VALUES (?, ?, ?)', id, `n${id}`, AT + id);
+          for (let id = 1; id <= 1234; id++)
+            await tx.run(
+              'INSERT INTO items (id, name, at) VALUES (?, ?, ?)',
+              id,
+              `n${id}`,
+              AT + id,
+            );
         });
         let count = 0;
         let sum = 0;
-        for await (const row of q.iterate<Item>('SELECT id, at FROM items WHERE at > ? ORDER BY id', AT)) {
+        for await (const row of q.iterate<Item>(
+          'SELECT id, at FROM items WHERE at > ? ORDER BY id',
+          AT,
+        )) {
           count += 1;
           sum += row.at - AT;
         }

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { HttpResult } from './postern.js';
+import Database from 'better-sqlite3';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { allValues, type Queries } from '../../src/store/queries.js';
+import type { HttpResult } from './postern.js';
 import { databaseFor, testPool, testStore } from './postgres.js';
 
 /** Every file under `<stateDir>/spool` (temp and day directories), sorted. */
@@ -17,19 +17,26 @@ export function spoolFiles(stateDir: string): string[] {
 
 /** Every stored MIME: the spool's files, and `index:<id>` for each body the index keeps (sorted). */
 export function storedMimeList(stateDir: string): string[] {
-  return [...spoolFiles(stateDir), ...[...heldBodySizes(stateDir).keys()].map((id) => `index:${id}`)].sort();
+  return [
+    ...spoolFiles(stateDir),
+    ...[...heldBodySizes(stateDir).keys()].map((id) => `index:${id}`),
+  ].sort();
 }
 
 /** How many messages' MIME is stored: files in the spool, and bodies the index keeps. */
 export function storedMimeCount(stateDir: string): number {
-  return spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + heldBodySizes(stateDir).size;
+  return (
+    spoolFiles(stateDir).filter((f) => f.endsWith('.eml')).length + heldBodySizes(stateDir).size
+  );
 }
 
 /** The bodies the index keeps (small messages), by message id: their sizes in bytes. */
 export function heldBodySizes(stateDir: string): Map<string, number> {
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
   try {
-    const rows = db.prepare('SELECT message_id, length(mime) AS size FROM message_bodies').all() as { message_id: string; size: number }[];
+    const rows = db
+      .prepare('SELECT message_id, length(mime) AS size FROM message_bodies')
+      .all() as { message_id: string; size: number }[];
     return new Map(rows.map((r) => [r.message_id, r.size]));
   } finally {
     db.close();
@@ -37,7 +44,12 @@ export function heldBodySizes(stateDir: string): Map<string, number> {
 }
 
 /** An exact error envelope without details, taking the human message from the response. */
-export function assertErrorEnvelope(res: HttpResult, status: number, type: string, code: string): void {
+export function assertErrorEnvelope(
+  res: HttpResult,
+  status: number,
+  type: string,
+  code: string,
+): void {
   assert.equal(res.status, status, res.text);
   assert.equal(typeof res.body?.error?.message, 'string', res.text);
   assert.deepEqual(res.body, { error: { type, code, message: res.body.error.message } });
@@ -58,7 +70,8 @@ export function spoolSnapshot(stateDir: string): { tmpFiles: string[]; dayFiles:
   const dayFiles: string[] = [];
   for (const entry of readdirSync(root, { withFileTypes: true })) {
     if (!entry.isDirectory() || !DAY_DIR.test(entry.name)) continue;
-    for (const name of readdirSync(path.join(root, entry.name))) dayFiles.push(path.join(entry.name, name));
+    for (const name of readdirSync(path.join(root, entry.name)))
+      dayFiles.push(path.join(entry.name, name));
   }
   return { tmpFiles, dayFiles: dayFiles.sort() };
 }
@@ -84,17 +97,28 @@ export interface StoredRow {
 }
 
 /** What a SIGKILL left: the spool's files, the committed rows by id, and how many renamed files no committed row names. */
-export function leftByKill<Row extends { id: string }>(stateDir: string): { debris: ReturnType<typeof spoolSnapshot>; rows: Map<string, Row>; orphans: number } {
+export function leftByKill<Row extends { id: string }>(
+  stateDir: string,
+): { debris: ReturnType<typeof spoolSnapshot>; rows: Map<string, Row>; orphans: number } {
   const debris = spoolSnapshot(stateDir);
   const rows = readMessageRows<Row>(stateDir);
-  return { debris, rows, orphans: debris.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))).length };
+  return {
+    debris,
+    rows,
+    orphans: debris.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))).length,
+  };
 }
 
 /** Ids of the messages that have their `mail.accepted` event. */
 export function acceptedEventIds(stateDir: string): Set<string> {
   const db = new Database(path.join(stateDir, 'postern.db'), { readonly: true });
   try {
-    return new Set(db.prepare("SELECT message_id FROM events WHERE type = 'mail.accepted'").pluck().all() as string[]);
+    return new Set(
+      db
+        .prepare("SELECT message_id FROM events WHERE type = 'mail.accepted'")
+        .pluck()
+        .all() as string[],
+    );
   } finally {
     db.close();
   }
@@ -104,7 +128,10 @@ export function acceptedEventIds(stateDir: string): Set<string> {
  * What reconciliation leaves behind after a crash: nothing in spool/tmp, no stored file without
  * its index row, no row without its file or, for a small message, its body in the index.
  */
-export function assertSpoolConsistent(stateDir: string, rows: Map<string, { spool_path: string; last_error: string | null }>): void {
+export function assertSpoolConsistent(
+  stateDir: string,
+  rows: Map<string, { spool_path: string; last_error: string | null }>,
+): void {
   const snap = spoolSnapshot(stateDir);
   assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
   const orphans = snap.dayFiles.filter((rel) => {
@@ -114,9 +141,17 @@ export function assertSpoolConsistent(stateDir: string, rows: Map<string, { spoo
   assert.deepEqual(orphans, [], 'every spooled file has its index row');
   const held = heldBodySizes(stateDir);
   const withoutBody = [...rows.entries()].filter(
-    ([id, r]) => r.last_error === 'spool_file_missing' || (r.spool_path === '' ? !(held.get(id)! > 0) : !existsSync(path.join(stateDir, 'spool', r.spool_path))),
+    ([id, r]) =>
+      r.last_error === 'spool_file_missing' ||
+      (r.spool_path === ''
+        ? !(held.get(id)! > 0)
+        : !existsSync(path.join(stateDir, 'spool', r.spool_path))),
   );
-  assert.deepEqual(withoutBody.map(([id]) => id), [], 'no index row lacks its file or its body');
+  assert.deepEqual(
+    withoutBody.map(([id]) => id),
+    [],
+    'no index row lacks its file or its body',
+  );
 }
 
 /**
@@ -133,7 +168,9 @@ async function withStateDatabase<T>(stateDir: string, fn: (q: Queries) => Promis
 }
 
 /** readMessageRows on either backend. */
-export async function messageRowsOf<Row extends { id: string }>(stateDir: string): Promise<Map<string, Row>> {
+export async function messageRowsOf<Row extends { id: string }>(
+  stateDir: string,
+): Promise<Map<string, Row>> {
   if (testStore() !== 'postgres') return readMessageRows<Row>(stateDir);
   const rows = await withStateDatabase(stateDir, (q) => q.all<Row>('SELECT * FROM messages'));
   return new Map(rows.map((r) => [r.id, r]));
@@ -142,15 +179,25 @@ export async function messageRowsOf<Row extends { id: string }>(stateDir: string
 /** acceptedEventIds on either backend. */
 export async function acceptedEventIdsOf(stateDir: string): Promise<Set<string>> {
   if (testStore() !== 'postgres') return acceptedEventIds(stateDir);
-  return new Set(await withStateDatabase(stateDir, (q) => allValues<string>(q, "SELECT message_id FROM events WHERE type = 'mail.accepted'")));
+  return new Set(
+    await withStateDatabase(stateDir, (q) =>
+      allValues<string>(q, "SELECT message_id FROM events WHERE type = 'mail.accepted'"),
+    ),
+  );
 }
 
 /** leftByKill on either backend (on PostgreSQL the spool holds only a node's scratch files). */
-export async function leftByKillOf<Row extends { id: string }>(stateDir: string): Promise<ReturnType<typeof leftByKill<Row>>> {
+export async function leftByKillOf<Row extends { id: string }>(
+  stateDir: string,
+): Promise<ReturnType<typeof leftByKill<Row>>> {
   if (testStore() !== 'postgres') return leftByKill<Row>(stateDir);
   const debris = spoolSnapshot(stateDir);
   const rows = await messageRowsOf<Row>(stateDir);
-  return { debris, rows, orphans: debris.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))).length };
+  return {
+    debris,
+    rows,
+    orphans: debris.dayFiles.filter((rel) => !rows.has(path.basename(rel, '.eml'))).length,
+  };
 }
 
 /**
@@ -158,7 +205,10 @@ export async function leftByKillOf<Row extends { id: string }>(stateDir: string)
  * message_body_chunks: nothing is left in spool/tmp, no spool file is written at all, and every
  * message row has its body (piece 0 onwards, as many bytes as its size_bytes).
  */
-export async function assertStoreConsistent(stateDir: string, rows: Map<string, { spool_path: string; last_error: string | null; size_bytes?: number }>): Promise<void> {
+export async function assertStoreConsistent(
+  stateDir: string,
+  rows: Map<string, { spool_path: string; last_error: string | null; size_bytes?: number }>,
+): Promise<void> {
   if (testStore() !== 'postgres') return assertSpoolConsistent(stateDir, rows);
   const snap = spoolSnapshot(stateDir);
   assert.deepEqual(snap.tmpFiles, [], 'nothing is left in spool/tmp');
@@ -171,8 +221,21 @@ export async function assertStoreConsistent(stateDir: string, rows: Map<string, 
   const byId = new Map(bodies.map((b) => [b.message_id, b]));
   const withoutBody = [...rows.entries()].filter(([id, r]) => {
     const body = byId.get(id);
-    return r.last_error === 'spool_file_missing' || !body || body.pieces !== body.last_seq + 1 || (r.size_bytes !== undefined && Number(body.bytes) !== r.size_bytes);
+    return (
+      r.last_error === 'spool_file_missing' ||
+      !body ||
+      body.pieces !== body.last_seq + 1 ||
+      (r.size_bytes !== undefined && Number(body.bytes) !== r.size_bytes)
+    );
   });
-  assert.deepEqual(withoutBody.map(([id]) => id), [], 'no message row lacks its body (or a piece of it)');
-  assert.deepEqual(bodies.filter((b) => !rows.has(b.message_id)).map((b) => b.message_id), [], 'no body without its message row');
+  assert.deepEqual(
+    withoutBody.map(([id]) => id),
+    [],
+    'no message row lacks its body (or a piece of it)',
+  );
+  assert.deepEqual(
+    bodies.filter((b) => !rows.has(b.message_id)).map((b) => b.message_id),
+    [],
+    'no body without its message row',
+  );
 }

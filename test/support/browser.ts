@@ -6,21 +6,33 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { repoRoot } from './paths.js';
 import { HANG_GUARD_MS } from './waiting.js';
 
 /** Where Debian's chromium package puts the browser (the `chromium` on PATH is a shell wrapper). */
-const CANDIDATES = [process.env.POSTERN_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+const CANDIDATES = [
+  process.env.POSTERN_CHROMIUM,
+  '/usr/lib/chromium/chromium',
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+].filter((p): p is string => Boolean(p));
 
 export function chromiumPath(): string {
   const found = CANDIDATES.find((p) => existsSync(p));
-  if (!found) throw new Error('no chromium: install the Debian package (apt-get install chromium), or set POSTERN_CHROMIUM');
+  if (!found)
+    throw new Error(
+      'no chromium: install the Debian package (apt-get install chromium), or set POSTERN_CHROMIUM',
+    );
   return found;
 }
 
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: chromiumPath(), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
 }
 
 export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
@@ -42,7 +54,12 @@ export async function newContext(
     baseURL,
     storageState,
     colorScheme,
-    viewport: viewport === 'desktop' ? { width: 1280, height: 800 } : viewport === 'phone' ? { width: 390, height: 800 } : viewport,
+    viewport:
+      viewport === 'desktop'
+        ? { width: 1280, height: 800 }
+        : viewport === 'phone'
+          ? { width: 390, height: 800 }
+          : viewport,
     timezoneId: 'America/New_York',
     locale: 'en-US',
   });
@@ -77,15 +94,18 @@ export class PageProblems {
   ) {
     const ours = (url: string) => origins.some((o) => url.startsWith(o));
     page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') this.seen.push(`console ${m.type()}: ${m.text()} [${m.location().url}]`);
+      if (m.type() === 'error' || m.type() === 'warning')
+        this.seen.push(`console ${m.type()}: ${m.text()} [${m.location().url}]`);
     });
     page.on('pageerror', (err) => this.seen.push(`uncaught: ${err.message}`));
     page.on('requestfailed', (r) => {
       const why = r.failure()?.errorText ?? '';
-      if (ours(r.url()) && !why.includes('ERR_ABORTED')) this.seen.push(`request failed: ${r.method()} ${r.url()} ${why}`);
+      if (ours(r.url()) && !why.includes('ERR_ABORTED'))
+        this.seen.push(`request failed: ${r.method()} ${r.url()} ${why}`);
     });
     page.on('response', (r) => {
-      if (ours(r.url()) && r.status() >= 400) this.seen.push(`answer ${r.status()}: ${r.request().method()} ${r.url()}`);
+      if (ours(r.url()) && r.status() >= 400)
+        this.seen.push(`answer ${r.status()}: ${r.request().method()} ${r.url()}`);
     });
   }
 
@@ -105,7 +125,10 @@ export class PageProblems {
  * After a test: what its watched pages showed that it did not provoke, then its tabs closed, as a
  * person closes them (each holds a live stream, and an operator may hold 8 at once).
  */
-export async function endTestTabs(contexts: BrowserContext[], watched: PageProblems[]): Promise<string[]> {
+export async function endTestTabs(
+  contexts: BrowserContext[],
+  watched: PageProblems[],
+): Promise<string[]> {
   const seen = watched.splice(0).flatMap((p) => p.unexpected());
   for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
   return seen;
@@ -113,12 +136,18 @@ export async function endTestTabs(contexts: BrowserContext[], watched: PageProbl
 
 /** Where tests leave what a person looks at afterwards (screenshots): `POSTERN_TEST_OUTPUT`, else dist/test-output. */
 export function testOutputDir(...parts: string[]): string {
-  const dir = path.join(process.env.POSTERN_TEST_OUTPUT ?? path.join(repoRoot, 'dist', 'test-output'), ...parts);
+  const dir = path.join(
+    process.env.POSTERN_TEST_OUTPUT ?? path.join(repoRoot, 'dist', 'test-output'),
+    ...parts,
+  );
   mkdirSync(dir, { recursive: true });
   return dir;
 }
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const axeSource = readFileSync(
+  createRequire(import.meta.url).resolve('axe-core/axe.min.js'),
+  'utf8',
+);
 
 export interface AxeViolation {
   id: string;
@@ -136,12 +165,33 @@ export interface AxeViolation {
 export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(
+            ctx: Document,
+            opts: object,
+          ): Promise<{
+            violations: {
+              id: string;
+              impact: string | null;
+              help: string;
+              nodes: { target: string[] }[];
+            }[];
+          }>;
+        };
+      }
+    ).axe;
     // Not into frames: the only one is a message's own HTML in its sandbox (an opaque origin axe cannot reach, and not the console's page).
     const result = await axe.run(document, { resultTypes: ['violations'], iframes: false });
     return result.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+      .map((v) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        nodes: v.nodes.map((n) => n.target.join(' ')),
+      }));
   });
 }
 
@@ -166,8 +216,14 @@ export async function focusWithoutRing(page: Page, count: number): Promise<strin
       const el = document.activeElement as HTMLElement | null;
       if (!el || el === document.body) return null;
       const style = getComputedStyle(el);
-      const ring = (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) || (style.boxShadow !== 'none' && style.boxShadow !== '');
-      const label = el.getAttribute('aria-label') ?? (el as HTMLInputElement).labels?.[0]?.textContent ?? el.textContent ?? '';
+      const ring =
+        (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) ||
+        (style.boxShadow !== 'none' && style.boxShadow !== '');
+      const label =
+        el.getAttribute('aria-label') ??
+        (el as HTMLInputElement).labels?.[0]?.textContent ??
+        el.textContent ??
+        '';
       const name = `${el.tagName.toLowerCase()}${el.getAttribute('type') ? `[type=${el.getAttribute('type')}]` : ''}${el.id ? `#${el.id}` : ''} "${label.trim().slice(0, 40)}" (outline ${style.outlineStyle} ${style.outlineWidth} ${style.outlineColor}; focus ${el.matches(':focus')}, focus-visible ${el.matches(':focus-visible')}, --focus ${style.getPropertyValue('--focus')}, page focused ${document.hasFocus()})`;
       return { ring, name };
     });

@@ -44,8 +44,21 @@ export interface Cluster {
  */
 const BASE_CONFIG = {
   listeners: [
-    { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 },
-    { name: 'smtp-587', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'starttls' },
+    {
+      name: 'http-production',
+      protocol: 'http',
+      environment: 'production',
+      host: '127.0.0.1',
+      port: 0,
+    },
+    {
+      name: 'smtp-587',
+      protocol: 'smtp',
+      environment: 'production',
+      host: '127.0.0.1',
+      port: 0,
+      tls: 'starttls',
+    },
   ],
   rate_limits: { send_per_key: 1e6, batch_per_key: 1e6, unauthenticated_per_ip: 1e6 },
 };
@@ -57,7 +70,11 @@ const BASE_CONFIG = {
  * of the test process's shared one (a test that restarts its server has one of its own; the
  * operator's connections then outlive its restarts).
  */
-export async function startCluster(ids: string[], config: Record<string, unknown> = {}, opts: { server?: string } = {}): Promise<Cluster> {
+export async function startCluster(
+  ids: string[],
+  config: Record<string, unknown> = {},
+  opts: { server?: string } = {},
+): Promise<Cluster> {
   const scope = new ProcessScope();
   const database = await freshDatabase(opts.server ?? (await sharedPostgres()).url);
   const pool = testPool(database.url, 4, { restarts: opts.server !== undefined });
@@ -76,7 +93,11 @@ export async function startCluster(ids: string[], config: Record<string, unknown
       config: buildConfig({ state_dir: '/nonexistent', ...settings }, {}),
       spoolRoot: '/nonexistent',
     };
-    const start = async (id: string, dir: string, env: Record<string, string>): Promise<ClusterNode> => {
+    const start = async (
+      id: string,
+      dir: string,
+      env: Record<string, string>,
+    ): Promise<ClusterNode> => {
       const node = await scope.spawn(dir, env);
       const smtp = node.listeners.find((l) => l.protocol === 'smtp')?.port ?? 0;
       return Object.assign(node, { id, smtp, env });
@@ -86,10 +107,19 @@ export async function startCluster(ids: string[], config: Record<string, unknown
         const dir = scope.stateDir(`postern-${id}-`);
         const file = path.join(dir, 'node.json');
         writeFileSync(file, JSON.stringify(settings));
-        return start(id, dir, { POSTERN_CONFIG: file, POSTERN_STATE_DIR: dir, POSTERN_STORE_BACKEND: 'postgres', POSTERN_DATABASE_URL: database.url, POSTERN_NODE_ID: id });
+        return start(id, dir, {
+          POSTERN_CONFIG: file,
+          POSTERN_STATE_DIR: dir,
+          POSTERN_STORE_BACKEND: 'postgres',
+          POSTERN_DATABASE_URL: database.url,
+          POSTERN_NODE_ID: id,
+        });
       }),
     );
-    const restart = async (node: ClusterNode, env: Record<string, string> = {}): Promise<ClusterNode> => {
+    const restart = async (
+      node: ClusterNode,
+      env: Record<string, string> = {},
+    ): Promise<ClusterNode> => {
       await node.stop();
       return start(node.id, node.env.POSTERN_STATE_DIR, { ...node.env, ...env });
     };

@@ -10,13 +10,37 @@ import { Ajv2020, type AnySchemaObject, type ValidateFunction } from 'ajv/dist/2
 import addFormatsModule from 'ajv-formats';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { createOperator } from '../../src/operator/operators.js';
-import { createProjectWithKeys, repoRoot, startTestPostern, toResult, type HttpResult, type ProjectWithKeys, type TestPostern } from './postern.js';
+import {
+  createProjectWithKeys,
+  type HttpResult,
+  type ProjectWithKeys,
+  repoRoot,
+  startTestPostern,
+  type TestPostern,
+  toResult,
+} from './postern.js';
 import { HANG_GUARD_MS } from './waiting.js';
 
 export const API = '/console/api/v1';
-export const consoleDoc = JSON.parse(readFileSync(path.join(repoRoot, 'src/console/openapi.json'), 'utf8')) as {
-  paths: Record<string, Record<string, { operationId: string; responses: Record<string, { $ref?: string; content?: Record<string, { schema: AnySchemaObject }> }> }>>;
-  components: { responses: Record<string, { content?: Record<string, { schema: AnySchemaObject }> }> };
+export const consoleDoc = JSON.parse(
+  readFileSync(path.join(repoRoot, 'src/console/openapi.json'), 'utf8'),
+) as {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        responses: Record<
+          string,
+          { $ref?: string; content?: Record<string, { schema: AnySchemaObject }> }
+        >;
+      }
+    >
+  >;
+  components: {
+    responses: Record<string, { content?: Record<string, { schema: AnySchemaObject }> }>;
+  };
 };
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -50,36 +74,60 @@ export const documentedOperations = Object.entries(consoleDoc.paths).flatMap(([t
   Object.entries(item).map(([method, op]) => ({
     template,
     method: method.toUpperCase(),
-    op: op as unknown as { operationId: string; security?: unknown[]; 'x-role'?: string; 'x-before-password-change'?: boolean },
+    op: op as unknown as {
+      operationId: string;
+      security?: unknown[];
+      'x-role'?: string;
+      'x-before-password-change'?: boolean;
+    },
   })),
 );
 
 const templates = Object.keys(consoleDoc.paths).map((template) => ({
   template,
   params: (template.match(/\{/g) ?? []).length,
-  pattern: new RegExp(`^${API.replace(/\//g, '\\/')}${template.replace(/[.]/g, '\\.').replace(/\{[a-z_]+\}/g, '[^/]+')}$`),
+  pattern: new RegExp(
+    `^${API.replace(/\//g, '\\/')}${template.replace(/[.]/g, '\\.').replace(/\{[a-z_]+\}/g, '[^/]+')}$`,
+  ),
 }));
 
 /** The document's path template a request path falls under (the most specific one). */
 export function templateOf(pathname: string): string | null {
-  const found = templates.filter((t) => t.pattern.test(pathname)).sort((a, b) => a.params - b.params);
+  const found = templates
+    .filter((t) => t.pattern.test(pathname))
+    .sort((a, b) => a.params - b.params);
   return found[0]?.template ?? null;
 }
 
 const validators = new Map<string, ValidateFunction | null>();
 
 /** The schema of a documented answer, compiled; null for a documented answer with no JSON body; throws for an undocumented one. */
-function responseValidator(method: string, template: string, status: number): ValidateFunction | null {
+function responseValidator(
+  method: string,
+  template: string,
+  status: number,
+): ValidateFunction | null {
   const key = `${method} ${template} ${status}`;
   if (validators.has(key)) return validators.get(key)!;
   const op = consoleDoc.paths[template]?.[method.toLowerCase()];
   assert.ok(op, `${method} ${template} is not in the console document`);
   const pointer = `#/paths/${template.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}/responses/${status}`;
   const response = op.responses[String(status)];
-  assert.ok(response, `${method} ${template} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`);
-  const target = response.$ref ? consoleDoc.components.responses[response.$ref.split('/').pop()!] : response;
+  assert.ok(
+    response,
+    `${method} ${template} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`,
+  );
+  const target = response.$ref
+    ? consoleDoc.components.responses[response.$ref.split('/').pop()!]
+    : response;
   const content = target.content?.['application/json'];
-  const validate = content ? ajv.compile({ $ref: response.$ref ? `console${response.$ref}/content/application~1json/schema` : `console${pointer}/content/application~1json/schema` }) : null;
+  const validate = content
+    ? ajv.compile({
+        $ref: response.$ref
+          ? `console${response.$ref}/content/application~1json/schema`
+          : `console${pointer}/content/application~1json/schema`,
+      })
+    : null;
   validators.set(key, validate);
   return validate;
 }
@@ -90,8 +138,15 @@ export function assertDocumented(method: string, pathname: string, res: HttpResu
   assert.ok(template, `${pathname} matches no path of the console document`);
   const validate = responseValidator(method, template, res.status);
   if (validate === null) return;
-  assert.match(res.headers.get('content-type') ?? '', /^application\/json/, `${method} ${pathname} ${res.status} is not JSON`);
-  assert.ok(validate(res.body), `${method} ${pathname} ${res.status} does not match its schema: ${ajv.errorsText(validate.errors)}\n${res.text.slice(0, 2000)}`);
+  assert.match(
+    res.headers.get('content-type') ?? '',
+    /^application\/json/,
+    `${method} ${pathname} ${res.status} is not JSON`,
+  );
+  assert.ok(
+    validate(res.body),
+    `${method} ${pathname} ${res.status} does not match its schema: ${ajv.errorsText(validate.errors)}\n${res.text.slice(0, 2000)}`,
+  );
 }
 
 export interface CallOptions {
@@ -127,10 +182,12 @@ export class ConsoleClient {
 
   async call(method: string, pathname: string, opts: CallOptions = {}): Promise<HttpResult> {
     const headers: Record<string, string> = { ...opts.headers };
-    if (opts.json !== undefined || opts.raw !== undefined) headers['content-type'] ??= 'application/json';
+    if (opts.json !== undefined || opts.raw !== undefined)
+      headers['content-type'] ??= 'application/json';
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (this.cookie) headers.cookie = this.cookie;
-    if (this.csrf && method !== 'GET' && opts.csrf === undefined) headers['x-csrf-token'] = this.csrf;
+    if (this.csrf && method !== 'GET' && opts.csrf === undefined)
+      headers['x-csrf-token'] = this.csrf;
     if (typeof opts.csrf === 'string') headers['x-csrf-token'] = opts.csrf;
     const res = await fetch(this.base + API + pathname, {
       method,
@@ -145,8 +202,10 @@ export class ConsoleClient {
       const value = setCookie.slice('postern_session='.length).split(';')[0];
       this.cookie = value ? `postern_session=${value}` : null;
     }
-    if (typeof (body as { csrf_token?: unknown } | undefined)?.csrf_token === 'string') this.csrf = (body as { csrf_token: string }).csrf_token;
-    if (!opts.unchecked) assertDocumented(method, new URL(this.base + API + pathname).pathname, result);
+    if (typeof (body as { csrf_token?: unknown } | undefined)?.csrf_token === 'string')
+      this.csrf = (body as { csrf_token: string }).csrf_token;
+    if (!opts.unchecked)
+      assertDocumented(method, new URL(this.base + API + pathname).pathname, result);
     return result;
   }
 
@@ -170,7 +229,12 @@ export class ConsoleClient {
 export const PASSWORD = 'correct horse battery staple';
 
 /** An operator with a known password (the tests sign in with it). */
-export async function operatorAccount(ctx: OperatorContext, email: string, role: 'owner' | 'member', projects: string[] = []) {
+export async function operatorAccount(
+  ctx: OperatorContext,
+  email: string,
+  role: 'owner' | 'member',
+  projects: string[] = [],
+) {
   const created = await createOperator(ctx, { email, role, projects, password: PASSWORD });
   return { id: created.id, email, password: PASSWORD };
 }
@@ -199,7 +263,10 @@ export class EventStream {
     const headers: Record<string, string> = {};
     if (client.token) headers.authorization = `Bearer ${client.token}`;
     if (client.cookie) headers.cookie = client.cookie;
-    this.opened = fetch(`${client.base}${API}/events/stream${query}`, { headers, signal: this.controller.signal }).then((res) => {
+    this.opened = fetch(`${client.base}${API}/events/stream${query}`, {
+      headers,
+      signal: this.controller.signal,
+    }).then((res) => {
       if (res.status === 200 && res.body) void this.read(res.body.getReader());
       return res.status;
     });
@@ -228,13 +295,19 @@ export class EventStream {
   }
 
   /** The first event (from the start of the stream) that `match` accepts; `timeoutMs` is a hang guard. */
-  async next(match: (e: { event: string; data: any }) => boolean, timeoutMs = HANG_GUARD_MS): Promise<{ event: string; data: any }> {
+  async next(
+    match: (e: { event: string; data: any }) => boolean,
+    timeoutMs = HANG_GUARD_MS,
+  ): Promise<{ event: string; data: any }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.events.find(match);
       if (found) return found;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no matching event within ${timeoutMs} ms; got ${JSON.stringify(this.events)}`);
+      if (left <= 0)
+        throw new Error(
+          `no matching event within ${timeoutMs} ms; got ${JSON.stringify(this.events)}`,
+        );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 200));
         this.waiters.push(() => {
@@ -261,14 +334,17 @@ export interface ConsoleWorld {
 }
 
 /** A server with a console listener, two projects, an owner and a member of the first, both signed in. */
-export async function consoleWorld(opts: Parameters<typeof startTestPostern>[0] = {}): Promise<ConsoleWorld> {
+export async function consoleWorld(
+  opts: Parameters<typeof startTestPostern>[0] = {},
+): Promise<ConsoleWorld> {
   const p = await startTestPostern({ ...opts, console: true });
   // A failure here stops the server it started: the caller never gets it to close, and the test file would hang.
   try {
     const a = await createProjectWithKeys(p.ctx, 'project a');
     const b = await createProjectWithKeys(p.ctx, 'project b');
     await operatorAccount(p.ctx, 'owner@example.com', 'owner');
-    const memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id])).id;
+    const memberId = (await operatorAccount(p.ctx, 'member@example.com', 'member', [a.project.id]))
+      .id;
     return {
       p,
       a,

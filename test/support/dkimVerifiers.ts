@@ -33,9 +33,13 @@ function pythonWithDkim(): string {
     if (shebang && !shebang[1].endsWith('/env')) candidates.push(shebang[1]);
   }
   candidates.push('/usr/bin/python3', 'python3');
-  python = candidates.find((c) => spawnSync(c, ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0);
+  python = candidates.find(
+    (c) => spawnSync(c, ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0,
+  );
   if (python) return python;
-  throw new Error('python3-dkim is not installed (apt-get install -y python3-dkim): the independent DKIM verifier is required');
+  throw new Error(
+    'python3-dkim is not installed (apt-get install -y python3-dkim): the independent DKIM verifier is required',
+  );
 }
 
 /**
@@ -62,8 +66,14 @@ export interface VerifyCase {
 }
 
 export function pythonVerify(cases: VerifyCase[]): string[] {
-  const input = JSON.stringify(cases.map((c) => ({ message: c.message.toString('base64'), name: c.name, value: c.value })));
-  const r = spawnSync(pythonWithDkim(), ['-c', PY_VERIFY], { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const input = JSON.stringify(
+    cases.map((c) => ({ message: c.message.toString('base64'), name: c.name, value: c.value })),
+  );
+  const r = spawnSync(pythonWithDkim(), ['-c', PY_VERIFY], {
+    input,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   assert.equal(r.status, 0, `python3-dkim failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as string[];
 }

@@ -6,8 +6,8 @@
  * failing is SERVFAIL. Node's resolver (`dns.servers: ["127.0.0.1:PORT"]`) asks it like any.
  */
 import { createSocket, type Socket } from 'node:dgram';
-import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:net';
 
 type RecordType = 'TXT' | 'MX' | 'CNAME';
 interface Entry {
@@ -55,7 +55,9 @@ function resourceRecord(owner: Buffer, type: number, data: Buffer): Buffer {
 }
 
 /** The question of a query: its bytes as sent (the answer echoes them), its name and type. */
-function parseQuestion(query: Buffer): { end: number; name: string; type: number; udpSize: number } | null {
+function parseQuestion(
+  query: Buffer,
+): { end: number; name: string; type: number; udpSize: number } | null {
   if (query.length < 12 || query.readUInt16BE(4) !== 1) return null;
   let i = 12;
   const labels: string[] = [];
@@ -68,7 +70,13 @@ function parseQuestion(query: Buffer): { end: number; name: string; type: number
   const end = i + 5;
   // An EDNS OPT record in the additional section says how big a datagram the client takes.
   let udpSize = 512;
-  if (query.readUInt16BE(10) > 0 && end + 11 <= query.length && query[end] === 0 && query.readUInt16BE(end + 1) === TYPE.OPT) udpSize = Math.max(512, query.readUInt16BE(end + 3));
+  if (
+    query.readUInt16BE(10) > 0 &&
+    end + 11 <= query.length &&
+    query[end] === 0 &&
+    query.readUInt16BE(end + 1) === TYPE.OPT
+  )
+    udpSize = Math.max(512, query.readUInt16BE(end + 3));
   return { end, name: labels.join('.'), type, udpSize };
 }
 
@@ -89,11 +97,15 @@ export class DnsServer {
   static async start(): Promise<DnsServer> {
     for (let attempt = 0; ; attempt++) {
       const udp = createSocket('udp4');
-      await new Promise<void>((resolve, reject) => udp.once('error', reject).bind(0, '127.0.0.1', () => resolve()));
+      await new Promise<void>((resolve, reject) =>
+        udp.once('error', reject).bind(0, '127.0.0.1', () => resolve()),
+      );
       const port = (udp.address() as AddressInfo).port;
       const tcp = createServer();
       try {
-        await new Promise<void>((resolve, reject) => tcp.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+        await new Promise<void>((resolve, reject) =>
+          tcp.once('error', reject).listen(port, '127.0.0.1', () => resolve()),
+        );
       } catch (err) {
         udp.close();
         if (attempt < 5) continue;
@@ -114,7 +126,10 @@ export class DnsServer {
             const msg = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
             buffered = buffered.subarray(2 + msg.length);
             const answer = server.answer(msg, false);
-            if (answer) socket.write(Buffer.concat([Buffer.from([answer.length >> 8, answer.length & 0xff]), answer]));
+            if (answer)
+              socket.write(
+                Buffer.concat([Buffer.from([answer.length >> 8, answer.length & 0xff]), answer]),
+              );
           }
         });
         socket.on('error', () => undefined);
@@ -157,7 +172,9 @@ export class DnsServer {
     const q = parseQuestion(query);
     if (!q) return null;
     const name = key(q.name);
-    const typeName = (Object.keys(TYPE) as (keyof typeof TYPE)[]).find((k) => TYPE[k] === q.type) ?? String(q.type);
+    const typeName =
+      (Object.keys(TYPE) as (keyof typeof TYPE)[]).find((k) => TYPE[k] === q.type) ??
+      String(q.type);
     this.asked.push(`${typeName} ${name}`);
     const answers: Buffer[] = [];
     let rcode = NOERROR;
@@ -174,13 +191,22 @@ export class DnsServer {
           owner = key(entry.CNAME);
           continue;
         }
-        if (q.type === TYPE.CNAME && entry.CNAME) answers.push(resourceRecord(encodeName(owner), TYPE.CNAME, encodeName(entry.CNAME)));
-        if (q.type === TYPE.TXT) for (const v of entry.TXT ?? []) answers.push(resourceRecord(encodeName(owner), TYPE.TXT, txtData(v)));
+        if (q.type === TYPE.CNAME && entry.CNAME)
+          answers.push(resourceRecord(encodeName(owner), TYPE.CNAME, encodeName(entry.CNAME)));
+        if (q.type === TYPE.TXT)
+          for (const v of entry.TXT ?? [])
+            answers.push(resourceRecord(encodeName(owner), TYPE.TXT, txtData(v)));
         if (q.type === TYPE.MX) {
           for (const mx of entry.MX ?? []) {
             const pref = Buffer.alloc(2);
             pref.writeUInt16BE(mx.priority);
-            answers.push(resourceRecord(encodeName(owner), TYPE.MX, Buffer.concat([pref, encodeName(mx.exchange)])));
+            answers.push(
+              resourceRecord(
+                encodeName(owner),
+                TYPE.MX,
+                Buffer.concat([pref, encodeName(mx.exchange)]),
+              ),
+            );
           }
         }
         break;

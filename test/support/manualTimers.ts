@@ -38,7 +38,9 @@ export class ManualTimers implements EngineTimers {
     const until = this.clock.now() + ms;
     await settle();
     for (;;) {
-      const next = this.due.filter((t) => !t.cancelled && t.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      const next = this.due
+        .filter((t) => !t.cancelled && t.at <= until)
+        .sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
       if (!next) break;
       this.due.splice(this.due.indexOf(next), 1);
       if (next.at > this.clock.now()) this.clock.set(next.at);

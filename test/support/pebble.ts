@@ -6,7 +6,7 @@
  * and nonce rejections (deterministic), and without reusing authorizations (every order answers
  * its challenges). Killed when the test process exits, however it exits.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import net from 'node:net';
@@ -20,7 +20,8 @@ export const CHALLTESTSRV = '/usr/bin/pebble-challtestsrv';
 
 /** Why the ACME tests cannot run here, or false. */
 export function pebbleUnavailable(): string | false {
-  if (!existsSync(PEBBLE) || !existsSync(CHALLTESTSRV)) return `no ${PEBBLE} / ${CHALLTESTSRV} (Debian package pebble; \`npm test\` installs it as root)`;
+  if (!existsSync(PEBBLE) || !existsSync(CHALLTESTSRV))
+    return `no ${PEBBLE} / ${CHALLTESTSRV} (Debian package pebble; \`npm test\` installs it as root)`;
   return false;
 }
 
@@ -47,17 +48,34 @@ export interface TestPebble {
 }
 
 /** Pebble validating http-01 on 127.0.0.1:`httpPort` and tls-alpn-01 on 127.0.0.1:`tlsPort`. */
-export async function startPebble(opts: { httpPort: number; tlsPort: number; validitySeconds?: number }): Promise<TestPebble> {
+export async function startPebble(opts: {
+  httpPort: number;
+  tlsPort: number;
+  validitySeconds?: number;
+}): Promise<TestPebble> {
   const dir = mkdtempSync(path.join(tmpdir(), 'postern-pebble-'));
   const pems = await generate([{ name: 'commonName', value: 'pebble' }], {
     keySize: 2048,
     algorithm: 'sha256',
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+    extensions: [
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+        ],
+      },
+    ],
   });
   const certFile = path.join(dir, 'pebble.crt');
   writeFileSync(certFile, pems.cert);
   writeFileSync(path.join(dir, 'pebble.key'), pems.private);
-  const [acmePort, managementPort, dnsPort, dnsManagementPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [acmePort, managementPort, dnsPort, dnsManagementPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   writeFileSync(
     path.join(dir, 'pebble.json'),
     JSON.stringify({
@@ -76,7 +94,10 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number; val
   );
   const children = new Set<ChildProcess>();
   const run = (program: string, args: string[], env: Record<string, string> = {}) => {
-    const child = spawn(program, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(program, args, {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let output = '';
     child.stderr!.on('data', (d) => (output = (output + d).slice(-4000)));
     children.add(child);
@@ -88,8 +109,20 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number; val
     rmSync(dir, { recursive: true, force: true });
   });
   run(CHALLTESTSRV, [
-    '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '',
-    '-management', `127.0.0.1:${dnsManagementPort}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', '',
+    '-dns01',
+    `127.0.0.1:${dnsPort}`,
+    '-http01',
+    '',
+    '-https01',
+    '',
+    '-tlsalpn01',
+    '',
+    '-management',
+    `127.0.0.1:${dnsManagementPort}`,
+    '-defaultIPv4',
+    '127.0.0.1',
+    '-defaultIPv6',
+    '',
   ]);
   let pebble: ReturnType<typeof run> | null = null;
   const get = (url: string) =>
@@ -106,21 +139,35 @@ export async function startPebble(opts: { httpPort: number; tlsPort: number; val
     });
   const directoryUrl = `https://127.0.0.1:${acmePort}/dir`;
   const start = async () => {
-    pebble = run(PEBBLE, ['-config', path.join(dir, 'pebble.json'), '-dnsserver', `127.0.0.1:${dnsPort}`, '-strict=false'], {
-      PEBBLE_VA_NOSLEEP: '1',
-      PEBBLE_WFE_NONCEREJECT: '0',
-      PEBBLE_AUTHZREUSE: '0',
-    });
+    pebble = run(
+      PEBBLE,
+      [
+        '-config',
+        path.join(dir, 'pebble.json'),
+        '-dnsserver',
+        `127.0.0.1:${dnsPort}`,
+        '-strict=false',
+      ],
+      {
+        PEBBLE_VA_NOSLEEP: '1',
+        PEBBLE_WFE_NONCEREJECT: '0',
+        PEBBLE_AUTHZREUSE: '0',
+      },
+    );
     const started = pebble;
     // Pebble makes its root and intermediate keys first: a few seconds on a busy machine.
     for (let i = 0; ; i++) {
-      if (started.child.exitCode !== null) throw new Error(`pebble exited ${started.child.exitCode}: ${started.output()}`);
+      if (started.child.exitCode !== null)
+        throw new Error(`pebble exited ${started.child.exitCode}: ${started.output()}`);
       try {
         if ((await get(directoryUrl)).status === 200) return;
       } catch {
         // not listening yet
       }
-      if (i > 600) throw new Error(`pebble did not answer ${directoryUrl} within a minute: ${started.output()}`);
+      if (i > 600)
+        throw new Error(
+          `pebble did not answer ${directoryUrl} within a minute: ${started.output()}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   };

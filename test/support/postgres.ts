@@ -8,7 +8,12 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { repoRoot } from './paths.js';
-import { onProcessExit, privatePostgresUnavailable, startPostgresInstance, type PostgresInstance } from './privatePostgres.js';
+import {
+  onProcessExit,
+  type PostgresInstance,
+  privatePostgresUnavailable,
+  startPostgresInstance,
+} from './privatePostgres.js';
 
 export interface TestPostgres {
   /** A connection URL (postgres://user:password@127.0.0.1:port/database). */
@@ -150,7 +155,9 @@ export function testStore(): 'sqlite' | 'postgres' {
 
 /** For a suite or test that is about SQLite or the spool itself: skipped when the suites run on PostgreSQL. */
 export function sqliteOnly(): string | false {
-  return testStore() === 'postgres' ? 'about the SQLite index or the spool (the suites run on PostgreSQL)' : false;
+  return testStore() === 'postgres'
+    ? 'about the SQLite index or the spool (the suites run on PostgreSQL)'
+    : false;
 }
 
 let shared: Promise<TestPostgres> | null = null;

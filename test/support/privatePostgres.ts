@@ -7,7 +7,16 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -42,7 +51,11 @@ export const DURABLE_SETTINGS = ['fsync = on', 'synchronous_commit = on', 'full_
 export function postgresBinDir(): string | null {
   if (!existsSync(POSTGRES_ROOT)) return null;
   const versions = readdirSync(POSTGRES_ROOT)
-    .filter((v) => existsSync(path.join(POSTGRES_ROOT, v, 'bin', 'initdb')) && existsSync(path.join(POSTGRES_ROOT, v, 'bin', 'pg_ctl')))
+    .filter(
+      (v) =>
+        existsSync(path.join(POSTGRES_ROOT, v, 'bin', 'initdb')) &&
+        existsSync(path.join(POSTGRES_ROOT, v, 'bin', 'pg_ctl')),
+    )
     .sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a));
   return versions.length > 0 ? path.join(POSTGRES_ROOT, versions[0], 'bin') : null;
 }
@@ -55,8 +68,10 @@ function hasPostgresUser(): boolean {
 
 /** Why no private instance can start here, or false when one can. */
 export function privatePostgresUnavailable(): string | false {
-  if (postgresBinDir() === null) return `no PostgreSQL server binaries in ${POSTGRES_ROOT}/*/bin (Debian package postgresql)`;
-  if (process.getuid?.() === 0 && !hasPostgresUser()) return 'running as root without a postgres user to run PostgreSQL as';
+  if (postgresBinDir() === null)
+    return `no PostgreSQL server binaries in ${POSTGRES_ROOT}/*/bin (Debian package postgresql)`;
+  if (process.getuid?.() === 0 && !hasPostgresUser())
+    return 'running as root without a postgres user to run PostgreSQL as';
   return false;
 }
 
@@ -66,7 +81,10 @@ function serverUser(): { uid: number; gid: number } | null {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('running as root, but there is no postgres user to run PostgreSQL as (Debian package postgresql creates it)');
+  if (!line)
+    throw new Error(
+      'running as root, but there is no postgres user to run PostgreSQL as (Debian package postgresql creates it)',
+    );
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }
@@ -91,7 +109,12 @@ export function onProcessExit(step: () => void): () => void {
     });
     // A signal would end the process without 'exit' (and pg_ctl's postmaster runs in a session
     // of its own, so it would outlive us): turn it into an exit.
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) process.once(signal, () => process.exit(code));
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+      ['SIGHUP', 129],
+    ] as const)
+      process.once(signal, () => process.exit(code));
   }
   return () => exitSteps.delete(step);
 }
@@ -99,7 +122,9 @@ export function onProcessExit(step: () => void): () => void {
 /** A free TCP port on 127.0.0.1 (taken by the server a moment later; a clash is retried). */
 async function freePort(): Promise<number> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(0, '127.0.0.1', resolve),
+  );
   const address = server.address();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (address === null || typeof address === 'string') throw new Error('no port');
@@ -117,18 +142,38 @@ function runAs(user: { uid: number; gid: number } | null, program: string, args:
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
   });
   if (r.error) throw r.error;
-  if (r.status !== 0) throw new Error(`${path.basename(program)} ${args[0] ?? ''} exited ${r.status ?? r.signal}: ${`${r.stdout}${r.stderr}`.trim()}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${path.basename(program)} ${args[0] ?? ''} exited ${r.status ?? r.signal}: ${`${r.stdout}${r.stderr}`.trim()}`,
+    );
   return r.stdout;
 }
 
 /** runAs without blocking the caller's event loop (its clients and servers keep running meanwhile). */
-function runAsync(user: { uid: number; gid: number } | null, program: string, args: string[]): Promise<string> {
+function runAsync(
+  user: { uid: number; gid: number } | null,
+  program: string,
+  args: string[],
+): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       program,
       args,
-      { encoding: 'utf8', timeout: 120_000, ...(user ? { uid: user.uid, gid: user.gid } : {}), cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' } },
-      (err, stdout, stderr) => (err ? reject(new Error(`${path.basename(program)} ${args[0] ?? ''} failed: ${err.message} ${`${stdout}${stderr}`.trim()}`)) : resolve(stdout)),
+      {
+        encoding: 'utf8',
+        timeout: 120_000,
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
+        cwd: '/',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
+      },
+      (err, stdout, stderr) =>
+        err
+          ? reject(
+              new Error(
+                `${path.basename(program)} ${args[0] ?? ''} failed: ${err.message} ${`${stdout}${stderr}`.trim()}`,
+              ),
+            )
+          : resolve(stdout),
     );
   });
 }
@@ -151,9 +196,27 @@ export async function startPostgresInstance(settings: string[] = []): Promise<Po
     if (started) {
       // -m fast: clients are disconnected, then a clean shutdown (a checkpoint), and -w waits for it.
       try {
-        runAs(user, path.join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60']);
+        runAs(user, path.join(bin, 'pg_ctl'), [
+          'stop',
+          '-D',
+          dataDir,
+          '-m',
+          'fast',
+          '-w',
+          '-t',
+          '60',
+        ]);
       } catch {
-        runAs(user, path.join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'immediate', '-w', '-t', '30']);
+        runAs(user, path.join(bin, 'pg_ctl'), [
+          'stop',
+          '-D',
+          dataDir,
+          '-m',
+          'immediate',
+          '-w',
+          '-t',
+          '30',
+        ]);
       }
       started = false;
     }
@@ -170,22 +233,53 @@ export async function startPostgresInstance(settings: string[] = []): Promise<Po
     // (the server below runs with fsync on). Local (socket) connections are trusted: the socket
     // sits in this 0700 directory; TCP ones need the password.
     runAs(user, path.join(bin, 'initdb'), [
-      '-D', dataDir, '-U', 'postgres', '--pwfile', passwordFile, '--auth-local=trust', '--auth-host=scram-sha-256',
+      '-D',
+      dataDir,
+      '-U',
+      'postgres',
+      '--pwfile',
+      passwordFile,
+      '--auth-local=trust',
+      '--auth-host=scram-sha-256',
       // The C locale: text sorts by bytes, as SQLite's BINARY collation does.
-      '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions',
+      '-E',
+      'UTF8',
+      '--locale=C',
+      '--no-sync',
+      '--no-instructions',
     ]);
     rmSync(passwordFile);
     appendFileSync(path.join(dataDir, 'postgresql.conf'), "\ninclude = 'postern.conf'\n");
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      writeFileSync(conf, [`listen_addresses = '127.0.0.1'`, `port = ${port}`, `unix_socket_directories = '${dir}'`, ...settings, ...DURABLE_SETTINGS, ''].join('\n'));
+      writeFileSync(
+        conf,
+        [
+          `listen_addresses = '127.0.0.1'`,
+          `port = ${port}`,
+          `unix_socket_directories = '${dir}'`,
+          ...settings,
+          ...DURABLE_SETTINGS,
+          '',
+        ].join('\n'),
+      );
       try {
-        runAs(user, path.join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60']);
+        runAs(user, path.join(bin, 'pg_ctl'), [
+          'start',
+          '-D',
+          dataDir,
+          '-l',
+          path.join(dir, 'server.log'),
+          '-w',
+          '-t',
+          '60',
+        ]);
         started = true;
         break;
       } catch (err) {
         // pg_ctl -w waits for a postmaster.pid; a port taken meanwhile fails the start.
-        if (attempt >= 3 || !/could not (bind|create listen)/i.test(serverLog(dir))) throw new Error(`${(err as Error).message}\n${serverLog(dir)}`);
+        if (attempt >= 3 || !/could not (bind|create listen)/i.test(serverLog(dir)))
+          throw new Error(`${(err as Error).message}\n${serverLog(dir)}`);
       }
     }
   } catch (err) {
@@ -206,12 +300,30 @@ export async function startPostgresInstance(settings: string[] = []): Promise<Po
     },
     async halt(mode) {
       if (!started) return;
-      await runAsync(user, path.join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', mode, '-w', '-t', '60']);
+      await runAsync(user, path.join(bin, 'pg_ctl'), [
+        'stop',
+        '-D',
+        dataDir,
+        '-m',
+        mode,
+        '-w',
+        '-t',
+        '60',
+      ]);
       started = false;
     },
     async start() {
       if (started) return;
-      await runAsync(user, path.join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60']);
+      await runAsync(user, path.join(bin, 'pg_ctl'), [
+        'start',
+        '-D',
+        dataDir,
+        '-l',
+        path.join(dir, 'server.log'),
+        '-w',
+        '-t',
+        '60',
+      ]);
       started = true;
     },
   };
@@ -219,5 +331,7 @@ export async function startPostgresInstance(settings: string[] = []): Promise<Po
 
 function serverLog(dir: string): string {
   const file = path.join(dir, 'server.log');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-10).join('\n') : '';
+  return existsSync(file)
+    ? readFileSync(file, 'utf8').trim().split('\n').slice(-10).join('\n')
+    : '';
 }

@@ -4,9 +4,10 @@
  * Each probe is a project of its own (its own relay or receiver), so what a test counts (its
  * sinks, its receivers, its events) is untouched.
  */
-import { addWebhook } from '../../src/operator/webhookEndpoints.js';
+
 import { attachProvider } from '../../src/operator/providers.js';
-import { createProjectWithKeys, post, validMessage, type TestPostern } from './postern.js';
+import { addWebhook } from '../../src/operator/webhookEndpoints.js';
+import { createProjectWithKeys, post, type TestPostern, validMessage } from './postern.js';
 import { Sink } from './relaySink.js';
 import { type scope, waitFor } from './waiting.js';
 import { WebhookReceiver } from './webhookReceiver.js';
@@ -14,8 +15,12 @@ import { WebhookReceiver } from './webhookReceiver.js';
 type Scope = ReturnType<typeof scope>;
 
 async function sendOne(p: TestPostern, key: string): Promise<string> {
-  const res = await post(p.production, '/v1/send', { key, json: validMessage({ subject: 'probe' }) });
-  if (res.status !== 202) throw new Error(`the probe's message was refused: ${res.status} ${res.text}`);
+  const res = await post(p.production, '/v1/send', {
+    key,
+    json: validMessage({ subject: 'probe' }),
+  });
+  if (res.status !== 202)
+    throw new Error(`the probe's message was refused: ${res.status} ${res.text}`);
   return res.body.id as string;
 }
 
@@ -29,11 +34,18 @@ async function sendOne(p: TestPostern, key: string): Promise<string> {
 export async function schedulerProbe(s: Scope, p: TestPostern): Promise<() => Promise<void>> {
   const sink = s.add(await Sink.start('probe'), (x) => x.close());
   const pk = await createProjectWithKeys(p.ctx, 'scheduler probe', 'pro', { provider: false });
-  await attachProvider(p.ctx, pk.project.id, { slug: 'smtp', host: '127.0.0.1', port: String(sink.port), tls: 'none' });
+  await attachProvider(p.ctx, pk.project.id, {
+    slug: 'smtp',
+    host: '127.0.0.1',
+    port: String(sink.port),
+    tls: 'none',
+  });
   return async () => {
     const id = await sendOne(p, pk.liveKey);
     await waitFor(
-      async () => (await p.ctx.store.get<{ status: string }>('SELECT status FROM messages WHERE id = ?', id))?.status === 'sent',
+      async () =>
+        (await p.ctx.store.get<{ status: string }>('SELECT status FROM messages WHERE id = ?', id))
+          ?.status === 'sent',
       undefined,
       'the scheduler probe to be relayed',
     );
@@ -52,7 +64,14 @@ export async function schedulerProbe(s: Scope, p: TestPostern): Promise<() => Pr
 export async function dispatcherProbe(s: Scope, p: TestPostern): Promise<() => Promise<void>> {
   const receiver = s.add(await WebhookReceiver.start(), (x) => x.close());
   const pk = await createProjectWithKeys(p.ctx, 'dispatcher probe', 'pro');
-  await addWebhook({ ...p.ctx, config: { ...p.config, webhooks: { ...p.config.webhooks, allow_private_targets: true } } }, pk.project.id, receiver.url('/probe'));
+  await addWebhook(
+    {
+      ...p.ctx,
+      config: { ...p.config, webhooks: { ...p.config.webhooks, allow_private_targets: true } },
+    },
+    pk.project.id,
+    receiver.url('/probe'),
+  );
   return async () => {
     for (let i = 0; i < 2; i++) {
       const before = receiver.received.length;

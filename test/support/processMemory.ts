@@ -33,7 +33,10 @@ export interface PeakRss {
  * and the kernel's own peak (VmHWM), reset at the start where allowed, so no short spike
  * between two polls is missed. `stop()` gives the figures.
  */
-export function watchPeakRss(pid: number, intervalMs = 20): { baseline: number; peakSoFar(): number; stop(): PeakRss } {
+export function watchPeakRss(
+  pid: number,
+  intervalMs = 20,
+): { baseline: number; peakSoFar(): number; stop(): PeakRss } {
   const baseline = memoryOf(pid, 'VmRSS');
   const resettable = resetPeakRss(pid);
   let polled = baseline;

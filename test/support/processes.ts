@@ -5,11 +5,11 @@ import { buildConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/log.js';
 import type { OperatorContext } from '../../src/operator/context.js';
 import { openDatabase } from '../../src/store/db.js';
-import { sqliteQueries } from '../../src/store/queries.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
+import { sqliteQueries } from '../../src/store/queries.js';
+import { type SpawnedPostern, spawnPostern, tempStateDir } from './postern.js';
 import { databaseFor, dropDatabaseFor, testPool, testStore } from './postgres.js';
-import { spawnPostern, tempStateDir, type SpawnedPostern } from './postern.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -17,21 +17,48 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * Runs operator functions against a state directory's index and closes it again, so a child
  * `postern start` can own the directory afterwards (setting up before spawning).
  */
-export async function withClosedIndex<T>(stateDir: string, fn: (ctx: OperatorContext) => T | Promise<T>): Promise<T> {
-  const config = buildConfig({ state_dir: stateDir, listeners: [{ name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: 0 }] }, {});
+export async function withClosedIndex<T>(
+  stateDir: string,
+  fn: (ctx: OperatorContext) => T | Promise<T>,
+): Promise<T> {
+  const config = buildConfig(
+    {
+      state_dir: stateDir,
+      listeners: [
+        {
+          name: 'http-production',
+          protocol: 'http',
+          environment: 'production',
+          host: '127.0.0.1',
+          port: 0,
+        },
+      ],
+    },
+    {},
+  );
   if (testStore() === 'postgres') {
     // The state directory's database (the one a spawned server will use), migrated as a node would.
     const pool = testPool((await databaseFor(stateDir)).url, 2);
     try {
       await migratePostgres(pool, silentLogger());
-      return await fn({ store: postgresQueries(pool), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
+      return await fn({
+        store: postgresQueries(pool),
+        clock: systemClock,
+        config,
+        spoolRoot: path.join(stateDir, 'spool'),
+      });
     } finally {
       await pool.end();
     }
   }
   const db = openDatabase(stateDir, silentLogger());
   try {
-    return await fn({ store: sqliteQueries(db), clock: systemClock, config, spoolRoot: path.join(stateDir, 'spool') });
+    return await fn({
+      store: sqliteQueries(db),
+      clock: systemClock,
+      config,
+      spoolRoot: path.join(stateDir, 'spool'),
+    });
   } finally {
     db.close();
   }

@@ -9,7 +9,8 @@
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*';
 // As Prometheus reads it (Go's ParseFloat): NaN and Inf in any case.
-const VALUE = '(?:[-+]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|[-+]?[Ii][Nn][Ff]|[Nn][Aa][Nn])';
+const VALUE =
+  '(?:[-+]?(?:\\d+(?:\\.\\d*)?|\\.\\d+)(?:[eE][-+]?\\d+)?|[-+]?[Ii][Nn][Ff]|[Nn][Aa][Nn])';
 const HELP = new RegExp(`^# HELP (${NAME}) (.*)$`);
 const TYPE = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`);
 const SAMPLE = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (${VALUE})(?: -?\\d+)?$`);
@@ -59,7 +60,8 @@ export function parseExposition(text: string): Map<string, number> {
     const labels = labelsOf(labelText ?? '', line);
     if (kind === 'histogram') {
       const suffix = name.slice(current.length);
-      if (!name.startsWith(current) || !['_bucket', '_sum', '_count'].includes(suffix)) throw new Error(`${name} is not a sample of histogram ${current}`);
+      if (!name.startsWith(current) || !['_bucket', '_sum', '_count'].includes(suffix))
+        throw new Error(`${name} is not a sample of histogram ${current}`);
       const { le, ...rest } = labels;
       const series = `${current}${JSON.stringify(Object.entries(rest).sort())}`;
       if (suffix === '_bucket') {
@@ -72,7 +74,10 @@ export function parseExposition(text: string): Map<string, number> {
     } else if (name !== current) {
       throw new Error(`${name} under the TYPE of ${current}`);
     }
-    const key = `${name}{${Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(',')}}`;
+    const key = `${name}{${Object.entries(labels)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')}}`;
     if (samples.has(key)) throw new Error(`the same series twice: ${key}`);
     samples.set(key, /nan/i.test(value) ? NaN : Number(value.replace(/inf/i, 'Infinity')));
   }

@@ -36,7 +36,11 @@ export type EmulatorMode = 'ok' | 'throttle' | 'server_error' | 'reject' | 'susp
  * endpoint, body shape) — an `EmulatorReply` with the provider's own error when it does not
  * match — and answer each mode.
  */
-export type EmulatorHandler = (req: RecordedRequest, mode: EmulatorMode, emulator: ProviderEmulator) => EmulatorReply;
+export type EmulatorHandler = (
+  req: RecordedRequest,
+  mode: EmulatorMode,
+  emulator: ProviderEmulator,
+) => EmulatorReply;
 
 /**
  * A local stand-in for a provider's HTTP API, written from its public documentation. Tests
@@ -65,7 +69,13 @@ export class ProviderEmulator {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const recorded: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks), receivedAt };
+        const recorded: RecordedRequest = {
+          method: req.method ?? 'GET',
+          url: req.url ?? '/',
+          headers: req.headers,
+          body: Buffer.concat(chunks),
+          receivedAt,
+        };
         const emu = emulator!;
         emu.requests.push(recorded);
         const mode = emu.script.shift() ?? emu.defaultMode;
@@ -75,8 +85,17 @@ export class ProviderEmulator {
         } catch (err) {
           reply = { status: 500, body: { emulator_error: (err as Error).message } };
         }
-        const body = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
-        const headers = { 'content-type': typeof reply.body === 'string' ? 'text/plain' : 'application/json', ...reply.headers, 'content-length': String(Buffer.byteLength(body)) };
+        const body =
+          reply.body === undefined
+            ? ''
+            : typeof reply.body === 'string'
+              ? reply.body
+              : JSON.stringify(reply.body);
+        const headers = {
+          'content-type': typeof reply.body === 'string' ? 'text/plain' : 'application/json',
+          ...reply.headers,
+          'content-length': String(Buffer.byteLength(body)),
+        };
         const answer = () => {
           if (res.destroyed) return;
           res.writeHead(reply.status, headers);
@@ -88,7 +107,10 @@ export class ProviderEmulator {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    emulator = new ProviderEmulator(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    emulator = new ProviderEmulator(
+      server,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    );
     return emulator;
   }
 
@@ -117,12 +139,15 @@ export async function postFeedback(
   headers: Record<string, string> = {},
   token?: string,
 ): Promise<{ status: number; body: any; text: string }> {
-  const res = await fetch(`${baseUrl}/v1/feedback/${accountId}${token === undefined ? '' : `/${token}`}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: body as BodyInit,
-    signal: AbortSignal.timeout(HANG_GUARD_MS),
-  });
+  const res = await fetch(
+    `${baseUrl}/v1/feedback/${accountId}${token === undefined ? '' : `/${token}`}`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: body as BodyInit,
+      signal: AbortSignal.timeout(HANG_GUARD_MS),
+    },
+  );
   const text = await res.text();
   let parsed: unknown;
   try {

@@ -22,9 +22,21 @@ except Exception as e:
 `;
 
 /** `python3` in a child process posting `bodyFile` to `url` with http.client. */
-export function pythonPost(url: string, headers: Record<string, string>, bodyFile: string, method = 'POST'): Promise<PythonAnswer> {
+export function pythonPost(
+  url: string,
+  headers: Record<string, string>,
+  bodyFile: string,
+  method = 'POST',
+): Promise<PythonAnswer> {
   const target = new URL(url);
-  const spec = { host: target.hostname, port: Number(target.port), path: target.pathname + target.search, method, headers, file: bodyFile };
+  const spec = {
+    host: target.hostname,
+    port: Number(target.port),
+    path: target.pathname + target.search,
+    method,
+    headers,
+    file: bodyFile,
+  };
   return new Promise((resolve, reject) => {
     const child = spawn('python3', ['-c', SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';

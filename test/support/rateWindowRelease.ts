@@ -26,12 +26,18 @@ export interface ReleaseRun {
  * - a release is refused only for an event that has left the window (its place may then have
  *   been taken over), never for one still counting.
  */
-export async function runReleases(windows: RateWindow[], clock: ManualClock, seed: number, steps: number): Promise<ReleaseRun> {
+export async function runReleases(
+  windows: RateWindow[],
+  clock: ManualClock,
+  seed: number,
+  steps: number,
+): Promise<ReleaseRun> {
   const { limit, windowMs } = windows[0];
   const random = seededRandom(seed);
   const held: Held[] = [];
   const run: ReleaseRun = { admitted: 0, refused: 0, released: 0, notReleased: 0 };
-  const keptInWindow = () => held.filter((h) => !h.released && h.at + windowMs > clock.now()).length;
+  const keptInWindow = () =>
+    held.filter((h) => !h.released && h.at + windowMs > clock.now()).length;
   for (let step = 0; step < steps; step++) {
     const window = windows[step % windows.length];
     const roll = random();
@@ -45,7 +51,10 @@ export async function runReleases(windows: RateWindow[], clock: ManualClock, see
         h.released = true;
         run.released++;
       } else {
-        assert.ok(h.at + windowMs <= clock.now(), `seed ${seed}, step ${step}: the release of an event still in the window (at ${h.at}, now ${clock.now()}) was refused`);
+        assert.ok(
+          h.at + windowMs <= clock.now(),
+          `seed ${seed}, step ${step}: the release of an event still in the window (at ${h.at}, now ${clock.now()}) was refused`,
+        );
         // Gone from the ring: it no longer counts, as an event that has left.
         h.released = true;
         run.notReleased++;
@@ -54,12 +63,19 @@ export async function runReleases(windows: RateWindow[], clock: ManualClock, see
       const before = keptInWindow();
       const answer = await window.reserve('key');
       if (answer.slot !== null) {
-        assert.ok(before < limit, `seed ${seed}, step ${step}: admitted with ${before} kept events in the window (limit ${limit})`);
+        assert.ok(
+          before < limit,
+          `seed ${seed}, step ${step}: admitted with ${before} kept events in the window (limit ${limit})`,
+        );
         held.push({ at: clock.now(), slot: answer.slot, released: false });
         run.admitted++;
       } else {
         assert.ok(answer.waitMs > 0, `seed ${seed}, step ${step}: refused with no wait`);
-        assert.equal(before, limit, `seed ${seed}, step ${step}: refused with ${before} kept events in the window (limit ${limit})`);
+        assert.equal(
+          before,
+          limit,
+          `seed ${seed}, step ${step}: refused with ${before} kept events in the window (limit ${limit})`,
+        );
         run.refused++;
       }
     }

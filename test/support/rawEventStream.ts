@@ -53,8 +53,15 @@ export class RawEventStream {
     const url = new URL(base);
     const port = Number(url.port);
     const host = url.hostname;
-    this.socket = url.protocol === 'https:' ? tls.connect({ host, port, ca: options.ca, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
-    const lines = [`GET ${API}/events/stream${options.query ?? ''} HTTP/1.1`, `Host: ${url.host}`, 'Accept: text/event-stream'];
+    this.socket =
+      url.protocol === 'https:'
+        ? tls.connect({ host, port, ca: options.ca, servername: net.isIP(host) ? undefined : host })
+        : net.connect({ host, port });
+    const lines = [
+      `GET ${API}/events/stream${options.query ?? ''} HTTP/1.1`,
+      `Host: ${url.host}`,
+      'Accept: text/event-stream',
+    ];
     if (options.cookie) lines.push(`Cookie: ${options.cookie}`);
     if (options.token) lines.push(`Authorization: Bearer ${options.token}`);
     this.socket.write(`${lines.join('\r\n')}\r\n\r\n`);
@@ -71,7 +78,10 @@ export class RawEventStream {
       });
       const finish = () => {
         this.ended = true;
-        if (!this.headDone) reject(new Error(`the connection closed before a response head (${this.raw.length} bytes)`));
+        if (!this.headDone)
+          reject(
+            new Error(`the connection closed before a response head (${this.raw.length} bytes)`),
+          );
       };
       this.socket.on('end', finish);
       this.socket.on('close', finish);
@@ -85,7 +95,8 @@ export class RawEventStream {
   static async open(base: string, options: RawStreamOptions = {}): Promise<RawEventStream> {
     const stream = new RawEventStream(base, options);
     await stream.opened;
-    if (stream.status !== 200) await waitFor(() => stream.body !== null || stream.ended, 10_000, 'the refusal body');
+    if (stream.status !== 200)
+      await waitFor(() => stream.body !== null || stream.ended, 10_000, 'the refusal body');
     return stream;
   }
 
@@ -104,8 +115,16 @@ export class RawEventStream {
   }
 
   /** The first kept event that `match` accepts, waiting for it. */
-  next(match: (e: StreamEvent) => boolean, timeoutMs = 10_000, what = 'a matching event'): Promise<StreamEvent> {
-    return waitFor(() => this.events.find(match), timeoutMs, `${what}; got ${JSON.stringify(this.events.slice(-5))}`);
+  next(
+    match: (e: StreamEvent) => boolean,
+    timeoutMs = 10_000,
+    what = 'a matching event',
+  ): Promise<StreamEvent> {
+    return waitFor(
+      () => this.events.find(match),
+      timeoutMs,
+      `${what}; got ${JSON.stringify(this.events.slice(-5))}`,
+    );
   }
 
   /** Resolves once the server has closed the stream (and everything it sent before was read). */
@@ -129,7 +148,8 @@ export class RawEventStream {
     }
     if (this.status !== 200) {
       const length = Number(this.headers['content-length'] ?? -1);
-      if (length >= 0 && this.raw.length >= length) this.body = JSON.parse(this.raw.subarray(0, length).toString('utf8'));
+      if (length >= 0 && this.raw.length >= length)
+        this.body = JSON.parse(this.raw.subarray(0, length).toString('utf8'));
       return;
     }
     if (!this.chunked) {
@@ -149,7 +169,11 @@ export class RawEventStream {
         this.raw = this.raw.subarray(lineEnd + 2 + size + 2);
       }
     }
-    for (let blockEnd = this.text.indexOf('\n\n'); blockEnd >= 0; blockEnd = this.text.indexOf('\n\n')) {
+    for (
+      let blockEnd = this.text.indexOf('\n\n');
+      blockEnd >= 0;
+      blockEnd = this.text.indexOf('\n\n')
+    ) {
       const block = this.text.slice(0, blockEnd);
       this.text = this.text.slice(blockEnd + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];

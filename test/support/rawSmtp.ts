@@ -11,7 +11,8 @@ export class RawSmtp {
   private buffer = '';
   private lines: string[] = [];
   private readonly replies: string[] = [];
-  private readonly waiters: { resolve: (reply: string) => void; reject: (err: Error) => void }[] = [];
+  private readonly waiters: { resolve: (reply: string) => void; reject: (err: Error) => void }[] =
+    [];
   private ended = false;
   /** Resolves when the TCP connection is gone. */
   readonly closed: Promise<void>;
@@ -33,7 +34,10 @@ export class RawSmtp {
    * address to connect from (127.0.0.2, … on loopback); `proxyHeader`: written first, before TLS
    * too, as a load balancer sends its PROXY protocol line.
    */
-  static async connect(port: number, opts: { host?: string; implicit?: boolean; localAddress?: string; proxyHeader?: string } = {}): Promise<{ client: RawSmtp; greeting: string }> {
+  static async connect(
+    port: number,
+    opts: { host?: string; implicit?: boolean; localAddress?: string; proxyHeader?: string } = {},
+  ): Promise<{ client: RawSmtp; greeting: string }> {
     const host = opts.host ?? '127.0.0.1';
     const tcp = await new Promise<net.Socket>((resolve, reject) => {
       const s = net.connect({ host, port, localAddress: opts.localAddress }, () => resolve(s));
@@ -43,7 +47,9 @@ export class RawSmtp {
     const socket = !opts.implicit
       ? tcp
       : await new Promise<net.Socket>((resolve, reject) => {
-          const s: net.Socket = tls.connect({ socket: tcp, rejectUnauthorized: false }, () => resolve(s));
+          const s: net.Socket = tls.connect({ socket: tcp, rejectUnauthorized: false }, () =>
+            resolve(s),
+          );
           s.once('error', reject);
         });
     const client = new RawSmtp(socket);
@@ -119,10 +125,15 @@ export class RawSmtp {
 }
 
 /** AUTH PLAIN's argument for an API key (or any password) as the password of `user`. */
-export const plain = (key: string, user = 'user') => Buffer.from(`\0${user}\0${key}`).toString('base64');
+export const plain = (key: string, user = 'user') =>
+  Buffer.from(`\0${user}\0${key}`).toString('base64');
 
 /** EHLO, STARTTLS (unless implicit), EHLO: an encrypted session, not yet authenticated. */
-export async function tlsSession(port: number, implicit = false, host = '127.0.0.1'): Promise<RawSmtp> {
+export async function tlsSession(
+  port: number,
+  implicit = false,
+  host = '127.0.0.1',
+): Promise<RawSmtp> {
   const { client, greeting } = await RawSmtp.connect(port, { host, implicit });
   assert.match(greeting, /^220 /);
   assert.match(await client.command('EHLO client.test'), /^250/);
@@ -134,7 +145,13 @@ export async function tlsSession(port: number, implicit = false, host = '127.0.0
 }
 
 /** A TLS session (tlsSession), then AUTH PLAIN with the key as `user`'s password: a session ready for MAIL. */
-export async function authedSession(port: number, key: string, implicit = false, host = '127.0.0.1', user = 'user'): Promise<RawSmtp> {
+export async function authedSession(
+  port: number,
+  key: string,
+  implicit = false,
+  host = '127.0.0.1',
+  user = 'user',
+): Promise<RawSmtp> {
   const client = await tlsSession(port, implicit, host);
   assert.match(await client.command(`AUTH PLAIN ${plain(key, user)}`), /^235 /);
   return client;
@@ -147,7 +164,12 @@ export function dataPayload(message: string): string {
 }
 
 /** One message over an open session: MAIL, RCPT each, DATA; the final reply. */
-export async function rawSend(client: RawSmtp, from: string, rcpts: string[], message: string): Promise<string> {
+export async function rawSend(
+  client: RawSmtp,
+  from: string,
+  rcpts: string[],
+  message: string,
+): Promise<string> {
   const mail = await client.command(`MAIL FROM:<${from}>`);
   if (!mail.startsWith('250')) return mail;
   for (const r of rcpts) assert.match(await client.command(`RCPT TO:<${r}>`), /^250 /);
@@ -157,9 +179,26 @@ export async function rawSend(client: RawSmtp, from: string, rcpts: string[], me
 }
 
 /** A small text/plain message as raw MIME (CRLF line ends). */
-export function rawMessage(opts: { from?: string; to?: string; subject?: string | null; headers?: string[]; body?: string } = {}): string {
-  const lines = [`From: ${opts.from ?? 'sender@example.com'}`, `To: ${opts.to ?? 'rcpt@example.org'}`];
+export function rawMessage(
+  opts: {
+    from?: string;
+    to?: string;
+    subject?: string | null;
+    headers?: string[];
+    body?: string;
+  } = {},
+): string {
+  const lines = [
+    `From: ${opts.from ?? 'sender@example.com'}`,
+    `To: ${opts.to ?? 'rcpt@example.org'}`,
+  ];
   if (opts.subject !== null) lines.push(`Subject: ${opts.subject ?? 'Raw hello'}`);
-  lines.push(...(opts.headers ?? []), 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', opts.body ?? 'Raw body');
+  lines.push(
+    ...(opts.headers ?? []),
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    opts.body ?? 'Raw body',
+  );
   return `${lines.join('\r\n')}\r\n`;
 }

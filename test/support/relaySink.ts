@@ -76,7 +76,8 @@ export class Sink {
       },
       onAuth(auth, _session, callback) {
         const c = behaviour.credentials;
-        if (c && auth.username === c.user && auth.password === c.pass) return callback(null, { user: auth.username });
+        if (c && auth.username === c.user && auth.password === c.pass)
+          return callback(null, { user: auth.username });
         callback(smtpError({ code: 535, text: '5.7.8 Authentication credentials invalid' }));
       },
       onMailFrom(address, _session, callback) {
@@ -126,7 +127,8 @@ export class Sink {
       server.listen(0, '127.0.0.1', () => resolve());
     });
     server.on('error', () => undefined);
-    const port = ((server as unknown as { server: net.Server }).server.address() as net.AddressInfo).port;
+    const port = ((server as unknown as { server: net.Server }).server.address() as net.AddressInfo)
+      .port;
     sink = new Sink(name, server, port, behaviour);
     return sink;
   }

@@ -11,7 +11,10 @@ export const isRoot = process.getuid?.() === 0;
 export const NEEDS_ROOT = 'needs root to mount a small tmpfs for the state directory';
 
 /** Mounts a tmpfs of `sizeMiB` on a new temp dir; `unmount` removes it again. */
-export function mountSmallDisk(prefix: string, sizeMiB: number): { mount: string; unmount(): void } {
+export function mountSmallDisk(
+  prefix: string,
+  sizeMiB: number,
+): { mount: string; unmount(): void } {
   const mount = mkdtempSync(path.join(tmpdir(), prefix));
   execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMiB}m,mode=0700`, 'tmpfs', mount]);
   return {

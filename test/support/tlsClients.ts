@@ -17,9 +17,16 @@ interface ChildResult {
   stderr: string;
 }
 
-function runChild(command: string, args: string[], env: Record<string, string> = {}): Promise<ChildResult> {
+function runChild(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -73,14 +80,21 @@ export interface PythonSmtpResult {
 }
 
 /** Python's smtplib to `name`:`port` (STARTTLS or implicit TLS), trusting `root` only. */
-export function pythonSmtp(name: string, port: number, mode: 'starttls' | 'implicit', root: string): Promise<PythonSmtpResult> {
+export function pythonSmtp(
+  name: string,
+  port: number,
+  mode: 'starttls' | 'implicit',
+  root: string,
+): Promise<PythonSmtpResult> {
   return withPemFile(root, async (cafile) => {
     const result = await runChild('python3', ['-c', PYTHON_SMTP, name, String(port), mode, cafile]);
     const line = result.stdout.trim().split('\n').pop() ?? '';
     try {
       return JSON.parse(line) as PythonSmtpResult;
     } catch {
-      throw new Error(`python3 printed no result (exit ${result.code}): ${result.stdout}${result.stderr}`);
+      throw new Error(
+        `python3 printed no result (exit ${result.code}): ${result.stdout}${result.stderr}`,
+      );
     }
   });
 }
@@ -110,25 +124,40 @@ export interface FetchResult {
 /** Node's fetch of `url` (whose host is `name`) in a child process trusting `root` (NODE_EXTRA_CA_CERTS). */
 export function nodeFetch(name: string, url: string, root: string): Promise<FetchResult> {
   return withPemFile(root, async (file) => {
-    const result = await runChild(process.execPath, ['--input-type=module', '-e', NODE_FETCH, name, url], { NODE_EXTRA_CA_CERTS: file });
+    const result = await runChild(
+      process.execPath,
+      ['--input-type=module', '-e', NODE_FETCH, name, url],
+      { NODE_EXTRA_CA_CERTS: file },
+    );
     const line = result.stdout.trim().split('\n').pop() ?? '';
     try {
       return JSON.parse(line) as FetchResult;
     } catch {
-      throw new Error(`node printed no result (exit ${result.code}): ${result.stdout}${result.stderr}`);
+      throw new Error(
+        `node printed no result (exit ${result.code}): ${result.stdout}${result.stderr}`,
+      );
     }
   });
 }
 
 /** The certificate a TLS listener on 127.0.0.1:`port` serves under `name`, verified against `root`. */
-export function servedCertificate(port: number, name: string, root: string): Promise<PeerCertificate> {
+export function servedCertificate(
+  port: number,
+  name: string,
+  root: string,
+): Promise<PeerCertificate> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: name, ca: root, ALPNProtocols: ['http/1.1'] }, () => {
-      const cert = socket.getPeerCertificate();
-      socket.end();
-      resolve(cert);
-    });
-    socket.setTimeout(30_000, () => socket.destroy(new Error(`no handshake with 127.0.0.1:${port} in 30 s`)));
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: name, ca: root, ALPNProtocols: ['http/1.1'] },
+      () => {
+        const cert = socket.getPeerCertificate();
+        socket.end();
+        resolve(cert);
+      },
+    );
+    socket.setTimeout(30_000, () =>
+      socket.destroy(new Error(`no handshake with 127.0.0.1:${port} in 30 s`)),
+    );
     socket.on('error', reject);
   });
 }

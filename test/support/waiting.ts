@@ -9,12 +9,17 @@ import type { TestContext } from 'node:test';
 export const HANG_GUARD_MS = 5 * 60_000;
 
 /** Polls `condition` until it returns a truthy value (returned); throws once `timeoutMs` (a hang guard) has passed. */
-export async function waitFor<T>(condition: () => T | Promise<T>, timeoutMs = HANG_GUARD_MS, what = 'condition'): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  timeoutMs = HANG_GUARD_MS,
+  what = 'condition',
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
     if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -55,7 +60,10 @@ export function gate(): { opened: Promise<void>; open(): void } {
 export function withinHangGuard<T>(promise: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const guard = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} (not done after ${HANG_GUARD_MS} ms)`)), HANG_GUARD_MS);
+    timer = setTimeout(
+      () => reject(new Error(`${what} (not done after ${HANG_GUARD_MS} ms)`)),
+      HANG_GUARD_MS,
+    );
   });
   return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
 }

@@ -37,7 +37,9 @@ export interface ReceiverAnswer {
  */
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
-  respond: (req: ReceivedWebhook, previousOnPath: number) => ReceiverAnswer = () => ({ status: 200 });
+  respond: (req: ReceivedWebhook, previousOnPath: number) => ReceiverAnswer = () => ({
+    status: 200,
+  });
   /** Requests being answered right now, overall and the most ever seen at once, per path. */
   readonly inFlight = new Map<string, number>();
   readonly maxInFlight = new Map<string, number>();
@@ -57,13 +59,19 @@ export class WebhookReceiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => self!.handle(req, Buffer.concat(chunks), res));
     };
-    const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
+    const server = opts.tls
+      ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler)
+      : http.createServer(handler);
     server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
-    self = new WebhookReceiver(server, (server.address() as AddressInfo).port, opts.tls ? 'https' : 'http');
+    self = new WebhookReceiver(
+      server,
+      (server.address() as AddressInfo).port,
+      opts.tls ? 'https' : 'http',
+    );
     return self;
   }
 
@@ -80,7 +88,15 @@ export class WebhookReceiver {
       body = undefined;
     }
     const path = req.url ?? '/';
-    const item: ReceivedWebhook = { method: req.method ?? '', path, headers: req.headers, raw, body, at: Date.now(), arrival: ++arrivals };
+    const item: ReceivedWebhook = {
+      method: req.method ?? '',
+      path,
+      headers: req.headers,
+      raw,
+      body,
+      at: Date.now(),
+      arrival: ++arrivals,
+    };
     const previous = this.received.filter((r) => r.path === path).length;
     this.received.push(item);
     const now = (this.inFlight.get(path) ?? 0) + 1;
@@ -118,7 +134,11 @@ export class WebhookReceiver {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${this.received.length} requests so far)`));
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what} (${this.received.length} requests so far)`,
+          ),
+        );
       }, timeoutMs);
       // The receiver's server keeps the process alive while it waits; a test that ended does not wait for the guard.
       timer.unref();
@@ -135,7 +155,11 @@ export class WebhookReceiver {
 
   /** Waits for at least `n` requests on `path` (all paths when omitted). */
   waitFor(n: number, path?: string, timeoutMs = HANG_GUARD_MS): Promise<ReceivedWebhook[]> {
-    return this.waitUntil(() => this.on(path).length >= n, timeoutMs, `${n} requests${path ? ` on ${path}` : ''}`).then(() => this.on(path));
+    return this.waitUntil(
+      () => this.on(path).length >= n,
+      timeoutMs,
+      `${n} requests${path ? ` on ${path}` : ''}`,
+    ).then(() => this.on(path));
   }
 
   private notify(): void {

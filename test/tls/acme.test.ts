@@ -16,7 +16,7 @@ import { connect, type TLSSocket } from 'node:tls';
 import { ManualClock } from '../../src/clock.js';
 import { RETRY_MIN_MS, renewalTime } from '../../src/tls/acmeCertificates.js';
 import { freePort, pebbleUnavailable, startPebble, type TestPebble } from '../support/pebble.js';
-import { get, startTestPostern, tempStateDir, type TestPostern } from '../support/postern.js';
+import { get, startTestPostern, type TestPostern, tempStateDir } from '../support/postern.js';
 import { parseExposition } from '../support/prometheusText.js';
 import { nodeFetch, pythonSmtp, servedCertificate } from '../support/tlsClients.js';
 
@@ -25,10 +25,33 @@ const serialOf = (hex: string) => hex.replace(/^0+/, '').toUpperCase();
 
 function acmeListeners(httpsPort: number) {
   return [
-    { name: 'http-production', protocol: 'http', environment: 'production', host: '127.0.0.1', port: httpsPort, acme: true },
+    {
+      name: 'http-production',
+      protocol: 'http',
+      environment: 'production',
+      host: '127.0.0.1',
+      port: httpsPort,
+      acme: true,
+    },
     { name: 'http-sandbox', protocol: 'http', environment: 'sandbox', host: '127.0.0.1', port: 0 },
-    { name: 'smtp-production-starttls', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'starttls', acme: true },
-    { name: 'smtp-production-implicit', protocol: 'smtp', environment: 'production', host: '127.0.0.1', port: 0, tls: 'implicit', acme: true },
+    {
+      name: 'smtp-production-starttls',
+      protocol: 'smtp',
+      environment: 'production',
+      host: '127.0.0.1',
+      port: 0,
+      tls: 'starttls',
+      acme: true,
+    },
+    {
+      name: 'smtp-production-implicit',
+      protocol: 'smtp',
+      environment: 'production',
+      host: '127.0.0.1',
+      port: 0,
+      tls: 'implicit',
+      acme: true,
+    },
     { name: 'console', protocol: 'console', host: '127.0.0.1', port: 0 },
   ];
 }
@@ -55,7 +78,10 @@ function requestOn(socket: TLSSocket, host: string): Promise<number> {
 
 function openConnection(port: number, name: string, root: string): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: name, ca: root, ALPNProtocols: ['http/1.1'] }, () => resolve(socket));
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: name, ca: root, ALPNProtocols: ['http/1.1'] },
+      () => resolve(socket),
+    );
     socket.once('error', reject);
   });
 }
@@ -83,7 +109,15 @@ describe('tls.acme over HTTP-01 against Pebble', { skip: pebbleUnavailable() }, 
       config: {
         listeners: acmeListeners(httpsPort),
         http: { redirect_plain: { host: '127.0.0.1', port: plainPort } },
-        tls: { acme: { directory_url: pebble.directoryUrl, email: 'ops@postern.test', domains, challenge: 'http-01', directory_ca: pebble.directoryCaFile } },
+        tls: {
+          acme: {
+            directory_url: pebble.directoryUrl,
+            email: 'ops@postern.test',
+            domains,
+            challenge: 'http-01',
+            directory_ca: pebble.directoryCaFile,
+          },
+        },
       },
     });
 
@@ -114,12 +148,21 @@ describe('tls.acme over HTTP-01 against Pebble', { skip: pebbleUnavailable() }, 
       assert.equal(serialOf(smtp.serial!), serialOf(pair.serial), mode);
       assert.equal(smtp.auth, true, `${mode}: AUTH offered once encrypted`);
     }
-    const fetched = await nodeFetch('api.postern.test', `https://api.postern.test:${httpsPort}/healthz`, root);
+    const fetched = await nodeFetch(
+      'api.postern.test',
+      `https://api.postern.test:${httpsPort}/healthz`,
+      root,
+    );
     assert.equal(fetched.ok, true, fetched.error);
     assert.equal(fetched.status, 200);
     assert.equal(server.production, `https://127.0.0.1:${httpsPort}`);
     // The same clients refuse a chain they were not told to trust: the checks above can fail.
-    const untrusted = await pythonSmtp(name, server.smtp.production.implicit, 'implicit', readFileSync(pebble.directoryCaFile, 'utf8'));
+    const untrusted = await pythonSmtp(
+      name,
+      server.smtp.production.implicit,
+      'implicit',
+      readFileSync(pebble.directoryCaFile, 'utf8'),
+    );
     assert.equal(untrusted.ok, false);
     assert.match(untrusted.error!, /CERTIFICATE_VERIFY_FAILED|certificate verify failed/);
 
@@ -131,7 +174,10 @@ describe('tls.acme over HTTP-01 against Pebble', { skip: pebbleUnavailable() }, 
     assert.equal(ready.status, 200);
     assert.equal(ready.body.checks.certificates.ok, true);
     const figures = await metrics(server);
-    assert.equal(figures.get(`postern_certificate_expiry_seconds{name=${name}}`), Math.floor(pair.notAfter / 1000));
+    assert.equal(
+      figures.get(`postern_certificate_expiry_seconds{name=${name}}`),
+      Math.floor(pair.notAfter / 1000),
+    );
     assert.equal(figures.get(`postern_certificate_order_failures_total{name=${name}}`), 0);
   });
 
@@ -153,7 +199,10 @@ describe('tls.acme over HTTP-01 against Pebble', { skip: pebbleUnavailable() }, 
       assert.notEqual(renewed.serial, old.serial);
       assert.ok(renewed.notAfter > old.notAfter);
 
-      assert.equal(serialOf((await servedCertificate(httpsPort, 'api.postern.test', root)).serialNumber), serialOf(renewed.serial));
+      assert.equal(
+        serialOf((await servedCertificate(httpsPort, 'api.postern.test', root)).serialNumber),
+        serialOf(renewed.serial),
+      );
       const smtp = await pythonSmtp(name, server!.smtp.production.starttls, 'starttls', root);
       assert.equal(smtp.ok, true, smtp.error);
       assert.equal(serialOf(smtp.serial!), serialOf(renewed.serial));
@@ -181,7 +230,10 @@ describe('tls.acme over HTTP-01 against Pebble', { skip: pebbleUnavailable() }, 
     assert.equal(ready.status, 200, JSON.stringify(ready.body));
     const figures = await metrics(server!);
     assert.equal(figures.get(`postern_certificate_order_failures_total{name=${name}}`), 1);
-    assert.equal(figures.get(`postern_certificate_expiry_seconds{name=${name}}`), Math.floor(current.notAfter / 1000));
+    assert.equal(
+      figures.get(`postern_certificate_expiry_seconds{name=${name}}`),
+      Math.floor(current.notAfter / 1000),
+    );
     // Still served to clients, and still verifying.
     const smtp = await pythonSmtp(name, server!.smtp.production.implicit, 'implicit', root);
     assert.equal(smtp.ok, true, smtp.error);
@@ -233,14 +285,26 @@ describe('tls.acme over TLS-ALPN-01 against Pebble', { skip: pebbleUnavailable()
       clock: new ManualClock(Date.now()),
       config: {
         listeners: acmeListeners(httpsPort),
-        tls: { acme: { directory_url: pebble.directoryUrl, email: 'ops@postern.test', domains, challenge: 'tls-alpn-01', directory_ca: pebble.directoryCaFile } },
+        tls: {
+          acme: {
+            directory_url: pebble.directoryUrl,
+            email: 'ops@postern.test',
+            domains,
+            challenge: 'tls-alpn-01',
+            directory_ca: pebble.directoryCaFile,
+          },
+        },
       },
     });
     const acme = server.running.certificates!;
     assert.ok(['obtained', 'fresh'].includes(await acme.check()), acme.lastError ?? '');
     assert.equal(acme.certificate.placeholder, false);
     const root = await pebble.root();
-    const fetched = await nodeFetch(domains[0]!, `https://${domains[0]}:${httpsPort}/healthz`, root);
+    const fetched = await nodeFetch(
+      domains[0]!,
+      `https://${domains[0]}:${httpsPort}/healthz`,
+      root,
+    );
     assert.equal(fetched.ok, true, fetched.error);
     assert.equal(fetched.status, 200);
     for (const mode of ['starttls', 'implicit'] as const) {
@@ -249,11 +313,16 @@ describe('tls.acme over TLS-ALPN-01 against Pebble', { skip: pebbleUnavailable()
       assert.equal(serialOf(smtp.serial!), serialOf(acme.certificate.pair.serial));
     }
     // An ordinary client of the same name meanwhile gets the served certificate, not a challenge's.
-    assert.equal(serialOf((await servedCertificate(httpsPort, domains[0]!, root)).serialNumber), serialOf(acme.certificate.pair.serial));
+    assert.equal(
+      serialOf((await servedCertificate(httpsPort, domains[0]!, root)).serialNumber),
+      serialOf(acme.certificate.pair.serial),
+    );
   });
 });
 
-describe('tls.acme when the CA cannot be reached at the first start', { skip: pebbleUnavailable() }, () => {
+describe('tls.acme when the CA cannot be reached at the first start', {
+  skip: pebbleUnavailable(),
+}, () => {
   const domains = ['first.postern.test'];
   let pebble: TestPebble;
   let server: TestPostern | null = null;
@@ -272,7 +341,15 @@ describe('tls.acme when the CA cannot be reached at the first start', { skip: pe
       clock,
       config: {
         listeners: acmeListeners(httpsPort),
-        tls: { acme: { directory_url: pebble.directoryUrl, email: 'ops@postern.test', domains, challenge: 'tls-alpn-01', directory_ca: pebble.directoryCaFile } },
+        tls: {
+          acme: {
+            directory_url: pebble.directoryUrl,
+            email: 'ops@postern.test',
+            domains,
+            challenge: 'tls-alpn-01',
+            directory_ca: pebble.directoryCaFile,
+          },
+        },
       },
     });
     const acme = server.running.certificates!;
@@ -281,17 +358,29 @@ describe('tls.acme when the CA cannot be reached at the first start', { skip: pe
     const notReady = await get(server.console, '/readyz');
     assert.equal(notReady.status, 503);
     assert.deepEqual(notReady.body.failing, ['certificates']);
-    assert.match(notReady.body.checks.certificates.detail, /first\.postern\.test: no certificate yet \(ACME order pending; the last order failed: .+\)/);
+    assert.match(
+      notReady.body.checks.certificates.detail,
+      /first\.postern\.test: no certificate yet \(ACME order pending; the last order failed: .+\)/,
+    );
     const figures = await metrics(server);
     assert.equal(figures.get(`postern_certificate_order_failures_total{name=${domains[0]}}`), 1);
-    assert.equal(figures.has(`postern_certificate_expiry_seconds{name=${domains[0]}}`), false, 'no expiry for a placeholder');
+    assert.equal(
+      figures.has(`postern_certificate_expiry_seconds{name=${domains[0]}}`),
+      false,
+      'no expiry for a placeholder',
+    );
 
     await pebble.start();
     assert.equal(await acme.check(), 'waiting');
     clock.advance(RETRY_MIN_MS);
     assert.equal(await acme.check(), 'obtained');
     assert.equal((await get(server.console, '/readyz')).status, 200);
-    const smtp = await pythonSmtp(domains[0]!, server.smtp.production.implicit, 'implicit', await pebble.root());
+    const smtp = await pythonSmtp(
+      domains[0]!,
+      server.smtp.production.implicit,
+      'implicit',
+      await pebble.root(),
+    );
     assert.equal(smtp.ok, true, smtp.error);
   });
 });

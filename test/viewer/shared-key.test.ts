@@ -17,8 +17,22 @@ import { viewerToken, viewerTokenValid } from '../../src/policy/viewerTokens.js'
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { postgresQueries } from '../../src/store/postgres/queries.js';
 import { tempDirs } from '../support/hooks.js';
-import { cliEnv, createProjectWithKeys, post, runCli, startTestNodes, validMessage, type TestPostern } from '../support/postern.js';
-import { freshDatabase, postgresUnavailable, sharedPostgres, testPool, type FreshDatabase } from '../support/postgres.js';
+import {
+  cliEnv,
+  createProjectWithKeys,
+  post,
+  runCli,
+  startTestNodes,
+  type TestPostern,
+  validMessage,
+} from '../support/postern.js';
+import {
+  type FreshDatabase,
+  freshDatabase,
+  postgresUnavailable,
+  sharedPostgres,
+  testPool,
+} from '../support/postgres.js';
 import { sleep } from '../support/processes.js';
 import { HANG_GUARD_MS } from '../support/waiting.js';
 
@@ -27,9 +41,15 @@ const MESSAGE = `m.${'0'.repeat(26)}`;
 const HOUR = 3_600_000;
 
 /** A logger whose lines are kept, parsed, for the test to read. */
-function recordingLogger(): { logger: Logger; lines: { level: number; msg: string; file?: string }[] } {
+function recordingLogger(): {
+  logger: Logger;
+  lines: { level: number; msg: string; file?: string }[];
+} {
   const lines: { level: number; msg: string; file?: string }[] = [];
-  return { lines, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }) };
+  return {
+    lines,
+    logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }),
+  };
 }
 
 /** A key file as an earlier node left it in its state directory. */
@@ -70,26 +90,38 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
     const h = await handles(4);
     try {
       const logs = h.nodes.map(() => recordingLogger());
-      const keys = await Promise.all(h.nodes.map((n, i) => viewerSecret(n.store, n.dir, logs[i].logger)));
+      const keys = await Promise.all(
+        h.nodes.map((n, i) => viewerSecret(n.store, n.dir, logs[i].logger)),
+      );
       assert.equal(keys[0].length, 32);
       assert.deepEqual(keys.map(hex), Array(4).fill(hex(keys[0])));
       const rows = await h.nodes[0].pool.query<{ secret: Buffer }>('SELECT secret FROM viewer_key');
-      assert.deepEqual(rows.rows.map((r) => hex(r.secret)), [hex(keys[0])]);
-      assert.deepEqual(logs.flatMap((l) => l.lines.map((line) => line.msg)), ['viewer signing key created in the shared database']);
-      for (const n of h.nodes) assert.equal(existsSync(path.join(n.dir, 'viewer.key')), false, `${n.dir}: no key file`);
+      assert.deepEqual(
+        rows.rows.map((r) => hex(r.secret)),
+        [hex(keys[0])],
+      );
+      assert.deepEqual(
+        logs.flatMap((l) => l.lines.map((line) => line.msg)),
+        ['viewer signing key created in the shared database'],
+      );
+      for (const n of h.nodes)
+        assert.equal(existsSync(path.join(n.dir, 'viewer.key')), false, `${n.dir}: no key file`);
 
       // A link signed by one node verifies on every other, and a node started later reads the same key.
       const token = viewerToken(keys[0], MESSAGE, Date.now() + HOUR);
       for (const key of keys) assert.equal(viewerTokenValid(key, MESSAGE, token, Date.now()), true);
       const late = recordingLogger();
-      assert.equal(hex(await viewerSecret(h.nodes[1].store, stateDir(), late.logger)), hex(keys[0]));
+      assert.equal(
+        hex(await viewerSecret(h.nodes[1].store, stateDir(), late.logger)),
+        hex(keys[0]),
+      );
       assert.deepEqual(late.lines, []);
     } finally {
       await h.close();
     }
   });
 
-  test('nodes whose first insert waits on another node\'s uncommitted key all return that key once it commits', async () => {
+  test("nodes whose first insert waits on another node's uncommitted key all return that key once it commits", async () => {
     const h = await handles(3);
     const first = await h.nodes[0].pool.connect();
     try {
@@ -100,12 +132,18 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
       const waiting = h.nodes.map((n) => viewerSecret(n.store, n.dir, silentLogger()));
       const deadline = Date.now() + HANG_GUARD_MS;
       const blocked = async () =>
-        (await h.nodes[1].pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n;
+        (
+          await h.nodes[1].pool.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+          )
+        ).rows[0].n;
       while ((await blocked()) < 3 && Date.now() < deadline) await sleep(20);
       assert.equal(await blocked(), 3, 'the three inserts wait on the first');
       await first.query('COMMIT');
       assert.deepEqual((await Promise.all(waiting)).map(hex), Array(3).fill(hex(key)));
-      const rows = await h.nodes[1].pool.query<{ n: number }>('SELECT count(*)::int AS n FROM viewer_key');
+      const rows = await h.nodes[1].pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM viewer_key',
+      );
       assert.equal(rows.rows[0].n, 1);
     } finally {
       first.release();
@@ -123,22 +161,40 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
 
       const log = recordingLogger();
       assert.equal(hex(await viewerSecret(upgraded.store, upgraded.dir, log.logger)), hex(old));
-      assert.deepEqual(log.lines.map((l) => [l.level, l.msg, l.file]), [
-        [30, 'viewer signing key imported from this file into the shared database: links signed with it open on every node; the file is no longer read', file],
-      ]);
+      assert.deepEqual(
+        log.lines.map((l) => [l.level, l.msg, l.file]),
+        [
+          [
+            30,
+            'viewer signing key imported from this file into the shared database: links signed with it open on every node; the file is no longer read',
+            file,
+          ],
+        ],
+      );
       assert.equal(existsSync(file), true, 'the file is left where it was');
 
       const joined = await viewerSecret(joining.store, joining.dir, silentLogger());
-      assert.equal(viewerTokenValid(joined, MESSAGE, linkBefore, Date.now()), true, 'a link handed out before the upgrade opens on another node');
+      assert.equal(
+        viewerTokenValid(joined, MESSAGE, linkBefore, Date.now()),
+        true,
+        'a link handed out before the upgrade opens on another node',
+      );
       assert.equal(existsSync(path.join(joining.dir, 'viewer.key')), false);
 
       // Another node kept a key of its own: the shared one is used, and the file is named.
       const strayFile = keyFile(stray.dir, Buffer.alloc(32, 0x11));
       const strayLog = recordingLogger();
       assert.equal(hex(await viewerSecret(stray.store, stray.dir, strayLog.logger)), hex(old));
-      assert.deepEqual(strayLog.lines.map((l) => [l.level, l.msg, l.file]), [
-        [40, 'this file is not the viewer signing key the nodes share (the database\'s): links signed with it no longer open; remove it', strayFile],
-      ]);
+      assert.deepEqual(
+        strayLog.lines.map((l) => [l.level, l.msg, l.file]),
+        [
+          [
+            40,
+            "this file is not the viewer signing key the nodes share (the database's): links signed with it no longer open; remove it",
+            strayFile,
+          ],
+        ],
+      );
       // The imported file itself is the shared key: nothing to say at the next start.
       const again = recordingLogger();
       await viewerSecret(upgraded.store, upgraded.dir, again.logger);
@@ -153,8 +209,12 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
     try {
       const file = path.join(h.nodes[0].dir, 'viewer.key');
       writeFileSync(file, 'not a key\n', { mode: 0o600 });
-      await assert.rejects(viewerSecret(h.nodes[0].store, h.nodes[0].dir, silentLogger()), { message: `${file} is not a viewer key (64 hex digits); remove it to create a new one (old links stop working)` });
-      const rows = await h.nodes[0].pool.query<{ n: number }>('SELECT count(*)::int AS n FROM viewer_key');
+      await assert.rejects(viewerSecret(h.nodes[0].store, h.nodes[0].dir, silentLogger()), {
+        message: `${file} is not a viewer key (64 hex digits); remove it to create a new one (old links stop working)`,
+      });
+      const rows = await h.nodes[0].pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM viewer_key',
+      );
       assert.equal(rows.rows[0].n, 0);
     } finally {
       await h.close();
@@ -171,25 +231,41 @@ describe('the viewer signing key on PostgreSQL', { skip: postgresUnavailable() }
     });
     after(() => cluster?.close());
 
-    test('a link made by postern message link on node A\'s configuration opens on node A and on node B; neither keeps a key file', async () => {
+    test("a link made by postern message link on node A's configuration opens on node A and on node B; neither keeps a key file", async () => {
       const { liveKey } = await createProjectWithKeys(a.ctx, 'viewer cluster');
-      const sent = await post(a.production, '/v1/send', { key: liveKey, json: validMessage({ subject: 'Shared link' }) });
+      const sent = await post(a.production, '/v1/send', {
+        key: liveKey,
+        json: validMessage({ subject: 'Shared link' }),
+      });
       assert.equal(sent.status, 202, sent.text);
       const id = sent.body.id as string;
       const config = path.join(a.stateDir, 'link-config.json');
-      writeFileSync(config, JSON.stringify({ state_dir: a.stateDir, viewer: { base_url: a.production } }));
-      const link = await runCli(['message', 'link', id, '--expires', '1h', '--json'], { ...cliEnv(a), POSTERN_CONFIG: config });
+      writeFileSync(
+        config,
+        JSON.stringify({ state_dir: a.stateDir, viewer: { base_url: a.production } }),
+      );
+      const link = await runCli(['message', 'link', id, '--expires', '1h', '--json'], {
+        ...cliEnv(a),
+        POSTERN_CONFIG: config,
+      });
       assert.equal(link.code, 0, link.stdout + link.stderr);
       const url = link.json.url as string;
       assert.ok(url.startsWith(`${a.production}/view/${id}/`), url);
 
       for (const base of [a.production, b.production]) {
-        const res = await fetch(url.replace(a.production, base), { signal: AbortSignal.timeout(HANG_GUARD_MS) });
+        const res = await fetch(url.replace(a.production, base), {
+          signal: AbortSignal.timeout(HANG_GUARD_MS),
+        });
         const page = await res.text();
         assert.equal(res.status, 200, `${base}: ${page}`);
         assert.match(page, /<h1>Shared link<\/h1>/);
       }
-      for (const node of [a, b]) assert.equal(existsSync(path.join(node.stateDir, 'viewer.key')), false, `${node.stateDir}: no key file`);
+      for (const node of [a, b])
+        assert.equal(
+          existsSync(path.join(node.stateDir, 'viewer.key')),
+          false,
+          `${node.stateDir}: no key file`,
+        );
     });
   });
 });

@@ -26,7 +26,13 @@ export class ApiError extends Error {
 
 /** Refusals the app answers itself (the sign-in form over the screen, the password change): not shown as a screen's error. */
 export const handledElsewhere = (err: unknown): boolean =>
-  err instanceof ApiError && ['session_expired', 'unauthenticated', 'invalid_operator_token', 'password_change_required'].includes(err.code);
+  err instanceof ApiError &&
+  [
+    'session_expired',
+    'unauthenticated',
+    'invalid_operator_token',
+    'password_change_required',
+  ].includes(err.code);
 
 let csrfToken: string | null = null;
 let onSignedOut: ((code: string) => void) | null = null;
@@ -46,16 +52,29 @@ export function whenPasswordChangeRequired(handler: () => void): void {
   onPasswordChangeRequired = handler;
 }
 
-export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+export async function api<T>(
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
   let res: Response;
   try {
-    res = await fetch(`${API_BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+    res = await fetch(`${API_BASE}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+    });
   } catch {
     markUnreachable();
-    throw new ApiError(0, 'network', 'The console cannot reach the server. Check that Postern is running.');
+    throw new ApiError(
+      0,
+      'network',
+      'The console cannot reach the server. Check that Postern is running.',
+    );
   }
   markReachable();
   if (res.status === 204) return undefined as T;
@@ -68,7 +87,12 @@ export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   }
   if (!res.ok) {
     const e = (json as Api.ErrorEnvelope | undefined)?.error;
-    const err = new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `The server answered ${res.status}.`, e?.details ?? []);
+    const err = new ApiError(
+      res.status,
+      e?.code ?? `http_${res.status}`,
+      e?.message ?? `The server answered ${res.status}.`,
+      e?.details ?? [],
+    );
     // A refused sign-in is the sign-in form's own answer.
     if (res.status === 401 && !(method === 'POST' && path === '/session')) onSignedOut?.(err.code);
     if (err.code === 'password_change_required') onPasswordChangeRequired?.();
@@ -89,7 +113,9 @@ export const get = <T>(path: string) => api<T>('GET', path);
 export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body);
 
 /** A query string from the set values of `params` (arrays repeat the name). */
-export function query(params: Record<string, string | string[] | number | undefined | null>): string {
+export function query(
+  params: Record<string, string | string[] | number | undefined | null>,
+): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v === undefined || v === null || v === '') continue;

@@ -6,12 +6,11 @@
  * answers again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, get, setCsrfToken, whenPasswordChangeRequired, whenSignedOut, type Api } from './api';
+import { type Api, api, get, setCsrfToken, whenPasswordChangeRequired, whenSignedOut } from './api';
 import { ConfirmHost } from './confirm';
 import { announceReconnected, useReachable } from './connection';
 import { closeLiveStream, useLiveStream } from './live';
-import { href, navigate, useRoute, type Route } from './router';
-import { AppContext, isOwner, useApp, type AppState } from './session';
+import { href, navigate, type Route, useRoute } from './router';
 import { AccountScreen, ForcedPasswordChange } from './screens/account';
 import { AuditScreen } from './screens/audit';
 import { DkimScreen } from './screens/dkim';
@@ -26,6 +25,7 @@ import { ProvidersScreen } from './screens/providers';
 import { SignIn } from './screens/signIn';
 import { SuppressionsScreen } from './screens/suppressions';
 import { WebhooksScreen } from './screens/webhooks';
+import { AppContext, type AppState, isOwner, useApp } from './session';
 import { ErrorNote, Loading, usePageTitle } from './ui';
 
 const PROJECT_KEY = 'postern.project';
@@ -39,7 +39,9 @@ const SIGNED_OUT_KEY = 'postern.signed-out';
 
 function signedOutNotice(code: string, idleSeconds: number | null | undefined): string {
   if (code === 'session_expired') {
-    const idle = idleSeconds ? ` after ${idleSeconds >= 3600 ? `${Math.round(idleSeconds / 3600)} h` : `${Math.round(idleSeconds / 60)} min`} without use` : '';
+    const idle = idleSeconds
+      ? ` after ${idleSeconds >= 3600 ? `${Math.round(idleSeconds / 3600)} h` : `${Math.round(idleSeconds / 60)} min`} without use`
+      : '';
     return `Your session expired${idle}. Sign in again to carry on where you were.`;
   }
   return 'You were signed out (the session was ended, or your password was changed or reset). Sign in again to carry on.';
@@ -117,13 +119,33 @@ export function App() {
     closeLiveStream();
     void api('DELETE', '/session').then(signedOut, signedOut);
   };
-  if (session.operator.must_change_password && lapsed === null) return <ForcedPasswordChange session={session} onChanged={() => void refreshSession()} onSignOut={signOut} />;
-  const state: AppState = { session, projects, reloadProjects: () => void loadProjects(), refreshSession: () => void refreshSession() };
+  if (session.operator.must_change_password && lapsed === null)
+    return (
+      <ForcedPasswordChange
+        session={session}
+        onChanged={() => void refreshSession()}
+        onSignOut={signOut}
+      />
+    );
+  const state: AppState = {
+    session,
+    projects,
+    reloadProjects: () => void loadProjects(),
+    refreshSession: () => void refreshSession(),
+  };
   return (
     <AppContext.Provider value={state}>
       {/* Another operator signing in gets a fresh app, not the last one's screen. */}
-      <Shell key={session.operator.id} state={state} error={error} inert={lapsed !== null} onSignOut={signOut} />
-      {lapsed !== null && <SignIn again notice={lapsed} email={session.operator.email} onSignedIn={signedIn} />}
+      <Shell
+        key={session.operator.id}
+        state={state}
+        error={error}
+        inert={lapsed !== null}
+        onSignOut={signOut}
+      />
+      {lapsed !== null && (
+        <SignIn again notice={lapsed} email={session.operator.email} onSignedIn={signedIn} />
+      )}
       <ConfirmHost />
     </AppContext.Provider>
   );
@@ -159,25 +181,46 @@ function Offline() {
   if (reachable) return null;
   return (
     <div class="offline" role="alert">
-      <strong>Cannot reach the Postern server.</strong> Retrying every few seconds; what you change now is not saved.
+      <strong>Cannot reach the Postern server.</strong> Retrying every few seconds; what you change
+      now is not saved.
     </div>
   );
 }
 
-function Shell({ state, error, inert, onSignOut }: { state: AppState; error: unknown; inert: boolean; onSignOut: () => void }) {
+function Shell({
+  state,
+  error,
+  inert,
+  onSignOut,
+}: {
+  state: AppState;
+  error: unknown;
+  inert: boolean;
+  onSignOut: () => void;
+}) {
   useLiveStream();
   const route = useRoute();
   const routeProject = route.parts[0] === 'projects' && route.parts[1] ? route.parts[1] : null;
   const [picked, setPicked] = useState<string | null>(() => localStorage.getItem(PROJECT_KEY));
-  const project = state.projects.find((p) => p.id === (routeProject ?? picked)) ?? state.projects[0] ?? null;
+  const project =
+    state.projects.find((p) => p.id === (routeProject ?? picked)) ?? state.projects[0] ?? null;
   useEffect(() => {
     if (project) localStorage.setItem(PROJECT_KEY, project.id);
   }, [project?.id]);
   const [menuOpen, setMenuOpen] = useState(false);
   useEffect(() => setMenuOpen(false), [location.hash]);
 
-  const itemHref = (item: NavItem) => (item.project ? (project ? href(`/projects/${project.id}/${item.path}`) : null) : href(item.path));
-  const active = (item: NavItem) => (item.project ? route.parts[0] === 'projects' && route.parts[2] === item.path : `/${route.parts[0] ?? 'overview'}` === item.path && !(route.parts[0] === 'projects' && route.parts[2]));
+  const itemHref = (item: NavItem) =>
+    item.project
+      ? project
+        ? href(`/projects/${project.id}/${item.path}`)
+        : null
+      : href(item.path);
+  const active = (item: NavItem) =>
+    item.project
+      ? route.parts[0] === 'projects' && route.parts[2] === item.path
+      : `/${route.parts[0] ?? 'overview'}` === item.path &&
+        !(route.parts[0] === 'projects' && route.parts[2]);
 
   return (
     <div class="shell" inert={inert}>
@@ -193,7 +236,13 @@ function Shell({ state, error, inert, onSignOut }: { state: AppState; error: unk
         Skip to content
       </a>
       <header class="top">
-        <button type="button" class="menu-toggle" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
+        <button
+          type="button"
+          class="menu-toggle"
+          aria-expanded={menuOpen}
+          aria-controls="nav"
+          onClick={() => setMenuOpen(!menuOpen)}
+        >
           Menu
         </button>
         <a class="brand" href="#/overview">
@@ -219,7 +268,8 @@ function Shell({ state, error, inert, onSignOut }: { state: AppState; error: unk
               onChange={(e) => {
                 const id = e.currentTarget.value;
                 setPicked(id);
-                if (routeProject && route.parts[2]) navigate(href(`/projects/${id}/${route.parts[2]}`));
+                if (routeProject && route.parts[2])
+                  navigate(href(`/projects/${id}/${route.parts[2]}`));
               }}
             >
               {state.projects.length === 0 && <option value="">No projects</option>}
@@ -264,13 +314,20 @@ const SECTION_TITLES: Record<string, string> = {
   suppressions: 'Suppressions',
   dkim: 'DKIM',
 };
-const TOP_TITLES: Record<string, string> = { messages: 'Messages', projects: 'Projects', operators: 'Operators', audit: 'Audit log', account: 'Your account' };
+const TOP_TITLES: Record<string, string> = {
+  messages: 'Messages',
+  projects: 'Projects',
+  operators: 'Operators',
+  audit: 'Audit log',
+  account: 'Your account',
+};
 
 /** The title of a route's screen ("API keys — shop"); a message's screen names its subject itself. */
 function titleOf(route: Route, projects: Api.Project[]): string | null {
   const [first, second, third] = route.parts;
   if (first === 'messages' && second) return null;
-  if (first === 'projects' && second && third && SECTION_TITLES[third]) return `${SECTION_TITLES[third]} — ${projects.find((p) => p.id === second)?.name ?? second}`;
+  if (first === 'projects' && second && third && SECTION_TITLES[third])
+    return `${SECTION_TITLES[third]} — ${projects.find((p) => p.id === second)?.name ?? second}`;
   const page = route.params.get('cursor') ? `, page ${route.params.get('page') ?? 2}` : '';
   return `${TOP_TITLES[first ?? ''] ?? 'Overview'}${page}`;
 }

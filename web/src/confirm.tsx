@@ -35,10 +35,11 @@ export function ConfirmHost() {
   const dialog = useRef<HTMLDialogElement>(null);
   const confirmButton = useRef<HTMLButtonElement>(null);
   useEffect(() => {
-    show = (p) => setPending((current) => {
-      current?.resolve(false);
-      return p;
-    });
+    show = (p) =>
+      setPending((current) => {
+        current?.resolve(false);
+        return p;
+      });
     return () => {
       show = null;
     };
@@ -57,15 +58,23 @@ export function ConfirmHost() {
     setPending(null);
   };
   return (
-    <dialog ref={dialog} class="confirm" aria-labelledby="confirm-title" onCancel={(e) => {
+    <dialog
+      ref={dialog}
+      class="confirm"
+      aria-labelledby="confirm-title"
+      onCancel={(e) => {
         e.preventDefault();
         answer(false);
-      }}>
+      }}
+    >
       {pending && (
-        <form method="dialog" onSubmit={(e) => {
-          e.preventDefault();
-          answer(true);
-        }}>
+        <form
+          method="dialog"
+          onSubmit={(e) => {
+            e.preventDefault();
+            answer(true);
+          }}
+        >
           <h2 id="confirm-title">{pending.title}</h2>
           {pending.body && <div class="confirm-body">{pending.body}</div>}
           <div class="actions">

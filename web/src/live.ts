@@ -7,8 +7,14 @@
  * does; a 401 is the session ending (the sign-in form); otherwise the stream is reopened.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { API_BASE, api, ApiError } from './api';
-import { announceReconnected, isReachable, markUnreachable, onReachability, whenReconnected } from './connection';
+import { API_BASE, ApiError, api } from './api';
+import {
+  announceReconnected,
+  isReachable,
+  markUnreachable,
+  onReachability,
+  whenReconnected,
+} from './connection';
 
 export interface MessageChange {
   id: string;
@@ -76,7 +82,11 @@ function open(): void {
   });
   es.addEventListener('refresh', (e) => {
     const data = JSON.parse((e as MessageEvent<string>).data) as Partial<BulkChange>;
-    const change: BulkChange = { reason: data.reason ?? 'bulk', action: data.action, count: typeof data.count === 'number' ? data.count : 1 };
+    const change: BulkChange = {
+      reason: data.reason ?? 'bulk',
+      action: data.action,
+      count: typeof data.count === 'number' ? data.count : 1,
+    };
     for (const s of subscribers) s.onRefresh(change);
   });
   // The browser would retry by itself, but cannot tell a server that is down from a session
@@ -148,11 +158,19 @@ export function useLiveState(): LiveState {
 }
 
 /** Calls `onChange` for each changed message of `filter`, and `onRefresh` after bulk actions, while mounted. */
-export function useLiveMessages(filter: { project?: string; environment?: string }, onChange: (c: MessageChange) => void, onRefresh: (r: BulkChange) => void): void {
+export function useLiveMessages(
+  filter: { project?: string; environment?: string },
+  onChange: (c: MessageChange) => void,
+  onRefresh: (r: BulkChange) => void,
+): void {
   const handlers = useRef({ onChange, onRefresh });
   handlers.current = { onChange, onRefresh };
   useEffect(() => {
-    const s: Subscriber = { filter, onChange: (c) => handlers.current.onChange(c), onRefresh: (r) => handlers.current.onRefresh(r) };
+    const s: Subscriber = {
+      filter,
+      onChange: (c) => handlers.current.onChange(c),
+      onRefresh: (r) => handlers.current.onRefresh(r),
+    };
     subscribers.add(s);
     return () => void subscribers.delete(s);
   }, [filter.project, filter.environment]);

@@ -10,7 +10,10 @@ export interface Route {
 export function currentRoute(): Route {
   const hash = location.hash.replace(/^#\/?/, '');
   const [path, search = ''] = hash.split('?');
-  return { parts: path.split('/').filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(search) };
+  return {
+    parts: path.split('/').filter(Boolean).map(decodeURIComponent),
+    params: new URLSearchParams(search),
+  };
 }
 
 export function useRoute(): Route {

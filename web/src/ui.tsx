@@ -17,7 +17,9 @@ export interface Loaded<T> {
  * outage or a new sign-in: what is shown may have changed meanwhile); the last answer wins.
  */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   const latest = useRef(0);
   useEffect(() => whenReconnected(() => setTick((t) => t + 1)), []);
@@ -26,7 +28,8 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     setState((s) => ({ ...s, loading: true }));
     load().then(
       (data) => n === latest.current && setState({ data, loading: false }),
-      (error: unknown) => n === latest.current && setState((s) => ({ data: s.data, error, loading: false })),
+      (error: unknown) =>
+        n === latest.current && setState((s) => ({ data: s.data, error, loading: false })),
     );
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
@@ -40,7 +43,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
 }
 
 /** An action button's state: busy while it runs, the API's error message if it fails. */
-export function useAction(): { busy: boolean; error: unknown; run: <T>(fn: () => Promise<T>) => Promise<T | undefined>; clear(): void } {
+export function useAction(): {
+  busy: boolean;
+  error: unknown;
+  run: <T>(fn: () => Promise<T>) => Promise<T | undefined>;
+  clear(): void;
+} {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const run = useCallback(async <T,>(fn: () => Promise<T>) => {
@@ -60,8 +68,12 @@ export function useAction(): { busy: boolean; error: unknown; run: <T>(fn: () =>
 
 export function errorText(error: unknown): string {
   if (error instanceof ApiError) {
-    const fields = error.details.map((d) => `${d.field}: ${d.code.split(':').pop()?.replace(/_/g, ' ')}`);
-    return fields.length > 0 && !error.message.includes(fields[0].split(':')[0]) ? `${error.message} (${fields.join('; ')})` : error.message;
+    const fields = error.details.map(
+      (d) => `${d.field}: ${d.code.split(':').pop()?.replace(/_/g, ' ')}`,
+    );
+    return fields.length > 0 && !error.message.includes(fields[0].split(':')[0])
+      ? `${error.message} (${fields.join('; ')})`
+      : error.message;
   }
   return error instanceof Error ? error.message : String(error);
 }
@@ -77,7 +89,11 @@ export function ErrorNote({ error }: { error: unknown }) {
 }
 
 export function Loading({ what }: { what: string }) {
-  return <p class="muted" aria-live="polite">Loading {what}…</p>;
+  return (
+    <p class="muted" aria-live="polite">
+      Loading {what}…
+    </p>
+  );
 }
 
 export function Empty({ title, children }: { title: string; children?: ComponentChildren }) {
@@ -89,14 +105,27 @@ export function Empty({ title, children }: { title: string; children?: Component
   );
 }
 
-const dateTime = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+});
 
 /** An instant in the browser's time zone; the UTC instant on hover. */
 export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span class="muted">—</span>;
   const d = new Date(iso);
   return (
-    <time dateTime={iso} title={d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}>
+    <time
+      dateTime={iso}
+      title={d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC')}
+    >
       {dateTime.format(d)}
     </time>
   );
@@ -107,9 +136,22 @@ export function Ago({ iso, now = Date.now() }: { iso: string | null | undefined;
   if (!iso) return <span class="muted">—</span>;
   const d = new Date(iso);
   const seconds = Math.max(0, Math.round((now - d.getTime()) / 1000));
-  const text = seconds < 90 ? `${seconds} s ago` : seconds < 5400 ? `${Math.round(seconds / 60)} min ago` : seconds < 172_800 ? `${Math.round(seconds / 3600)} h ago` : `${Math.round(seconds / 86_400)} days ago`;
+  const text =
+    seconds < 90
+      ? `${seconds} s ago`
+      : seconds < 5400
+        ? `${Math.round(seconds / 60)} min ago`
+        : seconds < 172_800
+          ? `${Math.round(seconds / 3600)} h ago`
+          : `${Math.round(seconds / 86_400)} days ago`;
   return (
-    <time dateTime={iso} title={d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}>
+    <time
+      dateTime={iso}
+      title={d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, ' UTC')}
+    >
       {text}
     </time>
   );
@@ -147,7 +189,15 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 }
 
 /** A secret shown once (a new key, a webhook secret, a password): copy it now, it is never shown again. */
-export function ShownOnce({ label, value, onDone }: { label: string; value: string; onDone: () => void }) {
+export function ShownOnce({
+  label,
+  value,
+  onDone,
+}: {
+  label: string;
+  value: string;
+  onDone: () => void;
+}) {
   return (
     <div class="shown-once" role="status">
       <p>
@@ -179,7 +229,17 @@ export function SandboxMarker() {
 }
 
 /** Cursor pagination: first page, and the next one while there is one. */
-export function Pager({ page, hasNext, onFirst, onNext }: { page: number; hasNext: boolean; onFirst: () => void; onNext: () => void }) {
+export function Pager({
+  page,
+  hasNext,
+  onFirst,
+  onNext,
+}: {
+  page: number;
+  hasNext: boolean;
+  onFirst: () => void;
+  onNext: () => void;
+}) {
   if (page === 0 && !hasNext) return null;
   return (
     <nav class="pager" aria-label="Pages">
@@ -201,7 +261,17 @@ export function usePageTitle(what: string | null | undefined): void {
   }, [what]);
 }
 
-export function UsageBar({ label, used, limit, format = (n: number) => n.toLocaleString() }: { label: string; used: number; limit: number | null; format?: (n: number) => string }) {
+export function UsageBar({
+  label,
+  used,
+  limit,
+  format = (n: number) => n.toLocaleString(),
+}: {
+  label: string;
+  used: number;
+  limit: number | null;
+  format?: (n: number) => string;
+}) {
   const pct = limit ? Math.min(100, Math.round((used / limit) * 100)) : 0;
   return (
     <div class="usage">
@@ -211,14 +281,29 @@ export function UsageBar({ label, used, limit, format = (n: number) => n.toLocal
           {format(used)} / {limit === null ? 'no limit' : format(limit)}
         </span>
       </div>
-      <div class="bar" role="progressbar" aria-label={label} aria-valuemin={0} aria-valuemax={100} aria-valuenow={pct}>
+      <div
+        class="bar"
+        role="progressbar"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={100}
+        aria-valuenow={pct}
+      >
         <div class={`bar-fill${pct >= 90 ? ' high' : ''}`} style={{ width: `${pct}%` }} />
       </div>
     </div>
   );
 }
 
-export function Field({ label, children, hint }: { label: string; children: ComponentChildren; hint?: string }) {
+export function Field({
+  label,
+  children,
+  hint,
+}: {
+  label: string;
+  children: ComponentChildren;
+  hint?: string;
+}) {
   return (
     // biome-ignore lint/a11y/noLabelWithoutControl: the control is the caller's child, inside the label
     <label class="field">
@@ -262,7 +347,19 @@ export function bytes(n: number): string {
  * A table in a scrolling region. With `head`, its column titles (and, with `actions`, a last
  * column for row buttons) and `children` as the body's rows; without, `children` is the table.
  */
-export function Table({ label, head, actions, bodyClass, children }: { label: string; head?: string[]; actions?: boolean; bodyClass?: string; children: ComponentChildren }) {
+export function Table({
+  label,
+  head,
+  actions,
+  bodyClass,
+  children,
+}: {
+  label: string;
+  head?: string[];
+  actions?: boolean;
+  bodyClass?: string;
+  children: ComponentChildren;
+}) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take keyboard focus (axe: scrollable-region-focusable)
     <section class="table-wrap" aria-label={label} tabIndex={0}>
@@ -300,7 +397,12 @@ export function useCursorPages() {
     onFirstPage: cursors.length === 1,
     first: () => setCursors([null]),
     pager: (next: string | null | undefined) => (
-      <Pager page={cursors.length - 1} hasNext={Boolean(next)} onFirst={() => setCursors([null])} onNext={() => next && setCursors([...cursors, next])} />
+      <Pager
+        page={cursors.length - 1}
+        hasNext={Boolean(next)}
+        onFirst={() => setCursors([null])}
+        onNext={() => next && setCursors([...cursors, next])}
+      />
     ),
   };
 }

@@ -1,7 +1,14 @@
 import type { ProviderAccount } from '../../contract/providerAccount.js';
-import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
-import { brevoMessageId, BREVO_CUSTOM_HEADER, POSTERN_ID_FIELD } from './adapter.js';
+import type {
+  FeedbackContext,
+  FeedbackItem,
+  FeedbackKind,
+  FeedbackRequest,
+  FeedbackVerdict,
+  FeedbackVerifier,
+} from '../feedback.js';
 import { checkUrlSecret } from '../urlSecret.js';
+import { BREVO_CUSTOM_HEADER, brevoMessageId, POSTERN_ID_FIELD } from './adapter.js';
 
 /** Brevo webhooks carry no signature: the account's webhook secret rides in the URL or as a bearer token (docs/delivery.md#provider-f-api-brevo). */
 const KINDS: Record<string, FeedbackKind> = {
@@ -27,11 +34,14 @@ interface BrevoEvent {
   [header: string]: unknown;
 }
 
-const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);
+const str = (v: unknown): string | null =>
+  typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null;
 
 /** From the `X-Mailin-custom` header Brevo echoes. */
 function posternId(event: BrevoEvent): string | null {
-  const custom = Object.entries(event).find(([k]) => k.toLowerCase() === BREVO_CUSTOM_HEADER.toLowerCase())?.[1];
+  const custom = Object.entries(event).find(
+    ([k]) => k.toLowerCase() === BREVO_CUSTOM_HEADER.toLowerCase(),
+  )?.[1];
   if (typeof custom !== 'string') return null;
   try {
     const parsed = JSON.parse(custom) as Record<string, unknown>;
@@ -43,8 +53,17 @@ function posternId(event: BrevoEvent): string | null {
 
 function occurredAt(event: BrevoEvent, fallback: number): number {
   // ts_event and ts are UTC seconds, ts_epoch milliseconds (`date` is in the account's timezone).
-  for (const [value, scale] of [[event.ts_event, 1000], [event.ts, 1000], [event.ts_epoch, 1]] as const) {
-    const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+  for (const [value, scale] of [
+    [event.ts_event, 1000],
+    [event.ts, 1000],
+    [event.ts_epoch, 1],
+  ] as const) {
+    const n =
+      typeof value === 'number'
+        ? value
+        : typeof value === 'string' && value.trim() !== ''
+          ? Number(value)
+          : NaN;
     if (Number.isFinite(n)) return n * scale;
   }
   return fallback;
@@ -52,7 +71,11 @@ function occurredAt(event: BrevoEvent, fallback: number): number {
 
 export const brevoFeedback: FeedbackVerifier = {
   secretInUrl: true,
-  async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+  async verify(
+    req: FeedbackRequest,
+    account: ProviderAccount,
+    ctx: FeedbackContext,
+  ): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic', 'bearer']);
     if (refused) return refused;
     let parsed: unknown;
@@ -62,8 +85,15 @@ export const brevoFeedback: FeedbackVerifier = {
       return { ok: false, code: 'feedback:malformed', reason: 'the body is not JSON' };
     }
     const events = Array.isArray(parsed) ? parsed : [parsed];
-    if (events.length === 0 || events.some((e) => !e || typeof e !== 'object' || typeof (e as BrevoEvent).event !== 'string')) {
-      return { ok: false, code: 'feedback:malformed', reason: 'not a Brevo webhook event (no event)' };
+    if (
+      events.length === 0 ||
+      events.some((e) => !e || typeof e !== 'object' || typeof (e as BrevoEvent).event !== 'string')
+    ) {
+      return {
+        ok: false,
+        code: 'feedback:malformed',
+        reason: 'not a Brevo webhook event (no event)',
+      };
     }
     const items: FeedbackItem[] = [];
     const ignored: string[] = [];
@@ -75,7 +105,12 @@ export const brevoFeedback: FeedbackVerifier = {
         continue;
       }
       const recipient = str(event.email);
-      if (!recipient) return { ok: false, code: 'feedback:malformed', reason: `a "${name}" event without an email` };
+      if (!recipient)
+        return {
+          ok: false,
+          code: 'feedback:malformed',
+          reason: `a "${name}" event without an email`,
+        };
       const rawMessageId = str(event['message-id']);
       const reply = str(event.reason);
       items.push({
@@ -89,7 +124,10 @@ export const brevoFeedback: FeedbackVerifier = {
         detail: { type: name, ...(reply ? { reply } : {}) },
       });
     }
-    const note = ignored.length > 0 ? `brevo ${[...new Set(ignored)].map((e) => `"${e}"`).join(', ')} events are not delivery feedback` : undefined;
+    const note =
+      ignored.length > 0
+        ? `brevo ${[...new Set(ignored)].map((e) => `"${e}"`).join(', ')} events are not delivery feedback`
+        : undefined;
     return { ok: true, items, ...(note ? { note } : {}) };
   },
 };

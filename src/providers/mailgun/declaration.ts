@@ -6,6 +6,12 @@ import { mailgunFeedback } from './feedback.js';
 
 export const provider = {
   api: { adapter: (deps) => new MailgunApiAdapter(deps), connectionCheck: mailgunConnectionCheck },
-  smtp: { defaults: { host: (region) => (region === 'eu' ? 'smtp.eu.mailgun.org' : 'smtp.mailgun.org'), port: 587, tls: 'starttls' } },
+  smtp: {
+    defaults: {
+      host: (region) => (region === 'eu' ? 'smtp.eu.mailgun.org' : 'smtp.mailgun.org'),
+      port: 587,
+      tls: 'starttls',
+    },
+  },
   feedback: mailgunFeedback,
 } satisfies ProviderCode;

@@ -1,8 +1,23 @@
 import type { ProviderAccount } from '../../contract/providerAccount.js';
-import type { AdapterDeps, DeliveryJob, ProviderAdapter, RecipientRefusal, SendResult } from '../adapter.js';
-import { baseUrl, classifyStatus, isResponse, replyText, type ApiResponse } from '../httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, missingApiKey, nameAddr, parseJsonObject, postJson } from '../jsonMapping.js';
-import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
+import type {
+  AdapterDeps,
+  DeliveryJob,
+  ProviderAdapter,
+  RecipientRefusal,
+  SendResult,
+} from '../adapter.js';
+import { type ApiResponse, baseUrl, classifyStatus, isResponse, replyText } from '../httpApi.js';
+import {
+  addressedRecipients,
+  apiCredentials,
+  base64Attachments,
+  classifyJsonApiStatus,
+  missingApiKey,
+  nameAddr,
+  parseJsonObject,
+  postJson,
+} from '../jsonMapping.js';
+import { type MessageParts, type NamedAddress, readMessageParts } from '../messageParts.js';
 
 export const POSTMARK_API = 'https://api.postmarkapp.com';
 export const DEFAULT_MESSAGE_STREAM = 'outbound';
@@ -21,14 +36,20 @@ export function inactiveRecipients(message: string): string[] {
   return m[1].split(/[,;\s]+/).filter((a) => a.includes('@'));
 }
 
-export function classifyPostmark(res: ApiResponse, reply: string, now: number, owed: string[]): Exclude<SendResult, { kind: 'sent' }> {
+export function classifyPostmark(
+  res: ApiResponse,
+  reply: string,
+  now: number,
+  owed: string[],
+): Exclude<SendResult, { kind: 'sent' }> {
   const answer = parseJsonObject(res.text);
   const code = typeof answer?.ErrorCode === 'number' ? answer.ErrorCode : null;
   const message = typeof answer?.Message === 'string' ? answer.Message : '';
   if (res.status === 429 || res.status >= 500 || (code !== null && TEMPORARY_CODES.has(code))) {
     return classifyStatus({ ...res, status: res.status >= 500 ? res.status : 429 }, reply, now);
   }
-  if (res.status === 401 || (code !== null && ACCOUNT_CODES.has(code))) return { kind: 'account', reply };
+  if (res.status === 401 || (code !== null && ACCOUNT_CODES.has(code)))
+    return { kind: 'account', reply };
   if (code === INACTIVE_RECIPIENT) {
     // Postmark sends nothing and names the suppressed addresses: they bounce; the others are still owed the message.
     const owedByLower = new Map(owed.map((e) => [e.toLowerCase(), e]));
@@ -37,20 +58,29 @@ export function classifyPostmark(res: ApiResponse, reply: string, now: number, o
       const email = owedByLower.get(a.toLowerCase());
       if (email && !bounced.some((b) => b.email === email)) bounced.push({ email, reply });
     }
-    if (bounced.length > 0 && bounced.length < owed.length) return { kind: 'temporary', reply, bounced };
+    if (bounced.length > 0 && bounced.length < owed.length)
+      return { kind: 'temporary', reply, bounced };
     return { kind: 'permanent', reply, bounced };
   }
   if (code !== null) return { kind: 'permanent', reply };
   return classifyJsonApiStatus(res, reply, now);
 }
 
-export function postmarkMetadata(messageId: string, metadata: Record<string, string>): Record<string, string> {
+export function postmarkMetadata(
+  messageId: string,
+  metadata: Record<string, string>,
+): Record<string, string> {
   const out: [string, string][] = [[POSTERN_ID_METADATA, messageId]];
   const taken = new Set([POSTERN_ID_METADATA]);
   for (const [key, value] of Object.entries(metadata)) {
     if (out.length >= POSTMARK_METADATA.fields) break;
     // Postmark refuses names differing only in case.
-    if (taken.has(key.toLowerCase()) || key.length > POSTMARK_METADATA.name || value.length > POSTMARK_METADATA.value) continue;
+    if (
+      taken.has(key.toLowerCase()) ||
+      key.length > POSTMARK_METADATA.name ||
+      value.length > POSTMARK_METADATA.value
+    )
+      continue;
     taken.add(key.toLowerCase());
     out.push([key, value]);
   }
@@ -70,7 +100,8 @@ export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<stri
   body.Subject = parts.subject;
   if (parts.text !== null) body.TextBody = parts.text;
   if (parts.html !== null) body.HtmlBody = parts.html;
-  if (parts.headers.length > 0) body.Headers = parts.headers.map((h) => ({ Name: h.name, Value: h.value }));
+  if (parts.headers.length > 0)
+    body.Headers = parts.headers.map((h) => ({ Name: h.name, Value: h.value }));
   if (parts.attachments.length > 0) {
     body.Attachments = base64Attachments(parts).map((a) => ({
       Name: a.filename,
@@ -82,7 +113,8 @@ export function postmarkBody(parts: MessageParts, job: DeliveryJob): Record<stri
   const tag = parts.category ?? parts.tags[0];
   if (tag) body.Tag = tag;
   body.Metadata = postmarkMetadata(job.messageId, parts.metadata);
-  body.MessageStream = job.providerOptions?.['provider-e-api']?.message_stream ?? DEFAULT_MESSAGE_STREAM;
+  body.MessageStream =
+    job.providerOptions?.['provider-e-api']?.message_stream ?? DEFAULT_MESSAGE_STREAM;
   return body;
 }
 
@@ -94,13 +126,23 @@ export class PostmarkApiAdapter implements ProviderAdapter {
     const { apiKey, endpoint } = apiCredentials(account);
     if (!apiKey) return missingApiKey(account.slug);
     const parts = await readMessageParts(job);
-    const res = await postJson(`${baseUrl(endpoint, POSTMARK_API)}/email`, { 'x-postmark-server-token': apiKey }, postmarkBody(parts, job), this.deps.timeoutMs);
+    const res = await postJson(
+      `${baseUrl(endpoint, POSTMARK_API)}/email`,
+      { 'x-postmark-server-token': apiKey },
+      postmarkBody(parts, job),
+      this.deps.timeoutMs,
+    );
     if (!isResponse(res)) return res;
     const reply = replyText(res);
     const answer = res.status === 200 ? parseJsonObject(res.text) : null;
     // A 200 carries ErrorCode 0; anything else in it is an error like a 422's.
     if (res.status !== 200 || (typeof answer?.ErrorCode === 'number' && answer.ErrorCode !== 0)) {
-      return classifyPostmark(res.status === 200 ? { ...res, status: 422 } : res, reply, this.deps.clock.now(), job.envelope.to);
+      return classifyPostmark(
+        res.status === 200 ? { ...res, status: 422 } : res,
+        reply,
+        this.deps.clock.now(),
+        job.envelope.to,
+      );
     }
     const id = typeof answer?.MessageID === 'string' ? answer.MessageID : null;
     return { kind: 'sent', providerMessageId: id, reply, bounced: [], deferred: [] };

@@ -1,4 +1,4 @@
-import { ok2xx, type ApiConnectionCheck } from '../connectionCheck.js';
+import { type ApiConnectionCheck, ok2xx } from '../connectionCheck.js';
 import { baseUrl } from '../httpApi.js';
 import { POSTMARK_API } from './adapter.js';
 

@@ -6,10 +6,14 @@ import { postmarkConnectionCheck } from './connectionCheck.js';
 import { postmarkFeedback } from './feedback.js';
 
 export const provider = {
-  api: { adapter: (deps) => new PostmarkApiAdapter(deps), connectionCheck: postmarkConnectionCheck },
+  api: {
+    adapter: (deps) => new PostmarkApiAdapter(deps),
+    connectionCheck: postmarkConnectionCheck,
+  },
   smtp: {
     defaults: { host: () => 'smtp.postmarkapp.com', port: 587, tls: 'starttls' },
-    optionHeaders: (options) => optionHeader('X-PM-Message-Stream', options['provider-e-api']?.message_stream),
+    optionHeaders: (options) =>
+      optionHeader('X-PM-Message-Stream', options['provider-e-api']?.message_stream),
   },
   feedback: postmarkFeedback,
 } satisfies ProviderCode;

@@ -1,5 +1,12 @@
 import type { ProviderAccount } from '../../contract/providerAccount.js';
-import type { FeedbackContext, FeedbackItem, FeedbackKind, FeedbackRequest, FeedbackVerdict, FeedbackVerifier } from '../feedback.js';
+import type {
+  FeedbackContext,
+  FeedbackItem,
+  FeedbackKind,
+  FeedbackRequest,
+  FeedbackVerdict,
+  FeedbackVerifier,
+} from '../feedback.js';
 import { checkUrlSecret } from '../urlSecret.js';
 
 /** Postmark webhooks carry no signature: the URL carries the account's webhook secret (basic auth or the token segment). */
@@ -53,7 +60,11 @@ function time(value: unknown, fallback: number): number {
 
 export const postmarkFeedback: FeedbackVerifier = {
   secretInUrl: true,
-  async verify(req: FeedbackRequest, account: ProviderAccount, ctx: FeedbackContext): Promise<FeedbackVerdict> {
+  async verify(
+    req: FeedbackRequest,
+    account: ProviderAccount,
+    ctx: FeedbackContext,
+  ): Promise<FeedbackVerdict> {
     const refused = checkUrlSecret(req, account, ['token', 'basic']);
     if (refused) return refused;
     const raw = req.rawBody.toString('utf8');
@@ -63,10 +74,22 @@ export const postmarkFeedback: FeedbackVerifier = {
     } catch {
       return { ok: false, code: 'feedback:malformed', reason: 'the body is not JSON' };
     }
-    if (!record || typeof record !== 'object' || Array.isArray(record) || typeof record.RecordType !== 'string') {
-      return { ok: false, code: 'feedback:malformed', reason: 'not a Postmark webhook record (no RecordType)' };
+    if (
+      !record ||
+      typeof record !== 'object' ||
+      Array.isArray(record) ||
+      typeof record.RecordType !== 'string'
+    ) {
+      return {
+        ok: false,
+        code: 'feedback:malformed',
+        reason: 'not a Postmark webhook record (no RecordType)',
+      };
     }
-    const metadata = record.Metadata && typeof record.Metadata === 'object' ? (record.Metadata as Record<string, unknown>) : {};
+    const metadata =
+      record.Metadata && typeof record.Metadata === 'object'
+        ? (record.Metadata as Record<string, unknown>)
+        : {};
     const messageId = str(metadata.postern_message_id);
     const providerMessageId = str(record.MessageID);
     const now = ctx.clock.now();
@@ -87,18 +110,34 @@ export const postmarkFeedback: FeedbackVerifier = {
       case 'SpamComplaint': {
         const type = str(record.Type) ?? record.RecordType;
         kind = record.RecordType === 'SpamComplaint' ? 'complaint' : BOUNCE_KINDS[type];
-        if (!kind) return { ok: true, items: [], note: `postmark bounce type "${type}" is not a delivery outcome` };
+        if (!kind)
+          return {
+            ok: true,
+            items: [],
+            note: `postmark bounce type "${type}" is not a delivery outcome`,
+          };
         recipient = str(record.Email);
         occurredAt = time(record.BouncedAt, now);
         const id = rawId(raw, record.ID);
-        receiptKey = id ? `${record.RecordType}:${id}` : `${record.RecordType}:${type}:${providerMessageId}:${recipient?.toLowerCase()}:${record.BouncedAt}`;
+        receiptKey = id
+          ? `${record.RecordType}:${id}`
+          : `${record.RecordType}:${type}:${providerMessageId}:${recipient?.toLowerCase()}:${record.BouncedAt}`;
         break;
       }
       default:
         // SubscriptionChange's suppressions follow a Bounce or SpamComplaint we also receive.
-        return { ok: true, items: [], note: `postmark "${record.RecordType}" records are not delivery feedback` };
+        return {
+          ok: true,
+          items: [],
+          note: `postmark "${record.RecordType}" records are not delivery feedback`,
+        };
     }
-    if (!recipient) return { ok: false, code: 'feedback:malformed', reason: `a ${record.RecordType} record without a recipient` };
+    if (!recipient)
+      return {
+        ok: false,
+        code: 'feedback:malformed',
+        reason: `a ${record.RecordType} record without a recipient`,
+      };
     const reply = str(record.Details) ?? str(record.Description);
     const item: FeedbackItem = {
       receiptKey,

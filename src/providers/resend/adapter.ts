@@ -2,9 +2,20 @@
 import { createHash } from 'node:crypto';
 import type { ProviderAccount } from '../../contract/providerAccount.js';
 import type { AdapterDeps, DeliveryJob, ProviderAdapter, SendResult } from '../adapter.js';
-import { baseUrl, isResponse, type ApiResponse } from '../httpApi.js';
-import { addressedRecipients, apiCredentials, base64Attachments, classifyJsonApiStatus, headerObject, missingApiKey, nameAddr, parseJsonObject, postJson, bearer } from '../jsonMapping.js';
-import { readMessageParts, type MessageParts, type NamedAddress } from '../messageParts.js';
+import { type ApiResponse, baseUrl, isResponse } from '../httpApi.js';
+import {
+  addressedRecipients,
+  apiCredentials,
+  base64Attachments,
+  bearer,
+  classifyJsonApiStatus,
+  headerObject,
+  missingApiKey,
+  nameAddr,
+  parseJsonObject,
+  postJson,
+} from '../jsonMapping.js';
+import { type MessageParts, type NamedAddress, readMessageParts } from '../messageParts.js';
 
 export const RESEND_API = 'https://api.resend.com';
 
@@ -21,7 +32,10 @@ export function decodeMessageIdTag(value: unknown): string | null {
 const tagText = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, TAG_MAX);
 
 /** Other characters become `_`; a name already taken (or an empty value) is left out. */
-export function resendTags(parts: MessageParts, messageId: string): { name: string; value: string }[] {
+export function resendTags(
+  parts: MessageParts,
+  messageId: string,
+): { name: string; value: string }[] {
   const tags = new Map<string, string>();
   const add = (name: string, value: string) => {
     const n = tagText(name);
@@ -35,7 +49,11 @@ export function resendTags(parts: MessageParts, messageId: string): { name: stri
   return [...tags].map(([name, value]) => ({ name, value }));
 }
 
-export function resendEmail(parts: MessageParts, messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): Record<string, unknown> {
+export function resendEmail(
+  parts: MessageParts,
+  messageId: string,
+  rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] },
+): Record<string, unknown> {
   const headers = headerObject(parts, RESERVED_HEADERS);
   return {
     from: nameAddr(parts.from),
@@ -63,8 +81,14 @@ export function resendEmail(parts: MessageParts, messageId: string, rcpt: { to: 
 }
 
 /** The same hand-off repeated is the same request. */
-export function idempotencyKey(messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): string {
-  const who = [...rcpt.to, ...rcpt.cc, ...rcpt.bcc].map((a) => a.email.toLowerCase()).sort().join(',');
+export function idempotencyKey(
+  messageId: string,
+  rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] },
+): string {
+  const who = [...rcpt.to, ...rcpt.cc, ...rcpt.bcc]
+    .map((a) => a.email.toLowerCase())
+    .sort()
+    .join(',');
   return `postern/${messageId}/${createHash('sha256').update(who).digest('hex').slice(0, 16)}`;
 }
 
@@ -87,11 +111,22 @@ export function classifyResend(res: ApiResponse, now: number): SendResult {
   const body = parseJsonObject(res.text);
   if (res.status >= 200 && res.status < 300) {
     const id = typeof body?.id === 'string' ? body.id : null;
-    return { kind: 'sent', providerMessageId: id, reply: `${res.status} id ${id ?? '(none)'}`, bounced: [], deferred: [] };
+    return {
+      kind: 'sent',
+      providerMessageId: id,
+      reply: `${res.status} id ${id ?? '(none)'}`,
+      bounced: [],
+      deferred: [],
+    };
   }
   const name = typeof body?.name === 'string' ? body.name : null;
-  const reply = name ? `${res.status} ${name}: ${String(body?.message ?? '').replace(/\s+/g, ' ').slice(0, 400)}` : `${res.status} ${res.text.replace(/\s+/g, ' ').trim().slice(0, 300)}`.trim();
-  if ((name && ACCOUNT_ERRORS.has(name)) || res.status === 401 || res.status === 403) return { kind: 'account', reply };
+  const reply = name
+    ? `${res.status} ${name}: ${String(body?.message ?? '')
+        .replace(/\s+/g, ' ')
+        .slice(0, 400)}`
+    : `${res.status} ${res.text.replace(/\s+/g, ' ').trim().slice(0, 300)}`.trim();
+  if ((name && ACCOUNT_ERRORS.has(name)) || res.status === 401 || res.status === 403)
+    return { kind: 'account', reply };
   if (res.status === 409) return { kind: 'temporary', reply };
   return classifyJsonApiStatus(res, reply, now);
 }
@@ -110,18 +145,31 @@ export class ResendApiAdapter implements ProviderAdapter {
     // Only Bcc owed: one copy each, addressed to themselves alone; a failure part-way leaves the rest deferred.
     let first: Extract<SendResult, { kind: 'sent' }> | null = null;
     for (const [i, r] of bcc.entries()) {
-      const result = await this.post(url, creds.apiKey, parts, job.messageId, { to: [r], cc: [], bcc: [] });
+      const result = await this.post(url, creds.apiKey, parts, job.messageId, {
+        to: [r],
+        cc: [],
+        bcc: [],
+      });
       if (result.kind === 'sent') {
         first ??= result;
         continue;
       }
       if (!first) return result;
-      return { ...first, deferred: bcc.slice(i).map((a) => ({ email: a.email, reply: result.reply })) };
+      return {
+        ...first,
+        deferred: bcc.slice(i).map((a) => ({ email: a.email, reply: result.reply })),
+      };
     }
     return first ?? { kind: 'permanent', reply: 'no recipient left to send to' };
   }
 
-  private async post(url: string, apiKey: string, parts: MessageParts, messageId: string, rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] }): Promise<SendResult> {
+  private async post(
+    url: string,
+    apiKey: string,
+    parts: MessageParts,
+    messageId: string,
+    rcpt: { to: NamedAddress[]; cc: NamedAddress[]; bcc: NamedAddress[] },
+  ): Promise<SendResult> {
     const auth = { ...bearer(apiKey), 'idempotency-key': idempotencyKey(messageId, rcpt) };
     const res = await postJson(url, auth, resendEmail(parts, messageId, rcpt), this.deps.timeoutMs);
     if (!isResponse(res)) return res;

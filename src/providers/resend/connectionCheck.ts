@@ -1,4 +1,4 @@
-import { jsonFields, type ApiConnectionCheck } from '../connectionCheck.js';
+import { type ApiConnectionCheck, jsonFields } from '../connectionCheck.js';
 import { baseUrl } from '../httpApi.js';
 import { RESEND_API } from './adapter.js';
 
@@ -8,7 +8,8 @@ export const resendConnectionCheck: ApiConnectionCheck = (a) => ({
   headers: { authorization: `Bearer ${a.secrets.api_key ?? ''}` },
   judge: (res) => {
     if (res.status === 200) return { ok: true, message: 'key accepted (full access)' };
-    if (res.status === 401 && jsonFields(res).name === 'restricted_api_key') return { ok: true, message: 'key accepted (sending access only)' };
+    if (res.status === 401 && jsonFields(res).name === 'restricted_api_key')
+      return { ok: true, message: 'key accepted (sending access only)' };
     return null;
   },
 });

@@ -6,17 +6,30 @@
  * `{"type","created_at","data":{"email_id","to":[…],…}}`.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
+import {
+  type FeedbackItem,
+  type FeedbackKind,
+  type FeedbackVerdict,
+  type FeedbackVerifier,
+  headerOf,
+  staleness,
+} from '../feedback.js';
 import { decodeMessageIdTag, MESSAGE_ID_TAG } from './adapter.js';
 
 /** The HMAC key of a signing secret: the base64 after `whsec_`. */
 export function svixKey(secret: string): Buffer {
-  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  return Buffer.from(
+    secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret,
+    'base64',
+  );
 }
 
 /** `v1,<base64>` for the content, as Svix computes it. */
 export function svixSignature(secret: string, id: string, timestamp: string, body: Buffer): string {
-  const mac = createHmac('sha256', svixKey(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
+  const mac = createHmac('sha256', svixKey(secret))
+    .update(`${id}.${timestamp}.`)
+    .update(body)
+    .digest('base64');
   return `v1,${mac}`;
 }
 
@@ -59,29 +72,49 @@ function detailOf(type: string, data: Data): FeedbackItem['detail'] {
   const failed = data.failed as Data | undefined;
   const suppressed = data.suppressed as Data | undefined;
   if (bounce) {
-    const diagnostic = Array.isArray(bounce.diagnosticCode) ? str(bounce.diagnosticCode[0]) : str(bounce.diagnosticCode);
-    return { type: str(bounce.type), subtype: str(bounce.subType), reply: diagnostic ?? str(bounce.message) };
+    const diagnostic = Array.isArray(bounce.diagnosticCode)
+      ? str(bounce.diagnosticCode[0])
+      : str(bounce.diagnosticCode);
+    return {
+      type: str(bounce.type),
+      subtype: str(bounce.subType),
+      reply: diagnostic ?? str(bounce.message),
+    };
   }
   if (failed) return { type: 'failed', reply: str(failed.reason) };
-  if (suppressed) return { type: str(suppressed.type) ?? 'suppressed', reply: str(suppressed.message) };
+  if (suppressed)
+    return { type: str(suppressed.type) ?? 'suppressed', reply: str(suppressed.message) };
   return { type: type.replace(/^email\./, '') };
 }
 
 /** Tags come as an object (`{"name":"value"}`), or as the `[{name,value}]` they were sent as. */
 function tagValue(tags: unknown, name: string): unknown {
-  if (Array.isArray(tags)) return (tags.find((t) => t && (t as Data).name === name) as Data | undefined)?.value;
+  if (Array.isArray(tags))
+    return (tags.find((t) => t && (t as Data).name === name) as Data | undefined)?.value;
   return tags && typeof tags === 'object' ? (tags as Data)[name] : undefined;
 }
 
 export const resendFeedback: FeedbackVerifier = {
   async verify(req, account, ctx): Promise<FeedbackVerdict> {
     const secret = account.secrets.webhook_secret;
-    if (!secret) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook signing secret (attach with --webhook-secret)' };
+    if (!secret)
+      return {
+        ok: false,
+        code: 'feedback:unauthenticated',
+        reason: 'the account has no webhook signing secret (attach with --webhook-secret)',
+      };
     // Standard Webhooks names (`webhook-*`) are the same scheme under other headers.
     const id = headerOf(req.headers, 'svix-id') ?? headerOf(req.headers, 'webhook-id');
-    const timestamp = headerOf(req.headers, 'svix-timestamp') ?? headerOf(req.headers, 'webhook-timestamp');
-    const signature = headerOf(req.headers, 'svix-signature') ?? headerOf(req.headers, 'webhook-signature');
-    if (!id || !timestamp || !signature) return { ok: false, code: 'feedback:unauthenticated', reason: 'missing svix-id / svix-timestamp / svix-signature' };
+    const timestamp =
+      headerOf(req.headers, 'svix-timestamp') ?? headerOf(req.headers, 'webhook-timestamp');
+    const signature =
+      headerOf(req.headers, 'svix-signature') ?? headerOf(req.headers, 'webhook-signature');
+    if (!id || !timestamp || !signature)
+      return {
+        ok: false,
+        code: 'feedback:unauthenticated',
+        reason: 'missing svix-id / svix-timestamp / svix-signature',
+      };
     if (!signatureMatches(signature, svixSignature(secret, id, timestamp, req.rawBody))) {
       return { ok: false, code: 'feedback:unauthenticated', reason: 'no v1 signature matches' };
     }
@@ -89,7 +122,12 @@ export const resendFeedback: FeedbackVerifier = {
     if (stale) return { ok: false, code: 'feedback:stale', reason: stale };
     // A retry of the same event keeps its svix-id but is signed at a new timestamp: only the
     // exact same signed request again is a replay (its items dedupe by svix-id anyway).
-    if (!(await ctx.rememberOnce(account, `resend:${id}:${timestamp}`))) return { ok: false, code: 'feedback:replayed', reason: 'this signed notification was already received' };
+    if (!(await ctx.rememberOnce(account, `resend:${id}:${timestamp}`)))
+      return {
+        ok: false,
+        code: 'feedback:replayed',
+        reason: 'this signed notification was already received',
+      };
 
     let event: Data;
     try {
@@ -97,16 +135,31 @@ export const resendFeedback: FeedbackVerifier = {
     } catch {
       return { ok: false, code: 'feedback:malformed', reason: 'the body is not JSON' };
     }
-    if (!event || typeof event !== 'object' || Array.isArray(event) || typeof event.type !== 'string') {
-      return { ok: false, code: 'feedback:malformed', reason: 'the body is not a Resend webhook event' };
+    if (
+      !event ||
+      typeof event !== 'object' ||
+      Array.isArray(event) ||
+      typeof event.type !== 'string'
+    ) {
+      return {
+        ok: false,
+        code: 'feedback:malformed',
+        reason: 'the body is not a Resend webhook event',
+      };
     }
     const data = (event.data && typeof event.data === 'object' ? event.data : {}) as Data;
     const kind = kindOf(event.type, data);
-    if (!kind) return { ok: true, items: [], note: `${event.type} is not delivery feedback; ignored` };
+    if (!kind)
+      return { ok: true, items: [], note: `${event.type} is not delivery feedback; ignored` };
     const recipients = (Array.isArray(data.to) ? data.to : [data.to])
       .filter((r): r is string => typeof r === 'string' && r !== '')
       .map((r) => /<([^<>]+)>\s*$/.exec(r)?.[1] ?? r.trim());
-    if (recipients.length === 0) return { ok: false, code: 'feedback:malformed', reason: `${event.type} names no recipient (data.to)` };
+    if (recipients.length === 0)
+      return {
+        ok: false,
+        code: 'feedback:malformed',
+        reason: `${event.type} names no recipient (data.to)`,
+      };
     const occurred = Date.parse(str(event.created_at) ?? '');
     const detail = detailOf(event.type, data);
     const items: FeedbackItem[] = recipients.map((recipient) => ({

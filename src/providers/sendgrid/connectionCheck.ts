@@ -1,4 +1,4 @@
-import { jsonFields, type ApiConnectionCheck } from '../connectionCheck.js';
+import { type ApiConnectionCheck, jsonFields } from '../connectionCheck.js';
 import { baseUrl } from '../httpApi.js';
 import { SENDGRID_API, SENDGRID_API_EU } from './adapter.js';
 
@@ -10,6 +10,11 @@ export const sendgridConnectionCheck: ApiConnectionCheck = (a) => ({
     if (res.status !== 200) return null;
     const scopes = jsonFields(res).scopes;
     const canSend = Array.isArray(scopes) && scopes.includes('mail.send');
-    return { ok: canSend, message: canSend ? 'key accepted, with the mail.send scope' : 'key accepted, but it lacks the mail.send scope' };
+    return {
+      ok: canSend,
+      message: canSend
+        ? 'key accepted, with the mail.send scope'
+        : 'key accepted, but it lacks the mail.send scope',
+    };
   },
 });

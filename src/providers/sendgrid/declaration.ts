@@ -5,7 +5,10 @@ import { sendgridConnectionCheck } from './connectionCheck.js';
 import { sendgridFeedback } from './feedback.js';
 
 export const provider = {
-  api: { adapter: (deps) => new SendgridApiAdapter(deps), connectionCheck: sendgridConnectionCheck },
+  api: {
+    adapter: (deps) => new SendgridApiAdapter(deps),
+    connectionCheck: sendgridConnectionCheck,
+  },
   smtp: { defaults: { host: () => 'smtp.sendgrid.net', port: 587, tls: 'starttls' } },
   feedback: sendgridFeedback,
 } satisfies ProviderCode;

@@ -1,6 +1,13 @@
 /** provider-b feedback: SendGrid's Signed Event Webhook, ECDSA P-256 over `timestamp + raw body` (docs/delivery.md#provider-b-api-sendgrid). */
-import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
-import { headerOf, staleness, type FeedbackItem, type FeedbackKind, type FeedbackVerdict, type FeedbackVerifier } from '../feedback.js';
+import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
+import {
+  type FeedbackItem,
+  type FeedbackKind,
+  type FeedbackVerdict,
+  type FeedbackVerifier,
+  headerOf,
+  staleness,
+} from '../feedback.js';
 import { MESSAGE_ID_ARG } from './adapter.js';
 
 export const SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
@@ -10,13 +17,27 @@ export const TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp';
 export function sendgridPublicKey(text: string): KeyObject {
   const trimmed = text.trim();
   if (trimmed.includes('-----BEGIN')) return createPublicKey(trimmed);
-  return createPublicKey({ key: Buffer.from(trimmed.replace(/\s+/g, ''), 'base64'), format: 'der', type: 'spki' });
+  return createPublicKey({
+    key: Buffer.from(trimmed.replace(/\s+/g, ''), 'base64'),
+    format: 'der',
+    type: 'spki',
+  });
 }
 
-export function sendgridSignatureValid(publicKey: string, timestamp: string, body: Buffer, signature: string): boolean {
+export function sendgridSignatureValid(
+  publicKey: string,
+  timestamp: string,
+  body: Buffer,
+  signature: string,
+): boolean {
   try {
     const payload = Buffer.concat([Buffer.from(timestamp, 'utf8'), body]);
-    return verify('sha256', payload, { key: sendgridPublicKey(publicKey), dsaEncoding: 'der' }, Buffer.from(signature, 'base64'));
+    return verify(
+      'sha256',
+      payload,
+      { key: sendgridPublicKey(publicKey), dsaEncoding: 'der' },
+      Buffer.from(signature, 'base64'),
+    );
   } catch {
     return false;
   }
@@ -46,21 +67,46 @@ function kindOf(event: Record<string, unknown>): FeedbackKind | null {
   }
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined;
 
 export const sendgridFeedback: FeedbackVerifier = {
   async verify(req, account, ctx): Promise<FeedbackVerdict> {
     const publicKey = account.settings.webhook_public_key;
-    if (!publicKey) return { ok: false, code: 'feedback:unauthenticated', reason: 'the account has no webhook public key (attach with --webhook-public-key)' };
+    if (!publicKey)
+      return {
+        ok: false,
+        code: 'feedback:unauthenticated',
+        reason: 'the account has no webhook public key (attach with --webhook-public-key)',
+      };
     const signature = headerOf(req.headers, SIGNATURE_HEADER);
     const timestamp = headerOf(req.headers, TIMESTAMP_HEADER);
-    if (!signature || !timestamp) return { ok: false, code: 'feedback:unauthenticated', reason: 'missing X-Twilio-Email-Event-Webhook-Signature / -Timestamp' };
-    if (!sendgridSignatureValid(publicKey, timestamp, req.rawBody, signature)) return { ok: false, code: 'feedback:unauthenticated', reason: 'ECDSA signature does not verify' };
+    if (!signature || !timestamp)
+      return {
+        ok: false,
+        code: 'feedback:unauthenticated',
+        reason: 'missing X-Twilio-Email-Event-Webhook-Signature / -Timestamp',
+      };
+    if (!sendgridSignatureValid(publicKey, timestamp, req.rawBody, signature))
+      return {
+        ok: false,
+        code: 'feedback:unauthenticated',
+        reason: 'ECDSA signature does not verify',
+      };
     const stale = staleness(timestamp, ctx);
     if (stale) return { ok: false, code: 'feedback:stale', reason: stale };
     // SendGrid signs every delivery attempt afresh: the same signature twice is a replay.
-    if (!(await ctx.rememberOnce(account, `sendgrid:${createHash('sha256').update(signature).digest('hex')}`))) {
-      return { ok: false, code: 'feedback:replayed', reason: 'this signed notification was already received' };
+    if (
+      !(await ctx.rememberOnce(
+        account,
+        `sendgrid:${createHash('sha256').update(signature).digest('hex')}`,
+      ))
+    ) {
+      return {
+        ok: false,
+        code: 'feedback:replayed',
+        reason: 'this signed notification was already received',
+      };
     }
 
     let events: unknown;
@@ -69,8 +115,15 @@ export const sendgridFeedback: FeedbackVerifier = {
     } catch {
       return { ok: false, code: 'feedback:malformed', reason: 'the body is not JSON' };
     }
-    if (!Array.isArray(events) || events.some((e) => !e || typeof e !== 'object' || Array.isArray(e))) {
-      return { ok: false, code: 'feedback:malformed', reason: 'the body is not a JSON array of events' };
+    if (
+      !Array.isArray(events) ||
+      events.some((e) => !e || typeof e !== 'object' || Array.isArray(e))
+    ) {
+      return {
+        ok: false,
+        code: 'feedback:malformed',
+        reason: 'the body is not a JSON array of events',
+      };
     }
 
     const items: FeedbackItem[] = [];
@@ -91,9 +144,18 @@ export const sendgridFeedback: FeedbackVerifier = {
         messageId: ourId && /^m\.[0-9a-z]{26}$/.test(ourId) ? ourId : null,
         recipient,
         occurredAt: typeof e.timestamp === 'number' ? e.timestamp * 1000 : ctx.clock.now(),
-        detail: { type: str(e.type) ?? String(e.event), subtype: str(e.bounce_classification), code: str(e.status), reply: str(e.reason) ?? str(e.response) },
+        detail: {
+          type: str(e.type) ?? String(e.event),
+          subtype: str(e.bounce_classification),
+          code: str(e.status),
+          reply: str(e.reason) ?? str(e.response),
+        },
       });
     }
-    return { ok: true, items, ...(ignored ? { note: `${ignored} event(s) that are not delivery feedback ignored` } : {}) };
+    return {
+      ok: true,
+      items,
+      ...(ignored ? { note: `${ignored} event(s) that are not delivery feedback ignored` } : {}),
+    };
   },
 };

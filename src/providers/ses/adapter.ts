@@ -1,7 +1,19 @@
 import aws4 from 'aws4';
 import type { ProviderAccount } from '../../contract/providerAccount.js';
-import { storedMimeBytes, type AdapterDeps, type DeliveryJob, type ProviderAdapter, type SendResult } from '../adapter.js';
-import { baseUrl, callProviderApi, isResponse, retryAfterMs, type ApiResponse } from '../httpApi.js';
+import {
+  type AdapterDeps,
+  type DeliveryJob,
+  type ProviderAdapter,
+  type SendResult,
+  storedMimeBytes,
+} from '../adapter.js';
+import {
+  type ApiResponse,
+  baseUrl,
+  callProviderApi,
+  isResponse,
+  retryAfterMs,
+} from '../httpApi.js';
 
 /** provider-a-api: SES v2 `SendEmail` with `Content.Raw`, SigV4-signed (docs/delivery.md#provider-a-api-amazon-ses). */
 
@@ -34,7 +46,8 @@ export function sesTags(job: Pick<DeliveryJob, 'tags' | 'metadata' | 'category'>
   const out: SesTag[] = [];
   const seen = new Set<string>();
   const add = (Name: string, Value: string) => {
-    if (out.length >= MAX_TAGS || seen.has(Name) || !TAG_PART.test(Name) || !TAG_PART.test(Value)) return;
+    if (out.length >= MAX_TAGS || seen.has(Name) || !TAG_PART.test(Name) || !TAG_PART.test(Value))
+      return;
     seen.add(Name);
     out.push({ Name, Value });
   };
@@ -45,7 +58,9 @@ export function sesTags(job: Pick<DeliveryJob, 'tags' | 'metadata' | 'category'>
 }
 
 /** To and Cc as addressed, everyone else in the envelope as Bcc: SES sends to exactly these, not to the header lists. */
-export function sesDestination(job: Pick<DeliveryJob, 'envelope' | 'recipients'>): SesSendEmailRequest['Destination'] {
+export function sesDestination(
+  job: Pick<DeliveryJob, 'envelope' | 'recipients'>,
+): SesSendEmailRequest['Destination'] {
   const owed = new Map(job.envelope.to.map((e) => [e.toLowerCase(), e]));
   const take = (list: string[]) => {
     const out: string[] = [];
@@ -87,9 +102,22 @@ export function awsErrorCode(res: ApiResponse): { code: string | null; message: 
     // Not JSON (a proxy's HTML page): the status alone decides.
   }
   const header = res.headers.get('x-amzn-errortype');
-  const raw = header ?? (typeof body.__type === 'string' ? body.__type : typeof body.code === 'string' ? body.code : typeof body.Code === 'string' ? body.Code : null);
+  const raw =
+    header ??
+    (typeof body.__type === 'string'
+      ? body.__type
+      : typeof body.code === 'string'
+        ? body.code
+        : typeof body.Code === 'string'
+          ? body.Code
+          : null);
   const code = raw ? (raw.split(':')[0].split('#').pop() ?? '').trim() || null : null;
-  const message = typeof body.message === 'string' ? body.message : typeof body.Message === 'string' ? body.Message : null;
+  const message =
+    typeof body.message === 'string'
+      ? body.message
+      : typeof body.Message === 'string'
+        ? body.Message
+        : null;
   return { code, message };
 }
 
@@ -110,23 +138,50 @@ const ACCOUNT_CODES = new Set([
   'NotAuthorizedException',
 ]);
 
-const THROTTLE_CODES = new Set(['TooManyRequestsException', 'ThrottlingException', 'Throttling', 'LimitExceededException']);
-const SERVER_CODES = new Set(['InternalFailure', 'InternalServiceErrorException', 'ServiceUnavailable', 'ServiceUnavailableException', 'RequestTimeout']);
+const THROTTLE_CODES = new Set([
+  'TooManyRequestsException',
+  'ThrottlingException',
+  'Throttling',
+  'LimitExceededException',
+]);
+const SERVER_CODES = new Set([
+  'InternalFailure',
+  'InternalServiceErrorException',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'RequestTimeout',
+]);
 
 /** SES's answer, read by its error code (docs/delivery.md#provider-a-api-amazon-ses, "Errors"). */
-export function classifySesError(res: ApiResponse, now: number): Exclude<SendResult, { kind: 'sent' }> {
+export function classifySesError(
+  res: ApiResponse,
+  now: number,
+): Exclude<SendResult, { kind: 'sent' }> {
   const { code, message } = awsErrorCode(res);
   const reply = `${res.status} ${code ?? 'error'}${message ? `: ${message.replace(/\s+/g, ' ').trim().slice(0, 400)}` : ''}`;
   if (code && THROTTLE_CODES.has(code)) {
     const quota = code === 'LimitExceededException' || /quota/i.test(message ?? '');
-    return { kind: 'temporary', reply, retryAfterMs: retryAfterMs(res.headers, now) ?? (quota ? QUOTA_THROTTLE_MS : RATE_THROTTLE_MS) };
+    return {
+      kind: 'temporary',
+      reply,
+      retryAfterMs:
+        retryAfterMs(res.headers, now) ?? (quota ? QUOTA_THROTTLE_MS : RATE_THROTTLE_MS),
+    };
   }
-  if (res.status === 429) return { kind: 'temporary', reply, retryAfterMs: retryAfterMs(res.headers, now) ?? RATE_THROTTLE_MS };
-  if (res.status >= 500 || (code && SERVER_CODES.has(code))) return { kind: 'temporary', reply, retryAfterMs: retryAfterMs(res.headers, now) };
+  if (res.status === 429)
+    return {
+      kind: 'temporary',
+      reply,
+      retryAfterMs: retryAfterMs(res.headers, now) ?? RATE_THROTTLE_MS,
+    };
+  if (res.status >= 500 || (code && SERVER_CODES.has(code)))
+    return { kind: 'temporary', reply, retryAfterMs: retryAfterMs(res.headers, now) };
   if (code && ACCOUNT_CODES.has(code)) return { kind: 'account', reply };
-  if (code === 'MessageRejected' && /not verified|not authorized|sandbox/i.test(message ?? '')) return { kind: 'account', reply };
+  if (code === 'MessageRejected' && /not verified|not authorized|sandbox/i.test(message ?? ''))
+    return { kind: 'account', reply };
   if (res.status === 401 || res.status === 403) return { kind: 'account', reply };
-  if (res.status >= 300 && res.status < 400) return { kind: 'account', reply: `${reply} (redirect not followed; check the endpoint)` };
+  if (res.status >= 300 && res.status < 400)
+    return { kind: 'account', reply: `${reply} (redirect not followed; check the endpoint)` };
   return { kind: 'permanent', reply };
 }
 
@@ -140,10 +195,16 @@ export class SesApiAdapter implements ProviderAdapter {
   async send(job: DeliveryJob, account: ProviderAccount): Promise<SendResult> {
     const { settings, secrets } = account;
     if (!settings.user || !secrets.api_key) {
-      return { kind: 'account', reply: 'provider-a-api needs the access key id (--user) and the secret access key (--api-key)' };
+      return {
+        kind: 'account',
+        reply:
+          'provider-a-api needs the access key id (--user) and the secret access key (--api-key)',
+      };
     }
     const region = settings.region ?? SES_DEFAULT_REGION;
-    const url = new URL(`${baseUrl(settings.endpoint, `https://email.${region}.amazonaws.com`)}${SES_SEND_PATH}`);
+    const url = new URL(
+      `${baseUrl(settings.endpoint, `https://email.${region}.amazonaws.com`)}${SES_SEND_PATH}`,
+    );
     const body = JSON.stringify(await sesRequestBody(job));
     const signed = aws4.sign(
       {
@@ -153,7 +214,10 @@ export class SesApiAdapter implements ProviderAdapter {
         service: 'ses',
         region,
         body,
-        headers: { 'Content-Type': 'application/json', 'X-Amz-Date': amzDate(this.deps.clock.now()) },
+        headers: {
+          'Content-Type': 'application/json',
+          'X-Amz-Date': amzDate(this.deps.clock.now()),
+        },
       },
       { accessKeyId: settings.user, secretAccessKey: secrets.api_key },
     );
@@ -161,7 +225,13 @@ export class SesApiAdapter implements ProviderAdapter {
     for (const [name, value] of Object.entries(signed.headers ?? {})) {
       if (name.toLowerCase() !== 'host' && value !== undefined) headers[name] = String(value);
     }
-    const res = await callProviderApi({ method: 'POST', url: url.toString(), headers, body, timeoutMs: this.deps.timeoutMs });
+    const res = await callProviderApi({
+      method: 'POST',
+      url: url.toString(),
+      headers,
+      body,
+      timeoutMs: this.deps.timeoutMs,
+    });
     if (!isResponse(res)) return res;
     if (res.status >= 200 && res.status < 300) {
       let messageId: unknown;
@@ -172,9 +242,21 @@ export class SesApiAdapter implements ProviderAdapter {
       }
       if (typeof messageId !== 'string' || !messageId) {
         // Accepted, but its feedback cannot be matched: still sent (a retry would send it twice).
-        return { kind: 'sent', providerMessageId: null, reply: `200 without a MessageId: ${res.text.slice(0, 200)}`, bounced: [], deferred: [] };
+        return {
+          kind: 'sent',
+          providerMessageId: null,
+          reply: `200 without a MessageId: ${res.text.slice(0, 200)}`,
+          bounced: [],
+          deferred: [],
+        };
       }
-      return { kind: 'sent', providerMessageId: messageId, reply: `200 MessageId ${messageId}`, bounced: [], deferred: [] };
+      return {
+        kind: 'sent',
+        providerMessageId: messageId,
+        reply: `200 MessageId ${messageId}`,
+        bounced: [],
+        deferred: [],
+      };
     }
     return classifySesError(res, this.deps.clock.now());
   }

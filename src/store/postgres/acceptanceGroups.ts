@@ -1,7 +1,18 @@
 import type { Pool, PoolClient } from 'pg';
-import type { AcceptanceGroupStore, AcceptanceUnitWrites, GroupUnitResult } from '../acceptanceGroups.js';
+import type {
+  AcceptanceGroupStore,
+  AcceptanceUnitWrites,
+  GroupUnitResult,
+} from '../acceptanceGroups.js';
 import {
-  addUsage, insertEvent, insertIdempotencyKey, insertMessage, lockProjectForAcceptance, readAcceptanceState, registerCategory, registerSenderDomain,
+  addUsage,
+  insertEvent,
+  insertIdempotencyKey,
+  insertMessage,
+  lockProjectForAcceptance,
+  readAcceptanceState,
+  registerCategory,
+  registerSenderDomain,
 } from './acceptance.js';
 import { BODY_CHUNK_BYTES, writeBodyChunks } from './bodyChunks.js';
 
@@ -40,7 +51,11 @@ export function postgresAcceptanceGroups(pool: Pool): AcceptanceGroupStore {
   };
 }
 
-type CommitUnit<Unit, Outcome> = (writes: AcceptanceUnitWrites, unit: Unit, planName: string) => Promise<Outcome>;
+type CommitUnit<Unit, Outcome> = (
+  writes: AcceptanceUnitWrites,
+  unit: Unit,
+  planName: string,
+) => Promise<Outcome>;
 
 async function commitGroup<Unit, Outcome>(
   pool: Pool,
@@ -49,9 +64,17 @@ async function commitGroup<Unit, Outcome>(
   commitUnit: CommitUnit<Unit, Outcome>,
 ): Promise<GroupUnitResult<Outcome>[]> {
   if (units.length === 0) return [];
-  const order = units.map((_, index) => index).sort((a, b) => compareIds(projectOf(units[a]!), projectOf(units[b]!)) || a - b);
+  const order = units
+    .map((_, index) => index)
+    .sort((a, b) => compareIds(projectOf(units[a]!), projectOf(units[b]!)) || a - b);
   const results: GroupUnitResult<Outcome>[] = new Array<GroupUnitResult<Outcome>>(units.length);
-  const failAll = (err: unknown) => units.map((): GroupUnitResult<Outcome> => ({ ok: false, error: `commit failed: ${(err as Error).message}` }));
+  const failAll = (err: unknown) =>
+    units.map(
+      (): GroupUnitResult<Outcome> => ({
+        ok: false,
+        error: `commit failed: ${(err as Error).message}`,
+      }),
+    );
   let client: PoolClient;
   try {
     client = await pool.connect();
@@ -122,7 +145,8 @@ async function commitUnitInSavepoint<Unit, Outcome>(
 function unitWrites(client: PoolClient): AcceptanceUnitWrites {
   return {
     readState: (request) => readAcceptanceState(client, request),
-    registerSenderDomain: (projectId, domain, now) => registerSenderDomain(client, projectId, domain, now),
+    registerSenderDomain: (projectId, domain, now) =>
+      registerSenderDomain(client, projectId, domain, now),
     registerCategory: (projectId, name, now) => registerCategory(client, projectId, name, now),
     addUsage: (projectId, periods, bytes) => addUsage(client, projectId, periods, bytes),
     insertMessage: (row) => insertMessage(client, row),

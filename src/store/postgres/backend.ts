@@ -5,11 +5,20 @@ import { takeHousekeepingTurn } from './housekeepingLock.js';
 import { throttleAccount, throttledAccounts } from './providerThrottles.js';
 import { sharedViewerSecret } from './sharedViewerKey.js';
 import { runWebhookCycleShared } from './webhookCycle.js';
-import { hasQueuedEventsPostgres, insertWebhookEndpointPostgres, removeWebhookEndpointPostgres } from './webhookOutbox.js';
+import {
+  hasQueuedEventsPostgres,
+  insertWebhookEndpointPostgres,
+  removeWebhookEndpointPostgres,
+} from './webhookOutbox.js';
 
 /** The PostgreSQL database several nodes share: what one node learns or holds, the others read. */
 export const postgresBackend: StoreBackend = {
-  capabilities: { sharedNodeList: true, sharedThrottles: true, sharedRateWindows: true, sharedCertificates: true },
+  capabilities: {
+    sharedNodeList: true,
+    sharedThrottles: true,
+    sharedRateWindows: true,
+    sharedCertificates: true,
+  },
   deliveryLeases: {
     recordThrottle: async (q, accountId, until) => {
       await throttleAccount(q, accountId, until);

@@ -7,7 +7,8 @@
  */
 export function bigintNumber(value: string | number, what: string): number {
   const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isSafeInteger(n)) throw new RangeError(`${what}: ${value} is not an integer JavaScript can hold exactly`);
+  if (!Number.isSafeInteger(n))
+    throw new RangeError(`${what}: ${value} is not an integer JavaScript can hold exactly`);
   return n;
 }
 

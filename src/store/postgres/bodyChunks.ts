@@ -1,5 +1,5 @@
-import type { Pool, PoolClient } from 'pg';
 import { Readable } from 'node:stream';
+import type { Pool, PoolClient } from 'pg';
 import { getValue, type Queries } from '../queries.js';
 import { postgresQueries } from './queries.js';
 
@@ -18,19 +18,33 @@ export interface WrittenBody {
  * with the message's row or rolls them back with it. At most one piece and one incoming
  * buffer are held at a time: the next one is read after the previous insert returned.
  */
-export async function writeBodyChunks(client: PoolClient, messageId: string, body: Readable, chunkBytes = BODY_CHUNK_BYTES): Promise<WrittenBody> {
-  if (!Number.isInteger(chunkBytes) || chunkBytes <= 0) throw new RangeError(`chunkBytes must be a positive integer, not ${chunkBytes}`);
+export async function writeBodyChunks(
+  client: PoolClient,
+  messageId: string,
+  body: Readable,
+  chunkBytes = BODY_CHUNK_BYTES,
+): Promise<WrittenBody> {
+  if (!Number.isInteger(chunkBytes) || chunkBytes <= 0)
+    throw new RangeError(`chunkBytes must be a positive integer, not ${chunkBytes}`);
   let seq = 0;
   let bytes = 0;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   const insert = async (piece: Buffer) => {
-    await client.query('INSERT INTO message_body_chunks (message_id, seq, bytes) VALUES ($1, $2, $3)', [messageId, seq, piece]);
+    await client.query(
+      'INSERT INTO message_body_chunks (message_id, seq, bytes) VALUES ($1, $2, $3)',
+      [messageId, seq, piece],
+    );
     seq += 1;
     bytes += piece.length;
   };
   for await (const data of body) {
-    let incoming = typeof data === 'string' ? Buffer.from(data) : Buffer.isBuffer(data) ? data : Buffer.from(data as Uint8Array);
+    let incoming =
+      typeof data === 'string'
+        ? Buffer.from(data)
+        : Buffer.isBuffer(data)
+          ? data
+          : Buffer.from(data as Uint8Array);
     while (pendingBytes + incoming.length >= chunkBytes) {
       const take = chunkBytes - pendingBytes;
       pending.push(incoming.subarray(0, take));
@@ -61,14 +75,28 @@ export function readBodyChunks(source: Pool | Queries, messageId: string): Reada
   let seq = 0;
   async function nextPiece(): Promise<Buffer | null> {
     if (chunks === null) {
-      chunks = (await getValue<number>(q, 'SELECT count(*)::int AS chunks FROM message_body_chunks WHERE message_id = ?', messageId)) ?? 0;
-      if (chunks === 0) throw new Error(`message ${messageId}: its body is missing from the database`);
+      chunks =
+        (await getValue<number>(
+          q,
+          'SELECT count(*)::int AS chunks FROM message_body_chunks WHERE message_id = ?',
+          messageId,
+        )) ?? 0;
+      if (chunks === 0)
+        throw new Error(`message ${messageId}: its body is missing from the database`);
     }
     if (seq >= chunks) return null;
     // In text, as hex (pg decodes it to a Buffer): pg's binary results decode every field as
     // UTF-8 text, which bytea does not survive.
-    const bytes = await getValue<Buffer>(q, 'SELECT bytes FROM message_body_chunks WHERE message_id = ? AND seq = ?', messageId, seq);
-    if (!bytes) throw new Error(`message ${messageId}: piece ${seq} of its body is missing from the database`);
+    const bytes = await getValue<Buffer>(
+      q,
+      'SELECT bytes FROM message_body_chunks WHERE message_id = ? AND seq = ?',
+      messageId,
+      seq,
+    );
+    if (!bytes)
+      throw new Error(
+        `message ${messageId}: piece ${seq} of its body is missing from the database`,
+      );
     seq += 1;
     // The one empty piece is a whole empty body: pushing it would not end the stream, null does.
     return bytes.length === 0 ? null : bytes;

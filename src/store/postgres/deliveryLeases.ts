@@ -1,5 +1,10 @@
 import type { Pool } from 'pg';
-import { finishSending, leaseDueMessagesShared, type HandOffEnd, type LeasedMessage } from '../delivery.js';
+import {
+  finishSending,
+  type HandOffEnd,
+  type LeasedMessage,
+  leaseDueMessagesShared,
+} from '../delivery.js';
 import { postgresQueries } from './queries.js';
 
 /**
@@ -19,7 +24,10 @@ export interface LeaseRequest {
 }
 
 /** leaseDueMessages on PostgreSQL (store/delivery.ts): concurrent nodes never take the same message. */
-export async function leaseDueMessagesPostgres(pool: Pool, request: LeaseRequest): Promise<LeasedMessage[]> {
+export async function leaseDueMessagesPostgres(
+  pool: Pool,
+  request: LeaseRequest,
+): Promise<LeasedMessage[]> {
   return leaseDueMessagesShared(postgresQueries(pool), request);
 }
 

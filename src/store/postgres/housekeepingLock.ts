@@ -10,5 +10,11 @@ export const HOUSEKEEPING_LOCK = 0x5053544e484b;
 
 /** Whether this transaction got HOUSEKEEPING_LOCK (held until it ends). */
 export async function takeHousekeepingTurn(q: Queries): Promise<boolean> {
-  return (await q.get<{ locked: number }>('SELECT pg_try_advisory_xact_lock(@key) AS locked', { key: HOUSEKEEPING_LOCK }))?.locked === 1;
+  return (
+    (
+      await q.get<{ locked: number }>('SELECT pg_try_advisory_xact_lock(@key) AS locked', {
+        key: HOUSEKEEPING_LOCK,
+      })
+    )?.locked === 1
+  );
 }

@@ -15,7 +15,11 @@ export const MIGRATION_LOCK_KEY = 0x5053544e;
  * the advisory lock, and records each in `schema_migrations` (shaped like SQLite's). A failing
  * migration rolls back alone and is thrown; the ones before it stay applied.
  */
-export async function migratePostgres(pool: Pool, logger: Logger, migrations: readonly Migration[] = postgresMigrations): Promise<void> {
+export async function migratePostgres(
+  pool: Pool,
+  logger: Logger,
+  migrations: readonly Migration[] = postgresMigrations,
+): Promise<void> {
   for (const m of migrations) {
     const client = await pool.connect();
     let broken: Error | undefined;
@@ -24,11 +28,18 @@ export async function migratePostgres(pool: Pool, logger: Logger, migrations: re
       try {
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
         // Created under the lock: two nodes' CREATE TABLE IF NOT EXISTS can otherwise collide.
-        await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
-        const applied = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
+        await client.query(
+          'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+        );
+        const applied = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [
+          m.version,
+        ]);
         if (applied.rowCount === 0) {
           await client.query(m.sql);
-          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
+          await client.query(
+            'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
+            [m.version, m.name, Date.now()],
+          );
           logger.info({ version: m.version, name: m.name }, 'migration applied');
         }
         await client.query('COMMIT');

@@ -724,7 +724,8 @@ function policyGenerationTriggers(): string {
   return ['api_keys', 'projects', 'provider_accounts', 'dkim_keys']
     .flatMap((table) =>
       ['INSERT', 'UPDATE', 'DELETE'].map(
-        (op) => `CREATE TRIGGER policy_generation_${table}_${op.toLowerCase()} AFTER ${op} ON ${table} FOR EACH ROW EXECUTE FUNCTION policy_generation_move();`,
+        (op) =>
+          `CREATE TRIGGER policy_generation_${table}_${op.toLowerCase()} AFTER ${op} ON ${table} FOR EACH ROW EXECUTE FUNCTION policy_generation_move();`,
       ),
     )
     .join('\n');

@@ -67,7 +67,10 @@ function lossLog(logger: Logger, name: string): (err: Error) => void {
       unlogged++;
       return;
     }
-    logger.warn({ err: err.message, pool: name, cut_since_last_line: unlogged }, 'a PostgreSQL connection was cut (the database restarting or failing over?); queries open new ones');
+    logger.warn(
+      { err: err.message, pool: name, cut_since_last_line: unlogged },
+      'a PostgreSQL connection was cut (the database restarting or failing over?); queries open new ones',
+    );
     lastLoggedAt = at;
     unlogged = 0;
   };

@@ -11,7 +11,8 @@ import { postgresQueries } from './queries.js';
  * with each lease. Takes the store's Queries, or a pool (tests).
  */
 
-const queriesOf = (source: Pool | Queries): Queries => ('dialect' in source ? source : postgresQueries(source));
+const queriesOf = (source: Pool | Queries): Queries =>
+  'dialect' in source ? source : postgresQueries(source);
 
 /**
  * Rests `accountId` until `until`, or later if a node already rested it longer: two nodes told
@@ -19,7 +20,11 @@ const queriesOf = (source: Pool | Queries): Queries => ('dialect' in source ? so
  * the row's lock, so the comparison and the write are one step). Returns the account's
  * resting time as stored.
  */
-export async function throttleAccount(source: Pool | Queries, accountId: string, until: number): Promise<number> {
+export async function throttleAccount(
+  source: Pool | Queries,
+  accountId: string,
+  until: number,
+): Promise<number> {
   const row = await queriesOf(source).get<{ until: number }>(
     `INSERT INTO provider_throttles (account_id, until) VALUES (?, CAST(? AS BIGINT))
      ON CONFLICT (account_id) DO UPDATE SET until = GREATEST(provider_throttles.until, excluded.until)
@@ -31,7 +36,13 @@ export async function throttleAccount(source: Pool | Queries, accountId: string,
 }
 
 /** The accounts resting at `now`, each with the time it may be tried again. */
-export async function throttledAccounts(source: Pool | Queries, now: number): Promise<Map<string, number>> {
-  const rows = await queriesOf(source).all<{ account_id: string; until: number }>('SELECT account_id, until FROM provider_throttles WHERE until > CAST(? AS BIGINT)', now);
+export async function throttledAccounts(
+  source: Pool | Queries,
+  now: number,
+): Promise<Map<string, number>> {
+  const rows = await queriesOf(source).all<{ account_id: string; until: number }>(
+    'SELECT account_id, until FROM provider_throttles WHERE until > CAST(? AS BIGINT)',
+    now,
+  );
   return new Map(rows.map((r) => [r.account_id, r.until]));
 }

@@ -63,7 +63,8 @@ export function translatePlaceholders(text: string): Translated {
       i += 1;
     }
   }
-  if (positional > 0 && names.length > 0) throw new Error(`a statement mixes ? and @name placeholders: ${text}`);
+  if (positional > 0 && names.length > 0)
+    throw new Error(`a statement mixes ? and @name placeholders: ${text}`);
   const translated = { text: out, names: names.length > 0 ? names : null };
   translations.set(text, translated);
   return translated;
@@ -83,15 +84,34 @@ function closingQuote(text: string, start: number, quote: string): number {
 }
 
 type PgParam = string | number | Buffer | null;
-const pgParam = (v: SqlParam | undefined): PgParam => (v === undefined || v === null ? null : typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'bigint' ? v.toString() : v);
+const pgParam = (v: SqlParam | undefined): PgParam =>
+  v === undefined || v === null
+    ? null
+    : typeof v === 'boolean'
+      ? v
+        ? 1
+        : 0
+      : typeof v === 'bigint'
+        ? v.toString()
+        : v;
 
 function values(translated: Translated, params: Bind): PgParam[] {
-  const named = params.length === 1 && params[0] !== null && typeof params[0] === 'object' && !Buffer.isBuffer(params[0]);
+  const named =
+    params.length === 1 &&
+    params[0] !== null &&
+    typeof params[0] === 'object' &&
+    !Buffer.isBuffer(params[0]);
   if (translated.names === null) {
-    if (named) throw new Error(`named parameters given to a statement with ? placeholders: ${translated.text}`);
+    if (named)
+      throw new Error(
+        `named parameters given to a statement with ? placeholders: ${translated.text}`,
+      );
     return (params as SqlParam[]).map(pgParam);
   }
-  if (!named) throw new Error(`positional parameters given to a statement with @name placeholders: ${translated.text}`);
+  if (!named)
+    throw new Error(
+      `positional parameters given to a statement with @name placeholders: ${translated.text}`,
+    );
   const given = params[0] as Readonly<Record<string, SqlParam | undefined>>;
   return translated.names.map((name) => {
     if (!(name in given)) throw new Error(`no value for @${name}`);
@@ -130,7 +150,8 @@ const sqliteShapes: pg.CustomTypesConfig = {
 
 function numericNumber(value: string): number {
   const n = Number(value);
-  if (Number.isInteger(n) && !Number.isSafeInteger(n)) throw new RangeError(`${value} is not a number JavaScript can hold exactly`);
+  if (Number.isInteger(n) && !Number.isSafeInteger(n))
+    throw new RangeError(`${value} is not a number JavaScript can hold exactly`);
   return n;
 }
 
@@ -149,9 +170,16 @@ class PostgresQueries implements Queries {
     private readonly client: pg.PoolClient | null,
   ) {}
 
-  private async query<Row extends pg.QueryResultRow>(text: string, params: Bind): Promise<pg.QueryResult<Row>> {
+  private async query<Row extends pg.QueryResultRow>(
+    text: string,
+    params: Bind,
+  ): Promise<pg.QueryResult<Row>> {
     const translated = translatePlaceholders(text);
-    const config: pg.QueryConfig = { text: translated.text, values: values(translated, params), types: sqliteShapes };
+    const config: pg.QueryConfig = {
+      text: translated.text,
+      values: values(translated, params),
+      types: sqliteShapes,
+    };
     return this.client ? this.client.query<Row>(config) : this.pool.query<Row>(config);
   }
 
@@ -188,13 +216,23 @@ class PostgresQueries implements Queries {
     }
   }
 
-  private async *fetchInPieces<Row>(client: pg.PoolClient, text: string, params: Bind): AsyncIterable<Row> {
+  private async *fetchInPieces<Row>(
+    client: pg.PoolClient,
+    text: string,
+    params: Bind,
+  ): AsyncIterable<Row> {
     const translated = translatePlaceholders(text);
     const cursor = `postern_cursor_${++cursorSerial}`;
-    await client.query({ text: `DECLARE ${cursor} NO SCROLL CURSOR FOR ${translated.text}`, values: values(translated, params) });
+    await client.query({
+      text: `DECLARE ${cursor} NO SCROLL CURSOR FOR ${translated.text}`,
+      values: values(translated, params),
+    });
     try {
       for (;;) {
-        const piece = await client.query<Row & pg.QueryResultRow>({ text: `FETCH ${ITERATE_BATCH} FROM ${cursor}`, types: sqliteShapes });
+        const piece = await client.query<Row & pg.QueryResultRow>({
+          text: `FETCH ${ITERATE_BATCH} FROM ${cursor}`,
+          types: sqliteShapes,
+        });
         for (const row of piece.rows) yield row as Awaited<Row>;
         if (piece.rows.length < ITERATE_BATCH) break;
       }

@@ -15,7 +15,12 @@ import { readKeyFile, VIEWER_KEY_BYTES, VIEWER_KEY_FILE } from '../viewerKeyFile
  * the database has a key, that key is the one used; a file holding another is named in a
  * warning (links signed with it stop opening). No file is created.
  */
-export async function sharedViewerSecret(store: Queries, stateDir: string, logger: Logger, clock: Clock): Promise<Buffer> {
+export async function sharedViewerSecret(
+  store: Queries,
+  stateDir: string,
+  logger: Logger,
+  clock: Clock,
+): Promise<Buffer> {
   const file = path.join(stateDir, VIEWER_KEY_FILE);
   const stored = await storedViewerKey(store);
   if (stored) {
@@ -29,7 +34,10 @@ export async function sharedViewerSecret(store: Queries, stateDir: string, logge
     // Another node (or command) stored its key first.
     if (local) strayFileWarning(file, logger);
   } else if (local) {
-    logger.info({ file }, 'viewer signing key imported from this file into the shared database: links signed with it open on every node; the file is no longer read');
+    logger.info(
+      { file },
+      'viewer signing key imported from this file into the shared database: links signed with it open on every node; the file is no longer read',
+    );
   } else {
     logger.info('viewer signing key created in the shared database');
   }
@@ -49,5 +57,8 @@ function warnIfStray(file: string, shared: Buffer, logger: Logger): void {
 }
 
 function strayFileWarning(file: string, logger: Logger): void {
-  logger.warn({ file }, 'this file is not the viewer signing key the nodes share (the database\'s): links signed with it no longer open; remove it');
+  logger.warn(
+    { file },
+    "this file is not the viewer signing key the nodes share (the database's): links signed with it no longer open; remove it",
+  );
 }

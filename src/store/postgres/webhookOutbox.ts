@@ -60,7 +60,10 @@ import type { WebhookEndpointRow } from '../webhookEndpoints.js';
 export const ENDPOINT_LIST_LOCK = 0x5053544e5748;
 
 function postgresOnly(q: Queries, what: string): void {
-  if (q.dialect !== 'postgres') throw new Error(`${what} is PostgreSQL's (row locks, SKIP LOCKED); SQLite uses store/webhookDeliveries.ts`);
+  if (q.dialect !== 'postgres')
+    throw new Error(
+      `${what} is PostgreSQL's (row locks, SKIP LOCKED); SQLite uses store/webhookDeliveries.ts`,
+    );
 }
 
 // ------------------------------------------------------------------------------------------
@@ -120,7 +123,10 @@ const INSERT_DELIVERIES = `
  * type and is newer than it (seq > from_seq). Safe with any number of nodes at once: each event
  * is fanned out exactly once (see the module comment), whatever order its transaction committed in.
  */
-export async function fanOutEventsPostgres(q: Queries, request: FanOutRequest): Promise<FanOutResult> {
+export async function fanOutEventsPostgres(
+  q: Queries,
+  request: FanOutRequest,
+): Promise<FanOutResult> {
   postgresOnly(q, 'fanOutEventsPostgres');
   if (request.limit <= 0) return { events: 0, deliveries: 0 };
   return q.transaction(async (tx) => {
@@ -128,9 +134,12 @@ export async function fanOutEventsPostgres(q: Queries, request: FanOutRequest): 
     await tx.get('SELECT pg_advisory_xact_lock_shared(@key)', { key: ENDPOINT_LIST_LOCK });
     const events = await tx.all<TakenEvent>(TAKE_QUEUED_EVENTS, { limit: request.limit });
     if (events.length === 0) return { events: 0, deliveries: 0 };
-    const endpoints = await tx.all<FanOutEndpoint>('SELECT id, project_id, event_types, from_seq FROM webhook_endpoints WHERE removed_at IS NULL ORDER BY created_at, id');
+    const endpoints = await tx.all<FanOutEndpoint>(
+      'SELECT id, project_id, event_types, from_seq FROM webhook_endpoints WHERE removed_at IS NULL ORDER BY created_at, id',
+    );
     const rows = deliveryRows(endpoints, events, request.now);
-    if (rows.length > 0) await tx.run(INSERT_DELIVERIES, { rows: JSON.stringify(rows), now: request.now });
+    if (rows.length > 0)
+      await tx.run(INSERT_DELIVERIES, { rows: JSON.stringify(rows), now: request.now });
     return { events: events.length, deliveries: rows.length };
   });
 }
@@ -144,11 +153,18 @@ interface NewDeliveryRow {
 }
 
 /** The rule of store/webhookCycle.ts's fanOutPlan, in SQL. */
-function deliveryRows(endpoints: FanOutEndpoint[], events: TakenEvent[], now: number): NewDeliveryRow[] {
+function deliveryRows(
+  endpoints: FanOutEndpoint[],
+  events: TakenEvent[],
+  now: number,
+): NewDeliveryRow[] {
   const byProject = new Map<string, { endpoint: FanOutEndpoint; types: Set<string> | null }[]>();
   for (const e of endpoints) {
     const list = byProject.get(e.project_id) ?? [];
-    list.push({ endpoint: e, types: e.event_types === null ? null : new Set(JSON.parse(e.event_types) as string[]) });
+    list.push({
+      endpoint: e,
+      types: e.event_types === null ? null : new Set(JSON.parse(e.event_types) as string[]),
+    });
     byProject.set(e.project_id, list);
   }
   const rows: NewDeliveryRow[] = [];
@@ -157,7 +173,13 @@ function deliveryRows(endpoints: FanOutEndpoint[], events: TakenEvent[], now: nu
     for (const { endpoint, types } of byProject.get(ev.project_id) ?? []) {
       if (ev.seq <= endpoint.from_seq) continue;
       if (types !== null && !types.has(ev.type)) continue;
-      rows.push({ id: newDeliveryId(now), endpoint_id: endpoint.id, event_seq: ev.seq, type: ev.type, n: rows.length });
+      rows.push({
+        id: newDeliveryId(now),
+        endpoint_id: endpoint.id,
+        event_seq: ev.seq,
+        type: ev.type,
+        n: rows.length,
+      });
     }
   }
   return rows;
@@ -166,7 +188,9 @@ function deliveryRows(endpoints: FanOutEndpoint[], events: TakenEvent[], now: nu
 /** Whether any event waits for fan-out (an index probe; rows another node is taking count too). */
 export async function hasQueuedEventsPostgres(q: Queries): Promise<boolean> {
   postgresOnly(q, 'hasQueuedEventsPostgres');
-  const row = await q.get<{ queued: number }>('SELECT EXISTS (SELECT 1 FROM webhook_fanout_pending) AS queued');
+  const row = await q.get<{ queued: number }>(
+    'SELECT EXISTS (SELECT 1 FROM webhook_fanout_pending) AS queued',
+  );
   return row?.queued === 1;
 }
 
@@ -177,7 +201,10 @@ export async function hasQueuedEventsPostgres(q: Queries): Promise<boolean> {
 /** insertWebhookEndpoint's twin: only events committed after it are delivered (from_seq), none missed. */
 export async function insertWebhookEndpointPostgres(
   q: Queries,
-  row: Pick<WebhookEndpointRow, 'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'>,
+  row: Pick<
+    WebhookEndpointRow,
+    'id' | 'project_id' | 'url' | 'event_types' | 'secret' | 'created_at'
+  >,
 ): Promise<WebhookEndpointRow> {
   postgresOnly(q, 'insertWebhookEndpointPostgres');
   return q.transaction(async (tx) => {
@@ -188,16 +215,25 @@ export async function insertWebhookEndpointPostgres(
        VALUES (@id, @project_id, @url, @event_types, @secret, (SELECT COALESCE(MAX(seq), 0) FROM events), @created_at)`,
       row,
     );
-    return (await tx.get<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE id = @id', { id: row.id }))!;
+    return (await tx.get<WebhookEndpointRow>('SELECT * FROM webhook_endpoints WHERE id = @id', {
+      id: row.id,
+    }))!;
   });
 }
 
 /** removeWebhookEndpoint's twin: its pending deliveries end `failed` (`endpoint removed`), its leases with them. */
-export async function removeWebhookEndpointPostgres(q: Queries, id: string, now: number): Promise<{ removed: boolean; cancelled: number }> {
+export async function removeWebhookEndpointPostgres(
+  q: Queries,
+  id: string,
+  now: number,
+): Promise<{ removed: boolean; cancelled: number }> {
   postgresOnly(q, 'removeWebhookEndpointPostgres');
   return q.transaction(async (tx) => {
     await tx.get('SELECT pg_advisory_xact_lock(@key)', { key: ENDPOINT_LIST_LOCK });
-    const found = await tx.get<{ id: string }>('SELECT id FROM webhook_endpoints WHERE id = @id AND removed_at IS NULL', { id });
+    const found = await tx.get<{ id: string }>(
+      'SELECT id FROM webhook_endpoints WHERE id = @id AND removed_at IS NULL',
+      { id },
+    );
     if (!found) return { removed: false, cancelled: 0 };
     // Deliveries before the endpoint's row, each set in seq order: the order outcome recording
     // takes its locks in, so the two never wait for each other in a circle.
@@ -210,7 +246,10 @@ export async function removeWebhookEndpointPostgres(q: Queries, id: string, now:
          FROM locked WHERE d.seq = locked.seq AND d.status = 'pending'`,
       { id, now },
     );
-    await tx.run('UPDATE webhook_endpoints SET removed_at = @now::bigint WHERE id = @id AND removed_at IS NULL', { id, now });
+    await tx.run(
+      'UPDATE webhook_endpoints SET removed_at = @now::bigint WHERE id = @id AND removed_at IS NULL',
+      { id, now },
+    );
     return { removed: true, cancelled };
   });
 }
@@ -257,7 +296,10 @@ const CLAIM_DUE_DELIVERIES = `
  * leased to `node` until `leaseUntil`. Concurrent nodes never claim the same delivery while its
  * lease runs; one whose lease ran out (its node died or hung) is due and claimed anew.
  */
-export async function claimDueDeliveriesPostgres(q: Queries, request: DeliveryClaimRequest): Promise<LeasedDelivery[]> {
+export async function claimDueDeliveriesPostgres(
+  q: Queries,
+  request: DeliveryClaimRequest,
+): Promise<LeasedDelivery[]> {
   postgresOnly(q, 'claimDueDeliveriesPostgres');
   if (request.limit <= 0) return [];
   return q.all<LeasedDelivery>(CLAIM_DUE_DELIVERIES, {
@@ -319,13 +361,27 @@ const RECORD_OUTCOMES = `
  * outcome recorded) and changes nothing. Returns the seqs recorded; the others were refused (a
  * seq given twice counts once).
  */
-export async function recordDeliveryOutcomesPostgres(q: Queries, node: string, outcomes: readonly DeliveryOutcome[]): Promise<Set<number>> {
+export async function recordDeliveryOutcomesPostgres(
+  q: Queries,
+  node: string,
+  outcomes: readonly DeliveryOutcome[],
+): Promise<Set<number>> {
   postgresOnly(q, 'recordDeliveryOutcomesPostgres');
   const first = new Map<number, DeliveryOutcome>();
   for (const o of outcomes) if (!first.has(o.seq)) first.set(o.seq, o);
   if (first.size === 0) return new Set();
-  const rows = [...first.values()].map((o) => ({ seq: o.seq, at: o.at, ok: o.ok, status: o.status, error: o.error, next: o.ok ? null : o.nextAttemptAt }));
-  const recorded = await q.all<{ seq: number }>(RECORD_OUTCOMES, { outcomes: JSON.stringify(rows), node });
+  const rows = [...first.values()].map((o) => ({
+    seq: o.seq,
+    at: o.at,
+    ok: o.ok,
+    status: o.status,
+    error: o.error,
+    next: o.ok ? null : o.nextAttemptAt,
+  }));
+  const recorded = await q.all<{ seq: number }>(RECORD_OUTCOMES, {
+    outcomes: JSON.stringify(rows),
+    node,
+  });
   return new Set(recorded.map((r) => r.seq));
 }
 
@@ -345,7 +401,11 @@ export async function recordDeliveryOutcomesPostgres(q: Queries, node: string, o
  * failure: the run's true start lies between the two and is not kept, and the later guess only
  * ever disables later than the truth, never sooner.
  */
-export async function markEndpointSuccessPostgres(q: Queries, endpointId: string, at: number): Promise<void> {
+export async function markEndpointSuccessPostgres(
+  q: Queries,
+  endpointId: string,
+  at: number,
+): Promise<void> {
   postgresOnly(q, 'markEndpointSuccessPostgres');
   await q.run(
     `UPDATE webhook_endpoints
@@ -372,7 +432,11 @@ export async function markEndpointFailurePostgres(
   reason: (failingSince: number) => string,
 ): Promise<string | null> {
   postgresOnly(q, 'markEndpointFailurePostgres');
-  const row = await q.get<{ failing_since: number | null; last_failure_at: number; disabled_at: number | null }>(
+  const row = await q.get<{
+    failing_since: number | null;
+    last_failure_at: number;
+    disabled_at: number | null;
+  }>(
     `UPDATE webhook_endpoints
         SET failing_since = CASE WHEN last_success_at > @at THEN failing_since ELSE LEAST(failing_since, @at) END,
             last_failure_at = GREATEST(COALESCE(last_failure_at, 0), @at)
@@ -380,7 +444,13 @@ export async function markEndpointFailurePostgres(
     RETURNING failing_since, last_failure_at, disabled_at`,
     { id: endpointId, at },
   );
-  if (!row || row.disabled_at !== null || row.failing_since === null || row.last_failure_at - row.failing_since < disableAfterMs) return null;
+  if (
+    !row ||
+    row.disabled_at !== null ||
+    row.failing_since === null ||
+    row.last_failure_at - row.failing_since < disableAfterMs
+  )
+    return null;
   const text = reason(row.failing_since);
   // The run is judged again as the row stands now: outside a transaction another node may have
   // recorded a success (the run is over) or disabled it (its reason stands) since the update.
@@ -429,7 +499,9 @@ export async function recordEndpointHealthPostgres(
       }
       if (success !== null) await markEndpointSuccessPostgres(q, endpointId, success);
       success = null;
-      const text = await markEndpointFailurePostgres(q, endpointId, o.at, disableAfterMs, (since) => reason(since, o));
+      const text = await markEndpointFailurePostgres(q, endpointId, o.at, disableAfterMs, (since) =>
+        reason(since, o),
+      );
       if (text !== null) disabled.push({ endpoint: endpointId, reason: text });
     }
     if (success !== null) await markEndpointSuccessPostgres(q, endpointId, success);
@@ -481,10 +553,18 @@ export async function recordWebhookOutcomesPostgres(
       // The outcome recorded is a seq's first (recordDeliveryOutcomesPostgres); a repeat counts for nothing.
       if (!recorded.has(o.seq) || counted.has(o.seq)) continue;
       counted.add(o.seq);
-      if (o.ok || o.countsAgainstEndpoint) health.push({ endpointId: o.endpointId, at: o.at, ok: o.ok, error: o.error });
+      if (o.ok || o.countsAgainstEndpoint)
+        health.push({ endpointId: o.endpointId, at: o.at, ok: o.ok, error: o.error });
     }
-    const disabled = await recordEndpointHealthPostgres(tx, health, request.disableAfterMs, request.reason);
-    const refused = [...new Set(request.outcomes.map((o) => o.seq))].filter((seq) => !recorded.has(seq));
+    const disabled = await recordEndpointHealthPostgres(
+      tx,
+      health,
+      request.disableAfterMs,
+      request.reason,
+    );
+    const refused = [...new Set(request.outcomes.map((o) => o.seq))].filter(
+      (seq) => !recorded.has(seq),
+    );
     return { recorded: [...recorded].sort((a, b) => a - b), refused, disabled };
   });
 }

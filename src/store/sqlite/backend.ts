@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { StoreBackend } from '../backend.js';
-import { insertWebhookEndpoint, removeWebhookEndpoint } from '../webhookEndpoints.js';
 import { fileSecret, VIEWER_KEY_FILE } from '../viewerKeyFile.js';
+import { insertWebhookEndpoint, removeWebhookEndpoint } from '../webhookEndpoints.js';
 import { countStoredBodies } from './storedBodies.js';
 import { runWebhookCycleSqlite } from './webhookCycle.js';
 
@@ -11,7 +11,12 @@ import { runWebhookCycleSqlite } from './webhookCycle.js';
  * the one writer needs no lock to take turns.
  */
 export const sqliteBackend: StoreBackend = {
-  capabilities: { sharedNodeList: false, sharedThrottles: false, sharedRateWindows: false, sharedCertificates: false },
+  capabilities: {
+    sharedNodeList: false,
+    sharedThrottles: false,
+    sharedRateWindows: false,
+    sharedCertificates: false,
+  },
   deliveryLeases: {
     recordThrottle: async () => undefined,
     restingAccounts: async () => [],

@@ -8,46 +8,83 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { ManualClock } from '../../../src/clock.js';
 import { messageShow } from '../../../src/operator/messages.js';
-import { attachProvider, type AttachOptions, type ProviderAccountView } from '../../../src/operator/providers.js';
+import {
+  type AttachOptions,
+  attachProvider,
+  type ProviderAccountView,
+} from '../../../src/operator/providers.js';
 import { suppressionList } from '../../../src/operator/suppressions.js';
 import { eventsForMessage } from '../../../src/store/events.js';
 import { assertAccepted } from '../assertions.js';
-import { createProjectWithKeys, post, repoRoot, startTestPostern, validMessage, type ProjectWithKeys, type TestPostern } from '../postern.js';
-import type { ProviderEmulator } from '../providerEmulator.js';
+import {
+  createProjectWithKeys,
+  type ProjectWithKeys,
+  post,
+  repoRoot,
+  startTestPostern,
+  type TestPostern,
+  validMessage,
+} from '../postern.js';
 import { schedulerProbe } from '../probes.js';
+import type { ProviderEmulator } from '../providerEmulator.js';
 import { HANG_GUARD_MS, scope, waitFor } from '../waiting.js';
 
 type Scope = ReturnType<typeof scope>;
 
 /** Postern with delivery on (20 ms polls, a 60 s ladder unless told otherwise), closed after the test. */
-export async function deliveringPostern(s: Scope, clock?: ManualClock, delivery: Record<string, unknown> = {}): Promise<TestPostern> {
-  const p = await startTestPostern({ clock, config: { delivery: { enabled: true, poll_interval_ms: 20, retry_ladder_seconds: [60], ...delivery } } });
+export async function deliveringPostern(
+  s: Scope,
+  clock?: ManualClock,
+  delivery: Record<string, unknown> = {},
+): Promise<TestPostern> {
+  const p = await startTestPostern({
+    clock,
+    config: {
+      delivery: { enabled: true, poll_interval_ms: 20, retry_ladder_seconds: [60], ...delivery },
+    },
+  });
   return s.add(p, (x) => x.close());
 }
 
 /** `POST /v1/send` with the project's live key; the message id. */
-export async function sendOver(p: TestPostern, pk: ProjectWithKeys, overrides: Record<string, unknown> = {}, status = 'queued'): Promise<string> {
-  const res = await post(p.production, '/v1/send', { key: pk.liveKey, json: validMessage(overrides) });
+export async function sendOver(
+  p: TestPostern,
+  pk: ProjectWithKeys,
+  overrides: Record<string, unknown> = {},
+  status = 'queued',
+): Promise<string> {
+  const res = await post(p.production, '/v1/send', {
+    key: pk.liveKey,
+    json: validMessage(overrides),
+  });
   assertAccepted(res, status);
   return res.body.id as string;
 }
 
 export async function statusReached(p: TestPostern, id: string, status: string) {
-  await waitFor(async () => (await messageShow(p.ctx, id)).status === status, HANG_GUARD_MS, `${id} to be ${status} (is ${(await messageShow(p.ctx, id)).status})`);
+  await waitFor(
+    async () => (await messageShow(p.ctx, id)).status === status,
+    HANG_GUARD_MS,
+    `${id} to be ${status} (is ${(await messageShow(p.ctx, id)).status})`,
+  );
   return messageShow(p.ctx, id);
 }
 
 /** The message's event types, in order. */
-export const eventTypes = async (p: TestPostern, id: string) => (await eventsForMessage(p.ctx.store, id)).map((e) => e.type);
+export const eventTypes = async (p: TestPostern, id: string) =>
+  (await eventsForMessage(p.ctx.store, id)).map((e) => e.type);
 
 /** [account id, outcome] of each attempt. */
-export const attemptOutcomes = async (p: TestPostern, id: string) => (await messageShow(p.ctx, id)).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
+export const attemptOutcomes = async (p: TestPostern, id: string) =>
+  (await messageShow(p.ctx, id)).attempts_log.map((a) => [a.provider_account_id, a.outcome]);
 
 /** The data of a message's first event of `type`, parsed. */
-export const eventData = async (p: TestPostern, id: string, type: string) => JSON.parse((await eventsForMessage(p.ctx.store, id)).find((e) => e.type === type)!.data);
+export const eventData = async (p: TestPostern, id: string, type: string) =>
+  JSON.parse((await eventsForMessage(p.ctx.store, id)).find((e) => e.type === type)!.data);
 
 /** The project's suppressions as [email, reason], in the order listed. */
-export const suppressions = async (p: TestPostern, pk: ProjectWithKeys) => (await suppressionList(p.ctx, pk.project.id)).suppressions.map((x) => [x.email, x.reason]);
+export const suppressions = async (p: TestPostern, pk: ProjectWithKeys) =>
+  (await suppressionList(p.ctx, pk.project.id)).suppressions.map((x) => [x.email, x.reason]);
 
 /** Everything feedback can change: events, the project's suppressions, the recipients' outcomes, the status. */
 export async function feedbackState(p: TestPostern, pk: ProjectWithKeys, id: string) {
@@ -61,27 +98,41 @@ export async function feedbackState(p: TestPostern, pk: ProjectWithKeys, id: str
 }
 
 /** The JSON body of the emulator's `i`-th request. */
-export const requestJson = (emu: ProviderEmulator, i: number) => JSON.parse(emu.requests[i].body.toString('utf8'));
+export const requestJson = (emu: ProviderEmulator, i: number) =>
+  JSON.parse(emu.requests[i].body.toString('utf8'));
 
 /**
  * A suite's way to attach its slug: an account with `settings`, its endpoint the given
  * emulator, and per call any option overridden.
  */
 export function attacherFor(slug: string, settings: Omit<AttachOptions, 'slug' | 'endpoint'>) {
-  return (p: TestPostern, pk: ProjectWithKeys, emu: { url: string }, opts: Partial<AttachOptions> = {}) =>
-    attachProvider(p.ctx, pk.project.id, { slug, ...settings, endpoint: emu.url, ...opts });
+  return (
+    p: TestPostern,
+    pk: ProjectWithKeys,
+    emu: { url: string },
+    opts: Partial<AttachOptions> = {},
+  ) => attachProvider(p.ctx, pk.project.id, { slug, ...settings, endpoint: emu.url, ...opts });
 }
 
 /** An emulator started for one test, closed with the test's scope. */
-export async function startedFor<E extends { close(): Promise<unknown> | unknown }>(s: Scope, starting: Promise<E>): Promise<E> {
+export async function startedFor<E extends { close(): Promise<unknown> | unknown }>(
+  s: Scope,
+  starting: Promise<E>,
+): Promise<E> {
   return s.add(await starting, (e) => e.close());
 }
 
 /** A provider's documented sample, `test/fixtures/providers/<letter>/<file>`. */
-export const providerFixture = (letter: string, file: string) => readFileSync(path.join(repoRoot, 'test', 'fixtures', 'providers', letter, file), 'utf8');
+export const providerFixture = (letter: string, file: string) =>
+  readFileSync(path.join(repoRoot, 'test', 'fixtures', 'providers', letter, file), 'utf8');
 
 /** A documented webhook sample (`<name>.json`) with every `{{placeholder}}` filled from `values`, each written as `write` gives it. */
-export function filledFixture(letter: string, name: string, values: Record<string, string | number>, write: (value: string | number) => string = String): string {
+export function filledFixture(
+  letter: string,
+  name: string,
+  values: Record<string, string | number>,
+  write: (value: string | number) => string = String,
+): string {
   return providerFixture(letter, `${name}.json`).replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
     if (!(k in values)) throw new Error(`fixture ${name} needs {{${k}}}`);
     return write(values[k]);
@@ -95,7 +146,12 @@ export const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 /** How a suite starts its provider's emulator and attaches an account to it. */
 export interface ApiKit<E extends ProviderEmulator> {
   start(s: Scope): Promise<E>;
-  attach(p: TestPostern, pk: ProjectWithKeys, emu: E, opts?: Partial<AttachOptions>): Promise<ProviderAccountView>;
+  attach(
+    p: TestPostern,
+    pk: ProjectWithKeys,
+    emu: E,
+    opts?: Partial<AttachOptions>,
+  ): Promise<ProviderAccountView>;
   /** The provider id the emulator gives the first message it accepts. */
   firstId: string;
 }
@@ -104,7 +160,12 @@ export interface ApiKit<E extends ProviderEmulator> {
  * Two accounts of the provider: the first answers as `arrange` scripts it (returning attach
  * options, e.g. a wrong key), the second takes the message in the same hand-off.
  */
-export async function failsOverToSecond<E extends ProviderEmulator>(t: TestContext, kit: ApiKit<E>, arrange: (first: E) => Partial<AttachOptions> | void, outcome: string) {
+export async function failsOverToSecond<E extends ProviderEmulator>(
+  t: TestContext,
+  kit: ApiKit<E>,
+  arrange: (first: E) => Partial<AttachOptions> | void,
+  outcome: string,
+) {
   const s = scope(t);
   const first = await kit.start(s);
   const second = await kit.start(s);
@@ -126,7 +187,10 @@ export async function failsOverToSecond<E extends ProviderEmulator>(t: TestConte
 }
 
 /** The first account refuses the message itself: it fails, the second account never sees it. Its last error. */
-export async function failsWithoutFailover<E extends ProviderEmulator>(t: TestContext, kit: Pick<ApiKit<E>, 'start' | 'attach'>): Promise<string | null> {
+export async function failsWithoutFailover<E extends ProviderEmulator>(
+  t: TestContext,
+  kit: Pick<ApiKit<E>, 'start' | 'attach'>,
+): Promise<string | null> {
   const s = scope(t);
   const first = await kit.start(s);
   const second = await kit.start(s);
@@ -189,7 +253,12 @@ export async function restsThrottledAccount<E extends ProviderEmulator>(
  * The only account throttles once, saying when to come back (`waitMs` from T0): the retry
  * waits for that, not for the ladder's 10 s, and then sends. The first attempt's error.
  */
-export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestContext, kit: Pick<ApiKit<E>, 'attach'>, throttling: (s: Scope, clock: ManualClock) => Promise<E>, waitMs: number): Promise<string | null> {
+export async function retryWaitsForReset<E extends ProviderEmulator>(
+  t: TestContext,
+  kit: Pick<ApiKit<E>, 'attach'>,
+  throttling: (s: Scope, clock: ManualClock) => Promise<E>,
+  waitMs: number,
+): Promise<string | null> {
   const s = scope(t);
   const clock = new ManualClock(T0);
   const emu = await throttling(s, clock);
@@ -199,7 +268,13 @@ export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestCont
   const pk = await createProjectWithKeys(p.ctx, 'reset', 'pro', { provider: false });
   await kit.attach(p, pk, emu);
   const id = await sendOver(p, pk);
-  await waitFor(async () => (await messageShow(p.ctx, id)).attempts_log.length === 1 && (await messageShow(p.ctx, id)).status === 'queued', HANG_GUARD_MS, 'first attempt');
+  await waitFor(
+    async () =>
+      (await messageShow(p.ctx, id)).attempts_log.length === 1 &&
+      (await messageShow(p.ctx, id)).status === 'queued',
+    HANG_GUARD_MS,
+    'first attempt',
+  );
   const first = await messageShow(p.ctx, id);
   assert.equal(first.next_attempt_at, new Date(T0 + waitMs).toISOString());
   clock.advance(waitMs / 2);
@@ -218,7 +293,10 @@ export async function retryWaitsForReset<E extends ProviderEmulator>(t: TestCont
 
 /** Posts `body` with each set of headers; each is refused with its status and code, and nothing changes. */
 export async function assertRefused(
-  postIt: (body: string, headers: Record<string, string>) => Promise<{ status: number; body: any; text: string }>,
+  postIt: (
+    body: string,
+    headers: Record<string, string>,
+  ) => Promise<{ status: number; body: any; text: string }>,
   body: string,
   cases: [Record<string, string>, number, string][],
   state: () => Promise<unknown>,

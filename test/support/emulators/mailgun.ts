@@ -7,7 +7,12 @@
  * Message-ID), 404 for a domain the key does not own. Test fixture only.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { ProviderEmulator, type EmulatorMode, type EmulatorReply, type RecordedRequest } from '../providerEmulator.js';
+import {
+  type EmulatorMode,
+  type EmulatorReply,
+  ProviderEmulator,
+  type RecordedRequest,
+} from '../providerEmulator.js';
 
 export interface MultipartField {
   name: string;
@@ -19,7 +24,8 @@ export interface MultipartField {
 /** A multipart/form-data body taken apart, byte-exact (fields in the order sent). */
 export function parseMultipart(body: Buffer, contentType: string | undefined): MultipartField[] {
   const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType ?? '');
-  if (!m || !/^multipart\/form-data/i.test(contentType ?? '')) throw new Error(`not multipart/form-data: ${contentType}`);
+  if (!m || !/^multipart\/form-data/i.test(contentType ?? ''))
+    throw new Error(`not multipart/form-data: ${contentType}`);
   const delimiter = Buffer.from(`--${m[1] ?? m[2]}`);
   const fields: MultipartField[] = [];
   let at = body.indexOf(delimiter);
@@ -58,17 +64,35 @@ export interface MailgunEmulatorOptions {
   domainState?: string;
 }
 
-const json = (status: number, body: unknown, headers?: Record<string, string>): EmulatorReply => ({ status, body, headers });
+const json = (status: number, body: unknown, headers?: Record<string, string>): EmulatorReply => ({
+  status,
+  body,
+  headers,
+});
 
 export function mailgunHandler(opts: MailgunEmulatorOptions) {
   return (req: RecordedRequest, mode: EmulatorMode, emu: ProviderEmulator): EmulatorReply => {
     // GET /v3/domains/{domain} (a private API key only; a domain sending key may only send): the console's connection check.
     const domainPath = /^\/v3\/domains\/([^/]+)$/.exec(req.url.split('?')[0]);
     if (req.method === 'GET' && domainPath) {
-      if (req.headers.authorization !== `Basic ${Buffer.from(`api:${opts.apiKey}`).toString('base64')}` || opts.sendingKeyOnly) return { status: 401, body: 'Forbidden' };
+      if (
+        req.headers.authorization !==
+          `Basic ${Buffer.from(`api:${opts.apiKey}`).toString('base64')}` ||
+        opts.sendingKeyOnly
+      )
+        return { status: 401, body: 'Forbidden' };
       const name = decodeURIComponent(domainPath[1]);
       if (name !== opts.domain) return json(404, { message: 'Domain not found' });
-      return json(200, { domain: { name, state: opts.domainState ?? 'active', type: 'custom', spam_action: 'disabled' }, receiving_dns_records: [], sending_dns_records: [] });
+      return json(200, {
+        domain: {
+          name,
+          state: opts.domainState ?? 'active',
+          type: 'custom',
+          spam_action: 'disabled',
+        },
+        receiving_dns_records: [],
+        sending_dns_records: [],
+      });
     }
     const path = /^\/v3\/([^/]+)\/messages\.mime$/.exec(req.url.split('?')[0]);
     if (!path) return json(404, { message: 'Not Found' });
@@ -86,14 +110,23 @@ export function mailgunHandler(opts: MailgunEmulatorOptions) {
     const to = fields.filter((f) => f.name === 'to').map((f) => f.value.toString('utf8'));
     const message = fields.find((f) => f.name === 'message');
     if (to.length === 0) return json(400, { message: "'to' parameter is missing" });
-    if (!message || message.filename === null) return json(400, { message: "'message' parameter is missing" });
+    if (!message || message.filename === null)
+      return json(400, { message: "'message' parameter is missing" });
     switch (mode) {
       case 'throttle':
-        return json(429, { message: 'Too many requests' }, opts.retryAfterSeconds !== undefined ? { 'retry-after': String(opts.retryAfterSeconds) } : undefined);
+        return json(
+          429,
+          { message: 'Too many requests' },
+          opts.retryAfterSeconds !== undefined
+            ? { 'retry-after': String(opts.retryAfterSeconds) }
+            : undefined,
+        );
       case 'server_error':
         return json(503, { message: 'Service Unavailable' });
       case 'reject':
-        return json(400, { message: "'from' parameter is not a valid address. please check documentation" });
+        return json(400, {
+          message: "'from' parameter is not a valid address. please check documentation",
+        });
       case 'suspended':
         return json(403, {
           message: `Domain ${domain} is not allowed to send: Free accounts are for test purposes only. Please upgrade or add the address to authorized recipients in Account Settings.`,
@@ -101,7 +134,9 @@ export function mailgunHandler(opts: MailgunEmulatorOptions) {
       case 'ok': {
         const head = message.value.toString('latin1').split('\r\n\r\n')[0];
         const own = /^message-id:\s*(<[^>\r\n]+>)/im.exec(head)?.[1];
-        const id = own ?? `<20260302100000.${emu.nextId()}.${randomBytes(6).toString('hex').toUpperCase()}@${domain}>`;
+        const id =
+          own ??
+          `<20260302100000.${emu.nextId()}.${randomBytes(6).toString('hex').toUpperCase()}@${domain}>`;
         return json(200, { id, message: 'Queued. Thank you.' });
       }
     }
@@ -113,9 +148,15 @@ export function startMailgunEmulator(opts: MailgunEmulatorOptions): Promise<Prov
 }
 
 /** A webhook body signed the way Mailgun signs it: HMAC-SHA256(key, timestamp + token), hex. */
-export function signedMailgunWebhook(eventData: unknown, signingKey: string, opts: { timestamp: number; token?: string }): string {
+export function signedMailgunWebhook(
+  eventData: unknown,
+  signingKey: string,
+  opts: { timestamp: number; token?: string },
+): string {
   const timestamp = String(opts.timestamp);
   const token = opts.token ?? randomBytes(25).toString('hex');
-  const signature = createHmac('sha256', signingKey).update(timestamp + token).digest('hex');
+  const signature = createHmac('sha256', signingKey)
+    .update(timestamp + token)
+    .digest('hex');
   return JSON.stringify({ signature: { token, timestamp, signature }, 'event-data': eventData });
 }

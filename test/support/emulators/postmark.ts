@@ -8,7 +8,12 @@
  * `{"ErrorCode", "Message"}`, rate limiting 429, server trouble 500. Test fixture only.
  */
 import { randomUUID } from 'node:crypto';
-import { ProviderEmulator, type EmulatorMode, type EmulatorReply, type RecordedRequest } from '../providerEmulator.js';
+import {
+  type EmulatorMode,
+  type EmulatorReply,
+  ProviderEmulator,
+  type RecordedRequest,
+} from '../providerEmulator.js';
 
 export interface PostmarkEmulatorOptions {
   serverToken: string;
@@ -18,10 +23,15 @@ export interface PostmarkEmulatorOptions {
   inactive?: string[];
 }
 
-const error = (status: number, code: number, message: string): EmulatorReply => ({ status, body: { ErrorCode: code, Message: message } });
+const error = (status: number, code: number, message: string): EmulatorReply => ({
+  status,
+  body: { ErrorCode: code, Message: message },
+});
 
 const addressesIn = (v: unknown): string[] =>
-  typeof v === 'string' && v.trim() !== '' ? v.split(',').map((a) => (/<([^>]+)>/.exec(a)?.[1] ?? a).trim().replace(/^"|"$/g, '')) : [];
+  typeof v === 'string' && v.trim() !== ''
+    ? v.split(',').map((a) => (/<([^>]+)>/.exec(a)?.[1] ?? a).trim().replace(/^"|"$/g, ''))
+    : [];
 
 export function postmarkHandler(opts: PostmarkEmulatorOptions) {
   const streams = new Set(opts.streams ?? ['outbound']);
@@ -29,16 +39,40 @@ export function postmarkHandler(opts: PostmarkEmulatorOptions) {
   return (req: RecordedRequest, mode: EmulatorMode, _emu: ProviderEmulator): EmulatorReply => {
     // GET /server ("Get the server" the token belongs to): the console's connection check.
     if (req.method === 'GET' && req.url.split('?')[0] === '/server') {
-      if (req.headers['x-postmark-server-token'] !== opts.serverToken) return error(401, 10, 'Request does not contain a valid Server token.');
-      return { status: 200, body: { ID: 1, Name: 'Production', ApiTokens: [opts.serverToken], Color: 'blue', SmtpApiActivated: true, DeliveryType: 'Live' } };
+      if (req.headers['x-postmark-server-token'] !== opts.serverToken)
+        return error(401, 10, 'Request does not contain a valid Server token.');
+      return {
+        status: 200,
+        body: {
+          ID: 1,
+          Name: 'Production',
+          ApiTokens: [opts.serverToken],
+          Color: 'blue',
+          SmtpApiActivated: true,
+          DeliveryType: 'Live',
+        },
+      };
     }
-    if (req.url.split('?')[0] !== '/email') return { status: 404, body: { ErrorCode: 404, Message: 'Not Found' } };
-    if (req.method !== 'POST') return { status: 405, body: { ErrorCode: 405, Message: 'Method not allowed' } };
+    if (req.url.split('?')[0] !== '/email')
+      return { status: 404, body: { ErrorCode: 404, Message: 'Not Found' } };
+    if (req.method !== 'POST')
+      return { status: 405, body: { ErrorCode: 405, Message: 'Method not allowed' } };
     if (req.headers['x-postmark-server-token'] !== opts.serverToken) {
-      return error(401, 10, 'Request does not contain a valid Server token. Please refer to https://postmarkapp.com/developer/api/overview#authentication');
+      return error(
+        401,
+        10,
+        'Request does not contain a valid Server token. Please refer to https://postmarkapp.com/developer/api/overview#authentication',
+      );
     }
-    if (!/application\/json/i.test(String(req.headers['content-type'])) || !/application\/json/i.test(String(req.headers.accept))) {
-      return error(422, 409, "Your HTTP request doesn't have the Accept and Content-Type headers set to application/json.");
+    if (
+      !/application\/json/i.test(String(req.headers['content-type'])) ||
+      !/application\/json/i.test(String(req.headers.accept))
+    ) {
+      return error(
+        422,
+        409,
+        "Your HTTP request doesn't have the Accept and Content-Type headers set to application/json.",
+      );
     }
     let body: Record<string, unknown>;
     try {
@@ -46,19 +80,40 @@ export function postmarkHandler(opts: PostmarkEmulatorOptions) {
     } catch {
       return error(422, 402, 'Received invalid JSON input.');
     }
-    if (typeof body.From !== 'string' || body.From === '') return error(422, 300, "Invalid 'From' address: ''.");
+    if (typeof body.From !== 'string' || body.From === '')
+      return error(422, 300, "Invalid 'From' address: ''.");
     const recipients = [...addressesIn(body.To), ...addressesIn(body.Cc), ...addressesIn(body.Bcc)];
     if (recipients.length === 0) return error(422, 300, 'Zero recipients specified');
-    if (recipients.length > 50) return error(422, 300, 'Maximum of 50 recipients allowed per email message');
-    if (typeof body.TextBody !== 'string' && typeof body.HtmlBody !== 'string') return error(422, 300, 'Provide either email TextBody or HtmlBody or both.');
-    if (body.Headers !== undefined && !(Array.isArray(body.Headers) && body.Headers.every((h) => typeof h?.Name === 'string' && typeof h?.Value === 'string'))) {
+    if (recipients.length > 50)
+      return error(422, 300, 'Maximum of 50 recipients allowed per email message');
+    if (typeof body.TextBody !== 'string' && typeof body.HtmlBody !== 'string')
+      return error(422, 300, 'Provide either email TextBody or HtmlBody or both.');
+    if (
+      body.Headers !== undefined &&
+      !(
+        Array.isArray(body.Headers) &&
+        body.Headers.every((h) => typeof h?.Name === 'string' && typeof h?.Value === 'string')
+      )
+    ) {
       return error(422, 300, "Invalid 'Headers' value.");
     }
-    if (body.Attachments !== undefined && !(Array.isArray(body.Attachments) && body.Attachments.every((a) => typeof a?.Name === 'string' && typeof a?.Content === 'string' && typeof a?.ContentType === 'string'))) {
+    if (
+      body.Attachments !== undefined &&
+      !(
+        Array.isArray(body.Attachments) &&
+        body.Attachments.every(
+          (a) =>
+            typeof a?.Name === 'string' &&
+            typeof a?.Content === 'string' &&
+            typeof a?.ContentType === 'string',
+        )
+      )
+    ) {
       return error(422, 300, "Invalid 'Attachments' value.");
     }
     const stream = typeof body.MessageStream === 'string' ? body.MessageStream : 'outbound';
-    if (!streams.has(stream)) return error(422, 1235, "The 'MessageStream' provided does not exist on this server.");
+    if (!streams.has(stream))
+      return error(422, 1235, "The 'MessageStream' provided does not exist on this server.");
     const dead = recipients.filter((r) => inactive.has(r.toLowerCase()));
     if (dead.length > 0) {
       return error(
@@ -69,17 +124,31 @@ export function postmarkHandler(opts: PostmarkEmulatorOptions) {
     }
     switch (mode) {
       case 'throttle':
-        return error(429, 429, 'Rate limit exceeded. Please reduce the concurrency and request rate of your requests.');
+        return error(
+          429,
+          429,
+          'Rate limit exceeded. Please reduce the concurrency and request rate of your requests.',
+        );
       case 'server_error':
         return error(500, 0, 'Internal server error.');
       case 'reject':
-        return error(422, 300, "Error parsing 'To': Illegal email address 'rcpt@example'. It must contain the '@' symbol.");
+        return error(
+          422,
+          300,
+          "Error parsing 'To': Illegal email address 'rcpt@example'. It must contain the '@' symbol.",
+        );
       case 'suspended':
         return error(422, 405, 'Not allowed to send: your account has run out of credits.');
       case 'ok':
         return {
           status: 200,
-          body: { ...(typeof body.To === 'string' ? { To: body.To } : {}), SubmittedAt: '2026-03-02T05:00:00.0000000-05:00', MessageID: randomUUID(), ErrorCode: 0, Message: 'OK' },
+          body: {
+            ...(typeof body.To === 'string' ? { To: body.To } : {}),
+            SubmittedAt: '2026-03-02T05:00:00.0000000-05:00',
+            MessageID: randomUUID(),
+            ErrorCode: 0,
+            Message: 'OK',
+          },
         };
     }
   };

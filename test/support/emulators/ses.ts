@@ -15,18 +15,27 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generate } from 'selfsigned';
-import { ProviderEmulator, type EmulatorMode, type EmulatorReply, type RecordedRequest } from '../providerEmulator.js';
+import {
+  type EmulatorMode,
+  type EmulatorReply,
+  ProviderEmulator,
+  type RecordedRequest,
+} from '../providerEmulator.js';
 
 /* ------------------------------------------------------------------------------------------ */
 /* SigV4, written from AWS's description (canonical request → string to sign → HMAC chain)     */
 /* ------------------------------------------------------------------------------------------ */
 
 const sha256Hex = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
-const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data, 'utf8').digest();
+const hmac = (key: string | Buffer, data: string) =>
+  createHmac('sha256', key).update(data, 'utf8').digest();
 
 /** RFC 3986 encoding as SigV4 wants it (everything but unreserved characters). */
 function uriEncode(s: string): string {
-  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(s).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 export interface SigV4Input {
@@ -70,10 +79,18 @@ export function stringToSign(amzDate: string, scope: string, canonical: string):
   return ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonical)].join('\n');
 }
 
-export function sigV4Signature(secret: string, amzDate: string, region: string, service: string, canonical: string): string {
+export function sigV4Signature(
+  secret: string,
+  amzDate: string,
+  region: string,
+  service: string,
+  canonical: string,
+): string {
   const date = amzDate.slice(0, 8);
   const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), service), 'aws4_request');
-  return createHmac('sha256', key).update(stringToSign(amzDate, `${date}/${region}/${service}/aws4_request`, canonical), 'utf8').digest('hex');
+  return createHmac('sha256', key)
+    .update(stringToSign(amzDate, `${date}/${region}/${service}/aws4_request`, canonical), 'utf8')
+    .digest('hex');
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -101,22 +118,57 @@ const SKEW_MS = 15 * 60 * 1000;
 function awsError(status: number, code: string, message: string): EmulatorReply {
   return {
     status,
-    headers: { 'x-amzn-ErrorType': `${code}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`, 'x-amzn-RequestId': randomUUID() },
+    headers: {
+      'x-amzn-ErrorType': `${code}:http://internal.amazon.com/coral/com.amazonaws.sesv2/`,
+      'x-amzn-RequestId': randomUUID(),
+    },
     body: { message },
   };
 }
 
 /** SES's answers for the scripted modes and for error codes a test asks for by name. */
 export const SES_ERRORS: Record<string, EmulatorReply> = {
-  TooManyRequestsException: awsError(429, 'TooManyRequestsException', 'Maximum sending rate exceeded.'),
+  TooManyRequestsException: awsError(
+    429,
+    'TooManyRequestsException',
+    'Maximum sending rate exceeded.',
+  ),
   LimitExceededException: awsError(400, 'LimitExceededException', 'Daily message quota exceeded.'),
-  InternalFailure: awsError(500, 'InternalFailure', 'The request processing has failed because of an unknown error, exception or failure.'),
-  ServiceUnavailable: awsError(503, 'ServiceUnavailable', 'The request has failed due to a temporary failure of the server.'),
-  AccountSuspendedException: awsError(400, 'AccountSuspendedException', "The message can't be sent because the account's ability to send email has been permanently restricted."),
-  SendingPausedException: awsError(400, 'SendingPausedException', "The message can't be sent because the account's ability to send email is currently paused."),
-  MailFromDomainNotVerifiedException: awsError(400, 'MailFromDomainNotVerifiedException', "The message can't be sent because the sending domain isn't verified."),
-  MessageRejectedUnverified: awsError(400, 'MessageRejected', 'Email address is not verified. The following identities failed the check in region US-EAST-1: sender@example.com'),
-  MessageRejected: awsError(400, 'MessageRejected', "The message can't be sent because it contains invalid content."),
+  InternalFailure: awsError(
+    500,
+    'InternalFailure',
+    'The request processing has failed because of an unknown error, exception or failure.',
+  ),
+  ServiceUnavailable: awsError(
+    503,
+    'ServiceUnavailable',
+    'The request has failed due to a temporary failure of the server.',
+  ),
+  AccountSuspendedException: awsError(
+    400,
+    'AccountSuspendedException',
+    "The message can't be sent because the account's ability to send email has been permanently restricted.",
+  ),
+  SendingPausedException: awsError(
+    400,
+    'SendingPausedException',
+    "The message can't be sent because the account's ability to send email is currently paused.",
+  ),
+  MailFromDomainNotVerifiedException: awsError(
+    400,
+    'MailFromDomainNotVerifiedException',
+    "The message can't be sent because the sending domain isn't verified.",
+  ),
+  MessageRejectedUnverified: awsError(
+    400,
+    'MessageRejected',
+    'Email address is not verified. The following identities failed the check in region US-EAST-1: sender@example.com',
+  ),
+  MessageRejected: awsError(
+    400,
+    'MessageRejected',
+    "The message can't be sent because it contains invalid content.",
+  ),
   BadRequestException: awsError(400, 'BadRequestException', 'Missing final @domain'),
 };
 
@@ -145,7 +197,10 @@ export class SesEmulator {
     private readonly now: () => number,
   ) {}
 
-  static async start(credentials: SesCredentials, opts: { now?: () => number } = {}): Promise<SesEmulator> {
+  static async start(
+    credentials: SesCredentials,
+    opts: { now?: () => number } = {},
+  ): Promise<SesEmulator> {
     let self: SesEmulator | undefined;
     const emulator = await ProviderEmulator.start((req, mode) => self!.handle(req, mode));
     self = new SesEmulator(emulator, credentials, opts.now ?? Date.now);
@@ -193,15 +248,27 @@ export class SesEmulator {
       return {
         status: 200,
         headers: { 'x-amzn-RequestId': randomUUID() },
-        body: { DedicatedIpAutoWarmupEnabled: false, EnforcementStatus: 'HEALTHY', ProductionAccessEnabled: this.productionAccess, SendingEnabled: this.sendingEnabled, SendQuota: { Max24HourSend: 50000, MaxSendRate: 14, SentLast24Hours: this.accepted.length } },
+        body: {
+          DedicatedIpAutoWarmupEnabled: false,
+          EnforcementStatus: 'HEALTHY',
+          ProductionAccessEnabled: this.productionAccess,
+          SendingEnabled: this.sendingEnabled,
+          SendQuota: {
+            Max24HourSend: 50000,
+            MaxSendRate: 14,
+            SentLast24Hours: this.accepted.length,
+          },
+        },
       };
     }
-    if (req.method !== 'POST' || url.pathname !== '/v2/email/outbound-emails') return awsError(404, 'UnknownOperationException', 'Unknown operation');
+    if (req.method !== 'POST' || url.pathname !== '/v2/email/outbound-emails')
+      return awsError(404, 'UnknownOperationException', 'Unknown operation');
 
     const auth = this.checkSignature(req, url);
     if (auth) return auth;
 
-    if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) return awsError(400, 'SerializationException', 'Content-Type must be application/json');
+    if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? '')))
+      return awsError(400, 'SerializationException', 'Content-Type must be application/json');
     let body: any;
     try {
       body = JSON.parse(req.body.toString('utf8'));
@@ -209,21 +276,47 @@ export class SesEmulator {
       return awsError(400, 'SerializationException', 'Unable to parse the request body as JSON');
     }
     const data = body?.Content?.Raw?.Data;
-    if (typeof data !== 'string' || body.Content.Simple || body.Content.Template) return awsError(400, 'BadRequestException', 'Content must contain exactly one of Simple, Raw or Template');
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data)) return awsError(400, 'SerializationException', 'Content.Raw.Data is not base64');
+    if (typeof data !== 'string' || body.Content.Simple || body.Content.Template)
+      return awsError(
+        400,
+        'BadRequestException',
+        'Content must contain exactly one of Simple, Raw or Template',
+      );
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data))
+      return awsError(400, 'SerializationException', 'Content.Raw.Data is not base64');
     const raw = Buffer.from(data, 'base64');
     const head = raw.subarray(0, Math.max(0, raw.indexOf('\r\n\r\n'))).toString('latin1');
-    if (!head || !/^From:/im.test(head)) return awsError(400, 'MessageRejected', 'Illegal header: the message has no From header or no body');
+    if (!head || !/^From:/im.test(head))
+      return awsError(
+        400,
+        'MessageRejected',
+        'Illegal header: the message has no From header or no body',
+      );
     const dest = body.Destination ?? {};
-    const all = [...(dest.ToAddresses ?? []), ...(dest.CcAddresses ?? []), ...(dest.BccAddresses ?? [])];
-    if (!all.every((a: unknown) => typeof a === 'string' && /^[^@\s]+@[^@\s]+$/.test(a))) return awsError(400, 'BadRequestException', 'Missing final @domain');
-    if (all.length === 0 || all.length > 50) return awsError(400, 'BadRequestException', 'Recipient count must be between 1 and 50');
-    if (body.FromEmailAddress !== undefined && !/^[^@\s]+@[^@\s]+$/.test(body.FromEmailAddress)) return awsError(400, 'BadRequestException', 'Invalid FromEmailAddress');
+    const all = [
+      ...(dest.ToAddresses ?? []),
+      ...(dest.CcAddresses ?? []),
+      ...(dest.BccAddresses ?? []),
+    ];
+    if (!all.every((a: unknown) => typeof a === 'string' && /^[^@\s]+@[^@\s]+$/.test(a)))
+      return awsError(400, 'BadRequestException', 'Missing final @domain');
+    if (all.length === 0 || all.length > 50)
+      return awsError(400, 'BadRequestException', 'Recipient count must be between 1 and 50');
+    if (body.FromEmailAddress !== undefined && !/^[^@\s]+@[^@\s]+$/.test(body.FromEmailAddress))
+      return awsError(400, 'BadRequestException', 'Invalid FromEmailAddress');
     for (const tag of body.EmailTags ?? []) {
-      if (!TAG.test(tag?.Name ?? '') || !TAG.test(tag?.Value ?? '')) return awsError(400, 'BadRequestException', `Invalid tag: ${JSON.stringify(tag)}`);
+      if (!TAG.test(tag?.Name ?? '') || !TAG.test(tag?.Value ?? ''))
+        return awsError(400, 'BadRequestException', `Invalid tag: ${JSON.stringify(tag)}`);
     }
-    if (body.ConfigurationSetName !== undefined && !this.configurationSets.has(body.ConfigurationSetName)) {
-      return awsError(404, 'NotFoundException', `Configuration set <${body.ConfigurationSetName}> does not exist.`);
+    if (
+      body.ConfigurationSetName !== undefined &&
+      !this.configurationSets.has(body.ConfigurationSetName)
+    ) {
+      return awsError(
+        404,
+        'NotFoundException',
+        `Configuration set <${body.ConfigurationSetName}> does not exist.`,
+      );
     }
 
     const scripted = this.scripted.shift();
@@ -233,31 +326,93 @@ export class SesEmulator {
     const n = this.emulator.nextId();
     const messageId = `010001${(0x8e00000000 + n).toString(16)}-${randomUUID()}-000000`;
     this.accepted.push({ messageId, request: req, body, raw });
-    return { status: 200, headers: { 'x-amzn-RequestId': randomUUID() }, body: { MessageId: messageId } };
+    return {
+      status: 200,
+      headers: { 'x-amzn-RequestId': randomUUID() },
+      body: { MessageId: messageId },
+    };
   }
 
   /** SigV4 as AWS checks it; `null` when the request is properly signed by the known key. */
   private checkSignature(req: RecordedRequest, url: URL): EmulatorReply | null {
     const authorization = String(req.headers.authorization ?? '');
-    if (!authorization) return awsError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
-    const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(authorization);
-    if (!m) return awsError(400, 'IncompleteSignatureException', `Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters. Authorization=${authorization.split(' ')[0]}`);
+    if (!authorization)
+      return awsError(403, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
+    const m =
+      /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(
+        authorization,
+      );
+    if (!m)
+      return awsError(
+        400,
+        'IncompleteSignatureException',
+        `Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters. Authorization=${authorization.split(' ')[0]}`,
+      );
     const [, keyId, date, region, service, signedList, signature] = m;
-    if (keyId !== this.credentials.accessKeyId) return awsError(403, 'UnrecognizedClientException', 'The security token included in the request is invalid.');
-    if (region !== this.credentials.region) return awsError(403, 'InvalidSignatureException', `Credential should be scoped to a valid region. `);
-    if (service !== 'ses') return awsError(403, 'InvalidSignatureException', "Credential should be scoped to correct service: 'ses'. ");
+    if (keyId !== this.credentials.accessKeyId)
+      return awsError(
+        403,
+        'UnrecognizedClientException',
+        'The security token included in the request is invalid.',
+      );
+    if (region !== this.credentials.region)
+      return awsError(
+        403,
+        'InvalidSignatureException',
+        `Credential should be scoped to a valid region. `,
+      );
+    if (service !== 'ses')
+      return awsError(
+        403,
+        'InvalidSignatureException',
+        "Credential should be scoped to correct service: 'ses'. ",
+      );
     const amzDate = String(req.headers['x-amz-date'] ?? '');
     const signedHeaders = signedList.split(';');
-    if (!/^\d{8}T\d{6}Z$/.test(amzDate) || !signedHeaders.includes('host') || !signedHeaders.includes('x-amz-date')) {
-      return awsError(400, 'IncompleteSignatureException', 'Authorization header requires existence of either a \'X-Amz-Date\' or a \'Date\' header.');
+    if (
+      !/^\d{8}T\d{6}Z$/.test(amzDate) ||
+      !signedHeaders.includes('host') ||
+      !signedHeaders.includes('x-amz-date')
+    ) {
+      return awsError(
+        400,
+        'IncompleteSignatureException',
+        "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.",
+      );
     }
-    if (amzDate.slice(0, 8) !== date) return awsError(403, 'InvalidSignatureException', `Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '${date}' != '${amzDate.slice(0, 8)}'`);
-    const sent = Date.parse(`${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`);
-    if (Math.abs(this.now() - sent) > SKEW_MS) return awsError(403, 'InvalidSignatureException', `Signature expired: ${amzDate} is now earlier than the allowed window.`);
+    if (amzDate.slice(0, 8) !== date)
+      return awsError(
+        403,
+        'InvalidSignatureException',
+        `Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '${date}' != '${amzDate.slice(0, 8)}'`,
+      );
+    const sent = Date.parse(
+      `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
+    );
+    if (Math.abs(this.now() - sent) > SKEW_MS)
+      return awsError(
+        403,
+        'InvalidSignatureException',
+        `Signature expired: ${amzDate} is now earlier than the allowed window.`,
+      );
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : String(v ?? '');
-    const canonical = canonicalRequest({ method: req.method, path: url.pathname, query: url.search.slice(1), headers, signedHeaders, payload: req.body });
-    const expected = sigV4Signature(this.credentials.secretAccessKey, amzDate, region, service, canonical);
+    for (const [k, v] of Object.entries(req.headers))
+      headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : String(v ?? '');
+    const canonical = canonicalRequest({
+      method: req.method,
+      path: url.pathname,
+      query: url.search.slice(1),
+      headers,
+      signedHeaders,
+      payload: req.body,
+    });
+    const expected = sigV4Signature(
+      this.credentials.secretAccessKey,
+      amzDate,
+      region,
+      service,
+      canonical,
+    );
     if (expected !== signature) {
       return awsError(
         403,
@@ -305,7 +460,10 @@ export class SnsSigner {
     this.certUrl = `https://sns.${region}.amazonaws.com/${this.certName}`;
   }
 
-  static async create(region = 'us-east-1', opts: { notBefore?: Date; notAfter?: Date } = {}): Promise<SnsSigner> {
+  static async create(
+    region = 'us-east-1',
+    opts: { notBefore?: Date; notAfter?: Date } = {},
+  ): Promise<SnsSigner> {
     const pems = await generate([{ name: 'commonName', value: 'sns.amazonaws.com' }], {
       keySize: 2048,
       algorithm: 'sha256',
@@ -319,24 +477,43 @@ export class SnsSigner {
   }
 
   /** SNS's string to sign, from the SNS developer guide (fields in byte order; Subject only if present). */
-  static stringToSign(m: Omit<SnsEnvelope, 'Signature' | 'SignatureVersion' | 'SigningCertURL'>): string {
-    const fields = m.Type === 'Notification' ? ['Message', 'MessageId', 'Subject', 'Timestamp', 'TopicArn', 'Type'] : ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'];
+  static stringToSign(
+    m: Omit<SnsEnvelope, 'Signature' | 'SignatureVersion' | 'SigningCertURL'>,
+  ): string {
+    const fields =
+      m.Type === 'Notification'
+        ? ['Message', 'MessageId', 'Subject', 'Timestamp', 'TopicArn', 'Type']
+        : ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'];
     return fields
       .filter((f) => (m as Record<string, unknown>)[f] !== undefined)
       .map((f) => `${f}\n${(m as Record<string, unknown>)[f]}\n`)
       .join('');
   }
 
-  sign(m: Omit<SnsEnvelope, 'Signature' | 'SignatureVersion' | 'SigningCertURL'>, version: '1' | '2' = '1'): SnsEnvelope {
+  sign(
+    m: Omit<SnsEnvelope, 'Signature' | 'SignatureVersion' | 'SigningCertURL'>,
+    version: '1' | '2' = '1',
+  ): SnsEnvelope {
     const signer = createSign(version === '1' ? 'RSA-SHA1' : 'RSA-SHA256');
     signer.update(SnsSigner.stringToSign(m), 'utf8');
-    return { ...m, SignatureVersion: version, Signature: signer.sign(this.privateKey, 'base64'), SigningCertURL: this.certUrl };
+    return {
+      ...m,
+      SignatureVersion: version,
+      Signature: signer.sign(this.privateKey, 'base64'),
+      SigningCertURL: this.certUrl,
+    };
   }
 
   /** A signed Notification carrying an SES record, as SNS posts it (body and headers). */
   notification(
     record: unknown,
-    opts: { topicArn?: string; messageId?: string; timestamp?: Date; version?: '1' | '2'; subject?: string } = {},
+    opts: {
+      topicArn?: string;
+      messageId?: string;
+      timestamp?: Date;
+      version?: '1' | '2';
+      subject?: string;
+    } = {},
   ): { body: string; headers: Record<string, string>; envelope: SnsEnvelope } {
     const topicArn = opts.topicArn ?? `arn:aws:sns:${this.region}:123456789012:ses-feedback`;
     const envelope = this.sign(
@@ -351,11 +528,18 @@ export class SnsSigner {
       },
       opts.version ?? '1',
     );
-    return { body: JSON.stringify(envelope, null, 2), headers: SnsSigner.headers(envelope), envelope };
+    return {
+      body: JSON.stringify(envelope, null, 2),
+      headers: SnsSigner.headers(envelope),
+      envelope,
+    };
   }
 
   /** A signed SubscriptionConfirmation whose SubscribeURL points at `confirmBase` (SNS, or the emulator). */
-  subscriptionConfirmation(confirmBase: string, opts: { topicArn?: string; timestamp?: Date } = {}): { body: string; headers: Record<string, string>; envelope: SnsEnvelope } {
+  subscriptionConfirmation(
+    confirmBase: string,
+    opts: { topicArn?: string; timestamp?: Date } = {},
+  ): { body: string; headers: Record<string, string>; envelope: SnsEnvelope } {
     const topicArn = opts.topicArn ?? `arn:aws:sns:${this.region}:123456789012:ses-feedback`;
     const token = createHash('sha256').update(randomUUID()).digest('hex').repeat(2);
     const envelope = this.sign({
@@ -367,7 +551,11 @@ export class SnsSigner {
       SubscribeURL: `${confirmBase.replace(/\/+$/, '')}/?Action=ConfirmSubscription&TopicArn=${topicArn}&Token=${token}`,
       Timestamp: (opts.timestamp ?? new Date()).toISOString(),
     });
-    return { body: JSON.stringify(envelope, null, 2), headers: SnsSigner.headers(envelope), envelope };
+    return {
+      body: JSON.stringify(envelope, null, 2),
+      headers: SnsSigner.headers(envelope),
+      envelope,
+    };
   }
 
   static headers(envelope: SnsEnvelope): Record<string, string> {

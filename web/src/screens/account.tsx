@@ -4,11 +4,19 @@
  * which must be changed before anything else.
  */
 import { useState } from 'preact/hooks';
-import { api, type Api } from '../api';
+import { type Api, api } from '../api';
 import { useApp } from '../session';
 import { ErrorNote, Field, Time, useAction, usePageTitle } from '../ui';
 
-function PasswordForm({ email, oneTime, onChanged }: { email: string; oneTime: boolean; onChanged: () => void }) {
+function PasswordForm({
+  email,
+  oneTime,
+  onChanged,
+}: {
+  email: string;
+  oneTime: boolean;
+  onChanged: () => void;
+}) {
   const action = useAction();
   const [mismatch, setMismatch] = useState(false);
   return (
@@ -22,19 +30,41 @@ function PasswordForm({ email, oneTime, onChanged }: { email: string; oneTime: b
         const next = String(data.get('new_password') ?? '');
         if (next !== String(data.get('repeat_password') ?? '')) return setMismatch(true);
         setMismatch(false);
-        if ((await action.run(() => api('PUT', '/session/password', { current_password: current, new_password: next }).then(() => true))) === true) {
+        if (
+          (await action.run(() =>
+            api('PUT', '/session/password', { current_password: current, new_password: next }).then(
+              () => true,
+            ),
+          )) === true
+        ) {
           form.reset();
           onChanged();
         }
       }}
     >
       {/* Whose password it is, for password managers (not shown). */}
-      <input class="visually-hidden" type="email" name="username" autoComplete="username" value={email} readOnly tabIndex={-1} aria-hidden="true" />
+      <input
+        class="visually-hidden"
+        type="email"
+        name="username"
+        autoComplete="username"
+        value={email}
+        readOnly
+        tabIndex={-1}
+        aria-hidden="true"
+      />
       <Field label={oneTime ? 'One-time password' : 'Current password'}>
         <input name="current_password" type="password" autoComplete="current-password" required />
       </Field>
       <Field label="New password" hint="at least 12 characters">
-        <input name="new_password" type="password" autoComplete="new-password" required minLength={12} maxLength={256} />
+        <input
+          name="new_password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={12}
+          maxLength={256}
+        />
       </Field>
       <Field label="New password again">
         <input name="repeat_password" type="password" autoComplete="new-password" required />
@@ -53,14 +83,22 @@ function PasswordForm({ email, oneTime, onChanged }: { email: string; oneTime: b
 }
 
 /** The whole screen until a generated password is changed: nothing else is allowed before. */
-export function ForcedPasswordChange({ session, onChanged, onSignOut }: { session: Api.Session; onChanged: () => void; onSignOut: () => void }) {
+export function ForcedPasswordChange({
+  session,
+  onChanged,
+  onSignOut,
+}: {
+  session: Api.Session;
+  onChanged: () => void;
+  onSignOut: () => void;
+}) {
   usePageTitle('Choose your password');
   return (
     <main class="sign-in">
       <h1>Choose your password</h1>
       <p>
-        The password you signed in with as <strong>{session.operator.email}</strong> was generated for you, and whoever made your account has seen it. Choose
-        your own to use the console.
+        The password you signed in with as <strong>{session.operator.email}</strong> was generated
+        for you, and whoever made your account has seen it. Choose your own to use the console.
       </p>
       <PasswordForm email={session.operator.email} oneTime onChanged={onChanged} />
       <p class="small-print">

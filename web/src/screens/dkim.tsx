@@ -1,7 +1,17 @@
 import { useState } from 'preact/hooks';
-import { api, get, post, type Api } from '../api';
+import { type Api, api, get, post } from '../api';
 import { askConfirm } from '../confirm';
-import { CopyButton, Empty, ErrorNote, Field, formValues, Loading, Time, useAction, useLoad } from '../ui';
+import {
+  CopyButton,
+  Empty,
+  ErrorNote,
+  Field,
+  formValues,
+  Loading,
+  Time,
+  useAction,
+  useLoad,
+} from '../ui';
 
 export function DkimScreen({ projectId }: { projectId: string }) {
   const keys = useLoad(() => get<Api.DkimList>(`/projects/${projectId}/dkim`), [projectId]);
@@ -15,14 +25,22 @@ export function DkimScreen({ projectId }: { projectId: string }) {
       {!keys.data && !keys.error && <Loading what="DKIM keys" />}
       {keys.data && list.length === 0 && (
         <Empty title="No DKIM keys yet.">
-          <p>Add a key for each sending domain below, then publish the TXT record it shows in that domain's DNS.</p>
+          <p>
+            Add a key for each sending domain below, then publish the TXT record it shows in that
+            domain's DNS.
+          </p>
         </Empty>
       )}
       {list.map((k) => (
-        <article key={k.id} class="card" aria-label={`DKIM key ${k.selector}._domainkey.${k.domain}`}>
+        <article
+          key={k.id}
+          class="card"
+          aria-label={`DKIM key ${k.selector}._domainkey.${k.domain}`}
+        >
           {k.id === added && (
             <p class="note" role="status">
-              Key added. Mail from {k.domain} is signed with it from now on: publish this record in {k.domain}'s DNS so receivers can check the signatures.
+              Key added. Mail from {k.domain} is signed with it from now on: publish this record in{' '}
+              {k.domain}'s DNS so receivers can check the signatures.
             </p>
           )}
           <h2>
@@ -45,7 +63,17 @@ export function DkimScreen({ projectId }: { projectId: string }) {
             class="small danger"
             disabled={action.busy}
             onClick={async () =>
-              (await askConfirm({ title: `Remove the key for ${k.domain}?`, body: <p>Mail from {k.domain} is no longer signed with selector {k.selector}.</p>, confirm: 'Remove the key', cancel: 'Keep it', danger: true })) &&
+              (await askConfirm({
+                title: `Remove the key for ${k.domain}?`,
+                body: (
+                  <p>
+                    Mail from {k.domain} is no longer signed with selector {k.selector}.
+                  </p>
+                ),
+                confirm: 'Remove the key',
+                cancel: 'Keep it',
+                danger: true,
+              })) &&
               (await action.run(() => api('DELETE', `/dkim/${k.id}`))) &&
               keys.reload()
             }
@@ -59,7 +87,13 @@ export function DkimScreen({ projectId }: { projectId: string }) {
         onSubmit={async (e) => {
           const v = formValues(e);
           const form = e.currentTarget;
-          const added = await action.run(() => post<Api.DkimKey>(`/projects/${projectId}/dkim`, { domain: v.domain, selector: v.selector, algorithm: v.algorithm }));
+          const added = await action.run(() =>
+            post<Api.DkimKey>(`/projects/${projectId}/dkim`, {
+              domain: v.domain,
+              selector: v.selector,
+              algorithm: v.algorithm,
+            }),
+          );
           if (added) {
             form.reset();
             setAdded(added.id);

@@ -4,17 +4,42 @@
  * with the exact value to publish and a copy button. Any other domain can be checked too.
  */
 import { useState } from 'preact/hooks';
-import { get, type Api } from '../api';
-import { CopyButton, Empty, ErrorNote, Field, formValues, Loading, Table, Time, useLoad } from '../ui';
+import { type Api, get } from '../api';
+import {
+  CopyButton,
+  Empty,
+  ErrorNote,
+  Field,
+  formValues,
+  Loading,
+  Table,
+  Time,
+  useLoad,
+} from '../ui';
 
-const STATE_TEXT: Record<Api.DomainRecord['state'], string> = { present: 'present', missing: 'missing', different: 'different', lookup_failed: 'no answer' };
-const PURPOSE_TEXT: Record<Api.DomainRecord['purpose'], string> = { dkim: 'DKIM', spf: 'SPF', dmarc: 'DMARC', return_path: 'Bounce domain', verification: 'Provider verification' };
+const STATE_TEXT: Record<Api.DomainRecord['state'], string> = {
+  present: 'present',
+  missing: 'missing',
+  different: 'different',
+  lookup_failed: 'no answer',
+};
+const PURPOSE_TEXT: Record<Api.DomainRecord['purpose'], string> = {
+  dkim: 'DKIM',
+  spf: 'SPF',
+  dmarc: 'DMARC',
+  return_path: 'Bounce domain',
+  verification: 'Provider verification',
+};
 
 function statusText(check: Api.DomainCheck): string {
   const todo = check.records.filter((r) => r.state === 'missing' || r.state === 'different').length;
   if (check.status === 'ok') return 'All records published';
   if (check.status === 'incomplete') return 'Some lookups got no answer';
-  return todo === 1 ? '1 record to publish or fix' : todo > 0 ? `${todo} records to publish or fix` : 'A record to fix';
+  return todo === 1
+    ? '1 record to publish or fix'
+    : todo > 0
+      ? `${todo} records to publish or fix`
+      : 'A record to fix';
 }
 
 function RecordRow({ r }: { r: Api.DomainRecord }) {
@@ -39,7 +64,11 @@ function RecordRow({ r }: { r: Api.DomainRecord }) {
             <code class="break dns-value" data-testid="value">
               {r.value}
             </code>
-            {r.value_exact ? <CopyButton text={r.value} label="Copy value" /> : <span class="muted">from the provider</span>}
+            {r.value_exact ? (
+              <CopyButton text={r.value} label="Copy value" />
+            ) : (
+              <span class="muted">from the provider</span>
+            )}
           </div>
           {r.note && <p class="hint">{r.note}</p>}
         </td>
@@ -73,7 +102,13 @@ function RecordRow({ r }: { r: Api.DomainRecord }) {
 }
 
 function DomainCard({ projectId, domain }: { projectId: string; domain: Api.SendingDomain }) {
-  const check = useLoad(() => get<Api.DomainCheck>(`/projects/${projectId}/domains/${encodeURIComponent(domain.domain)}/check`), [projectId, domain.domain]);
+  const check = useLoad(
+    () =>
+      get<Api.DomainCheck>(
+        `/projects/${projectId}/domains/${encodeURIComponent(domain.domain)}/check`,
+      ),
+    [projectId, domain.domain],
+  );
   const sources = [
     ...domain.dkim_keys.map((k) => `DKIM selector ${k.selector}`),
     ...(domain.sent_from ? ['mail sent from it'] : []),
@@ -101,7 +136,10 @@ function DomainCard({ projectId, domain }: { projectId: string; domain: Api.Send
       <ErrorNote error={check.error} />
       {!data && !check.error && <Loading what={`the DNS records of ${domain.domain}`} />}
       {data && (
-        <Table label={`DNS records of ${domain.domain}`} head={['State', 'Record', 'Name', 'Value to publish', 'Found in DNS']}>
+        <Table
+          label={`DNS records of ${domain.domain}`}
+          head={['State', 'Record', 'Name', 'Value to publish', 'Found in DNS']}
+        >
           {data.records.map((r, i) => (
             <RecordRow key={i} r={r} />
           ))}
@@ -125,23 +163,32 @@ function DomainCard({ projectId, domain }: { projectId: string; domain: Api.Send
 }
 
 export function DomainsScreen({ projectId }: { projectId: string }) {
-  const domains = useLoad(() => get<Api.SendingDomainList>(`/projects/${projectId}/domains`), [projectId]);
+  const domains = useLoad(
+    () => get<Api.SendingDomainList>(`/projects/${projectId}/domains`),
+    [projectId],
+  );
   /** Domains asked for on this screen, besides the project's own. */
   const [asked, setAsked] = useState<string[]>([]);
   const listed = domains.data?.domains ?? [];
-  const extra = asked.filter((d) => !listed.some((l) => l.domain === d)).map((d): Api.SendingDomain => ({ domain: d, dkim_keys: [], sent_from: false }));
+  const extra = asked
+    .filter((d) => !listed.some((l) => l.domain === d))
+    .map((d): Api.SendingDomain => ({ domain: d, dkim_keys: [], sent_from: false }));
   return (
     <section>
       <h1>Domains</h1>
       <p class="muted">
-        The DNS records each sending domain needs for this project's mail: its DKIM keys, the SPF includes of its providers, DMARC, and each provider's
-        bounce and verification records, looked up now.
+        The DNS records each sending domain needs for this project's mail: its DKIM keys, the SPF
+        includes of its providers, DMARC, and each provider's bounce and verification records,
+        looked up now.
       </p>
       <ErrorNote error={domains.error} />
       {!domains.data && !domains.error && <Loading what="sending domains" />}
       {domains.data && listed.length === 0 && extra.length === 0 && (
         <Empty title="No sending domains yet.">
-          <p>A domain appears here once the project has a DKIM key for it or has sent mail from it. Check any domain below.</p>
+          <p>
+            A domain appears here once the project has a DKIM key for it or has sent mail from it.
+            Check any domain below.
+          </p>
         </Empty>
       )}
       {[...listed, ...extra].map((d) => (

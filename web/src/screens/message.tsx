@@ -9,13 +9,33 @@
  */
 import { Fragment } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { API_BASE, api, get, post, type Api } from '../api';
+import { API_BASE, type Api, api, get, post } from '../api';
 import { askConfirm } from '../confirm';
 import { useLiveMessages } from '../live';
 import { href, navigate } from '../router';
-import { bytes, CopyButton, ErrorNote, Loading, SandboxMarker, StatusBadge, Table, Time, useAction, useLoad, usePageTitle } from '../ui';
+import {
+  bytes,
+  CopyButton,
+  ErrorNote,
+  Loading,
+  SandboxMarker,
+  StatusBadge,
+  Table,
+  Time,
+  useAction,
+  useLoad,
+  usePageTitle,
+} from '../ui';
 
-const TABS = ['Preview', 'Text', 'Headers', 'Attachments', 'Timeline', 'Recipients', 'Details'] as const;
+const TABS = [
+  'Preview',
+  'Text',
+  'Headers',
+  'Attachments',
+  'Timeline',
+  'Recipients',
+  'Details',
+] as const;
 type Tab = (typeof TABS)[number];
 
 const RELEASABLE = ['paused', 'captured'];
@@ -44,7 +64,10 @@ function RecipientList({ m }: { m: Api.MessageDetail }) {
 
 export function MessageScreen({ id }: { id: string }) {
   const detail = useLoad(() => get<Api.MessageDetail>(`/messages/${encodeURIComponent(id)}`), [id]);
-  const content = useLoad(() => get<Api.MessageContent>(`/messages/${encodeURIComponent(id)}/content`), [id]);
+  const content = useLoad(
+    () => get<Api.MessageContent>(`/messages/${encodeURIComponent(id)}/content`),
+    [id],
+  );
   const [tab, setTab] = useState<Tab>('Preview');
   const action = useAction();
   const [link, setLink] = useState<Api.ViewerLink | null>(null);
@@ -55,7 +78,10 @@ export function MessageScreen({ id }: { id: string }) {
   const deleting = useRef(false);
   const m = detail.data;
   usePageTitle(m ? m.subject || '(no subject)' : 'Message');
-  const links = useLoad(() => get<Api.ViewerLinkList>(`/messages/${encodeURIComponent(id)}/links`), [id]);
+  const links = useLoad(
+    () => get<Api.ViewerLinkList>(`/messages/${encodeURIComponent(id)}/links`),
+    [id],
+  );
   useLiveMessages(
     { project: m?.project_id },
     (c) => {
@@ -68,23 +94,35 @@ export function MessageScreen({ id }: { id: string }) {
 
   const act = async (verb: 'release' | 'cancel' | 'retry') => {
     setDone(null);
-    const result = await action.run(() => post<Api.MessageSummary>(`/messages/${encodeURIComponent(id)}/${verb}`));
+    const result = await action.run(() =>
+      post<Api.MessageSummary>(`/messages/${encodeURIComponent(id)}/${verb}`),
+    );
     if (!result) return;
     detail.reload();
-    if (verb === 'retry') setDone(`Retry now: the message is due at once; its next attempt (attempt ${(m?.attempts ?? 0) + 1}) starts as soon as a delivery slot is free.`);
-    if (verb === 'release') setDone(result.status === 'scheduled' ? 'Released: it is scheduled, and goes at its scheduled time.' : 'Released: it is queued for delivery now.');
+    if (verb === 'retry')
+      setDone(
+        `Retry now: the message is due at once; its next attempt (attempt ${(m?.attempts ?? 0) + 1}) starts as soon as a delivery slot is free.`,
+      );
+    if (verb === 'release')
+      setDone(
+        result.status === 'scheduled'
+          ? 'Released: it is scheduled, and goes at its scheduled time.'
+          : 'Released: it is queued for delivery now.',
+      );
     if (verb === 'cancel') setDone('Cancelled: it will not be sent.');
   };
   const release = async (msg: Api.MessageDetail) => {
     const count = msg.to.length + msg.cc.length + msg.bcc.length;
     const ok = await askConfirm({
-      title: msg.sandbox ? 'Release this sandbox message to its real recipients?' : 'Release this message?',
+      title: msg.sandbox
+        ? 'Release this sandbox message to its real recipients?'
+        : 'Release this message?',
       body: (
         <>
           <p>
             {msg.sandbox
-              ? 'It was captured by the sandbox and never left. Released, it is delivered for real, through the project\'s providers, to:'
-              : 'It is delivered now, through the project\'s providers, to:'}
+              ? "It was captured by the sandbox and never left. Released, it is delivered for real, through the project's providers, to:"
+              : "It is delivered now, through the project's providers, to:"}
           </p>
           <RecipientList m={msg} />
         </>
@@ -95,7 +133,13 @@ export function MessageScreen({ id }: { id: string }) {
     if (ok) await act('release');
   };
   const remove = async (msg: Api.MessageDetail) => {
-    const ok = await askConfirm({ title: 'Delete this captured message?', body: <p>It is removed for good, with its file; nothing is sent.</p>, confirm: 'Delete it', cancel: 'Keep it', danger: true });
+    const ok = await askConfirm({
+      title: 'Delete this captured message?',
+      body: <p>It is removed for good, with its file; nothing is sent.</p>,
+      confirm: 'Delete it',
+      cancel: 'Keep it',
+      danger: true,
+    });
     if (!ok) return;
     deleting.current = true;
     if (await action.run(() => api('DELETE', `/messages/${encodeURIComponent(id)}`))) {
@@ -108,7 +152,10 @@ export function MessageScreen({ id }: { id: string }) {
     return (
       <section>
         <p class="note" role="status">
-          This message was deleted. <a href={m ? href(`/projects/${m.project_id}/inbox`) : href('/messages')}>Back to the list</a>
+          This message was deleted.{' '}
+          <a href={m ? href(`/projects/${m.project_id}/inbox`) : href('/messages')}>
+            Back to the list
+          </a>
         </p>
       </section>
     );
@@ -118,31 +165,50 @@ export function MessageScreen({ id }: { id: string }) {
   return (
     <section>
       <p>
-        <a href={m.sandbox ? href(`/projects/${m.project_id}/inbox`) : href('/messages')}>← {m.sandbox ? 'Sandbox inbox' : 'Messages'}</a>
+        <a href={m.sandbox ? href(`/projects/${m.project_id}/inbox`) : href('/messages')}>
+          ← {m.sandbox ? 'Sandbox inbox' : 'Messages'}
+        </a>
       </p>
       <h1 class="subject">{m.subject || '(no subject)'}</h1>
       <p class="summary-line">
-        <StatusBadge status={m.status} /> {m.sandbox && <SandboxMarker />} {m.paused && m.hold_reason && <span class="badge">held: {m.hold_reason}</span>}{' '}
+        <StatusBadge status={m.status} /> {m.sandbox && <SandboxMarker />}{' '}
+        {m.paused && m.hold_reason && <span class="badge">held: {m.hold_reason}</span>}{' '}
         <span class="muted">
           {m.id} · project {m.project_id} · via {m.source}
         </span>
       </p>
       {/* biome-ignore lint/a11y/useSemanticElements: a group of buttons, not of form fields (no fieldset) */}
       <div class="actions" role="group" aria-label="Message actions">
-        <button type="button" disabled={!RELEASABLE.includes(m.status) || action.busy} onClick={() => release(m)}>
+        <button
+          type="button"
+          disabled={!RELEASABLE.includes(m.status) || action.busy}
+          onClick={() => release(m)}
+        >
           Release
         </button>
         <button
           type="button"
           disabled={!CANCELLABLE.includes(m.status) || action.busy}
-          onClick={async () => (await askConfirm({ title: 'Cancel this message?', body: <p>It will not be sent.</p>, confirm: 'Cancel the message', cancel: 'Keep it', danger: true })) && act('cancel')}
+          onClick={async () =>
+            (await askConfirm({
+              title: 'Cancel this message?',
+              body: <p>It will not be sent.</p>,
+              confirm: 'Cancel the message',
+              cancel: 'Keep it',
+              danger: true,
+            })) && act('cancel')
+          }
         >
           Cancel
         </button>
         <button type="button" disabled={!retryable || action.busy} onClick={() => act('retry')}>
           Retry now
         </button>
-        <a class="button" href={`${API_BASE}/messages/${encodeURIComponent(id)}/raw`} download={`${id}.eml`}>
+        <a
+          class="button"
+          href={`${API_BASE}/messages/${encodeURIComponent(id)}/raw`}
+          download={`${id}.eml`}
+        >
           Download .eml
         </a>
         {m.status === 'captured' && (
@@ -153,7 +219,11 @@ export function MessageScreen({ id }: { id: string }) {
         <span class="share">
           <label>
             <span class="visually-hidden">Link expiry</span>
-            <select value={expiry} onChange={(e) => setExpiry(e.currentTarget.value)} aria-label="Link expiry">
+            <select
+              value={expiry}
+              onChange={(e) => setExpiry(e.currentTarget.value)}
+              aria-label="Link expiry"
+            >
               <option value="3600">1 hour</option>
               <option value="86400">1 day</option>
               <option value="604800">7 days</option>
@@ -164,7 +234,11 @@ export function MessageScreen({ id }: { id: string }) {
             type="button"
             disabled={action.busy}
             onClick={async () => {
-              const made = await action.run(() => post<Api.ViewerLink>(`/messages/${encodeURIComponent(id)}/link`, { expires_in_seconds: Number(expiry) }));
+              const made = await action.run(() =>
+                post<Api.ViewerLink>(`/messages/${encodeURIComponent(id)}/link`, {
+                  expires_in_seconds: Number(expiry),
+                }),
+              );
               setLink(made ?? null);
               if (made) links.reload();
             }}
@@ -181,17 +255,22 @@ export function MessageScreen({ id }: { id: string }) {
       )}
       {link && (
         <div class="note share-link" role="status">
-          Public link (anyone with it can read this message until <Time iso={link.expires_at} />):{' '}
+          Public link (anyone with it can read this message until <Time iso={link.expires_at} />
+          ):{' '}
           <a href={link.url} target="_blank" rel="noopener noreferrer" class="break">
             {link.url}
           </a>{' '}
           <CopyButton text={link.url} />
         </div>
       )}
-      <LiveLinks id={id} links={links.data?.links ?? []} onRevoked={(revoked) => {
-        if (link?.id === revoked) setLink(null);
-        links.reload();
-      }} />
+      <LiveLinks
+        id={id}
+        links={links.data?.links ?? []}
+        onRevoked={(revoked) => {
+          if (link?.id === revoked) setLink(null);
+          links.reload();
+        }}
+      />
       <dl class="facts">
         <dt>From</dt>
         <dd>{m.from_name ? `${m.from_name} <${m.from}>` : m.from}</dd>
@@ -237,10 +316,20 @@ export function MessageScreen({ id }: { id: string }) {
         )}
       </dl>
       <Tabs tab={tab} onTab={setTab} />
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a tab panel takes focus (WAI-ARIA tabs pattern), and scrolls */}
-      <div class="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
+      <div
+        class="tab-panel"
+        role="tabpanel"
+        id={`panel-${tab}`}
+        aria-labelledby={`tab-${tab}`}
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a tab panel takes focus (WAI-ARIA tabs pattern), and scrolls
+        tabIndex={0}
+      >
         {tab === 'Preview' && <Preview id={id} content={content.data} error={content.error} />}
-        {tab === 'Text' && <pre class="text-body">{content.data ? (content.data.text ?? '(no text part)') : 'Loading…'}</pre>}
+        {tab === 'Text' && (
+          <pre class="text-body">
+            {content.data ? (content.data.text ?? '(no text part)') : 'Loading…'}
+          </pre>
+        )}
         {tab === 'Headers' && <Headers content={content.data} />}
         {tab === 'Attachments' && <Attachments id={id} content={content.data} />}
         {tab === 'Timeline' && <Timeline entries={m.timeline} />}
@@ -269,7 +358,16 @@ function Tabs({ tab, onTab }: { tab: Tab; onTab: (t: Tab) => void }) {
       ref={list}
       onKeyDown={(e) => {
         const i = TABS.indexOf(tab);
-        const next = e.key === 'ArrowRight' ? TABS[(i + 1) % TABS.length] : e.key === 'ArrowLeft' ? TABS[(i - 1 + TABS.length) % TABS.length] : e.key === 'Home' ? TABS[0] : e.key === 'End' ? TABS[TABS.length - 1] : null;
+        const next =
+          e.key === 'ArrowRight'
+            ? TABS[(i + 1) % TABS.length]
+            : e.key === 'ArrowLeft'
+              ? TABS[(i - 1 + TABS.length) % TABS.length]
+              : e.key === 'Home'
+                ? TABS[0]
+                : e.key === 'End'
+                  ? TABS[TABS.length - 1]
+                  : null;
         if (!next) return;
         e.preventDefault();
         go(next);
@@ -295,7 +393,15 @@ function Tabs({ tab, onTab }: { tab: Tab; onTab: (t: Tab) => void }) {
 }
 
 /** The message's public links that still open it, each revocable (asked first): revoked, it answers as a forged one. */
-function LiveLinks({ id, links, onRevoked }: { id: string; links: Api.ViewerLinkRecord[]; onRevoked: (linkId: string) => void }) {
+function LiveLinks({
+  id,
+  links,
+  onRevoked,
+}: {
+  id: string;
+  links: Api.ViewerLinkRecord[];
+  onRevoked: (linkId: string) => void;
+}) {
   const action = useAction();
   const [done, setDone] = useState<string | null>(null);
   if (links.length === 0 && !done) return null;
@@ -308,7 +414,8 @@ function LiveLinks({ id, links, onRevoked }: { id: string; links: Api.ViewerLink
         <ul>
           {links.map((l) => (
             <li key={l.id} data-link={l.id}>
-              <code>{l.id}</code> by {l.created_by_email ?? l.created_by}, made <Time iso={l.created_at} />, opens until <Time iso={l.expires_at} />{' '}
+              <code>{l.id}</code> by {l.created_by_email ?? l.created_by}, made{' '}
+              <Time iso={l.created_at} />, opens until <Time iso={l.expires_at} />{' '}
               <button
                 type="button"
                 class="small danger"
@@ -316,14 +423,23 @@ function LiveLinks({ id, links, onRevoked }: { id: string; links: Api.ViewerLink
                 onClick={async () => {
                   const ok = await askConfirm({
                     title: 'Revoke this public link?',
-                    body: <p>Whoever has it can no longer read the message: the link answers "Not found", as one that never existed.</p>,
+                    body: (
+                      <p>
+                        Whoever has it can no longer read the message: the link answers "Not found",
+                        as one that never existed.
+                      </p>
+                    ),
                     confirm: 'Revoke the link',
                     cancel: 'Keep it',
                     danger: true,
                   });
                   if (!ok) return;
                   setDone(null);
-                  if (await action.run(() => api('DELETE', `/messages/${encodeURIComponent(id)}/links/${l.id}`))) {
+                  if (
+                    await action.run(() =>
+                      api('DELETE', `/messages/${encodeURIComponent(id)}/links/${l.id}`),
+                    )
+                  ) {
                     setDone(`Link ${l.id} revoked: it no longer opens the message.`);
                     onRevoked(l.id);
                   }
@@ -345,15 +461,26 @@ function LiveLinks({ id, links, onRevoked }: { id: string; links: Api.ViewerLink
   );
 }
 
-function Preview({ id, content, error }: { id: string; content: Api.MessageContent | undefined; error: unknown }) {
+function Preview({
+  id,
+  content,
+  error,
+}: {
+  id: string;
+  content: Api.MessageContent | undefined;
+  error: unknown;
+}) {
   const [images, setImages] = useState(false);
   if (error) return <ErrorNote error={error} />;
   if (!content) return <Loading what="the message body" />;
-  if (content.html === null && content.text === null) return <p class="muted">This message has no body.</p>;
+  if (content.html === null && content.text === null)
+    return <p class="muted">This message has no body.</p>;
   return (
     <>
       <p class="muted">
-        {images ? 'Remote images are shown.' : 'Remote images are blocked (images sent with the message show).'}{' '}
+        {images
+          ? 'Remote images are shown.'
+          : 'Remote images are blocked (images sent with the message show).'}{' '}
         {!images && (
           <button type="button" class="link" onClick={() => setImages(true)}>
             Show remote images
@@ -397,7 +524,10 @@ function Attachments({ id, content }: { id: string; content: Api.MessageContent 
     <ul>
       {content.attachments.map((a) => (
         <li key={a.index}>
-          <a href={`${API_BASE}/messages/${encodeURIComponent(id)}/attachments/${a.index}`} download={a.filename ?? `attachment-${a.index}`}>
+          <a
+            href={`${API_BASE}/messages/${encodeURIComponent(id)}/attachments/${a.index}`}
+            download={a.filename ?? `attachment-${a.index}`}
+          >
             {a.filename ?? `(unnamed ${a.index + 1})`}
           </a>{' '}
           <span class="muted">
@@ -421,7 +551,8 @@ function Timeline({ entries }: { entries: Api.TimelineEntry[] }) {
             <strong>{e.type}</strong>
           ) : (
             <>
-              <strong>hand-off to {e.provider ?? 'provider'}</strong>: {e.outcome} in {e.duration_ms} ms
+              <strong>hand-off to {e.provider ?? 'provider'}</strong>: {e.outcome} in{' '}
+              {e.duration_ms} ms
               {e.reply && <div class="reply">{e.reply}</div>}
             </>
           )}
@@ -434,17 +565,17 @@ function Timeline({ entries }: { entries: Api.TimelineEntry[] }) {
 function Recipients({ list }: { list: Api.RecipientState[] }) {
   return (
     <Table label="Recipients" head={['Recipient', 'As', 'Outcome', 'Reply']}>
-        {list.map((r) => (
-          <tr key={r.kind + r.email}>
-            <td>{r.email}</td>
-            <td>{r.kind}</td>
-            <td>
-              <StatusBadge status={r.status} />
-            </td>
-            <td class="wrap">{r.reply ?? '—'}</td>
-          </tr>
-        ))}
-      </Table>
+      {list.map((r) => (
+        <tr key={r.kind + r.email}>
+          <td>{r.email}</td>
+          <td>{r.kind}</td>
+          <td>
+            <StatusBadge status={r.status} />
+          </td>
+          <td class="wrap">{r.reply ?? '—'}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -465,10 +596,11 @@ function Details({ m }: { m: Api.MessageDetail }) {
       </dd>
       <dt>Provider</dt>
       <dd>
-        {m.provider ?? '—'} {m.provider_message_id && <span class="muted">({m.provider_message_id})</span>}
+        {m.provider ?? '—'}{' '}
+        {m.provider_message_id && <span class="muted">({m.provider_message_id})</span>}
       </dd>
       <dt>Size</dt>
-      <dd>{m.size_bytes === undefined ? "—" : bytes(m.size_bytes)}</dd>
+      <dd>{m.size_bytes === undefined ? '—' : bytes(m.size_bytes)}</dd>
       <dt>Idempotency key</dt>
       <dd>{m.idempotency_key ?? '—'}</dd>
       <dt>Updated</dt>

@@ -1,15 +1,35 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import { get, type Api } from '../api';
+import { type Api, get } from '../api';
 import { href } from '../router';
 import { Ago, bytes, Empty, ErrorNote, Loading, Table, Time, useLoad } from '../ui';
 
 /** The chart's series, in the order of a message's life; the colours hold in light and dark. */
-const SERIES: { key: keyof Api.Overview['hourly'][number]['counts']; label: string; color: string; hint: string }[] = [
-  { key: 'accepted', label: 'Accepted', color: '#6b7c93', hint: 'taken in by the HTTP API or SMTP' },
+const SERIES: {
+  key: keyof Api.Overview['hourly'][number]['counts'];
+  label: string;
+  color: string;
+  hint: string;
+}[] = [
+  {
+    key: 'accepted',
+    label: 'Accepted',
+    color: '#6b7c93',
+    hint: 'taken in by the HTTP API or SMTP',
+  },
   { key: 'sent', label: 'Sent', color: '#2f6fdb', hint: 'handed to a provider' },
-  { key: 'delivered', label: 'Delivered', color: '#1f8a4c', hint: 'the provider reported delivery' },
-  { key: 'deferred', label: 'Deferred', color: '#c9a100', hint: 'hand-offs that failed for now: the message is retried' },
+  {
+    key: 'delivered',
+    label: 'Delivered',
+    color: '#1f8a4c',
+    hint: 'the provider reported delivery',
+  },
+  {
+    key: 'deferred',
+    label: 'Deferred',
+    color: '#c9a100',
+    hint: 'hand-offs that failed for now: the message is retried',
+  },
   { key: 'bounced', label: 'Bounced', color: '#d4862a', hint: 'refused by the receiving server' },
   { key: 'complained', label: 'Complained', color: '#9b3fc4', hint: 'marked as spam' },
   { key: 'failed', label: 'Failed', color: '#c93c3c', hint: 'given up on for good' },
@@ -22,7 +42,10 @@ function barsOf(index: number, count: number): uPlot.Series.PathBuilder {
   const slot = (HOUR_S * 0.84) / count;
   return uPlot.paths.bars!({
     disp: {
-      x0: { unit: 1, values: (u) => (u.data[0] as number[]).map((t) => t - HOUR_S * 0.42 + index * slot) },
+      x0: {
+        unit: 1,
+        values: (u) => (u.data[0] as number[]).map((t) => t - HOUR_S * 0.42 + index * slot),
+      },
       size: { unit: 1, values: () => [slot * 0.9] },
     },
   });
@@ -30,13 +53,22 @@ function barsOf(index: number, count: number): uPlot.Series.PathBuilder {
 
 function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
   const box = useRef<HTMLDivElement>(null);
-  const shown = SERIES.filter((s) => s.key !== 'complained' || hourly.some((h) => h.counts.complained > 0));
+  const shown = SERIES.filter(
+    (s) => s.key !== 'complained' || hourly.some((h) => h.counts.complained > 0),
+  );
   useEffect(() => {
     const el = box.current!;
-    const data: uPlot.AlignedData = [hourly.map((h) => Date.parse(h.hour) / 1000 + HOUR_S / 2), ...shown.map((s) => hourly.map((h) => h.counts[s.key]))];
+    const data: uPlot.AlignedData = [
+      hourly.map((h) => Date.parse(h.hour) / 1000 + HOUR_S / 2),
+      ...shown.map((s) => hourly.map((h) => h.counts[s.key])),
+    ];
     const ink = getComputedStyle(el).color;
     const grid = getComputedStyle(el).getPropertyValue('--line').trim() || '#d8dce1';
-    const axis = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+    const axis = {
+      stroke: ink,
+      grid: { stroke: grid, width: 1 },
+      ticks: { stroke: grid, width: 1 },
+    };
     const size = () => ({ width: Math.max(280, el.clientWidth), height: 240 });
     const first = data[0][0] as number;
     const last = data[0][data[0].length - 1] as number;
@@ -45,9 +77,22 @@ function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
         ...size(),
         legend: { show: false },
         cursor: { show: false },
-        series: [{}, ...shown.map((s, i) => ({ label: s.label, stroke: s.color, fill: s.color, width: 0, points: { show: false }, paths: barsOf(i, shown.length) }))],
+        series: [
+          {},
+          ...shown.map((s, i) => ({
+            label: s.label,
+            stroke: s.color,
+            fill: s.color,
+            width: 0,
+            points: { show: false },
+            paths: barsOf(i, shown.length),
+          })),
+        ],
         axes: [axis, { ...axis, size: 50 }],
-        scales: { x: { time: true, range: () => [first - HOUR_S / 2, last + HOUR_S / 2] }, y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
+        scales: {
+          x: { time: true, range: () => [first - HOUR_S / 2, last + HOUR_S / 2] },
+          y: { range: (_u, _min, max) => [0, Math.max(5, max)] },
+        },
       },
       data,
       el,
@@ -59,17 +104,25 @@ function HourlyChart({ hourly }: { hourly: Api.Overview['hourly'] }) {
       chart.destroy();
     };
   }, [hourly]);
-  const totals = Object.fromEntries(SERIES.map((s) => [s.key, hourly.reduce((n, h) => n + h.counts[s.key], 0)]));
+  const totals = Object.fromEntries(
+    SERIES.map((s) => [s.key, hourly.reduce((n, h) => n + h.counts[s.key], 0)]),
+  );
   return (
     <>
       <ul class="legend" aria-label="Totals over the last 24 hours">
         {SERIES.map((s) => (
           <li key={s.key} title={s.hint}>
-            <span class="swatch" style={{ background: s.color }} aria-hidden="true" /> {s.label} <strong>{totals[s.key].toLocaleString()}</strong>
+            <span class="swatch" style={{ background: s.color }} aria-hidden="true" /> {s.label}{' '}
+            <strong>{totals[s.key].toLocaleString()}</strong>
           </li>
         ))}
       </ul>
-      <div ref={box} class="chart" role="img" aria-label={`Messages per hour over the last 24 hours, by outcome: ${SERIES.map((s) => `${s.label.toLowerCase()} ${totals[s.key]}`).join(', ')}`} />
+      <div
+        ref={box}
+        class="chart"
+        role="img"
+        aria-label={`Messages per hour over the last 24 hours, by outcome: ${SERIES.map((s) => `${s.label.toLowerCase()} ${totals[s.key]}`).join(', ')}`}
+      />
       <details class="chart-table">
         <summary>The figures per hour</summary>
         <Table label="Messages per hour" head={['Hour', ...SERIES.map((s) => s.label)]}>
@@ -107,7 +160,10 @@ function NodesPanel({ asOf }: { asOf: string }) {
             {nodes.data.nodes.map((n) => (
               <tr key={n.id}>
                 <td>
-                  {n.id} <span class="muted">{n.hostname} pid {n.pid}</span>
+                  {n.id}{' '}
+                  <span class="muted">
+                    {n.hostname} pid {n.pid}
+                  </span>
                 </td>
                 <td>{n.version}</td>
                 <td>
@@ -116,7 +172,9 @@ function NodesPanel({ asOf }: { asOf: string }) {
                 <td>
                   <Ago iso={n.last_beat_at} />
                 </td>
-                <td class="wrap">{n.listeners.map((l) => `${l.name} ${l.host}:${l.port}`).join(', ')}</td>
+                <td class="wrap">
+                  {n.listeners.map((l) => `${l.name} ${l.host}:${l.port}`).join(', ')}
+                </td>
               </tr>
             ))}
           </Table>
@@ -141,7 +199,11 @@ export function OverviewScreen() {
           </div>
           <div class="tiles">
             {(Object.keys(o.queue) as (keyof typeof o.queue)[]).map((k) => (
-              <a key={k} class="tile" href={href('/messages', { status: k === 'sending' ? 'sending' : k })}>
+              <a
+                key={k}
+                class="tile"
+                href={href('/messages', { status: k === 'sending' ? 'sending' : k })}
+              >
                 <span class="tile-value">{o.queue[k].toLocaleString()}</span>
                 <span class="tile-label">{k}</span>
               </a>
@@ -152,7 +214,9 @@ export function OverviewScreen() {
               <h2>Oldest waiting message</h2>
               {o.oldest_waiting ? (
                 <p>
-                  <a href={href(`/messages/${o.oldest_waiting.id}`)}>{o.oldest_waiting.id}</a> — waiting {Math.round(o.oldest_waiting.age_seconds / 60)} min, {o.oldest_waiting.attempts} attempts, next{' '}
+                  <a href={href(`/messages/${o.oldest_waiting.id}`)}>{o.oldest_waiting.id}</a> —
+                  waiting {Math.round(o.oldest_waiting.age_seconds / 60)} min,{' '}
+                  {o.oldest_waiting.attempts} attempts, next{' '}
                   <Time iso={o.oldest_waiting.next_attempt_at} />
                 </p>
               ) : (
@@ -163,7 +227,10 @@ export function OverviewScreen() {
               <h2>Storage</h2>
               {o.storage ? (
                 <p>
-                  Spool {bytes(o.storage.spool_bytes)}{o.storage.disk_free_bytes !== null && o.storage.disk_total_bytes !== null && `; disk ${bytes(o.storage.disk_free_bytes)} free of ${bytes(o.storage.disk_total_bytes)}`}
+                  Spool {bytes(o.storage.spool_bytes)}
+                  {o.storage.disk_free_bytes !== null &&
+                    o.storage.disk_total_bytes !== null &&
+                    `; disk ${bytes(o.storage.disk_free_bytes)} free of ${bytes(o.storage.disk_total_bytes)}`}
                 </p>
               ) : (
                 <p class="muted">Owners see the spool and disk figures.</p>
@@ -178,21 +245,30 @@ export function OverviewScreen() {
                   <p>Attach one under a project's Providers page so production mail can leave.</p>
                 </Empty>
               ) : (
-                <Table label="Provider health" head={['Account', 'Hand-offs', 'Failed hand-offs', 'Throttled until', 'Last error']}>
-                    {o.providers.map((p) => (
-                      <tr key={p.id}>
-                        <td>
-                          {p.slug} <span class="muted">{p.id}</span>
-                        </td>
-                        <td>{p.handoffs_last_hour}</td>
-                        <td class={p.failures_last_hour ? 'bad' : ''}>{p.failures_last_hour}</td>
-                        <td>
-                          <Time iso={p.throttled_until} />
-                        </td>
-                        <td class="wrap">{p.last_error ?? '—'}</td>
-                      </tr>
-                    ))}
-                  </Table>
+                <Table
+                  label="Provider health"
+                  head={[
+                    'Account',
+                    'Hand-offs',
+                    'Failed hand-offs',
+                    'Throttled until',
+                    'Last error',
+                  ]}
+                >
+                  {o.providers.map((p) => (
+                    <tr key={p.id}>
+                      <td>
+                        {p.slug} <span class="muted">{p.id}</span>
+                      </td>
+                      <td>{p.handoffs_last_hour}</td>
+                      <td class={p.failures_last_hour ? 'bad' : ''}>{p.failures_last_hour}</td>
+                      <td>
+                        <Time iso={p.throttled_until} />
+                      </td>
+                      <td class="wrap">{p.last_error ?? '—'}</td>
+                    </tr>
+                  ))}
+                </Table>
               )}
             </div>
           )}
@@ -206,14 +282,18 @@ export function OverviewScreen() {
                 {o.webhooks.map((w) => (
                   <li key={w.id}>
                     <a href={href(`/projects/${w.project_id}/webhooks`)}>{w.url}</a> — {w.state}
-                    {w.disabled_reason ? `: ${w.disabled_reason}` : ''} (since <Time iso={w.disabled_at ?? w.failing_since} />)
+                    {w.disabled_reason ? `: ${w.disabled_reason}` : ''} (since{' '}
+                    <Time iso={w.disabled_at ?? w.failing_since} />)
                   </li>
                 ))}
               </ul>
             )}
           </div>
           <p class="muted">
-            Figures as of <Time iso={o.generated_at} />. <button type="button" class="link" onClick={overview.reload}>Refresh</button>
+            Figures as of <Time iso={o.generated_at} />.{' '}
+            <button type="button" class="link" onClick={overview.reload}>
+              Refresh
+            </button>
           </p>
         </>
       )}

@@ -4,10 +4,20 @@
  * why they must sign in again.
  */
 import { useEffect, useRef } from 'preact/hooks';
-import { post, type Api } from '../api';
+import { type Api, post } from '../api';
 import { ErrorNote, Field, formValues, useAction, usePageTitle } from '../ui';
 
-export function SignIn({ onSignedIn, notice, email, again }: { onSignedIn: (s: Api.Session) => void; notice?: string | null; email?: string; again?: boolean }) {
+export function SignIn({
+  onSignedIn,
+  notice,
+  email,
+  again,
+}: {
+  onSignedIn: (s: Api.Session) => void;
+  notice?: string | null;
+  email?: string;
+  again?: boolean;
+}) {
   const action = useAction();
   usePageTitle(again ? null : 'Sign in');
   const emailInput = useRef<HTMLInputElement>(null);
@@ -17,7 +27,9 @@ export function SignIn({ onSignedIn, notice, email, again }: { onSignedIn: (s: A
     <form
       onSubmit={async (e) => {
         const v = formValues(e);
-        const session = await action.run(() => post<Api.Session>('/session', { email: v.email, password: v.password }));
+        const session = await action.run(() =>
+          post<Api.Session>('/session', { email: v.email, password: v.password }),
+        );
         if (session) onSignedIn(session);
       }}
     >
@@ -27,10 +39,23 @@ export function SignIn({ onSignedIn, notice, email, again }: { onSignedIn: (s: A
         </p>
       )}
       <Field label="Email">
-        <input ref={emailInput} name="email" type="email" autoComplete="username" required defaultValue={email} />
+        <input
+          ref={emailInput}
+          name="email"
+          type="email"
+          autoComplete="username"
+          required
+          defaultValue={email}
+        />
       </Field>
       <Field label="Password">
-        <input ref={passwordInput} name="password" type="password" autoComplete="current-password" required />
+        <input
+          ref={passwordInput}
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+        />
       </Field>
       <ErrorNote error={action.error} />
       <button type="submit" class="primary" disabled={action.busy}>
@@ -40,7 +65,12 @@ export function SignIn({ onSignedIn, notice, email, again }: { onSignedIn: (s: A
   );
   if (again) {
     return (
-      <div class="sign-in-again" role="dialog" aria-modal="true" aria-labelledby="sign-in-again-title">
+      <div
+        class="sign-in-again"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="sign-in-again-title"
+      >
         <div class="sign-in">
           <h1 id="sign-in-again-title">Sign in again</h1>
           {form}
@@ -53,7 +83,8 @@ export function SignIn({ onSignedIn, notice, email, again }: { onSignedIn: (s: A
       <h1>Postern console</h1>
       {form}
       <p class="muted small-print">
-        No account yet? On the server: <code>postern operator create --email you@example.com --role owner</code>
+        No account yet? On the server:{' '}
+        <code>postern operator create --email you@example.com --role owner</code>
       </p>
     </main>
   );

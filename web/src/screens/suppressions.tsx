@@ -1,11 +1,28 @@
 import { useState } from 'preact/hooks';
-import { API_BASE, api, get, post, query, type Api } from '../api';
-import { Empty, ErrorNote, Field, formValues, Loading, Table, Time, useAction, useCursorPages, useLoad } from '../ui';
+import { API_BASE, type Api, api, get, post, query } from '../api';
+import {
+  Empty,
+  ErrorNote,
+  Field,
+  formValues,
+  Loading,
+  Table,
+  Time,
+  useAction,
+  useCursorPages,
+  useLoad,
+} from '../ui';
 
 export function SuppressionsScreen({ projectId }: { projectId: string }) {
   const [q, setQ] = useState('');
   const pages = useCursorPages();
-  const page = useLoad(() => get<Api.SuppressionPage>(`/projects/${projectId}/suppressions${query({ q, limit: 50, cursor: pages.cursor })}`), [projectId, q, pages.cursor]);
+  const page = useLoad(
+    () =>
+      get<Api.SuppressionPage>(
+        `/projects/${projectId}/suppressions${query({ q, limit: 50, cursor: pages.cursor })}`,
+      ),
+    [projectId, q, pages.cursor],
+  );
   const action = useAction();
   const list = page.data?.suppressions ?? [];
   return (
@@ -35,7 +52,14 @@ export function SuppressionsScreen({ projectId }: { projectId: string }) {
         onSubmit={async (e) => {
           const v = formValues(e);
           const form = e.currentTarget;
-          if (await action.run(() => post(`/projects/${projectId}/suppressions`, { email: v.email, ...(v.reason ? { reason: v.reason } : {}) }))) {
+          if (
+            await action.run(() =>
+              post(`/projects/${projectId}/suppressions`, {
+                email: v.email,
+                ...(v.reason ? { reason: v.reason } : {}),
+              }),
+            )
+          ) {
             form.reset();
             page.reload();
           }
@@ -56,26 +80,41 @@ export function SuppressionsScreen({ projectId }: { projectId: string }) {
       {!page.data && !page.error && <Loading what="suppressions" />}
       {page.data && list.length === 0 && (
         <Empty title={q ? 'No suppressed address matches.' : 'No suppressed addresses.'}>
-          <p>Addresses land here after a hard bounce or a complaint, or when you add one; mail to them is not sent.</p>
+          <p>
+            Addresses land here after a hard bounce or a complaint, or when you add one; mail to
+            them is not sent.
+          </p>
         </Empty>
       )}
       {list.length > 0 && (
         <Table label="Suppressed addresses" head={['Address', 'Reason', 'Since']} actions>
-            {list.map((s) => (
-              <tr key={s.email}>
-                <td>{s.email}</td>
-                <td>{s.reason}</td>
-                <td>
-                  <Time iso={s.created_at} />
-                </td>
-                <td>
-                  <button type="button" class="small" disabled={action.busy} onClick={async () => (await action.run(() => api('DELETE', `/projects/${projectId}/suppressions/${encodeURIComponent(s.email)}`))) && page.reload()}>
-                    Remove
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </Table>
+          {list.map((s) => (
+            <tr key={s.email}>
+              <td>{s.email}</td>
+              <td>{s.reason}</td>
+              <td>
+                <Time iso={s.created_at} />
+              </td>
+              <td>
+                <button
+                  type="button"
+                  class="small"
+                  disabled={action.busy}
+                  onClick={async () =>
+                    (await action.run(() =>
+                      api(
+                        'DELETE',
+                        `/projects/${projectId}/suppressions/${encodeURIComponent(s.email)}`,
+                      ),
+                    )) && page.reload()
+                  }
+                >
+                  Remove
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {pages.pager(page.data?.next_cursor)}
     </section>
