@@ -298,14 +298,14 @@ async function requireAttachedAccount(q: Queries, id: string): Promise<ProviderA
   return row;
 }
 
-type Bodies = {
+type WriteAppliers = {
   [K in OperatorWriteType]: (
     q: Queries,
     w: { type: K } & OperatorWrites[K][0],
   ) => Promise<OperatorWrites[K][1]>;
 };
 
-const bodies: Bodies = {
+const appliers: WriteAppliers = {
   async session_start(q, w) {
     await insertOperatorSession(q, {
       id_hash: hex(w.id_hash),
@@ -673,8 +673,8 @@ const bodies: Bodies = {
 
 /** A WriteRefused rolls back what it began and is thrown on. */
 export function applyOperatorWrite(q: Queries, work: OperatorWrite): Promise<unknown> {
-  const body = bodies[work.type] as (q: Queries, w: OperatorWrite) => Promise<unknown>;
-  return body(q, work);
+  const apply = appliers[work.type] as (q: Queries, w: OperatorWrite) => Promise<unknown>;
+  return apply(q, work);
 }
 
 /** Their loss in a power failure costs nothing an operator was told. */

@@ -100,7 +100,7 @@ function newAjv(coerce: boolean): Ajv2020 {
   ajv.addSchema(consoleApi as AnySchemaObject, 'console');
   return ajv;
 }
-const bodies = newAjv(false);
+const bodyAjv = newAjv(false);
 const parameters = newAjv(true);
 
 const REASONS: Record<string, string> = {
@@ -196,7 +196,7 @@ export function compileOperation<K extends OperationId>(
   );
   const arrays = new Set(queryParams.filter((p) => p.schema.type === 'array').map((p) => p.name));
   const bodySchema = op.requestBody?.content['application/json']?.schema;
-  const checkBody: ValidateFunction<Request['body']> = bodies.compile(
+  const checkBody: ValidateFunction<Request['body']> = bodyAjv.compile(
     bodySchema ? refsInto(bodySchema) : NO_BODY,
   );
   return {

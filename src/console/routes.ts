@@ -45,7 +45,7 @@ export interface ApiRoutes {
   config: Pick<PosternConfig, 'console'>;
   proxies: TrustedProxies;
   /** The memory budget of request bodies. */
-  bodies: InflightBudget;
+  bodyBudget: InflightBudget;
   authenticated: AuthenticatedHandlers;
   anonymous: AnonymousHandlers;
   refuse: Refuse;
@@ -107,7 +107,7 @@ export function addApiRoutes(app: Polka, routes: ApiRoutes): void {
     ) {
       const json = await readJsonBody(req, res, {
         limit: MAX_BODY_BYTES,
-        budget: routes.bodies,
+        budget: routes.bodyBudget,
         envelope: 'console',
       });
       // No field of the console API is binary: bytes that are not UTF-8 are refused whole.

@@ -48,7 +48,7 @@ export interface ConsoleDeps {
   /** The console listeners' connection caps (`console.max_connections`: apart from the send API's). */
   connections: ConnectionLimiter;
   /** Shared with the HTTP listeners: the memory budget of bodies. */
-  bodies: InflightBudget;
+  bodyBudget: InflightBudget;
   /** What all the console listeners of the node share (consoleShared). */
   shared: ConsoleShared;
   /** `http.trusted_proxies`: sign-in throttling, the audit log and the request log see the client behind them. */
@@ -200,7 +200,7 @@ export function createConsoleServer(
     base,
     config,
     proxies: deps.proxies,
-    bodies: deps.bodies,
+    bodyBudget: deps.bodyBudget,
     authenticated: handlers.authenticated,
     anonymous,
     refuse,

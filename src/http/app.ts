@@ -37,7 +37,7 @@ export interface HttpDeps {
   viewer?: Viewer;
   /** Shared by every HTTP listener: the connection caps and the memory budget of bodies. */
   connections: ConnectionLimiter;
-  bodies: InflightBudget;
+  bodyBudget: InflightBudget;
   proxies: TrustedProxies;
   /** None: 200 when the index answers, as /healthz. */
   readiness?: Readiness;
@@ -84,7 +84,7 @@ export function createHttpServer(
     logger,
     config,
     connections,
-    bodies,
+    bodyBudget,
     proxies,
   } = deps;
   const environment = listener.environment;
@@ -124,7 +124,7 @@ export function createHttpServer(
   ): Promise<OutgoingMessage> => {
     const body = await readJsonBody(req, res, {
       limit: config.http.max_body_bytes,
-      budget: bodies,
+      budget: bodyBudget,
       envelope: 'message',
     });
     const check = checkMessageBody(body.value, clock.now(), { undecodable: body.undecodable });
@@ -147,7 +147,7 @@ export function createHttpServer(
     pipeline.checkDiskSpace();
     const body = await readJsonBody(req, res, {
       limit: config.http.max_batch_body_bytes,
-      budget: bodies,
+      budget: bodyBudget,
       envelope: 'batch',
     });
     const envelope = validateBatchEnvelope(body.value);
@@ -165,7 +165,7 @@ export function createHttpServer(
     clock,
     logger: log,
     config,
-    bodies,
+    bodyBudget,
     proxies,
   }) as Handler;
 

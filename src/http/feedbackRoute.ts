@@ -18,13 +18,13 @@ export interface FeedbackDeps {
   clock: Clock;
   logger: Logger;
   config: Pick<PosternConfig, 'feedback'>;
-  bodies: InflightBudget;
+  bodyBudget: InflightBudget;
   proxies: TrustedProxies;
 }
 
 /** `POST /v1/feedback/<account id>[/<token>]`: the provider's authenticity check first; anything else is a 4xx that changes nothing. */
 export function createFeedbackHandler(deps: FeedbackDeps) {
-  const { feedback, admission, clock, logger, config, bodies, proxies } = deps;
+  const { feedback, admission, clock, logger, config, bodyBudget, proxies } = deps;
   const log = logger.child({ component: 'feedback' });
   return async (
     req: IncomingMessage & { params?: Record<string, string> },
@@ -41,7 +41,7 @@ export function createFeedbackHandler(deps: FeedbackDeps) {
       throw new ContractError('not_found', { message: 'No feedback endpoint here.' });
     }
     // Raw bytes: signatures are over the exact bytes.
-    const rawBody = await readRequestBody(req, res, config.feedback.max_body_bytes, bodies);
+    const rawBody = await readRequestBody(req, res, config.feedback.max_body_bytes, bodyBudget);
     // Checked now, recorded only where the feedback is applied: a notification that fails to apply can come again.
     const onceKeys: string[] = [];
     const ctx: FeedbackContext = {

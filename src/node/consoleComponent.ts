@@ -21,7 +21,7 @@ import type { StoreComponent } from './storeComponent.js';
 
 export type ConsolePlansSection = Pick<PosternConfig, 'plans' | 'default_plan' | 'limits'>;
 
-export type ConsoleDoorDeps = Pick<ConsoleDeps, 'bodies' | 'metrics' | 'readiness'> & {
+export type ConsoleDoorDeps = Pick<ConsoleDeps, 'bodyBudget' | 'metrics' | 'readiness'> & {
   listeners: () => readonly BoundListener[];
 };
 
@@ -89,7 +89,7 @@ export class ConsoleComponent implements Component<ConsolePlansSection> {
         writer: operator.writer,
         keyUse: operator.keyUse,
         connections: this.connections,
-        bodies: door.bodies,
+        bodyBudget: door.bodyBudget,
         proxies,
         signIns: admission.signIns,
         shared: this.shared,

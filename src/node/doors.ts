@@ -116,7 +116,7 @@ export class DoorsComponent implements Component {
       section.http.max_connections_per_ip,
       proxies,
     );
-    const bodies = createBodyBudget(
+    const bodyBudget = createBodyBudget(
       section.http.max_inflight_body_bytes,
       section.http.body_wait_ms,
     );
@@ -128,7 +128,7 @@ export class DoorsComponent implements Component {
       if (isConsoleListener(listener)) {
         const tls = certificates.https(listener);
         const consoleServer = console.server(listener, tls, {
-          bodies,
+          bodyBudget,
           metrics,
           readiness,
           listeners: () => listeners,
@@ -150,7 +150,7 @@ export class DoorsComponent implements Component {
             logger,
             config: section,
             connections,
-            bodies,
+            bodyBudget,
             proxies,
             viewer,
             readiness,
