@@ -6,7 +6,12 @@ import Database from 'better-sqlite3';
 import { buildConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/log.js';
 import { smtpCertificate } from '../src/tls/filePairs.js';
-import { type SpawnedPostern, spawnPostern, tempStateDir } from '../test/support/postern.js';
+import {
+  runCli,
+  type SpawnedPostern,
+  spawnPostern,
+  tempStateDir,
+} from '../test/support/postern.js';
 import { preloadEnv, registerGcFile } from './serverThreads.js';
 
 /** Rate limits stay on (their cost is part of what is measured) but far above any offered load. */
@@ -282,4 +287,35 @@ export function runLoad(
     agent.destroy();
     return done;
   });
+}
+
+/** A project on the pro plan with an SMTP relay account (port 9: discard, unless given) and a live key. */
+export async function benchProject(
+  env: Record<string, string>,
+  name: string,
+  relayPort = 9,
+): Promise<{ projectId: string; key: string }> {
+  const cli = async (args: string[]) => {
+    const result = await runCli([...args, '--json'], env);
+    if (result.code !== 0)
+      throw new Error(`postern ${args.slice(0, 2).join(' ')} failed: ${result.stderr}`);
+    return result.json as Record<string, string>;
+  };
+  const projectId = (await cli(['project', 'create', '--name', name, '--plan', 'pro'])).id;
+  await cli([
+    'provider',
+    'attach',
+    '--project',
+    projectId,
+    '--slug',
+    'smtp',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(relayPort),
+    '--tls',
+    'none',
+  ]);
+  const { key } = await cli(['key', 'create', '--project', projectId, '--mode', 'live']);
+  return { projectId, key };
 }

@@ -24,6 +24,7 @@ import { RawEventStream } from '../test/support/rawEventStream.js';
 import type { RawSmtp } from '../test/support/rawSmtp.js';
 import {
   BENCH_RATE_LIMITS,
+  benchProject,
   machine,
   removeAfterBench,
   sleep,
@@ -274,33 +275,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
     }),
   );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (
-    await runCli(
-      ['project', 'create', '--name', `bench-${scenario.name}`, '--plan', 'pro', '--json'],
-      env,
-    )
-  ).json as { id: string };
-  await runCli(
-    [
-      'provider',
-      'attach',
-      '--project',
-      project.id,
-      '--slug',
-      'smtp',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '9',
-      '--tls',
-      'none',
-      '--json',
-    ],
-    env,
-  );
-  const { key } = (
-    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
-  ).json as { key: string };
+  const { key } = await benchProject(env, `bench-${scenario.name}`);
   const server = await startBenchPostern(stateDir, configFile);
   try {
     const pid = server.child.pid!;

@@ -12,9 +12,10 @@ import http from 'node:http';
 import os from 'node:os';
 import Database from 'better-sqlite3';
 import { buildConfig } from '../src/config/load.js';
-import { runCli, tempStateDir } from '../test/support/postern.js';
+import { tempStateDir } from '../test/support/postern.js';
 import {
   BENCH_RATE_LIMITS,
+  benchProject,
   processMemoryMb,
   removeAfterBench,
   sleep,
@@ -107,31 +108,7 @@ async function main(): Promise<void> {
   writeFileSync(configFile, JSON.stringify(config));
   const http_ = buildConfig({ ...config, state_dir: stateDir }, {}).http;
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (
-    await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)
-  ).json as { id: string };
-  await runCli(
-    [
-      'provider',
-      'attach',
-      '--project',
-      project.id,
-      '--slug',
-      'smtp',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '9',
-      '--tls',
-      'none',
-      '--json',
-    ],
-    env,
-  );
-  const key = (
-    (await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env))
-      .json as { key: string }
-  ).key;
+  const { key } = await benchProject(env, 'bench');
   const body = messageBody(DECODED_BYTES);
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;

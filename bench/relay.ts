@@ -15,9 +15,10 @@ import net, { type AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { runCli, type SpawnedPostern, tempStateDir } from '../test/support/postern.js';
+import { type SpawnedPostern, tempStateDir } from '../test/support/postern.js';
 import {
   BENCH_RATE_LIMITS,
+  benchProject,
   benchSmtpConfig,
   countByStatus,
   cpuSeconds,
@@ -238,32 +239,8 @@ export async function setUp(
     }),
   );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configOff, ...storeEnv(store) };
-  const project = (
-    await runCli(['project', 'create', '--name', 'bench-relay', '--plan', 'pro', '--json'], env)
-  ).json as { id: string };
-  const attached = await runCli(
-    [
-      'provider',
-      'attach',
-      '--project',
-      project.id,
-      '--slug',
-      'smtp',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(sinkPort),
-      '--tls',
-      'none',
-      '--json',
-    ],
-    env,
-  );
-  if (attached.code !== 0) throw new Error(`provider attach failed: ${attached.stderr}`);
-  const key = (
-    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
-  ).json as { key: string };
-  return { stateDir, key: key.key, configOn, configOff };
+  const { key } = await benchProject(env, 'bench-relay', sinkPort);
+  return { stateDir, key, configOn, configOff };
 }
 
 function start(setup: RelaySetup, config: string): Promise<SpawnedPostern> {

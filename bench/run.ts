@@ -10,9 +10,10 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { runCli, tempStateDir } from '../test/support/postern.js';
+import { tempStateDir } from '../test/support/postern.js';
 import {
   BENCH_RATE_LIMITS,
+  benchProject,
   machine,
   peakRssMb,
   removeAfterBench,
@@ -131,30 +132,7 @@ async function sendPhase(policy: boolean, body: Buffer, metrics = true): Promise
     }),
   );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (
-    await runCli(['project', 'create', '--name', 'bench', '--plan', 'pro', '--json'], env)
-  ).json as { id: string };
-  await runCli(
-    [
-      'provider',
-      'attach',
-      '--project',
-      project.id,
-      '--slug',
-      'smtp',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '9',
-      '--tls',
-      'none',
-      '--json',
-    ],
-    env,
-  );
-  const key = (
-    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
-  ).json as { key: string };
+  const key = await benchProject(env, 'bench');
   const server = await startBenchPostern(stateDir, configFile);
   try {
     const headers = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };

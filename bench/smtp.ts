@@ -11,9 +11,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { runCli, tempStateDir } from '../test/support/postern.js';
+import { tempStateDir } from '../test/support/postern.js';
 import {
   BENCH_RATE_LIMITS,
+  benchProject,
   benchSmtpConfig,
   cpuSeconds,
   peakRssMb,
@@ -49,30 +50,7 @@ export async function smtpIngestPhase(
     }),
   );
   const env = { POSTERN_STATE_DIR: stateDir, POSTERN_CONFIG: configFile };
-  const project = (
-    await runCli(['project', 'create', '--name', 'bench-smtp', '--plan', 'pro', '--json'], env)
-  ).json as { id: string };
-  await runCli(
-    [
-      'provider',
-      'attach',
-      '--project',
-      project.id,
-      '--slug',
-      'smtp',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '9',
-      '--tls',
-      'none',
-      '--json',
-    ],
-    env,
-  );
-  const key = (
-    await runCli(['key', 'create', '--project', project.id, '--mode', 'live', '--json'], env)
-  ).json as { key: string };
+  const key = await benchProject(env, 'bench-smtp');
   const server = await startBenchPostern(stateDir, configFile);
   const pid = server.child.pid!;
   const probe = posternProbe([pid]);
