@@ -712,6 +712,13 @@ describe('web console screens in a browser', () => {
     await page.goto('/#/audit');
     await page.getByLabel(/^Operator/).fill(MEMBER);
     await page.getByRole('button', { name: 'Filter' }).click();
+    // The unfiltered page (the owner's rows too) stays on screen until the filtered one arrives.
+    await page.waitForFunction((member) => {
+      const cells = [
+        ...document.querySelectorAll('[aria-label="Audit log"] tbody tr td:nth-child(2)'),
+      ];
+      return cells.length > 0 && cells.every((c) => c.textContent === member);
+    }, MEMBER);
     await page.getByRole('cell', { name: 'suppression.add' }).first().waitFor();
     const who = await page
       .getByRole('region', { name: 'Audit log' })
