@@ -249,10 +249,12 @@ export class AcceptPipeline {
     return spooled.map((s) => (s instanceof ContractError ? s : outcomes[ready.indexOf(s)]));
   }
 
+  /** The project policy, and the cheap pre-check of the caps where the commit's reads are not one statement anyway (AcceptanceCommits.precheck). */
   private async checkPolicy(auth: AuthContext, message: MessageFacts): Promise<void> {
-    const { store, clock, limits } = this.deps;
+    const { store, clock, limits, indexWriter } = this.deps;
     if (!limits.enabled) return;
-    await checkProjectPolicy(store, auth, message);
+    await checkProjectPolicy(store, auth, message, { suppressions: indexWriter.precheck });
+    if (!indexWriter.precheck) return;
     const refusal = await usageRefusal(
       store,
       usageFacts(auth, message, 0),

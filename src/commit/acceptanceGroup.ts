@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { suppressedRefusal, suppressionCandidates } from '../policy/projectPolicy.js';
 import {
   decideUsage,
   type LimitSettings,
@@ -31,7 +32,7 @@ export function commitAcceptanceGroup(
   return groups.commitGroup(
     units,
     (unit) => unit.record.message.project_id,
-    (store, unit, planName) => commitUnit(store, unit, planName, limits),
+    (store, unit, planName) => commitUnit(store, unit, planName, limits, groups.bodyPieceBytes),
   );
 }
 
@@ -41,6 +42,7 @@ async function commitUnit(
   unit: GroupAcceptanceUnit,
   planName: string,
   limits: LimitSettings,
+  pieceBytes: number,
 ): Promise<AcceptanceOutcome> {
   const { record } = unit;
   const m = record.message;
@@ -55,21 +57,33 @@ async function commitUnit(
     category: reads.category ? record.usage.category : null,
     monthPeriod: reads.month ? monthPeriod(now) : null,
     dayPeriod: reads.day ? dayPeriod(now) : null,
+    recipients: limits.enabled ? suppressionCandidates(recipientsOf(m.recipients)) : null,
   });
   if (state.idempotentResponse !== null)
     return { kind: 'duplicate', response: state.idempotentResponse };
-  const refusal = decideUsage(record.usage, state, plan, limits, now);
+  // The pipeline leaves the suppressions to this read (AcceptanceCommits.precheck): their refusal
+  // comes first, as checkProjectPolicy's before the caps.
+  const refusal =
+    suppressedRefusal(state.suppressed) ?? decideUsage(record.usage, state, plan, limits, now);
   if (refusal) return { kind: 'refused', refusal };
   const writes = usageWrites(record.usage, limits, now);
-  if (writes.senderDomain !== null)
-    await store.registerSenderDomain(m.project_id, writes.senderDomain, now);
-  if (writes.category !== null) await store.registerCategory(m.project_id, writes.category, now);
-  await store.addUsage(m.project_id, writes.periods, writes.bytes);
-  await store.insertMessage(m);
+  const held = unit.openBody || !record.body ? null : heldBytes(record.body);
+  // A held body of one piece goes with the rows; a larger one, or a file's, is written after them in pieces.
+  const inline = held !== null && held.length <= pieceBytes ? held : null;
+  await store.writeUnit({
+    message: m,
+    body: inline,
+    idempotency: record.idempotency,
+    event: record.event,
+    senderDomain: writes.senderDomain,
+    category: writes.category,
+    periods: writes.periods,
+    bytes: writes.bytes,
+  });
   const body = unit.openBody
     ? unit.openBody()
-    : record.body
-      ? Readable.from([heldBytes(record.body)], { objectMode: false })
+    : held !== null && inline === null
+      ? Readable.from([held], { objectMode: false })
       : null;
   if (body) {
     try {
@@ -79,18 +93,13 @@ async function commitUnit(
       body.destroy();
     }
   }
-  if (record.idempotency) {
-    await store.insertIdempotencyKey({
-      project_id: m.project_id,
-      environment: m.environment,
-      key: record.idempotency.key,
-      message_id: m.id,
-      response: record.idempotency.response,
-      created_at: now,
-    });
-  }
-  await store.insertEvent(record.event);
   return { kind: 'stored' };
+}
+
+/** Every recipient of a message row's `recipients` ({to, cc, bcc}, as the pipeline writes it). */
+function recipientsOf(json: string): string[] {
+  const { to, cc, bcc } = JSON.parse(json) as { to: string[]; cc: string[]; bcc: string[] };
+  return [...to, ...cc, ...bcc];
 }
 
 /** One that crossed a MessagePort arrives as a bare Uint8Array. */

@@ -46,6 +46,9 @@ export class IndexWriter {
     });
   }
 
+  /** The pipeline pre-checks: its reads are local (AcceptanceCommits.precheck). */
+  readonly precheck = true;
+
   /** Publishes each unit's spool file, then commits its record, in the order given. A body's memory moves to the thread. */
   submitMany(
     units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[],

@@ -19,6 +19,11 @@ export type { StoreLocation };
 
 /** The index writer thread (SQLite) or the node's group commits (PostgreSQL). */
 export interface AcceptanceCommits {
+  /**
+   * Whether the pipeline reads the suppressions and pre-checks the caps before composing: true on
+   * SQLite (local reads); false on PostgreSQL, whose group reads them in the unit's one read.
+   */
+  readonly precheck: boolean;
   submitMany(
     units: { file: PendingSpoolFile | null; record: AcceptanceRecord }[],
   ): Promise<AcceptanceOutcome>[];
@@ -114,6 +119,7 @@ export async function openNodeStore(
     store,
     deliveryStore: store,
     acceptance: {
+      precheck: false,
       submitMany: (units) => writer.submitMany(units),
       updateLimits: (limits) => writer.updateLimits(limits),
       status: async (timeoutMs) => ({ lastWriteError: await writer.lastWriteError(timeoutMs) }),

@@ -2,7 +2,13 @@ import type { Clock } from '../clock.js';
 import type { PosternConfig } from '../config/load.js';
 import { ContractError } from '../contract/errors.js';
 import type { Queries } from '../store/queries.js';
-import { type AuthContext, authenticate, bearerKey, type Environment } from './apiKeys.js';
+import {
+  type AuthContext,
+  authenticate,
+  bearerKey,
+  type Environment,
+  type PolicyRead,
+} from './apiKeys.js';
 import type { RateWindow } from './rateWindow.js';
 import type { RateWindowFactory } from './rateWindowFactory.js';
 
@@ -68,16 +74,25 @@ export class Admission {
     [this.unauthenticated, this.perKey] = this.limiters(limits);
   }
 
-  /** An HTTP request: its bearer key, then its route's window. */
+  /**
+   * An HTTP request: its bearer key, then its route's window. The key is read from this node's
+   * policy cache when a window's take follows (takeRequest checks it against the database).
+   */
   async admit(
     clientIp: string,
     authorization: string | undefined,
     environment: Environment,
     route: Route,
   ): Promise<AuthContext> {
-    const auth = await this.authenticateClient(clientIp, bearerKey(authorization), environment);
-    await this.takeRequest(auth, route);
-    return auth;
+    const key = bearerKey(authorization);
+    const read: PolicyRead = this.enforce ? 'cached' : 'checked';
+    return this.takeRequest(
+      key!,
+      await this.authenticateOrCount(clientIp, key, environment, read),
+      read,
+      route,
+      true,
+    );
   }
 
   /** Milliseconds before this IP's next request without a valid key is answered other than 429. */
@@ -97,19 +112,47 @@ export class Admission {
     if (this.enforce) return this.unauthenticated.record(clientIp);
   }
 
-  /**
-   * Authenticates a key (HTTP bearer or SMTP AUTH password). A failure counts against the IP,
-   * and once the IP's window is spent the failure is answered 429 (not counted again).
-   */
+  /** Authenticates a key (SMTP AUTH's password), from the database's policy now: see authenticateOrCount. */
   async authenticateClient(
     clientIp: string,
     key: string | null,
     environment: Environment,
   ): Promise<AuthContext> {
+    const auth = await this.authenticateOrCount(clientIp, key, environment, 'checked');
+    this.onKeyUsed(auth.keyId);
+    return auth;
+  }
+
+  /**
+   * A key that authenticated this client before (an SMTP session's AUTH), checked again and
+   * its request taken in the key's window for `route` (one SMTP message): revocation, expiry
+   * and a project's pause apply mid-session. A failure here is not the client guessing keys: it
+   * does not count against its IP.
+   */
+  async readmit(key: string, environment: Environment, route: Route): Promise<AuthContext> {
+    const read: PolicyRead = this.enforce ? 'cached' : 'checked';
+    return this.takeRequest(
+      key,
+      await authenticate(this.store, key, environment, this.clock, read),
+      read,
+      route,
+    );
+  }
+
+  /**
+   * A failure counts against the IP, and once the IP's window is spent the failure is answered
+   * 429 (not counted again). A failure read from the cache is as final as one read from the
+   * database: a revocation, a project's deletion and an expiry are never undone, and a key the
+   * database does not have is never cached.
+   */
+  private async authenticateOrCount(
+    clientIp: string,
+    key: string | null,
+    environment: Environment,
+    read: PolicyRead,
+  ): Promise<AuthContext> {
     try {
-      const auth = await authenticate(this.store, key, environment, this.clock);
-      this.onKeyUsed(auth.keyId);
-      return auth;
+      return await authenticate(this.store, key, environment, this.clock, read);
     } catch (err) {
       // One take: the failure is recorded unless the window is spent (then it is a 429), in one
       // step, so that nodes failing the same IP at once never let more than the limit through.
@@ -119,20 +162,28 @@ export class Admission {
   }
 
   /**
-   * A key that authenticated this client before (an SMTP session's AUTH), checked again so that
-   * revocation, expiry and a project's pause apply mid-session. A failure here is not the
-   * client guessing keys: it does not count against its IP.
+   * One request in the key's window for `route`; throws 429 when it is spent. Resolves with the
+   * key's context as of the database's policy now: a context `read` from this node's cache is
+   * checked against the policy generation the window's take read (on PostgreSQL, in the same
+   * statement), and the key authenticated again from the database when a policy row has
+   * changed since (CLUSTER.md: policy changes act on the next request on every node). So a key
+   * revoked through any node, or in the database by hand, is refused (401, before any 429) by
+   * this request; the cache costs no round trip of its own.
    */
-  reauthenticate(key: string, environment: Environment): Promise<AuthContext> {
-    return authenticate(this.store, key, environment, this.clock);
-  }
-
-  /**
-   * One request (an HTTP call, or one SMTP message) in the key's window for `route`. Throws
-   * 429 at once in memory (no promise on that path); on PostgreSQL the promise rejects with it.
-   */
-  takeRequest(auth: AuthContext, route: Route): void | Promise<void> {
-    if (!this.enforce) return;
-    return admitted(this.perKey[route].take(auth.keyId));
+  private async takeRequest(
+    key: string,
+    auth: AuthContext,
+    read: PolicyRead,
+    route: Route,
+    noteUse = false,
+  ): Promise<AuthContext> {
+    const reserved = this.enforce ? await this.perKey[route].reserve(auth.keyId) : null;
+    const current =
+      read === 'checked' || auth.policyGeneration === reserved?.policyGeneration
+        ? auth
+        : await authenticate(this.store, key, auth.environment, this.clock, 'checked');
+    if (noteUse) this.onKeyUsed(current.keyId);
+    if (reserved) admitted(reserved.waitMs);
+    return current;
   }
 }

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { ContractError } from '../contract/errors.js';
 import { newKeyId, randomAlphanumeric } from '../ids.js';
 import { type ApiKeyRow, findKeyByHash, insertApiKey } from '../store/apiKeys.js';
+import { policyReadGeneration } from '../store/policyCache.js';
 import type { ProjectRow } from '../store/projects.js';
 import type { Queries } from '../store/queries.js';
 
@@ -70,7 +71,20 @@ export interface AuthContext {
   project: ProjectRow;
   keyId: string;
   environment: Environment;
+  /**
+   * The policy generation the key, its project (and so the request's other policy reads:
+   * checkProjectPolicy) are read as of, from this node's cache (store/policyCache.ts);
+   * undefined on SQLite.
+   */
+  policyGeneration?: number;
 }
+
+/**
+ * How a request's policy rows are read on PostgreSQL: 'checked' against the database's policy
+ * generation first (one round trip), or 'cached': as this node's cache holds them, for a caller
+ * that checks their generation against the database's in a statement of its own (Admission).
+ */
+export type PolicyRead = 'checked' | 'cached';
 
 /** The bearer key in an Authorization header, or null when the header is not of the expected form. */
 export function bearerKey(header: string | undefined): string | null {
@@ -88,10 +102,12 @@ export async function authenticate(
   key: string | null,
   environment: Environment,
   clock: Clock,
+  read: PolicyRead = 'checked',
 ): Promise<AuthContext> {
   if (!key) throw new ContractError('missing_api_key');
   const hash = hashApiKey(key);
-  const found = await findKeyByHash(q, hash);
+  const policyGeneration = await policyReadGeneration(q, read === 'cached');
+  const found = await findKeyByHash(q, hash, policyGeneration);
   if (
     !found ||
     !timingSafeEqual(found.key.key_hash, hash) ||
@@ -103,5 +119,5 @@ export async function authenticate(
   if (found.key.expires_at !== null && found.key.expires_at <= clock.now())
     throw new ContractError('key_expired');
   if (found.key.mode !== modeForEnvironment[environment]) throw new ContractError('mode_mismatch');
-  return { project: found.project, keyId: found.key.id, environment };
+  return { project: found.project, keyId: found.key.id, environment, policyGeneration };
 }

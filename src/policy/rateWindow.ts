@@ -25,9 +25,11 @@ export interface RateSlot {
   readonly write: number;
 }
 
-export type Reservation =
+/** On PostgreSQL, also the policy generation as the take began: admission.ts checks the cached policy against it. */
+export type Reservation = (
   | { readonly waitMs: 0; readonly slot: RateSlot }
-  | { readonly waitMs: number; readonly slot: null };
+  | { readonly waitMs: number; readonly slot: null }
+) & { readonly policyGeneration?: number };
 
 /** Before any clock's now, so it has left every window. */
 export const RELEASED_AT = Number.MIN_SAFE_INTEGER;

@@ -183,10 +183,10 @@ export function createSmtpServer(
       }
       // Fresh on every message: revocation, expiry and project pause apply mid-session.
       admission
-        .reauthenticate(state.key, environment)
-        .then(async (context) => {
+        .readmit(state.key, environment, 'send')
+        .then((context) => {
           session.user = context as unknown as string;
-          await admission.takeRequest(context, 'send');
+          // Low on disk: refused before the client uploads the message (452 4.3.1).
           pipeline.checkDiskSpace();
         })
         .then(

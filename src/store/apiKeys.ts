@@ -27,9 +27,13 @@ export interface KeyWithProject {
   project: ProjectRow;
 }
 
-/** The key with this hash and its project, whatever their state; the caller judges validity. */
-export async function findKeyByHash(q: Queries, hash: Buffer): Promise<KeyWithProject | undefined> {
-  return cachedPolicyRow(q, 'key', hash.toString('hex'), () => loadKeyByHash(q, hash));
+/** The key with this hash and its project, whatever their state; the caller judges validity. `asOf`: see cachedPolicyRow. */
+export async function findKeyByHash(
+  q: Queries,
+  hash: Buffer,
+  asOf?: number,
+): Promise<KeyWithProject | undefined> {
+  return cachedPolicyRow(q, 'key', hash.toString('hex'), () => loadKeyByHash(q, hash), asOf);
 }
 
 async function loadKeyByHash(q: Queries, hash: Buffer): Promise<KeyWithProject | undefined> {

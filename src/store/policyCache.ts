@@ -36,20 +36,25 @@ const GENERATION = 'SELECT n FROM policy_generation WHERE id = 1';
  * `load` returning undefined is not cached (an unknown API key stays a query each time).
  * Cached values are shared: callers must not change them.
  *
- * On PostgreSQL the nodes change those rows too, so the generation is read on every call
- * (CLUSTER.md: policy changes act on the next request on every node): a key revoked or a
- * project paused through any node or the CLI is refused by this node's very next request. One
- * primary-key read of a one-row table in place of the row's own query (a join, or rows whose
- * JSON is parsed); a miss costs both.
+ * On PostgreSQL the nodes change those rows too, so a call reads the generation first (CLUSTER.md:
+ * policy changes act on the next request on every node): a key revoked or a project paused
+ * through any node or the CLI is refused by this node's very next request. One primary-key read
+ * of a one-row table in place of the row's own query (a join, or rows whose JSON is parsed); a
+ * miss costs both. A request's reads may skip that read instead (`asOf`, policyReadGeneration):
+ * then the request checks the generation they were served at against the database's in a
+ * statement it sends anyway (policy/admission.ts: the rate window's take).
  */
 export async function cachedPolicyRow<T>(
   q: Queries,
   kind: string,
   key: string,
   load: () => Promise<T | undefined>,
+  asOf?: number,
 ): Promise<T | undefined> {
   const db = sqliteConnection(q);
-  const cache = db ? await sqliteCache(q, db) : await postgresCache(q);
+  const cache = db
+    ? await sqliteCache(q, db)
+    : (asOf !== undefined && cacheAt(q, asOf)) || (await postgresCache(q));
   let entries = cache.kinds.get(kind);
   if (!entries) {
     entries = new Map();
@@ -64,9 +69,32 @@ export async function cachedPolicyRow<T>(
 }
 
 /**
+ * The generation a request's policy reads are served at, to pass them as `asOf`: on PostgreSQL,
+ * the one this node's cache holds now when `fromCache` (no round trip: the caller must check it
+ * against the database's before it acts on them), else the database's, read now. undefined on
+ * SQLite, whose cache is checked once per turn of the event loop whatever the caller.
+ */
+export async function policyReadGeneration(
+  q: Queries,
+  fromCache: boolean,
+): Promise<number | undefined> {
+  if (sqliteConnection(q)) return undefined;
+  const held = postgresCaches.get(q);
+  if (fromCache && held) return held.generation;
+  return (await postgresCache(q)).generation;
+}
+
+/** The cache of `q` when it holds `generation`'s rows (a row is then served without reading the generation again); else null. */
+function cacheAt(q: Queries, generation: number): GenerationCache | null {
+  const cache = postgresCaches.get(q);
+  return cache?.generation === generation ? cache : null;
+}
+
+/**
  * The cache valid for a generation read now. A load that follows the read sees at least that
  * generation's rows, and it fills the cache of the generation its caller read (never a newer
- * one), so a request begun after a change commits is never served a row from before it.
+ * one), so a request begun after a change commits is never served a row from before it: the
+ * rows a cache holds are at least as new as its generation.
  * Inside a transaction the Queries is the transaction's: its uncommitted changes stay in its
  * own cache.
  */

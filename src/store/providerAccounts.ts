@@ -31,17 +31,24 @@ export async function insertProviderAccount(
   );
 }
 
+/** `asOf`: see cachedPolicyRow. */
 export async function listProviderAccounts(
   q: Queries,
   projectId: string,
+  asOf?: number,
 ): Promise<ProviderAccount[]> {
-  const accounts = await cachedPolicyRow(q, 'accounts', projectId, async () =>
-    (
-      await q.all<ProviderAccountRow>(
-        'SELECT * FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL ORDER BY priority, created_at',
-        projectId,
-      )
-    ).map(fromRow),
+  const accounts = await cachedPolicyRow(
+    q,
+    'accounts',
+    projectId,
+    async () =>
+      (
+        await q.all<ProviderAccountRow>(
+          'SELECT * FROM provider_accounts WHERE project_id = ? AND detached_at IS NULL ORDER BY priority, created_at',
+          projectId,
+        )
+      ).map(fromRow),
+    asOf,
   );
   // A copy: the cached list is shared.
   return [...(accounts ?? [])];
@@ -66,14 +73,19 @@ export async function detachProviderAccount(q: Queries, id: string, now: number)
   );
 }
 
-/** The distinct slugs a project has attached, for routing checks. */
-export async function attachedSlugs(q: Queries, projectId: string): Promise<ReadonlySet<string>> {
+/** The distinct slugs a project has attached, for routing checks. `asOf`: see cachedPolicyRow. */
+export async function attachedSlugs(
+  q: Queries,
+  projectId: string,
+  asOf?: number,
+): Promise<ReadonlySet<string>> {
   // Derived from the (cached) attached accounts: one query for the table.
   const slugs = await cachedPolicyRow(
     q,
     'slugs',
     projectId,
-    async () => new Set((await listProviderAccounts(q, projectId)).map((a) => a.slug)),
+    async () => new Set((await listProviderAccounts(q, projectId, asOf)).map((a) => a.slug)),
+    asOf,
   );
   return slugs ?? new Set();
 }

@@ -21,15 +21,19 @@ function postgresOnly(q: Queries): void {
     );
 }
 
-const TAKE =
-  'SELECT wait_ms, slot_window, slot_write FROM rate_window_write(@limiter, @maxEvents, @windowMs, @key, @now, @always)';
+// Also the policy generation in the statement's snapshot: admission checks cached policy against it.
+const TAKE = `SELECT wait_ms, slot_window, slot_write, (SELECT n FROM policy_generation WHERE id = 1) AS policy_generation
+  FROM rate_window_write(@limiter, @maxEvents, @windowMs, @key, @now, @always)`;
 
 export interface RateWindowSlot {
   window: number;
   write: number;
 }
 
-export type RateWindowTaken = { waitMs: 0; slot: RateWindowSlot } | { waitMs: number; slot: null };
+export type RateWindowTaken = (
+  | { waitMs: 0; slot: RateWindowSlot }
+  | { waitMs: number; slot: null }
+) & { policyGeneration: number };
 
 async function callWrite(
   q: Queries,
@@ -43,6 +47,7 @@ async function callWrite(
     wait_ms: number;
     slot_window: number | null;
     slot_write: number | null;
+    policy_generation: number;
   }>(TAKE, {
     limiter: limit.limiter,
     maxEvents: limit.maxEvents,
@@ -51,10 +56,10 @@ async function callWrite(
     now,
     always,
   });
-  const { wait_ms, slot_window, slot_write } = row!;
+  const { wait_ms, slot_window, slot_write, policy_generation: policyGeneration } = row!;
   if (wait_ms > 0 || slot_window === null || slot_write === null)
-    return { waitMs: wait_ms, slot: null };
-  return { waitMs: 0, slot: { window: slot_window, write: slot_write } };
+    return { waitMs: wait_ms, slot: null, policyGeneration };
+  return { waitMs: 0, slot: { window: slot_window, write: slot_write }, policyGeneration };
 }
 
 export function takeRateWindow(

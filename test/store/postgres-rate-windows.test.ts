@@ -339,7 +339,11 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       clock.advance(1000);
       const second = admittedSlot(await b.reserve('k'));
       assert.deepEqual([second.window, first.write, second.write], [first.window, 0, 1]);
-      assert.deepEqual(await c.reserve('k'), { waitMs: MINUTE - 1000, slot: null });
+      assert.deepEqual(
+        await c.reserve('k'),
+        { waitMs: MINUTE - 1000, slot: null, policyGeneration: 0 },
+        'the policy generation (no policy row changed) read with the take',
+      );
 
       assert.equal(await b.release('other key', first), false, 'another key');
       assert.equal(await b.release('k', first), true);
@@ -352,7 +356,7 @@ describe('rate windows shared by nodes on PostgreSQL', { skip: postgresUnavailab
       );
       assert.deepEqual(
         await c.reserve('k'),
-        { waitMs: 0, slot: { window: first.window, write: 2 } },
+        { waitMs: 0, slot: { window: first.window, write: 2 }, policyGeneration: 0 },
         'the place given back, at once',
       );
       assert.equal(await a.release('k', first), false, 'given back already');

@@ -1,6 +1,9 @@
 import type { ClientBase } from 'pg';
-import type { AcceptanceRead, AcceptanceReadRequest } from '../acceptanceGroups.js';
-import type { EventRow } from '../events.js';
+import type {
+  AcceptanceRead,
+  AcceptanceReadRequest,
+  AcceptanceUnitRows,
+} from '../acceptanceGroups.js';
 import type { NewMessageRow } from '../messages.js';
 import { bigintNumber } from './bigintNumber.js';
 
@@ -42,14 +45,16 @@ interface AcceptanceReadRow {
   month_bytes: string | null;
   day_messages: string | null;
   day_bytes: string | null;
+  suppressed: string[];
 }
 
 /**
  * Everything an acceptance judges by, in one round trip: the Idempotency-Key's first response,
- * whether the sender domain and category are known (counted only when new), this month's and
- * today's counters. Run after lockProjectForAcceptance, as a statement of its own: under READ
- * COMMITTED each statement reads from a snapshot taken when it starts, so only a statement
- * begun after the lock was granted sees what the lock's previous holder committed.
+ * the suppressed recipients, whether the sender domain and category are known (counted only
+ * when new), this month's and today's counters. Run after lockProjectForAcceptance, as a
+ * statement of its own: under READ COMMITTED each statement reads from a snapshot taken when it
+ * starts, so only a statement begun after the lock was granted sees what the lock's previous
+ * holder committed.
  */
 export async function readAcceptanceState(
   client: ClientBase,
@@ -66,7 +71,9 @@ export async function readAcceptanceState(
             known.category AS category_known,
             CASE WHEN known.category THEN 0 ELSE (SELECT count(*)::int FROM categories WHERE project_id = $1) END AS category_count,
             this_month.messages AS month_messages, this_month.bytes AS month_bytes,
-            today.messages AS day_messages, today.bytes AS day_bytes
+            today.messages AS day_messages, today.bytes AS day_bytes,
+            ARRAY(SELECT r.email FROM unnest($8::text[]) WITH ORDINALITY AS r(email, n)
+                   WHERE EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = $1 AND s.email = r.email::citext) ORDER BY r.n) AS suppressed
        FROM known
        LEFT JOIN usage_counters this_month ON this_month.project_id = $1 AND this_month.period = $6
        LEFT JOIN usage_counters today ON today.project_id = $1 AND today.period = $7`,
@@ -78,11 +85,13 @@ export async function readAcceptanceState(
       request.category,
       request.monthPeriod,
       request.dayPeriod,
+      request.recipients,
     ],
   );
   const row = result.rows[0]!;
   return {
     idempotentResponse: row.idempotent_response,
+    suppressed: row.suppressed,
     senderDomainKnown: row.sender_domain_known,
     senderDomainCount: row.sender_domain_count,
     categoryKnown: row.category_known,
@@ -96,45 +105,6 @@ export async function readAcceptanceState(
       bytes: bigintNumber(row.day_bytes ?? 0, 'usage_counters.bytes'),
     },
   };
-}
-
-export async function registerSenderDomain(
-  client: ClientBase,
-  projectId: string,
-  domain: string,
-  now: number,
-): Promise<void> {
-  await client.query(
-    'INSERT INTO sender_domains (project_id, domain, first_used_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-    [projectId, domain, now],
-  );
-}
-
-export async function registerCategory(
-  client: ClientBase,
-  projectId: string,
-  name: string,
-  now: number,
-): Promise<void> {
-  await client.query(
-    'INSERT INTO categories (project_id, name, first_used_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-    [projectId, name, now],
-  );
-}
-
-/** One message and `bytes` more in each of `periods` (distinct), in one statement. */
-export async function addUsage(
-  client: ClientBase,
-  projectId: string,
-  periods: readonly string[],
-  bytes: number,
-): Promise<void> {
-  if (periods.length === 0) return;
-  await client.query(
-    `INSERT INTO usage_counters (project_id, period, messages, bytes) SELECT $1::text, period, 1, $3::bigint FROM unnest($2::text[]) AS period
-     ON CONFLICT (project_id, period) DO UPDATE SET messages = usage_counters.messages + 1, bytes = usage_counters.bytes + excluded.bytes`,
-    [projectId, periods, bytes],
-  );
 }
 
 const MESSAGE_COLUMNS = [
@@ -162,35 +132,72 @@ const MESSAGE_COLUMNS = [
   'next_attempt_at',
 ] as const satisfies readonly (keyof NewMessageRow)[];
 
-const INSERT_MESSAGE = `INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES (${MESSAGE_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+/** `$n` of the parameters after the message's columns (writeAcceptedUnit's order). */
+const after = (n: number) => `$${MESSAGE_COLUMNS.length + n}`;
+const [MESSAGE_ID, PROJECT_ID, ENVIRONMENT] = ['$1', '$2', '$3'];
+const [
+  DOMAIN,
+  CATEGORY,
+  PERIODS,
+  BYTES,
+  NOW,
+  PIECE,
+  KEY,
+  RESPONSE,
+  EVENT_PROJECT,
+  EVENT_MESSAGE,
+  EVENT_TYPE,
+  EVENT_AT,
+  EVENT_DATA,
+] = Array.from({ length: 13 }, (_, i) => after(i + 1));
 
-export async function insertMessage(client: ClientBase, row: NewMessageRow): Promise<void> {
-  await client.query(
-    INSERT_MESSAGE,
-    MESSAGE_COLUMNS.map((column) => row[column] ?? null),
-  );
-}
+/**
+ * An accepted unit's rows in one statement (one round trip while its project's row is locked,
+ * where one per table took six): the sender domain and category if new, the usage counters, the
+ * message row, its body when it is one piece, its Idempotency-Key and its event. Each is a
+ * data-modifying WITH of its own; they touch different tables, so none needs another's effect.
+ */
+const WRITE_UNIT = `
+  WITH domain AS (
+    INSERT INTO sender_domains (project_id, domain, first_used_at)
+    SELECT ${PROJECT_ID}, d, ${NOW}::bigint FROM (SELECT ${DOMAIN}::text AS d) AS given WHERE d IS NOT NULL ON CONFLICT DO NOTHING
+  ), category AS (
+    INSERT INTO categories (project_id, name, first_used_at)
+    SELECT ${PROJECT_ID}, c, ${NOW}::bigint FROM (SELECT ${CATEGORY}::text AS c) AS given WHERE c IS NOT NULL ON CONFLICT DO NOTHING
+  ), usage AS (
+    INSERT INTO usage_counters (project_id, period, messages, bytes)
+    SELECT ${PROJECT_ID}, period, 1, ${BYTES}::bigint FROM unnest(${PERIODS}::text[]) AS period
+    ON CONFLICT (project_id, period) DO UPDATE SET messages = usage_counters.messages + 1, bytes = usage_counters.bytes + excluded.bytes
+  ), message AS (
+    INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES (${MESSAGE_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})
+  ), body AS (
+    INSERT INTO message_body_chunks (message_id, seq, bytes) SELECT ${MESSAGE_ID}, 0, p FROM (SELECT ${PIECE}::bytea AS p) AS given WHERE p IS NOT NULL
+  ), idempotency AS (
+    INSERT INTO idempotency_keys (project_id, environment, key, message_id, response, created_at)
+    SELECT ${PROJECT_ID}, ${ENVIRONMENT}, k, ${MESSAGE_ID}, ${RESPONSE}::text, ${NOW}::bigint FROM (SELECT ${KEY}::text AS k) AS given WHERE k IS NOT NULL
+  )
+  INSERT INTO events (project_id, message_id, type, created_at, data)
+  VALUES (${EVENT_PROJECT}::text, ${EVENT_MESSAGE}::text, ${EVENT_TYPE}::text, ${EVENT_AT}::bigint, ${EVENT_DATA}::text)`;
 
-export async function insertIdempotencyKey(
+export async function writeAcceptedUnit(
   client: ClientBase,
-  row: {
-    project_id: string;
-    environment: string;
-    key: string;
-    message_id: string;
-    response: string;
-    created_at: number;
-  },
+  rows: AcceptanceUnitRows,
 ): Promise<void> {
-  await client.query(
-    'INSERT INTO idempotency_keys (project_id, environment, key, message_id, response, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [row.project_id, row.environment, row.key, row.message_id, row.response, row.created_at],
-  );
-}
-
-export async function insertEvent(client: ClientBase, row: Omit<EventRow, 'seq'>): Promise<void> {
-  await client.query(
-    'INSERT INTO events (project_id, message_id, type, created_at, data) VALUES ($1, $2, $3, $4, $5)',
-    [row.project_id, row.message_id, row.type, row.created_at, row.data],
-  );
+  const { message, event } = rows;
+  await client.query(WRITE_UNIT, [
+    ...MESSAGE_COLUMNS.map((column) => message[column] ?? null),
+    rows.senderDomain,
+    rows.category,
+    rows.periods,
+    rows.bytes,
+    message.created_at,
+    rows.body,
+    rows.idempotency?.key ?? null,
+    rows.idempotency?.response ?? null,
+    event.project_id,
+    event.message_id,
+    event.type,
+    event.created_at,
+    event.data,
+  ]);
 }
